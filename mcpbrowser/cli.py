@@ -1,0 +1,50 @@
+"""Command-line entry point; runs on the main thread and owns signal handling."""
+
+import os
+import signal
+import sys
+import threading
+
+from mcpbrowser import logs
+from mcpbrowser.config import Config, ConfigError
+
+
+def _warm_imports():
+    """Import the heavy modules in the background so initialize is answered first."""
+    try:
+        import mcp_types  # noqa: F401
+        import playwright.sync_api  # noqa: F401
+    except Exception:
+        logs.log.exception("warm-up import failed", extra={"event": "import_failed"})
+
+
+def _claim_stdout():
+    """Keep the real stdout for JSON-RPC only; anything else printing to fd 1 lands on stderr."""
+    protocol_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return protocol_out
+
+
+def main(argv=None):
+    try:
+        config = Config.from_args(argv)
+    except ConfigError as exc:
+        print(f"mcpbrowser: error: {exc}", file=sys.stderr)
+        return 2
+    out = _claim_stdout()
+    logs.setup(config.log_level)
+    threading.Thread(target=_warm_imports, name="warm-imports", daemon=True).start()
+
+    from mcpbrowser.core import Browser
+    from mcpbrowser.server import StdioServer
+
+    core = Browser(config).start()
+    server = StdioServer(core, sys.stdin.buffer, out)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: server.done.set())
+    server.serve()
+    out.flush()
+    sys.stderr.flush()
+    # Threads still blocked on stdin or on a dead session must not hold the exit.
+    os._exit(0)

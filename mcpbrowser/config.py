@@ -1,0 +1,131 @@
+"""All tunables in one table; built once on the main thread, then read-only everywhere.
+
+Each field states its default and why, and validates itself so that a bad value
+names the command-line flag that carries it.
+"""
+
+import argparse
+import dataclasses
+from dataclasses import dataclass, field
+
+BROWSERS = ("chromium", "firefox", "webkit")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class ConfigError(ValueError):
+    """A setting has a bad value; the message names its flag."""
+
+
+def _flag(name):
+    return "--" + name.replace("_", "-")
+
+
+def _int_at_least(low):
+    def check(name, value):
+        if isinstance(value, bool) or not isinstance(value, int):
+            try:
+                value = int(str(value), 10)
+            except ValueError:
+                raise ConfigError(f"{_flag(name)} must be a whole number, got {value!r}") from None
+        if value < low:
+            raise ConfigError(f"{_flag(name)} must be at least {low}, got {value}")
+        return value
+
+    return check
+
+
+def _one_of(choices):
+    def check(name, value):
+        if value not in choices:
+            raise ConfigError(f"{_flag(name)} must be one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    return check
+
+
+def _boolean(name, value):
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{_flag(name)} must be true or false, got {value!r}")
+
+
+def _optional_text(name, value):
+    if value is None or value == "":
+        return None
+    return str(value)
+
+
+def _option(default, check, help):
+    return field(default=default, metadata={"check": check, "help": help})
+
+
+@dataclass(frozen=True)
+class Config:
+    """Effective settings. Construct with keyword arguments; every value is validated."""
+
+    browser: str = _option(
+        "chromium", _one_of(BROWSERS),
+        "Browser engine. Chromium shares one process across sessions (CDP); "
+        "firefox and webkit have no CDP, so each session launches its own.")
+    headless: bool = _option(
+        False, _boolean,
+        "Run without a window. Default is headed so a person can take over a login; "
+        "with no display the server falls back to headless and says so on stderr.")
+    session_timeout: int = _option(
+        300_000, _int_at_least(1),
+        "Milliseconds from creation until a session is closed (seed 003: 5 minutes).")
+    max_sessions: int = _option(
+        10, _int_at_least(1),
+        "Most sessions open at once; each costs a driver process and a browser context.")
+    executable_path: str = _option(
+        None, _optional_text,
+        "Browser executable to use instead of looking for one.")
+    log_level: str = _option(
+        "info", _one_of(LOG_LEVELS), "Least severe level written to stderr.")
+    action_timeout: int = _option(
+        5_000, _int_at_least(1),
+        "Default milliseconds an element action (click, type) waits for its element.")
+    navigation_timeout: int = _option(
+        30_000, _int_at_least(1),
+        "Default milliseconds a navigation waits for its load state.")
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            checked = f.metadata["check"](f.name, getattr(self, f.name))
+            object.__setattr__(self, f.name, checked)
+
+    @classmethod
+    def from_args(cls, argv=None):
+        """Parse command-line flags; raises ConfigError naming the bad flag."""
+        parser = build_parser()
+        ns = parser.parse_args(argv)
+        given = {k: v for k, v in vars(ns).items() if v is not None}
+        return cls(**given)
+
+
+def build_parser():
+    """argparse parser generated from the Config table, so flags and fields never drift."""
+    from mcpbrowser import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="mcpbrowser",
+        description="MCP stdio server for browser automation: isolated sessions on one "
+        "shared browser, driven by AI agents through tools. Speaks JSON-RPC on "
+        "stdin/stdout; logs JSON to stderr.",
+    )
+    parser.add_argument("--version", action="version", version=f"mcpbrowser {__version__}")
+    for f in dataclasses.fields(Config):
+        flag = _flag(f.name)
+        help_text = f"{f.metadata['help']} (default: {f.default})"
+        if f.type in (bool, "bool"):
+            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction,
+                                default=None, help=help_text)
+        else:
+            parser.add_argument(flag, dest=f.name, default=None, metavar=f.name.upper(),
+                                help=help_text)
+    return parser

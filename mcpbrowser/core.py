@@ -1,0 +1,397 @@
+"""The thread-safe synchronous core: the shared browser, sessions, and every tool as a call.
+
+Threads:
+- ANY THREAD: `Browser` and `Session` public methods (embedders and the MCP server).
+- browser-supervisor thread: launches the shared Chromium and, on close, stops it.
+- core pool threads: session-less tool handlers (create/close/list sessions).
+- session threads: `SessionState` and every Playwright object (see session_worker).
+- timer threads: expiry callbacks; they only flag and enqueue, never touch Playwright.
+Only plain data (dicts, str, bytes) and Futures cross between them.
+"""
+
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from mcpbrowser import tools
+from mcpbrowser.browser_process import SharedBrowser, attach, effective_headless, find_chromium
+from mcpbrowser.config import Config
+from mcpbrowser.errors import (
+    BrowserError, BrowserServerError, InvalidParameters, MaxSessionsReached, SessionExpired,
+    SessionNotFound,
+)
+from mcpbrowser.logs import log
+from mcpbrowser.schema import validate
+from mcpbrowser.session_worker import SessionWorker
+from mcpbrowser.supervisor import Supervisor
+
+SESSION_START_TIMEOUT_S = 60.0  # a cold driver start is ~1 s; far beyond that something is wrong
+CLOSE_JOIN_S = 5.0              # close_session waits this long for the page and context to close
+SHUTDOWN_BUDGET_S = 1.0         # sessions get 1 s of the 2 s shutdown promise...
+BROWSER_STOP_GRACE_S = 0.8      # ...and the browser its SIGTERM grace before SIGKILL
+DESCRIBE_WAIT_S = 0.5           # list_sessions falls back to cached url/title for busy sessions
+ENDED_MEMORY = 10_000           # ended ids remembered so late calls get SESSION_EXPIRED, bounded
+
+
+def now_ms():
+    """Wall-clock epoch milliseconds, for timestamps shown to clients (never for deadlines)."""
+    return time.time_ns() // 1_000_000
+
+
+class SessionRecord:
+    """Plain data about one open session, owned by the core under its lock."""
+
+    __slots__ = ("session_id", "worker", "created_at", "expires_at")
+
+    def __init__(self, session_id, worker, created_at, expires_at):
+        self.session_id = session_id
+        self.worker = worker
+        self.created_at = created_at
+        self.expires_at = expires_at
+
+
+class SessionState:
+    """One session's Playwright objects. SESSION THREAD ONLY: never hand it to another thread."""
+
+    def __init__(self, worker, config, playwright, browser, context, page):
+        self.worker = worker
+        self.config = config
+        self.playwright = playwright
+        self.browser = browser
+        self.context = context
+        self.page = page
+
+    @property
+    def session_id(self):
+        return self.worker.session_id
+
+    def remember_page(self, title):
+        """Publish url and title as plain data for list_sessions while this thread is busy."""
+        self.worker.info = {"url": self.page.url, "title": title}
+
+    def describe(self):
+        self.remember_page(self.page.title())
+        return dict(self.worker.info)
+
+    def close(self):
+        for step in (self.context.close, self.browser.close, self.playwright.stop):
+            try:
+                step()
+            except Exception as exc:  # the browser may already be gone; keep tearing down
+                log.debug("session teardown step failed",
+                          extra={"session": self.session_id, "error": str(exc)})
+
+
+def _failed(exc):
+    fut = Future()
+    fut.set_exception(exc)
+    return fut
+
+
+class Browser:
+    """The core API: `with Browser(config) as b: s = b.create_session(); s.navigate(url)`.
+
+    Every method may be called from any thread. Failures raise BrowserServerError
+    subclasses whose `code` is the stable error code.
+    """
+
+    def __init__(self, config=None, *, opener=None, timer_factory=threading.Timer):
+        self.config = config or Config()
+        self._opener = opener or self._open_playwright_session
+        self._supervisor = Supervisor(timer_factory)
+        self._lock = threading.Lock()
+        self._sessions = {}
+        self._ended = OrderedDict()
+        self._starting = 0
+        self._closed = False
+        self._pool = ThreadPoolExecutor(self.config.max_sessions + 2, thread_name_prefix="core")
+        self._endpoint = Future()
+        self._browser_thread = None
+        self._browser_stop = threading.Event()
+        self._headless = None
+
+    # -- ANY THREAD: lifecycle -------------------------------------------------
+
+    def start(self):
+        """Start the shared browser in the background; calls wait for it only when they need it."""
+        with self._lock:
+            if self._browser_thread is not None or self._closed:
+                return self
+            self._headless = effective_headless(self.config)
+            self._browser_thread = threading.Thread(
+                target=self._run_shared_browser, name="browser-supervisor", daemon=True)
+        self._browser_thread.start()
+        return self
+
+    def close(self):
+        """Close every session, then the browser. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            records = list(self._sessions.values())
+            self._sessions.clear()
+        self._supervisor.cancel_all()
+        shutting_down = BrowserError("The server is shutting down.")
+        for record in records:
+            record.worker.stop(shutting_down)
+        deadline = time.monotonic() + SHUTDOWN_BUDGET_S
+        for record in records:
+            record.worker.join(max(0.0, deadline - time.monotonic()))
+        self._browser_stop.set()
+        if not self._endpoint.done():
+            try:  # a session thread may be waiting for a browser that will never start
+                self._endpoint.set_exception(shutting_down)
+            except Exception:
+                pass
+        if self._browser_thread is not None:
+            self._browser_thread.join(3.0)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        log.info("core closed", extra={"event": "core_closed", "sessions": len(records)})
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    # -- ANY THREAD: tools -----------------------------------------------------
+
+    def submit(self, name, args=None):
+        """Validate and dispatch one tool call; returns a Future of its result dict.
+
+        Session tools run on their session's thread, the rest on the core pool.
+        Every failure, validation included, arrives through the Future.
+        """
+        started = time.monotonic()
+        args = {} if args is None else args
+        tool = tools.BY_NAME.get(name)
+        session_id = args.get("sessionId") if isinstance(args, dict) else None
+        try:
+            if tool is None:
+                raise InvalidParameters(f"Unknown tool {name!r}.", details={"known": list(tools.BY_NAME)})
+            validate(tool.input_schema, args)
+            if tool.needs_session:
+                fut = self._worker(session_id).submit(tool.handler, args)
+            else:
+                fut = self._pool.submit(tool.handler, self, args)
+        except BrowserServerError as exc:
+            fut = _failed(exc)
+        except RuntimeError:  # the pool refuses work once close() has run
+            fut = _failed(BrowserError("The server is shutting down."))
+        fut.add_done_callback(lambda f: _log_call(f, name, session_id, started))
+        return fut
+
+    def call(self, name, args=None):
+        """Run one tool call and return its result dict; raises BrowserServerError."""
+        return self.submit(name, args).result()
+
+    def create_session(self):
+        """Open a session and return a `Session` handle on it."""
+        result = self.call("create_session")
+        return Session(self, result["sessionId"], result["expiresAt"])
+
+    def list_sessions(self):
+        return self.call("list_sessions")["sessions"]
+
+    def close_session(self, session_id):
+        return self.call("close_session", {"sessionId": session_id})
+
+    # -- CORE POOL THREADS: primitives behind the session tools ---------------------
+
+    def open_session(self):
+        """Start a session thread, wait until its page is open, and register it."""
+        with self._lock:
+            if self._closed:
+                raise BrowserError("The server is shutting down.")
+            if len(self._sessions) + self._starting >= self.config.max_sessions:
+                raise MaxSessionsReached(
+                    f"{self.config.max_sessions} sessions are open, the most allowed. "
+                    "Close one with close_session first.",
+                    details={"maxSessions": self.config.max_sessions})
+            self._starting += 1
+        session_id = str(uuid.uuid4())
+        worker = SessionWorker(session_id, self._opener)
+        try:
+            worker.start().result(SESSION_START_TIMEOUT_S)
+        except BaseException as exc:
+            worker.stop()
+            with self._lock:
+                self._starting -= 1
+            if isinstance(exc, BrowserServerError):
+                raise
+            raise BrowserError(f"Could not open a browser session: {exc}") from None
+        created = now_ms()
+        record = SessionRecord(session_id, worker, created, created + self.config.session_timeout)
+        with self._lock:
+            self._starting -= 1
+            closed = self._closed
+            if not closed:
+                self._sessions[session_id] = record
+        if closed:
+            worker.stop()
+            raise BrowserError("The server is shutting down.")
+        self._supervisor.schedule_expiry(session_id, self.config.session_timeout / 1000, self._expire)
+        log.info("session created", extra={"event": "session_created", "session": session_id})
+        return record
+
+    def end_session(self, session_id):
+        """Close a session now: cancel its timer, close its page and context, forget its id."""
+        with self._lock:
+            record = self._sessions.pop(session_id, None)
+            if record is None:
+                raise self._missing(session_id)
+            self._remember_ended(session_id, "closed")
+        self._supervisor.cancel_expiry(session_id)
+        record.worker.stop()
+        record.worker.join(CLOSE_JOIN_S)
+        log.info("session closed", extra={"event": "session_closed", "session": session_id})
+
+    def describe_sessions(self):
+        """Id, times, url and title of each session; a busy session shows its last known page."""
+        with self._lock:
+            records = list(self._sessions.values())
+        asked = [(record, record.worker.submit(SessionState.describe)) for record in records]
+        deadline = time.monotonic() + DESCRIBE_WAIT_S
+        out = []
+        for record, fut in asked:
+            try:
+                info, busy = fut.result(max(0.0, deadline - time.monotonic())), False
+            except Exception:
+                fut.cancel()
+                info, busy = dict(record.worker.info), True
+            out.append({"sessionId": record.session_id, "createdAt": record.created_at,
+                        "expiresAt": record.expires_at, "url": info["url"], "title": info["title"],
+                        "busy": busy})
+        return out
+
+    def session_ids(self):
+        with self._lock:
+            return set(self._sessions)
+
+    # -- internals -------------------------------------------------------------
+
+    def _worker(self, session_id):
+        with self._lock:
+            record = self._sessions.get(session_id)
+            if record is None:
+                raise self._missing(session_id)
+            return record.worker
+
+    def _missing(self, session_id):
+        """The error for an id that is not open (caller holds the lock)."""
+        if self._ended.get(session_id) == "expired":
+            return SessionExpired(session_id=session_id)
+        return SessionNotFound(session_id=session_id)
+
+    def _remember_ended(self, session_id, how):
+        self._ended[session_id] = how
+        while len(self._ended) > ENDED_MEMORY:
+            self._ended.popitem(last=False)
+
+    # TIMER THREAD
+    def _expire(self, session_id):
+        with self._lock:
+            record = self._sessions.pop(session_id, None)
+            if record is None:
+                return
+            self._remember_ended(session_id, "expired")
+        self._supervisor.forget(session_id)
+        record.worker.stop(SessionExpired(session_id=session_id))
+        log.info("session expired", extra={"event": "session_expired", "session": session_id})
+
+    # BROWSER-SUPERVISOR THREAD: it forks Chromium and lives until close(), so the
+    # browser's parent-death signal fires only if the whole server dies.
+    def _run_shared_browser(self):
+        if self.config.browser != "chromium":
+            self._endpoint.set_result(None)  # firefox/webkit: each session launches its own
+            return
+        try:
+            shared = SharedBrowser(find_chromium(self.config.executable_path), self._headless)
+            self._endpoint.set_result(shared.start())
+        except BaseException as exc:
+            log.error("browser unavailable", extra={"event": "browser_unavailable", "error": str(exc)})
+            self._endpoint.set_exception(exc)
+            return
+        self._browser_stop.wait()
+        shared.stop(BROWSER_STOP_GRACE_S)
+
+    # SESSION THREAD
+    def _open_playwright_session(self, worker):
+        self.start()
+        endpoint = self._endpoint.result()
+        from playwright.sync_api import sync_playwright
+
+        playwright = sync_playwright().start()
+        try:
+            browser = attach(playwright, self.config, endpoint, self._headless)
+            context = browser.new_context()
+            context.set_default_timeout(self.config.action_timeout)
+            context.set_default_navigation_timeout(self.config.navigation_timeout)
+            page = context.new_page()
+        except BaseException:
+            playwright.stop()
+            raise
+
+        def track(frame):
+            if frame is page.main_frame:
+                worker.info = {"url": frame.url, "title": worker.info["title"]}
+
+        page.on("framenavigated", track)
+        return SessionState(worker, self.config, playwright, browser, context, page)
+
+
+def _log_call(fut, name, session_id, started):
+    if fut.cancelled():
+        outcome = "cancelled"
+    else:
+        exc = fut.exception()
+        outcome = "ok" if exc is None else getattr(exc, "code", "BROWSER_ERROR")
+    log.info("tool call", extra={"event": "tool_call", "tool": name, "session": session_id,
+                                 "duration_ms": round((time.monotonic() - started) * 1000, 2),
+                                 "outcome": outcome})
+
+
+class Session:
+    """A library handle on one session; every session tool is a method.
+
+    `session.navigate("https://example.com")` maps positional arguments to the
+    tool's required parameters in order, keywords to any parameter.
+    """
+
+    def __init__(self, browser, session_id, expires_at):
+        self.browser = browser
+        self.id = session_id
+        self.expires_at = expires_at
+
+    def call(self, tool, **args):
+        return self.browser.call(tool, {"sessionId": self.id, **args})
+
+    def __getattr__(self, name):
+        tool = tools.BY_NAME.get(name)
+        if tool is None or not tool.needs_session:
+            raise AttributeError(name)
+        positional = [p for p in tool.input_schema["required"] if p != "sessionId"]
+
+        def method(*args, **kwargs):
+            if len(args) > len(positional):
+                raise TypeError(f"{name}() takes at most {len(positional)} positional arguments")
+            kwargs.update(zip(positional, args))
+            return self.call(name, **kwargs)
+
+        method.__name__ = name
+        method.__doc__ = tool.description
+        return method
+
+    def close(self):
+        """Close the session; closing it again does nothing."""
+        if self.id in self.browser.session_ids():
+            self.browser.close_session(self.id)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()

@@ -1,0 +1,80 @@
+"""Tool errors with stable codes; raised on any thread, carried across queues inside Futures."""
+
+
+class BrowserServerError(Exception):
+    """Base class: a tool failure the caller can act on, identified by `code`."""
+
+    code = "BROWSER_ERROR"
+    default_message = "The browser failed to carry out the request."
+
+    def __init__(self, message=None, *, session_id=None, details=None):
+        self.message = message or self.default_message
+        self.session_id = session_id
+        self.details = details
+        super().__init__(self.message)
+
+    def to_dict(self):
+        """The seed-002 error object: {errorCode, message, sessionId?, details?}."""
+        out = {"errorCode": self.code, "message": self.message}
+        if self.session_id is not None:
+            out["sessionId"] = self.session_id
+        if self.details is not None:
+            out["details"] = self.details
+        return out
+
+
+class SessionNotFound(BrowserServerError):
+    code = "SESSION_NOT_FOUND"
+    default_message = "No session has this id. Call create_session to get one."
+
+
+class SessionExpired(BrowserServerError):
+    code = "SESSION_EXPIRED"
+    default_message = "This session expired and was closed. Call create_session for a new one."
+
+
+class MaxSessionsReached(BrowserServerError):
+    code = "MAX_SESSIONS_REACHED"
+    default_message = "The session limit is reached. Close a session with close_session first."
+
+
+class NavigationFailed(BrowserServerError):
+    code = "NAVIGATION_FAILED"
+    default_message = "Navigation failed."
+
+
+class ElementNotFound(BrowserServerError):
+    code = "ELEMENT_NOT_FOUND"
+    default_message = "No element matches the selector."
+
+
+class ElementNotClickable(BrowserServerError):
+    code = "ELEMENT_NOT_CLICKABLE"
+    default_message = "The element exists but cannot be clicked."
+
+
+class ElementNotEditable(BrowserServerError):
+    code = "ELEMENT_NOT_EDITABLE"
+    default_message = "The element exists but cannot be typed into."
+
+
+class BrowserError(BrowserServerError):
+    code = "BROWSER_ERROR"
+
+
+class InvalidParameters(BrowserServerError):
+    code = "INVALID_PARAMETERS"
+    default_message = "The arguments are not valid for this tool."
+
+
+ALL_ERRORS = (
+    SessionNotFound,
+    SessionExpired,
+    MaxSessionsReached,
+    NavigationFailed,
+    ElementNotFound,
+    ElementNotClickable,
+    ElementNotEditable,
+    BrowserError,
+    InvalidParameters,
+)

@@ -1,0 +1,122 @@
+"""JSON-RPC 2.0 framing and MCP parameter validation; pure functions, run on the reader thread.
+
+`id` and `method` are checked by hand before any model sees the message: a
+request with `"id": null` would otherwise parse as a notification and never be
+answered. `initialize` is validated by hand too, so it is answered before the
+MCP types package (about 0.4 s to import) has loaded; every other request's
+params are validated with `mcp_types` models.
+"""
+
+import json
+from typing import Any, NamedTuple
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LATEST_VERSION = SUPPORTED_VERSIONS[-1]
+STRUCTURED_OUTPUT_SINCE = "2025-06-18"  # outputSchema / structuredContent appear in this revision
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+class ProtocolError(Exception):
+    """A fault answered with a JSON-RPC error object rather than a tool result."""
+
+    def __init__(self, code, message, request_id=None, data=None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+        self.data = data
+
+
+class Message(NamedTuple):
+    kind: str  # "request", "notification" or "response"
+    id: Any
+    method: Any
+    params: dict
+    body: dict
+
+
+def _valid_id(value):
+    # JSON-RPC allows numbers, but MCP forbids null ids; floats and bools are
+    # refused because they compare equal to ints and would collide with them.
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def parse(line):
+    """Decode one line of bytes into a Message, or raise ProtocolError."""
+    try:
+        body = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ProtocolError(PARSE_ERROR, f"Parse error: {str(exc)[:200]}") from None
+    if not isinstance(body, dict):
+        raise ProtocolError(INVALID_REQUEST, "Invalid request: a message must be a JSON object "
+                                             "(batches are not supported)")
+    has_id = "id" in body
+    request_id = body.get("id") if has_id and _valid_id(body.get("id")) else None
+    if body.get("jsonrpc") != "2.0":
+        raise ProtocolError(INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"', request_id)
+    if has_id and not _valid_id(body["id"]):
+        raise ProtocolError(INVALID_REQUEST, "Invalid request: id must be a string or an integer")
+    if "method" not in body:
+        if has_id and ("result" in body or "error" in body):
+            return Message("response", body["id"], None, {}, body)
+        raise ProtocolError(INVALID_REQUEST, 'Invalid request: "method" is missing', request_id)
+    method = body["method"]
+    if not isinstance(method, str):
+        raise ProtocolError(INVALID_REQUEST, 'Invalid request: "method" must be a string', request_id)
+    params = body.get("params", {})
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise ProtocolError(INVALID_PARAMS, '"params" must be an object', request_id)
+    return Message("request" if has_id else "notification", request_id, method, params, body)
+
+
+def negotiate(params, request_id):
+    """The protocol version to answer `initialize` with, after checking its params by hand."""
+    version = params.get("protocolVersion")
+    if not isinstance(version, str):
+        raise ProtocolError(INVALID_PARAMS, "initialize: protocolVersion must be a string", request_id)
+    for name in ("capabilities", "clientInfo"):
+        if name in params and not isinstance(params[name], dict):
+            raise ProtocolError(INVALID_PARAMS, f"initialize: {name} must be an object", request_id)
+    return version if version in SUPPORTED_VERSIONS else LATEST_VERSION
+
+
+def validated(model_name, params, request_id):
+    """Validate params with the named mcp_types model; bad params are -32602."""
+    import mcp_types
+    from pydantic import ValidationError
+
+    try:
+        return getattr(mcp_types, model_name).model_validate(params)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'params'}: {e['msg']}"
+                             for e in exc.errors()[:5])
+        raise ProtocolError(INVALID_PARAMS, f"Invalid params: {problems}", request_id) from None
+
+
+def encode(message):
+    """One JSON-RPC message as a newline-terminated line. ASCII-only output, so any
+    string we echo back (a lone surrogate included) can always be written."""
+    return (json.dumps(message, separators=(",", ":")) + "\n").encode("ascii")
+
+
+def result(request_id, value):
+    return {"jsonrpc": "2.0", "id": request_id, "result": value}
+
+
+def error(request_id, code, message, data=None):
+    err = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": err}
+
+
+def notification(method, params):
+    return {"jsonrpc": "2.0", "method": method, "params": params}

@@ -1,0 +1,92 @@
+"""Tool argument schemas and their validation; pure functions, called on the dispatching thread.
+
+We publish exactly the JSON Schema we enforce. Only the subset our tools use is
+supported (type, enum, minimum, maximum, minLength, items, required,
+additionalProperties=false), which keeps validation fast and free of the
+jsonschema import on the hot path.
+"""
+
+from mcpbrowser.errors import InvalidParameters
+
+_TYPES = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+
+
+def string(description, **extra):
+    return {"type": "string", "description": description, **extra}
+
+
+def integer(description, minimum=None, maximum=None):
+    out = {"type": "integer", "description": description}
+    if minimum is not None:
+        out["minimum"] = minimum
+    if maximum is not None:
+        out["maximum"] = maximum
+    return out
+
+
+def boolean(description):
+    return {"type": "boolean", "description": description}
+
+
+def obj(properties, required=()):
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+def problems(schema, value, path="arguments"):
+    """List every way `value` breaks `schema`, each naming where."""
+    expected = schema.get("type")
+    if expected is not None:
+        kinds = expected if isinstance(expected, list) else [expected]
+        if not any(_TYPES[k](value) for k in kinds):
+            return [f"{path} must be {' or '.join(kinds)}, got {_kind(value)}"]
+    found = []
+    if "enum" in schema and value not in schema["enum"]:
+        found.append(f"{path} must be one of {schema['enum']}, got {value!r}")
+    if "minimum" in schema and _TYPES["number"](value) and value < schema["minimum"]:
+        found.append(f"{path} must be >= {schema['minimum']}, got {value}")
+    if "maximum" in schema and _TYPES["number"](value) and value > schema["maximum"]:
+        found.append(f"{path} must be <= {schema['maximum']}, got {value}")
+    if "minLength" in schema and isinstance(value, str) and len(value) < schema["minLength"]:
+        found.append(f"{path} must have at least {schema['minLength']} characters")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            found += problems(schema["items"], item, f"{path}[{i}]")
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for name in schema.get("required", ()):
+            if name not in value:
+                found.append(f"{path}.{name} is required")
+        for name, item in value.items():
+            if name in props:
+                found += problems(props[name], item, f"{path}.{name}")
+            elif schema.get("additionalProperties") is False:
+                found.append(f"{path}.{name} is not a known argument (known: {', '.join(props)})")
+    return found
+
+
+def validate(schema, value):
+    """Raise InvalidParameters listing every problem; return the value unchanged when valid."""
+    found = problems(schema, value)
+    if found:
+        raise InvalidParameters("; ".join(found), details={"problems": found})
+    return value
+
+
+def _kind(value):
+    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
+        if _TYPES[name](value):
+            return name
+    return type(value).__name__

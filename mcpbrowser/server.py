@@ -1,0 +1,218 @@
+"""The MCP stdio server: a thin adapter from JSON-RPC lines to the core.
+
+Threads:
+- reader thread: reads stdin, parses, answers cheap requests inline and hands
+  tools/call to the core (which queues it on a session thread or the core pool).
+- whichever thread completes a call's Future writes its response: the session
+  thread or a core pool thread. All writes go through `send`, under one lock,
+  so stdout carries whole JSON-RPC lines and nothing else.
+- main thread: `serve` waits for stdin EOF or a signal, then shuts down.
+"""
+
+import json
+import logging
+import threading
+
+from mcpbrowser import __version__, protocol, tools
+from mcpbrowser.errors import BrowserError, BrowserServerError
+from mcpbrowser.logs import log
+from mcpbrowser.protocol import ProtocolError
+
+INSTRUCTIONS = (
+    "Browser automation. Call create_session first and pass its sessionId to every "
+    "browser tool; each session has its own cookies and storage and expires after a "
+    "while. Use navigate to load a page, then click and type with CSS or XPath "
+    "selectors. Close sessions you no longer need with close_session. Failed calls "
+    "return isError with a JSON {errorCode, message}."
+)
+
+# MCP log levels (syslog names) onto Python's, and back.
+_PY_LEVEL = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO + 5,
+             "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
+             "alert": logging.CRITICAL + 5, "emergency": logging.CRITICAL + 9}
+_LOG_FIELDS = ("event", "session", "tool", "outcome", "duration_ms", "error")
+
+
+class ClientLogHandler(logging.Handler):
+    """Forwards log records to the client as notifications/message, once it asked with logging/setLevel."""
+
+    def __init__(self, server):
+        # Silent until the client sets a level: unasked-for log traffic costs an agent tokens.
+        super().__init__(logging.CRITICAL + 10)
+        self.server = server
+
+    def set_client_level(self, level):
+        self.setLevel(_PY_LEVEL[level])
+
+    def emit(self, record):
+        level = next((name for name, num in reversed(_PY_LEVEL.items()) if record.levelno >= num), "debug")
+        data = {"message": record.getMessage()}
+        data.update({k: getattr(record, k) for k in _LOG_FIELDS if hasattr(record, k)})
+        self.server.send(protocol.notification(
+            "notifications/message", {"level": level, "logger": record.name, "data": data}))
+
+
+class StdioServer:
+    """One MCP connection over a pair of byte streams."""
+
+    def __init__(self, core, infile, outfile):
+        self.core = core
+        self._in = infile
+        self._out = outfile
+        self._write_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._inflight = {}      # request id -> Future of a running or queued tools/call
+        self._suppressed = set()  # ids cancelled while running: their answers are dropped
+        self.version = protocol.LATEST_VERSION
+        self.client_capabilities = {}
+        self.done = threading.Event()
+        self._log_handler = ClientLogHandler(self)
+        self._handlers = {
+            "initialize": self._initialize,
+            "ping": lambda msg: {},
+            "tools/list": self._tools_list,
+            "logging/setLevel": self._set_level,
+        }
+
+    # -- MAIN THREAD -----------------------------------------------------------
+
+    def serve(self):
+        """Run until stdin closes or `done` is set (by a signal handler), then shut down."""
+        log.addHandler(self._log_handler)
+        reader = threading.Thread(target=self._read_loop, name="stdin-reader", daemon=True)
+        reader.start()
+        self.done.wait()
+        self.shutdown()
+
+    def shutdown(self):
+        log.info("shutting down", extra={"event": "shutdown"})
+        self.core.close()
+        log.removeHandler(self._log_handler)
+
+    # -- ANY THREAD ------------------------------------------------------------
+
+    def send(self, message):
+        data = protocol.encode(message)
+        with self._write_lock:
+            try:
+                self._out.write(data)
+                self._out.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                self.done.set()  # the client is gone
+
+    # -- READER THREAD ---------------------------------------------------------
+
+    def _read_loop(self):
+        try:
+            for line in iter(self._in.readline, b""):
+                if line.strip():
+                    self.handle_line(line)
+        except Exception:
+            log.exception("reader failed", extra={"event": "reader_failed"})
+        finally:
+            self.done.set()
+
+    def handle_line(self, line):
+        try:
+            msg = protocol.parse(line)
+            if msg.kind == "request":
+                self._request(msg)
+            elif msg.kind == "notification":
+                self._notification(msg)
+            # Responses would answer server-to-client requests; we send none yet.
+        except ProtocolError as exc:
+            self.send(protocol.error(exc.request_id, exc.code, exc.message, exc.data))
+        except Exception as exc:  # a bug of ours must not cost the client its answer
+            log.exception("request failed", extra={"event": "internal_error"})
+            request_id = getattr(locals().get("msg"), "id", None)
+            self.send(protocol.error(request_id, protocol.INTERNAL_ERROR, f"Internal error: {exc}"))
+
+    def _request(self, msg):
+        if msg.method == "tools/call":
+            self._call_tool(msg)
+            return
+        handler = self._handlers.get(msg.method)
+        if handler is None:
+            # server/discover lands here too: the 2.x client in auto mode then falls back to initialize.
+            raise ProtocolError(protocol.METHOD_NOT_FOUND, f"Method not found: {msg.method}", msg.id)
+        self.send(protocol.result(msg.id, handler(msg)))
+
+    def _notification(self, msg):
+        if msg.method == "notifications/cancelled":
+            self._cancel(msg.params.get("requestId"))
+        # notifications/initialized and unknown notifications need no action.
+
+    def _initialize(self, msg):
+        self.version = protocol.negotiate(msg.params, msg.id)
+        self.client_capabilities = msg.params.get("capabilities") or {}
+        return {
+            "protocolVersion": self.version,
+            "capabilities": {"tools": {"listChanged": False}, "logging": {}},
+            "serverInfo": {"name": "mcpbrowser", "title": "mcpbrowser", "version": __version__},
+            "instructions": INSTRUCTIONS,
+        }
+
+    def _structured(self):
+        return self.version >= protocol.STRUCTURED_OUTPUT_SINCE
+
+    def _tools_list(self, msg):
+        protocol.validated("PaginatedRequestParams", msg.params, msg.id)
+        structured = self._structured()
+        return {"tools": [tool.describe(structured) for tool in tools.ALL]}
+
+    def _set_level(self, msg):
+        params = protocol.validated("SetLevelRequestParams", msg.params, msg.id)
+        self._log_handler.set_client_level(params.level)
+        return {}
+
+    def _call_tool(self, msg):
+        params = protocol.validated("CallToolRequestParams", msg.params, msg.id)
+        tool = tools.BY_NAME.get(params.name)
+        if tool is None:
+            raise ProtocolError(protocol.INVALID_PARAMS, f"Unknown tool: {params.name}", msg.id,
+                                {"known": list(tools.BY_NAME)})
+        with self._state_lock:
+            if msg.id in self._inflight:
+                raise ProtocolError(protocol.INVALID_REQUEST,
+                                    f"Request id {msg.id!r} is already in use by a running call", msg.id)
+            fut = self.core.submit(tool.name, params.arguments or {})
+            self._inflight[msg.id] = fut
+        fut.add_done_callback(lambda f: self._answer(msg.id, tool, f))
+
+    def _cancel(self, request_id):
+        with self._state_lock:
+            fut = self._inflight.get(request_id)
+            if fut is None:
+                return  # unknown or already answered: nothing to do
+            if not fut.cancel():
+                self._suppressed.add(request_id)  # already running: drop its answer
+        log.info("call cancelled", extra={"event": "cancelled", "request": request_id})
+
+    # -- SESSION THREAD or CORE POOL THREAD (whoever completes the Future) -------------
+
+    def _answer(self, request_id, tool, fut):
+        with self._state_lock:
+            self._inflight.pop(request_id, None)
+            if request_id in self._suppressed:
+                self._suppressed.discard(request_id)
+                return
+        if fut.cancelled():
+            return  # cancelled by the client while queued: it expects no answer
+        self.send(protocol.result(request_id, self.tool_result(tool, fut)))
+
+    def tool_result(self, tool, fut):
+        try:
+            value = fut.result()
+        except BrowserServerError as exc:
+            return _error_result(exc)
+        except Exception as exc:
+            log.exception("tool raised", extra={"event": "tool_bug", "tool": tool.name})
+            return _error_result(BrowserError(f"{type(exc).__name__}: {exc}"))
+        out = {"content": [{"type": "text", "text": json.dumps(value)}], "isError": False}
+        if tool.output_schema is not None and self._structured():
+            out["structuredContent"] = value
+        return out
+
+
+def _error_result(exc):
+    return {"content": [{"type": "text", "text": json.dumps(exc.to_dict())}], "isError": True}

@@ -1,0 +1,112 @@
+"""One session's dedicated thread and its command queue.
+
+Thread ownership: everything the opener returns (Playwright, Browser, Context,
+Page) is created on the session thread and used only there. Other threads talk
+to it only through `submit`, which carries plain data in and a Future out,
+shaped after `concurrent.futures.thread`: a cancelled command still queued is
+skipped, and every exception, BaseException included, lands in its Future, so
+no command can kill the loop.
+"""
+
+import queue
+import threading
+from concurrent.futures import Future
+
+from mcpbrowser.errors import SessionNotFound
+from mcpbrowser.logs import log
+
+_STOP = object()
+
+
+class SessionWorker:
+    """A thread that opens a session's state, runs commands on it in order, then closes it."""
+
+    def __init__(self, session_id, opener, thread_factory=threading.Thread):
+        self.session_id = session_id
+        self.ready = Future()
+        # Plain data about the page, written on the session thread and read anywhere.
+        self.info = {"url": "about:blank", "title": ""}
+        self._opener = opener
+        self._queue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._closed_error = None
+        self._thread = thread_factory(target=self._run, name=f"session-{session_id[:8]}", daemon=True)
+
+    # -- ANY THREAD ------------------------------------------------------------
+
+    def start(self):
+        self._thread.start()
+        return self.ready
+
+    def submit(self, fn, *args):
+        """Queue fn(state, *args) for the session thread; returns its Future."""
+        fut = Future()
+        with self._lock:
+            if self._stopping:
+                fut.set_exception(self._closed_error)
+                return fut
+            self._queue.put((fut, fn, args))
+        return fut
+
+    def stop(self, error=None):
+        """Refuse new work, fail what is queued with `error`, and close after the running command. Idempotent."""
+        with self._lock:
+            if self._stopping:
+                return
+            self._stopping = True
+            self._closed_error = error or SessionNotFound(
+                "The session was closed.", session_id=self.session_id)
+        self._fail_queued()
+        self._queue.put(_STOP)
+
+    def join(self, timeout=None):
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def alive(self):
+        return self._thread.is_alive()
+
+    # -- SESSION THREAD ----------------------------------------------------------
+
+    def _run(self):
+        try:
+            state = self._opener(self)
+        except BaseException as exc:  # the creator waits on `ready`; it must hear why
+            self.ready.set_exception(exc)
+            self.stop()
+            self._fail_queued()
+            return
+        self.ready.set_result(True)
+        try:
+            while True:
+                item = self._queue.get()
+                if item is _STOP:
+                    break
+                fut, fn, args = item
+                if not fut.set_running_or_notify_cancel():
+                    continue
+                try:
+                    result = fn(state, *args)
+                except BaseException as exc:
+                    fut.set_exception(exc)
+                else:
+                    fut.set_result(result)
+        finally:
+            self._fail_queued()
+            try:
+                state.close()
+            except Exception:
+                log.exception("session close failed", extra={"session": self.session_id})
+
+    def _fail_queued(self):
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if item is not _STOP:
+                fut = item[0]
+                if fut.set_running_or_notify_cancel():
+                    fut.set_exception(self._closed_error)

@@ -1,0 +1,61 @@
+"""The Tool declaration and helpers shared by the tool modules; imported on any thread.
+
+A session tool's handler runs on its session's thread as handler(state, args);
+a session-less tool's handler runs on the core's worker pool as handler(core, args).
+"""
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from mcpbrowser import schema
+
+SESSION_ID = schema.string("Session id returned by create_session.", minLength=1)
+SELECTOR = schema.string("CSS selector, or XPath starting with // (the first match is used).",
+                         minLength=1)
+TIMEOUT = schema.integer("Milliseconds to wait before failing; defaults to the server's setting.",
+                         minimum=0, maximum=600_000)
+SUCCESS_MESSAGE = {
+    "type": "object",
+    "properties": {"success": {"type": "boolean"}, "message": {"type": "string"}},
+    "required": ["success", "message"],
+}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One MCP tool: its contract (name, schemas, annotations) and its single implementation."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: dict
+    handler: Callable
+    needs_session: bool = True
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    output_schema: Optional[dict] = None
+
+    def describe(self, with_output_schema):
+        """The tools/list entry for this tool."""
+        out = {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "annotations": {
+                "title": self.title,
+                "readOnlyHint": self.read_only,
+                "destructiveHint": self.destructive,
+                "idempotentHint": self.idempotent,
+                "openWorldHint": self.needs_session,
+            },
+        }
+        if with_output_schema and self.output_schema is not None:
+            out["outputSchema"] = self.output_schema
+        return out
+
+
+def session_schema(properties=None, required=()):
+    """Input schema for a tool that acts inside a session: sessionId comes first and is required."""
+    return schema.obj({"sessionId": SESSION_ID, **(properties or {})}, ("sessionId", *required))

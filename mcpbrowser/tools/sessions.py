@@ -1,0 +1,78 @@
+"""Session lifecycle tools; handlers run on the core's worker pool, never on a session thread."""
+
+from mcpbrowser import schema
+from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, Tool, session_schema
+
+
+def create_session(core, args):
+    record = core.open_session()
+    return {
+        "sessionId": record.session_id,
+        "expiresAt": record.expires_at,
+        "message": f"Session created; it expires in {core.config.session_timeout // 1000} s. "
+                   "Pass sessionId to every browser tool and close it with close_session.",
+    }
+
+
+def close_session(core, args):
+    core.end_session(args["sessionId"])
+    return {"success": True, "message": f"Session {args['sessionId']} closed."}
+
+
+def list_sessions(core, args):
+    sessions = core.describe_sessions()
+    return {"sessions": sessions, "count": len(sessions)}
+
+
+TOOLS = [
+    Tool(
+        name="create_session",
+        title="Create browser session",
+        description="Open an isolated browser session (own cookies and storage). Returns sessionId.",
+        input_schema=schema.obj({}),
+        handler=create_session,
+        needs_session=False,
+        output_schema={
+            "type": "object",
+            "properties": {"sessionId": {"type": "string"}, "expiresAt": {"type": "integer"},
+                           "message": {"type": "string"}},
+            "required": ["sessionId", "expiresAt", "message"],
+        },
+    ),
+    Tool(
+        name="close_session",
+        title="Close browser session",
+        description="Close a session and discard its pages, cookies and storage.",
+        input_schema=session_schema(),
+        handler=close_session,
+        needs_session=False,
+        destructive=True,
+        output_schema=SUCCESS_MESSAGE,
+    ),
+    Tool(
+        name="list_sessions",
+        title="List browser sessions",
+        description="List open sessions with their current URL, title and expiry.",
+        input_schema=schema.obj({}),
+        handler=list_sessions,
+        needs_session=False,
+        read_only=True,
+        idempotent=True,
+        output_schema={
+            "type": "object",
+            "properties": {
+                "sessions": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {
+                        "sessionId": SESSION_ID, "createdAt": {"type": "integer"},
+                        "expiresAt": {"type": "integer"}, "url": {"type": "string"},
+                        "title": {"type": "string"}, "busy": {"type": "boolean"},
+                    },
+                    "required": ["sessionId", "createdAt", "expiresAt", "url", "title", "busy"],
+                }},
+                "count": {"type": "integer"},
+            },
+            "required": ["sessions", "count"],
+        },
+    ),
+]
