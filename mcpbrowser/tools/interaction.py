@@ -18,8 +18,14 @@ def _locator(state, selector):
     return state.page.locator(selector)
 
 
-def _first_line(exc):
-    return str(exc).split("\n", 1)[0]
+_WHY_MARKERS = ("element is not", "intercepts pointer events", "not stable", "is not an <")
+
+
+def _reason(exc):
+    """Playwright's first line plus the call-log line that says why the element was unusable."""
+    lines = [line.strip(" -") for line in str(exc).splitlines()]
+    why = next((line for line in reversed(lines) if any(m in line for m in _WHY_MARKERS)), None)
+    return lines[0] if not why or why in lines[0] else f"{lines[0]} ({why})"
 
 
 def _classify(state, matches, selector, exc, not_usable):
@@ -27,7 +33,7 @@ def _classify(state, matches, selector, exc, not_usable):
     if isinstance(exc, BrowserServerError):
         return exc
     text = str(exc)
-    reason = _first_line(exc)
+    reason = _reason(exc)
     details = {"selector": selector, "reason": reason}
     if any(marker in text for marker in _BAD_SELECTOR):
         return InvalidParameters(f"Invalid selector {selector!r}: {reason}",

@@ -1,0 +1,52 @@
+"""Shared fixtures: one local page server, MCP clients over real pipes, hypothesis profiles."""
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from support import McpClient, PageServer
+
+settings.register_profile("default", max_examples=100, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", max_examples=100, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+@pytest.fixture(scope="session")
+def pages():
+    server = PageServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def client():
+    """One server per test module: sessions isolate the tests from each other."""
+    c = McpClient()
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def session(client):
+    """A fresh session on the module's server, closed afterwards."""
+    session_id = client.tool("create_session")["sessionId"]
+    yield session_id
+    client.call("close_session", {"sessionId": session_id})
+
+
+@pytest.fixture
+def make_client():
+    """Start servers with their own flags; all are closed at the end of the test."""
+    started = []
+
+    def make(*args, **kwargs):
+        c = McpClient(*args, **kwargs)
+        started.append(c)
+        return c
+
+    yield make
+    for c in started:
+        c.close()

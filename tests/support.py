@@ -1,0 +1,252 @@
+"""Test helpers: a local page server, the official MCP client made synchronous, and a raw pipe driver."""
+
+import functools
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import anyio.from_thread
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+SERVER_CMD = [sys.executable, "-m", "mcpbrowser", "--headless"]
+
+PAGES = {
+    "/form": """<!doctype html><title>Form</title>
+<input id="name" value="">
+<textarea id="notes"></textarea>
+<input id="disabled" disabled value="locked">
+<button id="go" onclick="document.title = 'Hello ' + document.getElementById('name').value">Go</button>
+<button id="off" disabled>Off</button>
+<button id="hidden" style="display:none">Hidden</button>
+<div id="plain">not editable</div>
+<p class="item">one</p><p class="item">two</p>
+<button id="count" onclick="this.dataset.n = (+this.dataset.n || 0) + 1; document.title = 'count ' + this.dataset.n">Count</button>""",
+    "/storage": """<!doctype html><title>Storage</title>
+<script>
+function show() {
+  document.title = 'cookie=' + document.cookie + ';local=' + (localStorage.getItem('k') || '') +
+                   ';session=' + (sessionStorage.getItem('k') || '');
+}
+function save(v) { document.cookie = 'k=' + v; localStorage.setItem('k', v); sessionStorage.setItem('k', v); show(); }
+</script>
+<button id="save" onclick="save(document.getElementById('v').value)">Save</button>
+<input id="v"><button id="show" onclick="show()">Show</button>""",
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def _send(self, status, body, headers=()):
+        data = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        url = urlsplit(self.path)
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        self.server.hits.append(url.path + ("?" + url.query if url.query else ""))
+        if url.path in PAGES:
+            self._send(200, PAGES[url.path])
+        elif url.path.startswith("/title/"):
+            name = url.path.split("/", 2)[2]
+            self._send(200, f"<!doctype html><title>{name}</title><h1>{name}</h1>")
+        elif url.path == "/slow":
+            time.sleep(int(query.get("ms", "1000")) / 1000)
+            self._send(200, "<title>Slow</title>slow")
+        elif url.path == "/redirect":
+            self._send(302, "", [("Location", query.get("to", "/title/landed"))])
+        elif url.path == "/barrier":
+            # Answers only once `n` requests wait here together: proof they ran concurrently.
+            n = int(query.get("n", "2"))
+            with self.server.lock:
+                barrier = self.server.barriers.setdefault((query.get("k"), n), threading.Barrier(n, timeout=10))
+            try:
+                barrier.wait()
+                self._send(200, "<title>together</title>")
+            except threading.BrokenBarrierError:
+                self._send(200, "<title>alone</title>")
+        elif url.path == "/hit":
+            self._send(200, f"<title>hit {query.get('k', '')}</title>")
+        else:
+            self._send(404, "<title>Not found</title>")
+
+
+class PageServer:
+    """Pages served on 127.0.0.1 from a thread; `hits` records every path requested."""
+
+    def __init__(self):
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.hits = []
+        self.httpd.barriers = {}
+        self.httpd.lock = threading.Lock()
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def hits(self):
+        return self.httpd.hits
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.httpd.server_port}{path}"
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class McpClient:
+    """The official MCP ClientSession over stdio_client, callable from plain threads."""
+
+    def __init__(self, *args, env=None):
+        self.stderr = tempfile.NamedTemporaryFile("w+", prefix="mcpbrowser-stderr-", delete=False)
+        params = StdioServerParameters(command=SERVER_CMD[0], args=[*SERVER_CMD[1:], *args],
+                                       env={**os.environ, **(env or {})})
+        self.log_messages = []
+        self._portal_cm = anyio.from_thread.start_blocking_portal()
+        self.portal = self._portal_cm.__enter__()
+        self._transport = self.portal.wrap_async_context_manager(stdio_client(params, errlog=self.stderr))
+        read, write = self._transport.__enter__()
+        self._session_cm = self.portal.wrap_async_context_manager(
+            ClientSession(read, write, logging_callback=self._on_log))
+        self.session = self._session_cm.__enter__()
+        self.init = self.portal.call(self.session.initialize)
+
+    async def _on_log(self, params):
+        self.log_messages.append(params)
+
+    def run(self, method, *args, **kwargs):
+        """Call an async ClientSession method and wait for its result."""
+        return self.portal.call(functools.partial(getattr(self.session, method), *args, **kwargs))
+
+    def call(self, name, arguments=None, **kwargs):
+        return self.run("call_tool", name, arguments or {}, **kwargs)
+
+    def tool(self, name, **arguments):
+        """Call a tool that must succeed; return its JSON result."""
+        result = self.call(name, arguments)
+        payload = json.loads(result.content[0].text)
+        assert not result.is_error, payload
+        return payload
+
+    def error(self, name, **arguments):
+        """Call a tool that must fail; return its error object."""
+        result = self.call(name, arguments)
+        payload = json.loads(result.content[0].text)
+        assert result.is_error, payload
+        return payload
+
+    def server_log(self):
+        self.stderr.flush()
+        with open(self.stderr.name) as f:
+            return [json.loads(line) for line in f if line.startswith("{")]
+
+    def close(self):
+        try:
+            self._session_cm.__exit__(None, None, None)
+            self._transport.__exit__(None, None, None)
+        finally:
+            self._portal_cm.__exit__(None, None, None)
+            self.stderr.close()
+            os.unlink(self.stderr.name)
+
+
+class RawServer:
+    """The server on raw pipes: write bytes, read answer lines, watch the process."""
+
+    def __init__(self, *args):
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([*SERVER_CMD, *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stderr)
+        self.lines = queue.Queue()
+        self.raw_stdout = []
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            self.raw_stdout.append(line)
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def send(self, message):
+        data = message if isinstance(message, bytes) else json.dumps(message).encode()
+        self.proc.stdin.write(data + b"\n")
+        self.proc.stdin.flush()
+
+    def recv(self, timeout=30):
+        line = self.lines.get(timeout=timeout)
+        assert line is not None, "server closed stdout"
+        return json.loads(line)
+
+    def request(self, request_id, method, params=None, timeout=30):
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return self.recv(timeout)
+
+    def initialize(self, version="2025-11-25"):
+        answer = self.request(0, "initialize", {"protocolVersion": version, "capabilities": {},
+                                                "clientInfo": {"name": "raw", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answer
+
+    def call(self, request_id, name, **arguments):
+        return self.request(request_id, "tools/call", {"name": name, "arguments": arguments})
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def tool_payload(answer):
+    """The JSON inside a raw tools/call answer's first text block."""
+    return json.loads(answer["result"]["content"][0]["text"])
+
+
+def descendants(pid):
+    """Pids of every live process below `pid`, read from /proc."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid):
+    """True when the process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -1,0 +1,159 @@
+"""End to end: every tool and its error codes, through the official MCP client, real Chromium, local pages."""
+
+import json
+import socket
+import uuid
+
+import pytest
+from mcp.shared.exceptions import MCPError
+
+
+def test_initialize_describes_server_and_sessions(client):
+    init = client.init
+    assert init.server_info.name == "mcpbrowser"
+    assert init.capabilities.tools is not None and init.capabilities.logging is not None
+    assert "create_session" in init.instructions and "sessionId" in init.instructions
+
+
+def test_every_tool_is_declared_with_schema_title_and_annotations(client):
+    listed = client.run("list_tools").tools
+    assert {t.name for t in listed} == {"create_session", "close_session", "list_sessions",
+                                        "navigate", "click", "type"}
+    for tool in listed:
+        assert tool.title and tool.description
+        assert tool.input_schema["type"] == "object"
+        for name, prop in tool.input_schema["properties"].items():
+            assert prop.get("description"), f"{tool.name}.{name} has no description"
+        assert tool.annotations.read_only_hint is not None
+        assert tool.annotations.destructive_hint is not None
+        assert tool.output_schema is not None
+    by_name = {t.name: t for t in listed}
+    assert by_name["list_sessions"].annotations.read_only_hint is True
+    assert by_name["close_session"].annotations.destructive_hint is True
+
+
+def test_navigate_returns_title_final_url_and_status(client, session, pages):
+    result = client.call("navigate", {"sessionId": session, "url": pages.url("/redirect?to=/title/Landed")})
+    assert not result.is_error
+    assert result.structured_content == {"success": True, "title": "Landed",
+                                         "url": pages.url("/title/Landed"), "status": 200}
+
+
+def test_navigate_reports_http_errors_as_status(client, session, pages):
+    out = client.tool("navigate", sessionId=session, url=pages.url("/missing"), waitUntil="domcontentloaded")
+    assert out["status"] == 404 and out["title"] == "Not found"
+
+
+def test_navigate_to_unreachable_host_is_navigation_failed(client, session):
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    err = client.error("navigate", sessionId=session, url=f"http://127.0.0.1:{port}/")
+    assert err["errorCode"] == "NAVIGATION_FAILED"
+    assert err["sessionId"] == session and "ERR_CONNECTION_REFUSED" in err["message"]
+
+
+def test_navigate_timeout_is_navigation_failed(client, session, pages):
+    err = client.error("navigate", sessionId=session, url=pages.url("/slow?ms=2000"), timeout=300)
+    assert err["errorCode"] == "NAVIGATION_FAILED" and "Timeout" in err["message"]
+
+
+@pytest.mark.parametrize("arguments, problem", [
+    ({"url": "/relative"}, "absolute"),
+    ({"url": 42}, "arguments.url must be string"),
+    ({}, "arguments.url is required"),
+    ({"url": "http://x", "waitUntil": "soon"}, "must be one of"),
+    ({"url": "http://x", "timeout": -1}, "must be >= 0"),
+    ({"url": "http://x", "bogus": 1}, "not a known argument"),
+])
+def test_bad_arguments_are_invalid_parameters_before_browser_work(client, session, arguments, problem):
+    err = client.error("navigate", sessionId=session, **arguments)
+    assert err["errorCode"] == "INVALID_PARAMETERS"
+    assert problem in err["message"]
+
+
+def test_type_then_click_changes_the_page(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/form"))
+    assert client.tool("type", sessionId=session, selector="#name", text="Ada")["success"] is True
+    assert client.tool("click", sessionId=session, selector="#go") == {"success": True, "message": "Clicked #go"}
+    titles = {s["sessionId"]: s["title"] for s in client.tool("list_sessions")["sessions"]}
+    assert titles[session] == "Hello Ada"
+
+
+def test_type_clear_false_appends_and_delay_types_keys(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/form"))
+    client.tool("type", sessionId=session, selector="#name", text="Ada")
+    client.tool("type", sessionId=session, selector="#name", text=" L", clear=False, delay=5)
+    client.tool("click", sessionId=session, selector="#go")
+    titles = {s["sessionId"]: s["title"] for s in client.tool("list_sessions")["sessions"]}
+    assert titles[session] == "Hello Ada L"
+
+
+def test_xpath_selector_and_click_count(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/form"))
+    client.tool("click", sessionId=session, selector="//button[@id='count']", clickCount=2)
+    client.tool("click", sessionId=session, selector="(//button)[last()]")
+    titles = {s["sessionId"]: s["title"] for s in client.tool("list_sessions")["sessions"]}
+    assert titles[session] == "count 3"
+
+
+def test_element_errors_have_distinct_codes(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/form"))
+    missing = client.error("click", sessionId=session, selector="#nope", timeout=300)
+    assert missing["errorCode"] == "ELEMENT_NOT_FOUND" and missing["details"]["selector"] == "#nope"
+    disabled = client.error("click", sessionId=session, selector="#off", timeout=300)
+    assert disabled["errorCode"] == "ELEMENT_NOT_CLICKABLE" and "not enabled" in disabled["message"]
+    hidden = client.error("click", sessionId=session, selector="#hidden", timeout=300)
+    assert hidden["errorCode"] == "ELEMENT_NOT_CLICKABLE" and "not visible" in hidden["message"]
+    plain = client.error("type", sessionId=session, selector="#plain", text="x", timeout=300)
+    assert plain["errorCode"] == "ELEMENT_NOT_EDITABLE"
+    locked = client.error("type", sessionId=session, selector="#disabled", text="x", timeout=300)
+    assert locked["errorCode"] == "ELEMENT_NOT_EDITABLE"
+    locked_append = client.error("type", sessionId=session, selector="#disabled", text="x",
+                                 clear=False, timeout=300)
+    assert locked_append["errorCode"] == "ELEMENT_NOT_EDITABLE"
+    typo = client.error("type", sessionId=session, selector="#nope", text="x", timeout=300)
+    assert typo["errorCode"] == "ELEMENT_NOT_FOUND"
+    syntax = client.error("click", sessionId=session, selector="###", timeout=300)
+    assert syntax["errorCode"] == "INVALID_PARAMETERS"
+
+
+def test_force_click_skips_actionability(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/form"))
+    assert client.tool("click", sessionId=session, selector="#off", force=True, timeout=1000)["success"]
+
+
+def test_list_sessions_shows_url_title_and_times(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/title/Listed"))
+    entry = next(s for s in client.tool("list_sessions")["sessions"] if s["sessionId"] == session)
+    assert entry["url"] == pages.url("/title/Listed") and entry["title"] == "Listed"
+    assert entry["expiresAt"] - entry["createdAt"] == 300_000 and entry["busy"] is False
+
+
+def test_create_and_close_session(client):
+    created = client.tool("create_session")
+    assert uuid.UUID(created["sessionId"]).version == 4
+    assert created["expiresAt"] > 0 and "close_session" in created["message"]
+    closed = client.tool("close_session", sessionId=created["sessionId"])
+    assert closed["success"] is True
+    assert created["sessionId"] not in {s["sessionId"] for s in client.tool("list_sessions")["sessions"]}
+    for tool, extra in (("navigate", {"url": "http://x"}), ("close_session", {})):
+        err = client.error(tool, sessionId=created["sessionId"], **extra)
+        assert err["errorCode"] == "SESSION_NOT_FOUND" and err["sessionId"] == created["sessionId"]
+
+
+def test_unknown_session_id_is_session_not_found(client):
+    err = client.error("click", sessionId=str(uuid.uuid4()), selector="#go")
+    assert err["errorCode"] == "SESSION_NOT_FOUND" and "create_session" in err["message"]
+
+
+def test_unknown_tool_is_a_protocol_error(client):
+    with pytest.raises(MCPError) as raised:
+        client.call("no_such_tool", {})
+    assert raised.value.error.code == -32602
+
+
+def test_error_text_is_the_seed_error_object(client):
+    result = client.call("click", {"sessionId": "nope", "selector": "#x"})
+    assert result.is_error
+    assert set(json.loads(result.content[0].text)) <= {"errorCode", "message", "sessionId", "details"}
