@@ -62,7 +62,7 @@ class StdioServer:
         self._write_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self._inflight = {}      # request id -> Future of a running or queued tools/call
-        self._suppressed = set()  # ids cancelled while running: their answers are dropped
+        self._suppressed = set()  # ids the client cancelled: their answers are dropped
         self.version = protocol.LATEST_VERSION
         self.client_capabilities = {}
         self.done = threading.Event()
@@ -184,8 +184,11 @@ class StdioServer:
             fut = self._inflight.get(request_id)
             if fut is None:
                 return  # unknown or already answered: nothing to do
-            if not fut.cancel():
-                self._suppressed.add(request_id)  # already running: drop its answer
+            # Whether it is still queued or already running, no answer may go out.
+            self._suppressed.add(request_id)
+        # Outside the lock: cancel() runs the done-callback, which takes the lock.
+        # A queued call is dropped here; a running one finishes and its answer is discarded.
+        fut.cancel()
         log.info("call cancelled", extra={"event": "cancelled", "request": request_id})
 
     # -- SESSION THREAD or CORE POOL THREAD (whoever completes the Future) -------------
@@ -196,11 +199,11 @@ class StdioServer:
             if request_id in self._suppressed:
                 self._suppressed.discard(request_id)
                 return
-        if fut.cancelled():
-            return  # cancelled by the client while queued: it expects no answer
         self.send(protocol.result(request_id, self.tool_result(tool, fut)))
 
     def tool_result(self, tool, fut):
+        if fut.cancelled():  # only shutdown cancels a call the client did not cancel
+            return _error_result(BrowserError("The server is shutting down."))
         try:
             value = fut.result()
         except BrowserServerError as exc:

@@ -1,0 +1,84 @@
+"""Fakes for unit-testing thread, queue and timer logic without a browser."""
+
+import threading
+
+from mcpbrowser.config import Config
+from mcpbrowser.core import Browser, SessionState
+
+
+class FakeTimer:
+    """Records what threading.Timer would do; `fire()` runs the callback on the caller's thread."""
+
+    created = []
+
+    def __init__(self, interval, function, args=()):
+        self.interval, self.function, self.args = interval, function, args
+        self.started = self.cancelled = False
+        self.name, self.daemon = None, False
+        FakeTimer.created.append(self)
+
+    def start(self):
+        self.started = True
+
+    def cancel(self):
+        self.cancelled = True
+
+    def fire(self):
+        if not self.cancelled:
+            self.function(*self.args)
+
+
+class _Closable:
+    def __init__(self):
+        self.closed = 0
+
+    def close(self):
+        self.closed += 1
+
+    stop = close
+
+
+class FakeResponse:
+    status = 200
+
+
+class FakePage:
+    """Just enough of a Page for the navigate handler."""
+
+    def __init__(self):
+        self.url = "about:blank"
+        self.main_frame = object()
+
+    def goto(self, url, wait_until, timeout):
+        self.url = url
+        return FakeResponse()
+
+    def title(self):
+        return "title of " + self.url
+
+
+def fake_opener(config=None):
+    """An opener that builds a real SessionState around fake Playwright objects."""
+
+    def open_state(worker):
+        return SessionState(worker, config or Config(), _Closable(), _Closable(), _Closable(), FakePage())
+
+    return open_state
+
+
+def fake_core(**settings):
+    """A real core whose sessions have fake pages and whose timers fire only on demand."""
+    config = Config(**settings)
+    return Browser(config, opener=fake_opener(config), timer_factory=FakeTimer)
+
+
+def gate():
+    """A command that blocks its session thread until released, to hold a queue still."""
+    entered, release = threading.Event(), threading.Event()
+
+    def command(state):
+        entered.set()
+        release.wait(10)
+        return "released"
+
+    return command, entered, release

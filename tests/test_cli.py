@@ -1,0 +1,47 @@
+"""The command line: help, version, and bad values that name their flag."""
+
+import subprocess
+import sys
+
+import pytest
+
+from mcpbrowser.config import Config, ConfigError
+
+CMD = [sys.executable, "-m", "mcpbrowser"]
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--max-sessions", "0"], "--max-sessions"),
+    (["--max-sessions", "ten"], "--max-sessions"),
+    (["--session-timeout", "-5"], "--session-timeout"),
+    (["--browser", "netscape"], "--browser"),
+    (["--log-level", "loud"], "--log-level"),
+    (["--action-timeout", "1.5"], "--action-timeout"),
+    (["--no-such-flag"], "--no-such-flag"),
+])
+def test_bad_value_exits_non_zero_naming_the_flag(args, flag):
+    proc = subprocess.run([*CMD, *args], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=30)
+    assert proc.returncode == 2
+    assert flag in proc.stderr and proc.stdout == ""
+
+
+def test_help_explains_every_flag():
+    proc = subprocess.run([*CMD, "--help"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0
+    for flag in ("--browser", "--headless", "--session-timeout", "--max-sessions",
+                 "--executable-path", "--log-level", "--action-timeout", "--navigation-timeout"):
+        assert flag in proc.stdout
+
+
+def test_version():
+    proc = subprocess.run([*CMD, "--version"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0 and proc.stdout.startswith("mcpbrowser ")
+
+
+def test_config_defaults_and_validation_for_embedders():
+    config = Config()
+    assert (config.browser, config.headless, config.session_timeout, config.max_sessions) == \
+        ("chromium", False, 300_000, 10)
+    assert Config(headless="true", max_sessions="3").max_sessions == 3
+    with pytest.raises(ConfigError, match="--max-sessions"):
+        Config(max_sessions=True)

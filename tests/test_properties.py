@@ -1,0 +1,140 @@
+"""Seed-002 properties without a browser: the real core with fake pages and fake timers."""
+
+import uuid
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from fakes import FakeTimer, fake_core
+from mcpbrowser import errors, schema, tools
+from strategies import json_values, session_timeouts, unknown_ids
+
+
+def code_of(fut):
+    exc = fut.exception(5)
+    return None if exc is None else exc.code
+
+
+@given(st.integers(min_value=1, max_value=8))
+def test_session_ids_are_unique_uuid4(count):
+    core = fake_core(max_sessions=8)
+    try:
+        ids = [core.call("create_session")["sessionId"] for _ in range(count)]
+        assert len(set(ids)) == count
+        assert all(uuid.UUID(i).version == 4 and str(uuid.UUID(i)) == i for i in ids)
+    finally:
+        core.close()
+
+
+@given(session_timeouts)
+def test_expiry_arithmetic(timeout_ms):
+    core = fake_core(session_timeout=timeout_ms)
+    try:
+        created = core.call("create_session")
+        listed = core.call("list_sessions")["sessions"][0]
+        assert created["expiresAt"] == listed["expiresAt"] == listed["createdAt"] + timeout_ms
+        assert FakeTimer.created[-1].interval == timeout_ms / 1000
+    finally:
+        core.close()
+
+
+@given(st.integers(min_value=1, max_value=5), st.data())
+def test_closing_removes_the_id(count, data):
+    core = fake_core()
+    try:
+        ids = [core.call("create_session")["sessionId"] for _ in range(count)]
+        victim = data.draw(st.sampled_from(ids))
+        core.call("close_session", {"sessionId": victim})
+        listed = {s["sessionId"] for s in core.call("list_sessions")["sessions"]}
+        assert listed == set(ids) - {victim}
+        for tool, extra in (("navigate", {"url": "http://x.test/"}), ("close_session", {})):
+            assert code_of(core.submit(tool, {"sessionId": victim, **extra})) == "SESSION_NOT_FOUND"
+    finally:
+        core.close()
+
+
+def test_every_error_class_has_its_own_code():
+    codes = [cls.code for cls in errors.ALL_ERRORS]
+    assert len(codes) == len(set(codes)) == 9
+    for cls in errors.ALL_ERRORS:
+        exc = cls(session_id="s")
+        assert exc.to_dict()["errorCode"] == cls.code and exc.to_dict()["message"]
+
+
+@given(tool=st.sampled_from(tools.ALL), junk=json_values, field=st.text(min_size=1, max_size=12))
+def test_schema_rejects_what_it_does_not_declare(tool, junk, field):
+    args = {"sessionId": "s", field: junk}
+    found = schema.problems(tool.input_schema, args)
+    if field not in tool.input_schema["properties"]:
+        assert any(p.startswith(f"arguments.{field} is not a known argument") for p in found)
+    if found:
+        with pytest.raises(errors.InvalidParameters) as raised:
+            schema.validate(tool.input_schema, args)
+        assert raised.value.details == {"problems": found}
+    else:
+        assert schema.validate(tool.input_schema, args) is args
+
+
+class SessionLifecycle(RuleBasedStateMachine):
+    """Random create/close/expire/call sequences: every answer's code matches a simple model."""
+
+    @initialize()
+    def start(self):
+        FakeTimer.created.clear()
+        self.core = fake_core(max_sessions=3)
+        self.open, self.closed, self.expired = {}, set(), set()
+
+    def teardown(self):
+        self.core.close()
+
+    def expected(self, session_id):
+        if session_id in self.open:
+            return None
+        return "SESSION_EXPIRED" if session_id in self.expired else "SESSION_NOT_FOUND"
+
+    @rule()
+    def create(self):
+        fut = self.core.submit("create_session", {})
+        if len(self.open) >= 3:
+            assert code_of(fut) == "MAX_SESSIONS_REACHED"
+        else:
+            assert code_of(fut) is None
+            sid = fut.result()["sessionId"]
+            self.open[sid] = FakeTimer.created[-1]
+
+    @precondition(lambda self: self.open)
+    @rule(data=st.data())
+    def close(self, data):
+        sid = data.draw(st.sampled_from(sorted(self.open)))
+        assert code_of(self.core.submit("close_session", {"sessionId": sid})) is None
+        assert self.open.pop(sid).cancelled
+        self.closed.add(sid)
+
+    @precondition(lambda self: self.open)
+    @rule(data=st.data())
+    def expire(self, data):
+        sid = data.draw(st.sampled_from(sorted(self.open)))
+        self.open.pop(sid).fire()
+        self.expired.add(sid)
+
+    @rule(data=st.data(), tool=st.sampled_from(["navigate", "close_session"]))
+    def call(self, data, tool):
+        known = sorted(set(self.open) | self.closed | self.expired)
+        sid = data.draw(st.sampled_from(known) if known and data.draw(st.booleans()) else unknown_ids)
+        args = {"sessionId": sid, "url": "http://x.test/"} if tool == "navigate" else {"sessionId": sid}
+        fut = self.core.submit(tool, args)
+        assert code_of(fut) == self.expected(sid)
+        if tool == "close_session" and sid in self.open:
+            self.open.pop(sid)
+            self.closed.add(sid)
+
+    @invariant()
+    def listing_matches_model(self):
+        if hasattr(self, "core"):
+            assert {s["sessionId"] for s in self.core.call("list_sessions")["sessions"]} == set(self.open)
+
+
+SessionLifecycle.TestCase.settings = settings(max_examples=100, stateful_step_count=15, deadline=None)
+test_error_codes_are_consistent = SessionLifecycle.TestCase

@@ -1,0 +1,143 @@
+"""Unit tests of the session thread, its queue and the expiry timers, with injected fakes."""
+
+import threading
+
+import pytest
+
+from fakes import FakeTimer, _Closable, fake_core, gate
+from mcpbrowser.errors import BrowserError, SessionExpired, SessionNotFound
+from mcpbrowser.session_worker import SessionWorker
+from mcpbrowser.supervisor import Supervisor
+
+
+def started_worker(state=None):
+    state = state or _Closable()
+    worker = SessionWorker("0123456789abcdef", lambda w: state)
+    assert worker.start().result(5) is True
+    return worker, state
+
+
+def test_commands_run_in_order_on_one_thread():
+    worker, _ = started_worker()
+    seen = []
+    futures = [worker.submit(lambda s, i: seen.append((i, threading.get_ident())) or i, i) for i in range(50)]
+    assert [f.result(5) for f in futures] == list(range(50))
+    assert [i for i, _ in seen] == list(range(50))
+    assert len({ident for _, ident in seen}) == 1 and seen[0][1] != threading.get_ident()
+    worker.stop()
+    assert worker.join(5)
+
+
+def test_exceptions_land_in_the_future_and_the_loop_survives():
+    worker, _ = started_worker()
+
+    def boom(state, exc):
+        raise exc
+
+    failing = worker.submit(boom, ValueError("bad"))
+    base = worker.submit(boom, KeyboardInterrupt())
+    with pytest.raises(ValueError):
+        failing.result(5)
+    with pytest.raises(KeyboardInterrupt):
+        base.result(5)
+    assert worker.submit(lambda s: "still alive").result(5) == "still alive"
+    worker.stop()
+
+
+def test_cancelled_queued_command_is_skipped():
+    worker, _ = started_worker()
+    hold, entered, release = gate()
+    first = worker.submit(hold)
+    assert entered.wait(5)
+    ran = []
+    queued = worker.submit(lambda s: ran.append(1))
+    assert queued.cancel() is True
+    release.set()
+    assert first.result(5) == "released"
+    assert worker.submit(lambda s: "after").result(5) == "after"
+    assert ran == []
+    worker.stop()
+
+
+def test_stop_fails_queued_work_refuses_new_work_and_closes_once():
+    worker, state = started_worker()
+    hold, entered, release = gate()
+    running = worker.submit(hold)
+    assert entered.wait(5)
+    queued = worker.submit(lambda s: "never")
+    error = SessionExpired(session_id="x")
+    worker.stop(error)
+    worker.stop(BrowserError("second stop is ignored"))
+    assert queued.exception(5) is error
+    assert worker.submit(lambda s: "late").exception(5) is error
+    release.set()
+    assert running.result(5) == "released"  # the running command finishes
+    assert worker.join(5) and state.closed == 1
+
+
+def test_opener_failure_reaches_ready_and_later_calls():
+    def broken(worker):
+        raise BrowserError("no browser")
+
+    worker = SessionWorker("0123456789abcdef", broken)
+    with pytest.raises(BrowserError, match="no browser"):
+        worker.start().result(5)
+    assert worker.join(5)
+    assert isinstance(worker.submit(lambda s: 1).exception(5), SessionNotFound)
+
+
+def test_supervisor_schedules_names_and_cancels_timers():
+    sup = Supervisor(FakeTimer)
+    fired = []
+    sup.schedule_expiry("aaaaaaaa-1", 1.5, fired.append)
+    timer = FakeTimer.created[-1]
+    assert timer.started and timer.daemon and timer.interval == 1.5 and timer.name == "expire-aaaaaaaa"
+    sup.schedule_expiry("aaaaaaaa-1", 2.0, fired.append)
+    assert timer.cancelled and sup.pending() == {"aaaaaaaa-1"}
+    sup.cancel_expiry("aaaaaaaa-1")
+    sup.cancel_expiry("aaaaaaaa-1")
+    assert FakeTimer.created[-1].cancelled and sup.pending() == set()
+    sup.schedule_expiry("b", 1, fired.append)
+    FakeTimer.created[-1].fire()
+    assert fired == ["b"]
+
+
+def test_expiry_timer_closes_the_session_without_touching_its_page():
+    core = fake_core(session_timeout=2500)
+    session = core.create_session()
+    timer = FakeTimer.created[-1]
+    assert timer.interval == 2.5
+    timer.fire()  # runs on this thread, as a timer thread would: it may only flag and enqueue
+    with pytest.raises(SessionExpired):
+        session.navigate("http://example.test/")
+    assert core.session_ids() == set()
+    core.close()
+
+
+def test_close_session_cancels_its_timer_and_close_is_idempotent():
+    core = fake_core()
+    session = core.create_session()
+    timer = FakeTimer.created[-1]
+    session.close()
+    session.close()
+    assert timer.cancelled
+    core.close()
+    core.close()
+    with pytest.raises(BrowserError, match="shutting down"):
+        core.create_session()
+
+
+def test_core_close_fails_pending_calls_and_stops_sessions():
+    core = fake_core()
+    session = core.create_session()
+    worker = core._sessions[session.id].worker
+    hold, entered, release = gate()
+    running = worker.submit(hold)
+    assert entered.wait(5)
+    queued = core.submit("navigate", {"sessionId": session.id, "url": "http://example.test/"})
+    closer = threading.Thread(target=core.close)
+    closer.start()
+    assert isinstance(queued.exception(5), BrowserError)
+    release.set()
+    closer.join(5)
+    assert running.result(5) == "released" and worker.join(5)
