@@ -111,3 +111,29 @@ def test_stderr_log_is_json_with_call_details(client):
     client.tool("list_sessions")
     calls = [e for e in client.server_log() if e.get("event") == "tool_call"]
     assert calls and {"tool", "session", "duration_ms", "outcome", "level", "time"} <= set(calls[-1])
+
+
+def test_official_client_cancellation_drops_the_queued_call(client, session, pages):
+    import anyio
+
+    results = {}
+
+    async def scenario():
+        async with anyio.create_task_group() as tg:
+            async def slow():
+                results["slow"] = await client.session.call_tool(
+                    "navigate", {"sessionId": session, "url": pages.url("/slow?ms=1500")})
+
+            tg.start_soon(slow)
+            await anyio.sleep(0.2)
+            # Abandoning the call makes the client send notifications/cancelled.
+            with anyio.move_on_after(0.3):
+                await client.session.call_tool(
+                    "navigate", {"sessionId": session, "url": pages.url("/hit?k=official")})
+
+    client.portal.call(scenario)
+    assert not results["slow"].is_error
+    assert "/hit?k=official" not in pages.hits
+    assert any(e.get("event") == "cancelled" for e in client.server_log())
+    after = client.tool("navigate", sessionId=session, url=pages.url("/hit?k=official-after"))
+    assert after["title"] == "hit official-after"
