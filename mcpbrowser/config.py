@@ -82,6 +82,10 @@ class Config:
     max_sessions: int = _option(
         10, _int_at_least(1),
         "Most sessions open at once; each costs a driver process and a browser context.")
+    pool_size: int = _option(
+        1, _int_at_least(0),
+        "Idle sessions kept ready (driver started, context and page open) so create_session "
+        "answers at once; each costs about 140 MB, and the pool never exceeds --max-sessions.")
     executable_path: str = _option(
         None, _optional_text,
         "Browser executable to use instead of looking for one.")

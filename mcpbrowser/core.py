@@ -12,7 +12,7 @@ Only plain data (dicts, str, bytes) and Futures cross between them.
 import threading
 import time
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from mcpbrowser import tools
@@ -105,6 +105,10 @@ class Browser:
         self._sessions = {}
         self._ended = OrderedDict()
         self._starting = 0
+        # Warm pool: started, never-used workers. A pooled context has never seen a
+        # page, so handing one out keeps isolation; it becomes a session only then.
+        self._idle = deque()
+        self._filling = 0
         self._closed = False
         self._pool = ThreadPoolExecutor(self.config.max_sessions + 2, thread_name_prefix="core")
         self._endpoint = Future()
@@ -123,6 +127,7 @@ class Browser:
             self._browser_thread = threading.Thread(
                 target=self._run_shared_browser, name="browser-supervisor", daemon=True)
         self._browser_thread.start()
+        self._refill()
         return self
 
     def close(self):
@@ -131,15 +136,16 @@ class Browser:
             if self._closed:
                 return
             self._closed = True
-            records = list(self._sessions.values())
+            workers = [record.worker for record in self._sessions.values()] + list(self._idle)
             self._sessions.clear()
+            self._idle.clear()
         self._supervisor.cancel_all()
         shutting_down = BrowserError("The server is shutting down.")
-        for record in records:
-            record.worker.stop(shutting_down)
+        for worker in workers:
+            worker.stop(shutting_down)
         deadline = time.monotonic() + SHUTDOWN_BUDGET_S
-        for record in records:
-            record.worker.join(max(0.0, deadline - time.monotonic()))
+        for worker in workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
         self._browser_stop.set()
         if not self._endpoint.done():
             try:  # a session thread may be waiting for a browser that will never start
@@ -149,7 +155,7 @@ class Browser:
         if self._browser_thread is not None:
             self._browser_thread.join(3.0)
         self._pool.shutdown(wait=False, cancel_futures=True)
-        log.info("core closed", extra={"event": "core_closed", "sessions": len(records)})
+        log.info("core closed", extra={"event": "core_closed", "workers": len(workers)})
 
     def __enter__(self):
         return self.start()
@@ -202,7 +208,7 @@ class Browser:
     # -- CORE POOL THREADS: primitives behind the session tools ---------------------
 
     def open_session(self):
-        """Start a session thread, wait until its page is open, and register it."""
+        """Hand out a warm worker, or start one, and register it as a session."""
         with self._lock:
             if self._closed:
                 raise BrowserError("The server is shutting down.")
@@ -212,30 +218,81 @@ class Browser:
                     "Close one with close_session first.",
                     details={"maxSessions": self.config.max_sessions})
             self._starting += 1
-        session_id = str(uuid.uuid4())
-        worker = SessionWorker(session_id, self._opener)
+            worker = self._take_idle()
+        source = "pool" if worker is not None else "cold"
         try:
-            worker.start().result(SESSION_START_TIMEOUT_S)
-        except BaseException as exc:
-            worker.stop()
+            if worker is None:
+                worker = self._start_worker()
+        except BaseException:
             with self._lock:
                 self._starting -= 1
-            if isinstance(exc, BrowserServerError):
-                raise
-            raise BrowserError(f"Could not open a browser session: {exc}") from None
+            raise
         created = now_ms()
-        record = SessionRecord(session_id, worker, created, created + self.config.session_timeout)
+        record = SessionRecord(worker.session_id, worker, created, created + self.config.session_timeout)
         with self._lock:
             self._starting -= 1
             closed = self._closed
             if not closed:
-                self._sessions[session_id] = record
+                self._sessions[worker.session_id] = record
         if closed:
             worker.stop()
             raise BrowserError("The server is shutting down.")
-        self._supervisor.schedule_expiry(session_id, self.config.session_timeout / 1000, self._expire)
-        log.info("session created", extra={"event": "session_created", "session": session_id})
+        self._supervisor.schedule_expiry(worker.session_id, self.config.session_timeout / 1000, self._expire)
+        log.info("session created", extra={"event": "session_created", "session": worker.session_id,
+                                           "source": source})
+        self._refill()
         return record
+
+    def _start_worker(self):
+        """Start a session thread and wait until its page is open (CORE POOL THREAD)."""
+        worker = SessionWorker(str(uuid.uuid4()), self._opener)
+        try:
+            worker.start().result(SESSION_START_TIMEOUT_S)
+        except BaseException as exc:
+            worker.stop()
+            if isinstance(exc, BrowserServerError):
+                raise
+            raise BrowserError(f"Could not open a browser session: {exc}") from None
+        return worker
+
+    def _take_idle(self):
+        """A live pooled worker, or None (caller holds the lock)."""
+        while self._idle:
+            worker = self._idle.popleft()
+            if worker.alive:
+                return worker
+            worker.stop()
+        return None
+
+    def _refill(self):
+        """Top the warm pool up in the background, never past --max-sessions."""
+        with self._lock:
+            room = self.config.max_sessions - len(self._sessions) - self._starting
+            wanted = min(self.config.pool_size, room) - len(self._idle) - self._filling
+            if self._closed or wanted <= 0:
+                return
+            self._filling += wanted
+        for _ in range(wanted):
+            try:
+                self._pool.submit(self._fill_one)
+            except RuntimeError:  # closed meanwhile
+                return
+
+    def _fill_one(self):
+        try:
+            worker = self._start_worker()
+        except BaseException as exc:
+            worker = None
+            log.warning("warm pool refill failed", extra={"event": "pool_refill_failed", "error": str(exc)})
+        with self._lock:
+            self._filling -= 1
+            keep = worker is not None and not self._closed
+            if keep:
+                self._idle.append(worker)
+        if keep:
+            log.info("pool worker ready", extra={"event": "pool_worker_ready"})
+        elif worker is not None:
+            worker.stop()
 
     def end_session(self, session_id):
         """Close a session now: cancel its timer, close its page and context, forget its id."""
@@ -248,6 +305,7 @@ class Browser:
         record.worker.stop()
         record.worker.join(CLOSE_JOIN_S)
         log.info("session closed", extra={"event": "session_closed", "session": session_id})
+        self._refill()
 
     def describe_sessions(self):
         """Id, times, url and title of each session; a busy session shows its last known page."""
@@ -301,6 +359,7 @@ class Browser:
         self._supervisor.forget(session_id)
         record.worker.stop(SessionExpired(session_id=session_id))
         log.info("session expired", extra={"event": "session_expired", "session": session_id})
+        self._refill()
 
     # BROWSER-SUPERVISOR THREAD: it forks Chromium and lives until close(), so the
     # browser's parent-death signal fires only if the whole server dies.
