@@ -1,28 +1,27 @@
-"""The shared browser process: find an executable, launch Chromium, stop it.
+"""The shared browser: find an executable, run it behind a Playwright browser server, stop it.
 
-Threads: `SharedBrowser.start` and `stop` run on the supervisor thread that owns
-the browser (see core.Browser); `attach` runs on a session thread and returns
-Playwright objects bound to that thread only.
+Threads: `SharedBrowser.start` and `stop` run on the browser-supervisor thread
+(see core.Browser); `attach` runs on a session thread and returns a Playwright
+Browser bound to that thread only.
 
-Why we launch Chromium ourselves instead of through Playwright: every session
-thread has its own `sync_playwright()`, and a Playwright Browser object cannot
-cross threads. A plain process with a CDP endpoint on loopback lets each session
-thread attach with `connect_over_cdp` while one process serves them all.
-Known risks: CDP is lower fidelity than Playwright's own protocol, and
-microsoft/playwright#23971 (two Playwright instances on one Chrome may reset
-each other's emulation), so sessions avoid per-page emulation overrides.
+Why a Playwright browser server rather than attaching over CDP: every session
+thread has its own `sync_playwright()` driver. Attached over CDP, each driver
+sees every page of every session, auto-dismisses dialogs it has no listener for
+(so one session's confirm() vanished under another's driver), and may reset
+another session's emulation (microsoft/playwright#23971). Through
+`launchServer`, each connection sees only the contexts it created. The server
+runs on the Node.js that ships inside the playwright package, and works the
+same for chromium, firefox and webkit.
 """
 
 import ctypes
 import glob
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from collections import deque
 
@@ -34,31 +33,7 @@ INSTALL_HINT = (
     "`python -m playwright install chromium`, or pass --executable-path."
 )
 SYSTEM_CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
-_DEVTOOLS_LINE = re.compile(r"DevTools listening on (ws://\S+)")
-
-# Chromium flags. The background-networking group stops Chromium from calling
-# home (refused connections on a closed network, noise and delay elsewhere);
-# the backgrounding group keeps pages in unfocused windows running at full speed
-# when many sessions share one headed browser.
-CHROMIUM_FLAGS = (
-    "--remote-debugging-port=0",
-    "--remote-debugging-address=127.0.0.1",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-default-apps",
-    "--disable-extensions",
-    "--disable-breakpad",
-    "--metrics-recording-only",
-    "--password-store=basic",
-    "--use-mock-keychain",
-    "--disable-background-timer-throttling",
-    "--disable-backgrounding-occluded-windows",
-    "--disable-renderer-backgrounding",
-    "--disable-dev-shm-usage",
-)
+LAUNCHER = os.path.join(os.path.dirname(__file__), "launch_server.js")
 
 
 def display_available():
@@ -79,15 +54,19 @@ def effective_headless(config):
     return False
 
 
+def _playwright_dirs():
+    import playwright
+
+    driver = os.path.join(os.path.dirname(playwright.__file__), "driver")
+    return driver, os.path.join(driver, "package")
+
+
 def playwright_chromium():
     """Playwright's own installed Chromium for this Playwright version, if any."""
     root = os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or os.path.expanduser("~/.cache/ms-playwright")
     revision = "*"
     try:
-        import playwright
-
-        manifest = os.path.join(os.path.dirname(playwright.__file__), "driver", "package", "browsers.json")
-        with open(manifest) as f:
+        with open(os.path.join(_playwright_dirs()[1], "browsers.json")) as f:
             revision = next(b["revision"] for b in json.load(f)["browsers"] if b["name"] == "chromium")
     except (OSError, ValueError, KeyError, StopIteration, ImportError):
         pass  # no manifest: accept any installed revision
@@ -99,12 +78,14 @@ def playwright_chromium():
     return None
 
 
-def find_chromium(executable_path=None):
-    """Pick the executable: --executable-path, Playwright's own, a system one; else a clear error."""
+def find_executable(browser, executable_path=None):
+    """--executable-path, else for chromium Playwright's own or a system one; None lets Playwright choose."""
     if executable_path:
         if os.path.isfile(executable_path) and os.access(executable_path, os.X_OK):
             return executable_path
         raise BrowserError(f"--executable-path {executable_path!r} is not an executable file. {INSTALL_HINT}")
+    if browser != "chromium":
+        return None  # firefox and webkit come only from Playwright's own install
     candidate = playwright_chromium()
     if candidate:
         return candidate
@@ -116,7 +97,7 @@ def find_chromium(executable_path=None):
 
 
 def _die_with_parent():
-    """preexec_fn: ask Linux to SIGKILL the browser if the thread that started it dies."""
+    """preexec_fn: ask Linux to SIGKILL the child if the thread that started it dies."""
     if sys.platform != "linux":
         return None
     libc = ctypes.CDLL(None, use_errno=True)
@@ -125,14 +106,14 @@ def _die_with_parent():
 
 
 class SharedBrowser:
-    """One Chromium process with a CDP endpoint, shared by every session."""
+    """One browser behind a Playwright browser server, shared by every session."""
 
-    def __init__(self, executable, headless):
+    def __init__(self, browser, executable, headless):
+        self.browser = browser
         self.executable = executable
         self.headless = headless
         self.ws_endpoint = None
         self.process = None
-        self._profile = None
         self._stderr_tail = deque(maxlen=20)
         self._stopped = False
 
@@ -141,88 +122,84 @@ class SharedBrowser:
     # start() must run on a thread that lives as long as the browser should.
 
     def start(self, timeout=30.0):
-        """Launch Chromium and wait for its DevTools endpoint."""
-        self._profile = tempfile.mkdtemp(prefix="mcpbrowser-profile-")
-        args = [self.executable, *CHROMIUM_FLAGS, f"--user-data-dir={self._profile}"]
-        if self.headless:
-            args += ["--headless", "--hide-scrollbars", "--mute-audio"]
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            # Chromium refuses to run as root with its sandbox on.
-            args.append("--no-sandbox")
-        args.append("about:blank")
+        """Launch the browser server and wait for its endpoint."""
+        driver, package = _playwright_dirs()
+        node = os.environ.get("PLAYWRIGHT_NODEJS_PATH") or os.path.join(
+            driver, "node.exe" if sys.platform == "win32" else "node")
+        options = {"browser": self.browser, "executablePath": self.executable,
+                   "headless": self.headless, "args": []}
         self.process = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            [node, LAUNCHER, package, json.dumps(options)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True, preexec_fn=_die_with_parent(),
         )
         found = threading.Event()
-        drain = threading.Thread(target=self._drain_stderr, args=(found,),
-                                 name="browser-stderr", daemon=True)
-        drain.start()
+        threading.Thread(target=self._read_endpoint, args=(found,), name="browser-stdout", daemon=True).start()
+        threading.Thread(target=self._drain_stderr, name="browser-stderr", daemon=True).start()
         if not found.wait(timeout) or self.ws_endpoint is None:
+            try:  # let a launcher that failed finish writing why
+                self.process.wait(2)
+            except subprocess.TimeoutExpired:
+                pass
             self.stop()
-            tail = " | ".join(self._stderr_tail)
-            raise BrowserError(f"Chromium at {self.executable} did not start: {tail or 'no output'}")
+            raise BrowserError(self._failure_message())
         log.info("browser started", extra={"event": "browser_started", "pid": self.process.pid,
-                                           "executable": self.executable, "headless": self.headless})
+                                           "browser": self.browser, "executable": self.executable,
+                                           "headless": self.headless})
         return self.ws_endpoint
 
     def stop(self, grace=2.0):
-        """SIGTERM the browser's process group, SIGKILL after `grace` seconds, reap it. Idempotent."""
-        if self._stopped:
+        """Close the server's stdin (it closes the browser), signal it after `grace`, reap it. Idempotent."""
+        if self._stopped or self.process is None:
             return
         self._stopped = True
         proc = self.process
-        if proc is not None and proc.poll() is None:
-            # SIGTERM the browser alone: it then reaps its own zygote and renderers.
-            # Signalling the whole group at once orphans them before they are reaped.
-            proc.terminate()
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                self._signal_group(signal.SIGKILL)
-                proc.wait()
-        # Anything of the group still alive after the browser exited is a leftover.
-        self._signal_group(signal.SIGKILL)
-        if self._profile:
-            shutil.rmtree(self._profile, ignore_errors=True)
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            self._signal_group(signal.SIGKILL)
+            proc.wait()
+        self._signal_group(signal.SIGKILL)  # anything of the group still alive is a leftover
         log.info("browser stopped", extra={"event": "browser_stopped"})
+
+    def _failure_message(self):
+        tail = " | ".join(self._stderr_tail)
+        if "Executable doesn't exist" in tail or "executable doesn't exist" in tail.lower():
+            return (f"{self.browser} is not installed. Install it with "
+                    f"`python -m playwright install {self.browser}`, or pass --executable-path.")
+        where = f" at {self.executable}" if self.executable else ""
+        return f"The {self.browser} browser{where} did not start: {tail[-1500:] or 'no output'}"
 
     def _signal_group(self, sig):
         try:
             os.killpg(self.process.pid, sig)
-        except (ProcessLookupError, PermissionError, AttributeError):
+        except (ProcessLookupError, PermissionError):
             pass
 
-    # -- STDERR DRAIN THREAD -------------------------------------------------
-    # A Chromium whose stderr pipe fills up blocks, so this reads until EOF.
+    # -- PIPE READER THREADS ---------------------------------------------------
+    # A child whose output pipe fills up blocks, so both pipes are read until EOF.
 
-    def _drain_stderr(self, found):
+    def _read_endpoint(self, found):
+        for raw in self.process.stdout:
+            line = raw.decode("utf-8", "replace").strip()
+            if self.ws_endpoint is None and line.startswith("ws://"):
+                self.ws_endpoint = line
+                found.set()
+        found.set()
+
+    def _drain_stderr(self):
         for raw in self.process.stderr:
             line = raw.decode("utf-8", "replace").rstrip()
-            if self.ws_endpoint is None:
-                match = _DEVTOOLS_LINE.search(line)
-                if match:
-                    self.ws_endpoint = match.group(1)
-                    found.set()
-                    continue
+            if line:
                 self._stderr_tail.append(line)
-        found.set()
 
 
 # -- SESSION THREAD --------------------------------------------------------------
 
-def attach(playwright, config, ws_endpoint, headless):
-    """Return a Playwright Browser for the calling session thread only."""
-    if config.browser == "chromium":
-        return playwright.chromium.connect_over_cdp(ws_endpoint)
-    # Firefox and WebKit have no CDP: each session launches its own browser.
-    engine = getattr(playwright, config.browser)
-    try:
-        return engine.launch(headless=headless, executable_path=config.executable_path)
-    except Exception as exc:  # Playwright raises a plain Error for a missing executable
-        if "Executable doesn't exist" in str(exc) or "executable" in str(exc).lower():
-            raise BrowserError(
-                f"{config.browser} is not installed. Install it with "
-                f"`python -m playwright install {config.browser}`, or pass --executable-path."
-            ) from None
-        raise
+def attach(playwright, config, ws_endpoint):
+    """Connect this session thread's Playwright to the shared browser server."""
+    return getattr(playwright, config.browser).connect(ws_endpoint)

@@ -60,6 +60,20 @@ def _optional_text(name, value):
     return str(value)
 
 
+def _text_list(name, value):
+    """Comma-separated text (or a list from an embedder) into a tuple; "" means none."""
+    if value is None:
+        return ()
+    items = value.split(",") if isinstance(value, str) else list(value)
+    if not all(isinstance(item, str) for item in items):
+        raise ConfigError(f"{_flag(name)} must be a comma-separated list, got {value!r}")
+    return tuple(item.strip() for item in items if item.strip())
+
+
+def _lower_list(name, value):
+    return tuple(item.lower() for item in _text_list(name, value))
+
+
 def _option(default, check, help):
     return field(default=default, metadata={"check": check, "help": help})
 
@@ -97,6 +111,27 @@ class Config:
     navigation_timeout: int = _option(
         30_000, _int_at_least(1),
         "Default milliseconds a navigation waits for its load state.")
+
+    console_buffer: int = _option(
+        1000, _int_at_least(1),
+        "Console messages kept per session; the oldest are dropped first.")
+    network_buffer: int = _option(
+        500, _int_at_least(1),
+        "Network requests kept per session; the oldest are dropped first.")
+    redact_headers: tuple = _option(
+        ("authorization", "cookie", "set-cookie", "x-api-key", "proxy-authorization"), _lower_list,
+        "Comma-separated header names whose values are shown as [REDACTED]; \"\" shows all.")
+    allow_evaluate: bool = _option(
+        False, _boolean,
+        "Offer the evaluate tool, which runs arbitrary JavaScript in the page. Off by default: "
+        "an agent with evaluate can read anything the page can.")
+    upload_dir: tuple = _option(
+        (), _text_list,
+        "Comma-separated directories whose files upload_file may send; without one the tool "
+        "is not offered.")
+    output_dir: str = _option(
+        None, _optional_text,
+        "Directory where screenshots are also saved, under names the server chooses.")
 
     def __post_init__(self):
         for f in dataclasses.fields(self):

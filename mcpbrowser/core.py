@@ -16,7 +16,7 @@ from collections import OrderedDict, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from mcpbrowser import tools
-from mcpbrowser.browser_process import SharedBrowser, attach, effective_headless, find_chromium
+from mcpbrowser.browser_process import SharedBrowser, attach, effective_headless, find_executable
 from mcpbrowser.config import Config
 from mcpbrowser.errors import (
     BrowserError, BrowserServerError, InvalidParameters, MaxSessionsReached, SessionExpired,
@@ -24,6 +24,7 @@ from mcpbrowser.errors import (
 )
 from mcpbrowser.logs import log
 from mcpbrowser.schema import validate
+from mcpbrowser.session_state import SessionState, now_ms
 from mcpbrowser.session_worker import SessionWorker
 from mcpbrowser.supervisor import Supervisor
 
@@ -33,11 +34,6 @@ SHUTDOWN_BUDGET_S = 1.0         # sessions get 1 s of the 2 s shutdown promise..
 BROWSER_STOP_GRACE_S = 0.8      # ...and the browser its SIGTERM grace before SIGKILL
 DESCRIBE_WAIT_S = 0.5           # list_sessions falls back to cached url/title for busy sessions
 ENDED_MEMORY = 10_000           # ended ids remembered so late calls get SESSION_EXPIRED, bounded
-
-
-def now_ms():
-    """Wall-clock epoch milliseconds, for timestamps shown to clients (never for deadlines)."""
-    return time.time_ns() // 1_000_000
 
 
 class SessionRecord:
@@ -50,38 +46,6 @@ class SessionRecord:
         self.worker = worker
         self.created_at = created_at
         self.expires_at = expires_at
-
-
-class SessionState:
-    """One session's Playwright objects. SESSION THREAD ONLY: never hand it to another thread."""
-
-    def __init__(self, worker, config, playwright, browser, context, page):
-        self.worker = worker
-        self.config = config
-        self.playwright = playwright
-        self.browser = browser
-        self.context = context
-        self.page = page
-
-    @property
-    def session_id(self):
-        return self.worker.session_id
-
-    def remember_page(self, title):
-        """Publish url and title as plain data for list_sessions while this thread is busy."""
-        self.worker.info = {"url": self.page.url, "title": title}
-
-    def describe(self):
-        self.remember_page(self.page.title())
-        return dict(self.worker.info)
-
-    def close(self):
-        for step in (self.context.close, self.browser.close, self.playwright.stop):
-            try:
-                step()
-            except Exception as exc:  # the browser may already be gone; keep tearing down
-                log.debug("session teardown step failed",
-                          extra={"session": self.session_id, "error": str(exc)})
 
 
 def _failed(exc):
@@ -99,6 +63,8 @@ class Browser:
 
     def __init__(self, config=None, *, opener=None, timer_factory=threading.Timer):
         self.config = config or Config()
+        # Tools that depend on a setting (evaluate, upload_file) exist only when it is set.
+        self.tools = {tool.name: tool for tool in tools.ALL if tool.enabled(self.config)}
         self._opener = opener or self._open_playwright_session
         self._supervisor = Supervisor(timer_factory)
         self._lock = threading.Lock()
@@ -173,14 +139,14 @@ class Browser:
         """
         started = time.monotonic()
         args = {} if args is None else args
-        tool = tools.BY_NAME.get(name)
+        tool = self.tools.get(name)
         session_id = args.get("sessionId") if isinstance(args, dict) else None
         try:
             if tool is None:
-                raise InvalidParameters(f"Unknown tool {name!r}.", details={"known": list(tools.BY_NAME)})
+                raise InvalidParameters(f"Unknown tool {name!r}.", details={"known": list(self.tools)})
             validate(tool.input_schema, args)
             if tool.needs_session:
-                fut = self._worker(session_id).submit(tool.handler, args)
+                fut = self._worker(session_id).submit(SessionState.run_tool, tool, args)
             else:
                 fut = self._pool.submit(tool.handler, self, args)
         except BrowserServerError as exc:
@@ -364,11 +330,9 @@ class Browser:
     # BROWSER-SUPERVISOR THREAD: it forks Chromium and lives until close(), so the
     # browser's parent-death signal fires only if the whole server dies.
     def _run_shared_browser(self):
-        if self.config.browser != "chromium":
-            self._endpoint.set_result(None)  # firefox/webkit: each session launches its own
-            return
         try:
-            shared = SharedBrowser(find_chromium(self.config.executable_path), self._headless)
+            executable = find_executable(self.config.browser, self.config.executable_path)
+            shared = SharedBrowser(self.config.browser, executable, self._headless)
             self._endpoint.set_result(shared.start())
         except BaseException as exc:
             log.error("browser unavailable", extra={"event": "browser_unavailable", "error": str(exc)})
@@ -385,21 +349,17 @@ class Browser:
 
         playwright = sync_playwright().start()
         try:
-            browser = attach(playwright, self.config, endpoint, self._headless)
+            browser = attach(playwright, self.config, endpoint)
             context = browser.new_context()
             context.set_default_timeout(self.config.action_timeout)
             context.set_default_navigation_timeout(self.config.navigation_timeout)
             page = context.new_page()
+            state = SessionState(worker, self.config, playwright, browser, context, page)
+            state.listen()
         except BaseException:
             playwright.stop()
             raise
-
-        def track(frame):
-            if frame is page.main_frame:
-                worker.info = {"url": frame.url, "title": worker.info["title"]}
-
-        page.on("framenavigated", track)
-        return SessionState(worker, self.config, playwright, browser, context, page)
+        return state
 
 
 def _log_call(fut, name, session_id, started):
@@ -429,7 +389,7 @@ class Session:
         return self.browser.call(tool, {"sessionId": self.id, **args})
 
     def __getattr__(self, name):
-        tool = tools.BY_NAME.get(name)
+        tool = self.browser.tools.get(name)
         if tool is None or not tool.needs_session:
             raise AttributeError(name)
         positional = [p for p in tool.input_schema["required"] if p != "sessionId"]

@@ -67,6 +67,26 @@ class InvalidParameters(BrowserServerError):
     default_message = "The arguments are not valid for this tool."
 
 
+class DialogOpen(BrowserServerError):
+    code = "DIALOG_OPEN"
+    default_message = "A dialog is open and blocks the page. Answer it with handle_dialog first."
+
+
+class NoDialogOpen(BrowserServerError):
+    code = "NO_DIALOG_OPEN"
+    default_message = "No dialog is open in this session."
+
+
+class WaitTimeout(BrowserServerError):
+    code = "WAIT_TIMEOUT"
+    default_message = "The condition did not hold before the timeout."
+
+
+class EvaluationFailed(BrowserServerError):
+    code = "EVALUATION_FAILED"
+    default_message = "The JavaScript expression threw or returned something that is not JSON."
+
+
 ALL_ERRORS = (
     SessionNotFound,
     SessionExpired,
@@ -77,4 +97,8 @@ ALL_ERRORS = (
     ElementNotEditable,
     BrowserError,
     InvalidParameters,
+    DialogOpen,
+    NoDialogOpen,
+    WaitTimeout,
+    EvaluationFailed,
 )

@@ -1,7 +1,7 @@
 """Tool argument schemas and their validation; pure functions, called on the dispatching thread.
 
 We publish exactly the JSON Schema we enforce. Only the subset our tools use is
-supported (type, enum, minimum, maximum, minLength, items, required,
+supported (type, enum, minimum, maximum, minLength, minItems, items, required,
 additionalProperties=false), which keeps validation fast and free of the
 jsonschema import on the hot path.
 """
@@ -61,6 +61,8 @@ def problems(schema, value, path="arguments"):
         found.append(f"{path} must be <= {schema['maximum']}, got {value}")
     if "minLength" in schema and isinstance(value, str) and len(value) < schema["minLength"]:
         found.append(f"{path} must have at least {schema['minLength']} characters")
+    if "minItems" in schema and isinstance(value, list) and len(value) < schema["minItems"]:
+        found.append(f"{path} must have at least {schema['minItems']} item(s)")
     if isinstance(value, list) and "items" in schema:
         for i, item in enumerate(value):
             found += problems(schema["items"], item, f"{path}[{i}]")

@@ -9,11 +9,12 @@ Threads:
 - main thread: `serve` waits for stdin EOF or a signal, then shuts down.
 """
 
+import base64
 import json
 import logging
 import threading
 
-from mcpbrowser import __version__, protocol, tools
+from mcpbrowser import __version__, protocol
 from mcpbrowser.errors import BrowserError, BrowserServerError
 from mcpbrowser.logs import log
 from mcpbrowser.protocol import ProtocolError
@@ -158,7 +159,7 @@ class StdioServer:
     def _tools_list(self, msg):
         protocol.validated("PaginatedRequestParams", msg.params, msg.id)
         structured = self._structured()
-        return {"tools": [tool.describe(structured) for tool in tools.ALL]}
+        return {"tools": [tool.describe(structured) for tool in self.core.tools.values()]}
 
     def _set_level(self, msg):
         params = protocol.validated("SetLevelRequestParams", msg.params, msg.id)
@@ -167,10 +168,10 @@ class StdioServer:
 
     def _call_tool(self, msg):
         params = protocol.validated("CallToolRequestParams", msg.params, msg.id)
-        tool = tools.BY_NAME.get(params.name)
+        tool = self.core.tools.get(params.name)
         if tool is None:
             raise ProtocolError(protocol.INVALID_PARAMS, f"Unknown tool: {params.name}", msg.id,
-                                {"known": list(tools.BY_NAME)})
+                                {"known": list(self.core.tools)})
         with self._state_lock:
             if msg.id in self._inflight:
                 raise ProtocolError(protocol.INVALID_REQUEST,
@@ -211,7 +212,14 @@ class StdioServer:
         except Exception as exc:
             log.exception("tool raised", extra={"event": "tool_bug", "tool": tool.name})
             return _error_result(BrowserError(f"{type(exc).__name__}: {exc}"))
-        out = {"content": [{"type": "text", "text": json.dumps(value)}], "isError": False}
+        content = []
+        if tool.returns_image:
+            image = value["image"]
+            value = {k: v for k, v in value.items() if k != "image"}
+            content.append({"type": "image", "data": base64.b64encode(image).decode("ascii"),
+                            "mimeType": f"image/{value['format']}"})
+        content.insert(0, {"type": "text", "text": json.dumps(value)})
+        out = {"content": content, "isError": False}
         if tool.output_schema is not None and self._structured():
             out["structuredContent"] = value
         return out

@@ -3,7 +3,8 @@
 import threading
 
 from mcpbrowser.config import Config
-from mcpbrowser.core import Browser, SessionState
+from mcpbrowser.core import Browser
+from mcpbrowser.session_state import SessionState
 
 
 class FakeTimer:
@@ -55,6 +56,9 @@ class FakePage:
 
     def title(self):
         return "title of " + self.url
+
+    def is_closed(self):
+        return False
 
 
 def fake_opener(config=None):

@@ -39,6 +39,34 @@ function save(v) { document.cookie = 'k=' + v; localStorage.setItem('k', v); ses
 </script>
 <button id="save" onclick="save(document.getElementById('v').value)">Save</button>
 <input id="v"><button id="show" onclick="show()">Show</button>""",
+    "/frames": """<!doctype html><title>Frames</title>
+<h1>Outer</h1>
+<iframe id="inner" srcdoc="<button onclick='parent.document.title=&quot;inner clicked&quot;'>Inner button</button>"></iframe>""",
+    "/popup": """<!doctype html><title>Opener</title>
+<a id="open" href="/title/Popped" target="_blank">Open popup</a>
+<button id="win" onclick="window.open('/title/Window')">Open window</button>""",
+    "/dialogs": """<!doctype html><title>Dialogs</title>
+<button id="alert" onclick="alert('Hello there'); document.title = 'after alert'">Alert</button>
+<button id="confirm" onclick="document.title = confirm('Sure?') ? 'confirmed' : 'declined'">Confirm</button>
+<button id="prompt" onclick="document.title = 'name=' + prompt('Your name?', 'anon')">Prompt</button>""",
+    "/widgets": """<!doctype html><title>Widgets</title>
+<label for="fruit">Fruit</label>
+<select id="fruit" onchange="document.title = 'fruit=' + this.value">
+  <option value="a">Apple</option><option value="b">Banana</option><option value="c">Cherry</option>
+</select>
+<div id="hoverme" onmouseover="document.title = 'hovered'" style="width:100px;height:40px">Hover me</div>
+<input id="keys" onkeydown="document.title = 'key=' + event.key">
+<input type="file" id="file" multiple onchange="document.title = 'files=' + Array.from(this.files).map(f => f.name).join(',')">
+<button id="later" onclick="setTimeout(() => { const p = document.createElement('p'); p.id = 'late'; p.textContent = 'Arrived late'; document.body.append(p); }, 300)">Later</button>
+<p id="going">Going away</p>
+<button id="remove" onclick="setTimeout(() => document.getElementById('going').remove(), 300)">Remove</button>""",
+    "/logs": """<!doctype html><title>Logs</title>
+<script>
+console.log('hello log'); console.warn('careful'); console.error('broken thing');
+fetch('/api/data', {headers: {'Authorization': 'Bearer SECRET-TOKEN-123', 'X-Api-Key': 'SECRET-KEY-456'}});
+</script>
+<button id="more" onclick="for (let i = 0; i < 8; i++) console.log('burst ' + i)">More</button>
+<button id="throw" onclick="setTimeout(() => { throw new Error('boom from page') })">Throw</button>""",
 }
 
 
@@ -80,6 +108,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, "<title>together</title>")
             except threading.BrokenBarrierError:
                 self._send(200, "<title>alone</title>")
+        elif url.path == "/api/data":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Set-Cookie", "session=SECRET-COOKIE-789")
+            self.end_headers()
+            self.wfile.write(b'{"ok": true}')
         elif url.path == "/hit":
             self._send(200, f"<title>hit {query.get('k', '')}</title>")
         else:

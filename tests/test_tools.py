@@ -17,8 +17,10 @@ def test_initialize_describes_server_and_sessions(client):
 
 def test_every_tool_is_declared_with_schema_title_and_annotations(client):
     listed = client.run("list_tools").tools
-    assert {t.name for t in listed} == {"create_session", "close_session", "list_sessions",
-                                        "navigate", "click", "type"}
+    assert {t.name for t in listed} == {
+        "create_session", "close_session", "list_sessions", "navigate", "go_back", "go_forward",
+        "reload", "tabs", "wait_for", "click", "type", "select", "hover", "press_key", "handle_dialog",
+        "snapshot", "dom_snapshot", "screenshot", "console_logs", "network_logs"}
     for tool in listed:
         assert tool.title and tool.description
         assert tool.input_schema["type"] == "object"
@@ -100,7 +102,7 @@ def test_xpath_selector_and_click_count(client, session, pages):
 def test_element_errors_have_distinct_codes(client, session, pages):
     client.tool("navigate", sessionId=session, url=pages.url("/form"))
     missing = client.error("click", sessionId=session, selector="#nope", timeout=300)
-    assert missing["errorCode"] == "ELEMENT_NOT_FOUND" and missing["details"]["selector"] == "#nope"
+    assert missing["errorCode"] == "ELEMENT_NOT_FOUND" and missing["details"]["target"] == "#nope"
     disabled = client.error("click", sessionId=session, selector="#off", timeout=300)
     assert disabled["errorCode"] == "ELEMENT_NOT_CLICKABLE" and "not enabled" in disabled["message"]
     hidden = client.error("click", sessionId=session, selector="#hidden", timeout=300)

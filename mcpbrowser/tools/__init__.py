@@ -1,6 +1,9 @@
-"""The tool registry: every tool from every area module, by name; read-only after import."""
+"""The tool registry: every tool from every area module, by name; read-only after import.
 
-from mcpbrowser.tools import interaction, navigation, sessions
+`Browser.tools` narrows this to the tools a configuration enables.
+"""
 
-ALL = [*sessions.TOOLS, *navigation.TOOLS, *interaction.TOOLS]
+from mcpbrowser.tools import capture, interaction, monitoring, navigation, sessions
+
+ALL = [*sessions.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS]
 BY_NAME = {tool.name: tool for tool in ALL}

@@ -12,6 +12,11 @@ from mcpbrowser import schema
 SESSION_ID = schema.string("Session id returned by create_session.", minLength=1)
 SELECTOR = schema.string("CSS selector, or XPath starting with // (the first match is used).",
                          minLength=1)
+REF = schema.string("Element ref from the latest snapshot, such as e12 (instead of selector).",
+                    minLength=1)
+TARGET = {"selector": SELECTOR, "ref": REF}
+WAIT_UNTIL = schema.string("Load state to wait for (default load).",
+                           enum=["load", "domcontentloaded", "networkidle", "commit"])
 TIMEOUT = schema.integer("Milliseconds to wait before failing; defaults to the server's setting.",
                          minimum=0, maximum=600_000)
 SUCCESS_MESSAGE = {
@@ -35,6 +40,12 @@ class Tool:
     destructive: bool = False
     idempotent: bool = False
     output_schema: Optional[dict] = None
+    # False for tools that still work while a dialog blocks the page (logs, tabs, handle_dialog).
+    page_tool: bool = True
+    # Whether the tool exists under a configuration; tools/list shows only enabled ones.
+    enabled: Callable = lambda config: True
+    # The handler's result carries PNG/JPEG bytes under "image", sent as MCP image content.
+    returns_image: bool = False
 
     def describe(self, with_output_schema):
         """The tools/list entry for this tool."""
@@ -54,6 +65,22 @@ class Tool:
         if with_output_schema and self.output_schema is not None:
             out["outputSchema"] = self.output_schema
         return out
+
+
+def page_result(state, response=None):
+    """{success, title, url, status} for tools that load a page."""
+    title = state.page.title() if state.dialog is None else ""
+    state.remember_page(title)
+    return {"success": True, "title": title, "url": state.page.url,
+            "status": response.status if response is not None else None}
+
+
+PAGE_RESULT = {
+    "type": "object",
+    "properties": {"success": {"type": "boolean"}, "title": {"type": "string"},
+                   "url": {"type": "string"}, "status": {"type": ["integer", "null"]}},
+    "required": ["success", "title", "url", "status"],
+}
 
 
 def session_schema(properties=None, required=()):

@@ -1,122 +1,236 @@
-"""Element interaction tools; handlers run on the session's own thread."""
+"""Element interaction, dialogs and evaluate; handlers run on the session's own thread."""
+
+import json
+import os
 
 from mcpbrowser import schema
 from mcpbrowser.errors import (
-    BrowserError, BrowserServerError, ElementNotClickable, ElementNotEditable, ElementNotFound,
-    InvalidParameters,
+    ElementNotClickable, ElementNotEditable, EvaluationFailed, InvalidParameters, NoDialogOpen,
 )
-from mcpbrowser.tools.base import SELECTOR, SUCCESS_MESSAGE, TIMEOUT, Tool, session_schema
+from mcpbrowser.session_state import INTERRUPTED
+from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, Tool, session_schema
+from mcpbrowser.tools.targeting import classify, on_element, reason
 
-# Playwright's wording, matched in one place. Tested end to end in test_tools.py.
-_BAD_SELECTOR = ("is not a valid selector", "Unexpected token", "Unknown engine", "SyntaxError")
-_NOT_EDITABLE = ("is not an <input>", "not editable", "Cannot type")
-
-
-def _locator(state, selector):
-    if selector.startswith("(//"):
-        selector = "xpath=" + selector  # Playwright auto-detects // and .. but not (//…)[n]
-    return state.page.locator(selector)
-
-
-_WHY_MARKERS = ("element is not", "intercepts pointer events", "not stable", "is not an <")
-
-
-def _reason(exc):
-    """Playwright's first line plus the call-log line that says why the element was unusable."""
-    lines = [line.strip(" -") for line in str(exc).splitlines()]
-    why = next((line for line in reversed(lines) if any(m in line for m in _WHY_MARKERS)), None)
-    return lines[0] if not why or why in lines[0] else f"{lines[0]} ({why})"
-
-
-def _classify(state, matches, selector, exc, not_usable):
-    """Turn a Playwright failure into our code; probe the page only on this failure path."""
-    if isinstance(exc, BrowserServerError):
-        return exc
-    text = str(exc)
-    reason = _reason(exc)
-    details = {"selector": selector, "reason": reason}
-    if any(marker in text for marker in _BAD_SELECTOR):
-        return InvalidParameters(f"Invalid selector {selector!r}: {reason}",
-                                 session_id=state.session_id, details=details)
-    try:
-        count = matches.count()
-    except Exception:
-        count = None
-    if count == 0:
-        return ElementNotFound(f"No element matches {selector!r}.",
-                               session_id=state.session_id, details=details)
-    if any(marker in text for marker in _NOT_EDITABLE):
-        not_usable = ElementNotEditable
-    if count is None:
-        return BrowserError(reason, session_id=state.session_id, details=details)
-    return not_usable(f"{selector!r} matched {count} element(s) but the first is not usable: {reason}",
-                      session_id=state.session_id, details=details)
+def _timeout(state, args):
+    return args.get("timeout", state.config.action_timeout)
 
 
 def click(state, args):
-    selector = args["selector"]
-    matches = _locator(state, selector)
-    try:
-        matches.first.click(timeout=args.get("timeout", state.config.action_timeout),
-                            force=args.get("force", False), click_count=args.get("clickCount", 1))
-    except Exception as exc:
-        raise _classify(state, matches, selector, exc, ElementNotClickable) from None
-    return {"success": True, "message": f"Clicked {selector}"}
+    label = on_element(state, args, ElementNotClickable, lambda target: state.act(
+        target, "click", timeout=_timeout(state, args), force=args.get("force", False),
+        click_count=args.get("clickCount", 1)))
+    return {"success": True, "message": f"Clicked {label}"}
+
+
+def hover(state, args):
+    label = on_element(state, args, ElementNotClickable, lambda target: state.act(
+        target, "hover", timeout=_timeout(state, args), force=args.get("force", False)))
+    return {"success": True, "message": f"Hovering over {label}"}
 
 
 def type_text(state, args):
-    selector, text = args["selector"], args["text"]
-    delay, clear = args.get("delay", 0), args.get("clear", True)
-    timeout = args.get("timeout", state.config.action_timeout)
-    matches = _locator(state, selector)
-    target = matches.first
-    try:
+    text, delay, clear = args["text"], args.get("delay", 0), args.get("clear", True)
+    timeout = _timeout(state, args)
+
+    def enter(target):
         if clear and not delay:
-            target.fill(text, timeout=timeout)  # one round trip: the fast path
+            state.act(target, "fill", value=text, timeout=timeout)  # one round trip: the fast path
+            return
+        if not target.is_editable(timeout=timeout):
+            raise ElementNotEditable("The element is disabled or read-only.", session_id=state.session_id)
+        if clear:
+            target.fill("", timeout=timeout)
         else:
-            if not target.is_editable(timeout=timeout):
-                raise ElementNotEditable(f"{selector!r} is disabled or read-only.",
-                                         session_id=state.session_id, details={"selector": selector})
-            if clear:
-                target.fill("", timeout=timeout)
-            else:
-                # Key presses go where the caret is; put it after the existing text.
-                target.evaluate("e => { if (e.setSelectionRange && e.value !== undefined)"
-                                " e.setSelectionRange(e.value.length, e.value.length) }")
-            target.press_sequentially(text, delay=delay, timeout=timeout)
+            # Key presses go where the caret is; put it after the existing text.
+            target.evaluate("e => { if (e.setSelectionRange && e.value !== undefined)"
+                            " e.setSelectionRange(e.value.length, e.value.length) }")
+        state.act(target, "press_sequentially", text=text, delay=delay, timeout=timeout)
+
+    label = on_element(state, args, ElementNotEditable, enter)
+    return {"success": True, "message": f"Typed {len(text)} character(s) into {label}"}
+
+
+def select(state, args):
+    values, labels = args.get("values"), args.get("labels")
+    if (values is None) == (labels is None):
+        raise InvalidParameters("Give values or labels (one of them).", session_id=state.session_id)
+    chosen = []
+
+    def pick(target):
+        result = state.act(target, "select_option", value=values, label=labels, timeout=_timeout(state, args))
+        if result is not INTERRUPTED:
+            chosen.extend(result)
+
+    label = on_element(state, args, ElementNotEditable, pick)
+    return {"success": True, "message": f"Selected {', '.join(chosen) or 'nothing'} in {label}",
+            "selected": chosen}
+
+
+def press_key(state, args):
+    key = args["key"]
+    label, matches = state.locate(args, required=False)
+    if matches is None:
+        try:
+            state.act(state.page.keyboard, "press", key=key)
+        except Exception as exc:
+            raise InvalidParameters(f"Cannot press {key!r}: {reason(exc)}", session_id=state.session_id) from None
+        return {"success": True, "message": f"Pressed {key}"}
+    try:
+        state.act(matches.first, "press", key=key, timeout=_timeout(state, args))
     except Exception as exc:
-        raise _classify(state, matches, selector, exc, ElementNotEditable) from None
-    return {"success": True, "message": f"Typed {len(text)} character(s) into {selector}"}
+        if "Unknown key" in str(exc):
+            raise InvalidParameters(f"Unknown key {key!r}.", session_id=state.session_id) from None
+        raise classify(state, label, matches, exc, ElementNotEditable) from None
+    return {"success": True, "message": f"Pressed {key} on {label}"}
+
+
+def _allowed_file(state, path):
+    real = os.path.realpath(path)
+    for root in state.config.upload_dir:
+        root = os.path.realpath(root)
+        if os.path.commonpath([real, root]) == root:
+            if not os.path.isfile(real):
+                raise InvalidParameters(f"{path!r} is not a file.", session_id=state.session_id)
+            return real
+    raise InvalidParameters(f"{path!r} is not under an allowed --upload-dir "
+                            f"({', '.join(state.config.upload_dir)}).", session_id=state.session_id)
+
+
+def upload_file(state, args):
+    files = [_allowed_file(state, path) for path in args["paths"]]
+    label = on_element(state, args, ElementNotEditable, lambda target: state.act(
+        target, "set_input_files", files=files, timeout=_timeout(state, args)))
+    return {"success": True, "message": f"Set {len(files)} file(s) on {label}"}
+
+
+def handle_dialog(state, args):
+    if state.dialog is None:
+        raise NoDialogOpen(session_id=state.session_id)
+    accept = args["accept"]
+    dialog = state.answer_dialog(accept, args.get("promptText"))
+    verb = "Accepted" if accept else "Dismissed"
+    return {"success": True, "message": f"{verb} the {dialog.type} dialog ({dialog.message!r})"}
+
+
+def evaluate(state, args):
+    try:
+        value = state.act(state.page, "evaluate", expression=args["expression"])
+    except Exception as exc:
+        raise EvaluationFailed(f"The expression failed: {reason(exc)}", session_id=state.session_id) from None
+    if value is INTERRUPTED:
+        return {"result": None}
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        raise EvaluationFailed("The result is not JSON-serialisable.", session_id=state.session_id) from None
+    return {"result": value}
 
 
 TOOLS = [
     Tool(
         name="click",
         title="Click element",
-        description="Click the first element matching a CSS or XPath selector.",
+        description="Click an element by CSS/XPath selector or snapshot ref.",
         input_schema=session_schema({
-            "selector": SELECTOR,
+            **TARGET,
             "timeout": TIMEOUT,
             "force": schema.boolean("Skip actionability checks (visible, enabled, not covered)."),
             "clickCount": schema.integer("Number of clicks, 2 for a double click.", minimum=1, maximum=3),
-        }, required=("selector",)),
+        }),
         handler=click,
         output_schema=SUCCESS_MESSAGE,
     ),
     Tool(
         name="type",
         title="Type text",
-        description="Type text into an input, textarea or contenteditable element. "
-                    "Replaces its content unless clear is false.",
+        description="Type into an input, textarea or contenteditable. Replaces its content unless clear is false.",
         input_schema=session_schema({
-            "selector": SELECTOR,
+            **TARGET,
             "text": schema.string("Text to enter."),
             "delay": schema.integer("Milliseconds between key presses; 0 fills at once.",
                                     minimum=0, maximum=1000),
             "timeout": TIMEOUT,
             "clear": schema.boolean("Replace the current content (default true); false appends."),
-        }, required=("selector", "text")),
+        }, required=("text",)),
         handler=type_text,
         output_schema=SUCCESS_MESSAGE,
+    ),
+    Tool(
+        name="select",
+        title="Select option",
+        description="Choose options in a <select> by value or by visible label.",
+        input_schema=session_schema({
+            **TARGET,
+            "values": {"type": "array", "items": {"type": "string"}, "description": "Option values."},
+            "labels": {"type": "array", "items": {"type": "string"}, "description": "Option labels."},
+            "timeout": TIMEOUT,
+        }),
+        handler=select,
+        output_schema={
+            "type": "object",
+            "properties": {"success": {"type": "boolean"}, "message": {"type": "string"},
+                           "selected": {"type": "array", "items": {"type": "string"}}},
+            "required": ["success", "message", "selected"],
+        },
+    ),
+    Tool(
+        name="hover",
+        title="Hover element",
+        description="Move the mouse over an element.",
+        input_schema=session_schema({**TARGET, "timeout": TIMEOUT,
+                                     "force": schema.boolean("Skip actionability checks.")}),
+        handler=hover,
+        output_schema=SUCCESS_MESSAGE,
+    ),
+    Tool(
+        name="press_key",
+        title="Press key",
+        description="Press a key or chord (Enter, ArrowDown, Control+a) on an element or the page.",
+        input_schema=session_schema({
+            "key": schema.string("Key name as in Playwright's keyboard.press.", minLength=1),
+            **TARGET,
+            "timeout": TIMEOUT,
+        }, required=("key",)),
+        handler=press_key,
+        output_schema=SUCCESS_MESSAGE,
+    ),
+    Tool(
+        name="upload_file",
+        title="Upload files",
+        description="Set files on a file input. Only files under the server's --upload-dir.",
+        input_schema=session_schema({
+            **TARGET,
+            "paths": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1,
+                      "description": "Absolute paths of files under an allowed upload directory."},
+            "timeout": TIMEOUT,
+        }, required=("paths",)),
+        handler=upload_file,
+        output_schema=SUCCESS_MESSAGE,
+        enabled=lambda config: bool(config.upload_dir),
+    ),
+    Tool(
+        name="handle_dialog",
+        title="Answer dialog",
+        description="Accept or dismiss the open alert, confirm or prompt dialog.",
+        input_schema=session_schema({
+            "accept": schema.boolean("true to accept (OK), false to dismiss (Cancel)."),
+            "promptText": schema.string("Text to enter in a prompt before accepting."),
+        }, required=("accept",)),
+        handler=handle_dialog,
+        page_tool=False,
+        output_schema=SUCCESS_MESSAGE,
+    ),
+    Tool(
+        name="evaluate",
+        title="Evaluate JavaScript",
+        description="Evaluate a JavaScript expression or function in the page; returns its JSON value.",
+        input_schema=session_schema({
+            "expression": schema.string("Expression, or a function such as () => document.title.",
+                                        minLength=1),
+        }, required=("expression",)),
+        handler=evaluate,
+        destructive=True,
+        enabled=lambda config: config.allow_evaluate,
+        output_schema={"type": "object", "properties": {"result": {}}, "required": ["result"]},
     ),
 ]

@@ -1,12 +1,14 @@
-"""Navigation tools; handlers run on the session's own thread."""
+"""Navigation, history, tabs and waiting; handlers run on the session's own thread."""
 
+import time
 from urllib.parse import urlsplit
 
 from mcpbrowser import schema
-from mcpbrowser.errors import InvalidParameters, NavigationFailed
-from mcpbrowser.tools.base import TIMEOUT, Tool, session_schema
-
-WAIT_UNTIL = ("load", "domcontentloaded", "networkidle", "commit")
+from mcpbrowser.errors import InvalidParameters, NavigationFailed, WaitTimeout
+from mcpbrowser.session_state import INTERRUPTED
+from mcpbrowser.tools.base import (
+    PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, Tool, page_result, session_schema,
+)
 
 
 def _check_url(url):
@@ -17,43 +19,183 @@ def _check_url(url):
             details={"url": url})
 
 
+def _load(state, what, method, **kwargs):
+    """Run a page-loading call and shape its result; failures are NAVIGATION_FAILED."""
+    kwargs["wait_until"] = kwargs.pop("waitUntil", None) or "load"
+    kwargs["timeout"] = kwargs.get("timeout", state.config.navigation_timeout)
+    try:
+        response = state.act(state.page, method, **kwargs)
+    except Exception as exc:
+        reason = str(exc).split("\n", 1)[0]
+        raise NavigationFailed(f"Could not load {what}: {reason}", session_id=state.session_id,
+                               details={"url": kwargs.get("url", state.page.url), "reason": reason}) from None
+    return response
+
+
 def navigate(state, args):
     url = args["url"]
     _check_url(url)
-    try:
-        response = state.page.goto(
-            url,
-            wait_until=args.get("waitUntil", "load"),
-            timeout=args.get("timeout", state.config.navigation_timeout),
-        )
-    except Exception as exc:
-        reason = str(exc).split("\n", 1)[0]
-        raise NavigationFailed(f"Could not load {url}: {reason}",
-                               session_id=state.session_id,
-                               details={"url": url, "reason": reason}) from None
-    title = state.page.title()
-    state.remember_page(title)
-    return {"success": True, "title": title, "url": state.page.url,
-            "status": response.status if response is not None else None}
+    response = _load(state, url, "goto", url=url, **_options(args))
+    return page_result(state, None if response is INTERRUPTED else response)
 
+
+def _history(method, word):
+    def handler(state, args):
+        before = state.page.url
+        response = _load(state, f"the {word} page", method, **_options(args))
+        if response is None and state.page.url == before:
+            raise NavigationFailed(f"There is no {word} page in this tab's history.",
+                                   session_id=state.session_id, details={"url": before})
+        return page_result(state, None if response is INTERRUPTED else response)
+
+    return handler
+
+
+def reload(state, args):
+    response = _load(state, "the page again", "reload", **_options(args))
+    return page_result(state, None if response is INTERRUPTED else response)
+
+
+def _options(args):
+    return {k: args[k] for k in ("waitUntil", "timeout") if k in args}
+
+
+def tabs(state, args):
+    action = args.get("action", "list")
+    index = args.get("index")
+    if action in ("select", "close"):
+        if index is None and action == "select":
+            raise InvalidParameters("tabs select needs an index.", session_id=state.session_id)
+        if index is not None and not 0 <= index < len(state.pages):
+            raise InvalidParameters(f"No tab {index}; there are {len(state.pages)} (0-based).",
+                                    session_id=state.session_id, details={"tabs": len(state.pages)})
+        if action == "select":
+            state.select_tab(index)
+        else:
+            state.pages[state.pages.index(state.page) if index is None else index].close()
+            if state.page is None:
+                state._open_blank_tab()
+    listing = [{"index": i, "url": page.url, "title": page.title() if state.dialog is None else "",
+                "current": page is state.page} for i, page in enumerate(state.pages)]
+    if state.dialog is None:
+        state.remember_page(state.page.title())
+    return {"tabs": listing, "current": state.pages.index(state.page)}
+
+
+def wait_for(state, args):
+    timeout = args.get("timeout", state.config.action_timeout)
+    label, locator = state.locate(args, required=False)
+    checks = []
+    if locator is not None:
+        wanted = args.get("state", "visible")
+        checks.append((f"{label} to be {wanted}", locator.first, {"state": wanted}))
+    if "text" in args:
+        checks.append((f"text {args['text']!r} to appear", state.page.get_by_text(args["text"]).first,
+                       {"state": "visible"}))
+    if "textGone" in args:
+        checks.append((f"text {args['textGone']!r} to disappear",
+                       state.page.get_by_text(args["textGone"]).first, {"state": "hidden"}))
+    if not checks:
+        raise InvalidParameters("Give selector or ref, text, or textGone to wait for.",
+                                session_id=state.session_id)
+    started = time.monotonic()
+    for what, target, options in checks:
+        remaining = max(1, timeout - (time.monotonic() - started) * 1000)
+        try:
+            if state.act(target, "wait_for", timeout=remaining, **options) is INTERRUPTED:
+                break
+        except Exception as exc:
+            if "Timeout" not in str(exc):
+                raise
+            raise WaitTimeout(f"Waited {timeout} ms for {what}.", session_id=state.session_id,
+                              details={"waitedFor": what, "timeoutMs": timeout}) from None
+    elapsed = round((time.monotonic() - started) * 1000)
+    return {"success": True, "message": f"Waited {elapsed} ms for " + " and ".join(c[0] for c in checks),
+            "elapsedMs": elapsed}
+
+
+LOAD_OPTIONS = {"waitUntil": WAIT_UNTIL, "timeout": TIMEOUT}
 
 TOOLS = [
     Tool(
         name="navigate",
         title="Navigate to URL",
-        description="Load a URL in the session's page and wait for the load state. "
+        description="Load a URL in the current tab and wait for the load state. "
                     "Returns final URL, title and HTTP status.",
         input_schema=session_schema({
-            "url": schema.string("Absolute URL to load.", minLength=1),
-            "waitUntil": schema.string("Load state to wait for (default load).", enum=list(WAIT_UNTIL)),
-            "timeout": TIMEOUT,
+            "url": schema.string("Absolute URL to load.", minLength=1), **LOAD_OPTIONS,
         }, required=("url",)),
         handler=navigate,
+        output_schema=PAGE_RESULT,
+    ),
+    Tool(
+        name="go_back",
+        title="Go back",
+        description="Go to the previous page in the current tab's history.",
+        input_schema=session_schema(LOAD_OPTIONS),
+        handler=_history("go_back", "previous"),
+        output_schema=PAGE_RESULT,
+    ),
+    Tool(
+        name="go_forward",
+        title="Go forward",
+        description="Go to the next page in the current tab's history.",
+        input_schema=session_schema(LOAD_OPTIONS),
+        handler=_history("go_forward", "next"),
+        output_schema=PAGE_RESULT,
+    ),
+    Tool(
+        name="reload",
+        title="Reload page",
+        description="Reload the current tab.",
+        input_schema=session_schema(LOAD_OPTIONS),
+        handler=reload,
+        output_schema=PAGE_RESULT,
+    ),
+    Tool(
+        name="tabs",
+        title="List, select or close tabs",
+        description="Tabs of the session, popups included. Tools act on the current tab; "
+                    "select makes another current.",
+        input_schema=session_schema({
+            "action": schema.string("list (default), select or close.", enum=["list", "select", "close"]),
+            "index": schema.integer("Tab index for select or close (close defaults to the current tab).",
+                                    minimum=0),
+        }),
+        handler=tabs,
+        page_tool=False,
         output_schema={
             "type": "object",
-            "properties": {"success": {"type": "boolean"}, "title": {"type": "string"},
-                           "url": {"type": "string"}, "status": {"type": ["integer", "null"]}},
-            "required": ["success", "title", "url", "status"],
+            "properties": {
+                "tabs": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {"index": {"type": "integer"}, "url": {"type": "string"},
+                                   "title": {"type": "string"}, "current": {"type": "boolean"}},
+                    "required": ["index", "url", "title", "current"]}},
+                "current": {"type": "integer"},
+            },
+            "required": ["tabs", "current"],
+        },
+    ),
+    Tool(
+        name="wait_for",
+        title="Wait for element or text",
+        description="Wait until an element reaches a state, text appears, or text disappears.",
+        input_schema=session_schema({
+            **TARGET,
+            "state": schema.string("Element state to wait for (default visible).",
+                                   enum=["attached", "detached", "visible", "hidden"]),
+            "text": schema.string("Wait until this text is visible.", minLength=1),
+            "textGone": schema.string("Wait until this text is gone.", minLength=1),
+            "timeout": TIMEOUT,
+        }),
+        handler=wait_for,
+        read_only=True,
+        output_schema={
+            "type": "object",
+            "properties": {"success": {"type": "boolean"}, "message": {"type": "string"},
+                           "elapsedMs": {"type": "integer"}},
+            "required": ["success", "message", "elapsedMs"],
         },
     ),
 ]

@@ -1,0 +1,269 @@
+"""One session's browser state: tabs, dialogs, snapshot refs, console and network ring buffers.
+
+SESSION THREAD ONLY. Every Playwright object here was created on the session's
+own thread and is used only there; event handlers also run on that thread,
+dispatched by Playwright while a call is in progress. What other threads may
+read is copied out as plain data into `worker.info`.
+"""
+
+import asyncio
+import re
+import time
+from collections import deque
+
+from mcpbrowser.errors import DialogOpen, ElementNotFound, InvalidParameters
+from mcpbrowser.logs import log
+
+REF_MARKER = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
+INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
+REDACTED = "[REDACTED]"
+
+
+def redact(headers, sensitive):
+    return {name: (REDACTED if name.lower() in sensitive else value) for name, value in headers.items()}
+
+
+def now_ms():
+    """Wall-clock epoch milliseconds, for timestamps shown to clients (never for deadlines)."""
+    return time.time_ns() // 1_000_000
+
+
+def _retrieve(task):
+    # An action left running behind an open dialog finishes later; its outcome is
+    # no longer anyone's answer, but must be read so asyncio does not warn about it.
+    if not task.cancelled():
+        task.exception()
+
+
+class SessionState:
+    """Playwright objects and per-session buffers; created by the opener, used by tool handlers."""
+
+    def __init__(self, worker, config, playwright, browser, context, page):
+        self.worker = worker
+        self.config = config
+        self.playwright = playwright
+        self.browser = browser
+        self.context = context
+        self.page = page
+        self.pages = [page]
+        self.tabs_opened = 0
+        self.dialog = None
+        self._dialog_waiter = None
+        self.refs = frozenset()
+        self._refs_page = None
+        self.console = deque(maxlen=config.console_buffer)
+        self.console_dropped = 0
+        self.network = deque(maxlen=config.network_buffer)
+        self.network_dropped = 0
+        self._requests = {}
+        self.screenshots = 0
+
+    @property
+    def session_id(self):
+        return self.worker.session_id
+
+    # -- setup and teardown ------------------------------------------------------
+
+    def listen(self):
+        """Subscribe to the context's events; every page, popups included, belongs to the session."""
+        on = self.context.on
+        on("page", self._on_page)
+        on("dialog", self._on_dialog)
+        on("console", self._on_console)
+        on("weberror", self._on_web_error)
+        on("request", self._on_request)
+        on("response", self._on_response)
+        on("requestfinished", self._on_request_done)
+        on("requestfailed", self._on_request_done)
+        self._watch(self.page)
+
+    def close(self):
+        for step in (self.context.close, self.browser.close, self.playwright.stop):
+            try:
+                step()
+            except Exception as exc:  # the browser may already be gone; keep tearing down
+                log.debug("session teardown step failed",
+                          extra={"session": self.session_id, "error": str(exc)})
+
+    # -- running tools -----------------------------------------------------------
+
+    def run_tool(self, tool, args):
+        """Run one tool's handler with the checks and notes every page tool shares."""
+        if tool.page_tool and self.dialog is not None:
+            raise DialogOpen(
+                f"A {self.dialog.type} dialog is open ({self.dialog.message!r}); it blocks the page. "
+                "Answer it with handle_dialog first.",
+                session_id=self.session_id, details=self.dialog_info())
+        if self.page is None or self.page.is_closed():
+            self._open_blank_tab()
+        dialog_before, tabs_before = self.dialog, self.tabs_opened
+        result = tool.handler(self, args)
+        if self.dialog is not None and dialog_before is None:
+            result["dialog"] = self.dialog_info()
+            if "message" in result:
+                result["message"] += (f"; a {self.dialog.type} dialog opened ({self.dialog.message!r}): "
+                                      "answer it with handle_dialog")
+        if self.tabs_opened > tabs_before:
+            result["newTabs"] = self.tabs_opened - tabs_before
+            if "message" in result:
+                result["message"] += "; the page opened a new tab: see tabs"
+        return result
+
+    def act(self, target, method, **kwargs):
+        """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens.
+
+        With a dialog listener installed, an action whose click opens an alert
+        would otherwise block until the dialog is answered. The sync method is
+        made to hand over its coroutine instead of waiting on it (`_sync` is the
+        one private name we rely on); we then wait for whichever comes first.
+        """
+        captured = []
+        target._sync = captured.append  # instance attribute shadows the method for one call
+        try:
+            direct = getattr(target, method)(**kwargs)
+        finally:
+            del target._sync
+        if not captured:
+            return direct
+        loop = self.page._loop
+        task = loop.create_task(captured[0])
+        task.add_done_callback(_retrieve)
+        waiter = self._waiter()
+        target._sync(asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED))
+        return task.result() if task.done() else INTERRUPTED
+
+    def locate(self, args, required=True):
+        """(label, Locator) for the `selector` or `ref` in args; (None, None) when neither is given."""
+        selector, ref = args.get("selector"), args.get("ref")
+        if selector is not None and ref is not None:
+            raise InvalidParameters("Give selector or ref, not both.", session_id=self.session_id)
+        if ref is not None:
+            if ref not in self.refs or self._refs_page is not self.page:
+                raise ElementNotFound(
+                    f"Ref {ref} is not in the latest snapshot of this tab: the page changed or no "
+                    "snapshot was taken. Take a new snapshot and use its refs.",
+                    session_id=self.session_id, details={"ref": ref})
+            return f"ref {ref}", self.page.locator(f"aria-ref={ref}")
+        if selector is not None:
+            if selector.startswith("(//"):
+                selector = "xpath=" + selector  # Playwright auto-detects // and .. but not (//…)[n]
+            return args["selector"], self.page.locator(selector)
+        if required:
+            raise InvalidParameters("Give a selector, or a ref from the latest snapshot.",
+                                    session_id=self.session_id)
+        return None, None
+
+    def remember_refs(self, snapshot_text):
+        self.refs = frozenset(REF_MARKER.findall(snapshot_text))
+        self._refs_page = self.page
+
+    def remember_page(self, title):
+        """Publish url and title as plain data for list_sessions while this thread is busy."""
+        self.worker.info = {"url": self.page.url, "title": title}
+
+    def describe(self):
+        if self.dialog is None:
+            self.remember_page(self.page.title())
+        return dict(self.worker.info)
+
+    def flush_events(self):
+        """Make one round trip so that events the browser already sent are dispatched."""
+        self.context.cookies("about:blank")
+
+    def dialog_info(self):
+        d = self.dialog
+        return {"type": d.type, "message": d.message, "defaultValue": d.default_value}
+
+    def answer_dialog(self, accept, prompt_text=None):
+        dialog, self.dialog = self.dialog, None
+        self._dialog_waiter = None
+        if accept:
+            dialog.accept(prompt_text) if prompt_text is not None else dialog.accept()
+        else:
+            dialog.dismiss()
+        return dialog
+
+    def select_tab(self, index):
+        self.page = self.pages[index]
+        self.page.bring_to_front()
+
+    # -- event handlers (run on this thread while a Playwright call is in progress) ----
+
+    def _waiter(self):
+        if self._dialog_waiter is None or self._dialog_waiter.done():
+            self._dialog_waiter = self.page._loop.create_future()
+        return self._dialog_waiter
+
+    def _open_blank_tab(self):
+        self.page = self.context.new_page()
+
+    def _watch(self, page):
+        def navigated(frame):
+            if frame is page.main_frame:
+                if page is self._refs_page:
+                    self.refs = frozenset()  # refs belong to the document they were taken from
+                if page is self.page:
+                    self.worker.info = {"url": frame.url, "title": self.worker.info["title"]}
+
+        page.on("framenavigated", navigated)
+        page.on("close", lambda _: self._on_page_closed(page))
+
+    def _on_page(self, page):
+        if page in self.pages:
+            return
+        self.pages.append(page)
+        self.tabs_opened += 1
+        self._watch(page)
+
+    def _on_page_closed(self, page):
+        if page in self.pages:
+            self.pages.remove(page)
+        if page is self.page:
+            self.page = self.pages[-1] if self.pages else None
+
+    def _on_dialog(self, dialog):
+        self.dialog = dialog
+        waiter = self._dialog_waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(dialog)
+
+    def _keep(self, buffer, entry, dropped_attr):
+        if len(buffer) == buffer.maxlen:
+            setattr(self, dropped_attr, getattr(self, dropped_attr) + 1)
+        buffer.append(entry)
+
+    def _on_console(self, message):
+        loc = message.location or {}
+        self._keep(self.console, {
+            "timestamp": int(message.timestamp) if message.timestamp else now_ms(),
+            "level": message.type,
+            "message": message.text,
+            "location": f"{loc.get('url', '')}:{loc.get('lineNumber', 0)}:{loc.get('columnNumber', 0)}",
+        }, "console_dropped")
+
+    def _on_web_error(self, web_error):
+        page = web_error.page
+        self._keep(self.console, {
+            "timestamp": now_ms(), "level": "error", "message": str(web_error.error),
+            "location": page.url if page is not None else "",
+        }, "console_dropped")
+
+    def _on_request(self, request):
+        entry = {"method": request.method, "url": request.url, "resourceType": request.resource_type,
+                 "status": None, "durationMs": None, "failure": None, "timestamp": now_ms()}
+        self._requests[request] = entry
+        self._keep(self.network, (entry, request), "network_dropped")
+
+    def _on_response(self, response):
+        entry = self._requests.get(response.request)
+        if entry is not None:
+            entry["status"] = response.status
+
+    def _on_request_done(self, request):
+        entry = self._requests.pop(request, None)
+        if entry is None:
+            return
+        timing = request.timing
+        if timing and timing.get("responseEnd", -1) >= 0:
+            entry["durationMs"] = round(timing["responseEnd"], 1)
+        entry["failure"] = request.failure
