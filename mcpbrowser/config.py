@@ -84,8 +84,8 @@ class Config:
 
     browser: str = _option(
         "chromium", _one_of(BROWSERS),
-        "Browser engine. Chromium shares one process across sessions (CDP); "
-        "firefox and webkit have no CDP, so each session launches its own.")
+        "Browser engine; all sessions share one browser process behind a Playwright "
+        "browser server. Firefox and webkit come from `python -m playwright install`.")
     headless: bool = _option(
         False, _boolean,
         "Run without a window. Default is headed so a person can take over a login; "
