@@ -133,10 +133,27 @@ class Config:
         None, _optional_text,
         "Directory where screenshots are also saved, under names the server chooses.")
 
+    db: str = _option(
+        None, _optional_text,
+        "SQLite history of every call: a file path, or :memory: to keep nothing after exit "
+        "(default: history.db under the user's data directory).")
+    retention_days: int = _option(
+        0, _int_at_least(0), "Drop history older than this many days; 0 keeps everything.")
+    db_max_mb: int = _option(
+        0, _int_at_least(0), "Drop the oldest history once the database is larger; 0 means no limit.")
+    response_mode: str = _option(
+        "compact", _one_of(("compact", "full")),
+        "compact keeps page snapshots in the history (fetch them with get_content); "
+        "full also puts them in every page-changing answer.")
+
     def __post_init__(self):
         for f in dataclasses.fields(self):
             checked = f.metadata["check"](f.name, getattr(self, f.name))
             object.__setattr__(self, f.name, checked)
+        if self.db is None:
+            from mcpbrowser.store import default_path
+
+            object.__setattr__(self, "db", default_path())
 
     @classmethod
     def from_args(cls, argv=None):

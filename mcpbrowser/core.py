@@ -9,6 +9,7 @@ Threads:
 Only plain data (dicts, str, bytes) and Futures cross between them.
 """
 
+import json
 import threading
 import time
 import uuid
@@ -24,8 +25,10 @@ from mcpbrowser.errors import (
 )
 from mcpbrowser.logs import log
 from mcpbrowser.schema import validate
-from mcpbrowser.session_state import SessionState, now_ms
+from mcpbrowser.session_state import REDACTED, SessionState, now_ms
 from mcpbrowser.session_worker import SessionWorker
+from mcpbrowser.store import Store
+from mcpbrowser.store import dumps as store_dumps
 from mcpbrowser.supervisor import Supervisor
 
 SESSION_START_TIMEOUT_S = 60.0  # a cold driver start is ~1 s; far beyond that something is wrong
@@ -46,6 +49,39 @@ class SessionRecord:
         self.worker = worker
         self.created_at = created_at
         self.expires_at = expires_at
+
+
+class Call:
+    """Plain data about one tool call, filled in by whichever thread runs it."""
+
+    def __init__(self, tool, session_id, capture, inline):
+        self.ref_id = uuid.uuid4().hex
+        self.tool = tool
+        self.session_id = session_id
+        self.capture = capture  # a page-changing tool: the page it leaves is stored
+        self.inline = inline    # --response-mode full: the snapshot goes into the answer too
+        self.console = None
+        self.snapshot = None
+        self.ran = False        # set on the session thread when the call starts there
+        self.recorded = threading.Event()
+
+    def meta(self, succeeded=True):
+        console = self.console or []
+        return {"tool": self.tool, "hasSnapshot": self.capture and succeeded,
+                "hasConsoleLogs": bool(console),
+                "consoleErrorCount": sum(1 for e in console if e["level"] == "error")}
+
+    def annotate(self, result):
+        result["refId"] = self.ref_id
+        result["meta"] = self.meta()
+        return result
+
+    def annotate_error(self, exc):
+        if not isinstance(exc, BrowserServerError):
+            exc = BrowserError(f"{type(exc).__name__}: {exc}")
+        exc.ref_id = self.ref_id
+        exc.meta = self.meta(succeeded=False)
+        return exc
 
 
 def _failed(exc):
@@ -71,6 +107,9 @@ class Browser:
         self._sessions = {}
         self._ended = OrderedDict()
         self._starting = 0
+        self._calls = {}  # ref_id -> Call not yet recorded, so get_content can wait for it
+        self.store = Store(self.config.db, retention_days=self.config.retention_days,
+                           max_mb=self.config.db_max_mb)
         # Warm pool: started, never-used workers. A pooled context has never seen a
         # page, so handing one out keeps isolation; it becomes a session only then.
         self._idle = deque()
@@ -103,6 +142,8 @@ class Browser:
                 return
             self._closed = True
             workers = [record.worker for record in self._sessions.values()] + list(self._idle)
+            for session_id in self._sessions:
+                self._record_closed(session_id, "shutdown")
             self._sessions.clear()
             self._idle.clear()
         self._supervisor.cancel_all()
@@ -121,6 +162,7 @@ class Browser:
         if self._browser_thread is not None:
             self._browser_thread.join(3.0)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self.store.close()
         log.info("core closed", extra={"event": "core_closed", "workers": len(workers)})
 
     def __enter__(self):
@@ -132,28 +174,39 @@ class Browser:
     # -- ANY THREAD: tools -----------------------------------------------------
 
     def submit(self, name, args=None):
-        """Validate and dispatch one tool call; returns a Future of its result dict.
+        """Validate, record and dispatch one tool call; returns a Future of its result dict.
 
         Session tools run on their session's thread, the rest on the core pool.
-        Every failure, validation included, arrives through the Future.
+        Every failure, validation included, arrives through the Future. The
+        request row is queued before the call runs, the response row after.
         """
         started = time.monotonic()
         args = {} if args is None else args
         tool = self.tools.get(name)
         session_id = args.get("sessionId") if isinstance(args, dict) else None
+        call = Call(name, session_id, capture=tool is not None and tool.changes_page,
+                    inline=self.config.response_mode == "full")
+        self._record_request(call, args)
         try:
             if tool is None:
                 raise InvalidParameters(f"Unknown tool {name!r}.", details={"known": list(self.tools)})
             validate(tool.input_schema, args)
             if tool.needs_session:
-                fut = self._worker(session_id).submit(SessionState.run_tool, tool, args)
+                fut = self._worker(session_id).submit(SessionState.run_call, tool, args, call,
+                                                      after=lambda state, f: self._after_call(state, f, call))
             else:
-                fut = self._pool.submit(tool.handler, self, args)
+                fut = self._pool.submit(self._run_pool_call, tool, args, call)
         except BrowserServerError as exc:
+            call.annotate_error(exc)
             fut = _failed(exc)
         except RuntimeError:  # the pool refuses work once close() has run
-            fut = _failed(BrowserError("The server is shutting down."))
+            fut = _failed(call.annotate_error(BrowserError("The server is shutting down.")))
+        with self._lock:
+            self._calls[call.ref_id] = call
         fut.add_done_callback(lambda f: _log_call(f, name, session_id, started))
+        # A call that ran on its session thread is recorded there, after its capture;
+        # any other (refused, cancelled while queued, failed at close) is recorded here.
+        fut.add_done_callback(lambda f: None if call.ran else self._record_response(call, f))
         return fut
 
     def call(self, name, args=None):
@@ -171,10 +224,83 @@ class Browser:
     def close_session(self, session_id):
         return self.call("close_session", {"sessionId": session_id})
 
+    # -- recording ------------------------------------------------------------------
+
+    def _run_pool_call(self, tool, args, call):
+        """CORE POOL THREAD: a session-less tool, with refId and meta added."""
+        try:
+            return call.annotate(tool.handler(self, args))
+        except BrowserServerError as exc:
+            raise call.annotate_error(exc)
+
+    def _after_call(self, state, fut, call):
+        """SESSION THREAD, after the answer went out: capture the page the call left, then record it."""
+        succeeded = not fut.cancelled() and fut.exception() is None
+        if succeeded and call.capture and not call.inline:
+            call.snapshot = state.capture_snapshot()
+        if succeeded and call.capture:
+            saved = state.storage_state()
+            if saved is not None:
+                self.store.write("INSERT OR REPLACE INTO session_state VALUES (?, ?, ?, ?)",
+                                 (state.session_id, store_dumps(saved[0]), saved[1], now_ms()))
+        self._record_response(call, fut, state.scrub)
+
+    def _record_request(self, call, args):
+        params = dict(args) if isinstance(args, dict) else {"arguments": args}
+        if params.get("secret") and "text" in params:
+            params["text"] = REDACTED  # a secret never reaches the database in clear
+        at = now_ms()
+        self.store.write("INSERT INTO requests VALUES (?, ?, ?, ?, ?)",
+                         (call.ref_id, call.session_id, call.tool, json.dumps(params, default=str), at))
+        if call.session_id:
+            self.store.write("UPDATE sessions SET last_activity = ? WHERE session_id = ?", (at, call.session_id))
+
+    def _record_response(self, call, fut, scrub=str):
+        if fut.cancelled():
+            status, result, error = "cancelled", None, None
+        elif fut.exception() is not None:
+            exc = fut.exception()
+            status, result = "error", None
+            error = json.dumps(exc.to_dict()) if isinstance(exc, BrowserServerError) else str(exc)
+        else:
+            status, error = "ok", None
+            value = {k: v for k, v in fut.result().items() if k != "image"}  # images are not kept
+            result = scrub(json.dumps(value)).encode()
+        console = call.console or []
+        at = now_ms()
+        self.store.write("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (call.ref_id, status, result,
+                          call.snapshot.encode() if call.snapshot is not None else None,
+                          scrub(json.dumps(console)).encode() if console else None, error, at))
+        for entry in console:
+            self.store.write("INSERT INTO console_logs (ref_id, level, message, timestamp, location) "
+                             "VALUES (?, ?, ?, ?, ?)", (call.ref_id, entry["level"], scrub(entry["message"]),
+                                                        entry["timestamp"], entry["location"]))
+        with self._lock:
+            self._calls.pop(call.ref_id, None)
+        call.recorded.set()
+
+    def _record_closed(self, session_id, reason):
+        self.store.write("UPDATE sessions SET state = 'closed', last_activity = ?, metadata = "
+                         "json_set(metadata, '$.closeReason', ?) WHERE session_id = ?",
+                         (now_ms(), reason, session_id))
+
+    def wait_recorded(self, ref_id, timeout=10.0):
+        """Block until the call's response row is queued (its snapshot may still be in capture)."""
+        with self._lock:
+            call = self._calls.get(ref_id)
+        if call is not None:
+            call.recorded.wait(timeout)
+
     # -- CORE POOL THREADS: primitives behind the session tools ---------------------
 
-    def open_session(self):
-        """Hand out a warm worker, or start one, and register it as a session."""
+    def open_session(self, resume=None):
+        """Hand out a warm worker, or start one, and register it as a session.
+
+        resume: {"sessionId", "storageState", "url"} to bring a closed session back
+        under its old id; it needs a fresh context built from that state, so never
+        comes from the pool.
+        """
         with self._lock:
             if self._closed:
                 raise BrowserError("The server is shutting down.")
@@ -183,12 +309,15 @@ class Browser:
                     f"{self.config.max_sessions} sessions are open, the most allowed. "
                     "Close one with close_session first.",
                     details={"maxSessions": self.config.max_sessions})
+            if resume is not None and resume["sessionId"] in self._sessions:
+                raise InvalidParameters("That session is open; there is nothing to resume.",
+                                        session_id=resume["sessionId"])
             self._starting += 1
-            worker = self._take_idle()
-        source = "pool" if worker is not None else "cold"
+            worker = self._take_idle() if resume is None else None
+        source = "pool" if worker is not None else ("resume" if resume else "cold")
         try:
             if worker is None:
-                worker = self._start_worker()
+                worker = self._start_worker(resume)
         except BaseException:
             with self._lock:
                 self._starting -= 1
@@ -200,18 +329,26 @@ class Browser:
             closed = self._closed
             if not closed:
                 self._sessions[worker.session_id] = record
+                self._ended.pop(worker.session_id, None)
         if closed:
             worker.stop()
             raise BrowserError("The server is shutting down.")
         self._supervisor.schedule_expiry(worker.session_id, self.config.session_timeout / 1000, self._expire)
+        self.store.write("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, 'active', ?)",
+                         (worker.session_id, created, created,
+                          json.dumps({"browser": self.config.browser, "source": source})))
         log.info("session created", extra={"event": "session_created", "session": worker.session_id,
                                            "source": source})
         self._refill()
         return record
 
-    def _start_worker(self):
+    def _start_worker(self, resume=None):
         """Start a session thread and wait until its page is open (CORE POOL THREAD)."""
-        worker = SessionWorker(str(uuid.uuid4()), self._opener)
+        if resume is None:
+            worker = SessionWorker(str(uuid.uuid4()), self._opener)
+        else:
+            worker = SessionWorker(resume["sessionId"], self._opener,
+                                   {"storage_state": resume["storageState"], "url": resume["url"]})
         try:
             worker.start().result(SESSION_START_TIMEOUT_S)
         except BaseException as exc:
@@ -268,6 +405,7 @@ class Browser:
                 raise self._missing(session_id)
             self._remember_ended(session_id, "closed")
         self._supervisor.cancel_expiry(session_id)
+        self._record_closed(session_id, "closed")
         record.worker.stop()
         record.worker.join(CLOSE_JOIN_S)
         log.info("session closed", extra={"event": "session_closed", "session": session_id})
@@ -323,6 +461,7 @@ class Browser:
                 return
             self._remember_ended(session_id, "expired")
         self._supervisor.forget(session_id)
+        self._record_closed(session_id, "expired")
         record.worker.stop(SessionExpired(session_id=session_id))
         log.info("session expired", extra={"event": "session_expired", "session": session_id})
         self._refill()
@@ -350,12 +489,18 @@ class Browser:
         playwright = sync_playwright().start()
         try:
             browser = attach(playwright, self.config, endpoint)
-            context = browser.new_context()
+            context = browser.new_context(storage_state=worker.options.get("storage_state"))
             context.set_default_timeout(self.config.action_timeout)
             context.set_default_navigation_timeout(self.config.navigation_timeout)
             page = context.new_page()
             state = SessionState(worker, self.config, playwright, browser, context, page)
             state.listen()
+            if worker.options.get("url", "about:blank") != "about:blank":
+                try:
+                    page.goto(worker.options["url"])
+                except Exception as exc:  # the session still opens; the caller sees where it is
+                    log.warning("resume navigation failed", extra={"session": worker.session_id,
+                                                                    "error": str(exc)})
         except BaseException:
             playwright.stop()
             raise

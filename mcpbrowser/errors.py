@@ -11,6 +11,8 @@ class BrowserServerError(Exception):
         self.message = message or self.default_message
         self.session_id = session_id
         self.details = details
+        self.ref_id = None  # set when the call is recorded in the history
+        self.meta = None
         super().__init__(self.message)
 
     def to_dict(self):
@@ -20,6 +22,9 @@ class BrowserServerError(Exception):
             out["sessionId"] = self.session_id
         if self.details is not None:
             out["details"] = self.details
+        if self.ref_id is not None:
+            out["refId"] = self.ref_id
+            out["meta"] = self.meta
         return out
 
 
@@ -87,6 +92,11 @@ class EvaluationFailed(BrowserServerError):
     default_message = "The JavaScript expression threw or returned something that is not JSON."
 
 
+class ContentNotFound(BrowserServerError):
+    code = "CONTENT_NOT_FOUND"
+    default_message = "Nothing is stored under that refId."
+
+
 ALL_ERRORS = (
     SessionNotFound,
     SessionExpired,
@@ -101,4 +111,5 @@ ALL_ERRORS = (
     NoDialogOpen,
     WaitTimeout,
     EvaluationFailed,
+    ContentNotFound,
 )

@@ -47,6 +47,7 @@ class SessionState:
         self.page = page
         self.pages = [page]
         self.tabs_opened = 0
+        self._tabs_reported = 0
         self.dialog = None
         self._dialog_waiter = None
         self.refs = frozenset()
@@ -57,6 +58,9 @@ class SessionState:
         self.network_dropped = 0
         self._requests = {}
         self.screenshots = 0
+        self._console_total = 0   # console entries ever seen, for per-call slices
+        self._console_mark = 0    # ...of which earlier calls already took this many
+        self.secrets = set()      # text typed with secret: true, scrubbed from stored blobs
 
     @property
     def session_id(self):
@@ -96,18 +100,69 @@ class SessionState:
                 session_id=self.session_id, details=self.dialog_info())
         if self.page is None or self.page.is_closed():
             self._open_blank_tab()
-        dialog_before, tabs_before = self.dialog, self.tabs_opened
+        dialog_before = self.dialog
         result = tool.handler(self, args)
         if self.dialog is not None and dialog_before is None:
             result["dialog"] = self.dialog_info()
             if "message" in result:
                 result["message"] += (f"; a {self.dialog.type} dialog opened ({self.dialog.message!r}): "
                                       "answer it with handle_dialog")
-        if self.tabs_opened > tabs_before:
-            result["newTabs"] = self.tabs_opened - tabs_before
+        # Tabs may open between calls too (events are dispatched during any Playwright
+        # call, the after-call capture included): report each one on the next answer.
+        if self.tabs_opened > self._tabs_reported:
+            result["newTabs"] = self.tabs_opened - self._tabs_reported
+            self._tabs_reported = self.tabs_opened
             if "message" in result:
                 result["message"] += "; the page opened a new tab: see tabs"
         return result
+
+    def run_call(self, tool, args, call):
+        """run_tool, plus what the history needs: this call's console entries, refId and meta."""
+        call.ran = True
+        if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
+            self.secrets.add(args["text"])
+        try:
+            result = self.run_tool(tool, args)
+        except Exception as exc:
+            call.console = self.take_console()
+            raise call.annotate_error(exc) from None
+        call.console = self.take_console()
+        if call.capture and call.inline:
+            call.snapshot = self.capture_snapshot()
+            result["snapshot"] = call.snapshot
+        return call.annotate(result)
+
+    def take_console(self):
+        """Console entries that arrived since the previous call took its share."""
+        fresh = min(self._console_total - self._console_mark, len(self.console))
+        self._console_mark = self._console_total
+        return list(self.console)[len(self.console) - fresh:] if fresh else []
+
+    def capture_snapshot(self):
+        """The page as YAML with refs, for the history; None when a dialog or failure prevents it."""
+        if self.dialog is not None or self.page is None:
+            return None
+        try:
+            text = self.page.aria_snapshot(mode="ai", timeout=2000)
+        except Exception as exc:
+            log.debug("snapshot capture failed", extra={"session": self.session_id, "error": str(exc)})
+            return None
+        self.remember_refs(text)
+        return self.scrub(text)
+
+    def storage_state(self):
+        """(storage state JSON, url) for resume_session; None when it cannot be read."""
+        if self.dialog is not None or self.page is None:
+            return None
+        try:
+            return self.context.storage_state(), self.page.url
+        except Exception:
+            return None
+
+    def scrub(self, text):
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        return text
 
     def act(self, target, method, **kwargs):
         """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens.
@@ -232,21 +287,25 @@ class SessionState:
             setattr(self, dropped_attr, getattr(self, dropped_attr) + 1)
         buffer.append(entry)
 
+    def _keep_console(self, entry):
+        self._console_total += 1
+        self._keep(self.console, entry, "console_dropped")
+
     def _on_console(self, message):
         loc = message.location or {}
-        self._keep(self.console, {
+        self._keep_console({
             "timestamp": int(message.timestamp) if message.timestamp else now_ms(),
             "level": message.type,
             "message": message.text,
             "location": f"{loc.get('url', '')}:{loc.get('lineNumber', 0)}:{loc.get('columnNumber', 0)}",
-        }, "console_dropped")
+        })
 
     def _on_web_error(self, web_error):
         page = web_error.page
-        self._keep(self.console, {
+        self._keep_console({
             "timestamp": now_ms(), "level": "error", "message": str(web_error.error),
             "location": page.url if page is not None else "",
-        }, "console_dropped")
+        })
 
     def _on_request(self, request):
         entry = {"method": request.method, "url": request.url, "resourceType": request.resource_type,

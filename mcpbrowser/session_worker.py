@@ -21,8 +21,9 @@ _STOP = object()
 class SessionWorker:
     """A thread that opens a session's state, runs commands on it in order, then closes it."""
 
-    def __init__(self, session_id, opener, thread_factory=threading.Thread):
+    def __init__(self, session_id, opener, options=None, thread_factory=threading.Thread):
         self.session_id = session_id
+        self.options = options or {}  # plain data for the opener, e.g. a storage state to restore
         self.ready = Future()
         # Plain data about the page, written on the session thread and read anywhere.
         self.info = {"url": "about:blank", "title": ""}
@@ -39,14 +40,19 @@ class SessionWorker:
         self._thread.start()
         return self.ready
 
-    def submit(self, fn, *args):
-        """Queue fn(state, *args) for the session thread; returns its Future."""
+    def submit(self, fn, *args, after=None):
+        """Queue fn(state, *args) for the session thread; returns its Future.
+
+        after(state, fut), if given, runs on the session thread once the Future is
+        settled (its answer already on its way) and before the next command: work
+        the caller need not wait for, such as capturing the page the call left.
+        """
         fut = Future()
         with self._lock:
             if self._stopping:
                 fut.set_exception(self._closed_error)
                 return fut
-            self._queue.put((fut, fn, args))
+            self._queue.put((fut, fn, args, after))
         return fut
 
     def stop(self, error=None):
@@ -84,7 +90,7 @@ class SessionWorker:
                 item = self._queue.get()
                 if item is _STOP:
                     break
-                fut, fn, args = item
+                fut, fn, args, after = item
                 if not fut.set_running_or_notify_cancel():
                     continue
                 try:
@@ -93,6 +99,11 @@ class SessionWorker:
                     fut.set_exception(exc)
                 else:
                     fut.set_result(result)
+                if after is not None:
+                    try:
+                        after(state, fut)
+                    except Exception:
+                        log.exception("after-call work failed", extra={"session": self.session_id})
         finally:
             self._fail_queued()
             try:

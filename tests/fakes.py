@@ -72,7 +72,7 @@ def fake_opener(config=None):
 
 def fake_core(**settings):
     """A real core whose sessions have fake pages and whose timers fire only on demand."""
-    config = Config(**settings)
+    config = Config(**{"db": ":memory:", **settings})
     return Browser(config, opener=fake_opener(config), timer_factory=FakeTimer)
 
 

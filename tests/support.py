@@ -18,6 +18,11 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 SERVER_CMD = [sys.executable, "-m", "mcpbrowser", "--headless"]
 
+
+def server_args(args):
+    """Test servers keep their history in memory unless a test names a database."""
+    return list(args) if "--db" in args else [*args, "--db", ":memory:"]
+
 PAGES = {
     "/form": """<!doctype html><title>Form</title>
 <input id="name" value="">
@@ -149,7 +154,7 @@ class McpClient:
 
     def __init__(self, *args, env=None):
         self.stderr = tempfile.NamedTemporaryFile("w+", prefix="mcpbrowser-stderr-", delete=False)
-        params = StdioServerParameters(command=SERVER_CMD[0], args=[*SERVER_CMD[1:], *args],
+        params = StdioServerParameters(command=SERVER_CMD[0], args=[*SERVER_CMD[1:], *server_args(args)],
                                        env={**os.environ, **(env or {})})
         self.log_messages = []
         self._portal_cm = anyio.from_thread.start_blocking_portal()
@@ -205,7 +210,7 @@ class RawServer:
 
     def __init__(self, *args):
         self.stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([*SERVER_CMD, *args], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([*SERVER_CMD, *server_args(args)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.stderr)
         self.lines = queue.Queue()
         self.raw_stdout = []

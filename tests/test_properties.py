@@ -85,6 +85,7 @@ class SessionLifecycle(RuleBasedStateMachine):
         FakeTimer.created.clear()
         self.core = fake_core(max_sessions=3)
         self.open, self.closed, self.expired = {}, set(), set()
+        self.order = []  # ids in creation order: sampling must not depend on random uuid order
 
     def teardown(self):
         self.core.close()
@@ -103,11 +104,12 @@ class SessionLifecycle(RuleBasedStateMachine):
             assert code_of(fut) is None
             sid = fut.result()["sessionId"]
             self.open[sid] = FakeTimer.created[-1]
+            self.order.append(sid)
 
     @precondition(lambda self: self.open)
     @rule(data=st.data())
     def close(self, data):
-        sid = data.draw(st.sampled_from(sorted(self.open)))
+        sid = data.draw(st.sampled_from([i for i in self.order if i in self.open]))
         assert code_of(self.core.submit("close_session", {"sessionId": sid})) is None
         assert self.open.pop(sid).cancelled
         self.closed.add(sid)
@@ -115,13 +117,13 @@ class SessionLifecycle(RuleBasedStateMachine):
     @precondition(lambda self: self.open)
     @rule(data=st.data())
     def expire(self, data):
-        sid = data.draw(st.sampled_from(sorted(self.open)))
+        sid = data.draw(st.sampled_from([i for i in self.order if i in self.open]))
         self.open.pop(sid).fire()
         self.expired.add(sid)
 
     @rule(data=st.data(), tool=st.sampled_from(["navigate", "close_session"]))
     def call(self, data, tool):
-        known = sorted(set(self.open) | self.closed | self.expired)
+        known = self.order
         sid = data.draw(st.sampled_from(known) if known and data.draw(st.booleans()) else unknown_ids)
         args = {"sessionId": sid, "url": "http://x.test/"} if tool == "navigate" else {"sessionId": sid}
         fut = self.core.submit(tool, args)

@@ -33,7 +33,8 @@ def test_supported_version_is_echoed(version):
         assert all(("outputSchema" in tool) == structured for tool in listed)
         answer = server.call(2, "list_sessions")["result"]
         assert ("structuredContent" in answer) == structured
-        assert json.loads(answer["content"][0]["text"]) == {"sessions": [], "count": 0}
+        listed = json.loads(answer["content"][0]["text"])
+        assert (listed["sessions"], listed["count"], listed["meta"]["tool"]) == ([], 0, "list_sessions")
     finally:
         server.close()
 

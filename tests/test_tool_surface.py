@@ -147,7 +147,7 @@ def test_history_and_reload(full, sid, pages):
 def test_popups_belong_to_the_session_as_tabs(full, sid, pages):
     full.tool("navigate", sessionId=sid, url=pages.url("/popup"))
     results = [full.tool("click", sessionId=sid, selector="#open")]
-    # The popup is reported by whichever call was running when its page event arrived.
+    # The popup is reported once, by the first answer after its page event arrived.
     deadline = time.monotonic() + 10
     while sum(r.get("newTabs", 0) for r in results) == 0 and time.monotonic() < deadline:
         results.append(full.tool("tabs", sessionId=sid))

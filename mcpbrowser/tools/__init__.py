@@ -3,7 +3,8 @@
 `Browser.tools` narrows this to the tools a configuration enables.
 """
 
-from mcpbrowser.tools import capture, interaction, monitoring, navigation, sessions
+from mcpbrowser.tools import capture, content, interaction, monitoring, navigation, sessions
 
-ALL = [*sessions.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS]
+ALL = [*sessions.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS,
+       *content.TOOLS]
 BY_NAME = {tool.name: tool for tool in ALL}

@@ -40,6 +40,8 @@ class Tool:
     destructive: bool = False
     idempotent: bool = False
     output_schema: Optional[dict] = None
+    # The page this tool leaves is captured into the history (and storage saved for resume).
+    changes_page: bool = False
     # False for tools that still work while a dialog blocks the page (logs, tabs, handle_dialog).
     page_tool: bool = True
     # Whether the tool exists under a configuration; tools/list shows only enabled ones.

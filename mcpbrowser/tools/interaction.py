@@ -138,6 +138,7 @@ TOOLS = [
             "clickCount": schema.integer("Number of clicks, 2 for a double click.", minimum=1, maximum=3),
         }),
         handler=click,
+        changes_page=True,
         output_schema=SUCCESS_MESSAGE,
     ),
     Tool(
@@ -151,8 +152,10 @@ TOOLS = [
                                     minimum=0, maximum=1000),
             "timeout": TIMEOUT,
             "clear": schema.boolean("Replace the current content (default true); false appends."),
+            "secret": schema.boolean("The text is a secret (a password): never stored or logged in clear."),
         }, required=("text",)),
         handler=type_text,
+        changes_page=True,
         output_schema=SUCCESS_MESSAGE,
     ),
     Tool(
@@ -166,6 +169,7 @@ TOOLS = [
             "timeout": TIMEOUT,
         }),
         handler=select,
+        changes_page=True,
         output_schema={
             "type": "object",
             "properties": {"success": {"type": "boolean"}, "message": {"type": "string"},
@@ -180,6 +184,7 @@ TOOLS = [
         input_schema=session_schema({**TARGET, "timeout": TIMEOUT,
                                      "force": schema.boolean("Skip actionability checks.")}),
         handler=hover,
+        changes_page=True,
         output_schema=SUCCESS_MESSAGE,
     ),
     Tool(
@@ -192,6 +197,7 @@ TOOLS = [
             "timeout": TIMEOUT,
         }, required=("key",)),
         handler=press_key,
+        changes_page=True,
         output_schema=SUCCESS_MESSAGE,
     ),
     Tool(
@@ -205,6 +211,7 @@ TOOLS = [
             "timeout": TIMEOUT,
         }, required=("paths",)),
         handler=upload_file,
+        changes_page=True,
         output_schema=SUCCESS_MESSAGE,
         enabled=lambda config: bool(config.upload_dir),
     ),
@@ -217,6 +224,7 @@ TOOLS = [
             "promptText": schema.string("Text to enter in a prompt before accepting."),
         }, required=("accept",)),
         handler=handle_dialog,
+        changes_page=True,
         page_tool=False,
         output_schema=SUCCESS_MESSAGE,
     ),
@@ -229,6 +237,7 @@ TOOLS = [
                                         minLength=1),
         }, required=("expression",)),
         handler=evaluate,
+        changes_page=True,
         destructive=True,
         enabled=lambda config: config.allow_evaluate,
         output_schema={"type": "object", "properties": {"result": {}}, "required": ["result"]},

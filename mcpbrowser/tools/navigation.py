@@ -126,6 +126,7 @@ TOOLS = [
             "url": schema.string("Absolute URL to load.", minLength=1), **LOAD_OPTIONS,
         }, required=("url",)),
         handler=navigate,
+        changes_page=True,
         output_schema=PAGE_RESULT,
     ),
     Tool(
@@ -134,6 +135,7 @@ TOOLS = [
         description="Go to the previous page in the current tab's history.",
         input_schema=session_schema(LOAD_OPTIONS),
         handler=_history("go_back", "previous"),
+        changes_page=True,
         output_schema=PAGE_RESULT,
     ),
     Tool(
@@ -142,6 +144,7 @@ TOOLS = [
         description="Go to the next page in the current tab's history.",
         input_schema=session_schema(LOAD_OPTIONS),
         handler=_history("go_forward", "next"),
+        changes_page=True,
         output_schema=PAGE_RESULT,
     ),
     Tool(
@@ -150,6 +153,7 @@ TOOLS = [
         description="Reload the current tab.",
         input_schema=session_schema(LOAD_OPTIONS),
         handler=reload,
+        changes_page=True,
         output_schema=PAGE_RESULT,
     ),
     Tool(
@@ -163,6 +167,7 @@ TOOLS = [
                                     minimum=0),
         }),
         handler=tabs,
+        changes_page=True,
         page_tool=False,
         output_schema={
             "type": "object",

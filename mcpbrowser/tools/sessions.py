@@ -1,6 +1,9 @@
 """Session lifecycle tools; handlers run on the core's worker pool, never on a session thread."""
 
+import json
+
 from mcpbrowser import schema
+from mcpbrowser.errors import SessionNotFound
 from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, Tool, session_schema
 
 
@@ -11,6 +14,23 @@ def create_session(core, args):
         "expiresAt": record.expires_at,
         "message": f"Session created; it expires in {core.config.session_timeout // 1000} s. "
                    "Pass sessionId to every browser tool and close it with close_session.",
+    }
+
+
+def resume_session(core, args):
+    session_id = args["sessionId"]
+    rows = core.store.query("SELECT storage_state, url FROM session_state WHERE session_id = ?", (session_id,))
+    if not rows:
+        raise SessionNotFound("Nothing is stored for this session, so it cannot be resumed. "
+                              "Call create_session.", session_id=session_id)
+    record = core.open_session(resume={"sessionId": session_id, "storageState": json.loads(rows[0][0]),
+                                       "url": rows[0][1]})
+    return {
+        "sessionId": session_id,
+        "expiresAt": record.expires_at,
+        "url": record.worker.info["url"],
+        "message": "Session resumed in a fresh context with its cookies and local storage; "
+                   "session storage and open tabs are not restored.",
     }
 
 
@@ -37,6 +57,21 @@ TOOLS = [
             "properties": {"sessionId": {"type": "string"}, "expiresAt": {"type": "integer"},
                            "message": {"type": "string"}},
             "required": ["sessionId", "expiresAt", "message"],
+        },
+    ),
+    Tool(
+        name="resume_session",
+        title="Resume browser session",
+        description="Bring back a closed or expired session (even from before a restart) under the "
+                    "same id, with its cookies, local storage and last URL.",
+        input_schema=session_schema(),
+        handler=resume_session,
+        needs_session=False,
+        output_schema={
+            "type": "object",
+            "properties": {"sessionId": {"type": "string"}, "expiresAt": {"type": "integer"},
+                           "url": {"type": "string"}, "message": {"type": "string"}},
+            "required": ["sessionId", "expiresAt", "url", "message"],
         },
     ),
     Tool(

@@ -1,0 +1,135 @@
+"""Reading the history: stored page snapshots with diff cursors, and console entries per call.
+
+Handlers run on the core pool and read the store; they never touch a page.
+Diff cursors (seed 001, Phase 2) are per session: reading a call's snapshot
+returns what changed since the snapshot this session's reader last read,
+compared by hash, so re-reading the same page costs nothing. Cursors live in
+the database, so they survive restarts. Console entries are never diffed.
+"""
+
+import difflib
+import hashlib
+import time
+
+from mcpbrowser import schema
+from mcpbrowser.errors import ContentNotFound
+from mcpbrowser.session_state import now_ms
+from mcpbrowser.tools.base import Tool
+
+REF_ID = schema.string("refId from an earlier tool result.", minLength=1)
+SEARCH_CONTEXT = 2  # lines kept around each match
+
+
+def _stored(core, ref_id):
+    core.wait_recorded(ref_id)
+    rows = core.store.query(
+        "SELECT r.session_id, s.page_snapshot FROM requests r LEFT JOIN responses s "
+        "ON s.ref_id = r.ref_id WHERE r.ref_id = ?", (ref_id,))
+    if not rows:
+        raise ContentNotFound(f"No call has refId {ref_id!r}.", details={"refId": ref_id})
+    return rows[0]
+
+
+def _search(lines, term):
+    needle = term.lower()
+    hits = [i for i, line in enumerate(lines) if needle in line.lower()]
+    keep = sorted({j for i in hits for j in range(max(0, i - SEARCH_CONTEXT),
+                                                   min(len(lines), i + SEARCH_CONTEXT + 1))})
+    out, previous = [], None
+    for j in keep:
+        if previous is not None and j != previous + 1:
+            out.append("--")
+        out.append(lines[j])
+        previous = j
+    return "\n".join(out), len(hits)
+
+
+def get_content(core, args):
+    ref_id = args["ref_id"]
+    session_id, blob = _stored(core, ref_id)
+    if blob is None:
+        raise ContentNotFound(f"Call {ref_id} stored no page snapshot; only successful page-changing "
+                              "calls (navigate, click, type, …) do.", details={"refId": ref_id})
+    text = blob.decode()
+    digest = hashlib.sha256(blob).hexdigest()
+    lines = text.splitlines()
+    if "search_for" in args:  # a search reads part of the page: it leaves the cursor alone
+        content, matches = _search(lines, args["search_for"])
+        return {"refId": ref_id, "mode": "search", "content": content, "matches": matches,
+                "hash": digest}
+    baseline = [] if args.get("reset_cursor") else core.store.query(
+        "SELECT c.last_snapshot_hash, s.page_snapshot FROM diff_cursors c "
+        "JOIN requests r ON r.ref_id = c.ref_id LEFT JOIN responses s ON s.ref_id = c.ref_id "
+        "WHERE r.session_id IS ? ORDER BY c.last_read DESC, c.rowid DESC LIMIT 1", (session_id,))
+    if not baseline:
+        mode, content = "full", text
+    elif baseline[0][0] == digest:
+        mode, content = "diff", ""  # nothing changed: an empty diff, not an error
+    else:
+        old = (baseline[0][1] or b"").decode().splitlines()
+        diff = difflib.unified_diff(old, lines, lineterm="", n=1)
+        mode, content = "diff", "\n".join(list(diff)[2:])  # drop the ---/+++ file header
+    core.store.write("INSERT OR REPLACE INTO diff_cursors VALUES (?, ?, ?, ?)",
+                     (ref_id, len(lines), digest, now_ms()))
+    return {"refId": ref_id, "mode": mode, "content": content, "hash": digest, "lines": len(lines)}
+
+
+def get_console_content(core, args):
+    ref_id = args["ref_id"]
+    _stored(core, ref_id)
+    sql = "SELECT timestamp, level, message, location FROM console_logs WHERE ref_id = ?"
+    params = [ref_id]
+    if "level" in args:
+        sql += " AND level = ?"
+        params.append(args["level"])
+    rows = core.store.query(sql + " ORDER BY id", params)
+    text = "\n".join(
+        f"[{time.strftime('%H:%M:%S', time.localtime(ts / 1000))}.{ts % 1000:03d}] {level.upper()} "
+        f"{message}" + (f" ({location})" if location else "")
+        for ts, level, message, location in rows)
+    return {"refId": ref_id, "content": text, "count": len(rows)}
+
+
+CONTENT_RESULT = {
+    "type": "object",
+    "properties": {"refId": {"type": "string"}, "content": {"type": "string"},
+                   "mode": {"type": "string", "enum": ["full", "diff", "search"]}},
+    "required": ["refId", "content", "mode"],
+}
+
+TOOLS = [
+    Tool(
+        name="get_content",
+        title="Get stored page content",
+        description="The page snapshot stored after a call (by refId): full on first read, then only "
+                    "what changed since your last read in that session. search_for returns matching lines.",
+        input_schema=schema.obj({
+            "ref_id": REF_ID,
+            "search_for": schema.string("Return only lines containing this text, with context.", minLength=1),
+            "reset_cursor": schema.boolean("Return the whole snapshot instead of a diff."),
+        }, required=("ref_id",)),
+        handler=get_content,
+        needs_session=False,
+        read_only=True,
+        output_schema=CONTENT_RESULT,
+    ),
+    Tool(
+        name="get_console_content",
+        title="Get stored console entries",
+        description="Console entries recorded during a call (by refId), one per line.",
+        input_schema=schema.obj({
+            "ref_id": REF_ID,
+            "level": schema.string("Only this level.", enum=["log", "debug", "info", "warning", "error"]),
+        }, required=("ref_id",)),
+        handler=get_console_content,
+        needs_session=False,
+        read_only=True,
+        idempotent=True,
+        output_schema={
+            "type": "object",
+            "properties": {"refId": {"type": "string"}, "content": {"type": "string"},
+                           "count": {"type": "integer"}},
+            "required": ["refId", "content", "count"],
+        },
+    ),
+]
