@@ -241,8 +241,9 @@ class Browser:
         if succeeded and call.capture:
             saved = state.storage_state()
             if saved is not None:
+                # Sealed: the storage state holds cookies, which must not sit in the database in clear.
                 self.store.write("INSERT OR REPLACE INTO session_state VALUES (?, ?, ?, ?)",
-                                 (state.session_id, store_dumps(saved[0]), saved[1], now_ms()))
+                                 (state.session_id, self.store.seal(store_dumps(saved[0])), saved[1], now_ms()))
         self._record_response(call, fut, state.scrub)
 
     def _record_request(self, call, args):

@@ -18,6 +18,7 @@ import uuid
 from concurrent.futures import Future
 
 from mcpbrowser.logs import log
+from mcpbrowser.sealing import load_key, seal, unseal
 from mcpbrowser.session_state import now_ms
 
 # Forward migrations: version -> statements. A database is brought from its
@@ -84,9 +85,13 @@ class Store:
         if path == ":memory:":
             # Several connections must see one in-memory database: a named shared cache.
             self._target, self._uri = f"file:mcpbrowser-{uuid.uuid4().hex}?mode=memory&cache=shared", True
+            self._key = os.urandom(32)
         else:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             self._target, self._uri = path, False
+            self._key = load_key(path + ".key")
+            if not os.path.exists(path):
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))  # history is private
         self.path = path
         self.retention_days = retention_days
         self.max_mb = max_mb
@@ -136,6 +141,12 @@ class Store:
         if conn is None:
             conn = self._local.conn = self._connect()
         return conn.execute(sql, params).fetchall()
+
+    def seal(self, data):
+        return seal(self._key, data)
+
+    def unseal(self, blob):
+        return unseal(self._key, blob)
 
     def close(self):
         """Commit what is queued and stop the writer. Idempotent."""

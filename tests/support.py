@@ -119,6 +119,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Set-Cookie", "session=SECRET-COOKIE-789")
             self.end_headers()
             self.wfile.write(b'{"ok": true}')
+        elif url.path == "/login":
+            # Logs in by cookie, as a real site would, then lands on /whoami.
+            self._send(302, "", [("Set-Cookie", f"user={query.get('user', 'guest')}; Path=/"),
+                                 ("Location", "/whoami")])
+        elif url.path == "/whoami":
+            cookies = dict(c.strip().split("=", 1) for c in self.headers.get("Cookie", "").split(";") if "=" in c)
+            who = cookies.get("user")
+            self._send(200, f"<title>{'Logged in as ' + who if who else 'Logged out'}</title>"
+                            f"<p id='who'>{who or 'nobody'}</p>")
+        elif url.path == "/counter":
+            n = query.get("n", "0")
+            self._send(200, f"<title>Counter</title><h1>Count {n}</h1><ul>"
+                            + "".join(f"<li>item {i}</li>" for i in range(20)) + "</ul>"
+                            + "<input id='secret-box' aria-label='Notes'>")
         elif url.path == "/hit":
             self._send(200, f"<title>hit {query.get('k', '')}</title>")
         else:
@@ -196,6 +210,8 @@ class McpClient:
             return [json.loads(line) for line in f if line.startswith("{")]
 
     def close(self):
+        if self.stderr.closed:
+            return  # closed already
         try:
             self._session_cm.__exit__(None, None, None)
             self._transport.__exit__(None, None, None)

@@ -9,6 +9,7 @@ the database, so they survive restarts. Console entries are never diffed.
 
 import difflib
 import hashlib
+import re
 import time
 
 from mcpbrowser import schema
@@ -18,6 +19,7 @@ from mcpbrowser.tools.base import Tool
 
 REF_ID = schema.string("refId from an earlier tool result.", minLength=1)
 SEARCH_CONTEXT = 2  # lines kept around each match
+REF_MARKER = re.compile(r" ?\[ref=[A-Za-z0-9_-]+\]")
 
 
 def _stored(core, ref_id):
@@ -44,6 +46,21 @@ def _search(lines, term):
     return "\n".join(out), len(hits)
 
 
+def _diff(old, new):
+    """Changed lines only. Refs are renumbered on every new document, so lines are
+    compared without their [ref=…] markers; added lines keep theirs, to act on."""
+    matcher = difflib.SequenceMatcher(None, [REF_MARKER.sub("", line) for line in old],
+                                      [REF_MARKER.sub("", line) for line in new], autojunk=False)
+    out = []
+    for op, a1, a2, b1, b2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        out.append(f"@@ -{a1 + 1},{a2 - a1} +{b1 + 1},{b2 - b1} @@")
+        out += ["-" + REF_MARKER.sub("", line) for line in old[a1:a2]]
+        out += ["+" + line for line in new[b1:b2]]
+    return "\n".join(out)
+
+
 def get_content(core, args):
     ref_id = args["ref_id"]
     session_id, blob = _stored(core, ref_id)
@@ -66,9 +83,7 @@ def get_content(core, args):
     elif baseline[0][0] == digest:
         mode, content = "diff", ""  # nothing changed: an empty diff, not an error
     else:
-        old = (baseline[0][1] or b"").decode().splitlines()
-        diff = difflib.unified_diff(old, lines, lineterm="", n=1)
-        mode, content = "diff", "\n".join(list(diff)[2:])  # drop the ---/+++ file header
+        mode, content = "diff", _diff((baseline[0][1] or b"").decode().splitlines(), lines)
     core.store.write("INSERT OR REPLACE INTO diff_cursors VALUES (?, ?, ?, ?)",
                      (ref_id, len(lines), digest, now_ms()))
     return {"refId": ref_id, "mode": mode, "content": content, "hash": digest, "lines": len(lines)}

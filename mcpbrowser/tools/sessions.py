@@ -20,11 +20,14 @@ def create_session(core, args):
 def resume_session(core, args):
     session_id = args["sessionId"]
     rows = core.store.query("SELECT storage_state, url FROM session_state WHERE session_id = ?", (session_id,))
-    if not rows:
+    try:
+        state = json.loads(core.store.unseal(rows[0][0])) if rows else None
+    except ValueError:  # sealed under another key file: nothing usable is stored
+        state = None
+    if state is None:
         raise SessionNotFound("Nothing is stored for this session, so it cannot be resumed. "
                               "Call create_session.", session_id=session_id)
-    record = core.open_session(resume={"sessionId": session_id, "storageState": json.loads(rows[0][0]),
-                                       "url": rows[0][1]})
+    record = core.open_session(resume={"sessionId": session_id, "storageState": state, "url": rows[0][1]})
     return {
         "sessionId": session_id,
         "expiresAt": record.expires_at,

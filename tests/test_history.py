@@ -1,0 +1,201 @@
+"""End to end: the SQLite history, get_content diff cursors, crash safety and resume (issue 4)."""
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import time
+
+import pytest
+
+from support import McpClient, RawServer, tool_payload
+
+
+def rows(db, sql, params=()):
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+@pytest.fixture
+def db(tmp_path):
+    return str(tmp_path / "history.db")
+
+
+def test_every_result_has_ref_id_and_meta_and_rows_are_stored(make_client, pages, db):
+    c = make_client("--db", db)
+    created = c.tool("create_session")
+    sid = created["sessionId"]
+    assert created["meta"] == {"tool": "create_session", "hasSnapshot": False, "hasConsoleLogs": False,
+                               "consoleErrorCount": 0}
+    nav_result = c.call("navigate", {"sessionId": sid, "url": pages.url("/logs")})
+    nav = json.loads(nav_result.content[0].text)
+    assert nav["meta"]["hasSnapshot"] is True and nav["meta"]["hasConsoleLogs"] is True
+    assert nav["meta"]["consoleErrorCount"] >= 1 and "snapshot" not in nav  # compact by default
+    err = c.error("click", sessionId=sid, selector="#nope", timeout=200)
+    assert err["refId"] and err["meta"]["tool"] == "click" and err["meta"]["hasSnapshot"] is False
+    c.tool("get_content", ref_id=nav["refId"])  # waits for the capture, so the rows are written
+    stored = dict(rows(db, "SELECT ref_id, tool_name FROM requests"))
+    assert stored[created["refId"]] == "create_session" and stored[err["refId"]] == "click"
+    status, result, snapshot, console = rows(db, "SELECT status, result, page_snapshot, console_logs "
+                                                 "FROM responses WHERE ref_id = ?", (nav["refId"],))[0]
+    assert status == "ok"
+    assert result.decode() == nav_result.content[0].text  # the blob is the answer, byte for byte
+    assert b'button "More"' in snapshot and b"hello log" in console
+    assert rows(db, "SELECT status, error_message FROM responses WHERE ref_id = ?",
+                (err["refId"],))[0][0] == "error"
+    levels = [r[0] for r in rows(db, "SELECT level FROM console_logs WHERE ref_id = ?", (nav["refId"],))]
+    assert "log" in levels and "error" in levels
+    version = rows(db, "SELECT MAX(version) FROM schema_version")[0][0]
+    assert version >= 2
+
+
+def test_request_row_is_written_before_the_call_runs(make_client, pages, db):
+    c = make_client("--db", db)
+    sid = c.tool("create_session")["sessionId"]
+    import threading
+
+    done = threading.Event()
+    threading.Thread(target=lambda: (c.tool("navigate", sessionId=sid, url=pages.url("/slow?ms=1500")),
+                                     done.set()), daemon=True).start()
+    deadline = time.monotonic() + 10
+    while "/slow?ms=1500" not in pages.hits and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)  # the writer commits within a batch; the call is still running
+    pending = rows(db, "SELECT r.ref_id, s.status FROM requests r LEFT JOIN responses s "
+                       "ON s.ref_id = r.ref_id WHERE r.tool_name = 'navigate'")
+    assert len(pending) == 1 and pending[0][1] is None and not done.is_set()
+    assert done.wait(10)
+
+
+def test_get_content_full_then_diffs_then_empty_then_reset(make_client, pages, db):
+    c = make_client("--db", db)
+    sid = c.tool("create_session")["sessionId"]
+    first = c.tool("navigate", sessionId=sid, url=pages.url("/counter?n=1"))["refId"]
+    second = c.tool("navigate", sessionId=sid, url=pages.url("/counter?n=2"))["refId"]
+    full = c.tool("get_content", ref_id=first)
+    assert full["mode"] == "full" and 'heading "Count 1"' in full["content"] and "item 19" in full["content"]
+    assert full["hash"] == hashlib.sha256(full["content"].encode()).hexdigest()
+    diff = c.tool("get_content", ref_id=second)
+    assert diff["mode"] == "diff"
+    changed = diff["content"].splitlines()
+    assert any(line.startswith("+") and 'heading "Count 2"' in line for line in changed)
+    assert any(line.startswith("-") and 'heading "Count 1"' in line for line in changed)
+    assert "item 5" not in diff["content"]  # unchanged lines stay out
+    again = c.tool("get_content", ref_id=second)
+    assert again["mode"] == "diff" and again["content"] == ""  # empty diff is "", not an error
+    reset = c.tool("get_content", ref_id=second, reset_cursor=True)
+    assert reset["mode"] == "full" and 'heading "Count 2"' in reset["content"]
+    found = c.tool("get_content", ref_id=second, search_for="item 7")
+    assert found["mode"] == "search" and found["matches"] == 1
+    assert "item 7" in found["content"] and "item 5" in found["content"] and "item 12" not in found["content"]
+    missing = c.error("get_content", ref_id="nope")
+    assert missing["errorCode"] == "CONTENT_NOT_FOUND"
+    no_snapshot = c.error("get_content", ref_id=c.tool("list_sessions")["refId"])
+    assert no_snapshot["errorCode"] == "CONTENT_NOT_FOUND"
+
+
+def test_console_content_is_formatted_filtered_and_never_diffed(make_client, pages, db):
+    c = make_client("--db", db)
+    sid = c.tool("create_session")["sessionId"]
+    ref = c.tool("navigate", sessionId=sid, url=pages.url("/logs"))["refId"]
+    one = c.tool("get_console_content", ref_id=ref)
+    two = c.tool("get_console_content", ref_id=ref)
+    assert one["content"] == two["content"] and one["count"] >= 3  # a second read is full again
+    assert "LOG hello log" in one["content"] and "WARNING careful" in one["content"]
+    errors = c.tool("get_console_content", ref_id=ref, level="error")
+    assert errors["count"] >= 1 and all("ERROR" in line for line in errors["content"].splitlines())
+
+
+def test_response_mode_full_inlines_the_snapshot(make_client, pages):
+    c = make_client("--response-mode", "full")
+    sid = c.tool("create_session")["sessionId"]
+    nav = c.tool("navigate", sessionId=sid, url=pages.url("/counter?n=3"))
+    assert 'heading "Count 3"' in nav["snapshot"]
+    assert c.tool("get_content", ref_id=nav["refId"])["content"] == nav["snapshot"]
+
+
+def test_secrets_never_reach_the_database(make_client, pages, db):
+    c = make_client("--db", db)
+    sid = c.tool("create_session")["sessionId"]
+    c.tool("navigate", sessionId=sid, url=pages.url("/counter?n=1"))
+    c.tool("type", sessionId=sid, selector="#secret-box", text="hunter2-SECRET", secret=True)
+    ref = c.tool("click", sessionId=sid, selector="h1")["refId"]
+    c.tool("navigate", sessionId=sid, url=pages.url("/logs"))
+    logs_ref = c.tool("network_logs", sessionId=sid, urlContains="/api/data")["refId"]
+    assert "hunter2-SECRET" not in c.tool("get_content", ref_id=ref, reset_cursor=True)["content"]
+    assert logs_ref
+    c.close()
+    blob = b""
+    with sqlite3.connect(db) as conn:
+        for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+            for row in conn.execute(f"SELECT * FROM {table}"):
+                blob += repr(row).encode()
+    for secret in (b"hunter2-SECRET", b"SECRET-TOKEN-123", b"SECRET-KEY-456", b"SECRET-COOKIE-789"):
+        assert secret not in blob
+    assert b"[REDACTED]" in blob
+
+
+def test_crash_keeps_committed_rows_and_restart_marks_sessions(pages, db):
+    server = RawServer("--db", db)
+    server.initialize()
+    sid = tool_payload(server.call(1, "create_session"))["sessionId"]
+    refs = [tool_payload(server.call(2 + i, "navigate", sessionId=sid, url=pages.url(f"/counter?n={i}")))["refId"]
+            for i in range(3)]
+    for i in range(3):  # calls in flight at the moment of the kill
+        server.send({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call",
+                     "params": {"name": "navigate", "arguments": {"sessionId": sid, "url": pages.url("/slow?ms=3000")}}})
+    time.sleep(0.5)
+    os.kill(server.proc.pid, signal.SIGKILL)
+    server.proc.wait(10)
+    committed = rows(db, "SELECT ref_id, status, result FROM responses")
+    assert committed and all(status == "ok" and json.loads(result) for _, status, result in committed
+                             if status == "ok")
+    assert {r for r, _, _ in committed} >= set(refs[:2])
+    c = McpClient("--db", db)
+    try:
+        assert rows(db, "SELECT state, json_extract(metadata, '$.closeReason') FROM sessions "
+                        "WHERE session_id = ?", (sid,)) == [("closed", "server_restart")]
+        for ref in refs:
+            if ref in {r for r, _, _ in committed}:
+                content = c.tool("get_content", ref_id=ref, reset_cursor=True)["content"]
+                assert "Count" in content
+        assert c.error("navigate", sessionId=sid, url=pages.url("/"))["errorCode"] == "SESSION_NOT_FOUND"
+    finally:
+        c.close()
+
+
+def test_cursors_survive_a_restart(pages, db):
+    c = McpClient("--db", db)
+    sid = c.tool("create_session")["sessionId"]
+    ref = c.tool("navigate", sessionId=sid, url=pages.url("/counter?n=7"))["refId"]
+    assert c.tool("get_content", ref_id=ref)["mode"] == "full"
+    c.close()
+    c = McpClient("--db", db)
+    try:
+        again = c.tool("get_content", ref_id=ref)
+        assert again["mode"] == "diff" and again["content"] == ""  # the cursor was remembered
+    finally:
+        c.close()
+
+
+def test_resume_after_restart_keeps_the_login(pages, db):
+    c = McpClient("--db", db)
+    sid = c.tool("create_session")["sessionId"]
+    landed = c.tool("navigate", sessionId=sid, url=pages.url("/login?user=ada"))
+    assert landed["title"] == "Logged in as ada"
+    c.tool("get_content", ref_id=landed["refId"])  # the after-call save has run
+    c.close()
+    c = McpClient("--db", db)
+    try:
+        assert c.error("navigate", sessionId=sid, url=pages.url("/whoami"))["errorCode"] == "SESSION_NOT_FOUND"
+        resumed = c.tool("resume_session", sessionId=sid)
+        assert resumed["sessionId"] == sid and resumed["url"] == pages.url("/whoami")
+        page = c.tool("navigate", sessionId=sid, url=pages.url("/whoami"))
+        assert page["title"] == "Logged in as ada"
+        again = c.error("resume_session", sessionId=sid)
+        assert again["errorCode"] == "INVALID_PARAMETERS"  # it is open
+        unknown = c.error("resume_session", sessionId="00000000-0000-4000-8000-000000000000")
+        assert unknown["errorCode"] == "SESSION_NOT_FOUND"
+    finally:
+        c.close()

@@ -1,0 +1,103 @@
+"""The history store on a real SQLite file: migrations, retention, size limit, sealing."""
+
+import os
+import sqlite3
+import stat
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcpbrowser import store as store_module
+from mcpbrowser.sealing import seal, unseal
+from mcpbrowser.session_state import now_ms
+from mcpbrowser.store import SCHEMA_VERSION, Store
+
+
+def test_forward_migration_from_an_older_schema(tmp_path):
+    path = str(tmp_path / "old.db")
+    with sqlite3.connect(path) as conn:  # a database left by a release that had only version 1
+        conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        for statement in store_module.MIGRATIONS[1]:
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_version VALUES (1)")
+        conn.execute("INSERT INTO requests VALUES ('keep', 's', 'navigate', '{}', 1)")
+    s = Store(path)
+    try:
+        tables = {r[0] for r in s.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert "session_state" in tables
+        assert s.query("SELECT MAX(version) FROM schema_version")[0][0] == SCHEMA_VERSION
+        assert s.query("SELECT ref_id FROM requests") == [("keep",)]
+    finally:
+        s.close()
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = str(tmp_path / "new.db")
+    Store(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION + 1,))
+    with pytest.raises(RuntimeError, match="upgrade mcpbrowser"):
+        Store(path)
+
+
+def _fill(path, count, age_days, size=200):
+    s = Store(path)
+    at = now_ms() - age_days * 86_400_000
+    for i in range(count):
+        ref = f"{age_days}-{i}"
+        s.write("INSERT INTO requests VALUES (?, 's', 'navigate', '{}', ?)", (ref, at + i))
+        s.write("INSERT INTO responses VALUES (?, 'ok', ?, NULL, NULL, NULL, ?)", (ref, b"x" * size, at + i))
+    s.close()
+
+
+def test_retention_days_prunes_old_history_at_start(tmp_path):
+    path = str(tmp_path / "h.db")
+    _fill(path, 5, age_days=10)
+    _fill(path, 5, age_days=0)
+    s = Store(path, retention_days=3)
+    try:
+        refs = {r[0] for r in s.query("SELECT ref_id FROM requests")}
+        assert refs == {f"0-{i}" for i in range(5)}
+        assert s.query("SELECT COUNT(*) FROM responses")[0][0] == 5
+    finally:
+        s.close()
+
+
+def test_db_max_mb_prunes_oldest_until_it_fits(tmp_path):
+    path = str(tmp_path / "h.db")
+    _fill(path, 400, age_days=1, size=8000)  # about 3 MB
+    s = Store(path, max_mb=1)
+    try:
+        assert Store._size_mb(sqlite3.connect(path)) <= 1
+        left = [r[0] for r in s.query("SELECT ref_id FROM requests ORDER BY timestamp")]
+        assert left and left[-1] == "1-399"  # the newest survive
+    finally:
+        s.close()
+
+
+def test_database_and_key_file_are_private(tmp_path):
+    path = str(tmp_path / "h.db")
+    Store(path).close()
+    for name in (path, path + ".key"):
+        assert stat.S_IMODE(os.stat(name).st_mode) == 0o600
+
+
+@given(key=st.binary(min_size=32, max_size=32), data=st.binary(max_size=2000))
+def test_seal_round_trips_and_hides_the_plaintext(key, data):
+    blob = seal(key, data)
+    assert unseal(key, blob) == data
+    if len(data) >= 8:
+        assert data not in blob
+
+
+@given(key=st.binary(min_size=32, max_size=32), data=st.binary(min_size=1, max_size=200),
+       flip=st.integers(min_value=0))
+def test_sealed_blobs_detect_tampering_and_wrong_keys(key, data, flip):
+    blob = bytearray(seal(key, data))
+    position = 2 + flip % (len(blob) - 2)
+    blob[position] ^= 0x01
+    with pytest.raises(ValueError):
+        unseal(key, bytes(blob))
+    with pytest.raises(ValueError):
+        unseal(bytes(32) if key != bytes(32) else b"\x01" * 32, seal(key, data))
