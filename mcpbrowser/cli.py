@@ -34,16 +34,27 @@ def main(argv=None):
         return 2
     out = _claim_stdout()
     logs.setup(config.log_level)
-    threading.Thread(target=_warm_imports, name="warm-imports", daemon=True).start()
 
-    from mcpbrowser.core import Browser
+    from concurrent.futures import Future
+
     from mcpbrowser.server import StdioServer
 
-    core = Browser(config).start()
-    server = StdioServer(core, sys.stdin.buffer, out)
+    # Answer initialize first: the reader starts before the core is built.
+    core_ready = Future()
+    server = StdioServer(core_ready, sys.stdin.buffer, out).start()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: server.done.set())
-    server.serve()
+    threading.Thread(target=_warm_imports, name="warm-imports", daemon=True).start()
+    try:
+        from mcpbrowser.core import Browser
+
+        core_ready.set_result(Browser(config).start())
+    except Exception as exc:  # an unusable database, say: say why and stop
+        logs.log.error("cannot start", extra={"event": "startup_failed", "error": str(exc)})
+        print(f"mcpbrowser: error: {exc}", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(1)
+    server.wait()
     out.flush()
     sys.stderr.flush()
     # Threads still blocked on stdin or on a dead session must not hold the exit.

@@ -35,6 +35,7 @@ SESSION_START_TIMEOUT_S = 60.0  # a cold driver start is ~1 s; far beyond that s
 CLOSE_JOIN_S = 5.0              # close_session waits this long for the page and context to close
 SHUTDOWN_BUDGET_S = 1.0         # sessions get 1 s of the 2 s shutdown promise...
 BROWSER_STOP_GRACE_S = 0.8      # ...and the browser its SIGTERM grace before SIGKILL
+STORAGE_SAVE_INTERVAL_S = 5.0   # see _save_storage
 DESCRIBE_WAIT_S = 0.5           # list_sessions falls back to cached url/title for busy sessions
 ENDED_MEMORY = 10_000           # ended ids remembered so late calls get SESSION_EXPIRED, bounded
 
@@ -239,12 +240,33 @@ class Browser:
         if succeeded and call.capture and not call.inline:
             call.snapshot = state.capture_snapshot()
         if succeeded and call.capture:
-            saved = state.storage_state()
-            if saved is not None:
-                # Sealed: the storage state holds cookies, which must not sit in the database in clear.
-                self.store.write("INSERT OR REPLACE INTO session_state VALUES (?, ?, ?, ?)",
-                                 (state.session_id, self.store.seal(store_dumps(saved[0])), saved[1], now_ms()))
+            self._save_storage(state)
         self._record_response(call, fut, state.scrub)
+
+    def _save_storage(self, state, force=False):
+        """SESSION THREAD: keep what resume_session needs (cookies, localStorage, URL).
+
+        Reading the storage state costs a round trip (~4 ms) that the session's next
+        command would wait for, so it is saved when the URL changed or
+        STORAGE_SAVE_INTERVAL_S passed, and always when the session closes. A crash
+        can lose at most that interval's cookie changes.
+        """
+        url = state.page.url if state.page is not None else None
+        due = time.monotonic() - state.storage_saved_at >= STORAGE_SAVE_INTERVAL_S
+        if not (force or due or url != state.storage_saved_url):
+            return
+        saved = state.storage_state()
+        if saved is None:
+            return
+        state.storage_saved_at, state.storage_saved_url = time.monotonic(), saved[1]
+        # Sealed: the storage state holds cookies, which must not sit in the database in clear.
+        self.store.write("INSERT OR REPLACE INTO session_state VALUES (?, ?, ?, ?)",
+                         (state.session_id, self.store.seal(store_dumps(saved[0])), saved[1], now_ms()))
+
+    def _final_save(self, state):
+        """SESSION THREAD: the last storage save, run just before the session closes."""
+        if state.storage_saved_at or state.storage_saved_url:
+            self._save_storage(state, force=True)
 
     def _record_request(self, call, args):
         params = dict(args) if isinstance(args, dict) else {"arguments": args}
@@ -407,7 +429,7 @@ class Browser:
             self._remember_ended(session_id, "closed")
         self._supervisor.cancel_expiry(session_id)
         self._record_closed(session_id, "closed")
-        record.worker.stop()
+        record.worker.stop(last=self._final_save)
         record.worker.join(CLOSE_JOIN_S)
         log.info("session closed", extra={"event": "session_closed", "session": session_id})
         self._refill()
@@ -463,7 +485,7 @@ class Browser:
             self._remember_ended(session_id, "expired")
         self._supervisor.forget(session_id)
         self._record_closed(session_id, "expired")
-        record.worker.stop(SessionExpired(session_id=session_id))
+        record.worker.stop(SessionExpired(session_id=session_id), last=self._final_save)
         log.info("session expired", extra={"event": "session_expired", "session": session_id})
         self._refill()
 

@@ -88,6 +88,15 @@ def negotiate(params, request_id):
     return version if version in SUPPORTED_VERSIONS else LATEST_VERSION
 
 
+def check_paginated(params, request_id):
+    """tools/list params, checked by hand: clients send it right after initialize, before
+    the MCP types package would have finished importing."""
+    if "cursor" in params and not isinstance(params["cursor"], str):
+        raise ProtocolError(INVALID_PARAMS, "Invalid params: cursor must be a string", request_id)
+    if "_meta" in params and not isinstance(params["_meta"], dict):
+        raise ProtocolError(INVALID_PARAMS, "Invalid params: _meta must be an object", request_id)
+
+
 def validated(model_name, params, request_id):
     """Validate params with the named mcp_types model; bad params are -32602."""
     import mcp_types

@@ -13,6 +13,7 @@ import base64
 import json
 import logging
 import threading
+from concurrent.futures import Future
 
 from mcpbrowser import __version__, protocol
 from mcpbrowser.errors import BrowserError, BrowserServerError
@@ -57,7 +58,9 @@ class StdioServer:
     """One MCP connection over a pair of byte streams."""
 
     def __init__(self, core, infile, outfile):
-        self.core = core
+        # `core` may be a Future: the reader starts, and initialize is answered, before
+        # the core (store, thread pools, browser start) exists. Requests that need it wait.
+        self._core = core
         self._in = infile
         self._out = outfile
         self._write_lock = threading.Lock()
@@ -75,13 +78,24 @@ class StdioServer:
             "logging/setLevel": self._set_level,
         }
 
+    @property
+    def core(self):
+        return self._core.result() if isinstance(self._core, Future) else self._core
+
     # -- MAIN THREAD -----------------------------------------------------------
+
+    def start(self):
+        """Start reading stdin; answers flow from here on."""
+        log.addHandler(self._log_handler)
+        threading.Thread(target=self._read_loop, name="stdin-reader", daemon=True).start()
+        return self
 
     def serve(self):
         """Run until stdin closes or `done` is set (by a signal handler), then shut down."""
-        log.addHandler(self._log_handler)
-        reader = threading.Thread(target=self._read_loop, name="stdin-reader", daemon=True)
-        reader.start()
+        self.start()
+        self.wait()
+
+    def wait(self):
         self.done.wait()
         self.shutdown()
 
@@ -157,7 +171,7 @@ class StdioServer:
         return self.version >= protocol.STRUCTURED_OUTPUT_SINCE
 
     def _tools_list(self, msg):
-        protocol.validated("PaginatedRequestParams", msg.params, msg.id)
+        protocol.check_paginated(msg.params, msg.id)
         structured = self._structured()
         return {"tools": [tool.describe(structured) for tool in self.core.tools.values()]}
 

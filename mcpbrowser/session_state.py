@@ -6,7 +6,6 @@ dispatched by Playwright while a call is in progress. What other threads may
 read is copied out as plain data into `worker.info`.
 """
 
-import asyncio
 import re
 import time
 from collections import deque
@@ -61,6 +60,8 @@ class SessionState:
         self._console_total = 0   # console entries ever seen, for per-call slices
         self._console_mark = 0    # ...of which earlier calls already took this many
         self.secrets = set()      # text typed with secret: true, scrubbed from stored blobs
+        self.storage_saved_at = 0.0   # monotonic time of the last resume save (0: never)
+        self.storage_saved_url = None
 
     @property
     def session_id(self):
@@ -180,6 +181,8 @@ class SessionState:
             del target._sync
         if not captured:
             return direct
+        import asyncio  # here, not at module top: keeps it off the path to `initialize`
+
         loop = self.page._loop
         task = loop.create_task(captured[0])
         task.add_done_callback(_retrieve)

@@ -32,6 +32,7 @@ class SessionWorker:
         self._lock = threading.Lock()
         self._stopping = False
         self._closed_error = None
+        self._last = None
         self._thread = thread_factory(target=self._run, name=f"session-{session_id[:8]}", daemon=True)
 
     # -- ANY THREAD ------------------------------------------------------------
@@ -55,12 +56,17 @@ class SessionWorker:
             self._queue.put((fut, fn, args, after))
         return fut
 
-    def stop(self, error=None):
-        """Refuse new work, fail what is queued with `error`, and close after the running command. Idempotent."""
+    def stop(self, error=None, last=None):
+        """Refuse new work, fail what is queued with `error`, and close after the running command.
+
+        last(state), if given, runs on the session thread just before the state
+        closes (a final save, say). Idempotent: only the first call counts.
+        """
         with self._lock:
             if self._stopping:
                 return
             self._stopping = True
+            self._last = last
             self._closed_error = error or SessionNotFound(
                 "The session was closed.", session_id=self.session_id)
         self._fail_queued()
@@ -106,6 +112,11 @@ class SessionWorker:
                         log.exception("after-call work failed", extra={"session": self.session_id})
         finally:
             self._fail_queued()
+            if self._last is not None:
+                try:
+                    self._last(state)
+                except Exception:
+                    log.exception("last command before close failed", extra={"session": self.session_id})
             try:
                 state.close()
             except Exception:

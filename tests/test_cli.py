@@ -45,3 +45,18 @@ def test_config_defaults_and_validation_for_embedders():
     assert Config(headless="true", max_sessions="3").max_sessions == 3
     with pytest.raises(ConfigError, match="--max-sessions"):
         Config(max_sessions=True)
+
+
+def test_unusable_database_exits_with_a_clear_message(tmp_path):
+    import sqlite3
+
+    from mcpbrowser.store import SCHEMA_VERSION, Store
+
+    db = str(tmp_path / "future.db")
+    Store(db).close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION + 5,))
+    proc = subprocess.run([*CMD, "--headless", "--db", db], capture_output=True, text=True,
+                          stdin=subprocess.PIPE, timeout=30)
+    assert proc.returncode == 1
+    assert "upgrade mcpbrowser" in proc.stderr and proc.stdout == ""

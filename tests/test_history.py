@@ -154,6 +154,7 @@ def test_crash_keeps_committed_rows_and_restart_marks_sessions(pages, db):
     assert {r for r, _, _ in committed} >= set(refs[:2])
     c = McpClient("--db", db)
     try:
+        c.tool("list_sessions")  # answered once the core, and so the store, is up
         assert rows(db, "SELECT state, json_extract(metadata, '$.closeReason') FROM sessions "
                         "WHERE session_id = ?", (sid,)) == [("closed", "server_restart")]
         for ref in refs:

@@ -81,6 +81,7 @@ def _readable_id(line):
     (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope"}}', -32602),
     (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":3}}', -32602),
     (b'{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"loud"}}', -32602),
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":5}}', -32602),
 ])
 def test_malformed_messages_get_the_right_error(raw, line, code):
     raw.send(line)

@@ -141,3 +141,13 @@ def test_core_close_fails_pending_calls_and_stops_sessions():
     release.set()
     closer.join(5)
     assert running.result(5) == "released" and worker.join(5)
+
+
+def test_last_command_runs_on_the_session_thread_before_close():
+    worker, state = started_worker()
+    seen = []
+    worker.stop(last=lambda s: seen.append((s.closed, threading.get_ident())))
+    worker.stop(last=lambda s: seen.append("second stop is ignored"))
+    assert worker.join(5)
+    assert len(seen) == 1 and seen[0][0] == 0 and seen[0][1] != threading.get_ident()
+    assert state.closed == 1

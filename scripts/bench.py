@@ -1,0 +1,409 @@
+"""Benchmark: mcpbrowser against raw Playwright (the floor) and, optionally, @playwright/mcp.
+
+One run serves its own page on 127.0.0.1 and runs one agent workload
+(navigate, type into an input, click a button) through each contender, then
+prints a table of medians, p90s and ratios, or JSON with --json.
+
+    .venv/bin/python scripts/bench.py [--rounds 30] [--sessions 8] [--with-playwright-mcp] [--json]
+
+Speed is measured here, never in the test suite.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import anyio
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from mcpbrowser.browser_process import SharedBrowser, find_executable
+
+PAGE = b"""<!doctype html><title>Bench</title>
+<label for="q">Query</label><input id="q">
+<button id="go" onclick="document.title = 'done ' + document.getElementById('q').value">Go</button>"""
+OPS = ("navigate", "type", "click")
+
+
+class _Page(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(PAGE)))
+        self.end_headers()
+        self.wfile.write(PAGE)
+
+    def log_message(self, *args):
+        pass
+
+    def handle(self):
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the browser dropped a request it no longer wanted (a favicon, say)
+
+
+def serve_page():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_port}/"
+
+
+def stats(samples):
+    ordered = sorted(samples)
+    return {"median_ms": round(statistics.median(ordered) * 1000, 2),
+            "p90_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))] * 1000, 2),
+            "n": len(ordered)}
+
+
+def timed(fn):
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def pss_kb(pid):
+    """PSS of a process and all its descendants, from /proc."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+            except OSError:
+                pass
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        todo += children.get(current, [])
+        try:
+            with open(f"/proc/{current}/smaps_rollup") as f:
+                total += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except (OSError, StopIteration):
+            pass
+    return total
+
+
+def child_pids(marker):
+    """Our direct children whose command line contains `marker`."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            except OSError:
+                continue
+            if ppid == me and marker in cmd:
+                found.append(int(entry))
+    return found
+
+
+# -- raw Playwright: the floor ---------------------------------------------------------
+
+def raw_single(executable, url, rounds):
+    from playwright.sync_api import sync_playwright
+
+    samples = {op: [] for op in OPS}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, headless=True)
+        page = browser.new_context().new_page()
+        for i in range(rounds + 3):
+            took = {"navigate": timed(lambda: page.goto(url)),
+                    "type": timed(lambda: page.locator("#q").first.fill(f"query {i}")),
+                    "click": timed(lambda: page.locator("#go").first.click())}
+            if i >= 3:  # warm-up rounds are not counted
+                for op in OPS:
+                    samples[op].append(took[op])
+        browser.close()
+    return {op: stats(values) for op, values in samples.items()}
+
+
+def raw_concurrent(executable, url, sessions, rounds):
+    """N threads, each with its own sync_playwright, on one shared browser server."""
+    from playwright.sync_api import sync_playwright
+
+    shared = SharedBrowser("chromium", executable, True)
+    endpoint = shared.start()
+    ready, go = threading.Barrier(sessions + 1), threading.Event()
+
+    def worker(_):
+        with sync_playwright() as pw:
+            browser = pw.chromium.connect(endpoint)
+            page = browser.new_context().new_page()
+            page.goto(url)
+            ready.wait()
+            go.wait()
+            for i in range(rounds):
+                page.goto(url)
+                page.locator("#q").first.fill(f"q{i}")
+                page.locator("#go").first.click()
+            browser.close()
+
+    with ThreadPoolExecutor(sessions) as pool:
+        futures = [pool.submit(worker, n) for n in range(sessions)]
+        ready.wait()
+        started = time.perf_counter()
+        go.set()
+        for fut in futures:
+            fut.result()
+        elapsed = time.perf_counter() - started
+    shared.stop()
+    return {"ops_per_s": round(sessions * rounds * 3 / elapsed, 1), "seconds": round(elapsed, 2)}
+
+
+# -- MCP servers through the official client --------------------------------------------
+
+async def _call(session, name, arguments):
+    result = await session.call_tool(name, arguments)
+    if result.is_error:
+        raise RuntimeError(f"{name} failed: {result.content[0].text[:300]}")
+    return result
+
+
+def mcpbrowser_params(*args):
+    return StdioServerParameters(command=sys.executable, args=["-m", "mcpbrowser", "--headless",
+                                                             "--db", ":memory:", *args])
+
+
+async def mcpbrowser_single(url, rounds):
+    out = {}
+    spawned = time.perf_counter()
+    async with stdio_client(mcpbrowser_params(), errlog=open(os.devnull, "w")) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            out["initialize_ms"] = round((time.perf_counter() - spawned) * 1000, 1)
+            await anyio.sleep(2.0)  # the browser and the warm pool start in the background
+            warm = []
+            for _ in range(5):
+                started = time.perf_counter()
+                result = await _call(session, "create_session", {})
+                warm.append(time.perf_counter() - started)
+                sid = json.loads(result.content[0].text)["sessionId"]
+                await _call(session, "close_session", {"sessionId": sid})
+                await anyio.sleep(1.5)  # let the pool refill
+            out["create_session_warm"] = stats(warm)
+            sid = json.loads((await _call(session, "create_session", {})).content[0].text)["sessionId"]
+            samples = {op: [] for op in OPS}
+            for i in range(rounds + 3):
+                took = {}
+                for op, args in (("navigate", {"url": url}), ("type", {"selector": "#q", "text": f"query {i}"}),
+                                 ("click", {"selector": "#go"})):
+                    started = time.perf_counter()
+                    await _call(session, op, {"sessionId": sid, **args})
+                    took[op] = time.perf_counter() - started
+                if i >= 3:
+                    for op in OPS:
+                        samples[op].append(took[op])
+            out["ops"] = {op: stats(values) for op, values in samples.items()}
+    return out
+
+
+async def mcpbrowser_cold_create():
+    async with stdio_client(mcpbrowser_params("--pool-size", "0"), errlog=open(os.devnull, "w")) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            await anyio.sleep(2.0)
+            cold = []
+            for _ in range(5):
+                started = time.perf_counter()
+                sid = json.loads((await _call(session, "create_session", {})).content[0].text)["sessionId"]
+                cold.append(time.perf_counter() - started)
+                await _call(session, "close_session", {"sessionId": sid})
+    return stats(cold)
+
+
+async def mcpbrowser_concurrent(url, sessions, rounds):
+    async with stdio_client(mcpbrowser_params("--max-sessions", str(sessions + 2)),
+                            errlog=open(os.devnull, "w")) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            ids = []
+            for _ in range(sessions):
+                result = await _call(session, "create_session", {})
+                ids.append(json.loads(result.content[0].text)["sessionId"])
+            for sid in ids:
+                await _call(session, "navigate", {"sessionId": sid, "url": url})
+
+            async def workload(sid):
+                for i in range(rounds):
+                    await _call(session, "navigate", {"sessionId": sid, "url": url})
+                    await _call(session, "type", {"sessionId": sid, "selector": "#q", "text": f"q{i}"})
+                    await _call(session, "click", {"sessionId": sid, "selector": "#go"})
+
+            started = time.perf_counter()
+            async with anyio.create_task_group() as tg:
+                for sid in ids:
+                    tg.start_soon(workload, sid)
+            elapsed = time.perf_counter() - started
+            await anyio.sleep(1.0)  # let the pool refill: it counts in the memory total
+            pids = child_pids("mcpbrowser")
+            memory = sum(pss_kb(pid) for pid in pids)
+    return {"ops_per_s": round(sessions * rounds * 3 / elapsed, 1), "seconds": round(elapsed, 2),
+            "pss_mb": round(memory / 1024, 1)}
+
+
+# -- @playwright/mcp ---------------------------------------------------------------------
+
+def install_playwright_mcp(folder):
+    subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", folder,
+                    "@playwright/mcp@latest"], check=True, stdout=subprocess.DEVNULL)
+    return os.path.join(folder, "node_modules", "@playwright", "mcp", "cli.js")
+
+
+def pwmcp_params(cli, executable):
+    return StdioServerParameters(command="node", args=[cli, "--headless", "--isolated", "--browser", "chromium",
+                                                        "--executable-path", executable])
+
+
+def _ref(text, role, name=None):
+    pattern = rf'{role}(?: "{name}")?[^\n]*\[ref=([\w-]+)\]' if name else rf'{role}[^\n]*\[ref=([\w-]+)\]'
+    return re.search(pattern, text).group(1)
+
+
+async def pwmcp_single(cli, executable, url, rounds):
+    out = {}
+    spawned = time.perf_counter()
+    async with stdio_client(pwmcp_params(cli, executable), errlog=open(os.devnull, "w")) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            out["initialize_ms"] = round((time.perf_counter() - spawned) * 1000, 1)
+            samples = {op: [] for op in OPS}
+            for i in range(rounds + 3):
+                started = time.perf_counter()
+                nav = await _call(session, "browser_navigate", {"url": url})
+                took = {"navigate": time.perf_counter() - started}
+                text = "\n".join(c.text for c in nav.content if c.type == "text")
+                box, button = _ref(text, "textbox"), _ref(text, "button", "Go")
+                started = time.perf_counter()
+                await _call(session, "browser_type", {"element": "Query", "ref": box, "text": f"query {i}"})
+                took["type"] = time.perf_counter() - started
+                started = time.perf_counter()
+                await _call(session, "browser_click", {"element": "Go", "ref": button})
+                took["click"] = time.perf_counter() - started
+                if i >= 3:
+                    for op in OPS:
+                        samples[op].append(took[op])
+            out["ops"] = {op: stats(values) for op, values in samples.items()}
+    return out
+
+
+async def pwmcp_memory(cli, executable, url, sessions):
+    """PSS of N @playwright/mcp instances, one page each (it has one browser per instance)."""
+    async with anyio.create_task_group() as tg:
+        ready, done = anyio.Event(), anyio.Event()
+        opened = []
+
+        async def instance():
+            async with stdio_client(pwmcp_params(cli, executable), errlog=open(os.devnull, "w")) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    await _call(session, "browser_navigate", {"url": url})
+                    opened.append(1)
+                    if len(opened) == sessions:
+                        ready.set()
+                    await done.wait()
+
+        for _ in range(sessions):
+            tg.start_soon(instance)
+        await ready.wait()
+        await anyio.sleep(1.0)
+        memory = sum(pss_kb(pid) for pid in child_pids("cli.js"))
+        done.set()
+    return round(memory / 1024, 1)
+
+
+# -- report ------------------------------------------------------------------------------
+
+def ratio(a, b):
+    return round(a / b, 2) if b else None
+
+
+def report(results):
+    raw, ours, theirs = results["raw"], results["mcpbrowser"], results.get("playwright_mcp")
+    lines = [f"machine: {results['machine']}", "",
+             f"{'per call (ms)':<16}{'raw median':>12}{'ours median':>13}{'ours p90':>10}{'ours/raw':>10}"
+             + (f"{'@pw/mcp median':>16}{'them/ours':>11}" if theirs else "")]
+    for op in OPS:
+        row = (f"{op:<16}{raw[op]['median_ms']:>12}{ours['ops'][op]['median_ms']:>13}"
+               f"{ours['ops'][op]['p90_ms']:>10}{results['ratios'][op]:>10}")
+        if theirs:
+            row += f"{theirs['ops'][op]['median_ms']:>16}{results['vs_playwright_mcp'][op]:>11}"
+        lines.append(row)
+    lines += ["",
+              f"initialize (from spawn): ours {ours['initialize_ms']} ms"
+              + (f", @playwright/mcp {theirs['initialize_ms']} ms, ratio {results['initialize_ratio']}" if theirs else ""),
+              f"create_session median: warm pool {ours['create_session_warm']['median_ms']} ms, "
+              f"cold {results['create_session_cold']['median_ms']} ms",
+              f"{results['sessions']} sessions: ours {results['concurrent']['ops_per_s']} ops/s, "
+              f"raw threads {results['raw_concurrent']['ops_per_s']} ops/s, "
+              f"ratio {results['throughput_ratio']}",
+              f"memory (PSS) with {results['sessions']} sessions: ours {results['concurrent']['pss_mb']} MB"
+              + (f", {results['sessions']} @playwright/mcp {results['playwright_mcp_pss_mb']} MB, "
+                 f"ratio {results['memory_ratio']}" if theirs else "")]
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=30, help="measured rounds of the workload (default 30)")
+    parser.add_argument("--sessions", type=int, default=8, help="concurrent sessions (default 8)")
+    parser.add_argument("--with-playwright-mcp", action="store_true",
+                        help="also run @playwright/mcp, installed from npm into a temporary folder")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    args = parser.parse_args()
+
+    executable = find_executable("chromium")
+    httpd, url = serve_page()
+    results = {"machine": f"{os.cpu_count()} cores, {round(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30)} GiB, "
+                          f"Python {sys.version.split()[0]}, {executable}",
+               "rounds": args.rounds, "sessions": args.sessions}
+    progress = (lambda msg: print(msg, file=sys.stderr, flush=True))
+    progress("raw Playwright, one page…")
+    results["raw"] = raw_single(executable, url, args.rounds)
+    progress("mcpbrowser, one session…")
+    results["mcpbrowser"] = anyio.run(mcpbrowser_single, url, args.rounds)
+    progress("mcpbrowser, cold create_session…")
+    results["create_session_cold"] = anyio.run(mcpbrowser_cold_create)
+    progress(f"raw Playwright, {args.sessions} threads…")
+    results["raw_concurrent"] = raw_concurrent(executable, url, args.sessions, args.rounds)
+    progress(f"mcpbrowser, {args.sessions} sessions…")
+    results["concurrent"] = anyio.run(mcpbrowser_concurrent, url, args.sessions, args.rounds)
+    results["ratios"] = {op: ratio(results["mcpbrowser"]["ops"][op]["median_ms"], results["raw"][op]["median_ms"])
+                         for op in OPS}
+    results["throughput_ratio"] = ratio(results["concurrent"]["ops_per_s"], results["raw_concurrent"]["ops_per_s"])
+    if args.with_playwright_mcp:
+        if not shutil.which("node") or not shutil.which("npm"):
+            progress("skipping @playwright/mcp: node and npm are needed")
+        else:
+            folder = tempfile.mkdtemp(prefix="pwmcp-")
+            progress("installing @playwright/mcp from npm…")
+            cli = install_playwright_mcp(folder)
+            progress("@playwright/mcp, one page…")
+            theirs = results["playwright_mcp"] = anyio.run(pwmcp_single, cli, executable, url, args.rounds)
+            progress(f"@playwright/mcp, {args.sessions} instances for memory…")
+            results["playwright_mcp_pss_mb"] = anyio.run(pwmcp_memory, cli, executable, url, args.sessions)
+            results["vs_playwright_mcp"] = {op: ratio(theirs["ops"][op]["median_ms"],
+                                                      results["mcpbrowser"]["ops"][op]["median_ms"]) for op in OPS}
+            results["initialize_ratio"] = ratio(results["mcpbrowser"]["initialize_ms"], theirs["initialize_ms"])
+            results["memory_ratio"] = ratio(results["concurrent"]["pss_mb"], results["playwright_mcp_pss_mb"])
+            shutil.rmtree(folder, ignore_errors=True)
+    httpd.shutdown()
+    print(json.dumps(results, indent=2) if args.json else report(results))
+
+
+if __name__ == "__main__":
+    main()
