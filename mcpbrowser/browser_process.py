@@ -201,5 +201,10 @@ class SharedBrowser:
 # -- SESSION THREAD --------------------------------------------------------------
 
 def attach(playwright, config, ws_endpoint):
-    """Connect this session thread's Playwright to the shared browser server."""
-    return getattr(playwright, config.browser).connect(ws_endpoint)
+    """Connect this session thread's Playwright to the shared browser (ours or a remote one)."""
+    headers = config.headers() or None
+    if config.cdp_endpoint:
+        # CDP shows every context of the browser to every client: with other clients on
+        # the same browser, their drivers can dismiss our dialogs. --ws-endpoint has no such gap.
+        return playwright.chromium.connect_over_cdp(config.cdp_endpoint, headers=headers)
+    return getattr(playwright, config.browser).connect(ws_endpoint, headers=headers)

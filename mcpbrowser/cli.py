@@ -28,10 +28,15 @@ def _claim_stdout():
 
 def main(argv=None):
     try:
-        config = Config.from_args(argv)
+        config, print_config = Config.load(argv)
     except ConfigError as exc:
         print(f"mcpbrowser: error: {exc}", file=sys.stderr)
         return 2
+    if print_config:
+        import json
+
+        print(json.dumps(config.public(), indent=2))
+        return 0
     out = _claim_stdout()
     logs.setup(config.log_level)
 

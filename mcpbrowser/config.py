@@ -6,9 +6,12 @@ names the command-line flag that carries it.
 
 import argparse
 import dataclasses
+import json
+import os
 from dataclasses import dataclass, field
 
 BROWSERS = ("chromium", "firefox", "webkit")
+ENV_PREFIX = "MCPBROWSER_"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -133,6 +136,17 @@ class Config:
         None, _optional_text,
         "Directory where screenshots are also saved, under names the server chooses.")
 
+    cdp_endpoint: str = _option(
+        None, _optional_text,
+        "Attach to a running Chromium or Chrome (a grid, say) over CDP instead of launching one.")
+    ws_endpoint: str = _option(
+        None, _optional_text,
+        "Attach to a Playwright browser server (`playwright run-server` or a hosted grid) instead "
+        "of launching one.")
+    endpoint_headers: tuple = _option(
+        (), _text_list,
+        "Comma-separated `Name: value` headers sent when attaching to --cdp-endpoint or --ws-endpoint "
+        "(an auth token, say); masked in --print-config.")
     db: str = _option(
         None, _optional_text,
         "SQLite history of every call: a file path, or :memory: to keep nothing after exit "
@@ -150,18 +164,84 @@ class Config:
         for f in dataclasses.fields(self):
             checked = f.metadata["check"](f.name, getattr(self, f.name))
             object.__setattr__(self, f.name, checked)
+        if self.cdp_endpoint and self.ws_endpoint:
+            raise ConfigError("--cdp-endpoint and --ws-endpoint exclude each other: give one")
+        for header in self.endpoint_headers:
+            if ":" not in header:
+                raise ConfigError(f"--endpoint-headers items must look like `Name: value`, got {header!r}")
         if self.db is None:
             from mcpbrowser.store import default_path
 
             object.__setattr__(self, "db", default_path())
 
     @classmethod
-    def from_args(cls, argv=None):
+    def from_args(cls, argv=None, environ=None):
         """Parse command-line flags; raises ConfigError naming the bad flag."""
-        parser = build_parser()
-        ns = parser.parse_args(argv)
-        given = {k: v for k, v in vars(ns).items() if v is not None}
-        return cls(**given)
+        return cls.load(argv, environ)[0]
+
+    @classmethod
+    def load(cls, argv=None, environ=None):
+        """(settings, print_config): defaults < --config file < MCPBROWSER_* variables < flags.
+
+        Every value is checked where it came from, so an error names the flag, the
+        variable or the file key that carried it.
+        """
+        environ = os.environ if environ is None else environ
+        ns = build_parser().parse_args(argv)
+        names = {f.name for f in dataclasses.fields(cls)}
+        settings = {}
+        path = ns.config or environ.get(ENV_PREFIX + "CONFIG")
+        if path:
+            settings.update(_from_file(path, names))
+        for key, value in environ.items():
+            if key.startswith(ENV_PREFIX) and key != ENV_PREFIX + "CONFIG":
+                name = key[len(ENV_PREFIX):].lower()
+                if name not in names:
+                    raise ConfigError(f"{key} is not a setting (known: {', '.join(sorted(names))})")
+                settings[name] = _checked(name, value, key)
+        for name, value in vars(ns).items():
+            if name in names and value is not None:
+                settings[name] = value
+        return cls(**settings), ns.print_config
+
+    def public(self):
+        """The settings as JSON-ready data, secrets masked (for --print-config)."""
+        out = dataclasses.asdict(self)
+        out["endpoint_headers"] = [h.split(":", 1)[0] + ": ***" for h in self.endpoint_headers]
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+
+    def headers(self):
+        """endpoint_headers as a dict."""
+        pairs = (h.split(":", 1) for h in self.endpoint_headers)
+        return {name.strip(): value.strip() for name, value in pairs}
+
+
+def _checked(name, value, label):
+    """Run one field's check, naming `label` (a variable or file key) instead of the flag."""
+    check = next(f.metadata["check"] for f in dataclasses.fields(Config) if f.name == name)
+    try:
+        return check(name, value)
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace(_flag(name), label, 1)) from None
+
+
+def _from_file(path, names):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise ConfigError(f"--config {path}: cannot read it ({exc.strerror})") from None
+    except ValueError as exc:
+        raise ConfigError(f"--config {path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {path}: must be a JSON object of settings")
+    out = {}
+    for key, value in data.items():
+        name = key.replace("-", "_")
+        if name not in names:
+            raise ConfigError(f"--config {path}: {key!r} is not a setting (known: {', '.join(sorted(names))})")
+        out[name] = _checked(name, value, f"{path}: {key!r}")
+    return out
 
 
 def build_parser():
@@ -175,9 +255,14 @@ def build_parser():
         "stdin/stdout; logs JSON to stderr.",
     )
     parser.add_argument("--version", action="version", version=f"mcpbrowser {__version__}")
+    parser.add_argument("--config", metavar="FILE", help="JSON file of settings (keys as the flags, "
+                        "with - or _); MCPBROWSER_* variables and flags override it")
+    parser.add_argument("--print-config", action="store_true",
+                        help="print the effective settings as JSON, secrets masked, and exit")
     for f in dataclasses.fields(Config):
         flag = _flag(f.name)
-        help_text = f"{f.metadata['help']} (default: {f.default})"
+        env = ENV_PREFIX + f.name.upper()
+        help_text = f"{f.metadata['help']} (default: {f.default}; env {env})"
         if f.type in (bool, "bool"):
             parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction,
                                 default=None, help=help_text)

@@ -409,7 +409,8 @@ class Browser:
             worker = self._start_worker()
         except BaseException as exc:
             worker = None
-            log.warning("warm pool refill failed", extra={"event": "pool_refill_failed", "error": str(exc)})
+            if not self._closed:  # failing because we are shutting down is no news
+                log.warning("warm pool refill failed", extra={"event": "pool_refill_failed", "error": str(exc)})
         with self._lock:
             self._filling -= 1
             keep = worker is not None and not self._closed
@@ -492,6 +493,12 @@ class Browser:
     # BROWSER-SUPERVISOR THREAD: it forks Chromium and lives until close(), so the
     # browser's parent-death signal fires only if the whole server dies.
     def _run_shared_browser(self):
+        if self.config.ws_endpoint or self.config.cdp_endpoint:
+            # A remote browser (a grid): nothing to launch; sessions attach to it directly.
+            self._endpoint.set_result(self.config.ws_endpoint)
+            log.info("using a remote browser", extra={"event": "remote_browser",
+                                                      "cdp": bool(self.config.cdp_endpoint)})
+            return
         try:
             executable = find_executable(self.config.browser, self.config.executable_path)
             shared = SharedBrowser(self.config.browser, executable, self._headless)
@@ -560,7 +567,7 @@ class Session:
         tool = self.browser.tools.get(name)
         if tool is None or not tool.needs_session:
             raise AttributeError(name)
-        positional = [p for p in tool.input_schema["required"] if p != "sessionId"]
+        positional = tool.positional_args()
 
         def method(*args, **kwargs):
             if len(args) > len(positional):

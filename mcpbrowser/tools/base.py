@@ -48,6 +48,13 @@ class Tool:
     enabled: Callable = lambda config: True
     # The handler's result carries PNG/JPEG bytes under "image", sent as MCP image content.
     returns_image: bool = False
+    # Library calls: which arguments positional values fill, in order (default: the required ones).
+    positional: Optional[tuple] = None
+
+    def positional_args(self):
+        if self.positional is not None:
+            return self.positional
+        return tuple(p for p in self.input_schema["required"] if p != "sessionId")
 
     def describe(self, with_output_schema):
         """The tools/list entry for this tool."""

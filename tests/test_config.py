@@ -1,0 +1,65 @@
+"""Settings from defaults, a --config file, MCPBROWSER_* variables and flags, in that order."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mcpbrowser.config import Config, ConfigError
+
+CMD = [sys.executable, "-m", "mcpbrowser"]
+
+
+def test_precedence_defaults_file_env_cli(tmp_path):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"max-sessions": 4, "session_timeout": 1000, "log_level": "debug"}))
+    env = {"MCPBROWSER_SESSION_TIMEOUT": "2000", "MCPBROWSER_LOG_LEVEL": "warning"}
+    config, _ = Config.load(["--config", str(path), "--log-level", "error"], env)
+    assert config.max_sessions == 4            # file over default
+    assert config.session_timeout == 2000      # env over file
+    assert config.log_level == "error"         # flag over env
+    assert config.pool_size == 1               # untouched default
+    via_env, _ = Config.load([], {"MCPBROWSER_CONFIG": str(path)})
+    assert via_env.max_sessions == 4
+
+
+@pytest.mark.parametrize("content, env, named", [
+    ('{"max_sessions": 0}', {}, "'max_sessions'"),
+    ('{"no_such": 1}', {}, "'no_such' is not a setting"),
+    ("[1, 2]", {}, "must be a JSON object"),
+    ("{oops", {}, "not valid JSON"),
+    ("{}", {"MCPBROWSER_MAX_SESSIONS": "lots"}, "MCPBROWSER_MAX_SESSIONS"),
+    ("{}", {"MCPBROWSER_NOPE": "1"}, "MCPBROWSER_NOPE is not a setting"),
+])
+def test_bad_settings_name_their_source(tmp_path, content, env, named):
+    path = tmp_path / "settings.json"
+    path.write_text(content)
+    with pytest.raises(ConfigError) as raised:
+        Config.load(["--config", str(path)], env)
+    assert named in str(raised.value)
+
+
+def test_missing_config_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read it"):
+        Config.load(["--config", str(tmp_path / "none.json")], {})
+
+
+def test_print_config_masks_secrets(tmp_path):
+    proc = subprocess.run([*CMD, "--print-config", "--ws-endpoint", "ws://grid:3000/",
+                           "--endpoint-headers", "Authorization: Bearer TOPSECRET, X-Team: qa"],
+                          capture_output=True, text=True, timeout=30,
+                          env={"PATH": "/usr/bin:/bin", "MCPBROWSER_MAX_SESSIONS": "3", "HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    shown = json.loads(proc.stdout)
+    assert shown["max_sessions"] == 3 and shown["ws_endpoint"] == "ws://grid:3000/"
+    assert shown["endpoint_headers"] == ["Authorization: ***", "X-Team: ***"]
+    assert "TOPSECRET" not in proc.stdout
+
+
+def test_endpoint_settings_are_checked():
+    with pytest.raises(ConfigError, match="exclude each other"):
+        Config(cdp_endpoint="http://a:9222", ws_endpoint="ws://b:3000/", db=":memory:")
+    with pytest.raises(ConfigError, match="Name: value"):
+        Config(endpoint_headers="no-colon-here", db=":memory:")
+    assert Config(endpoint_headers="A: 1, B: two", db=":memory:").headers() == {"A": "1", "B": "two"}

@@ -1,0 +1,69 @@
+"""Sessions on a remote browser: a real `playwright run-server` started by the test."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import playwright
+import pytest
+
+from mcpbrowser.browser_process import find_executable
+from support import McpClient
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def run_server(tmp_path):
+    # run-server launches Chromium from where Playwright keeps its browsers, and the
+    # download cannot reach the internet here: put the system Chromium in that place.
+    manifest = os.path.join(os.path.dirname(playwright.__file__), "driver", "package", "browsers.json")
+    revisions = {b["name"]: b["revision"] for b in json.load(open(manifest))["browsers"]}
+    chromium = find_executable("chromium")
+    root = tmp_path / "ms-playwright"
+    for folder, binary in ((f"chromium-{revisions['chromium']}", "chrome-linux64/chrome"),
+                           (f"chromium_headless_shell-{revisions['chromium-headless-shell']}",
+                            "chrome-headless-shell-linux64/chrome-headless-shell")):
+        target = root / folder / binary
+        target.parent.mkdir(parents=True)
+        target.symlink_to(chromium)
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "playwright", "run-server", "--port", str(port),
+                             "--host", "127.0.0.1"], env={**os.environ, "PLAYWRIGHT_BROWSERS_PATH": str(root)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield f"ws://127.0.0.1:{port}/"
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_sessions_live_on_a_playwright_run_server(run_server, pages):
+    c = McpClient("--ws-endpoint", run_server, "--endpoint-headers", "X-Test: yes")
+    try:
+        a = c.tool("create_session")["sessionId"]
+        b = c.tool("create_session")["sessionId"]
+        for sid in (a, b):
+            c.tool("navigate", sessionId=sid, url=pages.url("/storage"))
+        c.tool("type", sessionId=a, selector="#v", text="remote")
+        c.tool("click", sessionId=a, selector="#save")
+        c.tool("click", sessionId=b, selector="#show")
+        titles = {s["sessionId"]: s["title"] for s in c.tool("list_sessions")["sessions"]}
+        assert titles[a] == "cookie=k=remote;local=remote;session=remote"
+        assert titles[b] == "cookie=;local=;session="  # isolation holds on the remote browser too
+        events = [e.get("event") for e in c.server_log()]
+        assert "remote_browser" in events and "browser_started" not in events
+    finally:
+        c.close()
