@@ -39,6 +39,9 @@ def main(argv=None):
         return 0
     out = _claim_stdout()
     logs.setup(config.log_level)
+    from mcpbrowser.browser_process import tune_driver_memory
+
+    tune_driver_memory()  # main thread, before any driver starts
 
     from concurrent.futures import Future
 

@@ -63,6 +63,7 @@ class Call:
         self.inline = inline    # --response-mode full: the snapshot goes into the answer too
         self.console = None
         self.snapshot = None
+        self.progress = None    # progress(done, total, message) from the caller, or None
         self.ran = False        # set on the session thread when the call starts there
         self.recorded = threading.Event()
 
@@ -174,12 +175,14 @@ class Browser:
 
     # -- ANY THREAD: tools -----------------------------------------------------
 
-    def submit(self, name, args=None):
+    def submit(self, name, args=None, progress=None):
         """Validate, record and dispatch one tool call; returns a Future of its result dict.
 
         Session tools run on their session's thread, the rest on the core pool.
         Every failure, validation included, arrives through the Future. The
         request row is queued before the call runs, the response row after.
+        progress(done, total, message), if given, hears how a long call is going;
+        it is called on the session thread.
         """
         started = time.monotonic()
         args = {} if args is None else args
@@ -187,6 +190,7 @@ class Browser:
         session_id = args.get("sessionId") if isinstance(args, dict) else None
         call = Call(name, session_id, capture=tool is not None and tool.changes_page,
                     inline=self.config.response_mode == "full")
+        call.progress = progress
         self._record_request(call, args)
         try:
             if tool is None:

@@ -190,9 +190,26 @@ class StdioServer:
             if msg.id in self._inflight:
                 raise ProtocolError(protocol.INVALID_REQUEST,
                                     f"Request id {msg.id!r} is already in use by a running call", msg.id)
-            fut = self.core.submit(tool.name, params.arguments or {})
+            fut = self.core.submit(tool.name, params.arguments or {}, progress=self._progress(msg))
             self._inflight[msg.id] = fut
         fut.add_done_callback(lambda f: self._answer(msg.id, tool, f))
+
+    def _progress(self, msg):
+        """A reporter that sends notifications/progress, when the client sent a progressToken."""
+        meta = msg.params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        if token is None or isinstance(token, bool) or not isinstance(token, (str, int)):
+            return None
+
+        def report(progress, total=None, message=None):
+            params = {"progressToken": token, "progress": progress}
+            if total is not None:
+                params["total"] = total
+            if message is not None:
+                params["message"] = message
+            self.send(protocol.notification("notifications/progress", params))
+
+        return report
 
     def _cancel(self, request_id):
         with self._state_lock:

@@ -60,6 +60,7 @@ class SessionState:
         self._console_total = 0   # console entries ever seen, for per-call slices
         self._console_mark = 0    # ...of which earlier calls already took this many
         self.secrets = set()      # text typed with secret: true, scrubbed from stored blobs
+        self._progress = None     # the running call's progress reporter, if it asked for one
         self.storage_saved_at = 0.0   # monotonic time of the last resume save (0: never)
         self.storage_saved_url = None
 
@@ -122,16 +123,27 @@ class SessionState:
         call.ran = True
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
             self.secrets.add(args["text"])
+        self._progress = call.progress
         try:
             result = self.run_tool(tool, args)
         except Exception as exc:
             call.console = self.take_console()
             raise call.annotate_error(exc) from None
+        finally:
+            self._progress = None
         call.console = self.take_console()
         if call.capture and call.inline:
             call.snapshot = self.capture_snapshot()
             result["snapshot"] = call.snapshot
         return call.annotate(result)
+
+    def report(self, done, total, message):
+        """Tell the caller how a long call is going, when it asked (MCP progressToken)."""
+        if self._progress is not None:
+            try:
+                self._progress(done, total, message)
+            except Exception:
+                log.debug("progress report failed", extra={"session": self.session_id})
 
     def take_console(self):
         """Console entries that arrived since the previous call took its share."""

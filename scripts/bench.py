@@ -341,7 +341,8 @@ def report(results):
         lines.append(row)
     lines += ["",
               f"initialize (from spawn): ours {ours['initialize_ms']} ms"
-              + (f", @playwright/mcp {theirs['initialize_ms']} ms, ratio {results['initialize_ratio']}" if theirs else ""),
+              + (f", @playwright/mcp {theirs['initialize_ms']} ms, ratio {results['initialize_ratio']}"
+                 if theirs else ""),
               f"create_session median: warm pool {ours['create_session_warm']['median_ms']} ms, "
               f"cold {results['create_session_cold']['median_ms']} ms",
               f"{results['sessions']} sessions: ours {results['concurrent']['ops_per_s']} ops/s, "
@@ -364,10 +365,13 @@ def main():
 
     executable = find_executable("chromium")
     httpd, url = serve_page()
-    results = {"machine": f"{os.cpu_count()} cores, {round(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30)} GiB, "
-                          f"Python {sys.version.split()[0]}, {executable}",
+    memory_gib = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
+    results = {"machine": f"{os.cpu_count()} cores, {memory_gib} GiB, Python {sys.version.split()[0]}, {executable}",
                "rounds": args.rounds, "sessions": args.sessions}
-    progress = (lambda msg: print(msg, file=sys.stderr, flush=True))
+
+    def progress(message):
+        print(message, file=sys.stderr, flush=True)
+
     progress("raw Playwright, one page…")
     results["raw"] = raw_single(executable, url, args.rounds)
     progress("mcpbrowser, one session…")

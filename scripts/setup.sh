@@ -15,7 +15,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing mcpbrowser and its test dependencies into .venv" >&2
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]' tox
   echo "$want" > "$stamp"
 fi
 

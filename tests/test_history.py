@@ -143,8 +143,9 @@ def test_crash_keeps_committed_rows_and_restart_marks_sessions(pages, db):
     refs = [tool_payload(server.call(2 + i, "navigate", sessionId=sid, url=pages.url(f"/counter?n={i}")))["refId"]
             for i in range(3)]
     for i in range(3):  # calls in flight at the moment of the kill
+        slow = {"sessionId": sid, "url": pages.url("/slow?ms=3000")}
         server.send({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call",
-                     "params": {"name": "navigate", "arguments": {"sessionId": sid, "url": pages.url("/slow?ms=3000")}}})
+                     "params": {"name": "navigate", "arguments": slow}})
     time.sleep(0.5)
     os.kill(server.proc.pid, signal.SIGKILL)
     server.proc.wait(10)

@@ -43,7 +43,9 @@ DOM_SERIALISER = """([root, limit]) => {
     if (!quiet.has(node.tagName)) {
       const kids = node.shadowRoot ? [...node.shadowRoot.childNodes, ...node.childNodes] : node.childNodes;
       for (const child of kids) walk(child, depth + 1);
-      if (tag === 'iframe') { try { if (node.contentDocument) walk(node.contentDocument.documentElement, depth + 1); } catch (e) {} }
+      if (tag === 'iframe') {
+        try { if (node.contentDocument) walk(node.contentDocument.documentElement, depth + 1); } catch (e) {}
+      }
     }
     if (open && shown < limit) out.push(`${pad}</${tag}>`);
   }
@@ -92,8 +94,9 @@ def dom_snapshot(state, args):
     root = None
     if matches is not None:
         handles = []
+        timeout = args.get("timeout", state.config.action_timeout)
         on_element(state, args, ElementNotClickable,
-                   lambda first: handles.append(first.element_handle(timeout=args.get("timeout", state.config.action_timeout))))
+                   lambda first: handles.append(first.element_handle(timeout=timeout)))
         root = handles[0]
     result = state.act(state.page, "evaluate", expression=DOM_SERIALISER, arg=[root, limit])
     if result is INTERRUPTED:
@@ -125,6 +128,7 @@ def screenshot(state, args):
         if fmt != "jpeg":
             raise InvalidParameters("quality applies to jpeg only.", session_id=state.session_id)
         options["quality"] = args["quality"]
+    state.report(0, 2, "Capturing")
     if state.locate(args, required=False)[1] is None:
         data = state.act(state.page, "screenshot", full_page=args.get("fullPage", False), **options)
     else:
@@ -139,6 +143,7 @@ def screenshot(state, args):
         raise InvalidParameters("A dialog opened during the screenshot; answer it with handle_dialog.",
                                 session_id=state.session_id)
     width, height = image_size(data)
+    state.report(1, 2, "Captured")
     saved = None
     if state.config.output_dir:
         # The server names the file, so nothing a client sends can steer the path.
@@ -148,6 +153,7 @@ def screenshot(state, args):
         saved = os.path.join(os.path.realpath(state.config.output_dir), name)
         with open(saved, "wb") as f:
             f.write(data)
+    state.report(2, 2, "Done")
     return {"width": width, "height": height, "format": fmt, "bytes": len(data), "savedTo": saved,
             "image": data}
 

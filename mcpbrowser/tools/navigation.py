@@ -35,8 +35,22 @@ def _load(state, what, method, **kwargs):
 def navigate(state, args):
     url = args["url"]
     _check_url(url)
-    response = _load(state, url, "goto", url=url, **_options(args))
-    return page_result(state, None if response is INTERRUPTED else response)
+    state.report(0, 3, f"Navigating to {url}")
+    page, reporting = state.page, [True]
+
+    def dom_ready(_):
+        if reporting[0]:
+            state.report(1, 3, "DOM content loaded")
+
+    page.once("domcontentloaded", dom_ready)
+    try:
+        response = _load(state, url, "goto", url=url, **_options(args))
+    finally:
+        reporting[0] = False  # a listener left by a failed goto must not speak later
+    state.report(2, 3, "Page loaded")
+    result = page_result(state, None if response is INTERRUPTED else response)
+    state.report(3, 3, "Done")
+    return result
 
 
 def _history(method, word):
@@ -99,7 +113,8 @@ def wait_for(state, args):
         raise InvalidParameters("Give selector or ref, text, or textGone to wait for.",
                                 session_id=state.session_id)
     started = time.monotonic()
-    for what, target, options in checks:
+    for done, (what, target, options) in enumerate(checks):
+        state.report(done, len(checks), f"Waiting for {what}")
         remaining = max(1, timeout - (time.monotonic() - started) * 1000)
         try:
             if state.act(target, "wait_for", timeout=remaining, **options) is INTERRUPTED:
@@ -110,6 +125,7 @@ def wait_for(state, args):
             raise WaitTimeout(f"Waited {timeout} ms for {what}.", session_id=state.session_id,
                               details={"waitedFor": what, "timeoutMs": timeout}) from None
     elapsed = round((time.monotonic() - started) * 1000)
+    state.report(len(checks), len(checks), "Condition met")
     return {"success": True, "message": f"Waited {elapsed} ms for " + " and ".join(c[0] for c in checks),
             "elapsedMs": elapsed}
 
