@@ -13,11 +13,13 @@ if [ "$#" -gt 0 ]; then
 fi
 .venv/bin/python -m pytest
 
-# pyenv exposes python3.X only for the versions listed in PYENV_VERSION; keep the
-# current one first so that `python3` itself does not change.
+# tox finds interpreters as python3.X on PATH. pyenv keeps them in per-version
+# folders: append those (after everything else, so `python3` itself is unchanged).
 if command -v pyenv >/dev/null 2>&1; then
-  others=$(pyenv versions --bare | grep -E '^3\.1[0-3]\.[0-9]+$' | grep -vx "$(pyenv version-name)" | tr '\n' ':')
-  export PYENV_VERSION="$(pyenv version-name):${others%:}"
+  for version in $(pyenv versions --bare | grep -E '^3\.1[0-3]\.[0-9]+$'); do
+    PATH="$PATH:$(pyenv root)/versions/$version/bin"
+  done
+  export PATH
 fi
 FAST="tests/test_threads.py tests/test_properties.py tests/test_store.py tests/test_config.py tests/test_tools.py"
 .venv/bin/tox -e py310,py312,py313 -- $FAST

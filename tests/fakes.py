@@ -60,6 +60,9 @@ class FakePage:
     def is_closed(self):
         return False
 
+    def once(self, event, handler):
+        pass  # a fake page fires no events
+
 
 def fake_opener(config=None):
     """An opener that builds a real SessionState around fake Playwright objects."""

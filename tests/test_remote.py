@@ -67,3 +67,39 @@ def test_sessions_live_on_a_playwright_run_server(run_server, pages):
         assert "remote_browser" in events and "browser_started" not in events
     finally:
         c.close()
+
+
+@pytest.fixture
+def cdp_browser(tmp_path):
+    port = _free_port()
+    proc = subprocess.Popen([find_executable("chromium"), "--headless", "--no-sandbox", "--no-first-run",
+                             f"--remote-debugging-port={port}", f"--user-data-dir={tmp_path / 'profile'}",
+                             "--disable-background-networking", "about:blank"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_sessions_live_on_a_cdp_browser(cdp_browser, pages):
+    c = McpClient("--cdp-endpoint", cdp_browser)
+    try:
+        a = c.tool("create_session")["sessionId"]
+        b = c.tool("create_session")["sessionId"]
+        c.tool("navigate", sessionId=a, url=pages.url("/storage"))
+        c.tool("navigate", sessionId=b, url=pages.url("/storage"))
+        c.tool("type", sessionId=a, selector="#v", text="cdp")
+        c.tool("click", sessionId=a, selector="#save")
+        c.tool("click", sessionId=b, selector="#show")
+        titles = {s["sessionId"]: s["title"] for s in c.tool("list_sessions")["sessions"]}
+        assert titles[a] == "cookie=k=cdp;local=cdp;session=cdp" and titles[b] == "cookie=;local=;session="
+        assert "browser_started" not in [e.get("event") for e in c.server_log()]
+    finally:
+        c.close()
