@@ -56,7 +56,9 @@ def main(argv=None):
     try:
         from mcpbrowser.core import Browser
 
-        core_ready.set_result(Browser(config).start())
+        core = Browser(config)
+        core.client = server  # elicitation, client notices, and the client's name for rate limits
+        core_ready.set_result(core.start())
     except Exception as exc:  # an unusable database, say: say why and stop
         logs.log.error("cannot start", extra={"event": "startup_failed", "error": str(exc)})
         print(f"mcpbrowser: error: {exc}", file=sys.stderr)

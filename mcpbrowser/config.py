@@ -147,6 +147,31 @@ class Config:
         (), _text_list,
         "Comma-separated `Name: value` headers sent when attaching to --cdp-endpoint or --ws-endpoint "
         "(an auth token, say); masked in --print-config.")
+    allowed_domains: tuple = _option(
+        (), _lower_list,
+        "Comma-separated hosts sessions may reach, enforced on every request (`*.example.com` for "
+        "subdomains); empty allows all.")
+    blocked_domains: tuple = _option(
+        (), _lower_list, "Comma-separated hosts no request may reach; wins over --allowed-domains.")
+    url_schemes: tuple = _option(
+        ("http", "https", "about", "data"), _lower_list,
+        "URL schemes navigate accepts; add file or chrome explicitly to allow them.")
+    ask_new_domains: bool = _option(
+        False, _boolean,
+        "When navigate meets a host outside --allowed-domains, ask the user through the client "
+        "(MCP elicitation) instead of refusing.")
+    rate_limit: int = _option(
+        60, _int_at_least(0),
+        "Calls per minute per client, session and tool (seed 004: 60); 0 turns limiting off.")
+    login_cooldown: int = _option(
+        300, _int_at_least(0),
+        "Seconds every browser call waits after a login or verification timeout (seed 000); 0 disables.")
+    cooldown_scope: str = _option(
+        "server", _one_of(("server", "session")), "Whether a cooldown pauses the whole server or one session.")
+    login_keywords: tuple = _option(
+        ("验证超时", "登录超时", "timeout", "captcha", "验证码", "login required", "authentication"), _text_list,
+        "Comma-separated words that mark a failure as a login or verification timeout (seed 000).")
+    locale: str = _option("en", _one_of(("en", "zh")), "Language of cooldown messages: en or zh.")
     db: str = _option(
         None, _optional_text,
         "SQLite history of every call: a file path, or :memory: to keep nothing after exit "

@@ -20,9 +20,10 @@ from mcpbrowser import tools
 from mcpbrowser.browser_process import SharedBrowser, attach, effective_headless, find_executable
 from mcpbrowser.config import Config
 from mcpbrowser.errors import (
-    BrowserError, BrowserServerError, InvalidParameters, MaxSessionsReached, SessionExpired,
-    SessionNotFound,
+    BrowserError, BrowserServerError, CooldownActive, DomainNotAllowed, InvalidParameters, LoginTimeout,
+    MaxSessionsReached, RateLimited, SessionExpired, SessionNotFound,
 )
+from mcpbrowser.guards import Cooldown, DomainPolicy, RateLimiter, is_login_timeout
 from mcpbrowser.logs import log
 from mcpbrowser.schema import validate
 from mcpbrowser.session_state import REDACTED, SessionState, now_ms
@@ -110,6 +111,12 @@ class Browser:
         self._ended = OrderedDict()
         self._starting = 0
         self._calls = {}  # ref_id -> Call not yet recorded, so get_content can wait for it
+        self.rate = RateLimiter(self.config.rate_limit)
+        self.cooldown = Cooldown(self.config.login_cooldown, self.config.cooldown_scope, self.config.locale,
+                                 on_end=self._cooldown_ended)
+        # The MCP server sets this to itself: .name (the client's), .can_elicit, .elicit(), .notify().
+        # Embedders may leave it None: then no one can be asked about new domains.
+        self.client = None
         self.store = Store(self.config.db, retention_days=self.config.retention_days,
                            max_mb=self.config.db_max_mb)
         # Warm pool: started, never-used workers. A pooled context has never seen a
@@ -149,6 +156,7 @@ class Browser:
             self._sessions.clear()
             self._idle.clear()
         self._supervisor.cancel_all()
+        self.cooldown.cancel_all()
         shutting_down = BrowserError("The server is shutting down.")
         for worker in workers:
             worker.stop(shutting_down)
@@ -195,6 +203,7 @@ class Browser:
         try:
             if tool is None:
                 raise InvalidParameters(f"Unknown tool {name!r}.", details={"known": list(self.tools)})
+            self._check_guards(name, session_id)
             validate(tool.input_schema, args)
             if tool.needs_session:
                 fut = self._worker(session_id).submit(SessionState.run_call, tool, args, call,
@@ -213,6 +222,19 @@ class Browser:
         # any other (refused, cancelled while queued, failed at close) is recorded here.
         fut.add_done_callback(lambda f: None if call.ran else self._record_response(call, f))
         return fut
+
+    def _check_guards(self, name, session_id):
+        """Cooldown first (no browser work at all while it runs), then the rate limit."""
+        waiting = self.cooldown.message(session_id)
+        if waiting is not None:
+            raise CooldownActive(waiting, session_id=session_id,
+                                 details={"remainingMs": round(self.cooldown.remaining_s(session_id) * 1000)})
+        client = getattr(self.client, "name", None) or "library"
+        # Per client, session and tool: eight sessions of one agent each get their own budget.
+        retry = self.rate.check((client, session_id or "-", name))
+        if retry is not None:
+            raise RateLimited(f"More than {self.config.rate_limit} {name} calls in a minute; retry in {retry} ms.",
+                              session_id=session_id, details={"retryAfterMs": retry})
 
     def call(self, name, args=None):
         """Run one tool call and return its result dict; raises BrowserServerError."""
@@ -312,6 +334,57 @@ class Browser:
                          "json_set(metadata, '$.closeReason', ?) WHERE session_id = ?",
                          (now_ms(), reason, session_id))
 
+    # -- safety: domains and the login-timeout cooldown --------------------------------
+
+    def policy(self, session_allowed=None):
+        c = self.config
+        return DomainPolicy(c.allowed_domains, c.blocked_domains, c.url_schemes, session_allowed)
+
+    def ask_about_domain(self, session_id, host):
+        """SESSION THREAD: ask the user whether this session may visit `host` (MCP elicitation)."""
+        if not self.config.ask_new_domains:
+            raise DomainNotAllowed(f"{host} is not in the server's allowed domains.", session_id=session_id,
+                                   details={"domain": host})
+        client = self.client
+        if client is None or not client.can_elicit:
+            raise DomainNotAllowed(
+                f"{host} is not in the allowed domains, and the user cannot be asked: the client did not "
+                "declare the elicitation capability.", session_id=session_id, details={"domain": host})
+        answer = client.elicit(f"The agent wants to open {host}, which is not in the allowed domains. "
+                               "Allow it for this session?")
+        if answer != "accept":
+            raise DomainNotAllowed(f"The user did not allow {host} ({answer}).", session_id=session_id,
+                                   details={"domain": host, "userAction": answer})
+        log.info("domain allowed by the user", extra={"event": "domain_granted", "session": session_id})
+
+    def _login_failure(self, state, tool, exc):
+        """SESSION THREAD: turn a login or verification timeout into the cooldown (seed 000).
+
+        Only where it cannot punish an ordinary mistake: failures of wait_for_user,
+        or failures on a page that itself asks for a login or verification.
+        """
+        reason = (exc.details or {}).get("reason", "") if isinstance(exc.details, dict) else ""
+        if not self.config.login_cooldown or not is_login_timeout(f"{exc.message} {reason}",
+                                                                  self.config.login_keywords):
+            return exc
+        if tool.name != "wait_for_user" and not state.looks_like_login():
+            return exc
+        text = self.cooldown.trigger(state.session_id, f"{tool.name}: {exc.message[:120]}")
+        log.warning("login timeout: cooldown started", extra={"event": "cooldown_started",
+                                                               "session": state.session_id})
+        self._tell_client("warning", {"event": "cooldown_started", "message": text})
+        return LoginTimeout(text, session_id=state.session_id,
+                            details={"cause": exc.code, "cooldownSeconds": self.config.login_cooldown})
+
+    # TIMER THREAD
+    def _cooldown_ended(self, key, text):
+        log.info(text, extra={"event": "cooldown_ended"})
+        self._tell_client("notice", {"event": "cooldown_ended", "message": text})
+
+    def _tell_client(self, level, data):
+        if self.client is not None:
+            self.client.notify(level, data)
+
     def wait_recorded(self, ref_id, timeout=10.0):
         """Block until the call's response row is queued (its snapshot may still be in capture)."""
         with self._lock:
@@ -321,7 +394,7 @@ class Browser:
 
     # -- CORE POOL THREADS: primitives behind the session tools ---------------------
 
-    def open_session(self, resume=None):
+    def open_session(self, resume=None, allowed_domains=None):
         """Hand out a warm worker, or start one, and register it as a session.
 
         resume: {"sessionId", "storageState", "url"} to bring a closed session back
@@ -344,7 +417,9 @@ class Browser:
         source = "pool" if worker is not None else ("resume" if resume else "cold")
         try:
             if worker is None:
-                worker = self._start_worker(resume)
+                worker = self._start_worker(resume, allowed_domains)
+            elif allowed_domains:
+                worker.submit(SessionState.narrow, allowed_domains).result(SESSION_START_TIMEOUT_S)
         except BaseException:
             with self._lock:
                 self._starting -= 1
@@ -369,13 +444,14 @@ class Browser:
         self._refill()
         return record
 
-    def _start_worker(self, resume=None):
+    def _start_worker(self, resume=None, allowed_domains=None):
         """Start a session thread and wait until its page is open (CORE POOL THREAD)."""
+        options = {"allowed_domains": allowed_domains}
         if resume is None:
-            worker = SessionWorker(str(uuid.uuid4()), self._opener)
+            worker = SessionWorker(str(uuid.uuid4()), self._opener, options)
         else:
-            worker = SessionWorker(resume["sessionId"], self._opener,
-                                   {"storage_state": resume["storageState"], "url": resume["url"]})
+            options.update(storage_state=resume["storageState"], url=resume["url"])
+            worker = SessionWorker(resume["sessionId"], self._opener, options)
         try:
             worker.start().result(SESSION_START_TIMEOUT_S)
         except BaseException as exc:
@@ -528,6 +604,11 @@ class Browser:
             context.set_default_navigation_timeout(self.config.navigation_timeout)
             page = context.new_page()
             state = SessionState(worker, self.config, playwright, browser, context, page)
+            state.policy = self.policy(worker.options.get("allowed_domains"))
+            state.on_failure = self._login_failure
+            state.ask_user = self.ask_about_domain
+            state.tell_user = lambda message: self._tell_client(
+                "alert", {"event": "wait_for_user", "session": worker.session_id, "message": message})
             state.listen()
             if worker.options.get("url", "about:blank") != "about:blank":
                 try:

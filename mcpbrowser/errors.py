@@ -97,6 +97,26 @@ class ContentNotFound(BrowserServerError):
     default_message = "Nothing is stored under that refId."
 
 
+class DomainNotAllowed(BrowserServerError):
+    code = "DOMAIN_NOT_ALLOWED"
+    default_message = "That domain is not allowed by the server's policy."
+
+
+class RateLimited(BrowserServerError):
+    code = "RATE_LIMITED"
+    default_message = "Too many calls of this tool; wait and retry."
+
+
+class LoginTimeout(BrowserServerError):
+    code = "LOGIN_TIMEOUT"
+    default_message = "A login or verification timed out; browser calls now cool down."
+
+
+class CooldownActive(BrowserServerError):
+    code = "COOLDOWN_ACTIVE"
+    default_message = "Browser calls are cooling down after a login timeout."
+
+
 ALL_ERRORS = (
     SessionNotFound,
     SessionExpired,
@@ -112,4 +132,8 @@ ALL_ERRORS = (
     WaitTimeout,
     EvaluationFailed,
     ContentNotFound,
+    DomainNotAllowed,
+    RateLimited,
+    LoginTimeout,
+    CooldownActive,
 )

@@ -69,6 +69,9 @@ class StdioServer:
         self._suppressed = set()  # ids the client cancelled: their answers are dropped
         self.version = protocol.LATEST_VERSION
         self.client_capabilities = {}
+        self.name = None          # the client's name from initialize (rate limits are per client)
+        self._pending = {}        # id of a request we sent the client -> Future of its answer
+        self._next_request = 0
         self.done = threading.Event()
         self._log_handler = ClientLogHandler(self)
         self._handlers = {
@@ -115,6 +118,45 @@ class StdioServer:
             except (BrokenPipeError, ValueError, OSError):
                 self.done.set()  # the client is gone
 
+    # -- the client, as the core sees it (called from session or timer threads) ------------
+
+    @property
+    def can_elicit(self):
+        return isinstance(self.client_capabilities.get("elicitation"), dict)
+
+    def elicit(self, message, timeout=300.0):
+        """Ask the user (elicitation/create); returns accept, decline or cancel."""
+        params = {"message": message,
+                  "requestedSchema": {"type": "object", "properties": {}}}
+        if self.version >= "2025-11-25":
+            params["mode"] = "form"
+        try:
+            answer = self.request_client("elicitation/create", params, timeout)
+        except Exception as exc:
+            log.warning("elicitation failed", extra={"event": "elicitation_failed", "error": str(exc)})
+            return "cancel"
+        action = answer.get("action") if isinstance(answer, dict) else None
+        return action if action in ("accept", "decline", "cancel") else "cancel"
+
+    def request_client(self, method, params, timeout):
+        """Send a request to the client and wait for its answer (never call on the reader thread)."""
+        fut = Future()
+        with self._state_lock:
+            self._next_request += 1
+            request_id = f"mcpbrowser-{self._next_request}"
+            self._pending[request_id] = fut
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        try:
+            return fut.result(timeout)
+        finally:
+            with self._state_lock:
+                self._pending.pop(request_id, None)
+
+    def notify(self, level, data):
+        """A log message the client should see whatever level it asked for (cooldown start and end)."""
+        self.send(protocol.notification("notifications/message",
+                                        {"level": level, "logger": "mcpbrowser", "data": data}))
+
     # -- READER THREAD ---------------------------------------------------------
 
     def _read_loop(self):
@@ -134,7 +176,8 @@ class StdioServer:
                 self._request(msg)
             elif msg.kind == "notification":
                 self._notification(msg)
-            # Responses would answer server-to-client requests; we send none yet.
+            else:
+                self._response(msg)
         except ProtocolError as exc:
             self.send(protocol.error(exc.request_id, exc.code, exc.message, exc.data))
         except Exception as exc:  # a bug of ours must not cost the client its answer
@@ -157,9 +200,21 @@ class StdioServer:
             self._cancel(msg.params.get("requestId"))
         # notifications/initialized and unknown notifications need no action.
 
+    def _response(self, msg):
+        """An answer to a request we sent the client (elicitation); unknown ids are ignored."""
+        with self._state_lock:
+            fut = self._pending.pop(msg.id, None)
+        if fut is not None and not fut.done():
+            if "error" in msg.body:
+                fut.set_exception(RuntimeError(str(msg.body["error"])))
+            else:
+                fut.set_result(msg.body.get("result"))
+
     def _initialize(self, msg):
         self.version = protocol.negotiate(msg.params, msg.id)
         self.client_capabilities = msg.params.get("capabilities") or {}
+        info = msg.params.get("clientInfo")
+        self.name = info.get("name") if isinstance(info, dict) else None
         return {
             "protocolVersion": self.version,
             "capabilities": {"tools": {"listChanged": False}, "logging": {}},

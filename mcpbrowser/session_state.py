@@ -9,13 +9,22 @@ read is copied out as plain data into `worker.info`.
 import re
 import time
 from collections import deque
+from urllib.parse import urljoin, urlsplit
 
-from mcpbrowser.errors import DialogOpen, ElementNotFound, InvalidParameters
+from mcpbrowser.errors import DialogOpen, DomainNotAllowed, ElementNotFound, InvalidParameters
+from mcpbrowser.guards import DomainPolicy, host_of
 from mcpbrowser.logs import log
 
 REF_MARKER = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
 INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
 REDACTED = "[REDACTED]"
+BLOCKED_FAILURE = "net::ERR_BLOCKED_BY_CLIENT"
+MAX_REDIRECT_HOPS = 10
+# What makes a page a login or verification page (for the cooldown rule, see core._login_failure).
+LOGIN_WORDS = ("login", "log-in", "log in", "signin", "sign-in", "sign in", "auth", "verify", "verification",
+               "captcha", "登录", "验证")
+LOGIN_PROBE = """() => !!document.querySelector('input[type=password]') ||
+  [...document.querySelectorAll('iframe')].some(f => /captcha|recaptcha|hcaptcha|turnstile|challenge/i.test(f.src + ' ' + f.title))"""
 
 
 def redact(headers, sensitive):
@@ -61,6 +70,12 @@ class SessionState:
         self._console_mark = 0    # ...of which earlier calls already took this many
         self.secrets = set()      # text typed with secret: true, scrubbed from stored blobs
         self._progress = None     # the running call's progress reporter, if it asked for one
+        self.policy = DomainPolicy()  # what this session may load; the core sets the real one
+        self.on_failure = None    # core hook: may turn a failure into a login timeout
+        self.ask_user = None      # core hook: ask the user about a new domain, or raise
+        self.tell_user = lambda message: None  # core hook: show the person a message (wait_for_user)
+        self.last_blocked = None  # host of the last request the policy refused
+        self._routing = False
         self.storage_saved_at = 0.0   # monotonic time of the last resume save (0: never)
         self.storage_saved_url = None
 
@@ -82,6 +97,23 @@ class SessionState:
         on("requestfinished", self._on_request_done)
         on("requestfailed", self._on_request_done)
         self._watch(self.page)
+        self._route_if_needed()
+
+    def narrow(self, allowed_domains):
+        """Apply a session's own allowedDomains (a pooled session gets them when handed out)."""
+        self.policy.session_allowed = tuple(d.lower() for d in allowed_domains)
+        self._route_if_needed()
+
+    def _route_if_needed(self):
+        # Routing makes every request a round trip through this thread, so it is
+        # installed only when a host list exists. It covers navigations, redirects,
+        # meta refresh, location changes, popups, iframes, fetch/XHR, images and scripts.
+        if self._routing or not (self.policy.restricts_hosts or self.config.ask_new_domains):
+            return
+        self._routing = True
+        self.worker.idle_hook = SessionState.pump
+        self.context.route("**/*", self._route)
+        self.context.route_web_socket(re.compile(".*"), self._route_web_socket)
 
     def close(self):
         for step in (self.context.close, self.browser.close, self.playwright.stop):
@@ -128,7 +160,10 @@ class SessionState:
             result = self.run_tool(tool, args)
         except Exception as exc:
             call.console = self.take_console()
-            raise call.annotate_error(exc) from None
+            error = call.annotate_error(exc)
+            if self.on_failure is not None:
+                error = call.annotate_error(self.on_failure(self, tool, error))
+            raise error from None
         finally:
             self._progress = None
         call.console = self.take_console()
@@ -222,6 +257,40 @@ class SessionState:
             raise InvalidParameters("Give a selector, or a ref from the latest snapshot.",
                                     session_id=self.session_id)
         return None, None
+
+    def pump(self):
+        """Let Playwright dispatch pending events and route handlers (runs its loop ~1 ms, no round trip)."""
+        if self.page is not None and self.dialog is None:
+            self.page.wait_for_timeout(1)
+
+    def check_navigation(self, url):
+        """Refuse a URL the policy forbids before any request leaves; may ask the user."""
+        if not self.policy.scheme_allowed(url):
+            scheme = url.split(":", 1)[0]
+            raise InvalidParameters(
+                f"The {scheme}: scheme is not allowed. Allowed: {', '.join(self.policy.schemes)} "
+                f"(start the server with --url-schemes to add {scheme}).", session_id=self.session_id)
+        if not self.policy.allows(url):
+            host = host_of(url)
+            self.ask_user(self.session_id, host)  # raises DomainNotAllowed unless the user accepts
+            self.policy.grant(host)
+
+    def blocked_error(self, url):
+        host = self.last_blocked or host_of(url)
+        return DomainNotAllowed(f"{host} is not allowed: the request to it was blocked.",
+                                session_id=self.session_id, details={"domain": host})
+
+    def looks_like_login(self):
+        """True when the current page asks for a login or verification."""
+        page = self.page
+        if page is None:
+            return False
+        where = page.url.lower()
+        try:
+            where += " " + page.title().lower()
+            return any(w in where for w in LOGIN_WORDS) or bool(page.evaluate(LOGIN_PROBE))
+        except Exception:
+            return any(w in where for w in LOGIN_WORDS)
 
     def remember_refs(self, snapshot_text):
         self.refs = frozenset(REF_MARKER.findall(snapshot_text))
@@ -324,7 +393,7 @@ class SessionState:
 
     def _on_request(self, request):
         entry = {"method": request.method, "url": request.url, "resourceType": request.resource_type,
-                 "status": None, "durationMs": None, "failure": None, "timestamp": now_ms()}
+                 "status": None, "durationMs": None, "failure": None, "blocked": False, "timestamp": now_ms()}
         self._requests[request] = entry
         self._keep(self.network, (entry, request), "network_dropped")
 
@@ -332,6 +401,55 @@ class SessionState:
         entry = self._requests.get(response.request)
         if entry is not None:
             entry["status"] = response.status
+
+    def _route(self, route):
+        """Enforce the policy on one request, and on every hop of its redirect chain.
+
+        Playwright routes only the first request of a redirect chain; the browser
+        follows the rest unseen. So we fetch the request ourselves without
+        following redirects, check each Location hop (up to MAX_REDIRECT_HOPS),
+        and only then hand the first response back to the browser.
+        """
+        url = route.request.url
+        if not self.policy.allows(url):
+            self._block(route, url)
+            return
+        if urlsplit(url).scheme not in ("http", "https"):
+            route.fallback()
+            return
+        try:
+            response = route.fetch(max_redirects=0)
+        except Exception:
+            route.fallback()  # let the browser meet the failure itself (refused, reset, …)
+            return
+        hop_url, hop = url, response
+        for _ in range(MAX_REDIRECT_HOPS):
+            location = hop.headers.get("location")
+            if not (300 <= hop.status < 400 and location):
+                break
+            target = urljoin(hop_url, location)
+            if not self.policy.allows(target):
+                self._block(route, target)
+                return
+            try:
+                hop, hop_url = self.context.request.get(target, max_redirects=0), target
+            except Exception:
+                break
+        route.fulfill(response=response)
+
+    def _block(self, route, url):
+        self.last_blocked = host_of(url)
+        route.abort("blockedbyclient")
+
+    def _route_web_socket(self, ws):
+        if self.policy.allows(ws.url.replace("ws", "http", 1)):
+            ws.connect_to_server()
+        else:
+            self.last_blocked = host_of(ws.url)
+            self._keep(self.network, ({"method": "GET", "url": ws.url, "resourceType": "websocket",
+                                       "status": None, "durationMs": None, "failure": BLOCKED_FAILURE,
+                                       "blocked": True, "timestamp": now_ms()}, None), "network_dropped")
+            ws.close(code=1008, reason="blocked by mcpbrowser's domain policy")
 
     def _on_request_done(self, request):
         entry = self._requests.pop(request, None)
@@ -341,3 +459,4 @@ class SessionState:
         if timing and timing.get("responseEnd", -1) >= 0:
             entry["durationMs"] = round(timing["responseEnd"], 1)
         entry["failure"] = request.failure
+        entry["blocked"] = (request.failure or "").startswith(BLOCKED_FAILURE)  # also "….Inspector"

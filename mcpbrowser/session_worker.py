@@ -16,6 +16,7 @@ from mcpbrowser.errors import SessionNotFound
 from mcpbrowser.logs import log
 
 _STOP = object()
+IDLE_INTERVAL_S = 0.05
 
 
 class SessionWorker:
@@ -33,6 +34,11 @@ class SessionWorker:
         self._stopping = False
         self._closed_error = None
         self._last = None
+        # idle_hook(state), when set, runs on the session thread whenever the queue has
+        # been empty for IDLE_INTERVAL_S: Playwright dispatches events and route handlers
+        # only during a call, so a session with routing needs this to serve its page's
+        # requests while no tool call is running.
+        self.idle_hook = None
         self._thread = thread_factory(target=self._run, name=f"session-{session_id[:8]}", daemon=True)
 
     # -- ANY THREAD ------------------------------------------------------------
@@ -93,7 +99,14 @@ class SessionWorker:
         self.ready.set_result(True)
         try:
             while True:
-                item = self._queue.get()
+                try:
+                    item = self._queue.get(timeout=IDLE_INTERVAL_S if self.idle_hook else None)
+                except queue.Empty:
+                    try:
+                        self.idle_hook(state)
+                    except Exception:
+                        log.debug("idle hook failed", extra={"session": self.session_id})
+                    continue
                 if item is _STOP:
                     break
                 fut, fn, args, after = item

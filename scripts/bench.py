@@ -174,7 +174,8 @@ async def _call(session, name, arguments):
 
 
 def mcpbrowser_params(*args):
-    return StdioServerParameters(command=sys.executable, args=["-m", "mcpbrowser", "--headless",
+    # --rate-limit 0: the default 60 calls a minute per tool would throttle the measurement itself.
+    return StdioServerParameters(command=sys.executable, args=["-m", "mcpbrowser", "--headless", "--rate-limit", "0",
                                                              "--db", ":memory:", *args])
 
 

@@ -20,8 +20,13 @@ SERVER_CMD = [sys.executable, "-m", "mcpbrowser", "--headless"]
 
 
 def server_args(args):
-    """Test servers keep their history in memory unless a test names a database."""
-    return list(args) if "--db" in args else [*args, "--db", ":memory:"]
+    """Test servers keep their history in memory, and do not rate-limit, unless a test says otherwise."""
+    args = list(args)
+    if "--db" not in args:
+        args += ["--db", ":memory:"]
+    if "--rate-limit" not in args:
+        args += ["--rate-limit", "0"]
+    return args
 
 PAGES = {
     "/form": """<!doctype html><title>Form</title>
@@ -133,6 +138,27 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, f"<title>Counter</title><h1>Count {n}</h1><ul>"
                             + "".join(f"<li>item {i}</li>" for i in range(20)) + "</ul>"
                             + "<input id='secret-box' aria-label='Notes'>")
+        elif url.path == "/signin":
+            self._send(200, "<title>Sign in</title><form><input name=user><input type=password id=pw>"
+                            "<button id=enter onclick=\"document.title='Welcome'\" type=button>Sign in</button>"
+                            "</form>")
+        elif url.path == "/attack":
+            to = query["to"]
+            ws = to.replace("http", "ws", 1)
+            self._send(200, f"""<title>Attack</title>
+<iframe src="{to}/iframe"></iframe><img src="{to}/img.png"><script src="{to}/script.js"></script>
+<script>
+fetch("{to}/fetch").catch(() => {{}});
+const x = new XMLHttpRequest(); x.open("GET", "{to}/xhr"); x.send();
+try {{ new WebSocket("{ws}/ws"); }} catch (e) {{}}
+</script>
+<button id="popup" onclick="window.open('{to}/popup')">Popup</button>""")
+        elif url.path == "/delayed-fetch":
+            self._send(200, "<title>Later</title><script>setTimeout(() => fetch('/hit?k=idle'), 300)</script>")
+        elif url.path == "/meta-refresh":
+            self._send(200, f'<title>Meta</title><meta http-equiv="refresh" content="0;url={query["to"]}/meta">')
+        elif url.path == "/js-location":
+            self._send(200, f'<title>JS</title><script>location.href = "{query["to"]}/location";</script>')
         elif url.path == "/hit":
             self._send(200, f"<title>hit {query.get('k', '')}</title>")
         else:
@@ -166,7 +192,7 @@ class PageServer:
 class McpClient:
     """The official MCP ClientSession over stdio_client, callable from plain threads."""
 
-    def __init__(self, *args, env=None):
+    def __init__(self, *args, env=None, elicitation_callback=None):
         self.stderr = tempfile.NamedTemporaryFile("w+", prefix="mcpbrowser-stderr-", delete=False)
         params = StdioServerParameters(command=SERVER_CMD[0], args=[*SERVER_CMD[1:], *server_args(args)],
                                        env={**os.environ, **(env or {})})
@@ -176,7 +202,7 @@ class McpClient:
         self._transport = self.portal.wrap_async_context_manager(stdio_client(params, errlog=self.stderr))
         read, write = self._transport.__enter__()
         self._session_cm = self.portal.wrap_async_context_manager(
-            ClientSession(read, write, logging_callback=self._on_log))
+            ClientSession(read, write, logging_callback=self._on_log, elicitation_callback=elicitation_callback))
         self.session = self._session_cm.__enter__()
         self.init = self.portal.call(self.session.initialize)
 

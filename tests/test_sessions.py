@@ -49,11 +49,11 @@ def test_sessions_are_isolated(client, pages):
 
 
 def test_session_expires_after_its_timeout(make_client, pages):
-    c = make_client("--session-timeout", "1500")
+    c = make_client("--session-timeout", "4000")
     sid = c.tool("create_session")["sessionId"]
     other = c.tool("create_session")["sessionId"]
     c.tool("navigate", sessionId=sid, url=pages.url("/title/alive"))
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30
     while _titles(c) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert sid not in _titles(c) and other not in _titles(c)

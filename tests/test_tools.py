@@ -21,7 +21,7 @@ def test_every_tool_is_declared_with_schema_title_and_annotations(client):
         "create_session", "close_session", "list_sessions", "navigate", "go_back", "go_forward",
         "reload", "tabs", "wait_for", "click", "type", "select", "hover", "press_key", "handle_dialog",
         "snapshot", "dom_snapshot", "screenshot", "console_logs", "network_logs", "get_content",
-        "get_console_content", "resume_session"}
+        "get_console_content", "resume_session", "wait_for_user"}
     for tool in listed:
         assert tool.title and tool.description
         assert tool.input_schema["type"] == "object"
@@ -106,9 +106,10 @@ def test_element_errors_have_distinct_codes(client, session, pages):
     client.tool("navigate", sessionId=session, url=pages.url("/form"))
     missing = client.error("click", sessionId=session, selector="#nope", timeout=300)
     assert missing["errorCode"] == "ELEMENT_NOT_FOUND" and missing["details"]["target"] == "#nope"
-    disabled = client.error("click", sessionId=session, selector="#off", timeout=300)
+    # Long enough for Playwright's call log to say why, even on a loaded machine.
+    disabled = client.error("click", sessionId=session, selector="#off", timeout=1500)
     assert disabled["errorCode"] == "ELEMENT_NOT_CLICKABLE" and "not enabled" in disabled["message"]
-    hidden = client.error("click", sessionId=session, selector="#hidden", timeout=300)
+    hidden = client.error("click", sessionId=session, selector="#hidden", timeout=1500)
     assert hidden["errorCode"] == "ELEMENT_NOT_CLICKABLE" and "not visible" in hidden["message"]
     plain = client.error("type", sessionId=session, selector="#plain", text="x", timeout=300)
     assert plain["errorCode"] == "ELEMENT_NOT_EDITABLE"

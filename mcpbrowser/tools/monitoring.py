@@ -39,6 +39,9 @@ def network_logs(state, args):
     sensitive = state.config.redact_headers
     entries = []
     for entry, request in picked[-args.get("limit", 100):]:
+        if request is None:  # a blocked WebSocket: there is no request object
+            entries.append({**entry, "requestHeaders": {}, "responseHeaders": {}})
+            continue
         response = None
         if entry["status"] is not None:
             try:

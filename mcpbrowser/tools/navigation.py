@@ -13,7 +13,8 @@ from mcpbrowser.tools.base import (
 
 def _check_url(url):
     parts = urlsplit(url)
-    if not parts.scheme or (parts.scheme in ("http", "https") and not parts.netloc):
+    if not parts.scheme or (parts.scheme in ("http", "https") and not parts.netloc) or \
+            (len(parts.scheme) == 1 and parts.scheme.isalpha()):  # C:\path is a drive, not a scheme
         raise InvalidParameters(
             f"url must be absolute, with a scheme such as https:// (got {url!r})",
             details={"url": url})
@@ -26,6 +27,8 @@ def _load(state, what, method, **kwargs):
     try:
         response = state.act(state.page, method, **kwargs)
     except Exception as exc:
+        if "ERR_BLOCKED_BY_CLIENT" in str(exc):  # a redirect or location change hit the policy
+            raise state.blocked_error(kwargs.get("url", state.page.url)) from None
         reason = str(exc).split("\n", 1)[0]
         raise NavigationFailed(f"Could not load {what}: {reason}", session_id=state.session_id,
                                details={"url": kwargs.get("url", state.page.url), "reason": reason}) from None
@@ -35,6 +38,7 @@ def _load(state, what, method, **kwargs):
 def navigate(state, args):
     url = args["url"]
     _check_url(url)
+    state.check_navigation(url)
     state.report(0, 3, f"Navigating to {url}")
     page, reporting = state.page, [True]
 
@@ -122,12 +126,50 @@ def wait_for(state, args):
         except Exception as exc:
             if "Timeout" not in str(exc):
                 raise
-            raise WaitTimeout(f"Waited {timeout} ms for {what}.", session_id=state.session_id,
+            raise WaitTimeout(f"Timeout: waited {timeout} ms for {what}.", session_id=state.session_id,
                               details={"waitedFor": what, "timeoutMs": timeout}) from None
     elapsed = round((time.monotonic() - started) * 1000)
     state.report(len(checks), len(checks), "Condition met")
     return {"success": True, "message": f"Waited {elapsed} ms for " + " and ".join(c[0] for c in checks),
             "elapsedMs": elapsed}
+
+
+def wait_for_user(state, args):
+    """A person finishes a login or captcha in the (headed) browser; we wait for the sign."""
+    timeout, wanted = args["timeout"], args.get("urlContains")
+    label, matches = state.locate(args, required=False)
+    if (wanted is None) == (matches is None):
+        raise InvalidParameters("Give urlContains or a selector/ref: the sign that the user is done.",
+                                session_id=state.session_id)
+    what = f"the URL to contain {wanted!r}" if wanted is not None else f"{label} to appear"
+    state.tell_user(args["message"])
+    try:
+        state.page.bring_to_front()
+    except Exception:
+        pass  # a headless page has no window to raise
+    started = time.monotonic()
+    while True:
+        elapsed = (time.monotonic() - started) * 1000
+        state.report(round(elapsed), timeout, f"Waiting for the user: {args['message']}")
+        left = timeout - elapsed
+        if left <= 0:
+            raise WaitTimeout(f"Login timeout: the user did not finish within {timeout} ms "
+                              f"(waited for {what}).", session_id=state.session_id,
+                              details={"waitedFor": what, "timeoutMs": timeout})
+        slice_ms = min(1000, left)  # short slices: progress flows and events keep being dispatched
+        try:
+            if wanted is not None:
+                state.page.wait_for_url(lambda url: wanted in url, timeout=slice_ms)
+            else:
+                matches.first.wait_for(state="visible", timeout=slice_ms)
+            break
+        except Exception as exc:
+            if "Timeout" not in str(exc):
+                raise
+    waited = round((time.monotonic() - started) * 1000)
+    state.remember_page(state.page.title())
+    return {"success": True, "message": f"The user finished: saw {what} after {waited} ms.",
+            "waitedMs": waited, "url": state.page.url}
 
 
 LOAD_OPTIONS = {"waitUntil": WAIT_UNTIL, "timeout": TIMEOUT}
@@ -196,6 +238,27 @@ TOOLS = [
                 "current": {"type": "integer"},
             },
             "required": ["tabs", "current"],
+        },
+    ),
+    Tool(
+        name="wait_for_user",
+        title="Wait for the user",
+        description="Ask the person at the browser to finish something (a login, a captcha) and wait "
+                    "until the URL contains urlContains or an element appears. A timeout starts the "
+                    "login cooldown.",
+        input_schema=session_schema({
+            "message": schema.string("What the user should do; shown to them through the client.", minLength=1),
+            "urlContains": schema.string("Done when the page URL contains this text."),
+            **TARGET,
+            "timeout": schema.integer("Milliseconds to wait for the user.", minimum=1, maximum=3_600_000),
+        }, required=("message", "timeout")),
+        handler=wait_for_user,
+        changes_page=True,
+        output_schema={
+            "type": "object",
+            "properties": {"success": {"type": "boolean"}, "message": {"type": "string"},
+                           "waitedMs": {"type": "integer"}, "url": {"type": "string"}},
+            "required": ["success", "message", "waitedMs", "url"],
         },
     ),
     Tool(

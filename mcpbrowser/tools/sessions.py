@@ -8,7 +8,7 @@ from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, Tool, session_sch
 
 
 def create_session(core, args):
-    record = core.open_session()
+    record = core.open_session(allowed_domains=args.get("allowedDomains"))
     return {
         "sessionId": record.session_id,
         "expiresAt": record.expires_at,
@@ -52,7 +52,11 @@ TOOLS = [
         name="create_session",
         title="Create browser session",
         description="Open an isolated browser session (own cookies and storage). Returns sessionId.",
-        input_schema=schema.obj({}),
+        input_schema=schema.obj({
+            "allowedDomains": {"type": "array", "items": {"type": "string", "minLength": 1},
+                               "description": "Narrow the server's allowed domains for this session "
+                                              "(`*.example.com` for subdomains); never widens them."},
+        }),
         handler=create_session,
         needs_session=False,
         output_schema={

@@ -1,0 +1,212 @@
+"""The checks every call passes: domain policy, rate limits, the login-timeout cooldown.
+
+Pure logic with an injectable clock (`time.monotonic` by default, never wall
+time for deadlines) and a lock each, so any thread may call them: the core's
+dispatcher (rate limit, cooldown), session threads (domain checks inside
+request routing) and timer threads (cooldown end).
+"""
+
+import collections
+import math
+import threading
+import time
+from urllib.parse import urlsplit
+
+# -- domains -------------------------------------------------------------------------------
+
+
+def host_of(url):
+    return (urlsplit(url).hostname or "").lower()
+
+
+def domain_matches(host, pattern):
+    """`example.com` matches itself only; `*.example.com` matches its subdomains, not itself."""
+    pattern = pattern.lower().strip()
+    if pattern.startswith("*."):
+        return host.endswith(pattern[1:])
+    return host == pattern
+
+
+class DomainPolicy:
+    """What one session may load: the server's lists, narrowed by the session's, plus what the user allowed."""
+
+    def __init__(self, allowed=(), blocked=(), schemes=("http", "https", "about", "data"), session_allowed=None):
+        self.allowed = tuple(allowed)
+        self.blocked = tuple(blocked)
+        self.schemes = tuple(schemes)
+        self.session_allowed = tuple(session_allowed) if session_allowed else None
+        self.granted = set()  # hosts the user accepted for this session (--ask-new-domains)
+        self._lock = threading.Lock()
+
+    @property
+    def restricts_hosts(self):
+        return bool(self.allowed or self.blocked or self.session_allowed)
+
+    def grant(self, host):
+        with self._lock:
+            self.granted.add(host)
+
+    def scheme_allowed(self, url):
+        return urlsplit(url).scheme.lower() in self.schemes
+
+    def host_allowed(self, host):
+        """Blocked always wins; then every list that exists must allow the host (so narrowing never widens)."""
+        if any(domain_matches(host, p) for p in self.blocked):
+            return False
+        with self._lock:
+            if host in self.granted:
+                return True
+        if self.allowed and not any(domain_matches(host, p) for p in self.allowed):
+            return False
+        if self.session_allowed is not None and not any(domain_matches(host, p) for p in self.session_allowed):
+            return False
+        return True
+
+    def allows(self, url):
+        """True for a URL this session may request (scheme and host)."""
+        if not self.scheme_allowed(url):
+            return False
+        scheme = urlsplit(url).scheme.lower()
+        if scheme in ("about", "data", "blob"):
+            return True  # no host: nothing leaves the browser
+        return self.host_allowed(host_of(url))
+
+
+# -- rate limits -----------------------------------------------------------------------------
+
+
+class RateLimiter:
+    """At most `per_minute` calls per key in any sliding 60 s window; 0 turns it off."""
+
+    WINDOW_S = 60.0
+
+    def __init__(self, per_minute, clock=time.monotonic):
+        self.per_minute = per_minute
+        self.clock = clock
+        self._calls = collections.defaultdict(collections.deque)
+        self._lock = threading.Lock()
+
+    def check(self, key):
+        """None when the call may go ahead (and is counted), else milliseconds until it may."""
+        if not self.per_minute:
+            return None
+        now = self.clock()
+        with self._lock:
+            calls = self._calls[key]
+            while calls and calls[0] <= now - self.WINDOW_S:
+                calls.popleft()
+            if len(calls) >= self.per_minute:
+                return max(1, math.ceil((calls[0] + self.WINDOW_S - now) * 1000))
+            calls.append(now)
+            return None
+
+
+# -- the login-timeout cooldown (seed 000) ----------------------------------------------------
+
+DEFAULT_KEYWORDS = ("验证超时", "登录超时", "timeout", "captcha", "验证码", "login required", "authentication")
+
+MESSAGES = {
+    "en": {
+        "timeout": "Login or verification timed out ({why}). To stop retrying against a login or captcha "
+                   "wall while nobody is there, every browser call now waits {left}. Ask the user to finish "
+                   "the login or verification, then call wait_for_user or try again after the cooldown.",
+        "cooldown": "Cooling down after a login or verification timeout ({why}): {left} left. No browser work "
+                    "is done until then. Ask the user to complete the login or captcha in the browser window "
+                    "and try again after the cooldown, instead of retrying now.",
+        "left": "{m} min {s} s",
+        "ended": "The login-timeout cooldown ended; browser calls proceed again.",
+    },
+    "zh": {
+        "timeout": "登录或验证超时（{why}）。为避免在无人值守时反复冲击登录或验证码页面，所有浏览器操作将暂停 {left}。"
+                   "请让用户完成登录或验证，然后调用 wait_for_user，或在冷却结束后重试。",
+        "cooldown": "登录或验证超时后的冷却中（{why}）：还剩 {left}。在此之前不会执行任何浏览器操作。"
+                    "请让用户在浏览器窗口中完成登录或验证码，冷却结束后再试，不要立即重试。",
+        "left": "{m} 分 {s} 秒",
+        "ended": "登录超时冷却已结束，浏览器操作恢复。",
+    },
+}
+
+
+def is_login_timeout(message, keywords=DEFAULT_KEYWORDS):
+    """Seed 000's detector: the message names a login or verification timeout by keyword."""
+    text = (message or "").lower()
+    return any(keyword.lower() in text for keyword in keywords)
+
+
+class Cooldown:
+    """Pauses browser work for `duration_s` after a login timeout; per server or per session scope."""
+
+    def __init__(self, duration_s, scope="server", locale="en", clock=time.monotonic,
+                 timer_factory=threading.Timer, on_end=None):
+        self.duration_s = duration_s
+        self.scope = scope
+        self.texts = MESSAGES[locale]
+        self.clock = clock
+        self.timer_factory = timer_factory
+        self.on_end = on_end
+        self._started = {}  # scope key -> (monotonic start, why)
+        self._timers = {}
+        self._lock = threading.Lock()
+
+    def key(self, session_id):
+        return "server" if self.scope == "server" else session_id
+
+    def trigger(self, session_id, why):
+        """Start (or restart) the cooldown; returns the timeout message for the call that tripped it."""
+        if not self.duration_s:
+            return None
+        key = self.key(session_id)
+        with self._lock:
+            self._started[key] = (self.clock(), why)
+            old = self._timers.pop(key, None)
+            timer = self._timers[key] = self.timer_factory(self.duration_s, self._end, args=(key,))
+        if old is not None:
+            old.cancel()
+        timer.daemon = True
+        timer.name = f"cooldown-{key[:8]}"
+        timer.start()
+        return self.texts["timeout"].format(why=why, left=self._left(self.duration_s))
+
+    def remaining_s(self, session_id):
+        """Seconds left, or 0 when not cooling down (an expired window resets here too)."""
+        key = self.key(session_id)
+        with self._lock:
+            started = self._started.get(key)
+            if started is None:
+                return 0.0
+            left = started[0] + self.duration_s - self.clock()
+            if left <= 0:
+                del self._started[key]
+                return 0.0
+            return left
+
+    def message(self, session_id):
+        """The cooldown message while active, else None."""
+        left = self.remaining_s(session_id)
+        if not left:
+            return None
+        with self._lock:
+            why = self._started.get(self.key(session_id), (0, "login timeout"))[1]
+        return self.texts["cooldown"].format(why=why, left=self._left(left))
+
+    def _left(self, seconds):
+        whole = math.ceil(seconds)
+        return self.texts["left"].format(m=whole // 60, s=whole % 60)
+
+    # TIMER THREAD: flag only; it never touches a browser.
+    def _end(self, key):
+        with self._lock:
+            self._timers.pop(key, None)
+            started = self._started.get(key)
+            # 50 ms of slack: a timer may wake a hair before the monotonic deadline.
+            if started is None or self.clock() < started[0] + self.duration_s - 0.05:
+                return  # reset already, or restarted meanwhile
+            del self._started[key]
+        if self.on_end is not None:
+            self.on_end(key, self.texts["ended"])
+
+    def cancel_all(self):
+        with self._lock:
+            timers, self._timers = list(self._timers.values()), {}
+        for timer in timers:
+            timer.cancel()

@@ -1,0 +1,193 @@
+"""End to end: the domain allowlist on the network, schemes, elicitation, rate limits, redaction (issue 5)."""
+
+import json
+import sqlite3
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from urllib.parse import urlsplit
+
+import pytest
+from mcp import types
+
+from support import McpClient
+
+FORBIDDEN_HOST = "127.0.0.2"  # loopback too, but another host as far as the policy is concerned
+
+
+class _Counter(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.server.hits.append(self.path)
+        body = b"<title>Forbidden page</title>forbidden"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def forbidden():
+    """A server that must never be reached; it counts every request, WebSocket upgrades included."""
+    httpd = ThreadingHTTPServer((FORBIDDEN_HOST, 0), _Counter)
+    httpd.daemon_threads = True
+    httpd.hits = []
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def base(httpd):
+    return f"http://{FORBIDDEN_HOST}:{httpd.server_port}"
+
+
+def test_allowlist_is_enforced_on_every_route(make_client, pages, forbidden):
+    c = make_client("--allowed-domains", "127.0.0.1")
+    sid = c.tool("create_session")["sessionId"]
+    to = base(forbidden)
+    direct = c.error("navigate", sessionId=sid, url=f"{to}/direct")
+    assert direct["errorCode"] == "DOMAIN_NOT_ALLOWED" and FORBIDDEN_HOST in direct["message"]
+    redirected = c.error("navigate", sessionId=sid, url=pages.url(f"/redirect?to={to}/redirected"))
+    assert redirected["errorCode"] == "DOMAIN_NOT_ALLOWED" and redirected["details"]["domain"] == FORBIDDEN_HOST
+    for page in ("/meta-refresh", "/js-location"):
+        c.call("navigate", {"sessionId": sid, "url": pages.url(f"{page}?to={to}")})
+        time.sleep(0.5)  # give the refresh or script time to try
+    c.tool("navigate", sessionId=sid, url=pages.url(f"/attack?to={to}"))
+    c.tool("click", sessionId=sid, selector="#popup")
+    time.sleep(1.5)  # iframe, image, script, fetch, XHR, WebSocket and the popup all try now
+    assert forbidden.hits == []
+    deadline = time.monotonic() + 10
+    while True:  # a request's failure event may still be on its way
+        logs = c.tool("network_logs", sessionId=sid, urlContains=FORBIDDEN_HOST, limit=100)["entries"]
+        towards = [e for e in logs if urlsplit(e["url"]).hostname == FORBIDDEN_HOST]
+        if all(e["failure"] for e in towards) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert all(e["blocked"] for e in towards), towards
+    blocked = {e["url"].rsplit("/", 1)[1] for e in towards}
+    assert {"redirected", "iframe", "img.png", "script.js", "fetch", "xhr", "ws"} <= blocked, towards
+
+
+def test_session_narrows_but_never_widens(make_client, pages, forbidden):
+    c = make_client("--allowed-domains", f"127.0.0.1,{FORBIDDEN_HOST}")
+    narrow = c.tool("create_session", allowedDomains=["127.0.0.1"])["sessionId"]
+    wide = c.tool("create_session")["sessionId"]
+    assert c.error("navigate", sessionId=narrow, url=f"{base(forbidden)}/x")["errorCode"] == "DOMAIN_NOT_ALLOWED"
+    assert c.tool("navigate", sessionId=wide, url=f"{base(forbidden)}/x")["title"] == "Forbidden page"
+    d = make_client("--allowed-domains", "127.0.0.1")
+    widen = d.tool("create_session", allowedDomains=[FORBIDDEN_HOST, "127.0.0.1"])["sessionId"]
+    assert d.error("navigate", sessionId=widen, url=f"{base(forbidden)}/y")["errorCode"] == "DOMAIN_NOT_ALLOWED"
+    assert forbidden.hits == ["/x"]
+
+
+def test_blocked_domains_win(make_client, pages, forbidden):
+    c = make_client("--blocked-domains", FORBIDDEN_HOST)
+    sid = c.tool("create_session")["sessionId"]
+    assert c.tool("navigate", sessionId=sid, url=pages.url("/title/ok"))["title"] == "ok"
+    assert c.error("navigate", sessionId=sid, url=f"{base(forbidden)}/z")["errorCode"] == "DOMAIN_NOT_ALLOWED"
+    assert forbidden.hits == []
+
+
+def test_schemes_need_an_explicit_flag(make_client, tmp_path):
+    page = tmp_path / "local.html"
+    page.write_text("<title>Local file</title>")
+    c = make_client()
+    sid = c.tool("create_session")["sessionId"]
+    err = c.error("navigate", sessionId=sid, url=page.as_uri())
+    assert err["errorCode"] == "INVALID_PARAMETERS" and "--url-schemes" in err["message"]
+    assert c.error("navigate", sessionId=sid, url="chrome://version")["errorCode"] == "INVALID_PARAMETERS"
+    assert c.tool("navigate", sessionId=sid, url="data:text/html,<title>Data</title>")["title"] == "Data"
+    d = make_client("--url-schemes", "http,https,about,data,file")
+    sid = d.tool("create_session")["sessionId"]
+    assert d.tool("navigate", sessionId=sid, url=page.as_uri())["title"] == "Local file"
+
+
+def _elicitation(action, asked):
+    async def answer(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action=action)
+    return answer
+
+
+@pytest.mark.parametrize("action", ["accept", "decline", "cancel"])
+def test_new_domains_are_asked_through_elicitation(pages, forbidden, action):
+    asked = []
+    c = McpClient("--allowed-domains", "127.0.0.1", "--ask-new-domains",
+                  elicitation_callback=_elicitation(action, asked))
+    try:
+        sid = c.tool("create_session")["sessionId"]
+        url = f"{base(forbidden)}/asked"
+        if action == "accept":
+            assert c.tool("navigate", sessionId=sid, url=url)["title"] == "Forbidden page"
+            assert forbidden.hits == ["/asked"]
+        else:
+            err = c.error("navigate", sessionId=sid, url=url)
+            assert err["errorCode"] == "DOMAIN_NOT_ALLOWED" and err["details"]["userAction"] == action
+            assert forbidden.hits == []
+        assert len(asked) == 1 and FORBIDDEN_HOST in asked[0]
+    finally:
+        c.close()
+
+
+def test_without_elicitation_the_answer_says_why(make_client, forbidden):
+    c = make_client("--allowed-domains", "127.0.0.1", "--ask-new-domains")
+    sid = c.tool("create_session")["sessionId"]
+    err = c.error("navigate", sessionId=sid, url=f"{base(forbidden)}/nope")
+    assert err["errorCode"] == "DOMAIN_NOT_ALLOWED" and "elicitation" in err["message"]
+    assert forbidden.hits == []
+
+
+def test_rate_limit_boundary(make_client):
+    c = make_client("--rate-limit", "3")
+    for _ in range(3):
+        c.tool("list_sessions")
+    err = c.error("list_sessions")
+    assert err["errorCode"] == "RATE_LIMITED" and 0 < err["details"]["retryAfterMs"] <= 60_000
+    assert c.tool("create_session")["sessionId"]  # another operation has its own budget
+
+
+def test_planted_secrets_appear_nowhere(tmp_path, pages):
+    db = str(tmp_path / "h.db")
+    c = McpClient("--db", db)
+    outputs = []
+    try:
+        def call(name, **arguments):
+            result = c.call(name, arguments)
+            outputs.append(json.dumps([block.model_dump() for block in result.content]))
+            return json.loads(result.content[0].text)
+
+        sid = call("create_session")["sessionId"]
+        call("navigate", sessionId=sid, url=pages.url("/logs"))  # sends Authorization and X-Api-Key
+        call("wait_for", sessionId=sid, selector="#more")
+        call("network_logs", sessionId=sid)
+        call("navigate", sessionId=sid, url=pages.url("/counter?n=1"))
+        ref = call("type", sessionId=sid, selector="#secret-box", text="PLANTED-PASSWORD", secret=True)["refId"]
+        call("get_content", ref_id=ref)
+        call("console_logs", sessionId=sid)
+        call("close_session", sessionId=sid)
+        stderr = "\n".join(json.dumps(entry) for entry in c.server_log())
+    finally:
+        c.close()
+    with sqlite3.connect(db) as conn:
+        stored = "".join(repr(row) for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                         for row in conn.execute(f"SELECT * FROM {table}"))
+    for secret in ("SECRET-TOKEN-123", "SECRET-KEY-456", "SECRET-COOKIE-789", "PLANTED-PASSWORD"):
+        for where, text in (("tool output", "".join(outputs)), ("stderr", stderr), ("database", stored)):
+            assert secret not in text, f"{secret} leaked into the {where}"
+    assert "[REDACTED]" in "".join(outputs)
+
+
+def test_page_requests_are_served_while_no_call_runs(make_client, pages):
+    # Route handlers run on the session thread; an idle session must still serve them.
+    c = make_client("--allowed-domains", "127.0.0.1")
+    sid = c.tool("create_session")["sessionId"]
+    c.tool("navigate", sessionId=sid, url=pages.url("/delayed-fetch"))
+    deadline = time.monotonic() + 10
+    while "/hit?k=idle" not in pages.hits and time.monotonic() < deadline:
+        time.sleep(0.05)  # no tool call runs meanwhile
+    assert "/hit?k=idle" in pages.hits
