@@ -70,7 +70,11 @@ def test_allowlist_is_enforced_on_every_route(make_client, pages, forbidden):
         time.sleep(0.2)
     assert all(e["blocked"] for e in towards), towards
     blocked = {e["url"].rsplit("/", 1)[1] for e in towards}
-    assert {"redirected", "iframe", "img.png", "script.js", "fetch", "xhr", "ws"} <= blocked, towards
+    assert {"meta", "location", "iframe", "img.png", "script.js", "fetch", "xhr", "ws", "popup"} <= blocked, towards
+    # The redirect's target was never requested: the chain was checked first and the
+    # redirecting request itself is the one logged as blocked.
+    everything = c.tool("network_logs", sessionId=sid, urlContains="/redirect?to=", limit=100)["entries"]
+    assert everything and all(e["blocked"] for e in everything)
 
 
 def test_session_narrows_but_never_widens(make_client, pages, forbidden):
