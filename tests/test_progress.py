@@ -21,6 +21,8 @@ def call_with_progress(client, name, arguments):
     ("navigate", {"url": "/slow?ms=300"}, ["Navigating to", "DOM content loaded", "Page loaded", "Done"]),
     ("wait_for", {"selector": "h1"}, ["Waiting for", "Condition met"]),
     ("screenshot", {}, ["Capturing", "Captured", "Done"]),
+    ("wait_for_user", {"message": "Sign in please", "selector": "h1", "timeout": 5000},
+     ["Waiting for the user: Sign in please", "The user finished"]),
 ])
 def test_long_calls_report_progress(client, session, pages, tool, arguments, stages):
     client.tool("navigate", sessionId=session, url=pages.url("/title/ready"))

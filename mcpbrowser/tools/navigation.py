@@ -167,6 +167,7 @@ def wait_for_user(state, args):
             if "Timeout" not in str(exc):
                 raise
     waited = round((time.monotonic() - started) * 1000)
+    state.report(timeout, timeout, "The user finished")
     state.remember_page(state.page.title())
     return {"success": True, "message": f"The user finished: saw {what} after {waited} ms.",
             "waitedMs": waited, "url": state.page.url}
