@@ -49,7 +49,7 @@ def main(argv=None):
 
     # Answer initialize first: the reader starts before the core is built.
     core_ready = Future()
-    server = StdioServer(core_ready, sys.stdin.buffer, out).start()
+    server = StdioServer(core_ready, sys.stdin.buffer, out, config.max_message_bytes).start()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: server.done.set())
     threading.Thread(target=_warm_imports, name="warm-imports", daemon=True).start()

@@ -172,6 +172,10 @@ class Config:
         ("验证超时", "登录超时", "timeout", "captcha", "验证码", "login required", "authentication"), _text_list,
         "Comma-separated words that mark a failure as a login or verification timeout (seed 000).")
     locale: str = _option("en", _one_of(("en", "zh")), "Language of cooldown messages: en or zh.")
+    max_message_bytes: int = _option(
+        4 * 1024 * 1024, _int_at_least(1024),
+        "Longest JSON-RPC line accepted from the client; a longer one is answered with -32600 and "
+        "discarded (requests here are small; this bounds memory under hostile input).")
     db: str = _option(
         None, _optional_text,
         "SQLite history of every call: a file path, or :memory: to keep nothing after exit "

@@ -56,6 +56,10 @@ def parse(line):
     if not isinstance(body, dict):
         raise ProtocolError(INVALID_REQUEST, "Invalid request: a message must be a JSON object "
                                              "(batches are not supported)")
+    if "method" not in body and ("result" in body or "error" in body):
+        # Response-shaped: never answered, even when malformed, or two peers could
+        # trade error answers for ever.
+        return Message("response", body.get("id"), None, {}, body)
     has_id = "id" in body
     request_id = body.get("id") if has_id and _valid_id(body.get("id")) else None
     if body.get("jsonrpc") != "2.0":
@@ -63,8 +67,6 @@ def parse(line):
     if has_id and not _valid_id(body["id"]):
         raise ProtocolError(INVALID_REQUEST, "Invalid request: id must be a string or an integer")
     if "method" not in body:
-        if has_id and ("result" in body or "error" in body):
-            return Message("response", body["id"], None, {}, body)
         raise ProtocolError(INVALID_REQUEST, 'Invalid request: "method" is missing', request_id)
     method = body["method"]
     if not isinstance(method, str):

@@ -57,7 +57,7 @@ class ClientLogHandler(logging.Handler):
 class StdioServer:
     """One MCP connection over a pair of byte streams."""
 
-    def __init__(self, core, infile, outfile):
+    def __init__(self, core, infile, outfile, max_message_bytes=4 * 1024 * 1024):
         # `core` may be a Future: the reader starts, and initialize is answered, before
         # the core (store, thread pools, browser start) exists. Requests that need it wait.
         self._core = core
@@ -74,6 +74,7 @@ class StdioServer:
         self._next_request = 0
         self.done = threading.Event()
         self._log_handler = ClientLogHandler(self)
+        self.max_message_bytes = max_message_bytes
         self._handlers = {
             "initialize": self._initialize,
             "ping": lambda msg: {},
@@ -160,14 +161,28 @@ class StdioServer:
     # -- READER THREAD ---------------------------------------------------------
 
     def _read_loop(self):
+        limit = self.max_message_bytes
         try:
-            for line in iter(self._in.readline, b""):
-                if line.strip():
+            while True:
+                line = self._in.readline(limit + 1)
+                if not line:
+                    break
+                if len(line) > limit and not line.endswith(b"\n"):
+                    self._discard_rest_of_line()
+                    self.send(protocol.error(None, protocol.INVALID_REQUEST,
+                                             f"Invalid request: message longer than {limit} bytes"))
+                elif line.strip():
                     self.handle_line(line)
         except Exception:
             log.exception("reader failed", extra={"event": "reader_failed"})
         finally:
             self.done.set()
+
+    def _discard_rest_of_line(self):
+        while True:
+            chunk = self._in.readline(65536)
+            if not chunk or chunk.endswith(b"\n"):
+                return
 
     def handle_line(self, line):
         try:

@@ -24,7 +24,8 @@ MAX_REDIRECT_HOPS = 10
 LOGIN_WORDS = ("login", "log-in", "log in", "signin", "sign-in", "sign in", "auth", "verify", "verification",
                "captcha", "登录", "验证")
 LOGIN_PROBE = """() => !!document.querySelector('input[type=password]') ||
-  [...document.querySelectorAll('iframe')].some(f => /captcha|recaptcha|hcaptcha|turnstile|challenge/i.test(f.src + ' ' + f.title))"""
+  [...document.querySelectorAll('iframe')].some(
+    f => /captcha|recaptcha|hcaptcha|turnstile|challenge/i.test(f.src + ' ' + f.title))"""
 
 
 def redact(headers, sensitive):

@@ -1,5 +1,6 @@
 """Hypothesis strategies shared by the property tests."""
 
+import json
 import uuid
 
 from hypothesis import strategies as st
@@ -13,3 +14,38 @@ json_values = st.recursive(json_scalars, lambda inner: st.one_of(
 
 def fresh_id():
     return str(uuid.uuid4())
+
+
+# -- protocol fuzzing: what a hostile or broken client might send --------------------------------
+
+# Every real tool is left out: a real call answers from another thread, after our ping.
+REAL_TOOLS = set(__import__("mcpbrowser.tools", fromlist=["BY_NAME"]).BY_NAME)
+ids = st.one_of(st.integers(-2**53, 2**53), st.text(max_size=20), st.none(), st.booleans(),
+                st.floats(allow_nan=False, allow_infinity=False), st.lists(st.integers(), max_size=2))
+methods = st.one_of(st.sampled_from(["ping", "tools/list", "initialize", "logging/setLevel", "tools/call",
+                                     "server/discover", "notifications/cancelled", "resources/list"]),
+                    st.text(max_size=30))
+params = st.one_of(json_values, st.fixed_dictionaries({}, optional={
+    "name": st.one_of(st.text(max_size=20).filter(lambda n: n not in REAL_TOOLS), json_scalars),
+    "arguments": json_values, "level": st.one_of(st.text(max_size=10), json_scalars),
+    "requestId": ids, "protocolVersion": st.one_of(st.text(max_size=12), json_scalars),
+    "cursor": json_scalars}))
+messages = st.fixed_dictionaries({}, optional={
+    "jsonrpc": st.one_of(st.just("2.0"), json_scalars), "id": ids, "method": methods, "params": params,
+    "result": json_values, "error": json_values})
+
+
+def _nest(depth):
+    return "[" * depth + "]" * depth
+
+
+raw_lines = st.one_of(
+    messages.map(lambda m: json.dumps(m).encode()),
+    json_values.map(lambda v: json.dumps(v).encode()),
+    st.binary(max_size=200).filter(lambda b: b"\n" not in b and b.strip()),
+    st.integers(min_value=1, max_value=5000).map(lambda d: _nest(d).encode()),
+    st.integers(min_value=1_000, max_value=200_000).map(
+        lambda n: json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * n}}).encode()),
+    st.sampled_from([b"\xff\xfe\xfd", b'{"jsonrpc":"2.0","id":1,"method":"\xc3\x28"}',
+                     b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"ghost"}}']),
+)
