@@ -130,7 +130,8 @@ def test_force_click_skips_actionability(client, session, pages):
 
 
 def test_list_sessions_shows_url_title_and_times(client, session, pages):
-    client.tool("navigate", sessionId=session, url=pages.url("/title/Listed"))
+    ref = client.tool("navigate", sessionId=session, url=pages.url("/title/Listed"))["refId"]
+    client.tool("get_content", ref_id=ref)  # returns once the after-call capture is done: the session is idle
     entry = next(s for s in client.tool("list_sessions")["sessions"] if s["sessionId"] == session)
     assert entry["url"] == pages.url("/title/Listed") and entry["title"] == "Listed"
     assert entry["expiresAt"] - entry["createdAt"] == 300_000 and entry["busy"] is False
