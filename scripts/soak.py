@@ -147,7 +147,8 @@ def main():
         print(json.dumps(report, indent=2))
     else:
         print(f"phase 1: {report['sessions']} sessions x {report['calls_per_session']} calls in "
-              f"{report['phase1_s']} s: {report['answered']} answered, {report['lost_or_mismatched']} lost or mismatched")
+              f"{report['phase1_s']} s: {report['answered']} answered, "
+              f"{report['lost_or_mismatched']} lost or mismatched")
         print(f"phase 2: {report['cycles']} create/close cycles in {report['phase2_s']} s; "
               f"before {report['baseline']}, after {report['after']}, RSS growth {report['rss_growth_mb']} MB")
         for problem in report["problems"][:20]:
