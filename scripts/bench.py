@@ -72,20 +72,30 @@ def timed(fn):
     return time.perf_counter() - started
 
 
-def pss_kb(pid):
-    """PSS of a process and all its descendants, from /proc."""
+def descendants(pid):
+    """Pids of every live (non-zombie) process below `pid`, from /proc."""
     children = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/stat") as f:
-                    children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+                    fields = f.read().rsplit(")", 1)[1].split()
             except OSError:
-                pass
-    total, todo = 0, [pid]
+                continue
+            if fields[0] != "Z":
+                children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [pid]
     while todo:
-        current = todo.pop()
-        todo += children.get(current, [])
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def pss_kb(pid):
+    """PSS of a process and all its descendants, from /proc."""
+    total = 0
+    for current in [pid, *descendants(pid)]:
         try:
             with open(f"/proc/{current}/smaps_rollup") as f:
                 total += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))

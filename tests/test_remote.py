@@ -20,6 +20,17 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def _wait_for_port(port, seconds=30):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
+
+
 @pytest.fixture
 def run_server(tmp_path):
     # run-server launches Chromium from where Playwright keeps its browsers, and the
@@ -38,13 +49,7 @@ def run_server(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "playwright", "run-server", "--port", str(port),
                              "--host", "127.0.0.1"], env={**os.environ, "PLAYWRIGHT_BROWSERS_PATH": str(root)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.1)
+    _wait_for_port(port)
     yield f"ws://127.0.0.1:{port}/"
     proc.terminate()
     proc.wait(10)
@@ -76,13 +81,7 @@ def cdp_browser(tmp_path):
                              f"--remote-debugging-port={port}", f"--user-data-dir={tmp_path / 'profile'}",
                              "--disable-background-networking", "about:blank"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.1)
+    _wait_for_port(port)
     yield f"http://127.0.0.1:{port}"
     proc.terminate()
     proc.wait(10)

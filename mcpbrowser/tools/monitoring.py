@@ -4,6 +4,11 @@ from mcpbrowser import schema
 from mcpbrowser.session_state import redact
 from mcpbrowser.tools.base import Tool, session_schema
 
+LOG_RESULT = {
+    "type": "object",
+    "properties": {"entries": {"type": "array"}, "count": {"type": "integer"}, "dropped": {"type": "integer"}},
+    "required": ["entries", "count", "dropped"],
+}
 LIMIT = schema.integer("Most entries to return, newest last (default 100).", minimum=1, maximum=10_000)
 
 
@@ -69,12 +74,7 @@ TOOLS = [
         handler=console_logs,
         read_only=True,
         page_tool=False,
-        output_schema={
-            "type": "object",
-            "properties": {"entries": {"type": "array"}, "count": {"type": "integer"},
-                           "dropped": {"type": "integer"}},
-            "required": ["entries", "count", "dropped"],
-        },
+        output_schema=LOG_RESULT,
     ),
     Tool(
         name="network_logs",
@@ -89,11 +89,6 @@ TOOLS = [
         handler=network_logs,
         read_only=True,
         page_tool=False,
-        output_schema={
-            "type": "object",
-            "properties": {"entries": {"type": "array"}, "count": {"type": "integer"},
-                           "dropped": {"type": "integer"}},
-            "required": ["entries", "count", "dropped"],
-        },
+        output_schema=LOG_RESULT,
     ),
 ]
