@@ -35,6 +35,8 @@ def main(argv=None):
     if print_config:
         import json
 
+        # A one-shot command like --help and --version: no JSON-RPC runs in this process,
+        # so stdout is not the protocol channel here.
         print(json.dumps(config.public(), indent=2))
         return 0
     out = _claim_stdout()
