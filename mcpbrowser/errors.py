@@ -117,6 +117,11 @@ class CooldownActive(BrowserServerError):
     default_message = "Browser calls are cooling down after a login timeout."
 
 
+class PageCrashed(BrowserServerError):
+    code = "PAGE_CRASHED"
+    default_message = "The page crashed; the session has a fresh page at about:blank. Navigate again."
+
+
 ALL_ERRORS = (
     SessionNotFound,
     SessionExpired,
@@ -136,4 +141,5 @@ ALL_ERRORS = (
     RateLimited,
     LoginTimeout,
     CooldownActive,
+    PageCrashed,
 )

@@ -11,7 +11,7 @@ import time
 from collections import deque
 from urllib.parse import urljoin, urlsplit
 
-from mcpbrowser.errors import DialogOpen, DomainNotAllowed, ElementNotFound, InvalidParameters
+from mcpbrowser.errors import DialogOpen, DomainNotAllowed, ElementNotFound, InvalidParameters, PageCrashed
 from mcpbrowser.guards import DomainPolicy, host_of
 from mcpbrowser.logs import log
 
@@ -76,6 +76,7 @@ class SessionState:
         self.ask_user = None      # core hook: ask the user about a new domain, or raise
         self.tell_user = lambda message: None  # core hook: show the person a message (wait_for_user)
         self.last_blocked = None  # host of the last request the policy refused
+        self.crashed = set()      # pages whose renderer died (seed 004: recreate crashed pages)
         self._routing = False
         self.storage_saved_at = 0.0   # monotonic time of the last resume save (0: never)
         self.storage_saved_url = None
@@ -133,10 +134,17 @@ class SessionState:
                 f"A {self.dialog.type} dialog is open ({self.dialog.message!r}); it blocks the page. "
                 "Answer it with handle_dialog first.",
                 session_id=self.session_id, details=self.dialog_info())
+        if self.page in self.crashed:  # it crashed between calls: this call meets it
+            raise self._replace_crashed_page()
         if self.page is None or self.page.is_closed():
             self._open_blank_tab()
         dialog_before = self.dialog
-        result = tool.handler(self, args)
+        try:
+            result = tool.handler(self, args)
+        except Exception:
+            if self.page in self.crashed:
+                raise self._replace_crashed_page() from None
+            raise
         if self.dialog is not None and dialog_before is None:
             result["dialog"] = self.dialog_info()
             if "message" in result:
@@ -335,7 +343,31 @@ class SessionState:
         return self._dialog_waiter
 
     def _open_blank_tab(self):
-        self.page = self.context.new_page()
+        """Open a page of our own and make it current; unlike a popup, it is no news for the agent."""
+        opened = self.tabs_opened
+        page = self.context.new_page()
+        if page not in self.pages:  # its "page" event may not have been dispatched yet
+            self._on_page(page)
+        self._tabs_reported += self.tabs_opened - opened
+        self.page = page
+
+    def _replace_crashed_page(self):
+        """Give the session a fresh page in the same context; return the PAGE_CRASHED error."""
+        dead, url = self.page, self.page.url
+        self.crashed.discard(dead)
+        if dead in self.pages:
+            self.pages.remove(dead)
+        try:
+            dead.close()
+        except Exception:
+            pass  # a crashed page may refuse to close cleanly
+        self._open_blank_tab()
+        self.refs, self.dialog = frozenset(), None
+        self.worker.info = {"url": "about:blank", "title": ""}
+        log.warning("page crashed: replaced", extra={"event": "page_crashed", "session": self.session_id})
+        return PageCrashed(f"The page at {url} crashed. The session has a fresh page at about:blank "
+                           "(same cookies and storage); navigate again.", session_id=self.session_id,
+                           details={"url": url})
 
     def _watch(self, page):
         def navigated(frame):
@@ -347,6 +379,7 @@ class SessionState:
 
         page.on("framenavigated", navigated)
         page.on("close", lambda _: self._on_page_closed(page))
+        page.on("crash", lambda _: self.crashed.add(page))
 
     def _on_page(self, page):
         if page in self.pages:
