@@ -20,8 +20,8 @@ def test_eight_threads_each_drive_their_own_session(browser, pages):
             landed = session.navigate(pages.url("/form"))
             session.type("#name", f"thread {n}")
             session.click("#go")
-            after = {s["sessionId"]: s["title"] for s in browser.list_sessions()}[session.id]
-            return landed["title"], after
+            # snapshot runs on the session's thread after the click: no timing involved
+            return landed["title"], session.snapshot()["title"]
 
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(job, range(8)))
@@ -36,8 +36,7 @@ def test_one_session_shared_by_threads_runs_calls_in_order(browser, pages):
         with ThreadPoolExecutor(8) as pool:
             clicks = list(pool.map(lambda _: session.click("#count")["success"], range(8)))
         assert clicks == [True] * 8
-        titles = {s["sessionId"]: s["title"] for s in browser.list_sessions()}
-        assert titles[session.id] == "count 8"
+        assert session.snapshot()["title"] == "count 8"
     finally:
         session.close()
 

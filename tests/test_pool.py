@@ -80,5 +80,4 @@ def test_pooled_session_is_fresh_and_isolated(make_client, pages):
     assert listed[second]["url"] == "about:blank"
     c.tool("navigate", sessionId=second, url=pages.url("/storage"))
     c.tool("click", sessionId=second, selector="#show")
-    titles = {s["sessionId"]: s["title"] for s in c.tool("list_sessions")["sessions"]}
-    assert titles[second] == "cookie=;local=;session="
+    assert c.tool("snapshot", sessionId=second)["title"] == "cookie=;local=;session="

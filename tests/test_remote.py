@@ -65,7 +65,7 @@ def test_sessions_live_on_a_playwright_run_server(run_server, pages):
         c.tool("type", sessionId=a, selector="#v", text="remote")
         c.tool("click", sessionId=a, selector="#save")
         c.tool("click", sessionId=b, selector="#show")
-        titles = {s["sessionId"]: s["title"] for s in c.tool("list_sessions")["sessions"]}
+        titles = {sid: c.tool("snapshot", sessionId=sid)["title"] for sid in (a, b)}
         assert titles[a] == "cookie=k=remote;local=remote;session=remote"
         assert titles[b] == "cookie=;local=;session="  # isolation holds on the remote browser too
         events = [e.get("event") for e in c.server_log()]
@@ -97,7 +97,7 @@ def test_sessions_live_on_a_cdp_browser(cdp_browser, pages):
         c.tool("type", sessionId=a, selector="#v", text="cdp")
         c.tool("click", sessionId=a, selector="#save")
         c.tool("click", sessionId=b, selector="#show")
-        titles = {s["sessionId"]: s["title"] for s in c.tool("list_sessions")["sessions"]}
+        titles = {sid: c.tool("snapshot", sessionId=sid)["title"] for sid in (a, b)}
         assert titles[a] == "cookie=k=cdp;local=cdp;session=cdp" and titles[b] == "cookie=;local=;session="
         assert "browser_started" not in [e.get("event") for e in c.server_log()]
     finally:

@@ -24,8 +24,7 @@ def test_four_sessions_work_at_the_same_time(client, pages):
         results = list(pool.map(workload, range(4)))
     # "together" proves all four navigations were in flight at once.
     assert results == [("Form", "together", f"s{i}") for i in range(4)]
-    titles = _titles(client)
-    assert [titles[sid] for sid in ids] == [f"s{i}" for i in range(4)]
+    assert [client.tool("snapshot", sessionId=sid)["title"] for sid in ids] == [f"s{i}" for i in range(4)]
     for sid in ids:
         client.tool("close_session", sessionId=sid)
 
@@ -41,9 +40,8 @@ def test_sessions_are_isolated(client, pages):
     # Reload a so the cookie and local storage are read back from the browser.
     client.tool("navigate", sessionId=a, url=pages.url("/storage"))
     client.tool("click", sessionId=a, selector="#show")
-    titles = _titles(client)
-    assert titles[a] == "cookie=k=secretA;local=secretA;session=secretA"
-    assert titles[b] == "cookie=;local=;session="
+    assert client.tool("snapshot", sessionId=a)["title"] == "cookie=k=secretA;local=secretA;session=secretA"
+    assert client.tool("snapshot", sessionId=b)["title"] == "cookie=;local=;session="
     for sid in (a, b):
         client.tool("close_session", sessionId=sid)
 

@@ -81,8 +81,7 @@ def test_type_then_click_changes_the_page(client, session, pages):
     assert client.tool("type", sessionId=session, selector="#name", text="Ada")["success"] is True
     clicked = client.tool("click", sessionId=session, selector="#go")
     assert (clicked["success"], clicked["message"]) == (True, "Clicked #go")
-    titles = {s["sessionId"]: s["title"] for s in client.tool("list_sessions")["sessions"]}
-    assert titles[session] == "Hello Ada"
+    assert client.tool("snapshot", sessionId=session)["title"] == "Hello Ada"
 
 
 def test_type_clear_false_appends_and_delay_types_keys(client, session, pages):
@@ -90,16 +89,14 @@ def test_type_clear_false_appends_and_delay_types_keys(client, session, pages):
     client.tool("type", sessionId=session, selector="#name", text="Ada")
     client.tool("type", sessionId=session, selector="#name", text=" L", clear=False, delay=5)
     client.tool("click", sessionId=session, selector="#go")
-    titles = {s["sessionId"]: s["title"] for s in client.tool("list_sessions")["sessions"]}
-    assert titles[session] == "Hello Ada L"
+    assert client.tool("snapshot", sessionId=session)["title"] == "Hello Ada L"
 
 
 def test_xpath_selector_and_click_count(client, session, pages):
     client.tool("navigate", sessionId=session, url=pages.url("/form"))
     client.tool("click", sessionId=session, selector="//button[@id='count']", clickCount=2)
     client.tool("click", sessionId=session, selector="(//button)[last()]")
-    titles = {s["sessionId"]: s["title"] for s in client.tool("list_sessions")["sessions"]}
-    assert titles[session] == "count 3"
+    assert client.tool("snapshot", sessionId=session)["title"] == "count 3"
 
 
 def test_element_errors_have_distinct_codes(client, session, pages):
