@@ -204,11 +204,6 @@ class Config:
             object.__setattr__(self, "db", default_path())
 
     @classmethod
-    def from_args(cls, argv=None, environ=None):
-        """Parse command-line flags; raises ConfigError naming the bad flag."""
-        return cls.load(argv, environ)[0]
-
-    @classmethod
     def load(cls, argv=None, environ=None):
         """(settings, print_config): defaults < --config file < MCPBROWSER_* variables < flags.
 

@@ -1,4 +1,4 @@
-"""The tool registry: every tool from every area module, by name; read-only after import.
+"""The tool registry: every tool from every area module; read-only after import.
 
 `Browser.tools` narrows this to the tools a configuration enables.
 """
@@ -7,4 +7,3 @@ from mcpbrowser.tools import capture, content, interaction, monitoring, navigati
 
 ALL = [*sessions.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS,
        *content.TOOLS]
-BY_NAME = {tool.name: tool for tool in ALL}
