@@ -23,10 +23,12 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 
 from mcpbrowser.errors import BrowserError
 from mcpbrowser.logs import log
+from mcpbrowser.process_tree import alive, descendants
 
 INSTALL_HINT = (
     "Install one with `sudo apt-get install chromium` (Debian/Ubuntu) or "
@@ -121,12 +123,18 @@ def _die_with_parent():
 class SharedBrowser:
     """One browser behind a Playwright browser server, shared by every session."""
 
-    def __init__(self, browser, executable, headless):
+    def __init__(self, browser, executable, headless, on_exit=None):
         self.browser = browser
         self.executable = executable
         self.headless = headless
         self.ws_endpoint = None
         self.process = None
+        self.ended = threading.Event()  # the server's stdout closed: it exited, or is about to
+        self._on_exit = on_exit         # called once on the pipe reader thread when it does
+        self._exit_line = None
+        self._pong = threading.Event()
+        self._ping_failure = None
+        self._ping_lock = threading.Lock()
         self._stderr_tail = deque(maxlen=20)
         self._stopped = False
 
@@ -134,8 +142,8 @@ class SharedBrowser:
     # PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, so
     # start() must run on a thread that lives as long as the browser should.
 
-    def start(self, timeout=30.0):
-        """Launch the browser server and wait for its endpoint."""
+    def start(self, timeout=30.0, abort=None):
+        """Launch the browser server and wait for its endpoint; `abort` (an Event) gives up early."""
         driver, package = _playwright_dirs()
         node = os.environ.get("PLAYWRIGHT_NODEJS_PATH") or os.path.join(
             driver, "node.exe" if sys.platform == "win32" else "node")
@@ -149,7 +157,12 @@ class SharedBrowser:
         found = threading.Event()
         threading.Thread(target=self._read_endpoint, args=(found,), name="browser-stdout", daemon=True).start()
         threading.Thread(target=self._drain_stderr, name="browser-stderr", daemon=True).start()
-        if not found.wait(timeout) or self.ws_endpoint is None:
+        deadline = time.monotonic() + timeout
+        while not found.wait(0.1) and time.monotonic() < deadline:
+            if abort is not None and abort.is_set():
+                self.stop(0)
+                raise BrowserError("The server is shutting down.")
+        if self.ws_endpoint is None:
             try:  # let a launcher that failed finish writing why
                 self.process.wait(2)
             except subprocess.TimeoutExpired:
@@ -162,22 +175,64 @@ class SharedBrowser:
         return self.ws_endpoint
 
     def stop(self, grace=2.0):
-        """Close the server's stdin (it closes the browser), signal it after `grace`, reap it. Idempotent."""
+        """SIGTERM the server (it closes the browser), SIGKILL its group after `grace`, reap. Idempotent.
+
+        Playwright starts the browser in a process group of its own, so the
+        launcher's descendants are listed first and killed one by one as well:
+        nothing of ours outlives this, even a browser that is hung or stopped.
+        The launcher is our child, so we reap it: no zombie.
+        """
         if self._stopped or self.process is None:
             return
         self._stopped = True
         proc = self.process
+        tree = descendants(proc.pid)
         try:
-            proc.stdin.close()
+            proc.stdin.close()  # a launcher that lost SIGTERM still hears this
         except OSError:
             pass
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(grace)
         except subprocess.TimeoutExpired:
+            if grace:
+                log.warning("browser ignored SIGTERM: killing it", extra={"event": "browser_killed",
+                                                                          "grace_s": grace})
             self._signal_group(signal.SIGKILL)
             proc.wait()
         self._signal_group(signal.SIGKILL)  # anything of the group still alive is a leftover
+        for pid in tree:
+            if alive(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
         log.info("browser stopped", extra={"event": "browser_stopped"})
+
+    def ping(self, timeout=10.0):
+        """Ask the server to open and close a context; None when it did, else what went wrong."""
+        if self.ended.is_set():
+            return "the browser server exited"
+        with self._ping_lock:
+            self._pong.clear()
+            self._ping_failure = None
+            try:
+                self.process.stdin.write(b"ping\n")
+                self.process.stdin.flush()
+            except (OSError, ValueError) as exc:
+                return f"cannot reach the browser server: {exc}"
+            if not self._pong.wait(timeout):
+                return f"no answer to a health check within {timeout:g} s"
+            return self._ping_failure
+
+    def exit_cause(self):
+        """Why the server ended, for the restart log."""
+        if self._exit_line:
+            code, _, sig = self._exit_line.partition(" ")
+            return f"the browser process exited (code {code}, signal {sig})"
+        code = self.process.poll() if self.process is not None else None
+        return f"the browser server exited (code {code})"
 
     def _failure_message(self):
         tail = " | ".join(self._stderr_tail)
@@ -202,7 +257,20 @@ class SharedBrowser:
             if self.ws_endpoint is None and line.startswith("ws://"):
                 self.ws_endpoint = line
                 found.set()
+            elif line == "pong":
+                self._pong.set()
+            elif line.startswith("ping-failed"):
+                self._ping_failure = f"health check failed: {line[len('ping-failed'):].strip()}"
+                self._pong.set()
+            elif line.startswith("exited "):
+                self._exit_line = line[len("exited "):]
         found.set()
+        self.ended.set()
+        self._pong.set()  # a ping in progress gets its answer now
+        if self._ping_failure is None:
+            self._ping_failure = "the browser server exited"
+        if self._on_exit is not None and not self._stopped:
+            self._on_exit()
 
     def _drain_stderr(self):
         for raw in self.process.stderr:

@@ -184,6 +184,32 @@ class Config:
         0, _int_at_least(0), "Drop history older than this many days; 0 keeps everything.")
     db_max_mb: int = _option(
         0, _int_at_least(0), "Drop the oldest history once the database is larger; 0 means no limit.")
+    browser_ping: int = _option(
+        30, _int_at_least(0),
+        "Seconds between health checks of the shared browser (a context opened and closed); a crash "
+        "is noticed at once anyway. 0 turns the check off.")
+    max_restarts: int = _option(
+        3, _int_at_least(0),
+        "Browser restarts allowed within --restart-window (seed 001), after 1, 2 and 4 s; past "
+        "that the server is degraded and calls answer BROWSER_UNAVAILABLE until the window allows one.")
+    restart_window: int = _option(
+        300, _int_at_least(1), "Seconds over which --max-restarts counts restarts.")
+    watchdog_grace: int = _option(
+        30, _int_at_least(0),
+        "Seconds a command may run past its own timeout before it is answered COMMAND_TIMEOUT and "
+        "its session thread is replaced; 0 turns the watchdog off.")
+    breaker_threshold: int = _option(
+        5, _int_at_least(0),
+        "Consecutive BROWSER_ERROR failures of one tool that open its circuit breaker (seed 004); "
+        "0 turns the breaker off.")
+    breaker_reset: int = _option(
+        30, _int_at_least(1),
+        "Seconds an open breaker refuses its tool with CIRCUIT_OPEN before letting one call try.")
+    max_memory_mb: int = _option(
+        0, _int_at_least(0),
+        "Refuse new sessions with RESOURCE_EXHAUSTED while the server's process tree (drivers and "
+        "browser included, PSS) is over this many MB; seed 004 suggests 2048. 0 turns it off: "
+        "off by default because 8 sessions here take about 2 GB.")
     response_mode: str = _option(
         "compact", _one_of(("compact", "full")),
         "compact keeps page snapshots in the history (fetch them with get_content); "

@@ -2,7 +2,9 @@
 
 Threads:
 - ANY THREAD: `Browser` and `Session` public methods (embedders and the MCP server).
-- browser-supervisor thread: launches the shared Chromium and, on close, stops it.
+- browser-supervisor thread: launches the shared Chromium, watches it (exit at once, a ping
+  every --browser-ping s), restarts it with backoff when it dies, and stops it on close.
+- watchdog thread: finds commands running far past their timeout and replaces their session thread.
 - core pool threads: session-less tool handlers (create/close/list sessions).
 - session threads: `SessionState` and every Playwright object (see session_worker).
 - timer threads: expiry callbacks; they only flag and enqueue, never touch Playwright.
@@ -10,21 +12,27 @@ Only plain data (dicts, str, bytes) and Futures cross between them.
 """
 
 import json
+import os
+import signal
 import threading
 import time
 import uuid
 from collections import OrderedDict, deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
+
+from tenacity import Retrying, retry_if_exception_type
 
 from mcpbrowser import tools
 from mcpbrowser.browser_process import SharedBrowser, attach, effective_headless, find_executable
 from mcpbrowser.config import Config
 from mcpbrowser.errors import (
-    BrowserError, BrowserServerError, CooldownActive, DomainNotAllowed, InvalidParameters, LoginTimeout,
-    MaxSessionsReached, RateLimited, SessionExpired, SessionNotFound,
+    BrowserError, BrowserServerError, BrowserUnavailable, CircuitOpen, CommandTimeout, CooldownActive,
+    DomainNotAllowed, InvalidParameters, LoginTimeout, MaxSessionsReached, RateLimited, ResourceExhausted,
+    SessionExpired, SessionLost, SessionNotFound,
 )
-from mcpbrowser.guards import Cooldown, DomainPolicy, RateLimiter, is_login_timeout
+from mcpbrowser.guards import CircuitBreaker, Cooldown, DomainPolicy, RateLimiter, is_login_timeout
 from mcpbrowser.logs import log
+from mcpbrowser.process_tree import tree_pss_kb
 from mcpbrowser.schema import validate
 from mcpbrowser.session_state import REDACTED, SessionState, now_ms
 from mcpbrowser.session_worker import SessionWorker
@@ -34,8 +42,12 @@ from mcpbrowser.supervisor import Supervisor
 
 SESSION_START_TIMEOUT_S = 60.0  # a cold driver start is ~1 s; far beyond that something is wrong
 CLOSE_JOIN_S = 5.0              # close_session waits this long for the page and context to close
-SHUTDOWN_BUDGET_S = 1.0         # sessions get 1 s of the 2 s shutdown promise...
-BROWSER_STOP_GRACE_S = 0.8      # ...and the browser its SIGTERM grace before SIGKILL
+SHUTDOWN_BUDGET_S = 5.0         # seed 001: sessions get at most 5 s to close at shutdown...
+BROWSER_STOP_GRACE_S = 2.0      # ...then the browser is sent SIGTERM, and SIGKILL 2 s later
+PING_TIMEOUT_S = 10.0           # a browser that cannot open a context in this long is hung
+WATCHDOG_TICK_S = 1.0           # how often the watchdog looks for stuck commands
+MEMORY_SAMPLE_S = 1.0           # the memory guard re-reads /proc at most this often
+USER_ANSWER_S = 300.0           # an elicitation waits this long for the person (server.elicit)
 STORAGE_SAVE_INTERVAL_S = 5.0   # see _save_storage
 DESCRIBE_WAIT_S = 0.5           # list_sessions falls back to cached url/title for busy sessions
 ENDED_MEMORY = 10_000           # ended ids remembered so late calls get SESSION_EXPIRED, bounded
@@ -87,6 +99,10 @@ class Call:
         return exc
 
 
+class BrowserCrashed(Exception):
+    """Internal: the shared browser died; the supervisor's retry loop restarts it."""
+
+
 def _failed(exc):
     fut = Future()
     fut.set_exception(exc)
@@ -112,6 +128,7 @@ class Browser:
         self._starting = 0
         self._calls = {}  # ref_id -> Call not yet recorded, so get_content can wait for it
         self.rate = RateLimiter(self.config.rate_limit)
+        self.breaker = CircuitBreaker(self.config.breaker_threshold, self.config.breaker_reset)
         self.cooldown = Cooldown(self.config.login_cooldown, self.config.cooldown_scope, self.config.locale,
                                  on_end=self._cooldown_ended)
         # The MCP server sets this to itself: .name (the client's), .can_elicit, .elicit(), .notify().
@@ -125,9 +142,18 @@ class Browser:
         self._filling = 0
         self._closed = False
         self._pool = ThreadPoolExecutor(self.config.max_sessions + 2, thread_name_prefix="core")
+        # The shared browser's current life: Future of (generation, ws endpoint). A crash
+        # replaces it with a pending one, which the restart resolves.
         self._endpoint = Future()
+        self._generation = 0
         self._browser_thread = None
+        self._watchdog_thread = None
         self._browser_stop = threading.Event()
+        self._browser_wake = threading.Event()  # stop asked, or the browser server exited
+        self._restarts = deque()      # monotonic times of restarts, within --restart-window
+        self._degraded_until = None   # monotonic time of the next restart while degraded
+        self._crash_cause = None
+        self._memory = (0.0, 0.0)     # (monotonic time sampled, MB) for the memory guard
         self._headless = None
 
     # -- ANY THREAD: lifecycle -------------------------------------------------
@@ -140,7 +166,11 @@ class Browser:
             self._headless = effective_headless(self.config)
             self._browser_thread = threading.Thread(
                 target=self._run_shared_browser, name="browser-supervisor", daemon=True)
+            if self.config.watchdog_grace:
+                self._watchdog_thread = threading.Thread(target=self._watch, name="watchdog", daemon=True)
         self._browser_thread.start()
+        if self._watchdog_thread is not None:
+            self._watchdog_thread.start()
         self._refill()
         return self
 
@@ -164,13 +194,14 @@ class Browser:
         for worker in workers:
             worker.join(max(0.0, deadline - time.monotonic()))
         self._browser_stop.set()
+        self._browser_wake.set()
         if not self._endpoint.done():
             try:  # a session thread may be waiting for a browser that will never start
                 self._endpoint.set_exception(shutting_down)
-            except Exception:
+            except InvalidStateError:
                 pass
         if self._browser_thread is not None:
-            self._browser_thread.join(3.0)
+            self._browser_thread.join(BROWSER_STOP_GRACE_S + 2.0)
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
         log.info("core closed", extra={"event": "core_closed", "workers": len(workers)})
@@ -206,8 +237,10 @@ class Browser:
             self._check_guards(name, session_id)
             validate(tool.input_schema, args)
             if tool.needs_session:
+                budget = self._budget_s(args)
                 fut = self._worker(session_id).submit(SessionState.run_call, tool, args, call,
-                                                      after=lambda state, f: self._after_call(state, f, call))
+                                                      after=lambda state, f: self._after_call(state, f, call),
+                                                      budget_s=budget, tag=(call, budget))
             else:
                 fut = self._pool.submit(self._run_pool_call, tool, args, call)
         except BrowserServerError as exc:
@@ -218,6 +251,7 @@ class Browser:
         with self._lock:
             self._calls[call.ref_id] = call
         fut.add_done_callback(lambda f: _log_call(f, name, session_id, started))
+        fut.add_done_callback(lambda f: self._count_outcome(name, f))
         # A call that ran on its session thread is recorded there, after its capture;
         # any other (refused, cancelled while queued, failed at close) is recorded here.
         fut.add_done_callback(lambda f: None if call.ran else self._record_response(call, f))
@@ -229,12 +263,42 @@ class Browser:
         if waiting is not None:
             raise CooldownActive(waiting, session_id=session_id,
                                  details={"remainingMs": round(self.cooldown.remaining_s(session_id) * 1000)})
+        retry = self.breaker.check(name)
+        if retry is not None:
+            raise CircuitOpen(f"{name} failed with BROWSER_ERROR {self.config.breaker_threshold} times in a row, "
+                              f"so it is paused; retry in {retry} ms.", session_id=session_id,
+                              details={"retryAfterMs": retry, "tool": name})
         client = getattr(self.client, "name", None) or "library"
         # Per client, session and tool: eight sessions of one agent each get their own budget.
         retry = self.rate.check((client, session_id or "-", name))
         if retry is not None:
             raise RateLimited(f"More than {self.config.rate_limit} {name} calls in a minute; retry in {retry} ms.",
                               session_id=session_id, details={"retryAfterMs": retry})
+
+    def _count_outcome(self, name, fut):
+        """Feed the circuit breaker: BROWSER_ERROR counts against the tool, a success clears it."""
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is None:
+            self.breaker.succeeded(name)
+        elif getattr(exc, "code", None) == "BROWSER_ERROR" and self.breaker.failed(name):
+            log.warning("circuit breaker opened", extra={"event": "breaker_opened", "tool": name,
+                                                         "error": str(exc)[:200]})
+
+    def _budget_s(self, args):
+        """Seconds a session command may run before the watchdog calls it stuck, or None (off).
+
+        Its own timeout (the `timeout` argument, else the longer default), plus
+        --watchdog-grace, plus the time a person has to answer a domain question.
+        """
+        grace = self.config.watchdog_grace
+        if not grace:
+            return None
+        own = args.get("timeout")
+        own = own if isinstance(own, (int, float)) and not isinstance(own, bool) else 0
+        own = max(own, self.config.action_timeout, self.config.navigation_timeout) / 1000
+        return own + grace + (USER_ANSWER_S if self.config.ask_new_domains else 0)
 
     def call(self, name, args=None):
         """Run one tool call and return its result dict; raises BrowserServerError."""
@@ -401,6 +465,8 @@ class Browser:
         under its old id; it needs a fresh context built from that state, so never
         comes from the pool.
         """
+        self._check_browser_available()
+        self._check_memory()
         with self._lock:
             if self._closed:
                 raise BrowserError("The server is shutting down.")
@@ -462,20 +528,22 @@ class Browser:
         return worker
 
     def _take_idle(self):
-        """A live pooled worker, or None (caller holds the lock)."""
+        """A live pooled worker on the current browser, or None (caller holds the lock)."""
         while self._idle:
             worker = self._idle.popleft()
-            if worker.alive:
+            if worker.alive and worker.generation == self._generation:
                 return worker
             worker.stop()
         return None
 
     def _refill(self):
-        """Top the warm pool up in the background, never past --max-sessions."""
+        """Top the warm pool up in the background, never past --max-sessions or the memory limit."""
+        if self._over_memory():
+            return
         with self._lock:
             room = self.config.max_sessions - len(self._sessions) - self._starting
             wanted = min(self.config.pool_size, room) - len(self._idle) - self._filling
-            if self._closed or wanted <= 0:
+            if self._closed or self._degraded_until is not None or wanted <= 0:
                 return
             self._filling += wanted
         for _ in range(wanted):
@@ -493,7 +561,7 @@ class Browser:
                 log.warning("warm pool refill failed", extra={"event": "pool_refill_failed", "error": str(exc)})
         with self._lock:
             self._filling -= 1
-            keep = worker is not None and not self._closed
+            keep = worker is not None and not self._closed and worker.generation == self._generation
             if keep:
                 self._idle.append(worker)
         if keep:
@@ -542,14 +610,20 @@ class Browser:
     def _worker(self, session_id):
         with self._lock:
             record = self._sessions.get(session_id)
-            if record is None:
-                raise self._missing(session_id)
-            return record.worker
+            error = self._missing(session_id) if record is None else None
+        if isinstance(error, SessionLost):
+            error = self._lost_error(session_id)
+        if error is not None:
+            raise error
+        return record.worker
 
     def _missing(self, session_id):
         """The error for an id that is not open (caller holds the lock)."""
-        if self._ended.get(session_id) == "expired":
+        how = self._ended.get(session_id)
+        if how == "expired":
             return SessionExpired(session_id=session_id)
+        if how == "lost":
+            return SessionLost(session_id=session_id)  # _worker adds the resume hint, outside the lock
         return SessionNotFound(session_id=session_id)
 
     def _remember_ended(self, session_id, how):
@@ -570,35 +644,264 @@ class Browser:
         log.info("session expired", extra={"event": "session_expired", "session": session_id})
         self._refill()
 
+    # -- reliability: a supervised browser, lost sessions, the watchdog, memory ------------
+
+    def _check_browser_available(self):
+        """While degraded (restarts used up), refuse at once rather than wait minutes."""
+        with self._lock:
+            until = self._degraded_until
+        if until is not None:
+            retry = max(1, round((until - time.monotonic()) * 1000))
+            raise BrowserUnavailable(
+                f"The browser crashed {self.config.max_restarts} times within {self.config.restart_window} s "
+                f"({self._crash_cause}); the next restart is in {retry / 1000:.0f} s. Retry then.",
+                details={"retryAfterMs": retry, "cause": self._crash_cause})
+
+    def _over_memory(self):
+        """MB used by our process tree when over --max-memory-mb, else None."""
+        limit = self.config.max_memory_mb
+        if not limit:
+            return None
+        sampled, used = self._memory
+        if time.monotonic() - sampled > MEMORY_SAMPLE_S:
+            used = tree_pss_kb(os.getpid()) / 1024
+            self._memory = (time.monotonic(), used)
+        return used if used > limit else None
+
+    def _check_memory(self):
+        used = self._over_memory()
+        if used is not None:
+            raise ResourceExhausted(
+                f"The server's processes use {used:.0f} MB, over the {self.config.max_memory_mb} MB limit "
+                "(--max-memory-mb); close a session before creating another.",
+                details={"usedMb": round(used), "limitMb": self.config.max_memory_mb})
+
+    def _lost_error(self, session_id):
+        """SESSION_LOST, telling whether resume_session can bring the session back."""
+        rows = self.store.query("SELECT 1 FROM session_state WHERE session_id = ?", (session_id,))
+        hint = ("Call resume_session with this sessionId to reopen it in a fresh context with its cookies, "
+                "local storage and last URL." if rows else
+                "Nothing was saved for it, so it cannot be resumed: call create_session.")
+        return SessionLost(f"The browser under this session crashed, so the session was closed. {hint}",
+                           session_id=session_id, details={"reason": "browser_crash", "resumable": bool(rows)})
+
+    def _drop_lost(self, records):
+        """Close sessions whose browser died: the history says why, their threads wind down."""
+        for record in records:
+            self._supervisor.cancel_expiry(record.session_id)
+            self._record_closed(record.session_id, "browser_crash")
+            record.worker.stop(self._lost_error(record.session_id))
+            log.warning("session lost", extra={"event": "session_lost", "session": record.session_id})
+
+    # SESSION THREAD: a call found its browser disconnected (a remote one, or ours before
+    # the supervisor noticed). Returns the error that call answers.
+    def _session_lost(self, state):
+        with self._lock:
+            record = self._sessions.get(state.session_id)
+            if record is None or record.worker is not state.worker:
+                record = None
+            else:
+                del self._sessions[state.session_id]
+                self._remember_ended(state.session_id, "lost")
+        if record is not None:
+            self._drop_lost([record])
+        return self._lost_error(state.session_id)
+
     # BROWSER-SUPERVISOR THREAD: it forks Chromium and lives until close(), so the
     # browser's parent-death signal fires only if the whole server dies.
     def _run_shared_browser(self):
         if self.config.ws_endpoint or self.config.cdp_endpoint:
-            # A remote browser (a grid): nothing to launch; sessions attach to it directly.
-            self._endpoint.set_result(self.config.ws_endpoint)
+            # A remote browser (a grid): nothing to launch or restart; sessions attach to it
+            # directly and find out on their own when it goes away (see _session_lost).
+            self._endpoint.set_result((0, self.config.ws_endpoint))
             log.info("using a remote browser", extra={"event": "remote_browser",
                                                       "cdp": bool(self.config.cdp_endpoint)})
             return
-        try:
+        try:  # a browser that never started is not restarted: the error says how to install one
             executable = find_executable(self.config.browser, self.config.executable_path)
-            shared = SharedBrowser(self.config.browser, executable, self._headless)
-            self._endpoint.set_result(shared.start())
+            shared = self._launch(executable)
         except BaseException as exc:
             log.error("browser unavailable", extra={"event": "browser_unavailable", "error": str(exc)})
-            self._endpoint.set_exception(exc)
+            try:
+                self._endpoint.set_exception(exc)
+            except InvalidStateError:
+                pass
             return
-        self._browser_stop.wait()
-        shared.stop(BROWSER_STOP_GRACE_S)
+        # Seed 001's lifecycle: each crash is followed by a restart after 1, 2, then 4 s;
+        # past --max-restarts in --restart-window the server is degraded until the
+        # oldest restart leaves the window. tenacity runs the loop; our wait decides.
+        retrying = Retrying(retry=retry_if_exception_type((BrowserCrashed, BrowserError)),
+                            wait=self._restart_wait, sleep=self._browser_stop.wait,
+                            stop=lambda _: self._browser_stop.is_set(), reraise=True)
+        try:
+            retrying(self._browser_life, executable, [shared])
+        except (BrowserCrashed, BrowserError):
+            pass  # closing while the browser was down
+
+    def _launch(self, executable):
+        """Start the browser server and make it the current life; raises BrowserError."""
+        shared = SharedBrowser(self.config.browser, executable, self._headless, on_exit=self._browser_wake.set)
+        endpoint = shared.start(abort=self._browser_stop)
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+            if self._endpoint.done():
+                self._endpoint = Future()
+            waiting = self._endpoint
+            self._degraded_until = None
+        try:
+            waiting.set_result((generation, endpoint))
+        except InvalidStateError:  # close() ran meanwhile
+            shared.stop(0)
+            raise BrowserError("The server is shutting down.") from None
+        if generation > 1:
+            log.warning("browser restarted", extra={"event": "browser_restarted", "cause": self._crash_cause,
+                                                    "generation": generation})
+            self._tell_client("notice", {"event": "browser_restarted", "cause": self._crash_cause})
+            self._refill()
+        return shared
+
+    def _browser_life(self, executable, first):
+        """One life of the shared browser: serve until close (return) or a crash (raise BrowserCrashed)."""
+        if self._browser_stop.is_set():
+            return
+        shared = first.pop() if first else self._launch(executable)
+        ping = self.config.browser_ping or None
+        cause = None
+        while cause is None:
+            self._browser_wake.wait(ping)
+            if self._browser_stop.is_set():
+                shared.stop(BROWSER_STOP_GRACE_S)
+                return
+            self._browser_wake.clear()
+            if shared.ended.is_set():
+                cause = shared.exit_cause()
+            elif ping:  # a short interval asks for quick detection: wait 2 intervals, 2 to 10 s
+                cause = shared.ping(min(PING_TIMEOUT_S, max(2.0, 2.0 * ping)))
+        shared.stop(0)  # whatever is left of it
+        self._browser_lost(cause)
+        raise BrowserCrashed(cause)
+
+    def _browser_lost(self, cause):
+        """The shared browser died: its sessions and pooled workers go, a restart will follow."""
+        with self._lock:
+            self._crash_cause = cause
+            if self._endpoint.done():
+                self._endpoint = Future()
+            lost = [r for r in self._sessions.values() if r.worker.generation == self._generation]
+            for record in lost:
+                del self._sessions[record.session_id]
+                self._remember_ended(record.session_id, "lost")
+            idle, self._idle = list(self._idle), deque()
+        log.error("browser crashed", extra={"event": "browser_crashed", "cause": cause,
+                                            "sessions_lost": len(lost)})
+        self._tell_client("error", {"event": "browser_crashed", "cause": cause, "sessionsLost": len(lost)})
+        self._drop_lost(lost)
+        for worker in idle:
+            worker.stop()
+
+    def _restart_wait(self, retry_state):
+        """Seconds before the next restart: 1, 2, 4 while the window allows, else until it does."""
+        now, window = time.monotonic(), self.config.restart_window
+        with self._lock:
+            while self._restarts and self._restarts[0] <= now - window:
+                self._restarts.popleft()
+            if len(self._restarts) < self.config.max_restarts:
+                delay = float(min(4, 2 ** len(self._restarts)))
+            else:
+                delay = self._restarts[0] + window - now
+                self._degraded_until = now + delay
+            self._restarts.append(now + delay)
+        log.warning("browser restart scheduled", extra={
+            "event": "browser_restart_scheduled", "in_s": round(delay, 1), "cause": self._crash_cause,
+            "degraded": self._degraded_until is not None, "attempt": retry_state.attempt_number})
+        return delay
+
+    # WATCHDOG THREAD
+    def _watch(self):
+        while not self._browser_stop.wait(WATCHDOG_TICK_S):
+            with self._lock:
+                records = list(self._sessions.values())
+            now = time.monotonic()
+            for record in records:
+                stuck = record.worker.stuck(now)
+                if stuck is not None:
+                    self._replace_stuck(record, *stuck)
+
+    def _replace_stuck(self, record, fut, tag):
+        """Answer a stuck command COMMAND_TIMEOUT and give its session a fresh thread.
+
+        Playwright objects cannot be handed to another thread, so the new thread
+        opens a new context from the session's last saved state (cookies, local
+        storage, URL). The old thread is freed by killing its driver process, which
+        also makes the browser server close the old context.
+        """
+        call, budget = tag
+        old, session_id = record.worker, record.session_id
+        saved = self.saved_state(session_id)
+        options = {"allowed_domains": old.options.get("allowed_domains")}
+        if saved is not None:
+            options.update(storage_state=saved[0], url=saved[1])
+        new = SessionWorker(session_id, self._opener, options)
+        with self._lock:
+            if self._sessions.get(session_id) is not record or record.worker is not old:
+                return
+            record.worker = new
+        error = call.annotate_error(CommandTimeout(
+            f"{call.tool} was still running {budget:.0f} s after it started, far past its own timeout, so its "
+            "session thread was replaced. The session goes on in a fresh page"
+            + (" at its last saved URL, with its cookies" if saved else "") + "; check the page and retry.",
+            session_id=session_id, details={"tool": call.tool, "budgetSeconds": round(budget)}))
+        try:
+            fut.set_exception(error)
+        except InvalidStateError:
+            pass  # it finished just now; the session still moves to the fresh thread
+        new.start()
+        old.stop(error)
+        if old.driver_pid:
+            try:
+                os.kill(old.driver_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        log.error("command stuck: session thread replaced", extra={
+            "event": "session_thread_replaced", "session": session_id, "tool": call.tool,
+            "budget_s": round(budget), "driver_killed": bool(old.driver_pid)})
+
+    def saved_state(self, session_id):
+        """(storage state, url) last saved for resume, or None."""
+        rows = self.store.query("SELECT storage_state, url FROM session_state WHERE session_id = ?", (session_id,))
+        try:
+            return (json.loads(self.store.unseal(rows[0][0])), rows[0][1]) if rows else None
+        except ValueError:  # sealed under another key file
+            return None
 
     # SESSION THREAD
+    def _attach(self, worker, playwright):
+        """Connect to the current browser; if it died just now, to the restarted one."""
+        while True:
+            with self._lock:
+                life = self._endpoint
+            worker.generation, endpoint = life.result()
+            try:
+                return attach(playwright, self.config, endpoint)
+            except Exception:
+                # A crash is noticed within milliseconds, when the browser server's pipe
+                # closes; then the current life is a new Future. Otherwise this is our error.
+                deadline = time.monotonic() + 2.0
+                while self._endpoint is life and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                if self._endpoint is life:
+                    raise
+
     def _open_playwright_session(self, worker):
         self.start()
-        endpoint = self._endpoint.result()
         from playwright.sync_api import sync_playwright
 
-        playwright = sync_playwright().start()
+        manager = sync_playwright()
+        playwright = manager.start()
+        worker.driver_pid = _driver_pid(manager)
         try:
-            browser = attach(playwright, self.config, endpoint)
+            browser = self._attach(worker, playwright)
             context = browser.new_context(storage_state=worker.options.get("storage_state"))
             context.set_default_timeout(self.config.action_timeout)
             context.set_default_navigation_timeout(self.config.navigation_timeout)
@@ -606,6 +909,7 @@ class Browser:
             state = SessionState(worker, self.config, playwright, browser, context, page)
             state.policy = self.policy(worker.options.get("allowed_domains"))
             state.on_failure = self._login_failure
+            state.on_lost = self._session_lost
             state.ask_user = self.ask_about_domain
             state.tell_user = lambda message: self._tell_client(
                 "alert", {"event": "wait_for_user", "session": worker.session_id, "message": message})
@@ -620,6 +924,19 @@ class Browser:
             playwright.stop()
             raise
         return state
+
+
+def _driver_pid(manager):
+    """The pid of a sync_playwright() driver process, through Playwright internals; None if they moved.
+
+    Only the watchdog uses it, to free a thread stuck in a call that never returns.
+    """
+    try:
+        return manager._client._transport._proc.pid
+    except AttributeError:
+        log.warning("cannot find the Playwright driver's pid: a stuck session thread will be abandoned, "
+                    "not freed", extra={"event": "driver_pid_unknown"})
+        return None
 
 
 def _log_call(fut, name, session_id, started):

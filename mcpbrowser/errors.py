@@ -122,6 +122,31 @@ class PageCrashed(BrowserServerError):
     default_message = "The page crashed; the session has a fresh page at about:blank. Navigate again."
 
 
+class SessionLost(BrowserServerError):
+    code = "SESSION_LOST"
+    default_message = "The browser under this session crashed and the session was closed."
+
+
+class BrowserUnavailable(BrowserServerError):
+    code = "BROWSER_UNAVAILABLE"
+    default_message = "The browser is down and is being restarted; retry later."
+
+
+class CommandTimeout(BrowserServerError):
+    code = "COMMAND_TIMEOUT"
+    default_message = "The command ran far past its timeout; the session's thread was replaced."
+
+
+class CircuitOpen(BrowserServerError):
+    code = "CIRCUIT_OPEN"
+    default_message = "This tool keeps failing with BROWSER_ERROR, so it is refused for a short while."
+
+
+class ResourceExhausted(BrowserServerError):
+    code = "RESOURCE_EXHAUSTED"
+    default_message = "The server is over its memory limit; close a session first."
+
+
 ALL_ERRORS = (
     SessionNotFound,
     SessionExpired,
@@ -142,4 +167,9 @@ ALL_ERRORS = (
     LoginTimeout,
     CooldownActive,
     PageCrashed,
+    SessionLost,
+    BrowserUnavailable,
+    CommandTimeout,
+    CircuitOpen,
+    ResourceExhausted,
 )

@@ -1,4 +1,4 @@
-"""The checks every call passes: domain policy, rate limits, the login-timeout cooldown.
+"""The checks every call passes: domain policy, rate limits, the circuit breaker, the login cooldown.
 
 Pure logic with an injectable clock (`time.monotonic` by default, never wall
 time for deadlines) and a lock each, so any thread may call them: the core's
@@ -99,6 +99,51 @@ class RateLimiter:
                 return max(1, math.ceil((calls[0] + self.WINDOW_S - now) * 1000))
             calls.append(now)
             return None
+
+
+class CircuitBreaker:
+    """Per operation: after `threshold` BROWSER_ERROR failures in a row, refuse it for `reset_s` (seed 004).
+
+    When the pause is over the next call is let through as a trial: a success
+    closes the breaker, a failure opens it again at once. Other outcomes (the
+    agent's own mistakes, such as ELEMENT_NOT_FOUND) neither count nor reset.
+    threshold 0 turns it off.
+    """
+
+    def __init__(self, threshold, reset_s, clock=time.monotonic):
+        self.threshold = threshold
+        self.reset_s = reset_s
+        self.clock = clock
+        self._failures = collections.Counter()
+        self._opened = {}  # key -> monotonic time the breaker last opened
+        self._lock = threading.Lock()
+
+    def check(self, key):
+        """None when the call may go ahead, else milliseconds until the trial call may."""
+        if not self.threshold:
+            return None
+        with self._lock:
+            opened = self._opened.get(key)
+            if opened is None:
+                return None
+            left = opened + self.reset_s - self.clock()
+            return max(1, math.ceil(left * 1000)) if left > 0 else None
+
+    def failed(self, key):
+        """Count a BROWSER_ERROR; True when this failure opened (or re-opened) the breaker."""
+        if not self.threshold:
+            return False
+        with self._lock:
+            self._failures[key] += 1
+            if self._failures[key] >= self.threshold:
+                self._opened[key] = self.clock()
+                return True
+            return False
+
+    def succeeded(self, key):
+        with self._lock:
+            self._failures.pop(key, None)
+            self._opened.pop(key, None)
 
 
 # -- the login-timeout cooldown (seed 000) ----------------------------------------------------

@@ -2,7 +2,14 @@
 // server and prints its WebSocket endpoint. Each connecting client sees only the
 // contexts it creates, so sessions on one browser cannot touch each other's pages.
 // argv: [node, this file, playwright-core package dir, JSON launch options]
+//
+// Lines on stdout, for the supervisor in browser_process.py:
+//   ws://...          the endpoint, once the browser is up
+//   pong              answer to a "ping" line on stdin: a context opened and closed
+//   ping-failed why   the browser did not manage that
+//   exited code sig   the browser process ended without being asked to; we exit(3)
 const playwright = require(process.argv[2]);
+const readline = require('readline');
 const options = JSON.parse(process.argv[3]);
 
 (async () => {
@@ -13,18 +20,35 @@ const options = JSON.parse(process.argv[3]);
     host: '127.0.0.1',
     port: 0,
   });
-  process.stdout.write(server.wsEndpoint() + '\n');
   let closing = false;
+  server.process().on('exit', (code, signal) => {
+    if (closing) return;
+    process.stdout.write(`exited ${code} ${signal}\n`);
+    process.exit(3);
+  });
+  // Our own client, for health checks only: it holds no pages between pings.
+  const probe = await playwright[options.browser].connect(server.wsEndpoint());
+  process.stdout.write(server.wsEndpoint() + '\n');
   const stop = async () => {
     if (closing) return;
     closing = true;
     await server.close().catch(() => {});
     process.exit(0);
   };
+  const ping = async () => {
+    try {
+      const context = await probe.newContext();
+      await context.close();
+      process.stdout.write('pong\n');
+    } catch (error) {
+      process.stdout.write(`ping-failed ${String(error && error.message).split('\n')[0]}\n`);
+    }
+  };
   // Our parent closes stdin to stop us, and a dead parent closes it too.
-  process.stdin.on('end', stop);
+  const lines = readline.createInterface({ input: process.stdin });
+  lines.on('line', (line) => { if (line.trim() === 'ping') ping(); });
+  lines.on('close', stop);
   process.stdin.on('error', stop);
-  process.stdin.resume();
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
 })().catch((error) => {

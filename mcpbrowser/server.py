@@ -100,7 +100,11 @@ class StdioServer:
         self.wait()
 
     def wait(self):
-        self.done.wait()
+        # Wake up now and then: a signal delivered to another thread only sets a flag, and
+        # Python runs the handler once the main thread next runs bytecode. A wait with no
+        # timeout would sleep through SIGTERM.
+        while not self.done.wait(0.1):
+            pass
         self.shutdown()
 
     def shutdown(self):

@@ -73,6 +73,7 @@ class SessionState:
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.policy = DomainPolicy()  # what this session may load; the core sets the real one
         self.on_failure = None    # core hook: may turn a failure into a login timeout
+        self.on_lost = None       # core hook: the browser went away; closes the session, returns SESSION_LOST
         self.ask_user = None      # core hook: ask the user about a new domain, or raise
         self.tell_user = lambda message: None  # core hook: show the person a message (wait_for_user)
         self.last_blocked = None  # host of the last request the policy refused
@@ -169,6 +170,8 @@ class SessionState:
             result = self.run_tool(tool, args)
         except Exception as exc:
             call.console = self.take_console()
+            if self.on_lost is not None and self.browser_gone():
+                raise call.annotate_error(self.on_lost(self)) from None
             error = call.annotate_error(exc)
             if self.on_failure is not None:
                 error = call.annotate_error(self.on_failure(self, tool, error))
@@ -180,6 +183,13 @@ class SessionState:
             call.snapshot = self.capture_snapshot()
             result["snapshot"] = call.snapshot
         return call.annotate(result)
+
+    def browser_gone(self):
+        """True when this session's connection to the browser is closed (the browser died)."""
+        try:
+            return not self.browser.is_connected()
+        except Exception:
+            return True
 
     def report(self, done, total, message):
         """Tell the caller how a long call is going, when it asked (MCP progressToken)."""

@@ -10,7 +10,8 @@ no command can kill the loop.
 
 import queue
 import threading
-from concurrent.futures import Future
+import time
+from concurrent.futures import Future, InvalidStateError
 
 from mcpbrowser.errors import SessionNotFound
 from mcpbrowser.logs import log
@@ -28,6 +29,10 @@ class SessionWorker:
         self.ready = Future()
         # Plain data about the page, written on the session thread and read anywhere.
         self.info = {"url": "about:blank", "title": ""}
+        self.generation = 0      # which life of the shared browser this session is on (set by the opener)
+        self.driver_pid = None   # its Playwright driver process, which the watchdog may kill
+        # (future, monotonic deadline, tag) of the command now running, for the watchdog; or None
+        self.running = None
         self._opener = opener
         self._queue = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -47,20 +52,31 @@ class SessionWorker:
         self._thread.start()
         return self.ready
 
-    def submit(self, fn, *args, after=None):
+    def submit(self, fn, *args, after=None, budget_s=None, tag=None):
         """Queue fn(state, *args) for the session thread; returns its Future.
 
         after(state, fut), if given, runs on the session thread once the Future is
         settled (its answer already on its way) and before the next command: work
         the caller need not wait for, such as capturing the page the call left.
+        budget_s: seconds the command and its after-work may take before the
+        watchdog may call it stuck (see `stuck`); tag travels with it for the watchdog.
         """
         fut = Future()
         with self._lock:
             if self._stopping:
                 fut.set_exception(self._closed_error)
                 return fut
-            self._queue.put((fut, fn, args, after))
+            self._queue.put((fut, fn, args, after, budget_s, tag))
         return fut
+
+    def stuck(self, now=None):
+        """(future, tag) of a command running past its deadline, else None."""
+        running = self.running
+        if running is None or running[1] is None:
+            return None
+        if (time.monotonic() if now is None else now) < running[1]:
+            return None
+        return running[0], running[2]
 
     def stop(self, error=None, last=None):
         """Refuse new work, fail what is queued with `error`, and close after the running command.
@@ -109,20 +125,22 @@ class SessionWorker:
                     continue
                 if item is _STOP:
                     break
-                fut, fn, args, after = item
+                fut, fn, args, after, budget_s, tag = item
                 if not fut.set_running_or_notify_cancel():
                     continue
+                self.running = (fut, None if budget_s is None else time.monotonic() + budget_s, tag)
                 try:
                     result = fn(state, *args)
                 except BaseException as exc:
-                    fut.set_exception(exc)
+                    _settle(fut, exc=exc)
                 else:
-                    fut.set_result(result)
+                    _settle(fut, result=result)
                 if after is not None:
                     try:
                         after(state, fut)
                     except Exception:
                         log.exception("after-call work failed", extra={"session": self.session_id})
+                self.running = None
         finally:
             self._fail_queued()
             if self._last is not None:
@@ -145,3 +163,14 @@ class SessionWorker:
                 fut = item[0]
                 if fut.set_running_or_notify_cancel():
                     fut.set_exception(self._closed_error)
+
+
+def _settle(fut, result=None, exc=None):
+    """Set a Future's outcome unless the watchdog already answered it (see core.Browser._watch)."""
+    try:
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(result)
+    except InvalidStateError:
+        pass

@@ -27,6 +27,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from mcpbrowser.browser_process import SharedBrowser, find_executable
+from mcpbrowser.process_tree import child_pids, tree_pss_kb
 
 PAGE = b"""<!doctype html><title>Bench</title>
 <label for="q">Query</label><input id="q">
@@ -70,55 +71,6 @@ def timed(fn):
     started = time.perf_counter()
     fn()
     return time.perf_counter() - started
-
-
-def descendants(pid):
-    """Pids of every live (non-zombie) process below `pid`, from /proc."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] != "Z":
-                children.setdefault(int(fields[1]), []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def pss_kb(pid):
-    """PSS of a process and all its descendants, from /proc."""
-    total = 0
-    for current in [pid, *descendants(pid)]:
-        try:
-            with open(f"/proc/{current}/smaps_rollup") as f:
-                total += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
-        except (OSError, StopIteration):
-            pass
-    return total
-
-
-def child_pids(marker):
-    """Our direct children whose command line contains `marker`."""
-    me, found = os.getpid(), []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-            except OSError:
-                continue
-            if ppid == me and marker in cmd:
-                found.append(int(entry))
-    return found
 
 
 # -- raw Playwright: the floor ---------------------------------------------------------
@@ -261,7 +213,7 @@ async def mcpbrowser_concurrent(url, sessions, rounds):
             elapsed = time.perf_counter() - started
             await anyio.sleep(1.0)  # let the pool refill: it counts in the memory total
             pids = child_pids("mcpbrowser")
-            memory = sum(pss_kb(pid) for pid in pids)
+            memory = sum(tree_pss_kb(pid) for pid in pids)
     return {"ops_per_s": round(sessions * rounds * 3 / elapsed, 1), "seconds": round(elapsed, 2),
             "pss_mb": round(memory / 1024, 1)}
 
@@ -328,7 +280,7 @@ async def pwmcp_memory(cli, executable, url, sessions):
             tg.start_soon(instance)
         await ready.wait()
         await anyio.sleep(1.0)
-        memory = sum(pss_kb(pid) for pid in child_pids("cli.js"))
+        memory = sum(tree_pss_kb(pid) for pid in child_pids("cli.js"))
         done.set()
     return round(memory / 1024, 1)
 

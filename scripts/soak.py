@@ -20,8 +20,7 @@ import anyio
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import child_pids, descendants  # noqa: E402
+from mcpbrowser.process_tree import child_pids, comm, descendants
 
 RSS_GROWTH_LIMIT_MB = 50
 WARM_UP_CYCLES = 5
@@ -36,12 +35,7 @@ def allowed_growth(max_sessions):
 def footprint(pid):
     """Threads and RSS of the server process, and its live node and Chromium descendants."""
     status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status"))
-    names = []
-    for child in descendants(pid):
-        try:
-            names.append(open(f"/proc/{child}/comm").read().strip())
-        except OSError:
-            pass
+    names = [comm(child) for child in descendants(pid)]
     return {"threads": int(status["Threads"]), "rss_mb": round(int(status["VmRSS"].split()[0]) / 1024, 1),
             "drivers": sum(n.startswith("node") for n in names),
             "chromium": sum(n.startswith("chrom") for n in names)}

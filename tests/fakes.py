@@ -38,6 +38,9 @@ class _Closable:
 
     stop = close
 
+    def is_connected(self):
+        return True
+
 
 class FakeResponse:
     status = 200

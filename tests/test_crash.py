@@ -4,18 +4,16 @@ import os
 import signal
 import time
 
-from support import McpClient, descendants
+from support import McpClient
+
+from mcpbrowser.process_tree import child_pids, cmdline, descendants
 
 
 def page_renderers(server_pid):
     """Renderer processes showing web pages (not the browser's own WebUI) under the server."""
     found = []
     for pid in descendants(server_pid):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().decode("utf-8", "replace")
-        except OSError:
-            continue
+        cmd = cmdline(pid)
         if "--type=renderer" in cmd and "--top-chrome-webui" not in cmd:
             found.append(pid)
     return found
@@ -23,18 +21,9 @@ def page_renderers(server_pid):
 
 def server_pid():
     """The mcpbrowser server: our direct child whose command line names it."""
-    me = os.getpid()
-    for pid in descendants(me):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                named = b"mcpbrowser" in f.read()
-            with open(f"/proc/{pid}/stat") as f:
-                parent = int(f.read().rsplit(")", 1)[1].split()[1])
-        except OSError:
-            continue
-        if named and parent == me:
-            return pid
-    raise AssertionError("no mcpbrowser server among our children")
+    found = child_pids("mcpbrowser")
+    assert found, "no mcpbrowser server among our children"
+    return found[0]
 
 
 def test_crashed_page_is_replaced(pages):

@@ -7,7 +7,9 @@ import time
 
 import pytest
 
-from support import RawServer, alive, descendants, tool_payload
+from support import RawServer, tool_payload
+
+from mcpbrowser.process_tree import alive, comm, descendants
 
 
 @pytest.fixture(scope="module")
@@ -167,13 +169,7 @@ def test_shutdown_within_two_seconds_leaves_no_processes(how):
     for i in range(2):
         assert not server.call(i + 1, "create_session")["result"]["isError"]
     children = descendants(server.proc.pid)
-    names = set()
-    for pid in children:
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                names.add(f.read().strip())
-        except OSError:
-            pass
+    names = {comm(pid) for pid in children}
     assert any(n.startswith("node") for n in names) and "chromium" in names, names
     started = time.monotonic()
     if how == "eof":

@@ -5,9 +5,11 @@ import threading
 import pytest
 
 from fakes import FakeTimer, _Closable, fake_core, gate
-from mcpbrowser.errors import BrowserError, SessionExpired, SessionNotFound
+from mcpbrowser.errors import BrowserError, CircuitOpen, ElementNotFound, SessionExpired, SessionNotFound
+from mcpbrowser.guards import CircuitBreaker
 from mcpbrowser.session_worker import SessionWorker
 from mcpbrowser.supervisor import Supervisor
+from mcpbrowser.tools.base import Tool
 
 
 def started_worker(state=None):
@@ -151,3 +153,50 @@ def test_last_command_runs_on_the_session_thread_before_close():
     assert worker.join(5)
     assert len(seen) == 1 and seen[0][0] == 0 and seen[0][1] != threading.get_ident()
     assert state.closed == 1
+
+
+def test_circuit_breaker_opens_after_repeated_browser_errors_then_lets_one_trial_through():
+    now = [100.0]
+    breaker = CircuitBreaker(3, 30, clock=lambda: now[0])
+    assert [breaker.failed("click") for _ in range(3)] == [False, False, True]
+    assert breaker.check("click") == 30_000 and breaker.check("navigate") is None
+    now[0] += 29.5
+    assert breaker.check("click") == 500
+    now[0] += 1
+    assert breaker.check("click") is None          # the pause is over: one trial may run
+    assert breaker.failed("click") is True          # it failed: open again at once
+    assert breaker.check("click") == 30_000
+    now[0] += 31
+    breaker.succeeded("click")                      # a trial that works closes it
+    assert breaker.check("click") is None and breaker.failed("click") is False
+    assert CircuitBreaker(0, 30).failed("x") is False  # threshold 0: off
+
+
+def test_core_refuses_a_tool_with_circuit_open_and_other_failures_do_not_count():
+    core = fake_core(breaker_threshold=2, breaker_reset=60)
+    outcomes = iter([RuntimeError("renderer went away"), RuntimeError("again")])
+
+    def flaky(state, args):
+        raise next(outcomes)
+
+    def picky(state, args):
+        raise ElementNotFound("no such element")
+
+    schema = {"type": "object", "properties": {"sessionId": {"type": "string"}}, "required": ["sessionId"]}
+    core.tools["flaky"] = Tool("flaky", "Flaky", "fails", schema, flaky)
+    core.tools["picky"] = Tool("picky", "Picky", "fails", schema, picky)
+    try:
+        sid = core.call("create_session")["sessionId"]
+        for _ in range(3):  # the agent's own mistakes never open the breaker
+            with pytest.raises(ElementNotFound):
+                core.call("picky", {"sessionId": sid})
+        for _ in range(2):
+            with pytest.raises(BrowserError):
+                core.call("flaky", {"sessionId": sid})
+        with pytest.raises(CircuitOpen) as refused:
+            core.call("flaky", {"sessionId": sid})
+        assert 0 < refused.value.details["retryAfterMs"] <= 60_000
+        assert refused.value.details["tool"] == "flaky"
+        assert core.call("navigate", {"sessionId": sid, "url": "https://example.com/"})["url"]  # others go on
+    finally:
+        core.close()

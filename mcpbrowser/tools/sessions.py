@@ -1,7 +1,5 @@
 """Session lifecycle tools; handlers run on the core's worker pool, never on a session thread."""
 
-import json
-
 from mcpbrowser import schema
 from mcpbrowser.errors import SessionNotFound
 from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, Tool, session_schema
@@ -19,15 +17,11 @@ def create_session(core, args):
 
 def resume_session(core, args):
     session_id = args["sessionId"]
-    rows = core.store.query("SELECT storage_state, url FROM session_state WHERE session_id = ?", (session_id,))
-    try:
-        state = json.loads(core.store.unseal(rows[0][0])) if rows else None
-    except ValueError:  # sealed under another key file: nothing usable is stored
-        state = None
-    if state is None:
+    saved = core.saved_state(session_id)
+    if saved is None:
         raise SessionNotFound("Nothing is stored for this session, so it cannot be resumed. "
                               "Call create_session.", session_id=session_id)
-    record = core.open_session(resume={"sessionId": session_id, "storageState": state, "url": rows[0][1]})
+    record = core.open_session(resume={"sessionId": session_id, "storageState": saved[0], "url": saved[1]})
     return {
         "sessionId": session_id,
         "expiresAt": record.expires_at,

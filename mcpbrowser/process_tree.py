@@ -1,0 +1,101 @@
+"""Read-only facts about our process tree from Linux's /proc: who descends from whom, how much memory.
+
+Threads: any. Nothing here signals or changes a process; every function
+tolerates processes that vanish while it reads. Off Linux (no /proc) the
+functions find nothing, so the memory guard never trips there.
+"""
+
+import os
+
+
+def _stat_fields(pid):
+    """Fields after the command name in /proc/PID/stat (state is [0], parent pid [1]); None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _children_map():
+    children = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return children
+    for entry in entries:
+        if entry.isdigit():
+            fields = _stat_fields(entry)
+            if fields is not None and fields[0] != "Z":
+                children.setdefault(int(fields[1]), []).append(int(entry))
+    return children
+
+
+def descendants(pid):
+    """Pids of every live (non-zombie) process below `pid`."""
+    children = _children_map()
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid):
+    """True when the process exists and is not a zombie."""
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] != "Z"
+
+
+def parent_of(pid):
+    fields = _stat_fields(pid)
+    return int(fields[1]) if fields else None
+
+
+def cmdline(pid):
+    """The command line as one string ("" for a process that is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def child_pids(marker, parent=None):
+    """Direct children of `parent` (default: this process) whose command line contains `marker`."""
+    parent = os.getpid() if parent is None else parent
+    return [pid for pid in _children_map().get(parent, []) if marker in cmdline(pid)]
+
+
+def pss_kb(pid):
+    """Proportional set size of one process: shared pages split among their users."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return 0
+
+
+def tree_pss_kb(pid):
+    """PSS of a process and all its descendants: what the tree really costs the machine."""
+    return sum(pss_kb(p) for p in [pid, *descendants(pid)])
+
+
+def browser_main_pid(server_pid):
+    """The shared browser's main process under an mcpbrowser server: the launcher's child that is
+    not a helper (helpers carry --type=). None when there is none (remote browser, or down)."""
+    for launcher in descendants(server_pid):
+        if "launch_server.js" in cmdline(launcher):
+            for pid in child_pids("", parent=launcher):
+                if "--type=" not in cmdline(pid):
+                    return pid
+    return None
