@@ -153,6 +153,7 @@ class Browser:
         self._restarts = deque()      # monotonic times of restarts, within --restart-window
         self._degraded_until = None   # monotonic time of the next restart while degraded
         self._crash_cause = None
+        self._remote = bool(self.config.ws_endpoint or self.config.cdp_endpoint)
         self._memory = (0.0, 0.0)     # (monotonic time sampled, MB) for the memory guard
         self._headless = None
 
@@ -463,8 +464,14 @@ class Browser:
 
         resume: {"sessionId", "storageState", "url"} to bring a closed session back
         under its old id; it needs a fresh context built from that state, so never
-        comes from the pool.
+        comes from the pool. A session that was opening when the browser crashed is
+        opened again on the restarted browser, once.
         """
+        record = self._open_once(resume, allowed_domains, last=False)
+        return record or self._open_once(resume, allowed_domains, last=True)
+
+    def _open_once(self, resume, allowed_domains, last):
+        """A registered session; None when the browser died under it (and `last` is False)."""
         self._check_browser_available()
         self._check_memory()
         with self._lock:
@@ -479,13 +486,25 @@ class Browser:
                 raise InvalidParameters("That session is open; there is nothing to resume.",
                                         session_id=resume["sessionId"])
             self._starting += 1
+            generation = self._generation
             worker = self._take_idle() if resume is None else None
         source = "pool" if worker is not None else ("resume" if resume else "cold")
+        crashed = BrowserUnavailable("The browser crashed while the session was opening; retry.",
+                                     details={"retryAfterMs": 1000})
         try:
             if worker is None:
                 worker = self._start_worker(resume, allowed_domains)
             elif allowed_domains:
                 worker.submit(SessionState.narrow, allowed_domains).result(SESSION_START_TIMEOUT_S)
+        except BrowserServerError:
+            with self._lock:
+                self._starting -= 1
+                died = self._generation != generation and not self._remote
+            if not died:
+                raise
+            if last:
+                raise crashed from None
+            return None
         except BaseException:
             with self._lock:
                 self._starting -= 1
@@ -495,12 +514,19 @@ class Browser:
         with self._lock:
             self._starting -= 1
             closed = self._closed
-            if not closed:
+            # Opened on a browser that died meanwhile: _browser_lost did not see it, so drop it here.
+            stale = worker.generation != self._generation and not self._remote
+            if not closed and not stale:
                 self._sessions[worker.session_id] = record
                 self._ended.pop(worker.session_id, None)
-        if closed:
+        if closed or stale:
             worker.stop()
+        if closed:
             raise BrowserError("The server is shutting down.")
+        if stale:
+            if last:
+                raise crashed
+            return None
         self._supervisor.schedule_expiry(worker.session_id, self.config.session_timeout / 1000, self._expire)
         self.store.write("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, 'active', ?)",
                          (worker.session_id, created, created,
@@ -710,7 +736,7 @@ class Browser:
     # BROWSER-SUPERVISOR THREAD: it forks Chromium and lives until close(), so the
     # browser's parent-death signal fires only if the whole server dies.
     def _run_shared_browser(self):
-        if self.config.ws_endpoint or self.config.cdp_endpoint:
+        if self._remote:
             # A remote browser (a grid): nothing to launch or restart; sessions attach to it
             # directly and find out on their own when it goes away (see _session_lost).
             self._endpoint.set_result((0, self.config.ws_endpoint))
@@ -789,6 +815,7 @@ class Browser:
             if self._endpoint.done():
                 self._endpoint = Future()
             lost = [r for r in self._sessions.values() if r.worker.generation == self._generation]
+            self._generation += 1  # retire the dead life's number: workers still opening on it are stale
             for record in lost:
                 del self._sessions[record.session_id]
                 self._remember_ended(record.session_id, "lost")

@@ -185,9 +185,16 @@ class SessionState:
         return call.annotate(result)
 
     def browser_gone(self):
-        """True when this session's connection to the browser is closed (the browser died)."""
+        """True when this session's connection to the browser is closed (the browser died).
+
+        Called after a failure. The disconnect may not be dispatched yet, so a cheap
+        round trip on the context (which only we close) settles it.
+        """
         try:
-            return not self.browser.is_connected()
+            if not self.browser.is_connected():
+                return True
+            self.context.cookies("http://localhost")
+            return False
         except Exception:
             return True
 

@@ -41,6 +41,7 @@ class Workloads:
     def __init__(self, sessions):
         self.progress = [0] * sessions
         self.codes = collections.Counter()
+        self.examples = {}  # error code -> (tool, first message), to say what went wrong
         self.unanswered = 0
         self.calls = 0
         self.stop = False
@@ -66,9 +67,10 @@ async def workload(n, session, url, seen, timeout):
         payload = json.loads(result.content[0].text)
         if result.is_error:
             seen.codes[payload.get("errorCode", "?")] += 1
+            seen.examples.setdefault(payload.get("errorCode", "?"), (name, payload.get("message", "")[:300]))
             if payload.get("errorCode") in ("SESSION_LOST", "SESSION_NOT_FOUND"):
                 sid = None
-            elif payload.get("errorCode") == "BROWSER_UNAVAILABLE":
+            elif payload.get("errorCode") in ("BROWSER_UNAVAILABLE", "CIRCUIT_OPEN"):
                 await anyio.sleep(payload["details"]["retryAfterMs"] / 1000)
             else:
                 await anyio.sleep(0.1)  # an unexpected error: counted, then retried, without spinning
@@ -145,6 +147,7 @@ def main():
         "recovery_s": {"median": round(statistics.median(times), 2) if times else None,
                        "max": max(times) if times else None},
         "calls": seen.calls, "unanswered": seen.unanswered, "answers": dict(seen.codes),
+        "examples": {code: {"tool": tool, "message": message} for code, (tool, message) in seen.examples.items()},
         "per_trial": results,
     }
     if args.json:
@@ -157,6 +160,8 @@ def main():
         print(f"\n{summary['recovered']}/{args.trials} trials recovered; recovery median "
               f"{summary['recovery_s']['median']} s, max {summary['recovery_s']['max']} s")
         print(f"{seen.calls} calls, {seen.unanswered} unanswered; answers: {dict(seen.codes)}")
+        for code, (tool, message) in seen.examples.items():
+            print(f"  first {code} ({tool}): {message}")
     ok = seen.unanswered == 0 and len(times) == args.trials
     return 0 if ok else 1
 

@@ -30,8 +30,9 @@ def _load(state, what, method, **kwargs):
         if "ERR_BLOCKED_BY_CLIENT" in str(exc):  # a redirect or location change hit the policy
             raise state.blocked_error(kwargs.get("url", state.page.url)) from None
         reason = str(exc).split("\n", 1)[0]
+        url = kwargs.get("url") or (state.page.url if state.page is not None else "")
         raise NavigationFailed(f"Could not load {what}: {reason}", session_id=state.session_id,
-                               details={"url": kwargs.get("url", state.page.url), "reason": reason}) from None
+                               details={"url": url, "reason": reason}) from None
     return response
 
 
