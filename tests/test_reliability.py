@@ -4,6 +4,7 @@ the stuck-command watchdog and the memory guard, through the official MCP client
 import json
 import os
 import signal
+import sqlite3
 import time
 
 from support import McpClient, RawServer, tool_payload
@@ -55,6 +56,7 @@ def test_browser_crash_loses_sessions_with_a_resume_hint_and_recovers(pages, tmp
         assert err["errorCode"] == "SESSION_LOST", err
         assert err["details"] == {"reason": "browser_crash", "resumable": True}
         assert "resume_session" in err["message"]
+        assert wait_for(lambda: close_reason(db, saved) == "browser_crash", 5), close_reason(db, saved)
         # New sessions work as soon as the browser is back (create_session waits for it).
         fresh = c.tool("create_session")["sessionId"]
         assert c.tool("navigate", sessionId=fresh, url=pages.url("/title/after"))["title"] == "after"
@@ -72,12 +74,13 @@ def test_browser_crash_loses_sessions_with_a_resume_hint_and_recovers(pages, tmp
         assert scheduled[0]["in_s"] == 1.0 and scheduled[0]["degraded"] is False
     finally:
         c.close()
-    import sqlite3
 
+
+def close_reason(db, session_id):
     with sqlite3.connect(db) as conn:
-        reason = conn.execute("SELECT json_extract(metadata, '$.closeReason') FROM sessions "
-                              "WHERE session_id = ? ORDER BY created_at LIMIT 1", (saved,)).fetchone()
-    assert reason is not None
+        row = conn.execute("SELECT json_extract(metadata, '$.closeReason') FROM sessions WHERE session_id = ?",
+                           (session_id,)).fetchone()
+    return row and row[0]
 
 
 def test_a_session_without_saved_state_is_lost_without_a_resume_hint():
