@@ -8,15 +8,53 @@
 //   pong              answer to a "ping" line on stdin: a context opened and closed
 //   ping-failed why   the browser did not manage that
 //   exited code sig   the browser process ended without being asked to; we exit(3)
+const fs = require('fs');
+const path = require('path');
 const playwright = require(process.argv[2]);
 const readline = require('readline');
 const options = JSON.parse(process.argv[3]);
 
+// Chromium 15x opens two WebUI renderers per context for the omnibox popups (a window's
+// address bar), even headless: about 40 MB each context. Turning those features off
+// gives the popups their native views. Chromium keeps only the last --disable-features,
+// so ours must repeat Playwright's own list, read from its source; if that cannot be
+// read, the browser keeps Playwright's defaults and the popups.
+const EXTRA_DISABLED = ['WebUIOmniboxPopup', 'WebUIOmniboxAimPopup'];
+
+function playwrightDisabledFeatures(packageDir) {
+  for (const file of ['lib/coreBundle.js', 'lib/server/chromium/chromiumSwitches.js']) {
+    let source;
+    try {
+      source = fs.readFileSync(path.join(packageDir, file), 'utf8');
+    } catch (error) {
+      continue;
+    }
+    const list = source.match(/disabledFeatures = \[([\s\S]*?)\]/);
+    if (!list) continue;
+    const code = list[1].replace(/\/\/[^\n]*/g, '');  // drop the comments
+    const names = [...code.matchAll(/["']([A-Za-z0-9_]+)["']/g)].map((m) => m[1]);
+    if (names.length) return names;
+  }
+  return null;
+}
+
+function featureArgs() {
+  if (options.browser !== 'chromium') return {};
+  const theirs = playwrightDisabledFeatures(process.argv[2]);
+  if (!theirs) return {};
+  return {
+    ignoreDefaultArgs: ['--disable-features=' + theirs.join(',')],
+    args: ['--disable-features=' + [...theirs, ...EXTRA_DISABLED].join(',')],
+  };
+}
+
 (async () => {
+  const features = featureArgs();
   const server = await playwright[options.browser].launchServer({
     executablePath: options.executablePath || undefined,
     headless: options.headless,
-    args: options.args,
+    args: [...options.args, ...(features.args || [])],
+    ignoreDefaultArgs: features.ignoreDefaultArgs,
     host: '127.0.0.1',
     port: 0,
   });

@@ -229,3 +229,23 @@ def test_shutdown_kills_a_browser_that_ignores_sigterm_after_2_s():
         assert "browser_killed" in [e.get("event") for e in _raw_log(server)]
     finally:
         server.close()
+
+
+def test_contexts_carry_no_omnibox_webui_renderer_and_keep_playwrights_defaults(pages):
+    """Each context used to cost an extra ~40 MB WebUI renderer (issue 6's memory); the flags that
+    remove it must add to Playwright's own --disable-features, not replace them."""
+    c = McpClient("--pool-size", "0")
+    try:
+        for _ in range(2):
+            sid = c.tool("create_session")["sessionId"]
+            c.tool("navigate", sessionId=sid, url=pages.url("/title/one"))
+        main = browser_main_pid(server_pid())
+        flags = [a for a in cmdline(main).split() if a.startswith("--disable-features=")]
+        assert len(flags) == 1, flags
+        disabled = flags[0].split("=", 1)[1].split(",")
+        assert {"WebUIOmniboxPopup", "WebUIOmniboxAimPopup"} <= set(disabled)
+        assert {"PaintHolding", "ThirdPartyStoragePartitioning"} <= set(disabled)  # Playwright's own
+        renderers = [cmdline(p) for p in descendants(main) if "--type=renderer" in cmdline(p)]
+        assert len(renderers) >= 2 and not [r for r in renderers if "--top-chrome-webui" in r]
+    finally:
+        c.close()
