@@ -57,7 +57,9 @@ async def soak(sessions, calls, cycles):
     max_sessions = sessions + 2
     params = StdioServerParameters(command=sys.executable, args=[
         "-m", "mcpbrowser", "--headless", "--db", ":memory:", "--rate-limit", "0",
-        "--max-sessions", str(max_sessions)])
+        # An hour: on a loaded machine phase 1 can outlast the default 5 minutes, and an
+        # expired session would be counted as lost answers.
+        "--max-sessions", str(max_sessions), "--session-timeout", "3600000"])
     problems = []
     async with stdio_client(params, errlog=open(os.devnull, "w")) as (read, write):
         async with ClientSession(read, write) as session:
