@@ -76,23 +76,9 @@ class Tool:
         return out
 
 
-def page_title(page):
-    """document.title, read in the page's own world: one round trip.
-
-    page.title() reads it in Playwright's utility world, which right after a
-    navigation must first be created (about 10 ms here). The after-call capture
-    creates it anyway, but off the answer's path.
-    """
-    try:
-        title = page.evaluate("() => document.title")
-    except Exception:  # navigating again already, say
-        title = None
-    return title if isinstance(title, str) else page.title()
-
-
 def page_result(state, response=None):
     """{success, title, url, status} for tools that load a page."""
-    title = page_title(state.page) if state.dialog is None else ""
+    title = state.page.title() if state.dialog is None else ""
     state.remember_page(title)
     return {"success": True, "title": title, "url": state.page.url,
             "status": response.status if response is not None else None}
