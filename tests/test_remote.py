@@ -11,7 +11,26 @@ import playwright
 import pytest
 
 from mcpbrowser.browser_process import find_executable
+from mcpbrowser.process_tree import alive, descendants
 from support import McpClient
+
+
+def _stop_tree(proc):
+    """Stop a process and everything below it: `python -m playwright run-server` runs its
+    Node.js server as a child, which a plain terminate() would orphan, Chromium and all."""
+    below = descendants(proc.pid)
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    for pid in below:
+        if alive(pid):
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
 
 
 def _free_port():
@@ -51,8 +70,7 @@ def run_server(tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _wait_for_port(port)
     yield f"ws://127.0.0.1:{port}/"
-    proc.terminate()
-    proc.wait(10)
+    _stop_tree(proc)
 
 
 def test_sessions_live_on_a_playwright_run_server(run_server, pages):
@@ -82,13 +100,13 @@ def cdp_browser(tmp_path):
                              "--disable-background-networking", "about:blank"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _wait_for_port(port)
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(10)
+    proc.endpoint = f"http://127.0.0.1:{port}"
+    yield proc
+    _stop_tree(proc)
 
 
 def test_sessions_live_on_a_cdp_browser(cdp_browser, pages):
-    c = McpClient("--cdp-endpoint", cdp_browser)
+    c = McpClient("--cdp-endpoint", cdp_browser.endpoint)
     try:
         a = c.tool("create_session")["sessionId"]
         b = c.tool("create_session")["sessionId"]
@@ -100,5 +118,19 @@ def test_sessions_live_on_a_cdp_browser(cdp_browser, pages):
         titles = {sid: c.tool("snapshot", sessionId=sid)["title"] for sid in (a, b)}
         assert titles[a] == "cookie=k=cdp;local=cdp;session=cdp" and titles[b] == "cookie=;local=;session="
         assert "browser_started" not in [e.get("event") for e in c.server_log()]
+    finally:
+        c.close()
+
+
+def test_a_remote_browser_that_goes_away_loses_its_sessions(cdp_browser, pages):
+    """Nothing of ours to restart: the sessions answer SESSION_LOST, not BROWSER_ERROR."""
+    c = McpClient("--cdp-endpoint", cdp_browser.endpoint, "--pool-size", "0")
+    try:
+        sid = c.tool("create_session")["sessionId"]
+        c.tool("navigate", sessionId=sid, url=pages.url("/title/remote"))
+        _stop_tree(cdp_browser)
+        err = c.error("navigate", sessionId=sid, url=pages.url("/title/gone"))
+        assert err["errorCode"] == "SESSION_LOST", err
+        assert c.error("snapshot", sessionId=sid)["errorCode"] == "SESSION_LOST"  # and it stays closed
     finally:
         c.close()
