@@ -20,7 +20,7 @@ import anyio
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from mcpbrowser.process_tree import child_pids, comm, descendants
+from mcpbrowser.process_tree import child_pids, cmdline, comm, descendants
 
 RSS_GROWTH_LIMIT_MB = 50
 WARM_UP_CYCLES = 5
@@ -28,17 +28,23 @@ WARM_UP_CYCLES = 5
 
 def allowed_growth(max_sessions):
     """The core's worker pool starts threads lazily and keeps them, up to --max-sessions + 2:
-    growth within that bound is the pool reaching its size; a leak grows with the cycles."""
-    return {"threads": max_sessions + 2, "drivers": 0, "chromium": 0}
+    growth within that bound is the pool reaching its size; a leak grows with the cycles.
+    Each session costs one driver and one renderer (its context's): those must come back
+    exactly. Chromium's browser-wide processes (GPU, network, storage, and services it
+    starts lazily once, such as the on-device model service) are reported, not limited."""
+    return {"threads": max_sessions + 2, "drivers": 0, "renderers": 0}
 
 
 def footprint(pid):
-    """Threads and RSS of the server process, and its live node and Chromium descendants."""
+    """Threads and RSS of the server process, and its live driver and Chromium descendants."""
     status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status"))
-    names = [comm(child) for child in descendants(pid)]
+    below = descendants(pid)
+    names = [comm(child) for child in below]
+    kinds = [next((a for a in cmdline(child).split() if a.startswith("--type=")), "--type=browser")
+             for child, name in zip(below, names) if name.startswith("chrom")]
     return {"threads": int(status["Threads"]), "rss_mb": round(int(status["VmRSS"].split()[0]) / 1024, 1),
             "drivers": sum(n.startswith("node") for n in names),
-            "chromium": sum(n.startswith("chrom") for n in names)}
+            "renderers": kinds.count("--type=renderer"), "chromium": len(kinds)}
 
 
 async def settle(pid, baseline, allowed=None, seconds=20.0):
