@@ -290,6 +290,10 @@ class RawServer:
     def call(self, request_id, name, **arguments):
         return self.request(request_id, "tools/call", {"name": name, "arguments": arguments})
 
+    def server_log(self):
+        self.stderr.seek(0)
+        return [json.loads(line) for line in self.stderr.read().decode().splitlines() if line.startswith("{")]
+
     def close(self):
         if self.proc.poll() is None:
             self.proc.stdin.close()
@@ -298,6 +302,26 @@ class RawServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def wait_for(predicate, seconds=5.0, step=0.05):
+    """Poll until predicate() is truthy or `seconds` pass; returns its last value."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
+
+
+def server_pid():
+    """The one mcpbrowser server among this process's children."""
+    from mcpbrowser.process_tree import child_pids
+
+    found = child_pids("mcpbrowser")
+    assert len(found) == 1, found
+    return found[0]
 
 
 def tool_payload(answer):

@@ -4,9 +4,9 @@ import os
 import signal
 import time
 
-from support import McpClient
+from support import McpClient, server_pid
 
-from mcpbrowser.process_tree import child_pids, cmdline, descendants
+from mcpbrowser.process_tree import cmdline, descendants
 
 
 def page_renderers(server_pid):
@@ -17,13 +17,6 @@ def page_renderers(server_pid):
         if "--type=renderer" in cmd and "--top-chrome-webui" not in cmd:
             found.append(pid)
     return found
-
-
-def server_pid():
-    """The mcpbrowser server: our direct child whose command line names it."""
-    found = child_pids("mcpbrowser")
-    assert found, "no mcpbrowser server among our children"
-    return found[0]
 
 
 def test_crashed_page_is_replaced(pages):

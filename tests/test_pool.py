@@ -3,13 +3,7 @@
 import time
 
 from fakes import fake_core
-
-
-def wait_for(predicate, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return predicate()
+from support import wait_for
 
 
 def test_pool_hands_out_ready_workers_and_refills():

@@ -1,21 +1,14 @@
 """Issue 7 end to end: a crashed or hung browser is restarted, degraded mode, lost sessions,
 the stuck-command watchdog and the memory guard, through the official MCP client."""
 
-import json
 import os
 import signal
 import sqlite3
 import time
 
-from support import McpClient, RawServer, tool_payload
+from support import McpClient, RawServer, server_pid, tool_payload, wait_for
 
 from mcpbrowser.process_tree import alive, browser_main_pid, child_pids, cmdline, descendants
-
-
-def server_pid():
-    found = child_pids("mcpbrowser")
-    assert len(found) == 1, found
-    return found[0]
 
 
 def kill_browser():
@@ -28,16 +21,6 @@ def kill_browser():
 
 def events(client, name):
     return [e for e in client.server_log() if e.get("event") == name]
-
-
-def wait_for(predicate, seconds, step=0.1):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    return predicate()
 
 
 def test_browser_crash_loses_sessions_with_a_resume_hint_and_recovers(pages, tmp_path):
@@ -184,11 +167,6 @@ def test_memory_guard_refuses_new_sessions_over_the_limit():
         roomy.close()
 
 
-def _raw_log(server):
-    server.stderr.seek(0)
-    return [json.loads(line) for line in server.stderr.read().decode().splitlines() if line.startswith("{")]
-
-
 def _shut_down(server):
     """Close stdin; (seconds to exit, processes that were below the server and are still alive)."""
     below = descendants(server.proc.pid)
@@ -211,7 +189,7 @@ def test_shutdown_gives_a_stuck_session_5_s_then_stops_the_browser_and_leaves_no
         took, left = _shut_down(server)
         assert 4.5 <= took < 9, took   # the session's 5 s, then the browser's stop
         assert left == [] and server.proc.returncode == 0
-        assert "core_closed" in [e.get("event") for e in _raw_log(server)]
+        assert "core_closed" in [e.get("event") for e in server.server_log()]
     finally:
         server.close()
 
@@ -220,13 +198,13 @@ def test_shutdown_kills_a_browser_that_ignores_sigterm_after_2_s():
     server = RawServer("--pool-size", "0")
     try:
         server.initialize()
-        assert wait_for(lambda: "browser_started" in [e.get("event") for e in _raw_log(server)], 15)
+        assert wait_for(lambda: "browser_started" in [e.get("event") for e in server.server_log()], 15)
         launcher = [p for p in descendants(server.proc.pid) if "launch_server.js" in cmdline(p)]
         os.kill(launcher[0], signal.SIGSTOP)  # it can no longer act on SIGTERM
         took, left = _shut_down(server)
         assert 2.0 <= took < 5, took
         assert left == [] and server.proc.returncode == 0
-        assert "browser_killed" in [e.get("event") for e in _raw_log(server)]
+        assert "browser_killed" in [e.get("event") for e in server.server_log()]
     finally:
         server.close()
 
