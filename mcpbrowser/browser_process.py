@@ -12,6 +12,14 @@ another session's emulation (microsoft/playwright#23971). Through
 `launchServer`, each connection sees only the contexts it created. The server
 runs on the Node.js that ships inside the playwright package, and works the
 same for chromium, firefox and webkit.
+
+Sessions of our own browser do not run Playwright's Node.js driver: the
+launcher also serves the protocol on a Unix socket (Browser.bind), and each
+session's sync_playwright() starts pipe_relay.py in the driver's place. That
+saves a ~65 MB process and a WebSocket hop per session. Playwright has no
+option for it, so `relay_hook` swaps the function its pipe transport asks for
+the driver's command line, for the calling thread only; remote browsers, and a
+Playwright where that function moved, keep the real driver.
 """
 
 import ctypes
@@ -22,9 +30,10 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections import deque
+from collections import deque, namedtuple
 
 from mcpbrowser.errors import BrowserError
 from mcpbrowser.logs import log
@@ -36,11 +45,16 @@ INSTALL_HINT = (
 )
 SYSTEM_CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 LAUNCHER = os.path.join(os.path.dirname(__file__), "launch_server.js")
-# Each session thread's sync_playwright() runs a Node.js driver (~75 MB PSS, the
-# largest cost per session). A 1 MB young generation cut that by ~11 MB each
-# with no measurable slowdown (scripts/bench.py); --jitless saved a little more
-# but slows every call. Playwright offers no hook for the driver's environment,
-# so the server adds this to NODE_OPTIONS at start-up.
+RELAY = os.path.join(os.path.dirname(__file__), "pipe_relay.py")
+RUNTIME_PREFIX = "mcpbrowser-run-"  # + our pid + "-": a directory in the temp dir per browser life
+# Where sessions reach a browser: its WebSocket endpoint, and for our own browser the
+# pipe server's socket and the relay command to start in the driver's place (else None).
+Endpoint = namedtuple("Endpoint", "ws pipe relay")
+# A 1 MB young generation for our Node.js processes: the launcher, which serves every
+# session's protocol, holds about 40 MB less with 8 sessions, and a driver (remote
+# browsers only) about 11 MB less, with no measurable slowdown (scripts/bench.py);
+# --jitless saved a little more but slows every call. Playwright offers no hook for a
+# driver's command line, so the server adds the flag to NODE_OPTIONS at start-up.
 DRIVER_NODE_OPTIONS = "--max-semi-space-size=1"
 
 
@@ -128,7 +142,9 @@ class SharedBrowser:
         self.executable = executable
         self.headless = headless
         self.ws_endpoint = None
+        self.pipe_endpoint = None
         self.process = None
+        self.runtime_dir = None  # private: the pipe's socket, Playwright's server registry, the relay script
         self.ended = threading.Event()  # the server's stdout closed: it exited, or is about to
         self._on_exit = on_exit         # called once on the pipe reader thread when it does
         self._exit_line = None
@@ -149,10 +165,17 @@ class SharedBrowser:
             driver, "node.exe" if sys.platform == "win32" else "node")
         options = {"browser": self.browser, "executablePath": self.executable,
                    "headless": self.headless, "args": []}
+        _sweep_runtime_dirs()
+        self.runtime_dir = tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{os.getpid()}-")
+        # Browser.bind's socket and registry file go here, not under $XDG_RUNTIME_DIR and
+        # ~/.cache, so that stop() removes them even after a crash. Both variables are
+        # Playwright's test hooks; should they go, the pipe still works from the default places.
+        env = dict(os.environ, PWTEST_SOCKETS_DIR=self.runtime_dir,
+                   PWTEST_SERVER_REGISTRY=os.path.join(self.runtime_dir, "registry"))
         self.process = subprocess.Popen(
-            [node, LAUNCHER, package, json.dumps(options)],
+            [node, DRIVER_NODE_OPTIONS, LAUNCHER, package, json.dumps(options)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, preexec_fn=_die_with_parent(),
+            start_new_session=True, preexec_fn=_die_with_parent(), env=env,
         )
         found = threading.Event()
         threading.Thread(target=self._read_endpoint, args=(found,), name="browser-stdout", daemon=True).start()
@@ -171,8 +194,9 @@ class SharedBrowser:
             raise BrowserError(self._failure_message())
         log.info("browser started", extra={"event": "browser_started", "pid": self.process.pid,
                                            "browser": self.browser, "executable": self.executable,
-                                           "headless": self.headless})
-        return self.ws_endpoint
+                                           "headless": self.headless, "pipe": bool(self.pipe_endpoint)})
+        relay = _write_relay_script(self.runtime_dir) if self.pipe_endpoint else None
+        return Endpoint(self.ws_endpoint, self.pipe_endpoint, relay)
 
     def stop(self, grace=2.0):
         """SIGTERM the server (it closes the browser), SIGKILL its group after `grace`, reap. Idempotent.
@@ -208,6 +232,8 @@ class SharedBrowser:
                     os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
+        if self.runtime_dir:
+            shutil.rmtree(self.runtime_dir, ignore_errors=True)
         log.info("browser stopped", extra={"event": "browser_stopped"})
 
     def ping(self, timeout=10.0):
@@ -254,7 +280,9 @@ class SharedBrowser:
     def _read_endpoint(self, found):
         for raw in self.process.stdout:
             line = raw.decode("utf-8", "replace").strip()
-            if self.ws_endpoint is None and line.startswith("ws://"):
+            if line.startswith("pipe "):
+                self.pipe_endpoint = line[len("pipe "):]
+            elif self.ws_endpoint is None and line.startswith("ws://"):
                 self.ws_endpoint = line
                 found.set()
             elif line == "pong":
@@ -279,13 +307,105 @@ class SharedBrowser:
                 self._stderr_tail.append(line)
 
 
+def _sweep_runtime_dirs():
+    """Remove the runtime directories of mcpbrowser processes that died without cleaning up (SIGKILL)."""
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), RUNTIME_PREFIX + "*-*")):
+        pid = os.path.basename(path)[len(RUNTIME_PREFIX):].split("-", 1)[0]
+        try:
+            mine = os.stat(path).st_uid == os.getuid()
+        except OSError:
+            continue
+        if pid.isdigit() and mine and not alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _write_relay_script(directory):
+    """An executable that runs pipe_relay.py, for the transport to start instead of Node.js."""
+    # The transport runs `<executable> <entry point> run-driver`: the entry point slot
+    # carries the socket's path, and this script adds the interpreter's flags.
+    path = os.path.join(directory, "relay")
+    with open(path, "w") as f:
+        f.write(f'#!/bin/sh\nexec "{sys.executable}" -I -S "{RELAY}" "$@"\n')
+    os.chmod(path, 0o700)
+    return path
+
+
 # -- SESSION THREAD --------------------------------------------------------------
 
-def attach(playwright, config, ws_endpoint):
-    """Connect this session thread's Playwright to the shared browser (ours or a remote one)."""
-    headers = config.headers() or None
-    if config.cdp_endpoint:
-        # CDP shows every context of the browser to every client: with other clients on
-        # the same browser, their drivers can dismiss our dialogs. --ws-endpoint has no such gap.
-        return playwright.chromium.connect_over_cdp(config.cdp_endpoint, headers=headers)
-    return getattr(playwright, config.browser).connect(ws_endpoint, headers=headers)
+_relay = threading.local()  # .command: (relay script, socket path) for the next driver this thread starts
+_hook_lock = threading.Lock()
+_hooked = None
+
+
+def relay_hook():
+    """Make Playwright start our relay on threads that ask for it; False if Playwright moved the function."""
+    global _hooked
+    with _hook_lock:
+        if _hooked is None:
+            try:
+                from playwright._impl import transport
+                original = transport.compute_driver_executable
+            except (ImportError, AttributeError):
+                log.warning("cannot start sessions through the pipe relay in this Playwright: each "
+                            "session runs its own Node.js driver", extra={"event": "relay_unavailable"})
+                _hooked = False
+            else:
+                def driver_executable():
+                    command = getattr(_relay, "command", None)
+                    return command if command else original()
+
+                transport.compute_driver_executable = driver_executable
+                _hooked = True
+        return _hooked
+
+
+def attach(config, endpoint):
+    """Start this session thread's Playwright and reach the shared browser (ours or a remote one).
+
+    Returns (manager, playwright, browser); the manager is sync_playwright()'s, for its driver pid.
+    """
+    from playwright.sync_api import sync_playwright
+
+    piped = bool(endpoint.pipe) and relay_hook()
+    manager = sync_playwright()
+    _relay.command = (endpoint.relay, endpoint.pipe) if piped else None
+    try:
+        playwright = manager.start()
+    finally:
+        _relay.command = None
+    try:
+        if piped:
+            _read_late_transport_error(manager)
+            # The server treats a pipe client as remote (it refuses local file paths, so
+            # uploads must send the files' bytes), as connect() marks its connection.
+            playwright._impl_obj._connection.mark_as_remote()
+            # The pipe server hands each connection the browser it serves, as a
+            # connect() to the WebSocket would; the sync wrapper comes from Playwright's map.
+            from playwright._impl._sync_base import mapping
+
+            browser = mapping.from_impl(playwright._impl_obj._pre_launched_browser())
+        elif config.cdp_endpoint:
+            # CDP shows every context of the browser to every client: with other clients on
+            # the same browser, their drivers can dismiss our dialogs. --ws-endpoint has no such gap.
+            browser = playwright.chromium.connect_over_cdp(config.cdp_endpoint, headers=config.headers() or None)
+        else:
+            browser = getattr(playwright, config.browser).connect(endpoint.ws, headers=config.headers() or None)
+    except BaseException:
+        playwright.stop()
+        raise
+    return manager, playwright, browser
+
+
+def _read_late_transport_error(manager):
+    """Mark the transport's error as read, so a relay that exits does not make asyncio complain.
+
+    A relay ends with its browser (a crash, or the server stopping it), unlike a
+    Node.js driver; the transport then fails a Future that only its start-up
+    awaited, and asyncio would print "Future exception was never retrieved" on
+    stderr for every such session. The session learns of the loss on its next call.
+    """
+    try:
+        future = manager._client._transport.on_error_future
+    except AttributeError:
+        return
+    future.add_done_callback(lambda done: done.cancelled() or done.exception())

@@ -98,11 +98,11 @@ class Config:
         "Milliseconds from creation until a session is closed (seed 003: 5 minutes).")
     max_sessions: int = _option(
         10, _int_at_least(1),
-        "Most sessions open at once; each costs a driver process and a browser context.")
+        "Most sessions open at once; each costs a browser context and a small relay process.")
     pool_size: int = _option(
         1, _int_at_least(0),
-        "Idle sessions kept ready (driver started, context and page open) so create_session "
-        "answers at once; each costs about 140 MB, and the pool never exceeds --max-sessions.")
+        "Idle sessions kept ready (Playwright started, context and page open) so create_session "
+        "answers at once; each costs about 40 MB, and the pool never exceeds --max-sessions.")
     executable_path: str = _option(
         None, _optional_text,
         "Browser executable to use instead of looking for one.")
@@ -205,11 +205,16 @@ class Config:
     breaker_reset: int = _option(
         30, _int_at_least(1),
         "Seconds an open breaker refuses its tool with CIRCUIT_OPEN before letting one call try.")
+    idle_gc: int = _option(
+        1_000, _int_at_least(0),
+        "Milliseconds a session must stay quiet after a call before its pages' JavaScript heaps "
+        "are collected: about 25 MB back per active session, for a few milliseconds of the "
+        "browser's time while the agent thinks. 0 turns it off.")
     max_memory_mb: int = _option(
-        0, _int_at_least(0),
-        "Refuse new sessions with RESOURCE_EXHAUSTED while the server's process tree (drivers and "
-        "browser included, PSS) is over this many MB; seed 004 suggests 2048. 0 turns it off: "
-        "off by default because 8 sessions here take about 2 GB.")
+        2048, _int_at_least(0),
+        "Refuse new sessions with RESOURCE_EXHAUSTED while the server's process tree (relays and "
+        "browser included, PSS) is over this many MB, as seed 004 suggests; 8 sessions on small "
+        "pages take about 0.9 GB here. 0 turns it off.")
     response_mode: str = _option(
         "compact", _one_of(("compact", "full")),
         "compact keeps page snapshots in the history (fetch them with get_content); "

@@ -23,7 +23,7 @@ from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from tenacity import Retrying, retry_if_exception_type
 
 from mcpbrowser import tools
-from mcpbrowser.browser_process import SharedBrowser, attach, effective_headless, find_executable
+from mcpbrowser.browser_process import Endpoint, SharedBrowser, attach, effective_headless, find_executable
 from mcpbrowser.config import Config
 from mcpbrowser.errors import (
     BrowserError, BrowserServerError, BrowserUnavailable, CircuitOpen, CommandTimeout, CooldownActive,
@@ -32,7 +32,7 @@ from mcpbrowser.errors import (
 )
 from mcpbrowser.guards import CircuitBreaker, Cooldown, DomainPolicy, RateLimiter, is_login_timeout
 from mcpbrowser.logs import log
-from mcpbrowser.process_tree import tree_pss_kb
+from mcpbrowser.process_tree import browser_pss_kb
 from mcpbrowser.schema import validate
 from mcpbrowser.session_state import REDACTED, SessionState, now_ms
 from mcpbrowser.session_worker import SessionWorker
@@ -142,7 +142,7 @@ class Browser:
         self._filling = 0
         self._closed = False
         self._pool = ThreadPoolExecutor(self.config.max_sessions + 2, thread_name_prefix="core")
-        # The shared browser's current life: Future of (generation, ws endpoint). A crash
+        # The shared browser's current life: Future of (generation, Endpoint). A crash
         # replaces it with a pending one, which the restart resolves.
         self._endpoint = Future()
         self._generation = 0
@@ -684,13 +684,13 @@ class Browser:
                 details={"retryAfterMs": retry, "cause": self._crash_cause})
 
     def _over_memory(self):
-        """MB used by our process tree when over --max-memory-mb, else None."""
+        """MB used by the browser's processes when over --max-memory-mb, else None."""
         limit = self.config.max_memory_mb
         if not limit:
             return None
         sampled, used = self._memory
         if time.monotonic() - sampled > MEMORY_SAMPLE_S:
-            used = tree_pss_kb(os.getpid()) / 1024
+            used = browser_pss_kb(os.getpid()) / 1024
             self._memory = (time.monotonic(), used)
         return used if used > limit else None
 
@@ -698,7 +698,7 @@ class Browser:
         used = self._over_memory()
         if used is not None:
             raise ResourceExhausted(
-                f"The server's processes use {used:.0f} MB, over the {self.config.max_memory_mb} MB limit "
+                f"The browser's processes use {used:.0f} MB, over the {self.config.max_memory_mb} MB limit "
                 "(--max-memory-mb); close a session before creating another.",
                 details={"usedMb": round(used), "limitMb": self.config.max_memory_mb})
 
@@ -739,7 +739,7 @@ class Browser:
         if self._remote:
             # A remote browser (a grid): nothing to launch or restart; sessions attach to it
             # directly and find out on their own when it goes away (see _session_lost).
-            self._endpoint.set_result((0, self.config.ws_endpoint))
+            self._endpoint.set_result((0, Endpoint(self.config.ws_endpoint, None, None)))
             log.info("using a remote browser", extra={"event": "remote_browser",
                                                       "cdp": bool(self.config.cdp_endpoint)})
             return
@@ -903,14 +903,14 @@ class Browser:
             return None
 
     # SESSION THREAD
-    def _attach(self, worker, playwright):
-        """Connect to the current browser; if it died just now, to the restarted one."""
+    def _attach(self, worker):
+        """Start Playwright on the current browser; if it died just now, on the restarted one."""
         while True:
             with self._lock:
                 life = self._endpoint
             worker.generation, endpoint = life.result()
             try:
-                return attach(playwright, self.config, endpoint)
+                return attach(self.config, endpoint)
             except Exception:
                 # A crash is noticed within milliseconds, when the browser server's pipe
                 # closes; then the current life is a new Future. Otherwise this is our error.
@@ -922,13 +922,9 @@ class Browser:
 
     def _open_playwright_session(self, worker):
         self.start()
-        from playwright.sync_api import sync_playwright
-
-        manager = sync_playwright()
-        playwright = manager.start()
+        manager, playwright, browser = self._attach(worker)
         worker.driver_pid = _driver_pid(manager)
         try:
-            browser = self._attach(worker, playwright)
             context = browser.new_context(storage_state=worker.options.get("storage_state"))
             context.set_default_timeout(self.config.action_timeout)
             context.set_default_navigation_timeout(self.config.navigation_timeout)
@@ -941,6 +937,11 @@ class Browser:
             state.tell_user = lambda message: self._tell_client(
                 "alert", {"event": "wait_for_user", "session": worker.session_id, "message": message})
             state.listen()
+            if self.config.idle_gc:
+                worker.quiet_hook = SessionState.collect_garbage
+                worker.quiet_after_s = self.config.idle_gc / 1000
+                budget = self._budget_s({})
+                worker.quiet_budget = (budget, (Call("collect_garbage", worker.session_id, False, False), budget))
             if worker.options.get("url", "about:blank") != "about:blank":
                 try:
                     page.goto(worker.options["url"])

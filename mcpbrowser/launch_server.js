@@ -4,7 +4,8 @@
 // argv: [node, this file, playwright-core package dir, JSON launch options]
 //
 // Lines on stdout, for the supervisor in browser_process.py:
-//   ws://...          the endpoint, once the browser is up
+//   pipe PATH         a Unix socket serving the same protocol (Browser.bind), for our sessions
+//   ws://...          the endpoint, once the browser is up (always the last line of start-up)
 //   pong              answer to a "ping" line on stdin: a context opened and closed
 //   ping-failed why   the browser did not manage that
 //   exited code sig   the browser process ended without being asked to; we exit(3)
@@ -66,6 +67,16 @@ function featureArgs() {
   });
   // Our own client, for health checks only: it holds no pages between pings.
   const probe = await playwright[options.browser].connect(server.wsEndpoint());
+  // Sessions attach through this socket, each by a small relay instead of a Node.js driver
+  // of its own (see pipe_relay.py). A Playwright without Browser.bind leaves them the
+  // WebSocket. Where the socket and the bind's registry file go is set by our parent
+  // (PWTEST_SOCKETS_DIR, PWTEST_SERVER_REGISTRY: a private directory it removes).
+  try {
+    const { endpoint } = await probe.bind('mcpbrowser');
+    process.stdout.write(`pipe ${endpoint}\n`);
+  } catch (error) {
+    process.stderr.write(`no pipe server, sessions use the WebSocket: ${error && error.message}\n`);
+  }
   process.stdout.write(server.wsEndpoint() + '\n');
   const stop = async () => {
     if (closing) return;

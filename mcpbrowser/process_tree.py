@@ -90,6 +90,15 @@ def tree_pss_kb(pid):
     return sum(pss_kb(p) for p in [pid, *descendants(pid)])
 
 
+def browser_pss_kb(server_pid):
+    """PSS of what an mcpbrowser process runs for its browser: the launcher's tree and every
+    session's relay or driver. Not the process itself: an embedding service's own memory (and
+    its other children) is not the browser's."""
+    ours = [pid for pid in _children_map().get(server_pid, [])
+            if any(marker in cmdline(pid) for marker in ("launch_server.js", "run-driver"))]
+    return sum(tree_pss_kb(pid) for pid in ours)
+
+
 def browser_main_pid(server_pid):
     """The shared browser's main process under an mcpbrowser server: the launcher's child that is
     not a helper (helpers carry --type=). None when there is none (remote browser, or down)."""

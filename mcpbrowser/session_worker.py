@@ -44,6 +44,13 @@ class SessionWorker:
         # only during a call, so a session with routing needs this to serve its page's
         # requests while no tool call is running.
         self.idle_hook = None
+        # quiet_hook(state), when set, runs once on the session thread after a command,
+        # when no other has come for quiet_after_s: work worth doing only while the agent
+        # thinks (the core's: the pages' garbage collection). quiet_budget is
+        # (budget_s, tag): the watchdog watches it like a command.
+        self.quiet_hook = None
+        self.quiet_after_s = 1.0
+        self.quiet_budget = (None, None)
         self._thread = thread_factory(target=self._run, name=f"session-{session_id[:8]}", daemon=True)
 
     # -- ANY THREAD ------------------------------------------------------------
@@ -113,15 +120,24 @@ class SessionWorker:
             self._fail_queued()
             return
         self.ready.set_result(True)
+        quiet_due = None  # monotonic time the quiet hook is due, after a command
         try:
             while True:
+                timeout = IDLE_INTERVAL_S if self.idle_hook else None
+                if quiet_due is not None:
+                    wait = max(0.0, quiet_due - time.monotonic())
+                    timeout = wait if timeout is None else min(timeout, wait)
                 try:
-                    item = self._queue.get(timeout=IDLE_INTERVAL_S if self.idle_hook else None)
+                    item = self._queue.get(timeout=timeout)
                 except queue.Empty:
-                    try:
-                        self.idle_hook(state)
-                    except Exception:
-                        log.debug("idle hook failed", extra={"session": self.session_id})
+                    if self.idle_hook is not None:
+                        try:
+                            self.idle_hook(state)
+                        except Exception:
+                            log.debug("idle hook failed", extra={"session": self.session_id})
+                    if quiet_due is not None and time.monotonic() >= quiet_due:
+                        quiet_due = None
+                        self._run_quiet_hook(state)
                     continue
                 if item is _STOP:
                     break
@@ -141,6 +157,8 @@ class SessionWorker:
                     except Exception:
                         log.exception("after-call work failed", extra={"session": self.session_id})
                 self.running = None
+                if self.quiet_hook is not None:
+                    quiet_due = time.monotonic() + self.quiet_after_s
         finally:
             self._fail_queued()
             if self._last is not None:
@@ -152,6 +170,16 @@ class SessionWorker:
                 state.close()
             except Exception:
                 log.exception("session close failed", extra={"session": self.session_id})
+
+    def _run_quiet_hook(self, state):
+        budget_s, tag = self.quiet_budget
+        self.running = (Future(), None if budget_s is None else time.monotonic() + budget_s, tag)
+        try:
+            self.quiet_hook(state)
+        except Exception as exc:
+            log.debug("quiet hook failed", extra={"session": self.session_id, "error": str(exc)})
+        finally:
+            self.running = None
 
     def _fail_queued(self):
         while True:

@@ -40,6 +40,7 @@ PAGE = b"""<!doctype html><title>Bench</title>
 <label for="q">Query</label><input id="q">
 <button id="go" onclick="document.title = 'done ' + document.getElementById('q').value">Go</button>"""
 OPS = ("navigate", "type", "click")
+IDLE_S = 3.0  # memory is measured this long after the last call, for every contender alike
 
 
 class _Page(BaseHTTPRequestHandler):
@@ -123,14 +124,18 @@ def raw_concurrent(executable, url, sessions, rounds):
     from playwright.sync_api import sync_playwright
 
     shared = SharedBrowser("chromium", executable, True)
-    endpoint = shared.start()
+    endpoint = shared.start().ws  # the public way: each thread's own driver connects
     ready, go = threading.Barrier(sessions + 1), threading.Event()
 
     def worker(_):
         with sync_playwright() as pw:
-            browser = pw.chromium.connect(endpoint)
-            page = browser.new_context().new_page()
-            page.goto(url)
+            try:
+                browser = pw.chromium.connect(endpoint)
+                page = browser.new_context().new_page()
+                page.goto(url)
+            except BaseException:
+                ready.abort()  # the main thread must not wait for a worker that failed
+                raise
             ready.wait()
             go.wait()
             for i in range(rounds):
@@ -141,7 +146,12 @@ def raw_concurrent(executable, url, sessions, rounds):
 
     with ThreadPoolExecutor(sessions) as pool:
         futures = [pool.submit(worker, n) for n in range(sessions)]
-        ready.wait()
+        try:
+            ready.wait()
+        except threading.BrokenBarrierError:
+            for fut in futures:
+                fut.result()  # raises the worker's own error
+            raise
         started = time.perf_counter()
         go.set()
         for fut in futures:
@@ -233,11 +243,13 @@ async def mcpbrowser_concurrent(url, sessions, rounds):
                 for sid in ids:
                     tg.start_soon(workload, sid)
             elapsed = time.perf_counter() - started
-            await anyio.sleep(1.0)  # let the pool refill: it counts in the memory total
-            pids = child_pids("mcpbrowser")
-            memory = sum(tree_pss_kb(pid) for pid in pids)
+            busy = sum(tree_pss_kb(pid) for pid in child_pids("mcpbrowser"))
+            # Then as sessions are while an agent thinks: the pool refilled (it counts in the
+            # total), and --idle-gc (1 s) has collected the pages' JavaScript heaps.
+            await anyio.sleep(IDLE_S)
+            idle = sum(tree_pss_kb(pid) for pid in child_pids("mcpbrowser"))
     return {"ops_per_s": round(sessions * rounds * 3 / elapsed, 1), "seconds": round(elapsed, 2),
-            "pss_mb": round(memory / 1024, 1)}
+            "pss_mb": round(idle / 1024, 1), "pss_busy_mb": round(busy / 1024, 1)}
 
 
 # -- @playwright/mcp ---------------------------------------------------------------------
@@ -296,7 +308,7 @@ async def pwmcp_memory(cli, executable, url, sessions):
         for _ in range(sessions):
             tg.start_soon(instance)
         await ready.wait()
-        await anyio.sleep(1.0)
+        await anyio.sleep(IDLE_S)  # as long as ours idle
         memory = sum(tree_pss_kb(pid) for pid in child_pids("cli.js"))
         done.set()
     return round(memory / 1024, 1)
@@ -331,7 +343,9 @@ def report(results):
               f"{results['sessions']} sessions: ours {results['concurrent']['ops_per_s']} ops/s, "
               f"raw threads {results['raw_concurrent']['ops_per_s']} ops/s, "
               f"ratio {results['throughput_ratio']}",
-              f"memory (PSS) with {results['sessions']} sessions: ours {results['concurrent']['pss_mb']} MB"
+              f"memory (PSS) with {results['sessions']} sessions, {IDLE_S:g} s idle: ours "
+              f"{results['concurrent']['pss_mb']} MB ({results['concurrent']['pss_busy_mb']} MB at once "
+              "after the workload)"
               + (f", {results['sessions']} @playwright/mcp {results['playwright_mcp_pss_mb']} MB, "
                  f"ratio {results['memory_ratio']}" if theirs else "")]
     return "\n".join(lines)

@@ -29,7 +29,7 @@ WARM_UP_CYCLES = 5
 def allowed_growth(max_sessions):
     """The core's worker pool starts threads lazily and keeps them, up to --max-sessions + 2:
     growth within that bound is the pool reaching its size; a leak grows with the cycles.
-    Each session costs one driver and one renderer (its context's): those must come back
+    Each session costs one driver (its pipe relay) and one renderer (its context's): those must come back
     exactly. Chromium's browser-wide processes (GPU, network, storage, and services it
     starts lazily once, such as the on-device model service) are reported, not limited."""
     return {"threads": max_sessions + 2, "drivers": 0, "renderers": 0}
@@ -43,7 +43,7 @@ def footprint(pid):
     kinds = [next((a for a in cmdline(child).split() if a.startswith("--type=")), "--type=browser")
              for child, name in zip(below, names) if name.startswith("chrom")]
     return {"threads": int(status["Threads"]), "rss_mb": round(int(status["VmRSS"].split()[0]) / 1024, 1),
-            "drivers": sum(n.startswith("node") for n in names),
+            "drivers": sum("run-driver" in cmdline(child) for child in below),
             "renderers": kinds.count("--type=renderer"), "chromium": len(kinds)}
 
 

@@ -29,6 +29,9 @@ def server_args(args):
     return args
 
 PAGES = {
+    # Its object is reachable only through a WeakRef: it goes at the renderer's next garbage collection.
+    "/weakref": """<!doctype html><title>Weak</title>
+<script>window.ref = new WeakRef({payload: new Array(100000).fill(7)});</script>""",
     "/form": """<!doctype html><title>Form</title>
 <input id="name" value="">
 <textarea id="notes"></textarea>

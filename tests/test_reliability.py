@@ -151,7 +151,7 @@ def test_memory_guard_refuses_new_sessions_over_the_limit():
     c = McpClient("--max-memory-mb", "64")
     try:
         # Right after start the browser may not be up yet, so the tree may still be small: once a
-        # session exists (a driver and a browser, well over 64 MB), the next one must be refused.
+        # session exists (a launcher, a browser and a relay, well over 64 MB), the next one must be refused.
         if not c.call("create_session").is_error:
             time.sleep(1.2)  # the guard samples /proc at most once a second
         err = c.error("create_session")

@@ -200,3 +200,43 @@ def test_core_refuses_a_tool_with_circuit_open_and_other_failures_do_not_count()
         assert core.call("navigate", {"sessionId": sid, "url": "https://example.com/"})["url"]  # others go on
     finally:
         core.close()
+
+
+def test_quiet_hook_runs_once_after_a_command_once_the_queue_stays_empty():
+    worker, state = started_worker()
+    ran = []
+    done = threading.Event()
+
+    def quiet(s):
+        ran.append((s, threading.get_ident(), worker.running is not None and worker.running[2]))
+        done.set()
+
+    worker.quiet_hook, worker.quiet_after_s, worker.quiet_budget = quiet, 0.05, (30.0, "tag")
+    assert not done.wait(0.3)  # no command yet: nothing to tidy up after
+    thread = worker.submit(lambda s: threading.get_ident()).result(5)
+    assert done.wait(5)
+    # On the session thread, watched by the watchdog like a command, then once only.
+    assert ran == [(state, thread, "tag")]
+    done.clear()
+    assert not done.wait(0.3) and len(ran) == 1 and worker.running is None
+    worker.stop()
+    assert worker.join(5)
+
+
+def test_quiet_hook_waits_while_commands_keep_coming_and_its_failure_is_harmless():
+    worker, _ = started_worker()
+    ran = []
+
+    def quiet(s):
+        ran.append(1)
+        raise RuntimeError("page gone")
+
+    worker.quiet_hook, worker.quiet_after_s = quiet, 1.0
+    for _ in range(6):  # never quiet for 1 s
+        worker.submit(lambda s: None).result(5)
+        threading.Event().wait(0.1)
+    assert ran == []
+    threading.Event().wait(2.5)
+    assert ran == [1]
+    assert worker.submit(lambda s: "alive").result(5) == "alive"
+    worker.stop()

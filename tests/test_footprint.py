@@ -1,0 +1,78 @@
+"""Issue 6's memory savings as behaviour: sessions run a pipe relay instead of a Node.js driver,
+and quiet sessions have their pages' garbage collected. (The benchmark measures the sizes.)"""
+
+import os
+import subprocess
+import tempfile
+import time
+
+from support import McpClient, server_pid, wait_for
+
+from mcpbrowser import browser_process
+from mcpbrowser.process_tree import child_pids, cmdline
+
+
+def drivers():
+    """Command lines of the server's driver processes: what each session's sync_playwright() started."""
+    return [cmdline(pid) for pid in child_pids("run-driver", parent=server_pid())]
+
+
+def test_sessions_reach_the_browser_through_a_relay_not_a_node_driver(pages):
+    c = McpClient("--pool-size", "1")
+    try:
+        sids = [c.tool("create_session")["sessionId"] for _ in range(2)]
+        # Two sessions and the refilled pool: three relays, and no Node.js driver at all.
+        assert wait_for(lambda: len(drivers()) == 3, 10), drivers()
+        assert all("pipe_relay.py" in line and "node" not in line.split()[0] for line in drivers()), drivers()
+        # Every message passes through them: a page loads, an element is typed into and read back.
+        c.tool("navigate", sessionId=sids[0], url=pages.url("/form"))
+        c.tool("type", sessionId=sids[0], selector="#name", text="relayed")
+        c.tool("click", sessionId=sids[0], selector="#go")
+        assert c.tool("snapshot", sessionId=sids[0])["title"] == "Hello relayed"
+        # A closed session's relay exits with its connection.
+        c.tool("close_session", sessionId=sids[1])
+        assert wait_for(lambda: len(drivers()) == 2, 10), drivers()
+    finally:
+        c.close()
+
+
+def weakref_alive(c, sid):
+    return c.tool("evaluate", sessionId=sid, expression="() => window.ref.deref() !== undefined")["result"]
+
+
+def test_a_quiet_session_has_its_pages_garbage_collected(pages):
+    c = McpClient("--allow-evaluate", "--idle-gc", "300", "--pool-size", "0")
+    try:
+        sid = c.tool("create_session")["sessionId"]
+        c.tool("navigate", sessionId=sid, url=pages.url("/weakref"))
+        assert weakref_alive(c, sid) is True
+        time.sleep(1.5)  # quiet: no call may come in between, or the collection waits for the next pause
+        assert weakref_alive(c, sid) is False
+    finally:
+        c.close()
+
+
+def test_without_idle_gc_the_garbage_stays(pages):
+    """The control: the page itself does not collect that object within the same pause."""
+    c = McpClient("--allow-evaluate", "--idle-gc", "0", "--pool-size", "0")
+    try:
+        sid = c.tool("create_session")["sessionId"]
+        c.tool("navigate", sessionId=sid, url=pages.url("/weakref"))
+        time.sleep(1.5)
+        assert weakref_alive(c, sid) is True
+    finally:
+        c.close()
+
+
+def test_runtime_dirs_of_dead_servers_are_swept_at_the_next_start(tmp_path, monkeypatch):
+    """A SIGKILLed server cannot remove its socket directory; the next browser start does."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = tmp_path / f"{browser_process.RUNTIME_PREFIX}{gone.pid}-abc"
+    live = tmp_path / f"{browser_process.RUNTIME_PREFIX}{os.getpid()}-def"
+    other = tmp_path / "mcpbrowser-run-notapid-ghi"
+    for folder in (dead, live, other):
+        (folder / "browser").mkdir(parents=True)
+    browser_process._sweep_runtime_dirs()
+    assert not dead.exists() and live.exists() and other.exists()
