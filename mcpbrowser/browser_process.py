@@ -14,8 +14,8 @@ runs on the Node.js that ships inside the playwright package, and works the
 same for chromium, firefox and webkit.
 
 Sessions of our own browser do not run Playwright's Node.js driver: the
-launcher also serves the protocol on a Unix socket (Browser.bind), and each
-session's sync_playwright() starts pipe_relay.py in the driver's place. That
+launcher also takes sessions on a Unix socket (bridged to its browser server),
+and each session's sync_playwright() starts pipe_relay.py in the driver's place. That
 saves a ~65 MB process and a WebSocket hop per session. Playwright has no
 option for it, so `relay_hook` swaps the function its pipe transport asks for
 the driver's command line, for the calling thread only; remote browsers, and a
@@ -144,7 +144,7 @@ class SharedBrowser:
         self.ws_endpoint = None
         self.pipe_endpoint = None
         self.process = None
-        self.runtime_dir = None  # private: the pipe's socket, Playwright's server registry, the relay script
+        self.runtime_dir = None  # private: the sessions' socket and the relay script
         self.ended = threading.Event()  # the server's stdout closed: it exited, or is about to
         self._on_exit = on_exit         # called once on the pipe reader thread when it does
         self._exit_line = None
@@ -163,19 +163,15 @@ class SharedBrowser:
         driver, package = _playwright_dirs()
         node = os.environ.get("PLAYWRIGHT_NODEJS_PATH") or os.path.join(
             driver, "node.exe" if sys.platform == "win32" else "node")
-        options = {"browser": self.browser, "executablePath": self.executable,
-                   "headless": self.headless, "args": []}
         _sweep_runtime_dirs()
         self.runtime_dir = tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{os.getpid()}-")
-        # Browser.bind's socket and registry file go here, not under $XDG_RUNTIME_DIR and
-        # ~/.cache, so that stop() removes them even after a crash. Both variables are
-        # Playwright's test hooks; should they go, the pipe still works from the default places.
-        env = dict(os.environ, PWTEST_SOCKETS_DIR=self.runtime_dir,
-                   PWTEST_SERVER_REGISTRY=os.path.join(self.runtime_dir, "registry"))
+        options = {"browser": self.browser, "executablePath": self.executable,
+                   "headless": self.headless, "args": [],
+                   "pipePath": os.path.join(self.runtime_dir, "sessions.sock")}
         self.process = subprocess.Popen(
             [node, DRIVER_NODE_OPTIONS, LAUNCHER, package, json.dumps(options)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, preexec_fn=_die_with_parent(), env=env,
+            start_new_session=True, preexec_fn=_die_with_parent(),
         )
         found = threading.Event()
         threading.Thread(target=self._read_endpoint, args=(found,), name="browser-stdout", daemon=True).start()
@@ -376,11 +372,11 @@ def attach(config, endpoint):
     try:
         if piped:
             _read_late_transport_error(manager)
-            # The server treats a pipe client as remote (it refuses local file paths, so
+            # The server treats a relayed client as remote (it refuses local file paths, so
             # uploads must send the files' bytes), as connect() marks its connection.
             playwright._impl_obj._connection.mark_as_remote()
-            # The pipe server hands each connection the browser it serves, as a
-            # connect() to the WebSocket would; the sync wrapper comes from Playwright's map.
+            # The browser server hands each connection the browser it serves, as it does
+            # to connect(); the sync wrapper comes from Playwright's map.
             from playwright._impl._sync_base import mapping
 
             browser = mapping.from_impl(playwright._impl_obj._pre_launched_browser())

@@ -4,12 +4,13 @@
 // argv: [node, this file, playwright-core package dir, JSON launch options]
 //
 // Lines on stdout, for the supervisor in browser_process.py:
-//   pipe PATH         a Unix socket serving the same protocol (Browser.bind), for our sessions
+//   pipe PATH         a Unix socket for our sessions' relays (see servePipe), when options.pipePath is set
 //   ws://...          the endpoint, once the browser is up (always the last line of start-up)
 //   pong              answer to a "ping" line on stdin: a context opened and closed
 //   ping-failed why   the browser did not manage that
 //   exited code sig   the browser process ended without being asked to; we exit(3)
 const fs = require('fs');
+const net = require('net');
 const path = require('path');
 const playwright = require(process.argv[2]);
 const readline = require('readline');
@@ -49,6 +50,54 @@ function featureArgs() {
   };
 }
 
+// Sessions attach through a Unix socket, each by a small relay (pipe_relay.py) instead of
+// a Node.js driver of its own; messages are JSON, each followed by a NUL byte. Each socket
+// is bridged to a WebSocket connection of its own to our browser server, in this process,
+// so a session sees only the contexts it creates, and its contexts close when its relay
+// goes. (Browser.bind's pipe server would spare the bridge, but it shows every context
+// to every client and closes none of them on disconnect.)
+function servePipe(socketPath, wsEndpoint) {
+  const WS = globalThis.WebSocket || require(path.join(process.argv[2], 'lib/utilsBundle')).ws;
+  try {
+    fs.unlinkSync(socketPath);
+  } catch (error) {}
+  const pipes = net.createServer((socket) => {
+    const ws = new WS(wsEndpoint);
+    const early = [];   // messages that came before the WebSocket opened
+    let partial = [];   // the start of a message whose NUL has not come yet
+    const end = () => {
+      socket.destroy();
+      try {
+        ws.close();
+      } catch (error) {}
+    };
+    socket.on('data', (chunk) => {
+      let start = 0;
+      for (let stop = chunk.indexOf(0); stop !== -1; stop = chunk.indexOf(0, start)) {
+        partial.push(chunk.subarray(start, stop));
+        const message = Buffer.concat(partial).toString('utf8');
+        partial = [];
+        if (ws.readyState === 1) ws.send(message);
+        else early.push(message);
+        start = stop + 1;
+      }
+      if (start < chunk.length) partial.push(chunk.subarray(start));
+    });
+    ws.addEventListener('open', () => {
+      for (const message of early.splice(0)) ws.send(message);
+    });
+    ws.addEventListener('message', (event) => socket.write(String(event.data) + '\0'));
+    ws.addEventListener('close', end);
+    ws.addEventListener('error', end);
+    socket.on('close', end);
+    socket.on('error', end);
+  });
+  return new Promise((resolve, reject) => {
+    pipes.on('error', reject);
+    pipes.listen(socketPath, () => resolve(pipes));
+  });
+}
+
 (async () => {
   const features = featureArgs();
   const server = await playwright[options.browser].launchServer({
@@ -67,15 +116,13 @@ function featureArgs() {
   });
   // Our own client, for health checks only: it holds no pages between pings.
   const probe = await playwright[options.browser].connect(server.wsEndpoint());
-  // Sessions attach through this socket, each by a small relay instead of a Node.js driver
-  // of its own (see pipe_relay.py). A Playwright without Browser.bind leaves them the
-  // WebSocket. Where the socket and the bind's registry file go is set by our parent
-  // (PWTEST_SOCKETS_DIR, PWTEST_SERVER_REGISTRY: a private directory it removes).
-  try {
-    const { endpoint } = await probe.bind('mcpbrowser');
-    process.stdout.write(`pipe ${endpoint}\n`);
-  } catch (error) {
-    process.stderr.write(`no pipe server, sessions use the WebSocket: ${error && error.message}\n`);
+  if (options.pipePath) {
+    try {
+      await servePipe(options.pipePath, server.wsEndpoint());
+      process.stdout.write(`pipe ${options.pipePath}\n`);
+    } catch (error) {
+      process.stderr.write(`no pipe for sessions, they use the WebSocket: ${error && error.message}\n`);
+    }
   }
   process.stdout.write(server.wsEndpoint() + '\n');
   const stop = async () => {

@@ -7,9 +7,9 @@ browser -> session, the other session -> browser. Standard library only,
 so that `python -I -S` starts it in a few milliseconds and about 7 MB.
 
 Why: a real driver per session is a Node.js process of about 65 MB, and it
-relays every message once more over a WebSocket. The launcher's browser
-already serves Playwright's protocol on a Unix socket (Browser.bind), so this
-only has to translate the framing:
+parses and relays every message once more. The launcher takes sessions on a
+Unix socket (launch_server.js, servePipe), so this only has to translate the
+framing:
 - session side (our stdin/stdout): a 4-byte little-endian length, then the JSON;
 - browser side (the socket): the JSON, then a NUL byte (JSON text never holds one).
 

@@ -2,13 +2,16 @@
 and quiet sessions have their pages' garbage collected. (The benchmark measures the sizes.)"""
 
 import os
+import signal
 import subprocess
 import tempfile
 import time
 
 from support import McpClient, server_pid, wait_for
 
+import mcpbrowser
 from mcpbrowser import browser_process
+from mcpbrowser.config import Config
 from mcpbrowser.process_tree import child_pids, cmdline
 
 
@@ -76,3 +79,32 @@ def test_runtime_dirs_of_dead_servers_are_swept_at_the_next_start(tmp_path, monk
         (folder / "browser").mkdir(parents=True)
     browser_process._sweep_runtime_dirs()
     assert not dead.exists() and live.exists() and other.exists()
+
+
+def test_relayed_sessions_stay_isolated_and_a_dead_relay_takes_its_context_along(pages):
+    """Each relay is bridged to a connection of its own: it sees only its own contexts (Playwright's
+    Browser.bind pipe server would show it every session's), and they close when it goes."""
+    with mcpbrowser.Browser(Config(headless=True, db=":memory:", pool_size=0)) as browser:
+        a, b = browser.create_session(), browser.create_session()
+        for session in (a, b):
+            session.navigate(pages.url("/title/mine"))
+
+        def on_thread(session, fn):
+            return browser._sessions[session.id].worker.submit(fn).result(10)
+
+        def contexts_seen(state):
+            state.page.wait_for_timeout(50)  # let events from the browser arrive
+            return len(state.browser.contexts)
+
+        def pages_in_browser(state):  # every page target of the whole browser, over CDP
+            cdp = state.browser.new_browser_cdp_session()
+            try:
+                return len([t for t in cdp.send("Target.getTargets")["targetInfos"] if t["type"] == "page"])
+            finally:
+                cdp.detach()
+
+        assert on_thread(a, contexts_seen) == 1 and on_thread(b, contexts_seen) == 1
+        assert on_thread(b, pages_in_browser) == 2
+        os.kill(browser._sessions[a.id].worker.driver_pid, signal.SIGKILL)
+        assert wait_for(lambda: on_thread(b, pages_in_browser) == 1, 10)
+        assert b.navigate(pages.url("/title/still"))["title"] == "still"
