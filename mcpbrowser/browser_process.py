@@ -16,7 +16,7 @@ same for chromium, firefox and webkit.
 Sessions of our own browser do not run Playwright's Node.js driver: the
 launcher also takes sessions on a Unix socket (bridged to its browser server),
 and each session's sync_playwright() starts pipe_relay.py in the driver's place. That
-saves a ~65 MB process and a WebSocket hop per session. Playwright has no
+saves a ~65 MB process per session, and a process that parses every message. Playwright has no
 option for it, so `relay_hook` swaps the function its pipe transport asks for
 the driver's command line, for the calling thread only; remote browsers, and a
 Playwright where that function moved, keep the real driver.
