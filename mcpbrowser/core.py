@@ -40,6 +40,7 @@ from mcpbrowser.store import Store
 from mcpbrowser.store import dumps as store_dumps
 from mcpbrowser.supervisor import Supervisor
 
+CRASH_NOTICE_S = 2.0  # how long a failure waits to learn whether the browser died under it
 SESSION_START_TIMEOUT_S = 60.0  # a cold driver start is ~1 s; far beyond that something is wrong
 CLOSE_JOIN_S = 5.0              # close_session waits this long for the page and context to close
 SHUTDOWN_BUDGET_S = 5.0         # seed 001: sessions get at most 5 s to close at shutdown...
@@ -499,7 +500,9 @@ class Browser:
         except BrowserServerError:
             with self._lock:
                 self._starting -= 1
-                died = self._generation != generation and not self._remote
+            # A session attaches in ~30 ms, so it can fail on a browser that just died
+            # before the supervisor has seen the crash: give it the time to.
+            died = not self._remote and self._crash_noticed(generation)
             if not died:
                 raise
             if last:
@@ -912,14 +915,25 @@ class Browser:
             try:
                 return attach(self.config, endpoint)
             except Exception:
-                # A crash is noticed within milliseconds, when the browser server's pipe
-                # closes; then the current life is a new Future. Otherwise this is our error.
-                deadline = time.monotonic() + 2.0
-                while self._endpoint is life and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                if self._endpoint is life:
-                    raise
+                if self._remote or not self._crash_noticed(worker.generation):
+                    raise  # the browser is fine: this is our error
 
+    # ANY THREAD
+    def _crash_noticed(self, generation, within_s=CRASH_NOTICE_S):
+        """True once browser life `generation` is over, waiting up to within_s for the supervisor to see it.
+
+        A crash is noticed within milliseconds, when the launcher's pipe closes.
+        """
+        deadline = time.monotonic() + within_s
+        while True:
+            with self._lock:
+                if self._generation != generation:
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+    # SESSION THREAD
     def _open_playwright_session(self, worker):
         self.start()
         manager, playwright, browser = self._attach(worker)
