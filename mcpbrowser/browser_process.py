@@ -55,14 +55,14 @@ Endpoint = namedtuple("Endpoint", "ws pipe relay")
 # browsers only) about 11 MB less, with no measurable slowdown (scripts/bench.py);
 # --jitless saved a little more but slows every call. Playwright offers no hook for a
 # driver's command line, so the server adds the flag to NODE_OPTIONS at start-up.
-DRIVER_NODE_OPTIONS = "--max-semi-space-size=1"
+NODE_MEMORY_FLAG = "--max-semi-space-size=1"
 
 
 def tune_driver_memory(environ=os.environ):
     """Append our Node.js flags to NODE_OPTIONS for drivers started from now on."""
     current = environ.get("NODE_OPTIONS", "")
-    if DRIVER_NODE_OPTIONS not in current:
-        environ["NODE_OPTIONS"] = f"{current} {DRIVER_NODE_OPTIONS}".strip()
+    if NODE_MEMORY_FLAG not in current:
+        environ["NODE_OPTIONS"] = f"{current} {NODE_MEMORY_FLAG}".strip()
 
 
 def display_available():
@@ -169,7 +169,7 @@ class SharedBrowser:
                    "headless": self.headless, "args": [],
                    "pipePath": os.path.join(self.runtime_dir, "sessions.sock")}
         self.process = subprocess.Popen(
-            [node, DRIVER_NODE_OPTIONS, LAUNCHER, package, json.dumps(options)],
+            [node, NODE_MEMORY_FLAG, LAUNCHER, package, json.dumps(options)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True, preexec_fn=_die_with_parent(),
         )

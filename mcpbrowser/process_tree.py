@@ -94,9 +94,15 @@ def browser_pss_kb(server_pid):
     """PSS of what an mcpbrowser process runs for its browser: the launcher's tree and every
     session's relay or driver. Not the process itself: an embedding service's own memory (and
     its other children) is not the browser's."""
-    ours = [pid for pid in _children_map().get(server_pid, [])
+    children = _children_map()  # one scan of /proc for the whole walk
+    todo = [pid for pid in children.get(server_pid, [])
             if any(marker in cmdline(pid) for marker in ("launch_server.js", "run-driver"))]
-    return sum(tree_pss_kb(pid) for pid in ours)
+    total = 0
+    while todo:
+        pid = todo.pop()
+        total += pss_kb(pid)
+        todo.extend(children.get(pid, []))
+    return total
 
 
 def browser_main_pid(server_pid):

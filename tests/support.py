@@ -327,6 +327,13 @@ def server_pid():
     return found[0]
 
 
+def driver_cmdlines():
+    """Command lines of the server's driver processes: what each session's sync_playwright() started."""
+    from mcpbrowser.process_tree import child_pids, cmdline
+
+    return [cmdline(pid) for pid in child_pids("run-driver", parent=server_pid())]
+
+
 def tool_payload(answer):
     """The JSON inside a raw tools/call answer's first text block."""
     return json.loads(answer["result"]["content"][0]["text"])

@@ -7,17 +7,12 @@ import subprocess
 import tempfile
 import time
 
-from support import McpClient, server_pid, wait_for
+from support import McpClient, wait_for
+from support import driver_cmdlines as drivers
 
 import mcpbrowser
 from mcpbrowser import browser_process
 from mcpbrowser.config import Config
-from mcpbrowser.process_tree import child_pids, cmdline
-
-
-def drivers():
-    """Command lines of the server's driver processes: what each session's sync_playwright() started."""
-    return [cmdline(pid) for pid in child_pids("run-driver", parent=server_pid())]
 
 
 def test_sessions_reach_the_browser_through_a_relay_not_a_node_driver(pages):

@@ -11,8 +11,8 @@ import playwright
 import pytest
 
 from mcpbrowser.browser_process import find_executable
-from mcpbrowser.process_tree import alive, child_pids, cmdline, descendants
-from support import McpClient, server_pid
+from mcpbrowser.process_tree import alive, descendants
+from support import McpClient, driver_cmdlines
 
 
 def _stop_tree(proc):
@@ -89,7 +89,7 @@ def test_sessions_live_on_a_playwright_run_server(run_server, pages):
         events = [e.get("event") for e in c.server_log()]
         assert "remote_browser" in events and "browser_started" not in events
         # No launcher of ours, so no pipe: each session runs Playwright's own Node.js driver.
-        drivers = [cmdline(pid) for pid in child_pids("run-driver", parent=server_pid())]
+        drivers = driver_cmdlines()
         assert drivers and all("cli.js" in line and "pipe_relay" not in line for line in drivers), drivers
     finally:
         c.close()
