@@ -4,7 +4,13 @@ One run serves its own page on 127.0.0.1 and runs one agent workload
 (navigate, type into an input, click a button) through each contender, then
 prints a table of medians, p90s and ratios, or JSON with --json.
 
-    .venv/bin/python scripts/bench.py [--rounds 30] [--sessions 8] [--think-ms 100] [--with-playwright-mcp] [--json]
+    .venv/bin/python scripts/bench.py [--rounds 30] [--sessions 8] [--repeats 3] [--think-ms 100]
+                                      [--with-playwright-mcp] [--json]
+
+Every contender runs in the same rounds, in turn, so the drift of a shared machine
+(20-40% between runs minutes apart) stays out of the ratios; the concurrent workload
+alternates raw and ours --repeats times and the medians count. mcpbrowser runs with
+its defaults: history in an SQLite file, snapshot capture, a warm pool.
 
 The per-call workload runs twice: with a pause between calls (--think-ms, 100 ms
 by default, for every contender alike: an agent's model thinks between tool
@@ -27,6 +33,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AsyncExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import anyio
@@ -41,6 +48,8 @@ PAGE = b"""<!doctype html><title>Bench</title>
 <button id="go" onclick="document.title = 'done ' + document.getElementById('q').value">Go</button>"""
 OPS = ("navigate", "type", "click")
 IDLE_S = 3.0  # memory is measured this long after the last call, for every contender alike
+WARMUP_ROUNDS = 3  # rounds run before the measured ones, for every contender alike
+SETTLE_S = 0.1  # pause between one contender's turn and the next one's
 
 
 class _Page(BaseHTTPRequestHandler):
@@ -81,42 +90,69 @@ def timed(fn):
     return time.perf_counter() - started
 
 
-# -- raw Playwright: the floor ---------------------------------------------------------
+# -- the per-call workload, every contender in the same rounds -----------------------------
 
-def raw_single(executable, url, rounds, think_s):
-    """{"ops": ..., "ops_b2b": ...}: per-call stats with think time, then back to back."""
-    from playwright.sync_api import sync_playwright
+class RawPlaywright:
+    """The floor: Playwright's sync API on a thread of its own, where its objects must stay."""
 
-    out = {}
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=executable, headless=True)
-        page = browser.new_context().new_page()
-        for key, pause in (("ops", think_s), ("ops_b2b", 0.0)):
-            samples = {op: [] for op in OPS}
-            for i in range(rounds + 3):
-                for op, fn in (("navigate", lambda: page.goto(url)),
-                               ("type", lambda: page.locator("#q").first.fill(f"query {i}")),
-                               ("click", lambda: page.locator("#go").first.click())):
-                    took = timed(fn)
-                    if i >= 3:  # warm-up rounds are not counted
-                        samples[op].append(took)
-                    time.sleep(pause)
-            out[key] = {op: stats(values) for op, values in samples.items()}
-        browser.close()
-    return out
+    def __init__(self, executable):
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="raw")
+        self._thread.submit(self._open, executable).result()
+
+    def _open(self, executable):
+        from playwright.sync_api import sync_playwright
+
+        self._manager = sync_playwright()
+        self._browser = self._manager.start().chromium.launch(executable_path=executable, headless=True)
+        self.page = self._browser.new_context().new_page()
+
+    def steps(self, url, i):
+        page = self.page
+        return [(op, functools.partial(self._timed, fn)) for op, fn in (
+            ("navigate", lambda: page.goto(url)),
+            ("type", lambda: page.locator("#q").first.fill(f"query {i}")),
+            ("click", lambda: page.locator("#go").first.click()))]
+
+    async def _timed(self, fn):
+        # Timed on the Playwright thread itself: the hop to it is the benchmark's, not Playwright's.
+        return await anyio.to_thread.run_sync(self._thread.submit(timed, fn).result)
+
+    def close(self):
+        def stop():
+            self._browser.close()
+            self._manager.__exit__(None, None, None)
+
+        self._thread.submit(stop).result()
+        self._thread.shutdown()
 
 
-async def timed_rounds(rounds, think_s, steps):
-    """Per-call stats of `rounds` rounds (after 3 warm-up rounds) of steps(i): [(op, async fn)]."""
-    samples = {op: [] for op in OPS}
-    for i in range(rounds + 3):
-        for op, fn in steps(i):
-            started = time.perf_counter()
-            await fn()
-            if i >= 3:
-                samples[op].append(time.perf_counter() - started)
-            await anyio.sleep(think_s)
-    return {op: stats(values) for op, values in samples.items()}
+def mcp_step(session, name, arguments):
+    async def step():
+        started = time.perf_counter()
+        await _call(session, name, arguments)
+        return time.perf_counter() - started
+
+    return step
+
+
+async def interleaved_rounds(rounds, think_s, contenders):
+    """{name: {op: stats}}: each round runs every contender's navigate, type and click in turn.
+
+    Interleaving keeps this shared machine's drift (20-40% between runs minutes apart)
+    out of the ratios. Between calls each contender pauses think_s; between contenders'
+    turns at least SETTLE_S, so no one's background work (our after-call capture, say)
+    runs during another's calls.
+    """
+    samples = {name: {op: [] for op in OPS} for name in contenders}
+    for i in range(rounds + WARMUP_ROUNDS):
+        for name, steps in contenders.items():
+            for op, step in steps(i):
+                took = await step()
+                if i >= WARMUP_ROUNDS:  # warm-up rounds are not counted
+                    samples[name][op].append(took)
+                await anyio.sleep(think_s)
+            await anyio.sleep(max(0.0, SETTLE_S - think_s))
+    return {name: {op: stats(values) for op, values in ops.items()} for name, ops in samples.items()}
 
 
 def raw_concurrent(executable, url, sessions, rounds):
@@ -170,44 +206,45 @@ async def _call(session, name, arguments):
     return result
 
 
-def mcpbrowser_params(*args):
+def mcpbrowser_params(db, *args):
     # --rate-limit 0: the default 60 calls a minute per tool would throttle the measurement itself.
+    # --db: a file, as by default (history on disk), in the benchmark's own temporary folder.
     return StdioServerParameters(command=sys.executable, args=["-m", "mcpbrowser", "--headless", "--rate-limit", "0",
-                                                             "--db", ":memory:", *args])
+                                                             "--db", db, *args])
 
 
-async def mcpbrowser_single(url, rounds, think_s):
+async def open_mcpbrowser(stack, url, db):
+    """Start our server; ({initialize_ms, create_session_warm}, steps) of one session."""
     out = {}
     spawned = time.perf_counter()
-    async with stdio_client(mcpbrowser_params(), errlog=open(os.devnull, "w")) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            out["initialize_ms"] = round((time.perf_counter() - spawned) * 1000, 1)
-            await anyio.sleep(2.0)  # the browser and the warm pool start in the background
-            warm = []
-            for _ in range(5):
-                started = time.perf_counter()
-                result = await _call(session, "create_session", {})
-                warm.append(time.perf_counter() - started)
-                sid = json.loads(result.content[0].text)["sessionId"]
-                await _call(session, "close_session", {"sessionId": sid})
-                await anyio.sleep(1.5)  # let the pool refill
-            out["create_session_warm"] = stats(warm)
-            sid = json.loads((await _call(session, "create_session", {})).content[0].text)["sessionId"]
+    read, write = await stack.enter_async_context(
+        stdio_client(mcpbrowser_params(db), errlog=open(os.devnull, "w")))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    await session.initialize()
+    out["initialize_ms"] = round((time.perf_counter() - spawned) * 1000, 1)
+    await anyio.sleep(2.0)  # the browser and the warm pool start in the background
+    warm = []
+    for _ in range(5):
+        started = time.perf_counter()
+        result = await _call(session, "create_session", {})
+        warm.append(time.perf_counter() - started)
+        sid = json.loads(result.content[0].text)["sessionId"]
+        await _call(session, "close_session", {"sessionId": sid})
+        await anyio.sleep(1.5)  # let the pool refill
+    out["create_session_warm"] = stats(warm)
+    sid = json.loads((await _call(session, "create_session", {})).content[0].text)["sessionId"]
 
-            def steps(i):
-                return [(op, functools.partial(_call, session, op, {"sessionId": sid, **args}))
-                        for op, args in (("navigate", {"url": url}),
-                                         ("type", {"selector": "#q", "text": f"query {i}"}),
-                                         ("click", {"selector": "#go"}))]
+    def steps(i):
+        return [(op, mcp_step(session, op, {"sessionId": sid, **args}))
+                for op, args in (("navigate", {"url": url}),
+                                 ("type", {"selector": "#q", "text": f"query {i}"}),
+                                 ("click", {"selector": "#go"}))]
 
-            out["ops"] = await timed_rounds(rounds, think_s, steps)
-            out["ops_b2b"] = await timed_rounds(rounds, 0.0, steps)
-    return out
+    return out, steps
 
 
-async def mcpbrowser_cold_create():
-    async with stdio_client(mcpbrowser_params("--pool-size", "0"), errlog=open(os.devnull, "w")) as (read, write):
+async def mcpbrowser_cold_create(db):
+    async with stdio_client(mcpbrowser_params(db, "--pool-size", "0"), errlog=open(os.devnull, "w")) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             await anyio.sleep(2.0)
@@ -220,8 +257,8 @@ async def mcpbrowser_cold_create():
     return stats(cold)
 
 
-async def mcpbrowser_concurrent(url, sessions, rounds):
-    async with stdio_client(mcpbrowser_params("--max-sessions", str(sessions + 2)),
+async def mcpbrowser_concurrent(url, sessions, rounds, db):
+    async with stdio_client(mcpbrowser_params(db, "--max-sessions", str(sessions + 2)),
                             errlog=open(os.devnull, "w")) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
@@ -267,26 +304,41 @@ def pwmcp_params(cli, executable):
                                  cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(cli)))))
 
 
-async def pwmcp_single(cli, executable, url, rounds, think_s):
-    out = {}
+async def open_playwright_mcp(stack, cli, executable, url):
+    """Start @playwright/mcp; ({initialize_ms}, steps) of its one page."""
     spawned = time.perf_counter()
-    async with stdio_client(pwmcp_params(cli, executable), errlog=open(os.devnull, "w")) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            out["initialize_ms"] = round((time.perf_counter() - spawned) * 1000, 1)
+    read, write = await stack.enter_async_context(
+        stdio_client(pwmcp_params(cli, executable), errlog=open(os.devnull, "w")))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    await session.initialize()
+    out = {"initialize_ms": round((time.perf_counter() - spawned) * 1000, 1)}
 
-            # Its element tools take a ref or a unique selector as `target`: the same
-            # selectors as ours, so neither side pays for a snapshot round trip.
-            def steps(i):
-                return [("navigate", functools.partial(_call, session, "browser_navigate", {"url": url})),
-                        ("type", functools.partial(_call, session, "browser_type",
-                                                   {"element": "Query", "target": "#q", "text": f"query {i}"})),
-                        ("click", functools.partial(_call, session, "browser_click",
-                                                    {"element": "Go", "target": "#go"}))]
+    # Its element tools take a ref or a unique selector as `target`: the same
+    # selectors as ours, so neither side pays for a snapshot round trip.
+    def steps(i):
+        return [("navigate", mcp_step(session, "browser_navigate", {"url": url})),
+                ("type", mcp_step(session, "browser_type", {"element": "Query", "target": "#q",
+                                                            "text": f"query {i}"})),
+                ("click", mcp_step(session, "browser_click", {"element": "Go", "target": "#go"}))]
 
-            out["ops"] = await timed_rounds(rounds, think_s, steps)
-            out["ops_b2b"] = await timed_rounds(rounds, 0.0, steps)
-    return out
+    return out, steps
+
+
+async def per_call(executable, url, rounds, think_s, db, cli=None):
+    """The per-call workload of raw Playwright, mcpbrowser and (with cli) @playwright/mcp, interleaved."""
+    results = {}
+    async with AsyncExitStack() as stack:
+        raw = RawPlaywright(executable)
+        stack.callback(raw.close)
+        contenders = {"raw": functools.partial(raw.steps, url)}
+        results["mcpbrowser"], contenders["mcpbrowser"] = await open_mcpbrowser(stack, url, db)
+        if cli:
+            results["playwright_mcp"], contenders["playwright_mcp"] = await open_playwright_mcp(
+                stack, cli, executable, url)
+        for key, pause in (("ops", think_s), ("ops_b2b", 0.0)):
+            for name, ops in (await interleaved_rounds(rounds, pause, contenders)).items():
+                results.setdefault(name, {})[key] = ops
+    return results
 
 
 async def pwmcp_memory(cli, executable, url, sessions):
@@ -342,7 +394,8 @@ def report(results):
               f"cold {results['create_session_cold']['median_ms']} ms",
               f"{results['sessions']} sessions: ours {results['concurrent']['ops_per_s']} ops/s, "
               f"raw threads {results['raw_concurrent']['ops_per_s']} ops/s, "
-              f"ratio {results['throughput_ratio']}",
+              f"ratio {results['throughput_ratio']} (medians of {results['repeats']} alternating runs: ours "
+              f"{results['concurrent']['runs']}, raw {results['raw_concurrent']['runs']})",
               f"memory (PSS) with {results['sessions']} sessions, {IDLE_S:g} s idle: ours "
               f"{results['concurrent']['pss_mb']} MB ({results['concurrent']['pss_busy_mb']} MB at once "
               "after the workload)"
@@ -351,10 +404,17 @@ def report(results):
     return "\n".join(lines)
 
 
+def median_run(runs, key):
+    """The run whose `key` is the median (the lower one of an even count)."""
+    return sorted(runs, key=lambda run: run[key])[(len(runs) - 1) // 2]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=30, help="measured rounds of the workload (default 30)")
     parser.add_argument("--sessions", type=int, default=8, help="concurrent sessions (default 8)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of the concurrent workload per contender, alternating; the median counts (default 3)")
     parser.add_argument("--think-ms", type=int, default=100,
                         help="pause between calls, as an agent thinks, for every contender alike (default 100; "
                              "an LLM agent takes far longer). Back-to-back numbers are reported too.")
@@ -367,43 +427,48 @@ def main():
     httpd, url = serve_page()
     memory_gib = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
     results = {"machine": f"{os.cpu_count()} cores, {memory_gib} GiB, Python {sys.version.split()[0]}, {executable}",
-               "rounds": args.rounds, "sessions": args.sessions, "think_ms": args.think_ms}
-    think_s = args.think_ms / 1000
+               "rounds": args.rounds, "sessions": args.sessions, "think_ms": args.think_ms, "repeats": args.repeats}
+    folder = tempfile.mkdtemp(prefix="mcpbrowser-bench-")
+    databases = iter(os.path.join(folder, f"history-{n}.db") for n in range(1000))
 
     def progress(message):
         print(message, file=sys.stderr, flush=True)
 
-    progress("raw Playwright, one page…")
-    results["raw"] = raw_single(executable, url, args.rounds, think_s)
-    progress("mcpbrowser, one session…")
-    results["mcpbrowser"] = anyio.run(mcpbrowser_single, url, args.rounds, think_s)
-    progress("mcpbrowser, cold create_session…")
-    results["create_session_cold"] = anyio.run(mcpbrowser_cold_create)
-    progress(f"raw Playwright, {args.sessions} threads…")
-    results["raw_concurrent"] = raw_concurrent(executable, url, args.sessions, args.rounds)
-    progress(f"mcpbrowser, {args.sessions} sessions…")
-    results["concurrent"] = anyio.run(mcpbrowser_concurrent, url, args.sessions, args.rounds)
-    results["ratios"] = {key: {op: ratio(results["mcpbrowser"][key][op]["median_ms"],
-                                         results["raw"][key][op]["median_ms"]) for op in OPS}
-                         for key in ("ops", "ops_b2b")}
-    results["throughput_ratio"] = ratio(results["concurrent"]["ops_per_s"], results["raw_concurrent"]["ops_per_s"])
+    cli = None
     if args.with_playwright_mcp:
         if not shutil.which("node") or not shutil.which("npm"):
             progress("skipping @playwright/mcp: node and npm are needed")
         else:
-            folder = tempfile.mkdtemp(prefix="pwmcp-")
             progress("installing @playwright/mcp from npm…")
             cli = install_playwright_mcp(folder)
-            progress("@playwright/mcp, one page…")
-            theirs = results["playwright_mcp"] = anyio.run(pwmcp_single, cli, executable, url, args.rounds, think_s)
-            progress(f"@playwright/mcp, {args.sessions} instances for memory…")
-            results["playwright_mcp_pss_mb"] = anyio.run(pwmcp_memory, cli, executable, url, args.sessions)
-            results["vs_playwright_mcp"] = {key: {op: ratio(theirs[key][op]["median_ms"],
-                                                            results["mcpbrowser"][key][op]["median_ms"])
-                                                  for op in OPS} for key in ("ops", "ops_b2b")}
-            results["initialize_ratio"] = ratio(results["mcpbrowser"]["initialize_ms"], theirs["initialize_ms"])
-            results["memory_ratio"] = ratio(results["concurrent"]["pss_mb"], results["playwright_mcp_pss_mb"])
-            shutil.rmtree(folder, ignore_errors=True)
+    progress("per call: raw Playwright, mcpbrowser" + (" and @playwright/mcp" if cli else "") + ", interleaved…")
+    results.update(anyio.run(per_call, executable, url, args.rounds, args.think_ms / 1000, next(databases), cli))
+    progress("mcpbrowser, cold create_session…")
+    results["create_session_cold"] = anyio.run(mcpbrowser_cold_create, next(databases))
+    raw_runs, our_runs = [], []
+    for n in range(args.repeats):
+        progress(f"{args.sessions} sessions, run {n + 1} of {args.repeats}: raw Playwright threads…")
+        raw_runs.append(raw_concurrent(executable, url, args.sessions, args.rounds))
+        progress(f"{args.sessions} sessions, run {n + 1} of {args.repeats}: mcpbrowser…")
+        our_runs.append(anyio.run(mcpbrowser_concurrent, url, args.sessions, args.rounds, next(databases)))
+    results["raw_concurrent"] = {**median_run(raw_runs, "ops_per_s"), "runs": [r["ops_per_s"] for r in raw_runs]}
+    results["concurrent"] = {**median_run(our_runs, "ops_per_s"), "runs": [r["ops_per_s"] for r in our_runs],
+                             "pss_mb": median_run(our_runs, "pss_mb")["pss_mb"],
+                             "pss_busy_mb": median_run(our_runs, "pss_busy_mb")["pss_busy_mb"]}
+    results["ratios"] = {key: {op: ratio(results["mcpbrowser"][key][op]["median_ms"],
+                                         results["raw"][key][op]["median_ms"]) for op in OPS}
+                         for key in ("ops", "ops_b2b")}
+    results["throughput_ratio"] = ratio(results["concurrent"]["ops_per_s"], results["raw_concurrent"]["ops_per_s"])
+    if cli:
+        progress(f"@playwright/mcp, {args.sessions} instances for memory…")
+        results["playwright_mcp_pss_mb"] = anyio.run(pwmcp_memory, cli, executable, url, args.sessions)
+        theirs = results["playwright_mcp"]
+        results["vs_playwright_mcp"] = {key: {op: ratio(theirs[key][op]["median_ms"],
+                                                        results["mcpbrowser"][key][op]["median_ms"])
+                                              for op in OPS} for key in ("ops", "ops_b2b")}
+        results["initialize_ratio"] = ratio(results["mcpbrowser"]["initialize_ms"], theirs["initialize_ms"])
+        results["memory_ratio"] = ratio(results["concurrent"]["pss_mb"], results["playwright_mcp_pss_mb"])
+    shutil.rmtree(folder, ignore_errors=True)
     httpd.shutdown()
     print(json.dumps(results, indent=2) if args.json else report(results))
 

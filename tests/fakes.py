@@ -41,6 +41,9 @@ class _Closable:
     def is_connected(self):
         return True
 
+    class browser_type:  # a fake browser is no Chromium: titles come from page.title()
+        name = "fake"
+
 
 class FakeResponse:
     status = 200

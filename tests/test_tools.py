@@ -43,6 +43,24 @@ def test_navigate_returns_title_final_url_and_status(client, session, pages):
         "success": True, "title": "Landed", "url": pages.url("/title/Landed"), "status": 200}
 
 
+def test_loading_tools_report_the_title_the_page_ended_with(client, session, pages):
+    """Titles of loaded pages come from the browser's record of the tab (see SessionState.loaded_title)."""
+    def title(tool="navigate", **args):
+        return client.tool(tool, sessionId=session, **args)["title"]
+
+    assert title(url=pages.url("/untitled")) == ""
+    assert title(url=pages.url("/scripted-title")) == "Two words and script"
+    # Another site: on Chromium a new renderer process, which the title must follow.
+    assert title(url=pages.url("/title/Elsewhere").replace("127.0.0.1", "localhost")) == "Elsewhere"
+    assert title("go_back") == "Two words and script"
+    assert title("go_forward") == "Elsewhere"
+    assert title("reload") == "Elsewhere"
+    opened = client.tool("navigate", sessionId=session, url=pages.url("/alert-on-load"), waitUntil="commit")
+    assert opened["dialog"]["message"] == "on load"
+    assert opened["title"] == "Alerting"  # read without JavaScript, which the dialog blocks
+    client.tool("handle_dialog", sessionId=session, accept=True)
+
+
 def test_navigate_reports_http_errors_as_status(client, session, pages):
     out = client.tool("navigate", sessionId=session, url=pages.url("/missing"), waitUntil="domcontentloaded")
     assert out["status"] == 404 and out["title"] == "Not found"

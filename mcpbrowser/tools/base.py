@@ -78,7 +78,7 @@ class Tool:
 
 def page_result(state, response=None):
     """{success, title, url, status} for tools that load a page."""
-    title = state.page.title() if state.dialog is None else ""
+    title = state.loaded_title()
     state.remember_page(title)
     return {"success": True, "title": title, "url": state.page.url,
             "status": response.status if response is not None else None}
