@@ -414,7 +414,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=30, help="measured rounds of the workload (default 30)")
     parser.add_argument("--sessions", type=int, default=8, help="concurrent sessions (default 8)")
     parser.add_argument("--repeats", type=int, default=3,
-                        help="runs of the concurrent workload per contender, alternating; the median counts (default 3)")
+                        help="runs of the concurrent workload per contender, alternating; "
+                             "the median counts (default 3)")
     parser.add_argument("--think-ms", type=int, default=100,
                         help="pause between calls, as an agent thinks, for every contender alike (default 100; "
                              "an LLM agent takes far longer). Back-to-back numbers are reported too.")
