@@ -137,8 +137,10 @@ def _die_with_parent():
 class SharedBrowser:
     """One browser behind a Playwright browser server, shared by every session."""
 
-    def __init__(self, browser, executable, headless, on_exit=None):
+    def __init__(self, browser, executable, headless, on_exit=None, spare_renderer=False, tuned=True):
         self.browser = browser
+        self.spare_renderer = spare_renderer
+        self.tuned = tuned  # False: Playwright's own launch arguments (the benchmark's raw contender)
         self.executable = executable
         self.headless = headless
         self.ws_endpoint = None
@@ -167,6 +169,7 @@ class SharedBrowser:
         self.runtime_dir = tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{os.getpid()}-")
         options = {"browser": self.browser, "executablePath": self.executable,
                    "headless": self.headless, "args": [],
+                   "tuned": self.tuned, "spareRenderer": self.spare_renderer,
                    "pipePath": os.path.join(self.runtime_dir, "sessions.sock")}
         self.process = subprocess.Popen(
             [node, NODE_MEMORY_FLAG, LAUNCHER, package, json.dumps(options)],

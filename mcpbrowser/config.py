@@ -103,6 +103,12 @@ class Config:
         1, _int_at_least(0),
         "Idle sessions kept ready (Playwright started, context and page open) so create_session "
         "answers at once; each costs about 40 MB, and the pool never exceeds --max-sessions.")
+    spare_renderer: bool = _option(
+        False, _boolean,
+        "Let Chromium keep a spare renderer process warm for the next navigation. It is kept "
+        "for one session at a time, so with sessions taking turns each navigation started and "
+        "killed one; off, a navigation to another site or a new tab pays for a process start "
+        "(about 10-20 ms here). Turn it on for one session that hops between sites.")
     executable_path: str = _option(
         None, _optional_text,
         "Browser executable to use instead of looking for one.")

@@ -769,7 +769,8 @@ class Browser:
 
     def _launch(self, executable):
         """Start the browser server and make it the current life; raises BrowserError."""
-        shared = SharedBrowser(self.config.browser, executable, self._headless, on_exit=self._browser_wake.set)
+        shared = SharedBrowser(self.config.browser, executable, self._headless, on_exit=self._browser_wake.set,
+                               spare_renderer=self.config.spare_renderer)
         endpoint = shared.start(abort=self._browser_stop)
         with self._lock:
             self._generation += 1

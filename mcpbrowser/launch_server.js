@@ -16,12 +16,19 @@ const playwright = require(process.argv[2]);
 const readline = require('readline');
 const options = JSON.parse(process.argv[3]);
 
-// Chromium 15x opens two WebUI renderers per context for the omnibox popups (a window's
-// address bar), even headless: about 40 MB each context. Turning those features off
-// gives the popups their native views. Chromium keeps only the last --disable-features,
-// so ours must repeat Playwright's own list, read from its source; if that cannot be
-// read, the browser keeps Playwright's defaults and the popups.
-const EXTRA_DISABLED = ['WebUIOmniboxPopup', 'WebUIOmniboxAimPopup'];
+// Chromium features we turn off (unless options.tuned is false: Playwright's own arguments).
+// Chromium keeps only the last --disable-features, so ours must repeat Playwright's own
+// list, read from its source; if that cannot be read, the browser keeps Playwright's defaults.
+//  - WebUIOmniboxPopup, WebUIOmniboxAimPopup: Chromium 15x opens two WebUI renderers per
+//    context for a window's address-bar popups, even headless: about 40 MB each context.
+//    Off, the popups get their native views.
+//  - SpareRendererForSitePerProcess (unless options.spareRenderer): Chromium keeps one
+//    renderer process warm for the context that navigated last. With sessions taking turns
+//    it is always the wrong one: each navigation started a renderer and killed the spare,
+//    10-15 ms of CPU a call with 8 sessions. Off, a navigation to another site or a new
+//    tab starts its own process (about 10-20 ms on our 2-core machine).
+const EXTRA_DISABLED = ['WebUIOmniboxPopup', 'WebUIOmniboxAimPopup',
+  ...(options.spareRenderer ? [] : ['SpareRendererForSitePerProcess'])];
 
 function playwrightDisabledFeatures(packageDir) {
   for (const file of ['lib/coreBundle.js', 'lib/server/chromium/chromiumSwitches.js']) {
@@ -41,7 +48,7 @@ function playwrightDisabledFeatures(packageDir) {
 }
 
 function featureArgs() {
-  if (options.browser !== 'chromium') return {};
+  if (options.browser !== 'chromium' || options.tuned === false) return {};
   const theirs = playwrightDisabledFeatures(process.argv[2]);
   if (!theirs) return {};
   return {

@@ -159,7 +159,8 @@ def raw_concurrent(executable, url, sessions, rounds):
     """N threads, each with its own sync_playwright, on one shared browser server."""
     from playwright.sync_api import sync_playwright
 
-    shared = SharedBrowser("chromium", executable, True)
+    # Playwright's own launch arguments: raw Playwright gets none of our Chromium tuning.
+    shared = SharedBrowser("chromium", executable, True, tuned=False)
     endpoint = shared.start().ws  # the public way: each thread's own driver connects
     ready, go = threading.Barrier(sessions + 1), threading.Event()
 

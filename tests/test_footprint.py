@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 import time
 
-from support import McpClient, wait_for
+from support import McpClient, server_pid, wait_for
 from support import driver_cmdlines as drivers
 
 import mcpbrowser
@@ -58,6 +58,43 @@ def test_without_idle_gc_the_garbage_stays(pages):
         c.tool("navigate", sessionId=sid, url=pages.url("/weakref"))
         time.sleep(1.5)
         assert weakref_alive(c, sid) is True
+    finally:
+        c.close()
+
+
+def renderers_started_while_sessions_take_turns(c, pages):
+    """How many renderer processes start while two sessions navigate in turn, after a warm-up."""
+    from mcpbrowser.process_tree import cmdline, descendants
+
+    def renderers():
+        return {pid for pid in descendants(server_pid()) if "--type=renderer" in cmdline(pid)}
+
+    sids = [c.tool("create_session")["sessionId"] for _ in range(2)]
+    for sid in sids:
+        c.tool("navigate", sessionId=sid, url=pages.url("/title/warm"))
+    time.sleep(0.5)  # a spare renderer, if any, is started after a navigation
+    before, started = renderers(), set()
+    for n in range(3):
+        for sid in sids:
+            c.tool("navigate", sessionId=sid, url=pages.url(f"/title/turn{n}"))
+            time.sleep(0.3)
+            started |= renderers() - before
+    return len(started)
+
+
+def test_sessions_taking_turns_start_no_renderer_per_navigation(pages):
+    c = McpClient("--pool-size", "0")
+    try:
+        assert renderers_started_while_sessions_take_turns(c, pages) == 0
+    finally:
+        c.close()
+
+
+def test_with_the_spare_renderer_each_turn_starts_one(pages):
+    """The control: Chromium's spare renderer is warmed for the context that navigated last."""
+    c = McpClient("--pool-size", "0", "--spare-renderer")
+    try:
+        assert renderers_started_while_sessions_take_turns(c, pages) >= 3
     finally:
         c.close()
 
