@@ -395,14 +395,20 @@ def report(results):
               f"cold {results['create_session_cold']['median_ms']} ms",
               f"{results['sessions']} sessions: ours {results['concurrent']['ops_per_s']} ops/s, "
               f"raw threads {results['raw_concurrent']['ops_per_s']} ops/s, "
-              f"ratio {results['throughput_ratio']} (medians of {results['repeats']} alternating runs: ours "
-              f"{results['concurrent']['runs']}, raw {results['raw_concurrent']['runs']})",
+              f"ratio {results['throughput_ratio']} (medians of {results['repeats']} alternating runs, ours "
+              f"{results['concurrent']['runs']}, raw {results['raw_concurrent']['runs']}; the ratio is the "
+              "median of each pair's)",
               f"memory (PSS) with {results['sessions']} sessions, {IDLE_S:g} s idle: ours "
               f"{results['concurrent']['pss_mb']} MB ({results['concurrent']['pss_busy_mb']} MB at once "
               "after the workload)"
               + (f", {results['sessions']} @playwright/mcp {results['playwright_mcp_pss_mb']} MB, "
                  f"ratio {results['memory_ratio']}" if theirs else "")]
     return "\n".join(lines)
+
+
+def paired_ratio(ours, raw):
+    """Median of ours[n] / raw[n]: runs n ran one after the other, so the machine's drift cancels out."""
+    return round(statistics.median(a / b for a, b in zip(ours, raw)), 2)
 
 
 def median_run(runs, key):
@@ -460,7 +466,7 @@ def main():
     results["ratios"] = {key: {op: ratio(results["mcpbrowser"][key][op]["median_ms"],
                                          results["raw"][key][op]["median_ms"]) for op in OPS}
                          for key in ("ops", "ops_b2b")}
-    results["throughput_ratio"] = ratio(results["concurrent"]["ops_per_s"], results["raw_concurrent"]["ops_per_s"])
+    results["throughput_ratio"] = paired_ratio(results["concurrent"]["runs"], results["raw_concurrent"]["runs"])
     if cli:
         progress(f"@playwright/mcp, {args.sessions} instances for memory…")
         results["playwright_mcp_pss_mb"] = anyio.run(pwmcp_memory, cli, executable, url, args.sessions)
