@@ -55,7 +55,7 @@ def test_loading_tools_report_the_title_the_page_ended_with(client, session, pag
     assert title("go_back") == "Two words and script"
     assert title("go_forward") == "Elsewhere"
     assert title("reload") == "Elsewhere"
-    opened = client.tool("navigate", sessionId=session, url=pages.url("/alert-on-load"), waitUntil="commit")
+    opened = client.tool("navigate", sessionId=session, url=pages.url("/alert-on-load"))
     assert opened["dialog"]["message"] == "on load"
     assert opened["title"] == "Alerting"  # read without JavaScript, which the dialog blocks
     client.tool("handle_dialog", sessionId=session, accept=True)

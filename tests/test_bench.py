@@ -1,0 +1,31 @@
+"""The benchmark still runs end to end (issue 6). A smoke run with tiny settings: the
+numbers it prints are not checked here (speed is measured by the benchmark, never by
+a test), only that every contender ran and every figure the README quotes is there."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_bench_runs_every_contender_and_reports_every_figure():
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--rounds", "1", "--sessions", "2",
+         "--repeats", "1", "--think-ms", "0", "--json"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout)
+    for side in ("raw", "mcpbrowser"):
+        for mode in ("ops", "ops_b2b"):
+            assert set(results[side][mode]) == {"navigate", "type", "click"}
+            assert all(op["n"] == 1 and op["median_ms"] > 0 for op in results[side][mode].values())
+    assert results["mcpbrowser"]["initialize_ms"] > 0
+    assert results["mcpbrowser"]["create_session_warm"]["n"] == 5
+    assert results["create_session_cold"]["n"] == 5
+    for side in ("raw_concurrent", "concurrent"):
+        assert len(results[side]["runs"]) == 1 and results[side]["ops_per_s"] > 0
+    assert results["concurrent"]["pss_mb"] > 0 and results["throughput_ratio"] > 0
+    assert set(results["ratios"]["ops"]) == {"navigate", "type", "click"}
+    assert "playwright_mcp" not in results  # only with --with-playwright-mcp
