@@ -343,8 +343,10 @@ class SessionState:
         and on a fresh document Playwright must first set up its utility world
         there: 8-10 ms of a 50 ms navigate on our 2-core machine (issue 6). The
         browser learns the title while the document is parsed, before its load
-        event, so it is current when a load has just finished. Other browsers,
-        or a CDP failure, fall back to page.title() ("" behind a dialog).
+        event, so it is current when a load has just finished. (A dialog that
+        opens while the parser runs can hold that message back: then "".)
+        Other browsers, or a CDP failure, fall back to page.title() ("" behind
+        a dialog).
         """
         page = self.page
         if self._cdp_titles:
