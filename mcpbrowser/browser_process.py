@@ -174,7 +174,7 @@ class SharedBrowser:
         self.process = subprocess.Popen(
             [node, NODE_MEMORY_FLAG, LAUNCHER, package, json.dumps(options)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, preexec_fn=_die_with_parent(),
+            start_new_session=True, preexec_fn=_die_with_parent(), env=self._scratch_env(),
         )
         found = threading.Event()
         threading.Thread(target=self._read_endpoint, args=(found,), name="browser-stdout", daemon=True).start()
@@ -196,6 +196,23 @@ class SharedBrowser:
                                            "headless": self.headless, "pipe": bool(self.pipe_endpoint)})
         relay = _write_relay_script(self.runtime_dir) if self.pipe_endpoint else None
         return Endpoint(self.ws_endpoint, self.pipe_endpoint, relay)
+
+    def _scratch_env(self):
+        """The launcher's environment: TMPDIR inside our runtime directory, on Linux.
+
+        Playwright's server and Chromium keep their temporary files under TMPDIR: the
+        browser profile (about 1.3 MB), Chromium's singleton socket directory, downloads.
+        A browser that is SIGKILLed or crashes removes none of them; our test suite alone
+        left 80 a run in /tmp. In the runtime directory they go with it, at stop() or at
+        the sweep after a SIGKILL of our own process. Not when that path would be long:
+        a Unix socket's path must fit in 108 bytes, and Chromium's singleton socket is
+        about 45 bytes below TMPDIR.
+        """
+        scratch = os.path.join(self.runtime_dir, "tmp")
+        if not sys.platform.startswith("linux") or len(scratch) > 60:
+            return None
+        os.mkdir(scratch, 0o700)
+        return dict(os.environ, TMPDIR=scratch)
 
     def stop(self, grace=2.0):
         """SIGTERM the server (it closes the browser), SIGKILL its group after `grace`, reap. Idempotent.

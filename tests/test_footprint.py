@@ -99,6 +99,27 @@ def test_with_the_spare_renderer_each_turn_starts_one(pages):
         c.close()
 
 
+def test_a_killed_browser_leaves_no_temporary_files_behind():
+    """The profile and Chromium's own temporary files live in our runtime directory, and go with it."""
+    import re
+
+    from mcpbrowser.process_tree import browser_main_pid, cmdline
+
+    shared = browser_process.SharedBrowser("chromium", browser_process.find_executable("chromium"), True)
+    shared.start()
+    try:
+        main = wait_for(lambda: browser_main_pid(os.getpid()), 10)
+        profile = re.search(r"--user-data-dir=(\S+)", cmdline(main)).group(1)
+        assert profile.startswith(os.path.join(shared.runtime_dir, "tmp") + os.sep) and os.path.isdir(profile)
+        assert any(name.startswith("org.chromium.") for name in os.listdir(os.path.join(shared.runtime_dir, "tmp")))
+        # Killed as a crash or the OOM killer would: neither Chromium nor Playwright cleans up.
+        os.killpg(os.getpgid(main), signal.SIGKILL)
+        os.kill(shared.process.pid, signal.SIGKILL)
+    finally:
+        shared.stop()
+    assert not os.path.exists(profile) and not os.path.exists(shared.runtime_dir)
+
+
 def test_runtime_dirs_of_dead_servers_are_swept_at_the_next_start(tmp_path, monkeypatch):
     """A SIGKILLed server cannot remove its socket directory; the next browser start does."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
