@@ -66,7 +66,9 @@ def run_server(tmp_path):
         target.symlink_to(chromium)
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "playwright", "run-server", "--port", str(port),
-                             "--host", "127.0.0.1"], env={**os.environ, "PLAYWRIGHT_BROWSERS_PATH": str(root)},
+                             "--host", "127.0.0.1"],
+                            # TMPDIR: the browsers it launches keep their profiles in tmp_path, not /tmp.
+                            env={**os.environ, "PLAYWRIGHT_BROWSERS_PATH": str(root), "TMPDIR": str(tmp_path)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _wait_for_port(port)
     yield f"ws://127.0.0.1:{port}/"
@@ -101,6 +103,7 @@ def cdp_browser(tmp_path):
     proc = subprocess.Popen([find_executable("chromium"), "--headless", "--no-sandbox", "--no-first-run",
                              f"--remote-debugging-port={port}", f"--user-data-dir={tmp_path / 'profile'}",
                              "--disable-background-networking", "about:blank"],
+                            env={**os.environ, "TMPDIR": str(tmp_path)},  # its singleton dir too
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _wait_for_port(port)
     proc.endpoint = f"http://127.0.0.1:{port}"
