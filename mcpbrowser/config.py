@@ -218,9 +218,9 @@ class Config:
         "browser's time while the agent thinks. 0 turns it off.")
     max_memory_mb: int = _option(
         2048, _int_at_least(0),
-        "Refuse new sessions with RESOURCE_EXHAUSTED while the server's process tree (relays and "
-        "browser included, PSS) is over this many MB, as seed 004 suggests; 8 sessions on small "
-        "pages take about 0.9 GB here. 0 turns it off.")
+        "Refuse new sessions with RESOURCE_EXHAUSTED while the browser's processes (the launcher, "
+        "the browser and the sessions' relays, PSS; not the server's own) use more than this many MB, "
+        "as seed 004 suggests; 8 sessions on small pages take about 0.9 GB here. 0 turns it off.")
     response_mode: str = _option(
         "compact", _one_of(("compact", "full")),
         "compact keeps page snapshots in the history (fetch them with get_content); "

@@ -23,6 +23,7 @@ Speed is measured here, never in the test suite.
 
 import argparse
 import functools
+import itertools
 import json
 import os
 import shutil
@@ -412,7 +413,7 @@ def paired_ratio(ours, raw):
 
 
 def median_run(runs, key):
-    """The run whose `key` is the median (the lower one of an even count)."""
+    """The run whose `key` is the median (the lower one of an even count): its other figures come along."""
     return sorted(runs, key=lambda run: run[key])[(len(runs) - 1) // 2]
 
 
@@ -437,7 +438,7 @@ def main():
     results = {"machine": f"{os.cpu_count()} cores, {memory_gib} GiB, Python {sys.version.split()[0]}, {executable}",
                "rounds": args.rounds, "sessions": args.sessions, "think_ms": args.think_ms, "repeats": args.repeats}
     folder = tempfile.mkdtemp(prefix="mcpbrowser-bench-")
-    databases = iter(os.path.join(folder, f"history-{n}.db") for n in range(1000))
+    databases = (os.path.join(folder, f"history-{n}.db") for n in itertools.count())
 
     def progress(message):
         print(message, file=sys.stderr, flush=True)
@@ -461,8 +462,8 @@ def main():
         our_runs.append(anyio.run(mcpbrowser_concurrent, url, args.sessions, args.rounds, next(databases)))
     results["raw_concurrent"] = {**median_run(raw_runs, "ops_per_s"), "runs": [r["ops_per_s"] for r in raw_runs]}
     results["concurrent"] = {**median_run(our_runs, "ops_per_s"), "runs": [r["ops_per_s"] for r in our_runs],
-                             "pss_mb": median_run(our_runs, "pss_mb")["pss_mb"],
-                             "pss_busy_mb": median_run(our_runs, "pss_busy_mb")["pss_busy_mb"]}
+                             "pss_mb": statistics.median_low(r["pss_mb"] for r in our_runs),
+                             "pss_busy_mb": statistics.median_low(r["pss_busy_mb"] for r in our_runs)}
     results["ratios"] = {key: {op: ratio(results["mcpbrowser"][key][op]["median_ms"],
                                          results["raw"][key][op]["median_ms"]) for op in OPS}
                          for key in ("ops", "ops_b2b")}
