@@ -378,7 +378,9 @@ def relay_hook():
 def attach(config, endpoint):
     """Start this session thread's Playwright and reach the shared browser (ours or a remote one).
 
-    Returns (manager, playwright, browser); the manager is sync_playwright()'s, for its driver pid.
+    Returns (manager, playwright, browser, driven); the manager is sync_playwright()'s, for
+    its driver pid. driven: the browser is reached through a Node.js driver of this thread's
+    own (a remote browser, or no relay), whose connection the session must close itself.
     """
     from playwright.sync_api import sync_playwright
 
@@ -409,7 +411,7 @@ def attach(config, endpoint):
     except BaseException:
         playwright.stop()
         raise
-    return manager, playwright, browser
+    return manager, playwright, browser, not piped
 
 
 def _read_late_transport_error(manager):

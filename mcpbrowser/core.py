@@ -937,7 +937,7 @@ class Browser:
     # SESSION THREAD
     def _open_playwright_session(self, worker):
         self.start()
-        manager, playwright, browser = self._attach(worker)
+        manager, playwright, browser, driven = self._attach(worker)
         worker.driver_pid = _driver_pid(manager)
         try:
             context = browser.new_context(storage_state=worker.options.get("storage_state"))
@@ -945,6 +945,7 @@ class Browser:
             context.set_default_navigation_timeout(self.config.navigation_timeout)
             page = context.new_page()
             state = SessionState(worker, self.config, playwright, browser, context, page)
+            state.disconnect_at_close = driven
             state.policy = self.policy(worker.options.get("allowed_domains"))
             state.on_failure = self._login_failure
             state.on_lost = self._session_lost

@@ -84,6 +84,7 @@ class SessionState:
         # Chromium only: a CDP session per page, for loaded_title() (see there).
         self._cdp_titles = browser.browser_type.name == "chromium"
         self._cdp = {}
+        self.disconnect_at_close = False  # set by the opener: see close()
 
     @property
     def session_id(self):
@@ -122,9 +123,14 @@ class SessionState:
         self.context.route_web_socket(re.compile(".*"), self._route_web_socket)
 
     def close(self):
-        # Not browser.close(): the browser is shared. Stopping this thread's Playwright
-        # ends its connection (the relay or the driver), which is all that is ours.
-        for step in (self.context.close, self.playwright.stop):
+        # Stopping this thread's Playwright ends its connection (the relay or the driver),
+        # which is all that is ours: the browser is shared. Through a driver of our own,
+        # browser.close() comes first: on a browser reached with connect() or
+        # connect_over_cdp() it only disconnects (the browser and other clients' contexts
+        # stay), and only then does the driver remove its playwright-artifacts-* folder
+        # from /tmp. Through the relay it would close the shared browser itself.
+        steps = (self.context.close, self.browser.close) if self.disconnect_at_close else (self.context.close,)
+        for step in (*steps, self.playwright.stop):
             try:
                 step()
             except Exception as exc:  # the browser may already be gone; keep tearing down

@@ -111,8 +111,10 @@ def cdp_browser(tmp_path):
     _stop_tree(proc)
 
 
-def test_sessions_live_on_a_cdp_browser(cdp_browser, pages):
-    c = McpClient("--cdp-endpoint", cdp_browser.endpoint)
+def test_sessions_live_on_a_cdp_browser(cdp_browser, pages, tmp_path):
+    scratch = tmp_path / "server-tmp"  # the server's TMPDIR, where each session's driver keeps its artifacts
+    scratch.mkdir()
+    c = McpClient("--cdp-endpoint", cdp_browser.endpoint, env={"TMPDIR": str(scratch)})
     try:
         a = c.tool("create_session")["sessionId"]
         b = c.tool("create_session")["sessionId"]
@@ -124,8 +126,16 @@ def test_sessions_live_on_a_cdp_browser(cdp_browser, pages):
         titles = {sid: c.tool("snapshot", sessionId=sid)["title"] for sid in (a, b)}
         assert titles[a] == "cookie=k=cdp;local=cdp;session=cdp" and titles[b] == "cookie=;local=;session="
         assert "browser_started" not in [e.get("event") for e in c.server_log()]
+        assert len(list(scratch.glob("playwright-artifacts-*"))) >= 2  # one per session's driver
+        # Closing a session disconnects its driver from the browser; the browser and the
+        # other session's context stay.
+        c.tool("close_session", sessionId=a)
+        assert c.tool("snapshot", sessionId=b)["title"] == "cookie=;local=;session="
+        assert cdp_browser.poll() is None
     finally:
         c.close()
+    assert cdp_browser.poll() is None
+    assert list(scratch.glob("playwright-artifacts-*")) == []  # each driver removed its own
 
 
 def test_a_remote_browser_that_goes_away_loses_its_sessions(cdp_browser, pages):
