@@ -31,9 +31,9 @@ def _children_map():
     return children
 
 
-def descendants(pid):
-    """Pids of every live (non-zombie) process below `pid`."""
-    children = _children_map()
+def descendants(pid, children=None):
+    """Pids of every live (non-zombie) process below `pid`; children: a _children_map() to reuse."""
+    children = _children_map() if children is None else children
     found, todo = [], [pid]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -95,14 +95,9 @@ def browser_pss_kb(server_pid):
     session's relay or driver. Not the process itself: an embedding service's own memory (and
     its other children) is not the browser's."""
     children = _children_map()  # one scan of /proc for the whole walk
-    todo = [pid for pid in children.get(server_pid, [])
+    ours = [pid for pid in children.get(server_pid, [])
             if any(marker in cmdline(pid) for marker in ("launch_server.js", "run-driver"))]
-    total = 0
-    while todo:
-        pid = todo.pop()
-        total += pss_kb(pid)
-        todo.extend(children.get(pid, []))
-    return total
+    return sum(pss_kb(p) for pid in ours for p in (pid, *descendants(pid, children)))
 
 
 def browser_main_pid(server_pid):

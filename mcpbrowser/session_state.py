@@ -129,8 +129,11 @@ class SessionState:
         # connect_over_cdp() it only disconnects (the browser and other clients' contexts
         # stay), and only then does the driver remove its playwright-artifacts-* folder
         # from /tmp. Through the relay it would close the shared browser itself.
-        steps = (self.context.close, self.browser.close) if self.disconnect_at_close else (self.context.close,)
-        for step in (*steps, self.playwright.stop):
+        steps = [self.context.close]
+        if self.disconnect_at_close:
+            steps.append(self.browser.close)
+        steps.append(self.playwright.stop)
+        for step in steps:
             try:
                 step()
             except Exception as exc:  # the browser may already be gone; keep tearing down
