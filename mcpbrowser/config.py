@@ -162,6 +162,10 @@ class Config:
     url_schemes: tuple = _option(
         ("http", "https", "about", "data"), _lower_list,
         "URL schemes navigate accepts; add file or chrome explicitly to allow them.")
+    block_private_networks: bool = _option(
+        False, _boolean,
+        "Refuse requests to loopback, private and link-local addresses (checked on the address a name "
+        "resolves to, so DNS rebinding cannot reach them), unless an allowed-domains entry names the host.")
     ask_new_domains: bool = _option(
         False, _boolean,
         "When navigate meets a host outside --allowed-domains, ask the user through the client "

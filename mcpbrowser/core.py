@@ -11,6 +11,7 @@ Threads:
 Only plain data (dicts, str, bytes) and Futures cross between them.
 """
 
+import ipaddress
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict, deque
+from urllib.parse import urlsplit
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 
 from tenacity import Retrying, retry_if_exception_type
@@ -30,8 +32,11 @@ from mcpbrowser.errors import (
     DomainNotAllowed, InvalidParameters, LoginTimeout, MaxSessionsReached, RateLimited, ResourceExhausted,
     SessionExpired, SessionLost, SessionNotFound,
 )
-from mcpbrowser.guards import CircuitBreaker, Cooldown, DomainPolicy, RateLimiter, is_login_timeout
+from mcpbrowser.guards import (
+    CircuitBreaker, Cooldown, DomainPolicy, RateLimiter, canonical_host, is_login_timeout,
+)
 from mcpbrowser.logs import log
+from mcpbrowser.policy_proxy import PolicyProxy
 from mcpbrowser.process_tree import browser_pss_kb
 from mcpbrowser.schema import validate
 from mcpbrowser.session_state import REDACTED, SessionState, now_ms
@@ -155,6 +160,7 @@ class Browser:
         self._degraded_until = None   # monotonic time of the next restart while degraded
         self._crash_cause = None
         self._remote = bool(self.config.ws_endpoint or self.config.cdp_endpoint)
+        self._proxied = self.policy().restricts_hosts or self.config.ask_new_domains  # every context has a proxy
         self._memory = (0.0, 0.0)     # (monotonic time sampled, MB) for the memory guard
         self._headless = None
 
@@ -404,7 +410,24 @@ class Browser:
 
     def policy(self, session_allowed=None):
         c = self.config
-        return DomainPolicy(c.allowed_domains, c.blocked_domains, c.url_schemes, session_allowed)
+        return DomainPolicy(c.allowed_domains, c.blocked_domains, c.url_schemes, session_allowed,
+                            block_private=c.block_private_networks)
+
+    def _proxy_for(self, policy, session_id):
+        """SESSION THREAD: the filtering proxy a context with host rules goes through, or None without rules."""
+        if not (policy.restricts_hosts or self.config.ask_new_domains):
+            return None
+        # The browser must reach the proxy, which listens on this machine's loopback only.
+        # A browser on another machine could not, and a policy that silently stopped holding
+        # there would be worse than a clear refusal.
+        endpoint = self.config.ws_endpoint or self.config.cdp_endpoint
+        if endpoint and not _is_loopback(urlsplit(endpoint).hostname):
+            raise BrowserError(
+                "The domain policy (allowed or blocked domains, --block-private-networks, --ask-new-domains) "
+                "is enforced by a filtering proxy on this machine's loopback, which a browser on another "
+                f"machine ({urlsplit(endpoint).hostname}) cannot reach. Run mcpbrowser on the browser's machine, "
+                "or leave the policy off for this endpoint.")
+        return PolicyProxy(policy, session_id)
 
     def ask_about_domain(self, session_id, host):
         """SESSION THREAD: ask the user whether this session may visit `host` (MCP elicitation)."""
@@ -488,7 +511,10 @@ class Browser:
                                         session_id=resume["sessionId"])
             self._starting += 1
             generation = self._generation
-            worker = self._take_idle() if resume is None else None
+            # A pooled context got its proxy (or none) when it opened: one without a proxy
+            # cannot take on a session's own allowedDomains.
+            pooled_ok = resume is None and (not allowed_domains or self._proxied)
+            worker = self._take_idle() if pooled_ok else None
         source = "pool" if worker is not None else ("resume" if resume else "cold")
         crashed = BrowserUnavailable("The browser crashed while the session was opening; retry.",
                                      details={"retryAfterMs": 1000})
@@ -939,14 +965,18 @@ class Browser:
         self.start()
         manager, playwright, browser, driven = self._attach(worker)
         worker.driver_pid = _driver_pid(manager)
+        proxy = None
         try:
-            context = browser.new_context(storage_state=worker.options.get("storage_state"))
+            policy = self.policy(worker.options.get("allowed_domains"))
+            proxy = self._proxy_for(policy, worker.session_id)
+            context = browser.new_context(storage_state=worker.options.get("storage_state"),
+                                          proxy=proxy.settings if proxy is not None else None)
             context.set_default_timeout(self.config.action_timeout)
             context.set_default_navigation_timeout(self.config.navigation_timeout)
             page = context.new_page()
             state = SessionState(worker, self.config, playwright, browser, context, page)
             state.disconnect_at_close = driven
-            state.policy = self.policy(worker.options.get("allowed_domains"))
+            state.policy, state.proxy = policy, proxy
             state.on_failure = self._login_failure
             state.on_lost = self._session_lost
             state.ask_user = self.ask_about_domain
@@ -966,8 +996,18 @@ class Browser:
                                                                     "error": str(exc)})
         except BaseException:
             playwright.stop()
+            if proxy is not None:
+                proxy.close()
             raise
         return state
+
+
+def _is_loopback(host):
+    host = canonical_host(host)
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _driver_pid(manager):

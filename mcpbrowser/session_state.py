@@ -9,17 +9,16 @@ read is copied out as plain data into `worker.info`.
 import re
 import time
 from collections import deque
-from urllib.parse import urljoin, urlsplit
 
 from mcpbrowser.errors import DialogOpen, DomainNotAllowed, ElementNotFound, InvalidParameters, PageCrashed
 from mcpbrowser.guards import DomainPolicy, host_of
+from mcpbrowser.policy_proxy import BLOCKED_HEADER
 from mcpbrowser.logs import log
 
 REF_MARKER = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
 INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
 REDACTED = "[REDACTED]"
-BLOCKED_FAILURE = "net::ERR_BLOCKED_BY_CLIENT"
-MAX_REDIRECT_HOPS = 10
+BLOCKED_FAILURE = "blocked by the domain policy"
 # What makes a page a login or verification page (for the cooldown rule, see core._login_failure).
 LOGIN_WORDS = ("login", "log-in", "log in", "signin", "sign-in", "sign in", "auth", "verify", "verification",
                "captcha", "登录", "验证")
@@ -76,9 +75,8 @@ class SessionState:
         self.on_lost = None       # core hook: the browser went away; closes the session, returns SESSION_LOST
         self.ask_user = None      # core hook: ask the user about a new domain, or raise
         self.tell_user = lambda message: None  # core hook: show the person a message (wait_for_user)
-        self.last_blocked = None  # host of the last request the policy refused
+        self.proxy = None         # the opener's PolicyProxy when a host rule applies: it enforces the policy
         self.crashed = set()      # pages whose renderer died (seed 004: recreate crashed pages)
-        self._routing = False
         self.storage_saved_at = 0.0   # monotonic time of the last resume save (0: never)
         self.storage_saved_url = None
         # Chromium only: a CDP session per page, for loaded_title() (see there).
@@ -104,23 +102,13 @@ class SessionState:
         on("requestfinished", self._on_request_done)
         on("requestfailed", self._on_request_done)
         self._watch(self.page)
-        self._route_if_needed()
 
     def narrow(self, allowed_domains):
-        """Apply a session's own allowedDomains (a pooled session gets them when handed out)."""
-        self.policy.session_allowed = tuple(d.lower() for d in allowed_domains)
-        self._route_if_needed()
+        """Apply a session's own allowedDomains (a pooled session gets them when handed out).
 
-    def _route_if_needed(self):
-        # Routing makes every request a round trip through this thread, so it is
-        # installed only when a host list exists. It covers navigations, redirects,
-        # meta refresh, location changes, popups, iframes, fetch/XHR, images and scripts.
-        if self._routing or not (self.policy.restricts_hosts or self.config.ask_new_domains):
-            return
-        self._routing = True
-        self.worker.idle_hook = SessionState.pump
-        self.context.route("**/*", self._route)
-        self.context.route_web_socket(re.compile(".*"), self._route_web_socket)
+        The policy proxy holds the same policy object, so this applies to its next request.
+        """
+        self.policy.narrow(allowed_domains)
 
     def close(self):
         # Stopping this thread's Playwright ends its connection (the relay or the driver),
@@ -133,6 +121,8 @@ class SessionState:
         if self.disconnect_at_close:
             steps.append(self.browser.close)
         steps.append(self.playwright.stop)
+        if self.proxy is not None:
+            steps.append(self.proxy.close)
         for step in steps:
             try:
                 step()
@@ -309,11 +299,6 @@ class SessionState:
                                     session_id=self.session_id)
         return None, None
 
-    def pump(self):
-        """Let Playwright dispatch pending events and route handlers (runs its loop ~1 ms, no round trip)."""
-        if self.page is not None and self.dialog is None:
-            self.page.wait_for_timeout(1)
-
     def check_navigation(self, url):
         """Refuse a URL the policy forbids before any request leaves; may ask the user."""
         if not self.policy.scheme_allowed(url):
@@ -326,8 +311,12 @@ class SessionState:
             self.ask_user(self.session_id, host)  # raises DomainNotAllowed unless the user accepts
             self.policy.grant(host)
 
+    def refusals(self):
+        """How many requests the policy proxy has refused so far (0 without one)."""
+        return self.proxy.refusals if self.proxy is not None else 0
+
     def blocked_error(self, url):
-        host = self.last_blocked or host_of(url)
+        host = (self.proxy.last_refused if self.proxy is not None else None) or host_of(url)
         return DomainNotAllowed(f"{host} is not allowed: the request to it was blocked.",
                                 session_id=self.session_id, details={"domain": host})
 
@@ -449,6 +438,7 @@ class SessionState:
         page.on("framenavigated", navigated)
         page.on("close", lambda _: self._on_page_closed(page))
         page.on("crash", lambda _: self.crashed.add(page))
+        page.on("websocket", self._on_websocket)
 
     def _on_page(self, page):
         if page in self.pages:
@@ -505,55 +495,22 @@ class SessionState:
         entry = self._requests.get(response.request)
         if entry is not None:
             entry["status"] = response.status
+            if BLOCKED_HEADER.lower() in response.headers:  # the policy proxy's refusal of plain HTTP
+                entry["failure"], entry["blocked"] = BLOCKED_FAILURE, True
 
-    def _route(self, route):
-        """Enforce the policy on one request, and on every hop of its redirect chain.
+    def _refused(self, url):
+        return self.proxy is not None and host_of(url) in self.proxy.refused
 
-        Playwright routes only the first request of a redirect chain; the browser
-        follows the rest unseen. So we fetch the request ourselves without
-        following redirects, check each Location hop (up to MAX_REDIRECT_HOPS),
-        and only then hand the first response back to the browser.
-        """
-        url = route.request.url
-        if not self.policy.allows(url):
-            self._block(route, url)
-            return
-        if urlsplit(url).scheme not in ("http", "https"):
-            route.fallback()
-            return
-        try:
-            response = route.fetch(max_redirects=0)
-        except Exception:
-            route.fallback()  # let the browser meet the failure itself (refused, reset, …)
-            return
-        hop_url, hop = url, response
-        for _ in range(MAX_REDIRECT_HOPS):
-            location = hop.headers.get("location")
-            if not (300 <= hop.status < 400 and location):
-                break
-            target = urljoin(hop_url, location)
-            if not self.policy.allows(target):
-                self._block(route, target)
-                return
-            try:
-                hop, hop_url = self.context.request.get(target, max_redirects=0), target
-            except Exception:
-                break
-        route.fulfill(response=response)
+    def _on_websocket(self, ws):
+        entry = {"method": "GET", "url": ws.url, "resourceType": "websocket", "status": None,
+                 "durationMs": None, "failure": None, "blocked": False, "timestamp": now_ms()}
+        self._keep(self.network, (entry, None), "network_dropped")
 
-    def _block(self, route, url):
-        self.last_blocked = host_of(url)
-        route.abort("blockedbyclient")
+        def closed(_):
+            if self._refused(ws.url):
+                entry["failure"], entry["blocked"] = BLOCKED_FAILURE, True
 
-    def _route_web_socket(self, ws):
-        if self.policy.allows(ws.url.replace("ws", "http", 1)):
-            ws.connect_to_server()
-        else:
-            self.last_blocked = host_of(ws.url)
-            self._keep(self.network, ({"method": "GET", "url": ws.url, "resourceType": "websocket",
-                                       "status": None, "durationMs": None, "failure": BLOCKED_FAILURE,
-                                       "blocked": True, "timestamp": now_ms()}, None), "network_dropped")
-            ws.close(code=1008, reason="blocked by mcpbrowser's domain policy")
+        ws.on("close", closed)
 
     def _on_request_done(self, request):
         entry = self._requests.pop(request, None)
@@ -562,5 +519,6 @@ class SessionState:
         timing = request.timing
         if timing and timing.get("responseEnd", -1) >= 0:
             entry["durationMs"] = round(timing["responseEnd"], 1)
-        entry["failure"] = request.failure
-        entry["blocked"] = (request.failure or "").startswith(BLOCKED_FAILURE)  # also "….Inspector"
+        if not entry["blocked"]:
+            entry["failure"] = request.failure
+            entry["blocked"] = self._refused(request.url) and request.failure is not None

@@ -17,7 +17,6 @@ from mcpbrowser.errors import SessionNotFound
 from mcpbrowser.logs import log
 
 _STOP = object()
-IDLE_INTERVAL_S = 0.05
 
 
 class SessionWorker:
@@ -39,11 +38,6 @@ class SessionWorker:
         self._stopping = False
         self._closed_error = None
         self._last = None
-        # idle_hook(state), when set, runs on the session thread whenever the queue has
-        # been empty for IDLE_INTERVAL_S: Playwright dispatches events and route handlers
-        # only during a call, so a session with routing needs this to serve its page's
-        # requests while no tool call is running.
-        self.idle_hook = None
         # quiet_hook(state), when set, runs once on the session thread after a command,
         # when no other has come for quiet_after_s: work worth doing only while the agent
         # thinks (the core's: the pages' garbage collection). quiet_budget is
@@ -123,18 +117,10 @@ class SessionWorker:
         quiet_due = None  # monotonic time the quiet hook is due, after a command
         try:
             while True:
-                timeout = IDLE_INTERVAL_S if self.idle_hook else None
-                if quiet_due is not None:
-                    wait = max(0.0, quiet_due - time.monotonic())
-                    timeout = wait if timeout is None else min(timeout, wait)
+                timeout = None if quiet_due is None else max(0.0, quiet_due - time.monotonic())
                 try:
                     item = self._queue.get(timeout=timeout)
                 except queue.Empty:
-                    if self.idle_hook is not None:
-                        try:
-                            self.idle_hook(state)
-                        except Exception:
-                            log.debug("idle hook failed", extra={"session": self.session_id})
                     if quiet_due is not None and time.monotonic() >= quiet_due:
                         quiet_due = None
                         self._run_quiet_hook(state)

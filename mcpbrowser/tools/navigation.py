@@ -5,6 +5,7 @@ from urllib.parse import urlsplit
 
 from mcpbrowser import schema
 from mcpbrowser.errors import InvalidParameters, NavigationFailed, WaitTimeout
+from mcpbrowser.policy_proxy import BLOCKED_HEADER
 from mcpbrowser.session_state import INTERRUPTED
 from mcpbrowser.tools.base import (
     PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, Tool, page_result, session_schema,
@@ -24,15 +25,18 @@ def _load(state, what, method, **kwargs):
     """Run a page-loading call and shape its result; failures are NAVIGATION_FAILED."""
     kwargs["wait_until"] = kwargs.pop("waitUntil", None) or "load"
     kwargs["timeout"] = kwargs.get("timeout", state.config.navigation_timeout)
+    refusals = state.refusals()
     try:
         response = state.act(state.page, method, **kwargs)
     except Exception as exc:
-        if "ERR_BLOCKED_BY_CLIENT" in str(exc):  # a redirect or location change hit the policy
+        if state.refusals() > refusals:  # a hop of this navigation (a redirect, say) hit the policy
             raise state.blocked_error(kwargs.get("url", state.page.url)) from None
         reason = str(exc).split("\n", 1)[0]
         url = kwargs.get("url") or (state.page.url if state.page is not None else "")
         raise NavigationFailed(f"Could not load {what}: {reason}", session_id=state.session_id,
                                details={"url": url, "reason": reason}) from None
+    if response not in (None, INTERRUPTED) and BLOCKED_HEADER.lower() in response.headers:
+        raise state.blocked_error(response.url)  # the policy proxy answered a hop of plain HTTP
     return response
 
 
