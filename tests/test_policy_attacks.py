@@ -1,0 +1,282 @@
+"""End to end: routes around the domain policy, each against a forbidden host that counts what reaches it.
+
+The forbidden host counts TCP connections, HTTP requests and UDP datagrams on one
+port number; every test asserts that none arrived. The attacker's pages live on
+an allowed host (127.0.0.1) served by a small handler of their own.
+"""
+
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+FORBIDDEN_HOST = "127.0.0.2"
+
+
+class Forbidden:
+    """A host that must never be reached: counts connections, requests and datagrams."""
+
+    def __init__(self, host=FORBIDDEN_HOST):
+        self.host = host
+        self.tcp = socket.create_server((host, 0))
+        self.port = self.tcp.getsockname()[1]
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind((host, self.port))
+        self.connections, self.requests, self.datagrams = 0, [], 0
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+        threading.Thread(target=self._datagrams, daemon=True).start()
+
+    def url(self, path="/"):
+        return f"http://{self.host}:{self.port}{path}"
+
+    @property
+    def reached(self):
+        return self.connections + len(self.requests) + self.datagrams
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.tcp.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn):
+        with conn:
+            try:
+                head = conn.recv(65536)
+                if head:
+                    self.requests.append(head.split(b"\r\n", 1)[0].decode("latin-1"))
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 28\r\n"
+                                 b"Connection: close\r\n\r\n<title>Forbidden</title>here")
+            except OSError:
+                pass
+
+    def _datagrams(self):
+        while True:
+            try:
+                self.udp.recvfrom(4096)
+            except OSError:
+                return
+            self.datagrams += 1
+
+    def close(self):
+        self.tcp.close()
+        self.udp.close()
+
+
+class _Attacker(BaseHTTPRequestHandler):
+    """Pages and redirects an attacker controls on an allowed host."""
+
+    def _redirect(self, status, to):
+        self.send_response(status)
+        self.send_header("Location", to)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def _page(self, body, status=200):
+        data = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _route(self):
+        srv, path = self.server, self.path
+        if self.command == "POST":
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        to = srv.forbidden.url(path)
+        with srv.lock:
+            srv.asked[path.split("?")[0]] = count = srv.asked.get(path.split("?")[0], 0) + 1
+        if path == "/flip/a":
+            return self._redirect(302, "/flip/b")
+        if path == "/flip/b":  # allowed the first time it is asked, forbidden after
+            return self._redirect(302, "/ok" if count == 1 else to)
+        if path.startswith("/chain/"):
+            hops = int(path.rsplit("/", 1)[1])
+            return self._redirect(302, f"/chain/{hops - 1}" if hops else to)
+        if path == "/method":  # GET is harmless; POST is sent on to the forbidden host
+            return self._redirect(307, to) if self.command == "POST" else self._page("<title>Method</title>")
+        if path == "/to-method":
+            return self._redirect(307, "/method")
+        if path == "/post-308":
+            return self._redirect(308, to)
+        if path == "/post-303":
+            return self._redirect(303, to)
+        if path == "/to-forbidden":
+            return self._redirect(302, to)
+        if path == "/form":
+            action = self.headers.get("X-Target") or "/to-method"
+            return self._page(f"<title>Form</title><form method=post action='{action}'>"
+                              "<input name=a value=1><button id=go>Go</button></form>")
+        if path.startswith("/form-to/"):
+            return self._page(f"<title>Form</title><form method=post action='/{path.split('/', 2)[2]}'>"
+                              "<input name=a value=1><button id=go>Go</button></form>")
+        if path == "/subresources":  # every kind of subresource through a redirect to the forbidden host
+            hop = "/to-forbidden"
+            return self._page(f"""<title>Sub</title>
+<img src="{hop}?img"><script src="{hop}?script"></script><link rel=stylesheet href="{hop}?css">
+<link rel=prefetch href="{hop}?prefetch"><link rel=preload as=image href="{hop}?preload">
+<iframe src="{hop}?iframe"></iframe>
+<script>
+fetch('{hop}?fetch').catch(() => {{}});
+navigator.sendBeacon('{hop}?beacon', 'x');
+new EventSource('{hop}?sse');
+new Worker(URL.createObjectURL(new Blob(["fetch('{self._origin()}{hop}?worker').catch(() => {{}})"])));
+</script>""")
+        if path == "/direct":  # straight to the forbidden host: preconnect, WebSocket, font, CSS import
+            f = srv.forbidden
+            return self._page(f"""<title>Direct</title>
+<link rel=preconnect href="{f.url('/')}"><link rel=dns-prefetch href="{f.url('/')}">
+<style>@import url("{f.url('/import.css')}"); @font-face {{font-family: x; src: url("{f.url('/font.woff')}")}}
+body {{font-family: x; background: url("{f.url('/bg.png')}")}}</style>
+<video src="{f.url('/video.mp4')}" autoplay muted></video>
+<script>
+try {{ new WebSocket('ws://{f.host}:{f.port}/ws'); }} catch (e) {{}}
+try {{ new WebSocket('wss://{f.host}:{f.port}/wss'); }} catch (e) {{}}
+fetch('https://{f.host}:{f.port}/tls').catch(() => {{}});
+</script>""")
+        if path == "/webrtc":
+            f = srv.forbidden
+            return self._page(f"""<title>RTC</title><script>
+(async () => {{
+  for (const urls of ['stun:{f.host}:{f.port}', 'turn:{f.host}:{f.port}?transport=udp',
+                      'turn:{f.host}:{f.port}?transport=tcp']) {{
+    const pc = new RTCPeerConnection({{iceServers: [{{urls, username: 'u', credential: 'c'}}]}});
+    pc.createDataChannel('x');
+    await pc.setLocalDescription(await pc.createOffer());
+  }}
+  document.title = 'RTC ready';
+}})();
+</script>""")
+        if path == "/ok":
+            return self._page("<title>Allowed</title>")
+        return self._page("<title>Not found</title>", 404)
+
+    def _origin(self):
+        return f"http://127.0.0.1:{self.server.server_port}"
+
+    do_GET = do_POST = _route
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def forbidden():
+    f = Forbidden()
+    yield f
+    f.close()
+
+
+@pytest.fixture
+def attacker(forbidden):
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Attacker)
+    httpd.daemon_threads = True
+    httpd.forbidden, httpd.asked, httpd.lock = forbidden, {}, threading.Lock()
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    httpd.url = lambda path: f"http://127.0.0.1:{httpd.server_port}{path}"
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def guarded(make_client):
+    """A server that allows only 127.0.0.1, and a session on it."""
+    c = make_client("--allowed-domains", "127.0.0.1")
+    return c, c.tool("create_session")["sessionId"]
+
+
+def _refused(c, sid, url, host=FORBIDDEN_HOST):
+    err = c.error("navigate", sessionId=sid, url=url)
+    assert err["errorCode"] == "DOMAIN_NOT_ALLOWED", err
+    assert err["details"]["domain"] == host, err
+    return err
+
+
+def test_a_redirect_that_answers_differently_the_second_time(guarded, attacker, forbidden):
+    c, sid = guarded
+    assert c.tool("navigate", sessionId=sid, url=attacker.url("/flip/a"))["title"] == "Allowed"
+    _refused(c, sid, attacker.url("/flip/a"))
+    assert attacker.asked["/flip/b"] == 2  # each hop was asked once per navigation: no look-ahead copy
+    assert forbidden.reached == 0
+
+
+def test_a_long_redirect_chain(guarded, attacker, forbidden):
+    c, sid = guarded
+    _refused(c, sid, attacker.url("/chain/14"))
+    assert attacker.asked["/chain/0"] == 1 and forbidden.reached == 0
+
+
+@pytest.mark.parametrize("action", ["/to-method", "/post-308", "/post-303"])
+def test_redirects_that_depend_on_the_method(guarded, attacker, forbidden, action):
+    c, sid = guarded
+    c.tool("navigate", sessionId=sid, url=attacker.url(f"/form-to{action}"))
+    c.tool("click", sessionId=sid, selector="#go")
+    time.sleep(0.5)
+    assert forbidden.reached == 0
+
+
+def test_subresources_through_redirects(guarded, attacker, forbidden):
+    c, sid = guarded
+    c.tool("navigate", sessionId=sid, url=attacker.url("/subresources"))
+    time.sleep(1.5)  # the worker, beacon and EventSource try after the load
+    assert attacker.asked["/to-forbidden"] >= 6, attacker.asked  # they did try
+    assert forbidden.reached == 0, forbidden.requests
+
+
+def test_direct_routes_outside_plain_requests(guarded, attacker, forbidden):
+    c, sid = guarded
+    c.tool("navigate", sessionId=sid, url=attacker.url("/direct"))
+    time.sleep(1.5)
+    assert forbidden.reached == 0, forbidden.requests
+
+
+def test_webrtc_sends_nothing_to_a_forbidden_host(guarded, attacker, forbidden):
+    c, sid = guarded
+    c.tool("navigate", sessionId=sid, url=attacker.url("/webrtc"))
+    time.sleep(2.0)  # ICE gathering sends its STUN and TURN requests in this time when it can
+    assert c.tool("tabs", sessionId=sid)["tabs"][0]["title"] == "RTC ready"  # WebRTC did run
+    assert forbidden.reached == 0, (forbidden.connections, forbidden.datagrams)
+
+
+@pytest.mark.parametrize("spelling", ["[::ffff:127.0.0.2]", "[::ffff:7f00:2]", "2130706434", "0x7f.0.0.2",
+                                      "0177.0.0.2", "127.0.2", "127.0.0.2."])
+def test_other_spellings_of_a_blocked_address(make_client, attacker, forbidden, spelling):
+    c = make_client("--blocked-domains", FORBIDDEN_HOST)
+    sid = c.tool("create_session")["sessionId"]
+    _refused(c, sid, f"http://{spelling}:{forbidden.port}/")
+    c.tool("navigate", sessionId=sid, url=attacker.url("/ok"))  # the session still works
+    assert forbidden.reached == 0
+
+
+@pytest.mark.parametrize("spelling", ["localhost.", "LocalHost.", "LOCALHOST"])
+def test_other_spellings_of_a_blocked_name(make_client, spelling):
+    target = Forbidden("127.0.0.1")  # what localhost resolves to
+    try:
+        c = make_client("--blocked-domains", "localhost")
+        sid = c.tool("create_session")["sessionId"]
+        _refused(c, sid, f"http://{spelling}:{target.port}/", host="localhost")
+        assert target.reached == 0
+    finally:
+        target.close()
+
+
+def test_private_networks_can_be_refused_by_address(make_client, forbidden):
+    c = make_client("--block-private-networks")
+    sid = c.tool("create_session")["sessionId"]
+    # A name that resolves to loopback (as a rebinding name would) is refused on its address.
+    err = c.error("navigate", sessionId=sid, url=f"http://localhost:{forbidden.port}/")
+    assert err["errorCode"] == "DOMAIN_NOT_ALLOWED"
+    _refused(c, sid, forbidden.url())
+    assert forbidden.reached == 0
+    # A host an allow rule names itself may still be reached.
+    d = make_client("--block-private-networks", "--allowed-domains", FORBIDDEN_HOST)
+    sid = d.tool("create_session")["sessionId"]
+    assert d.tool("navigate", sessionId=sid, url=forbidden.url("/named"))["title"] == "Forbidden"
