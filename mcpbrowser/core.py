@@ -39,7 +39,8 @@ from mcpbrowser.logs import log
 from mcpbrowser.policy_proxy import PolicyProxy
 from mcpbrowser.process_tree import browser_pss_kb
 from mcpbrowser.schema import validate
-from mcpbrowser.session_state import REDACTED, SessionState, now_ms
+from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
+from mcpbrowser.session_state import SessionState, now_ms
 from mcpbrowser.session_worker import SessionWorker
 from mcpbrowser.store import Store
 from mcpbrowser.store import dumps as store_dumps
@@ -84,7 +85,15 @@ class Call:
         self.snapshot = None
         self.progress = None    # progress(done, total, message) from the caller, or None
         self.ran = False        # set on the session thread when the call starts there
+        self.secret = False     # its text turned out to be a secret (set on the session thread)
+        self.record_request = None  # the deferred request row's writer, for tools that may carry a secret
         self.recorded = threading.Event()
+
+    def flush_request(self):
+        """Write the deferred request row, once (the session thread, or whoever ends an unrun call)."""
+        record, self.record_request = self.record_request, None
+        if record is not None:
+            record()
 
     def meta(self, succeeded=True):
         console = self.console or []
@@ -238,7 +247,13 @@ class Browser:
         call = Call(name, session_id, capture=tool is not None and tool.changes_page,
                     inline=self.config.response_mode == "full")
         call.progress = progress
-        self._record_request(call, args)
+        if tool is not None and tool.may_carry_secret:
+            # Whether its text is a secret is known only once the target field was looked at,
+            # on the session thread: the row is written then, so a password typed without
+            # `secret` never reaches the database (or its WAL) in clear.
+            call.record_request = lambda: self._record_request(call, args)
+        else:
+            self._record_request(call, args)
         try:
             if tool is None:
                 raise InvalidParameters(f"Unknown tool {name!r}.", details={"known": list(self.tools)})
@@ -262,7 +277,7 @@ class Browser:
         fut.add_done_callback(lambda f: self._count_outcome(name, f))
         # A call that ran on its session thread is recorded there, after its capture;
         # any other (refused, cancelled while queued, failed at close) is recorded here.
-        fut.add_done_callback(lambda f: None if call.ran else self._record_response(call, f))
+        fut.add_done_callback(lambda f: None if call.ran else (call.flush_request(), self._record_response(call, f)))
         return fut
 
     def _check_guards(self, name, session_id):
@@ -339,7 +354,7 @@ class Browser:
             call.snapshot = state.capture_snapshot()
         if succeeded and call.capture:
             self._save_storage(state)
-        self._record_response(call, fut, state.scrub)
+        self._record_response(call, fut, state.secrets)
 
     def _save_storage(self, state, force=False):
         """SESSION THREAD: keep what resume_session needs (cookies, localStorage, URL).
@@ -368,7 +383,7 @@ class Browser:
 
     def _record_request(self, call, args):
         params = dict(args) if isinstance(args, dict) else {"arguments": args}
-        if params.get("secret") and "text" in params:
+        if (params.get("secret") or call.secret) and "text" in params:
             params["text"] = REDACTED  # a secret never reaches the database in clear
         at = now_ms()
         self.store.write("INSERT INTO requests VALUES (?, ?, ?, ?, ?)",
@@ -376,26 +391,27 @@ class Browser:
         if call.session_id:
             self.store.write("UPDATE sessions SET last_activity = ? WHERE session_id = ?", (at, call.session_id))
 
-    def _record_response(self, call, fut, scrub=str):
+    def _record_response(self, call, fut, secrets=()):
         if fut.cancelled():
             status, result, error = "cancelled", None, None
         elif fut.exception() is not None:
             exc = fut.exception()
             status, result = "error", None
-            error = json.dumps(exc.to_dict()) if isinstance(exc, BrowserServerError) else str(exc)
+            error = json.dumps(scrub_value(exc.to_dict(), secrets)) if isinstance(exc, BrowserServerError) \
+                else scrub_text(str(exc), secrets)
         else:
             status, error = "ok", None
             value = {k: v for k, v in fut.result().items() if k != "image"}  # images are not kept
-            result = scrub(json.dumps(value)).encode()
+            result = json.dumps(scrub_value(value, secrets)).encode()
         console = call.console or []
         at = now_ms()
         self.store.write("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
                          (call.ref_id, status, result,
                           call.snapshot.encode() if call.snapshot is not None else None,
-                          scrub(json.dumps(console)).encode() if console else None, error, at))
+                          json.dumps(scrub_value(console, secrets)).encode() if console else None, error, at))
         for entry in console:
             self.store.write("INSERT INTO console_logs (ref_id, level, message, timestamp, location) "
-                             "VALUES (?, ?, ?, ?, ?)", (call.ref_id, entry["level"], scrub(entry["message"]),
+                             "VALUES (?, ?, ?, ?, ?)", (call.ref_id, entry["level"], scrub_text(entry["message"], secrets),
                                                         entry["timestamp"], entry["location"]))
         with self._lock:
             self._calls.pop(call.ref_id, None)

@@ -13,11 +13,14 @@ from collections import deque
 from mcpbrowser.errors import DialogOpen, DomainNotAllowed, ElementNotFound, InvalidParameters, PageCrashed
 from mcpbrowser.guards import DomainPolicy, host_of
 from mcpbrowser.policy_proxy import BLOCKED_HEADER
+from mcpbrowser.redaction import (
+    has_textbox_values, redact_textboxes, scrub_text, scrub_value, secret_values,
+)
 from mcpbrowser.logs import log
 
 REF_MARKER = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
 INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
-REDACTED = "[REDACTED]"
+MIN_SCRUBBED = 4  # see mark_secret
 BLOCKED_FAILURE = "blocked by the domain policy"
 # What makes a page a login or verification page (for the cooldown rule, see core._login_failure).
 LOGIN_WORDS = ("login", "log-in", "log in", "signin", "sign-in", "sign in", "auth", "verify", "verification",
@@ -25,10 +28,6 @@ LOGIN_WORDS = ("login", "log-in", "log in", "signin", "sign-in", "sign in", "aut
 LOGIN_PROBE = """() => !!document.querySelector('input[type=password]') ||
   [...document.querySelectorAll('iframe')].some(
     f => /captcha|recaptcha|hcaptcha|turnstile|challenge/i.test(f.src + ' ' + f.title))"""
-
-
-def redact(headers, sensitive):
-    return {name: (REDACTED if name.lower() in sensitive else value) for name, value in headers.items()}
 
 
 def now_ms():
@@ -68,7 +67,8 @@ class SessionState:
         self.screenshots = 0
         self._console_total = 0   # console entries ever seen, for per-call slices
         self._console_mark = 0    # ...of which earlier calls already took this many
-        self.secrets = set()      # text typed with secret: true, scrubbed from stored blobs
+        self.secrets = set()      # secret values seen (typed or in secret fields): scrubbed from all output
+        self.call = None          # the Call running now, while a tool runs
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.policy = DomainPolicy()  # what this session may load; the core sets the real one
         self.on_failure = None    # core hook: may turn a failure into a login timeout
@@ -168,10 +168,10 @@ class SessionState:
         """run_tool, plus what the history needs: this call's console entries, refId and meta."""
         call.ran = True
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
-            self.secrets.add(args["text"])
-        self._progress = call.progress
+            self.mark_secret(args["text"])
+        self._progress, self.call = call.progress, call
         try:
-            result = self.run_tool(tool, args)
+            result = scrub_value(self.run_tool(tool, args), self.secrets)
         except Exception as exc:
             call.console = self.take_console()
             if self.on_lost is not None and self.browser_gone():
@@ -181,7 +181,8 @@ class SessionState:
                 error = call.annotate_error(self.on_failure(self, tool, error))
             raise error from None
         finally:
-            self._progress = None
+            self._progress, self.call = None, None
+            call.flush_request()  # a tool that may carry a secret is recorded once that is known
         call.console = self.take_console()
         if call.capture and call.inline:
             call.snapshot = self.capture_snapshot()
@@ -237,7 +238,7 @@ class SessionState:
             log.debug("snapshot capture failed", extra={"session": self.session_id, "error": str(exc)})
             return None
         self.remember_refs(text)
-        return self.scrub(text)
+        return self.redact_snapshot(text)
 
     def storage_state(self):
         """(storage state JSON, url) for resume_session; None when it cannot be read."""
@@ -248,10 +249,28 @@ class SessionState:
         except Exception:
             return None
 
-    def scrub(self, text):
-        for secret in self.secrets:
-            text = text.replace(secret, REDACTED)
-        return text
+    def mark_secret(self, text):
+        """The running call's text is a secret: recorded as [REDACTED], and scrubbed from all output.
+
+        Values shorter than MIN_SCRUBBED are not scrubbed from everything (a one-letter
+        secret would blank every "a" of a page); the field still never shows them.
+        """
+        if self.call is not None:
+            self.call.secret = True
+        if len(text) >= MIN_SCRUBBED:
+            self.secrets.add(text)
+
+    def redact_snapshot(self, text):
+        """An aria snapshot with known secrets scrubbed and every secret field's value hidden.
+
+        The fields' values are read only when some textbox in the snapshot shows a value.
+        """
+        text = scrub_text(text, self.secrets)
+        if self.page is None or self.dialog is not None or not has_textbox_values(text):
+            return text
+        values = secret_values(self.page)
+        self.secrets.update(v for v in values if len(v) >= MIN_SCRUBBED)
+        return redact_textboxes(text, values)
 
     def act(self, target, method, **kwargs):
         """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens.

@@ -48,6 +48,8 @@ class Tool:
     enabled: Callable = lambda config: True
     # The handler's result carries PNG/JPEG bytes under "image", sent as MCP image content.
     returns_image: bool = False
+    # Its `text` may be a secret, known only once the target is looked at: the request row waits for that.
+    may_carry_secret: bool = False
     # Library calls: which arguments positional values fill, in order (default: the required ones).
     positional: Optional[tuple] = None
 

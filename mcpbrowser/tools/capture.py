@@ -6,6 +6,7 @@ import time
 
 from mcpbrowser import schema
 from mcpbrowser.errors import ElementNotClickable, InvalidParameters
+from mcpbrowser.redaction import JS_IS_SECRET
 from mcpbrowser.session_state import INTERRUPTED
 from mcpbrowser.tools.base import TARGET, TIMEOUT, Tool, session_schema
 from mcpbrowser.tools.targeting import on_element
@@ -18,6 +19,7 @@ MAX_NODES = schema.integer(f"Most nodes to return (default {DEFAULT_MAX_NODES});
 # (elements and non-blank text). Script and style bodies are left out: they cost
 # tokens and say nothing about what is on the page.
 DOM_SERIALISER = """([root, limit]) => {
+  """ + JS_IS_SECRET + """
   const out = []; let shown = 0, total = 0;
   const quiet = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE']);
   const esc = s => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/"/g, '&quot;');
@@ -37,7 +39,9 @@ DOM_SERIALISER = """([root, limit]) => {
     const open = shown < limit;
     if (open) {
       shown++;
-      const attrs = Array.from(node.attributes, a => ` ${a.name}="${esc(cut(a.value, 200))}"`).join('');
+      const hide = isSecret(node);  // a secret field's value attribute is not shown
+      const attrs = Array.from(node.attributes, a =>
+        ` ${a.name}="${hide && a.name === 'value' ? '[REDACTED]' : esc(cut(a.value, 200))}"`).join('');
       out.push(`${pad}<${tag}${attrs}>`);
     }
     if (!quiet.has(node.tagName)) {
@@ -80,7 +84,7 @@ def snapshot(state, args):
         elif nodes >= limit:
             continue
         kept.append(line)
-    yaml = "\n".join(kept)
+    yaml = state.redact_snapshot("\n".join(kept))
     state.remember_refs(yaml)
     title = state.page.title() if state.dialog is None else ""
     state.remember_page(title)

@@ -7,6 +7,7 @@ from mcpbrowser import schema
 from mcpbrowser.errors import (
     ElementNotClickable, ElementNotEditable, EvaluationFailed, InvalidParameters, NoDialogOpen,
 )
+from mcpbrowser.redaction import IS_SECRET_FIELD
 from mcpbrowser.session_state import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, Tool, session_schema
 from mcpbrowser.tools.targeting import classify, on_element, reason
@@ -33,6 +34,8 @@ def type_text(state, args):
     timeout = _timeout(state, args)
 
     def enter(target):
+        if not args.get("secret") and target.evaluate(IS_SECRET_FIELD, timeout=timeout):
+            state.mark_secret(text)  # a password (or card, or one-time code) field: never recorded in clear
         if clear and not delay:
             state.act(target, "fill", value=text, timeout=timeout)  # one round trip: the fast path
             return
@@ -153,10 +156,12 @@ TOOLS = [
                                     minimum=0, maximum=1000),
             "timeout": TIMEOUT,
             "clear": schema.boolean("Replace the current content (default true); false appends."),
-            "secret": schema.boolean("The text is a secret (a password): never stored or logged in clear."),
+            "secret": schema.boolean("The text is a secret: never stored or shown in clear (automatic for "
+                                     "password, one-time-code and card fields)."),
         }, required=("text",)),
         handler=type_text,
         positional=("selector", "text"),
+        may_carry_secret=True,
         changes_page=True,
         output_schema=SUCCESS_MESSAGE,
     ),

@@ -1,7 +1,7 @@
 """Console and network logs from the session's ring buffers; handlers run on the session thread."""
 
 from mcpbrowser import schema
-from mcpbrowser.session_state import redact
+from mcpbrowser.redaction import redact_headers
 from mcpbrowser.tools.base import Tool, session_schema
 
 LOG_RESULT = {
@@ -55,8 +55,8 @@ def network_logs(state, args):
                 response = None
         entries.append({
             **entry,
-            "requestHeaders": redact(_all_headers(request, request.headers), sensitive),
-            "responseHeaders": redact(_all_headers(response, response.headers), sensitive) if response else {},
+            "requestHeaders": redact_headers(_all_headers(request, request.headers), sensitive),
+            "responseHeaders": redact_headers(_all_headers(response, response.headers), sensitive) if response else {},
         })
     return {"entries": entries, "count": len(entries), "dropped": state.network_dropped}
 

@@ -1,0 +1,96 @@
+"""Keeping secret values in the page: which fields are secret, and scrubbing their values from text.
+
+SESSION THREAD: the probes run through the session's own Playwright objects;
+the text functions are pure and may run anywhere.
+
+A field is secret when it is a password input or its autocomplete token names a
+credential or a card (the WHATWG autofill names below). Its value never appears
+in a snapshot, an answer, the history or a log: typing into it is recorded as
+[REDACTED] without any flag, and the value is scrubbed wherever it would be shown.
+"""
+
+import json
+import re
+
+REDACTED = "[REDACTED]"
+SECRET_AUTOCOMPLETE = ("current-password", "new-password", "one-time-code", "cc-number", "cc-csc", "cc-exp",
+                       "cc-exp-month", "cc-exp-year")
+JS_IS_SECRET = f"""const SECRET = new Set({json.dumps(SECRET_AUTOCOMPLETE)});
+  const isSecret = e => e.tagName === 'INPUT' && ((e.getAttribute('type') || '').toLowerCase() === 'password' ||
+    (e.getAttribute('autocomplete') || '').toLowerCase().split(/\\s+/).some(t => SECRET.has(t)));"""
+# Is this element a secret field? (for type: runs on the target before it is filled)
+IS_SECRET_FIELD = f"e => {{ {JS_IS_SECRET} return isSecret(e); }}"
+# The non-empty values of the secret fields in one frame's document, open shadow roots included.
+SECRET_VALUES = f"""() => {{ {JS_IS_SECRET}
+  const out = [];
+  const walk = root => {{
+    for (const e of root.querySelectorAll('input')) if (isSecret(e) && e.value) out.push(e.value);
+    for (const host of root.querySelectorAll('*')) if (host.shadowRoot) walk(host.shadowRoot);
+  }};
+  walk(document);
+  return out;
+}}"""
+# A textbox line of an aria snapshot and its value: `- textbox "Name" [ref=e3]: value`.
+_TEXTBOX_VALUE = re.compile(r'^(\s*- textbox(?: "(?:[^"\\]|\\.)*")?(?: \[[^\]]*\])*): (.+)$')
+
+
+def has_textbox_values(snapshot):
+    """Whether any textbox in the snapshot shows a value (only then is a probe worth its round trip)."""
+    return any(_TEXTBOX_VALUE.match(line) for line in snapshot.splitlines() if "textbox" in line)
+
+
+def _yaml_scalar(text):
+    if text.startswith('"'):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def redact_textboxes(snapshot, values):
+    """The snapshot with every textbox whose value is one of `values` showing [REDACTED] instead."""
+    if not values:
+        return snapshot
+    out = []
+    for line in snapshot.splitlines():
+        match = _TEXTBOX_VALUE.match(line) if "textbox" in line else None
+        if match and _yaml_scalar(match.group(2)) in values:
+            line = f"{match.group(1)}: {REDACTED}"
+        out.append(line)
+    return "\n".join(out)
+
+
+def redact_headers(headers, sensitive):
+    """Headers with the values of the `sensitive` names (lower case) shown as [REDACTED]."""
+    return {name: (REDACTED if name.lower() in sensitive else value) for name, value in headers.items()}
+
+
+def scrub_text(text, secrets):
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def scrub_value(value, secrets):
+    """A copy of a JSON-ready value with every known secret replaced in its strings (keys included)."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return scrub_text(value, secrets)
+    if isinstance(value, dict):
+        return {scrub_value(k, secrets): scrub_value(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub_value(v, secrets) for v in value]
+    return value
+
+
+def secret_values(page):
+    """The values of the secret fields in every frame of the page (a round trip per frame)."""
+    values = set()
+    for frame in page.frames:
+        try:
+            values.update(frame.evaluate(SECRET_VALUES))
+        except Exception:
+            continue  # a frame that detached or navigated meanwhile has nothing left to show
+    return values
