@@ -19,7 +19,6 @@ INTERNAL_ERROR = -32603
 SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_VERSION = SUPPORTED_VERSIONS[-1]
 STRUCTURED_OUTPUT_SINCE = "2025-06-18"  # outputSchema / structuredContent appear in this revision
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
 class ProtocolError(Exception):
@@ -34,7 +33,7 @@ class ProtocolError(Exception):
 
 
 class Message(NamedTuple):
-    kind: str  # "request", "notification" or "response"
+    kind: str  # "request", "notification", "malformed" (a notification we cannot read) or "response"
     id: Any
     method: Any
     params: dict
@@ -61,6 +60,8 @@ def parse(line):
         # trade error answers for ever.
         return Message("response", body.get("id"), None, {}, body)
     has_id = "id" in body
+    if not has_id and "method" in body:
+        return _notification(body)
     request_id = body.get("id") if has_id and _valid_id(body.get("id")) else None
     if body.get("jsonrpc") != "2.0":
         raise ProtocolError(INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"', request_id)
@@ -77,6 +78,23 @@ def parse(line):
     if not isinstance(params, dict):
         raise ProtocolError(INVALID_PARAMS, '"params" must be an object', request_id)
     return Message("request" if has_id else "notification", request_id, method, params, body)
+
+
+def _notification(body):
+    """A message with a method and no id. JSON-RPC never answers a notification, so one we
+    cannot read (a wrong "jsonrpc", a method that is no string, params that are no object)
+    is "malformed": logged and dropped, never answered with an error nobody asked for."""
+    method, params = body["method"], body.get("params", {})
+    if params is None:
+        params = {}
+    if body.get("jsonrpc") != "2.0" or not isinstance(method, str) or not isinstance(params, dict):
+        return Message("malformed", None, method if isinstance(method, str) else None, {}, body)
+    return Message("notification", None, method, params, body)
+
+
+def valid_request_id(value):
+    """Whether a request id sent inside params (notifications/cancelled) could name one of ours."""
+    return _valid_id(value)
 
 
 def negotiate(params, request_id):

@@ -189,20 +189,24 @@ class StdioServer:
                 return
 
     def handle_line(self, line):
+        msg = None
         try:
             msg = protocol.parse(line)
             if msg.kind == "request":
                 self._request(msg)
             elif msg.kind == "notification":
                 self._notification(msg)
+            elif msg.kind == "malformed":
+                log.warning("malformed notification ignored", extra={"event": "bad_notification",
+                                                                     "error": repr(msg.body)[:200]})
             else:
                 self._response(msg)
         except ProtocolError as exc:
             self.send(protocol.error(exc.request_id, exc.code, exc.message, exc.data))
         except Exception as exc:  # a bug of ours must not cost the client its answer
             log.exception("request failed", extra={"event": "internal_error"})
-            request_id = getattr(locals().get("msg"), "id", None)
-            self.send(protocol.error(request_id, protocol.INTERNAL_ERROR, f"Internal error: {exc}"))
+            if msg is None or msg.kind == "request":  # a notification is never answered, even then
+                self.send(protocol.error(getattr(msg, "id", None), protocol.INTERNAL_ERROR, f"Internal error: {exc}"))
 
     def _request(self, msg):
         if msg.method == "tools/call":
@@ -216,7 +220,12 @@ class StdioServer:
 
     def _notification(self, msg):
         if msg.method == "notifications/cancelled":
-            self._cancel(msg.params.get("requestId"))
+            request_id = msg.params.get("requestId")
+            if protocol.valid_request_id(request_id):
+                self._cancel(request_id)
+            else:
+                log.warning("malformed notification ignored", extra={
+                    "event": "bad_notification", "error": f"requestId {request_id!r} cannot name a request"})
         # notifications/initialized and unknown notifications need no action.
 
     def _response(self, msg):

@@ -49,3 +49,9 @@ raw_lines = st.one_of(
     st.sampled_from([b"\xff\xfe\xfd", b'{"jsonrpc":"2.0","id":1,"method":"\xc3\x28"}',
                      b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"ghost"}}']),
 )
+
+# Notification-shaped messages (a method, no id), most of them malformed: none may be answered.
+notifications = st.fixed_dictionaries({"method": st.one_of(methods, json_values)}, optional={
+    "jsonrpc": st.one_of(st.just("2.0"), json_scalars),
+    "params": st.one_of(params, json_values, st.fixed_dictionaries({"requestId": st.one_of(ids, json_values)}),
+                        st.fixed_dictionaries({"progressToken": json_values, "progress": json_values}))})

@@ -13,7 +13,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from strategies import raw_lines
+from strategies import notifications, raw_lines
 from support import RawServer
 
 LIMIT = 100_000  # bytes; some generated lines are longer, to exercise the size limit
@@ -54,9 +54,8 @@ def classify(line):
         return "request", ident
     if "method" not in body and ("result" in body or "error" in body):
         return "silent", None  # response-shaped: never answered, even when malformed
-    if ("method" in body and "id" not in body and body.get("jsonrpc") == "2.0"
-            and isinstance(body["method"], str) and isinstance(body.get("params", {}), (dict, type(None)))):
-        return "silent", None  # a notification
+    if "method" in body and "id" not in body:
+        return "silent", None  # a notification, well-formed or not, is never answered
     return "error", None
 
 
@@ -96,6 +95,13 @@ def check_line(server, line):
 @given(line=raw_lines)
 def test_every_line_gets_the_right_answers(server, line):
     check_line(server, line)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(message=notifications)
+def test_notifications_are_never_answered(server, message):
+    assert exchange(server, json.dumps(message).encode()) == []
+    assert server.proc.poll() is None
 
 
 def test_oversized_line_is_refused_and_the_next_one_served(server):

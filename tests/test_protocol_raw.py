@@ -102,6 +102,22 @@ def test_notifications_and_stray_responses_get_no_answer(raw):
     assert raw.request("after", "ping")["id"] == "after"
 
 
+@pytest.mark.parametrize("message", [
+    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": 5},
+    {"jsonrpc": "2.0", "method": "notifications/progress", "params": [1]},
+    {"jsonrpc": "2.0", "method": "no/such/method"},
+    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": []}},
+    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": {"a": 1}}},
+    {"jsonrpc": "1.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "method": 7, "params": "bar"},
+])
+def test_malformed_notifications_are_logged_not_answered(raw, message):
+    raw.send(message)
+    assert raw.request("after-bad-notification", "ping") == {"jsonrpc": "2.0", "id": "after-bad-notification",
+                                                              "result": {}}
+    assert raw.proc.poll() is None
+
+
 def test_string_and_integer_ids_are_matched(raw):
     assert raw.request("abc", "ping")["id"] == "abc"
     assert raw.request(2**40, "ping")["id"] == 2**40
