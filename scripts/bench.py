@@ -215,25 +215,26 @@ def mcpbrowser_params(db, *args):
                                                              "--db", db, *args])
 
 
-async def open_mcpbrowser(stack, url, db):
+async def open_mcpbrowser(stack, url, db, *args, warm_creates=5):
     """Start our server; ({initialize_ms, create_session_warm}, steps) of one session."""
     out = {}
     spawned = time.perf_counter()
     read, write = await stack.enter_async_context(
-        stdio_client(mcpbrowser_params(db), errlog=open(os.devnull, "w")))
+        stdio_client(mcpbrowser_params(db, *args), errlog=open(os.devnull, "w")))
     session = await stack.enter_async_context(ClientSession(read, write))
     await session.initialize()
     out["initialize_ms"] = round((time.perf_counter() - spawned) * 1000, 1)
     await anyio.sleep(2.0)  # the browser and the warm pool start in the background
     warm = []
-    for _ in range(5):
+    for _ in range(warm_creates):
         started = time.perf_counter()
         result = await _call(session, "create_session", {})
         warm.append(time.perf_counter() - started)
         sid = json.loads(result.content[0].text)["sessionId"]
         await _call(session, "close_session", {"sessionId": sid})
         await anyio.sleep(1.5)  # let the pool refill
-    out["create_session_warm"] = stats(warm)
+    if warm:
+        out["create_session_warm"] = stats(warm)
     sid = json.loads((await _call(session, "create_session", {})).content[0].text)["sessionId"]
 
     def steps(i):
@@ -326,14 +327,18 @@ async def open_playwright_mcp(stack, cli, executable, url):
     return out, steps
 
 
-async def per_call(executable, url, rounds, think_s, db, cli=None):
-    """The per-call workload of raw Playwright, mcpbrowser and (with cli) @playwright/mcp, interleaved."""
+async def per_call(executable, url, rounds, think_s, databases, cli=None):
+    """The per-call workload of raw Playwright, mcpbrowser (without and with a domain policy) and
+    (with cli) @playwright/mcp, interleaved."""
     results = {}
     async with AsyncExitStack() as stack:
         raw = RawPlaywright(executable)
         stack.callback(raw.close)
         contenders = {"raw": functools.partial(raw.steps, url)}
-        results["mcpbrowser"], contenders["mcpbrowser"] = await open_mcpbrowser(stack, url, db)
+        results["mcpbrowser"], contenders["mcpbrowser"] = await open_mcpbrowser(stack, url, next(databases))
+        # The same server with an allowlist: its sessions go through the filtering proxy.
+        results["mcpbrowser_policy"], contenders["mcpbrowser_policy"] = await open_mcpbrowser(
+            stack, url, next(databases), "--allowed-domains", "127.0.0.1", warm_creates=0)
         if cli:
             results["playwright_mcp"], contenders["playwright_mcp"] = await open_playwright_mcp(
                 stack, cli, executable, url)
@@ -392,6 +397,9 @@ def report(results):
               f"initialize (from spawn): ours {ours['initialize_ms']} ms"
               + (f", @playwright/mcp {theirs['initialize_ms']} ms, ratio {results['initialize_ratio']}"
                  if theirs else ""),
+              "with --allowed-domains (the filtering proxy), against ours without, per call: "
+              + ", ".join(f"{op} {results['policy_ratios']['ops'][op]}x "
+                          f"({results['mcpbrowser_policy']['ops'][op]['median_ms']} ms)" for op in OPS),
               f"create_session median: warm pool {ours['create_session_warm']['median_ms']} ms, "
               f"cold {results['create_session_cold']['median_ms']} ms",
               f"{results['sessions']} sessions: ours {results['concurrent']['ops_per_s']} ops/s, "
@@ -451,7 +459,7 @@ def main():
             progress("installing @playwright/mcp from npm…")
             cli = install_playwright_mcp(folder)
     progress("per call: raw Playwright, mcpbrowser" + (" and @playwright/mcp" if cli else "") + ", interleaved…")
-    results.update(anyio.run(per_call, executable, url, args.rounds, args.think_ms / 1000, next(databases), cli))
+    results.update(anyio.run(per_call, executable, url, args.rounds, args.think_ms / 1000, databases, cli))
     progress("mcpbrowser, cold create_session…")
     results["create_session_cold"] = anyio.run(mcpbrowser_cold_create, next(databases))
     raw_runs, our_runs = [], []
@@ -467,6 +475,9 @@ def main():
     results["ratios"] = {key: {op: ratio(results["mcpbrowser"][key][op]["median_ms"],
                                          results["raw"][key][op]["median_ms"]) for op in OPS}
                          for key in ("ops", "ops_b2b")}
+    results["policy_ratios"] = {key: {op: ratio(results["mcpbrowser_policy"][key][op]["median_ms"],
+                                                results["mcpbrowser"][key][op]["median_ms"]) for op in OPS}
+                                for key in ("ops", "ops_b2b")}
     results["throughput_ratio"] = paired_ratio(results["concurrent"]["runs"], results["raw_concurrent"]["runs"])
     if cli:
         progress(f"@playwright/mcp, {args.sessions} instances for memory…")

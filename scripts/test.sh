@@ -21,6 +21,6 @@ if command -v pyenv >/dev/null 2>&1; then
   done
   export PATH
 fi
-FAST="tests/test_threads.py tests/test_properties.py tests/test_store.py tests/test_config.py tests/test_tools.py"
+FAST="tests/test_threads.py tests/test_properties.py tests/test_store.py tests/test_config.py tests/test_policy.py tests/test_tools.py"
 .venv/bin/tox -e py310,py312,py313 -- $FAST
 .venv/bin/tox -e lint,package

@@ -47,6 +47,7 @@ class _Closable:
 
 class FakeResponse:
     status = 200
+    headers = {}  # lower-case names, as Playwright's Response.headers
 
 
 class FakePage:

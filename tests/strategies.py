@@ -55,3 +55,20 @@ notifications = st.fixed_dictionaries({"method": st.one_of(methods, json_values)
     "jsonrpc": st.one_of(st.just("2.0"), json_scalars),
     "params": st.one_of(params, json_values, st.fixed_dictionaries({"requestId": st.one_of(ids, json_values)}),
                         st.fixed_dictionaries({"progressToken": json_values, "progress": json_values}))})
+
+
+# -- host spellings: one IPv4 address written as the URL standard lets a browser read it ------------
+
+def _spell(number, base):
+    return {10: str, 8: lambda n: "0" + format(n, "o"), 16: lambda n: "0x" + format(n, "x")}[base](number)
+
+
+@st.composite
+def ipv4_spellings(draw):
+    """(dotted address, another spelling of it): 1 to 4 parts, each decimal, octal or hex."""
+    octets = draw(st.lists(st.integers(0, 255), min_size=4, max_size=4))
+    parts = draw(st.integers(1, 4))
+    value = int.from_bytes(bytes(octets), "big")
+    numbers = octets[:parts - 1] + [value % 256 ** (5 - parts)]
+    spelled = ".".join(_spell(n, draw(st.sampled_from([8, 10, 16]))) for n in numbers)
+    return ".".join(map(str, octets)), spelled + draw(st.sampled_from(["", "."]))

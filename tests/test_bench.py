@@ -17,7 +17,7 @@ def test_bench_runs_every_contender_and_reports_every_figure():
         capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout)
-    for side in ("raw", "mcpbrowser"):
+    for side in ("raw", "mcpbrowser", "mcpbrowser_policy"):
         for mode in ("ops", "ops_b2b"):
             assert set(results[side][mode]) == {"navigate", "type", "click"}
             assert all(op["n"] == 1 and op["median_ms"] > 0 for op in results[side][mode].values())
@@ -28,4 +28,5 @@ def test_bench_runs_every_contender_and_reports_every_figure():
         assert len(results[side]["runs"]) == 1 and results[side]["ops_per_s"] > 0
     assert results["concurrent"]["pss_mb"] > 0 and results["throughput_ratio"] > 0
     assert set(results["ratios"]["ops"]) == {"navigate", "type", "click"}
+    assert all(value > 0 for value in results["policy_ratios"]["ops"].values())
     assert "playwright_mcp" not in results  # only with --with-playwright-mcp
