@@ -411,7 +411,8 @@ class Browser:
                           json.dumps(scrub_value(console, secrets)).encode() if console else None, error, at))
         for entry in console:
             self.store.write("INSERT INTO console_logs (ref_id, level, message, timestamp, location) "
-                             "VALUES (?, ?, ?, ?, ?)", (call.ref_id, entry["level"], scrub_text(entry["message"], secrets),
+                             "VALUES (?, ?, ?, ?, ?)", (call.ref_id, entry["level"],
+                                                        scrub_text(entry["message"], secrets),
                                                         entry["timestamp"], entry["location"]))
         with self._lock:
             self._calls.pop(call.ref_id, None)
