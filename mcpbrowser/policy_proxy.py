@@ -19,7 +19,6 @@ the check and the connection.
 
 import socket
 import threading
-from collections import deque
 from urllib.parse import urlsplit
 
 from mcpbrowser.guards import canonical_host, is_private_address
@@ -78,9 +77,9 @@ class PolicyProxy:
     def __init__(self, policy, session_id=""):
         self.policy = policy
         self.session_id = session_id
-        self.refused = deque(maxlen=256)  # canonical hosts refused, newest last (plain data for the session)
-        self.last_refused = None
-        self._refusals = 0
+        self._refused = set()      # canonical hosts refused so far
+        self.last_refused = None   # the most recent of them
+        self.refusals = 0          # how many requests were refused
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self._open = set()  # sockets of live connections, closed by close()
@@ -94,9 +93,10 @@ class PolicyProxy:
         loopback hosts never use a proxy: they must be checked like any other."""
         return {"server": f"http://127.0.0.1:{self.port}", "bypass": "<-loopback>"}
 
-    @property
-    def refusals(self):
-        return self._refusals
+    def was_refused(self, host):
+        """Whether a request to this canonical host was refused (any thread)."""
+        with self._lock:
+            return host in self._refused
 
     def close(self):
         """Stop listening and cut every open connection. Idempotent."""
@@ -151,9 +151,10 @@ class PolicyProxy:
                                   "--block-private-networks is on (name the host in an allow list to reach it)")
             return infos[0][4]
         except Refused:
-            self.refused.append(host)
-            self.last_refused = host
-            self._refusals += 1
+            with self._lock:
+                self._refused.add(host)
+                self.last_refused = host
+                self.refusals += 1
             log.info("request refused by the domain policy",
                      extra={"event": "request_blocked", "session": self.session_id, "host": host})
             raise

@@ -518,7 +518,7 @@ class SessionState:
                 entry["failure"], entry["blocked"] = BLOCKED_FAILURE, True
 
     def _refused(self, url):
-        return self.proxy is not None and host_of(url) in self.proxy.refused
+        return self.proxy is not None and self.proxy.was_refused(host_of(url))
 
     def _on_websocket(self, ws):
         entry = {"method": "GET", "url": ws.url, "resourceType": "websocket", "status": None,
