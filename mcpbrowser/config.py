@@ -95,7 +95,11 @@ class Config:
         "with no display the server falls back to headless and says so on stderr.")
     session_timeout: int = _option(
         300_000, _int_at_least(1),
-        "Milliseconds from creation until a session is closed (seed 003: 5 minutes).")
+        "Milliseconds a session lives without calls (seed 003: 5 minutes). Each call renews it: "
+        "expiresAt in every answer says when it ends.")
+    session_max_age: int = _option(
+        0, _int_at_least(0),
+        "Milliseconds a session may live in all, however busy; 0 (default) for no cap.")
     max_sessions: int = _option(
         10, _int_at_least(1),
         "Most sessions open at once; each costs a browser context and a small relay process.")

@@ -38,6 +38,7 @@ from mcpbrowser.guards import (
 from mcpbrowser.logs import log
 from mcpbrowser.policy_proxy import PolicyProxy
 from mcpbrowser.process_tree import browser_pss_kb
+from mcpbrowser.protocol import compact_json
 from mcpbrowser.schema import validate
 from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
 from mcpbrowser.session_state import SessionState, now_ms
@@ -63,13 +64,27 @@ ENDED_MEMORY = 10_000           # ended ids remembered so late calls get SESSION
 class SessionRecord:
     """Plain data about one open session, owned by the core under its lock."""
 
-    __slots__ = ("session_id", "worker", "created_at", "expires_at")
+    __slots__ = ("session_id", "worker", "created_at", "expires_at", "deadline", "last_deadline", "clock")
 
-    def __init__(self, session_id, worker, created_at, expires_at):
+    def __init__(self, session_id, worker, created_at, timeout_ms, max_age_ms, clock):
         self.session_id = session_id
         self.worker = worker
         self.created_at = created_at
-        self.expires_at = expires_at
+        self.clock = clock
+        now = clock()
+        # A hard cap on the session's age (--session-max-age), or None.
+        self.last_deadline = now + max_age_ms / 1000 if max_age_ms else None
+        self.deadline = now  # when the expiry timer acts (monotonic)
+        self.expires_at = created_at  # the same instant in epoch ms, shown to clients
+        self.renew(timeout_ms)
+
+    def renew(self, timeout_ms):
+        """A call came in (caller holds the core's lock): the session lives timeout_ms from now, within its cap."""
+        deadline = self.clock() + timeout_ms / 1000
+        if self.last_deadline is not None:
+            deadline = min(deadline, self.last_deadline)
+        self.expires_at += round((deadline - self.deadline) * 1000)
+        self.deadline = deadline
 
 
 class Call:
@@ -83,6 +98,7 @@ class Call:
         self.inline = inline    # --response-mode full: the snapshot goes into the answer too
         self.console = None
         self.snapshot = None
+        self.expires_at = None  # the session's expiry after this call renewed it (epoch ms)
         self.progress = None    # progress(done, total, message) from the caller, or None
         self.ran = False        # set on the session thread when the call starts there
         self.secret = False     # its text turned out to be a secret (set on the session thread)
@@ -102,6 +118,8 @@ class Call:
                 "consoleErrorCount": sum(1 for e in console if e["level"] == "error")}
 
     def annotate(self, result):
+        if self.expires_at is not None:
+            result["expiresAt"] = self.expires_at
         result["refId"] = self.ref_id
         result["meta"] = self.meta()
         return result
@@ -131,12 +149,13 @@ class Browser:
     subclasses whose `code` is the stable error code.
     """
 
-    def __init__(self, config=None, *, opener=None, timer_factory=threading.Timer):
+    def __init__(self, config=None, *, opener=None, timer_factory=threading.Timer, clock=time.monotonic):
         self.config = config or Config()
         # Tools that depend on a setting (evaluate, upload_file) exist only when it is set.
         self.tools = {tool.name: tool for tool in tools.ALL if tool.enabled(self.config)}
         self._opener = opener or self._open_playwright_session
         self._supervisor = Supervisor(timer_factory)
+        self._clock = clock  # session expiry deadlines (injectable, like the timers, for tests)
         self._lock = threading.Lock()
         self._sessions = {}
         self._ended = OrderedDict()
@@ -244,7 +263,7 @@ class Browser:
         args = {} if args is None else args
         tool = self.tools.get(name)
         session_id = args.get("sessionId") if isinstance(args, dict) else None
-        call = Call(name, session_id, capture=tool is not None and tool.changes_page,
+        call = Call(name, session_id, capture=tool is not None and (tool.changes_page or tool.stores_page),
                     inline=self.config.response_mode == "full")
         call.progress = progress
         if tool is not None and tool.may_carry_secret:
@@ -261,7 +280,8 @@ class Browser:
             validate(tool.input_schema, args)
             if tool.needs_session:
                 budget = self._budget_s(args)
-                fut = self._worker(session_id).submit(SessionState.run_call, tool, args, call,
+                worker, call.expires_at = self._renewed(session_id)
+                fut = worker.submit(SessionState.run_call, tool, args, call,
                                                       after=lambda state, f: self._after_call(state, f, call),
                                                       budget_s=budget, tag=(call, budget))
             else:
@@ -350,9 +370,9 @@ class Browser:
     def _after_call(self, state, fut, call):
         """SESSION THREAD, after the answer went out: capture the page the call left, then record it."""
         succeeded = not fut.cancelled() and fut.exception() is None
-        if succeeded and call.capture and not call.inline:
+        if succeeded and call.capture and not call.inline and call.snapshot is None:
             call.snapshot = state.capture_snapshot()
-        if succeeded and call.capture:
+        if succeeded and self.tools[call.tool].changes_page:
             self._save_storage(state)
         self._record_response(call, fut, state.secrets)
 
@@ -402,7 +422,7 @@ class Browser:
         else:
             status, error = "ok", None
             value = {k: v for k, v in fut.result().items() if k != "image"}  # images are not kept
-            result = json.dumps(scrub_value(value, secrets)).encode()
+            result = compact_json(scrub_value(value, secrets)).encode()
         console = call.console or []
         at = now_ms()
         self.store.write("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -556,7 +576,8 @@ class Browser:
                 self._starting -= 1
             raise
         created = now_ms()
-        record = SessionRecord(worker.session_id, worker, created, created + self.config.session_timeout)
+        record = SessionRecord(worker.session_id, worker, created, self.config.session_timeout,
+                               self.config.session_max_age, self._clock)
         with self._lock:
             self._starting -= 1
             closed = self._closed
@@ -573,7 +594,7 @@ class Browser:
             if last:
                 raise crashed
             return None
-        self._supervisor.schedule_expiry(worker.session_id, self.config.session_timeout / 1000, self._expire)
+        self._supervisor.schedule_expiry(worker.session_id, record.deadline - self._clock(), self._expire)
         self.store.write("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, 'active', ?)",
                          (worker.session_id, created, created,
                           json.dumps({"browser": self.config.browser, "source": source})))
@@ -680,14 +701,22 @@ class Browser:
     # -- internals -------------------------------------------------------------
 
     def _worker(self, session_id):
+        return self._renewed(session_id, renew=False)[0]
+
+    def _renewed(self, session_id, renew=True):
+        """(worker, expiresAt) of an open session, its expiry renewed by this call; raises if not open."""
         with self._lock:
             record = self._sessions.get(session_id)
             error = self._missing(session_id) if record is None else None
+            if renew and record is not None:
+                record.renew(self.config.session_timeout)
         if isinstance(error, SessionLost):
             error = self._lost_error(session_id)
+        elif isinstance(error, SessionExpired):
+            error = self._expired_error(session_id)
         if error is not None:
             raise error
-        return record.worker
+        return record.worker, record.expires_at
 
     def _missing(self, session_id):
         """The error for an id that is not open (caller holds the lock)."""
@@ -703,12 +732,19 @@ class Browser:
         while len(self._ended) > ENDED_MEMORY:
             self._ended.popitem(last=False)
 
-    # TIMER THREAD
+    # TIMER THREAD. Calls only move the record's deadline (a float, under the lock): the
+    # timer, when it fires, sleeps again for what is left rather than each call
+    # replacing a Timer thread.
     def _expire(self, session_id):
         with self._lock:
-            record = self._sessions.pop(session_id, None)
+            record = self._sessions.get(session_id)
             if record is None:
                 return
+            left = record.deadline - self._clock()
+            if left > 0.001:
+                self._supervisor.schedule_expiry(session_id, left, self._expire)
+                return
+            del self._sessions[session_id]
             self._remember_ended(session_id, "expired")
         self._supervisor.forget(session_id)
         self._record_closed(session_id, "expired")
@@ -748,14 +784,26 @@ class Browser:
                 "(--max-memory-mb); close a session before creating another.",
                 details={"usedMb": round(used), "limitMb": self.config.max_memory_mb})
 
+    def _resume_hint(self, session_id):
+        """(hint, resumable): whether resume_session can bring a closed session back."""
+        rows = self.store.query("SELECT 1 FROM session_state WHERE session_id = ?", (session_id,))
+        if rows:
+            return ("Call resume_session with this sessionId to reopen it in a fresh context with its "
+                    "cookies, local storage and last URL.", True)
+        return "Nothing was saved for it, so it cannot be resumed: call create_session.", False
+
+    def _expired_error(self, session_id):
+        hint, resumable = self._resume_hint(session_id)
+        return SessionExpired(f"This session expired (no call for {self.config.session_timeout // 1000} s"
+                              + (f", or older than {self.config.session_max_age // 1000} s"
+                                 if self.config.session_max_age else "") + f") and was closed. {hint}",
+                              session_id=session_id, details={"resumable": resumable})
+
     def _lost_error(self, session_id):
         """SESSION_LOST, telling whether resume_session can bring the session back."""
-        rows = self.store.query("SELECT 1 FROM session_state WHERE session_id = ?", (session_id,))
-        hint = ("Call resume_session with this sessionId to reopen it in a fresh context with its cookies, "
-                "local storage and last URL." if rows else
-                "Nothing was saved for it, so it cannot be resumed: call create_session.")
+        hint, resumable = self._resume_hint(session_id)
         return SessionLost(f"The browser under this session crashed, so the session was closed. {hint}",
-                           session_id=session_id, details={"reason": "browser_crash", "resumable": bool(rows)})
+                           session_id=session_id, details={"reason": "browser_crash", "resumable": resumable})
 
     def _drop_lost(self, records):
         """Close sessions whose browser died: the history says why, their threads wind down."""

@@ -35,7 +35,8 @@ class SessionNotFound(BrowserServerError):
 
 class SessionExpired(BrowserServerError):
     code = "SESSION_EXPIRED"
-    default_message = "This session expired and was closed. Call create_session for a new one."
+    default_message = ("This session expired and was closed. Call resume_session with its id to bring it back "
+                       "with its cookies and last URL, if they were saved; otherwise call create_session.")
 
 
 class MaxSessionsReached(BrowserServerError):

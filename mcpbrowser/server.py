@@ -10,7 +10,6 @@ Threads:
 """
 
 import base64
-import json
 import logging
 import threading
 from concurrent.futures import Future
@@ -18,7 +17,7 @@ from concurrent.futures import Future
 from mcpbrowser import __version__, protocol
 from mcpbrowser.errors import BrowserError, BrowserServerError
 from mcpbrowser.logs import log
-from mcpbrowser.protocol import ProtocolError
+from mcpbrowser.protocol import ProtocolError, compact_json
 
 INSTRUCTIONS = (
     "Browser automation. Call create_session first and pass its sessionId to every "
@@ -332,12 +331,34 @@ class StdioServer:
             value = {k: v for k, v in value.items() if k != "image"}
             content.append({"type": "image", "data": base64.b64encode(image).decode("ascii"),
                             "mimeType": f"image/{value['format']}"})
-        content.insert(0, {"type": "text", "text": json.dumps(value)})
+        shown = agent_view(value)
+        field = tool.text_field
+        if field is not None and isinstance(shown.get(field), str) and shown[field]:
+            # Page text goes as it is, in a block of its own: inside JSON every line
+            # break and quote would cost the agent an escape (about 9% of a snapshot).
+            content[0:0] = [{"type": "text", "text": compact_json({k: v for k, v in shown.items() if k != field})},
+                            {"type": "text", "text": shown[field]}]
+        else:
+            content.insert(0, {"type": "text", "text": compact_json(shown)})
         out = {"content": content, "isError": False}
         if tool.output_schema is not None and self._structured():
             out["structuredContent"] = value
         return out
 
 
+def agent_view(value):
+    """What the model reads of an answer (issue 15: it pays for every character).
+
+    `meta` is there only when the call logged to the console (its counts are then
+    worth a look with get_console_content); a content hash is for machines. Both
+    stay in structuredContent, and in the history, whole.
+    """
+    meta = value.get("meta")
+    if (meta is None or meta.get("hasConsoleLogs")) and "hash" not in value:
+        return value
+    return {k: v for k, v in value.items() if k != "hash" and (k != "meta" or meta.get("hasConsoleLogs"))}
+
+
 def _error_result(exc):
-    return {"content": [{"type": "text", "text": json.dumps(exc.to_dict())}], "isError": True}
+    return {"content": [{"type": "text", "text": compact_json(exc.to_dict())}], "isError": True}
+

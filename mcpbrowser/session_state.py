@@ -10,6 +10,7 @@ import re
 import time
 from collections import deque
 
+from mcpbrowser import snapshot_text
 from mcpbrowser.errors import DialogOpen, DomainNotAllowed, ElementNotFound, InvalidParameters, PageCrashed
 from mcpbrowser.guards import DomainPolicy, host_of
 from mcpbrowser.policy_proxy import BLOCKED_HEADER
@@ -21,6 +22,7 @@ from mcpbrowser.logs import log
 REF_MARKER = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
 INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
 MIN_SCRUBBED = 4  # see mark_secret
+ERROR_PAGE_WAIT_MS = 2000  # see await_error_page
 BLOCKED_FAILURE = "blocked by the domain policy"
 # What makes a page a login or verification page (for the cooldown rule, see core._login_failure).
 LOGIN_WORDS = ("login", "log-in", "log in", "signin", "sign-in", "sign in", "auth", "verify", "verification",
@@ -54,6 +56,7 @@ class SessionState:
         self.page = page
         self.pages = [page]
         self.tabs_opened = 0
+        self.navigations = 0      # main-frame navigations of the current tab, to tell an action's answer
         self._tabs_reported = 0
         self.dialog = None
         self._dialog_waiter = None
@@ -63,6 +66,8 @@ class SessionState:
         self.console_dropped = 0
         self.network = deque(maxlen=config.network_buffer)
         self.network_dropped = 0
+        self._network_total = 0   # requests ever seen
+        self._page_mark = 0       # ...when the current page's document was requested (see page_requests)
         self._requests = {}
         self.screenshots = 0
         self._console_total = 0   # console entries ever seen, for per-call slices
@@ -143,13 +148,15 @@ class SessionState:
             raise self._replace_crashed_page()
         if self.page is None or self.page.is_closed():
             self._open_blank_tab()
-        dialog_before = self.dialog
+        dialog_before, page_before, navigations_before = self.dialog, self.page, self.navigations
         try:
             result = tool.handler(self, args)
         except Exception:
             if self.page in self.crashed:
                 raise self._replace_crashed_page() from None
             raise
+        if tool.changes_page and "url" not in result:
+            self._add_page_state(result, self.page is not page_before or self.navigations != navigations_before)
         if self.dialog is not None and dialog_before is None:
             result["dialog"] = self.dialog_info()
             if "message" in result:
@@ -184,10 +191,42 @@ class SessionState:
             self._progress, self.call = None, None
             call.flush_request()  # a tool that may carry a secret is recorded once that is known
         call.console = self.take_console()
-        if call.capture and call.inline:
+        if call.capture and call.inline and "snapshot" not in result:
             call.snapshot = self.capture_snapshot()
             result["snapshot"] = call.snapshot
         return call.annotate(result)
+
+    def _add_page_state(self, result, navigated):
+        """Where an action left the agent: url, title, and whether it navigated (issue 15).
+
+        A navigation the action started has committed by now (Playwright waits for
+        that); its load is awaited here, so that the title, and the snapshot the
+        history captures next, are of the new page. The title is one CDP round trip.
+        """
+        if navigated and self.dialog is None:
+            try:
+                self.page.wait_for_load_state("load", timeout=self.config.navigation_timeout)
+            except Exception as exc:  # a slow page: answer with what is there
+                log.debug("load after action not reached", extra={"session": self.session_id, "error": str(exc)})
+        title = self.loaded_title()
+        self.remember_page(title)
+        result.update(url=self.page.url, title=title, navigated=navigated)
+
+    def await_error_page(self):
+        """After a navigation failed with a network error, wait until Chromium's error page commits.
+
+        Chromium commits chrome-error://chromewebdata/ some 100 ms after the failure
+        is reported, and that commit interrupts whatever navigation started
+        meanwhile, again and again ("interrupted by another navigation"; raw
+        Playwright does the same). Waiting here, on the failure path only, lets the
+        agent's next navigation just work (issue 15).
+        """
+        if not self._cdp_titles or self.page is None or self.dialog is not None:
+            return
+        try:
+            self.page.wait_for_url(lambda url: url.startswith("chrome-error:"), timeout=ERROR_PAGE_WAIT_MS)
+        except Exception:
+            pass  # no error page (a download, an aborted load): nothing to wait for
 
     def browser_gone(self):
         """True when this session's connection to the browser is closed (the browser died).
@@ -222,6 +261,11 @@ class SessionState:
             except Exception:
                 log.debug("progress report failed", extra={"session": self.session_id})
 
+    def page_requests(self):
+        """The network buffer's entries since the current page's document was requested."""
+        fresh = min(self._network_total - self._page_mark, len(self.network))
+        return list(self.network)[len(self.network) - fresh:] if fresh else []
+
     def take_console(self):
         """Console entries that arrived since the previous call took its share."""
         fresh = min(self._console_total - self._console_mark, len(self.console))
@@ -237,8 +281,9 @@ class SessionState:
         except Exception as exc:
             log.debug("snapshot capture failed", extra={"session": self.session_id, "error": str(exc)})
             return None
+        text = self.redact_snapshot(snapshot_text.clean(text))
         self.remember_refs(text)
-        return self.redact_snapshot(text)
+        return text
 
     def storage_state(self):
         """(storage state JSON, url) for resume_session; None when it cannot be read."""
@@ -452,6 +497,7 @@ class SessionState:
                 if page is self._refs_page:
                     self.refs = frozenset()  # refs belong to the document they were taken from
                 if page is self.page:
+                    self.navigations += 1
                     self.worker.info = {"url": frame.url, "title": self.worker.info["title"]}
 
         page.on("framenavigated", navigated)
@@ -505,6 +551,14 @@ class SessionState:
         })
 
     def _on_request(self, request):
+        if request.is_navigation_request() and request.redirected_from is None:
+            try:
+                frame = request.frame
+            except Exception:  # a popup's first request comes before its frame exists: not this page's
+                frame = None
+            if frame is not None and frame.parent_frame is None and frame.page is self.page:
+                self._page_mark = self._network_total
+        self._network_total += 1
         entry = {"method": request.method, "url": request.url, "resourceType": request.resource_type,
                  "status": None, "durationMs": None, "failure": None, "blocked": False, "timestamp": now_ms()}
         self._requests[request] = entry

@@ -7,13 +7,25 @@ from mcpbrowser.core import Browser
 from mcpbrowser.session_state import SessionState
 
 
+class FakeClock:
+    """The core's monotonic clock in fake cores: it moves only when a FakeTimer fires."""
+
+    now = 1000.0
+
+    @classmethod
+    def monotonic(cls):
+        return cls.now
+
+
 class FakeTimer:
-    """Records what threading.Timer would do; `fire()` runs the callback on the caller's thread."""
+    """Records what threading.Timer would do; `fire()` runs the callback on the caller's thread,
+    after moving the fake clock to the timer's due time."""
 
     created = []
 
     def __init__(self, interval, function, args=()):
         self.interval, self.function, self.args = interval, function, args
+        self.due = FakeClock.now + interval
         self.started = self.cancelled = False
         self.name, self.daemon = None, False
         FakeTimer.created.append(self)
@@ -26,6 +38,7 @@ class FakeTimer:
 
     def fire(self):
         if not self.cancelled:
+            FakeClock.now = max(FakeClock.now, self.due)
             self.function(*self.args)
 
 
@@ -83,7 +96,7 @@ def fake_opener(config=None):
 def fake_core(**settings):
     """A real core whose sessions have fake pages and whose timers fire only on demand."""
     config = Config(**{"db": ":memory:", **settings})
-    return Browser(config, opener=fake_opener(config), timer_factory=FakeTimer)
+    return Browser(config, opener=fake_opener(config), timer_factory=FakeTimer, clock=FakeClock.monotonic)
 
 
 def gate():

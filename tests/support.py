@@ -79,6 +79,23 @@ function save(v) { document.cookie = 'k=' + v; localStorage.setItem('k', v); ses
 <button id="later" onclick="setTimeout(() => { const p = document.createElement('p'); p.id = 'late'; p.textContent = 'Arrived late'; document.body.append(p); }, 300)">Later</button>
 <p id="going">Going away</p>
 <button id="remove" onclick="setTimeout(() => document.getElementById('going').remove(), 300)">Remove</button>""",
+    # A small documentation-like page: landmarks, headings, a search box, prose and many links.
+    "/docs": """<!doctype html><title>Docs</title>
+<nav aria-label="Site"><h2>Guides</h2><ul>""" + "".join(f'<li><a href="/title/guide{i}">Guide {i}</a></li>' for i in range(12)) + """</ul>
+<form role="search" action="/found"><label>Search <input name="q"></label></form></nav>
+<main><h1>Welcome</h1><p>Long prose about nothing in particular, and a word: pineapple.</p>
+<p>Another paragraph that mentions pineapple twice: pineapple.</p>
+<button id="grow" onclick="document.getElementById('tail').textContent = 'grown ' + Date.now()">Grow</button>
+<p id="tail">short</p>
+<button id="late-show" style="display:none">Shown late</button>
+<script>setTimeout(() => document.getElementById('late-show').style.display = '', 1500)</script>
+<button id="add-late" onclick="setTimeout(() => { const b = document.createElement('button'); b.id = 'added';
+  b.textContent = 'Added'; b.onclick = () => document.title = 'added clicked'; document.body.append(b); }, 1500)">Add</button>
+</main>""",
+    "/found": """<!doctype html><title>Searching</title><ul id="results"></ul>
+<script>setTimeout(() => { const q = new URLSearchParams(location.search).get('q');
+  document.getElementById('results').innerHTML = [1, 2, 3].map(i => `<li><a href="/title/hit${i}">${q} hit ${i}</a></li>`).join('')
+    + '<p>Search finished</p>'; document.title = 'Results for ' + q; }, 300)</script>""",
     "/logs": """<!doctype html><title>Logs</title>
 <script>
 console.log('hello log'); console.warn('careful'); console.error('broken thing');
@@ -168,6 +185,8 @@ try {{ new WebSocket("{ws}/ws"); }} catch (e) {{}}
             self._send(200, f'<title>Meta</title><meta http-equiv="refresh" content="0;url={query["to"]}/meta">')
         elif url.path == "/js-location":
             self._send(200, f'<title>JS</title><script>location.href = "{query["to"]}/location";</script>')
+        elif url.path == "/missing.css":
+            self._send(404, "")
         elif url.path == "/hit":
             self._send(200, f"<title>hit {query.get('k', '')}</title>")
         else:
@@ -226,11 +245,26 @@ class McpClient:
         return self.run("call_tool", name, arguments or {}, **kwargs)
 
     def tool(self, name, **arguments):
-        """Call a tool that must succeed; return its JSON result."""
+        """Call a tool that must succeed; return its whole result (structuredContent when there is one).
+
+        The text the model reads must agree with it: the same values, less meta and hash
+        (see server.agent_view), with page text in a block of its own.
+        """
         result = self.call(name, arguments)
-        payload = json.loads(result.content[0].text)
-        assert not result.is_error, payload
-        return payload
+        texts = [c.text for c in result.content if c.type == "text"]
+        shown = json.loads(texts[0])
+        assert not result.is_error, shown
+        if len(texts) > 1:  # a snapshot's or a content's text comes as a block of its own
+            (field,) = [k for k, v in (result.structured_content or {}).items() if v == texts[1]]
+            assert field not in shown
+            shown[field] = texts[1]
+        whole = result.structured_content
+        if whole is None:
+            return shown
+        assert {k: v for k, v in whole.items() if k not in ("meta", "hash")} == \
+            {k: v for k, v in shown.items() if k not in ("meta", "hash")}, (whole, shown)
+        assert "meta" in whole
+        return whole
 
     def error(self, name, **arguments):
         """Call a tool that must fail; return its error object."""

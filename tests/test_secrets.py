@@ -102,7 +102,8 @@ def test_secret_values_never_leave_the_page(make_client, site, tmp_path):
         answers.append(c.tool("get_content", ref_id=answer["refId"], reset_cursor=True)
                        if answer.get("meta", {}).get("hasSnapshot") else {})
     answers.append(c.tool("click", sessionId=sid, selector="#go"))
-    answers += [c.tool("network_logs", sessionId=sid), c.tool("console_logs", sessionId=sid),
+    answers += [c.tool("network_logs", sessionId=sid, headers=True, allPages=True, includeStatic=True),
+                c.tool("console_logs", sessionId=sid, locations=True),
                 c.tool("list_sessions"), c.tool("tabs", sessionId=sid)]
     for answer in answers:
         for text in _strings(answer):

@@ -63,12 +63,12 @@ def test_allowlist_is_enforced_on_every_route(make_client, pages, forbidden):
     assert forbidden.hits == []
     deadline = time.monotonic() + 10
     while True:  # a request's failure event may still be on its way
-        logs = c.tool("network_logs", sessionId=sid, urlContains=FORBIDDEN_HOST, limit=100)["entries"]
+        logs = c.tool("network_logs", sessionId=sid, urlContains=FORBIDDEN_HOST, limit=100, allPages=True)["entries"]
         towards = [e for e in logs if urlsplit(e["url"]).hostname == FORBIDDEN_HOST]
-        if all(e["failure"] for e in towards) or time.monotonic() > deadline:
+        if all(e.get("failure") for e in towards) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert all(e["blocked"] for e in towards), towards
+    assert all(e.get("blocked") for e in towards), towards
     blocked = {e["url"].rsplit("/", 1)[1] for e in towards}
     assert {"redirected", "meta", "location", "iframe", "img.png", "script.js", "fetch", "xhr", "ws",
             "popup"} <= blocked, towards

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from fakes import FakeTimer, _Closable, fake_core, gate
+from fakes import FakeClock, FakeTimer, _Closable, fake_core, gate
 from mcpbrowser.errors import BrowserError, CircuitOpen, ElementNotFound, SessionExpired, SessionNotFound
 from mcpbrowser.guards import CircuitBreaker
 from mcpbrowser.session_worker import SessionWorker
@@ -113,6 +113,44 @@ def test_expiry_timer_closes_the_session_without_touching_its_page():
     with pytest.raises(SessionExpired):
         session.navigate("http://example.test/")
     assert core.session_ids() == set()
+    core.close()
+
+
+def test_each_call_renews_the_expiry_and_the_timer_sleeps_again_for_what_is_left():
+    core = fake_core(session_timeout=10_000)
+    session = core.create_session()
+    timer = FakeTimer.created[-1]
+    first = session.expires_at
+    FakeClock.now += 6  # six seconds later, a call: the session now lives 10 s from here
+    answer = session.navigate("http://example.test/")
+    assert answer["expiresAt"] == first + 6000
+    assert core.list_sessions()[0]["expiresAt"] == first + 6000
+    timer.fire()  # the first timer comes due (at +10 s): 6 s are left, so it schedules again
+    assert core.session_ids() == {session.id}
+    again = FakeTimer.created[-1]
+    assert again is not timer and again.interval == pytest.approx(6.0)
+    again.fire()
+    assert core.session_ids() == set()
+    with pytest.raises(SessionExpired, match="expired \\(no call for 10 s\\)"):
+        session.navigate("http://example.test/")
+    core.close()
+
+
+def test_the_hard_cap_ends_a_busy_session():
+    core = fake_core(session_timeout=10_000, session_max_age=15_000)
+    session = core.create_session()
+    created = core.list_sessions()[0]["createdAt"]
+    for _ in range(3):
+        FakeClock.now += 4
+        answer = session.navigate("http://example.test/")
+    assert answer["expiresAt"] == created + 15_000  # renewed, but never past the cap
+    FakeTimer.created[-1].fire()
+    assert core.session_ids() == {session.id}  # at +10 s: 5 s of the cap are left
+    FakeTimer.created[-1].fire()
+    assert core.session_ids() == set()
+    with pytest.raises(SessionExpired) as caught:
+        session.navigate("http://example.test/")
+    assert "older than 15 s" in caught.value.message and caught.value.details == {"resumable": False}
     core.close()
 
 

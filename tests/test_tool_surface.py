@@ -230,7 +230,11 @@ def test_console_logs_with_levels_and_page_errors(full, sid, pages):
     assert ("log", "hello log") in messages and ("warning", "careful") in messages
     assert any(level == "error" and "boom from page" in msg for level, msg in messages)
     entry = logs["entries"][0]
-    assert set(entry) == {"timestamp", "level", "message", "location"} and "/logs" in entry["location"]
+    assert entry["level"] == "log" and set(entry) == {"timestamp", "level", "message"}  # lean: no location
+    warning = next(e for e in logs["entries"] if e["level"] == "warning")
+    assert "/logs" in warning["location"]  # errors and warnings say where they came from
+    located = full.tool("console_logs", sessionId=sid, locations=True)["entries"][0]
+    assert set(located) == {"timestamp", "level", "message", "location"} and "/logs" in located["location"]
     errors = full.tool("console_logs", sessionId=sid, level="error")["entries"]
     assert errors and all(e["level"] == "error" for e in errors)
     later = full.tool("console_logs", sessionId=sid, since=entry["timestamp"])["entries"]
@@ -241,14 +245,16 @@ def test_console_logs_with_levels_and_page_errors(full, sid, pages):
 def test_network_logs_redact_sensitive_headers(full, sid, pages):
     full.tool("navigate", sessionId=sid, url=pages.url("/logs"))
     full.tool("wait_for", sessionId=sid, selector="#more")
-    logs = full.tool("network_logs", sessionId=sid, urlContains="/api/data")
+    lean = full.tool("network_logs", sessionId=sid, urlContains="/api/data")["entries"][-1]
+    assert "requestHeaders" not in lean and "timestamp" not in lean and "failure" not in lean
+    logs = full.tool("network_logs", sessionId=sid, urlContains="/api/data", headers=True)
     assert logs["count"] >= 1
     entry = logs["entries"][-1]
     assert entry["method"] == "GET" and entry["status"] == 200 and entry["durationMs"] is not None
     assert entry["requestHeaders"]["authorization"] == "[REDACTED]"
     assert entry["requestHeaders"]["x-api-key"] == "[REDACTED]"
     assert entry["responseHeaders"]["set-cookie"] == "[REDACTED]"
-    text = json.dumps(full.tool("network_logs", sessionId=sid))
+    text = json.dumps(full.tool("network_logs", sessionId=sid, headers=True, includeStatic=True))
     for secret in ("SECRET-TOKEN-123", "SECRET-KEY-456", "SECRET-COOKIE-789"):
         assert secret not in text
     page = full.tool("network_logs", sessionId=sid, method="get", status=200, urlContains="/logs")
@@ -265,6 +271,7 @@ def test_ring_buffers_drop_the_oldest_at_their_bound(make_client, pages):
     assert logs["dropped"] >= 6  # 3 logged at load (plus a favicon 404) and the first 3 of the burst
     for name in ("one", "two", "three"):
         c.tool("navigate", sessionId=session_id, url=pages.url(f"/title/{name}"))
-    net = c.tool("network_logs", sessionId=session_id)
+    net = c.tool("network_logs", sessionId=session_id, allPages=True)
     assert [e["url"].rsplit("/", 1)[1] for e in net["entries"]] == ["two", "three"]
+    assert [e["url"].rsplit("/", 1)[1] for e in c.tool("network_logs", sessionId=session_id)["entries"]] == ["three"]
     assert net["dropped"] >= 3

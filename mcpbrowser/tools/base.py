@@ -42,6 +42,9 @@ class Tool:
     output_schema: Optional[dict] = None
     # The page this tool leaves is captured into the history (and storage saved for resume).
     changes_page: bool = False
+    # The page is stored in the history for get_content, without a storage save: the
+    # handler stores what it read itself (snapshot), or the page is captured after it (wait_for).
+    stores_page: bool = False
     # False for tools that still work while a dialog blocks the page (logs, tabs, handle_dialog).
     page_tool: bool = True
     # Whether the tool exists under a configuration; tools/list shows only enabled ones.
@@ -50,6 +53,9 @@ class Tool:
     returns_image: bool = False
     # Its `text` may be a secret, known only once the target is looked at: the request row waits for that.
     may_carry_secret: bool = False
+    # The result field holding page text (a snapshot, HTML, stored content): MCP sends it
+    # as a text block of its own after the JSON of the other fields.
+    text_field: Optional[str] = None
     # Library calls: which arguments positional values fill, in order (default: the required ones).
     positional: Optional[tuple] = None
 

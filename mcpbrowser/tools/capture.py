@@ -4,7 +4,7 @@ import os
 import struct
 import time
 
-from mcpbrowser import schema
+from mcpbrowser import schema, snapshot_text
 from mcpbrowser.errors import ElementNotClickable, InvalidParameters
 from mcpbrowser.redaction import JS_IS_SECRET
 from mcpbrowser.session_state import INTERRUPTED
@@ -12,7 +12,9 @@ from mcpbrowser.tools.base import TARGET, TIMEOUT, Tool, session_schema
 from mcpbrowser.tools.targeting import on_element
 
 DEFAULT_MAX_NODES = 1000  # about 30k characters of YAML: a page an agent can still read whole
-MAX_NODES = schema.integer(f"Most nodes to return (default {DEFAULT_MAX_NODES}); the rest is cut and flagged.",
+DEFAULT_MATCHES = 30  # different matches a query shows unless maxNodes says otherwise
+MAX_NODES = schema.integer(f"Most nodes to return (default {DEFAULT_MAX_NODES}; {DEFAULT_MATCHES} matches with "
+                           "query); the rest is cut and flagged.",
                            minimum=1, maximum=100_000)
 
 # Serialises the DOM below `root` as indented HTML, stopping after `limit` nodes
@@ -63,17 +65,8 @@ def _count_nodes(line):
     return body.startswith("- ") and not body.startswith("- /")  # "- /url: …" is a property
 
 
-def snapshot(state, args):
-    limit = args.get("maxNodes", DEFAULT_MAX_NODES)
-    if state.locate(args, required=False)[1] is None:
-        text = state.act(state.page, "aria_snapshot", mode="ai")
-    else:
-        texts = []
-        on_element(state, args, ElementNotClickable, lambda first: texts.append(state.act(
-            first, "aria_snapshot", mode="ai", timeout=args.get("timeout", state.config.action_timeout))))
-        text = texts[0]
-    if text is INTERRUPTED:
-        text = ""
+def _cut(text, limit):
+    """(text, nodes, totalNodes): the first `limit` nodes of a snapshot."""
     kept, nodes, total = [], 0, 0
     for line in text.splitlines():
         if _count_nodes(line):
@@ -84,12 +77,40 @@ def snapshot(state, args):
         elif nodes >= limit:
             continue
         kept.append(line)
-    yaml = state.redact_snapshot("\n".join(kept))
-    state.remember_refs(yaml)
-    title = state.page.title() if state.dialog is None else ""
+    return "\n".join(kept), nodes, total
+
+
+def snapshot(state, args):
+    limit = args.get("maxNodes", DEFAULT_MAX_NODES)
+    options = {"mode": "ai"}
+    if "depth" in args:
+        options["depth"] = args["depth"]
+    if state.locate(args, required=False)[1] is None:
+        text = state.act(state.page, "aria_snapshot", **options)
+    else:
+        texts = []
+        on_element(state, args, ElementNotClickable, lambda first, timeout: texts.append(state.act(
+            first, "aria_snapshot", timeout=timeout, **options)))
+        text = texts[0]
+    if text is INTERRUPTED:
+        text = ""
+    whole = state.redact_snapshot(snapshot_text.clean(text))
+    state.remember_refs(whole)
+    if state.call is not None:
+        state.call.snapshot = whole  # the history keeps all of it: get_content(refId) reads it
+    title = state.loaded_title()
     state.remember_page(title)
-    return {"snapshot": yaml, "nodes": nodes, "totalNodes": total, "truncated": total > nodes,
-            "url": state.page.url, "title": title}
+    result = {"url": state.page.url, "title": title}
+    if "query" in args:
+        found, matches = snapshot_text.find(whole, args["query"], args.get("maxNodes", DEFAULT_MATCHES))
+        return {**result, "snapshot": found, "matches": matches,
+                "truncated": matches > args.get("maxNodes", DEFAULT_MATCHES)}
+    if args.get("compact"):
+        whole = snapshot_text.compact(whole)
+    shown, nodes, total = _cut(whole, limit)
+    if total > nodes:
+        return {**result, "snapshot": shown, "nodes": nodes, "totalNodes": total, "truncated": True}
+    return {**result, "snapshot": shown, "truncated": False}
 
 
 def dom_snapshot(state, args):
@@ -98,9 +119,8 @@ def dom_snapshot(state, args):
     root = None
     if matches is not None:
         handles = []
-        timeout = args.get("timeout", state.config.action_timeout)
         on_element(state, args, ElementNotClickable,
-                   lambda first: handles.append(first.element_handle(timeout=timeout)))
+                   lambda first, timeout: handles.append(first.element_handle(timeout=timeout)))
         root = handles[0]
     result = state.act(state.page, "evaluate", expression=DOM_SERIALISER, arg=[root, limit])
     if result is INTERRUPTED:
@@ -140,8 +160,8 @@ def screenshot(state, args):
             raise InvalidParameters("fullPage applies to the page, not to an element.",
                                     session_id=state.session_id)
         shots = []
-        on_element(state, args, ElementNotClickable, lambda first: shots.append(state.act(
-            first, "screenshot", timeout=args.get("timeout", state.config.action_timeout), **options)))
+        on_element(state, args, ElementNotClickable, lambda first, timeout: shots.append(state.act(
+            first, "screenshot", timeout=timeout, **options)))
         data = shots[0]
     if data is INTERRUPTED:
         raise InvalidParameters("A dialog opened during the screenshot; answer it with handle_dialog.",
@@ -165,22 +185,34 @@ def screenshot(state, args):
 TOOLS = [
     Tool(
         name="snapshot",
+        text_field="snapshot",
         title="Accessibility snapshot",
         description="The page's accessibility tree as YAML with [ref=eN] markers; pass a ref to element "
-                    "tools instead of a selector. Refs last until the page changes.",
-        input_schema=session_schema({**TARGET, "maxNodes": MAX_NODES, "timeout": TIMEOUT}),
+                    "tools instead of a selector. Refs last until the page changes. Cheap reads: query "
+                    "(only matching nodes, under their landmarks), compact (headings, landmarks and "
+                    "controls only), depth. The whole tree is kept: get_content(refId) reads it.",
+        input_schema=session_schema({
+            **TARGET,
+            "query": schema.string("Only nodes whose text contains this (any case), with their "
+                                   "landmark and heading ancestors.", minLength=1),
+            "compact": schema.boolean("Only headings, landmarks and controls (links, buttons, fields)."),
+            "depth": schema.integer("Levels of the tree to include.", minimum=1, maximum=1000),
+            "maxNodes": MAX_NODES, "timeout": TIMEOUT}),
         handler=snapshot,
         read_only=True,
+        stores_page=True,
         output_schema={
             "type": "object",
             "properties": {"snapshot": {"type": "string"}, "nodes": {"type": "integer"},
-                           "totalNodes": {"type": "integer"}, "truncated": {"type": "boolean"},
-                           "url": {"type": "string"}, "title": {"type": "string"}},
-            "required": ["snapshot", "nodes", "totalNodes", "truncated", "url", "title"],
+                           "totalNodes": {"type": "integer"}, "matches": {"type": "integer"},
+                           "truncated": {"type": "boolean"}, "url": {"type": "string"},
+                           "title": {"type": "string"}},
+            "required": ["snapshot", "truncated", "url", "title"],
         },
     ),
     Tool(
         name="dom_snapshot",
+        text_field="html",
         title="DOM snapshot",
         description="The DOM as indented HTML (scripts and styles elided), cut at maxNodes.",
         input_schema=session_schema({**TARGET, "maxNodes": MAX_NODES, "timeout": TIMEOUT}),

@@ -65,8 +65,8 @@ def get_content(core, args):
     ref_id = args["ref_id"]
     session_id, blob = _stored(core, ref_id)
     if blob is None:
-        raise ContentNotFound(f"Call {ref_id} stored no page snapshot; only successful page-changing "
-                              "calls (navigate, click, type, …) do.", details={"refId": ref_id})
+        raise ContentNotFound(f"Call {ref_id} stored no page snapshot; successful page-changing calls "
+                              "(navigate, click, type, …), snapshot and wait_for do.", details={"refId": ref_id})
     text = blob.decode()
     digest = hashlib.sha256(blob).hexdigest()
     lines = text.splitlines()
@@ -84,6 +84,11 @@ def get_content(core, args):
         mode, content = "diff", ""  # nothing changed: an empty diff, not an error
     else:
         mode, content = "diff", _diff((baseline[0][1] or b"").decode().splitlines(), lines)
+        # Never worse than the full text (issue 15): after moving to another page the
+        # diff repeats most of both pages. Half the size is where a diff stops paying:
+        # it is harder to read than the page itself.
+        if len(content) * 2 > len(text):
+            mode, content = "full", text
     core.store.write("INSERT OR REPLACE INTO diff_cursors VALUES (?, ?, ?, ?)",
                      (ref_id, len(lines), digest, now_ms()))
     return {"refId": ref_id, "mode": mode, "content": content, "hash": digest, "lines": len(lines)}
@@ -115,9 +120,12 @@ CONTENT_RESULT = {
 TOOLS = [
     Tool(
         name="get_content",
+        text_field="content",
         title="Get stored page content",
-        description="The page snapshot stored after a call (by refId): full on first read, then only "
-                    "what changed since your last read in that session. search_for returns matching lines.",
+        description="The page snapshot stored after a call (by refId; snapshot and wait_for calls too): "
+                    "full on first read, then only what changed since your last read in that session "
+                    "(mode diff), or full again when that is shorter (mode full). search_for returns "
+                    "matching lines.",
         input_schema=schema.obj({
             "ref_id": REF_ID,
             "search_for": schema.string("Return only lines containing this text, with context.", minLength=1),
@@ -130,6 +138,7 @@ TOOLS = [
     ),
     Tool(
         name="get_console_content",
+        text_field="content",
         title="Get stored console entries",
         description="Console entries recorded during a call (by refId), one per line.",
         input_schema=schema.obj({

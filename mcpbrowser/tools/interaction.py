@@ -10,30 +10,25 @@ from mcpbrowser.errors import (
 from mcpbrowser.redaction import IS_SECRET_FIELD
 from mcpbrowser.session_state import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, Tool, session_schema
-from mcpbrowser.tools.targeting import classify, on_element, reason
-
-def _timeout(state, args):
-    return args.get("timeout", state.config.action_timeout)
-
+from mcpbrowser.tools.targeting import on_element, reason
 
 def click(state, args):
-    label = on_element(state, args, ElementNotClickable, lambda target: state.act(
-        target, "click", timeout=_timeout(state, args), force=args.get("force", False),
+    label = on_element(state, args, ElementNotClickable, lambda target, timeout: state.act(
+        target, "click", timeout=timeout, force=args.get("force", False),
         click_count=args.get("clickCount", 1)))
     return {"success": True, "message": f"Clicked {label}"}
 
 
 def hover(state, args):
-    label = on_element(state, args, ElementNotClickable, lambda target: state.act(
-        target, "hover", timeout=_timeout(state, args), force=args.get("force", False)))
+    label = on_element(state, args, ElementNotClickable, lambda target, timeout: state.act(
+        target, "hover", timeout=timeout, force=args.get("force", False)))
     return {"success": True, "message": f"Hovering over {label}"}
 
 
 def type_text(state, args):
     text, delay, clear = args["text"], args.get("delay", 0), args.get("clear", True)
-    timeout = _timeout(state, args)
 
-    def enter(target):
+    def enter(target, timeout):
         if not args.get("secret") and target.evaluate(IS_SECRET_FIELD, timeout=timeout):
             state.mark_secret(text)  # a password (or card, or one-time code) field: never recorded in clear
         if clear and not delay:
@@ -50,6 +45,12 @@ def type_text(state, args):
         state.act(target, "press_sequentially", text=text, delay=delay, timeout=timeout)
 
     label = on_element(state, args, ElementNotEditable, enter)
+    if args.get("submit"):
+        # Enter on the same element, as a person submits a search box or a one-field form.
+        pressed = []
+        on_element(state, args, ElementNotEditable, lambda target, timeout: pressed.append(
+            state.act(target, "press", key="Enter", timeout=timeout)))
+        return {"success": True, "message": f"Typed {len(text)} character(s) into {label} and pressed Enter"}
     return {"success": True, "message": f"Typed {len(text)} character(s) into {label}"}
 
 
@@ -59,8 +60,8 @@ def select(state, args):
         raise InvalidParameters("Give values or labels (one of them).", session_id=state.session_id)
     chosen = []
 
-    def pick(target):
-        result = state.act(target, "select_option", value=values, label=labels, timeout=_timeout(state, args))
+    def pick(target, timeout):
+        result = state.act(target, "select_option", value=values, label=labels, timeout=timeout)
         if result is not INTERRUPTED:
             chosen.extend(result)
 
@@ -78,12 +79,8 @@ def press_key(state, args):
         except Exception as exc:
             raise InvalidParameters(f"Cannot press {key!r}: {reason(exc)}", session_id=state.session_id) from None
         return {"success": True, "message": f"Pressed {key}"}
-    try:
-        state.act(matches.first, "press", key=key, timeout=_timeout(state, args))
-    except Exception as exc:
-        if "Unknown key" in str(exc):
-            raise InvalidParameters(f"Unknown key {key!r}.", session_id=state.session_id) from None
-        raise classify(state, label, matches, exc, ElementNotEditable) from None
+    on_element(state, args, ElementNotEditable, lambda target, timeout: state.act(
+        target, "press", key=key, timeout=timeout))
     return {"success": True, "message": f"Pressed {key} on {label}"}
 
 
@@ -101,8 +98,8 @@ def _allowed_file(state, path):
 
 def upload_file(state, args):
     files = [_allowed_file(state, path) for path in args["paths"]]
-    label = on_element(state, args, ElementNotEditable, lambda target: state.act(
-        target, "set_input_files", files=files, timeout=_timeout(state, args)))
+    label = on_element(state, args, ElementNotEditable, lambda target, timeout: state.act(
+        target, "set_input_files", files=files, timeout=timeout))
     return {"success": True, "message": f"Set {len(files)} file(s) on {label}"}
 
 
@@ -148,7 +145,8 @@ TOOLS = [
     Tool(
         name="type",
         title="Type text",
-        description="Type into an input, textarea or contenteditable. Replaces its content unless clear is false.",
+        description="Type into an input, textarea or contenteditable. Replaces its content unless clear is "
+                    "false; submit presses Enter after.",
         input_schema=session_schema({
             **TARGET,
             "text": schema.string("Text to enter."),
@@ -158,6 +156,7 @@ TOOLS = [
             "clear": schema.boolean("Replace the current content (default true); false appends."),
             "secret": schema.boolean("The text is a secret: never stored or shown in clear (automatic for "
                                      "password, one-time-code and card fields)."),
+            "submit": schema.boolean("Press Enter afterwards (submit a search box or form)."),
         }, required=("text",)),
         handler=type_text,
         positional=("selector", "text"),

@@ -9,7 +9,12 @@ LOG_RESULT = {
     "properties": {"entries": {"type": "array"}, "count": {"type": "integer"}, "dropped": {"type": "integer"}},
     "required": ["entries", "count", "dropped"],
 }
-LIMIT = schema.integer("Most entries to return, newest last (default 100).", minimum=1, maximum=10_000)
+DEFAULT_LIMIT = 50
+LIMIT = schema.integer(f"Most entries to return, newest last (default {DEFAULT_LIMIT}).", minimum=1, maximum=10_000)
+# Resource types that a page loads by the dozen and that rarely matter while they load fine.
+STATIC = frozenset({"stylesheet", "script", "image", "font", "media", "manifest", "texttrack"})
+RESOURCE_TYPES = ["document", "stylesheet", "image", "media", "font", "script", "texttrack", "xhr", "fetch",
+                  "eventsource", "websocket", "manifest", "other"]
 
 
 def console_logs(state, args):
@@ -19,7 +24,10 @@ def console_logs(state, args):
         entries = [e for e in entries if e["level"] == args["level"]]
     if "since" in args:
         entries = [e for e in entries if e["timestamp"] > args["since"]]
-    entries = entries[-args.get("limit", 100):]
+    entries = entries[-args.get("limit", DEFAULT_LIMIT):]
+    if not args.get("locations"):  # where a log line came from matters for errors and warnings
+        entries = [e if e["level"] in ("error", "warning") else
+                   {k: v for k, v in e.items() if k != "location"} for e in entries]
     return {"entries": entries, "count": len(entries), "dropped": state.console_dropped}
 
 
@@ -32,20 +40,47 @@ def _all_headers(source, fallback):
         return fallback
 
 
+def _failed(entry):
+    return entry["failure"] is not None or entry["blocked"] or (entry["status"] or 0) >= 400
+
+
+def _lean(entry):
+    """An entry without what is empty: no null status, no false `blocked`, no timestamp."""
+    return {k: v for k, v in entry.items() if v is not None and v is not False and k != "timestamp"}
+
+
 def network_logs(state, args):
     state.flush_events()
-    picked = list(state.network)
+    picked = list(state.network) if args.get("allPages") else state.page_requests()
     if "urlContains" in args:
         picked = [p for p in picked if args["urlContains"] in p[0]["url"]]
     if "method" in args:
         picked = [p for p in picked if p[0]["method"] == args["method"].upper()]
     if "status" in args:
         picked = [p for p in picked if p[0]["status"] == args["status"]]
+    if "resourceType" in args:
+        wanted = set(args["resourceType"])
+        picked = [p for p in picked if p[0]["resourceType"] in wanted]
+    if args.get("failed"):
+        picked = [p for p in picked if _failed(p[0])]
+    hidden = 0
+    if not args.get("includeStatic") and "resourceType" not in args:
+        # What an agent debugging a page wants by default: documents, API calls and
+        # anything that failed; the page's own scripts, styles and images that loaded
+        # fine are counted, not listed (a docs page has dozens).
+        kept = [p for p in picked if p[0]["resourceType"] not in STATIC or _failed(p[0])]
+        hidden, picked = len(picked) - len(kept), kept
+    picked = picked[-args.get("limit", DEFAULT_LIMIT):]
+    out = {"entries": [], "count": len(picked), "dropped": state.network_dropped}
+    if hidden:
+        out["hiddenStatic"] = hidden
+    if not args.get("headers"):
+        out["entries"] = [_lean(entry) for entry, _ in picked]
+        return out
     sensitive = state.config.redact_headers
-    entries = []
-    for entry, request in picked[-args.get("limit", 100):]:
+    for entry, request in picked:
         if request is None:  # a blocked WebSocket: there is no request object
-            entries.append({**entry, "requestHeaders": {}, "responseHeaders": {}})
+            out["entries"].append({**entry, "requestHeaders": {}, "responseHeaders": {}})
             continue
         response = None
         if entry["status"] is not None:
@@ -53,12 +88,12 @@ def network_logs(state, args):
                 response = request.response()
             except Exception:
                 response = None
-        entries.append({
+        out["entries"].append({
             **entry,
             "requestHeaders": redact_headers(_all_headers(request, request.headers), sensitive),
             "responseHeaders": redact_headers(_all_headers(response, response.headers), sensitive) if response else {},
         })
-    return {"entries": entries, "count": len(entries), "dropped": state.network_dropped}
+    return out
 
 
 TOOLS = [
@@ -70,6 +105,7 @@ TOOLS = [
             "level": schema.string("Only this level.", enum=["log", "debug", "info", "warning", "error"]),
             "limit": LIMIT,
             "since": schema.integer("Only entries after this epoch-ms timestamp.", minimum=0),
+            "locations": schema.boolean("Source locations on every entry (default: errors and warnings only)."),
         }),
         handler=console_logs,
         read_only=True,
@@ -79,12 +115,21 @@ TOOLS = [
     Tool(
         name="network_logs",
         title="Network requests",
-        description="Requests of the session with status, duration and headers (secrets redacted).",
+        description="Requests of the current page (allPages: of the session) with status and duration. "
+                    "Scripts, styles, images and fonts that loaded fine are counted (hiddenStatic), not "
+                    "listed, unless includeStatic; headers (secrets redacted) only when asked.",
         input_schema=session_schema({
             "limit": LIMIT,
             "urlContains": schema.string("Only URLs containing this text."),
             "method": schema.string("Only this HTTP method."),
             "status": schema.integer("Only this response status.", minimum=100, maximum=599),
+            "failed": schema.boolean("Only failures: network errors, blocked requests, status 400 and up."),
+            "resourceType": {"type": "array", "items": {"type": "string", "enum": RESOURCE_TYPES},
+                             "description": "Only these resource types."},
+            "includeStatic": schema.boolean("List successful scripts, styles, images and fonts too."),
+            "headers": schema.boolean("Add request and response headers and timestamps."),
+            "allPages": schema.boolean("Include the requests of earlier pages (default: since the current "
+                                       "page started loading)."),
         }),
         handler=network_logs,
         read_only=True,

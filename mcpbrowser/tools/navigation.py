@@ -32,6 +32,8 @@ def _load(state, what, method, **kwargs):
         if state.refusals() > refusals:  # a hop of this navigation (a redirect, say) hit the policy
             raise state.blocked_error(kwargs.get("url", state.page.url)) from None
         reason = str(exc).split("\n", 1)[0]
+        if "net::ERR_" in reason:
+            state.await_error_page()
         url = kwargs.get("url") or (state.page.url if state.page is not None else "")
         raise NavigationFailed(f"Could not load {what}: {reason}", session_id=state.session_id,
                                details={"url": url, "reason": reason}) from None
@@ -281,6 +283,7 @@ TOOLS = [
         }),
         handler=wait_for,
         read_only=True,
+        stores_page=True,
         output_schema={
             "type": "object",
             "properties": {"success": {"type": "boolean"}, "message": {"type": "string"},

@@ -1,18 +1,30 @@
 """Session lifecycle tools; handlers run on the core's worker pool, never on a session thread."""
 
 from mcpbrowser import schema
-from mcpbrowser.errors import SessionNotFound
+from mcpbrowser.errors import BrowserServerError, SessionNotFound
 from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, Tool, session_schema
 
 
 def create_session(core, args):
     record = core.open_session(allowed_domains=args.get("allowedDomains"))
-    return {
+    out = {
         "sessionId": record.session_id,
         "expiresAt": record.expires_at,
-        "message": f"Session created; it expires in {core.config.session_timeout // 1000} s. "
-                   "Pass sessionId to every browser tool and close it with close_session.",
+        "message": f"Expires {core.config.session_timeout // 1000} s after its last call; "
+                   "close it with close_session.",
     }
+    if "url" not in args:
+        return out
+    # One call instead of two for the commonest start (issue 15). The navigation is a
+    # call of its own in the history, so get_content(pageRefId) reads the page.
+    try:
+        page = core.call("navigate", {"sessionId": record.session_id, "url": args["url"]})
+    except BrowserServerError as exc:
+        out["navigationError"] = exc.to_dict()
+        return out
+    out.update(url=page["url"], title=page["title"], status=page["status"], pageRefId=page["refId"],
+               expiresAt=page["expiresAt"])
+    return out
 
 
 def resume_session(core, args):
@@ -50,13 +62,17 @@ TOOLS = [
             "allowedDomains": {"type": "array", "items": {"type": "string", "minLength": 1},
                                "description": "Narrow the server's allowed domains for this session "
                                               "(`*.example.com` for subdomains); never widens them."},
+            "url": schema.string("Navigate there at once; the answer has the page's url, title, "
+                                 "status and pageRefId (the navigation's refId).", minLength=1),
         }),
         handler=create_session,
         needs_session=False,
         output_schema={
             "type": "object",
             "properties": {"sessionId": {"type": "string"}, "expiresAt": {"type": "integer"},
-                           "message": {"type": "string"}},
+                           "message": {"type": "string"}, "url": {"type": "string"}, "title": {"type": "string"},
+                           "status": {"type": ["integer", "null"]}, "pageRefId": {"type": "string"},
+                           "navigationError": {"type": "object"}},
             "required": ["sessionId", "expiresAt", "message"],
         },
     ),

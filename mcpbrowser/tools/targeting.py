@@ -3,6 +3,8 @@
 Runs on the session's own thread, inside tool handlers.
 """
 
+import time
+
 from mcpbrowser.errors import (
     BrowserError, BrowserServerError, ElementNotEditable, ElementNotFound, InvalidParameters,
 )
@@ -33,6 +35,8 @@ def classify(state, label, matches, exc, not_usable):
     if any(marker in text for marker in _BAD_SELECTOR):
         return InvalidParameters(f"Invalid selector {label!r}: {why}",
                                  session_id=state.session_id, details=details)
+    if "Unknown key" in text:
+        return InvalidParameters(f"{why}", session_id=state.session_id, details=details)
     if "did not find some options" in text:
         return InvalidParameters(f"{label} has no such option: {why}",
                                  session_id=state.session_id, details=details)
@@ -42,9 +46,7 @@ def classify(state, label, matches, exc, not_usable):
     except Exception:
         count = 0 if is_ref and any(m in text for m in _STALE_REF) else None
     if count == 0:
-        hint = " Take a new snapshot: the page changed since." if is_ref else ""
-        return ElementNotFound(f"No element matches {label}.{hint}", session_id=state.session_id,
-                               details=details)
+        return not_found(state, label, why=why)
     if any(marker in text for marker in _NOT_EDITABLE):
         not_usable = ElementNotEditable
     if count is None:
@@ -53,13 +55,55 @@ def classify(state, label, matches, exc, not_usable):
                       session_id=state.session_id, details=details)
 
 
+# Without a `timeout` argument, an element that is not there is reported after this
+# long (issue 15: an agent should not wait the whole action timeout to learn that its
+# selector is wrong). A page still rendering gets this grace; `timeout` extends it.
+FIND_GRACE_MS = 1000
+
+
+def _timed_out(exc):
+    return type(exc).__name__ == "TimeoutError"
+
+
 def on_element(state, args, not_usable, action):
-    """Locate the target and run action(first_match); map failures to codes."""
+    """Locate the target and run action(first_match, timeout_ms); map failures to codes.
+
+    Fail fast: the first attempt waits at most FIND_GRACE_MS (unless the call gave
+    its own timeout). If it times out and nothing matches, the answer is
+    ELEMENT_NOT_FOUND at once; if the element exists but is not actionable yet
+    (hidden, covered, animating), the action runs again for the rest of the timeout,
+    so Playwright's auto-wait still applies. The happy path costs no extra round trip.
+    """
     label, matches = state.locate(args)
+    full = args.get("timeout", state.config.action_timeout)
+    grace = full if "timeout" in args else min(full, FIND_GRACE_MS)
+    started = time.monotonic()
     try:
-        action(matches.first)
+        action(matches.first, grace)
+        return label
+    except Exception as exc:
+        # "action done": the action happened and something after it timed out; never repeat it.
+        if grace >= full or not _timed_out(exc) or "action done" in str(exc):
+            raise classify(state, label, matches, exc, not_usable) from None
+        try:
+            count = matches.count()
+        except Exception:
+            count = None
+        if count == 0:
+            raise not_found(state, label, grace, reason(exc)) from None
+    left = max(1, full - round((time.monotonic() - started) * 1000))
+    try:
+        action(matches.first, left)
     except Exception as exc:
         raise classify(state, label, matches, exc, not_usable) from None
     return label
+
+
+def not_found(state, label, waited_ms=None, why=None):
+    waited = f" (waited {waited_ms} ms; pass timeout to wait longer)" if waited_ms else ""
+    hint = "the page changed since that snapshot; take a new one" if label.startswith("ref ") else \
+        "take a snapshot (query narrows it) to see what the page has"
+    return ElementNotFound(f"No element matches {label}{waited}: {hint}.", session_id=state.session_id,
+                           details={"target": label, "reason": why})
 
 

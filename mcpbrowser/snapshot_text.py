@@ -1,0 +1,176 @@
+"""Narrowing an accessibility snapshot's YAML text: a compact outline, or the nodes that match a query.
+
+Pure functions over text; any thread may call them (the session thread does,
+in the snapshot tool). An agent pays for every character it reads (issue 15):
+a full snapshot of a documentation index is 10-30k characters, while what an
+agent needs to act is usually the headings, the landmarks and the controls, or
+the few nodes that mention what it looks for.
+"""
+
+import re
+
+# Playwright's ai-mode marker for elements with a pointer cursor: on every link and
+# button, it tells an agent nothing their role does not (17 characters each).
+NOISE = re.compile(r" \[cursor=pointer\]")
+REF = re.compile(r" ?\[ref=[A-Za-z0-9_-]+\]")
+ROLE = re.compile(r"- ([a-z]+)")
+LANDMARKS = frozenset({"banner", "navigation", "main", "contentinfo", "complementary", "search", "form",
+                       "region", "dialog", "alertdialog", "alert", "tablist", "menu", "menubar", "toolbar",
+                       "listbox", "tree", "grid", "table"})
+CONTROLS = frozenset({"link", "button", "textbox", "searchbox", "combobox", "checkbox", "radio", "switch",
+                      "slider", "spinbutton", "tab", "menuitem", "menuitemcheckbox", "menuitemradio",
+                      "option", "treeitem"})
+KEPT = LANDMARKS | CONTROLS | {"heading"}
+SECTION_CONTROLS = 8  # see compact
+MAX_LINE = 160  # a kept line is cut here in compact and query output ("…" marks the cut)
+
+
+def clean(text):
+    """The snapshot as stored and shown: without the pointer-cursor noise."""
+    return NOISE.sub("", text)
+
+
+class Node:
+    __slots__ = ("line", "depth", "parent", "children", "role", "named")
+
+    def __init__(self, line, depth, parent):
+        self.line, self.depth, self.parent, self.children = line, depth, parent, []
+        body = line.lstrip()
+        match = ROLE.match(body)
+        self.role = match.group(1) if match else ""
+        self.named = '"' in body.split("[", 1)[0] if self.role else False
+
+    @property
+    def is_property(self):
+        return self.line.lstrip().startswith("- /")
+
+
+def parse(text):
+    """The YAML lines as a tree of Nodes; lines that do not start a node belong to the node before."""
+    root = Node("", -1, None)
+    stack = [root]
+    for line in text.splitlines():
+        body = line.lstrip(" ")
+        if not body.startswith("- ") or not stack:
+            if len(stack) > 1:
+                stack[-1].line += "\n" + line
+            continue
+        depth = (len(line) - len(body)) // 2
+        while stack[-1].depth >= depth:
+            stack.pop()
+        node = Node(line, depth, stack[-1])
+        stack[-1].children.append(node)
+        stack.append(node)
+    return root
+
+
+def _shown(node, depth, needle=None):
+    """One node's line at the given depth, without children-marker or overlong text.
+
+    A long line is cut; when it matched a query, the cut keeps the text around the match.
+    """
+    body = " ".join(node.line.lstrip().split("\n"))
+    if body.endswith(":"):
+        body = body[:-1]
+    if len(body) > MAX_LINE:
+        at = body.lower().find(needle) if needle else -1
+        if at + len(needle or "") <= MAX_LINE - 20:
+            body = body[:MAX_LINE] + "…"
+        else:
+            start = max(0, at - (MAX_LINE - len(needle)) // 2)
+            body = body[:40] + " …" + body[start:start + MAX_LINE - 40] + "…"
+    return "  " * depth + body
+
+
+def _kept(node):
+    return node.role in KEPT and (node.role not in ("region", "table", "grid") or node.named)
+
+
+def compact(text, per_section=SECTION_CONTROLS):
+    """Headings, landmarks and controls with their refs; wrappers and prose collapsed away.
+
+    A section (what follows a heading or a landmark) lists its first `per_section`
+    controls and counts the rest: a documentation index has hundreds of links, and a
+    first look needs the page's shape and where to act, not every entry (a query
+    finds any one of them).
+    """
+    out = []
+    section = {"shown": 0, "more": 0, "depth": 0}
+
+    def close_section():
+        if section["more"]:
+            out.append("  " * section["depth"] + f"- … {section['more']} more (query finds them)")
+        section.update(shown=0, more=0)
+
+    def walk(node, depth):
+        for child in node.children:
+            if child.is_property:
+                continue
+            if not _kept(child):
+                walk(child, depth)
+                continue
+            if child.role in CONTROLS:
+                if section["shown"] >= per_section:
+                    section["more"] += 1
+                    continue
+                section["shown"] += 1
+                section["depth"] = depth
+            else:  # a heading or a landmark starts a new section
+                close_section()
+            out.append(_shown(child, depth))
+            walk(child, depth + 1)
+
+    walk(parse(text), 0)
+    close_section()
+    return "\n".join(out)
+
+
+def find(text, query, limit):
+    """(text, matches): nodes whose line contains query (any case), under their kept ancestors.
+
+    A matching link keeps its /url line. At most `limit` different matches are shown;
+    `matches` counts them all.
+    """
+    needle = query.lower()
+    matched = []
+
+    def walk(node, inside_match):
+        for child in node.children:
+            if child.is_property:
+                continue
+            hit = needle in REF.sub("", child.line).lower()
+            if hit and not inside_match:  # a match inside a shown match adds nothing
+                matched.append(child)
+            walk(child, inside_match or hit)
+
+    walk(parse(text), False)
+    # The same text over and over (a search result list repeats its query in every
+    # entry) is shown once, with how many more there are.
+    unique, repeats = [], {}
+    for node in matched:
+        key = REF.sub("", node.line).strip()
+        if key in repeats:
+            repeats[key][1] += 1
+        else:
+            repeats[key] = [node, 0]
+            unique.append(node)
+    shown, out, printed = unique[:limit], [], {}
+    for node in shown:
+        chain, up = [], node.parent
+        while up is not None and up.depth >= 0:
+            if _kept(up):
+                chain.append(up)
+            up = up.parent
+        depth = 0
+        for ancestor in reversed(chain):
+            if id(ancestor) not in printed:
+                printed[id(ancestor)] = depth
+                out.append(_shown(ancestor, depth) + ":")
+            depth = printed[id(ancestor)] + 1
+        if id(node) in printed:  # shown already as an ancestor of an earlier match
+            continue
+        printed[id(node)] = depth
+        more = repeats[REF.sub("", node.line).strip()][1]
+        out.append(_shown(node, depth, needle) + (f" (and {more} more like it)" if more else ""))
+        out += ["  " * (depth + 1) + c.line.lstrip() for c in node.children if c.is_property]
+    return "\n".join(out), len(matched)

@@ -1,0 +1,79 @@
+"""Smoke test of scripts/agent_bench.py on a tiny local site, so that it cannot rot.
+
+It checks that every intention runs and is counted, never how fast (speed stays
+out of the tests). The real measure runs on Sphinx's manual: see the README.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "agent_bench.py")
+
+HEAD = '<!doctype html><meta charset="utf-8"><title>{title} — Tiny docs</title>'
+SEARCH_BOX = '<nav aria-label="main"><form role="search" action="/search.html"><h3>Quick search</h3>' \
+             '<input name="q" aria-label="Quick search"><button>Go</button></form></nav>'
+SITE = {
+    "index.html": HEAD.format(title="Welcome") + SEARCH_BOX +
+    '<main><h1>Welcome</h1><ul><li><a href="usage/index.html">Using Tiny</a></li>'
+    '<li><a href="glossary.html">Glossary</a></li></ul></main>',
+    "usage/index.html": HEAD.format(title="Using Tiny") + SEARCH_BOX +
+    "<main><h1>Using Tiny</h1><p>How to use it.</p></main>",
+    "search.html": HEAD.format(title="Search") + SEARCH_BOX + '<main><h1>Search</h1><ul id="hits"></ul></main>'
+    "<script>setTimeout(() => { const q = new URLSearchParams(location.search).get('q');"
+    "document.getElementById('hits').innerHTML = '<li><a href=\"/ext/autodoc.html\">tiny.ext.' + q +"
+    "' – Include docs</a></li>'; const p = document.createElement('p'); p.textContent = 'Search finished';"
+    "document.querySelector('main').append(p); }, 200)</script>",
+    "ext/autodoc.html": HEAD.format(title="tiny.ext.autodoc") +
+    "<main><h1>tiny.ext.autodoc</h1><p>Set autodoc_mock_imports to mock modules.</p></main>",
+    "glossary.html": HEAD.format(title="Glossary") + "<main><dl><dt>environment</dt><dd>A structure.</dd></dl></main>",
+    "agent_task.json": json.dumps({
+        "start": "index.html", "start_title": "Tiny", "follow": "Using Tiny", "landed": "usage/index.html",
+        "search_box": "Quick search", "query": "autodoc", "results_done": "Search finished",
+        "hit": "tiny.ext.autodoc", "hit_url": "autodoc.html", "passage": "autodoc_mock_imports",
+        "second": "glossary.html", "second_find": "environment"}),
+}
+
+
+@pytest.fixture
+def site(tmp_path):
+    for name, text in SITE.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+def run(site, *args):
+    return subprocess.run([sys.executable, SCRIPT, "--site", str(site), "--json", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_every_intention_runs_through_mcpbrowser(site):
+    done = run(site, "--ours-only")
+    assert done.returncode == 0, done.stderr[-2000:]
+    ours = json.loads(done.stdout)["ours"]
+    assert ours["error"] is None and ours["total"]["all_ok"] is True
+    steps = ours["steps"]
+    assert all(step["ok"] and step["calls"] >= 1 and step["chars"] > 0 for step in steps.values()), steps
+    assert steps["shot"]["image_bytes"] > 1000 and ours["total"]["tools_list_chars"] > 1000
+    assert ours["total"]["calls"] == sum(step["calls"] for step in steps.values())
+
+
+def test_both_servers_and_their_ratios(site):
+    if not (shutil.which("node") and shutil.which("npm")):
+        pytest.skip("node and npm are needed to install @playwright/mcp")
+    done = run(site)
+    if done.returncode == 3:
+        pytest.skip(f"@playwright/mcp could not be installed from npm: {done.stderr[-500:]}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(done.stdout)
+    assert results["theirs"]["error"] is None and results["theirs"]["total"]["all_ok"] is True
+    assert set(results["ratios"]) == {"chars", "image_bytes", "calls", "ms"}
+    assert results["ratios"]["chars"] == round(results["ours"]["total"]["chars"]
+                                               / results["theirs"]["total"]["chars"], 2)

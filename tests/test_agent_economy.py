@@ -1,0 +1,202 @@
+"""Issue 15: answers an agent can act on, and reads that cost little, through the official client."""
+
+import json
+import time
+
+import pytest
+
+
+def text_of(client, name, **arguments):
+    """Everything the model reads of one answer: its text blocks."""
+    result = client.call(name, arguments)
+    return "\n".join(c.text for c in result.content if c.type == "text")
+
+
+# -- page state in every action answer ---------------------------------------------------
+
+def test_actions_say_where_they_left_the_agent(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/form"))
+    stayed = client.tool("click", sessionId=session, selector="#count")
+    assert stayed["navigated"] is False and stayed["url"] == pages.url("/form")
+    assert stayed["title"] == "count 1"  # a title the click's script set
+    typed = client.tool("type", sessionId=session, selector="#name", text="Ann")
+    assert typed["navigated"] is False and typed["title"] == "count 1"
+    client.tool("navigate", sessionId=session, url=pages.url("/popup"))
+    moved = client.tool("click", sessionId=session, selector="text=Open window")
+    assert moved["newTabs"] == 1 and moved["navigated"] is False  # the popup is news, not a navigation
+    client.tool("navigate", sessionId=session, url=pages.url("/docs"))
+    gone = client.tool("click", sessionId=session, selector="text=Guide 3")
+    assert (gone["navigated"], gone["url"], gone["title"]) == (True, pages.url("/title/guide3"), "guide3")
+    assert gone["expiresAt"] > 0 and "meta" not in json.loads(text_of(client, "tabs", sessionId=session))
+
+
+def test_type_can_submit_and_the_answer_has_the_new_page(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/docs"))
+    searched = client.tool("type", sessionId=session, selector="input[name=q]", text="pineapple", submit=True)
+    assert searched["navigated"] is True and searched["url"] == pages.url("/found?q=pineapple")
+    assert "pressed Enter" in searched["message"]
+    pressed = client.tool("press_key", sessionId=session, key="Tab")
+    assert pressed["navigated"] is False and pressed["url"] == searched["url"]
+
+
+# -- reading only what is needed ------------------------------------------------------------
+
+def test_snapshot_query_returns_matches_under_their_landmarks(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/docs"))
+    found = client.tool("snapshot", sessionId=session, query="guide 1")
+    lines = found["snapshot"].splitlines()
+    assert found["matches"] == 3  # Guide 1, 10 and 11
+    assert lines[0].startswith('- navigation "Site"') and "[ref=" in lines[0]
+    assert [line.strip().split(" [ref=")[0] for line in lines if "link" in line] == \
+        ['- link "Guide 1"', '- link "Guide 10"', '- link "Guide 11"']
+    assert any(line.strip() == "- /url: /title/guide1" for line in lines)  # where a link goes
+    ref = next(line for line in lines if '"Guide 10"' in line).split("[ref=")[1].split("]")[0]
+    assert client.tool("click", sessionId=session, ref=ref)["url"] == pages.url("/title/guide10")
+
+
+def test_query_shows_repeated_text_once_and_long_lines_around_the_match(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/docs"))
+    found = client.tool("snapshot", sessionId=session, query="pineapple")
+    assert found["matches"] == 2 and found["snapshot"].count("pineapple") == 3
+    assert found["snapshot"].splitlines()[0].startswith("- main")
+    none = client.tool("snapshot", sessionId=session, query="no such words")
+    assert (none["matches"], none["snapshot"], none["truncated"]) == (0, "", False)
+
+
+def test_compact_snapshot_is_an_outline_an_agent_can_act_on(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/docs"))
+    whole = client.tool("snapshot", sessionId=session)
+    outline = client.tool("snapshot", sessionId=session, compact=True)
+    text = outline["snapshot"]
+    assert len(text) < len(whole["snapshot"]) / 2
+    assert 'heading "Welcome" [level=1]' in text and 'textbox "Search"' in text and 'button "Grow"' in text
+    assert "paragraph" not in text and "/url:" not in text and "listitem" not in text
+    assert text.count("- link") == 8 and "- … 4 more (query finds them)" in text  # a section shows 8 controls
+    assert "[cursor=pointer]" not in whole["snapshot"]  # Playwright's noise, in no form
+    shallow = client.tool("snapshot", sessionId=session, depth=1)
+    assert len(shallow["snapshot"]) < len(whole["snapshot"]) and "Guide 3" not in shallow["snapshot"]
+
+
+def test_get_content_reads_snapshot_and_wait_for_calls_as_they_were(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/found?q=kiwi"))
+    waited = client.tool("wait_for", sessionId=session, text="Search finished")
+    assert waited["meta"]["hasSnapshot"] is True
+    snap = client.tool("snapshot", sessionId=session, query="kiwi hit 2")
+    # The page changes after both calls: what they stored does not.
+    client.tool("navigate", sessionId=session, url=pages.url("/title/elsewhere"))
+    for ref_id in (waited["refId"], snap["refId"]):
+        stored = client.tool("get_content", ref_id=ref_id, search_for="kiwi hit")
+        assert stored["matches"] == 3, stored
+        assert "elsewhere" not in client.tool("get_content", ref_id=ref_id, reset_cursor=True)["content"]
+
+
+# -- diffs that never cost more than the full text -----------------------------------------
+
+def test_diffs_are_small_for_small_changes_and_never_longer_than_the_page(client, session, pages):
+    first = client.tool("navigate", sessionId=session, url=pages.url("/docs"))
+    full = client.tool("get_content", ref_id=first["refId"])
+    assert full["mode"] == "full"
+    grown = client.tool("click", sessionId=session, selector="#grow")
+    diff = client.tool("get_content", ref_id=grown["refId"])
+    assert diff["mode"] == "diff" and "grown" in diff["content"]
+    assert 0 < len(diff["content"]) < len(full["content"]) / 4
+    other = client.tool("navigate", sessionId=session, url=pages.url("/form"))
+    moved = client.tool("get_content", ref_id=other["refId"])
+    page = client.tool("get_content", ref_id=other["refId"], reset_cursor=True)["content"]
+    assert moved["mode"] == "full" and moved["content"] == page  # another page: the page, not a diff
+
+
+# -- lean logs ------------------------------------------------------------------------------
+
+def test_network_logs_list_what_matters_for_this_page(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/logs"))
+    client.tool("wait_for", sessionId=session, selector="#more")
+    client.tool("navigate", sessionId=session, url=pages.url("/nope"))  # a 404 page
+    client.tool("navigate", sessionId=session, url=pages.url("/title/styled"))
+    here = [e["url"] for e in client.tool("network_logs", sessionId=session)["entries"]]
+    assert here[0] == pages.url("/title/styled") and pages.url("/api/data") not in here  # this page only
+    everything = client.tool("network_logs", sessionId=session, allPages=True)
+    urls = [e["url"] for e in everything["entries"]]
+    assert pages.url("/logs") in urls and pages.url("/api/data") in urls
+    assert all(set(e) <= {"method", "url", "resourceType", "status", "durationMs", "failure", "blocked"}
+               for e in everything["entries"])
+    failed = client.tool("network_logs", sessionId=session, allPages=True, failed=True)["entries"]
+    assert pages.url("/nope") in [e["url"] for e in failed]
+    assert all(e["status"] >= 400 or e.get("failure") for e in failed)
+    fetched = client.tool("network_logs", sessionId=session, allPages=True, resourceType=["fetch"])["entries"]
+    assert [e["url"] for e in fetched] == [pages.url("/api/data")]
+
+
+def test_a_missing_stylesheet_is_listed_and_loaded_ones_are_counted(make_client, pages, tmp_path):
+    c = make_client("--allow-evaluate")
+    sid = c.tool("create_session", url=pages.url("/docs"))["sessionId"]
+    c.tool("evaluate", sessionId=sid, expression="""() => new Promise(done => {
+        const link = document.createElement('link'); link.rel = 'stylesheet'; link.href = '/missing.css';
+        link.onerror = link.onload = done; document.head.append(link); })""")
+    logs = c.tool("network_logs", sessionId=sid)
+    assert any(e["url"].endswith("/missing.css") and e["status"] == 404 for e in logs["entries"])
+    assert all(e["resourceType"] != "stylesheet" or e["status"] >= 400 for e in logs["entries"])
+
+
+# -- fewer calls, failing fast --------------------------------------------------------------
+
+def test_create_session_can_open_a_page(client, pages):
+    opened = client.tool("create_session", url=pages.url("/docs"))
+    try:
+        assert (opened["url"], opened["title"], opened["status"]) == (pages.url("/docs"), "Docs", 200)
+        stored = client.tool("get_content", ref_id=opened["pageRefId"], search_for="Guide 11")
+        assert stored["matches"] == 1
+    finally:
+        client.tool("close_session", sessionId=opened["sessionId"])
+    failed = client.tool("create_session", url="http://127.0.0.1:9/")
+    try:
+        assert failed["navigationError"]["errorCode"] == "NAVIGATION_FAILED" and "url" not in failed
+    finally:
+        client.tool("close_session", sessionId=failed["sessionId"])
+
+
+def test_a_missing_element_is_reported_fast_and_a_late_one_still_waited_for(make_client, pages):
+    c = make_client("--action-timeout", "30000")
+    sid = c.tool("create_session", url=pages.url("/docs"))["sessionId"]
+    started = time.monotonic()
+    err = c.error("click", sessionId=sid, selector="#nothing-here")
+    assert time.monotonic() - started < 15  # the grace, not the 30 s action timeout
+    assert err["errorCode"] == "ELEMENT_NOT_FOUND" and "#nothing-here" in err["message"]
+    assert "snapshot" in err["message"] and "timeout" in err["message"]
+    # There but hidden for 1.5 s: auto-wait still applies past the grace.
+    assert c.tool("click", sessionId=sid, selector="#late-show")["success"] is True
+    # Not there yet for 1.5 s: a timeout argument extends the grace.
+    c.tool("click", sessionId=sid, selector="#add-late")
+    assert c.tool("click", sessionId=sid, selector="#added", timeout=10_000)["title"] == "added clicked"
+
+
+def test_navigation_after_a_failed_one_just_works(client, session, pages):
+    for attempt in range(3):
+        err = client.error("navigate", sessionId=session, url="http://127.0.0.1:9/")
+        assert err["errorCode"] == "NAVIGATION_FAILED"
+        ok = client.tool("navigate", sessionId=session, url=pages.url(f"/title/after{attempt}"))
+        assert ok["title"] == f"after{attempt}"
+
+
+def test_an_expired_session_says_resume_session_brings_it_back(make_client, pages):
+    c = make_client("--session-timeout", "1500")
+    sid = c.tool("create_session", url=pages.url("/title/kept"))["sessionId"]
+    for _ in range(3):  # calls keep it alive past its first 1.5 s
+        time.sleep(0.8)
+        c.tool("snapshot", sessionId=sid, depth=1)
+    time.sleep(3)
+    err = c.error("snapshot", sessionId=sid)
+    assert err["errorCode"] == "SESSION_EXPIRED" and err["details"]["resumable"] is True
+    assert "resume_session" in err["message"]
+    assert c.tool("resume_session", sessionId=sid)["url"] == pages.url("/title/kept")
+
+
+@pytest.mark.parametrize("kind", ["e", "f"])
+def test_refs_look_as_the_readme_says(client, session, pages, kind):
+    # First document of a tab: e<N>. Later documents and iframes: f<K>e<N>.
+    if kind == "f":
+        client.tool("navigate", sessionId=session, url=pages.url("/title/first"))
+    client.tool("navigate", sessionId=session, url=pages.url("/docs"))
+    text = client.tool("snapshot", sessionId=session, query="Guide 3")["snapshot"]
+    ref = text.split('"Guide 3" [ref=')[1].split("]")[0]
+    assert ref[0] == kind and ref.split("e")[-1].isdigit()
