@@ -9,15 +9,14 @@ from typing import Callable, Optional
 
 from mcpbrowser import schema
 
-SESSION_ID = schema.string("Session id returned by create_session.", minLength=1)
-SELECTOR = schema.string("CSS selector, or XPath starting with // (the first match is used).",
-                         minLength=1)
-REF = schema.string("Element ref from the latest snapshot, such as e12 (instead of selector).",
-                    minLength=1)
+# Shared by most tools, so every word here is paid for many times in tools/list.
+SESSION_ID = schema.string("From create_session.", minLength=1)
+SELECTOR = schema.string("CSS, text=…, role=…, or XPath starting with //; the first match.", minLength=1)
+REF = schema.string("Ref from the latest snapshot (e12), instead of selector.", minLength=1)
 TARGET = {"selector": SELECTOR, "ref": REF}
 WAIT_UNTIL = schema.string("Load state to wait for (default load).",
                            enum=["load", "domcontentloaded", "networkidle", "commit"])
-TIMEOUT = schema.integer("Milliseconds to wait before failing; defaults to the server's setting.",
+TIMEOUT = schema.integer("Milliseconds to wait (default: the server's setting).",
                          minimum=0, maximum=600_000)
 SUCCESS_MESSAGE = {
     "type": "object",
@@ -71,8 +70,7 @@ class Tool:
             "title": self.title,
             "description": self.description,
             "inputSchema": self.input_schema,
-            "annotations": {
-                "title": self.title,
+            "annotations": {  # its title would repeat the tool's own
                 "readOnlyHint": self.read_only,
                 "destructiveHint": self.destructive,
                 "idempotentHint": self.idempotent,
