@@ -200,12 +200,13 @@ class SessionState:
         """Where an action left the agent: url, title, and whether it navigated (issue 15).
 
         A navigation the action started has committed by now (Playwright waits for
-        that); its load is awaited here, so that the title, and the snapshot the
-        history captures next, are of the new page. The title is one CDP round trip.
+        that); its load is awaited here (up to the action timeout), so that the title,
+        and the snapshot the history captures next, are of the new page. The title
+        is one CDP round trip that runs no JavaScript (see loaded_title).
         """
         if navigated and self.dialog is None:
-            try:
-                self.page.wait_for_load_state("load", timeout=self.config.navigation_timeout)
+            try:  # at most the action timeout: a slow page's answer says where it is so far
+                self.page.wait_for_load_state("load", timeout=self.config.action_timeout)
             except Exception as exc:  # a slow page: answer with what is there
                 log.debug("load after action not reached", extra={"session": self.session_id, "error": str(exc)})
         title = self.loaded_title()

@@ -25,6 +25,8 @@ bytes. Speed is measured, not asserted; the test suite runs this script on a
 tiny local site (--site) so that it cannot rot.
 
     .venv/bin/python scripts/agent_bench.py [--json] [--site DIR] [--ours-only]
+
+AGENT_BENCH_SHOW=1 prints every answer to stderr, to see where the characters go.
 """
 
 import argparse
@@ -67,6 +69,7 @@ SPHINX_TASK = {
     "second": "glossary.html",
     "second_find": "environment",
 }
+PLAYWRIGHT_MCP_VERSION = "0.0.83"
 NO_PLAYWRIGHT_MCP = 3  # exit code: @playwright/mcp could not be installed
 STEPS = ("open", "look", "follow", "search", "results", "open_hit", "read", "shot", "back", "logs", "second")
 SHOW = os.environ.get("AGENT_BENCH_SHOW") == "1"  # print every answer to stderr, to see what costs
@@ -297,6 +300,9 @@ def main():
     parser.add_argument("--site", default=SPHINX_DOC, help="folder of the site to serve (default: Sphinx's manual)")
     parser.add_argument("--ours-only", action="store_true", help="skip @playwright/mcp")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--playwright-mcp-version", default=PLAYWRIGHT_MCP_VERSION,
+                        help=f"the @playwright/mcp to compare with (default {PLAYWRIGHT_MCP_VERSION}, the one the "
+                             "README's table used; its tools change between releases)")
     args = parser.parse_args()
     site = ensure_site(args.site)
     task_file = os.path.join(site, "agent_task.json")
@@ -307,7 +313,7 @@ def main():
     try:
         ours_params = StdioServerParameters(command=sys.executable, args=[
             "-m", "mcpbrowser", "--headless", "--rate-limit", "0", "--db", os.path.join(temp, "history.db")])
-        results = {"site": site, "task": task}
+        results = {"site": site, "task": task, "playwright_mcp_version": args.playwright_mcp_version}
         ours = asyncio.run(measure([ours_params], lambda m, s, b, t: ours_task(m, s * 2, b, t), base, task))
         results["ours"] = {"steps": ours.steps, "total": totals(ours), "error": ours.error}
         if not args.ours_only:
@@ -315,7 +321,7 @@ def main():
                 print("node and npm are needed for @playwright/mcp (or pass --ours-only)", file=sys.stderr)
                 return NO_PLAYWRIGHT_MCP
             try:
-                cli = install_playwright_mcp(os.path.join(temp, "pwmcp"))
+                cli = install_playwright_mcp(os.path.join(temp, "pwmcp"), args.playwright_mcp_version)
             except subprocess.CalledProcessError as exc:
                 print(f"could not install @playwright/mcp from npm: {exc}", file=sys.stderr)
                 return NO_PLAYWRIGHT_MCP

@@ -294,9 +294,9 @@ async def mcpbrowser_concurrent(url, sessions, rounds, db):
 
 # -- @playwright/mcp ---------------------------------------------------------------------
 
-def install_playwright_mcp(folder):
+def install_playwright_mcp(folder, version="latest"):
     subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", folder,
-                    "@playwright/mcp@latest"], check=True, stdout=subprocess.DEVNULL)
+                    f"@playwright/mcp@{version}"], check=True, stdout=subprocess.DEVNULL)
     return os.path.join(folder, "node_modules", "@playwright", "mcp", "cli.js")
 
 
