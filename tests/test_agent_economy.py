@@ -168,6 +168,20 @@ def test_a_missing_element_is_reported_fast_and_a_late_one_still_waited_for(make
     # Not there yet for 1.5 s: a timeout argument extends the grace.
     c.tool("click", sessionId=sid, selector="#add-late")
     assert c.tool("click", sessionId=sid, selector="#added", timeout=10_000)["title"] == "added clicked"
+    for tool, extra in (("type", {"text": "x", "delay": 10}), ("type", {"text": "x", "clear": False}),
+                        ("press_key", {"key": "Enter"})):  # actions that are never repeated
+        started = time.monotonic()
+        assert c.error(tool, sessionId=sid, selector="#nothing-here", **extra)["errorCode"] == "ELEMENT_NOT_FOUND"
+        assert time.monotonic() - started < 15
+
+
+def test_typing_that_outlasts_the_grace_happens_once(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/form"))
+    client.tool("type", sessionId=session, selector="#name", text="start-")
+    text = "x" * 30  # 30 keys, 50 ms apart: longer than the 1 s grace
+    client.tool("type", sessionId=session, selector="#name", text=text, delay=50, clear=False)
+    client.tool("click", sessionId=session, selector="#go")
+    assert client.tool("tabs", sessionId=session)["tabs"][0]["title"] == "Hello start-" + text
 
 
 def test_navigation_after_a_failed_one_just_works(client, session, pages):

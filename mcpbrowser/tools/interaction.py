@@ -44,12 +44,12 @@ def type_text(state, args):
                             " e.setSelectionRange(e.value.length, e.value.length) }")
         state.act(target, "press_sequentially", text=text, delay=delay, timeout=timeout)
 
-    label = on_element(state, args, ElementNotEditable, enter)
+    # Filling replaces the content, so it may be tried again; typing key by key or appending may not.
+    label = on_element(state, args, ElementNotEditable, enter, repeatable=clear and not delay)
     if args.get("submit"):
         # Enter on the same element, as a person submits a search box or a one-field form.
-        pressed = []
-        on_element(state, args, ElementNotEditable, lambda target, timeout: pressed.append(
-            state.act(target, "press", key="Enter", timeout=timeout)))
+        on_element(state, args, ElementNotEditable, lambda target, timeout: state.act(
+            target, "press", key="Enter", timeout=timeout), repeatable=False)
         return {"success": True, "message": f"Typed {len(text)} character(s) into {label} and pressed Enter"}
     return {"success": True, "message": f"Typed {len(text)} character(s) into {label}"}
 
@@ -80,7 +80,7 @@ def press_key(state, args):
             raise InvalidParameters(f"Cannot press {key!r}: {reason(exc)}", session_id=state.session_id) from None
         return {"success": True, "message": f"Pressed {key}"}
     on_element(state, args, ElementNotEditable, lambda target, timeout: state.act(
-        target, "press", key=key, timeout=timeout))
+        target, "press", key=key, timeout=timeout), repeatable=False)
     return {"success": True, "message": f"Pressed {key} on {label}"}
 
 

@@ -36,7 +36,7 @@ def classify(state, label, matches, exc, not_usable):
         return InvalidParameters(f"Invalid selector {label!r}: {why}",
                                  session_id=state.session_id, details=details)
     if "Unknown key" in text:
-        return InvalidParameters(f"{why}", session_id=state.session_id, details=details)
+        return InvalidParameters(why, session_id=state.session_id, details=details)
     if "did not find some options" in text:
         return InvalidParameters(f"{label} has no such option: {why}",
                                  session_id=state.session_id, details=details)
@@ -65,7 +65,7 @@ def _timed_out(exc):
     return type(exc).__name__ == "TimeoutError"
 
 
-def on_element(state, args, not_usable, action):
+def on_element(state, args, not_usable, action, repeatable=True):
     """Locate the target and run action(first_match, timeout_ms); map failures to codes.
 
     Fail fast: the first attempt waits at most FIND_GRACE_MS (unless the call gave
@@ -73,11 +73,27 @@ def on_element(state, args, not_usable, action):
     ELEMENT_NOT_FOUND at once; if the element exists but is not actionable yet
     (hidden, covered, animating), the action runs again for the rest of the timeout,
     so Playwright's auto-wait still applies. The happy path costs no extra round trip.
+
+    An action that must not run twice (typing key by key, appending, pressing a key:
+    a timeout may come half-way through it) is not retried: the element is first
+    awaited for the grace, at the cost of one round trip, then acted on once.
     """
     label, matches = state.locate(args)
     full = args.get("timeout", state.config.action_timeout)
     grace = full if "timeout" in args else min(full, FIND_GRACE_MS)
     started = time.monotonic()
+    if not repeatable:
+        if grace < full:
+            try:
+                matches.first.wait_for(state="attached", timeout=grace)
+            except Exception as exc:
+                raise (not_found(state, label, grace, reason(exc)) if _timed_out(exc)
+                       else classify(state, label, matches, exc, not_usable)) from None
+        try:
+            action(matches.first, max(1, full - round((time.monotonic() - started) * 1000)))
+        except Exception as exc:
+            raise classify(state, label, matches, exc, not_usable) from None
+        return label
     try:
         action(matches.first, grace)
         return label
