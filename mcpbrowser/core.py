@@ -40,6 +40,7 @@ from mcpbrowser.policy_proxy import PolicyProxy
 from mcpbrowser.process_tree import browser_pss_kb
 from mcpbrowser.protocol import compact_json
 from mcpbrowser.schema import validate
+from mcpbrowser.sealing import is_legacy
 from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
 from mcpbrowser.session_state import SessionState, now_ms
 from mcpbrowser.session_worker import SessionWorker
@@ -992,10 +993,16 @@ class Browser:
     def saved_state(self, session_id):
         """(storage state, url) last saved for resume, or None."""
         rows = self.store.query("SELECT storage_state, url FROM session_state WHERE session_id = ?", (session_id,))
+        if not rows:
+            return None
         try:
-            return (json.loads(self.store.unseal(rows[0][0])), rows[0][1]) if rows else None
+            plain = self.store.unseal(rows[0][0])
         except ValueError:  # sealed under another key file
             return None
+        if is_legacy(rows[0][0]):  # sealed by an older version: sealed again, in today's format
+            self.store.write("UPDATE session_state SET storage_state = ? WHERE session_id = ?",
+                             (self.store.seal(plain), session_id))
+        return json.loads(plain), rows[0][1]
 
     # SESSION THREAD
     def _attach(self, worker):

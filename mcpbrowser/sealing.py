@@ -1,43 +1,69 @@
 """Sealing blobs at rest: pure functions, called from any thread.
 
 The resume state holds cookies, and redacted values must not sit in the
-database in clear. Only the standard library is available, so this is a
-conventional construction from it: a SHA-256 keystream in counter mode (SHA-256
-as a PRF), encrypt-then-MAC with HMAC-SHA256. The key lives in a separate
-0600 file next to the database, so the database alone reveals nothing.
+database in clear. Blobs are sealed with AES-256-GCM from the `cryptography`
+package (authenticated encryption with a reviewed implementation), under a key
+derived with HKDF from the key file. The key lives in a separate 0600 file next
+to the database, so the database alone reveals nothing.
+
+Format "s2": b"s2" + 12-byte nonce + ciphertext and 16-byte tag; the version is
+bound as associated data. Format "s1" came before: a home-made SHA-256 counter
+mode with HMAC-SHA256, which this module can still open (never write), so that
+a user's saved sessions survive the upgrade; the store re-seals them as "s2" on
+first read (`is_legacy`).
 """
 
 import hashlib
 import hmac
 import os
 
-VERSION = b"s1"
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+VERSION = b"s2"
+LEGACY = b"s1"
+NONCE = 12
 
 
-def _keystream(key, nonce, length):
-    blocks = (hashlib.sha256(key + nonce + i.to_bytes(8, "big")).digest() for i in range(length // 32 + 1))
-    return b"".join(blocks)[:length]
-
-
-def _xor(data, stream):
-    return (int.from_bytes(data, "big") ^ int.from_bytes(stream, "big")).to_bytes(len(data), "big")
+def _aead(key):
+    derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"mcpbrowser seal s2").derive(key)
+    return AESGCM(derived)
 
 
 def seal(key, data):
-    nonce = os.urandom(16)
-    cipher = _xor(data, _keystream(key, nonce, len(data)))
-    tag = hmac.new(key, nonce + cipher, hashlib.sha256).digest()
-    return VERSION + nonce + tag + cipher
+    nonce = os.urandom(NONCE)
+    return VERSION + nonce + _aead(key).encrypt(nonce, data, VERSION)
 
 
 def unseal(key, blob):
     """The plaintext, or ValueError when the blob was not sealed with this key or was altered."""
-    if blob[:2] != VERSION or len(blob) < 50:
+    if blob[:2] == LEGACY:
+        return _unseal_legacy(key, blob)
+    if blob[:2] != VERSION or len(blob) < 2 + NONCE + 16:
+        raise ValueError("not a sealed blob")
+    try:
+        return _aead(key).decrypt(blob[2:2 + NONCE], blob[2 + NONCE:], VERSION)
+    except InvalidTag:
+        raise ValueError("sealed with another key, or altered") from None
+
+
+def is_legacy(blob):
+    """True for a blob in the old "s1" format, which should be sealed again."""
+    return blob[:2] == LEGACY
+
+
+def _unseal_legacy(key, blob):
+    """Open an "s1" blob (read-only; see the module docstring)."""
+    if len(blob) < 50:
         raise ValueError("not a sealed blob")
     nonce, tag, cipher = blob[2:18], blob[18:50], blob[50:]
     if not hmac.compare_digest(tag, hmac.new(key, nonce + cipher, hashlib.sha256).digest()):
         raise ValueError("sealed with another key, or altered")
-    return _xor(cipher, _keystream(key, nonce, len(cipher)))
+    stream = b"".join(hashlib.sha256(key + nonce + i.to_bytes(8, "big")).digest()
+                      for i in range(len(cipher) // 32 + 1))
+    return bytes(a ^ b for a, b in zip(cipher, stream))
 
 
 def load_key(path):

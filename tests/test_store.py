@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fakes import fake_core
 from mcpbrowser import store as store_module
-from mcpbrowser.sealing import seal, unseal
+from mcpbrowser.sealing import is_legacy, seal, unseal
 from mcpbrowser.session_state import now_ms
 from mcpbrowser.store import SCHEMA_VERSION, Store
 
@@ -101,3 +102,45 @@ def test_sealed_blobs_detect_tampering_and_wrong_keys(key, data, flip):
         unseal(key, bytes(blob))
     with pytest.raises(ValueError):
         unseal(bytes(32) if key != bytes(32) else b"\x01" * 32, seal(key, data))
+
+
+# Sealed by the "s1" construction of earlier versions (SHA-256 counter mode + HMAC), with
+# the key bytes(range(32)): saved sessions from before the upgrade must still open.
+LEGACY_KEY = bytes(range(32))
+LEGACY_PLAIN = b'{"cookies":[{"name":"sid","value":"s3cr3t"}]}'
+LEGACY_BLOB = bytes.fromhex(
+    "73313a75ad8ad950fcb315a9c509a3ea8760016b8021615f08ab4cd8598e132ae954a418a63aaa76e2457549dbd34c63fb4ac0fc04e3"
+    "8e7735a2dcc17d6da19b1842e5afb16f140aee4fa27e762e58853bb8b1a7929b595aeb58a1b378400c")
+
+
+def test_blobs_are_sealed_with_aes_gcm_and_old_ones_still_open():
+    blob = seal(LEGACY_KEY, LEGACY_PLAIN)
+    assert blob[:2] == b"s2" and len(blob) == 2 + 12 + len(LEGACY_PLAIN) + 16 and not is_legacy(blob)
+    assert is_legacy(LEGACY_BLOB) and unseal(LEGACY_KEY, LEGACY_BLOB) == LEGACY_PLAIN
+    with pytest.raises(ValueError):
+        unseal(b"\x02" * 32, LEGACY_BLOB)
+    tampered = bytearray(LEGACY_BLOB)
+    tampered[-1] ^= 1
+    with pytest.raises(ValueError):
+        unseal(LEGACY_KEY, bytes(tampered))
+    with pytest.raises(ValueError):
+        unseal(LEGACY_KEY, b"s2" + blob[2:-1])  # cut short
+
+
+def test_an_old_seal_is_sealed_again_on_first_read(tmp_path):
+    db = tmp_path / "h.db"
+    (tmp_path / "h.db.key").write_bytes(LEGACY_KEY)  # the key file an earlier version left
+    os.chmod(tmp_path / "h.db.key", 0o600)
+    core = fake_core(db=str(db))
+    try:
+        core.store.write("INSERT INTO session_state VALUES (?, ?, ?, ?)",
+                         ("old-session", LEGACY_BLOB, "http://x.test/", 1))
+        core.store.flush()
+        expected = ({"cookies": [{"name": "sid", "value": "s3cr3t"}]}, "http://x.test/")
+        assert core.saved_state("old-session") == expected
+        core.store.flush()
+        (stored,) = core.store.query("SELECT storage_state FROM session_state WHERE session_id = 'old-session'")[0]
+        assert stored[:2] == b"s2" and b"s3cr3t" not in stored
+        assert core.saved_state("old-session")[0]["cookies"][0]["value"] == "s3cr3t"
+    finally:
+        core.close()
