@@ -10,7 +10,7 @@ types load only when first used, so the server answers `initialize` first.
 
 __version__ = "0.1.0"
 
-_LAZY = {"Browser": "mcpbrowser.core", "Session": "mcpbrowser.core", "Config": "mcpbrowser.config",
+_LAZY = {"Browser": "mcpbrowser.core", "Session": "mcpbrowser.library", "Config": "mcpbrowser.config",
          "ConfigError": "mcpbrowser.config"}
 
 

@@ -18,6 +18,7 @@ import signal
 import threading
 import time
 import uuid
+from typing import Any, Dict, List, Optional
 from collections import OrderedDict, deque
 from urllib.parse import urlsplit
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
@@ -27,6 +28,7 @@ from tenacity import Retrying, retry_if_exception_type
 from mcpbrowser import tools
 from mcpbrowser.browser_process import Endpoint, SharedBrowser, attach, effective_headless, find_executable
 from mcpbrowser.config import Config
+from mcpbrowser.library import Session, arguments
 from mcpbrowser.errors import (
     BrowserError, BrowserServerError, BrowserUnavailable, CircuitOpen, CommandTimeout, CooldownActive,
     DomainNotAllowed, InvalidParameters, LoginTimeout, MaxSessionsReached, RateLimited, ResourceExhausted,
@@ -348,16 +350,32 @@ class Browser:
         """Run one tool call and return its result dict; raises BrowserServerError."""
         return self.submit(name, args).result()
 
-    def create_session(self):
-        """Open a session and return a `Session` handle on it."""
-        result = self.call("create_session")
-        return Session(self, result["sessionId"], result["expiresAt"])
+    def create_session(self, url: Optional[str] = None, allowed_domains: Optional[List[str]] = None) -> Session:
+        """Open a session (and, with url, a page in it); a `Session` handle on it."""
+        result = self.call("create_session", arguments(locals()))
+        return Session(self, result["sessionId"], result["expiresAt"], result)
 
-    def list_sessions(self):
+    def resume_session(self, session_id: str) -> Session:
+        """Bring back a closed or expired session with its cookies, local storage and last URL."""
+        result = self.call("resume_session", {"sessionId": session_id})
+        return Session(self, session_id, result["expiresAt"], result)
+
+    def list_sessions(self) -> List[Dict[str, Any]]:
+        """[{sessionId, createdAt, expiresAt, url, title, busy}] of the open sessions."""
         return self.call("list_sessions")["sessions"]
 
-    def close_session(self, session_id):
+    def close_session(self, session_id: str) -> Dict[str, Any]:
+        """Close a session now."""
         return self.call("close_session", {"sessionId": session_id})
+
+    def get_content(self, ref_id: str, search_for: Optional[str] = None,
+                    reset_cursor: Optional[bool] = None) -> Dict[str, Any]:
+        """The page a call stored: full, a diff since the last read, or the lines matching search_for."""
+        return self.call("get_content", {k: v for k, v in locals().items() if k != "self" and v is not None})
+
+    def get_console_content(self, ref_id: str, level: Optional[str] = None) -> Dict[str, Any]:
+        """The console entries a call recorded, one per line."""
+        return self.call("get_console_content", {k: v for k, v in locals().items() if k != "self" and v is not None})
 
     # -- recording ------------------------------------------------------------------
 
@@ -1104,46 +1122,3 @@ def _log_call(fut, name, session_id, started):
     log.info("tool call", extra={"event": "tool_call", "tool": name, "session": session_id,
                                  "duration_ms": round((time.monotonic() - started) * 1000, 2),
                                  "outcome": outcome})
-
-
-class Session:
-    """A library handle on one session; every session tool is a method.
-
-    `session.navigate("https://example.com")` maps positional arguments to the
-    tool's required parameters in order, keywords to any parameter.
-    """
-
-    def __init__(self, browser, session_id, expires_at):
-        self.browser = browser
-        self.id = session_id
-        self.expires_at = expires_at
-
-    def call(self, tool, **args):
-        return self.browser.call(tool, {"sessionId": self.id, **args})
-
-    def __getattr__(self, name):
-        tool = self.browser.tools.get(name)
-        if tool is None or not tool.needs_session:
-            raise AttributeError(name)
-        positional = tool.positional_args()
-
-        def method(*args, **kwargs):
-            if len(args) > len(positional):
-                raise TypeError(f"{name}() takes at most {len(positional)} positional arguments")
-            kwargs.update(zip(positional, args))
-            return self.call(name, **kwargs)
-
-        method.__name__ = name
-        method.__doc__ = tool.description
-        return method
-
-    def close(self):
-        """Close the session; closing it again does nothing."""
-        if self.id in self.browser.session_ids():
-            self.browser.close_session(self.id)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()

@@ -1,0 +1,167 @@
+"""The typed library handle on one session: one method per session tool. Any thread may call it.
+
+Each method sends one tool call through the core, exactly as an MCP client's
+`tools/call` would (same validation, guards, history and error codes), and
+returns the tool's result dict. Parameters are the tools' own, in snake_case
+(`wait_until` is the tool's `waitUntil`); a parameter left at None is not sent,
+so the tool's default applies. tests/test_library_api.py checks these methods
+against the tool registry, so a tool cannot be added without its method.
+"""
+
+from typing import Any, Dict, List, Literal, Optional
+
+Result = Dict[str, Any]
+WaitUntil = Literal["load", "domcontentloaded", "networkidle", "commit"]
+Level = Literal["log", "debug", "info", "warning", "error"]
+
+
+def camel(name: str) -> str:
+    """A Python parameter's name as the tool spells it: wait_until -> waitUntil."""
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def arguments(values: Dict[str, Any]) -> Dict[str, Any]:
+    """A method's locals as tool arguments: camelCase names, None left out."""
+    return {camel(k): v for k, v in values.items() if k != "self" and v is not None}
+
+
+class Session:
+    """A library handle on one session, from `Browser.create_session()`; a context manager."""
+
+    def __init__(self, browser: Any, session_id: str, expires_at: int, created: Optional[Result] = None) -> None:
+        self.browser = browser
+        self.id = session_id
+        self.expires_at = expires_at
+        self.created = created or {}  # create_session's answer: with url, the page it opened
+
+    def call(self, tool: str, **args: Any) -> Result:
+        """Call any session tool by name, with its arguments as the tool spells them."""
+        result = self.browser.call(tool, {"sessionId": self.id, **args})
+        self.expires_at = result.get("expiresAt", self.expires_at)
+        return result
+
+    def _send(self, tool: str, values: Dict[str, Any]) -> Result:
+        return self.call(tool, **arguments(values))
+
+    # -- navigation --------------------------------------------------------------
+
+    def navigate(self, url: str, wait_until: Optional[WaitUntil] = None, timeout: Optional[int] = None) -> Result:
+        """Load a URL in the current tab; {success, title, url, status}."""
+        return self._send("navigate", locals())
+
+    def go_back(self, wait_until: Optional[WaitUntil] = None, timeout: Optional[int] = None) -> Result:
+        """Go to the previous page of the current tab; {success, title, url, status}."""
+        return self._send("go_back", locals())
+
+    def go_forward(self, wait_until: Optional[WaitUntil] = None, timeout: Optional[int] = None) -> Result:
+        """Go to the next page of the current tab; {success, title, url, status}."""
+        return self._send("go_forward", locals())
+
+    def reload(self, wait_until: Optional[WaitUntil] = None, timeout: Optional[int] = None) -> Result:
+        """Reload the current tab; {success, title, url, status}."""
+        return self._send("reload", locals())
+
+    def tabs(self, action: Optional[Literal["list", "select", "close"]] = None,
+             index: Optional[int] = None) -> Result:
+        """List, select or close tabs; {tabs: [{index, url, title, current}], current}."""
+        return self._send("tabs", locals())
+
+    def wait_for(self, selector: Optional[str] = None, ref: Optional[str] = None,
+                 state: Optional[Literal["attached", "detached", "visible", "hidden"]] = None,
+                 text: Optional[str] = None, text_gone: Optional[str] = None,
+                 timeout: Optional[int] = None) -> Result:
+        """Wait for an element's state, a text to appear or to go; {success, message, elapsedMs}."""
+        return self._send("wait_for", locals())
+
+    def wait_for_user(self, message: str, timeout: int, url_contains: Optional[str] = None,
+                      selector: Optional[str] = None, ref: Optional[str] = None) -> Result:
+        """Ask the person at the browser to finish something; waits for the URL or element that shows it."""
+        return self._send("wait_for_user", locals())
+
+    # -- acting on elements --------------------------------------------------------
+
+    def click(self, selector: Optional[str] = None, ref: Optional[str] = None, timeout: Optional[int] = None,
+              force: Optional[bool] = None, click_count: Optional[int] = None) -> Result:
+        """Click an element; {success, message, url, title, navigated}."""
+        return self._send("click", locals())
+
+    # text is required by the tool; its default None only lets a ref come without a selector.
+    def type(self, selector: Optional[str] = None, text: Optional[str] = None, ref: Optional[str] = None,
+             delay: Optional[int] = None, timeout: Optional[int] = None, clear: Optional[bool] = None,
+             secret: Optional[bool] = None, submit: Optional[bool] = None) -> Result:
+        """Type into a field (replacing its text unless clear=False; Enter after with submit)."""
+        return self._send("type", locals())
+
+    def select(self, selector: Optional[str] = None, ref: Optional[str] = None,
+               values: Optional[List[str]] = None, labels: Optional[List[str]] = None,
+               timeout: Optional[int] = None) -> Result:
+        """Choose options of a <select> by value or label; {success, message, selected, …}."""
+        return self._send("select", locals())
+
+    def hover(self, selector: Optional[str] = None, ref: Optional[str] = None, timeout: Optional[int] = None,
+              force: Optional[bool] = None) -> Result:
+        """Move the mouse over an element."""
+        return self._send("hover", locals())
+
+    def press_key(self, key: str, selector: Optional[str] = None, ref: Optional[str] = None,
+                  timeout: Optional[int] = None) -> Result:
+        """Press a key or chord (Enter, Control+a) on an element, or on the page."""
+        return self._send("press_key", locals())
+
+    def upload_file(self, selector: Optional[str] = None, paths: Optional[List[str]] = None,
+                    ref: Optional[str] = None, timeout: Optional[int] = None) -> Result:
+        """Set files (under --upload-dir) on a file input."""
+        return self._send("upload_file", locals())
+
+    def handle_dialog(self, accept: bool, prompt_text: Optional[str] = None) -> Result:
+        """Accept or dismiss the open alert, confirm or prompt."""
+        return self._send("handle_dialog", locals())
+
+    def evaluate(self, expression: str) -> Result:
+        """Evaluate JavaScript in the page (only with --allow-evaluate); {result, …}."""
+        return self._send("evaluate", locals())
+
+    # -- reading -----------------------------------------------------------------
+
+    def snapshot(self, selector: Optional[str] = None, ref: Optional[str] = None, query: Optional[str] = None,
+                 compact: Optional[bool] = None, depth: Optional[int] = None, max_nodes: Optional[int] = None,
+                 timeout: Optional[int] = None) -> Result:
+        """The accessibility tree as YAML with refs, whole or narrowed (query, compact, depth)."""
+        return self._send("snapshot", locals())
+
+    def dom_snapshot(self, selector: Optional[str] = None, ref: Optional[str] = None,
+                     max_nodes: Optional[int] = None, timeout: Optional[int] = None) -> Result:
+        """The DOM as indented HTML; {html, nodes, totalNodes, truncated, url}."""
+        return self._send("dom_snapshot", locals())
+
+    def screenshot(self, selector: Optional[str] = None, ref: Optional[str] = None,
+                   format: Optional[Literal["png", "jpeg"]] = None, quality: Optional[int] = None,
+                   full_page: Optional[bool] = None, timeout: Optional[int] = None) -> Result:
+        """A screenshot; the image bytes are under "image"."""
+        return self._send("screenshot", locals())
+
+    def console_logs(self, level: Optional[Level] = None, limit: Optional[int] = None, since: Optional[int] = None,
+                     locations: Optional[bool] = None) -> Result:
+        """Console messages and page errors of the session."""
+        return self._send("console_logs", locals())
+
+    def network_logs(self, limit: Optional[int] = None, url_contains: Optional[str] = None,
+                     method: Optional[str] = None, status: Optional[int] = None, failed: Optional[bool] = None,
+                     resource_type: Optional[List[str]] = None, include_static: Optional[bool] = None,
+                     headers: Optional[bool] = None, all_pages: Optional[bool] = None) -> Result:
+        """The current page's requests (all_pages: the session's), lean unless asked."""
+        return self._send("network_logs", locals())
+
+    # -- lifetime ------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the session; closing it again does nothing."""
+        if self.id in self.browser.session_ids():
+            self.browser.close_session(self.id)
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
