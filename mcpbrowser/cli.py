@@ -47,7 +47,7 @@ def main(argv=None):
 
     from concurrent.futures import Future
 
-    from mcpbrowser.server import StdioServer
+    from mcpbrowser.stdio_transport import StdioServer
 
     # Answer initialize first: the reader starts before the core is built.
     core_ready = Future()
@@ -59,7 +59,7 @@ def main(argv=None):
         from mcpbrowser.core import Browser
 
         core = Browser(config)
-        core.client = server  # elicitation, client notices, and the client's name for rate limits
+        core.client = server.connection  # elicitation, client notices, and the client's name for rate limits
         core_ready.set_result(core.start())
     except Exception as exc:  # an unusable database, say: say why and stop
         logs.log.error("cannot start", extra={"event": "startup_failed", "error": str(exc)})

@@ -248,7 +248,7 @@ class McpClient:
         """Call a tool that must succeed; return its whole result (structuredContent when there is one).
 
         The text the model reads must agree with it: the same values, less meta and hash
-        (see server.agent_view), with page text in a block of its own.
+        (see mcp_connection.agent_view), with page text in a block of its own.
         """
         result = self.call(name, arguments)
         texts = [c.text for c in result.content if c.type == "text"]

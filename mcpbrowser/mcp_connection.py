@@ -1,12 +1,18 @@
-"""The MCP stdio server: a thin adapter from JSON-RPC lines to the core.
+"""One MCP client's connection, whatever carries its messages: the protocol, not the transport.
+
+It takes parsed JSON-RPC lines and gives answers through a `send(message)` that
+its transport provides (stdio today; an HTTP transport is another user of it).
+It answers initialize, ping, tools/list and logging/setLevel, hands tools/call to
+the core, handles cancellation and progress, and asks the client for input
+(elicitation) on the core's behalf.
 
 Threads:
-- reader thread: reads stdin, parses, answers cheap requests inline and hands
-  tools/call to the core (which queues it on a session thread or the core pool).
-- whichever thread completes a call's Future writes its response: the session
-  thread or a core pool thread. All writes go through `send`, under one lock,
-  so stdout carries whole JSON-RPC lines and nothing else.
-- main thread: `serve` waits for stdin EOF or a signal, then shuts down.
+- the transport's reader thread calls `handle_line`; it answers cheap requests
+  inline and hands tools/call to the core (a session thread or the core pool);
+- whichever thread completes a call's Future sends its answer: the session
+  thread or a core pool thread;
+- the core's threads call `elicit` and `notify` (the connection is `core.client`).
+`send` must be safe to call from any thread; the transport makes it so.
 """
 
 import base64
@@ -37,10 +43,10 @@ _LOG_FIELDS = ("event", "session", "tool", "outcome", "duration_ms", "error")
 class ClientLogHandler(logging.Handler):
     """Forwards log records to the client as notifications/message, once it asked with logging/setLevel."""
 
-    def __init__(self, server):
+    def __init__(self, connection):
         # Silent until the client sets a level: unasked-for log traffic costs an agent tokens.
         super().__init__(logging.CRITICAL + 10)
-        self.server = server
+        self.connection = connection
 
     def set_client_level(self, level):
         self.setLevel(_PY_LEVEL[level])
@@ -49,20 +55,18 @@ class ClientLogHandler(logging.Handler):
         level = next((name for name, num in reversed(_PY_LEVEL.items()) if record.levelno >= num), "debug")
         data = {"message": record.getMessage()}
         data.update({k: getattr(record, k) for k in _LOG_FIELDS if hasattr(record, k)})
-        self.server.send(protocol.notification(
+        self.connection.send(protocol.notification(
             "notifications/message", {"level": level, "logger": record.name, "data": data}))
 
 
-class StdioServer:
-    """One MCP connection over a pair of byte streams."""
+class McpConnection:
+    """The MCP state and methods of one client: its protocol version, capabilities, calls in flight."""
 
-    def __init__(self, core, infile, outfile, max_message_bytes=4 * 1024 * 1024):
-        # `core` may be a Future: the reader starts, and initialize is answered, before
-        # the core (store, thread pools, browser start) exists. Requests that need it wait.
+    def __init__(self, core, send):
+        # `core` may be a Future: initialize is answered before the core (store, thread
+        # pools, browser start) exists. Requests that need it wait.
         self._core = core
-        self._in = infile
-        self._out = outfile
-        self._write_lock = threading.Lock()
+        self.send = send
         self._state_lock = threading.Lock()
         self._inflight = {}      # request id -> Future of a running or queued tools/call
         self._suppressed = set()  # ids the client cancelled: their answers are dropped
@@ -71,9 +75,7 @@ class StdioServer:
         self.name = None          # the client's name from initialize (rate limits are per client)
         self._pending = {}        # id of a request we sent the client -> Future of its answer
         self._next_request = 0
-        self.done = threading.Event()
         self._log_handler = ClientLogHandler(self)
-        self.max_message_bytes = max_message_bytes
         self._handlers = {
             "initialize": self._initialize,
             "ping": lambda msg: {},
@@ -85,42 +87,13 @@ class StdioServer:
     def core(self):
         return self._core.result() if isinstance(self._core, Future) else self._core
 
-    # -- MAIN THREAD -----------------------------------------------------------
-
-    def start(self):
-        """Start reading stdin; answers flow from here on."""
+    def open(self):
+        """Start forwarding log records to the client (once it sets a level)."""
         log.addHandler(self._log_handler)
-        threading.Thread(target=self._read_loop, name="stdin-reader", daemon=True).start()
         return self
 
-    def serve(self):
-        """Run until stdin closes or `done` is set (by a signal handler), then shut down."""
-        self.start()
-        self.wait()
-
-    def wait(self):
-        # Wake up now and then: a signal delivered to another thread only sets a flag, and
-        # Python runs the handler once the main thread next runs bytecode. A wait with no
-        # timeout would sleep through SIGTERM.
-        while not self.done.wait(0.1):
-            pass
-        self.shutdown()
-
-    def shutdown(self):
-        log.info("shutting down", extra={"event": "shutdown"})
-        self.core.close()
+    def close(self):
         log.removeHandler(self._log_handler)
-
-    # -- ANY THREAD ------------------------------------------------------------
-
-    def send(self, message):
-        data = protocol.encode(message)
-        with self._write_lock:
-            try:
-                self._out.write(data)
-                self._out.flush()
-            except (BrokenPipeError, ValueError, OSError):
-                self.done.set()  # the client is gone
 
     # -- the client, as the core sees it (called from session or timer threads) ------------
 
@@ -161,31 +134,7 @@ class StdioServer:
         self.send(protocol.notification("notifications/message",
                                         {"level": level, "logger": "mcpbrowser", "data": data}))
 
-    # -- READER THREAD ---------------------------------------------------------
-
-    def _read_loop(self):
-        limit = self.max_message_bytes
-        try:
-            while True:
-                line = self._in.readline(limit + 1)
-                if not line:
-                    break
-                if len(line) > limit and not line.endswith(b"\n"):
-                    self._discard_rest_of_line()
-                    self.send(protocol.error(None, protocol.INVALID_REQUEST,
-                                             f"Invalid request: message longer than {limit} bytes"))
-                elif line.strip():
-                    self.handle_line(line)
-        except Exception:
-            log.exception("reader failed", extra={"event": "reader_failed"})
-        finally:
-            self.done.set()
-
-    def _discard_rest_of_line(self):
-        while True:
-            chunk = self._in.readline(65536)
-            if not chunk or chunk.endswith(b"\n"):
-                return
+    # -- THE TRANSPORT'S READER THREAD ----------------------------------------------
 
     def handle_line(self, line):
         msg = None

@@ -1,0 +1,92 @@
+"""MCP over stdio: newline-delimited JSON-RPC on stdin and stdout, for one client.
+
+A thin transport over `McpConnection` (mcp_connection.py), which does the protocol.
+
+Threads:
+- reader thread: reads stdin line by line (with a size limit) and hands each line
+  to the connection;
+- any thread: `send` writes one whole JSON-RPC line under a lock, so stdout
+  carries whole lines and nothing else;
+- main thread: `serve` waits for stdin EOF or a signal, then shuts down.
+"""
+
+import threading
+
+from mcpbrowser import protocol
+from mcpbrowser.logs import log
+from mcpbrowser.mcp_connection import McpConnection
+
+
+class StdioServer:
+    """One MCP connection over a pair of byte streams."""
+
+    def __init__(self, core, infile, outfile, max_message_bytes=4 * 1024 * 1024):
+        self._in = infile
+        self._out = outfile
+        self._write_lock = threading.Lock()
+        self.done = threading.Event()
+        self.max_message_bytes = max_message_bytes
+        self.connection = McpConnection(core, self.send)
+
+    # -- MAIN THREAD -----------------------------------------------------------
+
+    def start(self):
+        """Start reading stdin; answers flow from here on."""
+        self.connection.open()
+        threading.Thread(target=self._read_loop, name="stdin-reader", daemon=True).start()
+        return self
+
+    def serve(self):
+        """Run until stdin closes or `done` is set (by a signal handler), then shut down."""
+        self.start()
+        self.wait()
+
+    def wait(self):
+        # Wake up now and then: a signal delivered to another thread only sets a flag, and
+        # Python runs the handler once the main thread next runs bytecode. A wait with no
+        # timeout would sleep through SIGTERM.
+        while not self.done.wait(0.1):
+            pass
+        self.shutdown()
+
+    def shutdown(self):
+        log.info("shutting down", extra={"event": "shutdown"})
+        self.connection.core.close()
+        self.connection.close()
+
+    # -- ANY THREAD ------------------------------------------------------------
+
+    def send(self, message):
+        data = protocol.encode(message)
+        with self._write_lock:
+            try:
+                self._out.write(data)
+                self._out.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                self.done.set()  # the client is gone
+
+    # -- READER THREAD ---------------------------------------------------------
+
+    def _read_loop(self):
+        limit = self.max_message_bytes
+        try:
+            while True:
+                line = self._in.readline(limit + 1)
+                if not line:
+                    break
+                if len(line) > limit and not line.endswith(b"\n"):
+                    self._discard_rest_of_line()
+                    self.send(protocol.error(None, protocol.INVALID_REQUEST,
+                                             f"Invalid request: message longer than {limit} bytes"))
+                elif line.strip():
+                    self.connection.handle_line(line)
+        except Exception:
+            log.exception("reader failed", extra={"event": "reader_failed"})
+        finally:
+            self.done.set()
+
+    def _discard_rest_of_line(self):
+        while True:
+            chunk = self._in.readline(65536)
+            if not chunk or chunk.endswith(b"\n"):
+                return
