@@ -48,11 +48,6 @@ def alive(pid):
     return fields is not None and fields[0] != "Z"
 
 
-def parent_of(pid):
-    fields = _stat_fields(pid)
-    return int(fields[1]) if fields else None
-
-
 def cmdline(pid):
     """The command line as one string ("" for a process that is gone)."""
     try:

@@ -22,7 +22,7 @@ _STOP = object()
 class SessionWorker:
     """A thread that opens a session's state, runs commands on it in order, then closes it."""
 
-    def __init__(self, session_id, opener, options=None, thread_factory=threading.Thread):
+    def __init__(self, session_id, opener, options=None):
         self.session_id = session_id
         self.options = options or {}  # plain data for the opener, e.g. a storage state to restore
         self.ready = Future()
@@ -45,7 +45,7 @@ class SessionWorker:
         self.quiet_hook = None
         self.quiet_after_s = 1.0
         self.quiet_budget = (None, None)
-        self._thread = thread_factory(target=self._run, name=f"session-{session_id[:8]}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"session-{session_id[:8]}", daemon=True)
 
     # -- ANY THREAD ------------------------------------------------------------
 
