@@ -28,43 +28,70 @@ class BrowserServerError(Exception):
         return out
 
 
-class SessionNotFound(BrowserServerError):
+# Groups an embedder can catch; the wire codes are the classes' own.
+class SessionError(BrowserServerError):
+    """The session is not there (never was, expired, lost with its browser) or cannot be opened."""
+
+
+class ElementError(BrowserServerError):
+    """The target element is missing or cannot take the action."""
+
+
+class PolicyError(BrowserServerError):
+    """A safety rule refused the call: the domain policy, a rate limit, the login cooldown."""
+
+
+class BrowserFailure(BrowserServerError):
+    """The browser or its page failed under the call."""
+
+
+class Retryable(BrowserServerError):
+    """Worth trying again later: `retry_after_ms` says when (None when unknown)."""
+
+    @property
+    def retry_after_ms(self):
+        details = self.details or {}
+        value = details.get("retryAfterMs", details.get("remainingMs"))
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+class SessionNotFound(SessionError):
     code = "SESSION_NOT_FOUND"
     default_message = "No session has this id. Call create_session to get one."
 
 
-class SessionExpired(BrowserServerError):
+class SessionExpired(SessionError):
     code = "SESSION_EXPIRED"
     default_message = ("This session expired and was closed. Call resume_session with its id to bring it back "
                        "with its cookies and last URL, if they were saved; otherwise call create_session.")
 
 
-class MaxSessionsReached(BrowserServerError):
+class MaxSessionsReached(SessionError):
     code = "MAX_SESSIONS_REACHED"
     default_message = "The session limit is reached. Close a session with close_session first."
 
 
-class NavigationFailed(BrowserServerError):
+class NavigationFailed(BrowserFailure):
     code = "NAVIGATION_FAILED"
     default_message = "Navigation failed."
 
 
-class ElementNotFound(BrowserServerError):
+class ElementNotFound(ElementError):
     code = "ELEMENT_NOT_FOUND"
     default_message = "No element matches the selector."
 
 
-class ElementNotClickable(BrowserServerError):
+class ElementNotClickable(ElementError):
     code = "ELEMENT_NOT_CLICKABLE"
     default_message = "The element exists but cannot be clicked."
 
 
-class ElementNotEditable(BrowserServerError):
+class ElementNotEditable(ElementError):
     code = "ELEMENT_NOT_EDITABLE"
     default_message = "The element exists but cannot be typed into."
 
 
-class BrowserError(BrowserServerError):
+class BrowserError(BrowserFailure):
     code = "BROWSER_ERROR"
 
 
@@ -98,56 +125,57 @@ class ContentNotFound(BrowserServerError):
     default_message = "Nothing is stored under that refId."
 
 
-class DomainNotAllowed(BrowserServerError):
+class DomainNotAllowed(PolicyError):
     code = "DOMAIN_NOT_ALLOWED"
     default_message = "That domain is not allowed by the server's policy."
 
 
-class RateLimited(BrowserServerError):
+class RateLimited(PolicyError, Retryable):
     code = "RATE_LIMITED"
     default_message = "Too many calls of this tool; wait and retry."
 
 
-class LoginTimeout(BrowserServerError):
+class LoginTimeout(PolicyError):
     code = "LOGIN_TIMEOUT"
     default_message = "A login or verification timed out; browser calls now cool down."
 
 
-class CooldownActive(BrowserServerError):
+class CooldownActive(PolicyError, Retryable):
     code = "COOLDOWN_ACTIVE"
     default_message = "Browser calls are cooling down after a login timeout."
 
 
-class PageCrashed(BrowserServerError):
+class PageCrashed(BrowserFailure):
     code = "PAGE_CRASHED"
     default_message = "The page crashed; the session has a fresh page at about:blank. Navigate again."
 
 
-class SessionLost(BrowserServerError):
+class SessionLost(SessionError):
     code = "SESSION_LOST"
     default_message = "The browser under this session crashed and the session was closed."
 
 
-class BrowserUnavailable(BrowserServerError):
+class BrowserUnavailable(BrowserFailure, Retryable):
     code = "BROWSER_UNAVAILABLE"
     default_message = "The browser is down and is being restarted; retry later."
 
 
-class CommandTimeout(BrowserServerError):
+class CommandTimeout(BrowserFailure):
     code = "COMMAND_TIMEOUT"
     default_message = "The command ran far past its timeout; the session's thread was replaced."
 
 
-class CircuitOpen(BrowserServerError):
+class CircuitOpen(BrowserFailure, Retryable):
     code = "CIRCUIT_OPEN"
     default_message = "This tool keeps failing with BROWSER_ERROR, so it is refused for a short while."
 
 
-class ResourceExhausted(BrowserServerError):
+class ResourceExhausted(BrowserFailure):
     code = "RESOURCE_EXHAUSTED"
     default_message = "The server is over its memory limit; close a session first."
 
 
+GROUPS = (SessionError, ElementError, PolicyError, BrowserFailure, Retryable)
 ALL_ERRORS = (
     SessionNotFound,
     SessionExpired,

@@ -55,6 +55,22 @@ def test_closing_removes_the_id(count, data):
         core.close()
 
 
+def test_errors_come_in_groups_an_embedder_can_catch():
+    assert issubclass(errors.ElementNotFound, errors.ElementError)
+    assert issubclass(errors.SessionExpired, errors.SessionError)
+    assert issubclass(errors.SessionLost, errors.SessionError)
+    assert issubclass(errors.DomainNotAllowed, errors.PolicyError)
+    assert issubclass(errors.PageCrashed, errors.BrowserFailure)
+    assert issubclass(errors.BrowserError, errors.BrowserFailure)
+    retryable = {cls.code for cls in errors.ALL_ERRORS if issubclass(cls, errors.Retryable)}
+    assert retryable == {"RATE_LIMITED", "COOLDOWN_ACTIVE", "BROWSER_UNAVAILABLE", "CIRCUIT_OPEN"}
+    assert errors.RateLimited("x", details={"retryAfterMs": 1500}).retry_after_ms == 1500
+    assert errors.CooldownActive("x", details={"remainingMs": 90_000}).retry_after_ms == 90_000
+    assert errors.BrowserUnavailable().retry_after_ms is None
+    assert all(cls.code == errors.BrowserServerError.code for cls in errors.GROUPS)  # groups add no code
+    assert not set(errors.GROUPS) & set(errors.ALL_ERRORS)
+
+
 def test_every_error_class_has_its_own_code():
     codes = [cls.code for cls in errors.ALL_ERRORS]
     assert len(codes) == len(set(codes)) == len(errors.ALL_ERRORS)
