@@ -80,7 +80,7 @@ def display_available():
 
 
 def effective_headless(config):
-    """Headed by default (seed 003), but headless with a notice when there is no display."""
+    """Headed by default (a person can take over a login), but headless with a notice when there is no display."""
     if config.headless:
         return True
     if not display_available():

@@ -95,7 +95,7 @@ class Config:
         "with no display the server falls back to headless and says so on stderr.")
     session_timeout: int = _option(
         300_000, _int_at_least(1),
-        "Milliseconds a session lives without calls (seed 003: 5 minutes). Each call renews it: "
+        "Milliseconds a session lives without calls (default 5 minutes). Each call renews it: "
         "expiresAt in every answer says when it ends.")
     session_max_age: int = _option(
         0, _int_at_least(0),
@@ -176,15 +176,15 @@ class Config:
         "(MCP elicitation) instead of refusing.")
     rate_limit: int = _option(
         60, _int_at_least(0),
-        "Calls per minute per client, session and tool (seed 004: 60); 0 turns limiting off.")
+        "Calls per minute per client, session and tool (default 60); 0 turns limiting off.")
     login_cooldown: int = _option(
         300, _int_at_least(0),
-        "Seconds every browser call waits after a login or verification timeout (seed 000); 0 disables.")
+        "Seconds every browser call waits after a login or verification timeout; 0 disables.")
     cooldown_scope: str = _option(
         "server", _one_of(("server", "session")), "Whether a cooldown pauses the whole server or one session.")
     login_keywords: tuple = _option(
         ("验证超时", "登录超时", "timeout", "captcha", "验证码", "login required", "authentication"), _text_list,
-        "Comma-separated words that mark a failure as a login or verification timeout (seed 000).")
+        "Comma-separated words that mark a failure as a login or verification timeout.")
     locale: str = _option("en", _one_of(("en", "zh")), "Language of cooldown messages: en or zh.")
     max_message_bytes: int = _option(
         4 * 1024 * 1024, _int_at_least(1024),
@@ -204,7 +204,7 @@ class Config:
         "is noticed at once anyway. 0 turns the check off.")
     max_restarts: int = _option(
         3, _int_at_least(0),
-        "Browser restarts allowed within --restart-window (seed 001), after 1, 2 and 4 s; past "
+        "Browser restarts allowed within --restart-window, after 1, 2 and 4 s; past "
         "that the server is degraded and calls answer BROWSER_UNAVAILABLE until the window allows one.")
     restart_window: int = _option(
         300, _int_at_least(1), "Seconds over which --max-restarts counts restarts.")
@@ -214,7 +214,7 @@ class Config:
         "its session thread is replaced; 0 turns the watchdog off.")
     breaker_threshold: int = _option(
         5, _int_at_least(0),
-        "Consecutive BROWSER_ERROR failures of one tool that open its circuit breaker (seed 004); "
+        "Consecutive BROWSER_ERROR failures of one tool that open its circuit breaker; "
         "0 turns the breaker off.")
     breaker_reset: int = _option(
         30, _int_at_least(1),
@@ -228,7 +228,7 @@ class Config:
         2048, _int_at_least(0),
         "Refuse new sessions with RESOURCE_EXHAUSTED while the browser's processes (the launcher, "
         "the browser and the sessions' relays, PSS; not the server's own) use more than this many MB, "
-        "as seed 004 suggests; 8 sessions on small pages take about 0.9 GB here. 0 turns it off.")
+        "as a guard against runaway pages; 8 sessions on small pages take about 0.9 GB here. 0 turns it off.")
     response_mode: str = _option(
         "compact", _one_of(("compact", "full")),
         "compact keeps page snapshots in the history (fetch them with get_content); "

@@ -53,7 +53,7 @@ from mcpbrowser.supervisor import Supervisor
 CRASH_NOTICE_S = 2.0  # how long a failure waits to learn whether the browser died under it
 SESSION_START_TIMEOUT_S = 60.0  # a cold driver start is ~1 s; far beyond that something is wrong
 CLOSE_JOIN_S = 5.0              # close_session waits this long for the page and context to close
-SHUTDOWN_BUDGET_S = 5.0         # seed 001: sessions get at most 5 s to close at shutdown...
+SHUTDOWN_BUDGET_S = 5.0         # sessions get at most 5 s to close at shutdown...
 BROWSER_STOP_GRACE_S = 2.0      # ...then the browser is sent SIGTERM, and SIGKILL 2 s later
 PING_TIMEOUT_S = 10.0           # a browser that cannot open a context in this long is hung
 WATCHDOG_TICK_S = 1.0           # how often the watchdog looks for stuck commands
@@ -503,7 +503,7 @@ class Browser:
         log.info("domain allowed by the user", extra={"event": "domain_granted", "session": session_id})
 
     def _login_failure(self, state, tool, exc):
-        """SESSION THREAD: turn a login or verification timeout into the cooldown (seed 000).
+        """SESSION THREAD: turn a login or verification timeout into the cooldown.
 
         Only where it cannot punish an ordinary mistake: failures of wait_for_user,
         or failures on a page that itself asks for a login or verification.

@@ -16,7 +16,7 @@ class BrowserServerError(Exception):
         super().__init__(self.message)
 
     def to_dict(self):
-        """The seed-002 error object: {errorCode, message, sessionId?, details?}."""
+        """The error object of a failed call: {errorCode, message, sessionId?, details?}."""
         out = {"errorCode": self.code, "message": self.message}
         if self.session_id is not None:
             out["sessionId"] = self.session_id

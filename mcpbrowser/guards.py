@@ -209,7 +209,7 @@ class RateLimiter:
 
 
 class CircuitBreaker:
-    """Per operation: after `threshold` BROWSER_ERROR failures in a row, refuse it for `reset_s` (seed 004).
+    """Per operation: after `threshold` BROWSER_ERROR failures in a row, refuse it for `reset_s`.
 
     When the pause is over the next call is let through as a trial: a success
     closes the breaker, a failure opens it again at once. Other outcomes (the
@@ -253,7 +253,7 @@ class CircuitBreaker:
             self._opened.pop(key, None)
 
 
-# -- the login-timeout cooldown (seed 000) ----------------------------------------------------
+# -- the login-timeout cooldown ------------------------------------------------------------
 
 DEFAULT_KEYWORDS = ("验证超时", "登录超时", "timeout", "captcha", "验证码", "login required", "authentication")
 

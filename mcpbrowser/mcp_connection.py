@@ -296,7 +296,7 @@ class McpConnection:
 
 
 def agent_view(value):
-    """What the model reads of an answer (issue 15: it pays for every character).
+    """What the model reads of an answer (it pays for every character).
 
     `meta` is there only when the call logged to the console (its counts are then
     worth a look with get_console_content); a content hash is for machines. Both

@@ -81,7 +81,7 @@ class SessionState:
         self.ask_user = None      # core hook: ask the user about a new domain, or raise
         self.tell_user = lambda message: None  # core hook: show the person a message (wait_for_user)
         self.proxy = None         # the opener's PolicyProxy when a host rule applies: it enforces the policy
-        self.crashed = set()      # pages whose renderer died (seed 004: recreate crashed pages)
+        self.crashed = set()      # pages whose renderer died (replaced by a fresh page on the next call)
         self.storage_saved_at = 0.0   # monotonic time of the last resume save (0: never)
         self.storage_saved_url = None
         # Chromium only: a CDP session per page, for loaded_title() (see there).
@@ -197,7 +197,7 @@ class SessionState:
         return call.annotate(result)
 
     def _add_page_state(self, result, navigated):
-        """Where an action left the agent: url, title, and whether it navigated (issue 15).
+        """Where an action left the agent: url, title, and whether it navigated, so the agent needs no extra call.
 
         A navigation the action started has committed by now (Playwright waits for
         that); its load is awaited here (up to the action timeout), so that the title,
@@ -220,7 +220,7 @@ class SessionState:
         is reported, and that commit interrupts whatever navigation started
         meanwhile, again and again ("interrupted by another navigation"; raw
         Playwright does the same). Waiting here, on the failure path only, lets the
-        agent's next navigation just work (issue 15).
+        agent's next navigation just work.
         """
         if not self._cdp_titles or self.page is None or self.dialog is not None:
             return
@@ -404,7 +404,7 @@ class SessionState:
         Page.getNavigationHistory): one round trip that runs no JavaScript, so it
         also works while a dialog is open. page.title() evaluates document.title,
         and on a fresh document Playwright must first set up its utility world
-        there: 8-10 ms of a 50 ms navigate on our 2-core machine (issue 6). The
+        there: 8-10 ms of a 50 ms navigate on our 2-core machine. The
         browser learns the title while the document is parsed, before its load
         event, so it is current when a load has just finished. (A dialog that
         opens while the parser runs can hold that message back: then "".)

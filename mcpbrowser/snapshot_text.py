@@ -1,7 +1,7 @@
 """Narrowing an accessibility snapshot's YAML text: a compact outline, or the nodes that match a query.
 
 Pure functions over text; any thread may call them (the session thread does,
-in the snapshot tool). An agent pays for every character it reads (issue 15):
+in the snapshot tool). An agent pays for every character it reads:
 a full snapshot of a documentation index is 10-30k characters, while what an
 agent needs to act is usually the headings, the landmarks and the controls, or
 the few nodes that mention what it looks for.

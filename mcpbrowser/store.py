@@ -1,4 +1,4 @@
-"""SQLite history of every tool call (seed 001): one writer thread, readers on any thread.
+"""SQLite history of every tool call: one writer thread, readers on any thread.
 
 Threads: `write` and `flush` may be called from any thread; the store-writer
 thread owns the only write connection and commits queued statements in

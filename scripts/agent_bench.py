@@ -1,4 +1,4 @@
-"""What an agent pays to read: mcpbrowser against @playwright/mcp on one fixed task (issue 15).
+"""What an agent pays to read: mcpbrowser against @playwright/mcp on one fixed task.
 
 Serves a real documentation site that nobody here wrote (Sphinx's own manual,
 Debian's `sphinx-doc` package, installed by this script when missing; it has

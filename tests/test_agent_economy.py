@@ -1,4 +1,4 @@
-"""Issue 15: answers an agent can act on, and reads that cost little, through the official client."""
+"""Answers an agent can act on, and reads that cost little, through the official client."""
 
 import json
 import time

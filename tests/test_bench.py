@@ -1,4 +1,4 @@
-"""The benchmark still runs end to end (issue 6). A smoke run with tiny settings: the
+"""The benchmark still runs end to end. A smoke run with tiny settings: the
 numbers it prints are not checked here (speed is measured by the benchmark, never by
 a test), only that every contender ran and every figure the README quotes is there."""
 

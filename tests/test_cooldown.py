@@ -1,6 +1,6 @@
-"""The login-timeout cooldown (seed 000): its seven properties with an injected clock, then end to end.
+"""The login-timeout cooldown: its seven properties with an injected clock, then end to end.
 
-Properties, as this project reads seed 000 (the README states them too):
+Properties (the README states them too):
 1. a message naming any keyword, in any case, is detected;
 2. a message naming none is not;
 3. a detection starts the cooldown at that monotonic instant, for exactly the configured duration;

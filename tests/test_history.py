@@ -1,4 +1,4 @@
-"""End to end: the SQLite history, get_content diff cursors, crash safety and resume (issue 4)."""
+"""End to end: the SQLite history, get_content diff cursors, crash safety and resume."""
 
 import hashlib
 import json

@@ -1,4 +1,4 @@
-"""Seed-002 properties without a browser: the real core with fake pages and fake timers."""
+"""Session and error-code properties without a browser: the real core with fake pages and fake timers."""
 
 import uuid
 

@@ -210,7 +210,7 @@ def test_shutdown_kills_a_browser_that_ignores_sigterm_after_2_s():
 
 
 def test_contexts_carry_no_omnibox_webui_renderer_and_keep_playwrights_defaults(pages):
-    """Each context used to cost an extra ~40 MB WebUI renderer (issue 6's memory); the flags that
+    """Each context used to cost an extra ~40 MB WebUI renderer; the flags that
     remove it must add to Playwright's own --disable-features, not replace them."""
     c = McpClient("--pool-size", "0")
     try:

@@ -1,4 +1,4 @@
-"""End to end: the domain allowlist on the network, schemes, elicitation, rate limits, redaction (issue 5)."""
+"""End to end: the domain allowlist on the network, schemes, elicitation, rate limits, redaction."""
 
 import json
 import sqlite3

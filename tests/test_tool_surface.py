@@ -1,4 +1,4 @@
-"""End to end: the full tool surface (issue 3) on real pages through the official MCP client."""
+"""End to end: the full tool surface on real pages through the official MCP client."""
 
 import base64
 import json

@@ -1,7 +1,7 @@
 """Reading the history: stored page snapshots with diff cursors, and console entries per call.
 
 Handlers run on the core pool and read the store; they never touch a page.
-Diff cursors (seed 001, Phase 2) are per session: reading a call's snapshot
+Diff cursors are per session: reading a call's snapshot
 returns what changed since the snapshot this session's reader last read,
 compared by hash, so re-reading the same page costs nothing. Cursors live in
 the database, so they survive restarts. Console entries are never diffed.
@@ -84,7 +84,7 @@ def get_content(core, args):
         mode, content = "diff", ""  # nothing changed: an empty diff, not an error
     else:
         mode, content = "diff", _diff((baseline[0][1] or b"").decode().splitlines(), lines)
-        # Never worse than the full text (issue 15): after moving to another page the
+        # Never worse than the full text: after moving to another page the
         # diff repeats most of both pages. Half the size is where a diff stops paying:
         # it is harder to read than the page itself.
         if len(content) * 2 > len(text):

@@ -15,7 +15,7 @@ def create_session(core, args):
     }
     if "url" not in args:
         return out
-    # One call instead of two for the commonest start (issue 15). The navigation is a
+    # One call instead of two for the commonest start. The navigation is a
     # call of its own in the history, so get_content(pageRefId) reads the page.
     try:
         page = core.call("navigate", {"sessionId": record.session_id, "url": args["url"]})

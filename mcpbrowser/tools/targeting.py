@@ -56,8 +56,8 @@ def classify(state, label, matches, exc, not_usable):
 
 
 # Without a `timeout` argument, an element that is not there is reported after this
-# long (issue 15: an agent should not wait the whole action timeout to learn that its
-# selector is wrong). A page still rendering gets this grace; `timeout` extends it.
+# long: an agent should not wait the whole action timeout to learn that its selector
+# is wrong. A page still rendering gets this grace; `timeout` extends it.
 FIND_GRACE_MS = 1000
 
 
