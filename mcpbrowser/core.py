@@ -866,7 +866,7 @@ class Browser:
             except InvalidStateError:
                 pass
             return
-        # Seed 001's lifecycle: each crash is followed by a restart after 1, 2, then 4 s;
+        # The restart lifecycle: each crash is followed by a restart after 1, 2, then 4 s;
         # past --max-restarts in --restart-window the server is degraded until the
         # oldest restart leaves the window. tenacity runs the loop; our wait decides.
         retrying = Retrying(retry=retry_if_exception_type((BrowserCrashed, BrowserError)),

@@ -280,7 +280,7 @@ MESSAGES = {
 
 
 def is_login_timeout(message, keywords=DEFAULT_KEYWORDS):
-    """Seed 000's detector: the message names a login or verification timeout by keyword."""
+    """The login-timeout detector: the message names a login or verification timeout by keyword."""
     text = (message or "").lower()
     return any(keyword.lower() in text for keyword in keywords)
 

@@ -13,6 +13,17 @@ settings.register_profile("ci", max_examples=100, deadline=None, derandomize=Tru
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
+KINDS = ("unit", "smoke", "e2e", "slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Each test has exactly one kind, so `-m unit` (say) selects by kind, never by a list of files."""
+    for item in items:
+        kinds = [m.name for m in item.iter_markers() if m.name in KINDS]
+        if len(kinds) != 1:
+            raise pytest.UsageError(f"{item.nodeid} must have exactly one of the markers {', '.join(KINDS)} "
+                                    f"(set pytestmark in its module), has {kinds or 'none'}")
+
 
 @pytest.fixture(scope="session")
 def pages():

@@ -5,6 +5,8 @@ import time
 
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 
 def text_of(client, name, **arguments):
     """Everything the model reads of one answer: its text blocks."""

@@ -7,6 +7,8 @@ import pytest
 
 from mcpbrowser.config import Config, ConfigError
 
+pytestmark = pytest.mark.e2e
+
 CMD = [sys.executable, "-m", "mcpbrowser"]
 
 

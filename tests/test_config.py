@@ -8,6 +8,8 @@ import pytest
 
 from mcpbrowser.config import Config, ConfigError
 
+pytestmark = pytest.mark.unit
+
 CMD = [sys.executable, "-m", "mcpbrowser"]
 
 

@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 from fakes import FakeTimer, fake_core
 from mcpbrowser.guards import DEFAULT_KEYWORDS, Cooldown, RateLimiter, is_login_timeout
 
+pytestmark = pytest.mark.e2e
+
 
 class Clock:
     def __init__(self, now=1000.0):

@@ -1,12 +1,14 @@
 """A crashed page inside a live context: the call answers PAGE_CRASHED and the session gets a fresh page."""
-
 import os
 import signal
 import time
 
+import pytest
 from support import McpClient, server_pid
 
 from mcpbrowser.process_tree import cmdline, descendants
+
+pytestmark = pytest.mark.slow
 
 
 def page_renderers(server_pid):

@@ -7,6 +7,8 @@ import pytest
 import mcpbrowser
 from mcpbrowser.config import Config
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def browser():

@@ -1,18 +1,20 @@
-"""Issue 6's memory savings as behaviour: sessions run a pipe relay instead of a Node.js driver,
+"""Memory savings as behaviour: sessions run a pipe relay instead of a Node.js driver,
 and quiet sessions have their pages' garbage collected. (The benchmark measures the sizes.)"""
-
 import os
 import signal
 import subprocess
 import tempfile
 import time
 
+import pytest
 from support import McpClient, server_pid, wait_for
 from support import driver_cmdlines as drivers
 
 import mcpbrowser
 from mcpbrowser import browser_process
 from mcpbrowser.config import Config
+
+pytestmark = pytest.mark.slow
 
 
 def test_sessions_reach_the_browser_through_a_relay_not_a_node_driver(pages):

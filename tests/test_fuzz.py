@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from strategies import notifications, raw_lines
 from support import RawServer
 
+pytestmark = pytest.mark.e2e
+
 LIMIT = 100_000  # bytes; some generated lines are longer, to exercise the size limit
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from support import McpClient, RawServer, tool_payload
 
+pytestmark = pytest.mark.e2e
+
 
 def rows(db, sql, params=()):
     with sqlite3.connect(db) as conn:

@@ -3,15 +3,18 @@
 No browser: the signatures are compared with each tool's input schema, and a few
 calls go through a fake core to show the arguments arrive as the tool spells them.
 """
-
 import inspect
 import os
 
-import mcpbrowser
+import pytest
 from fakes import fake_core
+
+import mcpbrowser
 from mcpbrowser import tools
 from mcpbrowser.core import Browser
 from mcpbrowser.library import Session, camel
+
+pytestmark = pytest.mark.unit
 
 def _parameters(method):
     params = list(inspect.signature(method).parameters.values())[1:]  # without self

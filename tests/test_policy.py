@@ -6,6 +6,8 @@ from hypothesis import given
 from mcpbrowser.guards import DomainPolicy, canonical_host, host_of
 from strategies import ipv4_spellings
 
+pytestmark = pytest.mark.unit
+
 
 @given(ipv4_spellings())
 def test_every_numeric_spelling_of_an_ipv4_address_is_that_address(pair):

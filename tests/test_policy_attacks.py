@@ -12,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 FORBIDDEN_HOST = "127.0.0.2"
 
 

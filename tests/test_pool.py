@@ -1,9 +1,11 @@
 """The warm pool: ready workers are handed out as sessions, refilled, and never exceed --max-sessions."""
-
 import time
 
+import pytest
 from fakes import fake_core
 from support import wait_for
+
+pytestmark = pytest.mark.e2e
 
 
 def test_pool_hands_out_ready_workers_and_refills():

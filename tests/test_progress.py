@@ -4,6 +4,8 @@ import functools
 
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 
 def call_with_progress(client, name, arguments):
     seen = []

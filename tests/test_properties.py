@@ -11,6 +11,8 @@ from fakes import FakeTimer, fake_core
 from mcpbrowser import errors, schema, tools
 from strategies import json_values, session_timeouts, unknown_ids
 
+pytestmark = pytest.mark.unit
+
 
 def code_of(fut):
     exc = fut.exception(5)

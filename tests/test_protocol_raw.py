@@ -11,6 +11,8 @@ from support import RawServer, tool_payload
 
 from mcpbrowser.process_tree import alive, comm, descendants
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def raw():

@@ -1,14 +1,22 @@
-"""Issue 7 end to end: a crashed or hung browser is restarted, degraded mode, lost sessions,
+"""End to end: a crashed or hung browser is restarted, degraded mode, lost sessions,
 the stuck-command watchdog and the memory guard, through the official MCP client."""
-
 import os
 import signal
 import sqlite3
 import time
 
+import pytest
 from support import McpClient, RawServer, server_pid, tool_payload, wait_for
 
-from mcpbrowser.process_tree import alive, browser_main_pid, child_pids, cmdline, descendants
+from mcpbrowser.process_tree import (
+    alive,
+    browser_main_pid,
+    child_pids,
+    cmdline,
+    descendants,
+)
+
+pytestmark = pytest.mark.slow
 
 
 def kill_browser():

@@ -14,6 +14,8 @@ from mcpbrowser.browser_process import find_executable
 from mcpbrowser.process_tree import alive, descendants
 from support import McpClient, driver_cmdlines
 
+pytestmark = pytest.mark.slow
+
 
 def _stop_tree(proc):
     """Stop a process and everything below it: `python -m playwright run-server` runs its

@@ -12,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 PASSWORD = "Hunter2-correct-horse"
 CODE = "918273"
 CARD = "4111111111111111"

@@ -13,6 +13,8 @@ from mcp import types
 
 from support import McpClient
 
+pytestmark = pytest.mark.e2e
+
 FORBIDDEN_HOST = "127.0.0.2"  # loopback too, but another host as far as the policy is concerned
 
 

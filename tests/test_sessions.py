@@ -1,7 +1,10 @@
 """End to end: concurrent sessions, isolation, expiry, limits and browser failure, via the official client."""
-
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+pytestmark = pytest.mark.e2e
 
 
 def _titles(client):

@@ -1,7 +1,10 @@
 """A short soak: concurrent sessions lose no answers, and create/close cycles leak nothing."""
-
 import subprocess
 import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow
 
 
 def test_short_soak_loses_nothing_and_leaks_nothing():

@@ -14,6 +14,8 @@ from mcpbrowser.sealing import is_legacy, seal, unseal
 from mcpbrowser.session_state import now_ms
 from mcpbrowser.store import SCHEMA_VERSION, Store
 
+pytestmark = pytest.mark.unit
+
 
 def test_forward_migration_from_an_older_schema(tmp_path):
     path = str(tmp_path / "old.db")

@@ -11,6 +11,8 @@ from mcpbrowser.session_worker import SessionWorker
 from mcpbrowser.supervisor import Supervisor
 from mcpbrowser.tools.base import Tool
 
+pytestmark = pytest.mark.unit
+
 
 def started_worker(state=None):
     state = state or _Closable()

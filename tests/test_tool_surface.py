@@ -9,6 +9,8 @@ import pytest
 
 from support import McpClient
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def dirs(tmp_path_factory):

@@ -7,6 +7,8 @@ import uuid
 import pytest
 from mcp.shared.exceptions import MCPError
 
+pytestmark = pytest.mark.smoke
+
 
 def test_initialize_describes_server_and_sessions(client):
     init = client.init
