@@ -35,6 +35,7 @@ import threading
 import time
 from collections import deque, namedtuple
 
+from mcpbrowser import playwright_internals
 from mcpbrowser.errors import BrowserError
 from mcpbrowser.logs import log
 from mcpbrowser.process_tree import alive, descendants
@@ -370,18 +371,12 @@ def relay_hook():
     with _hook_lock:
         if _hooked is None:
             try:
-                from playwright._impl import transport
-                original = transport.compute_driver_executable
+                playwright_internals.hook_driver_command(lambda: getattr(_relay, "command", None))
             except (ImportError, AttributeError):
                 log.warning("cannot start sessions through the pipe relay in this Playwright: each "
                             "session runs its own Node.js driver", extra={"event": "relay_unavailable"})
                 _hooked = False
             else:
-                def driver_executable():
-                    command = getattr(_relay, "command", None)
-                    return command if command else original()
-
-                transport.compute_driver_executable = driver_executable
                 _hooked = True
         return _hooked
 
@@ -407,12 +402,9 @@ def attach(config, endpoint):
             _read_late_transport_error(manager)
             # The server treats a relayed client as remote (it refuses local file paths, so
             # uploads must send the files' bytes), as connect() marks its connection.
-            playwright._impl_obj._connection.mark_as_remote()
-            # The browser server hands each connection the browser it serves, as it does
-            # to connect(); the sync wrapper comes from Playwright's map.
-            from playwright._impl._sync_base import mapping
-
-            browser = mapping.from_impl(playwright._impl_obj._pre_launched_browser())
+            playwright_internals.mark_as_remote(playwright)
+            # The browser server hands each connection the browser it serves, as it does to connect().
+            browser = playwright_internals.pre_launched_browser(playwright)
         elif config.cdp_endpoint:
             # CDP shows every context of the browser to every client: with other clients on
             # the same browser, their drivers can dismiss our dialogs. --ws-endpoint has no such gap.
@@ -434,7 +426,7 @@ def _read_late_transport_error(manager):
     stderr for every such session. The session learns of the loss on its next call.
     """
     try:
-        future = manager._client._transport.on_error_future
+        future = playwright_internals.transport_error_future(manager)
     except AttributeError:
         return
     future.add_done_callback(lambda done: done.cancelled() or done.exception())

@@ -25,7 +25,7 @@ from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 
 from tenacity import Retrying, retry_if_exception_type
 
-from mcpbrowser import tools
+from mcpbrowser import playwright_internals, tools
 from mcpbrowser.browser_process import Endpoint, SharedBrowser, attach, effective_headless, find_executable
 from mcpbrowser.config import Config
 from mcpbrowser.library import Session, arguments
@@ -1106,7 +1106,7 @@ def _driver_pid(manager):
     Only the watchdog uses it, to free a thread stuck in a call that never returns.
     """
     try:
-        return manager._client._transport._proc.pid
+        return playwright_internals.driver_pid(manager)
     except AttributeError:
         log.warning("cannot find the Playwright driver's pid: a stuck session thread will be abandoned, "
                     "not freed", extra={"event": "driver_pid_unknown"})

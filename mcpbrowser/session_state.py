@@ -18,6 +18,7 @@ from mcpbrowser.redaction import (
     has_textbox_values, redact_textboxes, scrub_text, scrub_value, secret_values,
 )
 from mcpbrowser.logs import log
+from mcpbrowser.playwright_internals import event_loop, run_coroutine, take_coroutine
 
 REF_MARKER = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
 INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
@@ -323,24 +324,18 @@ class SessionState:
 
         With a dialog listener installed, an action whose click opens an alert
         would otherwise block until the dialog is answered. The sync method is
-        made to hand over its coroutine instead of waiting on it (`_sync` is the
-        one private name we rely on); we then wait for whichever comes first.
+        made to hand over its coroutine instead of waiting on it (see
+        playwright_internals); we then wait for whichever comes first.
         """
-        captured = []
-        target._sync = captured.append  # instance attribute shadows the method for one call
-        try:
-            direct = getattr(target, method)(**kwargs)
-        finally:
-            del target._sync
-        if not captured:
+        direct, coroutine = take_coroutine(target, method, kwargs)
+        if coroutine is None:
             return direct
         import asyncio  # here, not at module top: keeps it off the path to `initialize`
 
-        loop = self.page._loop
-        task = loop.create_task(captured[0])
+        task = event_loop(self.page).create_task(coroutine)
         task.add_done_callback(_retrieve)
         waiter = self._waiter()
-        target._sync(asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED))
+        run_coroutine(target, asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED))
         return task.result() if task.done() else INTERRUPTED
 
     def locate(self, args, required=True):
@@ -462,7 +457,7 @@ class SessionState:
 
     def _waiter(self):
         if self._dialog_waiter is None or self._dialog_waiter.done():
-            self._dialog_waiter = self.page._loop.create_future()
+            self._dialog_waiter = event_loop(self.page).create_future()
         return self._dialog_waiter
 
     def _open_blank_tab(self):

@@ -1,0 +1,71 @@
+"""Every private Playwright name we rely on, in one place, so that an upgrade touches one file.
+
+Each function says what it needs from Playwright's internals and what the
+caller does when the name has moved (AttributeError or ImportError here).
+Called on the thread that owns the Playwright objects passed in: a session
+thread, except `hook_driver_command`, which any thread may call once.
+"""
+
+
+def take_coroutine(target, method, kwargs):
+    """Call target.method(**kwargs) so that it hands over its coroutine instead of running it.
+
+    A sync API method runs its coroutine through `target._sync`; an instance
+    attribute shadows that for one call. Returns (result, None) when the method
+    finished without a coroutine (it had nothing to wait for), else (None, coroutine).
+    """
+    captured = []
+    target._sync = captured.append
+    try:
+        direct = getattr(target, method)(**kwargs)
+    finally:
+        del target._sync
+    return (None, captured[0]) if captured else (direct, None)
+
+
+def run_coroutine(target, coroutine):
+    """Run a coroutine on the target's dispatcher, as its sync methods do (events keep flowing)."""
+    return target._sync(coroutine)
+
+
+def event_loop(page):
+    """The asyncio loop under a sync Page (the session thread's own)."""
+    return page._loop
+
+
+def driver_pid(manager):
+    """The pid of a sync_playwright() manager's Node.js driver (AttributeError when that moved)."""
+    return manager._client._transport._proc.pid
+
+
+def transport_error_future(manager):
+    """The Future a manager's transport fails when its process ends (AttributeError when that moved)."""
+    return manager._client._transport.on_error_future
+
+
+def hook_driver_command(command_for_thread):
+    """Have Playwright ask command_for_thread() for the driver command it starts (None: its own).
+
+    Raises ImportError or AttributeError when Playwright moved the function.
+    """
+    from playwright._impl import transport
+
+    original = transport.compute_driver_executable
+
+    def driver_executable():
+        command = command_for_thread()
+        return command if command else original()
+
+    transport.compute_driver_executable = driver_executable
+
+
+def mark_as_remote(playwright):
+    """Treat the connection as connect() does: the server refuses local file paths, so uploads send bytes."""
+    playwright._impl_obj._connection.mark_as_remote()
+
+
+def pre_launched_browser(playwright):
+    """The browser a browser server hands each connection, as a sync Browser."""
+    from playwright._impl._sync_base import mapping
+
+    return mapping.from_impl(playwright._impl_obj._pre_launched_browser())
