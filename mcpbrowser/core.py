@@ -18,32 +18,42 @@ import signal
 import threading
 import time
 import uuid
-from typing import Any, Dict, List, Optional
 from collections import OrderedDict, deque
-from urllib.parse import urlsplit
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
+from typing import Any
+from urllib.parse import urlsplit
 
 from tenacity import Retrying, retry_if_exception_type
 
 from mcpbrowser import playwright_internals, tools
 from mcpbrowser.browser_process import Endpoint, SharedBrowser, attach, effective_headless, find_executable
 from mcpbrowser.config import Config
-from mcpbrowser.library import Session, arguments
 from mcpbrowser.errors import (
-    BrowserError, BrowserServerError, BrowserUnavailable, CircuitOpen, CommandTimeout, CooldownActive,
-    DomainNotAllowed, InvalidParameters, LoginTimeout, MaxSessionsReached, RateLimited, ResourceExhausted,
-    SessionExpired, SessionLost, SessionNotFound,
+    BrowserError,
+    BrowserServerError,
+    BrowserUnavailable,
+    CircuitOpen,
+    CommandTimeout,
+    CooldownActive,
+    DomainNotAllowed,
+    InvalidParameters,
+    LoginTimeout,
+    MaxSessionsReached,
+    RateLimited,
+    ResourceExhausted,
+    SessionExpired,
+    SessionLost,
+    SessionNotFound,
 )
-from mcpbrowser.guards import (
-    CircuitBreaker, Cooldown, DomainPolicy, RateLimiter, canonical_host, is_login_timeout,
-)
+from mcpbrowser.guards import CircuitBreaker, Cooldown, DomainPolicy, RateLimiter, canonical_host, is_login_timeout
+from mcpbrowser.library import Session, arguments
 from mcpbrowser.logs import log
 from mcpbrowser.policy_proxy import PolicyProxy
 from mcpbrowser.process_tree import browser_pss_kb
 from mcpbrowser.protocol import compact_json
+from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
 from mcpbrowser.schema import validate
 from mcpbrowser.sealing import is_legacy
-from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
 from mcpbrowser.session_state import SessionState, now_ms
 from mcpbrowser.session_worker import SessionWorker
 from mcpbrowser.store import Store
@@ -350,7 +360,7 @@ class Browser:
         """Run one tool call and return its result dict; raises BrowserServerError."""
         return self.submit(name, args).result()
 
-    def create_session(self, url: Optional[str] = None, allowed_domains: Optional[List[str]] = None) -> Session:
+    def create_session(self, url: str | None = None, allowed_domains: list[str] | None = None) -> Session:
         """Open a session (and, with url, a page in it); a `Session` handle on it."""
         result = self.call("create_session", arguments(locals()))
         return Session(self, result["sessionId"], result["expiresAt"], result)
@@ -360,20 +370,20 @@ class Browser:
         result = self.call("resume_session", {"sessionId": session_id})
         return Session(self, session_id, result["expiresAt"], result)
 
-    def list_sessions(self) -> List[Dict[str, Any]]:
+    def list_sessions(self) -> list[dict[str, Any]]:
         """[{sessionId, createdAt, expiresAt, url, title, busy}] of the open sessions."""
         return self.call("list_sessions")["sessions"]
 
-    def close_session(self, session_id: str) -> Dict[str, Any]:
+    def close_session(self, session_id: str) -> dict[str, Any]:
         """Close a session now."""
         return self.call("close_session", {"sessionId": session_id})
 
-    def get_content(self, ref_id: str, search_for: Optional[str] = None,
-                    reset_cursor: Optional[bool] = None) -> Dict[str, Any]:
+    def get_content(self, ref_id: str, search_for: str | None = None,
+                    reset_cursor: bool | None = None) -> dict[str, Any]:
         """The page a call stored: full, a diff since the last read, or the lines matching search_for."""
         return self.call("get_content", {k: v for k, v in locals().items() if k != "self" and v is not None})
 
-    def get_console_content(self, ref_id: str, level: Optional[str] = None) -> Dict[str, Any]:
+    def get_console_content(self, ref_id: str, level: str | None = None) -> dict[str, Any]:
         """The console entries a call recorded, one per line."""
         return self.call("get_console_content", {k: v for k, v in locals().items() if k != "self" and v is not None})
 
@@ -384,7 +394,7 @@ class Browser:
         try:
             return call.annotate(tool.handler(self, args))
         except BrowserServerError as exc:
-            raise call.annotate_error(exc)
+            raise call.annotate_error(exc) from None
 
     def _after_call(self, state, fut, call):
         """SESSION THREAD, after the answer went out: capture the page the call left, then record it."""

@@ -8,9 +8,9 @@ so the tool's default applies. tests/test_library_api.py checks these methods
 against the tool registry, so a tool cannot be added without its method.
 """
 
-from typing import Any, Dict, List, Literal, Optional
+from typing import Any, Literal
 
-Result = Dict[str, Any]
+Result = dict[str, Any]
 WaitUntil = Literal["load", "domcontentloaded", "networkidle", "commit"]
 Level = Literal["log", "debug", "info", "warning", "error"]
 
@@ -21,7 +21,7 @@ def camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
-def arguments(values: Dict[str, Any]) -> Dict[str, Any]:
+def arguments(values: dict[str, Any]) -> dict[str, Any]:
     """A method's locals as tool arguments: camelCase names, None left out."""
     return {camel(k): v for k, v in values.items() if k != "self" and v is not None}
 
@@ -29,7 +29,7 @@ def arguments(values: Dict[str, Any]) -> Dict[str, Any]:
 class Session:
     """A library handle on one session, from `Browser.create_session()`; a context manager."""
 
-    def __init__(self, browser: Any, session_id: str, expires_at: int, created: Optional[Result] = None) -> None:
+    def __init__(self, browser: Any, session_id: str, expires_at: int, created: Result | None = None) -> None:
         self.browser = browser
         self.id = session_id
         self.expires_at = expires_at
@@ -41,80 +41,80 @@ class Session:
         self.expires_at = result.get("expiresAt", self.expires_at)
         return result
 
-    def _send(self, tool: str, values: Dict[str, Any]) -> Result:
+    def _send(self, tool: str, values: dict[str, Any]) -> Result:
         return self.call(tool, **arguments(values))
 
     # -- navigation --------------------------------------------------------------
 
-    def navigate(self, url: str, wait_until: Optional[WaitUntil] = None, timeout: Optional[int] = None) -> Result:
+    def navigate(self, url: str, wait_until: WaitUntil | None = None, timeout: int | None = None) -> Result:
         """Load a URL in the current tab; {success, title, url, status}."""
         return self._send("navigate", locals())
 
-    def go_back(self, wait_until: Optional[WaitUntil] = None, timeout: Optional[int] = None) -> Result:
+    def go_back(self, wait_until: WaitUntil | None = None, timeout: int | None = None) -> Result:
         """Go to the previous page of the current tab; {success, title, url, status}."""
         return self._send("go_back", locals())
 
-    def go_forward(self, wait_until: Optional[WaitUntil] = None, timeout: Optional[int] = None) -> Result:
+    def go_forward(self, wait_until: WaitUntil | None = None, timeout: int | None = None) -> Result:
         """Go to the next page of the current tab; {success, title, url, status}."""
         return self._send("go_forward", locals())
 
-    def reload(self, wait_until: Optional[WaitUntil] = None, timeout: Optional[int] = None) -> Result:
+    def reload(self, wait_until: WaitUntil | None = None, timeout: int | None = None) -> Result:
         """Reload the current tab; {success, title, url, status}."""
         return self._send("reload", locals())
 
-    def tabs(self, action: Optional[Literal["list", "select", "close"]] = None,
-             index: Optional[int] = None) -> Result:
+    def tabs(self, action: Literal["list", "select", "close"] | None = None,
+             index: int | None = None) -> Result:
         """List, select or close tabs; {tabs: [{index, url, title, current}], current}."""
         return self._send("tabs", locals())
 
-    def wait_for(self, selector: Optional[str] = None, ref: Optional[str] = None,
-                 state: Optional[Literal["attached", "detached", "visible", "hidden"]] = None,
-                 text: Optional[str] = None, text_gone: Optional[str] = None,
-                 timeout: Optional[int] = None) -> Result:
+    def wait_for(self, selector: str | None = None, ref: str | None = None,
+                 state: Literal["attached", "detached", "visible", "hidden"] | None = None,
+                 text: str | None = None, text_gone: str | None = None,
+                 timeout: int | None = None) -> Result:
         """Wait for an element's state, a text to appear or to go; {success, message, elapsedMs}."""
         return self._send("wait_for", locals())
 
-    def wait_for_user(self, message: str, timeout: int, url_contains: Optional[str] = None,
-                      selector: Optional[str] = None, ref: Optional[str] = None) -> Result:
+    def wait_for_user(self, message: str, timeout: int, url_contains: str | None = None,
+                      selector: str | None = None, ref: str | None = None) -> Result:
         """Ask the person at the browser to finish something; waits for the URL or element that shows it."""
         return self._send("wait_for_user", locals())
 
     # -- acting on elements --------------------------------------------------------
 
-    def click(self, selector: Optional[str] = None, ref: Optional[str] = None, timeout: Optional[int] = None,
-              force: Optional[bool] = None, click_count: Optional[int] = None) -> Result:
+    def click(self, selector: str | None = None, ref: str | None = None, timeout: int | None = None,
+              force: bool | None = None, click_count: int | None = None) -> Result:
         """Click an element; {success, message, url, title, navigated}."""
         return self._send("click", locals())
 
     # text is required by the tool; its default None only lets a ref come without a selector.
-    def type(self, selector: Optional[str] = None, text: Optional[str] = None, ref: Optional[str] = None,
-             delay: Optional[int] = None, timeout: Optional[int] = None, clear: Optional[bool] = None,
-             secret: Optional[bool] = None, submit: Optional[bool] = None) -> Result:
+    def type(self, selector: str | None = None, text: str | None = None, ref: str | None = None,
+             delay: int | None = None, timeout: int | None = None, clear: bool | None = None,
+             secret: bool | None = None, submit: bool | None = None) -> Result:
         """Type into a field (replacing its text unless clear=False; Enter after with submit)."""
         return self._send("type", locals())
 
-    def select(self, selector: Optional[str] = None, ref: Optional[str] = None,
-               values: Optional[List[str]] = None, labels: Optional[List[str]] = None,
-               timeout: Optional[int] = None) -> Result:
+    def select(self, selector: str | None = None, ref: str | None = None,
+               values: list[str] | None = None, labels: list[str] | None = None,
+               timeout: int | None = None) -> Result:
         """Choose options of a <select> by value or label; {success, message, selected, …}."""
         return self._send("select", locals())
 
-    def hover(self, selector: Optional[str] = None, ref: Optional[str] = None, timeout: Optional[int] = None,
-              force: Optional[bool] = None) -> Result:
+    def hover(self, selector: str | None = None, ref: str | None = None, timeout: int | None = None,
+              force: bool | None = None) -> Result:
         """Move the mouse over an element."""
         return self._send("hover", locals())
 
-    def press_key(self, key: str, selector: Optional[str] = None, ref: Optional[str] = None,
-                  timeout: Optional[int] = None) -> Result:
+    def press_key(self, key: str, selector: str | None = None, ref: str | None = None,
+                  timeout: int | None = None) -> Result:
         """Press a key or chord (Enter, Control+a) on an element, or on the page."""
         return self._send("press_key", locals())
 
-    def upload_file(self, selector: Optional[str] = None, paths: Optional[List[str]] = None,
-                    ref: Optional[str] = None, timeout: Optional[int] = None) -> Result:
+    def upload_file(self, selector: str | None = None, paths: list[str] | None = None,
+                    ref: str | None = None, timeout: int | None = None) -> Result:
         """Set files (under --upload-dir) on a file input."""
         return self._send("upload_file", locals())
 
-    def handle_dialog(self, accept: bool, prompt_text: Optional[str] = None) -> Result:
+    def handle_dialog(self, accept: bool, prompt_text: str | None = None) -> Result:
         """Accept or dismiss the open alert, confirm or prompt."""
         return self._send("handle_dialog", locals())
 
@@ -124,32 +124,32 @@ class Session:
 
     # -- reading -----------------------------------------------------------------
 
-    def snapshot(self, selector: Optional[str] = None, ref: Optional[str] = None, query: Optional[str] = None,
-                 compact: Optional[bool] = None, depth: Optional[int] = None, max_nodes: Optional[int] = None,
-                 timeout: Optional[int] = None) -> Result:
+    def snapshot(self, selector: str | None = None, ref: str | None = None, query: str | None = None,
+                 compact: bool | None = None, depth: int | None = None, max_nodes: int | None = None,
+                 timeout: int | None = None) -> Result:
         """The accessibility tree as YAML with refs, whole or narrowed (query, compact, depth)."""
         return self._send("snapshot", locals())
 
-    def dom_snapshot(self, selector: Optional[str] = None, ref: Optional[str] = None,
-                     max_nodes: Optional[int] = None, timeout: Optional[int] = None) -> Result:
+    def dom_snapshot(self, selector: str | None = None, ref: str | None = None,
+                     max_nodes: int | None = None, timeout: int | None = None) -> Result:
         """The DOM as indented HTML; {html, nodes, totalNodes, truncated, url}."""
         return self._send("dom_snapshot", locals())
 
-    def screenshot(self, selector: Optional[str] = None, ref: Optional[str] = None,
-                   format: Optional[Literal["png", "jpeg"]] = None, quality: Optional[int] = None,
-                   full_page: Optional[bool] = None, timeout: Optional[int] = None) -> Result:
+    def screenshot(self, selector: str | None = None, ref: str | None = None,
+                   format: Literal["png", "jpeg"] | None = None, quality: int | None = None,
+                   full_page: bool | None = None, timeout: int | None = None) -> Result:
         """A screenshot; the image bytes are under "image"."""
         return self._send("screenshot", locals())
 
-    def console_logs(self, level: Optional[Level] = None, limit: Optional[int] = None, since: Optional[int] = None,
-                     locations: Optional[bool] = None) -> Result:
+    def console_logs(self, level: Level | None = None, limit: int | None = None, since: int | None = None,
+                     locations: bool | None = None) -> Result:
         """Console messages and page errors of the session."""
         return self._send("console_logs", locals())
 
-    def network_logs(self, limit: Optional[int] = None, url_contains: Optional[str] = None,
-                     method: Optional[str] = None, status: Optional[int] = None, failed: Optional[bool] = None,
-                     resource_type: Optional[List[str]] = None, include_static: Optional[bool] = None,
-                     headers: Optional[bool] = None, all_pages: Optional[bool] = None) -> Result:
+    def network_logs(self, limit: int | None = None, url_contains: str | None = None,
+                     method: str | None = None, status: int | None = None, failed: bool | None = None,
+                     resource_type: list[str] | None = None, include_static: bool | None = None,
+                     headers: bool | None = None, all_pages: bool | None = None) -> Result:
         """The current page's requests (all_pages: the session's), lean unless asked."""
         return self._send("network_logs", locals())
 

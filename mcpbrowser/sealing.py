@@ -63,7 +63,7 @@ def _unseal_legacy(key, blob):
         raise ValueError("sealed with another key, or altered")
     stream = b"".join(hashlib.sha256(key + nonce + i.to_bytes(8, "big")).digest()
                       for i in range(len(cipher) // 32 + 1))
-    return bytes(a ^ b for a, b in zip(cipher, stream))
+    return bytes(a ^ b for a, b in zip(cipher, stream, strict=False))  # the stream is cut to the cipher's length
 
 
 def load_key(path):

@@ -13,12 +13,10 @@ from collections import deque
 from mcpbrowser import snapshot_text
 from mcpbrowser.errors import DialogOpen, DomainNotAllowed, ElementNotFound, InvalidParameters, PageCrashed
 from mcpbrowser.guards import DomainPolicy, host_of
-from mcpbrowser.policy_proxy import BLOCKED_HEADER
-from mcpbrowser.redaction import (
-    has_textbox_values, redact_textboxes, scrub_text, scrub_value, secret_values,
-)
 from mcpbrowser.logs import log
 from mcpbrowser.playwright_internals import event_loop, run_coroutine, take_coroutine
+from mcpbrowser.policy_proxy import BLOCKED_HEADER
+from mcpbrowser.redaction import has_textbox_values, redact_textboxes, scrub_text, scrub_value, secret_values
 
 REF_MARKER = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
 INTERRUPTED = object()  # act() result: the call opened a dialog before it finished

@@ -417,7 +417,7 @@ def report(results):
 
 def paired_ratio(ours, raw):
     """Median of ours[n] / raw[n]: runs n ran one after the other, so the machine's drift cancels out."""
-    return round(statistics.median(a / b for a, b in zip(ours, raw)), 2)
+    return round(statistics.median(a / b for a, b in zip(ours, raw, strict=True)), 2)
 
 
 def median_run(runs, key):

@@ -87,7 +87,7 @@ async def wait_all_progress(seen, since, limit):
     """True once every workload has more successes than `since`, False after `limit` seconds."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        if all(p > s for p, s in zip(seen.progress, since)):
+        if all(p > s for p, s in zip(seen.progress, since, strict=True)):
             return True
         await anyio.sleep(0.02)
     return False

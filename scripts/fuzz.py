@@ -15,9 +15,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 
-from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
-
 import test_fuzz  # noqa: E402
+from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 from strategies import raw_lines  # noqa: E402
 from support import RawServer  # noqa: E402
 

@@ -41,7 +41,7 @@ def footprint(pid):
     below = descendants(pid)
     names = [comm(child) for child in below]
     kinds = [next((a for a in cmdline(child).split() if a.startswith("--type=")), "--type=browser")
-             for child, name in zip(below, names) if name.startswith("chrom")]
+             for child, name in zip(below, names, strict=True) if name.startswith("chrom")]
     return {"threads": int(status["Threads"]), "rss_mb": round(int(status["VmRSS"].split()[0]) / 1024, 1),
             "drivers": sum("run-driver" in cmdline(child) for child in below),
             "renderers": kinds.count("--type=renderer"), "chromium": len(kinds)}

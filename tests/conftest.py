@@ -4,7 +4,6 @@ import os
 
 import pytest
 from hypothesis import HealthCheck, settings
-
 from support import McpClient, PageServer
 
 settings.register_profile("default", max_examples=100, deadline=None,

@@ -15,10 +15,10 @@ import re
 import time
 
 import pytest
+from fakes import FakeTimer, fake_core
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakes import FakeTimer, fake_core
 from mcpbrowser.guards import DEFAULT_KEYWORDS, Cooldown, RateLimiter, is_login_timeout
 
 pytestmark = pytest.mark.e2e

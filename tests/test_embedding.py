@@ -62,4 +62,4 @@ def test_every_session_tool_is_a_method(browser):
             if tool.needs_session:
                 assert callable(getattr(session, name))
         with pytest.raises(AttributeError):
-            session.no_such_tool
+            _ = session.no_such_tool

@@ -12,7 +12,6 @@ import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-
 from strategies import notifications, raw_lines
 from support import RawServer
 

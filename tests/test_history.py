@@ -8,7 +8,6 @@ import sqlite3
 import time
 
 import pytest
-
 from support import McpClient, RawServer, tool_payload
 
 pytestmark = pytest.mark.e2e

@@ -2,9 +2,9 @@
 
 import pytest
 from hypothesis import given
+from strategies import ipv4_spellings
 
 from mcpbrowser.guards import DomainPolicy, canonical_host, host_of
-from strategies import ipv4_spellings
 
 pytestmark = pytest.mark.unit
 

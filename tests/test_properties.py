@@ -3,13 +3,13 @@
 import uuid
 
 import pytest
+from fakes import FakeTimer, fake_core
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-
-from fakes import FakeTimer, fake_core
-from mcpbrowser import errors, schema, tools
 from strategies import json_values, session_timeouts, unknown_ids
+
+from mcpbrowser import errors, schema, tools
 
 pytestmark = pytest.mark.unit
 

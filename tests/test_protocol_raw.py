@@ -6,7 +6,6 @@ import signal
 import time
 
 import pytest
-
 from support import RawServer, tool_payload
 
 from mcpbrowser.process_tree import alive, comm, descendants

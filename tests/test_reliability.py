@@ -8,13 +8,7 @@ import time
 import pytest
 from support import McpClient, RawServer, server_pid, tool_payload, wait_for
 
-from mcpbrowser.process_tree import (
-    alive,
-    browser_main_pid,
-    child_pids,
-    cmdline,
-    descendants,
-)
+from mcpbrowser.process_tree import alive, browser_main_pid, child_pids, cmdline, descendants
 
 pytestmark = pytest.mark.slow
 

@@ -9,10 +9,10 @@ import time
 
 import playwright
 import pytest
+from support import McpClient, driver_cmdlines
 
 from mcpbrowser.browser_process import find_executable
 from mcpbrowser.process_tree import alive, descendants
-from support import McpClient, driver_cmdlines
 
 pytestmark = pytest.mark.slow
 

@@ -5,12 +5,10 @@ import sqlite3
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 from urllib.parse import urlsplit
 
 import pytest
 from mcp import types
-
 from support import McpClient
 
 pytestmark = pytest.mark.e2e

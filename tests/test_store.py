@@ -5,10 +5,10 @@ import sqlite3
 import stat
 
 import pytest
+from fakes import fake_core
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakes import fake_core
 from mcpbrowser import store as store_module
 from mcpbrowser.sealing import is_legacy, seal, unseal
 from mcpbrowser.session_state import now_ms

@@ -3,8 +3,8 @@
 import threading
 
 import pytest
-
 from fakes import FakeClock, FakeTimer, _Closable, fake_core, gate
+
 from mcpbrowser.errors import BrowserError, CircuitOpen, ElementNotFound, SessionExpired, SessionNotFound
 from mcpbrowser.guards import CircuitBreaker
 from mcpbrowser.session_worker import SessionWorker

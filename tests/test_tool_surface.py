@@ -6,7 +6,6 @@ import re
 import time
 
 import pytest
-
 from support import McpClient
 
 pytestmark = pytest.mark.e2e

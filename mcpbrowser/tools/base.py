@@ -4,8 +4,8 @@ A session tool's handler runs on its session's thread as handler(state, args);
 a session-less tool's handler runs on the core's worker pool as handler(core, args).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 from mcpbrowser import schema
 
@@ -38,7 +38,7 @@ class Tool:
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
-    output_schema: Optional[dict] = None
+    output_schema: dict | None = None
     # The page this tool leaves is captured into the history (and storage saved for resume).
     changes_page: bool = False
     # The page is stored in the history for get_content, without a storage save: the
@@ -54,9 +54,9 @@ class Tool:
     may_carry_secret: bool = False
     # The result field holding page text (a snapshot, HTML, stored content): MCP sends it
     # as a text block of its own after the JSON of the other fields.
-    text_field: Optional[str] = None
+    text_field: str | None = None
     # Library calls: which arguments positional values fill, in order (default: the required ones).
-    positional: Optional[tuple] = None
+    positional: tuple | None = None
 
     def positional_args(self):
         if self.positional is not None:

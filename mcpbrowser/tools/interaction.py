@@ -4,13 +4,12 @@ import json
 import os
 
 from mcpbrowser import schema
-from mcpbrowser.errors import (
-    ElementNotClickable, ElementNotEditable, EvaluationFailed, InvalidParameters, NoDialogOpen,
-)
+from mcpbrowser.errors import ElementNotClickable, ElementNotEditable, EvaluationFailed, InvalidParameters, NoDialogOpen
 from mcpbrowser.redaction import IS_SECRET_FIELD
 from mcpbrowser.session_state import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, Tool, session_schema
 from mcpbrowser.tools.targeting import on_element, reason
+
 
 def click(state, args):
     label = on_element(state, args, ElementNotClickable, lambda target, timeout: state.act(

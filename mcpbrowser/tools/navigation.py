@@ -7,9 +7,7 @@ from mcpbrowser import schema
 from mcpbrowser.errors import InvalidParameters, NavigationFailed, WaitTimeout
 from mcpbrowser.policy_proxy import BLOCKED_HEADER
 from mcpbrowser.session_state import INTERRUPTED
-from mcpbrowser.tools.base import (
-    PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, Tool, page_result, session_schema,
-)
+from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, Tool, page_result, session_schema
 
 
 def _check_url(url):

@@ -5,9 +5,7 @@ Runs on the session's own thread, inside tool handlers.
 
 import time
 
-from mcpbrowser.errors import (
-    BrowserError, BrowserServerError, ElementNotEditable, ElementNotFound, InvalidParameters,
-)
+from mcpbrowser.errors import BrowserError, BrowserServerError, ElementNotEditable, ElementNotFound, InvalidParameters
 
 # Playwright's wording, matched in one place. Each marker is exercised by test_tools.py.
 _BAD_SELECTOR = ("is not a valid selector", "Unexpected token", "Unknown engine", "SyntaxError")
