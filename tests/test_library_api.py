@@ -52,6 +52,14 @@ def test_every_session_less_tool_is_a_browser_method():
         assert set(params) == wanted, (tool.name, set(params) ^ wanted)
 
 
+def test_every_tool_is_a_session_tool_or_a_core_tool():
+    from mcpbrowser.tools.base import CoreTool, SessionTool
+    for tool in tools.ALL:
+        assert isinstance(tool, (SessionTool, CoreTool)) and isinstance(tool, SessionTool) == tool.needs_session
+    assert {t.name for t in tools.ALL if isinstance(t, CoreTool)} == {
+        "create_session", "resume_session", "close_session", "list_sessions", "get_content", "get_console_content"}
+
+
 def test_the_package_is_typed():
     assert os.path.exists(os.path.join(os.path.dirname(mcpbrowser.__file__), "py.typed"))
     assert mcpbrowser.Session is Session

@@ -9,7 +9,7 @@ from mcpbrowser.errors import BrowserError, CircuitOpen, ElementNotFound, Sessio
 from mcpbrowser.guards import CircuitBreaker
 from mcpbrowser.session_worker import SessionWorker
 from mcpbrowser.supervisor import Supervisor
-from mcpbrowser.tools.base import Tool
+from mcpbrowser.tools.base import SessionTool
 
 pytestmark = pytest.mark.unit
 
@@ -223,8 +223,8 @@ def test_core_refuses_a_tool_with_circuit_open_and_other_failures_do_not_count()
         raise ElementNotFound("no such element")
 
     schema = {"type": "object", "properties": {"sessionId": {"type": "string"}}, "required": ["sessionId"]}
-    core.tools["flaky"] = Tool("flaky", "Flaky", "fails", schema, flaky)
-    core.tools["picky"] = Tool("picky", "Picky", "fails", schema, picky)
+    core.tools["flaky"] = SessionTool("flaky", "Flaky", "fails", schema, flaky)
+    core.tools["picky"] = SessionTool("picky", "Picky", "fails", schema, picky)
     try:
         sid = core.call("create_session")["sessionId"]
         for _ in range(3):  # the agent's own mistakes never open the breaker

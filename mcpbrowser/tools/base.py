@@ -6,6 +6,7 @@ a session-less tool's handler runs on the core's worker pool as handler(core, ar
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from mcpbrowser import schema
 
@@ -27,14 +28,17 @@ SUCCESS_MESSAGE = {
 
 @dataclass(frozen=True)
 class Tool:
-    """One MCP tool: its contract (name, schemas, annotations) and its single implementation."""
+    """One MCP tool: its contract (name, schemas, annotations) and its single implementation.
 
+    Declare a tool as a SessionTool or a CoreTool, which say where its handler runs.
+    """
+
+    needs_session: ClassVar[bool]
     name: str
     title: str
     description: str
     input_schema: dict
     handler: Callable
-    needs_session: bool = True
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
@@ -80,6 +84,20 @@ class Tool:
         if with_output_schema and self.output_schema is not None:
             out["outputSchema"] = self.output_schema
         return out
+
+
+@dataclass(frozen=True)
+class SessionTool(Tool):
+    """A tool that acts in a session: handler(state, args) runs on that session's own thread."""
+
+    needs_session: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class CoreTool(Tool):
+    """A session-less tool: handler(core, args) runs on the core's worker pool, never on a session thread."""
+
+    needs_session: ClassVar[bool] = False
 
 
 def page_result(state, response=None):

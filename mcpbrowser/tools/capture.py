@@ -8,7 +8,7 @@ from mcpbrowser import schema, snapshot_text
 from mcpbrowser.errors import ElementNotClickable, InvalidParameters
 from mcpbrowser.redaction import JS_IS_SECRET
 from mcpbrowser.session_state import INTERRUPTED
-from mcpbrowser.tools.base import TARGET, TIMEOUT, Tool, session_schema
+from mcpbrowser.tools.base import TARGET, TIMEOUT, SessionTool, session_schema
 from mcpbrowser.tools.targeting import on_element
 
 DEFAULT_MAX_NODES = 1000  # about 30k characters of YAML: a page an agent can still read whole
@@ -183,7 +183,7 @@ def screenshot(state, args):
 
 
 TOOLS = [
-    Tool(
+    SessionTool(
         name="snapshot",
         text_field="snapshot",
         title="Accessibility snapshot",
@@ -210,7 +210,7 @@ TOOLS = [
             "required": ["snapshot", "truncated", "url", "title"],
         },
     ),
-    Tool(
+    SessionTool(
         name="dom_snapshot",
         text_field="html",
         title="DOM snapshot",
@@ -226,7 +226,7 @@ TOOLS = [
             "required": ["html", "nodes", "totalNodes", "truncated", "url"],
         },
     ),
-    Tool(
+    SessionTool(
         name="screenshot",
         title="Screenshot",
         description="Screenshot of the viewport, the full page, or one element, as an image.",

@@ -15,7 +15,7 @@ import time
 from mcpbrowser import schema
 from mcpbrowser.errors import ContentNotFound
 from mcpbrowser.session_state import now_ms
-from mcpbrowser.tools.base import Tool
+from mcpbrowser.tools.base import CoreTool
 
 REF_ID = schema.string("refId from an earlier tool result.", minLength=1)
 SEARCH_CONTEXT = 2  # lines kept around each match
@@ -118,7 +118,7 @@ CONTENT_RESULT = {
 }
 
 TOOLS = [
-    Tool(
+    CoreTool(
         name="get_content",
         text_field="content",
         title="Get stored page content",
@@ -132,11 +132,10 @@ TOOLS = [
             "reset_cursor": schema.boolean("Return the whole snapshot instead of a diff."),
         }, required=("ref_id",)),
         handler=get_content,
-        needs_session=False,
         read_only=True,
         output_schema=CONTENT_RESULT,
     ),
-    Tool(
+    CoreTool(
         name="get_console_content",
         text_field="content",
         title="Get stored console entries",
@@ -146,7 +145,6 @@ TOOLS = [
             "level": schema.string("Only this level.", enum=["log", "debug", "info", "warning", "error"]),
         }, required=("ref_id",)),
         handler=get_console_content,
-        needs_session=False,
         read_only=True,
         idempotent=True,
         output_schema={

@@ -7,7 +7,7 @@ from mcpbrowser import schema
 from mcpbrowser.errors import ElementNotClickable, ElementNotEditable, EvaluationFailed, InvalidParameters, NoDialogOpen
 from mcpbrowser.redaction import IS_SECRET_FIELD
 from mcpbrowser.session_state import INTERRUPTED
-from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, Tool, session_schema
+from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
 from mcpbrowser.tools.targeting import on_element, reason
 
 
@@ -126,7 +126,7 @@ def evaluate(state, args):
 
 
 TOOLS = [
-    Tool(
+    SessionTool(
         name="click",
         title="Click element",
         description="Click an element by CSS/XPath selector or snapshot ref.",
@@ -141,7 +141,7 @@ TOOLS = [
         changes_page=True,
         output_schema=SUCCESS_MESSAGE,
     ),
-    Tool(
+    SessionTool(
         name="type",
         title="Type text",
         description="Type into an input, textarea or contenteditable. Replaces its content unless clear is "
@@ -163,7 +163,7 @@ TOOLS = [
         changes_page=True,
         output_schema=SUCCESS_MESSAGE,
     ),
-    Tool(
+    SessionTool(
         name="select",
         title="Select option",
         description="Choose options in a <select> by value or by visible label.",
@@ -183,7 +183,7 @@ TOOLS = [
             "required": ["success", "message", "selected"],
         },
     ),
-    Tool(
+    SessionTool(
         name="hover",
         title="Hover element",
         description="Move the mouse over an element.",
@@ -194,7 +194,7 @@ TOOLS = [
         changes_page=True,
         output_schema=SUCCESS_MESSAGE,
     ),
-    Tool(
+    SessionTool(
         name="press_key",
         title="Press key",
         description="Press a key or chord (Enter, ArrowDown, Control+a) on an element or the page.",
@@ -207,7 +207,7 @@ TOOLS = [
         changes_page=True,
         output_schema=SUCCESS_MESSAGE,
     ),
-    Tool(
+    SessionTool(
         name="upload_file",
         title="Upload files",
         description="Set files on a file input. Only files under the server's --upload-dir.",
@@ -223,7 +223,7 @@ TOOLS = [
         output_schema=SUCCESS_MESSAGE,
         enabled=lambda config: bool(config.upload_dir),
     ),
-    Tool(
+    SessionTool(
         name="handle_dialog",
         title="Answer dialog",
         description="Accept or dismiss the open alert, confirm or prompt dialog.",
@@ -236,7 +236,7 @@ TOOLS = [
         page_tool=False,
         output_schema=SUCCESS_MESSAGE,
     ),
-    Tool(
+    SessionTool(
         name="evaluate",
         title="Evaluate JavaScript",
         description="Evaluate a JavaScript expression or function in the page; returns its JSON value.",

@@ -2,7 +2,7 @@
 
 from mcpbrowser import schema
 from mcpbrowser.redaction import redact_headers
-from mcpbrowser.tools.base import Tool, session_schema
+from mcpbrowser.tools.base import SessionTool, session_schema
 
 LOG_RESULT = {
     "type": "object",
@@ -97,7 +97,7 @@ def network_logs(state, args):
 
 
 TOOLS = [
-    Tool(
+    SessionTool(
         name="console_logs",
         title="Console messages",
         description="Console messages and page errors of the session, oldest first.",
@@ -112,7 +112,7 @@ TOOLS = [
         page_tool=False,
         output_schema=LOG_RESULT,
     ),
-    Tool(
+    SessionTool(
         name="network_logs",
         title="Network requests",
         description="Requests of the current page (allPages: of the session) with status and duration. "

@@ -7,7 +7,7 @@ from mcpbrowser import schema
 from mcpbrowser.errors import InvalidParameters, NavigationFailed, WaitTimeout
 from mcpbrowser.policy_proxy import BLOCKED_HEADER
 from mcpbrowser.session_state import INTERRUPTED
-from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, Tool, page_result, session_schema
+from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, page_result, session_schema
 
 
 def _check_url(url):
@@ -181,7 +181,7 @@ def wait_for_user(state, args):
 LOAD_OPTIONS = {"waitUntil": WAIT_UNTIL, "timeout": TIMEOUT}
 
 TOOLS = [
-    Tool(
+    SessionTool(
         name="navigate",
         title="Navigate to URL",
         description="Load a URL in the current tab and wait for the load state. "
@@ -193,7 +193,7 @@ TOOLS = [
         changes_page=True,
         output_schema=PAGE_RESULT,
     ),
-    Tool(
+    SessionTool(
         name="go_back",
         title="Go back",
         description="Go to the previous page in the current tab's history.",
@@ -202,7 +202,7 @@ TOOLS = [
         changes_page=True,
         output_schema=PAGE_RESULT,
     ),
-    Tool(
+    SessionTool(
         name="go_forward",
         title="Go forward",
         description="Go to the next page in the current tab's history.",
@@ -211,7 +211,7 @@ TOOLS = [
         changes_page=True,
         output_schema=PAGE_RESULT,
     ),
-    Tool(
+    SessionTool(
         name="reload",
         title="Reload page",
         description="Reload the current tab.",
@@ -220,7 +220,7 @@ TOOLS = [
         changes_page=True,
         output_schema=PAGE_RESULT,
     ),
-    Tool(
+    SessionTool(
         name="tabs",
         title="List, select or close tabs",
         description="Tabs of the session, popups included. Tools act on the current tab; "
@@ -246,7 +246,7 @@ TOOLS = [
             "required": ["tabs", "current"],
         },
     ),
-    Tool(
+    SessionTool(
         name="wait_for_user",
         title="Wait for the user",
         description="Ask the person at the browser to finish something (a login, a captcha) and wait "
@@ -267,7 +267,7 @@ TOOLS = [
             "required": ["success", "message", "waitedMs", "url"],
         },
     ),
-    Tool(
+    SessionTool(
         name="wait_for",
         title="Wait for element or text",
         description="Wait until an element reaches a state, text appears, or text disappears.",

@@ -2,7 +2,7 @@
 
 from mcpbrowser import schema
 from mcpbrowser.errors import BrowserServerError, SessionNotFound
-from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, Tool, session_schema
+from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, CoreTool, session_schema
 
 
 def create_session(core, args):
@@ -54,7 +54,7 @@ def list_sessions(core, args):
 
 
 TOOLS = [
-    Tool(
+    CoreTool(
         name="create_session",
         title="Create browser session",
         description="Open an isolated browser session (own cookies and storage). Returns sessionId.",
@@ -66,7 +66,6 @@ TOOLS = [
                                  "status and pageRefId (the navigation's refId).", minLength=1),
         }),
         handler=create_session,
-        needs_session=False,
         output_schema={
             "type": "object",
             "properties": {"sessionId": {"type": "string"}, "expiresAt": {"type": "integer"},
@@ -76,14 +75,13 @@ TOOLS = [
             "required": ["sessionId", "expiresAt", "message"],
         },
     ),
-    Tool(
+    CoreTool(
         name="resume_session",
         title="Resume browser session",
         description="Bring back a closed or expired session (even from before a restart) under the "
                     "same id, with its cookies, local storage and last URL.",
         input_schema=session_schema(),
         handler=resume_session,
-        needs_session=False,
         output_schema={
             "type": "object",
             "properties": {"sessionId": {"type": "string"}, "expiresAt": {"type": "integer"},
@@ -91,23 +89,21 @@ TOOLS = [
             "required": ["sessionId", "expiresAt", "url", "message"],
         },
     ),
-    Tool(
+    CoreTool(
         name="close_session",
         title="Close browser session",
         description="Close a session and discard its pages, cookies and storage.",
         input_schema=session_schema(),
         handler=close_session,
-        needs_session=False,
         destructive=True,
         output_schema=SUCCESS_MESSAGE,
     ),
-    Tool(
+    CoreTool(
         name="list_sessions",
         title="List browser sessions",
         description="List open sessions with their current URL, title and expiry.",
         input_schema=schema.obj({}),
         handler=list_sessions,
-        needs_session=False,
         read_only=True,
         idempotent=True,
         output_schema={
