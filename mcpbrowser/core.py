@@ -68,7 +68,7 @@ BROWSER_STOP_GRACE_S = 2.0      # ...then the browser is sent SIGTERM, and SIGKI
 PING_TIMEOUT_S = 10.0           # a browser that cannot open a context in this long is hung
 WATCHDOG_TICK_S = 1.0           # how often the watchdog looks for stuck commands
 MEMORY_SAMPLE_S = 1.0           # the memory guard re-reads /proc at most this often
-USER_ANSWER_S = 300.0           # an elicitation waits this long for the person (server.elicit)
+USER_ANSWER_S = 300.0           # an elicitation waits this long for the person (McpConnection.elicit)
 STORAGE_SAVE_INTERVAL_S = 5.0   # see _save_storage
 DESCRIBE_WAIT_S = 0.5           # list_sessions falls back to cached url/title for busy sessions
 ENDED_MEMORY = 10_000           # ended ids remembered so late calls get SESSION_EXPIRED, bounded
@@ -178,7 +178,7 @@ class Browser:
         self.breaker = CircuitBreaker(self.config.breaker_threshold, self.config.breaker_reset)
         self.cooldown = Cooldown(self.config.login_cooldown, self.config.cooldown_scope, self.config.locale,
                                  on_end=self._cooldown_ended)
-        # The MCP server sets this to itself: .name (the client's), .can_elicit, .elicit(), .notify().
+        # The MCP connection (cli sets it): .name (the client's), .can_elicit, .elicit(), .notify().
         # Embedders may leave it None: then no one can be asked about new domains.
         self.client = None
         self.store = Store(self.config.db, retention_days=self.config.retention_days,
@@ -506,7 +506,7 @@ class Browser:
                 f"{host} is not in the allowed domains, and the user cannot be asked: the client did not "
                 "declare the elicitation capability.", session_id=session_id, details={"domain": host})
         answer = client.elicit(f"The agent wants to open {host}, which is not in the allowed domains. "
-                               "Allow it for this session?")
+                               "Allow it for this session?", timeout=USER_ANSWER_S)
         if answer != "accept":
             raise DomainNotAllowed(f"The user did not allow {host} ({answer}).", session_id=session_id,
                                    details={"domain": host, "userAction": answer})

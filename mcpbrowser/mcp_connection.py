@@ -101,7 +101,7 @@ class McpConnection:
     def can_elicit(self):
         return isinstance(self.client_capabilities.get("elicitation"), dict)
 
-    def elicit(self, message, timeout=300.0):
+    def elicit(self, message, timeout):
         """Ask the user (elicitation/create); returns accept, decline or cancel."""
         params = {"message": message,
                   "requestedSchema": {"type": "object", "properties": {}}}

@@ -20,7 +20,8 @@ from mcpbrowser.mcp_connection import McpConnection
 class StdioServer:
     """One MCP connection over a pair of byte streams."""
 
-    def __init__(self, core, infile, outfile, max_message_bytes=4 * 1024 * 1024):
+    def __init__(self, core, infile, outfile, max_message_bytes):
+        """max_message_bytes: the longest line accepted (--max-message-bytes)."""
         self._in = infile
         self._out = outfile
         self._write_lock = threading.Lock()
