@@ -12,7 +12,6 @@ Only plain data (dicts, str, bytes) and Futures cross between them.
 """
 
 import ipaddress
-import json
 import os
 import signal
 import threading
@@ -46,18 +45,15 @@ from mcpbrowser.errors import (
     SessionNotFound,
 )
 from mcpbrowser.guards import CircuitBreaker, Cooldown, DomainPolicy, RateLimiter, canonical_host, is_login_timeout
+from mcpbrowser.history import History
 from mcpbrowser.library import Session, arguments
 from mcpbrowser.logs import log
 from mcpbrowser.policy_proxy import PolicyProxy
 from mcpbrowser.process_tree import browser_pss_kb
-from mcpbrowser.protocol import compact_json
-from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
 from mcpbrowser.schema import validate
-from mcpbrowser.sealing import is_legacy
 from mcpbrowser.session_state import SessionState, now_ms
 from mcpbrowser.session_worker import SessionWorker
 from mcpbrowser.store import Store
-from mcpbrowser.store import dumps as store_dumps
 from mcpbrowser.supervisor import Supervisor
 
 CRASH_NOTICE_S = 2.0  # how long a failure waits to learn whether the browser died under it
@@ -183,6 +179,7 @@ class Browser:
         self.client = None
         self.store = Store(self.config.db, retention_days=self.config.retention_days,
                            max_mb=self.config.db_max_mb)
+        self.history = History(self.store)
         # Warm pool: started, never-used workers. A pooled context has never seen a
         # page, so handing one out keeps isolation; it becomes a session only then.
         self._idle = deque()
@@ -422,8 +419,7 @@ class Browser:
             return
         state.storage_saved_at, state.storage_saved_url = time.monotonic(), saved[1]
         # Sealed: the storage state holds cookies, which must not sit in the database in clear.
-        self.store.write("INSERT OR REPLACE INTO session_state VALUES (?, ?, ?, ?)",
-                         (state.session_id, self.store.seal(store_dumps(saved[0])), saved[1], now_ms()))
+        self.history.save_state(state.session_id, saved[0], saved[1])
 
     def _final_save(self, state):
         """SESSION THREAD: the last storage save, run just before the session closes."""
@@ -431,46 +427,16 @@ class Browser:
             self._save_storage(state, force=True)
 
     def _record_request(self, call, args):
-        params = dict(args) if isinstance(args, dict) else {"arguments": args}
-        if (params.get("secret") or call.secret) and "text" in params:
-            params["text"] = REDACTED  # a secret never reaches the database in clear
-        at = now_ms()
-        self.store.write("INSERT INTO requests VALUES (?, ?, ?, ?, ?)",
-                         (call.ref_id, call.session_id, call.tool, json.dumps(params, default=str), at))
-        if call.session_id:
-            self.store.write("UPDATE sessions SET last_activity = ? WHERE session_id = ?", (at, call.session_id))
+        self.history.request(call.ref_id, call.session_id, call.tool, args, secret=call.secret)
 
     def _record_response(self, call, fut, secrets=()):
-        if fut.cancelled():
-            status, result, error = "cancelled", None, None
-        elif fut.exception() is not None:
-            exc = fut.exception()
-            status, result = "error", None
-            error = json.dumps(scrub_value(exc.to_dict(), secrets)) if isinstance(exc, BrowserServerError) \
-                else scrub_text(str(exc), secrets)
-        else:
-            status, error = "ok", None
-            value = {k: v for k, v in fut.result().items() if k != "image"}  # images are not kept
-            result = compact_json(scrub_value(value, secrets)).encode()
-        console = call.console or []
-        at = now_ms()
-        self.store.write("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (call.ref_id, status, result,
-                          call.snapshot.encode() if call.snapshot is not None else None,
-                          json.dumps(scrub_value(console, secrets)).encode() if console else None, error, at))
-        for entry in console:
-            self.store.write("INSERT INTO console_logs (ref_id, level, message, timestamp, location) "
-                             "VALUES (?, ?, ?, ?, ?)", (call.ref_id, entry["level"],
-                                                        scrub_text(entry["message"], secrets),
-                                                        entry["timestamp"], entry["location"]))
+        self.history.response(call.ref_id, fut, call.snapshot, call.console or [], secrets)
         with self._lock:
             self._calls.pop(call.ref_id, None)
         call.recorded.set()
 
     def _record_closed(self, session_id, reason):
-        self.store.write("UPDATE sessions SET state = 'closed', last_activity = ?, metadata = "
-                         "json_set(metadata, '$.closeReason', ?) WHERE session_id = ?",
-                         (now_ms(), reason, session_id))
+        self.history.session_closed(session_id, reason)
 
     # -- safety: domains and the login-timeout cooldown --------------------------------
 
@@ -624,9 +590,7 @@ class Browser:
                 raise crashed
             return None
         self._supervisor.schedule_expiry(worker.session_id, record.deadline - self._clock(), self._expire)
-        self.store.write("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, 'active', ?)",
-                         (worker.session_id, created, created,
-                          json.dumps({"browser": self.config.browser, "source": source})))
+        self.history.session_opened(worker.session_id, created, {"browser": self.config.browser, "source": source})
         log.info("session created", extra={"event": "session_created", "session": worker.session_id,
                                            "source": source})
         self._refill()
@@ -815,8 +779,7 @@ class Browser:
 
     def _resume_hint(self, session_id):
         """(hint, resumable): whether resume_session can bring a closed session back."""
-        rows = self.store.query("SELECT 1 FROM session_state WHERE session_id = ?", (session_id,))
-        if rows:
+        if self.history.has_saved_state(session_id):
             return ("Call resume_session with this sessionId to reopen it in a fresh context with its "
                     "cookies, local storage and last URL.", True)
         return "Nothing was saved for it, so it cannot be resumed: call create_session.", False
@@ -1020,17 +983,7 @@ class Browser:
 
     def saved_state(self, session_id):
         """(storage state, url) last saved for resume, or None."""
-        rows = self.store.query("SELECT storage_state, url FROM session_state WHERE session_id = ?", (session_id,))
-        if not rows:
-            return None
-        try:
-            plain = self.store.unseal(rows[0][0])
-        except ValueError:  # sealed under another key file
-            return None
-        if is_legacy(rows[0][0]):  # sealed by an older version: sealed again, in today's format
-            self.store.write("UPDATE session_state SET storage_state = ? WHERE session_id = ?",
-                             (self.store.seal(plain), session_id))
-        return json.loads(plain), rows[0][1]
+        return self.history.saved_state(session_id)
 
     # SESSION THREAD
     def _attach(self, worker):

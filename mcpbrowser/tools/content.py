@@ -14,7 +14,6 @@ import time
 
 from mcpbrowser import schema
 from mcpbrowser.errors import ContentNotFound
-from mcpbrowser.session_state import now_ms
 from mcpbrowser.tools.base import CoreTool
 
 REF_ID = schema.string("refId from an earlier tool result.", minLength=1)
@@ -24,12 +23,10 @@ REF_MARKER = re.compile(r" ?\[ref=[A-Za-z0-9_-]+\]")
 
 def _stored(core, ref_id):
     core.wait_recorded(ref_id)
-    rows = core.store.query(
-        "SELECT r.session_id, s.page_snapshot FROM requests r LEFT JOIN responses s "
-        "ON s.ref_id = r.ref_id WHERE r.ref_id = ?", (ref_id,))
-    if not rows:
+    stored = core.history.stored_page(ref_id)
+    if stored is None:
         raise ContentNotFound(f"No call has refId {ref_id!r}.", details={"refId": ref_id})
-    return rows[0]
+    return stored
 
 
 def _search(lines, term):
@@ -74,35 +71,26 @@ def get_content(core, args):
         content, matches = _search(lines, args["search_for"])
         return {"refId": ref_id, "mode": "search", "content": content, "matches": matches,
                 "hash": digest}
-    baseline = [] if args.get("reset_cursor") else core.store.query(
-        "SELECT c.last_snapshot_hash, s.page_snapshot FROM diff_cursors c "
-        "JOIN requests r ON r.ref_id = c.ref_id LEFT JOIN responses s ON s.ref_id = c.ref_id "
-        "WHERE r.session_id IS ? ORDER BY c.last_read DESC, c.rowid DESC LIMIT 1", (session_id,))
-    if not baseline:
+    baseline = None if args.get("reset_cursor") else core.history.last_read(session_id)
+    if baseline is None:
         mode, content = "full", text
-    elif baseline[0][0] == digest:
+    elif baseline[0] == digest:
         mode, content = "diff", ""  # nothing changed: an empty diff, not an error
     else:
-        mode, content = "diff", _diff((baseline[0][1] or b"").decode().splitlines(), lines)
+        mode, content = "diff", _diff((baseline[1] or b"").decode().splitlines(), lines)
         # Never worse than the full text: after moving to another page the
         # diff repeats most of both pages. Half the size is where a diff stops paying:
         # it is harder to read than the page itself.
         if len(content) * 2 > len(text):
             mode, content = "full", text
-    core.store.write("INSERT OR REPLACE INTO diff_cursors VALUES (?, ?, ?, ?)",
-                     (ref_id, len(lines), digest, now_ms()))
+    core.history.mark_read(ref_id, len(lines), digest)
     return {"refId": ref_id, "mode": mode, "content": content, "hash": digest, "lines": len(lines)}
 
 
 def get_console_content(core, args):
     ref_id = args["ref_id"]
     _stored(core, ref_id)
-    sql = "SELECT timestamp, level, message, location FROM console_logs WHERE ref_id = ?"
-    params = [ref_id]
-    if "level" in args:
-        sql += " AND level = ?"
-        params.append(args["level"])
-    rows = core.store.query(sql + " ORDER BY id", params)
+    rows = core.history.console_entries(ref_id, args.get("level"))
     text = "\n".join(
         f"[{time.strftime('%H:%M:%S', time.localtime(ts / 1000))}.{ts % 1000:03d}] {level.upper()} "
         f"{message}" + (f" ({location})" if location else "")

@@ -1,0 +1,121 @@
+"""The history of every call, as rows: the one place that writes and reads its tables. Any thread.
+
+Writes are queued to the store's writer thread (`Store.write`); reads wait
+until what was queued before them is committed (`Store.query`). The schema and
+its migrations are `store.py`'s; the core records, `tools/content.py` reads.
+"""
+
+import json
+
+from mcpbrowser.errors import BrowserServerError
+from mcpbrowser.protocol import compact_json
+from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
+from mcpbrowser.sealing import is_legacy
+from mcpbrowser.session_state import now_ms
+from mcpbrowser.store import dumps
+
+
+class History:
+    """Calls, sessions, saved session states and diff cursors, over one Store."""
+
+    def __init__(self, store):
+        self.store = store
+
+    # -- sessions ---------------------------------------------------------------
+
+    def session_opened(self, session_id, created_at, metadata):
+        self.store.write("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, 'active', ?)",
+                         (session_id, created_at, created_at, json.dumps(metadata)))
+
+    def session_closed(self, session_id, reason):
+        self.store.write("UPDATE sessions SET state = 'closed', last_activity = ?, metadata = "
+                         "json_set(metadata, '$.closeReason', ?) WHERE session_id = ?",
+                         (now_ms(), reason, session_id))
+
+    def save_state(self, session_id, storage_state, url):
+        """Keep what resume_session needs, sealed: the storage state holds cookies."""
+        self.store.write("INSERT OR REPLACE INTO session_state VALUES (?, ?, ?, ?)",
+                         (session_id, self.store.seal(dumps(storage_state)), url, now_ms()))
+
+    def has_saved_state(self, session_id):
+        return bool(self.store.query("SELECT 1 FROM session_state WHERE session_id = ?", (session_id,)))
+
+    def saved_state(self, session_id):
+        """(storage state, url) last saved for resume, or None (nothing saved, or another key file).
+
+        A state sealed by an earlier version is sealed again in today's format.
+        """
+        rows = self.store.query("SELECT storage_state, url FROM session_state WHERE session_id = ?", (session_id,))
+        if not rows:
+            return None
+        try:
+            plain = self.store.unseal(rows[0][0])
+        except ValueError:
+            return None
+        if is_legacy(rows[0][0]):
+            self.store.write("UPDATE session_state SET storage_state = ? WHERE session_id = ?",
+                             (self.store.seal(plain), session_id))
+        return json.loads(plain), rows[0][1]
+
+    # -- calls ------------------------------------------------------------------
+
+    def request(self, ref_id, session_id, tool, args, secret=False):
+        """The request row, written before the call runs; a secret `text` never reaches it in clear."""
+        params = dict(args) if isinstance(args, dict) else {"arguments": args}
+        if (params.get("secret") or secret) and "text" in params:
+            params["text"] = REDACTED
+        at = now_ms()
+        self.store.write("INSERT INTO requests VALUES (?, ?, ?, ?, ?)",
+                         (ref_id, session_id, tool, json.dumps(params, default=str), at))
+        if session_id:
+            self.store.write("UPDATE sessions SET last_activity = ? WHERE session_id = ?", (at, session_id))
+
+    def response(self, ref_id, fut, snapshot, console, secrets=()):
+        """The response row of a finished call (its Future), with its page snapshot and console entries."""
+        if fut.cancelled():
+            status, result, error = "cancelled", None, None
+        elif fut.exception() is not None:
+            exc = fut.exception()
+            status, result = "error", None
+            error = json.dumps(scrub_value(exc.to_dict(), secrets)) if isinstance(exc, BrowserServerError) \
+                else scrub_text(str(exc), secrets)
+        else:
+            status, error = "ok", None
+            value = {k: v for k, v in fut.result().items() if k != "image"}  # images are not kept
+            result = compact_json(scrub_value(value, secrets)).encode()
+        self.store.write("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (ref_id, status, result, snapshot.encode() if snapshot is not None else None,
+                          json.dumps(scrub_value(console, secrets)).encode() if console else None, error,
+                          now_ms()))
+        for entry in console:
+            self.store.write("INSERT INTO console_logs (ref_id, level, message, timestamp, location) "
+                             "VALUES (?, ?, ?, ?, ?)", (ref_id, entry["level"], scrub_text(entry["message"], secrets),
+                                                        entry["timestamp"], entry["location"]))
+
+    # -- reading it back ---------------------------------------------------------
+
+    def stored_page(self, ref_id):
+        """(session_id, page snapshot bytes or None) of a call, or None when no call has that refId."""
+        rows = self.store.query("SELECT r.session_id, s.page_snapshot FROM requests r LEFT JOIN responses s "
+                                "ON s.ref_id = r.ref_id WHERE r.ref_id = ?", (ref_id,))
+        return rows[0] if rows else None
+
+    def last_read(self, session_id):
+        """(hash, page snapshot bytes) that this session's reader last read, or None."""
+        rows = self.store.query(
+            "SELECT c.last_snapshot_hash, s.page_snapshot FROM diff_cursors c "
+            "JOIN requests r ON r.ref_id = c.ref_id LEFT JOIN responses s ON s.ref_id = c.ref_id "
+            "WHERE r.session_id IS ? ORDER BY c.last_read DESC, c.rowid DESC LIMIT 1", (session_id,))
+        return rows[0] if rows else None
+
+    def mark_read(self, ref_id, lines, digest):
+        self.store.write("INSERT OR REPLACE INTO diff_cursors VALUES (?, ?, ?, ?)", (ref_id, lines, digest, now_ms()))
+
+    def console_entries(self, ref_id, level=None):
+        """[(timestamp, level, message, location)] a call recorded, oldest first."""
+        sql = "SELECT timestamp, level, message, location FROM console_logs WHERE ref_id = ?"
+        params = [ref_id]
+        if level is not None:
+            sql += " AND level = ?"
+            params.append(level)
+        return self.store.query(sql + " ORDER BY id", params)
