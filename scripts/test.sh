@@ -2,7 +2,7 @@
 # Set up (idempotent), then run the whole test suite:
 #   1. the full suite on the project's .venv (extra arguments go to pytest, and
 #      then only this step runs);
-#   2. tox: the unit and smoke tests on the other Python versions (3.10, 3.12, 3.13), ruff,
+#   2. tox: the unit and smoke tests on the other Python versions (3.10, 3.12, 3.13), ruff, mypy,
 #      and the packaging check (wheel contents, `pipx run --spec . mcpbrowser --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,4 +23,4 @@ if command -v pyenv >/dev/null 2>&1; then
 fi
 # The other Pythons run the unit tests and the end-to-end smoke tour (markers in setup.cfg).
 .venv/bin/tox -e py310,py312,py313 -- -m "unit or smoke"
-.venv/bin/tox -e lint,package
+.venv/bin/tox -e lint,type,package
