@@ -34,6 +34,7 @@ import tempfile
 import threading
 import time
 from collections import deque, namedtuple
+from typing import Any
 
 from mcpbrowser import playwright_internals
 from mcpbrowser.errors import BrowserError
@@ -153,15 +154,15 @@ class SharedBrowser:
         self.headless = headless
         self.ws_endpoint = None
         self.pipe_endpoint = None
-        self.process = None
-        self.runtime_dir = None  # private: the sessions' socket and the relay script
+        self.process: Any = None  # the launcher's Popen, once started
+        self.runtime_dir: Any = None  # private: the sessions' socket and the relay script
         self.ended = threading.Event()  # the server's stdout closed: it exited, or is about to
         self._on_exit = on_exit         # called once on the pipe reader thread when it does
         self._exit_line = None
         self._pong = threading.Event()
         self._ping_failure = None
         self._ping_lock = threading.Lock()
-        self._stderr_tail = deque(maxlen=20)
+        self._stderr_tail: deque[str] = deque(maxlen=20)
         self._stopped = False
 
     # -- SUPERVISOR THREAD ---------------------------------------------------

@@ -4,6 +4,7 @@ import os
 import signal
 import sys
 import threading
+from typing import Any
 
 from mcpbrowser import logs
 from mcpbrowser.config import Config, ConfigError
@@ -50,7 +51,7 @@ def main(argv=None):
     from mcpbrowser.stdio_transport import StdioServer
 
     # Answer initialize first: the reader starts before the core is built.
-    core_ready = Future()
+    core_ready: Future[Any] = Future()
     server = StdioServer(core_ready, sys.stdin.buffer, out, config.max_message_bytes).start()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: server.done.set())

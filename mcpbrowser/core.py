@@ -146,7 +146,7 @@ class BrowserCrashed(Exception):
 
 
 def _failed(exc):
-    fut = Future()
+    fut: Future[Any] = Future()
     fut.set_exception(exc)
     return fut
 
@@ -182,19 +182,19 @@ class Browser:
         self.history = History(self.store)
         # Warm pool: started, never-used workers. A pooled context has never seen a
         # page, so handing one out keeps isolation; it becomes a session only then.
-        self._idle = deque()
+        self._idle: deque[SessionWorker] = deque()
         self._filling = 0
         self._closed = False
         self._pool = ThreadPoolExecutor(self.config.max_sessions + 2, thread_name_prefix="core")
         # The shared browser's current life: Future of (generation, Endpoint). A crash
         # replaces it with a pending one, which the restart resolves.
-        self._endpoint = Future()
+        self._endpoint: Future[tuple[int, Endpoint]] = Future()
         self._generation = 0
         self._browser_thread = None
         self._watchdog_thread = None
         self._browser_stop = threading.Event()
         self._browser_wake = threading.Event()  # stop asked, or the browser server exited
-        self._restarts = deque()      # monotonic times of restarts, within --restart-window
+        self._restarts: deque[float] = deque()      # monotonic times of restarts, within --restart-window
         self._degraded_until = None   # monotonic time of the next restart while degraded
         self._crash_cause = None
         self._remote = bool(self.config.ws_endpoint or self.config.cdp_endpoint)
@@ -707,8 +707,8 @@ class Browser:
             error = self._lost_error(session_id)
         elif isinstance(error, SessionExpired):
             error = self._expired_error(session_id)
-        if error is not None:
-            raise error
+        if error is not None or record is None:
+            raise error or SessionNotFound(session_id=session_id)
         return record.worker, record.expires_at
 
     def _missing(self, session_id):
@@ -843,7 +843,7 @@ class Browser:
         # past --max-restarts in --restart-window the server is degraded until the
         # oldest restart leaves the window. tenacity runs the loop; our wait decides.
         retrying = Retrying(retry=retry_if_exception_type((BrowserCrashed, BrowserError)),
-                            wait=self._restart_wait, sleep=self._browser_stop.wait,
+                            wait=self._restart_wait, sleep=self._restart_sleep,
                             stop=lambda _: self._browser_stop.is_set(), reraise=True)
         try:
             retrying(self._browser_life, executable, [shared])
@@ -914,6 +914,9 @@ class Browser:
         for worker in idle:
             worker.stop()
 
+    def _restart_sleep(self, seconds: float) -> None:
+        self._browser_stop.wait(seconds)  # a stop wakes the wait early
+
     def _restart_wait(self, retry_state):
         """Seconds before the next restart: 1, 2, 4 while the window allows, else until it does."""
         now, window = time.monotonic(), self.config.restart_window
@@ -942,7 +945,7 @@ class Browser:
                 if stuck is not None:
                     self._replace_stuck(record, *stuck)
 
-    def _replace_stuck(self, record, fut, tag):
+    def _replace_stuck(self, record: SessionRecord, fut, tag):
         """Answer a stuck command COMMAND_TIMEOUT and give its session a fresh thread.
 
         Playwright objects cannot be handed to another thread, so the new thread

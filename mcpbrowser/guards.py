@@ -221,7 +221,7 @@ class CircuitBreaker:
         self.threshold = threshold
         self.reset_s = reset_s
         self.clock = clock
-        self._failures = collections.Counter()
+        self._failures: collections.Counter[str] = collections.Counter()
         self._opened = {}  # key -> monotonic time the breaker last opened
         self._lock = threading.Lock()
 

@@ -19,6 +19,7 @@ import base64
 import logging
 import threading
 from concurrent.futures import Future
+from typing import Any
 
 from mcpbrowser import __version__, protocol
 from mcpbrowser.errors import BrowserError, BrowserServerError
@@ -117,7 +118,7 @@ class McpConnection:
 
     def request_client(self, method, params, timeout):
         """Send a request to the client and wait for its answer (never call on the reader thread)."""
-        fut = Future()
+        fut: Future[Any] = Future()
         with self._state_lock:
             self._next_request += 1
             request_id = f"mcpbrowser-{self._next_request}"

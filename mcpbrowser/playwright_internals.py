@@ -14,7 +14,7 @@ def take_coroutine(target, method, kwargs):
     attribute shadows that for one call. Returns (result, None) when the method
     finished without a coroutine (it had nothing to wait for), else (None, coroutine).
     """
-    captured = []
+    captured: list = []
     target._sync = captured.append
     try:
         direct = getattr(target, method)(**kwargs)

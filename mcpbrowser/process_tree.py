@@ -18,7 +18,7 @@ def _stat_fields(pid):
 
 
 def _children_map():
-    children = {}
+    children: dict[int, list[int]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:

@@ -9,6 +9,7 @@ read is copied out as plain data into `worker.info`.
 import re
 import time
 from collections import deque
+from typing import Any
 
 from mcpbrowser import snapshot_text
 from mcpbrowser.errors import DialogOpen, DomainNotAllowed, ElementNotFound, InvalidParameters, PageCrashed
@@ -52,18 +53,18 @@ class SessionState:
         self.playwright = playwright
         self.browser = browser
         self.context = context
-        self.page = page
+        self.page: Any = page  # the current tab; None only while its last tab closes
         self.pages = [page]
         self.tabs_opened = 0
         self.navigations = 0      # main-frame navigations of the current tab, to tell an action's answer
         self._tabs_reported = 0
-        self.dialog = None
+        self.dialog: Any = None
         self._dialog_waiter = None
-        self.refs = frozenset()
-        self._refs_page = None
-        self.console = deque(maxlen=config.console_buffer)
+        self.refs: frozenset[str] = frozenset()
+        self._refs_page: Any = None
+        self.console: deque[dict] = deque(maxlen=config.console_buffer)
         self.console_dropped = 0
-        self.network = deque(maxlen=config.network_buffer)
+        self.network: deque[tuple] = deque(maxlen=config.network_buffer)
         self.network_dropped = 0
         self._network_total = 0   # requests ever seen
         self._page_mark = 0       # ...when the current page's document was requested (see page_requests)
@@ -77,7 +78,7 @@ class SessionState:
         self.policy = DomainPolicy()  # what this session may load; the core sets the real one
         self.on_failure = None    # core hook: may turn a failure into a login timeout
         self.on_lost = None       # core hook: the browser went away; closes the session, returns SESSION_LOST
-        self.ask_user = None      # core hook: ask the user about a new domain, or raise
+        self.ask_user: Any = None  # core hook: ask the user about a new domain, or raise
         self.tell_user = lambda message: None  # core hook: show the person a message (wait_for_user)
         self.proxy = None         # the opener's PolicyProxy when a host rule applies: it enforces the policy
         self.crashed = set()      # pages whose renderer died (replaced by a fresh page on the next call)

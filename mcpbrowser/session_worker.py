@@ -12,6 +12,7 @@ import queue
 import threading
 import time
 from concurrent.futures import Future, InvalidStateError
+from typing import Any
 
 from mcpbrowser.errors import SessionNotFound
 from mcpbrowser.logs import log
@@ -25,7 +26,7 @@ class SessionWorker:
     def __init__(self, session_id, opener, options=None):
         self.session_id = session_id
         self.options = options or {}  # plain data for the opener, e.g. a storage state to restore
-        self.ready = Future()
+        self.ready: Future[bool] = Future()
         # Plain data about the page, written on the session thread and read anywhere.
         self.info = {"url": "about:blank", "title": ""}
         self.generation = 0      # which life of the shared browser this session is on (set by the opener)
@@ -33,7 +34,7 @@ class SessionWorker:
         # (future, monotonic deadline, tag) of the command now running, for the watchdog; or None
         self.running = None
         self._opener = opener
-        self._queue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._stopping = False
         self._closed_error = None
@@ -42,7 +43,7 @@ class SessionWorker:
         # when no other has come for quiet_after_s: work worth doing only while the agent
         # thinks (the core's: the pages' garbage collection). quiet_budget is
         # (budget_s, tag): the watchdog watches it like a command.
-        self.quiet_hook = None
+        self.quiet_hook: Any = None
         self.quiet_after_s = 1.0
         self.quiet_budget = (None, None)
         self._thread = threading.Thread(target=self._run, name=f"session-{session_id[:8]}", daemon=True)
@@ -62,7 +63,7 @@ class SessionWorker:
         budget_s: seconds the command and its after-work may take before the
         watchdog may call it stuck (see `stuck`); tag travels with it for the watchdog.
         """
-        fut = Future()
+        fut: Future[Any] = Future()
         with self._lock:
             if self._stopping:
                 fut.set_exception(self._closed_error)

@@ -146,7 +146,8 @@ def find(text, query, limit):
     walk(parse(text), False)
     # The same text over and over (a search result list repeats its query in every
     # entry) is shown once, with how many more there are.
-    unique, repeats = [], {}
+    unique: list[Node] = []
+    repeats: dict[str, list] = {}
     for node in matched:
         key = REF.sub("", node.line).strip()
         if key in repeats:

@@ -16,6 +16,7 @@ import sys
 import threading
 import uuid
 from concurrent.futures import Future
+from typing import Any
 
 from mcpbrowser.logs import log
 from mcpbrowser.sealing import load_key, seal, unseal
@@ -96,7 +97,7 @@ class Store:
         self.retention_days = retention_days
         self.max_mb = max_mb
         self._local = threading.local()
-        self._queue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._closed = False
         writer = self._connect()
         writer.execute("PRAGMA auto_vacuum = INCREMENTAL")  # takes effect on a new database only
@@ -130,7 +131,7 @@ class Store:
         """Wait until every statement queued so far is committed."""
         if self._closed:
             return
-        done = Future()
+        done: Future[None] = Future()
         self._queue.put(done)
         done.result(timeout)
 
