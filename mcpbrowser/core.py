@@ -73,27 +73,27 @@ ENDED_MEMORY = 10_000           # ended ids remembered so late calls get SESSION
 class SessionRecord:
     """Plain data about one open session, owned by the core under its lock."""
 
-    __slots__ = ("session_id", "worker", "created_at", "expires_at", "deadline", "last_deadline", "clock")
+    __slots__ = ("session_id", "worker", "created_at", "deadline", "last_deadline", "clock", "_opened")
 
     def __init__(self, session_id, worker, created_at, timeout_ms, max_age_ms, clock):
         self.session_id = session_id
         self.worker = worker
         self.created_at = created_at
         self.clock = clock
-        now = clock()
+        self._opened = clock()  # the monotonic instant of created_at
         # A hard cap on the session's age (--session-max-age), or None.
-        self.last_deadline = now + max_age_ms / 1000 if max_age_ms else None
-        self.deadline = now  # when the expiry timer acts (monotonic)
-        self.expires_at = created_at  # the same instant in epoch ms, shown to clients
+        self.last_deadline = self._opened + max_age_ms / 1000 if max_age_ms else None
         self.renew(timeout_ms)
+
+    @property
+    def expires_at(self):
+        """The deadline in epoch ms, as clients see it."""
+        return self.created_at + round((self.deadline - self._opened) * 1000)
 
     def renew(self, timeout_ms):
         """A call came in (caller holds the core's lock): the session lives timeout_ms from now, within its cap."""
         deadline = self.clock() + timeout_ms / 1000
-        if self.last_deadline is not None:
-            deadline = min(deadline, self.last_deadline)
-        self.expires_at += round((deadline - self.deadline) * 1000)
-        self.deadline = deadline
+        self.deadline = deadline if self.last_deadline is None else min(deadline, self.last_deadline)
 
 
 class Call:
@@ -378,11 +378,11 @@ class Browser:
     def get_content(self, ref_id: str, search_for: str | None = None,
                     reset_cursor: bool | None = None) -> dict[str, Any]:
         """The page a call stored: full, a diff since the last read, or the lines matching search_for."""
-        return self.call("get_content", {k: v for k, v in locals().items() if k != "self" and v is not None})
+        return self.call("get_content", arguments(locals(), spell=str))  # this tool spells them snake_case
 
     def get_console_content(self, ref_id: str, level: str | None = None) -> dict[str, Any]:
         """The console entries a call recorded, one per line."""
-        return self.call("get_console_content", {k: v for k, v in locals().items() if k != "self" and v is not None})
+        return self.call("get_console_content", arguments(locals(), spell=str))
 
     # -- recording ------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ so the tool's default applies. tests/test_library_api.py checks these methods
 against the tool registry, so a tool cannot be added without its method.
 """
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 Result = dict[str, Any]
@@ -21,9 +22,9 @@ def camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
-def arguments(values: dict[str, Any]) -> dict[str, Any]:
-    """A method's locals as tool arguments: camelCase names, None left out."""
-    return {camel(k): v for k, v in values.items() if k != "self" and v is not None}
+def arguments(values: dict[str, Any], spell: Callable[[str], str] = camel) -> dict[str, Any]:
+    """A method's locals as tool arguments: names as the tool spells them (camelCase), None left out."""
+    return {spell(k): v for k, v in values.items() if k != "self" and v is not None}
 
 
 class Session:

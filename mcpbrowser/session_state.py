@@ -37,6 +37,12 @@ def now_ms():
     return time.time_ns() // 1_000_000
 
 
+def _newest(buffer, count):
+    """The last `count` entries of a ring buffer (fewer when it dropped some)."""
+    count = min(count, len(buffer))
+    return list(buffer)[len(buffer) - count:] if count else []
+
+
 def _retrieve(task):
     # An action left running behind an open dialog finishes later; its outcome is
     # no longer anyone's answer, but must be read so asyncio does not warn about it.
@@ -264,14 +270,12 @@ class SessionState:
 
     def page_requests(self):
         """The network buffer's entries since the current page's document was requested."""
-        fresh = min(self._network_total - self._page_mark, len(self.network))
-        return list(self.network)[len(self.network) - fresh:] if fresh else []
+        return _newest(self.network, self._network_total - self._page_mark)
 
     def take_console(self):
         """Console entries that arrived since the previous call took its share."""
-        fresh = min(self._console_total - self._console_mark, len(self.console))
-        self._console_mark = self._console_total
-        return list(self.console)[len(self.console) - fresh:] if fresh else []
+        fresh, self._console_mark = self._console_total - self._console_mark, self._console_total
+        return _newest(self.console, fresh)
 
     def capture_snapshot(self):
         """The page as YAML with refs, for the history; None when a dialog or failure prevents it."""
@@ -282,9 +286,7 @@ class SessionState:
         except Exception as exc:
             log.debug("snapshot capture failed", extra={"session": self.session_id, "error": str(exc)})
             return None
-        text = self.redact_snapshot(snapshot_text.clean(text))
-        self.remember_refs(text)
-        return text
+        return self.took_snapshot(text)
 
     def storage_state(self):
         """(storage state JSON, url) for resume_session; None when it cannot be read."""
@@ -305,6 +307,13 @@ class SessionState:
             self.call.secret = True
         if len(text) >= MIN_SCRUBBED:
             self.secrets.add(text)
+
+    def took_snapshot(self, text):
+        """A fresh aria snapshot as shown and stored: cleaned, redacted; its refs become the current ones."""
+        text = self.redact_snapshot(snapshot_text.clean(text))
+        self.refs = frozenset(REF_MARKER.findall(text))
+        self._refs_page = self.page
+        return text
 
     def redact_snapshot(self, text):
         """An aria snapshot with known secrets scrubbed and every secret field's value hidden.
@@ -417,10 +426,6 @@ class SessionState:
                 self._cdp.pop(page, None)
                 log.debug("title through CDP failed", extra={"session": self.session_id, "error": str(exc)})
         return page.title() if self.dialog is None else ""
-
-    def remember_refs(self, snapshot_text):
-        self.refs = frozenset(REF_MARKER.findall(snapshot_text))
-        self._refs_page = self.page
 
     def remember_page(self, title):
         """Publish url and title as plain data for list_sessions while this thread is busy."""

@@ -48,7 +48,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import install_playwright_mcp, pwmcp_params  # noqa: E402
+from bench import QuietHandler, install_playwright_mcp, pwmcp_params  # noqa: E402
 
 from mcpbrowser.browser_process import find_executable  # noqa: E402
 
@@ -246,15 +246,8 @@ def ensure_site(site):
     return site
 
 
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def handle(self):
-        try:
-            super().handle()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the browser hung up on a favicon or a preload
+class _Quiet(QuietHandler, SimpleHTTPRequestHandler):
+    pass
 
 
 def serve(site):

@@ -53,13 +53,8 @@ WARMUP_ROUNDS = 3  # rounds run before the measured ones, for every contender al
 SETTLE_S = 0.1  # pause between one contender's turn and the next one's
 
 
-class _Page(BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
+class QuietHandler:
+    """Request-handler mixin: no access log, and a browser that hung up is not an error."""
 
     def log_message(self, *args):
         pass
@@ -69,6 +64,15 @@ class _Page(BaseHTTPRequestHandler):
             super().handle()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the browser dropped a request it no longer wanted (a favicon, say)
+
+
+class _Page(QuietHandler, BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(PAGE)))
+        self.end_headers()
+        self.wfile.write(PAGE)
 
 
 def serve_page():

@@ -98,6 +98,8 @@ def test_secret_values_never_leave_the_page(make_client, site, tmp_path):
     snap = c.tool("snapshot", sessionId=sid)
     assert 'textbox "User"' in snap["snapshot"] and "alice" in snap["snapshot"]  # ordinary values stay
     assert snap["snapshot"].count("[REDACTED]") >= 6, snap["snapshot"]  # the fields are there, hidden
+    # Narrowed answers come from the redacted tree: a query for the field, and the outline.
+    answers += [c.tool("snapshot", sessionId=sid, query="textbox"), c.tool("snapshot", sessionId=sid, compact=True)]
     answers += [snap, c.tool("dom_snapshot", sessionId=sid),
                 c.tool("evaluate", sessionId=sid, expression="document.querySelector('#pw').value")]
     for answer in list(answers):

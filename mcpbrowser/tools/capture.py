@@ -94,8 +94,7 @@ def snapshot(state, args):
         text = texts[0]
     if text is INTERRUPTED:
         text = ""
-    whole = state.redact_snapshot(snapshot_text.clean(text))
-    state.remember_refs(whole)
+    whole = state.took_snapshot(text)
     if state.call is not None:
         state.call.snapshot = whole  # the history keeps all of it: get_content(refId) reads it
     title = state.loaded_title()

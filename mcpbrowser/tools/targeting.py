@@ -80,6 +80,10 @@ def on_element(state, args, not_usable, action, repeatable=True):
     full = args.get("timeout", state.config.action_timeout)
     grace = full if "timeout" in args else min(full, FIND_GRACE_MS)
     started = time.monotonic()
+
+    def left():
+        return max(1, full - round((time.monotonic() - started) * 1000))
+
     if not repeatable:
         if grace < full:
             try:
@@ -88,7 +92,7 @@ def on_element(state, args, not_usable, action, repeatable=True):
                 raise (not_found(state, label, grace, reason(exc)) if _timed_out(exc)
                        else classify(state, label, matches, exc, not_usable)) from None
         try:
-            action(matches.first, max(1, full - round((time.monotonic() - started) * 1000)))
+            action(matches.first, left())
         except Exception as exc:
             raise classify(state, label, matches, exc, not_usable) from None
         return label
@@ -105,9 +109,8 @@ def on_element(state, args, not_usable, action, repeatable=True):
             count = None
         if count == 0:
             raise not_found(state, label, grace, reason(exc)) from None
-    left = max(1, full - round((time.monotonic() - started) * 1000))
     try:
-        action(matches.first, left)
+        action(matches.first, left())
     except Exception as exc:
         raise classify(state, label, matches, exc, not_usable) from None
     return label
