@@ -42,13 +42,13 @@ def main(argv=None):
         return 0
     out = _claim_stdout()
     logs.setup(config.log_level)
-    from mcpbrowser.browser_process import tune_driver_memory
+    from mcpbrowser.core.browser_process import tune_driver_memory
 
     tune_driver_memory()  # main thread, before any driver starts
 
     from concurrent.futures import Future
 
-    from mcpbrowser.stdio_transport import StdioServer
+    from mcpbrowser.transports.stdio import StdioServer
 
     # Answer initialize first: the reader starts before the core is built.
     core_ready: Future[Any] = Future()
@@ -57,7 +57,7 @@ def main(argv=None):
         signal.signal(sig, lambda *_: server.done.set())
     threading.Thread(target=_warm_imports, name="warm-imports", daemon=True).start()
     try:
-        from mcpbrowser.core import Browser
+        from mcpbrowser.core.browser import Browser
 
         core = Browser(config)
         core.client = server.connection  # elicitation, client notices, and the client's name for rate limits

@@ -244,7 +244,7 @@ class Config:
             if ":" not in header:
                 raise ConfigError(f"--endpoint-headers items must look like `Name: value`, got {header!r}")
         if self.db is None:
-            from mcpbrowser.store import default_path
+            from mcpbrowser.core.store import default_path
 
             object.__setattr__(self, "db", default_path())
 

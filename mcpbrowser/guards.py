@@ -9,11 +9,16 @@ request routing) and timer threads (cooldown end).
 import collections
 import ipaddress
 import math
+import os
 import threading
 import time
 from urllib.parse import urlsplit
 
 import idna
+
+from mcpbrowser.errors import ResourceExhausted
+from mcpbrowser.process_tree import browser_pss_kb
+from mcpbrowser.timers import KeyedTimers
 
 # -- domains -------------------------------------------------------------------------------
 # A host is compared only in one canonical form, the one the browser itself puts on the
@@ -113,6 +118,19 @@ def is_private_address(address):
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
         ip = ip.ipv4_mapped
     return not ip.is_global or ip.is_multicast
+
+
+def is_loopback(host):
+    host = canonical_host(host)
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# The policy proxy's answer to a refused plain-HTTP request carries this header, so the
+# session can tell a refusal from a page that is really a 403.
+BLOCKED_HEADER = "X-Mcpbrowser-Blocked"
 
 
 class DomainPolicy:
@@ -294,10 +312,9 @@ class Cooldown:
         self.scope = scope
         self.texts = MESSAGES[locale]
         self.clock = clock
-        self.timer_factory = timer_factory
         self.on_end = on_end
         self._started = {}  # scope key -> (monotonic start, why)
-        self._timers = {}
+        self.timers = KeyedTimers(timer_factory, "cooldown")
         self._lock = threading.Lock()
 
     def key(self, session_id):
@@ -310,13 +327,7 @@ class Cooldown:
         key = self.key(session_id)
         with self._lock:
             self._started[key] = (self.clock(), why)
-            old = self._timers.pop(key, None)
-            timer = self._timers[key] = self.timer_factory(self.duration_s, self._end, args=(key,))
-        if old is not None:
-            old.cancel()
-        timer.daemon = True
-        timer.name = f"cooldown-{key[:8]}"
-        timer.start()
+        self.timers.schedule(key, self.duration_s, self._end)
         return self.texts["timeout"].format(why=why, left=self._left(self.duration_s))
 
     def remaining_s(self, session_id):
@@ -347,8 +358,8 @@ class Cooldown:
 
     # TIMER THREAD: flag only; it never touches a browser.
     def _end(self, key):
+        self.timers.forget(key)
         with self._lock:
-            self._timers.pop(key, None)
             started = self._started.get(key)
             # 50 ms of slack: a timer may wake a hair before the monotonic deadline.
             if started is None or self.clock() < started[0] + self.duration_s - 0.05:
@@ -358,7 +369,36 @@ class Cooldown:
             self.on_end(key, self.texts["ended"])
 
     def cancel_all(self):
-        with self._lock:
-            timers, self._timers = list(self._timers.values()), {}
-        for timer in timers:
-            timer.cancel()
+        self.timers.cancel_all()
+
+
+# -- the memory guard ------------------------------------------------------------------------
+
+MEMORY_SAMPLE_S = 1.0  # /proc is re-read at most this often
+
+
+class MemoryGuard:
+    """Refuses new sessions while the browser's processes use more than --max-memory-mb (0: off)."""
+
+    def __init__(self, limit_mb, clock=time.monotonic):
+        self.limit_mb = limit_mb
+        self.clock = clock
+        self._sample = (-MEMORY_SAMPLE_S - 1.0, 0.0)  # (when sampled, MB)
+
+    def over(self):
+        """MB used by the browser's processes when over the limit, else None."""
+        if not self.limit_mb:
+            return None
+        sampled, used = self._sample
+        if self.clock() - sampled > MEMORY_SAMPLE_S:
+            used = browser_pss_kb(os.getpid()) / 1024
+            self._sample = (self.clock(), used)
+        return used if used > self.limit_mb else None
+
+    def check(self):
+        used = self.over()
+        if used is not None:
+            raise ResourceExhausted(
+                f"The browser's processes use {used:.0f} MB, over the {self.limit_mb} MB limit "
+                "(--max-memory-mb); close a session before creating another.",
+                details={"usedMb": round(used), "limitMb": self.limit_mb})

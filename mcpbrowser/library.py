@@ -11,6 +11,8 @@ against the tool registry, so a tool cannot be added without its method.
 from collections.abc import Callable
 from typing import Any, Literal
 
+from mcpbrowser.errors import SessionExpired, SessionLost, SessionNotFound
+
 Result = dict[str, Any]
 WaitUntil = Literal["load", "domcontentloaded", "networkidle", "commit"]
 Level = Literal["log", "debug", "info", "warning", "error"]
@@ -157,9 +159,11 @@ class Session:
     # -- lifetime ------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the session; closing it again does nothing."""
-        if self.id in self.browser.session_ids():
+        """Close the session; closing it again, or after it expired or was lost, does nothing."""
+        try:
             self.browser.close_session(self.id)
+        except (SessionNotFound, SessionExpired, SessionLost):
+            pass
 
     def __enter__(self) -> "Session":
         return self

@@ -1,10 +1,12 @@
-"""Tool argument schemas and their validation; pure functions, called on the dispatching thread.
+"""Tool argument schemas, their validation, and tool answers as JSON text; pure functions for any thread.
 
 We publish exactly the JSON Schema we enforce. Only the subset our tools use is
 supported (type, enum, minimum, maximum, minLength, minItems, items, required,
 additionalProperties=false), which keeps validation fast and free of the
 jsonschema import on the hot path.
 """
+
+import json
 
 from mcpbrowser.errors import InvalidParameters
 
@@ -92,3 +94,9 @@ def _kind(value):
         if _TYPES[name](value):
             return name
     return type(value).__name__
+
+
+def compact_json(value):
+    """A tool answer as the agent reads it (and the history stores it): JSON without padding,
+    non-ASCII as is (a title's "—" is 1 character, not 6)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

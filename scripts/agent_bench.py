@@ -50,7 +50,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import QuietHandler, install_playwright_mcp, pwmcp_params  # noqa: E402
 
-from mcpbrowser.browser_process import find_executable  # noqa: E402
+from mcpbrowser.core.browser_process import find_executable  # noqa: E402
 
 SPHINX_DOC = "/usr/share/doc/sphinx-doc/html"
 # What the task looks for on Sphinx's manual. A site passed with --site brings its own

@@ -41,7 +41,7 @@ import anyio
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from mcpbrowser.browser_process import SharedBrowser, find_executable
+from mcpbrowser.core.browser_process import SharedBrowser, find_executable
 from mcpbrowser.process_tree import child_pids, tree_pss_kb
 
 PAGE = b"""<!doctype html><title>Bench</title>

@@ -19,7 +19,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-if chromium=$(.venv/bin/python -c 'from mcpbrowser.browser_process import find_executable; print(find_executable("chromium"))' 2>/dev/null); then
+if chromium=$(.venv/bin/python -c 'from mcpbrowser.core.browser_process import find_executable; print(find_executable("chromium"))' 2>/dev/null); then
   echo "setup: using Chromium at $chromium" >&2
 elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "setup: no Chromium found; installing Debian's chromium package" >&2

@@ -3,8 +3,8 @@
 import threading
 
 from mcpbrowser.config import Config
-from mcpbrowser.core import Browser
-from mcpbrowser.session_state import SessionState
+from mcpbrowser.core.browser import Browser
+from mcpbrowser.session.state import SessionState
 
 
 class FakeClock:
@@ -54,6 +54,9 @@ class _Closable:
     def is_connected(self):
         return True
 
+    def cookies(self, url):  # the round trip that tells a live browser from a gone one
+        return []
+
     class browser_type:  # a fake browser is no Chromium: titles come from page.title()
         name = "fake"
 
@@ -88,7 +91,11 @@ def fake_opener(config=None):
     """An opener that builds a real SessionState around fake Playwright objects."""
 
     def open_state(worker):
-        return SessionState(worker, config or Config(), _Closable(), _Closable(), _Closable(), FakePage())
+        state = SessionState(worker, config or Config(), _Closable(), _Closable(), _Closable(), FakePage())
+        if "policy" in worker.options:  # as the real opener: the core's policy, and its proxy to close
+            state.network_policy.policy = worker.options["policy"]
+            state.network_policy.proxy = worker.options["proxy"]
+        return state
 
     return open_state
 

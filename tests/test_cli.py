@@ -52,7 +52,7 @@ def test_config_defaults_and_validation_for_embedders():
 def test_unusable_database_exits_with_a_clear_message(tmp_path):
     import sqlite3
 
-    from mcpbrowser.store import SCHEMA_VERSION, Store
+    from mcpbrowser.core.store import SCHEMA_VERSION, Store
 
     db = str(tmp_path / "future.db")
     Store(db).close()

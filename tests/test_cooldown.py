@@ -68,7 +68,7 @@ def test_property_4_every_call_is_refused_without_browser_work(duration, fractio
     core = fake_core(login_cooldown=duration)
     clock = Clock()
     core.cooldown.clock = clock
-    core.cooldown.timer_factory = FakeTimer
+    core.cooldown.timers.factory = FakeTimer
     try:
         core.cooldown.trigger(None, "timeout")
         clock.now += fraction * duration

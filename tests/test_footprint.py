@@ -11,8 +11,8 @@ from support import McpClient, server_pid, wait_for
 from support import driver_cmdlines as drivers
 
 import mcpbrowser
-from mcpbrowser import browser_process
 from mcpbrowser.config import Config
+from mcpbrowser.core import browser_process
 
 pytestmark = pytest.mark.slow
 
@@ -145,7 +145,7 @@ def test_relayed_sessions_stay_isolated_and_a_dead_relay_takes_its_context_along
             session.navigate(pages.url("/title/mine"))
 
         def on_thread(session, fn):
-            return browser._sessions[session.id].worker.submit(fn).result(10)
+            return browser.registry.worker(session.id).submit(fn).result(10)
 
         def contexts_seen(state):
             state.page.wait_for_timeout(50)  # let events from the browser arrive
@@ -160,6 +160,6 @@ def test_relayed_sessions_stay_isolated_and_a_dead_relay_takes_its_context_along
 
         assert on_thread(a, contexts_seen) == 1 and on_thread(b, contexts_seen) == 1
         assert on_thread(b, pages_in_browser) == 2
-        os.kill(browser._sessions[a.id].worker.driver_pid, signal.SIGKILL)
+        os.kill(browser.registry.worker(a.id).driver_pid, signal.SIGKILL)
         assert wait_for(lambda: on_thread(b, pages_in_browser) == 1, 10)
         assert b.navigate(pages.url("/title/still"))["title"] == "still"

@@ -11,7 +11,7 @@ from fakes import fake_core
 
 import mcpbrowser
 from mcpbrowser import tools
-from mcpbrowser.core import Browser
+from mcpbrowser.core.browser import Browser
 from mcpbrowser.library import Session, camel
 
 pytestmark = pytest.mark.unit

@@ -12,11 +12,11 @@ def test_pool_hands_out_ready_workers_and_refills():
     core = fake_core(pool_size=2, max_sessions=5)
     try:
         core.create_session()  # cold: nothing was pooled yet
-        assert wait_for(lambda: len(core._idle) == 2)
-        pooled = {w.session_id for w in core._idle}
+        assert wait_for(lambda: len(core.warm_pool.idle) == 2)
+        pooled = {w.session_id for w in core.warm_pool.idle}
         second = core.create_session()
         assert second.id in pooled
-        assert wait_for(lambda: len(core._idle) == 2)
+        assert wait_for(lambda: len(core.warm_pool.idle) == 2)
     finally:
         core.close()
 
@@ -25,14 +25,14 @@ def test_pool_never_exceeds_max_sessions():
     core = fake_core(pool_size=3, max_sessions=2)
     try:
         first = core.create_session()
-        assert wait_for(lambda: len(core._idle) == 1)
+        assert wait_for(lambda: len(core.warm_pool.idle) == 1)
         time.sleep(0.1)
-        assert len(core._idle) == 1  # room for only one more session
+        assert len(core.warm_pool.idle) == 1  # room for only one more session
         core.create_session()
         time.sleep(0.1)
-        assert len(core._idle) == 0 and core._filling == 0
+        assert len(core.warm_pool.idle) == 0 and core.warm_pool.filling == 0
         first.close()
-        assert wait_for(lambda: len(core._idle) == 1)
+        assert wait_for(lambda: len(core.warm_pool.idle) == 1)
     finally:
         core.close()
 
@@ -42,7 +42,7 @@ def test_pool_size_zero_keeps_nothing_ready():
     try:
         core.create_session()
         time.sleep(0.1)
-        assert len(core._idle) == 0
+        assert len(core.warm_pool.idle) == 0
     finally:
         core.close()
 
@@ -50,8 +50,8 @@ def test_pool_size_zero_keeps_nothing_ready():
 def test_close_stops_pooled_workers():
     core = fake_core(pool_size=2)
     core.create_session()
-    assert wait_for(lambda: len(core._idle) == 2)
-    idle = list(core._idle)
+    assert wait_for(lambda: len(core.warm_pool.idle) == 2)
+    idle = list(core.warm_pool.idle)
     core.close()
     assert all(w.join(5) for w in idle)
 

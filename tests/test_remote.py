@@ -11,7 +11,7 @@ import playwright
 import pytest
 from support import McpClient, driver_cmdlines
 
-from mcpbrowser.browser_process import find_executable
+from mcpbrowser.core.browser_process import find_executable
 from mcpbrowser.process_tree import alive, descendants
 
 pytestmark = pytest.mark.slow

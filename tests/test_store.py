@@ -9,10 +9,10 @@ from fakes import fake_core
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpbrowser import store as store_module
+from mcpbrowser.core import store as store_module
+from mcpbrowser.core.store import SCHEMA_VERSION, Store
 from mcpbrowser.sealing import is_legacy, seal, unseal
-from mcpbrowser.session_state import now_ms
-from mcpbrowser.store import SCHEMA_VERSION, Store
+from mcpbrowser.timers import now_ms
 
 pytestmark = pytest.mark.unit
 
@@ -139,10 +139,10 @@ def test_an_old_seal_is_sealed_again_on_first_read(tmp_path):
                          ("old-session", LEGACY_BLOB, "http://x.test/", 1))
         core.store.flush()
         expected = ({"cookies": [{"name": "sid", "value": "s3cr3t"}]}, "http://x.test/")
-        assert core.saved_state("old-session") == expected
+        assert core.history.saved_state("old-session") == expected
         core.store.flush()
         (stored,) = core.store.query("SELECT storage_state FROM session_state WHERE session_id = 'old-session'")[0]
         assert stored[:2] == b"s2" and b"s3cr3t" not in stored
-        assert core.saved_state("old-session")[0]["cookies"][0]["value"] == "s3cr3t"
+        assert core.history.saved_state("old-session")[0]["cookies"][0]["value"] == "s3cr3t"
     finally:
         core.close()

@@ -7,8 +7,8 @@ from fakes import FakeClock, FakeTimer, _Closable, fake_core, gate
 
 from mcpbrowser.errors import BrowserError, CircuitOpen, ElementNotFound, SessionExpired, SessionNotFound
 from mcpbrowser.guards import CircuitBreaker
-from mcpbrowser.session_worker import SessionWorker
-from mcpbrowser.supervisor import Supervisor
+from mcpbrowser.session.worker import SessionWorker
+from mcpbrowser.timers import KeyedTimers
 from mcpbrowser.tools.base import SessionTool
 
 pytestmark = pytest.mark.unit
@@ -90,18 +90,18 @@ def test_opener_failure_reaches_ready_and_later_calls():
     assert isinstance(worker.submit(lambda s: 1).exception(5), SessionNotFound)
 
 
-def test_supervisor_schedules_names_and_cancels_timers():
-    sup = Supervisor(FakeTimer)
+def test_keyed_timers_schedule_name_and_cancel():
+    sup = KeyedTimers(FakeTimer, "expire")
     fired = []
-    sup.schedule_expiry("aaaaaaaa-1", 1.5, fired.append)
+    sup.schedule("aaaaaaaa-1", 1.5, fired.append)
     timer = FakeTimer.created[-1]
     assert timer.started and timer.daemon and timer.interval == 1.5 and timer.name == "expire-aaaaaaaa"
-    sup.schedule_expiry("aaaaaaaa-1", 2.0, fired.append)
+    sup.schedule("aaaaaaaa-1", 2.0, fired.append)
     assert timer.cancelled and sup.pending() == {"aaaaaaaa-1"}
-    sup.cancel_expiry("aaaaaaaa-1")
-    sup.cancel_expiry("aaaaaaaa-1")
+    sup.cancel("aaaaaaaa-1")
+    sup.cancel("aaaaaaaa-1")
     assert FakeTimer.created[-1].cancelled and sup.pending() == set()
-    sup.schedule_expiry("b", 1, fired.append)
+    sup.schedule("b", 1, fired.append)
     FakeTimer.created[-1].fire()
     assert fired == ["b"]
 
@@ -172,7 +172,7 @@ def test_close_session_cancels_its_timer_and_close_is_idempotent():
 def test_core_close_fails_pending_calls_and_stops_sessions():
     core = fake_core()
     session = core.create_session()
-    worker = core._sessions[session.id].worker
+    worker = core.registry.worker(session.id)
     hold, entered, release = gate()
     running = worker.submit(hold)
     assert entered.wait(5)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from mcpbrowser import schema
+from mcpbrowser.session import page_reading
 
 # Shared by most tools, so every word here is paid for many times in tools/list.
 SESSION_ID = schema.string("From create_session.", minLength=1)
@@ -102,7 +103,7 @@ class CoreTool(Tool):
 
 def page_result(state, response=None):
     """{success, title, url, status} for tools that load a page."""
-    title = state.loaded_title()
+    title = page_reading.loaded_title(state)
     state.remember_page(title)
     return {"success": True, "title": title, "url": state.page.url,
             "status": response.status if response is not None else None}

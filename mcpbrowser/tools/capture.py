@@ -7,7 +7,8 @@ import time
 from mcpbrowser import schema, snapshot_text
 from mcpbrowser.errors import ElementNotClickable, InvalidParameters
 from mcpbrowser.redaction import JS_IS_SECRET
-from mcpbrowser.session_state import INTERRUPTED
+from mcpbrowser.session import page_reading, snapshots
+from mcpbrowser.session.state import INTERRUPTED
 from mcpbrowser.tools.base import TARGET, TIMEOUT, SessionTool, session_schema
 from mcpbrowser.tools.targeting import on_element
 
@@ -94,10 +95,10 @@ def snapshot(state, args):
         text = texts[0]
     if text is INTERRUPTED:
         text = ""
-    whole = state.took_snapshot(text)
+    whole = snapshots.took_snapshot(state, text)
     if state.call is not None:
         state.call.snapshot = whole  # the history keeps all of it: get_content(refId) reads it
-    title = state.loaded_title()
+    title = page_reading.loaded_title(state)
     state.remember_page(title)
     result = {"url": state.page.url, "title": title}
     if "query" in args:

@@ -6,7 +6,8 @@ import os
 from mcpbrowser import schema
 from mcpbrowser.errors import ElementNotClickable, ElementNotEditable, EvaluationFailed, InvalidParameters, NoDialogOpen
 from mcpbrowser.redaction import IS_SECRET_FIELD
-from mcpbrowser.session_state import INTERRUPTED
+from mcpbrowser.session import snapshots
+from mcpbrowser.session.state import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
 from mcpbrowser.tools.targeting import on_element, reason
 
@@ -29,7 +30,7 @@ def type_text(state, args):
 
     def enter(target, timeout):
         if not args.get("secret") and target.evaluate(IS_SECRET_FIELD, timeout=timeout):
-            state.mark_secret(text)  # a password (or card, or one-time code) field: never recorded in clear
+            snapshots.mark_secret(state, text)  # a password (or card, or one-time code) field: never recorded in clear
         if clear and not delay:
             state.act(target, "fill", value=text, timeout=timeout)  # one round trip: the fast path
             return

@@ -19,7 +19,7 @@ RESOURCE_TYPES = ["document", "stylesheet", "image", "media", "font", "script", 
 
 def console_logs(state, args):
     state.flush_events()
-    entries = list(state.console)
+    entries = list(state.events.console)
     if "level" in args:
         entries = [e for e in entries if e["level"] == args["level"]]
     if "since" in args:
@@ -28,7 +28,7 @@ def console_logs(state, args):
     if not args.get("locations"):  # where a log line came from matters for errors and warnings
         entries = [e if e["level"] in ("error", "warning") else
                    {k: v for k, v in e.items() if k != "location"} for e in entries]
-    return {"entries": entries, "count": len(entries), "dropped": state.console_dropped}
+    return {"entries": entries, "count": len(entries), "dropped": state.events.console_dropped}
 
 
 def _all_headers(source, fallback):
@@ -51,7 +51,7 @@ def _lean(entry):
 
 def network_logs(state, args):
     state.flush_events()
-    picked = list(state.network) if args.get("allPages") else state.page_requests()
+    picked = list(state.events.network) if args.get("allPages") else state.events.page_requests()
     if "urlContains" in args:
         picked = [p for p in picked if args["urlContains"] in p[0]["url"]]
     if "method" in args:
@@ -71,7 +71,7 @@ def network_logs(state, args):
         kept = [p for p in picked if p[0]["resourceType"] not in STATIC or _failed(p[0])]
         hidden, picked = len(picked) - len(kept), kept
     picked = picked[-args.get("limit", DEFAULT_LIMIT):]
-    out = {"entries": [], "count": len(picked), "dropped": state.network_dropped}
+    out = {"entries": [], "count": len(picked), "dropped": state.events.network_dropped}
     if hidden:
         out["hiddenStatic"] = hidden
     if not args.get("headers"):

@@ -5,8 +5,9 @@ from urllib.parse import urlsplit
 
 from mcpbrowser import schema
 from mcpbrowser.errors import InvalidParameters, NavigationFailed, WaitTimeout
-from mcpbrowser.policy_proxy import BLOCKED_HEADER
-from mcpbrowser.session_state import INTERRUPTED
+from mcpbrowser.guards import BLOCKED_HEADER
+from mcpbrowser.session import page_reading
+from mcpbrowser.session.state import INTERRUPTED
 from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, page_result, session_schema
 
 
@@ -23,27 +24,27 @@ def _load(state, what, method, **kwargs):
     """Run a page-loading call and shape its result; failures are NAVIGATION_FAILED."""
     kwargs["wait_until"] = kwargs.pop("waitUntil", None) or "load"
     kwargs["timeout"] = kwargs.get("timeout", state.config.navigation_timeout)
-    refusals = state.refusals()
+    refusals = state.network_policy.refusals()
     try:
         response = state.act(state.page, method, **kwargs)
     except Exception as exc:
-        if state.refusals() > refusals:  # a hop of this navigation (a redirect, say) hit the policy
-            raise state.blocked_error(kwargs.get("url", state.page.url)) from None
+        if state.network_policy.refusals() > refusals:  # a hop of this navigation (a redirect, say) hit the policy
+            raise state.network_policy.blocked_error(kwargs.get("url", state.page.url)) from None
         reason = str(exc).split("\n", 1)[0]
         if "net::ERR_" in reason:
-            state.await_error_page()
+            page_reading.await_error_page(state)
         url = kwargs.get("url") or (state.page.url if state.page is not None else "")
         raise NavigationFailed(f"Could not load {what}: {reason}", session_id=state.session_id,
                                details={"url": url, "reason": reason}) from None
     if response not in (None, INTERRUPTED) and BLOCKED_HEADER.lower() in response.headers:
-        raise state.blocked_error(response.url)  # the policy proxy answered a hop of plain HTTP
+        raise state.network_policy.blocked_error(response.url)  # the policy proxy answered a hop of plain HTTP
     return response
 
 
 def navigate(state, args):
     url = args["url"]
     _check_url(url)
-    state.check_navigation(url)
+    state.network_policy.check_navigation(url)
     state.report(0, 3, f"Navigating to {url}")
     page, reporting = state.page, [True]
 

@@ -2,17 +2,17 @@
 
 Writes are queued to the store's writer thread (`Store.write`); reads wait
 until what was queued before them is committed (`Store.query`). The schema and
-its migrations are `store.py`'s; the core records, `tools/content.py` reads.
+its migrations are `store.py`'s; the core records (core/recorder.py, core/registry.py), core/content_tools.py reads.
 """
 
 import json
 
+from mcpbrowser.core.store import dumps
 from mcpbrowser.errors import BrowserServerError
-from mcpbrowser.protocol import compact_json
 from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
+from mcpbrowser.schema import compact_json
 from mcpbrowser.sealing import is_legacy
-from mcpbrowser.session_state import now_ms
-from mcpbrowser.store import dumps
+from mcpbrowser.timers import now_ms
 
 
 class History:

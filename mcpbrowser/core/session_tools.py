@@ -6,7 +6,7 @@ from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, CoreTool, session
 
 
 def create_session(core, args):
-    record = core.open_session(allowed_domains=args.get("allowedDomains"))
+    record = core.warm_pool.create_session(allowed_domains=args.get("allowedDomains"))
     out = {
         "sessionId": record.session_id,
         "expiresAt": record.expires_at,
@@ -29,11 +29,11 @@ def create_session(core, args):
 
 def resume_session(core, args):
     session_id = args["sessionId"]
-    saved = core.saved_state(session_id)
+    saved = core.history.saved_state(session_id)
     if saved is None:
         raise SessionNotFound("Nothing is stored for this session, so it cannot be resumed. "
                               "Call create_session.", session_id=session_id)
-    record = core.open_session(resume={"sessionId": session_id, "storageState": saved[0], "url": saved[1]})
+    record = core.warm_pool.create_session(resume={"sessionId": session_id, "storageState": saved[0], "url": saved[1]})
     return {
         "sessionId": session_id,
         "expiresAt": record.expires_at,
@@ -44,12 +44,12 @@ def resume_session(core, args):
 
 
 def close_session(core, args):
-    core.end_session(args["sessionId"])
+    core.registry.close_session(args["sessionId"])
     return {"success": True, "message": f"Session {args['sessionId']} closed."}
 
 
 def list_sessions(core, args):
-    sessions = core.describe_sessions()
+    sessions = core.registry.list_sessions()
     return {"sessions": sessions, "count": len(sessions)}
 
 

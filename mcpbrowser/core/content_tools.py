@@ -22,7 +22,7 @@ REF_MARKER = re.compile(r" ?\[ref=[A-Za-z0-9_-]+\]")
 
 
 def _stored(core, ref_id):
-    core.wait_recorded(ref_id)
+    core.recorder.wait_recorded(ref_id)
     stored = core.history.stored_page(ref_id)
     if stored is None:
         raise ContentNotFound(f"No call has refId {ref_id!r}.", details={"refId": ref_id})

@@ -181,7 +181,7 @@ class SessionWorker:
 
 
 def _settle(fut, result=None, exc=None):
-    """Set a Future's outcome unless the watchdog already answered it (see core.Browser._watch)."""
+    """Set a Future's outcome unless the watchdog already answered it (see core/watchdog.py)."""
     try:
         if exc is not None:
             fut.set_exception(exc)

@@ -3,7 +3,7 @@
 // contexts it creates, so sessions on one browser cannot touch each other's pages.
 // argv: [node, this file, playwright-core package dir, JSON launch options]
 //
-// Lines on stdout, for the supervisor in browser_process.py:
+// Lines on stdout, for the supervisor in core/browser_process.py:
 //   pipe PATH         a Unix socket for our sessions' relays (see servePipe), when options.pipePath is set
 //   ws://...          the endpoint, once the browser is up (always the last line of start-up)
 //   pong              answer to a "ping" line on stdin: a context opened and closed

@@ -12,9 +12,9 @@ Threads:
 
 import threading
 
-from mcpbrowser import protocol
 from mcpbrowser.logs import log
-from mcpbrowser.mcp_connection import McpConnection
+from mcpbrowser.transports import protocol
+from mcpbrowser.transports.mcp_connection import McpConnection
 
 
 class StdioServer:

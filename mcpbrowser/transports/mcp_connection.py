@@ -21,10 +21,12 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
-from mcpbrowser import __version__, protocol
+from mcpbrowser import __version__
 from mcpbrowser.errors import BrowserError, BrowserServerError
 from mcpbrowser.logs import log
-from mcpbrowser.protocol import ProtocolError, compact_json
+from mcpbrowser.schema import compact_json
+from mcpbrowser.transports import protocol
+from mcpbrowser.transports.protocol import ProtocolError
 
 INSTRUCTIONS = (
     "Browser automation. Call create_session first and pass its sessionId to every "

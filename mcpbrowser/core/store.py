@@ -20,7 +20,7 @@ from typing import Any
 
 from mcpbrowser.logs import log
 from mcpbrowser.sealing import load_key, seal, unseal
-from mcpbrowser.session_state import now_ms
+from mcpbrowser.timers import now_ms
 
 # Forward migrations: version -> statements. A database is brought from its
 # recorded version to the newest in one transaction per step; never edit a

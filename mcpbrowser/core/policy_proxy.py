@@ -21,10 +21,9 @@ import socket
 import threading
 from urllib.parse import urlsplit
 
-from mcpbrowser.guards import canonical_host, is_private_address
+from mcpbrowser.guards import BLOCKED_HEADER, canonical_host, is_private_address
 from mcpbrowser.logs import log
 
-BLOCKED_HEADER = "X-Mcpbrowser-Blocked"   # on the answer to a refused plain-HTTP request
 HEAD_LIMIT = 64 * 1024                    # a request or response head larger than this is refused
 CONNECT_TIMEOUT_S = 30.0
 CHUNK = 65536

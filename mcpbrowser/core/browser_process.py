@@ -1,25 +1,19 @@
-"""The shared browser: find an executable, run it behind a Playwright browser server, stop it.
+"""The shared browser's process: find an executable, run it behind a Playwright browser server, stop it.
 
-Threads: `SharedBrowser.start` and `stop` run on the browser-supervisor thread
-(see core.Browser); `attach` runs on a session thread and returns a Playwright
-Browser bound to that thread only.
+Threads: the browser-supervisor thread (core/browser_supervisor.py) runs
+`SharedBrowser.start`, `ping` and `stop`; `SharedBrowser` reads the server's
+output on two threads of its own. Sessions attach to it from their threads
+(session/attach.py).
 
 Why a Playwright browser server rather than attaching over CDP: every session
-thread has its own `sync_playwright()` driver. Attached over CDP, each driver
+thread has its own `sync_playwright()` connection. Attached over CDP, each driver
 sees every page of every session, auto-dismisses dialogs it has no listener for
 (so one session's confirm() vanished under another's driver), and may reset
 another session's emulation (microsoft/playwright#23971). Through
 `launchServer`, each connection sees only the contexts it created. The server
-runs on the Node.js that ships inside the playwright package, and works the
-same for chromium, firefox and webkit.
-
-Sessions of our own browser do not run Playwright's Node.js driver: the
-launcher also takes sessions on a Unix socket (bridged to its browser server),
-and each session's sync_playwright() starts pipe_relay.py in the driver's place. That
-saves a ~65 MB process per session, and a process that parses every message. Playwright has no
-option for it, so `relay_hook` swaps the function its pipe transport asks for
-the driver's command line, for the calling thread only; remote browsers, and a
-Playwright where that function moved, keep the real driver.
+(children/launch_server.js) runs on the Node.js that ships inside the playwright
+package, and works the same for chromium, firefox and webkit. It also takes
+sessions on a Unix socket, each through children/pipe_relay.py.
 """
 
 import ctypes
@@ -36,7 +30,6 @@ import time
 from collections import deque, namedtuple
 from typing import Any
 
-from mcpbrowser import playwright_internals
 from mcpbrowser.errors import BrowserError
 from mcpbrowser.logs import log
 from mcpbrowser.process_tree import alive, descendants
@@ -46,8 +39,9 @@ INSTALL_HINT = (
     "`python -m playwright install chromium`, or pass --executable-path."
 )
 SYSTEM_CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
-LAUNCHER = os.path.join(os.path.dirname(__file__), "launch_server.js")
-RELAY = os.path.join(os.path.dirname(__file__), "pipe_relay.py")
+CHILDREN = os.path.join(os.path.dirname(os.path.dirname(__file__)), "children")
+LAUNCHER = os.path.join(CHILDREN, "launch_server.js")
+RELAY = os.path.join(CHILDREN, "pipe_relay.py")
 RUNTIME_PREFIX = "mcpbrowser-run-"  # + our pid + "-": a directory in the temp dir per browser life
 # Where sessions reach a browser: its WebSocket endpoint, and for our own browser the
 # pipe server's socket and the relay command to start in the driver's place (else None).
@@ -357,77 +351,3 @@ def _write_relay_script(directory):
         f.write(f'#!/bin/sh\nexec "{sys.executable}" -I -S "{RELAY}" "$@"\n')
     os.chmod(path, 0o700)
     return path
-
-
-# -- SESSION THREAD --------------------------------------------------------------
-
-_relay = threading.local()  # .command: (relay script, socket path) for the next driver this thread starts
-_hook_lock = threading.Lock()
-_hooked = None
-
-
-def relay_hook():
-    """Make Playwright start our relay on threads that ask for it; False if Playwright moved the function."""
-    global _hooked
-    with _hook_lock:
-        if _hooked is None:
-            try:
-                playwright_internals.hook_driver_command(lambda: getattr(_relay, "command", None))
-            except (ImportError, AttributeError):
-                log.warning("cannot start sessions through the pipe relay in this Playwright: each "
-                            "session runs its own Node.js driver", extra={"event": "relay_unavailable"})
-                _hooked = False
-            else:
-                _hooked = True
-        return _hooked
-
-
-def attach(config, endpoint):
-    """Start this session thread's Playwright and reach the shared browser (ours or a remote one).
-
-    Returns (manager, playwright, browser, driven); the manager is sync_playwright()'s, for
-    its driver pid. driven: the browser is reached through a Node.js driver of this thread's
-    own (a remote browser, or no relay), whose connection the session must close itself.
-    """
-    from playwright.sync_api import sync_playwright
-
-    piped = bool(endpoint.pipe) and relay_hook()
-    manager = sync_playwright()
-    _relay.command = (endpoint.relay, endpoint.pipe) if piped else None
-    try:
-        playwright = manager.start()
-    finally:
-        _relay.command = None
-    try:
-        if piped:
-            _read_late_transport_error(manager)
-            # The server treats a relayed client as remote (it refuses local file paths, so
-            # uploads must send the files' bytes), as connect() marks its connection.
-            playwright_internals.mark_as_remote(playwright)
-            # The browser server hands each connection the browser it serves, as it does to connect().
-            browser = playwright_internals.pre_launched_browser(playwright)
-        elif config.cdp_endpoint:
-            # CDP shows every context of the browser to every client: with other clients on
-            # the same browser, their drivers can dismiss our dialogs. --ws-endpoint has no such gap.
-            browser = playwright.chromium.connect_over_cdp(config.cdp_endpoint, headers=config.headers() or None)
-        else:
-            browser = getattr(playwright, config.browser).connect(endpoint.ws, headers=config.headers() or None)
-    except BaseException:
-        playwright.stop()
-        raise
-    return manager, playwright, browser, not piped
-
-
-def _read_late_transport_error(manager):
-    """Mark the transport's error as read, so a relay that exits does not make asyncio complain.
-
-    A relay ends with its browser (a crash, or the server stopping it), unlike a
-    Node.js driver; the transport then fails a Future that only its start-up
-    awaited, and asyncio would print "Future exception was never retrieved" on
-    stderr for every such session. The session learns of the loss on its next call.
-    """
-    try:
-        future = playwright_internals.transport_error_future(manager)
-    except AttributeError:
-        return
-    future.add_done_callback(lambda done: done.cancelled() or done.exception())

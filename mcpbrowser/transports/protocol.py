@@ -130,12 +130,6 @@ def validated(model_name, params, request_id):
         raise ProtocolError(INVALID_PARAMS, f"Invalid params: {problems}", request_id) from None
 
 
-def compact_json(value):
-    """A tool answer as the agent reads it (and the history stores it): JSON without padding,
-    non-ASCII as is (a title's "—" is 1 character, not 6)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def encode(message):
     """One JSON-RPC message as a newline-terminated line. ASCII-only output, so any
     string we echo back (a lone surrogate included) can always be written."""

@@ -1,0 +1,197 @@
+"""The core's facade: `Browser` wires the parts below and is the public entry point.
+
+ANY THREAD: every public method. The parts, each in its module, name their own threads:
+- dispatch.py: one call from request to answer (guards, routing, outcome counting);
+- recorder.py: the history's rows for each call, the page it left, what resume needs;
+- registry.py: the open sessions, expiry, and what a closed id answers;
+- warm_pool.py: where sessions come from (the warm pool, cold starts, resumes);
+- browser_supervisor.py: the shared browser's launch, watch and restarts;
+- watchdog.py: stuck commands; user_channel.py: the line to the person;
+- session_tools.py and content_tools.py: the tools that run on the core pool.
+Only plain data (dicts, str, bytes) and Futures cross between threads.
+"""
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from mcpbrowser import tools
+from mcpbrowser.config import Config
+from mcpbrowser.core.browser_supervisor import BrowserSupervisor
+from mcpbrowser.core.dispatch import Call, Dispatcher
+from mcpbrowser.core.history import History
+from mcpbrowser.core.recorder import Recorder
+from mcpbrowser.core.registry import SessionRegistry
+from mcpbrowser.core.store import Store
+from mcpbrowser.core.user_channel import UserChannel
+from mcpbrowser.core.warm_pool import WarmPool
+from mcpbrowser.core.watchdog import Watchdog
+from mcpbrowser.errors import BrowserError
+from mcpbrowser.guards import DomainPolicy, MemoryGuard
+from mcpbrowser.library import Session, arguments
+from mcpbrowser.logs import log
+from mcpbrowser.session.opener import SessionOpener
+
+SHUTDOWN_BUDGET_S = 5.0  # sessions get at most this long to close at shutdown, then the browser stops
+
+
+class Browser:
+    """The core API: `with Browser(config) as b: s = b.create_session(); s.navigate(url)`.
+
+    Every method may be called from any thread. Failures raise BrowserServerError
+    subclasses whose `code` is the stable error code.
+    """
+
+    def __init__(self, config: Config | None = None, *, opener: Callable[[Any], Any] | None = None,
+                 timer_factory: Callable[..., Any] = threading.Timer,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config = config or Config()
+        # Tools that depend on a setting (evaluate, upload_file) exist only when it is set.
+        self.tools = {tool.name: tool for tool in tools.ALL if tool.enabled(config)}
+        self.store = Store(config.db, retention_days=config.retention_days, max_mb=config.db_max_mb)
+        self.history = History(self.store)
+        self.recorder = Recorder(self.history, self.tools)
+        self.user = UserChannel(config)
+        self._executor = ThreadPoolExecutor(config.max_sessions + 2, thread_name_prefix="core")
+        self.supervisor = BrowserSupervisor(config, on_lost=self._browser_lost, on_restart=self._browser_restarted)
+        self.registry = SessionRegistry(config, self.history, clock=clock, timer_factory=timer_factory,
+                                        final_save=self.recorder.final_save, on_change=self._refill)
+        self.dispatcher = Dispatcher(config, self.tools, self.registry, self.recorder, self.user,
+                                     self._executor, core=self)
+        self._opener = opener or SessionOpener(
+            config, self._connect, self.user.ask_about_domain,
+            lambda session_id, message: self.user.notify(
+                "alert", {"event": "wait_for_user", "session": session_id, "message": message}),
+            quiet_budget=self._quiet_budget)
+        self.warm_pool = WarmPool(config, self.registry, self.supervisor, MemoryGuard(config.max_memory_mb),
+                                  self._executor, self._opener, self.policy)
+        self._watchdog = (Watchdog(self.registry, self.history, self._opener, self.warm_pool.options,
+                                   self.supervisor.stopping) if config.watchdog_grace else None)
+
+    # -- ANY THREAD: lifecycle -------------------------------------------------
+
+    @property
+    def client(self) -> Any:
+        """The MCP connection that asks the person and hears notices (a transport sets it), or None."""
+        return self.user.client
+
+    @client.setter
+    def client(self, connection: Any) -> None:
+        self.user.client = connection
+
+    @property
+    def cooldown(self):
+        return self.user.cooldown
+
+    def start(self) -> "Browser":
+        """Start the shared browser in the background; calls wait for it only when they need it."""
+        if self.registry.closed or not self.supervisor.start():
+            return self
+        if self._watchdog is not None:
+            self._watchdog.start()
+        self._refill()
+        return self
+
+    def close(self) -> None:
+        """Close every session, then the browser. Idempotent."""
+        workers = self.registry.close_all()
+        if workers is None:
+            return
+        workers += self.warm_pool.drain()
+        self.user.cooldown.cancel_all()
+        shutting_down = BrowserError("The server is shutting down.")
+        for worker in workers:
+            worker.stop(shutting_down)
+        deadline = time.monotonic() + SHUTDOWN_BUDGET_S
+        for worker in workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+        self.supervisor.stop(shutting_down)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.store.close()
+        log.info("core closed", extra={"event": "core_closed", "workers": len(workers)})
+
+    def __enter__(self) -> "Browser":
+        return self.start()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    # -- ANY THREAD: tools -----------------------------------------------------
+
+    def submit(self, name: str, args: Any = None, progress: Callable[..., Any] | None = None) -> Future:
+        """Validate, record and dispatch one tool call; a Future of its result dict (see Dispatcher.submit)."""
+        return self.dispatcher.submit(name, args, progress)
+
+    def call(self, name: str, args: Any = None) -> dict[str, Any]:
+        """Run one tool call and return its result dict; raises BrowserServerError."""
+        return self.submit(name, args).result()
+
+    def create_session(self, url: str | None = None, allowed_domains: list[str] | None = None) -> Session:
+        """Open a session (and, with url, a page in it); a `Session` handle on it."""
+        result = self.call("create_session", arguments(locals()))
+        return Session(self, result["sessionId"], result["expiresAt"], result)
+
+    def resume_session(self, session_id: str) -> Session:
+        """Bring back a closed or expired session with its cookies, local storage and last URL."""
+        result = self.call("resume_session", {"sessionId": session_id})
+        return Session(self, session_id, result["expiresAt"], result)
+
+    def list_sessions(self) -> list[dict[str, Any]]:
+        """[{sessionId, createdAt, expiresAt, url, title, busy}] of the open sessions."""
+        return self.call("list_sessions")["sessions"]
+
+    def close_session(self, session_id: str) -> dict[str, Any]:
+        """Close a session now."""
+        return self.call("close_session", {"sessionId": session_id})
+
+    def get_content(self, ref_id: str, search_for: str | None = None,
+                    reset_cursor: bool | None = None) -> dict[str, Any]:
+        """The page a call stored: full, a diff since the last read, or the lines matching search_for."""
+        return self.call("get_content", arguments(locals(), spell=str))  # this tool spells them snake_case
+
+    def get_console_content(self, ref_id: str, level: str | None = None) -> dict[str, Any]:
+        """The console entries a call recorded, one per line."""
+        return self.call("get_console_content", arguments(locals(), spell=str))
+
+    def session_ids(self) -> set[str]:
+        return self.registry.ids()
+
+    def policy(self, session_allowed: list[str] | None = None) -> DomainPolicy:
+        """The domain policy of a session: the server's, narrowed by the session's allowedDomains."""
+        c = self.config
+        return DomainPolicy(c.allowed_domains, c.blocked_domains, c.url_schemes, session_allowed,
+                            block_private=c.block_private_networks)
+
+    # -- wiring --------------------------------------------------------------------
+
+    def _refill(self) -> None:
+        self.warm_pool.refill()
+
+    def _connect(self, worker: Any) -> tuple[Any, Any, Any, bool]:
+        """SESSION THREAD: the opener's way to the shared browser, started on first use."""
+        self.start()
+        return self.supervisor.attach(worker)
+
+    def _quiet_budget(self, session_id: str) -> tuple[Any, Any]:
+        """The watchdog's budget for a session's idle garbage collection, tagged like a call."""
+        budget = self.dispatcher.budget_s({})
+        return budget, (Call("collect_garbage", session_id, False, False), budget)
+
+    # BROWSER-SUPERVISOR THREAD
+    def _browser_lost(self, cause: str, generation: int) -> None:
+        """The shared browser died: its sessions and pooled workers go; a restart will follow."""
+        lost = self.registry.take_generation(generation)
+        idle = self.warm_pool.drain()
+        log.error("browser crashed", extra={"event": "browser_crashed", "cause": cause,
+                                            "sessions_lost": len(lost)})
+        self.user.notify("error", {"event": "browser_crashed", "cause": cause, "sessionsLost": len(lost)})
+        self.registry.drop_lost(lost)
+        for worker in idle:
+            worker.stop()
+
+    # BROWSER-SUPERVISOR THREAD
+    def _browser_restarted(self, cause: str | None) -> None:
+        self.user.notify("notice", {"event": "browser_restarted", "cause": cause})
+        self._refill()

@@ -1,0 +1,232 @@
+"""The shared browser's lifecycle: launch it, watch it, restart it with backoff, stop it.
+
+Threads: the browser-supervisor thread runs `_run` (launch, watch, restart);
+`attach` runs on a session thread; the rest may be called from any thread, under
+this object's lock. A remote browser (--ws-endpoint, --cdp-endpoint) is never
+launched or restarted: sessions attach to it and learn on their own when it goes.
+"""
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
+from typing import Any
+
+from tenacity import Retrying, retry_if_exception_type
+
+from mcpbrowser.config import Config
+from mcpbrowser.core.browser_process import Endpoint, SharedBrowser, effective_headless, find_executable
+from mcpbrowser.errors import BrowserError, BrowserUnavailable
+from mcpbrowser.logs import log
+from mcpbrowser.session.attach import attach
+
+CRASH_NOTICE_S = 2.0        # how long a failure waits to learn whether the browser died under it
+BROWSER_STOP_GRACE_S = 2.0  # at shutdown the browser is sent SIGTERM, and SIGKILL this long after
+PING_TIMEOUT_S = 10.0       # a browser that cannot open a context in this long is hung
+
+
+class BrowserCrashed(Exception):
+    """Internal: the shared browser died; the retry loop restarts it."""
+
+
+class BrowserSupervisor:
+    """Owns the shared browser's current life: its endpoint, its generation number, its restarts.
+
+    on_lost(cause, generation) runs when life `generation` ended (the supervisor
+    thread); on_restart(cause) when a new life began after a crash.
+    """
+
+    def __init__(self, config: Config, on_lost: Callable[[str, int], None],
+                 on_restart: Callable[[str | None], None]) -> None:
+        self.config = config
+        self.remote = bool(config.ws_endpoint or config.cdp_endpoint)
+        self._on_lost, self._on_restart = on_lost, on_restart
+        self._lock = threading.Lock()
+        # The current life: Future of (generation, Endpoint). A crash replaces it with
+        # a pending one, which the restart resolves.
+        self._endpoint: Future[tuple[int, Endpoint]] = Future()
+        self._generation = 0
+        self._thread: threading.Thread | None = None
+        self._headless: bool | None = None
+        self.stopping = threading.Event()
+        self._wake = threading.Event()          # stop asked, or the browser server exited
+        self._restarts: deque[float] = deque()  # monotonic times of restarts, within --restart-window
+        self._degraded_until: float | None = None  # monotonic time of the next restart while degraded
+        self.crash_cause: str | None = None
+
+    # -- ANY THREAD ----------------------------------------------------------------
+
+    @property
+    def generation(self) -> int:
+        with self._lock:
+            return self._generation
+
+    @property
+    def degraded(self) -> bool:
+        with self._lock:
+            return self._degraded_until is not None
+
+    def start(self) -> bool:
+        """Start the supervisor thread once; False when it had started already."""
+        with self._lock:
+            if self._thread is not None or self.stopping.is_set():
+                return False
+            self._headless = effective_headless(self.config)
+            self._thread = threading.Thread(target=self._run, name="browser-supervisor", daemon=True)
+        self._thread.start()
+        return True
+
+    def stop(self, error: BaseException) -> None:
+        """Stop the browser; a session thread still waiting for one gets `error`."""
+        self.stopping.set()
+        self._wake.set()
+        with self._lock:
+            waiting = self._endpoint
+        if not waiting.done():
+            try:
+                waiting.set_exception(error)
+            except InvalidStateError:
+                pass
+        if self._thread is not None:
+            self._thread.join(BROWSER_STOP_GRACE_S + 2.0)
+
+    def check_available(self) -> None:
+        """While degraded (restarts used up), refuse at once rather than wait minutes."""
+        with self._lock:
+            until = self._degraded_until
+        if until is not None:
+            retry = max(1, round((until - time.monotonic()) * 1000))
+            raise BrowserUnavailable(
+                f"The browser crashed {self.config.max_restarts} times within {self.config.restart_window} s "
+                f"({self.crash_cause}); the next restart is in {retry / 1000:.0f} s. Retry then.",
+                details={"retryAfterMs": retry, "cause": self.crash_cause})
+
+    def crash_noticed(self, generation: int, within_s: float = CRASH_NOTICE_S) -> bool:
+        """True once browser life `generation` is over, waiting up to within_s for this supervisor to see it.
+
+        A crash is noticed within milliseconds, when the launcher's pipe closes.
+        """
+        deadline = time.monotonic() + within_s
+        while True:
+            if self.generation != generation:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+    # -- SESSION THREAD ------------------------------------------------------------
+
+    def attach(self, worker: Any) -> tuple[Any, Any, Any, bool]:
+        """Start Playwright on the current browser; if it died just now, on the restarted one."""
+        while True:
+            with self._lock:
+                life = self._endpoint
+            worker.generation, endpoint = life.result()
+            try:
+                return attach(self.config, endpoint)
+            except Exception:
+                if self.remote or not self.crash_noticed(worker.generation):
+                    raise  # the browser is fine: this is our error
+
+    # -- BROWSER-SUPERVISOR THREAD ---------------------------------------------------
+    # It forks Chromium and lives until stop(), so the browser's parent-death signal
+    # fires only if the whole server dies.
+
+    def _run(self) -> None:
+        if self.remote:
+            self._endpoint.set_result((0, Endpoint(self.config.ws_endpoint, None, None)))
+            log.info("using a remote browser", extra={"event": "remote_browser",
+                                                      "cdp": bool(self.config.cdp_endpoint)})
+            return
+        try:  # a browser that never started is not restarted: the error says how to install one
+            executable = find_executable(self.config.browser, self.config.executable_path)
+            shared = self._launch(executable)
+        except BaseException as exc:
+            log.error("browser unavailable", extra={"event": "browser_unavailable", "error": str(exc)})
+            try:
+                self._endpoint.set_exception(exc)
+            except InvalidStateError:
+                pass
+            return
+        # Each crash is followed by a restart after 1, 2, then 4 s; past --max-restarts in
+        # --restart-window the server is degraded until the oldest restart leaves the
+        # window. tenacity runs the loop; _restart_wait decides.
+        retrying = Retrying(retry=retry_if_exception_type((BrowserCrashed, BrowserError)),
+                            wait=self._restart_wait, sleep=self._restart_sleep,
+                            stop=lambda _: self.stopping.is_set(), reraise=True)
+        try:
+            retrying(self._life, executable, [shared])
+        except (BrowserCrashed, BrowserError):
+            pass  # stopping while the browser was down
+
+    def _launch(self, executable: str) -> SharedBrowser:
+        """Start the browser server and make it the current life; raises BrowserError."""
+        shared = SharedBrowser(self.config.browser, executable, self._headless, on_exit=self._wake.set,
+                               spare_renderer=self.config.spare_renderer)
+        endpoint = shared.start(abort=self.stopping)
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+            if self._endpoint.done():
+                self._endpoint = Future()
+            waiting = self._endpoint
+            self._degraded_until = None
+        try:
+            waiting.set_result((generation, endpoint))
+        except InvalidStateError:  # stop() ran meanwhile
+            shared.stop(0)
+            raise BrowserError("The server is shutting down.") from None
+        if generation > 1:
+            log.warning("browser restarted", extra={"event": "browser_restarted", "cause": self.crash_cause,
+                                                    "generation": generation})
+            self._on_restart(self.crash_cause)
+        return shared
+
+    def _life(self, executable: str, first: list[SharedBrowser]) -> None:
+        """One life of the shared browser: serve until stop (return) or a crash (raise BrowserCrashed)."""
+        if self.stopping.is_set():
+            return
+        shared = first.pop() if first else self._launch(executable)
+        ping = self.config.browser_ping or None
+        cause = None
+        while cause is None:
+            self._wake.wait(ping)
+            if self.stopping.is_set():
+                shared.stop(BROWSER_STOP_GRACE_S)
+                return
+            self._wake.clear()
+            if shared.ended.is_set():
+                cause = shared.exit_cause()
+            elif ping:  # a short interval asks for quick detection: wait 2 intervals, 2 to 10 s
+                cause = shared.ping(min(PING_TIMEOUT_S, max(2.0, 2.0 * ping)))
+        shared.stop(0)  # whatever is left of it
+        with self._lock:
+            self.crash_cause = cause
+            if self._endpoint.done():
+                self._endpoint = Future()
+            ended = self._generation
+            self._generation += 1  # retire the dead life's number: sessions still opening on it are stale
+        self._on_lost(cause, ended)
+        raise BrowserCrashed(cause)
+
+    def _restart_sleep(self, seconds: float) -> None:
+        self.stopping.wait(seconds)  # a stop wakes the wait early
+
+    def _restart_wait(self, retry_state: Any) -> float:
+        """Seconds before the next restart: 1, 2, 4 while the window allows, else until it does."""
+        now, window = time.monotonic(), self.config.restart_window
+        with self._lock:
+            while self._restarts and self._restarts[0] <= now - window:
+                self._restarts.popleft()
+            if len(self._restarts) < self.config.max_restarts:
+                delay = float(min(4, 2 ** len(self._restarts)))
+            else:
+                delay = self._restarts[0] + window - now
+                self._degraded_until = now + delay
+            self._restarts.append(now + delay)
+            degraded = self._degraded_until is not None
+        log.warning("browser restart scheduled", extra={
+            "event": "browser_restart_scheduled", "in_s": round(delay, 1), "cause": self.crash_cause,
+            "degraded": degraded, "attempt": retry_state.attempt_number})
+        return delay

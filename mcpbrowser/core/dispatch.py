@@ -1,0 +1,212 @@
+"""One tool call from request to answer: validate, check the guards, route, record.
+
+`Dispatcher.submit` runs on the caller's thread (any thread). A session tool then
+runs on its session's thread (`_run_on_session`), a core tool on the core pool
+(`_run_on_pool`); outcomes are counted and logged by Future callbacks on
+whichever thread finishes the call.
+"""
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from typing import Any
+
+from mcpbrowser.config import Config
+from mcpbrowser.core.recorder import Recorder
+from mcpbrowser.core.registry import SessionRegistry
+from mcpbrowser.core.user_channel import USER_ANSWER_S, UserChannel
+from mcpbrowser.errors import (
+    BrowserError,
+    BrowserServerError,
+    CircuitOpen,
+    CooldownActive,
+    InvalidParameters,
+    RateLimited,
+)
+from mcpbrowser.guards import CircuitBreaker, RateLimiter
+from mcpbrowser.logs import log
+from mcpbrowser.schema import validate
+from mcpbrowser.session import page_reading
+from mcpbrowser.session.state import SessionState
+
+
+class Call:
+    """Plain data about one tool call, filled in by whichever thread runs it."""
+
+    def __init__(self, tool: str, session_id: str | None, capture: bool, inline: bool) -> None:
+        self.ref_id = uuid.uuid4().hex
+        self.tool = tool
+        self.session_id = session_id
+        self.capture = capture  # a page-changing tool: the page it leaves is stored
+        self.inline = inline    # --response-mode full: the snapshot goes into the answer too
+        self.console: list[dict[str, Any]] | None = None
+        self.snapshot: str | None = None
+        self.expires_at: int | None = None  # the session's expiry after this call renewed it (epoch ms)
+        self.progress: Callable[..., Any] | None = None  # progress(done, total, message) from the caller
+        self.ran = False        # set on the session thread when the call starts there
+        self.secret = False     # its text turned out to be a secret (set on the session thread)
+        self.record_request: Callable[[], None] | None = None  # the deferred request row, see Dispatcher.submit
+        self.recorded = threading.Event()
+
+    def flush_request(self) -> None:
+        """Write the deferred request row, once (the session thread, or whoever ends an unrun call)."""
+        record, self.record_request = self.record_request, None
+        if record is not None:
+            record()
+
+    def meta(self, succeeded: bool = True) -> dict[str, Any]:
+        console = self.console or []
+        return {"tool": self.tool, "hasSnapshot": self.capture and succeeded,
+                "hasConsoleLogs": bool(console),
+                "consoleErrorCount": sum(1 for e in console if e["level"] == "error")}
+
+    def annotate(self, result: dict[str, Any]) -> dict[str, Any]:
+        if self.expires_at is not None:
+            result["expiresAt"] = self.expires_at
+        result["refId"] = self.ref_id
+        result["meta"] = self.meta()
+        return result
+
+    def annotate_error(self, exc: BaseException) -> BrowserServerError:
+        """The error as the client sees it: a BrowserServerError with this call's refId and meta."""
+        if not isinstance(exc, BrowserServerError):
+            exc = BrowserError(f"{type(exc).__name__}: {exc}")
+        exc.ref_id = self.ref_id
+        exc.meta = self.meta(succeeded=False)
+        return exc
+
+
+def _failed(exc: BaseException) -> Future:
+    fut: Future[Any] = Future()
+    fut.set_exception(exc)
+    return fut
+
+
+class Dispatcher:
+    """Routes each call and feeds the guards: cooldown, circuit breaker, rate limit, watchdog budget."""
+
+    def __init__(self, config: Config, tools: dict[str, Any], registry: SessionRegistry, recorder: Recorder,
+                 user: UserChannel, pool: Executor, core: Any) -> None:
+        self.config = config
+        self.tools = tools
+        self._registry, self._recorder, self._user, self._pool = registry, recorder, user, pool
+        self._core = core  # what a core tool's handler gets
+        self.rate = RateLimiter(config.rate_limit)
+        self.breaker = CircuitBreaker(config.breaker_threshold, config.breaker_reset)
+
+    def submit(self, name: str, args: Any = None, progress: Callable[..., Any] | None = None) -> Future:
+        """Validate, record and dispatch one tool call; returns a Future of its result dict.
+
+        Every failure, validation included, arrives through the Future. The request
+        row is queued before the call runs, the response row after. progress(done,
+        total, message), if given, hears how a long call is going; it is called on
+        the session thread.
+        """
+        started = time.monotonic()
+        args = {} if args is None else args
+        tool = self.tools.get(name)
+        session_id = args.get("sessionId") if isinstance(args, dict) else None
+        call = Call(name, session_id, capture=tool is not None and (tool.changes_page or tool.stores_page),
+                    inline=self.config.response_mode == "full")
+        call.progress = progress
+        if tool is not None and tool.may_carry_secret:
+            # Whether its text is a secret is known only once the target field was looked at,
+            # on the session thread: the row is written then, so a password typed without
+            # `secret` never reaches the database (or its WAL) in clear.
+            call.record_request = lambda: self._recorder.request(call, args)
+        else:
+            self._recorder.request(call, args)
+        self._recorder.pending(call)
+        try:
+            if tool is None:
+                raise InvalidParameters(f"Unknown tool {name!r}.", details={"known": list(self.tools)})
+            self._check_guards(name, session_id)
+            validate(tool.input_schema, args)
+            if tool.needs_session:
+                budget = self.budget_s(args)
+                worker, call.expires_at = self._registry.renewed(args["sessionId"])  # validated: present
+                fut = worker.submit(self._run_on_session, tool, args, call,
+                                    after=lambda state, f: self._recorder.after_call(state, f, call),
+                                    budget_s=budget, tag=(call, budget))
+            else:
+                fut = self._pool.submit(self._run_on_pool, tool, args, call)
+        except BrowserServerError as exc:
+            fut = _failed(call.annotate_error(exc))
+        except RuntimeError:  # the pool refuses work once the core closed
+            fut = _failed(call.annotate_error(BrowserError("The server is shutting down.")))
+        fut.add_done_callback(lambda f: self._finished(f, call, started))
+        return fut
+
+    def budget_s(self, args: dict[str, Any]) -> float | None:
+        """Seconds a session command may run before the watchdog calls it stuck, or None (off).
+
+        Its own timeout (the `timeout` argument, else the longer default), plus
+        --watchdog-grace, plus the time a person has to answer a domain question.
+        """
+        grace = self.config.watchdog_grace
+        if not grace:
+            return None
+        own = args.get("timeout")
+        own = own if isinstance(own, (int, float)) and not isinstance(own, bool) else 0
+        own = max(own, self.config.action_timeout, self.config.navigation_timeout) / 1000
+        return own + grace + (USER_ANSWER_S if self.config.ask_new_domains else 0)
+
+    def _check_guards(self, name: str, session_id: str | None) -> None:
+        """Cooldown first (no browser work at all while it runs), then the breaker and the rate limit."""
+        cooldown = self._user.cooldown
+        waiting = cooldown.message(session_id)
+        if waiting is not None:
+            raise CooldownActive(waiting, session_id=session_id,
+                                 details={"remainingMs": round(cooldown.remaining_s(session_id) * 1000)})
+        retry = self.breaker.check(name)
+        if retry is not None:
+            raise CircuitOpen(f"{name} failed with BROWSER_ERROR {self.config.breaker_threshold} times in a row, "
+                              f"so it is paused; retry in {retry} ms.", session_id=session_id,
+                              details={"retryAfterMs": retry, "tool": name})
+        # Per client, session and tool: eight sessions of one agent each get their own budget.
+        retry = self.rate.check((self._user.client_name, session_id or "-", name))
+        if retry is not None:
+            raise RateLimited(f"More than {self.config.rate_limit} {name} calls in a minute; retry in {retry} ms.",
+                              session_id=session_id, details={"retryAfterMs": retry})
+
+    # SESSION THREAD
+    def _run_on_session(self, state: SessionState, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:
+        """The call on its session: a failure may mean the browser is gone, or a login timed out."""
+        try:
+            return state.run_call(tool, args, call)
+        except BrowserServerError as error:  # run_call annotated it
+            if page_reading.browser_gone(state):
+                raise call.annotate_error(self._registry.session_lost(state)) from None
+            raise call.annotate_error(self._user.login_failure(state, tool.name, error)) from None
+
+    # CORE POOL THREAD
+    def _run_on_pool(self, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:
+        """A session-less tool, with refId and meta added."""
+        try:
+            return call.annotate(tool.handler(self._core, args))
+        except BrowserServerError as exc:
+            raise call.annotate_error(exc) from None
+
+    # THE THREAD THAT FINISHED THE CALL
+    def _finished(self, fut: Future, call: Call, started: float) -> None:
+        """Log the call, feed the circuit breaker, and record any call its session thread did not."""
+        if fut.cancelled():
+            outcome = "cancelled"
+        else:
+            exc = fut.exception()
+            outcome = "ok" if exc is None else getattr(exc, "code", "BROWSER_ERROR")
+            if exc is None:
+                self.breaker.succeeded(call.tool)
+            elif getattr(exc, "code", None) == "BROWSER_ERROR" and self.breaker.failed(call.tool):
+                log.warning("circuit breaker opened", extra={"event": "breaker_opened", "tool": call.tool,
+                                                             "error": str(exc)[:200]})
+        log.info("tool call", extra={"event": "tool_call", "tool": call.tool, "session": call.session_id,
+                                     "duration_ms": round((time.monotonic() - started) * 1000, 2),
+                                     "outcome": outcome})
+        # A call that ran on its session thread is recorded there, after its capture;
+        # any other (refused, cancelled while queued, failed at close) is recorded here.
+        if not call.ran:
+            call.flush_request()
+            self._recorder.response(call, fut)

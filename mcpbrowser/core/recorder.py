@@ -1,0 +1,84 @@
+"""The history recorder: every call's request and response rows, the page it left, what resume needs.
+
+`request`, `response` and `wait_recorded` run on any thread; `after_call` and
+the storage saves run on the session thread, after the call's answer went out.
+The SQL itself is history.py's.
+"""
+
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any
+
+from mcpbrowser.core.history import History
+from mcpbrowser.session import page_reading, snapshots
+
+STORAGE_SAVE_INTERVAL_S = 5.0  # see save_storage
+
+
+class Recorder:
+    """Writes calls to the history, and lets get_content wait for a call still being recorded."""
+
+    def __init__(self, history: History, tools: dict[str, Any]) -> None:
+        self.history = history
+        self._tools = tools
+        self._lock = threading.Lock()
+        self._pending: dict[str, Any] = {}  # ref_id -> Call not yet recorded
+
+    # -- ANY THREAD ------------------------------------------------------------------
+
+    def request(self, call: Any, args: Any) -> None:
+        self.history.request(call.ref_id, call.session_id, call.tool, args, secret=call.secret)
+
+    def pending(self, call: Any) -> None:
+        """The call's answer is on its way: wait_recorded(ref_id) waits for its response row."""
+        with self._lock:
+            self._pending[call.ref_id] = call
+
+    def response(self, call: Any, fut: Future, secrets: Any = ()) -> None:
+        self.history.response(call.ref_id, fut, call.snapshot, call.console or [], secrets)
+        with self._lock:
+            self._pending.pop(call.ref_id, None)
+        call.recorded.set()
+
+    def wait_recorded(self, ref_id: str, timeout: float = 10.0) -> None:
+        """Block until the call's response row is queued (its snapshot may still be in capture)."""
+        with self._lock:
+            call = self._pending.get(ref_id)
+        if call is not None:
+            call.recorded.wait(timeout)
+
+    # -- SESSION THREAD ---------------------------------------------------------------
+
+    def after_call(self, state: Any, fut: Future, call: Any) -> None:
+        """After the answer went out: capture the page the call left, then record it."""
+        succeeded = not fut.cancelled() and fut.exception() is None
+        if succeeded and call.capture and not call.inline and call.snapshot is None:
+            call.snapshot = snapshots.capture_snapshot(state)
+        if succeeded and self._tools[call.tool].changes_page:
+            self.save_storage(state)
+        self.response(call, fut, state.secrets)
+
+    def save_storage(self, state: Any, force: bool = False) -> None:
+        """Keep what resume_session needs (cookies, localStorage, URL).
+
+        Reading the storage state costs a round trip (~4 ms) that the session's next
+        command would wait for, so it is saved when the URL changed or
+        STORAGE_SAVE_INTERVAL_S passed, and always when the session closes. A crash
+        can lose at most that interval's cookie changes.
+        """
+        url = state.page.url if state.page is not None else None
+        due = time.monotonic() - state.storage_saved_at >= STORAGE_SAVE_INTERVAL_S
+        if not (force or due or url != state.storage_saved_url):
+            return
+        saved = page_reading.storage_state(state)
+        if saved is None:
+            return
+        state.storage_saved_at, state.storage_saved_url = time.monotonic(), saved[1]
+        # Sealed: the storage state holds cookies, which must not sit in the database in clear.
+        self.history.save_state(state.session_id, saved[0], saved[1])
+
+    def final_save(self, state: Any) -> None:
+        """The last storage save, run just before the session closes."""
+        if state.storage_saved_at or state.storage_saved_url:
+            self.save_storage(state, force=True)

@@ -1,0 +1,302 @@
+"""The open sessions: their ids, expiry, and what a closed id answers.
+
+Any thread looks sessions up and closes them, under this registry's lock;
+expiry callbacks run on timer threads and `session_lost` on a session thread.
+None of it touches Playwright: closing a session is a stop command queued for
+its own thread.
+"""
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from mcpbrowser.config import Config
+from mcpbrowser.core.history import History
+from mcpbrowser.errors import (
+    BrowserError,
+    InvalidParameters,
+    MaxSessionsReached,
+    SessionExpired,
+    SessionLost,
+    SessionNotFound,
+)
+from mcpbrowser.logs import log
+from mcpbrowser.session.state import SessionState
+from mcpbrowser.session.worker import SessionWorker
+from mcpbrowser.timers import KeyedTimers, now_ms
+
+CLOSE_JOIN_S = 5.0       # close_session waits this long for the page and context to close
+DESCRIBE_WAIT_S = 0.5    # list_sessions falls back to cached url/title for busy sessions
+ENDED_MEMORY = 10_000    # ended ids remembered so late calls get SESSION_EXPIRED, bounded
+
+
+class SessionRecord:
+    """Plain data about one open session, owned by the registry under its lock."""
+
+    __slots__ = ("session_id", "worker", "created_at", "deadline", "last_deadline", "clock", "_opened")
+
+    def __init__(self, session_id: str, worker: SessionWorker, created_at: int, timeout_ms: int,
+                 max_age_ms: int, clock: Callable[[], float]) -> None:
+        self.session_id = session_id
+        self.worker = worker
+        self.created_at = created_at
+        self.clock = clock
+        self._opened = clock()  # the monotonic instant of created_at
+        # A hard cap on the session's age (--session-max-age), or None.
+        self.last_deadline = self._opened + max_age_ms / 1000 if max_age_ms else None
+        self.renew(timeout_ms)
+
+    @property
+    def expires_at(self) -> int:
+        """The deadline in epoch ms, as clients see it."""
+        return self.created_at + round((self.deadline - self._opened) * 1000)
+
+    def renew(self, timeout_ms: int) -> None:
+        """A call came in (caller holds the registry's lock): the session lives timeout_ms from now, within its cap."""
+        deadline = self.clock() + timeout_ms / 1000
+        self.deadline = deadline if self.last_deadline is None else min(deadline, self.last_deadline)
+
+
+class SessionRegistry:
+    """Open sessions by id, sessions still opening, and how ended ids ended.
+
+    final_save(state) runs on a session's thread just before it closes by
+    close_session or expiry; on_change() runs after a session opened or closed
+    (the warm pool refills).
+    """
+
+    def __init__(self, config: Config, history: History, *, clock: Callable[[], float],
+                 timer_factory: Callable[..., Any], final_save: Callable[[Any], None],
+                 on_change: Callable[[], None]) -> None:
+        self.config = config
+        self.history = history
+        self.timers = KeyedTimers(timer_factory, "expire")
+        self._clock = clock  # session deadlines (injectable, like the timers, for tests)
+        self._final_save, self._on_change = final_save, on_change
+        self._lock = threading.Lock()
+        self._sessions: dict[str, SessionRecord] = {}
+        self._ended: OrderedDict[str, str] = OrderedDict()  # id -> "closed" | "expired" | "lost"
+        self._starting = 0
+        self.closed = False
+
+    # -- ANY THREAD: opening -----------------------------------------------------------
+
+    def reserve(self, resume_id: str | None = None) -> None:
+        """Count a session as opening, or refuse: shutting down, --max-sessions reached, or resuming an open id."""
+        with self._lock:
+            if self.closed:
+                raise BrowserError("The server is shutting down.")
+            if len(self._sessions) + self._starting >= self.config.max_sessions:
+                raise MaxSessionsReached(
+                    f"{self.config.max_sessions} sessions are open, the most allowed. "
+                    "Close one with close_session first.",
+                    details={"maxSessions": self.config.max_sessions})
+            if resume_id is not None and resume_id in self._sessions:
+                raise InvalidParameters("That session is open; there is nothing to resume.", session_id=resume_id)
+            self._starting += 1
+
+    def release(self) -> None:
+        """An opening that reserve() counted failed."""
+        with self._lock:
+            self._starting -= 1
+
+    def register(self, worker: SessionWorker, current: Callable[[SessionWorker], bool],
+                 source: str) -> SessionRecord | None:
+        """Make a reserved, opened worker a session; None when current(worker) says its browser died meanwhile.
+
+        The worker is stopped when it is not kept. Raises when the server closed meanwhile.
+        """
+        created = now_ms()
+        record = SessionRecord(worker.session_id, worker, created, self.config.session_timeout,
+                               self.config.session_max_age, self._clock)
+        with self._lock:
+            self._starting -= 1
+            closed = self.closed
+            stale = not current(worker)
+            if not closed and not stale:
+                self._sessions[worker.session_id] = record
+                self._ended.pop(worker.session_id, None)
+        if closed or stale:
+            worker.stop()
+        if closed:
+            raise BrowserError("The server is shutting down.")
+        if stale:
+            return None
+        self.timers.schedule(worker.session_id, record.deadline - self._clock(), self._expire)
+        self.history.session_opened(worker.session_id, created, {"browser": self.config.browser, "source": source})
+        log.info("session created", extra={"event": "session_created", "session": worker.session_id,
+                                           "source": source})
+        return record
+
+    def occupied(self) -> int:
+        """Sessions open or opening: what --max-sessions counts."""
+        with self._lock:
+            return len(self._sessions) + self._starting
+
+    # -- ANY THREAD: using ---------------------------------------------------------------
+
+    def renewed(self, session_id: str, renew: bool = True) -> tuple[SessionWorker, int]:
+        """(worker, expiresAt) of an open session, its expiry renewed by this call; raises if not open."""
+        with self._lock:
+            record = self._sessions.get(session_id)
+            how = self._ended.get(session_id) if record is None else None
+            if renew and record is not None:
+                record.renew(self.config.session_timeout)
+        if record is None:
+            if how == "expired":
+                raise self.expired_error(session_id)
+            if how == "lost":
+                raise self.lost_error(session_id)
+            raise SessionNotFound(session_id=session_id)
+        return record.worker, record.expires_at
+
+    def worker(self, session_id: str) -> SessionWorker:
+        return self.renewed(session_id, renew=False)[0]
+
+    def ids(self) -> set[str]:
+        with self._lock:
+            return set(self._sessions)
+
+    def records(self) -> list[SessionRecord]:
+        with self._lock:
+            return list(self._sessions.values())
+
+    def list_sessions(self) -> list[dict[str, Any]]:
+        """Id, times, url and title of each session; a busy session shows its last known page."""
+        records = self.records()
+        asked = [(record, record.worker.submit(SessionState.describe)) for record in records]
+        deadline = time.monotonic() + DESCRIBE_WAIT_S
+        out = []
+        for record, fut in asked:
+            try:
+                info, busy = fut.result(max(0.0, deadline - time.monotonic())), False
+            except Exception:
+                fut.cancel()
+                info, busy = dict(record.worker.info), True
+            out.append({"sessionId": record.session_id, "createdAt": record.created_at,
+                        "expiresAt": record.expires_at, "url": info["url"], "title": info["title"],
+                        "busy": busy})
+        return out
+
+    def replace_worker(self, record: SessionRecord, old: SessionWorker, new: SessionWorker) -> bool:
+        """Give a session a fresh thread (the watchdog's); False when it closed or moved meanwhile."""
+        with self._lock:
+            if self._sessions.get(record.session_id) is not record or record.worker is not old:
+                return False
+            record.worker = new
+            return True
+
+    # -- ANY THREAD: closing ---------------------------------------------------------------
+
+    def close_session(self, session_id: str) -> None:
+        """Close a session now: cancel its timer, close its page and context, forget its id."""
+        with self._lock:
+            record = self._sessions.pop(session_id, None)
+            if record is not None:
+                self._remember_ended(session_id, "closed")
+        if record is None:
+            self.worker(session_id)  # raises the error its id deserves
+            return
+        self.timers.cancel(session_id)
+        self.history.session_closed(session_id, "closed")
+        record.worker.stop(last=self._final_save)
+        record.worker.join(CLOSE_JOIN_S)
+        log.info("session closed", extra={"event": "session_closed", "session": session_id})
+        self._on_change()
+
+    def close_all(self) -> list[SessionWorker] | None:
+        """Shutdown: forget every session (the history says why); their workers, for the caller to stop.
+
+        None when an earlier call closed it already.
+        """
+        with self._lock:
+            if self.closed:
+                return None
+            self.closed = True
+            records, self._sessions = list(self._sessions.values()), {}
+        self.timers.cancel_all()
+        for record in records:
+            self.history.session_closed(record.session_id, "shutdown")
+        return [record.worker for record in records]
+
+    def take_generation(self, generation: int) -> list[SessionRecord]:
+        """Remove the sessions on browser life `generation`, which just ended; drop_lost() them next."""
+        with self._lock:
+            lost = [r for r in self._sessions.values() if r.worker.generation == generation]
+            for record in lost:
+                del self._sessions[record.session_id]
+                self._remember_ended(record.session_id, "lost")
+        return lost
+
+    def drop_lost(self, records: list[SessionRecord]) -> None:
+        """Close sessions whose browser died: the history says why, their threads wind down."""
+        for record in records:
+            self.timers.cancel(record.session_id)
+            self.history.session_closed(record.session_id, "browser_crash")
+            record.worker.stop(self.lost_error(record.session_id))
+            log.warning("session lost", extra={"event": "session_lost", "session": record.session_id})
+
+    # SESSION THREAD: a call found its browser disconnected (a remote one, or ours before
+    # the supervisor noticed). Returns the error that call answers.
+    def session_lost(self, state: SessionState) -> SessionLost:
+        with self._lock:
+            record = self._sessions.get(state.session_id)
+            if record is None or record.worker is not state.worker:
+                record = None
+            else:
+                del self._sessions[state.session_id]
+                self._remember_ended(state.session_id, "lost")
+        if record is not None:
+            self.drop_lost([record])
+        return self.lost_error(state.session_id)
+
+    # TIMER THREAD. Calls only move the record's deadline (a float, under the lock): the
+    # timer, when it fires, sleeps again for what is left rather than each call
+    # replacing a Timer thread.
+    def _expire(self, session_id: str) -> None:
+        with self._lock:
+            record = self._sessions.get(session_id)
+            if record is None:
+                return
+            left = record.deadline - self._clock()
+            if left > 0.001:
+                self.timers.schedule(session_id, left, self._expire)
+                return
+            del self._sessions[session_id]
+            self._remember_ended(session_id, "expired")
+        self.timers.forget(session_id)
+        self.history.session_closed(session_id, "expired")
+        record.worker.stop(SessionExpired(session_id=session_id), last=self._final_save)
+        log.info("session expired", extra={"event": "session_expired", "session": session_id})
+        self._on_change()
+
+    # -- the errors a closed id answers ------------------------------------------------------
+
+    def _remember_ended(self, session_id: str, how: str) -> None:
+        """Caller holds the lock."""
+        self._ended[session_id] = how
+        while len(self._ended) > ENDED_MEMORY:
+            self._ended.popitem(last=False)
+
+    def _resume_hint(self, session_id: str) -> tuple[str, bool]:
+        """(hint, resumable): whether resume_session can bring a closed session back."""
+        if self.history.has_saved_state(session_id):
+            return ("Call resume_session with this sessionId to reopen it in a fresh context with its "
+                    "cookies, local storage and last URL.", True)
+        return "Nothing was saved for it, so it cannot be resumed: call create_session.", False
+
+    def expired_error(self, session_id: str) -> SessionExpired:
+        hint, resumable = self._resume_hint(session_id)
+        max_age = self.config.session_max_age
+        return SessionExpired(f"This session expired (no call for {self.config.session_timeout // 1000} s"
+                              + (f", or older than {max_age // 1000} s" if max_age else "")
+                              + f") and was closed. {hint}", session_id=session_id,
+                              details={"resumable": resumable})
+
+    def lost_error(self, session_id: str) -> SessionLost:
+        """SESSION_LOST, telling whether resume_session can bring the session back."""
+        hint, resumable = self._resume_hint(session_id)
+        return SessionLost(f"The browser under this session crashed, so the session was closed. {hint}",
+                           session_id=session_id, details={"reason": "browser_crash", "resumable": resumable})

@@ -1,0 +1,80 @@
+"""The line to the person behind the agent: domain questions, the login cooldown, notices.
+
+`ask_about_domain` and `login_failure` run on session threads (a tool waits for
+the answer); `notify` on any thread; `_cooldown_ended` on a timer thread. The
+MCP connection (`client`) does the asking; an embedder may leave it None, and
+then nobody can be asked.
+"""
+
+from typing import Any
+
+from mcpbrowser.config import Config
+from mcpbrowser.errors import BrowserServerError, DomainNotAllowed, LoginTimeout
+from mcpbrowser.guards import Cooldown, is_login_timeout
+from mcpbrowser.logs import log
+from mcpbrowser.session import page_reading
+
+USER_ANSWER_S = 300.0  # a question waits this long for the person
+
+
+class UserChannel:
+    """Asks the person through the MCP client, and tells them what the server did on its own."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        # The MCP connection (the transport sets it): .name (the client's), .can_elicit,
+        # .elicit(message, timeout), .notify(level, data).
+        self.client: Any = None
+        self.cooldown = Cooldown(config.login_cooldown, config.cooldown_scope, config.locale,
+                                 on_end=self._cooldown_ended)
+
+    @property
+    def client_name(self) -> str:
+        return getattr(self.client, "name", None) or "library"
+
+    def notify(self, level: str, data: dict[str, Any]) -> None:
+        if self.client is not None:
+            self.client.notify(level, data)
+
+    # SESSION THREAD
+    def ask_about_domain(self, session_id: str, host: str) -> None:
+        """Ask whether this session may visit `host` (MCP elicitation); raises DomainNotAllowed unless allowed."""
+        if not self.config.ask_new_domains:
+            raise DomainNotAllowed(f"{host} is not in the server's allowed domains.", session_id=session_id,
+                                   details={"domain": host})
+        client = self.client
+        if client is None or not client.can_elicit:
+            raise DomainNotAllowed(
+                f"{host} is not in the allowed domains, and the user cannot be asked: the client did not "
+                "declare the elicitation capability.", session_id=session_id, details={"domain": host})
+        answer = client.elicit(f"The agent wants to open {host}, which is not in the allowed domains. "
+                               "Allow it for this session?", timeout=USER_ANSWER_S)
+        if answer != "accept":
+            raise DomainNotAllowed(f"The user did not allow {host} ({answer}).", session_id=session_id,
+                                   details={"domain": host, "userAction": answer})
+        log.info("domain allowed by the user", extra={"event": "domain_granted", "session": session_id})
+
+    # SESSION THREAD
+    def login_failure(self, state: Any, tool_name: str, exc: BrowserServerError) -> BrowserServerError:
+        """Turn a login or verification timeout into the cooldown; any other failure is returned as it is.
+
+        Only where it cannot punish an ordinary mistake: failures of wait_for_user,
+        or failures on a page that itself asks for a login or verification.
+        """
+        reason = (exc.details or {}).get("reason", "") if isinstance(exc.details, dict) else ""
+        if not self.config.login_cooldown or not is_login_timeout(f"{exc.message} {reason}",
+                                                                  self.config.login_keywords):
+            return exc
+        if tool_name != "wait_for_user" and not page_reading.looks_like_login(state):
+            return exc
+        text = self.cooldown.trigger(state.session_id, f"{tool_name}: {exc.message[:120]}")
+        log.warning("login timeout: cooldown started", extra={"event": "cooldown_started",
+                                                               "session": state.session_id})
+        self.notify("warning", {"event": "cooldown_started", "message": text})
+        return LoginTimeout(text, session_id=state.session_id,
+                            details={"cause": exc.code, "cooldownSeconds": self.config.login_cooldown})
+
+    # TIMER THREAD
+    def _cooldown_ended(self, key: str, text: str) -> None:
+        log.info(text, extra={"event": "cooldown_ended"})
+        self.notify("notice", {"event": "cooldown_ended", "message": text})

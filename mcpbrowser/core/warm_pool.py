@@ -1,0 +1,185 @@
+"""Where sessions come from: the warm pool when it can, else a cold start or a resume.
+
+Runs on the core pool threads (opening a session, refilling the pool); `refill`
+may be called from any thread. A pooled worker is a started, never-used session
+thread: its context has never seen a page, so handing it out keeps isolation,
+and it becomes a session only then.
+"""
+
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcpbrowser.config import Config
+from mcpbrowser.core.browser_supervisor import BrowserSupervisor
+from mcpbrowser.core.policy_proxy import PolicyProxy
+from mcpbrowser.core.registry import SessionRecord, SessionRegistry
+from mcpbrowser.errors import BrowserError, BrowserServerError, BrowserUnavailable
+from mcpbrowser.guards import DomainPolicy, MemoryGuard, is_loopback
+from mcpbrowser.logs import log
+from mcpbrowser.session.state import SessionState
+from mcpbrowser.session.worker import SessionWorker
+
+SESSION_START_TIMEOUT_S = 60.0  # a cold start is ~1 s; far beyond that something is wrong
+
+
+class WarmPool:
+    """Started, unused session threads, and the way every session opens."""
+
+    def __init__(self, config: Config, registry: SessionRegistry, browser: BrowserSupervisor,
+                 memory: MemoryGuard, executor: Executor, opener: Callable[[SessionWorker], Any],
+                 policy: Callable[[list[str] | None], DomainPolicy]) -> None:
+        self.config = config
+        self._registry, self._browser, self._memory = registry, browser, memory
+        self._executor, self._opener, self._policy = executor, opener, policy
+        self._lock = threading.Lock()
+        self.idle: deque[SessionWorker] = deque()
+        self.filling = 0
+        # Every context has a policy proxy: then a pooled one can take on a session's own allowedDomains.
+        self._proxied = policy(None).restricts_hosts or config.ask_new_domains
+
+    # -- CORE POOL THREAD ------------------------------------------------------------
+
+    def create_session(self, resume: dict[str, Any] | None = None,
+                     allowed_domains: list[str] | None = None) -> SessionRecord:
+        """Hand out a warm worker, or start one, and register it as a session.
+
+        resume: {"sessionId", "storageState", "url"} to bring a closed session back
+        under its old id; it needs a fresh context built from that state, so never
+        comes from the pool. A session that was opening when the browser crashed is
+        opened again on the restarted browser, once.
+        """
+        record = (self._open_once(resume, allowed_domains, final_try=False)
+                  or self._open_once(resume, allowed_domains, final_try=True))
+        assert record is not None  # the last attempt raises rather than give up
+        return record
+
+    def _open_once(self, resume, allowed_domains, final_try) -> SessionRecord | None:
+        """A registered session; None when the browser died under it (and `final_try` is False)."""
+        self._browser.check_available()
+        self._memory.check()
+        self._registry.reserve(resume["sessionId"] if resume else None)
+        generation = self._browser.generation
+        worker = self._take_idle() if resume is None and (not allowed_domains or self._proxied) else None
+        source = "pool" if worker is not None else ("resume" if resume else "cold")
+        crashed = BrowserUnavailable("The browser crashed while the session was opening; retry.",
+                                     details={"retryAfterMs": 1000})
+        try:
+            if worker is None:
+                worker = self.start_worker(resume, allowed_domains)
+            elif allowed_domains:
+                worker.submit(SessionState.narrow, allowed_domains).result(SESSION_START_TIMEOUT_S)
+        except BrowserServerError:
+            self._registry.release()
+            # A session attaches in ~30 ms, so it can fail on a browser that just died
+            # before the supervisor has seen the crash: give it the time to.
+            if self._browser.remote or not self._browser.crash_noticed(generation):
+                raise
+            if final_try:
+                raise crashed from None
+            return None
+        except BaseException:
+            self._registry.release()
+            raise
+        record = self._registry.register(worker, self._current, source)
+        if record is None and final_try:
+            raise crashed
+        if record is not None:
+            self.refill()
+        return record
+
+    def start_worker(self, resume: dict[str, Any] | None = None,
+                     allowed_domains: list[str] | None = None) -> SessionWorker:
+        """Start a session thread and wait until its page is open."""
+        session_id = resume["sessionId"] if resume else str(uuid.uuid4())
+        options = self.options(allowed_domains, session_id)
+        if resume is not None:
+            options.update(storage_state=resume["storageState"], url=resume["url"])
+        worker = SessionWorker(session_id, self._opener, options)
+        try:
+            worker.start().result(SESSION_START_TIMEOUT_S)
+        except BaseException as exc:
+            worker.stop()
+            if isinstance(exc, BrowserServerError):
+                raise
+            raise BrowserError(f"Could not open a browser session: {exc}") from None
+        return worker
+
+    def options(self, allowed_domains: list[str] | None, session_id: str) -> dict[str, Any]:
+        """The opener's plain data: the session's policy, and the proxy that enforces it when a host rule applies.
+
+        The proxy listens on this machine's loopback only. A browser on another
+        machine could not reach it, and a policy that silently stopped holding
+        there would be worse than a clear refusal.
+        """
+        policy = self._policy(allowed_domains)
+        if not (policy.restricts_hosts or self.config.ask_new_domains):
+            return {"allowed_domains": allowed_domains, "policy": policy, "proxy": None}
+        endpoint = self.config.ws_endpoint or self.config.cdp_endpoint
+        host = urlsplit(endpoint).hostname if endpoint else None
+        if host is not None and not is_loopback(host):
+            raise BrowserError(
+                "The domain policy (allowed or blocked domains, --block-private-networks, --ask-new-domains) "
+                "is enforced by a filtering proxy on this machine's loopback, which a browser on another "
+                f"machine ({host}) cannot reach. Run mcpbrowser on the browser's machine, "
+                "or leave the policy off for this endpoint.")
+        return {"allowed_domains": allowed_domains, "policy": policy, "proxy": PolicyProxy(policy, session_id)}
+
+    def _current(self, worker: SessionWorker) -> bool:
+        """Opened on the current browser life (a remote browser has only one)."""
+        return self._browser.remote or worker.generation == self._browser.generation
+
+    def _take_idle(self) -> SessionWorker | None:
+        """A live pooled worker on the current browser, or None."""
+        with self._lock:
+            while self.idle:
+                worker = self.idle.popleft()
+                if worker.alive and worker.generation == self._browser.generation:
+                    return worker
+                worker.stop()
+        return None
+
+    # -- ANY THREAD --------------------------------------------------------------------
+
+    def refill(self) -> None:
+        """Top the pool up in the background, never past --max-sessions or the memory limit."""
+        if self._memory.over() is not None or self._registry.closed or self._browser.degraded:
+            return
+        room = self.config.max_sessions - self._registry.occupied()
+        with self._lock:
+            wanted = min(self.config.pool_size, room) - len(self.idle) - self.filling
+            if wanted <= 0:
+                return
+            self.filling += wanted
+        for _ in range(wanted):
+            try:
+                self._executor.submit(self._fill_one)
+            except RuntimeError:  # closed meanwhile
+                return
+
+    def drain(self) -> list[SessionWorker]:
+        """Empty the pool (its browser died, or the server closes); the workers, for the caller to stop."""
+        with self._lock:
+            idle, self.idle = list(self.idle), deque()
+        return idle
+
+    def _fill_one(self) -> None:
+        try:
+            worker: SessionWorker | None = self.start_worker()
+        except BaseException as exc:
+            worker = None
+            if not self._registry.closed:  # failing because we are shutting down is no news
+                log.warning("warm pool refill failed", extra={"event": "pool_refill_failed", "error": str(exc)})
+        with self._lock:
+            self.filling -= 1
+            keep = worker is not None and not self._registry.closed and self._current(worker)
+            if worker is not None and keep:
+                self.idle.append(worker)
+        if keep:
+            log.info("pool worker ready", extra={"event": "pool_worker_ready"})
+        elif worker is not None:
+            worker.stop()

@@ -1,0 +1,84 @@
+"""The watchdog: finds session commands running far past their timeout and replaces their thread.
+
+Runs on the watchdog thread (only when --watchdog-grace is set). It never
+touches Playwright: it answers the stuck command, starts a fresh session thread
+from the session's last saved state, and kills the stuck thread's driver process.
+"""
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import InvalidStateError
+from typing import Any
+
+from mcpbrowser.core.history import History
+from mcpbrowser.core.registry import SessionRecord, SessionRegistry
+from mcpbrowser.errors import CommandTimeout
+from mcpbrowser.logs import log
+from mcpbrowser.session.worker import SessionWorker
+
+WATCHDOG_TICK_S = 1.0  # how often the watchdog looks for stuck commands
+
+
+class Watchdog:
+    """Looks at every session once a tick until `stop` is set."""
+
+    def __init__(self, registry: SessionRegistry, history: History, opener: Callable[[SessionWorker], Any],
+                 options: Callable[[list[str] | None, str], dict[str, Any]], stop: threading.Event) -> None:
+        self._registry, self._history = registry, history
+        self._opener, self._options = opener, options
+        self._stop = stop
+        self._thread = threading.Thread(target=self._watch, name="watchdog", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    # WATCHDOG THREAD
+    def _watch(self) -> None:
+        while not self._stop.wait(WATCHDOG_TICK_S):
+            now = time.monotonic()
+            for record in self._registry.records():
+                stuck = record.worker.stuck(now)
+                if stuck is not None:
+                    self._replace_stuck(record, *stuck)
+
+    def _replace_stuck(self, record: SessionRecord, fut: Any, tag: Any) -> None:
+        """Answer a stuck command COMMAND_TIMEOUT and give its session a fresh thread.
+
+        Playwright objects cannot be handed to another thread, so the new thread
+        opens a new context from the session's last saved state (cookies, local
+        storage, URL). The old thread is freed by killing its driver process, which
+        also makes the browser server close the old context.
+        """
+        call, budget = tag
+        old, session_id = record.worker, record.session_id
+        saved = self._history.saved_state(session_id)
+        options = self._options(old.options.get("allowed_domains"), session_id)
+        if saved is not None:
+            options.update(storage_state=saved[0], url=saved[1])
+        new = SessionWorker(session_id, self._opener, options)
+        if not self._registry.replace_worker(record, old, new):
+            if options["proxy"] is not None:
+                options["proxy"].close()
+            return
+        error = call.annotate_error(CommandTimeout(
+            f"{call.tool} was still running {budget:.0f} s after it started, far past its own timeout, so its "
+            "session thread was replaced. The session goes on in a fresh page"
+            + (" at its last saved URL, with its cookies" if saved else "") + "; check the page and retry.",
+            session_id=session_id, details={"tool": call.tool, "budgetSeconds": round(budget)}))
+        try:
+            fut.set_exception(error)
+        except InvalidStateError:
+            pass  # it finished just now; the session still moves to the fresh thread
+        new.start()
+        old.stop(error)
+        if old.driver_pid:
+            try:
+                os.kill(old.driver_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        log.error("command stuck: session thread replaced", extra={
+            "event": "session_thread_replaced", "session": session_id, "tool": call.tool,
+            "budget_s": round(budget), "driver_killed": bool(old.driver_pid)})

@@ -1,0 +1,134 @@
+"""One session's event buffers: console entries and network requests, as bounded rings.
+
+SESSION THREAD ONLY: Playwright dispatches these handlers on the session's
+thread while a call is in progress. Entries are plain dicts; a request's entry
+is filled in as its response and end arrive.
+"""
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from mcpbrowser.guards import BLOCKED_HEADER
+from mcpbrowser.session.network_policy import NetworkPolicy
+from mcpbrowser.timers import now_ms
+
+BLOCKED_FAILURE = "blocked by the domain policy"
+
+
+def _newest(buffer: deque, count: int) -> list:
+    """The last `count` entries of a ring buffer (fewer when it dropped some)."""
+    count = min(count, len(buffer))
+    return list(buffer)[len(buffer) - count:] if count else []
+
+
+class EventBuffers:
+    """Console and network rings, with per-call and per-page slices.
+
+    current_page() is the session's current tab: a navigation of its main frame
+    starts the page that network_logs shows by default.
+    """
+
+    def __init__(self, console_size: int, network_size: int, policy: NetworkPolicy,
+                 current_page: Callable[[], Any]) -> None:
+        self._policy, self._current_page = policy, current_page
+        self.console: deque[dict] = deque(maxlen=console_size)
+        self.console_dropped = 0
+        self._console_total = 0   # console entries ever seen, for per-call slices
+        self._console_mark = 0    # ...of which earlier calls already took this many
+        self.network: deque[tuple] = deque(maxlen=network_size)  # (entry, Request or None)
+        self.network_dropped = 0
+        self._network_total = 0   # requests ever seen
+        self._page_mark = 0       # ...when the current page's document was requested
+        self._requests: dict[Any, dict] = {}
+
+    def listen(self, context: Any) -> None:
+        on = context.on
+        on("console", self._on_console)
+        on("weberror", self._on_web_error)
+        on("request", self._on_request)
+        on("response", self._on_response)
+        on("requestfinished", self._on_request_done)
+        on("requestfailed", self._on_request_done)
+
+    def take_console(self) -> list[dict]:
+        """Console entries that arrived since the previous call took its share."""
+        fresh, self._console_mark = self._console_total - self._console_mark, self._console_total
+        return _newest(self.console, fresh)
+
+    def page_requests(self) -> list[tuple]:
+        """The network ring's entries since the current page's document was requested."""
+        return _newest(self.network, self._network_total - self._page_mark)
+
+    def on_websocket(self, ws: Any) -> None:
+        """A page opened a WebSocket (a page event, so the state subscribes it per page)."""
+        entry = {"method": "GET", "url": ws.url, "resourceType": "websocket", "status": None,
+                 "durationMs": None, "failure": None, "blocked": False, "timestamp": now_ms()}
+        self._keep_network(entry, None)
+
+        def closed(_):
+            if self._policy.refused(ws.url):
+                entry["failure"], entry["blocked"] = BLOCKED_FAILURE, True
+
+        ws.on("close", closed)
+
+    # -- event handlers ---------------------------------------------------------------
+
+    def _keep_console(self, entry: dict) -> None:
+        self._console_total += 1
+        if len(self.console) == self.console.maxlen:
+            self.console_dropped += 1
+        self.console.append(entry)
+
+    def _keep_network(self, entry: dict, request: Any) -> None:
+        self._network_total += 1
+        if len(self.network) == self.network.maxlen:
+            self.network_dropped += 1
+        self.network.append((entry, request))
+
+    def _on_console(self, message: Any) -> None:
+        loc = message.location or {}
+        self._keep_console({
+            "timestamp": int(message.timestamp) if message.timestamp else now_ms(),
+            "level": message.type,
+            "message": message.text,
+            "location": f"{loc.get('url', '')}:{loc.get('lineNumber', 0)}:{loc.get('columnNumber', 0)}",
+        })
+
+    def _on_web_error(self, web_error: Any) -> None:
+        page = web_error.page
+        self._keep_console({
+            "timestamp": now_ms(), "level": "error", "message": str(web_error.error),
+            "location": page.url if page is not None else "",
+        })
+
+    def _on_request(self, request: Any) -> None:
+        if request.is_navigation_request() and request.redirected_from is None:
+            try:
+                frame = request.frame
+            except Exception:  # a popup's first request comes before its frame exists: not this page's
+                frame = None
+            if frame is not None and frame.parent_frame is None and frame.page is self._current_page():
+                self._page_mark = self._network_total
+        entry = {"method": request.method, "url": request.url, "resourceType": request.resource_type,
+                 "status": None, "durationMs": None, "failure": None, "blocked": False, "timestamp": now_ms()}
+        self._requests[request] = entry
+        self._keep_network(entry, request)
+
+    def _on_response(self, response: Any) -> None:
+        entry = self._requests.get(response.request)
+        if entry is not None:
+            entry["status"] = response.status
+            if BLOCKED_HEADER.lower() in response.headers:  # the policy proxy's refusal of plain HTTP
+                entry["failure"], entry["blocked"] = BLOCKED_FAILURE, True
+
+    def _on_request_done(self, request: Any) -> None:
+        entry = self._requests.pop(request, None)
+        if entry is None:
+            return
+        timing = request.timing
+        if timing and timing.get("responseEnd", -1) >= 0:
+            entry["durationMs"] = round(timing["responseEnd"], 1)
+        if not entry["blocked"]:
+            entry["failure"] = request.failure
+            entry["blocked"] = self._policy.refused(request.url) and request.failure is not None

@@ -1,0 +1,69 @@
+"""One session's domain policy as its thread sees it: checks before a navigation, the proxy's refusals.
+
+SESSION THREAD ONLY. The requests themselves are filtered by the session's
+PolicyProxy (core/policy_proxy.py) on its own threads; this reads what it
+refused, as plain data, and asks the person about a new domain.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+from mcpbrowser.errors import DomainNotAllowed, InvalidParameters
+from mcpbrowser.guards import DomainPolicy, host_of
+
+
+def _nobody_to_ask(session_id: str, host: str) -> None:
+    raise DomainNotAllowed(f"{host} is not in the server's allowed domains.", session_id=session_id,
+                           details={"domain": host})
+
+
+class NetworkPolicy:
+    """What this session may load, and what the proxy refused so far."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.policy = DomainPolicy()  # the opener sets the session's real one
+        self.proxy: Any = None        # the session's PolicyProxy when a host rule applies
+        # ask_user(session_id, host): returns when the person allows it, else raises DomainNotAllowed.
+        self.ask_user: Callable[[str, str], None] = _nobody_to_ask
+
+    def narrow(self, allowed_domains: list[str]) -> None:
+        """Apply a session's own allowedDomains; the proxy holds the same policy, so its next request obeys."""
+        self.policy.narrow(allowed_domains)
+
+    def check_navigation(self, url: str) -> None:
+        """Refuse a URL the policy forbids before any request leaves; may ask the person."""
+        if not self.policy.scheme_allowed(url):
+            scheme = url.split(":", 1)[0]
+            raise InvalidParameters(
+                f"The {scheme}: scheme is not allowed. Allowed: {', '.join(self.policy.schemes)} "
+                f"(start the server with --url-schemes to add {scheme}).", session_id=self.session_id)
+        if not self.policy.allows(url):
+            host = host_of(url)
+            self.ask_user(self.session_id, host)  # raises DomainNotAllowed unless the person accepts
+            self.policy.grant(host)
+
+    def refusals(self) -> int:
+        """How many requests the policy proxy has refused so far (0 without one)."""
+        return self.proxy.refusals if self.proxy is not None else 0
+
+    def refused(self, url: str) -> bool:
+        """The proxy refused a request to this URL's host."""
+        return self.proxy is not None and self.proxy.was_refused(host_of(url))
+
+    def blocked_error(self, url: str) -> DomainNotAllowed:
+        """DOMAIN_NOT_ALLOWED for a navigation to `url` that the proxy refused somewhere on its way.
+
+        The URL's own host when it was refused; else the hop that was (a redirect's), which is
+        the proxy's latest refusal. Not the latest one outright: a page refused earlier may
+        still send a late request (a retry, an error page's fetch) while this navigation runs.
+        """
+        host = host_of(url)
+        if not self.refused(url):
+            host = (self.proxy.last_refused if self.proxy is not None else None) or host
+        return DomainNotAllowed(f"{host} is not allowed: the request to it was blocked.",
+                                session_id=self.session_id, details={"domain": host})
+
+    def close(self) -> None:
+        if self.proxy is not None:
+            self.proxy.close()

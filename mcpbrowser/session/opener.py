@@ -1,0 +1,81 @@
+"""Opening a session on its own thread: Playwright, a context behind the session's policy proxy, a page.
+
+SESSION THREAD ONLY: `SessionOpener.__call__` is the `opener` a SessionWorker runs
+first on its new thread; everything it creates stays on that thread.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+from mcpbrowser.config import Config
+from mcpbrowser.logs import log
+from mcpbrowser.session import page_reading, playwright_internals
+from mcpbrowser.session.state import SessionState
+
+
+class SessionOpener:
+    """Builds a session's SessionState on its thread.
+
+    connect(worker) -> (manager, playwright, browser, driven) attaches to the shared
+    browser; ask_user(session_id, host) and tell_user(session_id, message) reach the
+    person; quiet_budget(session_id) is the watchdog's (budget_s, tag) for the idle garbage collection.
+    """
+
+    def __init__(self, config: Config, connect: Callable[[Any], tuple[Any, Any, Any, bool]],
+                 ask_user: Callable[[str, str], None], tell_user: Callable[[str, str], None],
+                 quiet_budget: Callable[[str], tuple[Any, Any]]) -> None:
+        self.config = config
+        self._connect, self._ask_user, self._tell_user = connect, ask_user, tell_user
+        self._quiet_budget = quiet_budget
+
+    def __call__(self, worker: Any) -> SessionState:
+        options = worker.options
+        proxy = options.get("proxy")
+        try:
+            manager, playwright, browser, driven = self._connect(worker)
+        except BaseException:
+            if proxy is not None:
+                proxy.close()
+            raise
+        worker.driver_pid = _driver_pid(manager)
+        try:
+            context = browser.new_context(storage_state=options.get("storage_state"),
+                                          proxy=proxy.settings if proxy is not None else None)
+            context.set_default_timeout(self.config.action_timeout)
+            context.set_default_navigation_timeout(self.config.navigation_timeout)
+            page = context.new_page()
+            state = SessionState(worker, self.config, playwright, browser, context, page)
+            state.disconnect_at_close = driven
+            state.network_policy.policy, state.network_policy.proxy = options["policy"], proxy
+            state.network_policy.ask_user = self._ask_user
+            state.tell_user = lambda message: self._tell_user(worker.session_id, message)
+            state.listen()
+            if self.config.idle_gc:
+                worker.quiet_hook = page_reading.collect_garbage
+                worker.quiet_after_s = self.config.idle_gc / 1000
+                worker.quiet_budget = self._quiet_budget(worker.session_id)
+            if options.get("url", "about:blank") != "about:blank":
+                try:
+                    page.goto(options["url"])
+                except Exception as exc:  # the session still opens; the caller sees where it is
+                    log.warning("resume navigation failed", extra={"session": worker.session_id,
+                                                                    "error": str(exc)})
+        except BaseException:
+            playwright.stop()
+            if proxy is not None:
+                proxy.close()
+            raise
+        return state
+
+
+def _driver_pid(manager: Any) -> int | None:
+    """The pid of a sync_playwright() driver process, through Playwright internals; None if they moved.
+
+    Only the watchdog uses it, to free a thread stuck in a call that never returns.
+    """
+    try:
+        return playwright_internals.driver_pid(manager)
+    except AttributeError:
+        log.warning("cannot find the Playwright driver's pid: a stuck session thread will be abandoned, "
+                    "not freed", extra={"event": "driver_pid_unknown"})
+        return None

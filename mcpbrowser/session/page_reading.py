@@ -1,0 +1,110 @@
+"""Reading a session's page without changing it: its title, whether it asks for a login,
+Chromium's error page, whether the browser is still there, what resume needs.
+
+SESSION THREAD ONLY: each function takes the session's SessionState.
+"""
+
+from mcpbrowser.logs import log
+
+ERROR_PAGE_WAIT_MS = 2000  # see await_error_page
+# What makes a page a login or verification page (for the cooldown rule, see core/user_channel.py).
+LOGIN_WORDS = ("login", "log-in", "log in", "signin", "sign-in", "sign in", "auth", "verify", "verification",
+               "captcha", "登录", "验证")
+LOGIN_PROBE = """() => !!document.querySelector('input[type=password]') ||
+  [...document.querySelectorAll('iframe')].some(
+    f => /captcha|recaptcha|hcaptcha|turnstile|challenge/i.test(f.src + ' ' + f.title))"""
+
+
+def loaded_title(state):
+    """The current tab's title, right after a page loaded.
+
+    On Chromium it comes from the browser's own record of the tab (CDP
+    Page.getNavigationHistory): one round trip that runs no JavaScript, so it
+    also works while a dialog is open. page.title() evaluates document.title,
+    and on a fresh document Playwright must first set up its utility world
+    there: 8-10 ms of a 50 ms navigate on our 2-core machine. The
+    browser learns the title while the document is parsed, before its load
+    event, so it is current when a load has just finished. (A dialog that
+    opens while the parser runs can hold that message back: then "".)
+    Other browsers, or a CDP failure, fall back to page.title() ("" behind
+    a dialog).
+    """
+    page = state.page
+    if state.chromium:
+        try:
+            cdp = state.cdp_sessions.get(page)
+            if cdp is None:
+                cdp = state.cdp_sessions[page] = state.context.new_cdp_session(page)
+            history = cdp.send("Page.getNavigationHistory")
+            return history["entries"][history["currentIndex"]]["title"]
+        except Exception as exc:
+            state.cdp_sessions.pop(page, None)
+            log.debug("title through CDP failed", extra={"session": state.session_id, "error": str(exc)})
+    return page.title() if state.dialog is None else ""
+
+
+def looks_like_login(state):
+    """True when the current page asks for a login or verification."""
+    page = state.page
+    if page is None:
+        return False
+    where = page.url.lower()
+    try:
+        where += " " + page.title().lower()
+        return any(w in where for w in LOGIN_WORDS) or bool(page.evaluate(LOGIN_PROBE))
+    except Exception:
+        return any(w in where for w in LOGIN_WORDS)
+
+
+def await_error_page(state):
+    """After a navigation failed with a network error, wait until Chromium's error page commits.
+
+    Chromium commits chrome-error://chromewebdata/ some 100 ms after the failure
+    is reported, and that commit interrupts whatever navigation started
+    meanwhile, again and again ("interrupted by another navigation"; raw
+    Playwright does the same). Waiting here, on the failure path only, lets the
+    agent's next navigation just work.
+    """
+    if not state.chromium or state.page is None or state.dialog is not None:
+        return
+    try:
+        state.page.wait_for_url(lambda url: url.startswith("chrome-error:"), timeout=ERROR_PAGE_WAIT_MS)
+    except Exception:
+        pass  # no error page (a download, an aborted load): nothing to wait for
+
+
+def browser_gone(state):
+    """True when this session's connection to the browser is closed (the browser died).
+
+    Called after a failure. The disconnect may not be dispatched yet, so a cheap
+    round trip on the context (which only we close) settles it.
+    """
+    try:
+        if not state.browser.is_connected():
+            return True
+        state.context.cookies("http://localhost")
+        return False
+    except Exception:
+        return True
+
+
+def storage_state(state):
+    """(storage state JSON, url) for resume_session; None when it cannot be read."""
+    if state.dialog is not None or state.page is None:
+        return None
+    try:
+        return state.context.storage_state(), state.page.url
+    except Exception:
+        return None
+
+
+def collect_garbage(state):
+    """Have every open page's JavaScript engine collect its garbage now.
+
+    A renderer keeps what each navigation and snapshot left behind until
+    memory pressure makes it collect: here about 25 MB per active session.
+    The core runs this once a session has gone quiet (--idle-gc).
+    """
+    for page in state.pages:
+        if not page.is_closed():
+            page.request_gc()

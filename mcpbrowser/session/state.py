@@ -1,0 +1,320 @@
+"""One session's page state: tabs, dialogs, snapshot refs and secrets, and running a tool on them.
+
+SESSION THREAD ONLY. Every Playwright object here was created on the session's
+own thread and is used only there; event handlers also run on that thread,
+dispatched by Playwright while a call is in progress. What other threads may
+read is copied out as plain data into `worker.info`. The session's event buffers
+are `events.py`'s, its domain policy checks `network_policy.py`'s.
+"""
+
+from typing import Any
+
+from mcpbrowser.errors import DialogOpen, ElementNotFound, InvalidParameters, PageCrashed
+from mcpbrowser.logs import log
+from mcpbrowser.redaction import scrub_value
+from mcpbrowser.session import page_reading, snapshots
+from mcpbrowser.session.events import EventBuffers
+from mcpbrowser.session.network_policy import NetworkPolicy
+from mcpbrowser.session.playwright_internals import event_loop, run_coroutine, take_coroutine
+
+INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
+
+
+def _retrieve(task):
+    # An action left running behind an open dialog finishes later; its outcome is
+    # no longer anyone's answer, but must be read so asyncio does not warn about it.
+    if not task.cancelled():
+        task.exception()
+
+
+class SessionState:
+    """Playwright objects and per-session buffers; created by the opener, used by tool handlers."""
+
+    def __init__(self, worker, config, playwright, browser, context, page):
+        self.worker = worker
+        self.config = config
+        self.playwright = playwright
+        self.browser = browser
+        self.context = context
+        self.page: Any = page  # the current tab; None only while its last tab closes
+        self.pages = [page]
+        self.tabs_opened = 0
+        self.navigations = 0      # main-frame navigations of the current tab, to tell an action's answer
+        self._tabs_reported = 0
+        self.dialog: Any = None
+        self._dialog_waiter = None
+        self.refs: frozenset[str] = frozenset()
+        self.refs_page: Any = None
+        self.network_policy = NetworkPolicy(worker.session_id)
+        self.events = EventBuffers(config.console_buffer, config.network_buffer, self.network_policy,
+                                   lambda: self.page)
+        self.screenshots = 0
+        self.secrets = set()      # secret values seen (typed or in secret fields): scrubbed from all output
+        self.call = None          # the Call running now, while a tool runs
+        self._progress = None     # the running call's progress reporter, if it asked for one
+        self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
+        self.crashed = set()      # pages whose renderer died (replaced by a fresh page on the next call)
+        self.storage_saved_at = 0.0   # monotonic time of the last resume save (0: never)
+        self.storage_saved_url = None
+        # Chromium only: a CDP session per page, for loaded_title() (see there).
+        self.chromium = browser.browser_type.name == "chromium"
+        self.cdp_sessions = {}
+        self.disconnect_at_close = False  # set by the opener: see close()
+
+    @property
+    def session_id(self):
+        return self.worker.session_id
+
+    # -- setup and teardown ------------------------------------------------------
+
+    def listen(self):
+        """Subscribe to the context's events; every page, popups included, belongs to the session."""
+        self.context.on("page", self._on_page)
+        self.context.on("dialog", self._on_dialog)
+        self.events.listen(self.context)
+        self._follow_page(self.page)
+
+    def narrow(self, allowed_domains):
+        """Apply a session's own allowedDomains (a pooled session gets them when handed out)."""
+        self.network_policy.narrow(allowed_domains)
+
+    def close(self):
+        # Stopping this thread's Playwright ends its connection (the relay or the driver),
+        # which is all that is ours: the browser is shared. Through a driver of our own,
+        # browser.close() comes first: on a browser reached with connect() or
+        # connect_over_cdp() it only disconnects (the browser and other clients' contexts
+        # stay), and only then does the driver remove its playwright-artifacts-* folder
+        # from /tmp. Through the relay it would close the shared browser itself.
+        steps = [self.context.close]
+        if self.disconnect_at_close:
+            steps.append(self.browser.close)
+        steps += [self.playwright.stop, self.network_policy.close]
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:  # the browser may already be gone; keep tearing down
+                log.debug("session teardown step failed",
+                          extra={"session": self.session_id, "error": str(exc)})
+
+    # -- running tools -----------------------------------------------------------
+
+    def run_tool(self, tool, args):
+        """Run one tool's handler with the checks and notes every page tool shares."""
+        if tool.page_tool and self.dialog is not None:
+            raise DialogOpen(
+                f"A {self.dialog.type} dialog is open ({self.dialog.message!r}); it blocks the page. "
+                "Answer it with handle_dialog first.",
+                session_id=self.session_id, details=self.dialog_info())
+        if self.page in self.crashed:  # it crashed between calls: this call meets it
+            raise self._replace_crashed_page()
+        if self.page is None or self.page.is_closed():
+            self._open_blank_tab()
+        dialog_before, page_before, navigations_before = self.dialog, self.page, self.navigations
+        try:
+            result = tool.handler(self, args)
+        except Exception:
+            if self.page in self.crashed:
+                raise self._replace_crashed_page() from None
+            raise
+        if tool.changes_page and "url" not in result:
+            self._add_page_state(result, self.page is not page_before or self.navigations != navigations_before)
+        if self.dialog is not None and dialog_before is None:
+            result["dialog"] = self.dialog_info()
+            if "message" in result:
+                result["message"] += (f"; a {self.dialog.type} dialog opened ({self.dialog.message!r}): "
+                                      "answer it with handle_dialog")
+        # Tabs may open between calls too (events are dispatched during any Playwright
+        # call, the after-call capture included): report each one on the next answer.
+        if self.tabs_opened > self._tabs_reported:
+            result["newTabs"] = self.tabs_opened - self._tabs_reported
+            self._tabs_reported = self.tabs_opened
+            if "message" in result:
+                result["message"] += "; the page opened a new tab: see tabs"
+        return result
+
+    def run_call(self, tool, args, call):
+        """run_tool, plus what the history needs: this call's console entries, refId and meta.
+
+        Failures are raised annotated; the core's dispatcher decides what they mean
+        (a lost browser, a login timeout).
+        """
+        call.ran = True
+        if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
+            snapshots.mark_secret(self, args["text"])
+        self._progress, self.call = call.progress, call
+        try:
+            result = scrub_value(self.run_tool(tool, args), self.secrets)
+        except Exception as exc:
+            call.console = self.events.take_console()
+            raise call.annotate_error(exc) from None
+        finally:
+            self._progress, self.call = None, None
+            call.flush_request()  # a tool that may carry a secret is recorded once that is known
+        call.console = self.events.take_console()
+        if call.capture and call.inline and "snapshot" not in result:
+            call.snapshot = snapshots.capture_snapshot(self)
+            result["snapshot"] = call.snapshot
+        return call.annotate(result)
+
+    def _add_page_state(self, result, navigated):
+        """Where an action left the agent: url, title, and whether it navigated, so the agent needs no extra call.
+
+        A navigation the action started has committed by now (Playwright waits for
+        that); its load is awaited here (up to the action timeout), so that the title,
+        and the snapshot the history captures next, are of the new page. The title
+        is one CDP round trip that runs no JavaScript (see loaded_title).
+        """
+        if navigated and self.dialog is None:
+            try:  # at most the action timeout: a slow page's answer says where it is so far
+                self.page.wait_for_load_state("load", timeout=self.config.action_timeout)
+            except Exception as exc:  # a slow page: answer with what is there
+                log.debug("load after action not reached", extra={"session": self.session_id, "error": str(exc)})
+        title = page_reading.loaded_title(self)
+        self.remember_page(title)
+        result.update(url=self.page.url, title=title, navigated=navigated)
+
+    def report(self, done, total, message):
+        """Tell the caller how a long call is going, when it asked (MCP progressToken)."""
+        if self._progress is not None:
+            try:
+                self._progress(done, total, message)
+            except Exception:
+                log.debug("progress report failed", extra={"session": self.session_id})
+
+    def act(self, target, method, **kwargs):
+        """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens.
+
+        With a dialog listener installed, an action whose click opens an alert
+        would otherwise block until the dialog is answered. The sync method is
+        made to hand over its coroutine instead of waiting on it (see
+        playwright_internals); we then wait for whichever comes first.
+        """
+        direct, coroutine = take_coroutine(target, method, kwargs)
+        if coroutine is None:
+            return direct
+        import asyncio  # here, not at module top: keeps it off the path to `initialize`
+
+        task = event_loop(self.page).create_task(coroutine)
+        task.add_done_callback(_retrieve)
+        waiter = self._waiter()
+        run_coroutine(target, asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED))
+        return task.result() if task.done() else INTERRUPTED
+
+    def locate(self, args, required=True):
+        """(label, Locator) for the `selector` or `ref` in args; (None, None) when neither is given."""
+        selector, ref = args.get("selector"), args.get("ref")
+        if selector is not None and ref is not None:
+            raise InvalidParameters("Give selector or ref, not both.", session_id=self.session_id)
+        if ref is not None:
+            if ref not in self.refs or self.refs_page is not self.page:
+                raise ElementNotFound(
+                    f"Ref {ref} is not in the latest snapshot of this tab: the page changed or no "
+                    "snapshot was taken. Take a new snapshot and use its refs.",
+                    session_id=self.session_id, details={"ref": ref})
+            return f"ref {ref}", self.page.locator(f"aria-ref={ref}")
+        if selector is not None:
+            if selector.startswith("(//"):
+                selector = "xpath=" + selector  # Playwright auto-detects // and .. but not (//…)[n]
+            return args["selector"], self.page.locator(selector)
+        if required:
+            raise InvalidParameters("Give a selector, or a ref from the latest snapshot.",
+                                    session_id=self.session_id)
+        return None, None
+
+    def remember_page(self, title):
+        """Publish url and title as plain data for list_sessions while this thread is busy."""
+        self.worker.info = {"url": self.page.url, "title": title}
+
+    def describe(self):
+        if self.dialog is None:
+            self.remember_page(self.page.title())
+        return dict(self.worker.info)
+
+    def flush_events(self):
+        """Make one round trip so that events the browser already sent are dispatched."""
+        self.context.cookies("about:blank")
+
+    def dialog_info(self):
+        d = self.dialog
+        return {"type": d.type, "message": d.message, "defaultValue": d.default_value}
+
+    def answer_dialog(self, accept, prompt_text=None):
+        dialog, self.dialog = self.dialog, None
+        self._dialog_waiter = None
+        if accept:
+            dialog.accept(prompt_text) if prompt_text is not None else dialog.accept()
+        else:
+            dialog.dismiss()
+        return dialog
+
+    def select_tab(self, index):
+        self.page = self.pages[index]
+        self.page.bring_to_front()
+
+    # -- event handlers (run on this thread while a Playwright call is in progress) ----
+
+    def _waiter(self):
+        if self._dialog_waiter is None or self._dialog_waiter.done():
+            self._dialog_waiter = event_loop(self.page).create_future()
+        return self._dialog_waiter
+
+    def _open_blank_tab(self):
+        """Open a page of our own and make it current; unlike a popup, it is no news for the agent."""
+        opened = self.tabs_opened
+        page = self.context.new_page()
+        if page not in self.pages:  # its "page" event may not have been dispatched yet
+            self._on_page(page)
+        self._tabs_reported += self.tabs_opened - opened
+        self.page = page
+
+    def _replace_crashed_page(self):
+        """Give the session a fresh page in the same context; return the PAGE_CRASHED error."""
+        dead, url = self.page, self.page.url
+        self.crashed.discard(dead)
+        if dead in self.pages:
+            self.pages.remove(dead)
+        try:
+            dead.close()
+        except Exception:
+            pass  # a crashed page may refuse to close cleanly
+        self._open_blank_tab()
+        self.refs, self.dialog = frozenset(), None
+        self.worker.info = {"url": "about:blank", "title": ""}
+        log.warning("page crashed: replaced", extra={"event": "page_crashed", "session": self.session_id})
+        return PageCrashed(f"The page at {url} crashed. The session has a fresh page at about:blank "
+                           "(same cookies and storage); navigate again.", session_id=self.session_id,
+                           details={"url": url})
+
+    def _follow_page(self, page):
+        def navigated(frame):
+            if frame is page.main_frame:
+                if page is self.refs_page:
+                    self.refs = frozenset()  # refs belong to the document they were taken from
+                if page is self.page:
+                    self.navigations += 1
+                    self.worker.info = {"url": frame.url, "title": self.worker.info["title"]}
+
+        page.on("framenavigated", navigated)
+        page.on("close", lambda _: self._on_page_closed(page))
+        page.on("crash", lambda _: self.crashed.add(page))
+        page.on("websocket", self.events.on_websocket)
+
+    def _on_page(self, page):
+        if page in self.pages:
+            return
+        self.pages.append(page)
+        self.tabs_opened += 1
+        self._follow_page(page)
+
+    def _on_page_closed(self, page):
+        self.cdp_sessions.pop(page, None)
+        if page in self.pages:
+            self.pages.remove(page)
+        if page is self.page:
+            self.page = self.pages[-1] if self.pages else None
+
+    def _on_dialog(self, dialog):
+        self.dialog = dialog
+        waiter = self._dialog_waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(dialog)
