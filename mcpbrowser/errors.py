@@ -202,3 +202,10 @@ ALL_ERRORS = (
     CircuitOpen,
     ResourceExhausted,
 )
+
+
+def as_server_error(exc: BaseException) -> BrowserServerError:
+    """A failure as clients see it: our own errors as they are, anything else as BROWSER_ERROR."""
+    if isinstance(exc, BrowserServerError):
+        return exc
+    return BrowserError(f"{type(exc).__name__}: {exc}")

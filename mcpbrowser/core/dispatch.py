@@ -24,6 +24,7 @@ from mcpbrowser.errors import (
     CooldownActive,
     InvalidParameters,
     RateLimited,
+    as_server_error,
 )
 from mcpbrowser.guards import CircuitBreaker, RateLimiter
 from mcpbrowser.logs import log
@@ -71,8 +72,7 @@ class Call:
 
     def annotate_error(self, exc: BaseException) -> BrowserServerError:
         """The error as the client sees it: a BrowserServerError with this call's refId and meta."""
-        if not isinstance(exc, BrowserServerError):
-            exc = BrowserError(f"{type(exc).__name__}: {exc}")
+        exc = as_server_error(exc)
         exc.ref_id = self.ref_id
         exc.meta = self.meta(succeeded=False)
         return exc

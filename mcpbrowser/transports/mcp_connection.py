@@ -22,7 +22,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from mcpbrowser import __version__
-from mcpbrowser.errors import BrowserError, BrowserServerError
+from mcpbrowser.errors import BrowserError, BrowserServerError, as_server_error
 from mcpbrowser.logs import log
 from mcpbrowser.schema import compact_json
 from mcpbrowser.transports import protocol
@@ -272,11 +272,10 @@ class McpConnection:
             return _error_result(BrowserError("The server is shutting down."))
         try:
             value = fut.result()
-        except BrowserServerError as exc:
-            return _error_result(exc)
         except Exception as exc:
-            log.exception("tool raised", extra={"event": "tool_bug", "tool": tool.name})
-            return _error_result(BrowserError(f"{type(exc).__name__}: {exc}"))
+            if not isinstance(exc, BrowserServerError):
+                log.exception("tool raised", extra={"event": "tool_bug", "tool": tool.name})
+            return _error_result(as_server_error(exc))
         content = []
         if tool.returns_image:
             image = value["image"]
