@@ -139,7 +139,7 @@ class WarmPool:
         with self._lock:
             while self.idle:
                 worker = self.idle.popleft()
-                if worker.alive and worker.generation == self._browser.generation:
+                if worker.alive and self._current(worker):
                     return worker
                 worker.stop()
         return None
