@@ -130,6 +130,21 @@ class DomainNotAllowed(PolicyError):
     default_message = "That domain is not allowed by the server's policy."
 
 
+class InputRequired(PolicyError):
+    """The person must answer first, and this client asks them between calls (MCP 2026-07-28).
+
+    Only a transport's caller raises it; the MCP layer turns it into an InputRequiredResult
+    and the client retries the call with the answer under `key`.
+    """
+
+    code = "INPUT_REQUIRED"
+    default_message = "The user must answer a question first."
+
+    def __init__(self, message=None, *, key, session_id=None, details=None):
+        super().__init__(message, session_id=session_id, details=details)
+        self.key = key
+
+
 class RateLimited(PolicyError, Retryable):
     code = "RATE_LIMITED"
     default_message = "Too many calls of this tool; wait and retry."

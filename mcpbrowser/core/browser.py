@@ -62,8 +62,8 @@ class Browser:
                                      self._executor, core=self)
         self._opener = opener or SessionOpener(
             config, self._connect, self.user.ask_about_domain,
-            lambda session_id, message: self.user.notify(
-                "alert", {"event": "wait_for_user", "session": session_id, "message": message}),
+            lambda session_id, message, call: self.user.notify(
+                "alert", {"event": "wait_for_user", "session": session_id, "message": message}, call),
             quiet_budget=self._quiet_budget)
         self.warm_pool = WarmPool(config, self.registry, self.supervisor, MemoryGuard(config.max_memory_mb),
                                   self._executor, self._opener, self.policy)
@@ -120,9 +120,10 @@ class Browser:
 
     # -- ANY THREAD: tools -----------------------------------------------------
 
-    def submit(self, name: str, args: Any = None, progress: Callable[..., Any] | None = None) -> Future:
+    def submit(self, name: str, args: Any = None, progress: Callable[..., Any] | None = None,
+               caller: Any = None) -> Future:
         """Validate, record and dispatch one tool call; a Future of its result dict (see Dispatcher.submit)."""
-        return self.dispatcher.submit(name, args, progress)
+        return self.dispatcher.submit(name, args, progress, caller)
 
     def call(self, name: str, args: Any = None) -> dict[str, Any]:
         """Run one tool call and return its result dict; raises BrowserServerError."""

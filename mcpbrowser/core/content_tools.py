@@ -21,10 +21,13 @@ SEARCH_CONTEXT = 2  # lines kept around each match
 REF_MARKER = re.compile(r" ?\[ref=[A-Za-z0-9_-]+\]")
 
 
-def _stored(core, ref_id):
+def _stored(core, ref_id, call):
+    """(session id, page snapshot) of a call; a client sees only its own sessions' calls."""
     core.recorder.wait_recorded(ref_id)
     stored = core.history.stored_page(ref_id)
-    if stored is None:
+    foreign = call.owner is not None and (stored is None or stored[0] is None
+                                          or core.registry.owner_of(stored[0]) != call.owner)
+    if stored is None or foreign:
         raise ContentNotFound(f"No call has refId {ref_id!r}.", details={"refId": ref_id})
     return stored
 
@@ -58,9 +61,9 @@ def _diff(old, new):
     return "\n".join(out)
 
 
-def get_content(core, args):
+def get_content(core, args, call):
     ref_id = args["ref_id"]
-    session_id, blob = _stored(core, ref_id)
+    session_id, blob = _stored(core, ref_id, call)
     if blob is None:
         raise ContentNotFound(f"Call {ref_id} stored no page snapshot; successful page-changing calls "
                               "(navigate, click, type, …), snapshot and wait_for do.", details={"refId": ref_id})
@@ -87,9 +90,9 @@ def get_content(core, args):
     return {"refId": ref_id, "mode": mode, "content": content, "hash": digest, "lines": len(lines)}
 
 
-def get_console_content(core, args):
+def get_console_content(core, args, call):
     ref_id = args["ref_id"]
-    _stored(core, ref_id)
+    _stored(core, ref_id, call)
     rows = core.history.console_entries(ref_id, args.get("level"))
     text = "\n".join(
         f"[{time.strftime('%H:%M:%S', time.localtime(ts / 1000))}.{ts % 1000:03d}] {level.upper()} "

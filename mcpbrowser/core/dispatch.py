@@ -24,6 +24,7 @@ from mcpbrowser.errors import (
     CooldownActive,
     InvalidParameters,
     RateLimited,
+    SessionNotFound,
     as_server_error,
 )
 from mcpbrowser.guards import CircuitBreaker, RateLimiter
@@ -46,10 +47,16 @@ class Call:
         self.snapshot: str | None = None
         self.expires_at: int | None = None  # the session's expiry after this call renewed it (epoch ms)
         self.progress: Callable[..., Any] | None = None  # progress(done, total, message) from the caller
+        self.caller: Any = None  # who made the call (a transport's; see UserChannel), or None: the library
         self.ran = False        # set on the session thread when the call starts there
         self.secret = False     # its text turned out to be a secret (set on the session thread)
         self.record_request: Callable[[], None] | None = None  # the deferred request row, see Dispatcher.submit
         self.recorded = threading.Event()
+
+    @property
+    def owner(self) -> str | None:
+        """The client whose sessions this call may see and touch; None sees all (stdio, the library)."""
+        return getattr(self.caller, "owner", None)
 
     def flush_request(self) -> None:
         """Write the deferred request row, once (the session thread, or whoever ends an unrun call)."""
@@ -96,13 +103,15 @@ class Dispatcher:
         self.rate = RateLimiter(config.rate_limit)
         self.breaker = CircuitBreaker(config.breaker_threshold, config.breaker_reset)
 
-    def submit(self, name: str, args: Any = None, progress: Callable[..., Any] | None = None) -> Future:
+    def submit(self, name: str, args: Any = None, progress: Callable[..., Any] | None = None,
+               caller: Any = None) -> Future:
         """Validate, record and dispatch one tool call; returns a Future of its result dict.
 
         Every failure, validation included, arrives through the Future. The request
         row is queued before the call runs, the response row after. progress(done,
         total, message), if given, hears how a long call is going; it is called on
-        the session thread.
+        the session thread. caller: the transport's view of who calls (its `name` for
+        rate limits, its `owner` for which sessions it may touch, how to ask its user).
         """
         started = time.monotonic()
         args = {} if args is None else args
@@ -110,7 +119,7 @@ class Dispatcher:
         session_id = args.get("sessionId") if isinstance(args, dict) else None
         call = Call(name, session_id, capture=tool is not None and (tool.changes_page or tool.stores_page),
                     inline=self.config.response_mode == "full")
-        call.progress = progress
+        call.progress, call.caller = progress, caller
         if tool is not None and tool.may_carry_secret:
             # Whether its text is a secret is known only once the target field was looked at,
             # on the session thread: the row is written then, so a password typed without
@@ -122,8 +131,10 @@ class Dispatcher:
         try:
             if tool is None:
                 raise InvalidParameters(f"Unknown tool {name!r}.", details={"known": list(self.tools)})
-            self._check_guards(name, session_id)
+            self._check_guards(name, session_id, caller)
             validate(tool.input_schema, args)
+            if call.owner is not None and session_id is not None and self._registry.owner_of(session_id) != call.owner:
+                raise SessionNotFound(session_id=session_id)  # another client's: as if it did not exist
             if tool.needs_session:
                 budget = self.budget_s(args)
                 worker, call.expires_at = self._registry.renewed(args["sessionId"])  # validated: present
@@ -153,7 +164,7 @@ class Dispatcher:
         own = max(own, self.config.action_timeout, self.config.navigation_timeout) / 1000
         return own + grace + (USER_ANSWER_S if self.config.ask_new_domains else 0)
 
-    def _check_guards(self, name: str, session_id: str | None) -> None:
+    def _check_guards(self, name: str, session_id: str | None, caller: Any) -> None:
         """Cooldown first (no browser work at all while it runs), then the breaker and the rate limit."""
         cooldown = self._user.cooldown
         waiting = cooldown.message(session_id)
@@ -166,7 +177,7 @@ class Dispatcher:
                               f"so it is paused; retry in {retry} ms.", session_id=session_id,
                               details={"retryAfterMs": retry, "tool": name})
         # Per client, session and tool: eight sessions of one agent each get their own budget.
-        retry = self.rate.check((self._user.client_name, session_id or "-", name))
+        retry = self.rate.check((self._user.client_name(caller), session_id or "-", name))
         if retry is not None:
             raise RateLimited(f"More than {self.config.rate_limit} {name} calls in a minute; retry in {retry} ms.",
                               session_id=session_id, details={"retryAfterMs": retry})
@@ -185,7 +196,7 @@ class Dispatcher:
     def _run_on_pool(self, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:
         """A session-less tool, with refId and meta added."""
         try:
-            return call.annotate(tool.handler(self._core, args))
+            return call.annotate(tool.handler(self._core, args, call))
         except BrowserServerError as exc:
             raise call.annotate_error(exc) from None
 

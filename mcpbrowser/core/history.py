@@ -27,6 +27,12 @@ class History:
         self.store.write("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, 'active', ?)",
                          (session_id, created_at, created_at, json.dumps(metadata)))
 
+    def session_owner(self, session_id):
+        """The owner recorded when the session opened, or None (the server's own, or no such session)."""
+        rows = self.store.query("SELECT json_extract(metadata, '$.owner') FROM sessions WHERE session_id = ?",
+                                (session_id,))
+        return rows[0][0] if rows else None
+
     def session_closed(self, session_id, reason):
         self.store.write("UPDATE sessions SET state = 'closed', last_activity = ?, metadata = "
                          "json_set(metadata, '$.closeReason', ?) WHERE session_id = ?",

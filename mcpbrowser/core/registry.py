@@ -35,11 +35,12 @@ ENDED_MEMORY = 10_000    # ended ids remembered so late calls get SESSION_EXPIRE
 class SessionRecord:
     """Plain data about one open session, owned by the registry under its lock."""
 
-    __slots__ = ("session_id", "worker", "created_at", "deadline", "last_deadline", "clock", "_opened")
+    __slots__ = ("session_id", "worker", "created_at", "deadline", "last_deadline", "clock", "_opened", "owner")
 
     def __init__(self, session_id: str, worker: SessionWorker, created_at: int, timeout_ms: int,
-                 max_age_ms: int, clock: Callable[[], float]) -> None:
+                 max_age_ms: int, clock: Callable[[], float], owner: str | None = None) -> None:
         self.session_id = session_id
+        self.owner = owner  # the client that created it (HTTP); None: whoever holds the server (stdio, library)
         self.worker = worker
         self.created_at = created_at
         self.clock = clock
@@ -103,14 +104,14 @@ class SessionRegistry:
             self._starting -= 1
 
     def register(self, worker: SessionWorker, current: Callable[[SessionWorker], bool],
-                 source: str) -> SessionRecord | None:
+                 source: str, owner: str | None = None) -> SessionRecord | None:
         """Make a reserved, opened worker a session; None when current(worker) says its browser died meanwhile.
 
         The worker is stopped when it is not kept. Raises when the server closed meanwhile.
         """
         created = now_ms()
         record = SessionRecord(worker.session_id, worker, created, self.config.session_timeout,
-                               self.config.session_max_age, self._clock)
+                               self.config.session_max_age, self._clock, owner)
         with self._lock:
             self._starting -= 1
             closed = self.closed
@@ -125,7 +126,10 @@ class SessionRegistry:
         if stale:
             return None
         self.timers.schedule(worker.session_id, record.deadline - self._clock(), self._expire)
-        self.history.session_opened(worker.session_id, created, {"browser": self.config.browser, "source": source})
+        metadata = {"browser": self.config.browser, "source": source}
+        if owner is not None:
+            metadata["owner"] = owner
+        self.history.session_opened(worker.session_id, created, metadata)
         log.info("session created", extra={"event": "session_created", "session": worker.session_id,
                                            "source": source})
         return record
@@ -155,6 +159,12 @@ class SessionRegistry:
     def worker(self, session_id: str) -> SessionWorker:
         return self.renewed(session_id, renew=False)[0]
 
+    def owner_of(self, session_id: str) -> str | None:
+        """The client a session belongs to, open or ended (from the history); None for the server's own."""
+        with self._lock:
+            record = self._sessions.get(session_id)
+        return record.owner if record is not None else self.history.session_owner(session_id)
+
     def ids(self) -> set[str]:
         with self._lock:
             return set(self._sessions)
@@ -163,9 +173,9 @@ class SessionRegistry:
         with self._lock:
             return list(self._sessions.values())
 
-    def list_sessions(self) -> list[dict[str, Any]]:
-        """Id, times, url and title of each session; a busy session shows its last known page."""
-        records = self.records()
+    def list_sessions(self, owner: str | None = None) -> list[dict[str, Any]]:
+        """Id, times, url and title of each session (of `owner`'s, when given); a busy one shows its last known page."""
+        records = [r for r in self.records() if owner is None or r.owner == owner]
         asked = [(record, record.worker.submit(SessionState.describe)) for record in records]
         deadline = time.monotonic() + DESCRIBE_WAIT_S
         out = []

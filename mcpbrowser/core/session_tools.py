@@ -5,8 +5,8 @@ from mcpbrowser.errors import BrowserServerError, SessionNotFound
 from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, CoreTool, session_schema
 
 
-def create_session(core, args):
-    record = core.warm_pool.create_session(allowed_domains=args.get("allowedDomains"))
+def create_session(core, args, call):
+    record = core.warm_pool.create_session(allowed_domains=args.get("allowedDomains"), owner=call.owner)
     out = {
         "sessionId": record.session_id,
         "expiresAt": record.expires_at,
@@ -18,7 +18,8 @@ def create_session(core, args):
     # One call instead of two for the commonest start. The navigation is a
     # call of its own in the history, so get_content(pageRefId) reads the page.
     try:
-        page = core.call("navigate", {"sessionId": record.session_id, "url": args["url"]})
+        page = core.submit("navigate", {"sessionId": record.session_id, "url": args["url"]},
+                           caller=call.caller).result()
     except BrowserServerError as exc:
         out["navigationError"] = exc.to_dict()
         return out
@@ -27,13 +28,14 @@ def create_session(core, args):
     return out
 
 
-def resume_session(core, args):
+def resume_session(core, args, call):
     session_id = args["sessionId"]
     saved = core.history.saved_state(session_id)
     if saved is None:
         raise SessionNotFound("Nothing is stored for this session, so it cannot be resumed. "
                               "Call create_session.", session_id=session_id)
-    record = core.warm_pool.create_session(resume={"sessionId": session_id, "storageState": saved[0], "url": saved[1]})
+    record = core.warm_pool.create_session(resume={"sessionId": session_id, "storageState": saved[0], "url": saved[1]},
+                                           owner=call.owner)
     return {
         "sessionId": session_id,
         "expiresAt": record.expires_at,
@@ -43,13 +45,13 @@ def resume_session(core, args):
     }
 
 
-def close_session(core, args):
+def close_session(core, args, call):
     core.registry.close_session(args["sessionId"])
     return {"success": True, "message": f"Session {args['sessionId']} closed."}
 
 
-def list_sessions(core, args):
-    sessions = core.registry.list_sessions()
+def list_sessions(core, args, call):
+    sessions = core.registry.list_sessions(call.owner)
     return {"sessions": sessions, "count": len(sessions)}
 
 

@@ -1,9 +1,14 @@
 """The line to the person behind the agent: domain questions, the login cooldown, notices.
 
 `ask_about_domain` and `login_failure` run on session threads (a tool waits for
-the answer); `notify` on any thread; `_cooldown_ended` on a timer thread. The
-MCP connection (`client`) does the asking; an embedder may leave it None, and
-then nobody can be asked.
+the answer); `notify` on any thread; `_cooldown_ended` on a timer thread.
+
+Who is asked: the caller of the call that needs the answer (a transport gives
+each call one), else `client`, the server's one client (stdio); an embedder may
+leave both None, and then nobody can be asked. A caller or client has `.name`
+(rate limits are per client), `.can_elicit`, `.elicit(message, timeout, key)`
+(returns accept, decline or cancel, or raises InputRequired when its client
+answers between calls) and `.notify(level, data)`.
 """
 
 from typing import Any
@@ -28,27 +33,31 @@ class UserChannel:
         self.cooldown = Cooldown(config.login_cooldown, config.cooldown_scope, config.locale,
                                  on_end=self._cooldown_ended)
 
-    @property
-    def client_name(self) -> str:
-        return getattr(self.client, "name", None) or "library"
+    def client_name(self, caller: Any = None) -> str:
+        return getattr(caller or self.client, "name", None) or "library"
 
-    def notify(self, level: str, data: dict[str, Any]) -> None:
-        if self.client is not None:
-            self.client.notify(level, data)
+    def notify(self, level: str, data: dict[str, Any], call: Any = None) -> None:
+        """Tell the person: through `call`'s caller when given, else the server's client (all of them, on HTTP)."""
+        client = getattr(call, "caller", None) or self.client
+        if client is not None:
+            client.notify(level, data)
 
     # SESSION THREAD
-    def ask_about_domain(self, session_id: str, host: str) -> None:
-        """Ask whether this session may visit `host` (MCP elicitation); raises DomainNotAllowed unless allowed."""
+    def ask_about_domain(self, session_id: str, host: str, call: Any = None) -> None:
+        """Ask whether this session may visit `host` (MCP elicitation); raises DomainNotAllowed unless allowed.
+
+        `call` is the call being run (the session's `state.call`): its caller is asked.
+        """
         if not self.config.ask_new_domains:
             raise DomainNotAllowed(f"{host} is not in the server's allowed domains.", session_id=session_id,
                                    details={"domain": host})
-        client = self.client
+        client = getattr(call, "caller", None) or self.client
         if client is None or not client.can_elicit:
             raise DomainNotAllowed(
                 f"{host} is not in the allowed domains, and the user cannot be asked: the client did not "
                 "declare the elicitation capability.", session_id=session_id, details={"domain": host})
         answer = client.elicit(f"The agent wants to open {host}, which is not in the allowed domains. "
-                               "Allow it for this session?", timeout=USER_ANSWER_S)
+                               "Allow it for this session?", timeout=USER_ANSWER_S, key=f"domain:{host}")
         if answer != "accept":
             raise DomainNotAllowed(f"The user did not allow {host} ({answer}).", session_id=session_id,
                                    details={"domain": host, "userAction": answer})

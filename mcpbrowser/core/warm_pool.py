@@ -45,20 +45,20 @@ class WarmPool:
     # -- CORE POOL THREAD ------------------------------------------------------------
 
     def create_session(self, resume: dict[str, Any] | None = None,
-                     allowed_domains: list[str] | None = None) -> SessionRecord:
+                       allowed_domains: list[str] | None = None, owner: str | None = None) -> SessionRecord:
         """Hand out a warm worker, or start one, and register it as a session.
 
         resume: {"sessionId", "storageState", "url"} to bring a closed session back
         under its old id; it needs a fresh context built from that state, so never
         comes from the pool. A session that was opening when the browser crashed is
-        opened again on the restarted browser, once.
+        opened again on the restarted browser, once. owner: the client it belongs to (HTTP).
         """
-        record = (self._open_once(resume, allowed_domains, final_try=False)
-                  or self._open_once(resume, allowed_domains, final_try=True))
+        record = (self._open_once(resume, allowed_domains, owner, final_try=False)
+                  or self._open_once(resume, allowed_domains, owner, final_try=True))
         assert record is not None  # the last attempt raises rather than give up
         return record
 
-    def _open_once(self, resume, allowed_domains, final_try) -> SessionRecord | None:
+    def _open_once(self, resume, allowed_domains, owner, final_try) -> SessionRecord | None:
         """A registered session; None when the browser died under it (and `final_try` is False)."""
         self._browser.check_available()
         self._memory.check()
@@ -86,7 +86,7 @@ class WarmPool:
         except BaseException:
             self._registry.release()
             raise
-        record = self._registry.register(worker, self._current, source)
+        record = self._registry.register(worker, self._current, source, owner)
         if record is None and final_try:
             raise crashed
         if record is not None:

@@ -17,12 +17,12 @@ class SessionOpener:
     """Builds a session's SessionState on its thread.
 
     connect(worker) -> (manager, playwright, browser, driven) attaches to the shared
-    browser; ask_user(session_id, host) and tell_user(session_id, message) reach the
-    person; quiet_budget(session_id) is the watchdog's (budget_s, tag) for the idle garbage collection.
+    browser; ask_user(session_id, host, call) and tell_user(session_id, message, call) reach
+    the person (call: the session's running call, whose caller is asked); quiet_budget(session_id) is the watchdog's (budget_s, tag) for the idle garbage collection.
     """
 
     def __init__(self, config: Config, connect: Callable[[Any], tuple[Any, Any, Any, bool]],
-                 ask_user: Callable[[str, str], None], tell_user: Callable[[str, str], None],
+                 ask_user: Callable[[str, str, Any], None], tell_user: Callable[[str, str, Any], None],
                  quiet_budget: Callable[[str], tuple[Any, Any]]) -> None:
         self.config = config
         self._connect, self._ask_user, self._tell_user = connect, ask_user, tell_user
@@ -47,8 +47,8 @@ class SessionOpener:
             state = SessionState(worker, self.config, playwright, browser, context, page)
             state.disconnect_at_close = driven
             state.network_policy.policy, state.network_policy.proxy = options["policy"], proxy
-            state.network_policy.ask_user = self._ask_user
-            state.tell_user = lambda message: self._tell_user(worker.session_id, message)
+            state.network_policy.ask_user = lambda session_id, host: self._ask_user(session_id, host, state.call)
+            state.tell_user = lambda message: self._tell_user(worker.session_id, message, state.call)
             state.listen()
             if self.config.idle_gc:
                 worker.quiet_hook = page_reading.collect_garbage

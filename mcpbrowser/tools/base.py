@@ -1,7 +1,8 @@
 """The Tool declaration and helpers shared by the tool modules; imported on any thread.
 
 A session tool's handler runs on its session's thread as handler(state, args);
-a session-less tool's handler runs on the core's worker pool as handler(core, args).
+a session-less tool's handler runs on the core's worker pool as handler(core, args, call)
+(the call says who is calling: `call.owner`).
 """
 
 from collections.abc import Callable
@@ -96,7 +97,7 @@ class SessionTool(Tool):
 
 @dataclass(frozen=True)
 class CoreTool(Tool):
-    """A session-less tool: handler(core, args) runs on the core's worker pool, never on a session thread."""
+    """A session-less tool: handler(core, args, call) runs on the core's worker pool, never on a session thread."""
 
     needs_session: ClassVar[bool] = False
 
