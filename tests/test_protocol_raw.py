@@ -79,7 +79,13 @@ def _readable_id(line):
     (b'{"jsonrpc":"2.0","id":1}', -32600),
     (b'{"jsonrpc":"2.0","id":1,"method":7}', -32600),
     (b'{"jsonrpc":"2.0","id":1,"method":"no/such"}', -32601),
-    (b'{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}', -32601),
+    # server/discover names the version it proposes in _meta; a handshake-era one is -32022.
+    (b'{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}', -32602),
+    (b'{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{'
+     b'"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}}',
+     -32022),
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{'
+     b'"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}', -32602),
     (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}', -32602),
     (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}', -32602),
     (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}', -32602),

@@ -1,10 +1,19 @@
 """One MCP client's connection, whatever carries its messages: the protocol, not the transport.
 
-It takes parsed JSON-RPC lines and gives answers through a `send(message)` that
-its transport provides (stdio today; an HTTP transport is another user of it).
-It answers initialize, ping, tools/list and logging/setLevel, hands tools/call to
-the core, handles cancellation and progress, and asks the client for input
-(elicitation) on the core's behalf.
+It takes JSON-RPC messages and gives answers through a `send(message, related)`
+that its transport provides: stdio writes every message on one pipe; HTTP puts a
+message on the stream of the request it is `related` to (a request id), or on
+the client's own stream when it is None. It answers server/discover, initialize,
+ping, tools/list and logging/setLevel, hands tools/call to the core, handles
+cancellation and progress, and asks the client's user for input on the core's behalf.
+
+Both protocol eras, on every transport:
+- handshake (2024-11-05 .. 2025-11-25): `initialize` fixes the version for the
+  connection; the server asks the user with an elicitation/create request;
+- per-request (2026-07-28): each request carries its version, capabilities and
+  client info in `_meta`, every result has a `resultType`, and the server asks by
+  answering a call with an InputRequiredResult; the client retries the call with
+  the answers and our sealed `requestState` (see `RequestStates`).
 
 Threads:
 - the transport's reader thread calls `handle_line`; it answers cheap requests
@@ -16,13 +25,18 @@ Threads:
 """
 
 import base64
+import hashlib
+import hmac
+import json
 import logging
+import os
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any
 
 from mcpbrowser import __version__
-from mcpbrowser.errors import BrowserError, BrowserServerError, as_server_error
+from mcpbrowser.errors import BrowserError, BrowserServerError, InputRequired, as_server_error
 from mcpbrowser.logs import log
 from mcpbrowser.schema import compact_json
 from mcpbrowser.transports import protocol
@@ -35,6 +49,11 @@ INSTRUCTIONS = (
     "selectors. Close sessions you no longer need with close_session. Failed calls "
     "return isError with a JSON {errorCode, message}."
 )
+
+SERVER_INFO = {"name": "mcpbrowser", "title": "mcpbrowser", "version": __version__}
+CAPABILITIES = {"tools": {"listChanged": False}, "logging": {}}
+DISCOVER_TTL_MS = 300_000  # the tool list changes only with the server's flags: clients may cache it this long
+STATE_TTL_S = 600          # a requestState is honoured this long after the question was asked
 
 # MCP log levels (syslog names) onto Python's, and back.
 _PY_LEVEL = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO + 5,
@@ -62,10 +81,100 @@ class ClientLogHandler(logging.Handler):
             "notifications/message", {"level": level, "logger": record.name, "data": data}))
 
 
-class McpConnection:
-    """The MCP state and methods of one client: its protocol version, capabilities, calls in flight."""
+class RequestStates:
+    """Seals what a 2026-07-28 call asked its user into the opaque `requestState`, and checks it on the retry.
 
-    def __init__(self, core, send):
+    The client echoes the state with its answers; an answer counts only for a question
+    this server asked, of this client, for this tool, in the last STATE_TTL_S seconds.
+    HMAC-SHA256 under a key of this process: a state outlives neither the key nor a restart.
+    """
+
+    def __init__(self, key=None):
+        self._key = key or os.urandom(32)
+
+    def seal(self, owner, tool, asked, answers):
+        """asked: the keys of the questions now put to the user; answers: earlier rounds' (the client
+        sends only the latest round's answers, so the state carries the rest)."""
+        body = base64.urlsafe_b64encode(json.dumps(
+            {"o": owner, "t": tool, "k": sorted(asked), "a": answers, "e": int(time.time()) + STATE_TTL_S},
+            separators=(",", ":")).encode()).decode()
+        return f"{body}.{self._sign(body)}"
+
+    def open(self, state, owner, tool):
+        """(asked keys, earlier answers) of a valid state, else None (altered, expired, another client's or tool's)."""
+        if not isinstance(state, str) or state.count(".") != 1:
+            return None
+        body, mac = state.split(".")
+        if not hmac.compare_digest(mac, self._sign(body)):
+            return None
+        try:
+            data = json.loads(base64.urlsafe_b64decode(body.encode()))
+        except ValueError:
+            return None
+        if data.get("o") != owner or data.get("t") != tool or data.get("e", 0) < time.time():
+            return None
+        return set(data.get("k") or ()), dict(data.get("a") or {})
+
+    def _sign(self, body):
+        return hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()
+
+
+_STATES = RequestStates()  # one per process: a state from one connection is good on another of the same client
+
+
+class Caller:
+    """Who made one request, as the core sees it: the client's name and owner, and how to ask its user.
+
+    Made on the transport's thread for each tools/call; used on the session thread
+    that runs the call (`elicit`, `notify`) and by the dispatcher (`name`, `owner`).
+    """
+
+    def __init__(self, connection, request_id, version, capabilities, answers=None):
+        self.connection = connection
+        self.request_id = request_id
+        self.version = version
+        self.capabilities = capabilities if isinstance(capabilities, dict) else {}
+        self.answers = answers or {}  # question key -> the user's action, from a 2026-07-28 retry
+        self.asked = set()            # question keys raised as InputRequired by this call
+
+    @property
+    def modern(self):
+        return self.version in protocol.MODERN_VERSIONS
+
+    @property
+    def name(self):
+        return self.connection.name
+
+    @property
+    def owner(self):
+        return self.connection.owner
+
+    @property
+    def can_elicit(self):
+        return isinstance(self.capabilities.get("elicitation"), dict)
+
+    def elicit(self, message, timeout, key):
+        """The user's answer to `message`: accept, decline or cancel. On 2026-07-28 the answer
+        comes with the retried call, so a question not answered yet raises InputRequired."""
+        if not self.modern:
+            return self.connection.elicit(message, timeout, related=self.request_id, version=self.version)
+        if key in self.answers:
+            return self.answers[key]
+        self.asked.add(key)
+        raise InputRequired(message, key=key)
+
+    def notify(self, level, data):
+        self.connection.notify(level, data, related=self.request_id)
+
+
+class McpConnection:
+    """The MCP state and methods of one client: its protocol version, capabilities, calls in flight.
+
+    name: the client's name for rate limits (HTTP sets its credential's; stdio takes
+    clientInfo's). owner: the client whose sessions it may see (HTTP); None sees all.
+    """
+
+    def __init__(self, core, send, name=None, owner=None):
         # `core` may be a Future: initialize is answered before the core (store, thread
         # pools, browser start) exists. Requests that need it wait.
         self._core = core
@@ -75,13 +184,16 @@ class McpConnection:
         self._suppressed = set()  # ids the client cancelled: their answers are dropped
         self.version = protocol.LATEST_VERSION
         self.client_capabilities = {}
-        self.name = None          # the client's name from initialize (rate limits are per client)
+        self.name = name
+        self._fixed_name = name is not None
+        self.owner = owner
         self._pending = {}        # id of a request we sent the client -> Future of its answer
         self._next_request = 0
         self._log_handler = ClientLogHandler(self)
         self._handlers = {
             "initialize": self._initialize,
-            "ping": lambda msg: {},
+            "server/discover": self._discover,
+            "ping": lambda msg, caller: {},
             "tools/list": self._tools_list,
             "logging/setLevel": self._set_level,
         }
@@ -104,45 +216,50 @@ class McpConnection:
     def can_elicit(self):
         return isinstance(self.client_capabilities.get("elicitation"), dict)
 
-    def elicit(self, message, timeout):
-        """Ask the user (elicitation/create); returns accept, decline or cancel."""
-        params = {"message": message,
-                  "requestedSchema": {"type": "object", "properties": {}}}
-        if self.version >= "2025-11-25":
-            params["mode"] = "form"
+    def elicit(self, message, timeout, key=None, related=None, version=None):
+        """Ask the user (elicitation/create, handshake era); returns accept, decline or cancel."""
+        params = elicitation_params(message, version or self.version)
         try:
-            answer = self.request_client("elicitation/create", params, timeout)
+            answer = self.request_client("elicitation/create", params, timeout, related)
         except Exception as exc:
             log.warning("elicitation failed", extra={"event": "elicitation_failed", "error": str(exc)})
             return "cancel"
         action = answer.get("action") if isinstance(answer, dict) else None
         return action if action in ("accept", "decline", "cancel") else "cancel"
 
-    def request_client(self, method, params, timeout):
+    def request_client(self, method, params, timeout, related=None):
         """Send a request to the client and wait for its answer (never call on the reader thread)."""
         fut: Future[Any] = Future()
         with self._state_lock:
             self._next_request += 1
             request_id = f"mcpbrowser-{self._next_request}"
             self._pending[request_id] = fut
-        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}, related)
         try:
             return fut.result(timeout)
         finally:
             with self._state_lock:
                 self._pending.pop(request_id, None)
 
-    def notify(self, level, data):
+    def notify(self, level, data, related=None):
         """A log message the client should see whatever level it asked for (cooldown start and end)."""
         self.send(protocol.notification("notifications/message",
-                                        {"level": level, "logger": "mcpbrowser", "data": data}))
+                                        {"level": level, "logger": "mcpbrowser", "data": data}), related)
 
-    # -- THE TRANSPORT'S READER THREAD ----------------------------------------------
+    # -- THE TRANSPORT'S READER THREAD (stdio's reader, or an HTTP request's thread) -----
 
     def handle_line(self, line):
-        msg = None
+        """One JSON-RPC message as bytes; answers go through `send`."""
         try:
             msg = protocol.parse(line)
+        except ProtocolError as exc:
+            self.send(protocol.error(exc.request_id, exc.code, exc.message, exc.data), exc.request_id)
+            return
+        self.handle_message(msg)
+
+    def handle_message(self, msg):
+        """One parsed message (see protocol.parse)."""
+        try:
             if msg.kind == "request":
                 self._request(msg)
             elif msg.kind == "notification":
@@ -153,27 +270,41 @@ class McpConnection:
             else:
                 self._response(msg)
         except ProtocolError as exc:
-            self.send(protocol.error(exc.request_id, exc.code, exc.message, exc.data))
+            self.send(protocol.error(exc.request_id, exc.code, exc.message, exc.data), msg.id)
         except Exception as exc:  # a bug of ours must not cost the client its answer
             log.exception("request failed", extra={"event": "internal_error"})
-            if msg is None or msg.kind == "request":  # a notification is never answered, even then
-                self.send(protocol.error(getattr(msg, "id", None), protocol.INTERNAL_ERROR, f"Internal error: {exc}"))
+            if msg.kind == "request":  # a notification is never answered, even then
+                self.send(protocol.error(msg.id, protocol.INTERNAL_ERROR, f"Internal error: {exc}"), msg.id)
+
+    def caller(self, msg):
+        """The Caller of a request: its era from its own `_meta` (2026-07-28) or from initialize."""
+        version = protocol.request_version(msg)
+        if version is None:
+            return Caller(self, msg.id, self.version, self.client_capabilities)
+        meta = msg.params["_meta"]
+        if not self._fixed_name:
+            info = meta.get(protocol.CLIENT_INFO_KEY)
+            self.name = info.get("name") if isinstance(info, dict) else self.name
+        return Caller(self, msg.id, version, meta[protocol.CLIENT_CAPABILITIES_KEY])
 
     def _request(self, msg):
+        caller = self.caller(msg)
         if msg.method == "tools/call":
-            self._call_tool(msg)
+            self._call_tool(msg, caller)
             return
         handler = self._handlers.get(msg.method)
         if handler is None:
-            # server/discover lands here too: the 2.x client in auto mode then falls back to initialize.
             raise ProtocolError(protocol.METHOD_NOT_FOUND, f"Method not found: {msg.method}", msg.id)
-        self.send(protocol.result(msg.id, handler(msg)))
+        value = handler(msg, caller)
+        if caller.modern:
+            value.setdefault("resultType", "complete")
+        self.send(protocol.result(msg.id, value), msg.id)
 
     def _notification(self, msg):
         if msg.method == "notifications/cancelled":
             request_id = msg.params.get("requestId")
             if protocol.valid_request_id(request_id):
-                self._cancel(request_id)
+                self.cancel(request_id)
             else:
                 log.warning("malformed notification ignored", extra={
                     "event": "bad_notification", "error": f"requestId {request_id!r} cannot name a request"})
@@ -189,44 +320,67 @@ class McpConnection:
             else:
                 fut.set_result(msg.body.get("result"))
 
-    def _initialize(self, msg):
+    def _initialize(self, msg, caller):
         self.version = protocol.negotiate(msg.params, msg.id)
         self.client_capabilities = msg.params.get("capabilities") or {}
         info = msg.params.get("clientInfo")
-        self.name = info.get("name") if isinstance(info, dict) else None
-        return {
-            "protocolVersion": self.version,
-            "capabilities": {"tools": {"listChanged": False}, "logging": {}},
-            "serverInfo": {"name": "mcpbrowser", "title": "mcpbrowser", "version": __version__},
-            "instructions": INSTRUCTIONS,
-        }
+        if not self._fixed_name:
+            self.name = info.get("name") if isinstance(info, dict) else None
+        return {"protocolVersion": self.version, "capabilities": CAPABILITIES, "serverInfo": SERVER_INFO,
+                "instructions": INSTRUCTIONS}
 
-    def _structured(self):
-        return self.version >= protocol.STRUCTURED_OUTPUT_SINCE
+    def _discover(self, msg, caller):
+        """server/discover: what a 2026-07-28 client needs instead of initialize (any era may ask)."""
+        if not caller.modern:
+            protocol.check_envelope(msg)  # a discover names the version it proposes
+        return {"supportedVersions": list(protocol.SUPPORTED_VERSIONS), "capabilities": CAPABILITIES,
+                "instructions": INSTRUCTIONS, "cacheScope": "public", "ttlMs": DISCOVER_TTL_MS,
+                "resultType": "complete", "_meta": {protocol.SERVER_INFO_KEY: SERVER_INFO}}
 
-    def _tools_list(self, msg):
+    def _tools_list(self, msg, caller):
         protocol.check_paginated(msg.params, msg.id)
-        structured = self._structured()
-        return {"tools": [tool.describe(structured) for tool in self.core.tools.values()]}
+        structured = caller.version >= protocol.STRUCTURED_OUTPUT_SINCE
+        out = {"tools": [tool.describe(structured) for tool in self.core.tools.values()]}
+        if caller.modern:  # the same for every client: the server's flags decide it
+            out.update(cacheScope="public", ttlMs=DISCOVER_TTL_MS)
+        return out
 
-    def _set_level(self, msg):
+    def _set_level(self, msg, caller):
         params = protocol.validated("SetLevelRequestParams", msg.params, msg.id)
         self._log_handler.set_client_level(params.level)
         return {}
 
-    def _call_tool(self, msg):
+    def _call_tool(self, msg, caller):
         params = protocol.validated("CallToolRequestParams", msg.params, msg.id)
         tool = self.core.tools.get(params.name)
         if tool is None:
             raise ProtocolError(protocol.INVALID_PARAMS, f"Unknown tool: {params.name}", msg.id,
                                 {"known": list(self.core.tools)})
+        if caller.modern and "requestState" in msg.params:
+            caller.answers = self._answers(msg, tool.name)
         with self._state_lock:
             if msg.id in self._inflight:
                 raise ProtocolError(protocol.INVALID_REQUEST,
                                     f"Request id {msg.id!r} is already in use by a running call", msg.id)
-            fut = self.core.submit(tool.name, params.arguments or {}, progress=self._progress(msg))
+            fut = self.core.submit(tool.name, params.arguments or {}, progress=self._progress(msg), caller=caller)
             self._inflight[msg.id] = fut
-        fut.add_done_callback(lambda f: self._answer(msg.id, tool, f))
+        fut.add_done_callback(lambda f: self._answer(msg.id, tool, f, caller))
+
+    def _answers(self, msg, tool_name):
+        """The user's answers a 2026-07-28 retry carries, for the questions its requestState names."""
+        opened = _STATES.open(msg.params.get("requestState"), self.owner, tool_name)
+        if opened is None:
+            raise ProtocolError(protocol.INVALID_PARAMS, "Invalid params: requestState is not one this "
+                                "server gave this client for this tool, or it expired; call the tool again "
+                                "without it.", msg.id)
+        asked, answers = opened
+        responses = msg.params.get("inputResponses")
+        responses = responses if isinstance(responses, dict) else {}
+        for key in asked:
+            response = responses.get(key)
+            action = response.get("action") if isinstance(response, dict) else None
+            answers[key] = action if action in ("accept", "decline", "cancel") else "cancel"
+        return answers
 
     def _progress(self, msg):
         """A reporter that sends notifications/progress, when the client sent a progressToken."""
@@ -241,11 +395,12 @@ class McpConnection:
                 params["total"] = total
             if message is not None:
                 params["message"] = message
-            self.send(protocol.notification("notifications/progress", params))
+            self.send(protocol.notification("notifications/progress", params), msg.id)
 
         return report
 
-    def _cancel(self, request_id):
+    def cancel(self, request_id):
+        """The client gave up on a call (notifications/cancelled, or its HTTP stream closed)."""
         with self._state_lock:
             fut = self._inflight.get(request_id)
             if fut is None:
@@ -259,23 +414,27 @@ class McpConnection:
 
     # -- SESSION THREAD or CORE POOL THREAD (whoever completes the Future) -------------
 
-    def _answer(self, request_id, tool, fut):
+    def _answer(self, request_id, tool, fut, caller):
         with self._state_lock:
             self._inflight.pop(request_id, None)
             if request_id in self._suppressed:
                 self._suppressed.discard(request_id)
                 return
-        self.send(protocol.result(request_id, self.tool_result(tool, fut)))
+        self.send(protocol.result(request_id, self.tool_result(tool, fut, caller)), request_id)
 
-    def tool_result(self, tool, fut):
+    def tool_result(self, tool, fut, caller=None):
         if fut.cancelled():  # only shutdown cancels a call the client did not cancel
-            return _error_result(BrowserError("The server is shutting down."))
+            return _error_result(BrowserError("The server is shutting down."), caller)
         try:
             value = fut.result()
+        except InputRequired as exc:
+            if caller is not None and caller.modern:
+                return self._input_required(exc, tool, caller)
+            return _error_result(exc, caller)
         except Exception as exc:
             if not isinstance(exc, BrowserServerError):
                 log.exception("tool raised", extra={"event": "tool_bug", "tool": tool.name})
-            return _error_result(as_server_error(exc))
+            return _error_result(as_server_error(exc), caller)
         content = []
         if tool.returns_image:
             image = value["image"]
@@ -292,9 +451,26 @@ class McpConnection:
         else:
             content.insert(0, {"type": "text", "text": compact_json(shown)})
         out = {"content": content, "isError": False}
-        if tool.output_schema is not None and self._structured():
+        version = caller.version if caller is not None else self.version
+        if tool.output_schema is not None and version >= protocol.STRUCTURED_OUTPUT_SINCE:
             out["structuredContent"] = value
+        if caller is not None and caller.modern:
+            out["resultType"] = "complete"
         return out
+
+    def _input_required(self, exc, tool, caller):
+        """Ask the user between calls (2026-07-28): the client answers and calls again with our state."""
+        request = {"method": "elicitation/create", "params": elicitation_params(exc.message, caller.version)}
+        return {"resultType": "input_required", "inputRequests": {exc.key: request},
+                "requestState": _STATES.seal(self.owner, tool.name, caller.asked, caller.answers)}
+
+
+def elicitation_params(message, version):
+    """An elicitation that asks yes or no (accept or decline) about `message`."""
+    params = {"message": message, "requestedSchema": {"type": "object", "properties": {}}}
+    if version >= "2025-11-25":
+        params["mode"] = "form"
+    return params
 
 
 def agent_view(value):
@@ -310,6 +486,9 @@ def agent_view(value):
     return {k: v for k, v in value.items() if k != "hash" and (k != "meta" or meta.get("hasConsoleLogs"))}
 
 
-def _error_result(exc):
-    return {"content": [{"type": "text", "text": compact_json(exc.to_dict())}], "isError": True}
+def _error_result(exc, caller=None):
+    out = {"content": [{"type": "text", "text": compact_json(exc.to_dict())}], "isError": True}
+    if caller is not None and caller.modern:
+        out["resultType"] = "complete"
+    return out
 

@@ -16,9 +16,20 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
-SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-LATEST_VERSION = SUPPORTED_VERSIONS[-1]
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # reached through initialize
+MODERN_VERSIONS = ("2026-07-28",)  # each request carries its version in _meta; no initialize
+SUPPORTED_VERSIONS = HANDSHAKE_VERSIONS + MODERN_VERSIONS
+LATEST_VERSION = HANDSHAKE_VERSIONS[-1]  # what initialize settles on when the client's is unknown
 STRUCTURED_OUTPUT_SINCE = "2025-06-18"  # outputSchema / structuredContent appear in this revision
+
+# The per-request envelope's keys (mcp_types' *_META_KEY constants; written out so that
+# classifying a request does not wait for that package to import).
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 
 
 class ProtocolError(Exception):
@@ -105,7 +116,31 @@ def negotiate(params, request_id):
     for name in ("capabilities", "clientInfo"):
         if name in params and not isinstance(params[name], dict):
             raise ProtocolError(INVALID_PARAMS, f"initialize: {name} must be an object", request_id)
-    return version if version in SUPPORTED_VERSIONS else LATEST_VERSION
+    return version if version in HANDSHAKE_VERSIONS else LATEST_VERSION
+
+
+def request_version(msg):
+    """The 2026-07-28 version a request carries in its `_meta`, checked; None for a handshake-era request."""
+    meta = msg.params.get("_meta")
+    if not isinstance(meta, dict) or PROTOCOL_VERSION_KEY not in meta:
+        return None
+    check_envelope(msg)
+    return meta[PROTOCOL_VERSION_KEY]
+
+
+def check_envelope(msg):
+    """A per-request envelope: a supported 2026-era version and the client's capabilities, else an error."""
+    meta = msg.params.get("_meta")
+    meta = meta if isinstance(meta, dict) else {}
+    missing = [key for key in (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY) if key not in meta]
+    if missing:
+        raise ProtocolError(INVALID_PARAMS, f"Invalid params: _meta is missing {', '.join(missing)}", msg.id)
+    version = meta[PROTOCOL_VERSION_KEY]
+    if not isinstance(version, str):
+        raise ProtocolError(INVALID_PARAMS, "Invalid params: the protocol version in _meta must be a string", msg.id)
+    if version not in MODERN_VERSIONS:
+        raise ProtocolError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", msg.id,
+                            {"supported": list(MODERN_VERSIONS), "requested": version})
 
 
 def check_paginated(params, request_id):

@@ -57,7 +57,8 @@ class StdioServer:
 
     # -- ANY THREAD ------------------------------------------------------------
 
-    def send(self, message):
+    def send(self, message, related=None):
+        """Write one message; `related` (the request it belongs to) matters only to HTTP: stdio has one pipe."""
         data = protocol.encode(message)
         with self._write_lock:
             try:
