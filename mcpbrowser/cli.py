@@ -40,6 +40,8 @@ def main(argv=None):
         # so stdout is not the protocol channel here.
         print(json.dumps(config.public(), indent=2))
         return 0
+    if config.http:
+        return _serve_http(config)
     out = _claim_stdout()
     logs.setup(config.log_level)
     from mcpbrowser.core.browser_process import tune_driver_memory
@@ -71,4 +73,41 @@ def main(argv=None):
     out.flush()
     sys.stderr.flush()
     # Threads still blocked on stdin or on a dead session must not hold the exit.
+    os._exit(0)
+
+
+def _serve_http(config):
+    """--http: many clients over Streamable HTTP; stdout carries nothing at all."""
+    sys.stdout = sys.stderr
+    logs.setup(config.log_level)
+    try:
+        import waitress  # noqa: F401
+    except ImportError:
+        print("mcpbrowser: error: --http needs the waitress server: pip install 'mcpbrowser[http]'", file=sys.stderr)
+        return 2
+    from mcpbrowser.core.browser_process import tune_driver_memory
+
+    tune_driver_memory()  # main thread, before any driver starts
+    try:
+        from mcpbrowser.transports.http import serve
+        from mcpbrowser.wsgi import create_app
+
+        app = create_app(config)
+    except (ConfigError, OSError, RuntimeError) as exc:
+        print(f"mcpbrowser: error: {exc}", file=sys.stderr)
+        return 2
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    try:
+        serve(app, config.http, done, threads=max(16, 4 * config.max_sessions))
+    except OSError as exc:  # the port is taken, say
+        logs.log.error("cannot serve", extra={"event": "startup_failed", "error": str(exc)})
+        print(f"mcpbrowser: error: --http {config.http}: {exc}", file=sys.stderr)
+        app.close()
+        sys.stderr.flush()
+        os._exit(1)
+    logs.log.info("shutting down", extra={"event": "shutdown"})
+    app.close()
+    sys.stderr.flush()
     os._exit(0)

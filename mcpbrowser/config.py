@@ -77,6 +77,22 @@ def _lower_list(name, value):
     return tuple(item.lower() for item in _text_list(name, value))
 
 
+def _host_port(name, value):
+    if value is None or value == "":
+        return None
+    host, sep, port = str(value).rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"{_flag(name)} must look like HOST:PORT (127.0.0.1:8931), got {value!r}")
+    return f"{host or '127.0.0.1'}:{int(port)}"
+
+
+def _url_path(name, value):
+    value = str(value)
+    if not value.startswith("/"):
+        raise ConfigError(f"{_flag(name)} must start with /, got {value!r}")
+    return value
+
+
 def _option(default, check, help):
     return field(default=default, metadata={"check": check, "help": help})
 
@@ -229,6 +245,27 @@ class Config:
         "Refuse new sessions with RESOURCE_EXHAUSTED while the browser's processes (the launcher, "
         "the browser and the sessions' relays, PSS; not the server's own) use more than this many MB, "
         "as a guard against runaway pages; 8 sessions on small pages take about 0.9 GB here. 0 turns it off.")
+    http: str = _option(
+        None, _host_port,
+        "Serve MCP over Streamable HTTP on HOST:PORT (a threaded WSGI server) instead of stdio; "
+        "several clients share the browser, each with its own sessions. A non-loopback HOST needs tokens.")
+    http_path: str = _option("/mcp", _url_path, "The HTTP endpoint's path.")
+    http_token_file: str = _option(
+        None, _optional_text,
+        "File of bearer tokens, one client per line as `name token` (or a bare token): each client "
+        "sees only its own sessions. Also MCPBROWSER_HTTP_TOKENS, as comma-separated `name:token`.")
+    http_tokens: tuple = _option(
+        (), _text_list,
+        "Comma-separated `name:token` pairs; set it through MCPBROWSER_HTTP_TOKENS or --http-token-file, "
+        "since a command line is visible to every user of the machine. Masked in --print-config.")
+    http_allowed_origins: tuple = _option(
+        (), _lower_list,
+        "Comma-separated origins (`https://app.example.com`) whose browser pages may call the server; "
+        "requests with any other Origin are refused (403), against DNS rebinding. Empty: loopback origins only.")
+    http_rate_limit: int = _option(
+        600, _int_at_least(0),
+        "HTTP requests per minute per client (its token, or its address without tokens), answered 429 "
+        "past it; 0 turns it off.")
     response_mode: str = _option(
         "compact", _one_of(("compact", "full")),
         "compact keeps page snapshots in the history (fetch them with get_content); "
@@ -243,6 +280,16 @@ class Config:
         for header in self.endpoint_headers:
             if ":" not in header:
                 raise ConfigError(f"--endpoint-headers items must look like `Name: value`, got {header!r}")
+        for pair in self.http_tokens:
+            if ":" not in pair or not pair.split(":", 1)[1]:
+                raise ConfigError("--http-tokens items must look like `name:token`")
+        if self.http:
+            from mcpbrowser.guards import is_loopback
+
+            host = self.http.rpartition(":")[0].strip("[]")
+            if not is_loopback(host) and not (self.http_tokens or self.http_token_file):
+                raise ConfigError(f"--http {self.http} is reachable from other machines: give each client a "
+                                  "token with --http-token-file (or MCPBROWSER_HTTP_TOKENS), or bind 127.0.0.1")
         if self.db is None:
             from mcpbrowser.core.store import default_path
 
@@ -277,7 +324,27 @@ class Config:
         """The settings as JSON-ready data, secrets masked (for --print-config)."""
         out = dataclasses.asdict(self)
         out["endpoint_headers"] = [h.split(":", 1)[0] + ": ***" for h in self.endpoint_headers]
+        out["http_tokens"] = [t.split(":", 1)[0] + ":***" for t in self.http_tokens]
         return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+
+    def http_credentials(self):
+        """{token: client name} from --http-tokens and --http-token-file; {} when the server is open."""
+        out = {}
+        for pair in self.http_tokens:
+            name, token = pair.split(":", 1)
+            out[token.strip()] = name.strip()
+        if self.http_token_file:
+            try:
+                with open(self.http_token_file) as f:
+                    lines = [line.split() for line in f if line.strip() and not line.startswith("#")]
+            except OSError as exc:
+                raise ConfigError(f"--http-token-file {self.http_token_file}: cannot read it ({exc.strerror})") from None
+            for number, words in enumerate(lines, 1):
+                if len(words) > 2 or len(words[-1]) < 16:
+                    raise ConfigError(f"--http-token-file line {number}: want `name token` with a token of "
+                                      "16 characters or more")
+                out[words[-1]] = words[0] if len(words) == 2 else f"client{number}"
+        return out
 
     def headers(self):
         """endpoint_headers as a dict."""
@@ -319,9 +386,9 @@ def build_parser():
 
     parser = argparse.ArgumentParser(
         prog="mcpbrowser",
-        description="MCP stdio server for browser automation: isolated sessions on one "
+        description="MCP server for browser automation: isolated sessions on one "
         "shared browser, driven by AI agents through tools. Speaks JSON-RPC on "
-        "stdin/stdout; logs JSON to stderr.",
+        "stdin/stdout, or Streamable HTTP with --http; logs JSON to stderr.",
     )
     parser.add_argument("--version", action="version", version=f"mcpbrowser {__version__}")
     parser.add_argument("--config", metavar="FILE", help="JSON file of settings (keys as the flags, "

@@ -7,7 +7,10 @@ MCP types package (about 0.4 s to import) has loaded; every other request's
 params are validated with `mcp_types` models.
 """
 
+import base64
+import binascii
 import json
+import re
 from typing import Any, NamedTuple
 
 PARSE_ERROR = -32700
@@ -16,6 +19,7 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
+HEADER_MISMATCH = -32020  # an HTTP routing header disagrees with the body (2026-07-28)
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # reached through initialize
@@ -184,3 +188,18 @@ def error(request_id, code, message, data=None):
 
 def notification(method, params):
     return {"jsonrpc": "2.0", "method": method, "params": params}
+
+
+_BASE64_HEADER = re.compile(r"^=\?base64\?(.*)\?=$")
+
+
+def decode_header_value(value):
+    """An HTTP header value as the 2026-07-28 client wrote it: verbatim, or `=?base64?...?=` for
+    text that is not plain ASCII; None when that wrapping is broken."""
+    match = _BASE64_HEADER.fullmatch(value)
+    if match is None:
+        return value
+    try:
+        return base64.b64decode(match.group(1), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None

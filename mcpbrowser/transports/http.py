@@ -1,0 +1,438 @@
+"""MCP over Streamable HTTP as a WSGI application (PEP 3333), for many clients on one core.
+
+A thin adapter over `McpConnection` (mcp_connection.py), which does the protocol;
+tools run in the same core as over stdio.
+
+- POST carries one JSON-RPC message. A request's answer is JSON when it is the
+  first thing to go out; when a progress notification or a question for the user
+  comes first, or the call runs past HEARTBEAT_S, the answer becomes an event stream.
+- GET opens a handshake-era client's own event stream (notices not tied to a request).
+- DELETE ends a handshake-era client's state (its Mcp-Session-Id).
+- Before any of it: the Host and Origin checks (against DNS rebinding), the bearer
+  token (which names the client), the client's request rate and the body's size.
+
+Who a client is, and whose sessions it sees (`owner`): with tokens, the token's
+name, in both protocol eras, across reconnects and restarts. Without tokens (a
+loopback server), a handshake-era client is its Mcp-Session-Id, and every
+2026-07-28 client is one "anonymous" client: only tokens tell them apart.
+
+Threads: the WSGI server's request threads run `__call__` and wait on a request's
+queue; session threads and core pool threads `send` into those queues.
+"""
+
+import hmac
+import json
+import queue
+import secrets
+import threading
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcpbrowser.guards import RateLimiter, is_loopback
+from mcpbrowser.logs import log
+from mcpbrowser.transports import protocol
+from mcpbrowser.transports.mcp_connection import McpConnection
+from mcpbrowser.transports.protocol import ProtocolError
+
+HEARTBEAT_S = 10.0        # a silent call turns its answer into an event stream with a comment this often
+CLIENT_IDLE_S = 3600.0    # a handshake-era client unheard of this long is forgotten
+SESSION_HEADER = "Mcp-Session-Id"
+_END = object()           # closes a stream's queue
+
+
+class _Stream:
+    """The messages bound for one HTTP response, in order; `final` is the request's own answer."""
+
+    def __init__(self, request_id):
+        self.request_id = request_id
+        self.messages: queue.Queue[Any] = queue.Queue()
+
+    def put(self, message):
+        self.messages.put(message)
+
+    def is_final(self, message):
+        return message.get("id") == self.request_id and ("result" in message or "error" in message)
+
+
+class _Client:
+    """A handshake-era client (one Mcp-Session-Id): its connection, open POST streams and GET stream."""
+
+    def __init__(self, app, session_id, name, owner):
+        self.session_id = session_id
+        self.owner_is_own = owner is None  # its sessions die with it: nobody else could reach them
+        self.streams: dict[Any, _Stream] = {}
+        self.own_stream: _Stream | None = None
+        self.lock = threading.Lock()
+        self.seen = time.monotonic()
+        self.connection = McpConnection(app.core, self.send, name=name or session_id,
+                                        owner=owner or f"mcp-session:{session_id}")
+
+    # ANY THREAD
+    def send(self, message, related=None):
+        with self.lock:
+            stream = self.streams.get(related) if related is not None else None
+            stream = stream or self.own_stream
+        if stream is not None:
+            stream.put(message)
+        # else: a notice with no stream open to carry it; the client did not ask for one
+
+
+class _Everyone:
+    """The core's `client` on HTTP: server-wide notices go to every handshake-era client's own stream."""
+
+    name = None
+    can_elicit = False
+
+    def __init__(self, app):
+        self._app = app
+
+    def notify(self, level, data):
+        for client in self._app.clients():
+            client.connection.notify(level, data)
+
+
+def _json_response(start_response, status, body, headers=()):
+    data = json.dumps(body, separators=(",", ":")).encode("ascii") if body is not None else b""
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data))),
+                            *headers])
+    return [data]
+
+
+def _refuse(start_response, status, message, headers=()):
+    """A refusal before any JSON-RPC was read: a JSON-RPC error object without an id."""
+    return _json_response(start_response, status, protocol.error(None, protocol.INVALID_REQUEST, message), headers)
+
+
+class McpWsgiApp:
+    """The WSGI application: `app(environ, start_response)`.
+
+    core: the Browser (or a Future of it); credentials: {token: client name}, empty
+    for an open (loopback) server; allowed_origins: origins browsers may call from
+    (empty: loopback origins only); path: the endpoint's path; max_body_bytes: the
+    largest POST body; rate_limit: requests per minute per client (0: no limit).
+    """
+
+    def __init__(self, core, *, credentials=None, allowed_origins=(), path="/mcp",
+                 max_body_bytes=4 * 1024 * 1024, rate_limit=600):
+        self.core = core
+        self.credentials = dict(credentials or {})
+        self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
+        self.path = path
+        self.max_body_bytes = max_body_bytes
+        self.rate = RateLimiter(rate_limit)
+        self._clients: dict[str, _Client] = {}
+        self._lock = threading.Lock()
+        self.everyone = _Everyone(self)
+
+    def clients(self):
+        with self._lock:
+            return list(self._clients.values())
+
+    def close(self):
+        """Nothing to release here; `wsgi.create_app` replaces it to close the Browser it built."""
+
+    # -- A REQUEST THREAD OF THE WSGI SERVER ------------------------------------------
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO") or "/"
+        if path.rstrip("/") != self.path.rstrip("/"):
+            return _refuse(start_response, "404 Not Found", f"Not found: the MCP endpoint is {self.path}")
+        refusal = self._check_caller(environ)
+        if refusal is not None:
+            return _refuse(start_response, *refusal)
+        name = environ["mcpbrowser.client"]
+        retry_ms = self.rate.check(name or environ.get("REMOTE_ADDR", "-"))
+        if retry_ms is not None:
+            return _refuse(start_response, "429 Too Many Requests",
+                           f"More than {self.rate.per_minute} requests a minute from this client; retry later.",
+                           [("Retry-After", str(-(-retry_ms // 1000)))])
+        method = environ.get("REQUEST_METHOD", "GET")
+        if method == "POST":
+            return self._post(environ, start_response, name)
+        if method == "GET":
+            return self._get(environ, start_response)
+        if method == "DELETE":
+            return self._delete(environ, start_response)
+        return _refuse(start_response, "405 Method Not Allowed", f"{method} is not used by MCP here",
+                       [("Allow", "GET, POST, DELETE")])
+
+    def _check_caller(self, environ):
+        """(status, message, headers) refusing the request, or None; sets environ["mcpbrowser.client"]."""
+        origin = environ.get("HTTP_ORIGIN")
+        if origin is not None and not self._origin_allowed(origin):
+            return "403 Forbidden", f"Origin {origin[:100]} may not call this server (see --http-allowed-origins)", ()
+        host = (environ.get("HTTP_HOST") or "").rpartition(":")[0] or environ.get("HTTP_HOST", "")
+        if not self.allowed_origins and not self.credentials and not is_loopback(host.strip("[]")):
+            # DNS rebinding reaches a loopback server under a foreign name; GETs carry no Origin.
+            return "403 Forbidden", f"Host {host[:100]} is not this loopback server's name", ()
+        environ["mcpbrowser.client"] = None
+        if not self.credentials:
+            return None
+        scheme, _, token = (environ.get("HTTP_AUTHORIZATION") or "").partition(" ")
+        name = None
+        for known, who in self.credentials.items():  # every token compared, in constant time each
+            if hmac.compare_digest(token.strip().encode(), known.encode()) and scheme.lower() == "bearer":
+                name = who
+        if name is None:
+            return "401 Unauthorized", "A valid bearer token is required", [("WWW-Authenticate", 'Bearer realm="mcp"')]
+        environ["mcpbrowser.client"] = name
+        return None
+
+    def _origin_allowed(self, origin):
+        origin = origin.rstrip("/").lower()
+        if self.allowed_origins:
+            return origin in self.allowed_origins
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and is_loopback(parts.hostname or "")
+
+    def _read_body(self, environ):
+        """The request body, or an int HTTP status refusing it (413 too large, 400 unreadable)."""
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or -1)
+        except ValueError:
+            return 400
+        if length > self.max_body_bytes:
+            return 413
+        stream = environ["wsgi.input"]
+        body = stream.read(length) if length >= 0 else stream.read(self.max_body_bytes + 1)
+        return 413 if len(body) > self.max_body_bytes else body
+
+    def _post(self, environ, start_response, name):
+        if (environ.get("CONTENT_TYPE") or "").split(";")[0].strip().lower() != "application/json":
+            return _refuse(start_response, "415 Unsupported Media Type", "POST a JSON-RPC message as application/json")
+        body = self._read_body(environ)
+        if body == 413:
+            return _refuse(start_response, "413 Content Too Large",
+                           f"A message may be at most {self.max_body_bytes} bytes (--max-message-bytes)")
+        if isinstance(body, int):
+            return _refuse(start_response, "400 Bad Request", "Unreadable Content-Length")
+        try:
+            msg = protocol.parse(body)
+        except ProtocolError as exc:
+            return _json_response(start_response, "400 Bad Request",
+                                  protocol.error(exc.request_id, exc.code, exc.message, exc.data))
+        session_id = environ.get("HTTP_MCP_SESSION_ID")
+        modern = msg.kind == "request" and (msg.method == "server/discover" or _carries_version(msg))
+        if modern:
+            mismatch = _header_mismatch(environ, msg)
+            if mismatch is not None:
+                return _json_response(start_response, "400 Bad Request",
+                                      protocol.error(msg.id, protocol.HEADER_MISMATCH, mismatch))
+            # Stateless: a connection for this request alone, whose every message goes on its answer.
+            stream = _Stream(msg.id)
+            connection = McpConnection(self.core, lambda m, related=None: stream.put(m), name=name,
+                                       owner=name or "anonymous")
+            connection.handle_message(msg)
+            return self._answer(start_response, stream, connection, cancel_on_close=True)
+        if msg.kind == "request" and msg.method == "initialize":
+            return self._initialize(start_response, msg, name)
+        client = self._client(session_id)
+        if client is None:
+            status = "400 Bad Request" if session_id is None else "404 Not Found"
+            return _refuse(start_response, status, "Unknown or missing Mcp-Session-Id: initialize first"
+                           if session_id else "Mcp-Session-Id is required after initialize")
+        if msg.kind != "request":
+            client.connection.handle_message(msg)
+            start_response("202 Accepted", [("Content-Length", "0")])
+            return [b""]
+        stream = _Stream(msg.id)
+        with client.lock:
+            client.streams[msg.id] = stream
+        try:
+            client.connection.handle_message(msg)
+        except BaseException:
+            with client.lock:
+                client.streams.pop(msg.id, None)
+            raise
+        return self._answer(start_response, stream, client.connection, cancel_on_close=False,
+                            done=lambda: _forget_stream(client, msg.id))
+
+    def _initialize(self, start_response, msg, name):
+        session_id = secrets.token_urlsafe(24)
+        client = _Client(self, session_id, name, name)
+        self._forget_idle()
+        with self._lock:
+            self._clients[session_id] = client
+        stream = _Stream(msg.id)
+        client.streams[msg.id] = stream
+        client.connection.open()
+        client.connection.handle_message(msg)
+        answer = stream.messages.get()
+        client.streams.pop(msg.id, None)
+        log.info("http client connected", extra={"event": "http_client", "session": session_id})
+        return _json_response(start_response, "200 OK", answer, [(SESSION_HEADER, session_id)])
+
+    def _answer(self, start_response, stream, connection, cancel_on_close, done=None):
+        """JSON when the answer comes first and soon; else an event stream until the answer."""
+        try:
+            first = stream.messages.get(timeout=HEARTBEAT_S)
+        except queue.Empty:
+            first = None
+        if first is not None and stream.is_final(first):
+            if done is not None:
+                done()
+            return _json_response(start_response, "200 OK", first)
+        start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                                  ("X-Accel-Buffering", "no")])
+        return _EventStream(stream, first, connection, cancel_on_close, done)
+
+    def _get(self, environ, start_response):
+        client = self._client(environ.get("HTTP_MCP_SESSION_ID"))
+        if client is None:
+            return _refuse(start_response, "405 Method Not Allowed",
+                           "GET opens a handshake-era client's own stream: send Mcp-Session-Id",
+                           [("Allow", "POST, DELETE")])
+        with client.lock:
+            if client.own_stream is not None:
+                return _refuse(start_response, "409 Conflict", "This client's stream is open already")
+            stream = client.own_stream = _Stream(None)
+        start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                                  ("X-Accel-Buffering", "no")])
+
+        def closed():
+            with client.lock:
+                if client.own_stream is stream:
+                    client.own_stream = None
+
+        return _EventStream(stream, None, client.connection, False, closed)
+
+    def _delete(self, environ, start_response):
+        session_id = environ.get("HTTP_MCP_SESSION_ID")
+        with self._lock:
+            client = self._clients.pop(session_id, None) if session_id else None
+        if client is None:
+            return _refuse(start_response, "404 Not Found", "Unknown or missing Mcp-Session-Id")
+        self._end(client)
+        start_response("204 No Content", [])
+        return [b""]
+
+    def _client(self, session_id):
+        if not session_id:
+            return None
+        with self._lock:
+            client = self._clients.get(session_id)
+        if client is not None:
+            client.seen = time.monotonic()
+        return client
+
+    def _forget_idle(self):
+        cutoff = time.monotonic() - CLIENT_IDLE_S
+        with self._lock:
+            idle = [c for c in self._clients.values() if c.seen < cutoff and not c.streams and c.own_stream is None]
+            for client in idle:
+                del self._clients[client.session_id]
+        for client in idle:
+            self._end(client)
+
+    def _end(self, client):
+        """A handshake-era client is gone: stop its log forwarding; close its browser sessions when they
+        were its alone (no token: nobody can reach them again). A token's sessions stay for its next
+        connection, until they expire."""
+        client.connection.close()
+        with client.lock:
+            if client.own_stream is not None:
+                client.own_stream.put(_END)
+        if client.owner_is_own:
+            core = client.connection.core
+            for record in core.registry.records():
+                if record.owner == client.connection.owner:
+                    try:
+                        core.registry.close_session(record.session_id)
+                    except Exception:  # closed meanwhile
+                        pass
+        log.info("http client ended", extra={"event": "http_client_end", "session": client.session_id})
+
+
+def _forget_stream(client, request_id):
+    with client.lock:
+        client.streams.pop(request_id, None)
+
+
+class _EventStream:
+    """A WSGI response body that yields server-sent events until the request's answer (or forever for GET).
+
+    The server closes it when the client goes away: a 2026-07-28 call is then
+    cancelled (closing the stream is that era's cancellation); a handshake-era call
+    runs on, as the spec asks, and its answer is dropped.
+    """
+
+    def __init__(self, stream, first, connection, cancel_on_close, done):
+        self._stream, self._first, self._connection = stream, first, connection
+        self._cancel_on_close, self._done = cancel_on_close, done
+        self._finished = False
+
+    def __iter__(self):
+        if self._first is not None:
+            yield _event(self._first)
+            if self._stream.is_final(self._first):
+                self._finished = True
+                return
+        while True:
+            try:
+                message = self._stream.messages.get(timeout=HEARTBEAT_S)
+            except queue.Empty:
+                yield b": keep-alive\n\n"  # also how a vanished client is noticed
+                continue
+            if message is _END:
+                return
+            yield _event(message)
+            if self._stream.is_final(message):
+                self._finished = True
+                return
+
+    def close(self):
+        if self._done is not None:
+            self._done()
+        if not self._finished and self._cancel_on_close and self._stream.request_id is not None:
+            self._connection.cancel(self._stream.request_id)
+
+
+def _event(message):
+    return b"event: message\ndata: " + json.dumps(message, separators=(",", ":")).encode("ascii") + b"\n\n"
+
+
+def _carries_version(msg):
+    meta = msg.params.get("_meta")
+    return isinstance(meta, dict) and protocol.PROTOCOL_VERSION_KEY in meta
+
+
+def _header_mismatch(environ, msg):
+    """Why a 2026-07-28 request's routing headers disagree with its body, or None (the spec's header rung)."""
+    meta = msg.params.get("_meta")
+    version = meta.get(protocol.PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+    if version is not None and environ.get("HTTP_MCP_PROTOCOL_VERSION") != version:
+        return "MCP-Protocol-Version header does not match the request's protocol version"
+    if environ.get("HTTP_MCP_METHOD") not in (None, msg.method):
+        return "Mcp-Method header does not match the request's method"
+    name = msg.params.get("name")
+    header = environ.get("HTTP_MCP_NAME")
+    if msg.method == "tools/call" and header is not None and isinstance(name, str) and \
+            protocol.decode_header_value(header) != name:
+        return "Mcp-Name header does not match the request's tool name"
+    return None
+
+
+def serve(app, address, done, threads):
+    """Serve `app` on HOST:PORT with waitress until `done` is set (MAIN THREAD).
+
+    Why waitress: measured here with a 5-event stream, 200 ms apart, each event
+    reached the client 1-2 ms after it was yielded (cheroot the same; werkzeug's
+    server is for development by its own account), a client that left was noticed at
+    the next write (200 ms), and it is pure Python with no dependencies, on every OS.
+    Every open call and event stream holds one of its `threads`.
+    """
+    from waitress import create_server
+
+    host, _, port = address.rpartition(":")
+    server = create_server(app, host=host.strip("[]"), port=int(port), threads=threads,
+                           max_request_body_size=app.max_body_bytes + 1, channel_timeout=3600,
+                           ident="mcpbrowser", clear_untrusted_proxy_headers=True)
+    bound = server.effective_host, server.effective_port
+    log.info("serving MCP over HTTP", extra={"event": "http_serving",
+                                             "url": f"http://{bound[0]}:{bound[1]}{app.path}"})
+    runner = threading.Thread(target=server.run, name="http-server", daemon=True)
+    runner.start()
+    while not done.wait(0.1):  # wake up now and then, so a signal's handler runs
+        pass
+    server.close()
