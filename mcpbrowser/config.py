@@ -338,7 +338,8 @@ class Config:
                 with open(self.http_token_file) as f:
                     lines = [line.split() for line in f if line.strip() and not line.startswith("#")]
             except OSError as exc:
-                raise ConfigError(f"--http-token-file {self.http_token_file}: cannot read it ({exc.strerror})") from None
+                raise ConfigError(f"--http-token-file {self.http_token_file}: cannot read it "
+                                  f"({exc.strerror})") from None
             for number, words in enumerate(lines, 1):
                 if len(words) > 2 or len(words[-1]) < 16:
                     raise ConfigError(f"--http-token-file line {number}: want `name token` with a token of "

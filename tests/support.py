@@ -379,3 +379,74 @@ def tool_payload(answer):
     return json.loads(answer["result"]["content"][0]["text"])
 
 
+
+
+class HttpServer:
+    """`mcpbrowser --http 127.0.0.1:0` as a child process; `url` is its endpoint once it serves."""
+
+    def __init__(self, *args, env=None):
+        self.stderr = tempfile.NamedTemporaryFile("w+", prefix="mcpbrowser-http-", delete=False)
+        self.proc = subprocess.Popen([*SERVER_CMD, *server_args(args), "--http", "127.0.0.1:0"],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.stderr,
+                                     env={**os.environ, **(env or {})})
+        self.url = wait_for(self._served_url, seconds=30)
+        assert self.url, f"the HTTP server did not start: {open(self.stderr.name).read()[-2000:]}"
+        self.base = self.url.rsplit("/", 1)[0]
+
+    def _served_url(self):
+        assert self.proc.poll() is None, open(self.stderr.name).read()[-2000:]
+        with open(self.stderr.name) as f:
+            for line in f:
+                if '"http_serving"' in line:
+                    return json.loads(line)["url"]
+        return None
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        assert self.proc.stdout.read() == b"", "stdout carries nothing in HTTP mode"
+        self.proc.stdout.close()
+        self.stderr.close()
+        os.unlink(self.stderr.name)
+
+
+class SdkClient(McpClient):
+    """The official high-level `mcp.client.Client` (mode "auto": server/discover, else initialize;
+    "legacy": initialize) over Streamable HTTP (target: a URL) or stdio (target: server flags)."""
+
+    def __init__(self, target, *, mode="auto", token=None, elicitation_callback=None, env=None):
+        from mcp.client.client import Client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        self.stderr = tempfile.NamedTemporaryFile("w+", prefix="mcpbrowser-stderr-", delete=False)
+        self.log_messages = []
+        self._portal_cm = anyio.from_thread.start_blocking_portal()
+        self.portal = self._portal_cm.__enter__()
+        self._http = None
+        if isinstance(target, str):
+            self._http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"} if token else None)
+            transport = streamable_http_client(target, http_client=self._http)
+        else:
+            params = StdioServerParameters(command=SERVER_CMD[0], args=[*SERVER_CMD[1:], *server_args(target)],
+                                           env={**os.environ, **(env or {})})
+            transport = stdio_client(params, errlog=self.stderr)
+        self._client_cm = self.portal.wrap_async_context_manager(
+            Client(transport, mode=mode, elicitation_callback=elicitation_callback, cache=None))
+        self.session = self._client_cm.__enter__()
+        self.version = self.session.protocol_version
+
+    def close(self):
+        if self.stderr.closed:
+            return
+        try:
+            self._client_cm.__exit__(None, None, None)
+            if self._http is not None:
+                self.portal.call(self._http.aclose)
+        finally:
+            self._portal_cm.__exit__(None, None, None)
+            self.stderr.close()
+            os.unlink(self.stderr.name)

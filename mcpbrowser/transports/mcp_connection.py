@@ -340,7 +340,7 @@ class McpConnection:
     def _tools_list(self, msg, caller):
         protocol.check_paginated(msg.params, msg.id)
         structured = caller.version >= protocol.STRUCTURED_OUTPUT_SINCE
-        out = {"tools": [tool.describe(structured) for tool in self.core.tools.values()]}
+        out: dict[str, Any] = {"tools": [tool.describe(structured) for tool in self.core.tools.values()]}
         if caller.modern:  # the same for every client: the server's flags decide it
             out.update(cacheScope="public", ttlMs=DISCOVER_TTL_MS)
         return out

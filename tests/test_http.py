@@ -1,0 +1,239 @@
+"""Streamable HTTP end to end: the official MCP client, several at once, in both protocol eras;
+and the attacks: no token, a foreign Origin or Host, another client's sessions, big bodies, floods."""
+
+import json
+import threading
+import time
+
+import httpx2
+import mcp_types as types
+import pytest
+from support import HttpServer, SdkClient, wait_for
+
+pytestmark = pytest.mark.e2e
+
+ALICE, BOB, MALLORY = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef", "mallory-token-0123456789ab"
+TOKENS = f"alice:{ALICE},bob:{BOB},mallory:{MALLORY}"
+MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = HttpServer("--http-rate-limit", "120", env={"MCPBROWSER_HTTP_TOKENS": TOKENS})
+    yield s
+    s.close()
+
+
+def post(server, body, token=ALICE, **headers):
+    """One raw POST, as an attacker (or a careless client) would send it."""
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    if isinstance(body, dict):  # a 2026-07-28 request names its version and method in headers too
+        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": body["method"], **headers}
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return httpx2.post(server.url, content=data, timeout=30,
+                       headers={"Content-Type": "application/json",
+                                "Accept": "application/json, text/event-stream", **headers})
+
+
+def ping(request_id=1):
+    return {"jsonrpc": "2.0", "id": request_id, "method": "ping", "params": {"_meta": MODERN}}
+
+
+def test_clients_at_once_each_with_their_own_sessions(server, pages):
+    """Alice on 2026-07-28 and Bob on 2025-11-25, side by side: neither can see or touch the other's."""
+    alice = SdkClient(server.url, token=ALICE)
+    bob = SdkClient(server.url, token=BOB, mode="legacy")
+    alice_again = SdkClient(server.url, token=ALICE, mode="legacy")  # the same client, a second connection
+    try:
+        assert alice.version == "2026-07-28" and bob.version == "2025-11-25"
+        found = {}
+
+        def work(name, client):
+            sid = client.tool("create_session")["sessionId"]
+            page = client.tool("navigate", sessionId=sid, url=pages.url(f"/title/{name}"))
+            found[name] = sid, page["refId"], page["title"]
+
+        threads = [threading.Thread(target=work, args=(n, c)) for n, c in (("alice", alice), ("bob", bob))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert found["alice"][2] == "alice" and found["bob"][2] == "bob"
+        alice_sid, alice_ref, _ = found["alice"]
+        bob_sid, _, _ = found["bob"]
+
+        assert [s["sessionId"] for s in bob.tool("list_sessions")["sessions"]] == [bob_sid]
+        assert [s["sessionId"] for s in alice.tool("list_sessions")["sessions"]] == [alice_sid]
+        # Every way Bob could reach Alice's session answers as if it did not exist.
+        for tool, args in (("navigate", {"url": pages.url("/title/bob")}), ("snapshot", {}),
+                           ("close_session", {}), ("resume_session", {}), ("console_logs", {})):
+            assert bob.error(tool, sessionId=alice_sid, **args)["errorCode"] == "SESSION_NOT_FOUND", tool
+        for tool in ("get_content", "get_console_content"):
+            assert bob.error(tool, ref_id=alice_ref)["errorCode"] == "CONTENT_NOT_FOUND", tool
+        # Alice, on another connection and the other era, is still Alice.
+        assert alice_again.tool("get_content", ref_id=alice_ref)["mode"] == "full"
+        assert alice_again.tool("snapshot", sessionId=alice_sid)["title"] == "alice"
+        for sid, client in ((alice_sid, alice), (bob_sid, bob)):
+            client.tool("close_session", sessionId=sid)
+    finally:
+        for c in (alice, bob, alice_again):
+            c.close()
+
+
+def test_without_a_valid_token_401(server):
+    for token in (None, "alice", ALICE[:-1], BOB + "x", ALICE.upper()):
+        answer = post(server, ping(), token=token)
+        assert answer.status_code == 401, (token, answer.text)
+        assert answer.headers["www-authenticate"].startswith("Bearer")
+    answer = post(server, ping(), token=None, Authorization=f"Basic {ALICE}")
+    assert answer.status_code == 401
+    assert post(server, ping()).status_code == 200
+
+
+def test_a_foreign_origin_is_403(server):
+    port = server.url.split(":")[2].split("/")[0]
+    for origin in ("http://evil.example", f"http://evil.example:{port}", "null", f"http://127.0.0.1.evil.example:{port}"):
+        answer = post(server, ping(), Origin=origin)
+        assert answer.status_code == 403, (origin, answer.text)
+    assert post(server, ping(), Origin=f"http://127.0.0.1:{port}").status_code == 200
+    assert post(server, ping(), Origin=f"http://localhost:{port}").status_code == 200
+
+
+def test_other_routes_and_methods(server):
+    assert httpx2.get(server.base + "/", headers={"Authorization": f"Bearer {ALICE}"}).status_code == 404
+    assert httpx2.put(server.url, headers={"Authorization": f"Bearer {ALICE}"}).status_code == 405
+    # A GET names a handshake-era client's stream; a stateless client has none.
+    assert httpx2.get(server.url, headers={"Authorization": f"Bearer {ALICE}"}).status_code == 405
+    assert post(server, b"not json").json()["error"]["code"] == -32700
+    answer = httpx2.post(server.url, content=json.dumps(ping()), headers={"Authorization": f"Bearer {ALICE}",
+                                                                          "Content-Type": "text/plain"})
+    assert answer.status_code == 415
+    # Routing headers must agree with the body (2026-07-28).
+    answer = post(server, ping(), **{"MCP-Protocol-Version": "2025-11-25"})
+    assert answer.status_code == 400 and answer.json()["error"]["code"] == -32020
+    # Handshake-era requests need the Mcp-Session-Id initialize gave; a made-up one is 404.
+    legacy = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    assert post(server, legacy).status_code == 400
+    assert post(server, legacy, **{"Mcp-Session-Id": "made-up"}).status_code == 404
+
+
+def test_a_body_over_the_limit_is_413_and_nothing_is_lost():
+    s = HttpServer("--max-message-bytes", "2048", env={"MCPBROWSER_HTTP_TOKENS": TOKENS})
+    try:
+        big = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": MODERN, "pad": "x" * 4096}}
+        assert post(s, big).status_code == 413
+        # Without a Content-Length (chunked), the same limit.
+        answer = httpx2.post(s.url, content=iter([json.dumps(big).encode()]),
+                             headers={"Authorization": f"Bearer {ALICE}", "Content-Type": "application/json"})
+        assert answer.status_code == 413
+        assert post(s, ping()).json()["result"]["resultType"] == "complete"
+    finally:
+        s.close()
+
+
+def test_a_flood_is_429_for_that_client_alone(server):
+    answers = [post(server, ping(i), token=MALLORY) for i in range(130)]
+    refused = [a for a in answers if a.status_code == 429]
+    assert refused and all(a.status_code in (200, 429) for a in answers)
+    assert int(refused[0].headers["retry-after"]) >= 1
+    assert post(server, ping(), token=BOB).status_code == 200
+
+
+def test_forged_request_state_is_refused(server):
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"_meta": MODERN, "name": "list_sessions", "arguments": {},
+                       "requestState": "eyJvIjoiYWxpY2UifQ.00", "inputResponses": {}}}
+    answer = post(server, call, **{"Mcp-Name": "list_sessions"})
+    assert answer.json()["error"]["code"] == -32602
+    assert "requestState" in answer.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("action", ["accept", "decline"])
+def test_new_domain_approval_in_both_eras(pages, transport, mode, action):
+    """2026-07-28 asks with an InputRequiredResult, the handshake era with elicitation/create."""
+    asked = []
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action=action)
+
+    flags = ["--allowed-domains", "example.com", "--ask-new-domains"]
+    server = HttpServer(*flags) if transport == "http" else None
+    client = SdkClient(server.url if server else flags, mode=mode, elicitation_callback=elicit)
+    try:
+        assert client.version == ("2026-07-28" if mode == "auto" else "2025-11-25")
+        sid = client.tool("create_session")["sessionId"]
+        if action == "accept":
+            assert client.tool("navigate", sessionId=sid, url=pages.url("/title/yes"))["title"] == "yes"
+            assert client.tool("navigate", sessionId=sid, url=pages.url("/title/again"))["title"] == "again"
+            assert len(asked) == 1 and "127.0.0.1" in asked[0]  # once per session and host
+        else:
+            error = client.error("navigate", sessionId=sid, url=pages.url("/title/no"))
+            assert error["errorCode"] == "DOMAIN_NOT_ALLOWED" and error["details"]["userAction"] == "decline"
+            assert "/title/no" not in pages.hits
+    finally:
+        client.close()
+        if server:
+            server.close()
+
+
+def test_an_open_loopback_server_tells_clients_apart_by_their_mcp_session(pages):
+    """No tokens: only 127.0.0.1 may bind, a rebinding Host is refused, and DELETE ends a client's sessions."""
+    s = HttpServer()
+    first, second = SdkClient(s.url, mode="legacy"), SdkClient(s.url, mode="legacy")
+    try:
+        sid = first.tool("create_session")["sessionId"]
+        assert second.error("snapshot", sessionId=sid)["errorCode"] == "SESSION_NOT_FOUND"
+        assert second.tool("list_sessions")["count"] == 0
+        answer = httpx2.post(s.url, content=json.dumps(ping()),
+                             headers={"Host": "rebound.evil.example", "Content-Type": "application/json"})
+        assert answer.status_code == 403
+        first.close()  # the SDK sends DELETE: the client's state, and its sessions, end
+        assert wait_for(lambda: '"http_client_end"' in open(s.stderr.name).read(), seconds=10)
+        third = SdkClient(s.url)
+        try:
+            assert third.tool("list_sessions")["count"] == 0
+        finally:
+            third.close()
+    finally:
+        first.close()
+        second.close()
+        s.close()
+
+
+def test_the_wsgi_app_mounted_next_to_other_routes(tmp_path, pages):
+    """An embedder's own WSGI application, with the MCP app at /mcp beside its /hello view."""
+    from waitress import create_server
+
+    from mcpbrowser.config import Config
+    from mcpbrowser.wsgi import create_app
+
+    mcp_app = create_app(Config(headless=True, db=str(tmp_path / "h.db")), path="/")
+
+    def site(environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/mcp"):
+            environ["SCRIPT_NAME"], environ["PATH_INFO"] = "/mcp", path[len("/mcp"):] or "/"
+            return mcp_app(environ, start_response)
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"hello from the host application"]
+
+    httpd = create_server(site, host="127.0.0.1", port=0, threads=8)
+    threading.Thread(target=httpd.run, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.effective_port}"
+    try:
+        assert httpx2.get(base + "/hello").text == "hello from the host application"
+        client = SdkClient(base + "/mcp")
+        try:
+            sid = client.tool("create_session")["sessionId"]
+            assert client.tool("navigate", sessionId=sid, url=pages.url("/title/mounted"))["title"] == "mounted"
+        finally:
+            client.close()
+    finally:
+        httpd.close()
+        mcp_app.close()
+        time.sleep(0.1)

@@ -1,0 +1,63 @@
+"""The HTTP transport's pure parts: sealed request states, routing-header checks, the --http settings."""
+
+import time
+
+import pytest
+
+from mcpbrowser.config import Config, ConfigError
+from mcpbrowser.transports import mcp_connection, protocol
+from mcpbrowser.transports.http import _header_mismatch
+from mcpbrowser.transports.mcp_connection import RequestStates
+
+pytestmark = pytest.mark.unit
+
+
+def test_a_request_state_opens_only_for_its_client_and_tool_and_unaltered():
+    states = RequestStates(b"k" * 32)
+    state = states.seal("alice", "navigate", {"domain:a.test"}, {"domain:b.test": "accept"})
+    assert states.open(state, "alice", "navigate") == ({"domain:a.test"}, {"domain:b.test": "accept"})
+    assert states.open(state, "bob", "navigate") is None
+    assert states.open(state, "alice", "click") is None
+    assert RequestStates(b"j" * 32).open(state, "alice", "navigate") is None  # another process's key
+    body, mac = state.split(".")
+    forged = body[:-2] + ("A" if body[-2] != "A" else "B") + body[-1]
+    assert states.open(f"{forged}.{mac}", "alice", "navigate") is None
+    for junk in (None, 5, "", "a.b.c", "nodot", f"{body}.{'0' * 64}"):
+        assert states.open(junk, "alice", "navigate") is None
+
+
+def test_a_request_state_expires(monkeypatch):
+    states = RequestStates(b"k" * 32)
+    state = states.seal(None, "navigate", {"domain:a.test"}, {})
+    later = time.time() + mcp_connection.STATE_TTL_S + 1
+    monkeypatch.setattr(mcp_connection.time, "time", lambda: later)
+    assert states.open(state, None, "navigate") is None
+
+
+def test_routing_headers_must_match_the_body():
+    msg = protocol.parse(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"navigate",'
+                         b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}')
+    good = {"HTTP_MCP_PROTOCOL_VERSION": "2026-07-28", "HTTP_MCP_METHOD": "tools/call", "HTTP_MCP_NAME": "navigate"}
+    assert _header_mismatch(good, msg) is None
+    assert _header_mismatch({**good, "HTTP_MCP_NAME": "=?base64?bmF2aWdhdGU=?="}, msg) is None
+    for bad in ({"HTTP_MCP_PROTOCOL_VERSION": "2025-11-25"}, {"HTTP_MCP_METHOD": "tools/list"},
+                {"HTTP_MCP_NAME": "click"}, {"HTTP_MCP_NAME": "=?base64?!!?="}):
+        assert _header_mismatch({**good, **bad}, msg) is not None, bad
+
+
+def test_http_settings(tmp_path):
+    assert Config(http=":8931").http == "127.0.0.1:8931"
+    with pytest.raises(ConfigError, match="HOST:PORT"):
+        Config(http="8931x")
+    with pytest.raises(ConfigError, match="token"):
+        Config(http="0.0.0.0:8931")  # reachable from other machines, and open to all
+    assert Config(http="0.0.0.0:8931", http_tokens="a:" + "t" * 20).http == "0.0.0.0:8931"
+    tokens = tmp_path / "tokens"
+    tokens.write_text("# clients\nalice " + "a" * 20 + "\n" + "b" * 20 + "\n")
+    assert Config(http_token_file=str(tokens)).http_credentials() == {"a" * 20: "alice", "b" * 20: "client2"}
+    tokens.write_text("alice short\n")
+    with pytest.raises(ConfigError, match="16 characters"):
+        Config(http_token_file=str(tokens)).http_credentials()
+    with pytest.raises(ConfigError, match="name:token"):
+        Config(http_tokens="justatoken")
+    assert Config(http_tokens="a:" + "t" * 20).public()["http_tokens"] == ["a:***"]
