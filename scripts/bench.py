@@ -1,11 +1,12 @@
-"""Benchmark: mcpbrowser against raw Playwright (the floor) and, optionally, @playwright/mcp.
+"""Benchmark: mcpbrowser (over stdio and HTTP) against raw Playwright (the floor) and, optionally,
+@playwright/mcp and the playwright wheel's own `python -m playwright mcp`.
 
 One run serves its own page on 127.0.0.1 and runs one agent workload
 (navigate, type into an input, click a button) through each contender, then
 prints a table of medians, p90s and ratios, or JSON with --json.
 
     .venv/bin/python scripts/bench.py [--rounds 30] [--sessions 8] [--repeats 3] [--think-ms 100]
-                                      [--with-playwright-mcp] [--json]
+                                      [--http-clients 4] [--with-playwright-mcp] [--json]
 
 Every contender runs in the same rounds, in turn, so the drift of a shared machine
 (20-40% between runs minutes apart) stays out of the ratios; the concurrent workload
@@ -17,6 +18,11 @@ by default, for every contender alike: an agent's model thinks between tool
 calls, typically for seconds), which is where the targets apply, and back to
 back, the worst case for mcpbrowser, whose after-call snapshot capture would
 otherwise overlap that thinking.
+
+Over HTTP (`--http`, the same server and client library, handshake era like the
+stdio contender) the per-call cost of the transport shows against stdio; the
+concurrent workload also runs as --http-clients clients sharing --sessions sessions
+on one HTTP server, against one stdio client holding them all.
 
 Speed is measured here, never in the test suite.
 """
@@ -40,6 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import anyio
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from mcpbrowser.core.browser_process import SharedBrowser, find_executable
 from mcpbrowser.process_tree import child_pids, tree_pss_kb
@@ -219,14 +226,43 @@ def mcpbrowser_params(db, *args):
                                                              "--db", db, *args])
 
 
-async def open_mcpbrowser(stack, url, db, *args, warm_creates=5):
+def start_http_server(stack, db, *args):
+    """`mcpbrowser --http 127.0.0.1:0` as a child process; its endpoint URL once it serves."""
+    params = mcpbrowser_params(db, "--http", "127.0.0.1:0", *args)
+    errlog = tempfile.NamedTemporaryFile("w+", prefix="mcpbrowser-bench-http-")
+    proc = subprocess.Popen([params.command, *params.args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=errlog)
+    stack.callback(errlog.close)
+    stack.callback(proc.wait, 10)
+    stack.callback(proc.terminate)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open(errlog.name) as f:
+            for line in f:
+                if '"http_serving"' in line:
+                    return json.loads(line)["url"]
+        time.sleep(0.05)
+    raise RuntimeError("the HTTP server did not start")
+
+
+async def connect(stack, db, *args, http=False):
+    """A ClientSession (handshake era) on a fresh server of ours, over stdio or HTTP."""
+    if http:
+        url = start_http_server(stack, db, *args)
+        read, write = await stack.enter_async_context(streamable_http_client(url))
+    else:
+        read, write = await stack.enter_async_context(
+            stdio_client(mcpbrowser_params(db, *args), errlog=open(os.devnull, "w")))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    await session.initialize()
+    return session
+
+
+async def open_mcpbrowser(stack, url, db, *args, warm_creates=5, http=False):
     """Start our server; ({initialize_ms, create_session_warm}, steps) of one session."""
     out = {}
     spawned = time.perf_counter()
-    read, write = await stack.enter_async_context(
-        stdio_client(mcpbrowser_params(db, *args), errlog=open(os.devnull, "w")))
-    session = await stack.enter_async_context(ClientSession(read, write))
-    await session.initialize()
+    session = await connect(stack, db, *args, http=http)
     out["initialize_ms"] = round((time.perf_counter() - spawned) * 1000, 1)
     await anyio.sleep(2.0)  # the browser and the warm pool start in the background
     warm = []
@@ -296,7 +332,46 @@ async def mcpbrowser_concurrent(url, sessions, rounds, db):
             "pss_mb": round(idle / 1024, 1), "pss_busy_mb": round(busy / 1024, 1)}
 
 
-# -- @playwright/mcp ---------------------------------------------------------------------
+async def mcpbrowser_http_concurrent(url, clients, sessions, rounds, db):
+    """The concurrent workload over HTTP: `clients` clients share `sessions` sessions on one server."""
+    async with AsyncExitStack() as stack:
+        endpoint = start_http_server(stack, db, "--max-sessions", str(sessions + 2))
+        conns = []
+        for _ in range(clients):
+            read, write = await stack.enter_async_context(streamable_http_client(endpoint))
+            conn = await stack.enter_async_context(ClientSession(read, write))
+            await conn.initialize()
+            conns.append(conn)
+        owned = []
+        for n in range(sessions):
+            conn = conns[n % clients]
+            sid = json.loads((await _call(conn, "create_session", {})).content[0].text)["sessionId"]
+            await _call(conn, "navigate", {"sessionId": sid, "url": url})
+            owned.append((conn, sid))
+
+        async def workload(conn, sid):
+            for i in range(rounds):
+                await _call(conn, "navigate", {"sessionId": sid, "url": url})
+                await _call(conn, "type", {"sessionId": sid, "selector": "#q", "text": f"q{i}"})
+                await _call(conn, "click", {"sessionId": sid, "selector": "#go"})
+
+        started = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for conn, sid in owned:
+                tg.start_soon(workload, conn, sid)
+        elapsed = time.perf_counter() - started
+    return {"ops_per_s": round(sessions * rounds * 3 / elapsed, 1), "seconds": round(elapsed, 2)}
+
+
+# -- @playwright/mcp, and the playwright wheel's `python -m playwright mcp` ----------------
+
+def python_pwmcp_params(executable):
+    folder = tempfile.mkdtemp(prefix="mcpbrowser-bench-pypwmcp-")  # where it writes its snapshots
+    return StdioServerParameters(command=sys.executable, args=["-m", "playwright", "mcp", "--headless", "--isolated",
+                                                               "--browser", "chromium", "--executable-path",
+                                                               executable], cwd=folder)
+
+
 
 def install_playwright_mcp(folder, version="latest"):
     subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", folder,
@@ -311,11 +386,10 @@ def pwmcp_params(cli, executable):
                                  cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(cli)))))
 
 
-async def open_playwright_mcp(stack, cli, executable, url):
-    """Start @playwright/mcp; ({initialize_ms}, steps) of its one page."""
+async def open_playwright_mcp(stack, params, url):
+    """Start @playwright/mcp (or the wheel's): ({initialize_ms}, steps) of its one page."""
     spawned = time.perf_counter()
-    read, write = await stack.enter_async_context(
-        stdio_client(pwmcp_params(cli, executable), errlog=open(os.devnull, "w")))
+    read, write = await stack.enter_async_context(stdio_client(params, errlog=open(os.devnull, "w")))
     session = await stack.enter_async_context(ClientSession(read, write))
     await session.initialize()
     out = {"initialize_ms": round((time.perf_counter() - spawned) * 1000, 1)}
@@ -332,8 +406,8 @@ async def open_playwright_mcp(stack, cli, executable, url):
 
 
 async def per_call(executable, url, rounds, think_s, databases, cli=None):
-    """The per-call workload of raw Playwright, mcpbrowser (without and with a domain policy) and
-    (with cli) @playwright/mcp, interleaved."""
+    """The per-call workload of raw Playwright, mcpbrowser (over stdio without and with a domain
+    policy, and over HTTP) and (with cli) @playwright/mcp and `python -m playwright mcp`, interleaved."""
     results = {}
     async with AsyncExitStack() as stack:
         raw = RawPlaywright(executable)
@@ -343,9 +417,13 @@ async def per_call(executable, url, rounds, think_s, databases, cli=None):
         # The same server with an allowlist: its sessions go through the filtering proxy.
         results["mcpbrowser_policy"], contenders["mcpbrowser_policy"] = await open_mcpbrowser(
             stack, url, next(databases), "--allowed-domains", "127.0.0.1", warm_creates=0)
+        results["mcpbrowser_http"], contenders["mcpbrowser_http"] = await open_mcpbrowser(
+            stack, url, next(databases), warm_creates=0, http=True)
         if cli:
             results["playwright_mcp"], contenders["playwright_mcp"] = await open_playwright_mcp(
-                stack, cli, executable, url)
+                stack, pwmcp_params(cli, executable), url)
+            results["python_playwright_mcp"], contenders["python_playwright_mcp"] = await open_playwright_mcp(
+                stack, python_pwmcp_params(executable), url)
         for key, pause in (("ops", think_s), ("ops_b2b", 0.0)):
             for name, ops in (await interleaved_rounds(rounds, pause, contenders)).items():
                 results.setdefault(name, {})[key] = ops
@@ -404,6 +482,13 @@ def report(results):
               "with --allowed-domains (the filtering proxy), against ours without, per call: "
               + ", ".join(f"{op} {results['policy_ratios']['ops'][op]}x "
                           f"({results['mcpbrowser_policy']['ops'][op]['median_ms']} ms)" for op in OPS),
+              "over HTTP, against ours over stdio, per call: "
+              + ", ".join(f"{op} {results['http_ratios']['ops'][op]}x "
+                          f"({results['mcpbrowser_http']['ops'][op]['median_ms']} ms)" for op in OPS),
+              *(["python -m playwright mcp against ours, per call: " + ", ".join(
+                  f"{op} {results['vs_python_playwright_mcp']['ops'][op]}x "
+                  f"({results['python_playwright_mcp']['ops'][op]['median_ms']} ms)" for op in OPS)]
+                if theirs else []),
               f"create_session median: warm pool {ours['create_session_warm']['median_ms']} ms, "
               f"cold {results['create_session_cold']['median_ms']} ms",
               f"{results['sessions']} sessions: ours {results['concurrent']['ops_per_s']} ops/s, "
@@ -411,6 +496,9 @@ def report(results):
               f"ratio {results['throughput_ratio']} (medians of {results['repeats']} alternating runs, ours "
               f"{results['concurrent']['runs']}, raw {results['raw_concurrent']['runs']}; the ratio is the "
               "median of each pair's)",
+              f"{results['sessions']} sessions over HTTP, {results['http_clients']} clients: "
+              f"{results['http_concurrent']['ops_per_s']} ops/s, against one stdio client "
+              f"{results['http_throughput_ratio']} (runs {results['http_concurrent']['runs']})",
               f"memory (PSS) with {results['sessions']} sessions, {IDLE_S:g} s idle: ours "
               f"{results['concurrent']['pss_mb']} MB ({results['concurrent']['pss_busy_mb']} MB at once "
               "after the workload)"
@@ -439,8 +527,11 @@ def main():
     parser.add_argument("--think-ms", type=int, default=100,
                         help="pause between calls, as an agent thinks, for every contender alike (default 100; "
                              "an LLM agent takes far longer). Back-to-back numbers are reported too.")
+    parser.add_argument("--http-clients", type=int, default=4,
+                        help="clients sharing the --sessions sessions in the HTTP concurrent run (default 4)")
     parser.add_argument("--with-playwright-mcp", action="store_true",
-                        help="also run @playwright/mcp, installed from npm into a temporary folder")
+                        help="also run @playwright/mcp, installed from npm into a temporary folder, and "
+                             "the playwright wheel's `python -m playwright mcp`")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     args = parser.parse_args()
 
@@ -448,7 +539,8 @@ def main():
     httpd, url = serve_page()
     memory_gib = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
     results = {"machine": f"{os.cpu_count()} cores, {memory_gib} GiB, Python {sys.version.split()[0]}, {executable}",
-               "rounds": args.rounds, "sessions": args.sessions, "think_ms": args.think_ms, "repeats": args.repeats}
+               "rounds": args.rounds, "sessions": args.sessions, "think_ms": args.think_ms, "repeats": args.repeats,
+               "http_clients": args.http_clients}
     folder = tempfile.mkdtemp(prefix="mcpbrowser-bench-")
     databases = (os.path.join(folder, f"history-{n}.db") for n in itertools.count())
 
@@ -466,12 +558,16 @@ def main():
     results.update(anyio.run(per_call, executable, url, args.rounds, args.think_ms / 1000, databases, cli))
     progress("mcpbrowser, cold create_session…")
     results["create_session_cold"] = anyio.run(mcpbrowser_cold_create, next(databases))
-    raw_runs, our_runs = [], []
+    raw_runs, our_runs, http_runs = [], [], []
     for n in range(args.repeats):
         progress(f"{args.sessions} sessions, run {n + 1} of {args.repeats}: raw Playwright threads…")
         raw_runs.append(raw_concurrent(executable, url, args.sessions, args.rounds))
         progress(f"{args.sessions} sessions, run {n + 1} of {args.repeats}: mcpbrowser…")
         our_runs.append(anyio.run(mcpbrowser_concurrent, url, args.sessions, args.rounds, next(databases)))
+        progress(f"{args.sessions} sessions, run {n + 1} of {args.repeats}: mcpbrowser over HTTP, "
+                 f"{args.http_clients} clients…")
+        http_runs.append(anyio.run(mcpbrowser_http_concurrent, url, args.http_clients, args.sessions, args.rounds,
+                                   next(databases)))
     results["raw_concurrent"] = {**median_run(raw_runs, "ops_per_s"), "runs": [r["ops_per_s"] for r in raw_runs]}
     results["concurrent"] = {**median_run(our_runs, "ops_per_s"), "runs": [r["ops_per_s"] for r in our_runs],
                              "pss_mb": statistics.median_low(r["pss_mb"] for r in our_runs),
@@ -479,6 +575,11 @@ def main():
     results["ratios"] = {key: {op: ratio(results["mcpbrowser"][key][op]["median_ms"],
                                          results["raw"][key][op]["median_ms"]) for op in OPS}
                          for key in ("ops", "ops_b2b")}
+    results["http_concurrent"] = {**median_run(http_runs, "ops_per_s"), "runs": [r["ops_per_s"] for r in http_runs]}
+    results["http_throughput_ratio"] = paired_ratio(results["http_concurrent"]["runs"], results["concurrent"]["runs"])
+    results["http_ratios"] = {key: {op: ratio(results["mcpbrowser_http"][key][op]["median_ms"],
+                                              results["mcpbrowser"][key][op]["median_ms"]) for op in OPS}
+                              for key in ("ops", "ops_b2b")}
     results["policy_ratios"] = {key: {op: ratio(results["mcpbrowser_policy"][key][op]["median_ms"],
                                                 results["mcpbrowser"][key][op]["median_ms"]) for op in OPS}
                                 for key in ("ops", "ops_b2b")}
@@ -491,6 +592,9 @@ def main():
                                                         results["mcpbrowser"][key][op]["median_ms"])
                                               for op in OPS} for key in ("ops", "ops_b2b")}
         results["initialize_ratio"] = ratio(results["mcpbrowser"]["initialize_ms"], theirs["initialize_ms"])
+        results["vs_python_playwright_mcp"] = {
+            key: {op: ratio(results["python_playwright_mcp"][key][op]["median_ms"],
+                            results["mcpbrowser"][key][op]["median_ms"]) for op in OPS} for key in ("ops", "ops_b2b")}
         results["memory_ratio"] = ratio(results["concurrent"]["pss_mb"], results["playwright_mcp_pss_mb"])
     shutil.rmtree(folder, ignore_errors=True)
     httpd.shutdown()

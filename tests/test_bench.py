@@ -20,16 +20,17 @@ def test_bench_runs_every_contender_and_reports_every_figure():
         capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout)
-    for side in ("raw", "mcpbrowser", "mcpbrowser_policy"):
+    for side in ("raw", "mcpbrowser", "mcpbrowser_policy", "mcpbrowser_http"):
         for mode in ("ops", "ops_b2b"):
             assert set(results[side][mode]) == {"navigate", "type", "click"}
             assert all(op["n"] == 1 and op["median_ms"] > 0 for op in results[side][mode].values())
     assert results["mcpbrowser"]["initialize_ms"] > 0
     assert results["mcpbrowser"]["create_session_warm"]["n"] == 5
     assert results["create_session_cold"]["n"] == 5
-    for side in ("raw_concurrent", "concurrent"):
+    for side in ("raw_concurrent", "concurrent", "http_concurrent"):
         assert len(results[side]["runs"]) == 1 and results[side]["ops_per_s"] > 0
     assert results["concurrent"]["pss_mb"] > 0 and results["throughput_ratio"] > 0
     assert set(results["ratios"]["ops"]) == {"navigate", "type", "click"}
     assert all(value > 0 for value in results["policy_ratios"]["ops"].values())
+    assert all(value > 0 for value in results["http_ratios"]["ops"].values()) and results["http_throughput_ratio"] > 0
     assert "playwright_mcp" not in results  # only with --with-playwright-mcp
