@@ -435,7 +435,8 @@ class SdkClient(McpClient):
                                            env={**os.environ, **(env or {})})
             transport = stdio_client(params, errlog=self.stderr)
         self._client_cm = self.portal.wrap_async_context_manager(
-            Client(transport, mode=mode, elicitation_callback=elicitation_callback, cache=None))
+            Client(transport, mode=mode, elicitation_callback=elicitation_callback, cache=None,
+                   logging_callback=self._on_log))
         self.session = self._client_cm.__enter__()
         self.version = self.session.protocol_version
 

@@ -48,6 +48,7 @@ def test_clients_at_once_each_with_their_own_sessions(server, pages):
     alice_again = SdkClient(server.url, token=ALICE, mode="legacy")  # the same client, a second connection
     try:
         assert alice.version == "2026-07-28" and bob.version == "2025-11-25"
+        bob.run("set_logging_level", "debug")  # the server's log records: only about Bob's own sessions
         found = {}
 
         def work(name, client):
@@ -77,6 +78,8 @@ def test_clients_at_once_each_with_their_own_sessions(server, pages):
         assert alice_again.tool("snapshot", sessionId=alice_sid)["title"] == "alice"
         for sid, client in ((alice_sid, alice), (bob_sid, bob)):
             client.tool("close_session", sessionId=sid)
+        heard = json.dumps([m.model_dump() for m in bob.log_messages])
+        assert bob_sid in heard and alice_sid not in heard
     finally:
         for c in (alice, bob, alice_again):
             c.close()

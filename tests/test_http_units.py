@@ -61,3 +61,19 @@ def test_http_settings(tmp_path):
     with pytest.raises(ConfigError, match="name:token"):
         Config(http_tokens="justatoken")
     assert Config(http_tokens="a:" + "t" * 20).public()["http_tokens"] == ["a:***"]
+
+
+def test_the_registry_entry_names_this_package_and_version():
+    """server.json (the MCP registry's entry) follows mcpbrowser.__version__, the one version number."""
+    import json
+    import pathlib
+
+    import mcpbrowser
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    entry = json.loads((root / "server.json").read_text())
+    assert entry["version"] == mcpbrowser.__version__
+    assert [p["version"] for p in entry["packages"]] == [mcpbrowser.__version__]
+    assert entry["packages"][0]["identifier"] == "mcpbrowser" and "name = mcpbrowser" in (root / "setup.cfg").read_text()
+    assert len(entry["description"]) <= 100 and entry["name"].count("/") == 1
+    assert f"mcp-name: {entry['name']}" in (root / "README.md").read_text()  # the registry's PyPI ownership check

@@ -70,12 +70,12 @@ class _Client:
 
     # ANY THREAD
     def send(self, message, related=None):
+        """A request's messages go on its own response; nothing else may (the spec). When that
+        response is gone (the client left), they are dropped. Notices go on the client's GET stream."""
         with self.lock:
-            stream = self.streams.get(related) if related is not None else None
-            stream = stream or self.own_stream
+            stream = self.streams.get(related) if related is not None else self.own_stream
         if stream is not None:
             stream.put(message)
-        # else: a notice with no stream open to carry it; the client did not ask for one
 
 
 class _Everyone:
@@ -162,10 +162,11 @@ class McpWsgiApp:
         origin = environ.get("HTTP_ORIGIN")
         if origin is not None and not self._origin_allowed(origin):
             return "403 Forbidden", f"Origin {origin[:100]} may not call this server (see --http-allowed-origins)", ()
-        host = (environ.get("HTTP_HOST") or "").rpartition(":")[0] or environ.get("HTTP_HOST", "")
-        if not self.allowed_origins and not self.credentials and not is_loopback(host.strip("[]")):
-            # DNS rebinding reaches a loopback server under a foreign name; GETs carry no Origin.
-            return "403 Forbidden", f"Host {host[:100]} is not this loopback server's name", ()
+        host = _host_name(environ.get("HTTP_HOST") or "")
+        if not self.credentials and not is_loopback(host):
+            # Without tokens, only this machine may call; DNS rebinding reaches a loopback
+            # server under a foreign name, and a GET carries no Origin.
+            return "403 Forbidden", f"Host {host[:100]} is not a loopback name, and this server has no tokens", ()
         environ["mcpbrowser.client"] = None
         if not self.credentials:
             return None
@@ -238,7 +239,12 @@ class McpWsgiApp:
             return [b""]
         stream = _Stream(msg.id)
         with client.lock:
-            client.streams[msg.id] = stream
+            taken = msg.id in client.streams
+            if not taken:
+                client.streams[msg.id] = stream
+        if taken:
+            return _json_response(start_response, "409 Conflict", protocol.error(
+                msg.id, protocol.INVALID_REQUEST, f"Request id {msg.id!r} is already in use by a running request"))
         try:
             client.connection.handle_message(msg)
         except BaseException:
@@ -260,7 +266,7 @@ class McpWsgiApp:
         client.connection.handle_message(msg)
         answer = stream.messages.get()
         client.streams.pop(msg.id, None)
-        log.info("http client connected", extra={"event": "http_client", "session": session_id})
+        log.info("http client connected", extra={"event": "http_client", "client": name})
         return _json_response(start_response, "200 OK", answer, [(SESSION_HEADER, session_id)])
 
     def _answer(self, start_response, stream, connection, cancel_on_close, done=None):
@@ -341,7 +347,14 @@ class McpWsgiApp:
                         core.registry.close_session(record.session_id)
                     except Exception:  # closed meanwhile
                         pass
-        log.info("http client ended", extra={"event": "http_client_end", "session": client.session_id})
+        log.info("http client ended", extra={"event": "http_client_end", "client": client.connection.name})
+
+
+def _host_name(host):
+    """The name in a Host header, without its port: `[::1]:80` -> `::1`, `localhost` -> `localhost`."""
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.partition(":")[0]
 
 
 def _forget_stream(client, request_id):

@@ -74,6 +74,13 @@ class ClientLogHandler(logging.Handler):
         self.setLevel(_PY_LEVEL[level])
 
     def emit(self, record):
+        owner = self.connection.owner
+        if owner is not None:
+            # One client of many (HTTP): only records about its own sessions. Others' would
+            # tell it their session ids, pages and timings.
+            session = getattr(record, "session", None)
+            if session is None or self.connection.core.registry.owner_of(session) != owner:
+                return
         level = next((name for name, num in reversed(_PY_LEVEL.items()) if record.levelno >= num), "debug")
         data = {"message": record.getMessage()}
         data.update({k: getattr(record, k) for k in _LOG_FIELDS if hasattr(record, k)})
