@@ -74,6 +74,7 @@ def test_the_registry_entry_names_this_package_and_version():
     entry = json.loads((root / "server.json").read_text())
     assert entry["version"] == mcpbrowser.__version__
     assert [p["version"] for p in entry["packages"]] == [mcpbrowser.__version__]
-    assert entry["packages"][0]["identifier"] == "mcpbrowser" and "name = mcpbrowser" in (root / "setup.cfg").read_text()
+    assert entry["packages"][0]["identifier"] == "mcpbrowser"
+    assert "name = mcpbrowser" in (root / "setup.cfg").read_text()
     assert len(entry["description"]) <= 100 and entry["name"].count("/") == 1
     assert f"mcp-name: {entry['name']}" in (root / "README.md").read_text()  # the registry's PyPI ownership check
