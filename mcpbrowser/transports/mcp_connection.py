@@ -41,6 +41,7 @@ from mcpbrowser.logs import log
 from mcpbrowser.schema import compact_json
 from mcpbrowser.transports import protocol
 from mcpbrowser.transports.protocol import ProtocolError
+from mcpbrowser.transports.tasks import TaskTable
 
 INSTRUCTIONS = (
     "Browser automation. Call create_session first and pass its sessionId to every "
@@ -52,6 +53,10 @@ INSTRUCTIONS = (
 
 SERVER_INFO = {"name": "mcpbrowser", "title": "mcpbrowser", "version": __version__}
 CAPABILITIES = {"tools": {"listChanged": False}, "logging": {}}
+TASKS_SINCE = "2025-11-25"  # tools/call as a task; the handshake era's form (2026-07-28 has its own)
+TASK_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+# Tools worth running as a task: they can wait for minutes. Any tool is accepted as one.
+TASK_TOOLS = ("navigate", "wait_for", "wait_for_user")
 DISCOVER_TTL_MS = 300_000  # the tool list changes only with the server's flags: clients may cache it this long
 STATE_TTL_S = 600          # a requestState is honoured this long after the question was asked
 
@@ -195,6 +200,7 @@ class McpConnection:
         self._fixed_name = name is not None
         self.owner = owner
         self._pending = {}        # id of a request we sent the client -> Future of its answer
+        self._tasks = TaskTable()  # tools/call run as tasks (2025-11-25)
         self._next_request = 0
         self._log_handler = ClientLogHandler(self)
         self._handlers = {
@@ -203,6 +209,10 @@ class McpConnection:
             "ping": lambda msg, caller: {},
             "tools/list": self._tools_list,
             "logging/setLevel": self._set_level,
+            "tasks/get": lambda msg, caller: self._tasks.get(msg.params, msg.id).describe(),
+            "tasks/list": lambda msg, caller: {"tasks": self._tasks.list()},
+            "tasks/cancel": lambda msg, caller: self._tasks.cancel(self._tasks.get(msg.params, msg.id), msg.id),
+            "tasks/result": self._task_result,
         }
 
     @property
@@ -303,6 +313,8 @@ class McpConnection:
         if handler is None:
             raise ProtocolError(protocol.METHOD_NOT_FOUND, f"Method not found: {msg.method}", msg.id)
         value = handler(msg, caller)
+        if value is None:
+            return  # the handler answers later (tasks/result of a running task)
         if caller.modern:
             value.setdefault("resultType", "complete")
         self.send(protocol.result(msg.id, value), msg.id)
@@ -333,8 +345,13 @@ class McpConnection:
         info = msg.params.get("clientInfo")
         if not self._fixed_name:
             self.name = info.get("name") if isinstance(info, dict) else None
-        return {"protocolVersion": self.version, "capabilities": CAPABILITIES, "serverInfo": SERVER_INFO,
+        capabilities = {**CAPABILITIES, "tasks": TASK_CAPABILITY} if self._tasks_on(self) else CAPABILITIES
+        return {"protocolVersion": self.version, "capabilities": capabilities, "serverInfo": SERVER_INFO,
                 "instructions": INSTRUCTIONS}
+
+    @staticmethod
+    def _tasks_on(caller):
+        return caller.version >= TASKS_SINCE and caller.version not in protocol.MODERN_VERSIONS
 
     def _discover(self, msg, caller):
         """server/discover: what a 2026-07-28 client needs instead of initialize (any era may ask)."""
@@ -348,6 +365,10 @@ class McpConnection:
         protocol.check_paginated(msg.params, msg.id)
         structured = caller.version >= protocol.STRUCTURED_OUTPUT_SINCE
         out: dict[str, Any] = {"tools": [tool.describe(structured) for tool in self.core.tools.values()]}
+        if self._tasks_on(caller):
+            for entry in out["tools"]:
+                if entry["name"] in TASK_TOOLS:
+                    entry["execution"] = {"taskSupport": "optional"}
         if caller.modern:  # the same for every client: the server's flags decide it
             out.update(cacheScope="public", ttlMs=DISCOVER_TTL_MS)
         return out
@@ -365,6 +386,12 @@ class McpConnection:
                                 {"known": list(self.core.tools)})
         if caller.modern and "requestState" in msg.params:
             caller.answers = self._answers(msg, tool.name)
+        if isinstance(msg.params.get("task"), dict) and self._tasks_on(caller):
+            fut = self.core.submit(tool.name, params.arguments or {}, progress=self._progress(msg), caller=caller)
+            task = self._tasks.create(msg.params["task"], fut)
+            fut.add_done_callback(lambda f: self._tasks.finish(task, self.tool_result(tool, f, caller)))
+            self.send(protocol.result(msg.id, {"task": task.describe()}), msg.id)
+            return
         with self._state_lock:
             if msg.id in self._inflight:
                 raise ProtocolError(protocol.INVALID_REQUEST,
@@ -372,6 +399,11 @@ class McpConnection:
             fut = self.core.submit(tool.name, params.arguments or {}, progress=self._progress(msg), caller=caller)
             self._inflight[msg.id] = fut
         fut.add_done_callback(lambda f: self._answer(msg.id, tool, f, caller))
+
+    def _task_result(self, msg, caller):
+        """tasks/result: the task's answer, now if it is finished, else as soon as it is."""
+        task = self._tasks.get(msg.params, msg.id)
+        return self._tasks.result_or_wait(task, lambda result: self.send(protocol.result(msg.id, result), msg.id))
 
     def _answers(self, msg, tool_name):
         """The user's answers a 2026-07-28 retry carries, for the questions its requestState names."""
