@@ -240,3 +240,32 @@ def test_the_wsgi_app_mounted_next_to_other_routes(tmp_path, pages):
         httpd.close()
         mcp_app.close()
         time.sleep(0.1)
+
+
+@pytest.mark.parametrize("mode, action", [("auto", "accept"), ("auto", "decline"), ("legacy", "accept")])
+def test_wait_for_user_hands_over_in_both_eras(pages, mode, action):
+    """On 2026-07-28 the person is asked (an InputRequiredResult) and the retried call checks the
+    sign; the handshake era sends a notice and waits, as before."""
+    asked = []
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action=action)
+
+    client = SdkClient([], mode=mode, elicitation_callback=elicit)
+    try:
+        sid = client.tool("create_session", url=pages.url("/title/signed-in"))["sessionId"]
+        args = {"sessionId": sid, "message": "Solve the captcha, login required", "urlContains": "signed-in",
+                "timeout": 5000}
+        if action == "decline":
+            error = client.error("wait_for_user", **args)
+            assert error["errorCode"] == "WAIT_TIMEOUT" and error["details"]["userAction"] == "decline"
+            assert client.tool("list_sessions")["count"] == 1  # and no cooldown: the next call runs
+        else:
+            assert client.tool("wait_for_user", **args)["success"] is True
+        if mode == "auto":
+            assert len(asked) == 1 and "Solve the captcha" in asked[0]
+        else:
+            assert asked == []
+    finally:
+        client.close()

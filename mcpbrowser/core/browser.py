@@ -61,9 +61,7 @@ class Browser:
         self.dispatcher = Dispatcher(config, self.tools, self.registry, self.recorder, self.user,
                                      self._executor, core=self)
         self._opener = opener or SessionOpener(
-            config, self._connect, self.user.ask_about_domain,
-            lambda session_id, message, call: self.user.notify(
-                "alert", {"event": "wait_for_user", "session": session_id, "message": message}, call),
+            config, self._connect, self.user.ask_about_domain, self.user.hand_over,
             quiet_budget=self._quiet_budget)
         self.warm_pool = WarmPool(config, self.registry, self.supervisor, MemoryGuard(config.max_memory_mb),
                                   self._executor, self._opener, self.policy)

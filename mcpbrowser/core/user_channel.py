@@ -14,7 +14,7 @@ answers between calls) and `.notify(level, data)`.
 from typing import Any
 
 from mcpbrowser.config import Config
-from mcpbrowser.errors import BrowserServerError, DomainNotAllowed, LoginTimeout
+from mcpbrowser.errors import BrowserServerError, DomainNotAllowed, InputRequired, LoginTimeout, WaitTimeout
 from mcpbrowser.guards import Cooldown, is_login_timeout
 from mcpbrowser.logs import log
 from mcpbrowser.session import page_reading
@@ -64,12 +64,33 @@ class UserChannel:
         log.info("domain allowed by the user", extra={"event": "domain_granted", "session": session_id})
 
     # SESSION THREAD
+    def hand_over(self, session_id: str, message: str, call: Any = None) -> None:
+        """wait_for_user's word to the person before it waits for their sign.
+
+        A 2026-07-28 client that can ask its user does so between calls (the person
+        answers once done, and the retried call then checks the sign); any other hears
+        a notice ("alert"), since on that revision a notice is only delivered to a
+        request that opted in to logs. A person who declines ends the wait at once.
+        """
+        client = getattr(call, "caller", None) or self.client
+        if not (getattr(client, "modern", False) and client.can_elicit):
+            self.notify("alert", {"event": "wait_for_user", "session": session_id, "message": message}, call)
+            return
+        answer = client.elicit(f"The agent hands over to you: {message} Do it in the browser window, then accept.",
+                               timeout=USER_ANSWER_S, key=f"handover:{session_id}")
+        if answer != "accept":
+            raise WaitTimeout(f"The user declined to take over ({answer}); nothing was waited for.",
+                              session_id=session_id, details={"userAction": answer})
+
+    # SESSION THREAD
     def login_failure(self, state: Any, tool_name: str, exc: BrowserServerError) -> BrowserServerError:
         """Turn a login or verification timeout into the cooldown; any other failure is returned as it is.
 
         Only where it cannot punish an ordinary mistake: failures of wait_for_user,
         or failures on a page that itself asks for a login or verification.
         """
+        if isinstance(exc, InputRequired):
+            return exc  # a question for the person, not a failure: its text may well say "login"
         reason = (exc.details or {}).get("reason", "") if isinstance(exc.details, dict) else ""
         if not self.config.login_cooldown or not is_login_timeout(f"{exc.message} {reason}",
                                                                   self.config.login_keywords):
