@@ -105,8 +105,13 @@ class Browser:
         deadline = time.monotonic() + SHUTDOWN_BUDGET_S
         for worker in workers:
             worker.join(max(0.0, deadline - time.monotonic()))
-        self.supervisor.stop(shutting_down)
+        # A pool refill may be opening a session right now: let it finish and close it (its
+        # driver would otherwise outlive us, with its temporary files), within the budget.
         self._executor.shutdown(wait=False, cancel_futures=True)
+        drained = threading.Thread(target=self._executor.shutdown, name="core-drain", daemon=True)
+        drained.start()
+        drained.join(max(0.0, deadline - time.monotonic()))
+        self.supervisor.stop(shutting_down)
         self.store.close()
         log.info("core closed", extra={"event": "core_closed", "workers": len(workers)})
 

@@ -190,7 +190,7 @@ class Dispatcher:
         except BrowserServerError as error:  # run_call annotated it
             if page_reading.browser_gone(state):
                 raise call.annotate_error(self._registry.session_lost(state)) from None
-            raise call.annotate_error(self._user.login_failure(state, tool.name, error)) from None
+            raise call.annotate_error(self._user.login_failure(state, tool.name, error, call)) from None
 
     # CORE POOL THREAD
     def _run_on_pool(self, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:

@@ -83,7 +83,8 @@ class UserChannel:
                               session_id=session_id, details={"userAction": answer})
 
     # SESSION THREAD
-    def login_failure(self, state: Any, tool_name: str, exc: BrowserServerError) -> BrowserServerError:
+    def login_failure(self, state: Any, tool_name: str, exc: BrowserServerError,
+                      call: Any = None) -> BrowserServerError:
         """Turn a login or verification timeout into the cooldown; any other failure is returned as it is.
 
         Only where it cannot punish an ordinary mistake: failures of wait_for_user,
@@ -100,7 +101,8 @@ class UserChannel:
         text = self.cooldown.trigger(state.session_id, f"{tool_name}: {exc.message[:120]}")
         log.warning("login timeout: cooldown started", extra={"event": "cooldown_started",
                                                                "session": state.session_id})
-        self.notify("warning", {"event": "cooldown_started", "message": text})
+        # To the client whose call tripped it: its text quotes that call's error.
+        self.notify("warning", {"event": "cooldown_started", "message": text}, call)
         return LoginTimeout(text, session_id=state.session_id,
                             details={"cause": exc.code, "cooldownSeconds": self.config.login_cooldown})
 

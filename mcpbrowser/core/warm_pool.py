@@ -182,5 +182,6 @@ class WarmPool:
                 self.idle.append(worker)
         if keep:
             log.info("pool worker ready", extra={"event": "pool_worker_ready"})
-        elif worker is not None:
+        elif worker is not None:  # opened as the server closed (or on a dead browser): close it here
             worker.stop()
+            worker.join(SESSION_START_TIMEOUT_S)
