@@ -269,3 +269,22 @@ def test_wait_for_user_hands_over_in_both_eras(pages, mode, action):
             assert asked == []
     finally:
         client.close()
+
+
+def test_progress_flows_as_an_event_stream_over_http(server, pages):
+    """A call that reports progress answers as an event stream: the notices come before the answer."""
+    client = SdkClient(server.url, token=BOB, mode="legacy")
+    heard = []
+
+    async def progress(done, total, message):
+        heard.append(message)
+
+    try:
+        sid = client.tool("create_session")["sessionId"]
+        result = client.call("navigate", {"sessionId": sid, "url": pages.url("/slow?ms=300")},
+                             progress_callback=progress)
+        assert not result.is_error
+        assert len(heard) >= 3, heard  # navigating, DOM content loaded, page loaded, done
+        client.tool("close_session", sessionId=sid)
+    finally:
+        client.close()
