@@ -285,6 +285,7 @@ MESSAGES = {
                     "and try again after the cooldown, instead of retrying now.",
         "left": "{m} min {s} s",
         "ended": "The login-timeout cooldown ended; browser calls proceed again.",
+        "elsewhere": "another client's call",
     },
     "zh": {
         "timeout": "登录或验证超时（{why}）。为避免在无人值守时反复冲击登录或验证码页面，所有浏览器操作将暂停 {left}。"
@@ -293,6 +294,7 @@ MESSAGES = {
                     "请让用户在浏览器窗口中完成登录或验证码，冷却结束后再试，不要立即重试。",
         "left": "{m} 分 {s} 秒",
         "ended": "登录超时冷却已结束，浏览器操作恢复。",
+        "elsewhere": "另一个客户端的调用",
     },
 }
 
@@ -313,20 +315,23 @@ class Cooldown:
         self.texts = MESSAGES[locale]
         self.clock = clock
         self.on_end = on_end
-        self._started = {}  # scope key -> (monotonic start, why)
+        self._started = {}  # scope key -> (monotonic start, why, owner of the call that tripped it)
         self.timers = KeyedTimers(timer_factory, "cooldown")
         self._lock = threading.Lock()
 
     def key(self, session_id):
         return "server" if self.scope == "server" else session_id
 
-    def trigger(self, session_id, why):
-        """Start (or restart) the cooldown; returns the timeout message for the call that tripped it."""
+    def trigger(self, session_id, why, owner=None):
+        """Start (or restart) the cooldown; returns the timeout message for the call that tripped it.
+
+        owner: the client whose call tripped it (HTTP); other clients are not told its `why`.
+        """
         if not self.duration_s:
             return None
         key = self.key(session_id)
         with self._lock:
-            self._started[key] = (self.clock(), why)
+            self._started[key] = (self.clock(), why, owner)
         self.timers.schedule(key, self.duration_s, self._end)
         return self.texts["timeout"].format(why=why, left=self._left(self.duration_s))
 
@@ -343,13 +348,16 @@ class Cooldown:
                 return 0.0
             return left
 
-    def message(self, session_id):
-        """The cooldown message while active, else None."""
+    def message(self, session_id, owner=None):
+        """The cooldown message while active, else None; `owner`, the asking client, hears the
+        reason only when its own call tripped it (or when the server has one client)."""
         left = self.remaining_s(session_id)
         if not left:
             return None
         with self._lock:
-            why = self._started.get(self.key(session_id), (0, "login timeout"))[1]
+            _, why, tripped_by = self._started.get(self.key(session_id), (0, "login timeout", None))
+        if tripped_by is not None and tripped_by != owner:
+            why = self.texts["elsewhere"]
         return self.texts["cooldown"].format(why=why, left=self._left(left))
 
     def _left(self, seconds):

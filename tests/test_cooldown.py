@@ -194,3 +194,14 @@ def test_failures_on_a_login_page_count_too(make_client, pages):
     assert err["errorCode"] == "LOGIN_TIMEOUT"
     assert c.error("click", sessionId=sid, selector="#enter")["errorCode"] == "COOLDOWN_ACTIVE"
     assert c.tool("navigate", sessionId=other, url=pages.url("/title/free"))["title"] == "free"
+
+
+def test_other_clients_are_not_told_why_the_cooldown_started():
+    """On a shared (HTTP) server the reason quotes the tripping call's error: only its client hears it."""
+    c = Cooldown(60, timer_factory=FakeTimer)
+    c.trigger("s", "wait_for_user: waited for the URL to contain 'secret-path'", owner="alice")
+    assert "secret-path" in c.message("s", owner="alice")
+    other = c.message("s", owner="bob")
+    assert "secret-path" not in other and "another client's call" in other
+    c.trigger("s", "wait_for_user: timeout at /private")  # one client (stdio): it hears why
+    assert "/private" in c.message("s")

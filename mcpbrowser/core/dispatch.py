@@ -167,7 +167,7 @@ class Dispatcher:
     def _check_guards(self, name: str, session_id: str | None, caller: Any) -> None:
         """Cooldown first (no browser work at all while it runs), then the breaker and the rate limit."""
         cooldown = self._user.cooldown
-        waiting = cooldown.message(session_id)
+        waiting = cooldown.message(session_id, getattr(caller, "owner", None))
         if waiting is not None:
             raise CooldownActive(waiting, session_id=session_id,
                                  details={"remainingMs": round(cooldown.remaining_s(session_id) * 1000)})

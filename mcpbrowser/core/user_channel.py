@@ -98,7 +98,8 @@ class UserChannel:
             return exc
         if tool_name != "wait_for_user" and not page_reading.looks_like_login(state):
             return exc
-        text = self.cooldown.trigger(state.session_id, f"{tool_name}: {exc.message[:120]}")
+        text = self.cooldown.trigger(state.session_id, f"{tool_name}: {exc.message[:120]}",
+                                     getattr(call, "owner", None))
         log.warning("login timeout: cooldown started", extra={"event": "cooldown_started",
                                                                "session": state.session_id})
         # To the client whose call tripped it: its text quotes that call's error.
