@@ -78,3 +78,14 @@ def test_the_registry_entry_names_this_package_and_version():
     assert "name = mcpbrowser" in (root / "setup.cfg").read_text()
     assert len(entry["description"]) <= 100 and entry["name"].count("/") == 1
     assert f"mcp-name: {entry['name']}" in (root / "README.md").read_text()  # the registry's PyPI ownership check
+
+
+def test_allowed_origins_are_exact_and_loopback_always():
+    from mcpbrowser.transports.http import McpWsgiApp
+
+    app = McpWsgiApp(None, allowed_origins=["https://app.example.com"])
+    for origin in ("https://app.example.com", "https://app.example.com/", "http://localhost:9", "http://[::1]:80"):
+        assert app._origin_allowed(origin), origin
+    for origin in ("http://app.example.com", "https://app.example.com:444", "https://app.example.com.evil.test",
+                   "null", "file://", "http://127.0.0.1.evil.test", "http://[::1"):
+        assert not app._origin_allowed(origin), origin

@@ -181,11 +181,15 @@ class McpWsgiApp:
         return None
 
     def _origin_allowed(self, origin):
+        """A loopback origin, or one listed in --http-allowed-origins (exactly: scheme, host and port)."""
         origin = origin.rstrip("/").lower()
-        if self.allowed_origins:
-            return origin in self.allowed_origins
-        parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and is_loopback(parts.hostname or "")
+        if origin in self.allowed_origins:
+            return True
+        try:
+            parts = urlsplit(origin)
+            return parts.scheme in ("http", "https") and is_loopback(parts.hostname or "")
+        except ValueError:  # a malformed port, say
+            return False
 
     def _read_body(self, environ):
         """The request body, or an int HTTP status refusing it (413 too large, 400 unreadable)."""
