@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 BROWSERS = ("chromium", "firefox", "webkit")
 ENV_PREFIX = "MCPBROWSER_"
 LOG_LEVELS = ("debug", "info", "warning", "error")
+MIN_TOKEN_CHARS = 16  # an HTTP bearer token shorter than this could be guessed
 
 
 class ConfigError(ValueError):
@@ -281,8 +282,9 @@ class Config:
             if ":" not in header:
                 raise ConfigError(f"--endpoint-headers items must look like `Name: value`, got {header!r}")
         for pair in self.http_tokens:
-            if ":" not in pair or not pair.split(":", 1)[1]:
-                raise ConfigError("--http-tokens items must look like `name:token`")
+            if ":" not in pair or len(pair.split(":", 1)[1].strip()) < MIN_TOKEN_CHARS:
+                raise ConfigError(f"--http-tokens items must look like `name:token`, with a token of "
+                                  f"{MIN_TOKEN_CHARS} characters or more")
         if self.http:
             from mcpbrowser.guards import is_loopback
 
@@ -341,9 +343,9 @@ class Config:
                 raise ConfigError(f"--http-token-file {self.http_token_file}: cannot read it "
                                   f"({exc.strerror})") from None
             for number, words in enumerate(lines, 1):
-                if len(words) > 2 or len(words[-1]) < 16:
+                if len(words) > 2 or len(words[-1]) < MIN_TOKEN_CHARS:
                     raise ConfigError(f"--http-token-file line {number}: want `name token` with a token of "
-                                      "16 characters or more")
+                                      f"{MIN_TOKEN_CHARS} characters or more")
                 out[words[-1]] = words[0] if len(words) == 2 else f"client{number}"
         return out
 

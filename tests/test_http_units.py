@@ -60,6 +60,8 @@ def test_http_settings(tmp_path):
         Config(http_token_file=str(tokens)).http_credentials()
     with pytest.raises(ConfigError, match="name:token"):
         Config(http_tokens="justatoken")
+    with pytest.raises(ConfigError, match="16 characters"):
+        Config(http_tokens="alice:short")
     assert Config(http_tokens="a:" + "t" * 20).public()["http_tokens"] == ["a:***"]
 
 
