@@ -300,6 +300,22 @@ async def mcpbrowser_cold_create(db):
     return stats(cold)
 
 
+async def concurrent_workload(sessions, url, rounds):
+    """Seconds for every (client session, sessionId) to run navigate, type and click `rounds` times, all at once."""
+
+    async def workload(conn, sid):
+        for i in range(rounds):
+            await _call(conn, "navigate", {"sessionId": sid, "url": url})
+            await _call(conn, "type", {"sessionId": sid, "selector": "#q", "text": f"q{i}"})
+            await _call(conn, "click", {"sessionId": sid, "selector": "#go"})
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for conn, sid in sessions:
+            tg.start_soon(workload, conn, sid)
+    return time.perf_counter() - started
+
+
 async def mcpbrowser_concurrent(url, sessions, rounds, db):
     async with stdio_client(mcpbrowser_params(db, "--max-sessions", str(sessions + 2)),
                             errlog=open(os.devnull, "w")) as (read, write):
@@ -312,17 +328,7 @@ async def mcpbrowser_concurrent(url, sessions, rounds, db):
             for sid in ids:
                 await _call(session, "navigate", {"sessionId": sid, "url": url})
 
-            async def workload(sid):
-                for i in range(rounds):
-                    await _call(session, "navigate", {"sessionId": sid, "url": url})
-                    await _call(session, "type", {"sessionId": sid, "selector": "#q", "text": f"q{i}"})
-                    await _call(session, "click", {"sessionId": sid, "selector": "#go"})
-
-            started = time.perf_counter()
-            async with anyio.create_task_group() as tg:
-                for sid in ids:
-                    tg.start_soon(workload, sid)
-            elapsed = time.perf_counter() - started
+            elapsed = await concurrent_workload([(session, sid) for sid in ids], url, rounds)
             busy = sum(tree_pss_kb(pid) for pid in child_pids("mcpbrowser"))
             # Then as sessions are while an agent thinks: the pool refilled (it counts in the
             # total), and --idle-gc (1 s) has collected the pages' JavaScript heaps.
@@ -349,17 +355,7 @@ async def mcpbrowser_http_concurrent(url, clients, sessions, rounds, db):
             await _call(conn, "navigate", {"sessionId": sid, "url": url})
             owned.append((conn, sid))
 
-        async def workload(conn, sid):
-            for i in range(rounds):
-                await _call(conn, "navigate", {"sessionId": sid, "url": url})
-                await _call(conn, "type", {"sessionId": sid, "selector": "#q", "text": f"q{i}"})
-                await _call(conn, "click", {"sessionId": sid, "selector": "#go"})
-
-        started = time.perf_counter()
-        async with anyio.create_task_group() as tg:
-            for conn, sid in owned:
-                tg.start_soon(workload, conn, sid)
-        elapsed = time.perf_counter() - started
+        elapsed = await concurrent_workload(owned, url, rounds)
     return {"ops_per_s": round(sessions * rounds * 3 / elapsed, 1), "seconds": round(elapsed, 2)}
 
 

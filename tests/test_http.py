@@ -93,6 +93,10 @@ def test_without_a_valid_token_401(server):
     answer = post(server, ping(), token=None, Authorization=f"Basic {ALICE}")
     assert answer.status_code == 401
     assert post(server, ping()).status_code == 200
+    with open(server.stderr.name) as f:
+        logged = f.read()
+    assert "http_client" in logged or "serving" in logged  # the log is there to search
+    assert not any(token in logged for token in (ALICE, BOB, MALLORY, ALICE[:-1]))  # no token, right or wrong
 
 
 def test_a_foreign_origin_is_403(server):

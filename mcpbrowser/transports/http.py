@@ -114,8 +114,9 @@ class McpWsgiApp:
     """
 
     def __init__(self, core, *, credentials=None, allowed_origins=(), path="/mcp",
-                 max_body_bytes=4 * 1024 * 1024, rate_limit=600):
+                 max_body_bytes=4 * 1024 * 1024, rate_limit=600, on_close=None):
         self.core = core
+        self._on_close = on_close
         self.credentials = dict(credentials or {})
         self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.path = path
@@ -130,7 +131,10 @@ class McpWsgiApp:
             return list(self._clients.values())
 
     def close(self):
-        """Nothing to release here; `wsgi.create_app` replaces it to close the Browser it built."""
+        """Run `on_close` (wsgi.create_app's: close the Browser it built), once."""
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
     # -- A REQUEST THREAD OF THE WSGI SERVER ------------------------------------------
 
@@ -218,7 +222,7 @@ class McpWsgiApp:
             return _json_response(start_response, "400 Bad Request",
                                   protocol.error(exc.request_id, exc.code, exc.message, exc.data))
         session_id = environ.get("HTTP_MCP_SESSION_ID")
-        modern = msg.kind == "request" and (msg.method == "server/discover" or _carries_version(msg))
+        modern = msg.kind == "request" and (msg.method == "server/discover" or protocol.carries_envelope(msg))
         if modern:
             mismatch = _header_mismatch(environ, msg)
             if mismatch is not None:
@@ -409,15 +413,9 @@ def _event(message):
     return b"event: message\ndata: " + json.dumps(message, separators=(",", ":")).encode("ascii") + b"\n\n"
 
 
-def _carries_version(msg):
-    meta = msg.params.get("_meta")
-    return isinstance(meta, dict) and protocol.PROTOCOL_VERSION_KEY in meta
-
-
 def _header_mismatch(environ, msg):
     """Why a 2026-07-28 request's routing headers disagree with its body, or None (the spec's header rung)."""
-    meta = msg.params.get("_meta")
-    version = meta.get(protocol.PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+    version = msg.params["_meta"].get(protocol.PROTOCOL_VERSION_KEY) if protocol.carries_envelope(msg) else None
     if version is not None and environ.get("HTTP_MCP_PROTOCOL_VERSION") != version:
         return "MCP-Protocol-Version header does not match the request's protocol version"
     if environ.get("HTTP_MCP_METHOD") not in (None, msg.method):

@@ -345,13 +345,10 @@ class McpConnection:
         info = msg.params.get("clientInfo")
         if not self._fixed_name:
             self.name = info.get("name") if isinstance(info, dict) else None
-        capabilities = {**CAPABILITIES, "tasks": TASK_CAPABILITY} if self._tasks_on(self) else CAPABILITIES
+        capabilities = {**CAPABILITIES, "tasks": TASK_CAPABILITY} if _tasks_on(self.version) else CAPABILITIES
         return {"protocolVersion": self.version, "capabilities": capabilities, "serverInfo": SERVER_INFO,
                 "instructions": INSTRUCTIONS}
 
-    @staticmethod
-    def _tasks_on(caller):
-        return caller.version >= TASKS_SINCE and caller.version not in protocol.MODERN_VERSIONS
 
     def _discover(self, msg, caller):
         """server/discover: what a 2026-07-28 client needs instead of initialize (any era may ask)."""
@@ -365,7 +362,7 @@ class McpConnection:
         protocol.check_paginated(msg.params, msg.id)
         structured = caller.version >= protocol.STRUCTURED_OUTPUT_SINCE
         out: dict[str, Any] = {"tools": [tool.describe(structured) for tool in self.core.tools.values()]}
-        if self._tasks_on(caller):
+        if _tasks_on(caller.version):
             for entry in out["tools"]:
                 if entry["name"] in TASK_TOOLS:
                     entry["execution"] = {"taskSupport": "optional"}
@@ -386,7 +383,7 @@ class McpConnection:
                                 {"known": list(self.core.tools)})
         if caller.modern and "requestState" in msg.params:
             caller.answers = self._answers(msg, tool.name)
-        if isinstance(msg.params.get("task"), dict) and self._tasks_on(caller):
+        if isinstance(msg.params.get("task"), dict) and _tasks_on(caller.version):
             fut = self.core.submit(tool.name, params.arguments or {}, progress=self._progress(msg), caller=caller)
             task = self._tasks.create(msg.params["task"], fut)
             fut.add_done_callback(lambda f: self._tasks.finish(task, self.tool_result(tool, f, caller)))
@@ -502,6 +499,11 @@ class McpConnection:
         request = {"method": "elicitation/create", "params": elicitation_params(exc.message, caller.version)}
         return {"resultType": "input_required", "inputRequests": {exc.key: request},
                 "requestState": _STATES.seal(self.owner, tool.name, caller.asked, caller.answers)}
+
+
+def _tasks_on(version):
+    """Whether a request of this version may run tools/call as a task (2025-11-25's form)."""
+    return version >= TASKS_SINCE and version not in protocol.MODERN_VERSIONS
 
 
 def elicitation_params(message, version):

@@ -123,13 +123,18 @@ def negotiate(params, request_id):
     return version if version in HANDSHAKE_VERSIONS else LATEST_VERSION
 
 
+def carries_envelope(msg):
+    """Whether a request names a protocol version in its `_meta` (2026-07-28 style), valid or not."""
+    meta = msg.params.get("_meta")
+    return isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
+
+
 def request_version(msg):
     """The 2026-07-28 version a request carries in its `_meta`, checked; None for a handshake-era request."""
-    meta = msg.params.get("_meta")
-    if not isinstance(meta, dict) or PROTOCOL_VERSION_KEY not in meta:
+    if not carries_envelope(msg):
         return None
     check_envelope(msg)
-    return meta[PROTOCOL_VERSION_KEY]
+    return msg.params["_meta"][PROTOCOL_VERSION_KEY]
 
 
 def check_envelope(msg):
