@@ -1,12 +1,13 @@
 """Tool argument schemas, their validation, and tool answers as JSON text; pure functions for any thread.
 
 We publish exactly the JSON Schema we enforce. Only the subset our tools use is
-supported (type, enum, minimum, maximum, minLength, minItems, items, required,
-additionalProperties=false), which keeps validation fast and free of the
+supported (type, enum, minimum, maximum, minLength, maxLength, pattern, minItems,
+items, required, additionalProperties=false), which keeps validation fast and free of the
 jsonschema import on the hot path.
 """
 
 import json
+import re
 
 from mcpbrowser.errors import InvalidParameters
 
@@ -26,12 +27,16 @@ def string(description, **extra):
 
 
 def integer(description, minimum=None, maximum=None):
-    out = {"type": "integer", "description": description}
+    out = {"type": "integer", "description": description} if description else {"type": "integer"}
     if minimum is not None:
         out["minimum"] = minimum
     if maximum is not None:
         out["maximum"] = maximum
     return out
+
+
+def number(description, minimum=None, maximum=None):
+    return {**integer(description, minimum, maximum), "type": "number"}
 
 
 def boolean(description):
@@ -63,6 +68,10 @@ def problems(schema, value, path="arguments"):
         found.append(f"{path} must be <= {schema['maximum']}, got {value}")
     if "minLength" in schema and isinstance(value, str) and len(value) < schema["minLength"]:
         found.append(f"{path} must have at least {schema['minLength']} characters")
+    if "maxLength" in schema and isinstance(value, str) and len(value) > schema["maxLength"]:
+        found.append(f"{path} must have at most {schema['maxLength']} characters")
+    if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
+        found.append(f"{path} must match {schema['pattern']}, got {value!r}")
     if "minItems" in schema and isinstance(value, list) and len(value) < schema["minItems"]:
         found.append(f"{path} must have at least {schema['minItems']} item(s)")
     if isinstance(value, list) and "items" in schema:

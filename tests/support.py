@@ -187,6 +187,17 @@ try {{ new WebSocket("{ws}/ws"); }} catch (e) {{}}
             self._send(200, f'<title>JS</title><script>location.href = "{query["to"]}/location";</script>')
         elif url.path == "/missing.css":
             self._send(404, "")
+        elif url.path == "/probe":
+            # What the page sees of its emulation, as JSON in its title; the request's own headers too.
+            headers = json.dumps({"ua": self.headers.get("User-Agent"), "lang": self.headers.get("Accept-Language")})
+            self._send(200, f"""<meta name="viewport" content="width=device-width"><title>probe</title><script>
+document.title = JSON.stringify({{headers: {headers}, ua: navigator.userAgent, lang: navigator.language,
+  tz: Intl.DateTimeFormat().resolvedOptions().timeZone, w: innerWidth, h: innerHeight, dpr: devicePixelRatio,
+  dark: matchMedia('(prefers-color-scheme: dark)').matches, touch: navigator.maxTouchPoints > 0}});
+navigator.geolocation.getCurrentPosition(
+  p => document.body.insertAdjacentHTML('beforeend', `<p>at ${{p.coords.latitude}},${{p.coords.longitude}}</p>`),
+  e => document.body.insertAdjacentHTML('beforeend', `<p>at error ${{e.code}}</p>`));
+</script>""")
         elif url.path == "/hit":
             self._send(200, f"<title>hit {query.get('k', '')}</title>")
         else:
@@ -244,7 +255,7 @@ class McpClient:
     def call(self, name, arguments=None, **kwargs):
         return self.run("call_tool", name, arguments or {}, **kwargs)
 
-    def tool(self, name, **arguments):
+    def tool(self, name, /, **arguments):
         """Call a tool that must succeed; return its whole result (structuredContent when there is one).
 
         The text the model reads must agree with it: the same values, less meta and hash
@@ -266,7 +277,7 @@ class McpClient:
         assert "meta" in whole
         return whole
 
-    def error(self, name, **arguments):
+    def error(self, name, /, **arguments):
         """Call a tool that must fail; return its error object."""
         result = self.call(name, arguments)
         payload = json.loads(result.content[0].text)

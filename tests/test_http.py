@@ -85,6 +85,25 @@ def test_clients_at_once_each_with_their_own_sessions(server, pages):
             c.close()
 
 
+def test_a_saved_login_belongs_to_the_client_that_saved_it(server, pages):
+    """Bob cannot start a session with, list, or delete Alice's saved login, even knowing its name."""
+    alice, bob = SdkClient(server.url, token=ALICE), SdkClient(server.url, token=BOB, mode="legacy")
+    try:
+        sid = alice.tool("create_session", url=pages.url("/login?user=alice"))["sessionId"]
+        alice.tool("save_state", sessionId=sid, name="work")
+        assert bob.tool("saved_states")["count"] == 0
+        assert bob.error("create_session", storageState="work")["errorCode"] == "INVALID_PARAMETERS"
+        assert bob.error("save_state", sessionId=sid, name="work")["errorCode"] == "SESSION_NOT_FOUND"
+        assert bob.tool("saved_states", delete="work")["deleted"] is False
+        again = alice.tool("create_session", storageState="work", url=pages.url("/whoami"))
+        assert again["title"] == "Logged in as alice"
+        for s in (sid, again["sessionId"]):
+            alice.tool("close_session", sessionId=s)
+    finally:
+        alice.close()
+        bob.close()
+
+
 def test_without_a_valid_token_401(server):
     for token in (None, "alice", ALICE[:-1], BOB + "x", ALICE.upper()):
         answer = post(server, ping(), token=token)

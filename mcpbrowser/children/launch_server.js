@@ -124,6 +124,13 @@ function servePipe(socketPath, wsEndpoint) {
   // Our own client, for health checks only: it holds no pages between pings.
   const probe = await playwright[options.browser].connect(server.wsEndpoint());
   if (options.pipePath) {
+    // A relayed client gets no device list from the server (a Node.js driver would bring
+    // its own): write it beside the socket, for create_session's `device`.
+    try {
+      fs.writeFileSync(path.join(path.dirname(options.pipePath), 'devices.json'), JSON.stringify(playwright.devices));
+    } catch (error) {
+      process.stderr.write(`no device list for sessions: ${error && error.message}\n`);
+    }
     try {
       await servePipe(options.pipePath, server.wsEndpoint());
       process.stdout.write(`pipe ${options.pipePath}\n`);

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal
 
 from mcpbrowser import tools
 from mcpbrowser.config import Config
@@ -132,10 +132,29 @@ class Browser:
         """Run one tool call and return its result dict; raises BrowserServerError."""
         return self.submit(name, args).result()
 
-    def create_session(self, url: str | None = None, allowed_domains: list[str] | None = None) -> Session:
-        """Open a session (and, with url, a page in it); a `Session` handle on it."""
+    def create_session(self, url: str | None = None, allowed_domains: list[str] | None = None,
+                       storage_state: str | None = None, device: str | None = None,
+                       viewport: dict[str, int] | None = None, user_agent: str | None = None,
+                       locale: str | None = None, timezone_id: str | None = None,
+                       geolocation: dict[str, float] | None = None,
+                       color_scheme: Literal["light", "dark", "no-preference"] | None = None,
+                       device_scale_factor: float | None = None, is_mobile: bool | None = None,
+                       has_touch: bool | None = None) -> Session:
+        """Open a session (and, with url, a page in it); a `Session` handle on it.
+
+        storage_state: a login saved with save_state; the rest emulate a device
+        (`device="iPhone 13"`, or each option on its own), as create_session's schema says.
+        """
         result = self.call("create_session", arguments(locals()))
         return Session(self, result["sessionId"], result["expiresAt"], result)
+
+    def save_state(self, session_id: str, name: str) -> dict[str, Any]:
+        """Save a session's cookies and storages under a name, sealed; {name, cookies, domains, savedAt}."""
+        return self.call("save_state", {"sessionId": session_id, "name": name})
+
+    def saved_states(self, delete: str | None = None) -> dict[str, Any]:
+        """{states: [{name, cookies, domains, savedAt}], count}; delete: forget that one first."""
+        return self.call("saved_states", arguments(locals()))
 
     def resume_session(self, session_id: str) -> Session:
         """Bring back a closed or expired session with its cookies, local storage and last URL."""

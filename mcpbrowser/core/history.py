@@ -6,6 +6,7 @@ its migrations are `store.py`'s; the core records (core/recorder.py, core/regist
 """
 
 import json
+from urllib.parse import urlsplit
 
 from mcpbrowser.core.store import dumps
 from mcpbrowser.errors import BrowserServerError
@@ -29,9 +30,12 @@ class History:
 
     def session_owner(self, session_id):
         """The owner recorded when the session opened, or None (the server's own, or no such session)."""
-        rows = self.store.query("SELECT json_extract(metadata, '$.owner') FROM sessions WHERE session_id = ?",
-                                (session_id,))
-        return rows[0][0] if rows else None
+        return self.session_metadata(session_id).get("owner")
+
+    def session_metadata(self, session_id):
+        """What was recorded when the session opened (owner, emulation, ...); {} for no such session."""
+        rows = self.store.query("SELECT metadata FROM sessions WHERE session_id = ?", (session_id,))
+        return json.loads(rows[0][0]) if rows else {}
 
     def session_closed(self, session_id, reason):
         self.store.write("UPDATE sessions SET state = 'closed', last_activity = ?, metadata = "
@@ -62,6 +66,39 @@ class History:
             self.store.write("UPDATE session_state SET storage_state = ? WHERE session_id = ?",
                              (self.store.seal(plain), session_id))
         return json.loads(plain), rows[0][1]
+
+    # -- logins saved by name (save_state) ----------------------------------------------
+
+    def save_named_state(self, owner, name, storage_state):
+        """Keep a session's cookies and storages under a name of its client's, sealed; its plain summary."""
+        cookies, origins = storage_state.get("cookies", []), storage_state.get("origins", [])
+        domains = {c.get("domain", "").lstrip(".") for c in cookies} | {urlsplit(o["origin"]).hostname for o in origins}
+        summary = {"cookies": len(cookies), "domains": sorted(d for d in domains if d), "savedAt": now_ms()}
+        self.store.write("INSERT OR REPLACE INTO named_states VALUES (?, ?, ?, ?, ?)",
+                         (owner or "", name, self.store.seal(dumps(storage_state)), json.dumps(summary),
+                          summary["savedAt"]))
+        return summary
+
+    def named_state(self, owner, name):
+        """The storage state saved under name by this owner, or None (none, or sealed with another key)."""
+        rows = self.store.query("SELECT storage_state FROM named_states WHERE owner = ? AND name = ?",
+                                (owner or "", name))
+        try:
+            return json.loads(self.store.unseal(rows[0][0])) if rows else None
+        except ValueError:
+            return None
+
+    def named_states(self, owner):
+        """[{name, cookies, domains, savedAt}] this owner saved, by name."""
+        rows = self.store.query("SELECT name, summary FROM named_states WHERE owner = ? ORDER BY name",
+                                (owner or "",))
+        return [{"name": name, **json.loads(summary)} for name, summary in rows]
+
+    def delete_named_state(self, owner, name):
+        """Forget a saved state; False when this owner had none by that name."""
+        found = bool(self.store.query("SELECT 1 FROM named_states WHERE owner = ? AND name = ?", (owner or "", name)))
+        self.store.write("DELETE FROM named_states WHERE owner = ? AND name = ?", (owner or "", name))
+        return found
 
     # -- calls ------------------------------------------------------------------
 

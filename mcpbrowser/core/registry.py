@@ -129,6 +129,8 @@ class SessionRegistry:
         metadata = {"browser": self.config.browser, "source": source}
         if owner is not None:
             metadata["owner"] = owner
+        if worker.options.get("emulation"):
+            metadata["emulation"] = worker.options["emulation"]  # resume_session opens it the same way
         self.history.session_opened(worker.session_id, created, metadata)
         log.info("session created", extra={"event": "session_created", "session": worker.session_id,
                                            "source": source})

@@ -1,12 +1,27 @@
 """Session lifecycle tools; handlers run on the core's worker pool, never on a session thread."""
 
 from mcpbrowser import schema
-from mcpbrowser.errors import BrowserServerError, SessionNotFound
+from mcpbrowser.errors import BrowserError, BrowserServerError, InvalidParameters, SessionNotFound
+from mcpbrowser.session import page_reading
 from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, CoreTool, session_schema
+
+STATE_NAME = schema.string("Name of a login saved with save_state.", pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+STATE_TIMEOUT_S = 30.0  # reading a session's storage: one round trip, unless its thread is busy
 
 
 def create_session(core, args, call):
-    record = core.warm_pool.create_session(allowed_domains=args.get("allowedDomains"), owner=call.owner)
+    context = {}
+    emulation = {key: args[key] for key in EMULATION if key in args}
+    if emulation:
+        context["emulation"] = emulation
+    if "storageState" in args:
+        saved = core.history.named_state(call.owner, args["storageState"])
+        if saved is None:
+            raise InvalidParameters(f"arguments.storageState: no login is saved as {args['storageState']!r}; "
+                                    "saved_states lists them.", details={"field": "storageState"})
+        context["storage_state"] = saved
+    record = core.warm_pool.create_session(allowed_domains=args.get("allowedDomains"), owner=call.owner,
+                                           context=context)
     out = {
         "sessionId": record.session_id,
         "expiresAt": record.expires_at,
@@ -34,8 +49,9 @@ def resume_session(core, args, call):
     if saved is None:
         raise SessionNotFound("Nothing is stored for this session, so it cannot be resumed. "
                               "Call create_session.", session_id=session_id)
+    emulation = core.history.session_metadata(session_id).get("emulation")
     record = core.warm_pool.create_session(resume={"sessionId": session_id, "storageState": saved[0], "url": saved[1]},
-                                           owner=call.owner)
+                                           owner=call.owner, context={"emulation": emulation} if emulation else None)
     return {
         "sessionId": session_id,
         "expiresAt": record.expires_at,
@@ -43,6 +59,26 @@ def resume_session(core, args, call):
         "message": "Session resumed in a fresh context with its cookies and local storage; "
                    "session storage and open tabs are not restored.",
     }
+
+
+def save_state(core, args, call):
+    worker, expires_at = core.registry.renewed(args["sessionId"])
+    storage = worker.submit(page_reading.storage_state).result(STATE_TIMEOUT_S)
+    if storage is None:
+        raise BrowserError("The session's storage cannot be read now (a dialog is open, or its tab closed).",
+                           session_id=args["sessionId"])
+    summary = core.history.save_named_state(call.owner, args["name"], storage[0])
+    return {"name": args["name"], **summary, "expiresAt": expires_at,
+            "message": f"Saved; start a session with it: create_session(storageState={args['name']!r})."}
+
+
+def saved_states(core, args, call):
+    deleted = core.history.delete_named_state(call.owner, args["delete"]) if "delete" in args else None
+    states = core.history.named_states(call.owner)
+    out = {"states": states, "count": len(states)}
+    if deleted is not None:
+        out["deleted"] = deleted
+    return out
 
 
 def close_session(core, args, call):
@@ -55,6 +91,24 @@ def list_sessions(core, args, call):
     return {"sessions": sessions, "count": len(sessions)}
 
 
+# Emulation: each option goes to the session's own browser context (so no pooled one).
+EMULATION = {
+    "device": schema.string("Playwright device name (iPhone 13, Pixel 7); the options below override it.",
+                            minLength=1),
+    "viewport": {**schema.obj({"width": schema.integer("", 1, 10_000), "height": schema.integer("", 1, 10_000)},
+                              ("width", "height")), "description": "CSS pixels (window.innerWidth)."},
+    "userAgent": schema.string("User-Agent header and navigator.userAgent.", minLength=1),
+    "locale": schema.string("e.g. de-DE: navigator.language, Accept-Language, number formats.", minLength=1),
+    "timezoneId": schema.string("IANA time zone, e.g. Europe/Berlin.", minLength=1),
+    "geolocation": {**schema.obj({"latitude": schema.number("", -90, 90), "longitude": schema.number("", -180, 180),
+                                  "accuracy": schema.number("", 0)}, ("latitude", "longitude")),
+                    "description": "Position the page reads, permission granted."},
+    "colorScheme": schema.string("prefers-color-scheme.", enum=["light", "dark", "no-preference"]),
+    "deviceScaleFactor": schema.number("Device pixels per CSS pixel.", 0.1, 10),
+    "isMobile": schema.boolean("Mobile meta viewport and touch events."),
+    "hasTouch": schema.boolean("Touch support."),
+}
+
 TOOLS = [
     CoreTool(
         name="create_session",
@@ -66,6 +120,8 @@ TOOLS = [
                                               "(`*.example.com` for subdomains); never widens them."},
             "url": schema.string("Navigate there at once; the answer has the page's url, title, "
                                  "status and pageRefId (the navigation's refId).", minLength=1),
+            "storageState": STATE_NAME,
+            **EMULATION,
         }),
         handler=create_session,
         output_schema={
@@ -89,6 +145,36 @@ TOOLS = [
             "properties": {"sessionId": {"type": "string"}, "expiresAt": {"type": "integer"},
                            "url": {"type": "string"}, "message": {"type": "string"}},
             "required": ["sessionId", "expiresAt", "url", "message"],
+        },
+    ),
+    CoreTool(
+        name="save_state",
+        title="Save login",
+        description="Save the session's cookies and storages under a name (sealed; never shown), to start "
+                    "later sessions logged in: create_session(storageState=name). Same name replaces.",
+        input_schema=session_schema({"name": STATE_NAME}, ("name",)),
+        handler=save_state,
+        output_schema={
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "cookies": {"type": "integer"},
+                           "domains": {"type": "array", "items": {"type": "string"}},
+                           "savedAt": {"type": "integer"}, "expiresAt": {"type": "integer"},
+                           "message": {"type": "string"}},
+            "required": ["name", "cookies", "domains", "savedAt", "message"],
+        },
+    ),
+    CoreTool(
+        name="saved_states",
+        title="Saved logins",
+        description="List the logins saved with save_state (names, cookie counts, domains); delete one by name.",
+        input_schema=schema.obj({"delete": STATE_NAME}),
+        handler=saved_states,
+        destructive=True,
+        output_schema={
+            "type": "object",
+            "properties": {"states": {"type": "array", "items": {"type": "object"}}, "count": {"type": "integer"},
+                           "deleted": {"type": "boolean"}},
+            "required": ["states", "count"],
         },
     ),
     CoreTool(

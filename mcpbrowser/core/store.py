@@ -46,6 +46,11 @@ MIGRATIONS = {
         """CREATE TABLE session_state (session_id TEXT PRIMARY KEY, storage_state BLOB NOT NULL,
            url TEXT NOT NULL, updated_at INTEGER NOT NULL)""",
     ],
+    3: [
+        # Logins saved by name (save_state), per client: owner '' is the server's own.
+        """CREATE TABLE named_states (owner TEXT NOT NULL, name TEXT NOT NULL, storage_state BLOB NOT NULL,
+           summary TEXT NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (owner, name))""",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 BATCH = 200  # statements per commit at most: bounds how long a flush waits

@@ -18,7 +18,7 @@ from mcpbrowser.config import Config
 from mcpbrowser.core.browser_supervisor import BrowserSupervisor
 from mcpbrowser.core.policy_proxy import PolicyProxy
 from mcpbrowser.core.registry import SessionRecord, SessionRegistry
-from mcpbrowser.errors import BrowserError, BrowserServerError, BrowserUnavailable
+from mcpbrowser.errors import BrowserError, BrowserServerError, BrowserUnavailable, InvalidParameters
 from mcpbrowser.guards import DomainPolicy, MemoryGuard, is_loopback
 from mcpbrowser.logs import log
 from mcpbrowser.session.state import SessionState
@@ -44,36 +44,41 @@ class WarmPool:
 
     # -- CORE POOL THREAD ------------------------------------------------------------
 
-    def create_session(self, resume: dict[str, Any] | None = None,
-                       allowed_domains: list[str] | None = None, owner: str | None = None) -> SessionRecord:
+    def create_session(self, resume: dict[str, Any] | None = None, allowed_domains: list[str] | None = None,
+                       owner: str | None = None, context: dict[str, Any] | None = None) -> SessionRecord:
         """Hand out a warm worker, or start one, and register it as a session.
 
         resume: {"sessionId", "storageState", "url"} to bring a closed session back
-        under its old id; it needs a fresh context built from that state, so never
-        comes from the pool. A session that was opening when the browser crashed is
+        under its old id. context: the opener's options for a context of the session's
+        own, {"emulation": {...}, "storage_state": {...}}. Both need a fresh context,
+        so never come from the pool. A session that was opening when the browser crashed is
         opened again on the restarted browser, once. owner: the client it belongs to (HTTP).
         """
-        record = (self._open_once(resume, allowed_domains, owner, final_try=False)
-                  or self._open_once(resume, allowed_domains, owner, final_try=True))
+        record = (self._open_once(resume, allowed_domains, owner, context, final_try=False)
+                  or self._open_once(resume, allowed_domains, owner, context, final_try=True))
         assert record is not None  # the last attempt raises rather than give up
         return record
 
-    def _open_once(self, resume, allowed_domains, owner, final_try) -> SessionRecord | None:
+    def _open_once(self, resume, allowed_domains, owner, context, final_try) -> SessionRecord | None:
         """A registered session; None when the browser died under it (and `final_try` is False)."""
         self._browser.check_available()
         self._memory.check()
         self._registry.reserve(resume["sessionId"] if resume else None)
         generation = self._browser.generation
-        worker = self._take_idle() if resume is None and (not allowed_domains or self._proxied) else None
+        poolable = resume is None and not context and (not allowed_domains or self._proxied)
+        worker = self._take_idle() if poolable else None
         source = "pool" if worker is not None else ("resume" if resume else "cold")
         crashed = BrowserUnavailable("The browser crashed while the session was opening; retry.",
                                      details={"retryAfterMs": 1000})
         try:
             if worker is None:
-                worker = self.start_worker(resume, allowed_domains)
+                worker = self.start_worker(resume, allowed_domains, context)
             elif allowed_domains:
                 worker.submit(SessionState.narrow, allowed_domains).result(SESSION_START_TIMEOUT_S)
                 worker.options["allowed_domains"] = allowed_domains  # a watchdog restart keeps them
+        except InvalidParameters:  # an emulation option the browser refused: the caller's to mend
+            self._registry.release()
+            raise
         except BrowserServerError:
             self._registry.release()
             # A session attaches in ~30 ms, so it can fail on a browser that just died
@@ -93,11 +98,11 @@ class WarmPool:
             self.refill()
         return record
 
-    def start_worker(self, resume: dict[str, Any] | None = None,
-                     allowed_domains: list[str] | None = None) -> SessionWorker:
+    def start_worker(self, resume: dict[str, Any] | None = None, allowed_domains: list[str] | None = None,
+                     context: dict[str, Any] | None = None) -> SessionWorker:
         """Start a session thread and wait until its page is open."""
         session_id = resume["sessionId"] if resume else str(uuid.uuid4())
-        options = self.options(allowed_domains, session_id)
+        options = {**self.options(allowed_domains, session_id), **(context or {})}
         if resume is not None:
             options.update(storage_state=resume["storageState"], url=resume["url"])
         worker = SessionWorker(session_id, self._opener, options)

@@ -9,6 +9,8 @@ transport asks for the driver's command line, for the calling thread only;
 remote browsers, and a Playwright where that function moved, keep the real driver.
 """
 
+import json
+import os
 import threading
 
 from mcpbrowser.logs import log
@@ -59,6 +61,8 @@ def attach(config, endpoint):
             playwright_internals.mark_as_remote(playwright)
             # The browser server hands each connection the browser it serves, as it does to connect().
             browser = playwright_internals.pre_launched_browser(playwright)
+            if not playwright.devices:
+                playwright.devices.update(launcher_devices(os.path.dirname(endpoint.pipe)))
         elif config.cdp_endpoint:
             # CDP shows every context of the browser to every client: with other clients on
             # the same browser, their drivers can dismiss our dialogs. --ws-endpoint has no such gap.
@@ -69,6 +73,27 @@ def attach(config, endpoint):
         playwright.stop()
         raise
     return manager, playwright, browser, not piped
+
+
+_devices: dict[str, dict] = {}  # runtime dir -> device descriptors, read once (the file never changes)
+
+
+def launcher_devices(runtime_dir):
+    """Playwright's device descriptors as the launcher wrote them, spelled as sync_api's `devices` are.
+
+    A relayed client gets none from the browser server; {} if the launcher could not write them.
+    """
+    found = _devices.get(runtime_dir)
+    if found is None:
+        try:
+            with open(os.path.join(runtime_dir, "devices.json")) as f:
+                raw = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        snake = {"userAgent": "user_agent", "deviceScaleFactor": "device_scale_factor", "isMobile": "is_mobile",
+                 "hasTouch": "has_touch", "defaultBrowserType": "default_browser_type"}
+        found = _devices[runtime_dir] = {name: {snake.get(k, k): v for k, v in d.items()} for name, d in raw.items()}
+    return found
 
 
 def _read_late_transport_error(manager):

@@ -4,10 +4,12 @@ SESSION THREAD ONLY: `SessionOpener.__call__` is the `opener` a SessionWorker ru
 first on its new thread; everything it creates stays on that thread.
 """
 
+import difflib
 from collections.abc import Callable
 from typing import Any
 
 from mcpbrowser.config import Config
+from mcpbrowser.errors import InvalidParameters
 from mcpbrowser.logs import log
 from mcpbrowser.session import page_reading, playwright_internals
 from mcpbrowser.session.state import SessionState
@@ -40,11 +42,19 @@ class SessionOpener:
             raise
         worker.driver_pid = _driver_pid(manager)
         try:
-            context = browser.new_context(storage_state=options.get("storage_state"),
-                                          proxy=proxy.settings if proxy is not None else None)
-            context.set_default_timeout(self.config.action_timeout)
-            context.set_default_navigation_timeout(self.config.navigation_timeout)
-            page = context.new_page()
+            emulation = options.get("emulation") or {}
+            try:
+                context = browser.new_context(storage_state=options.get("storage_state"),
+                                              proxy=proxy.settings if proxy is not None else None,
+                                              accept_downloads=True, **context_options(playwright, emulation))
+                context.set_default_timeout(self.config.action_timeout)
+                context.set_default_navigation_timeout(self.config.navigation_timeout)
+                page = context.new_page()
+            except Exception as exc:
+                refused = _emulation_error(exc, emulation)
+                if refused is None:
+                    raise
+                raise refused from None
             state = SessionState(worker, self.config, playwright, browser, context, page)
             state.disconnect_at_close = driven
             state.network_policy.policy, state.network_policy.proxy = options["policy"], proxy
@@ -67,6 +77,49 @@ class SessionOpener:
                 proxy.close()
             raise
         return state
+
+
+# create_session's emulation options -> browser.new_context's keyword arguments.
+EMULATION = {"viewport": "viewport", "userAgent": "user_agent", "locale": "locale", "timezoneId": "timezone_id",
+             "geolocation": "geolocation", "colorScheme": "color_scheme", "deviceScaleFactor": "device_scale_factor",
+             "isMobile": "is_mobile", "hasTouch": "has_touch"}
+
+
+def context_options(playwright: Any, emulation: dict[str, Any]) -> dict[str, Any]:
+    """new_context's keyword arguments for a session's emulation: its device's, then its own options over them.
+
+    A geolocation comes with the permission to read it, as a person who shares
+    their location would give it.
+    """
+    out: dict[str, Any] = {}
+    name = emulation.get("device")
+    if name is not None:
+        device = playwright.devices.get(name)
+        if device is None:
+            near = difflib.get_close_matches(name, list(playwright.devices), n=3, cutoff=0.5)
+            raise InvalidParameters(f"arguments.device {name!r} is not a Playwright device"
+                                    + (f"; did you mean {', '.join(near)}?" if near else "."),
+                                    details={"field": "device", "closeMatches": near})
+        out.update({k: v for k, v in device.items() if k != "default_browser_type"})
+    for key, keyword in EMULATION.items():
+        if key in emulation:
+            out[keyword] = emulation[key]
+    if "geolocation" in emulation:
+        out["permissions"] = ["geolocation"]
+    return out
+
+
+def _emulation_error(exc: Exception, emulation: dict[str, Any]) -> InvalidParameters | None:
+    """INVALID_PARAMETERS naming the option the browser refused (a time zone, a locale), else None."""
+    if isinstance(exc, InvalidParameters):
+        return exc
+    text = str(exc).lower().replace("_", "")
+    for key in emulation:
+        words = {"timezoneId": "timezone", "isMobile": "ismobile", "hasTouch": "touch"}.get(key, key.lower())
+        if words in text:
+            return InvalidParameters(f"arguments.{key} {emulation[key]!r} was refused by the browser: "
+                                     f"{str(exc).splitlines()[0]}", details={"field": key})
+    return None
 
 
 def _driver_pid(manager: Any) -> int | None:
