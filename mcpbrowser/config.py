@@ -161,7 +161,11 @@ class Config:
         "is not offered.")
     output_dir: str = _option(
         None, _optional_text,
-        "Directory where screenshots are also saved, under names the server chooses.")
+        "Directory where screenshots are also saved, and downloads, PDFs and traces are saved, under "
+        "names the server chooses (default for those: `files` beside the history database).")
+    max_download_mb: int = _option(
+        100, _int_at_least(0),
+        "Largest download a page may save, in MB; bigger ones are refused and deleted. 0 refuses all downloads.")
 
     cdp_endpoint: str = _option(
         None, _optional_text,
@@ -348,6 +352,15 @@ class Config:
                                       f"{MIN_TOKEN_CHARS} characters or more")
                 out[words[-1]] = words[0] if len(words) == 2 else f"client{number}"
         return out
+
+    def files_dir(self):
+        """Where downloads, PDFs and traces are saved: --output-dir, else `files` in the data directory."""
+        if self.output_dir:
+            return os.path.realpath(self.output_dir)
+        from mcpbrowser.core.store import default_path
+
+        db = default_path() if self.db == ":memory:" else self.db
+        return os.path.join(os.path.dirname(os.path.realpath(db)), "files")
 
     def headers(self):
         """endpoint_headers as a dict."""

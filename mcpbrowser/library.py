@@ -72,9 +72,11 @@ class Session:
 
     def wait_for(self, selector: str | None = None, ref: str | None = None,
                  state: Literal["attached", "detached", "visible", "hidden"] | None = None,
-                 text: str | None = None, text_gone: str | None = None,
+                 text: str | None = None, text_gone: str | None = None, url: str | None = None,
+                 network_idle: bool | None = None, download: bool | None = None,
                  timeout: int | None = None) -> Result:
-        """Wait for an element's state, a text to appear or to go; {success, message, elapsedMs}."""
+        """Wait for an element's state, a text to appear or to go, a URL, network idle, or a download to end;
+        {success, message, elapsedMs}."""
         return self._send("wait_for", locals())
 
     def wait_for_user(self, message: str, timeout: int, url_contains: str | None = None,
@@ -155,6 +157,10 @@ class Session:
                      headers: bool | None = None, all_pages: bool | None = None) -> Result:
         """The current page's requests (all_pages: the session's), lean unless asked."""
         return self._send("network_logs", locals())
+
+    def downloads(self) -> Result:
+        """{downloads: [{name, size, mimeType, url, path, status}], count} of this session."""
+        return self._send("downloads", locals())
 
     # -- lifetime ------------------------------------------------------------------
 

@@ -198,6 +198,26 @@ navigator.geolocation.getCurrentPosition(
   p => document.body.insertAdjacentHTML('beforeend', `<p>at ${{p.coords.latitude}},${{p.coords.longitude}}</p>`),
   e => document.body.insertAdjacentHTML('beforeend', `<p>at error ${{e.code}}</p>`));
 </script>""")
+        elif url.path == "/download":
+            # `size` bytes of a known pattern, as an attachment; unsized=1 sends no Content-Length
+            # (HTTP/1.0: the body ends when the connection closes), so the browser learns the size at the end.
+            size, body = int(query.get("size", "1000")), bytes(range(256))
+            data = (body * (size // 256 + 1))[:size]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/pdf")
+            self.send_header("Content-Disposition", f'attachment; filename="{query.get("name", "report.pdf")}"')
+            if not query.get("unsized"):
+                self.send_header("Content-Length", str(size))
+            self.end_headers()
+            try:
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the browser cancelled it
+        elif url.path == "/download-link":
+            self._send(200, f'<title>Files</title><a id="get" href="{query["to"]}">Get it</a>'
+                            '<button id="blob" onclick="const a = document.createElement(\'a\'); '
+                            'a.href = window.URL.createObjectURL(new Blob([\'made here\'])); a.download = \'made.txt\'; '
+                            'a.click()">Make</button>')
         elif url.path == "/hit":
             self._send(200, f"<title>hit {query.get('k', '')}</title>")
         else:

@@ -129,3 +129,89 @@ def test_state_names_with_path_tricks_are_refused(client, session, name):
                        ("create_session", {"storageState": name})):
         error = client.error(tool, **args)
         assert error["errorCode"] == "INVALID_PARAMETERS", (tool, error)
+
+
+def _pattern(size):
+    return (bytes(range(256)) * (size // 256 + 1))[:size]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A server whose downloads, PDFs and traces go to a folder of the test's, with a 1 MB download limit."""
+    folder = tmp_path_factory.mktemp("files")
+    c = McpClient("--output-dir", str(folder), "--max-download-mb", "1", "--allowed-domains", "127.0.0.1")
+    yield c, folder
+    c.close()
+
+
+def test_a_download_is_saved_with_its_bytes_and_told_in_the_next_answer(files, pages):
+    c, folder = files
+    sid = c.tool("create_session", url=pages.url("/download-link?to=/download?size=300000%26name=../../q3.pdf"))[
+        "sessionId"]
+    clicked = c.tool("click", sessionId=sid, selector="#get")
+    waited = c.tool("wait_for", sessionId=sid, download=True, timeout=10000)
+    told = clicked.get("downloads", []) + waited.get("downloads", [])
+    assert told and told[-1]["status"] == "saved", (clicked, waited)
+    listed = c.tool("downloads", sessionId=sid)
+    (entry,) = listed["downloads"]
+    assert (entry["status"], entry["size"], entry["mimeType"]) == ("saved", 300000, "application/pdf")
+    assert entry["suggestedName"].endswith("q3.pdf") and "/" not in entry["suggestedName"]
+    assert entry["url"] == pages.url("/download?size=300000&name=../../q3.pdf")
+    assert os.path.dirname(entry["path"]) == str(folder.resolve()) and entry["path"].endswith("q3.pdf")
+    with open(entry["path"], "rb") as f:
+        assert f.read() == _pattern(300000)
+    c.tool("close_session", sessionId=sid)
+
+
+@pytest.mark.parametrize("unsized", [False, True])
+def test_a_download_over_the_limit_is_refused_and_deleted(files, pages, unsized):
+    c, folder = files
+    before = set(os.listdir(folder))
+    to = "/download?size=3000000" + ("%26unsized=1" if unsized else "")
+    sid = c.tool("create_session", url=pages.url(f"/download-link?to={to}"))["sessionId"]
+    c.tool("click", sessionId=sid, selector="#get")
+    c.tool("wait_for", sessionId=sid, download=True, timeout=10000)
+    (entry,) = c.tool("downloads", sessionId=sid)["downloads"]
+    assert entry["status"] == "refused" and "max-download-mb" in entry["error"] and entry["path"] is None, entry
+    assert set(os.listdir(folder)) == before  # nothing left, not even a partial file
+    c.tool("close_session", sessionId=sid)
+
+
+def test_a_download_from_outside_the_domain_policy_is_not_saved(files, pages):
+    c, folder = files
+    before = set(os.listdir(folder))
+    outside = pages.url("/download?size=1000").replace("127.0.0.1", "localhost")
+    sid = c.tool("create_session", url=pages.url(f"/download-link?to={outside}"))["sessionId"]
+    c.tool("click", sessionId=sid, selector="#get")
+    c.call("wait_for", {"sessionId": sid, "download": True, "timeout": 1500})
+    assert all(e["status"] != "saved" for e in c.tool("downloads", sessionId=sid)["downloads"])
+    assert set(os.listdir(folder)) == before
+    c.tool("close_session", sessionId=sid)
+
+
+def test_a_download_the_page_makes_itself_is_saved(files, pages):
+    c, _ = files
+    sid = c.tool("create_session", url=pages.url("/download-link?to=/"))["sessionId"]
+    c.tool("click", sessionId=sid, selector="#blob")
+    c.tool("wait_for", sessionId=sid, download=True, timeout=10000)
+    (entry,) = c.tool("downloads", sessionId=sid)["downloads"]
+    with open(entry["path"], "rb") as f:
+        assert f.read() == b"made here"
+    error = c.error("wait_for", sessionId=sid, download=True, timeout=300)  # nothing new started
+    assert error["errorCode"] == "WAIT_TIMEOUT"
+    c.tool("close_session", sessionId=sid)
+
+
+def test_wait_for_a_url_and_for_the_network_to_be_idle(client, session, pages):
+    later = pages.url("/title/arrived")
+    client.tool("navigate", sessionId=session,
+                url=f"data:text/html,<script>setTimeout(() => location.href = '{later[:-3]}' + 'ved', 300)</script>")
+    client.tool("wait_for", sessionId=session, url="/title/arrived", timeout=5000)
+    assert client.tool("snapshot", sessionId=session)["url"] == later
+    client.tool("wait_for", sessionId=session, url="**/title/*", timeout=1000)  # a glob, met already
+    error = client.error("wait_for", sessionId=session, url="/never", timeout=300)
+    assert error["errorCode"] == "WAIT_TIMEOUT" and "/never" in error["message"]
+    hits = len(pages.hits)
+    client.tool("navigate", sessionId=session, url=pages.url("/delayed-fetch"), waitUntil="domcontentloaded")
+    client.tool("wait_for", sessionId=session, networkIdle=True, timeout=5000)
+    assert "/hit?k=idle" in pages.hits[hits:]  # the fetch 300 ms after load came before idle

@@ -47,6 +47,11 @@ class NetworkPolicy:
         """How many requests the policy proxy has refused so far (0 without one)."""
         return self.proxy.refusals if self.proxy is not None else 0
 
+    def refuses_download(self, url: str) -> bool:
+        """A download from this URL breaks the policy; a blob: URL is judged by the page that made it."""
+        inner = url[len("blob:"):] if url.startswith("blob:") else url
+        return not self.policy.allows(inner) or self.refused(inner)
+
     def refused(self, url: str) -> bool:
         """The proxy refused a request to this URL's host."""
         return self.proxy is not None and self.proxy.was_refused(host_of(url))

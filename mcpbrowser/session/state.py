@@ -13,6 +13,7 @@ from mcpbrowser.errors import DialogOpen, ElementNotFound, InvalidParameters, Pa
 from mcpbrowser.logs import log
 from mcpbrowser.redaction import scrub_value
 from mcpbrowser.session import page_reading, snapshots
+from mcpbrowser.session.downloads import Downloads
 from mcpbrowser.session.events import EventBuffers
 from mcpbrowser.session.network_policy import NetworkPolicy
 from mcpbrowser.session.playwright_internals import event_loop, run_coroutine, take_coroutine
@@ -48,6 +49,8 @@ class SessionState:
         self.network_policy = NetworkPolicy(worker.session_id)
         self.events = EventBuffers(config.console_buffer, config.network_buffer, self.network_policy,
                                    lambda: self.page)
+        self.downloads = Downloads(worker.session_id, config.files_dir(), config.max_download_mb,
+                                   self.network_policy.refuses_download)
         self.screenshots = 0
         self.secrets = set()      # secret values seen (typed or in secret fields): scrubbed from all output
         self.call = None          # the Call running now, while a tool runs
@@ -72,6 +75,7 @@ class SessionState:
         self.context.on("page", self._on_page)
         self.context.on("dialog", self._on_dialog)
         self.events.listen(self.context)
+        self.downloads.listen(self.context)
         self._follow_page(self.page)
 
     def narrow(self, allowed_domains):
@@ -130,6 +134,9 @@ class SessionState:
             self._tabs_reported = self.tabs_opened
             if "message" in result:
                 result["message"] += "; the page opened a new tab: see tabs"
+        downloads = self.downloads.news()
+        if downloads:
+            result["downloads"] = downloads
         return result
 
     def run_call(self, tool, args, call):
@@ -298,6 +305,7 @@ class SessionState:
         page.on("close", lambda _: self._on_page_closed(page))
         page.on("crash", lambda _: self.crashed.add(page))
         page.on("websocket", self.events.on_websocket)
+        page.on("download", self.downloads.on_download)
 
     def _on_page(self, page):
         if page in self.pages:

@@ -17,6 +17,13 @@ RESOURCE_TYPES = ["document", "stylesheet", "image", "media", "font", "script", 
                   "eventsource", "websocket", "manifest", "other"]
 
 
+def downloads(state, args):
+    state.flush_events()  # a download that finished while the session was idle is saved now
+    state.downloads.news()  # this answer tells of them all
+    entries = [dict(e) for e in state.downloads.entries]
+    return {"downloads": entries, "count": len(entries)}
+
+
 def console_logs(state, args):
     state.flush_events()
     entries = list(state.events.console)
@@ -135,5 +142,19 @@ TOOLS = [
         read_only=True,
         page_tool=False,
         output_schema=LOG_RESULT,
+    ),
+    SessionTool(
+        name="downloads",
+        title="Downloads",
+        description="The session's downloads: name, size, MIME type, source URL, saved path, or why refused.",
+        input_schema=session_schema(),
+        handler=downloads,
+        read_only=True,
+        page_tool=False,
+        output_schema={
+            "type": "object",
+            "properties": {"downloads": {"type": "array", "items": {"type": "object"}}, "count": {"type": "integer"}},
+            "required": ["downloads", "count"],
+        },
     ),
 ]

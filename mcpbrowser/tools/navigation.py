@@ -109,25 +109,39 @@ def tabs(state, args):
 def wait_for(state, args):
     timeout = args.get("timeout", state.config.action_timeout)
     label, locator = state.locate(args, required=False)
-    checks = []
+    checks = []  # (what, wait(remaining_ms) -> INTERRUPTED or anything)
+
+    def element(target, wanted):
+        return lambda remaining: state.act(target, "wait_for", timeout=remaining, state=wanted)
+
     if locator is not None:
         wanted = args.get("state", "visible")
-        checks.append((f"{label} to be {wanted}", locator.first, {"state": wanted}))
+        checks.append((f"{label} to be {wanted}", element(locator.first, wanted)))
     if "text" in args:
-        checks.append((f"text {args['text']!r} to appear", state.page.get_by_text(args["text"]).first,
-                       {"state": "visible"}))
+        checks.append((f"text {args['text']!r} to appear", element(state.page.get_by_text(args["text"]).first,
+                                                                    "visible")))
     if "textGone" in args:
         checks.append((f"text {args['textGone']!r} to disappear",
-                       state.page.get_by_text(args["textGone"]).first, {"state": "hidden"}))
+                       element(state.page.get_by_text(args["textGone"]).first, "hidden")))
+    if "url" in args:
+        pattern = args["url"]
+        matches = pattern if "*" in pattern else (lambda url: pattern in url)
+        checks.append((f"the URL to match {pattern!r}",
+                       lambda remaining: state.act(state.page, "wait_for_url", url=matches, timeout=remaining)))
+    if args.get("networkIdle"):
+        checks.append(("the network to be idle", lambda remaining: state.act(
+            state.page, "wait_for_load_state", state="networkidle", timeout=remaining)))
+    if args.get("download"):
+        checks.append(("a download to finish", lambda remaining: _download_done(state, remaining)))
     if not checks:
-        raise InvalidParameters("Give selector or ref, text, or textGone to wait for.",
+        raise InvalidParameters("Give selector or ref, text, textGone, url, networkIdle or download to wait for.",
                                 session_id=state.session_id)
     started = time.monotonic()
-    for done, (what, target, options) in enumerate(checks):
+    for done, (what, wait) in enumerate(checks):
         state.report(done, len(checks), f"Waiting for {what}")
         remaining = max(1, timeout - (time.monotonic() - started) * 1000)
         try:
-            if state.act(target, "wait_for", timeout=remaining, **options) is INTERRUPTED:
+            if wait(remaining) is INTERRUPTED:
                 break
         except Exception as exc:
             if "Timeout" not in str(exc):
@@ -138,6 +152,16 @@ def wait_for(state, args):
     state.report(len(checks), len(checks), "Condition met")
     return {"success": True, "message": f"Waited {elapsed} ms for " + " and ".join(c[0] for c in checks),
             "elapsedMs": elapsed}
+
+
+def _download_done(state, timeout_ms):
+    """Until a download that started since the last such wait has ended, and none is still going."""
+    downloads, deadline = state.downloads, time.monotonic() + timeout_ms / 1000
+    while len(downloads.entries) <= downloads.waited or downloads.in_progress():
+        if time.monotonic() >= deadline:
+            raise WaitTimeout("Timeout")
+        state.page.wait_for_timeout(50)  # lets Playwright dispatch the download's events
+    downloads.waited = len(downloads.entries)
 
 
 def wait_for_user(state, args):
@@ -271,13 +295,19 @@ TOOLS = [
     SessionTool(
         name="wait_for",
         title="Wait for element or text",
-        description="Wait until an element reaches a state, text appears, or text disappears.",
+        description="Wait until an element reaches a state, text appears or goes, the URL matches, "
+                    "the network is idle, or a download ends.",
         input_schema=session_schema({
             **TARGET,
             "state": schema.string("Element state to wait for (default visible).",
                                    enum=["attached", "detached", "visible", "hidden"]),
             "text": schema.string("Wait until this text is visible.", minLength=1),
             "textGone": schema.string("Wait until this text is gone.", minLength=1),
+            "url": schema.string("Wait until the URL contains this (or matches it as a glob with *, **).",
+                                 minLength=1),
+            "networkIdle": schema.boolean("Wait until no request has run for 500 ms."),
+            "download": schema.boolean("Wait until a download started since the last such wait has ended "
+                                       "(saved or refused); see downloads."),
             "timeout": TIMEOUT,
         }),
         handler=wait_for,
