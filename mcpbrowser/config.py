@@ -98,6 +98,9 @@ def _option(default, check, help):
     return field(default=default, metadata={"check": check, "help": help})
 
 
+CAPS = ("vision", "pdf", "tracing")
+
+
 @dataclass(frozen=True)
 class Config:
     """Effective settings. Construct with keyword arguments; every value is validated."""
@@ -163,6 +166,10 @@ class Config:
         None, _optional_text,
         "Directory where screenshots are also saved, and downloads, PDFs and traces are saved, under "
         "names the server chooses (default for those: `files` beside the history database).")
+    caps: tuple = _option(
+        (), _lower_list,
+        "Comma-separated extra tool groups to offer: vision (mouse by coordinates), pdf (save the page as "
+        "PDF; headless Chromium), tracing (Playwright traces). Off by default: each costs tools/list space.")
     max_download_mb: int = _option(
         100, _int_at_least(0),
         "Largest download a page may save, in MB; bigger ones are refused and deleted. 0 refuses all downloads.")
@@ -280,6 +287,9 @@ class Config:
         for f in dataclasses.fields(self):
             checked = f.metadata["check"](f.name, getattr(self, f.name))
             object.__setattr__(self, f.name, checked)
+        unknown = set(self.caps) - set(CAPS)
+        if unknown:
+            raise ConfigError(f"--caps knows {', '.join(CAPS)}, not {', '.join(sorted(unknown))}")
         if self.cdp_endpoint and self.ws_endpoint:
             raise ConfigError("--cdp-endpoint and --ws-endpoint exclude each other: give one")
         for header in self.endpoint_headers:

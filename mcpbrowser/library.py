@@ -127,6 +127,25 @@ class Session:
         """Evaluate JavaScript in the page (only with --allow-evaluate); {result, …}."""
         return self._send("evaluate", locals())
 
+    def drag(self, source: dict[str, str], target: dict[str, str], timeout: int | None = None) -> Result:
+        """Drag one element onto another; each given as {"selector": ...} or {"ref": ...}."""
+        return self._send("drag", locals())
+
+    def fill_form(self, fields: list[dict[str, Any]], timeout: int | None = None) -> Result:
+        """Fill several fields: [{"selector" or "ref", "value": str or bool, "secret": bool}]."""
+        return self._send("fill_form", locals())
+
+    def mouse(self, action: Literal["click", "move", "down", "up", "wheel"], x: float | None = None,
+              y: float | None = None, button: Literal["left", "right", "middle"] | None = None,
+              click_count: int | None = None, delta_x: float | None = None,
+              delta_y: float | None = None) -> Result:
+        """The mouse at viewport coordinates (only with --caps vision)."""
+        return self._send("mouse", locals())
+
+    def resize(self, width: int, height: int) -> Result:
+        """Set the viewport's size in CSS pixels."""
+        return self._send("resize", locals())
+
     # -- reading -----------------------------------------------------------------
 
     def snapshot(self, selector: str | None = None, ref: str | None = None, query: str | None = None,
@@ -145,6 +164,19 @@ class Session:
                    full_page: bool | None = None, timeout: int | None = None) -> Result:
         """A screenshot; the image bytes are under "image"."""
         return self._send("screenshot", locals())
+
+    def pdf(self, landscape: bool | None = None, print_background: bool | None = None) -> Result:
+        """Print the page to a PDF file on the server (only with --caps pdf); {path, bytes}."""
+        return self._send("pdf", locals())
+
+    def trace_start(self, screenshots: bool | None = None, snapshots: bool | None = None,
+                    sources: bool | None = None) -> Result:
+        """Start recording a Playwright trace (only with --caps tracing)."""
+        return self._send("trace_start", locals())
+
+    def trace_stop(self) -> Result:
+        """Stop the trace and save it for `playwright show-trace`; {path, bytes}."""
+        return self._send("trace_stop", locals())
 
     def console_logs(self, level: Level | None = None, limit: int | None = None, since: int | None = None,
                      locations: bool | None = None) -> Result:

@@ -5,9 +5,15 @@ Through the official MCP client over real pipes, real Chromium, pages on 127.0.0
 
 import json
 import os
+import re
+import shutil
 import sqlite3
+import subprocess
+import sys
+import zipfile
 
 import pytest
+from playwright.sync_api import sync_playwright
 from support import McpClient
 
 pytestmark = pytest.mark.e2e
@@ -139,7 +145,9 @@ def _pattern(size):
 def files(tmp_path_factory):
     """A server whose downloads, PDFs and traces go to a folder of the test's, with a 1 MB download limit."""
     folder = tmp_path_factory.mktemp("files")
-    c = McpClient("--output-dir", str(folder), "--max-download-mb", "1", "--allowed-domains", "127.0.0.1")
+    c = McpClient("--output-dir", str(folder), "--max-download-mb", "1", "--allowed-domains", "127.0.0.1",
+                  "--caps", "vision,pdf,tracing", "--db", str(folder.parent / "files.db"))
+    c.db = folder.parent / "files.db"
     yield c, folder
     c.close()
 
@@ -215,3 +223,94 @@ def test_wait_for_a_url_and_for_the_network_to_be_idle(client, session, pages):
     client.tool("navigate", sessionId=session, url=pages.url("/delayed-fetch"), waitUntil="domcontentloaded")
     client.tool("wait_for", sessionId=session, networkIdle=True, timeout=5000)
     assert "/hit?k=idle" in pages.hits[hits:]  # the fetch 300 ms after load came before idle
+
+
+FORM = """data:text/html,<title>form</title><input id=user aria-label=User><input id=pw type=password aria-label=Pw>
+<input id=agree type=checkbox aria-label=Agree><select id=color><option value=r>Red</option><option value=g>Green
+</option></select><button id=go onclick="document.title = [user.value, agree.checked, color.value].join('|')">
+Go</button>"""
+PASSWORD = "pw-Zq81-secret"
+
+
+def test_fill_form_sets_each_kind_of_field_and_keeps_no_value(files):
+    c, _ = files
+    sid = c.tool("create_session", url=FORM)["sessionId"]
+    filled = c.tool("fill_form", sessionId=sid, fields=[
+        {"selector": "#user", "value": "ada"}, {"selector": "#pw", "value": PASSWORD},
+        {"selector": "#agree", "value": True}, {"selector": "#color", "value": "Green"}])
+    assert "4 field(s)" in filled["message"]
+    assert c.tool("click", sessionId=sid, selector="#go")["title"] == "ada|true|g"
+    assert PASSWORD not in json.dumps(c.tool("snapshot", sessionId=sid))
+    c.tool("close_session", sessionId=sid)
+    rows = sqlite3.connect(c.db).execute("SELECT params FROM requests WHERE tool_name = 'fill_form'").fetchall()
+    assert rows and all("ada" not in r[0] and PASSWORD not in r[0] for r in rows)
+
+
+def test_drag_mouse_and_resize(files):
+    c, _ = files
+    page = ("data:text/html,<title>start</title><body style='margin:0;height:3000px' "
+            "onclick=\"document.title = 'at ' + event.clientX + ',' + event.clientY\">"
+            "<div id=src draggable=true ondragstart=\"event.dataTransfer.setData('text', 'x')\" "
+            "style='width:50px;height:50px'>Drag</div>"
+            "<div id=dst ondragover='event.preventDefault()' ondrop=\"document.title = 'dropped'\" "
+            "style='width:50px;height:50px;margin-top:200px'>Drop</div></body>")
+    sid = c.tool("create_session", url=page)["sessionId"]
+    assert c.tool("drag", sessionId=sid, source={"selector": "#src"}, target={"selector": "#dst"})["title"] == \
+        "dropped"
+    assert c.tool("mouse", sessionId=sid, action="click", x=300, y=400)["title"] == "at 300,400"
+    c.tool("mouse", sessionId=sid, action="wheel", deltaY=500)
+    c.tool("mouse", sessionId=sid, action="click", x=10, y=20)  # the page scrolled: a click reads it
+    assert c.error("mouse", sessionId=sid, action="click")["errorCode"] == "INVALID_PARAMETERS"
+    error = c.error("fill_form", sessionId=sid, fields=[{"selector": "#nope", "value": "x"}], timeout=300)
+    assert error["errorCode"] == "ELEMENT_NOT_FOUND" and "#nope" in error["message"]
+    c.tool("resize", sessionId=sid, width=500, height=400)
+    c.tool("navigate", sessionId=sid, url="data:text/html,<script>document.title = innerWidth + 'x' + "
+                                          "innerHeight</script>")
+    assert c.tool("snapshot", sessionId=sid)["title"] == "500x400"
+    c.tool("close_session", sessionId=sid)
+
+
+def test_pdf_and_trace_are_saved_as_files(files, pages):
+    c, folder = files
+    sid = c.tool("create_session", url=pages.url("/form"))["sessionId"]
+    saved = c.tool("pdf", sessionId=sid)
+    with open(saved["path"], "rb") as f:
+        assert f.read(5) == b"%PDF-" and saved["bytes"] > 500
+    assert os.path.dirname(saved["path"]) == str(folder.resolve())
+    assert c.error("trace_stop", sessionId=sid)["errorCode"] == "INVALID_PARAMETERS"
+    c.tool("trace_start", sessionId=sid)
+    assert c.error("trace_start", sessionId=sid)["errorCode"] == "INVALID_PARAMETERS"
+    c.tool("type", sessionId=sid, selector="#name", text="traced")
+    c.tool("click", sessionId=sid, selector="#go")
+    stopped = c.tool("trace_stop", sessionId=sid)
+    assert "playwright show-trace" in stopped["message"] and stopped["path"].endswith(".zip")
+    with zipfile.ZipFile(stopped["path"]) as z:
+        events = [json.loads(line) for line in z.read("trace.trace").splitlines()]
+        names = z.namelist()
+    assert events[0]["type"] == "context-options"
+    actions = [e.get("method") for e in events if e.get("type") == "before"]
+    assert "fill" in actions and "click" in actions, actions
+    assert "trace.network" in names and any(n.startswith("screencast/") for n in names)  # screenshots
+    c.tool("close_session", sessionId=sid)
+    assert any(t.startswith('Fill "traced"') for t in _trace_viewer_actions(stopped["path"]))
+
+
+def _trace_viewer_actions(path):
+    """The action titles Playwright's own trace viewer (`playwright show-trace`) lists for a trace file."""
+    viewer = subprocess.Popen([sys.executable, "-m", "playwright", "show-trace", "--host", "127.0.0.1",
+                               "--port", "0", path], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "BROWSER": "true"})  # serve it; open no browser of its own
+    try:
+        line = ""
+        while "http://" not in line:
+            line = viewer.stdout.readline()
+            assert line, "show-trace ended without serving the trace"
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium"))
+            page = browser.new_page()
+            page.goto(re.search(r"http://\S+", line).group(0))
+            page.get_by_text("Click").first.wait_for(timeout=20_000)
+            return page.locator(".action-title").all_inner_texts()
+    finally:
+        viewer.kill()
+        viewer.wait()

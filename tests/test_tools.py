@@ -23,7 +23,8 @@ def test_every_tool_is_declared_with_schema_title_and_annotations(client):
         "create_session", "close_session", "list_sessions", "navigate", "go_back", "go_forward",
         "reload", "tabs", "wait_for", "click", "type", "select", "hover", "press_key", "handle_dialog",
         "snapshot", "dom_snapshot", "screenshot", "console_logs", "network_logs", "get_content",
-        "get_console_content", "resume_session", "wait_for_user", "save_state", "saved_states", "downloads"}
+        "get_console_content", "resume_session", "wait_for_user", "save_state", "saved_states", "downloads",
+        "drag", "fill_form", "resize"}
     for tool in listed:
         assert tool.title and tool.description
         assert tool.input_schema["type"] == "object"

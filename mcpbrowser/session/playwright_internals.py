@@ -69,3 +69,29 @@ def pre_launched_browser(playwright):
     from playwright._impl._sync_base import mapping
 
     return mapping.from_impl(playwright._impl_obj._pre_launched_browser())
+
+
+def stop_trace_into(context, path):
+    """Stop the context's tracing and save the browser server's trace archive at `path`.
+
+    Tracing.stop(path) needs the client-side LocalUtils, which a relayed connection
+    does not have ("Cannot save trace in thin clients"); the server's archive alone
+    is the whole trace (what a remote connection gets too), less the client's
+    stack sources.
+    """
+    from playwright._impl.artifact import Artifact
+
+    tracing = context.tracing._impl_obj
+    if tracing._connection.local_utils() is not None:  # a Node.js driver of the session's own
+        context.tracing.stop(path=path)
+        return
+
+    async def stop():
+        result = await tracing._channel.tracingStopChunk(mode="archive", timeout=0)
+        if result.get("artifact"):
+            artifact = Artifact.from_(result["artifact"])
+            await artifact.save_as(path=path)
+            await artifact.delete()
+        await tracing._channel.tracingStop(timeout=0)
+
+    run_coroutine(context.tracing, stop())

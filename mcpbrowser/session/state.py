@@ -51,7 +51,8 @@ class SessionState:
                                    lambda: self.page)
         self.downloads = Downloads(worker.session_id, config.files_dir(), config.max_download_mb,
                                    self.network_policy.refuses_download)
-        self.screenshots = 0
+        self.screenshots = 0      # files this session saved (screenshots, PDFs, traces): their names' counter
+        self.tracing = False      # trace_start ran, trace_stop not yet
         self.secrets = set()      # secret values seen (typed or in secret fields): scrubbed from all output
         self.call = None          # the Call running now, while a tool runs
         self._progress = None     # the running call's progress reporter, if it asked for one
@@ -188,7 +189,7 @@ class SessionState:
             except Exception:
                 log.debug("progress report failed", extra={"session": self.session_id})
 
-    def act(self, target, method, **kwargs):
+    def act(self, target, method, /, **kwargs):
         """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens.
 
         With a dialog listener installed, an action whose click opens an alert

@@ -5,11 +5,11 @@ import struct
 import time
 
 from mcpbrowser import schema, snapshot_text
-from mcpbrowser.errors import ElementNotClickable, InvalidParameters
+from mcpbrowser.errors import BrowserError, ElementNotClickable, InvalidParameters
 from mcpbrowser.redaction import JS_IS_SECRET
-from mcpbrowser.session import page_reading, snapshots
+from mcpbrowser.session import page_reading, playwright_internals, snapshots
 from mcpbrowser.session.state import INTERRUPTED
-from mcpbrowser.tools.base import TARGET, TIMEOUT, SessionTool, session_schema
+from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
 from mcpbrowser.tools.targeting import on_element
 
 DEFAULT_MAX_NODES = 1000  # about 30k characters of YAML: a page an agent can still read whole
@@ -145,6 +145,48 @@ def image_size(data):
     raise ValueError("not a PNG or JPEG image")
 
 
+def file_path(state, extension):
+    """A new file's path in the server's files folder; the server names it, so nothing a client sends steers it."""
+    folder = state.config.files_dir()
+    os.makedirs(folder, exist_ok=True)
+    state.screenshots += 1
+    return os.path.join(folder, f"{time.strftime('%Y%m%d-%H%M%S')}-{state.session_id[:8]}-{state.screenshots}"
+                                f".{extension}")
+
+
+def pdf(state, args):
+    if not state.chromium:
+        raise InvalidParameters("pdf needs Chromium (this server runs another browser).", session_id=state.session_id)
+    path = file_path(state, "pdf")
+    try:
+        data = state.page.pdf(path=path, landscape=args.get("landscape", False),
+                              print_background=args.get("printBackground", False))
+    except Exception as exc:
+        raise BrowserError(f"The page could not be printed: {str(exc).splitlines()[0]} (Chromium prints "
+                           "only when headless).", session_id=state.session_id) from None
+    return {"path": path, "bytes": len(data), "message": f"Saved the page as PDF to {path}."}
+
+
+def trace_start(state, args):
+    if state.tracing:
+        raise InvalidParameters("A trace is already being recorded; stop it with trace_stop first.",
+                                session_id=state.session_id)
+    state.context.tracing.start(screenshots=args.get("screenshots", True), snapshots=args.get("snapshots", True),
+                                sources=args.get("sources", False), title=state.session_id)
+    state.tracing = True
+    return {"success": True, "message": "Recording a trace of this session's pages; trace_stop saves it."}
+
+
+def trace_stop(state, args):
+    if not state.tracing:
+        raise InvalidParameters("No trace is being recorded; start one with trace_start.", session_id=state.session_id)
+    path = file_path(state, "zip")
+    state.tracing = False
+    playwright_internals.stop_trace_into(state.context, path)
+    return {"path": path, "bytes": os.path.getsize(path),
+            "message": f"Trace saved; open it with: playwright show-trace {path}"}
+
+
 def screenshot(state, args):
     fmt = args.get("format", "png")
     options = {"type": fmt}
@@ -170,17 +212,19 @@ def screenshot(state, args):
     state.report(1, 2, "Captured")
     saved = None
     if state.config.output_dir:
-        # The server names the file, so nothing a client sends can steer the path.
-        os.makedirs(state.config.output_dir, exist_ok=True)
-        state.screenshots += 1
-        name = f"{time.strftime('%Y%m%d-%H%M%S')}-{state.session_id[:8]}-{state.screenshots}.{fmt}"
-        saved = os.path.join(os.path.realpath(state.config.output_dir), name)
+        saved = file_path(state, fmt)
         with open(saved, "wb") as f:
             f.write(data)
     state.report(2, 2, "Done")
     return {"width": width, "height": height, "format": fmt, "bytes": len(data), "savedTo": saved,
             "image": data}
 
+
+FILE_RESULT = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}, "bytes": {"type": "integer"}, "message": {"type": "string"}},
+    "required": ["path", "bytes", "message"],
+}
 
 TOOLS = [
     SessionTool(
@@ -247,5 +291,39 @@ TOOLS = [
                            "savedTo": {"type": ["string", "null"]}},
             "required": ["width", "height", "format", "bytes", "savedTo"],
         },
+    ),
+    SessionTool(
+        name="pdf",
+        title="Save as PDF",
+        description="Print the page to a PDF file on the server (headless Chromium); returns its path.",
+        input_schema=session_schema({"landscape": schema.boolean("Landscape pages."),
+                                     "printBackground": schema.boolean("Print background colours and images.")}),
+        handler=pdf,
+        read_only=True,
+        output_schema=FILE_RESULT,
+        enabled=lambda config: "pdf" in config.caps,
+    ),
+    SessionTool(
+        name="trace_start",
+        title="Start trace",
+        description="Record a Playwright trace of the session (actions, DOM snapshots, screenshots) until "
+                    "trace_stop.",
+        input_schema=session_schema({"screenshots": schema.boolean("Screenshots (default true)."),
+                                     "snapshots": schema.boolean("DOM snapshots (default true)."),
+                                     "sources": schema.boolean("Source files (default false).")}),
+        handler=trace_start,
+        page_tool=False,
+        output_schema=SUCCESS_MESSAGE,
+        enabled=lambda config: "tracing" in config.caps,
+    ),
+    SessionTool(
+        name="trace_stop",
+        title="Stop trace",
+        description="Stop the trace and save it as a zip for `playwright show-trace`; returns its path.",
+        input_schema=session_schema(),
+        handler=trace_stop,
+        page_tool=False,
+        output_schema=FILE_RESULT,
+        enabled=lambda config: "tracing" in config.caps,
     ),
 ]

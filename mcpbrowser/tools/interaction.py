@@ -84,6 +84,66 @@ def press_key(state, args):
     return {"success": True, "message": f"Pressed {key} on {label}"}
 
 
+def drag(state, args):
+    source, target = args["source"], args["target"]
+    _, drop = state.locate(target)
+    label = on_element(state, {**source, **{k: args[k] for k in ("timeout",) if k in args}}, ElementNotClickable,
+                       lambda first, timeout: state.act(first, "drag_to", target=drop.first, timeout=timeout))
+    return {"success": True, "message": f"Dragged {label} to {target.get('selector') or 'ref ' + target['ref']}"}
+
+
+def fill_form(state, args):
+    """Each field by the kind of control it is: a checkbox or radio is checked, a <select> chooses, else fill."""
+    timeout = {k: args[k] for k in ("timeout",) if k in args}
+    filled = [on_element(state, {**{k: f[k] for k in ("selector", "ref") if k in f}, **timeout},
+                         ElementNotEditable, _filler(state, f)) for f in args["fields"]]
+    return {"success": True, "message": f"Filled {len(filled)} field(s): {', '.join(filled)}"}
+
+
+def _filler(state, field):
+    value, secret = field["value"], field.get("secret", False)
+
+    def fill(target, timeout):
+        kind = target.evaluate("e => e.tagName === 'SELECT' ? 'select' : "
+                               "['checkbox', 'radio'].includes(e.type) ? 'check' : 'text'", timeout=timeout)
+        if kind == "check":
+            return state.act(target, "set_checked", checked=value in (True, "true", "on", "1"), timeout=timeout)
+        text = str(value).lower() if isinstance(value, bool) else value
+        if secret or target.evaluate(IS_SECRET_FIELD):
+            snapshots.mark_secret(state, text)  # scrubbed from every answer, as type's secrets
+        if kind == "select":
+            return state.act(target, "select_option", value=text, timeout=timeout)
+        return state.act(target, "fill", value=text, timeout=timeout)
+
+    return fill
+
+
+def mouse(state, args):
+    action, x, y = args["action"], args.get("x"), args.get("y")
+    pointer = state.page.mouse
+    if action == "wheel":
+        state.act(pointer, "wheel", delta_x=args.get("deltaX", 0), delta_y=args.get("deltaY", 0))
+        return {"success": True, "message": f"Scrolled by {args.get('deltaX', 0)},{args.get('deltaY', 0)}"}
+    if action in ("click", "move") and (x is None or y is None):
+        raise InvalidParameters(f"{action} needs x and y.", session_id=state.session_id)
+    button = args.get("button", "left")
+    if action == "click":
+        state.act(pointer, "click", x=x, y=y, button=button, click_count=args.get("clickCount", 1))
+    elif action == "move":
+        state.act(pointer, "move", x=x, y=y)
+    else:
+        if x is not None and y is not None:
+            state.act(pointer, "move", x=x, y=y)
+        state.act(pointer, action, button=button)
+    where = f" at {x},{y}" if x is not None and y is not None else ""
+    return {"success": True, "message": f"Mouse {action}{where}"}
+
+
+def resize(state, args):
+    state.page.set_viewport_size({"width": args["width"], "height": args["height"]})
+    return {"success": True, "message": f"Viewport is {args['width']}x{args['height']}"}
+
+
 def _allowed_file(state, path):
     real = os.path.realpath(path)
     for root in state.config.upload_dir:
@@ -206,6 +266,63 @@ TOOLS = [
         }, required=("key",)),
         handler=press_key,
         changes_page=True,
+        output_schema=SUCCESS_MESSAGE,
+    ),
+    SessionTool(
+        name="drag",
+        title="Drag and drop",
+        description="Drag one element onto another.",
+        input_schema=session_schema({
+            "source": {**schema.obj(TARGET), "description": "Element to drag: selector or ref."},
+            "target": {**schema.obj(TARGET), "description": "Element to drop on: selector or ref."},
+            "timeout": TIMEOUT,
+        }, required=("source", "target")),
+        handler=drag,
+        changes_page=True,
+        output_schema=SUCCESS_MESSAGE,
+    ),
+    SessionTool(
+        name="fill_form",
+        title="Fill form",
+        description="Fill several fields in one call: text is filled, checkboxes and radios set, "
+                    "selects chosen. Values are never stored; secrets as in type.",
+        input_schema=session_schema({
+            "fields": {"type": "array", "minItems": 1, "description": "Fields in order.",
+                       "items": schema.obj({**TARGET, "value": {"type": ["string", "boolean"]},
+                                            "secret": schema.boolean("Never stored or shown in clear.")},
+                                           ("value",))},
+            "timeout": TIMEOUT,
+        }, required=("fields",)),
+        handler=fill_form,
+        changes_page=True,
+        output_schema=SUCCESS_MESSAGE,
+    ),
+    SessionTool(
+        name="mouse",
+        title="Mouse at coordinates",
+        description="Mouse by viewport CSS pixels (from a screenshot): click, move, down, up, or wheel.",
+        input_schema=session_schema({
+            "action": schema.string("What to do.", enum=["click", "move", "down", "up", "wheel"]),
+            "x": schema.number("From the left.", 0), "y": schema.number("From the top.", 0),
+            "button": schema.string("Default left.", enum=["left", "right", "middle"]),
+            "clickCount": schema.integer("2 for a double click.", 1, 3),
+            "deltaX": schema.number("Wheel: horizontal scroll in px."),
+            "deltaY": schema.number("Wheel: vertical scroll in px."),
+        }, required=("action",)),
+        handler=mouse,
+        changes_page=True,
+        output_schema=SUCCESS_MESSAGE,
+        enabled=lambda config: "vision" in config.caps,
+    ),
+    SessionTool(
+        name="resize",
+        title="Resize viewport",
+        description="Set the viewport's size in CSS pixels.",
+        input_schema=session_schema({"width": schema.integer("CSS px.", 1, 10_000),
+                                     "height": schema.integer("CSS px.", 1, 10_000)}, required=("width", "height")),
+        handler=resize,
+        changes_page=True,
+        positional=("width", "height"),
         output_schema=SUCCESS_MESSAGE,
     ),
     SessionTool(
