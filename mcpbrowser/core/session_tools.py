@@ -5,7 +5,7 @@ from mcpbrowser.errors import BrowserError, BrowserServerError, InvalidParameter
 from mcpbrowser.session import page_reading
 from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, CoreTool, session_schema
 
-STATE_NAME = schema.string("Name of a login saved with save_state.", pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+STATE_NAME = schema.string("A saved login's name.", pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 STATE_TIMEOUT_S = 30.0  # reading a session's storage: one round trip, unless its thread is busy
 
 
@@ -93,20 +93,19 @@ def list_sessions(core, args, call):
 
 # Emulation: each option goes to the session's own browser context (so no pooled one).
 EMULATION = {
-    "device": schema.string("Playwright device name (iPhone 13, Pixel 7); the options below override it.",
-                            minLength=1),
+    "device": schema.string("Playwright device (iPhone 13, Pixel 7); the options below override it.", minLength=1),
     "viewport": {**schema.obj({"width": schema.integer("", 1, 10_000), "height": schema.integer("", 1, 10_000)},
-                              ("width", "height")), "description": "CSS pixels (window.innerWidth)."},
-    "userAgent": schema.string("User-Agent header and navigator.userAgent.", minLength=1),
-    "locale": schema.string("e.g. de-DE: navigator.language, Accept-Language, number formats.", minLength=1),
-    "timezoneId": schema.string("IANA time zone, e.g. Europe/Berlin.", minLength=1),
+                              ("width", "height")), "description": "CSS px."},
+    "userAgent": schema.string("User-Agent.", minLength=1),
+    "locale": schema.string("e.g. de-DE.", minLength=1),
+    "timezoneId": schema.string("e.g. Asia/Tokyo.", minLength=1),
     "geolocation": {**schema.obj({"latitude": schema.number("", -90, 90), "longitude": schema.number("", -180, 180),
                                   "accuracy": schema.number("", 0)}, ("latitude", "longitude")),
-                    "description": "Position the page reads, permission granted."},
+                    "description": "Granted to the page."},
     "colorScheme": schema.string("prefers-color-scheme.", enum=["light", "dark", "no-preference"]),
-    "deviceScaleFactor": schema.number("Device pixels per CSS pixel.", 0.1, 10),
-    "isMobile": schema.boolean("Mobile meta viewport and touch events."),
-    "hasTouch": schema.boolean("Touch support."),
+    "deviceScaleFactor": schema.number("devicePixelRatio.", 0.1, 10),
+    "isMobile": schema.boolean("Mobile viewport."),
+    "hasTouch": schema.boolean("Touch events."),
 }
 
 TOOLS = [
@@ -150,32 +149,21 @@ TOOLS = [
     CoreTool(
         name="save_state",
         title="Save login",
-        description="Save the session's cookies and storages under a name (sealed; never shown), to start "
-                    "later sessions logged in: create_session(storageState=name). Same name replaces.",
+        description="Save the session's cookies and storages (sealed, never shown) under a name, for "
+                    "create_session(storageState).",
         input_schema=session_schema({"name": STATE_NAME}, ("name",)),
         handler=save_state,
-        output_schema={
-            "type": "object",
-            "properties": {"name": {"type": "string"}, "cookies": {"type": "integer"},
-                           "domains": {"type": "array", "items": {"type": "string"}},
-                           "savedAt": {"type": "integer"}, "expiresAt": {"type": "integer"},
-                           "message": {"type": "string"}},
-            "required": ["name", "cookies", "domains", "savedAt", "message"],
-        },
+        output_schema={"type": "object", "properties": {"name": {"type": "string"}, "cookies": {"type": "integer"}},
+                       "required": ["name", "cookies"]},
     ),
     CoreTool(
         name="saved_states",
         title="Saved logins",
-        description="List the logins saved with save_state (names, cookie counts, domains); delete one by name.",
+        description="Logins saved with save_state; delete: forget one.",
         input_schema=schema.obj({"delete": STATE_NAME}),
         handler=saved_states,
         destructive=True,
-        output_schema={
-            "type": "object",
-            "properties": {"states": {"type": "array", "items": {"type": "object"}}, "count": {"type": "integer"},
-                           "deleted": {"type": "boolean"}},
-            "required": ["states", "count"],
-        },
+        output_schema={"type": "object", "properties": {"states": {"type": "array"}}, "required": ["states"]},
     ),
     CoreTool(
         name="close_session",

@@ -11,6 +11,9 @@ from mcpbrowser.session.state import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
 from mcpbrowser.tools.targeting import on_element, reason
 
+# A target inside another argument (drag's ends, fill_form's fields): the same keys, described once in the tool.
+BARE_TARGET = {"selector": {"type": "string", "minLength": 1}, "ref": {"type": "string", "minLength": 1}}
+
 
 def click(state, args):
     label = on_element(state, args, ElementNotClickable, lambda target, timeout: state.act(
@@ -273,8 +276,8 @@ TOOLS = [
         title="Drag and drop",
         description="Drag one element onto another.",
         input_schema=session_schema({
-            "source": {**schema.obj(TARGET), "description": "Element to drag: selector or ref."},
-            "target": {**schema.obj(TARGET), "description": "Element to drop on: selector or ref."},
+            "source": {**schema.obj(BARE_TARGET), "description": "Element to drag: {selector} or {ref}."},
+            "target": {**schema.obj(BARE_TARGET), "description": "Where to drop it, likewise."},
             "timeout": TIMEOUT,
         }, required=("source", "target")),
         handler=drag,
@@ -284,13 +287,12 @@ TOOLS = [
     SessionTool(
         name="fill_form",
         title="Fill form",
-        description="Fill several fields in one call: text is filled, checkboxes and radios set, "
-                    "selects chosen. Values are never stored; secrets as in type.",
+        description="Fill fields in one call, each by selector or ref: text, checkbox/radio (true/false), "
+                    "select (value or label). Values are not stored; secret as in type.",
         input_schema=session_schema({
             "fields": {"type": "array", "minItems": 1, "description": "Fields in order.",
-                       "items": schema.obj({**TARGET, "value": {"type": ["string", "boolean"]},
-                                            "secret": schema.boolean("Never stored or shown in clear.")},
-                                           ("value",))},
+                       "items": schema.obj({**BARE_TARGET, "value": {"type": ["string", "boolean"]},
+                                            "secret": {"type": "boolean"}}, ("value",))},
             "timeout": TIMEOUT,
         }, required=("fields",)),
         handler=fill_form,
@@ -318,8 +320,8 @@ TOOLS = [
         name="resize",
         title="Resize viewport",
         description="Set the viewport's size in CSS pixels.",
-        input_schema=session_schema({"width": schema.integer("CSS px.", 1, 10_000),
-                                     "height": schema.integer("CSS px.", 1, 10_000)}, required=("width", "height")),
+        input_schema=session_schema({"width": schema.integer("px", 1, 10_000),
+                                     "height": schema.integer("px", 1, 10_000)}, required=("width", "height")),
         handler=resize,
         changes_page=True,
         positional=("width", "height"),

@@ -146,15 +146,11 @@ TOOLS = [
     SessionTool(
         name="downloads",
         title="Downloads",
-        description="The session's downloads: name, size, MIME type, source URL, saved path, or why refused.",
+        description="The session's downloads: file, size, type, URL, path, or why refused.",
         input_schema=session_schema(),
         handler=downloads,
         read_only=True,
         page_tool=False,
-        output_schema={
-            "type": "object",
-            "properties": {"downloads": {"type": "array", "items": {"type": "object"}}, "count": {"type": "integer"}},
-            "required": ["downloads", "count"],
-        },
+        output_schema={"type": "object", "properties": {"downloads": {"type": "array"}}, "required": ["downloads"]},
     ),
 ]
