@@ -65,3 +65,15 @@ def test_endpoint_settings_are_checked():
     with pytest.raises(ConfigError, match="Name: value"):
         Config(endpoint_headers="no-colon-here", db=":memory:")
     assert Config(endpoint_headers="A: 1, B: two", db=":memory:").headers() == {"A": "1", "B": "two"}
+
+
+def test_caps_and_where_files_go(tmp_path):
+    assert Config.load(["--caps", "vision,PDF"])[0].caps == ("vision", "pdf")
+    with pytest.raises(ConfigError, match="--caps knows vision, pdf, tracing, not audio"):
+        Config(caps=("audio",))
+    assert Config(output_dir=str(tmp_path / "out")).files_dir() == str((tmp_path / "out").resolve())
+    assert Config(db=str(tmp_path / "h.db")).files_dir() == str(tmp_path.resolve() / "files")
+    from mcpbrowser import tools
+    offered = {t.name for t in tools.ALL if t.enabled(Config(caps=("vision", "pdf", "tracing")))}
+    plain = {t.name for t in tools.ALL if t.enabled(Config())}
+    assert offered - plain == {"mouse", "pdf", "trace_start", "trace_stop"}
