@@ -1,5 +1,7 @@
 """Session lifecycle tools; handlers run on the core's worker pool, never on a session thread."""
 
+from concurrent.futures import TimeoutError as FutureTimeout
+
 from mcpbrowser import schema
 from mcpbrowser.errors import BrowserError, BrowserServerError, InvalidParameters, SessionNotFound
 from mcpbrowser.session import page_reading
@@ -63,7 +65,11 @@ def resume_session(core, args, call):
 
 def save_state(core, args, call):
     worker, expires_at = core.registry.renewed(args["sessionId"])
-    storage = worker.submit(page_reading.storage_state).result(STATE_TIMEOUT_S)
+    try:
+        storage = worker.submit(page_reading.storage_state).result(STATE_TIMEOUT_S)
+    except FutureTimeout:
+        raise BrowserError(f"The session was busy for {STATE_TIMEOUT_S:.0f} s; save it when its call is done.",
+                           session_id=args["sessionId"]) from None
     if storage is None:
         raise BrowserError("The session's storage cannot be read now (a dialog is open, or its tab closed).",
                            session_id=args["sessionId"])
