@@ -1,5 +1,6 @@
 """End to end: a crashed or hung browser is restarted, degraded mode, lost sessions,
 the stuck-command watchdog and the memory guard, through the official MCP client."""
+import json
 import os
 import signal
 import sqlite3
@@ -122,7 +123,7 @@ def test_a_stuck_command_is_answered_and_its_session_thread_replaced(pages):
     c = McpClient("--allow-evaluate", "--watchdog-grace", "1", "--action-timeout", "1000",
                   "--navigation-timeout", "2000", "--pool-size", "0")
     try:
-        sid = c.tool("create_session")["sessionId"]
+        sid = c.tool("create_session", timezoneId="Asia/Tokyo")["sessionId"]
         c.tool("navigate", sessionId=sid, url=pages.url("/title/before"))
         pid = server_pid()
         threads = _threads(pid)
@@ -136,6 +137,8 @@ def test_a_stuck_command_is_answered_and_its_session_thread_replaced(pages):
         # The session goes on, on a fresh thread, at its last saved page.
         assert c.tool("snapshot", sessionId=sid)["url"] == pages.url("/title/before")
         assert c.tool("navigate", sessionId=sid, url=pages.url("/title/after"))["title"] == "after"
+        # ...with its emulation.
+        assert json.loads(c.tool("navigate", sessionId=sid, url=pages.url("/probe"))["title"])["tz"] == "Asia/Tokyo"
         # The old thread and its driver are gone, not leaked.
         assert wait_for(lambda: _threads(pid) <= threads, 5), (_threads(pid), threads)
         assert wait_for(lambda: not any(alive(d) for d in drivers), 5)
