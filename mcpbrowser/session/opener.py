@@ -4,7 +4,6 @@ SESSION THREAD ONLY: `SessionOpener.__call__` is the `opener` a SessionWorker ru
 first on its new thread; everything it creates stays on that thread.
 """
 
-import difflib
 from collections.abc import Callable
 from typing import Any
 
@@ -96,6 +95,8 @@ def context_options(playwright: Any, emulation: dict[str, Any]) -> dict[str, Any
     if name is not None:
         device = playwright.devices.get(name)
         if device is None:
+            import difflib  # only on this error path: keeps it off the server's start-up
+
             near = difflib.get_close_matches(name, list(playwright.devices), n=3, cutoff=0.5)
             raise InvalidParameters(f"arguments.device {name!r} is not a Playwright device"
                                     + (f"; did you mean {', '.join(near)}?" if near else "."),
