@@ -1,4 +1,4 @@
-"""Read-only facts about our process tree from Linux's /proc: who descends from whom, how much memory.
+"""Read-only facts about our process tree from Linux's /proc: who descends from whom, how much memory and CPU.
 
 Threads: any. Nothing here signals or changes a process; every function
 tolerates processes that vanish while it reads. Off Linux (no /proc) the
@@ -78,6 +78,19 @@ def pss_kb(pid):
             return next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
     except (OSError, StopIteration, ValueError, IndexError):
         return 0
+
+
+def cpu_s(pid):
+    """CPU seconds (user and system) a process used, with those of its children it reaped; 0 if gone."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return 0.0
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
+
+
+def tree_cpu_s(pid):
+    """CPU seconds of a process and its live descendants (renderers that ended count in their parent's)."""
+    return sum(cpu_s(p) for p in [pid, *descendants(pid)])
 
 
 def tree_pss_kb(pid):

@@ -49,7 +49,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcpbrowser.core.browser_process import SharedBrowser, find_executable
-from mcpbrowser.process_tree import child_pids, tree_pss_kb
+from mcpbrowser.process_tree import child_pids, tree_cpu_s, tree_pss_kb
 
 PAGE = b"""<!doctype html><title>Bench</title>
 <label for="q">Query</label><input id="q">
@@ -129,6 +129,14 @@ class RawPlaywright:
         # Timed on the Playwright thread itself: the hop to it is the benchmark's, not Playwright's.
         return await anyio.to_thread.run_sync(self._thread.submit(timed, fn).result)
 
+    def thread_cpu_s(self):
+        """CPU seconds of the Playwright thread itself (Python's share of raw Playwright's work)."""
+        return self._thread.submit(time.thread_time).result()
+
+    def navigate_and_title(self, url):
+        """What our navigate does: the page loaded, its title read."""
+        return self._thread.submit(lambda: (self.page.goto(url), self.page.title())).result()
+
     def close(self):
         def stop():
             self._browser.close()
@@ -165,6 +173,57 @@ async def interleaved_rounds(rounds, think_s, contenders):
                 await anyio.sleep(think_s)
             await anyio.sleep(max(0.0, SETTLE_S - think_s))
     return {name: {op: stats(values) for op, values in ops.items()} for name, ops in samples.items()}
+
+
+CPU_NAVIGATES = 5  # navigates in one contender's turn of the CPU phase (the clock ticks at 10 ms)
+
+
+async def cpu_per_navigate(executable, url, rounds, think_s, db):
+    """CPU ms per navigate of each contender's whole process tree, read from /proc, in interleaved turns.
+
+    Raw Playwright: its Node.js driver and browser (tree) plus its Python thread, for
+    goto + title. Ours: the server's tree (Python, launcher, browser, relays) for the
+    navigate tool, whose after-call capture runs in the think time and is counted.
+    {"raw_ms", "mcpbrowser_ms", "ratio", "ratios"}: medians over turns, and each turn's ratio.
+    """
+    drivers = set(child_pids("run-driver"))
+    raw = RawPlaywright(executable)
+    try:
+        (driver,) = set(child_pids("run-driver")) - drivers
+        async with AsyncExitStack() as stack:
+            servers = set(child_pids("mcpbrowser"))
+            session = await connect(stack, db)
+            (server,) = set(child_pids("mcpbrowser")) - servers
+            sid = json.loads((await _call(session, "create_session", {})).content[0].text)["sessionId"]
+
+            def raw_cpu():
+                return tree_cpu_s(driver) + raw.thread_cpu_s()
+
+            async def raw_turn():
+                for _ in range(CPU_NAVIGATES):
+                    await anyio.to_thread.run_sync(raw.navigate_and_title, url)
+                    await anyio.sleep(think_s)
+
+            async def our_turn():
+                for _ in range(CPU_NAVIGATES):
+                    await _call(session, "navigate", {"sessionId": sid, "url": url})
+                    await anyio.sleep(think_s)
+
+            used = {"raw": [], "mcpbrowser": []}
+            for i in range(rounds + 1):  # the first round warms up
+                for name, turn, cpu in (("raw", raw_turn, raw_cpu), ("mcpbrowser", our_turn,
+                                                                       lambda: tree_cpu_s(server))):
+                    before = cpu()
+                    await turn()
+                    await anyio.sleep(SETTLE_S)
+                    if i:
+                        used[name].append((cpu() - before) * 1000 / CPU_NAVIGATES)
+    finally:
+        raw.close()
+    turns = [round(ours / theirs, 2) for ours, theirs in zip(used["mcpbrowser"], used["raw"], strict=True)]
+    return {"raw_ms": round(statistics.median(used["raw"]), 1),
+            "mcpbrowser_ms": round(statistics.median(used["mcpbrowser"]), 1),
+            "ratio": round(statistics.median(turns), 2), "ratios": turns}
 
 
 def raw_concurrent(executable, url, sessions, rounds):
@@ -485,6 +544,9 @@ def report(results):
                   f"{op} {results['vs_python_playwright_mcp']['ops'][op]}x "
                   f"({results['python_playwright_mcp']['ops'][op]['median_ms']} ms)" for op in OPS)]
                 if theirs else []),
+              f"CPU per navigate (process trees, /proc): raw goto + title {results['cpu_per_navigate']['raw_ms']} ms, "
+              f"ours {results['cpu_per_navigate']['mcpbrowser_ms']} ms, ratio {results['cpu_per_navigate']['ratio']} "
+              f"(turns {min(results['cpu_per_navigate']['ratios'])}-{max(results['cpu_per_navigate']['ratios'])})",
               f"create_session median: warm pool {ours['create_session_warm']['median_ms']} ms, "
               f"cold {results['create_session_cold']['median_ms']} ms",
               f"{results['sessions']} sessions: ours {results['concurrent']['ops_per_s']} ops/s, "
@@ -552,6 +614,9 @@ def main():
             cli = install_playwright_mcp(folder)
     progress("per call: raw Playwright, mcpbrowser" + (" and @playwright/mcp" if cli else "") + ", interleaved…")
     results.update(anyio.run(per_call, executable, url, args.rounds, args.think_ms / 1000, databases, cli))
+    progress("CPU per navigate: raw Playwright and mcpbrowser, interleaved…")
+    results["cpu_per_navigate"] = anyio.run(cpu_per_navigate, executable, url, max(2, args.rounds // 3),
+                                            max(0.3, args.think_ms / 1000), next(databases))
     progress("mcpbrowser, cold create_session…")
     results["create_session_cold"] = anyio.run(mcpbrowser_cold_create, next(databases))
     raw_runs, our_runs, http_runs = [], [], []
