@@ -615,7 +615,7 @@ def main():
     progress("per call: raw Playwright, mcpbrowser" + (" and @playwright/mcp" if cli else "") + ", interleaved…")
     results.update(anyio.run(per_call, executable, url, args.rounds, args.think_ms / 1000, databases, cli))
     progress("CPU per navigate: raw Playwright and mcpbrowser, interleaved…")
-    results["cpu_per_navigate"] = anyio.run(cpu_per_navigate, executable, url, max(2, args.rounds // 3),
+    results["cpu_per_navigate"] = anyio.run(cpu_per_navigate, executable, url, max(1, args.rounds // 3),
                                             max(0.3, args.think_ms / 1000), next(databases))
     progress("mcpbrowser, cold create_session…")
     results["create_session_cold"] = anyio.run(mcpbrowser_cold_create, next(databases))
