@@ -49,7 +49,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcpbrowser.core.browser_process import SharedBrowser, find_executable
-from mcpbrowser.process_tree import child_pids, tree_cpu_s, tree_pss_kb
+from mcpbrowser.process_tree import child_pids, cmdline, cpu_s, descendants, tree_pss_kb
 
 PAGE = b"""<!doctype html><title>Bench</title>
 <label for="q">Query</label><input id="q">
@@ -178,13 +178,39 @@ async def interleaved_rounds(rounds, think_s, contenders):
 CPU_NAVIGATES = 5  # navigates in one contender's turn of the CPU phase (the clock ticks at 10 ms)
 
 
+def process_kind(pid, root):
+    """What a process of a contender's tree is, for the CPU split: a Chromium process type, or ours.
+
+    The command lines of Chromium and the relays name our runtime folder, so only the root is "server".
+    """
+    line = cmdline(pid)
+    if pid == root:
+        return "driver" if "run-driver" in line else "server"
+    for kind in ("renderer", "gpu-process", "utility", "zygote"):
+        if f"--type={kind}" in line:
+            return kind
+    if "launch_server.js" in line:
+        return "launcher"
+    return "browser" if "chrom" in line.split(" ", 1)[0] else "relay"  # a relay runs in the driver's place
+
+
+def tree_cpu_by_kind(pid):
+    """{kind: CPU seconds} over a process tree (see process_kind)."""
+    out = {}
+    for p in [pid, *descendants(pid)]:
+        kind = process_kind(p, pid)
+        out[kind] = out.get(kind, 0.0) + cpu_s(p)
+    return out
+
+
 async def cpu_per_navigate(executable, url, rounds, think_s, db):
     """CPU ms per navigate of each contender's whole process tree, read from /proc, in interleaved turns.
 
     Raw Playwright: its Node.js driver and browser (tree) plus its Python thread, for
     goto + title. Ours: the server's tree (Python, launcher, browser, relays) for the
     navigate tool, whose after-call capture runs in the think time and is counted.
-    {"raw_ms", "mcpbrowser_ms", "ratio", "ratios"}: medians over turns, and each turn's ratio.
+    {"raw_ms", "mcpbrowser_ms", "ratio", "ratios", "by_process"}: medians over turns, each
+    turn's ratio, and each side's ms per navigate by process kind (renderer, browser, ...).
     """
     drivers = set(child_pids("run-driver"))
     raw = RawPlaywright(executable)
@@ -197,7 +223,7 @@ async def cpu_per_navigate(executable, url, rounds, think_s, db):
             sid = json.loads((await _call(session, "create_session", {})).content[0].text)["sessionId"]
 
             def raw_cpu():
-                return tree_cpu_s(driver) + raw.thread_cpu_s()
+                return {**tree_cpu_by_kind(driver), "python thread": raw.thread_cpu_s()}
 
             async def raw_turn():
                 for _ in range(CPU_NAVIGATES):
@@ -211,19 +237,24 @@ async def cpu_per_navigate(executable, url, rounds, think_s, db):
 
             used = {"raw": [], "mcpbrowser": []}
             for i in range(rounds + 1):  # the first round warms up
-                for name, turn, cpu in (("raw", raw_turn, raw_cpu), ("mcpbrowser", our_turn,
-                                                                       lambda: tree_cpu_s(server))):
+                for name, turn, cpu in (("raw", raw_turn, raw_cpu),
+                                        ("mcpbrowser", our_turn, lambda: tree_cpu_by_kind(server))):
                     before = cpu()
                     await turn()
                     await anyio.sleep(SETTLE_S)
                     if i:
-                        used[name].append((cpu() - before) * 1000 / CPU_NAVIGATES)
+                        after = cpu()
+                        used[name].append({k: (after[k] - before.get(k, 0.0)) * 1000 / CPU_NAVIGATES
+                                           for k in after})
     finally:
         raw.close()
-    turns = [round(ours / theirs, 2) for ours, theirs in zip(used["mcpbrowser"], used["raw"], strict=True)]
-    return {"raw_ms": round(statistics.median(used["raw"]), 1),
-            "mcpbrowser_ms": round(statistics.median(used["mcpbrowser"]), 1),
-            "ratio": round(statistics.median(turns), 2), "ratios": turns}
+    totals = {name: [sum(turn.values()) for turn in turns] for name, turns in used.items()}
+    ratios = [round(ours / theirs, 2) for ours, theirs in zip(totals["mcpbrowser"], totals["raw"], strict=True)]
+    by_process = {name: {k: round(statistics.median(turn.get(k, 0.0) for turn in turns), 1)
+                         for k in sorted({k for turn in turns for k in turn})} for name, turns in used.items()}
+    return {"raw_ms": round(statistics.median(totals["raw"]), 1),
+            "mcpbrowser_ms": round(statistics.median(totals["mcpbrowser"]), 1),
+            "ratio": round(statistics.median(ratios), 2), "ratios": ratios, "by_process": by_process}
 
 
 def raw_concurrent(executable, url, sessions, rounds):
@@ -547,6 +578,8 @@ def report(results):
               f"CPU per navigate (process trees, /proc): raw goto + title {results['cpu_per_navigate']['raw_ms']} ms, "
               f"ours {results['cpu_per_navigate']['mcpbrowser_ms']} ms, ratio {results['cpu_per_navigate']['ratio']} "
               f"(turns {min(results['cpu_per_navigate']['ratios'])}-{max(results['cpu_per_navigate']['ratios'])})",
+              *(f"  {side} by process (ms): " + ", ".join(f"{k} {v}" for k, v in kinds.items())
+                for side, kinds in results["cpu_per_navigate"]["by_process"].items()),
               f"create_session median: warm pool {ours['create_session_warm']['median_ms']} ms, "
               f"cold {results['create_session_cold']['median_ms']} ms",
               f"{results['sessions']} sessions: ours {results['concurrent']['ops_per_s']} ops/s, "
