@@ -88,11 +88,6 @@ def cpu_s(pid):
     return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
 
 
-def tree_cpu_s(pid):
-    """CPU seconds of a process and its live descendants (renderers that ended count in their parent's)."""
-    return sum(cpu_s(p) for p in [pid, *descendants(pid)])
-
-
 def tree_pss_kb(pid):
     """PSS of a process and all its descendants: what the tree really costs the machine."""
     return sum(pss_kb(p) for p in [pid, *descendants(pid)])
