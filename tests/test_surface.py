@@ -104,6 +104,7 @@ def test_a_login_saved_by_name_starts_new_sessions_logged_in_even_after_a_restar
         listed = first.tool("saved_states")
         assert [s["name"] for s in listed["states"]] == ["alice"]
         assert SECRET not in json.dumps([saved, listed])
+        assert SECRET not in json.dumps(first.server_log())  # nor in the logs
     finally:
         first.close()
     for name in os.listdir(tmp_path):  # sealed at rest: the database, its WAL and journal hold no value
@@ -181,6 +182,8 @@ def test_a_download_over_the_limit_is_refused_and_deleted(files, pages, unsized)
     c.tool("wait_for", sessionId=sid, download=True, timeout=10000)
     (entry,) = c.tool("downloads", sessionId=sid)["downloads"]
     assert entry["status"] == "refused" and "max-download-mb" in entry["error"] and entry["path"] is None, entry
+    # An announced size is refused as the download starts; an unannounced one once the browser has it all.
+    assert entry["size"] == (3000000 if unsized else None), entry
     assert set(os.listdir(folder)) == before  # nothing left, not even a partial file
     c.tool("close_session", sessionId=sid)
 
@@ -188,12 +191,14 @@ def test_a_download_over_the_limit_is_refused_and_deleted(files, pages, unsized)
 def test_a_download_from_outside_the_domain_policy_is_not_saved(files, pages):
     c, folder = files
     before = set(os.listdir(folder))
-    outside = pages.url("/download?size=1000").replace("127.0.0.1", "localhost")
-    sid = c.tool("create_session", url=pages.url(f"/download-link?to={outside}"))["sessionId"]
+    outside = pages.url("/download?size=1000&name=forbidden.bin").replace("127.0.0.1", "localhost")
+    sid = c.tool("create_session", url=pages.url(f"/download-link?to={outside.replace('&', '%26')}"))["sessionId"]
     c.tool("click", sessionId=sid, selector="#get")
     c.call("wait_for", {"sessionId": sid, "download": True, "timeout": 1500})
     assert all(e["status"] != "saved" for e in c.tool("downloads", sessionId=sid)["downloads"])
     assert set(os.listdir(folder)) == before
+    # Refused on the network: the file was never requested (the link page's own URL names it in its query).
+    assert not any(hit.startswith("/download?") and "forbidden.bin" in hit for hit in pages.hits)
     c.tool("close_session", sessionId=sid)
 
 
@@ -241,6 +246,7 @@ def test_fill_form_sets_each_kind_of_field_and_keeps_no_value(files):
     assert "4 field(s)" in filled["message"]
     assert c.tool("click", sessionId=sid, selector="#go")["title"] == "ada|true|g"
     assert PASSWORD not in json.dumps(c.tool("snapshot", sessionId=sid))
+    assert PASSWORD not in json.dumps(c.server_log())
     c.tool("close_session", sessionId=sid)
     rows = sqlite3.connect(c.db).execute("SELECT params FROM requests WHERE tool_name = 'fill_form'").fetchall()
     assert rows and all("ada" not in r[0] and PASSWORD not in r[0] for r in rows)

@@ -18,7 +18,7 @@ from mcpbrowser.config import Config
 from mcpbrowser.core.browser_supervisor import BrowserSupervisor
 from mcpbrowser.core.policy_proxy import PolicyProxy
 from mcpbrowser.core.registry import SessionRecord, SessionRegistry
-from mcpbrowser.errors import BrowserError, BrowserServerError, BrowserUnavailable, InvalidParameters
+from mcpbrowser.errors import BrowserError, BrowserFailure, BrowserServerError, BrowserUnavailable
 from mcpbrowser.guards import DomainPolicy, MemoryGuard, is_loopback
 from mcpbrowser.logs import log
 from mcpbrowser.session.state import SessionState
@@ -76,14 +76,13 @@ class WarmPool:
             elif allowed_domains:
                 worker.submit(SessionState.narrow, allowed_domains).result(SESSION_START_TIMEOUT_S)
                 worker.options["allowed_domains"] = allowed_domains  # a watchdog restart keeps them
-        except InvalidParameters:  # an emulation option the browser refused: the caller's to mend
-            self._registry.release()
-            raise
-        except BrowserServerError:
+        except BrowserServerError as exc:
             self._registry.release()
             # A session attaches in ~30 ms, so it can fail on a browser that just died
-            # before the supervisor has seen the crash: give it the time to.
-            if self._browser.remote or not self._browser.crash_noticed(generation):
+            # before the supervisor has seen the crash: give it the time to. A caller's
+            # mistake (an emulation option the browser refused) is no crash: answered at once.
+            if not isinstance(exc, BrowserFailure) or self._browser.remote \
+                    or not self._browser.crash_noticed(generation):
                 raise
             if final_try:
                 raise crashed from None

@@ -7,7 +7,8 @@ completes during some later Playwright call of the session (any call pumps the
 events), and `wait_for(download=true)` is the way to wait for one.
 
 The size limit holds twice: a download whose response announced a larger
-Content-Length is cancelled as it starts (the server sees the connection
+Content-Length (read from its request in the session's network ring, once per
+download, rather than from a handler on every response) is cancelled as it starts (the server sees the connection
 close); one that did not announce its size is checked when the browser has it,
 and deleted when it is too big. So a page can make the browser fetch at most
 one unannounced oversized file into Playwright's temporary folder, which goes
@@ -18,30 +19,25 @@ import mimetypes
 import os
 import re
 import time
-from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from mcpbrowser.logs import log
 from mcpbrowser.timers import now_ms
 
-ANNOUNCED = 32  # recent navigation responses whose size and type are remembered for their download
-
 
 class Downloads:
     """The session's downloads as plain dicts, newest last, and which the agent has not heard of yet."""
 
-    def __init__(self, session_id: str, directory: str, limit_mb: int, refused: Any) -> None:
+    def __init__(self, session_id: str, directory: str, limit_mb: int, refused: Callable[[str], bool],
+                 request_for: Callable[[str], Any]) -> None:
         self.session_id, self.directory = session_id, directory
         self.limit = limit_mb * 1024 * 1024
         self._refused = refused       # refused(url) -> bool: the session's domain policy
+        self._request_for = request_for  # request_for(url): its latest Request in the network ring, or None
         self.entries: list[dict] = []
         self._told: dict[int, str] = {}  # entry index -> status the agent last heard
-        self._announced: OrderedDict[str, tuple] = OrderedDict()  # url -> (Content-Length or None, MIME type)
         self.waited = 0               # entries when wait_for(download) last returned
-
-    def listen(self, context: Any) -> None:
-        """Remember what navigation responses announce; each page's "download" event comes to on_download."""
-        context.on("response", self._on_response)
 
     def in_progress(self) -> bool:
         return any(e["status"] == "downloading" for e in self.entries)
@@ -56,21 +52,22 @@ class Downloads:
 
     # -- event handlers ---------------------------------------------------------------
 
-    def _on_response(self, response: Any) -> None:
+    def _announced(self, url: str) -> tuple[int | None, str | None]:
+        """(Content-Length, MIME type) the download's response announced; None for what it did not."""
+        request = self._request_for(url)
         try:
-            if not response.request.is_navigation_request():
-                return
+            response = request.response() if request is not None else None
         except Exception:
-            return
+            response = None
+        if response is None:
+            return None, None
         headers = response.headers
-        length = headers.get("content-length")
-        self._announced[response.url] = (int(length) if length and length.isdigit() else None,
-                                         headers.get("content-type", "").split(";")[0].strip() or None)
-        while len(self._announced) > ANNOUNCED:
-            self._announced.popitem(last=False)
+        length = headers.get("content-length", "")
+        return (int(length) if length.isdigit() else None,
+                headers.get("content-type", "").split(";")[0].strip() or None)
 
     def on_download(self, download: Any) -> None:
-        announced, mime = self._announced.get(download.url, (None, None))
+        announced, mime = self._announced(download.url)
         entry = {"name": None, "suggestedName": download.suggested_filename, "url": download.url,
                  "status": "downloading", "size": None,
                  "mimeType": mime or mimetypes.guess_type(download.suggested_filename)[0],

@@ -60,6 +60,13 @@ class EventBuffers:
         """The network ring's entries since the current page's document was requested."""
         return _newest(self.network, self._network_total - self._page_mark)
 
+    def request_for(self, url: str) -> Any:
+        """The newest Request to this URL still in the ring, or None (a download looks up its response)."""
+        for entry, request in reversed(self.network):
+            if request is not None and entry["url"] == url:
+                return request
+        return None
+
     def on_websocket(self, ws: Any) -> None:
         """A page opened a WebSocket (a page event, so the state subscribes it per page)."""
         entry = {"method": "GET", "url": ws.url, "resourceType": "websocket", "status": None,

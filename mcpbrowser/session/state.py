@@ -50,8 +50,8 @@ class SessionState:
         self.events = EventBuffers(config.console_buffer, config.network_buffer, self.network_policy,
                                    lambda: self.page)
         self.downloads = Downloads(worker.session_id, config.files_dir(), config.max_download_mb,
-                                   self.network_policy.refuses_download)
-        self.screenshots = 0      # files this session saved (screenshots, PDFs, traces): their names' counter
+                                   self.network_policy.refuses_download, self.events.request_for)
+        self.files_saved = 0      # files this session saved (screenshots, PDFs, traces): their names' counter
         self.tracing = False      # trace_start ran, trace_stop not yet
         self.secrets = set()      # secret values seen (typed or in secret fields): scrubbed from all output
         self.call = None          # the Call running now, while a tool runs
@@ -76,7 +76,6 @@ class SessionState:
         self.context.on("page", self._on_page)
         self.context.on("dialog", self._on_dialog)
         self.events.listen(self.context)
-        self.downloads.listen(self.context)
         self._follow_page(self.page)
 
     def narrow(self, allowed_domains):

@@ -149,8 +149,8 @@ def file_path(state, extension):
     """A new file's path in the server's files folder; the server names it, so nothing a client sends steers it."""
     folder = state.config.files_dir()
     os.makedirs(folder, exist_ok=True)
-    state.screenshots += 1
-    return os.path.join(folder, f"{time.strftime('%Y%m%d-%H%M%S')}-{state.session_id[:8]}-{state.screenshots}"
+    state.files_saved += 1
+    return os.path.join(folder, f"{time.strftime('%Y%m%d-%H%M%S')}-{state.session_id[:8]}-{state.files_saved}"
                                 f".{extension}")
 
 

@@ -5,7 +5,7 @@ import os
 
 from mcpbrowser import schema
 from mcpbrowser.errors import ElementNotClickable, ElementNotEditable, EvaluationFailed, InvalidParameters, NoDialogOpen
-from mcpbrowser.redaction import IS_SECRET_FIELD
+from mcpbrowser.redaction import IS_SECRET_FIELD, JS_IS_SECRET
 from mcpbrowser.session import snapshots
 from mcpbrowser.session.state import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
@@ -103,16 +103,21 @@ def fill_form(state, args):
     return {"success": True, "message": f"Filled {len(filled)} field(s): {', '.join(filled)}"}
 
 
+# [kind, isSecret] of a form field in one round trip: select, check (checkbox or radio) or text.
+FIELD_KIND = f"""e => {{ {JS_IS_SECRET}
+  const kind = e.tagName === 'SELECT' ? 'select' : ['checkbox', 'radio'].includes(e.type) ? 'check' : 'text';
+  return [kind, isSecret(e)]; }}"""
+
+
 def _filler(state, field):
     value, secret = field["value"], field.get("secret", False)
 
     def fill(target, timeout):
-        kind = target.evaluate("e => e.tagName === 'SELECT' ? 'select' : "
-                               "['checkbox', 'radio'].includes(e.type) ? 'check' : 'text'", timeout=timeout)
+        kind, is_secret = target.evaluate(FIELD_KIND, timeout=timeout)
         if kind == "check":
             return state.act(target, "set_checked", checked=value in (True, "true", "on", "1"), timeout=timeout)
         text = str(value).lower() if isinstance(value, bool) else value
-        if secret or target.evaluate(IS_SECRET_FIELD):
+        if secret or is_secret:
             snapshots.mark_secret(state, text)  # scrubbed from every answer, as type's secrets
         if kind == "select":
             return state.act(target, "select_option", value=text, timeout=timeout)
