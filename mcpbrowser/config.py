@@ -94,6 +94,118 @@ def _url_path(name, value):
     return value
 
 
+ENDPOINT_SCHEMES = {"ws": ("ws", "wss"), "cdp": ("http", "https", "ws", "wss"), "grid": ("http", "https")}
+ENDPOINT_KEYS = {"url", "headers", "capacity"}
+
+
+@dataclass(frozen=True)
+class RemoteEndpoint:
+    """One remote browser backend: a Playwright browser server (ws), a Chromium over CDP, or a Selenium Grid.
+
+    headers: (name, value) pairs sent when attaching; capacity: sessions placed on it at
+    most (None: --max-sessions, so equal endpoints share the load evenly).
+    """
+
+    url: str
+    kind: str
+    headers: tuple = ()
+    capacity: int | None = None
+
+    def shown(self):
+        """The URL as logs and answers may show it: no user name, password or query (tokens live there)."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        host = f"[{host}]" if ":" in host else host
+        return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
+
+
+def _endpoints(kind):
+    """--ws-endpoint and friends: a comma list, a repeated flag, or (in a --config file or from an
+    embedder) a list of URLs and {"url", "headers", "capacity"} objects."""
+
+    def check(name, value):
+        if value is None or value == "":
+            return ()
+        items = [value] if isinstance(value, (str, dict, RemoteEndpoint)) else list(value)
+        out = []
+        for item in items:
+            if isinstance(item, RemoteEndpoint):
+                out.append(item)
+            elif isinstance(item, str):
+                out += [_endpoint(name, kind, {"url": url.strip()}) for url in item.split(",") if url.strip()]
+            elif isinstance(item, dict):
+                out.append(_endpoint(name, kind, item))
+            else:
+                raise ConfigError(f"{_flag(name)} takes URLs or {{\"url\", \"headers\", \"capacity\"}} objects, "
+                                  f"got {item!r}")
+        urls = [e.url for e in out]
+        if len(set(urls)) != len(urls):
+            raise ConfigError(f"{_flag(name)} names an endpoint twice")
+        return tuple(out)
+
+    return check
+
+
+def _endpoint(name, kind, item):
+    from urllib.parse import urlsplit
+
+    unknown = set(item) - ENDPOINT_KEYS
+    if unknown or "url" not in item:
+        raise ConfigError(f"{_flag(name)}: an endpoint object has the keys url (required), headers and capacity; "
+                          f"got {sorted(item)}")
+    url = item["url"]
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        _ = parts and parts.port  # a port that is not a number raises here
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ENDPOINT_SCHEMES[kind] or not parts.hostname:
+        raise ConfigError(f"{_flag(name)} wants {' or '.join(s + '://' for s in ENDPOINT_SCHEMES[kind])} URLs "
+                          f"with a host, got {_hidden(url)!r}")
+    headers = item.get("headers") or {}
+    if isinstance(headers, dict):
+        headers = [f"{k}: {v}" for k, v in headers.items()]
+    pairs = []
+    for header in _text_list(name, headers):
+        if ":" not in header:
+            raise ConfigError(f"{_flag(name)}: headers must look like `Name: value`, got {header.split(':')[0]!r}")
+        key, value = header.split(":", 1)
+        pairs.append((key.strip(), value.strip()))
+    capacity = item.get("capacity")
+    if capacity is not None:
+        capacity = _int_at_least(1)(name, capacity)
+    return RemoteEndpoint(url, kind, tuple(pairs), capacity)
+
+
+def _hidden(url):
+    """A URL for an error message, without what may be a secret (user info, query)."""
+    if not isinstance(url, str):
+        return url
+    try:
+        return RemoteEndpoint(url, "ws").shown()
+    except ValueError:
+        return url.split("?")[0].rsplit("@", 1)[-1]
+
+
+def _json_object(name, value):
+    if value is None or value == "":
+        return None
+    if isinstance(value, dict):
+        return value
+    try:
+        parsed = json.loads(value)
+    except ValueError as exc:
+        raise ConfigError(f"{_flag(name)} must be a JSON object ({exc})") from None
+    if not isinstance(parsed, dict):
+        raise ConfigError(f"{_flag(name)} must be a JSON object, got {value!r}")
+    return parsed
+
+
+APPENDABLE = ("ws_endpoint", "cdp_endpoint", "selenium_grid")  # flags that may be given more than once
+
+
 def _option(default, check, help):
     return field(default=default, metadata={"check": check, "help": help})
 
@@ -174,17 +286,30 @@ class Config:
         100, _int_at_least(0),
         "Largest download a page may save, in MB; bigger ones are refused and deleted. 0 refuses all downloads.")
 
-    cdp_endpoint: str = _option(
-        None, _optional_text,
-        "Attach to a running Chromium or Chrome (a grid, say) over CDP instead of launching one.")
-    ws_endpoint: str = _option(
-        None, _optional_text,
-        "Attach to a Playwright browser server (`playwright run-server` or a hosted grid) instead "
-        "of launching one.")
+    cdp_endpoint: tuple = _option(
+        (), _endpoints("cdp"),
+        "Attach to running Chromium or Chrome browsers over CDP instead of launching one: a URL, a comma "
+        "list or the flag repeated (a fleet; in --config, objects with url, headers and capacity).")
+    ws_endpoint: tuple = _option(
+        (), _endpoints("ws"),
+        "Attach to Playwright browser servers (`playwright run-server`) instead of launching a browser: "
+        "a URL, a comma list or the flag repeated. New sessions go where most capacity is free.")
+    selenium_grid: tuple = _option(
+        (), _endpoints("grid"),
+        "Run each session in a Chromium that a Selenium Grid 4 starts on one of its nodes (Playwright's "
+        "Selenium support, CDP through the Grid): the Grid's URL, http://HOST:4444.")
+    selenium_capabilities: dict = _option(
+        None, _json_object,
+        "Extra WebDriver capabilities for --selenium-grid sessions, as a JSON object "
+        "({\"platformName\": \"linux\"}); they are merged over Playwright's own.")
+    endpoint_capacity: int = _option(
+        None, lambda name, value: None if value in (None, "") else _int_at_least(1)(name, value),
+        "Sessions placed on each remote endpoint at most, unless its --config entry says otherwise "
+        "(default: --max-sessions).")
     endpoint_headers: tuple = _option(
         (), _text_list,
-        "Comma-separated `Name: value` headers sent when attaching to --cdp-endpoint or --ws-endpoint "
-        "(an auth token, say); masked in --print-config.")
+        "Comma-separated `Name: value` headers sent to every remote endpoint (an auth token, say); "
+        "an endpoint's own headers in --config win. Masked in --print-config.")
     allowed_domains: tuple = _option(
         (), _lower_list,
         "Comma-separated hosts sessions may reach, enforced on every request (`*.example.com` for "
@@ -290,8 +415,6 @@ class Config:
         unknown = set(self.caps) - set(CAPS)
         if unknown:
             raise ConfigError(f"--caps knows {', '.join(CAPS)}, not {', '.join(sorted(unknown))}")
-        if self.cdp_endpoint and self.ws_endpoint:
-            raise ConfigError("--cdp-endpoint and --ws-endpoint exclude each other: give one")
         for header in self.endpoint_headers:
             if ":" not in header:
                 raise ConfigError(f"--endpoint-headers items must look like `Name: value`, got {header!r}")
@@ -340,7 +463,12 @@ class Config:
         """The settings as JSON-ready data, secrets masked (for --print-config)."""
         out = dataclasses.asdict(self)
         out["endpoint_headers"] = [h.split(":", 1)[0] + ": ***" for h in self.endpoint_headers]
+        for name in APPENDABLE:
+            out[name] = [{"url": e.shown(), "headers": [k + ": ***" for k, _ in e.headers], "capacity": e.capacity}
+                         for e in getattr(self, name)]
         out["http_tokens"] = [t.split(":", 1)[0] + ":***" for t in self.http_tokens]
+        if self.selenium_capabilities:  # a cloud grid's credentials travel here (sauce:options, say)
+            out["selenium_capabilities"] = dict.fromkeys(self.selenium_capabilities, "***")
         return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
     def http_credentials(self):
@@ -376,6 +504,13 @@ class Config:
         """endpoint_headers as a dict."""
         pairs = (h.split(":", 1) for h in self.endpoint_headers)
         return {name.strip(): value.strip() for name, value in pairs}
+
+    def remote_endpoints(self):
+        """Every remote backend, each with the shared headers under its own and a capacity: () to launch our own."""
+        shared = self.headers()
+        return tuple(dataclasses.replace(e, headers=tuple({**shared, **dict(e.headers)}.items()),
+                                         capacity=e.capacity or self.endpoint_capacity or self.max_sessions)
+                     for e in self.ws_endpoint + self.cdp_endpoint + self.selenium_grid)
 
 
 def _checked(name, value, label):
@@ -428,6 +563,8 @@ def build_parser():
         if f.type in (bool, "bool"):
             parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction,
                                 default=None, help=help_text)
+        elif f.name in APPENDABLE:
+            parser.add_argument(flag, dest=f.name, default=None, metavar="URL", action="append", help=help_text)
         else:
             parser.add_argument(flag, dest=f.name, default=None, metavar=f.name.upper(),
                                 help=help_text)

@@ -54,14 +54,13 @@ def test_print_config_masks_secrets(tmp_path):
                           env={"PATH": "/usr/bin:/bin", "MCPBROWSER_MAX_SESSIONS": "3", "HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
     shown = json.loads(proc.stdout)
-    assert shown["max_sessions"] == 3 and shown["ws_endpoint"] == "ws://grid:3000/"
+    assert shown["max_sessions"] == 3 and shown["ws_endpoint"] == [{"url": "ws://grid:3000/", "headers": [],
+                                                                    "capacity": None}]
     assert shown["endpoint_headers"] == ["Authorization: ***", "X-Team: ***"]
     assert "TOPSECRET" not in proc.stdout
 
 
 def test_endpoint_settings_are_checked():
-    with pytest.raises(ConfigError, match="exclude each other"):
-        Config(cdp_endpoint="http://a:9222", ws_endpoint="ws://b:3000/", db=":memory:")
     with pytest.raises(ConfigError, match="Name: value"):
         Config(endpoint_headers="no-colon-here", db=":memory:")
     assert Config(endpoint_headers="A: 1, B: two", db=":memory:").headers() == {"A": "1", "B": "two"}

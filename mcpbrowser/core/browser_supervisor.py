@@ -2,8 +2,9 @@
 
 Threads: the browser-supervisor thread runs `_run` (launch, watch, restart);
 `attach` runs on a session thread; the rest may be called from any thread, under
-this object's lock. A remote browser (--ws-endpoint, --cdp-endpoint) is never
-launched or restarted: sessions attach to it and learn on their own when it goes.
+this object's lock. Remote browsers (--ws-endpoint, --cdp-endpoint, --selenium-grid)
+are never launched or restarted: the fleet (fleet.py) places sessions on them, and
+sessions learn on their own when theirs goes.
 """
 
 import threading
@@ -17,6 +18,7 @@ from tenacity import Retrying, retry_if_exception_type
 
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser_process import Endpoint, SharedBrowser, effective_headless, find_executable
+from mcpbrowser.core.fleet import Fleet
 from mcpbrowser.errors import BrowserError, BrowserUnavailable
 from mcpbrowser.logs import log
 from mcpbrowser.session.attach import attach
@@ -40,7 +42,8 @@ class BrowserSupervisor:
     def __init__(self, config: Config, on_lost: Callable[[str, int], None],
                  on_restart: Callable[[str | None], None]) -> None:
         self.config = config
-        self.remote = bool(config.ws_endpoint or config.cdp_endpoint)
+        endpoints = config.remote_endpoints()
+        self.remote = bool(endpoints)
         self._on_lost, self._on_restart = on_lost, on_restart
         self._lock = threading.Lock()
         # The current life: Future of (generation, Endpoint). A crash replaces it with
@@ -54,6 +57,7 @@ class BrowserSupervisor:
         self._restarts: deque[float] = deque()  # monotonic times of restarts, within --restart-window
         self._degraded_until: float | None = None  # monotonic time of the next restart while degraded
         self.crash_cause: str | None = None
+        self.fleet = Fleet(endpoints, config.browser_ping, self.stopping) if endpoints else None
 
     # -- ANY THREAD ----------------------------------------------------------------
 
@@ -81,6 +85,8 @@ class BrowserSupervisor:
         """Stop the browser; a session thread still waiting for one gets `error`."""
         self.stopping.set()
         self._wake.set()
+        if self.fleet is not None:
+            self.fleet.stop()
         with self._lock:
             waiting = self._endpoint
         if not waiting.done():
@@ -115,10 +121,21 @@ class BrowserSupervisor:
                 return False
             time.sleep(0.05)
 
+    def browser_gone(self, worker: Any, error: str) -> None:
+        """A session found its browser disconnected: on a fleet, its endpoint is probed before it gets more."""
+        if self.fleet is not None:
+            self.fleet.suspect(worker, error.splitlines()[0][:300] if error else "disconnected")
+
     # -- SESSION THREAD ------------------------------------------------------------
 
     def attach(self, worker: Any) -> tuple[Any, Any, Any, bool]:
-        """Start Playwright on the current browser; if it died just now, on the restarted one."""
+        """Start Playwright on the current browser; if it died just now, on the restarted one.
+
+        With remote endpoints, on the one the fleet chooses.
+        """
+        if self.fleet is not None:
+            self._endpoint.result()  # started (and not stopped meanwhile)
+            return self.fleet.attach(worker, lambda spec: attach(self.config, spec, self._headless))
         while True:
             with self._lock:
                 life = self._endpoint
@@ -126,7 +143,7 @@ class BrowserSupervisor:
             try:
                 return attach(self.config, endpoint)
             except Exception:
-                if self.remote or not self.crash_noticed(worker.generation):
+                if not self.crash_noticed(worker.generation):
                     raise  # the browser is fine: this is our error
 
     # -- BROWSER-SUPERVISOR THREAD ---------------------------------------------------
@@ -134,10 +151,9 @@ class BrowserSupervisor:
     # fires only if the whole server dies.
 
     def _run(self) -> None:
-        if self.remote:
-            self._endpoint.set_result((0, Endpoint(self.config.ws_endpoint, None, None)))
-            log.info("using a remote browser", extra={"event": "remote_browser",
-                                                      "cdp": bool(self.config.cdp_endpoint)})
+        if self.fleet is not None:
+            self.fleet.start()
+            self._endpoint.set_result((0, Endpoint(None, None, None)))
             return
         try:  # a browser that never started is not restarted: the error says how to install one
             executable = find_executable(self.config.browser, self.config.executable_path)

@@ -189,6 +189,7 @@ class Dispatcher:
             return state.run_call(tool, args, call)
         except BrowserServerError as error:  # run_call annotated it
             if page_reading.browser_gone(state):
+                self._core.supervisor.browser_gone(state.worker, str(error))
                 raise call.annotate_error(self._registry.session_lost(state)) from None
             raise call.annotate_error(self._user.login_failure(state, tool.name, error, call)) from None
 

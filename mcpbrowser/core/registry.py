@@ -189,7 +189,7 @@ class SessionRegistry:
                 info, busy = dict(record.worker.info), True
             out.append({"sessionId": record.session_id, "createdAt": record.created_at,
                         "expiresAt": record.expires_at, "url": info["url"], "title": info["title"],
-                        "busy": busy})
+                        "busy": busy, **({"endpoint": record.worker.endpoint} if record.worker.endpoint else {})})
         return out
 
     def replace_worker(self, record: SessionRecord, old: SessionWorker, new: SessionWorker) -> bool:

@@ -94,7 +94,8 @@ def close_session(core, args, call):
 
 def list_sessions(core, args, call):
     sessions = core.registry.list_sessions(call.owner)
-    return {"sessions": sessions, "count": len(sessions)}
+    fleet = core.supervisor.fleet
+    return {"sessions": sessions, "count": len(sessions), **({"endpoints": fleet.health()} if fleet else {})}
 
 
 # Emulation: each option goes to the session's own browser context (so no pooled one).
@@ -183,7 +184,8 @@ TOOLS = [
     CoreTool(
         name="list_sessions",
         title="List browser sessions",
-        description="List open sessions with their current URL, title and expiry.",
+        description="List open sessions with their current URL, title and expiry (and, on remote browsers, "
+                    "each one's endpoint and the endpoints' state).",
         input_schema=schema.obj({}),
         handler=list_sessions,
         read_only=True,
@@ -196,11 +198,12 @@ TOOLS = [
                     "properties": {
                         "sessionId": SESSION_ID, "createdAt": {"type": "integer"},
                         "expiresAt": {"type": "integer"}, "url": {"type": "string"},
-                        "title": {"type": "string"}, "busy": {"type": "boolean"},
+                        "title": {"type": "string"}, "busy": {"type": "boolean"}, "endpoint": {"type": "string"},
                     },
                     "required": ["sessionId", "createdAt", "expiresAt", "url", "title", "busy"],
                 }},
                 "count": {"type": "integer"},
+                "endpoints": {"type": "array", "items": {"type": "object"}},
             },
             "required": ["sessions", "count"],
         },

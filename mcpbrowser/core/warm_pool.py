@@ -124,14 +124,14 @@ class WarmPool:
         policy = self._policy(allowed_domains)
         if not (policy.restricts_hosts or self.config.ask_new_domains):
             return {"allowed_domains": allowed_domains, "policy": policy, "proxy": None}
-        endpoint = self.config.ws_endpoint or self.config.cdp_endpoint
-        host = urlsplit(endpoint).hostname if endpoint else None
-        if host is not None and not is_loopback(host):
-            raise BrowserError(
-                "The domain policy (allowed or blocked domains, --block-private-networks, --ask-new-domains) "
-                "is enforced by a filtering proxy on this machine's loopback, which a browser on another "
-                f"machine ({host}) cannot reach. Run mcpbrowser on the browser's machine, "
-                "or leave the policy off for this endpoint.")
+        for endpoint in self.config.remote_endpoints():
+            host = urlsplit(endpoint.url).hostname
+            if host is not None and not is_loopback(host):
+                raise BrowserError(
+                    "The domain policy (allowed or blocked domains, --block-private-networks, --ask-new-domains) "
+                    "is enforced by a filtering proxy on this machine's loopback, which a browser on another "
+                    f"machine ({host}) cannot reach. Run mcpbrowser on the browser's machine, "
+                    "or leave the policy off for remote endpoints.")
         return {"allowed_domains": allowed_domains, "policy": policy, "proxy": PolicyProxy(policy, session_id)}
 
     def _current(self, worker: SessionWorker) -> bool:
@@ -152,7 +152,10 @@ class WarmPool:
 
     def refill(self) -> None:
         """Top the pool up in the background, never past --max-sessions or the memory limit."""
-        if self._memory.over() is not None or self._registry.closed or self._browser.degraded:
+        # Not on a Selenium Grid: a pooled session would hold one of the Grid's slots, which other
+        # users may be queueing for, and the Grid ends it after its own idle timeout.
+        if self._memory.over() is not None or self._registry.closed or self._browser.degraded \
+                or self.config.selenium_grid:
             return
         room = self.config.max_sessions - self._registry.occupied()
         with self._lock:

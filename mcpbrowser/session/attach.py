@@ -4,30 +4,40 @@ SESSION THREAD ONLY: `attach` returns a Playwright Browser bound to the calling
 thread. Sessions of our own browser do not run Playwright's Node.js driver: the
 launcher takes sessions on a Unix socket, and each session's sync_playwright()
 starts children/pipe_relay.py in the driver's place (~65 MB less per session).
-Playwright has no option for that, so `relay_hook` swaps the function its pipe
-transport asks for the driver's command line, for the calling thread only;
-remote browsers, and a Playwright where that function moved, keep the real driver.
+Playwright has no option for that, so `driver_hook` swaps the functions its pipe
+transport asks for the driver's command line and environment, for the calling
+thread only; remote browsers, and a Playwright where that function moved, keep
+the real driver. A Selenium Grid session's driver gets the SELENIUM_REMOTE_*
+variables the same way, so that its launch() goes through the Grid and no other
+thread's Playwright does.
 """
 
 import json
 import os
 import threading
 
+from mcpbrowser.config import RemoteEndpoint
+from mcpbrowser.errors import BrowserError
 from mcpbrowser.logs import log
 from mcpbrowser.session import playwright_internals
 
-_relay = threading.local()  # .command: (relay script, socket path) for the next driver this thread starts
+CONNECT_TIMEOUT_MS = 15_000  # a remote endpoint that has not answered in this long is taken as down
+GRID_LAUNCH_TIMEOUT_MS = 55_000  # a Grid may queue a new session until a node slot frees (a session opens in 60 s)
+
+# For the next driver this thread starts: .command, (relay script, socket path); .env, variables to add.
+_relay = threading.local()
 _hook_lock = threading.Lock()
 _hooked = None
 
 
-def relay_hook():
-    """Make Playwright start our relay on threads that ask for it; False if Playwright moved the function."""
+def driver_hook():
+    """Let threads choose their next driver's command and environment; False if Playwright moved the functions."""
     global _hooked
     with _hook_lock:
         if _hooked is None:
             try:
-                playwright_internals.hook_driver_command(lambda: getattr(_relay, "command", None))
+                playwright_internals.hook_driver(lambda: getattr(_relay, "command", None),
+                                                 lambda: getattr(_relay, "env", None))
             except (ImportError, AttributeError):
                 log.warning("cannot start sessions through the pipe relay in this Playwright: each "
                             "session runs its own Node.js driver", extra={"event": "relay_unavailable"})
@@ -37,22 +47,30 @@ def relay_hook():
         return _hooked
 
 
-def attach(config, endpoint):
-    """Start this session thread's Playwright and reach the shared browser (ours or a remote one).
+def attach(config, endpoint, headless=True):
+    """Start this session thread's Playwright and reach the browser: ours, or a remote endpoint's.
 
-    Returns (manager, playwright, browser, driven); the manager is sync_playwright()'s, for
-    its driver pid. driven: the browser is reached through a Node.js driver of this thread's
-    own (a remote browser, or no relay), whose connection the session must close itself.
+    endpoint: our browser server's Endpoint, or a RemoteEndpoint; headless: how a Grid
+    starts its browser (decided once, by the supervisor). Returns (manager,
+    playwright, browser, driven); the manager is sync_playwright()'s, for its driver pid.
+    driven: the browser is reached through a Node.js driver of this thread's own (a
+    remote browser, or no relay), whose connection the session must close itself.
     """
     from playwright.sync_api import sync_playwright
 
-    piped = bool(endpoint.pipe) and relay_hook()
+    remote = isinstance(endpoint, RemoteEndpoint)
+    piped = not remote and bool(endpoint.pipe) and driver_hook()
+    grid = remote and endpoint.kind == "grid"
+    if grid and not driver_hook():
+        raise BrowserError("This Playwright cannot start a driver for a Selenium Grid session alone; "
+                           "upgrade mcpbrowser or use --ws-endpoint.")
     manager = sync_playwright()
     _relay.command = (endpoint.relay, endpoint.pipe) if piped else None
+    _relay.env = _grid_env(config, endpoint) if grid else None
     try:
         playwright = manager.start()
     finally:
-        _relay.command = None
+        _relay.command = _relay.env = None
     try:
         if piped:
             _read_late_transport_error(manager)
@@ -63,16 +81,34 @@ def attach(config, endpoint):
             browser = playwright_internals.pre_launched_browser(playwright)
             if not playwright.devices:
                 playwright.devices.update(launcher_devices(os.path.dirname(endpoint.pipe)))
-        elif config.cdp_endpoint:
+        elif grid:
+            # Playwright asks the Grid for a Chrome session and drives it over the Grid's CDP
+            # proxy (se:cdp); closing the browser ends the Grid session.
+            browser = playwright.chromium.launch(headless=headless, timeout=GRID_LAUNCH_TIMEOUT_MS)
+        elif remote and endpoint.kind == "cdp":
             # CDP shows every context of the browser to every client: with other clients on
             # the same browser, their drivers can dismiss our dialogs. --ws-endpoint has no such gap.
-            browser = playwright.chromium.connect_over_cdp(config.cdp_endpoint, headers=config.headers() or None)
+            browser = playwright.chromium.connect_over_cdp(endpoint.url, headers=dict(endpoint.headers) or None,
+                                                           timeout=CONNECT_TIMEOUT_MS)
+        elif remote:
+            browser = getattr(playwright, config.browser).connect(endpoint.url, headers=dict(endpoint.headers) or None,
+                                                                   timeout=CONNECT_TIMEOUT_MS)
         else:
-            browser = getattr(playwright, config.browser).connect(endpoint.ws, headers=config.headers() or None)
+            browser = getattr(playwright, config.browser).connect(endpoint.ws)
     except BaseException:
         playwright.stop()
         raise
     return manager, playwright, browser, not piped
+
+
+def _grid_env(config, endpoint):
+    """The variables Playwright's Selenium support reads in the driver: the Grid, its capabilities and headers."""
+    env = {"SELENIUM_REMOTE_URL": endpoint.url}
+    if config.selenium_capabilities:
+        env["SELENIUM_REMOTE_CAPABILITIES"] = json.dumps(config.selenium_capabilities)
+    if endpoint.headers:
+        env["SELENIUM_REMOTE_HEADERS"] = json.dumps(dict(endpoint.headers))
+    return env
 
 
 _devices: dict[str, dict] = {}  # runtime dir -> device descriptors, read once (the file never changes)

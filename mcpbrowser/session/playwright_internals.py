@@ -3,7 +3,7 @@
 Each function says what it needs from Playwright's internals and what the
 caller does when the name has moved (AttributeError or ImportError here).
 Called on the thread that owns the Playwright objects passed in: a session
-thread, except `hook_driver_command`, which any thread may call once.
+thread, except `hook_driver`, which any thread may call once.
 """
 
 
@@ -43,20 +43,24 @@ def transport_error_future(manager):
     return manager._client._transport.on_error_future
 
 
-def hook_driver_command(command_for_thread):
-    """Have Playwright ask command_for_thread() for the driver command it starts (None: its own).
+def hook_driver(command_for_thread, env_for_thread):
+    """Have Playwright ask command_for_thread() for the driver command it starts (None: its own), and
+    env_for_thread() for variables to add to that driver's environment (None: none).
 
-    Raises ImportError or AttributeError when Playwright moved the function.
+    Raises ImportError or AttributeError when Playwright moved the functions.
     """
     from playwright._impl import transport
 
-    original = transport.compute_driver_executable
+    original_command, original_env = transport.compute_driver_executable, transport.get_driver_env
 
     def driver_executable():
         command = command_for_thread()
-        return command if command else original()
+        return command if command else original_command()
 
-    transport.compute_driver_executable = driver_executable
+    def driver_env():
+        return {**original_env(), **(env_for_thread() or {})}
+
+    transport.compute_driver_executable, transport.get_driver_env = driver_executable, driver_env
 
 
 def mark_as_remote(playwright):

@@ -31,6 +31,7 @@ class SessionWorker:
         self.info = {"url": "about:blank", "title": ""}
         self.generation = 0      # which life of the shared browser this session is on (set by the opener)
         self.driver_pid = None   # its Playwright driver process, which the watchdog may kill
+        self.endpoint = None     # the remote endpoint it runs on, as shown (set by the fleet)
         # (future, monotonic deadline, tag) of the command now running, for the watchdog; or None
         self.running = None
         self._opener = opener
