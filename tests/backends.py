@@ -132,14 +132,12 @@ class Grid:
                                          log="grid.log"))
         else:
             bus_pub, bus_sub, node_port = free_port(), free_port(), free_port()
-            self.procs.append(self._java("hub", "--host", "127.0.0.1", "--port", str(self.port),
-                                         "--publish-events", f"tcp://127.0.0.1:{bus_pub}",
-                                         "--subscribe-events", f"tcp://127.0.0.1:{bus_sub}",
-                                         "--event-bus-publish-port", str(bus_pub),
-                                         "--event-bus-subscribe-port", str(bus_sub), log="hub.log"))
+            bus = ["--publish-events", f"tcp://127.0.0.1:{bus_pub}", "--subscribe-events", f"tcp://127.0.0.1:{bus_sub}"]
+            self.procs.append(self._java("hub", "--host", "127.0.0.1", "--port", str(self.port), *bus,
+                                         log="hub.log"))
             wait_for_port(self.port, 60)
-            self.procs.append(self._java("node", "--host", "127.0.0.1", "--port", str(node_port),
-                                         "--hub", self.url, *node, log="node.log"))
+            self.procs.append(self._java("node", "--host", "127.0.0.1", "--port", str(node_port), *bus,
+                                         "--grid-url", self.url, *node, log="node.log"))
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             status = self.status()
