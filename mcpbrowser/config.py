@@ -353,8 +353,8 @@ class Config:
         0, _int_at_least(0), "Drop the oldest history once the database is larger; 0 means no limit.")
     browser_ping: int = _option(
         30, _int_at_least(0),
-        "Seconds between health checks of the shared browser (a context opened and closed); a crash "
-        "is noticed at once anyway. 0 turns the check off.")
+        "Seconds between health checks of the shared browser (a context opened and closed), or of each "
+        "remote endpoint (one HTTP request); a crash is noticed at once anyway. 0 turns the check off.")
     max_restarts: int = _option(
         3, _int_at_least(0),
         "Browser restarts allowed within --restart-window, after 1, 2 and 4 s; past "

@@ -2,7 +2,7 @@
 
 Runs as its own small process, one per session, started by that session
 thread's sync_playwright() in place of `node cli.js run-driver` (see
-browser_process.relay_hook). Its own two threads: the main one copies
+attach.driver_hook). Its own two threads: the main one copies
 browser -> session, the other session -> browser. Standard library only,
 so that `python -I -S` starts it in a few milliseconds and about 5 MB PSS.
 

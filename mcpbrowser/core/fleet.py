@@ -11,18 +11,20 @@ stays on its endpoint for life; when that endpoint goes, its sessions learn it o
 their next call (SESSION_LOST) and a resume places them again among the live ones.
 """
 
+import base64
 import http.client
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from tenacity import Retrying, retry_if_result, wait_exponential
 
 from mcpbrowser.config import RemoteEndpoint
-from mcpbrowser.errors import BrowserUnavailable, MaxSessionsReached
+from mcpbrowser.errors import BrowserError, BrowserUnavailable, MaxSessionsReached
 from mcpbrowser.logs import log
 
 PROBE_TIMEOUT_S = 5.0
@@ -77,7 +79,7 @@ class Fleet:
         with self._lock:
             member = next((m for m in self.members if worker in m.workers), None)
         if member is not None:
-            self._down(member, error)
+            self._down(member, scrub(_first_line(error), member.spec))
 
     def health(self) -> list[dict[str, Any]]:
         """Each endpoint's state and load, for list_sessions and the logs."""
@@ -91,17 +93,25 @@ class Fleet:
     def attach(self, worker: Any, connect: Callable[[RemoteEndpoint], Any]) -> Any:
         """connect(endpoint) on the best endpoint; one that fails is taken out and the next tried."""
         tried: set[int] = set()
+        failures: list[str] = []
         while True:
-            member, slot = self._place(tried)
+            try:
+                member, slot = self._place(tried)
+            except BrowserUnavailable:
+                if not failures:
+                    raise
+                # Playwright's message quotes the URL whole (a token in its query, a password
+                # before the host): only its scrubbed first line goes out.
+                raise BrowserError("Could not attach to a browser endpoint: " + "; ".join(failures)) from None
             try:
                 attached = connect(member.spec)
             except Exception as exc:
                 tried.add(id(member))
                 with self._lock:
                     member.workers.remove(slot)
-                self._down(member, _first_line(exc))
-                if len(tried) == len(self.members):
-                    raise
+                error = scrub(_first_line(exc), member.spec)
+                failures.append(f"{member.spec.shown()}: {error}")
+                self._down(member, error)
                 continue
             with self._lock:
                 member.workers[member.workers.index(slot)] = worker
@@ -194,8 +204,12 @@ def probe(spec: RemoteEndpoint) -> str | None:
     path = {"ws": parts.path or "/", "cdp": "/json/version", "grid": parts.path.rstrip("/") + "/status"}[spec.kind]
     connection_class = http.client.HTTPSConnection if secure else http.client.HTTPConnection
     connection = connection_class(parts.hostname or "", parts.port, timeout=PROBE_TIMEOUT_S)
+    headers = dict(spec.headers)
+    if parts.username and not any(k.lower() == "authorization" for k in headers):  # a cloud Grid's user:key@
+        secret = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(secret).decode()
     try:
-        connection.request("GET", path, headers=dict(spec.headers))
+        connection.request("GET", path, headers=headers)
         response = connection.getresponse()
         body = response.read(65536)
     except (OSError, http.client.HTTPException) as exc:
@@ -214,5 +228,24 @@ def probe(spec: RemoteEndpoint) -> str | None:
     return None
 
 
-def _first_line(exc: Exception) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+def _first_line(error: Any) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+
+
+URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.IGNORECASE)
+
+
+def scrub(text: str, spec: RemoteEndpoint) -> str:
+    """text without what may be secret: URLs lose user, password and query; header values are masked."""
+    def shown(match: re.Match) -> str:
+        try:
+            return RemoteEndpoint(match.group(0), spec.kind).shown()
+        except ValueError:
+            return "[URL]"
+
+    text = URL.sub(shown, text)
+    for _, value in spec.headers:  # the value whole, and the token of `Bearer TOKEN`
+        for secret in (value, value.split()[-1] if value.split() else ""):
+            if len(secret) >= 4:
+                text = text.replace(secret, "***")
+    return text

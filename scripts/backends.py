@@ -1,4 +1,8 @@
-"""Remote browser backends that tests start for real: `playwright run-server` and a Selenium Grid 4."""
+"""Remote browser backends started for real on loopback, for the tests and scripts/fleet_bench.py:
+`playwright run-server` processes and a Selenium Grid 4 (standalone, or hub and node).
+
+Main thread only: each helper starts and stops processes, nothing more.
+"""
 
 import json
 import os
