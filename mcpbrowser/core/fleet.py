@@ -57,15 +57,12 @@ class Fleet:
         self._ping = ping_s or None
         self._stopping = stopping
         self._lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
 
     # -- ANY THREAD -------------------------------------------------------------
 
     def start(self) -> None:
         for number, member in enumerate(self.members):
-            thread = threading.Thread(target=self._watch, args=(member,), name=f"fleet-{number}", daemon=True)
-            self._threads.append(thread)
-            thread.start()
+            threading.Thread(target=self._watch, args=(member,), name=f"fleet-{number}", daemon=True).start()
         log.info("using remote browsers", extra={"event": "remote_browser", "endpoints": [
             {"url": m.spec.shown(), "kind": m.spec.kind, "capacity": m.capacity} for m in self.members]})
 
