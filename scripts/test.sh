@@ -21,6 +21,7 @@ if command -v pyenv >/dev/null 2>&1; then
   done
   export PATH
 fi
-# The other Pythons run the unit tests and the end-to-end smoke tour (markers in setup.cfg).
-.venv/bin/tox -e py310,py312,py313 -- -m "unit or smoke"
-.venv/bin/tox -e lint,type,package
+# The other Pythons run the unit tests and the end-to-end smoke tour (markers in setup.cfg);
+# lint, type and package ignore the pytest arguments. Three at a time: about 90 s instead of
+# about 150 s one after another, which keeps the whole suite inside its 15 minutes.
+.venv/bin/tox -p 3 --parallel-no-spinner -e py310,py312,py313,lint,type,package -- -m "unit or smoke"

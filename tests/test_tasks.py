@@ -62,7 +62,7 @@ def test_a_long_call_runs_as_a_task(raw, pages):
 def test_a_task_is_cancelled(raw, pages):
     sid = json.loads(result_of(raw.call(20, "create_session"))["content"][0]["text"])["sessionId"]
     waiting = CreateTaskResult.model_validate(result_of(task_call(
-        raw, 21, "wait_for", sessionId=sid, selector="#never", timeout=20_000)))
+        raw, 21, "wait_for", sessionId=sid, selector="#never", timeout=4_000)))
     time.sleep(0.3)
     cancelled = result_of(raw.request(22, "tasks/cancel", {"taskId": waiting.task.task_id}))
     assert GetTaskResult.model_validate(cancelled).status == "cancelled"
