@@ -105,6 +105,17 @@ def test_type_then_click_changes_the_page(client, session, pages):
     assert client.tool("snapshot", sessionId=session)["title"] == "Hello Ada"
 
 
+def test_a_click_whose_page_answers_slowly_is_done_once_and_reported_done(client, session, pages):
+    """Playwright waits after the click for the navigation it started; past the 1 s find grace
+    that wait times out. The click happened: it must not be reported as ELEMENT_NOT_CLICKABLE,
+    which would make an agent click (and submit) again."""
+    target = pages.url("/slow?ms=1800&from=click-once")
+    client.tool("navigate", sessionId=session, url=f'data:text/html,<a id="go" href="{target}">go</a>')
+    clicked = client.tool("click", sessionId=session, selector="#go")
+    assert clicked["success"] is True and clicked["url"] == target, clicked
+    assert pages.hits.count("/slow?ms=1800&from=click-once") == 1
+
+
 def test_type_clear_false_appends_and_delay_types_keys(client, session, pages):
     client.tool("navigate", sessionId=session, url=pages.url("/form"))
     client.tool("type", sessionId=session, selector="#name", text="Ada")

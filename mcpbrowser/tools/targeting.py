@@ -6,6 +6,7 @@ Runs on the session's own thread, inside tool handlers.
 import time
 
 from mcpbrowser.errors import BrowserError, BrowserServerError, ElementNotEditable, ElementNotFound, InvalidParameters
+from mcpbrowser.logs import log
 
 # Playwright's wording, matched in one place. Each marker is exercised by test_tools.py.
 _BAD_SELECTOR = ("is not a valid selector", "Unexpected token", "Unknown engine", "SyntaxError")
@@ -77,6 +78,7 @@ def on_element(state, args, not_usable, action, repeatable=True):
     awaited for the grace, at the cost of one round trip, then acted on once.
     """
     label, matches = state.locate(args)
+    before = state.page.url
     full = args.get("timeout", state.config.action_timeout)
     grace = full if "timeout" in args else min(full, FIND_GRACE_MS)
     started = time.monotonic()
@@ -100,8 +102,13 @@ def on_element(state, args, not_usable, action, repeatable=True):
         action(matches.first, grace)
         return label
     except Exception as exc:
-        # "action done": the action happened and something after it timed out; never repeat it.
-        if grace >= full or not _timed_out(exc) or "action done" in str(exc):
+        if _timed_out(exc) and "action done" in str(exc):
+            # The action happened; Playwright was then waiting for the navigation it started (a
+            # link to a server slower than the grace, a form post). Never repeat it, and never
+            # call it a failure: an agent told "not clickable" clicks again, and submits twice.
+            _await_navigation(state, before, left())
+            return label
+        if grace >= full or not _timed_out(exc):
             raise classify(state, label, matches, exc, not_usable) from None
         try:
             count = matches.count()
@@ -114,6 +121,18 @@ def on_element(state, args, not_usable, action, repeatable=True):
     except Exception as exc:
         raise classify(state, label, matches, exc, not_usable) from None
     return label
+
+
+def _await_navigation(state, before, timeout_ms):
+    """After an action that started a navigation: until the page leaves `before`, within timeout_ms.
+
+    Past that the answer still says the action was done; its url and title say where the page is.
+    """
+    try:
+        state.page.wait_for_url(lambda url: url != before, timeout=timeout_ms)
+    except Exception as exc:
+        log.debug("the navigation an action started did not commit in time",
+                  extra={"session": state.session_id, "error": str(exc).splitlines()[0]})
 
 
 def not_found(state, label, waited_ms=None, why=None):
