@@ -50,7 +50,13 @@ def main(argv=None):
 
     from concurrent.futures import Future
 
+    from mcpbrowser.core.browser_supervisor import BrowserSupervisor
     from mcpbrowser.transports.stdio import StdioServer
+
+    # The browser's launch (about 0.9 s) is most of the wait for a first navigate: start it
+    # first, so that it overlaps the server's own imports and the history's opening.
+    supervisor = BrowserSupervisor(config)
+    supervisor.start()
 
     # Answer initialize first: the reader starts before the core is built.
     core_ready: Future[Any] = Future()
@@ -61,7 +67,7 @@ def main(argv=None):
     try:
         from mcpbrowser.core.browser import Browser
 
-        core = Browser(config)
+        core = Browser(config, supervisor=supervisor)
         core.client = server.connection  # elicitation, client notices, and the client's name for rate limits
         core_ready.set_result(core.start())
     except Exception as exc:  # an unusable database, say: say why and stop

@@ -300,6 +300,35 @@ def raw_concurrent(executable, url, sessions, rounds):
     return {"ops_per_s": round(sessions * rounds * 3 / elapsed, 1), "seconds": round(elapsed, 2)}
 
 
+def raw_one_driver(executable, url, sessions, rounds):
+    """N contexts driven by one Node.js driver: Playwright's async API, N workloads on one event loop."""
+    from playwright.async_api import async_playwright
+
+    async def run():
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=executable, headless=True)
+            pages = [await (await browser.new_context()).new_page() for _ in range(sessions)]
+            for page in pages:
+                await page.goto(url)
+
+            async def workload(page):
+                for i in range(rounds):
+                    await page.goto(url)
+                    await page.locator("#q").first.fill(f"q{i}")
+                    await page.locator("#go").first.click()
+
+            started = time.perf_counter()
+            async with anyio.create_task_group() as tg:
+                for page in pages:
+                    tg.start_soon(workload, page)
+            elapsed = time.perf_counter() - started
+            await browser.close()
+        return elapsed
+
+    elapsed = anyio.run(run)
+    return {"ops_per_s": round(sessions * rounds * 3 / elapsed, 1), "seconds": round(elapsed, 2)}
+
+
 # -- MCP servers through the official client --------------------------------------------
 
 async def _call(session, name, arguments):
@@ -376,13 +405,38 @@ async def open_mcpbrowser(stack, url, db, *args, warm_creates=5, http=False):
     return out, steps
 
 
-async def mcpbrowser_cold_create(db):
+async def first_navigate(url, db, cli=None, executable=None, tries=3):
+    """Milliseconds from spawning a server to its first navigate's answer (ours: initialize, create_session,
+    navigate; @playwright/mcp: initialize, browser_navigate), `tries` times each, alternating."""
+    times = {"mcpbrowser": [], **({"playwright_mcp": []} if cli else {})}
+    for n in range(tries):
+        for name in times:
+            async with AsyncExitStack() as stack:
+                spawned = time.perf_counter()
+                if name == "mcpbrowser":
+                    session = await connect(stack, f"{db}.{n}")
+                    sid = json.loads((await _call(session, "create_session", {})).content[0].text)["sessionId"]
+                    await _call(session, "navigate", {"sessionId": sid, "url": url})
+                else:
+                    read, write = await stack.enter_async_context(
+                        stdio_client(pwmcp_params(cli, executable), errlog=open(os.devnull, "w")))
+                    session = await stack.enter_async_context(ClientSession(read, write))
+                    await session.initialize()
+                    await _call(session, "browser_navigate", {"url": url})
+                times[name].append(time.perf_counter() - spawned)
+    out = {name: stats(values) for name, values in times.items()}
+    if cli:
+        out["ratio"] = ratio(out["mcpbrowser"]["median_ms"], out["playwright_mcp"]["median_ms"])
+    return out
+
+
+async def mcpbrowser_cold_create(db, creates=5):
     async with stdio_client(mcpbrowser_params(db, "--pool-size", "0"), errlog=open(os.devnull, "w")) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             await anyio.sleep(2.0)
             cold = []
-            for _ in range(5):
+            for _ in range(creates):
                 started = time.perf_counter()
                 sid = json.loads((await _call(session, "create_session", {})).content[0].text)["sessionId"]
                 cold.append(time.perf_counter() - started)
@@ -406,8 +460,8 @@ async def concurrent_workload(sessions, url, rounds):
     return time.perf_counter() - started
 
 
-async def mcpbrowser_concurrent(url, sessions, rounds, db):
-    async with stdio_client(mcpbrowser_params(db, "--max-sessions", str(sessions + 2)),
+async def mcpbrowser_concurrent(url, sessions, rounds, db, *args):
+    async with stdio_client(mcpbrowser_params(db, "--max-sessions", str(sessions + 2), *args),
                             errlog=open(os.devnull, "w")) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
@@ -491,7 +545,7 @@ async def open_playwright_mcp(stack, params, url):
     return out, steps
 
 
-async def per_call(executable, url, rounds, think_s, databases, cli=None):
+async def per_call(executable, url, rounds, think_s, databases, cli=None, creates=5):
     """The per-call workload of raw Playwright, mcpbrowser (over stdio without and with a domain
     policy, and over HTTP) and (with cli) @playwright/mcp and `python -m playwright mcp`, interleaved."""
     results = {}
@@ -499,7 +553,8 @@ async def per_call(executable, url, rounds, think_s, databases, cli=None):
         raw = RawPlaywright(executable)
         stack.callback(raw.close)
         contenders = {"raw": functools.partial(raw.steps, url)}
-        results["mcpbrowser"], contenders["mcpbrowser"] = await open_mcpbrowser(stack, url, next(databases))
+        results["mcpbrowser"], contenders["mcpbrowser"] = await open_mcpbrowser(stack, url, next(databases),
+                                                                                warm_creates=creates)
         # The same server with an allowlist: its sessions go through the filtering proxy.
         results["mcpbrowser_policy"], contenders["mcpbrowser_policy"] = await open_mcpbrowser(
             stack, url, next(databases), "--allowed-domains", "127.0.0.1", warm_creates=0)
@@ -587,6 +642,12 @@ def report(results):
               f"ratio {results['throughput_ratio']} (medians of {results['repeats']} alternating runs, ours "
               f"{results['concurrent']['runs']}, raw {results['raw_concurrent']['runs']}; the ratio is the "
               "median of each pair's)",
+              f"{results['sessions']} sessions, raw Playwright with one driver (asyncio): "
+              f"{results['raw_one_driver']['ops_per_s']} ops/s, ours/that {results['one_driver_ratio']} "
+              f"(runs {results['raw_one_driver']['runs']})",
+              f"spawn to the first navigate's answer: ours {results['first_navigate']['mcpbrowser']['median_ms']} ms"
+              + (f", @playwright/mcp {results['first_navigate']['playwright_mcp']['median_ms']} ms, "
+                 f"ratio {results['first_navigate']['ratio']}" if theirs else ""),
               f"{results['sessions']} sessions over HTTP, {results['http_clients']} clients: "
               f"{results['http_concurrent']['ops_per_s']} ops/s, against one stdio client "
               f"{results['http_throughput_ratio']} (runs {results['http_concurrent']['runs']})",
@@ -594,7 +655,12 @@ def report(results):
               f"{results['concurrent']['pss_mb']} MB ({results['concurrent']['pss_busy_mb']} MB at once "
               "after the workload)"
               + (f", {results['sessions']} @playwright/mcp {results['playwright_mcp_pss_mb']} MB, "
-                 f"ratio {results['memory_ratio']}" if theirs else "")]
+                 f"ratio {results['memory_ratio']}" if theirs else ""),
+              *([f"memory (PSS) with {results['memory_more']['sessions']} sessions: ours "
+                 f"{results['memory_more']['pss_mb']} MB"
+                 + (f", @playwright/mcp {results['memory_more']['playwright_mcp_pss_mb']} MB, "
+                    f"ratio {results['memory_more']['ratio']}" if theirs else "")]
+                if "memory_more" in results else [])]
     return "\n".join(lines)
 
 
@@ -623,6 +689,11 @@ def main():
     parser.add_argument("--with-playwright-mcp", action="store_true",
                         help="also run @playwright/mcp, installed from npm into a temporary folder, and "
                              "the playwright wheel's `python -m playwright mcp`")
+    parser.add_argument("--creates", type=int, default=5,
+                        help="create_session calls timed, from the pool and cold (default 5)")
+    parser.add_argument("--memory-sessions", type=int, default=16,
+                        help="also measure memory with this many sessions (and @playwright/mcp instances); "
+                             "0 skips it (default 16)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     args = parser.parse_args()
 
@@ -646,16 +717,21 @@ def main():
             progress("installing @playwright/mcp from npm…")
             cli = install_playwright_mcp(folder)
     progress("per call: raw Playwright, mcpbrowser" + (" and @playwright/mcp" if cli else "") + ", interleaved…")
-    results.update(anyio.run(per_call, executable, url, args.rounds, args.think_ms / 1000, databases, cli))
+    results.update(anyio.run(per_call, executable, url, args.rounds, args.think_ms / 1000, databases, cli,
+                             args.creates))
     progress("CPU per navigate: raw Playwright and mcpbrowser, interleaved…")
     results["cpu_per_navigate"] = anyio.run(cpu_per_navigate, executable, url, max(1, args.rounds // 3),
                                             max(0.3, args.think_ms / 1000), next(databases))
+    progress("spawn to the first navigate's answer…")
+    results["first_navigate"] = anyio.run(first_navigate, url, next(databases), cli, executable, args.repeats)
     progress("mcpbrowser, cold create_session…")
-    results["create_session_cold"] = anyio.run(mcpbrowser_cold_create, next(databases))
-    raw_runs, our_runs, http_runs = [], [], []
+    results["create_session_cold"] = anyio.run(mcpbrowser_cold_create, next(databases), args.creates)
+    raw_runs, single_runs, our_runs, http_runs = [], [], [], []
     for n in range(args.repeats):
         progress(f"{args.sessions} sessions, run {n + 1} of {args.repeats}: raw Playwright threads…")
         raw_runs.append(raw_concurrent(executable, url, args.sessions, args.rounds))
+        progress(f"{args.sessions} sessions, run {n + 1} of {args.repeats}: raw Playwright, one driver…")
+        single_runs.append(raw_one_driver(executable, url, args.sessions, args.rounds))
         progress(f"{args.sessions} sessions, run {n + 1} of {args.repeats}: mcpbrowser…")
         our_runs.append(anyio.run(mcpbrowser_concurrent, url, args.sessions, args.rounds, next(databases)))
         progress(f"{args.sessions} sessions, run {n + 1} of {args.repeats}: mcpbrowser over HTTP, "
@@ -663,6 +739,8 @@ def main():
         http_runs.append(anyio.run(mcpbrowser_http_concurrent, url, args.http_clients, args.sessions, args.rounds,
                                    next(databases)))
     results["raw_concurrent"] = {**median_run(raw_runs, "ops_per_s"), "runs": [r["ops_per_s"] for r in raw_runs]}
+    results["raw_one_driver"] = {**median_run(single_runs, "ops_per_s"),
+                                 "runs": [r["ops_per_s"] for r in single_runs]}
     results["concurrent"] = {**median_run(our_runs, "ops_per_s"), "runs": [r["ops_per_s"] for r in our_runs],
                              "pss_mb": statistics.median_low(r["pss_mb"] for r in our_runs),
                              "pss_busy_mb": statistics.median_low(r["pss_busy_mb"] for r in our_runs)}
@@ -678,6 +756,12 @@ def main():
                                                 results["mcpbrowser"][key][op]["median_ms"]) for op in OPS}
                                 for key in ("ops", "ops_b2b")}
     results["throughput_ratio"] = paired_ratio(results["concurrent"]["runs"], results["raw_concurrent"]["runs"])
+    results["one_driver_ratio"] = paired_ratio(results["concurrent"]["runs"], results["raw_one_driver"]["runs"])
+    if args.memory_sessions:
+        progress(f"mcpbrowser, {args.memory_sessions} sessions for memory…")
+        results["memory_more"] = {"sessions": args.memory_sessions, "pss_mb": anyio.run(
+            # The memory guard's default 2 GB would refuse sessions before the count is reached.
+            mcpbrowser_concurrent, url, args.memory_sessions, 1, next(databases), "--max-memory-mb", "0")["pss_mb"]}
     if cli:
         progress(f"@playwright/mcp, {args.sessions} instances for memory…")
         results["playwright_mcp_pss_mb"] = anyio.run(pwmcp_memory, cli, executable, url, args.sessions)
@@ -690,6 +774,11 @@ def main():
             key: {op: ratio(results["python_playwright_mcp"][key][op]["median_ms"],
                             results["mcpbrowser"][key][op]["median_ms"]) for op in OPS} for key in ("ops", "ops_b2b")}
         results["memory_ratio"] = ratio(results["concurrent"]["pss_mb"], results["playwright_mcp_pss_mb"])
+        if args.memory_sessions:
+            progress(f"@playwright/mcp, {args.memory_sessions} instances for memory…")
+            more = results["memory_more"]
+            more["playwright_mcp_pss_mb"] = anyio.run(pwmcp_memory, cli, executable, url, args.memory_sessions)
+            more["ratio"] = ratio(more["pss_mb"], more["playwright_mcp_pss_mb"])
     shutil.rmtree(folder, ignore_errors=True)
     httpd.shutdown()
     print(json.dumps(results, indent=2) if args.json else report(results))

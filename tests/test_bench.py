@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_bench_runs_every_contender_and_reports_every_figure():
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "bench.py"), "--rounds", "1", "--sessions", "2",
-         "--repeats", "1", "--think-ms", "0", "--json"],
+         "--repeats", "1", "--think-ms", "0", "--memory-sessions", "3", "--creates", "2", "--json"],
         capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout)
@@ -25,11 +25,14 @@ def test_bench_runs_every_contender_and_reports_every_figure():
             assert set(results[side][mode]) == {"navigate", "type", "click"}
             assert all(op["n"] == 1 and op["median_ms"] > 0 for op in results[side][mode].values())
     assert results["mcpbrowser"]["initialize_ms"] > 0
-    assert results["mcpbrowser"]["create_session_warm"]["n"] == 5
-    assert results["create_session_cold"]["n"] == 5
+    assert results["mcpbrowser"]["create_session_warm"]["n"] == 2
+    assert results["create_session_cold"]["n"] == 2
     for side in ("raw_concurrent", "concurrent", "http_concurrent"):
         assert len(results[side]["runs"]) == 1 and results[side]["ops_per_s"] > 0
     assert results["concurrent"]["pss_mb"] > 0 and results["throughput_ratio"] > 0
+    assert len(results["raw_one_driver"]["runs"]) == 1 and results["one_driver_ratio"] > 0
+    assert results["first_navigate"]["mcpbrowser"]["n"] == 1 and "ratio" not in results["first_navigate"]
+    assert results["memory_more"]["sessions"] == 3 and results["memory_more"]["pss_mb"] > 0
     assert set(results["ratios"]["ops"]) == {"navigate", "type", "click"}
     assert all(value > 0 for value in results["policy_ratios"]["ops"].values())
     assert all(value > 0 for value in results["http_ratios"]["ops"].values()) and results["http_throughput_ratio"] > 0

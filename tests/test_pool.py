@@ -1,9 +1,13 @@
 """The warm pool: ready workers are handed out as sessions, refilled, and never exceed --max-sessions."""
+import threading
 import time
 
 import pytest
-from fakes import fake_core
+from fakes import FakeClock, FakeTimer, fake_core, fake_opener
 from support import wait_for
+
+from mcpbrowser.config import Config
+from mcpbrowser.core.browser import Browser
 
 pytestmark = pytest.mark.e2e
 
@@ -18,6 +22,29 @@ def test_pool_hands_out_ready_workers_and_refills():
         assert second.id in pooled
         assert wait_for(lambda: len(core.warm_pool.idle) == 2)
     finally:
+        core.close()
+
+
+def test_a_session_asked_for_while_the_pool_fills_gets_that_worker():
+    """Right after start-up the first create_session meets the pool's first refill: it waits
+    for that worker rather than open a second one beside it on a busy machine."""
+    config = Config(db=":memory:", pool_size=1)
+    opened, go, inner = [], threading.Event(), fake_opener(config)
+
+    def slow_first(worker):
+        opened.append(worker.session_id)
+        if len(opened) == 1:
+            go.wait(5)  # the refill takes its time, as a real attach does
+        return inner(worker)
+
+    core = Browser(config, opener=slow_first, timer_factory=FakeTimer, clock=FakeClock.monotonic)
+    try:
+        core.warm_pool.refill()
+        assert wait_for(lambda: opened)
+        threading.Timer(0.2, go.set).start()
+        assert core.create_session().id == opened[0]
+    finally:
+        go.set()
         core.close()
 
 

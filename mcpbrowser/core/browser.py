@@ -46,7 +46,7 @@ class Browser:
 
     def __init__(self, config: Config | None = None, *, opener: Callable[[Any], Any] | None = None,
                  timer_factory: Callable[..., Any] = threading.Timer,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, supervisor: BrowserSupervisor | None = None) -> None:
         self.config = config = config or Config()
         # Tools that depend on a setting (evaluate, upload_file) exist only when it is set.
         self.tools = {tool.name: tool for tool in tools.ALL if tool.enabled(config)}
@@ -55,7 +55,12 @@ class Browser:
         self.recorder = Recorder(self.history, self.tools)
         self.user = UserChannel(config)
         self._executor = ThreadPoolExecutor(config.max_sessions + 2, thread_name_prefix="core")
-        self.supervisor = BrowserSupervisor(config, on_lost=self._browser_lost, on_restart=self._browser_restarted)
+        # supervisor: one the caller started already (the CLI, so that the browser launches
+        # while this is built); it must have been made with the same config.
+        self.supervisor = supervisor or BrowserSupervisor(config)
+        self.supervisor.bind(on_lost=self._browser_lost, on_restart=self._browser_restarted)
+        self._started = False
+        self._start_lock = threading.Lock()
         self.registry = SessionRegistry(config, self.history, clock=clock, timer_factory=timer_factory,
                                         final_save=self.recorder.final_save, on_change=self._refill)
         self.dispatcher = Dispatcher(config, self.tools, self.registry, self.recorder, self.user,
@@ -85,8 +90,11 @@ class Browser:
 
     def start(self) -> "Browser":
         """Start the shared browser in the background; calls wait for it only when they need it."""
-        if self.registry.closed or not self.supervisor.start():
-            return self
+        with self._start_lock:
+            if self.registry.closed or self._started:
+                return self
+            self._started = True
+        self.supervisor.start()
         if self._watchdog is not None:
             self._watchdog.start()
         self._refill()

@@ -36,11 +36,13 @@ class BrowserSupervisor:
     """Owns the shared browser's current life: its endpoint, its generation number, its restarts.
 
     on_lost(cause, generation) runs when life `generation` ended (the supervisor
-    thread); on_restart(cause) when a new life began after a crash.
+    thread); on_restart(cause) when a new life began after a crash. `bind` sets them
+    later, for a supervisor started before the core that owns it (the CLI starts the
+    browser first thing, so that it launches while the rest of the server is built).
     """
 
-    def __init__(self, config: Config, on_lost: Callable[[str, int], None],
-                 on_restart: Callable[[str | None], None]) -> None:
+    def __init__(self, config: Config, on_lost: Callable[[str, int], None] = lambda cause, generation: None,
+                 on_restart: Callable[[str | None], None] = lambda cause: None) -> None:
         self.config = config
         endpoints = config.remote_endpoints()
         self.remote = bool(endpoints)
@@ -60,6 +62,9 @@ class BrowserSupervisor:
         self.fleet = Fleet(endpoints, config.browser_ping, self.stopping) if endpoints else None
 
     # -- ANY THREAD ----------------------------------------------------------------
+
+    def bind(self, on_lost: Callable[[str, int], None], on_restart: Callable[[str | None], None]) -> None:
+        self._on_lost, self._on_restart = on_lost, on_restart
 
     @property
     def generation(self) -> int:

@@ -7,6 +7,7 @@ and it becomes a session only then.
 """
 
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -37,6 +38,9 @@ class WarmPool:
         self._registry, self._browser, self._memory = registry, browser, memory
         self._executor, self._opener, self._policy = executor, opener, policy
         self._lock = threading.Lock()
+        self._filled = threading.Condition(self._lock)  # notified when a refill ends, with a worker or without
+        self._fills_running = 0  # refills past the executor's queue, opening a worker now
+        self._waiting = 0        # callers of _take_idle waiting for one of them
         self.idle: deque[SessionWorker] = deque()
         self.filling = 0
         # Every context has a policy proxy: then a pooled one can take on a session's own allowedDomains.
@@ -139,14 +143,35 @@ class WarmPool:
         return self._browser.remote or worker.generation == self._browser.generation
 
     def _take_idle(self) -> SessionWorker | None:
-        """A live pooled worker on the current browser, or None."""
+        """A live pooled worker on the current browser, or None.
+
+        While a refill is under way and none is ready, wait for it: it started earlier than
+        a cold start would, and two sessions opening at once on two cores each take longer
+        (the first create_session after start-up meets the pool's first fill).
+        """
+        deadline = time.monotonic() + SESSION_START_TIMEOUT_S
         with self._lock:
-            while self.idle:
-                worker = self.idle.popleft()
-                if worker.alive and self._current(worker):
-                    return worker
-                worker.stop()
-        return None
+            waiting = False
+            try:
+                while True:
+                    while self.idle:
+                        worker = self.idle.popleft()
+                        if worker.alive and self._current(worker):
+                            return worker
+                        worker.stop()
+                    # Only for a refill already running (one queued behind busy core threads may
+                    # not start soon), and one caller per running refill: the others open their own.
+                    left = deadline - time.monotonic()
+                    if left <= 0 or self._fills_running <= 0:
+                        return None
+                    if not waiting:
+                        if self._waiting >= self._fills_running:
+                            return None
+                        waiting, self._waiting = True, self._waiting + 1
+                    self._filled.wait(left)
+            finally:
+                if waiting:
+                    self._waiting -= 1
 
     # -- ANY THREAD --------------------------------------------------------------------
 
@@ -176,6 +201,8 @@ class WarmPool:
         return idle
 
     def _fill_one(self) -> None:
+        with self._lock:
+            self._fills_running += 1
         try:
             worker: SessionWorker | None = self.start_worker()
         except BaseException as exc:
@@ -184,9 +211,11 @@ class WarmPool:
                 log.warning("warm pool refill failed", extra={"event": "pool_refill_failed", "error": str(exc)})
         with self._lock:
             self.filling -= 1
+            self._fills_running -= 1
             keep = worker is not None and not self._registry.closed and self._current(worker)
             if worker is not None and keep:
                 self.idle.append(worker)
+            self._filled.notify_all()
         if keep:
             log.info("pool worker ready", extra={"event": "pool_worker_ready"})
         elif worker is not None:  # opened as the server closed (or on a dead browser): close it here
