@@ -347,7 +347,9 @@ def mcpbrowser_params(db, *args):
 
 def start_http_server(stack, db, *args):
     """`mcpbrowser --http 127.0.0.1:0` as a child process; its endpoint URL once it serves."""
-    params = mcpbrowser_params(db, "--http", "127.0.0.1:0", *args)
+    # --http-rate-limit 0: without tokens every client here is one address, and the workload
+    # alone sends more than the default 600 requests a minute.
+    params = mcpbrowser_params(db, "--http", "127.0.0.1:0", "--http-rate-limit", "0", *args)
     errlog = tempfile.NamedTemporaryFile("w+", prefix="mcpbrowser-bench-http-")
     proc = subprocess.Popen([params.command, *params.args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=errlog)
