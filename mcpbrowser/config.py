@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 BROWSERS = ("chromium", "firefox", "webkit")
 ENV_PREFIX = "MCPBROWSER_"
@@ -113,8 +114,6 @@ class RemoteEndpoint:
 
     def shown(self):
         """The URL as logs and answers may show it: no user name, password or query (tokens live there)."""
-        from urllib.parse import urlsplit
-
         parts = urlsplit(self.url)
         host = parts.hostname or ""
         host = f"[{host}]" if ":" in host else host
@@ -149,8 +148,6 @@ def _endpoints(kind):
 
 
 def _endpoint(name, kind, item):
-    from urllib.parse import urlsplit
-
     unknown = set(item) - ENDPOINT_KEYS
     if unknown or "url" not in item:
         raise ConfigError(f"{_flag(name)}: an endpoint object has the keys url (required), headers and capacity; "
@@ -163,7 +160,7 @@ def _endpoint(name, kind, item):
         parts = None
     if parts is None or parts.scheme not in ENDPOINT_SCHEMES[kind] or not parts.hostname:
         raise ConfigError(f"{_flag(name)} wants {' or '.join(s + '://' for s in ENDPOINT_SCHEMES[kind])} URLs "
-                          f"with a host, got {_hidden(url)!r}")
+                          f"with a host, got {shown_url(url)!r}")
     headers = item.get("headers") or {}
     if isinstance(headers, dict):
         headers = [f"{k}: {v}" for k, v in headers.items()]
@@ -179,13 +176,13 @@ def _endpoint(name, kind, item):
     return RemoteEndpoint(url, kind, tuple(pairs), capacity)
 
 
-def _hidden(url):
-    """A URL for an error message, without what may be a secret (user info, query)."""
+def shown_url(url):
+    """Any URL as an error message or a log may show it, without what may be a secret (user info, query)."""
     if not isinstance(url, str):
         return url
     try:
         return RemoteEndpoint(url, "ws").shown()
-    except ValueError:
+    except ValueError:  # a port that is not a number, say
         return url.split("?")[0].rsplit("@", 1)[-1]
 
 

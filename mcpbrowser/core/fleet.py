@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 from tenacity import Retrying, retry_if_result, wait_exponential
 
-from mcpbrowser.config import RemoteEndpoint
+from mcpbrowser.config import RemoteEndpoint, shown_url
 from mcpbrowser.errors import BrowserError, BrowserUnavailable, MaxSessionsReached
 from mcpbrowser.logs import log
 
@@ -38,7 +38,6 @@ class Member:
         self.capacity: int = spec.capacity or 1  # Config.remote_endpoints() always sets it
         self.up = True
         self.error: str | None = None    # why it is down
-        self.since = time.time()         # when it went up or down
         self.workers: list[Any] = []     # the session threads placed on it (pooled ones too)
         self.wake = threading.Event()    # a session or an attach found it failing: probe now
         self.next_probe: float | None = None  # wall time of the next probe while down
@@ -170,8 +169,6 @@ class Fleet:
     def _down(self, member: Member, error: str) -> None:
         with self._lock:
             was_up, member.up, member.error = member.up, False, error
-            if was_up:
-                member.since = time.time()
         if was_up:
             log.warning("browser endpoint down", extra={"event": "endpoint_down", "endpoint": member.spec.shown(),
                                                         "error": error})
@@ -179,7 +176,7 @@ class Fleet:
 
     def _up(self, member: Member) -> None:
         with self._lock:
-            member.up, member.error, member.since, member.next_probe = True, None, time.time(), None
+            member.up, member.error, member.next_probe = True, None, None
         log.info("browser endpoint up", extra={"event": "endpoint_up", "endpoint": member.spec.shown()})
 
 
@@ -234,13 +231,7 @@ URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.IGNORECASE)
 
 def scrub(text: str, spec: RemoteEndpoint) -> str:
     """text without what may be secret: URLs lose user, password and query; header values are masked."""
-    def shown(match: re.Match) -> str:
-        try:
-            return RemoteEndpoint(match.group(0), spec.kind).shown()
-        except ValueError:
-            return "[URL]"
-
-    text = URL.sub(shown, text)
+    text = URL.sub(lambda match: shown_url(match.group(0)), text)
     for _, value in spec.headers:  # the value whole, and the token of `Bearer TOKEN`
         for secret in (value, value.split()[-1] if value.split() else ""):
             if len(secret) >= 4:

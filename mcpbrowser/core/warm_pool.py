@@ -45,6 +45,9 @@ class WarmPool:
         self.filling = 0
         # Every context has a policy proxy: then a pooled one can take on a session's own allowedDomains.
         self._proxied = policy(None).restricts_hosts or config.ask_new_domains
+        # Remote browsers on other machines, which our loopback policy proxy cannot serve.
+        self._far_hosts = [host for host in (urlsplit(e.url).hostname for e in config.remote_endpoints())
+                           if host is not None and not is_loopback(host)]
 
     # -- CORE POOL THREAD ------------------------------------------------------------
 
@@ -128,14 +131,12 @@ class WarmPool:
         policy = self._policy(allowed_domains)
         if not (policy.restricts_hosts or self.config.ask_new_domains):
             return {"allowed_domains": allowed_domains, "policy": policy, "proxy": None}
-        for endpoint in self.config.remote_endpoints():
-            host = urlsplit(endpoint.url).hostname
-            if host is not None and not is_loopback(host):
-                raise BrowserError(
-                    "The domain policy (allowed or blocked domains, --block-private-networks, --ask-new-domains) "
-                    "is enforced by a filtering proxy on this machine's loopback, which a browser on another "
-                    f"machine ({host}) cannot reach. Run mcpbrowser on the browser's machine, "
-                    "or leave the policy off for remote endpoints.")
+        if self._far_hosts:
+            raise BrowserError(
+                "The domain policy (allowed or blocked domains, --block-private-networks, --ask-new-domains) "
+                "is enforced by a filtering proxy on this machine's loopback, which a browser on another "
+                f"machine ({self._far_hosts[0]}) cannot reach. Run mcpbrowser on the browser's machine, "
+                "or leave the policy off for remote endpoints.")
         return {"allowed_domains": allowed_domains, "policy": policy, "proxy": PolicyProxy(policy, session_id)}
 
     def _current(self, worker: SessionWorker) -> bool:
