@@ -15,16 +15,17 @@ import re
 REDACTED = "[REDACTED]"
 SECRET_AUTOCOMPLETE = ("current-password", "new-password", "one-time-code", "cc-number", "cc-csc", "cc-exp",
                        "cc-exp-month", "cc-exp-year")
-JS_IS_SECRET = f"""const SECRET = new Set({json.dumps(SECRET_AUTOCOMPLETE)});
-  const isSecret = e => e.tagName === 'INPUT' && ((e.getAttribute('type') || '').toLowerCase() === 'password' ||
-    (e.getAttribute('autocomplete') || '').toLowerCase().split(/\\s+/).some(t => SECRET.has(t)));"""
-# Is this element a secret field? (for type: runs on the target before it is filled)
-IS_SECRET_FIELD = f"e => {{ {JS_IS_SECRET} return isSecret(e); }}"
+# The same test as one CSS selector list: the `i` flag ignores case, `~=` matches one autocomplete token.
+SECRET_FIELD = ", ".join(["input[type=password i]", *(f"input[autocomplete~={t} i]" for t in SECRET_AUTOCOMPLETE)])
+JS_IS_SECRET = f"const isSecret = e => e.matches({json.dumps(SECRET_FIELD)});"
+# Relative to a target locator: the target itself when it is a secret field. type counts it: an
+# evaluate on the target, as before, made each type on a fresh page 30 ms slower here.
+SECRET_TARGET = f":scope:is({SECRET_FIELD})"
 # The non-empty values of the secret fields in one frame's document, open shadow roots included.
-SECRET_VALUES = f"""() => {{ {JS_IS_SECRET}
+SECRET_VALUES = f"""() => {{
   const out = [];
   const walk = root => {{
-    for (const e of root.querySelectorAll('input')) if (isSecret(e) && e.value) out.push(e.value);
+    for (const e of root.querySelectorAll({json.dumps(SECRET_FIELD)})) if (e.value) out.push(e.value);
     for (const host of root.querySelectorAll('*')) if (host.shadowRoot) walk(host.shadowRoot);
   }};
   walk(document);

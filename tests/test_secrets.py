@@ -19,7 +19,9 @@ CODE = "918273"
 CARD = "4111111111111111"
 TOKEN = 'tok"en-with-quote'   # typed with secret: true into an ordinary field; JSON escapes its quote
 PRESET = "preset-by-the-page"  # a value the page itself puts in a password field
-SECRETS = (PASSWORD, CODE, CARD, TOKEN, PRESET)
+LATE = "typed-as-it-appeared"  # into a password field the page adds after its load
+ALERTED = "typed-then-alert"  # into a password field whose input opens an alert
+SECRETS = (PASSWORD, CODE, CARD, TOKEN, PRESET, LATE, ALERTED)
 
 LOGIN = f"""<!doctype html><title>Login</title>
 <form method=post action=/welcome>
@@ -30,6 +32,8 @@ LOGIN = f"""<!doctype html><title>Login</title>
 <label>Token <textarea id=token></textarea></label>
 <label>Old <input id=old type=PASSWORD value="{PRESET}"></label>
 <iframe srcdoc="<label>Inner <input id=inner type=password></label>"></iframe>
+<label>Alerting <input id=alerting type=password oninput="alert('checked')"></label>
+<span id=later></span><script>setTimeout(() => later.innerHTML = '<input id=late type=password>', 300)</script>
 <button id=go>Sign in</button></form>"""
 
 
@@ -85,7 +89,10 @@ def test_secret_values_never_leave_the_page(make_client, site, tmp_path):
     c = make_client("--db", str(db), "--log-level", "debug", "--allow-evaluate")
     sid = c.tool("create_session")["sessionId"]
     answers = [c.tool("navigate", sessionId=sid, url=site + "/login")]
-    typed = [c.tool("type", sessionId=sid, selector="#user", text="alice"),
+    typed = [c.tool("type", sessionId=sid, selector="#late", text=LATE),  # waited for, then known as secret
+             c.tool("type", sessionId=sid, selector="#alerting", text=ALERTED),  # no script runs behind an alert
+             c.tool("handle_dialog", sessionId=sid, accept=True),
+             c.tool("type", sessionId=sid, selector="#user", text="alice"),
              c.tool("type", sessionId=sid, selector="#pw", text=PASSWORD),
              c.tool("type", sessionId=sid, selector="#otp", text=CODE),
              c.tool("type", sessionId=sid, selector="#card", text=CARD, delay=1),  # key by key
@@ -97,7 +104,7 @@ def test_secret_values_never_leave_the_page(make_client, site, tmp_path):
     answers.append(c.tool("type", sessionId=sid, ref=ref, text=PASSWORD))  # inside the iframe, by ref
     snap = c.tool("snapshot", sessionId=sid)
     assert 'textbox "User"' in snap["snapshot"] and "alice" in snap["snapshot"]  # ordinary values stay
-    assert snap["snapshot"].count("[REDACTED]") >= 6, snap["snapshot"]  # the fields are there, hidden
+    assert snap["snapshot"].count("[REDACTED]") >= 8, snap["snapshot"]  # the fields are there, hidden
     # Narrowed answers come from the redacted tree: a query for the field, and the outline.
     answers += [c.tool("snapshot", sessionId=sid, query="textbox"), c.tool("snapshot", sessionId=sid, compact=True)]
     answers += [snap, c.tool("dom_snapshot", sessionId=sid),

@@ -158,6 +158,8 @@ class SessionState:
             self._progress, self.call = None, None
             call.flush_request()  # a tool that may carry a secret is recorded once that is known
         call.console = self.events.take_console()
+        if self.dialog is not None:
+            call.capture = False  # no script runs behind a dialog: nothing to store, and meta must not promise it
         if call.capture and call.inline and "snapshot" not in result:
             call.snapshot = snapshots.capture_snapshot(self)
             result["snapshot"] = call.snapshot

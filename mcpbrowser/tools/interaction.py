@@ -5,7 +5,7 @@ import os
 
 from mcpbrowser import schema
 from mcpbrowser.errors import ElementNotClickable, ElementNotEditable, EvaluationFailed, InvalidParameters, NoDialogOpen
-from mcpbrowser.redaction import IS_SECRET_FIELD, JS_IS_SECRET
+from mcpbrowser.redaction import JS_IS_SECRET, SECRET_TARGET
 from mcpbrowser.session import snapshots
 from mcpbrowser.session.state import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
@@ -32,10 +32,8 @@ def type_text(state, args):
     text, delay, clear = args["text"], args.get("delay", 0), args.get("clear", True)
 
     def enter(target, timeout):
-        if not args.get("secret") and target.evaluate(IS_SECRET_FIELD, timeout=timeout):
-            snapshots.mark_secret(state, text)  # a password (or card, or one-time code) field: never recorded in clear
         if clear and not delay:
-            state.act(target, "fill", value=text, timeout=timeout)  # one round trip: the fast path
+            check(target, state.act(target, "fill", value=text, timeout=timeout))  # the fast path
             return
         if not target.is_editable(timeout=timeout):
             raise ElementNotEditable("The element is disabled or read-only.", session_id=state.session_id)
@@ -45,7 +43,20 @@ def type_text(state, args):
             # Key presses go where the caret is; put it after the existing text.
             target.evaluate("e => { if (e.setSelectionRange && e.value !== undefined)"
                             " e.setSelectionRange(e.value.length, e.value.length) }")
-        state.act(target, "press_sequentially", text=text, delay=delay, timeout=timeout)
+        check(target, state.act(target, "press_sequentially", text=text, delay=delay, timeout=timeout))
+
+    def check(target, typed):
+        # After the text is in: the element is there for sure then (a count does not wait for it), and the
+        # answer, the call's record and the next capture all come later. When a dialog opened while typing,
+        # no script can run in the page, so the text counts as secret; so it does when the check fails.
+        if args.get("secret"):
+            return
+        try:
+            secret = typed is INTERRUPTED or state.dialog is not None or target.locator(SECRET_TARGET).count() > 0
+        except Exception:
+            secret = True
+        if secret:
+            snapshots.mark_secret(state, text)  # a password (or card, or one-time code) field: never recorded in clear
 
     # Filling replaces the content, so it may be tried again; typing key by key or appending may not.
     label = on_element(state, args, ElementNotEditable, enter, repeatable=clear and not delay)
