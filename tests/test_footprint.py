@@ -122,6 +122,22 @@ def test_a_killed_browser_leaves_no_temporary_files_behind():
     assert not os.path.exists(profile) and not os.path.exists(shared.runtime_dir)
 
 
+def test_the_launcher_keeps_its_compiled_code_for_the_next_start(tmp_path, monkeypatch):
+    """Node.js compiles playwright-core (7 MB) at every launch unless a compile cache outside the
+    runtime directory keeps it; the cache is written at once, so a killed launcher leaves it too."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    shared = browser_process.SharedBrowser("chromium", browser_process.find_executable("chromium"), True)
+    shared.start()
+    try:
+        cache = tmp_path / "mcpbrowser" / "node-compile-cache"
+        assert wait_for(lambda: sum(f.stat().st_size for f in cache.rglob("*") if f.is_file()) > 100_000, 5)
+        assert not str(cache).startswith(shared.runtime_dir)
+    finally:
+        os.kill(shared.process.pid, signal.SIGKILL)
+        shared.stop()
+    assert cache.is_dir()
+
+
 def test_runtime_dirs_of_dead_servers_are_swept_at_the_next_start(tmp_path, monkeypatch):
     """A SIGKILLed server cannot remove its socket directory; the next browser start does."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))

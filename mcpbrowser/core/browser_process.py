@@ -128,6 +128,20 @@ def find_executable(browser, executable_path=None):
     raise BrowserError(f"No Chromium or Chrome was found. {INSTALL_HINT}")
 
 
+def compile_cache_dir():
+    """Where the launcher's Node.js keeps compiled code between runs (see launch_server.js); None if unusable.
+
+    Not under the launcher's TMPDIR, which goes with each browser: the cache must outlive it.
+    """
+    folder = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mcpbrowser",
+                          "node-compile-cache")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    return folder
+
+
 def _die_with_parent():
     """preexec_fn: ask Linux to SIGKILL the child if the thread that started it dies."""
     if sys.platform != "linux":
@@ -173,7 +187,8 @@ class SharedBrowser:
         options = {"browser": self.browser, "executablePath": self.executable,
                    "headless": self.headless, "args": self._args(),
                    "tuned": self.tuned, "spareRenderer": self.spare_renderer,
-                   "pipePath": os.path.join(self.runtime_dir, "sessions.sock")}
+                   "pipePath": os.path.join(self.runtime_dir, "sessions.sock"),
+                   "compileCache": compile_cache_dir()}
         self.process = subprocess.Popen(
             [node, NODE_MEMORY_FLAG, LAUNCHER, package, json.dumps(options)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
