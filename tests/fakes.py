@@ -26,7 +26,7 @@ class FakeTimer:
     def __init__(self, interval, function, args=()):
         self.interval, self.function, self.args = interval, function, args
         self.due = FakeClock.now + interval
-        self.started = self.cancelled = False
+        self.started = self.cancelled = self.fired = False
         self.name, self.daemon = None, False
         FakeTimer.created.append(self)
 
@@ -37,9 +37,15 @@ class FakeTimer:
         self.cancelled = True
 
     def fire(self):
+        self.fired = True
         if not self.cancelled:
             FakeClock.now = max(FakeClock.now, self.due)
             self.function(*self.args)
+
+
+def last_timer():
+    """The latest FakeTimer other than the warm pool's deferred refills (a session's expiry, a cooldown)."""
+    return next(t for t in reversed(FakeTimer.created) if getattr(t.function, "__name__", "") != "refill")
 
 
 class _Closable:

@@ -15,7 +15,7 @@ import re
 import time
 
 import pytest
-from fakes import FakeTimer, fake_core
+from fakes import FakeTimer, fake_core, last_timer
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -107,7 +107,7 @@ def test_property_6_resets_after_the_duration(duration, extra):
     ended = []
     c = Cooldown(duration, clock=clock, timer_factory=FakeTimer, on_end=lambda key, text: ended.append(key))
     c.trigger("s", "timeout")
-    timer = FakeTimer.created[-1]
+    timer = last_timer()
     assert timer.interval == duration and timer.started
     clock.now += duration + extra
     timer.fire()

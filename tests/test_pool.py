@@ -8,18 +8,35 @@ from support import wait_for
 
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser import Browser
+from mcpbrowser.core.warm_pool import REFILL_DELAY_S
 
 pytestmark = pytest.mark.e2e
+
+
+def refills_due(core):
+    """The refills a create_session deferred (REFILL_DELAY_S), not yet fired."""
+    return [t for t in FakeTimer.created if t.function == core.warm_pool.refill and t.started and not t.fired]
+
+
+def fire_refills(core):
+    for timer in refills_due(core):
+        assert timer.interval == REFILL_DELAY_S
+        timer.fire()
 
 
 def test_pool_hands_out_ready_workers_and_refills():
     core = fake_core(pool_size=2, max_sessions=5)
     try:
         core.create_session()  # cold: nothing was pooled yet
+        time.sleep(0.2)
+        assert len(core.warm_pool.idle) == 0  # the refill waits, so as not to slow the session's first call
+        fire_refills(core)
         assert wait_for(lambda: len(core.warm_pool.idle) == 2)
         pooled = {w.session_id for w in core.warm_pool.idle}
         second = core.create_session()
         assert second.id in pooled
+        assert len(refills_due(core)) == 1
+        fire_refills(core)
         assert wait_for(lambda: len(core.warm_pool.idle) == 2)
     finally:
         core.close()
@@ -52,10 +69,12 @@ def test_pool_never_exceeds_max_sessions():
     core = fake_core(pool_size=3, max_sessions=2)
     try:
         first = core.create_session()
+        fire_refills(core)
         assert wait_for(lambda: len(core.warm_pool.idle) == 1)
         time.sleep(0.1)
         assert len(core.warm_pool.idle) == 1  # room for only one more session
         core.create_session()
+        fire_refills(core)
         time.sleep(0.1)
         assert len(core.warm_pool.idle) == 0 and core.warm_pool.filling == 0
         first.close()
@@ -68,6 +87,7 @@ def test_pool_size_zero_keeps_nothing_ready():
     core = fake_core(pool_size=0)
     try:
         core.create_session()
+        fire_refills(core)
         time.sleep(0.1)
         assert len(core.warm_pool.idle) == 0
     finally:
@@ -77,6 +97,7 @@ def test_pool_size_zero_keeps_nothing_ready():
 def test_close_stops_pooled_workers():
     core = fake_core(pool_size=2)
     core.create_session()
+    fire_refills(core)
     assert wait_for(lambda: len(core.warm_pool.idle) == 2)
     idle = list(core.warm_pool.idle)
     core.close()

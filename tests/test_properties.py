@@ -3,7 +3,7 @@
 import uuid
 
 import pytest
-from fakes import FakeTimer, fake_core
+from fakes import FakeTimer, fake_core, last_timer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -37,7 +37,7 @@ def test_expiry_arithmetic(timeout_ms):
         created = core.call("create_session")
         listed = core.call("list_sessions")["sessions"][0]
         assert created["expiresAt"] == listed["expiresAt"] == listed["createdAt"] + timeout_ms
-        assert FakeTimer.created[-1].interval == pytest.approx(timeout_ms / 1000, abs=1e-9)
+        assert last_timer().interval == pytest.approx(timeout_ms / 1000, abs=1e-9)
     finally:
         core.close()
 
@@ -121,7 +121,7 @@ class SessionLifecycle(RuleBasedStateMachine):
         else:
             assert code_of(fut) is None
             sid = fut.result()["sessionId"]
-            self.open[sid] = FakeTimer.created[-1]
+            self.open[sid] = last_timer()
             self.order.append(sid)
 
     @precondition(lambda self: self.open)

@@ -3,7 +3,7 @@
 import threading
 
 import pytest
-from fakes import FakeClock, FakeTimer, _Closable, fake_core, gate
+from fakes import FakeClock, FakeTimer, _Closable, fake_core, gate, last_timer
 
 from mcpbrowser.errors import BrowserError, CircuitOpen, ElementNotFound, SessionExpired, SessionNotFound
 from mcpbrowser.guards import CircuitBreaker
@@ -94,22 +94,22 @@ def test_keyed_timers_schedule_name_and_cancel():
     sup = KeyedTimers(FakeTimer, "expire")
     fired = []
     sup.schedule("aaaaaaaa-1", 1.5, fired.append)
-    timer = FakeTimer.created[-1]
+    timer = last_timer()
     assert timer.started and timer.daemon and timer.interval == 1.5 and timer.name == "expire-aaaaaaaa"
     sup.schedule("aaaaaaaa-1", 2.0, fired.append)
     assert timer.cancelled and sup.pending() == {"aaaaaaaa-1"}
     sup.cancel("aaaaaaaa-1")
     sup.cancel("aaaaaaaa-1")
-    assert FakeTimer.created[-1].cancelled and sup.pending() == set()
+    assert last_timer().cancelled and sup.pending() == set()
     sup.schedule("b", 1, fired.append)
-    FakeTimer.created[-1].fire()
+    last_timer().fire()
     assert fired == ["b"]
 
 
 def test_expiry_timer_closes_the_session_without_touching_its_page():
     core = fake_core(session_timeout=2500)
     session = core.create_session()
-    timer = FakeTimer.created[-1]
+    timer = last_timer()
     assert timer.interval == 2.5
     timer.fire()  # runs on this thread, as a timer thread would: it may only flag and enqueue
     with pytest.raises(SessionExpired):
@@ -121,7 +121,7 @@ def test_expiry_timer_closes_the_session_without_touching_its_page():
 def test_each_call_renews_the_expiry_and_the_timer_sleeps_again_for_what_is_left():
     core = fake_core(session_timeout=10_000)
     session = core.create_session()
-    timer = FakeTimer.created[-1]
+    timer = last_timer()
     first = session.expires_at
     FakeClock.now += 6  # six seconds later, a call: the session now lives 10 s from here
     answer = session.navigate("http://example.test/")
@@ -129,7 +129,7 @@ def test_each_call_renews_the_expiry_and_the_timer_sleeps_again_for_what_is_left
     assert core.list_sessions()[0]["expiresAt"] == first + 6000
     timer.fire()  # the first timer comes due (at +10 s): 6 s are left, so it schedules again
     assert core.session_ids() == {session.id}
-    again = FakeTimer.created[-1]
+    again = last_timer()
     assert again is not timer and again.interval == pytest.approx(6.0)
     again.fire()
     assert core.session_ids() == set()
@@ -146,9 +146,9 @@ def test_the_hard_cap_ends_a_busy_session():
         FakeClock.now += 4
         answer = session.navigate("http://example.test/")
     assert answer["expiresAt"] == created + 15_000  # renewed, but never past the cap
-    FakeTimer.created[-1].fire()
+    last_timer().fire()
     assert core.session_ids() == {session.id}  # at +10 s: 5 s of the cap are left
-    FakeTimer.created[-1].fire()
+    last_timer().fire()
     assert core.session_ids() == set()
     with pytest.raises(SessionExpired) as caught:
         session.navigate("http://example.test/")
@@ -159,7 +159,7 @@ def test_the_hard_cap_ends_a_busy_session():
 def test_close_session_cancels_its_timer_and_close_is_idempotent():
     core = fake_core()
     session = core.create_session()
-    timer = FakeTimer.created[-1]
+    timer = last_timer()
     session.close()
     session.close()
     assert timer.cancelled

@@ -69,7 +69,7 @@ class Browser:
             config, self._connect, self.user.ask_about_domain, self.user.hand_over,
             quiet_budget=self._quiet_budget)
         self.warm_pool = WarmPool(config, self.registry, self.supervisor, MemoryGuard(config.max_memory_mb),
-                                  self._executor, self._opener, self.policy)
+                                  self._executor, self._opener, self.policy, timer_factory=timer_factory)
         self._watchdog = (Watchdog(self.registry, self.history, self._opener, self.warm_pool.options,
                                    self.supervisor.stopping) if config.watchdog_grace else None)
 

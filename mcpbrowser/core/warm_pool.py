@@ -26,6 +26,11 @@ from mcpbrowser.session.state import SessionState
 from mcpbrowser.session.worker import SessionWorker
 
 SESSION_START_TIMEOUT_S = 60.0  # a cold start is ~1 s; far beyond that something is wrong
+# A new session's first call (a navigate, usually) starts a renderer; opening the next pooled
+# worker at the same time (another renderer) made it ~60 ms slower on two cores. The refill
+# after a create_session waits this long: long enough for the first call, short enough that the
+# next create_session finds the worker ready unless it comes within about a second.
+REFILL_DELAY_S = 0.5
 
 
 class WarmPool:
@@ -33,8 +38,10 @@ class WarmPool:
 
     def __init__(self, config: Config, registry: SessionRegistry, browser: BrowserSupervisor,
                  memory: MemoryGuard, executor: Executor, opener: Callable[[SessionWorker], Any],
-                 policy: Callable[[list[str] | None], DomainPolicy]) -> None:
+                 policy: Callable[[list[str] | None], DomainPolicy],
+                 timer_factory: Callable[..., Any] = threading.Timer) -> None:
         self.config = config
+        self._timer_factory = timer_factory
         self._registry, self._browser, self._memory = registry, browser, memory
         self._executor, self._opener, self._policy = executor, opener, policy
         self._lock = threading.Lock()
@@ -101,7 +108,7 @@ class WarmPool:
         if record is None and final_try:
             raise crashed
         if record is not None:
-            self.refill()
+            self.refill(REFILL_DELAY_S)
         return record
 
     def start_worker(self, resume: dict[str, Any] | None = None, allowed_domains: list[str] | None = None,
@@ -176,8 +183,13 @@ class WarmPool:
 
     # -- ANY THREAD --------------------------------------------------------------------
 
-    def refill(self) -> None:
-        """Top the pool up in the background, never past --max-sessions or the memory limit."""
+    def refill(self, delay: float = 0.0) -> None:
+        """Top the pool up in the background (after `delay` s), never past --max-sessions or the memory limit."""
+        if delay > 0:
+            timer = self._timer_factory(delay, self.refill)
+            timer.daemon = True
+            timer.start()
+            return
         # Not on a Selenium Grid: a pooled session would hold one of the Grid's slots, which other
         # users may be queueing for, and the Grid ends it after its own idle timeout.
         if self._memory.over() is not None or self._registry.closed or self._browser.degraded \
