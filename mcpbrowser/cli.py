@@ -51,12 +51,12 @@ def main(argv=None):
     from concurrent.futures import Future
 
     from mcpbrowser.core.browser_supervisor import BrowserSupervisor
-    from mcpbrowser.transports.stdio import StdioServer
 
-    # The browser's launch (about 0.9 s) is most of the wait for a first navigate: start it
+    # The browser's launch (about 0.7 s) is most of the wait for a first navigate: start it
     # first, so that it overlaps the server's own imports and the history's opening.
     supervisor = BrowserSupervisor(config)
     supervisor.start()
+    from mcpbrowser.transports.stdio import StdioServer
 
     # Answer initialize first: the reader starts before the core is built.
     core_ready: Future[Any] = Future()

@@ -126,8 +126,6 @@ function servePipe(socketPath, wsEndpoint) {
     process.stdout.write(`exited ${code} ${signal}\n`);
     process.exit(3);
   });
-  // Our own client, for health checks only: it holds no pages between pings.
-  const probe = await playwright[options.browser].connect(server.wsEndpoint());
   if (options.pipePath) {
     // A relayed client gets no device list from the server (a Node.js driver would bring
     // its own): write it beside the socket, for create_session's `device`.
@@ -144,6 +142,10 @@ function servePipe(socketPath, wsEndpoint) {
     }
   }
   process.stdout.write(server.wsEndpoint() + '\n');
+  // Our own client, for health checks only: it holds no pages between pings. It connects
+  // once the endpoint is out, so that the first session does not wait for it (70 ms here).
+  const probe = playwright[options.browser].connect(server.wsEndpoint());
+  probe.catch(() => {});  // a failed connect is each ping's answer
   const stop = async () => {
     if (closing) return;
     closing = true;
@@ -152,7 +154,7 @@ function servePipe(socketPath, wsEndpoint) {
   };
   const ping = async () => {
     try {
-      const context = await probe.newContext();
+      const context = await (await probe).newContext();
       await context.close();
       process.stdout.write('pong\n');
     } catch (error) {

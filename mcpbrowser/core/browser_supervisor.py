@@ -14,11 +14,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
-from tenacity import Retrying, retry_if_exception_type
 
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser_process import Endpoint, SharedBrowser, effective_headless, find_executable
-from mcpbrowser.core.fleet import Fleet
 from mcpbrowser.errors import BrowserError, BrowserUnavailable
 from mcpbrowser.logs import log
 from mcpbrowser.session.attach import attach
@@ -59,7 +57,11 @@ class BrowserSupervisor:
         self._restarts: deque[float] = deque()  # monotonic times of restarts, within --restart-window
         self._degraded_until: float | None = None  # monotonic time of the next restart while degraded
         self.crash_cause: str | None = None
-        self.fleet = Fleet(endpoints, config.browser_ping, self.stopping) if endpoints else None
+        self.fleet = None
+        if endpoints:
+            from mcpbrowser.core.fleet import Fleet  # here: a local browser's launch does not wait for its imports
+
+            self.fleet = Fleet(endpoints, config.browser_ping, self.stopping)
 
     # -- ANY THREAD ----------------------------------------------------------------
 
@@ -173,6 +175,8 @@ class BrowserSupervisor:
         # Each crash is followed by a restart after 1, 2, then 4 s; past --max-restarts in
         # --restart-window the server is degraded until the oldest restart leaves the
         # window. tenacity runs the loop; _restart_wait decides.
+        from tenacity import Retrying, retry_if_exception_type  # after the launch, which does not wait for it
+
         retrying = Retrying(retry=retry_if_exception_type((BrowserCrashed, BrowserError)),
                             wait=self._restart_wait, sleep=self._restart_sleep,
                             stop=lambda _: self.stopping.is_set(), reraise=True)
