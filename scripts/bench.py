@@ -203,44 +203,44 @@ def tree_cpu_by_kind(pid):
     return out
 
 
-async def cpu_per_navigate(executable, url, rounds, think_s, db):
+async def cpu_per_navigate(executable, url, rounds, think_s, databases):
     """CPU ms per navigate of each contender's whole process tree, read from /proc, in interleaved turns.
 
     Raw Playwright: its Node.js driver and browser (tree) plus its Python thread, for
     goto + title. Ours: the server's tree (Python, launcher, browser, relays) for the
-    navigate tool, whose after-call capture runs in the think time and is counted.
-    {"raw_ms", "mcpbrowser_ms", "ratio", "ratios", "by_process"}: medians over turns, each
-    turn's ratio, and each side's ms per navigate by process kind (renderer, browser, ...).
+    navigate tool, whose after-call capture runs in the think time and is counted; and
+    ours with --response-mode lean, which captures nothing after page-changing calls, to
+    show what the capture costs. {"raw_ms", "mcpbrowser_ms", "ratio", "ratios", "lean_ms",
+    "lean_ratio", "by_process"}: medians over turns, each turn's ratio, and each side's ms
+    per navigate by process kind (renderer, browser, ...).
     """
     drivers = set(child_pids("run-driver"))
     raw = RawPlaywright(executable)
     try:
         (driver,) = set(child_pids("run-driver")) - drivers
+
+        def raw_cpu():
+            return {**tree_cpu_by_kind(driver), "python thread": raw.thread_cpu_s()}
+
+        async def raw_navigate():
+            await anyio.to_thread.run_sync(raw.navigate_and_title, url)
+
         async with AsyncExitStack() as stack:
-            servers = set(child_pids("mcpbrowser"))
-            session = await connect(stack, db)
-            (server,) = set(child_pids("mcpbrowser")) - servers
-            sid = json.loads((await _call(session, "create_session", {})).content[0].text)["sessionId"]
-
-            def raw_cpu():
-                return {**tree_cpu_by_kind(driver), "python thread": raw.thread_cpu_s()}
-
-            async def raw_turn():
-                for _ in range(CPU_NAVIGATES):
-                    await anyio.to_thread.run_sync(raw.navigate_and_title, url)
-                    await anyio.sleep(think_s)
-
-            async def our_turn():
-                for _ in range(CPU_NAVIGATES):
-                    await _call(session, "navigate", {"sessionId": sid, "url": url})
-                    await anyio.sleep(think_s)
-
-            used = {"raw": [], "mcpbrowser": []}
+            sides = {"raw": (raw_navigate, raw_cpu)}
+            for name, args in (("mcpbrowser", ()), ("lean", ("--response-mode", "lean"))):
+                servers = set(child_pids("mcpbrowser"))
+                session = await connect(stack, next(databases), *args)
+                (server,) = set(child_pids("mcpbrowser")) - servers
+                sid = json.loads((await _call(session, "create_session", {})).content[0].text)["sessionId"]
+                sides[name] = (functools.partial(_call, session, "navigate", {"sessionId": sid, "url": url}),
+                               functools.partial(tree_cpu_by_kind, server))
+            used = {name: [] for name in sides}
             for i in range(rounds + 1):  # the first round warms up
-                for name, turn, cpu in (("raw", raw_turn, raw_cpu),
-                                        ("mcpbrowser", our_turn, lambda: tree_cpu_by_kind(server))):
+                for name, (navigate, cpu) in sides.items():
                     before = cpu()
-                    await turn()
+                    for _ in range(CPU_NAVIGATES):
+                        await navigate()
+                        await anyio.sleep(think_s)
                     await anyio.sleep(SETTLE_S)
                     if i:
                         after = cpu()
@@ -249,12 +249,17 @@ async def cpu_per_navigate(executable, url, rounds, think_s, db):
     finally:
         raw.close()
     totals = {name: [sum(turn.values()) for turn in turns] for name, turns in used.items()}
-    ratios = [round(ours / theirs, 2) for ours, theirs in zip(totals["mcpbrowser"], totals["raw"], strict=True)]
+
+    def ratios(name):
+        return [round(ours / theirs, 2) for ours, theirs in zip(totals[name], totals["raw"], strict=True)]
+
     by_process = {name: {k: round(statistics.median(turn.get(k, 0.0) for turn in turns), 1)
                          for k in sorted({k for turn in turns for k in turn})} for name, turns in used.items()}
     return {"raw_ms": round(statistics.median(totals["raw"]), 1),
             "mcpbrowser_ms": round(statistics.median(totals["mcpbrowser"]), 1),
-            "ratio": round(statistics.median(ratios), 2), "ratios": ratios, "by_process": by_process}
+            "ratio": round(statistics.median(ratios("mcpbrowser")), 2), "ratios": ratios("mcpbrowser"),
+            "lean_ms": round(statistics.median(totals["lean"]), 1),
+            "lean_ratio": round(statistics.median(ratios("lean")), 2), "by_process": by_process}
 
 
 def raw_concurrent(executable, url, sessions, rounds):
@@ -634,7 +639,9 @@ def report(results):
                 if theirs else []),
               f"CPU per navigate (process trees, /proc): raw goto + title {results['cpu_per_navigate']['raw_ms']} ms, "
               f"ours {results['cpu_per_navigate']['mcpbrowser_ms']} ms, ratio {results['cpu_per_navigate']['ratio']} "
-              f"(turns {min(results['cpu_per_navigate']['ratios'])}-{max(results['cpu_per_navigate']['ratios'])})",
+              f"(turns {min(results['cpu_per_navigate']['ratios'])}-{max(results['cpu_per_navigate']['ratios'])}); "
+              f"ours with --response-mode lean (no capture) {results['cpu_per_navigate']['lean_ms']} ms, "
+              f"ratio {results['cpu_per_navigate']['lean_ratio']}",
               *(f"  {side} by process (ms): " + ", ".join(f"{k} {v}" for k, v in kinds.items())
                 for side, kinds in results["cpu_per_navigate"]["by_process"].items()),
               f"create_session median: warm pool {ours['create_session_warm']['median_ms']} ms, "
@@ -723,7 +730,7 @@ def main():
                              args.creates))
     progress("CPU per navigate: raw Playwright and mcpbrowser, interleaved…")
     results["cpu_per_navigate"] = anyio.run(cpu_per_navigate, executable, url, max(1, args.rounds // 3),
-                                            max(0.3, args.think_ms / 1000), next(databases))
+                                            max(0.3, args.think_ms / 1000), databases)
     progress("spawn to the first navigate's answer…")
     results["first_navigate"] = anyio.run(first_navigate, url, next(databases), cli, executable, args.repeats)
     progress("mcpbrowser, cold create_session…")

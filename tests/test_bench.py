@@ -38,6 +38,7 @@ def test_bench_runs_every_contender_and_reports_every_figure():
     assert all(value > 0 for value in results["http_ratios"]["ops"].values()) and results["http_throughput_ratio"] > 0
     cpu = results["cpu_per_navigate"]
     assert cpu["raw_ms"] > 0 and cpu["mcpbrowser_ms"] > 0 and len(cpu["ratios"]) == 1
+    assert cpu["lean_ms"] > 0 and cpu["lean_ratio"] > 0 and "renderer" in cpu["by_process"]["lean"]
     assert {"renderer", "launcher", "server"} <= set(cpu["by_process"]["mcpbrowser"])
     assert {"renderer", "driver", "python thread"} <= set(cpu["by_process"]["raw"])
     assert "playwright_mcp" not in results  # only with --with-playwright-mcp

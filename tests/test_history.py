@@ -8,7 +8,7 @@ import sqlite3
 import time
 
 import pytest
-from support import McpClient, RawServer, tool_payload
+from support import McpClient, RawServer, tool_payload, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -114,6 +114,29 @@ def test_response_mode_full_inlines_the_snapshot(make_client, pages):
     nav = c.tool("navigate", sessionId=sid, url=pages.url("/counter?n=3"))
     assert 'heading "Count 3"' in nav["snapshot"]
     assert c.tool("get_content", ref_id=nav["refId"])["content"] == nav["snapshot"]
+
+
+def test_get_content_returns_the_page_as_each_call_left_it(client, session, pages):
+    """The page changes after a call, by the next call and by itself: each call's stored page stays its own."""
+    nav = client.tool("navigate", sessionId=session, url=pages.url("/docs"))
+    grow = client.tool("click", sessionId=session, selector="#grow")  # at once: no pause after the navigate
+    assert wait_for(lambda: "Shown late" in client.tool("snapshot", sessionId=session)["snapshot"], 5)
+    first, second = (client.tool("get_content", ref_id=call["refId"], reset_cursor=True)["content"]
+                     for call in (nav, grow))  # each whole, not as a diff from the one read before
+    assert "]: short" in first and "grown" not in first and "Shown late" not in first
+    assert "grown" in second and ": short" not in second
+
+
+def test_response_mode_lean_stores_only_what_snapshot_and_wait_for_read(make_client, pages):
+    c = make_client("--response-mode", "lean")
+    sid = c.tool("create_session")["sessionId"]
+    nav = c.tool("navigate", sessionId=sid, url=pages.url("/counter?n=4"))
+    assert nav["meta"]["hasSnapshot"] is False and "snapshot" not in nav
+    missing = c.error("get_content", ref_id=nav["refId"])
+    assert missing["errorCode"] == "CONTENT_NOT_FOUND" and "lean" in missing["message"]
+    snap = c.tool("snapshot", sessionId=sid, query="Count")
+    assert snap["meta"]["hasSnapshot"] is True
+    assert 'heading "Count 4"' in c.tool("get_content", ref_id=snap["refId"])["content"]
 
 
 def test_secrets_never_reach_the_database(make_client, pages, db):

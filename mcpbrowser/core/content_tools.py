@@ -65,8 +65,9 @@ def get_content(core, args, call):
     ref_id = args["ref_id"]
     session_id, blob = _stored(core, ref_id, call)
     if blob is None:
-        raise ContentNotFound(f"Call {ref_id} stored no page snapshot; successful page-changing calls "
-                              "(navigate, click, type, …), snapshot and wait_for do.", details={"refId": ref_id})
+        which = "snapshot and wait_for do (--response-mode lean)" if core.config.response_mode == "lean" else \
+            "successful page-changing calls (navigate, click, type, …), snapshot and wait_for do"
+        raise ContentNotFound(f"Call {ref_id} stored no page snapshot; {which}.", details={"refId": ref_id})
     text = blob.decode()
     digest = hashlib.sha256(blob).hexdigest()
     lines = text.splitlines()

@@ -117,8 +117,9 @@ class Dispatcher:
         args = {} if args is None else args
         tool = self.tools.get(name)
         session_id = args.get("sessionId") if isinstance(args, dict) else None
-        call = Call(name, session_id, capture=tool is not None and (tool.changes_page or tool.stores_page),
-                    inline=self.config.response_mode == "full")
+        mode = self.config.response_mode
+        call = Call(name, session_id, inline=mode == "full",
+                    capture=tool is not None and (tool.stores_page or (tool.changes_page and mode != "lean")))
         call.progress, call.caller = progress, caller
         if tool is not None and tool.may_carry_secret:
             # Whether its text is a secret is known only once the target field was looked at,
