@@ -14,7 +14,6 @@ from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
-
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser_process import Endpoint, SharedBrowser, effective_headless, find_executable
 from mcpbrowser.errors import BrowserError, BrowserUnavailable
