@@ -60,6 +60,8 @@ class SessionOpener:
             state.network_policy.ask_user = lambda session_id, host: self._ask_user(session_id, host, state.call)
             state.tell_user = lambda message: self._tell_user(worker.session_id, message, state.call)
             state.listen()
+            if state.chromium:
+                page_reading.cdp_session(state, page)  # for navigate's title (see loaded_title)
             if self.config.idle_gc:
                 worker.quiet_hook = page_reading.collect_garbage
                 worker.quiet_after_s = self.config.idle_gc / 1000

@@ -32,15 +32,21 @@ def loaded_title(state):
     page = state.page
     if state.chromium:
         try:
-            cdp = state.cdp_sessions.get(page)
-            if cdp is None:
-                cdp = state.cdp_sessions[page] = state.context.new_cdp_session(page)
-            history = cdp.send("Page.getNavigationHistory")
+            history = cdp_session(state, page).send("Page.getNavigationHistory")
             return history["entries"][history["currentIndex"]]["title"]
         except Exception as exc:
             state.cdp_sessions.pop(page, None)
             log.debug("title through CDP failed", extra={"session": state.session_id, "error": str(exc)})
     return page.title() if state.dialog is None else ""
+
+
+def cdp_session(state, page):
+    """The page's CDP session, opened on first use; the session opener opens the first page's
+    ahead (a pooled session's, before any call), so that the first navigate does not wait for it."""
+    cdp = state.cdp_sessions.get(page)
+    if cdp is None:
+        cdp = state.cdp_sessions[page] = state.context.new_cdp_session(page)
+    return cdp
 
 
 def looks_like_login(state):
