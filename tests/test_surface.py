@@ -13,6 +13,7 @@ import sys
 import zipfile
 
 import pytest
+from backends import stop_tree
 from playwright.sync_api import sync_playwright
 from support import McpClient
 
@@ -318,5 +319,4 @@ def _trace_viewer_actions(path):
             page.get_by_text("Click").first.wait_for(timeout=20_000)
             return page.locator(".action-title").all_inner_texts()
     finally:
-        viewer.kill()
-        viewer.wait()
+        stop_tree(viewer, 9)  # `python -m playwright` runs the viewer as a Node.js child, which kill() would orphan
