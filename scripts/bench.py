@@ -2,7 +2,7 @@
 @playwright/mcp and the playwright wheel's own `python -m playwright mcp`.
 
 One run serves its own page on 127.0.0.1 and runs one agent workload
-(navigate, type into an input, click a button) through each contender, then
+(navigate, type into an input, click a button, take a snapshot) through each contender, then
 prints a table of medians, p90s and ratios, or JSON with --json.
 
     .venv/bin/python scripts/bench.py [--rounds 30] [--sessions 8] [--repeats 3] [--think-ms 100]
@@ -54,7 +54,7 @@ from mcpbrowser.process_tree import child_pids, cmdline, cpu_s, descendants, tre
 PAGE = b"""<!doctype html><title>Bench</title>
 <label for="q">Query</label><input id="q">
 <button id="go" onclick="document.title = 'done ' + document.getElementById('q').value">Go</button>"""
-OPS = ("navigate", "type", "click")
+OPS = ("navigate", "type", "click", "snapshot")
 IDLE_S = 3.0  # memory is measured this long after the last call, for every contender alike
 WARMUP_ROUNDS = 3  # rounds run before the measured ones, for every contender alike
 SETTLE_S = 0.1  # pause between one contender's turn and the next one's
@@ -123,7 +123,8 @@ class RawPlaywright:
         return [(op, functools.partial(self._timed, fn)) for op, fn in (
             ("navigate", lambda: page.goto(url)),
             ("type", lambda: page.locator("#q").first.fill(f"query {i}")),
-            ("click", lambda: page.locator("#go").first.click()))]
+            ("click", lambda: page.locator("#go").first.click()),
+            ("snapshot", lambda: page.aria_snapshot(mode="ai")))]  # the tree with refs, as ours and theirs
 
     async def _timed(self, fn):
         # Timed on the Playwright thread itself: the hop to it is the benchmark's, not Playwright's.
@@ -407,7 +408,8 @@ async def open_mcpbrowser(stack, url, db, *args, warm_creates=5, http=False):
         return [(op, mcp_step(session, op, {"sessionId": sid, **args}))
                 for op, args in (("navigate", {"url": url}),
                                  ("type", {"selector": "#q", "text": f"query {i}"}),
-                                 ("click", {"selector": "#go"}))]
+                                 ("click", {"selector": "#go"}),
+                                 ("snapshot", {}))]
 
     return out, steps
 
@@ -547,7 +549,8 @@ async def open_playwright_mcp(stack, params, url):
         return [("navigate", mcp_step(session, "browser_navigate", {"url": url})),
                 ("type", mcp_step(session, "browser_type", {"element": "Query", "target": "#q",
                                                             "text": f"query {i}"})),
-                ("click", mcp_step(session, "browser_click", {"element": "Go", "target": "#go"}))]
+                ("click", mcp_step(session, "browser_click", {"element": "Go", "target": "#go"})),
+                ("snapshot", mcp_step(session, "browser_snapshot", {}))]
 
     return out, steps
 
@@ -644,6 +647,8 @@ def report(results):
               f"ratio {results['cpu_per_navigate']['lean_ratio']}",
               *(f"  {side} by process (ms): " + ", ".join(f"{k} {v}" for k, v in kinds.items())
                 for side, kinds in results["cpu_per_navigate"]["by_process"].items()),
+              f"one session's throughput, navigate + click back to back: "
+              f"{results['one_session_ratio']}x raw",
               f"create_session median: warm pool {ours['create_session_warm']['median_ms']} ms, "
               f"cold {results['create_session_cold']['median_ms']} ms",
               f"{results['sessions']} sessions: ours {results['concurrent']['ops_per_s']} ops/s, "
@@ -756,6 +761,9 @@ def main():
     results["ratios"] = {key: {op: ratio(results["mcpbrowser"][key][op]["median_ms"],
                                          results["raw"][key][op]["median_ms"]) for op in OPS}
                          for key in ("ops", "ops_b2b")}
+    # One session's throughput, as issue 21 defines it: navigate and click, back to back (raw time / ours).
+    results["one_session_ratio"] = ratio(*(sum(results[side]["ops_b2b"][op]["median_ms"]
+                                               for op in ("navigate", "click")) for side in ("raw", "mcpbrowser")))
     results["http_concurrent"] = {**median_run(http_runs, "ops_per_s"), "runs": [r["ops_per_s"] for r in http_runs]}
     results["http_throughput_ratio"] = paired_ratio(results["http_concurrent"]["runs"], results["concurrent"]["runs"])
     results["http_ratios"] = {key: {op: ratio(results["mcpbrowser_http"][key][op]["median_ms"],

@@ -33,7 +33,8 @@ def test_bench_runs_every_contender_and_reports_every_figure():
     assert len(results["raw_one_driver"]["runs"]) == 1 and results["one_driver_ratio"] > 0
     assert results["first_navigate"]["mcpbrowser"]["n"] == 1 and "ratio" not in results["first_navigate"]
     assert results["memory_more"]["sessions"] == 3 and results["memory_more"]["pss_mb"] > 0
-    assert set(results["ratios"]["ops"]) == {"navigate", "type", "click"}
+    assert set(results["ratios"]["ops"]) == {"navigate", "type", "click", "snapshot"}
+    assert results["one_session_ratio"] > 0
     assert all(value > 0 for value in results["policy_ratios"]["ops"].values())
     assert all(value > 0 for value in results["http_ratios"]["ops"].values()) and results["http_throughput_ratio"] > 0
     cpu = results["cpu_per_navigate"]

@@ -21,7 +21,8 @@ TOKEN = 'tok"en-with-quote'   # typed with secret: true into an ordinary field; 
 PRESET = "preset-by-the-page"  # a value the page itself puts in a password field
 LATE = "typed-as-it-appeared"  # into a password field the page adds after its load
 ALERTED = "typed-then-alert"  # into a password field whose input opens an alert
-SECRETS = (PASSWORD, CODE, CARD, TOKEN, PRESET, LATE, ALERTED)
+SHADOWED = "set-in-a-shadow-root"  # the page's own value of a password field in an open shadow root
+SECRETS = (PASSWORD, CODE, CARD, TOKEN, PRESET, LATE, ALERTED, SHADOWED)
 
 LOGIN = f"""<!doctype html><title>Login</title>
 <form method=post action=/welcome>
@@ -33,6 +34,8 @@ LOGIN = f"""<!doctype html><title>Login</title>
 <label>Old <input id=old type=PASSWORD value="{PRESET}"></label>
 <iframe srcdoc="<label>Inner <input id=inner type=password></label>"></iframe>
 <label>Alerting <input id=alerting type=password oninput="alert('checked')"></label>
+<div id=host></div><script>host.attachShadow({{mode: 'open'}}).innerHTML =
+  '<label>Shadowed <input id=shadowed type=password value="{SHADOWED}"></label>'</script>
 <span id=later></span><script>setTimeout(() => later.innerHTML = '<input id=late type=password>', 300)</script>
 <button id=go>Sign in</button></form>"""
 
@@ -104,7 +107,7 @@ def test_secret_values_never_leave_the_page(make_client, site, tmp_path):
     answers.append(c.tool("type", sessionId=sid, ref=ref, text=PASSWORD))  # inside the iframe, by ref
     snap = c.tool("snapshot", sessionId=sid)
     assert 'textbox "User"' in snap["snapshot"] and "alice" in snap["snapshot"]  # ordinary values stay
-    assert snap["snapshot"].count("[REDACTED]") >= 8, snap["snapshot"]  # the fields are there, hidden
+    assert snap["snapshot"].count("[REDACTED]") >= 9, snap["snapshot"]  # the fields are there, hidden
     # Narrowed answers come from the redacted tree: a query for the field, and the outline.
     answers += [c.tool("snapshot", sessionId=sid, query="textbox"), c.tool("snapshot", sessionId=sid, compact=True)]
     answers += [snap, c.tool("dom_snapshot", sessionId=sid),
