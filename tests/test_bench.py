@@ -22,7 +22,7 @@ def test_bench_runs_every_contender_and_reports_every_figure():
     results = json.loads(done.stdout)
     for side in ("raw", "mcpbrowser", "mcpbrowser_policy", "mcpbrowser_http"):
         for mode in ("ops", "ops_b2b"):
-            assert set(results[side][mode]) == {"navigate", "type", "click"}
+            assert set(results[side][mode]) == {"navigate", "type", "click", "snapshot"}
             assert all(op["n"] == 1 and op["median_ms"] > 0 for op in results[side][mode].values())
     assert results["mcpbrowser"]["initialize_ms"] > 0
     assert results["mcpbrowser"]["create_session_warm"]["n"] == 2
