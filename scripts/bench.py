@@ -647,6 +647,10 @@ def report(results):
               f"ratio {results['cpu_per_navigate']['lean_ratio']}",
               *(f"  {side} by process (ms): " + ", ".join(f"{k} {v}" for k, v in kinds.items())
                 for side, kinds in results["cpu_per_navigate"]["by_process"].items()),
+              *([f"CPU per navigate on {page['url']}: raw {page['raw_ms']} ms, ours {page['mcpbrowser_ms']} ms, "
+                 f"ratio {page['ratio']} (turns {min(page['ratios'])}-{max(page['ratios'])}); lean "
+                 f"{page['lean_ms']} ms, ratio {page['lean_ratio']}"]
+                if (page := results.get("cpu_per_navigate_page")) else []),
               f"one session's throughput, navigate + click back to back: "
               f"{results['one_session_ratio']}x raw",
               f"create_session median: warm pool {ours['create_session_warm']['median_ms']} ms, "
@@ -708,6 +712,10 @@ def main():
     parser.add_argument("--memory-sessions", type=int, default=16,
                         help="also measure memory with this many sessions (and @playwright/mcp instances); "
                              "0 skips it (default 16)")
+    parser.add_argument("--cpu-url", metavar="URL",
+                        help="also measure CPU per navigate on this page, a real one (say a page of Sphinx's "
+                             "manual served on 127.0.0.1, as scripts/agent_bench.py does): the capture's cost "
+                             "grows with the page")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     args = parser.parse_args()
 
@@ -736,6 +744,11 @@ def main():
     progress("CPU per navigate: raw Playwright and mcpbrowser, interleaved…")
     results["cpu_per_navigate"] = anyio.run(cpu_per_navigate, executable, url, max(1, args.rounds // 3),
                                             max(0.3, args.think_ms / 1000), databases)
+    if args.cpu_url:
+        progress(f"CPU per navigate on {args.cpu_url}…")
+        results["cpu_per_navigate_page"] = {"url": args.cpu_url, **anyio.run(
+            cpu_per_navigate, executable, args.cpu_url, max(1, args.rounds // 3), max(0.3, args.think_ms / 1000),
+            databases)}
     progress("spawn to the first navigate's answer…")
     results["first_navigate"] = anyio.run(first_navigate, url, next(databases), cli, executable, args.repeats)
     progress("mcpbrowser, cold create_session…")

@@ -13,10 +13,11 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_bench_runs_every_contender_and_reports_every_figure():
+def test_bench_runs_every_contender_and_reports_every_figure(pages):
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "bench.py"), "--rounds", "1", "--sessions", "2",
-         "--repeats", "1", "--think-ms", "0", "--memory-sessions", "3", "--creates", "2", "--json"],
+         "--repeats", "1", "--think-ms", "0", "--memory-sessions", "3", "--creates", "2", "--json",
+         "--cpu-url", pages.url("/docs")],
         capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout)
@@ -42,4 +43,6 @@ def test_bench_runs_every_contender_and_reports_every_figure():
     assert cpu["lean_ms"] > 0 and cpu["lean_ratio"] > 0 and "renderer" in cpu["by_process"]["lean"]
     assert {"renderer", "launcher", "server"} <= set(cpu["by_process"]["mcpbrowser"])
     assert {"renderer", "driver", "python thread"} <= set(cpu["by_process"]["raw"])
+    page = results["cpu_per_navigate_page"]
+    assert page["url"].endswith("/docs") and page["mcpbrowser_ms"] > 0 and page["lean_ratio"] > 0
     assert "playwright_mcp" not in results  # only with --with-playwright-mcp
