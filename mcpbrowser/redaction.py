@@ -84,7 +84,7 @@ def secret_values(page):
     the page's world, which on a fresh document costs 30 ms first, though most pages have
     no secret field at all.
     """
-    values = set()
+    values: set[str] = set()
     for frame in page.frames:
         try:
             fields = frame.locator(SECRET_FIELD)
