@@ -204,26 +204,28 @@ def tree_cpu_by_kind(pid):
     return out
 
 
-async def cpu_per_navigate(executable, url, rounds, think_s, databases):
+async def cpu_per_navigate(executable, urls, rounds, think_s, databases):
     """CPU ms per navigate of each contender's whole process tree, read from /proc, in interleaved turns.
 
     Raw Playwright: its Node.js driver and browser (tree) plus its Python thread, for
     goto + title. Ours: the server's tree (Python, launcher, browser, relays) for the
     navigate tool, whose after-call capture runs in the think time and is counted; and
     ours with --response-mode lean, which captures nothing after page-changing calls, to
-    show what the capture costs. {"raw_ms", "mcpbrowser_ms", "ratio", "ratios", "lean_ms",
-    "lean_ratio", "by_process"}: medians over turns, each turn's ratio, and each side's ms
-    per navigate by process kind (renderer, browser, ...).
+    show what the capture costs. The same three contenders measure each of `urls` in turn.
+    For each: {"url", "raw_ms", "mcpbrowser_ms", "ratio", "ratios", "lean_ms", "lean_ratio",
+    "by_process"}: medians over turns, each turn's ratio, and each side's ms per navigate by
+    process kind (renderer, browser, ...).
     """
     drivers = set(child_pids("run-driver"))
     raw = RawPlaywright(executable)
+    out = []
     try:
         (driver,) = set(child_pids("run-driver")) - drivers
 
         def raw_cpu():
             return {**tree_cpu_by_kind(driver), "python thread": raw.thread_cpu_s()}
 
-        async def raw_navigate():
+        async def raw_navigate(url):
             await anyio.to_thread.run_sync(raw.navigate_and_title, url)
 
         async with AsyncExitStack() as stack:
@@ -233,22 +235,31 @@ async def cpu_per_navigate(executable, url, rounds, think_s, databases):
                 session = await connect(stack, next(databases), *args)
                 (server,) = set(child_pids("mcpbrowser")) - servers
                 sid = json.loads((await _call(session, "create_session", {})).content[0].text)["sessionId"]
-                sides[name] = (functools.partial(_call, session, "navigate", {"sessionId": sid, "url": url}),
-                               functools.partial(tree_cpu_by_kind, server))
-            used = {name: [] for name in sides}
-            for i in range(rounds + 1):  # the first round warms up
-                for name, (navigate, cpu) in sides.items():
-                    before = cpu()
-                    for _ in range(CPU_NAVIGATES):
-                        await navigate()
-                        await anyio.sleep(think_s)
-                    await anyio.sleep(SETTLE_S)
-                    if i:
-                        after = cpu()
-                        used[name].append({k: (after[k] - before.get(k, 0.0)) * 1000 / CPU_NAVIGATES
-                                           for k in after})
+                sides[name] = (functools.partial(_navigate, session, sid), functools.partial(tree_cpu_by_kind, server))
+            for url in urls:
+                used = {name: [] for name in sides}
+                for i in range(rounds + 1):  # the first round warms up
+                    for name, (navigate, cpu) in sides.items():
+                        before = cpu()
+                        for _ in range(CPU_NAVIGATES):
+                            await navigate(url)
+                            await anyio.sleep(think_s)
+                        await anyio.sleep(SETTLE_S)
+                        if i:
+                            after = cpu()
+                            used[name].append({k: (after[k] - before.get(k, 0.0)) * 1000 / CPU_NAVIGATES
+                                               for k in after})
+                out.append({"url": url, **_cpu_summary(used)})
     finally:
         raw.close()
+    return out
+
+
+async def _navigate(session, sid, url):
+    await _call(session, "navigate", {"sessionId": sid, "url": url})
+
+
+def _cpu_summary(used):
     totals = {name: [sum(turn.values()) for turn in turns] for name, turns in used.items()}
 
     def ratios(name):
@@ -742,13 +753,11 @@ def main():
     results.update(anyio.run(per_call, executable, url, args.rounds, args.think_ms / 1000, databases, cli,
                              args.creates))
     progress("CPU per navigate: raw Playwright and mcpbrowser, interleaved…")
-    results["cpu_per_navigate"] = anyio.run(cpu_per_navigate, executable, url, max(1, args.rounds // 3),
-                                            max(0.3, args.think_ms / 1000), databases)
+    cpu = anyio.run(cpu_per_navigate, executable, [url, *([args.cpu_url] if args.cpu_url else [])],
+                    max(1, args.rounds // 3), max(0.3, args.think_ms / 1000), databases)
+    results["cpu_per_navigate"] = cpu[0]
     if args.cpu_url:
-        progress(f"CPU per navigate on {args.cpu_url}…")
-        results["cpu_per_navigate_page"] = {"url": args.cpu_url, **anyio.run(
-            cpu_per_navigate, executable, args.cpu_url, max(1, args.rounds // 3), max(0.3, args.think_ms / 1000),
-            databases)}
+        results["cpu_per_navigate_page"] = cpu[1]
     progress("spawn to the first navigate's answer…")
     results["first_navigate"] = anyio.run(first_navigate, url, next(databases), cli, executable, args.repeats)
     progress("mcpbrowser, cold create_session…")
