@@ -50,6 +50,7 @@ class Call:
         self.caller: Any = None  # who made the call (a transport's; see UserChannel), or None: the library
         self.ran = False        # set on the session thread when the call starts there
         self.secret = False     # its text turned out to be a secret (set on the session thread)
+        self.snapshot_reused = False  # a snapshot answered from the page's last one (see page_watch)
         self.record_request: Callable[[], None] | None = None  # the deferred request row, see Dispatcher.submit
         self.recorded = threading.Event()
 
@@ -217,7 +218,7 @@ class Dispatcher:
                                                              "error": str(exc)[:200]})
         log.info("tool call", extra={"event": "tool_call", "tool": call.tool, "session": call.session_id,
                                      "duration_ms": round((time.monotonic() - started) * 1000, 2),
-                                     "outcome": outcome})
+                                     "outcome": outcome, **({"snapshot_reused": True} if call.snapshot_reused else {})})
         # A call that ran on its session thread is recorded there, after its capture;
         # any other (refused, cancelled while queued, failed at close) is recorded here.
         if not call.ran:

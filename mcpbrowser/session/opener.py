@@ -10,7 +10,7 @@ from typing import Any
 from mcpbrowser.config import Config
 from mcpbrowser.errors import InvalidParameters
 from mcpbrowser.logs import log
-from mcpbrowser.session import page_reading, playwright_internals
+from mcpbrowser.session import page_reading, page_watch, playwright_internals
 from mcpbrowser.session.state import SessionState
 
 
@@ -42,6 +42,7 @@ class SessionOpener:
         worker.driver_pid = _driver_pid(manager)
         try:
             emulation = options.get("emulation") or {}
+            watching = page_watch.register(playwright)  # before the context: it gets the engine
             try:
                 context = browser.new_context(storage_state=options.get("storage_state"),
                                               proxy=proxy.settings if proxy is not None else None,
@@ -56,6 +57,7 @@ class SessionOpener:
                 raise refused from None
             state = SessionState(worker, self.config, playwright, browser, context, page)
             state.disconnect_at_close = driven
+            state.watching = watching
             state.network_policy.policy, state.network_policy.proxy = options["policy"], proxy
             state.network_policy.ask_user = lambda session_id, host: self._ask_user(session_id, host, state.call)
             state.tell_user = lambda message: self._tell_user(worker.session_id, message, state.call)

@@ -46,6 +46,8 @@ class SessionState:
         self._dialog_waiter = None
         self.refs: frozenset[str] = frozenset()
         self.refs_page: Any = None
+        self.watching = False     # the page watch's engine is registered (see page_watch)
+        self.full_snapshot = None  # (page, text): its last whole-page snapshot, taken as the watch was armed
         self.network_policy = NetworkPolicy(worker.session_id)
         self.events = EventBuffers(config.console_buffer, config.network_buffer, self.network_policy,
                                    lambda: self.page)

@@ -86,16 +86,23 @@ def snapshot(state, args):
     options = {"mode": "ai"}
     if "depth" in args:
         options["depth"] = args["depth"]
-    if state.locate(args, required=False)[1] is None:
-        text = state.act(state.page, "aria_snapshot", **options)
-    else:
-        texts = []
-        on_element(state, args, ElementNotClickable, lambda first, timeout: texts.append(state.act(
-            first, "aria_snapshot", timeout=timeout, **options)))
-        text = texts[0]
-    if text is INTERRUPTED:
-        text = ""
-    whole = snapshots.took_snapshot(state, text)
+    page_level = state.locate(args, required=False)[1] is None
+    whole = snapshots.unchanged_snapshot(state) if page_level and "depth" not in args else None
+    if whole is None:
+        state.full_snapshot = None  # Playwright's refs are this read's from now on
+        if page_level:
+            text = state.act(snapshots.page_root(state), "aria_snapshot", **options)
+        else:
+            texts = []
+            on_element(state, args, ElementNotClickable, lambda first, timeout: texts.append(state.act(
+                first, "aria_snapshot", timeout=timeout, **options)))
+            text = texts[0]
+        if text is INTERRUPTED:
+            whole = snapshots.took_snapshot(state, "")
+        elif page_level and "depth" not in args:
+            whole = snapshots.took_whole_snapshot(state, text)
+        else:
+            whole = snapshots.took_snapshot(state, text)
     if state.call is not None:
         state.call.snapshot = whole  # the history keeps all of it: get_content(refId) reads it
     title = page_reading.loaded_title(state)
