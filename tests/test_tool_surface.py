@@ -6,7 +6,7 @@ import re
 import time
 
 import pytest
-from support import McpClient
+from support import McpClient, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -248,6 +248,11 @@ def test_network_logs_redact_sensitive_headers(full, sid, pages):
     full.tool("wait_for", sessionId=sid, selector="#more")
     lean = full.tool("network_logs", sessionId=sid, urlContains="/api/data")["entries"][-1]
     assert "requestHeaders" not in lean and "timestamp" not in lean and "failure" not in lean
+    # The response's body ends when its connection closes (no Content-Length): on a busy
+    # machine the request may still be in flight, with no duration yet. Each call flushes
+    # the session's events, so asking again sees it finish.
+    assert wait_for(lambda: full.tool("network_logs", sessionId=sid, urlContains="/api/data",
+                                      headers=True)["entries"][-1]["durationMs"] is not None)
     logs = full.tool("network_logs", sessionId=sid, urlContains="/api/data", headers=True)
     assert logs["count"] >= 1
     entry = logs["entries"][-1]
