@@ -280,3 +280,38 @@ def test_quiet_hook_waits_while_commands_keep_coming_and_its_failure_is_harmless
     assert ran == [1]
     assert worker.submit(lambda s: "alive").result(5) == "alive"
     worker.stop()
+
+
+def test_a_stop_during_the_browsers_launch_still_gives_it_the_grace(monkeypatch):
+    """Shutdown may arrive between the browser's start and its publication (CI saw it): the
+    browser that just came up gets the same SIGTERM-then-2 s as any other, never an instant SIGKILL."""
+    from mcpbrowser.config import Config
+    from mcpbrowser.core import browser_supervisor as bs
+
+    started, release, graces = threading.Event(), threading.Event(), []
+
+    class LaunchingBrowser:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def start(self, abort):
+            started.set()
+            release.wait(5)  # up, but not yet published to the supervisor
+            return bs.Endpoint("ws://127.0.0.1:1/x", None, None)
+
+        def stop(self, grace=2.0):
+            graces.append(grace)
+
+    monkeypatch.setattr(bs, "SharedBrowser", LaunchingBrowser)
+    monkeypatch.setattr(bs, "find_executable", lambda *args: "/bin/true")
+    supervisor = bs.BrowserSupervisor(Config())
+    supervisor.start()
+    assert started.wait(5)
+    stopper = threading.Thread(target=supervisor.stop, args=(BrowserError("The server is shutting down."),))
+    stopper.start()
+    assert supervisor.stopping.wait(5)
+    release.set()
+    stopper.join(10)
+    assert not stopper.is_alive() and graces == [bs.BROWSER_STOP_GRACE_S]
+    with pytest.raises(BrowserError, match="shutting down"):  # a session opening now is told, not left waiting
+        supervisor.attach(object())

@@ -165,7 +165,8 @@ class BrowserSupervisor:
             executable = find_executable(self.config.browser, self.config.executable_path)
             shared = self._launch(executable)
         except BaseException as exc:
-            log.error("browser unavailable", extra={"event": "browser_unavailable", "error": str(exc)})
+            if not self.stopping.is_set():
+                log.error("browser unavailable", extra={"event": "browser_unavailable", "error": str(exc)})
             try:
                 self._endpoint.set_exception(exc)
             except InvalidStateError:
@@ -190,16 +191,23 @@ class BrowserSupervisor:
                                spare_renderer=self.config.spare_renderer)
         endpoint = shared.start(abort=self.stopping)
         with self._lock:
-            self._generation += 1
-            generation = self._generation
-            if self._endpoint.done():
-                self._endpoint = Future()
-            waiting = self._endpoint
-            self._degraded_until = None
-        try:
-            waiting.set_result((generation, endpoint))
-        except InvalidStateError:  # stop() ran meanwhile
-            shared.stop(0)
+            stopped = self.stopping.is_set()
+            if not stopped:
+                self._generation += 1
+                generation = self._generation
+                if self._endpoint.done():
+                    self._endpoint = Future()
+                waiting = self._endpoint
+                self._degraded_until = None
+        if not stopped:
+            try:
+                waiting.set_result((generation, endpoint))
+            except InvalidStateError:  # stop() failed it just now
+                stopped = True
+        if stopped:
+            # stop() ran while this browser came up: it gets the grace any other would, not an
+            # instant SIGKILL, and is not published (a stopped supervisor's future stays failed).
+            shared.stop(BROWSER_STOP_GRACE_S)
             raise BrowserError("The server is shutting down.") from None
         if generation > 1:
             log.warning("browser restarted", extra={"event": "browser_restarted", "cause": self.crash_cause,
@@ -210,6 +218,8 @@ class BrowserSupervisor:
     def _life(self, executable: str, first: list[SharedBrowser]) -> None:
         """One life of the shared browser: serve until stop (return) or a crash (raise BrowserCrashed)."""
         if self.stopping.is_set():
+            if first:  # launched, published, and stop() came before this life began
+                first.pop().stop(BROWSER_STOP_GRACE_S)
             return
         shared = first.pop() if first else self._launch(executable)
         ping = self.config.browser_ping or None
