@@ -137,6 +137,11 @@ def test_response_mode_lean_stores_only_what_snapshot_and_wait_for_read(make_cli
     snap = c.tool("snapshot", sessionId=sid, query="Count")
     assert snap["meta"]["hasSnapshot"] is True
     assert 'heading "Count 4"' in c.tool("get_content", ref_id=snap["refId"])["content"]
+    # No capture after a call reads the page's secret fields here: the tools themselves mark what they typed.
+    c.tool("navigate", sessionId=sid, url="data:text/html,<input id=code autocomplete=one-time-code>"
+                                          "<button id=go onclick='document.title = code.value'>Go</button>")
+    c.tool("fill_form", sessionId=sid, fields=[{"selector": "#code", "value": "otp-Zq81-secret"}])
+    assert c.tool("click", sessionId=sid, selector="#go")["title"] == "[REDACTED]"
 
 
 def test_secrets_never_reach_the_database(make_client, pages, db):

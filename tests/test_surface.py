@@ -253,6 +253,35 @@ def test_fill_form_sets_each_kind_of_field_and_keeps_no_value(files):
     assert rows and all("ada" not in r[0] and PASSWORD not in r[0] for r in rows)
 
 
+LATE_FORM = """data:text/html,<title>late</title><input id=first oninput="alert('first changed')">
+<script>setTimeout(() => document.body.insertAdjacentHTML('beforeend',
+'<input id=agree TYPE=CHECKBOX aria-label=Agree><input id=code autocomplete=one-time-code aria-label=Code>' +
+'<input id=r type=Radio name=r aria-label=R>'), 400)</script>
+<button id=go onclick="document.title = [first.value, agree.checked, r.checked, code.value].join('|')">Go</button>"""
+
+
+def test_fill_form_waits_for_late_fields_knows_their_kind_and_stops_at_a_dialog(files):
+    """The kind and the secrecy of each field are asked in Playwright's world, after the field exists:
+    a checkbox or a one-time-code field that a script adds later is still checked, or kept secret."""
+    c, _ = files
+    sid = c.tool("create_session", url=LATE_FORM)["sessionId"]
+    filled = c.tool("fill_form", sessionId=sid, fields=[
+        {"selector": "#agree", "value": True}, {"selector": "#code", "value": PASSWORD},
+        {"selector": "#r", "value": "on"}])
+    assert "3 field(s)" in filled["message"]
+    # The one-time code is scrubbed from every answer (a page's title too), not only from snapshots.
+    assert c.tool("click", sessionId=sid, selector="#go")["title"] == "|true|true|[REDACTED]"
+    assert PASSWORD not in json.dumps(c.tool("snapshot", sessionId=sid))
+    # Typing into the first field opens an alert: the form stops there, and says so.
+    stopped = c.tool("fill_form", sessionId=sid, fields=[
+        {"selector": "#first", "value": "ada"}, {"selector": "#agree", "value": False}])
+    assert "1 of 2 field(s)" in stopped["message"] and "handle_dialog" in stopped["message"], stopped
+    c.tool("handle_dialog", sessionId=sid, accept=True)
+    # #agree kept its check.
+    assert c.tool("click", sessionId=sid, selector="#go")["title"] == "ada|true|true|[REDACTED]"
+    c.tool("close_session", sessionId=sid)
+
+
 def test_drag_mouse_and_resize(files):
     c, _ = files
     page = ("data:text/html,<title>start</title><body style='margin:0;height:3000px' "
