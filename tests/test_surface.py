@@ -260,7 +260,7 @@ LATE_FORM = """data:text/html,<title>late</title><input id=first oninput="alert(
 <button id=go onclick="document.title = [first.value, agree.checked, r.checked, code.value].join('|')">Go</button>"""
 
 
-def test_fill_form_waits_for_late_fields_knows_their_kind_and_stops_at_a_dialog(files):
+def test_fill_form_waits_for_late_fields_knows_their_kind_and_it_and_type_stop_at_a_dialog(files):
     """The kind and the secrecy of each field are asked in Playwright's world, after the field exists:
     a checkbox or a one-time-code field that a script adds later is still checked, or kept secret."""
     c, _ = files
@@ -277,8 +277,14 @@ def test_fill_form_waits_for_late_fields_knows_their_kind_and_stops_at_a_dialog(
         {"selector": "#first", "value": "ada"}, {"selector": "#agree", "value": False}])
     assert "1 of 2 field(s)" in stopped["message"] and "handle_dialog" in stopped["message"], stopped
     c.tool("handle_dialog", sessionId=sid, accept=True)
-    # #agree kept its check.
-    assert c.tool("click", sessionId=sid, selector="#go")["title"] == "ada|true|true|[REDACTED]"
+    typed = c.tool("type", sessionId=sid, selector="#first", text="ada", submit=True)  # the same alert
+    assert "Enter was not pressed" in typed["message"] and "handle_dialog" in typed["message"], typed
+    c.tool("handle_dialog", sessionId=sid, accept=True)
+    assert c.tool("click", sessionId=sid, selector="#go")["title"] == "ada|true|true|[REDACTED]"  # #agree kept
+    # Key by key: emptying the field opens it, and no key is pressed behind it (before, a 60 s hang).
+    c.tool("type", sessionId=sid, selector="#first", text="bob", delay=5)
+    c.tool("handle_dialog", sessionId=sid, accept=True)
+    assert c.tool("click", sessionId=sid, selector="#go")["title"] == "|true|true|[REDACTED]"
     c.tool("close_session", sessionId=sid)
 
 

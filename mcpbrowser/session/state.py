@@ -200,6 +200,10 @@ class SessionState:
         made to hand over its coroutine instead of waiting on it (see
         playwright_internals); we then wait for whichever comes first.
         """
+        if self.dialog is not None:
+            # One opened earlier in this call (run_tool refuses page tools behind one): nothing
+            # can reach the page until it is answered, so the action does not start at all.
+            return INTERRUPTED
         direct, coroutine = take_coroutine(target, method, kwargs)
         if coroutine is None:
             return direct

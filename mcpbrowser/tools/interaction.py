@@ -38,7 +38,7 @@ def type_text(state, args):
         if not target.is_editable(timeout=timeout):
             raise ElementNotEditable("The element is disabled or read-only.", session_id=state.session_id)
         if clear:
-            target.fill("", timeout=timeout)
+            state.act(target, "fill", value="", timeout=timeout)  # emptying it may open a dialog too
         else:
             # Key presses go where the caret is; put it after the existing text.
             target.evaluate("e => { if (e.setSelectionRange && e.value !== undefined)"
@@ -60,6 +60,9 @@ def type_text(state, args):
 
     # Filling replaces the content, so it may be tried again; typing key by key or appending may not.
     label = on_element(state, args, ElementNotEditable, enter, repeatable=clear and not delay)
+    if args.get("submit") and state.dialog is not None:
+        return {"success": True, "message": f"Typed {len(text)} character(s) into {label}; a dialog opened, "
+                                            "so Enter was not pressed: answer it with handle_dialog"}
     if args.get("submit"):
         # Enter on the same element, as a person submits a search box or a one-field form.
         on_element(state, args, ElementNotEditable, lambda target, timeout: state.act(
