@@ -275,7 +275,8 @@ def test_fill_form_waits_for_late_fields_knows_their_kind_and_it_and_type_stop_a
     # Typing into the first field opens an alert: the form stops there, and says so.
     stopped = c.tool("fill_form", sessionId=sid, fields=[
         {"selector": "#first", "value": "ada"}, {"selector": "#agree", "value": False}])
-    assert "1 of 2 field(s)" in stopped["message"] and "handle_dialog" in stopped["message"], stopped
+    assert stopped["message"] == ("Filled 1 of 2 field(s) (#first); the rest were not filled; an alert dialog "
+                                  "opened ('first changed'): answer it with handle_dialog"), stopped
     c.tool("handle_dialog", sessionId=sid, accept=True)
     typed = c.tool("type", sessionId=sid, selector="#first", text="ada", submit=True)  # the same alert
     assert "Enter was not pressed" in typed["message"] and "handle_dialog" in typed["message"], typed

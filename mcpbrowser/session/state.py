@@ -18,6 +18,12 @@ from mcpbrowser.session.events import EventBuffers
 from mcpbrowser.session.network_policy import NetworkPolicy
 from mcpbrowser.session.playwright_internals import event_loop, run_coroutine, take_coroutine
 
+
+def _a(word):
+    """'an alert', 'a confirm': the article a dialog's type takes."""
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
+
+
 INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
 
 
@@ -108,7 +114,7 @@ class SessionState:
         """Run one tool's handler with the checks and notes every page tool shares."""
         if tool.page_tool and self.dialog is not None:
             raise DialogOpen(
-                f"A {self.dialog.type} dialog is open ({self.dialog.message!r}); it blocks the page. "
+                f"{_a(self.dialog.type).capitalize()} dialog is open ({self.dialog.message!r}); it blocks the page. "
                 "Answer it with handle_dialog first.",
                 session_id=self.session_id, details=self.dialog_info())
         if self.page in self.crashed:  # it crashed between calls: this call meets it
@@ -127,7 +133,7 @@ class SessionState:
         if self.dialog is not None and dialog_before is None:
             result["dialog"] = self.dialog_info()
             if "message" in result:
-                result["message"] += (f"; a {self.dialog.type} dialog opened ({self.dialog.message!r}): "
+                result["message"] += (f"; {_a(self.dialog.type)} dialog opened ({self.dialog.message!r}): "
                                       "answer it with handle_dialog")
         # Tabs may open between calls too (events are dispatched during any Playwright
         # call, the after-call capture included): report each one on the next answer.

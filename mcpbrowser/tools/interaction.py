@@ -61,8 +61,7 @@ def type_text(state, args):
     # Filling replaces the content, so it may be tried again; typing key by key or appending may not.
     label = on_element(state, args, ElementNotEditable, enter, repeatable=clear and not delay)
     if args.get("submit") and state.dialog is not None:
-        return {"success": True, "message": f"Typed {len(text)} character(s) into {label}; a dialog opened, "
-                                            "so Enter was not pressed: answer it with handle_dialog"}
+        return {"success": True, "message": f"Typed {len(text)} character(s) into {label}; Enter was not pressed"}
     if args.get("submit"):
         # Enter on the same element, as a person submits a search box or a one-field form.
         on_element(state, args, ElementNotEditable, lambda target, timeout: state.act(
@@ -122,8 +121,9 @@ def fill_form(state, args):
         filled.append(on_element(state, {**{k: field[k] for k in ("selector", "ref") if k in field}, **timeout},
                                  ElementNotEditable, _filler(state, field)))
     if len(filled) < len(fields):
-        return {"success": True, "message": f"Filled {len(filled)} of {len(fields)} field(s) ({', '.join(filled)}) "
-                                            "before a dialog opened: answer it with handle_dialog, then fill the rest"}
+        # run_tool adds which dialog opened and that handle_dialog comes next.
+        return {"success": True, "message": f"Filled {len(filled)} of {len(fields)} field(s) ({', '.join(filled)}); "
+                                            "the rest were not filled"}
     return {"success": True, "message": f"Filled {len(filled)} field(s): {', '.join(filled)}"}
 
 
