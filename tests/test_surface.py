@@ -272,6 +272,8 @@ def test_fill_form_waits_for_late_fields_knows_their_kind_and_it_and_type_stop_a
     # The one-time code is scrubbed from every answer (a page's title too), not only from snapshots.
     assert c.tool("click", sessionId=sid, selector="#go")["title"] == "|true|true|[REDACTED]"
     assert PASSWORD not in json.dumps(c.tool("snapshot", sessionId=sid))
+    assert PASSWORD not in json.dumps(c.server_log())
+    assert not [line for line in sqlite3.connect(c.db).iterdump() if PASSWORD in line]  # every table
     # Typing into the first field opens an alert: the form stops there, and says so.
     stopped = c.tool("fill_form", sessionId=sid, fields=[
         {"selector": "#first", "value": "ada"}, {"selector": "#agree", "value": False}])

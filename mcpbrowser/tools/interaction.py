@@ -137,15 +137,13 @@ SPECIAL = f":scope:is(select, {CHECKABLE}, {SECRET_FIELD})"
 def _filler(state, field):
     value, secret = field["value"], field.get("secret", False)
 
-    def ask(target, method, **kwargs):
-        # Nothing may start behind an open dialog (it would wait for the answer); each step checks.
-        return INTERRUPTED if state.dialog is not None else state.act(target, method, **kwargs)
-
+    # Every step goes through state.act, which starts nothing behind a dialog that opened
+    # meanwhile (it answers INTERRUPTED at once) and stops waiting when one opens.
     def matches(target, css):
-        return ask(target.locator(css), "count")
+        return state.act(target.locator(css), "count")
 
     def fill(target, timeout):
-        if ask(target, "wait_for", state="attached", timeout=timeout) is INTERRUPTED:
+        if state.act(target, "wait_for", state="attached", timeout=timeout) is INTERRUPTED:
             return INTERRUPTED
         special = matches(target, SPECIAL)
         kind = "fill"
@@ -155,11 +153,11 @@ def _filler(state, field):
         if state.dialog is not None:  # it opened during a count (which then answered INTERRUPTED)
             return INTERRUPTED
         if kind == "set_checked":
-            return ask(target, kind, checked=value in (True, "true", "on", "1"), timeout=timeout)
+            return state.act(target, kind, checked=value in (True, "true", "on", "1"), timeout=timeout)
         text = str(value).lower() if isinstance(value, bool) else value
         if secret or kind == "secret":
             snapshots.mark_secret(state, text)  # scrubbed from every answer, as type's secrets
-        return ask(target, "select_option" if kind == "select_option" else "fill", value=text, timeout=timeout)
+        return state.act(target, kind if kind == "select_option" else "fill", value=text, timeout=timeout)
 
     return fill
 
