@@ -96,6 +96,7 @@ def _serve_http(config):
     tune_driver_memory()  # main thread, before any driver starts
     try:
         from mcpbrowser.transports.http import serve
+        from mcpbrowser.transports.http_server import Limits
         from mcpbrowser.wsgi import create_app
 
         app = create_app(config)
@@ -105,8 +106,10 @@ def _serve_http(config):
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
+    limits = Limits(config.http_header_timeout, config.http_body_timeout, config.http_idle_timeout,
+                    config.http_max_connections, config.http_max_unauthenticated)
     try:
-        serve(app, config.http, done, threads=max(16, 4 * config.max_sessions))
+        serve(app, config.http, done, threads=max(16, 4 * config.max_sessions), limits=limits)
     except OSError as exc:  # the port is taken, say
         logs.log.error("cannot serve", extra={"event": "startup_failed", "error": str(exc)})
         print(f"mcpbrowser: error: --http {config.http}: {exc}", file=sys.stderr)

@@ -21,6 +21,10 @@ class ConfigError(ValueError):
     """A setting has a bad value; the message names its flag."""
 
 
+class UnreadableTokens(ConfigError):
+    """--http-token-file cannot be read: no tokens come from it."""
+
+
 def _flag(name):
     return "--" + name.replace("_", "-")
 
@@ -400,6 +404,35 @@ class Config:
         600, _int_at_least(0),
         "HTTP requests per minute per client (its token, or its address without tokens), answered 429 "
         "past it; 0 turns it off.")
+    # Slow and idle clients (measured with waitress 3.0.2; see transports/http_server.py): a
+    # stalled socket costs no thread and about 1 KB, but one connection of a limit.
+    http_header_timeout: int = _option(
+        5, _int_at_least(1),
+        "Seconds a request's head (its line and headers) may take to arrive, from its first byte; "
+        "a client sends it in one packet, a connection that trickles it is closed.")
+    http_body_timeout: int = _option(
+        30, _int_at_least(1),
+        "Seconds a request's head and body may take to arrive, from its first byte: a 4 MB body "
+        "(--max-message-bytes) needs 1.1 Mbit/s. A connection past it is closed.")
+    http_idle_timeout: int = _option(
+        5, _int_at_least(1),
+        "Seconds a keep-alive connection may sit idle between requests before it is closed; a client "
+        "opens another in one round trip. Event streams and calls in progress are not idle.")
+    http_max_connections: int = _option(
+        512, _int_at_least(16),
+        "Open connections at most; past it new ones wait in the kernel's backlog. Each holds a file "
+        "descriptor, and 1024 is a common per-process limit that the browser's pipes share.")
+    http_max_unauthenticated: int = _option(
+        128, _int_at_least(1),
+        "Connections that have not shown a valid token yet (with no tokens: a whole request head), "
+        "counted apart; past it the oldest idle one is closed. A client shows its token within a "
+        "millisecond of connecting, so stalled sockets can only crowd each other out.")
+    http_client_requests: int = _option(
+        16, _int_at_least(1),
+        "Requests one token's client may hold open at once (calls waiting for answers, event streams), "
+        "answered 429 past it: each holds one of the server's max(16, 4 x --max-sessions) threads. "
+        "16 runs 10 sessions' calls at once with streams to spare. Without tokens, clients cannot be "
+        "told apart and only the threads bound them.")
     response_mode: str = _option(
         "compact", _one_of(("compact", "full", "lean")),
         "compact keeps page snapshots in the history (fetch them with get_content); "
@@ -421,13 +454,27 @@ class Config:
             if ":" not in pair or len(pair.split(":", 1)[1].strip()) < MIN_TOKEN_CHARS:
                 raise ConfigError(f"--http-tokens items must look like `name:token`, with a token of "
                                   f"{MIN_TOKEN_CHARS} characters or more")
+        if self.http_max_unauthenticated >= self.http_max_connections:
+            raise ConfigError(f"--http-max-unauthenticated must be less than --http-max-connections "
+                              f"({self.http_max_connections}), to leave room for clients with tokens")
         if self.http:
             from mcpbrowser.guards import is_loopback
 
             host = self.http.rpartition(":")[0].strip("[]")
-            if not is_loopback(host) and not (self.http_tokens or self.http_token_file):
-                raise ConfigError(f"--http {self.http} is reachable from other machines: give each client a "
-                                  "token with --http-token-file (or MCPBROWSER_HTTP_TOKENS), or bind 127.0.0.1")
+            if not is_loopback(host):
+                # Whether tokens exist is read, not assumed from a flag being set: an empty token
+                # file, one of comments or blank lines, or an empty variable is no token at all,
+                # and would leave every interface open. An unreadable file says why as well.
+                try:
+                    tokens = self.http_credentials()
+                except UnreadableTokens as exc:
+                    tokens, why = {}, f" ({exc})"
+                else:
+                    why = ""
+                if not tokens:
+                    raise ConfigError(f"--http {self.http} is reachable from other machines: give each client a "
+                                      "token with --http-token-file (or MCPBROWSER_HTTP_TOKENS), or bind "
+                                      f"127.0.0.1{why}")
         if self.db is None:
             from mcpbrowser.core.store import default_path
 
@@ -479,10 +526,11 @@ class Config:
         if self.http_token_file:
             try:
                 with open(self.http_token_file) as f:
-                    lines = [line.split() for line in f if line.strip() and not line.startswith("#")]
-            except OSError as exc:
-                raise ConfigError(f"--http-token-file {self.http_token_file}: cannot read it "
-                                  f"({exc.strerror})") from None
+                    lines = [line.split() for line in f if line.strip() and not line.lstrip().startswith("#")]
+            except (OSError, UnicodeDecodeError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) else "not text"
+                raise UnreadableTokens(f"--http-token-file {self.http_token_file}: cannot read it "
+                                       f"({reason})") from None
             for number, words in enumerate(lines, 1):
                 if len(words) > 2 or len(words[-1]) < MIN_TOKEN_CHARS:
                     raise ConfigError(f"--http-token-file line {number}: want `name token` with a token of "

@@ -36,7 +36,8 @@ def create_app(config: Config | None = None, *, core: Any = None, path: str | No
         core = Browser(config).start()
     app = McpWsgiApp(core, credentials=config.http_credentials(), allowed_origins=config.http_allowed_origins,
                      path=path or config.http_path, max_body_bytes=config.max_message_bytes,
-                     rate_limit=config.http_rate_limit, on_close=core.close if owned else None)
+                     rate_limit=config.http_rate_limit, client_requests=config.http_client_requests,
+                     on_close=core.close if owned else None)
     if core.client is None:
         core.client = app.everyone  # server-wide notices (the cooldown's end) reach every client
     return app

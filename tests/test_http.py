@@ -2,13 +2,16 @@
 and the attacks: no token, a foreign Origin or Host, another client's sessions, big bodies, floods."""
 
 import json
+import os
+import socket
+import subprocess
 import threading
 import time
 
 import httpx2
 import mcp_types as types
 import pytest
-from support import HttpServer, SdkClient, wait_for
+from support import SERVER_CMD, HttpServer, SdkClient, server_args, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -314,3 +317,112 @@ def test_progress_flows_as_an_event_stream_over_http(server, pages):
         client.tool("close_session", sessionId=sid)
     finally:
         client.close()
+
+
+LEGACY = "2025-11-25"
+
+
+def legacy_post(server, body, token, session_id=None):
+    """One raw handshake-era POST: `body` a JSON-RPC message, with the client's Mcp-Session-Id."""
+    headers = {"Mcp-Session-Id": session_id} if session_id else {}
+    return post(server, json.dumps(body).encode(), token=token, **headers)
+
+
+def legacy_initialize(server, token):
+    answer = legacy_post(server, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {"elicitation": {}}, "clientInfo": {"name": "raw", "version": "1"}}},
+        token)
+    assert answer.status_code == 200, answer.text
+    return answer.headers["mcp-session-id"]
+
+
+def test_an_mcp_session_id_belongs_to_the_token_that_opened_it(server, pages):
+    """Bob holding Alice's Mcp-Session-Id gets what a made-up id gets (404), on POST, GET and DELETE,
+    for every kind of message; Alice's state, task and event stream are untouched."""
+    alice_sid = legacy_initialize(server, ALICE)
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "create_session", "arguments": {}, "task": {"ttl": 60_000}}}
+    task = legacy_post(server, call, ALICE, alice_sid).json()["result"]["task"]
+    unknown = legacy_post(server, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, BOB, "made-up")
+    assert unknown.status_code == 404
+    for body in ({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_sessions"}},
+                 {"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"taskId": task["taskId"]}},
+                 {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+                 {"jsonrpc": "2.0", "id": "mcpbrowser-1", "result": {"action": "accept"}}):  # an answer to her
+        answer = legacy_post(server, body, BOB, alice_sid)
+        assert (answer.status_code, answer.json()) == (unknown.status_code, unknown.json()), body
+    auth = {"Authorization": f"Bearer {BOB}"}
+    made_up = httpx2.get(server.url, headers={**auth, "Mcp-Session-Id": "made-up"}, timeout=30)
+    foreign = httpx2.get(server.url, headers={**auth, "Mcp-Session-Id": alice_sid}, timeout=30)
+    assert made_up.status_code == foreign.status_code == 404 and made_up.json() == foreign.json()
+    made_up = httpx2.delete(server.url, headers={**auth, "Mcp-Session-Id": "made-up"}, timeout=30)
+    foreign = httpx2.delete(server.url, headers={**auth, "Mcp-Session-Id": alice_sid}, timeout=30)
+    assert made_up.status_code == foreign.status_code == 404 and made_up.json() == foreign.json()
+    # Alice's connection is whole: her task finished into a session of hers, and her stream opens.
+    get = {"jsonrpc": "2.0", "id": 4, "method": "tasks/result", "params": {"taskId": task["taskId"]}}
+    result = legacy_post(server, get, ALICE, alice_sid).json()["result"]
+    sid = json.loads(result["content"][0]["text"])["sessionId"]
+    with httpx2.stream("GET", server.url, timeout=30,
+                       headers={"Authorization": f"Bearer {ALICE}", "Mcp-Session-Id": alice_sid}) as stream:
+        assert stream.status_code == 200
+    close = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+             "params": {"name": "close_session", "arguments": {"sessionId": sid}}}
+    assert legacy_post(server, close, ALICE, alice_sid).json()["result"]["isError"] is False
+    gone = httpx2.delete(server.url, headers={"Authorization": f"Bearer {ALICE}", "Mcp-Session-Id": alice_sid})
+    assert gone.status_code == 204
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("tokens", ["", "\n  \n\t\n", "# alice\n# bob 0123456789abcdef0123\n\n",
+                                    "  #0123456789abcdef0123456789\n", None, "directory", "env"])
+def test_no_tokens_however_spelled_refuse_a_reachable_bind(tmp_path, tokens):
+    """An empty, blank, commented-out or unreadable token file, or an empty variable, is no token:
+    --http on every interface refuses to start (status 2) and nothing listens on the port."""
+    path = tmp_path / "tokens"
+    env = {k: v for k, v in os.environ.items() if k != "MCPBROWSER_HTTP_TOKENS"}
+    args = ["--http-token-file", str(path)]
+    if tokens == "directory":
+        path.mkdir()
+    elif tokens == "env":
+        args, env["MCPBROWSER_HTTP_TOKENS"] = [], " , "
+    elif tokens is not None:  # None: the file does not exist
+        path.write_text(tokens)
+    port = free_port()
+    proc = subprocess.Popen([*SERVER_CMD, *server_args(args), "--http", f"0.0.0.0:{port}"], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the server started on every interface without a token")
+    assert proc.returncode == 2, err[-2000:]
+    assert out == b"" and b"--http" in err
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_one_real_token_opens_a_reachable_bind(tmp_path):
+    """The same bind, with a token among comments, starts and refuses a caller without the token."""
+    path = tmp_path / "tokens"
+    path.write_text(f"# clients\n\n  alice {ALICE}\n")
+    env = {k: v for k, v in os.environ.items() if k != "MCPBROWSER_HTTP_TOKENS"}
+    proc = subprocess.Popen([*SERVER_CMD, *server_args(["--http-token-file", str(path)]), "--http", "0.0.0.0:0"],
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        line = proc.stderr.readline()
+        while line and b'"http_serving"' not in line:
+            line = proc.stderr.readline()
+        url = json.loads(line)["url"].replace("0.0.0.0", "127.0.0.1")
+        assert httpx2.post(url, json=ping(), timeout=30).status_code == 401
+        answer = httpx2.post(url, json=ping(), timeout=30, headers={
+            "Authorization": f"Bearer {ALICE}", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "ping"})
+        assert answer.status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -60,6 +60,7 @@ class _Client:
 
     def __init__(self, app, session_id, name, owner):
         self.session_id = session_id
+        self.token_client = name  # the token's client that initialized it (None: no tokens); only it may use it
         self.owner_is_own = owner is None  # its sessions die with it: nobody else could reach them
         self.streams: dict[Any, _Stream] = {}
         self.own_stream: _Stream | None = None
@@ -110,11 +111,12 @@ class McpWsgiApp:
     core: the Browser (or a Future of it); credentials: {token: client name}, empty
     for an open (loopback) server; allowed_origins: origins browsers may call from
     (empty: loopback origins only); path: the endpoint's path; max_body_bytes: the
-    largest POST body; rate_limit: requests per minute per client (0: no limit).
+    largest POST body; rate_limit: requests per minute per client (0: no limit);
+    client_requests: requests one token's client may hold open at once.
     """
 
     def __init__(self, core, *, credentials=None, allowed_origins=(), path="/mcp",
-                 max_body_bytes=4 * 1024 * 1024, rate_limit=600, on_close=None):
+                 max_body_bytes=4 * 1024 * 1024, rate_limit=600, client_requests=16, on_close=None):
         self.core = core
         self._on_close = on_close
         self.credentials = dict(credentials or {})
@@ -122,6 +124,8 @@ class McpWsgiApp:
         self.path = path
         self.max_body_bytes = max_body_bytes
         self.rate = RateLimiter(rate_limit)
+        self.client_requests = client_requests
+        self._held: dict[str, int] = {}  # token client -> requests it has open now
         self._clients: dict[str, _Client] = {}
         self._lock = threading.Lock()
         self.everyone = _Everyone(self)
@@ -151,13 +155,38 @@ class McpWsgiApp:
             return _refuse(start_response, "429 Too Many Requests",
                            f"More than {self.rate.per_minute} requests a minute from this client; retry later.",
                            [("Retry-After", str(-(-retry_ms // 1000)))])
+        if name is None:  # no tokens: clients cannot be told apart, only the server's threads bound them
+            return self._route(environ, start_response, name)
+        # Each request holds a server thread until its answer is sent (an event stream until it
+        # closes): one client's streams and waiting calls must not take every thread.
+        with self._lock:
+            held = self._held.get(name, 0)
+            if held < self.client_requests:
+                self._held[name] = held + 1
+        if held >= self.client_requests:
+            return _refuse(start_response, "429 Too Many Requests",
+                           f"This client already has {self.client_requests} requests open (--http-client-requests); "
+                           "close an event stream or wait for a call's answer.", [("Retry-After", "1")])
+        try:
+            return _Held(self._route(environ, start_response, name), lambda: self._release(name))
+        except BaseException:
+            self._release(name)
+            raise
+
+    def _release(self, name):
+        with self._lock:
+            self._held[name] -= 1
+            if not self._held[name]:
+                del self._held[name]
+
+    def _route(self, environ, start_response, name):
         method = environ.get("REQUEST_METHOD", "GET")
         if method == "POST":
             return self._post(environ, start_response, name)
         if method == "GET":
-            return self._get(environ, start_response)
+            return self._get(environ, start_response, name)
         if method == "DELETE":
-            return self._delete(environ, start_response)
+            return self._delete(environ, start_response, name)
         return _refuse(start_response, "405 Method Not Allowed", f"{method} is not used by MCP here",
                        [("Allow", "GET, POST, DELETE")])
 
@@ -174,15 +203,25 @@ class McpWsgiApp:
         environ["mcpbrowser.client"] = None
         if not self.credentials:
             return None
-        scheme, _, token = (environ.get("HTTP_AUTHORIZATION") or "").partition(" ")
-        name = None
-        for known, who in self.credentials.items():  # every token compared, in constant time each
-            if hmac.compare_digest(token.strip().encode(), known.encode()) and scheme.lower() == "bearer":
-                name = who
+        name = self.token_client(environ.get("HTTP_AUTHORIZATION"))
         if name is None:
             return "401 Unauthorized", "A valid bearer token is required", [("WWW-Authenticate", 'Bearer realm="mcp"')]
         environ["mcpbrowser.client"] = name
         return None
+
+    def token_client(self, authorization):
+        """The client a `Bearer TOKEN` header value names, or None (ANY THREAD)."""
+        scheme, _, token = (authorization or "").partition(" ")
+        name = None
+        for known, who in self.credentials.items():  # every token compared, in constant time each
+            if hmac.compare_digest(token.strip().encode(), known.encode()) and scheme.lower() == "bearer":
+                name = who
+        return name
+
+    def vouches(self, headers):
+        """Whether a request head (waitress's header names) shows a client: its valid token, or,
+        on an open server, that it is a whole head at all (the socket thread's connection guard)."""
+        return not self.credentials or self.token_client(headers.get("AUTHORIZATION")) is not None
 
     def _origin_allowed(self, origin):
         """A loopback origin, or one listed in --http-allowed-origins (exactly: scheme, host and port)."""
@@ -236,7 +275,7 @@ class McpWsgiApp:
             return self._answer(start_response, stream, connection, cancel_on_close=True)
         if msg.kind == "request" and msg.method == "initialize":
             return self._initialize(start_response, msg, name)
-        client = self._client(session_id)
+        client = self._client(session_id, name)
         if client is None:
             status = "400 Bad Request" if session_id is None else "404 Not Found"
             return _refuse(start_response, status, "Unknown or missing Mcp-Session-Id: initialize first"
@@ -291,8 +330,11 @@ class McpWsgiApp:
                                   ("X-Accel-Buffering", "no")])
         return _EventStream(stream, first, connection, cancel_on_close, done)
 
-    def _get(self, environ, start_response):
-        client = self._client(environ.get("HTTP_MCP_SESSION_ID"))
+    def _get(self, environ, start_response, name):
+        session_id = environ.get("HTTP_MCP_SESSION_ID")
+        client = self._client(session_id, name)
+        if client is None and session_id:
+            return _refuse(start_response, "404 Not Found", "Unknown or missing Mcp-Session-Id")
         if client is None:
             return _refuse(start_response, "405 Method Not Allowed",
                            "GET opens a handshake-era client's own stream: send Mcp-Session-Id",
@@ -311,23 +353,35 @@ class McpWsgiApp:
 
         return _EventStream(stream, None, client.connection, False, closed)
 
-    def _delete(self, environ, start_response):
+    def _delete(self, environ, start_response, name):
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         with self._lock:
-            client = self._clients.pop(session_id, None) if session_id else None
+            client = self._clients.get(session_id) if session_id else None
+            if client is not None and client.token_client == name:
+                del self._clients[session_id]
+            else:
+                client = None
         if client is None:
             return _refuse(start_response, "404 Not Found", "Unknown or missing Mcp-Session-Id")
         self._end(client)
         start_response("204 No Content", [])
         return [b""]
 
-    def _client(self, session_id):
+    def _client(self, session_id, name):
+        """The handshake-era client `session_id` names, if the token's client `name` opened it; else None.
+
+        With tokens, an Mcp-Session-Id is a handle, not a credential: it travels in logs,
+        proxies and the client's own state. Another token presenting it gets the answer an
+        unknown id gets, so it learns nothing, and its tasks, streams and pending questions
+        to the user stay out of reach. The comparison is of names the server gave, not secrets.
+        """
         if not session_id:
             return None
         with self._lock:
             client = self._clients.get(session_id)
-        if client is not None:
-            client.seen = time.monotonic()
+        if client is None or client.token_client != name:
+            return None
+        client.seen = time.monotonic()
         return client
 
     def _forget_idle(self):
@@ -368,6 +422,25 @@ def _host_name(host):
 def _forget_stream(client, request_id):
     with client.lock:
         client.streams.pop(request_id, None)
+
+
+class _Held:
+    """A response body that runs `release` once the server is done with it (WSGI calls close())."""
+
+    def __init__(self, body, release):
+        self._body, self._release = body, release
+
+    def __iter__(self):
+        return iter(self._body)
+
+    def close(self):
+        try:
+            if hasattr(self._body, "close"):
+                self._body.close()
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                release()
 
 
 class _EventStream:
@@ -428,22 +501,27 @@ def _header_mismatch(environ, msg):
     return None
 
 
-def serve(app, address, done, threads):
+def serve(app, address, done, threads, limits):
     """Serve `app` on HOST:PORT with waitress until `done` is set (MAIN THREAD).
 
     Why waitress: measured here with a 5-event stream, 200 ms apart, each event
     reached the client 1-2 ms after it was yielded (cheroot the same; werkzeug's
     server is for development by its own account), a client that left was noticed at
     the next write (200 ms), and it is pure Python with no dependencies, on every OS.
-    Every open call and event stream holds one of its `threads`.
+    Every open call and event stream holds one of its `threads`. `limits`
+    (http_server.Limits) guard it against slow and idle clients.
     """
-    from waitress import create_server
+    from mcpbrowser.transports.http_server import create_server
 
     host, _, port = address.rpartition(":")
-    server = create_server(app, host=host.strip("[]"), port=int(port), threads=threads,
-                           max_request_body_size=app.max_body_bytes + 1, channel_timeout=3600,
-                           ident="mcpbrowser", clear_untrusted_proxy_headers=True)
-    bound = server.effective_host, server.effective_port
+    host = host.strip("[]")
+    if not app.credentials and not is_loopback(host):
+        # Config refuses this already; the tokens are read again when the app is built, and an
+        # open server on every interface must not follow from a file emptied in between.
+        raise PermissionError(f"{host} is reachable from other machines, and no token was read")
+    server, *bound = create_server(app, host, int(port), threads, limits, app.vouches,
+                                   max_request_body_size=app.max_body_bytes + 1,
+                                   ident="mcpbrowser", clear_untrusted_proxy_headers=True)
     log.info("serving MCP over HTTP", extra={"event": "http_serving",
                                              "url": f"http://{bound[0]}:{bound[1]}{app.path}"})
     runner = threading.Thread(target=server.run, name="http-server", daemon=True)

@@ -1,0 +1,141 @@
+"""waitress, guarded against slow and idle clients: read deadlines, and a cap on connections without a token.
+
+waitress reads every socket on one thread and hands a request to a worker thread
+only once its head and body are in, so a stalled sender costs no thread; what it
+costs is a connection. Measured here with waitress 3.0.2 as `mcpbrowser --http`
+ran it before (connection_limit 100, channel_timeout 3600): 100 sockets that
+send half a request, or nothing, fill the limit, waitress stops accepting, and
+every other client waits in the kernel's backlog for an hour. waitress's own
+knobs do part of the cure: channel_timeout closes a connection idle that long,
+cleanup_interval says how often it looks. They cannot do the rest:
+
+- a sender that trickles a byte every few seconds is never idle: a request must
+  arrive whole by a deadline counted from its first byte (the head within
+  `header_timeout`, head and body within `body_timeout`);
+- connections that have not shown a valid token yet (or, with no tokens, not sent
+  a whole request head) are counted apart, and past `max_unauthenticated` the
+  oldest of them that is not being answered is closed as a new one arrives. A
+  real client shows its token within a millisecond of connecting, so it passes;
+  stalled sockets cannot hold the place of clients, only of each other. The rest
+  of `max_connections` (waitress's connection_limit) is headroom for clients.
+
+This is a subclass of waitress's server and channel, built the way waitress's
+create_server builds them, plus a parser subclass that notes when a request began
+and tells the channel when its head is complete. Everything here runs on
+waitress's socket thread (the main loop), except `del_channel`, which may also
+run on a worker thread, hence the lock.
+"""
+
+import threading
+import time
+
+from waitress.adjustments import Adjustments
+from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser
+from waitress.server import MultiSocketServer, TcpWSGIServer
+from waitress.task import ThreadedTaskDispatcher
+
+
+class _Parser(HTTPRequestParser):
+    """One request as it arrives: when its first byte came, and a hook for its complete head."""
+
+    def __init__(self, adj, on_head):
+        super().__init__(adj)
+        self.started = time.monotonic()
+        self._on_head = on_head
+
+    def received(self, data):
+        had_head = self.headers_finished
+        consumed = super().received(data)
+        if self.headers_finished and not had_head:
+            self._on_head(self)
+        return consumed
+
+
+class _Channel(HTTPChannel):
+    """A connection that is unvouched for until a request head shows a valid token."""
+
+    def __init__(self, server, sock, addr, adj, map=None):
+        self.vouched = False
+        super().__init__(server, sock, addr, adj, map)
+        self.parser_class = lambda adj: _Parser(adj, self._head)
+
+    def _head(self, request):
+        if not self.vouched and self.server.vouch(request.headers):
+            self.vouched = True
+            self.server.unvouched_gone(self)
+
+    def add_channel(self, map=None):
+        super().add_channel(map)
+        self.server.unvouched_new(self)
+
+    def del_channel(self, map=None):
+        super().del_channel(map)
+        self.server.unvouched_gone(self)
+
+
+class _Server(TcpWSGIServer):
+    """TcpWSGIServer with the read deadlines and the unvouched cap; `vouch(headers)` says whether a
+    request head shows a client's credentials (waitress's header names: AUTHORIZATION)."""
+
+    channel_class = _Channel
+
+    def __init__(self, application, map, *, limits, vouch, unvouched, lock, **kw):
+        self.limits, self.vouch = limits, vouch
+        self._unvouched, self._unvouched_lock = unvouched, lock  # shared by every listening socket
+        super().__init__(application, map, **kw)
+
+    def unvouched_new(self, channel):
+        with self._unvouched_lock:
+            self._unvouched[channel] = None  # a dict keeps its order: the oldest first
+
+    def unvouched_gone(self, channel):
+        with self._unvouched_lock:
+            self._unvouched.pop(channel, None)
+
+    def handle_accept(self):
+        super().handle_accept()
+        with self._unvouched_lock:
+            excess = len(self._unvouched) - self.limits.max_unauthenticated
+            idle = [c for c in self._unvouched if not c.requests][:max(excess, 0)]
+        for channel in idle:
+            channel.handle_close()  # on this thread, between its reads: no worker has it
+
+    def maintenance(self, now):
+        """waitress's (close connections idle past channel_timeout), and the read deadlines."""
+        super().maintenance(now)
+        mono = time.monotonic()
+        for channel in list(self.active_channels.values()):
+            request = channel.request
+            if request is None or channel.requests:
+                continue
+            limit = self.limits.body_timeout if request.headers_finished else self.limits.header_timeout
+            if mono - request.started > limit:
+                channel.will_close = True
+
+
+class Limits:
+    """The guard's numbers (seconds, connections); see Config's http_* fields for why each."""
+
+    def __init__(self, header_timeout, body_timeout, idle_timeout, max_connections, max_unauthenticated):
+        self.header_timeout, self.body_timeout, self.idle_timeout = header_timeout, body_timeout, idle_timeout
+        self.max_connections, self.max_unauthenticated = max_connections, max_unauthenticated
+
+
+def create_server(app, host, port, threads, limits, vouch, **kw):
+    """A waitress server for `app` on host:port (every address the host resolves to), with the guards."""
+    adj = Adjustments(host=host, port=port, threads=threads, channel_timeout=limits.idle_timeout,
+                      connection_limit=limits.max_connections,
+                      # Deadlines are checked this often (the check walks the open connections).
+                      cleanup_interval=1,
+                      # select() cannot watch a descriptor above 1023, and the browser's pipes
+                      # share this process's descriptors: poll() has no such ceiling.
+                      asyncore_use_poll=True, **kw)
+    sockets = {}
+    dispatcher = ThreadedTaskDispatcher()
+    dispatcher.set_thread_count(adj.threads)
+    shared = {"limits": limits, "vouch": vouch, "unvouched": {}, "lock": threading.Lock()}
+    servers = [_Server(app, sockets, dispatcher=dispatcher, adj=adj, sockinfo=info, **shared)
+               for info in adj.listen]
+    listening = MultiSocketServer(sockets, adj, [(s.effective_host, s.effective_port) for s in servers], dispatcher)
+    return listening, servers[0].effective_host, servers[0].effective_port
