@@ -91,3 +91,31 @@ def test_allowed_origins_are_exact_and_loopback_always():
     for origin in ("http://app.example.com", "https://app.example.com:444", "https://app.example.com.evil.test",
                    "null", "file://", "http://127.0.0.1.evil.test", "http://[::1"):
         assert not app._origin_allowed(origin), origin
+
+
+def test_a_token_file_without_tokens_is_no_token(tmp_path):
+    """Empty, blank, commented-out or unreadable: a reachable bind is refused as with no file at all."""
+    tokens = tmp_path / "tokens"
+    for text in ("", " \n\t\n", "# alice " + "a" * 20 + "\n", "   # indented " + "a" * 20 + "\n"):
+        tokens.write_text(text)
+        assert Config(http_token_file=str(tokens)).http_credentials() == {}
+        with pytest.raises(ConfigError, match="--http 0.0.0.0:8931 is reachable"):
+            Config(http="0.0.0.0:8931", http_token_file=str(tokens))
+        assert Config(http="127.0.0.1:8931", http_token_file=str(tokens)).http == "127.0.0.1:8931"
+    with pytest.raises(ConfigError, match="cannot read it") as raised:
+        Config(http="0.0.0.0:8931", http_token_file=str(tmp_path / "missing"))
+    assert "is reachable" in str(raised.value)  # the refusal, and why no token was read
+    tokens.write_bytes(b"\xff\xfe not text")
+    with pytest.raises(ConfigError, match="is reachable"):
+        Config(http="0.0.0.0:8931", http_token_file=str(tokens))
+    with pytest.raises(ConfigError, match="is reachable"):
+        Config(http="0.0.0.0:8931", http_tokens=" , ")
+    tokens.write_text("alice short\n")  # a malformed file says what is wrong with it
+    with pytest.raises(ConfigError, match="line 1"):
+        Config(http="0.0.0.0:8931", http_token_file=str(tokens))
+
+
+def test_unauthenticated_connections_leave_room_for_clients():
+    assert Config(http_max_connections=64, http_max_unauthenticated=16).http_max_unauthenticated == 16
+    with pytest.raises(ConfigError, match="--http-max-unauthenticated"):
+        Config(http_max_connections=64, http_max_unauthenticated=64)

@@ -519,13 +519,14 @@ def serve(app, address, done, threads, limits):
         # Config refuses this already; the tokens are read again when the app is built, and an
         # open server on every interface must not follow from a file emptied in between.
         raise PermissionError(f"{host} is reachable from other machines, and no token was read")
-    server, *bound = create_server(app, host, int(port), threads, limits, app.vouches,
-                                   max_request_body_size=app.max_body_bytes + 1,
-                                   ident="mcpbrowser", clear_untrusted_proxy_headers=True)
+    runner, listeners = create_server(app, host, int(port), threads, limits, app.vouches,
+                                      max_request_body_size=app.max_body_bytes + 1,
+                                      ident="mcpbrowser", clear_untrusted_proxy_headers=True)
+    bound = listeners[0].effective_host, listeners[0].effective_port
     log.info("serving MCP over HTTP", extra={"event": "http_serving",
                                              "url": f"http://{bound[0]}:{bound[1]}{app.path}"})
-    runner = threading.Thread(target=server.run, name="http-server", daemon=True)
-    runner.start()
+    threading.Thread(target=runner.run, name="http-server", daemon=True).start()
     while not done.wait(0.1):  # wake up now and then, so a signal's handler runs
         pass
-    server.close()
+    for listener in listeners:
+        listener.close()

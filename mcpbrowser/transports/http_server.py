@@ -123,7 +123,9 @@ class Limits:
 
 
 def create_server(app, host, port, threads, limits, vouch, **kw):
-    """A waitress server for `app` on host:port (every address the host resolves to), with the guards."""
+    """(runner, listeners): waitress for `app` on host:port (every address the host resolves to), with
+    the guards. `runner.run()` serves; closing the listeners stops taking connections, as
+    closing waitress's own server does (its worker threads are not waited for)."""
     adj = Adjustments(host=host, port=port, threads=threads, channel_timeout=limits.idle_timeout,
                       connection_limit=limits.max_connections,
                       # Deadlines are checked this often (the check walks the open connections).
@@ -131,11 +133,11 @@ def create_server(app, host, port, threads, limits, vouch, **kw):
                       # select() cannot watch a descriptor above 1023, and the browser's pipes
                       # share this process's descriptors: poll() has no such ceiling.
                       asyncore_use_poll=True, **kw)
-    sockets = {}
+    sockets: dict[int, object] = {}  # waitress's socket map: every listener and connection, by descriptor
     dispatcher = ThreadedTaskDispatcher()
     dispatcher.set_thread_count(adj.threads)
     shared = {"limits": limits, "vouch": vouch, "unvouched": {}, "lock": threading.Lock()}
     servers = [_Server(app, sockets, dispatcher=dispatcher, adj=adj, sockinfo=info, **shared)
                for info in adj.listen]
-    listening = MultiSocketServer(sockets, adj, [(s.effective_host, s.effective_port) for s in servers], dispatcher)
-    return listening, servers[0].effective_host, servers[0].effective_port
+    runner = MultiSocketServer(sockets, adj, [(s.effective_host, s.effective_port) for s in servers], dispatcher)
+    return runner, servers
