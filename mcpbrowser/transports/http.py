@@ -12,7 +12,8 @@ tools run in the same core as over stdio.
   token (which names the client), the client's request rate and the body's size.
 
 Who a client is, and whose sessions it sees (`owner`): with tokens, the token's
-name, in both protocol eras, across reconnects and restarts. Without tokens (a
+name, in both protocol eras, across reconnects and restarts; an Mcp-Session-Id
+serves only the token that opened it. Without tokens (a
 loopback server), a handshake-era client is its Mcp-Session-Id, and every
 2026-07-28 client is one "anonymous" client: only tokens tell them apart.
 
