@@ -416,8 +416,10 @@ class Config:
         "(--max-message-bytes) needs 1.1 Mbit/s. A connection past it is closed.")
     http_idle_timeout: int = _option(
         5, _int_at_least(1),
-        "Seconds a keep-alive connection may sit idle between requests before it is closed; a client "
-        "opens another in one round trip. Event streams and calls in progress are not idle.")
+        "Seconds a keep-alive connection may sit idle between requests before it is closed (within a "
+        "second after); a client opens another in one round trip. Not below httpx's keep-alive expiry "
+        "(5 s, the MCP SDK's client): it drops its idle connection first, so it never sends a request "
+        "on one the server is closing. Event streams and calls in progress are not idle.")
     http_max_connections: int = _option(
         512, _int_at_least(16),
         "Open connections at most; past it new ones wait in the kernel's backlog. Each holds a file "
