@@ -119,3 +119,63 @@ def test_unauthenticated_connections_leave_room_for_clients():
     assert Config(http_max_connections=64, http_max_unauthenticated=16).http_max_unauthenticated == 16
     with pytest.raises(ConfigError, match="--http-max-unauthenticated"):
         Config(http_max_connections=64, http_max_unauthenticated=64)
+
+
+def test_serve_refuses_a_reachable_bind_for_an_app_without_tokens():
+    """Config refuses it first; serve() refuses again, before binding, whatever built the app."""
+    import threading
+
+    from mcpbrowser.transports.http import McpWsgiApp, serve
+    from mcpbrowser.transports.http_server import Limits
+
+    limits = Limits(5, 30, 5, 512, 128)
+    with pytest.raises(PermissionError):
+        serve(McpWsgiApp(None), "0.0.0.0:0", threading.Event(), 4, limits)
+    tokened = McpWsgiApp(None, credentials={"t" * 20: "alice"})
+    assert tokened.vouches({"AUTHORIZATION": "Bearer " + "t" * 20})
+    assert not tokened.vouches({"AUTHORIZATION": "Bearer " + "u" * 20}) and not tokened.vouches({})
+    assert McpWsgiApp(None).vouches({})  # an open server: any whole head
+
+
+def test_connections_without_a_token_crowd_out_only_each_other():
+    """The guarded waitress alone (no browser): past the cap, the oldest connections without a token
+    are closed as new ones arrive; an idle connection that showed a token is kept, however old."""
+    import socket
+    import threading
+
+    from mcpbrowser.transports.http_server import Limits, create_server
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Length", "2")])
+        return [b"ok"]
+
+    runner, listeners = create_server(app, "127.0.0.1", 0, 2, Limits(60, 60, 60, 64, 4),
+                                      lambda headers: headers.get("AUTHORIZATION") == "Bearer good")
+    threading.Thread(target=runner.run, daemon=True).start()
+    port = listeners[0].effective_port
+
+    def closed(sock):
+        sock.settimeout(0.05)
+        try:
+            return sock.recv(100) == b""
+        except TimeoutError:
+            return False
+        except OSError:
+            return True
+
+    try:
+        client = socket.create_connection(("127.0.0.1", port))
+        client.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\n\r\n")
+        assert client.recv(100).startswith(b"HTTP/1.1 200")
+        refused = socket.create_connection(("127.0.0.1", port))
+        refused.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer bad\r\n\r\n")
+        assert refused.recv(100).startswith(b"HTTP/1.1 200")  # answered, but no client shown
+        stalled = [socket.create_connection(("127.0.0.1", port)) for _ in range(10)]
+        time.sleep(0.5)
+        assert not closed(client)
+        assert closed(refused)
+        assert [closed(s) for s in stalled] == [True] * 6 + [False] * 4  # 4 kept: the newest
+        for sock in [client, refused, *stalled]:
+            sock.close()
+    finally:
+        runner.close()
