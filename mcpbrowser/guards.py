@@ -279,9 +279,10 @@ class CircuitBreaker:
 # (session/page_reading.wall): never the words of a message, which we write for people
 # and reword (seed 000's keyword test on messages made "pass timeout to wait longer", in
 # ELEMENT_NOT_FOUND's text, lock the whole server).
-#  1. wait_for_user answers WAIT_TIMEOUT: the person did not finish (or declined to).
-#  2. A wait (WAIT_TIMEOUT) or a page load whose timeout ran out (NAVIGATION_FAILED with
-#     timed_out: navigate, go_back, go_forward, reload) while the page shows a wall.
+#  1. wait_for_user's own timeout ran out (WAIT_TIMEOUT, timed_out): the person did not
+#     finish. A person who declined the handover is there and answered: no cooldown.
+#  2. A wait's timeout ran out (WAIT_TIMEOUT: wait_for) or a page load's (NAVIGATION_FAILED
+#     with timed_out: navigate, go_back, go_forward, reload) while the page shows a wall.
 #  3. Nothing else. An action (click, type, fill_form, ...) answers a code for the agent's
 #     own mistake: ELEMENT_NOT_FOUND (a missing selector, a field not rendered yet),
 #     ELEMENT_NOT_CLICKABLE / ELEMENT_NOT_EDITABLE (hidden, disabled, covered),
@@ -302,11 +303,11 @@ def wall_hit(tool, error, page_wall):
     what wall the page shows now (a kind, see page_reading.wall) or None; asked only
     when the rule needs it, since it reads the page.
     """
+    if error.code not in ("WAIT_TIMEOUT", "NAVIGATION_FAILED") or not error.timed_out:
+        return None
     if tool == "wait_for_user":
         return HANDOVER if error.code == "WAIT_TIMEOUT" else None
-    if error.code == "WAIT_TIMEOUT" or (error.code == "NAVIGATION_FAILED" and error.timed_out):
-        return page_wall()
-    return None
+    return page_wall()
 
 
 MESSAGES = {

@@ -93,10 +93,8 @@ def make_error(cls, message, timed_out):
 def expected(tool, code, timed_out, wall):
     """The rule as the README's table states it."""
     if tool == "wait_for_user":
-        return code == "WAIT_TIMEOUT"
-    if code == "WAIT_TIMEOUT":
-        return wall is not None
-    if code == "NAVIGATION_FAILED":
+        return code == "WAIT_TIMEOUT" and timed_out  # not a person who declined
+    if code in ("WAIT_TIMEOUT", "NAVIGATION_FAILED"):
         return wall is not None and timed_out
     return False  # ELEMENT_*, INVALID_PARAMETERS, DIALOG_OPEN, COMMAND_TIMEOUT, BROWSER_ERROR, ...
 
@@ -126,14 +124,14 @@ def test_property_1_every_code_on_a_login_page_is_classified_by_the_rule(tool, c
         assert "SECRET" not in answer.message  # the page's query is never quoted
     else:
         assert user.cooldown.remaining_s("s1") == 0  # the error went back as it was
-    if cls.code not in ("WAIT_TIMEOUT", "NAVIGATION_FAILED") or tool == "wait_for_user":
+    if cls.code not in ("WAIT_TIMEOUT", "NAVIGATION_FAILED") or tool == "wait_for_user" or not timed_out:
         assert reads == []  # an agent's mistake costs not even a read of the page
 
 
 @given(tool=tools, cls=errors, message=messages, timed_out=st.booleans())
 def test_property_2_on_a_page_without_a_wall_only_wait_for_user_trips(tool, cls, message, timed_out):
     answer, _, _ = outcome(tool, cls, message, timed_out, None)
-    assert (answer is not None) is (tool == "wait_for_user" and cls.code == "WAIT_TIMEOUT")
+    assert (answer is not None) is (tool == "wait_for_user" and cls.code == "WAIT_TIMEOUT" and timed_out)
 
 
 @pytest.mark.parametrize("title, tripped", [("验证码 - 安全检查", True), ("Captcha required", True),
@@ -154,8 +152,8 @@ def test_wall_hit_reads_the_page_only_for_a_timeout():
         asked.append(1)
         return "captcha"
 
-    for cls in ALL_ERRORS:
-        error = make_error(cls, "timeout captcha login", cls.code == "NAVIGATION_FAILED")
+    for cls in ALL_ERRORS:  # even an error that says it timed out: only two codes are a wait or a load
+        error = make_error(cls, "timeout captcha login", True)
         assert (wall_hit("click", error, page_wall) is not None) is (cls.code in ("WAIT_TIMEOUT", "NAVIGATION_FAILED"))
     assert len(asked) == 2
 

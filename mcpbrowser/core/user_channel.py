@@ -81,8 +81,10 @@ class UserChannel:
         answer = client.elicit(f"The agent hands over to you: {message} Do it in the browser window, then accept.",
                                timeout=USER_ANSWER_S, key=f"handover:{session_id}")
         if answer != "accept":
-            raise WaitTimeout(f"The user declined to take over ({answer}); nothing was waited for.",
-                              session_id=session_id, details={"userAction": answer})
+            declined = WaitTimeout(f"The user declined to take over ({answer}); nothing was waited for.",
+                                   session_id=session_id, details={"userAction": answer})
+            declined.timed_out = False  # the person is there and answered: no wall for the cooldown
+            raise declined
 
     # SESSION THREAD
     def login_failure(self, state: Any, tool_name: str, exc: BrowserServerError,
