@@ -21,6 +21,7 @@ import json
 import re
 import time
 import types
+from pathlib import Path
 
 import pytest
 from fakes import FakeTimer, fake_core, last_timer
@@ -190,6 +191,13 @@ def test_property_4_every_acting_call_is_refused_without_browser_work(duration, 
         assert core.submit("snapshot", {"sessionId": "x"}).exception(5).code == "SESSION_NOT_FOUND"
     finally:
         core.close()
+
+
+def test_the_readme_names_the_tools_that_run_during_a_cooldown():
+    """The README's list is the read_only declarations, as they are (a new reading tool joins both)."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    listed = re.search(r"Tools declared read-only run during a cooldown: (.*?)\. The seed", readme, re.S).group(1)
+    assert set(re.findall(r"`(\w+)`", listed)) == {tool.name for tool in ALL_TOOLS if tool.read_only}
 
 
 @given(duration=durations, steps=st.lists(st.floats(min_value=0, max_value=30), min_size=1, max_size=10))
