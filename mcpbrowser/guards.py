@@ -326,7 +326,7 @@ MESSAGES = {
         "elsewhere": "another client's call ran into a login or verification wall",
         "server": "browser actions on this server", "client": "your browser actions",
         "session": "browser actions in session {session}",
-        "why": "{tool} timed out on a page that shows {wall}",
+        "why": "{tool} timed out on a page that shows {wall}", "page": " ({page})",
         HANDOVER: "wait_for_user timed out: the user did not finish",
         "password": "a password field", "one-time-code": "a one-time-code field", "captcha": "a captcha",
         "title": "a login or verification title",
@@ -335,7 +335,7 @@ MESSAGES = {
         "timeout": "{why}。为避免在无人值守时反复冲击该页面，{whom}将暂停 {left}；读取页面仍可进行"
                    "（snapshot、screenshot、日志、get_content）。请让用户在浏览器窗口中完成登录或验证，"
                    "然后调用 wait_for_user：确认用户完成后，暂停即结束。",
-        "cooldown": "因{why}而暂停：{whom}还剩 {left}。读取页面仍可进行（snapshot、screenshot、日志、"
+        "cooldown": "暂停原因：{why}。{whom}还剩 {left}。读取页面仍可进行（snapshot、screenshot、日志、"
                     "get_content）。请让用户在浏览器窗口中完成登录或验证，然后调用 wait_for_user"
                     "（确认用户完成后暂停即结束），或在暂停结束后再试。",
         "left": "{m} 分 {s} 秒",
@@ -343,7 +343,7 @@ MESSAGES = {
         "finished": "用户已完成登录或验证，登录冷却已结束。",
         "elsewhere": "另一个客户端的调用遇到了登录或验证页面",
         "server": "本服务器上的浏览器操作", "client": "你的浏览器操作", "session": "会话 {session} 中的浏览器操作",
-        "why": "{tool} 在显示{wall}的页面上超时",
+        "why": "{tool} 在显示{wall}的页面上超时", "page": "（{page}）",
         HANDOVER: "wait_for_user 超时：用户未完成",
         "password": "密码输入框", "one-time-code": "一次性验证码输入框", "captcha": "验证码（captcha）",
         "title": "登录或验证标题",
@@ -387,7 +387,7 @@ class Cooldown:
         if wall == HANDOVER:
             return self.texts[HANDOVER]
         shown = self.texts.get(wall, self.texts["title"])
-        return self.texts["why"].format(tool=tool, wall=shown) + (f" ({page})" if page else "")
+        return self.texts["why"].format(tool=tool, wall=shown) + (self.texts["page"].format(page=page) if page else "")
 
     def trigger(self, session_id, why, owner=None):
         """Start (or restart) the cooldown; returns the timeout message for the call that tripped it.

@@ -27,7 +27,7 @@ import pytest
 from fakes import FakeTimer, fake_core, last_timer
 from hypothesis import given
 from hypothesis import strategies as st
-from support import HttpServer, SdkClient
+from support import HttpServer, SdkClient, wait_for
 
 from mcpbrowser.config import Config
 from mcpbrowser.core.user_channel import UserChannel
@@ -486,6 +486,12 @@ def test_over_http_one_clients_wall_never_pauses_another(pages):
         for tool, args in (("navigate", {"sessionId": a, "url": pages.url("/title/a")}), ("create_session", {})):
             assert alice.error(tool, **args)["errorCode"] == "COOLDOWN_ACTIVE", tool
         assert alice.tool("snapshot", sessionId=a)["title"] == "One more step"
+        # The person solves it: Alice's handover sees it, her cooldown ends, and only she hears so.
+        alice.tool("wait_for_user", sessionId=a, message="Please solve the captcha", selector="#continue",
+                   timeout=5000)
+        assert alice.tool("navigate", sessionId=a, url=pages.url("/title/a"))["title"] == "a"
+        assert wait_for(lambda: any(m.data.get("event") == "cooldown_ended" for m in alice.log_messages))
+        assert not any(m.data.get("event") == "cooldown_ended" for m in bob.log_messages)
     finally:
         alice.close()
         bob.close()
