@@ -395,6 +395,10 @@ def test_agent_mistakes_on_login_pages_start_no_cooldown(make_client, pages):
     other = c.tool("create_session")["sessionId"]
     assert c.tool("navigate", sessionId=other, url=pages.url("/title/free"))["title"] == "free"
     c.tool("click", sessionId=sid, selector="#enter")
+    # A server that does not answer in time, while the login page from before is still shown.
+    slow = c.error("navigate", sessionId=sid, url=pages.url("/slow?ms=3000"), timeout=500)
+    assert slow["errorCode"] == "NAVIGATION_FAILED", slow
+    assert c.tool("navigate", sessionId=other, url=pages.url("/title/still-free"))["title"] == "still-free"
     assert not any(m.data.get("event") == "cooldown_started" for m in c.log_messages)
 
 
@@ -459,6 +463,19 @@ def test_a_load_that_times_out_on_a_wall_trips_it_for_that_session_alone(make_cl
     # A load that times out on a page without a wall is just NAVIGATION_FAILED.
     failed = c.error("navigate", sessionId=other, url=pages.url("/slow?ms=3000"), timeout=500)
     assert failed["errorCode"] == "NAVIGATION_FAILED"
+
+
+def test_a_wait_while_the_login_page_is_being_left_is_no_wall(make_client, pages):
+    """A navigation away from the login page is pending (a slow server): the page is leaving, and
+    reading it would wait for that server. The wait's timeout is answered as it is, at once."""
+    c = make_client("--action-timeout", "1000", "--navigation-timeout", "1000", "--watchdog-grace", "2")
+    sid = c.tool("create_session")["sessionId"]
+    c.tool("navigate", sessionId=sid, url=pages.url("/login-wall"))
+    left = c.error("navigate", sessionId=sid, url=pages.url("/slow?ms=15000"), timeout=300)
+    assert left["errorCode"] == "NAVIGATION_FAILED"  # the login page is still shown, no wall of this load's
+    waited = c.error("wait_for", sessionId=sid, text="Welcome", timeout=300)
+    assert waited["errorCode"] == "WAIT_TIMEOUT", waited  # not COMMAND_TIMEOUT: nothing waited for the server
+    assert not any(m.data.get("event") == "cooldown_started" for m in c.log_messages)
 
 
 def test_over_http_one_clients_wall_never_pauses_another(pages):

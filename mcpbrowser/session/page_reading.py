@@ -67,7 +67,9 @@ def wall(state, keywords=()):
     """What login, verification or captcha wall the current page shows: password, one-time-code,
     captcha or title (a title naming one of `keywords`); None for none, or when it cannot be read."""
     page = state.page
-    if page is None or state.dialog is not None:  # nothing runs behind a dialog
+    # Nothing runs behind a dialog. A page whose navigation is pending is leaving (the person
+    # submitted, say, to a slow server), and reading it would wait for that server.
+    if page is None or state.dialog is not None or state.events.navigation_pending():
         return None
     for frame in page.frames[:WALL_FRAMES]:
         try:
