@@ -80,9 +80,11 @@ class Frame:
 def on_page(shows, title="Sign in"):
     """A session state whose page shows `shows` (a wall kind, or None) in its second frame."""
     reads = []
+    frames = [Frame(None, reads), Frame(shows, reads)]
     page = types.SimpleNamespace(url="https://shop.test/account/login?token=SECRET", title=lambda: title,
-                                 frames=[Frame(None, reads), Frame(shows, reads)])
-    return types.SimpleNamespace(page=page, dialog=None, session_id="s1"), reads
+                                 frames=frames)
+    events = types.SimpleNamespace(navigation_pending=lambda: False)
+    return types.SimpleNamespace(page=page, dialog=None, session_id="s1", events=events), reads
 
 
 def make_error(cls, message, timed_out):
