@@ -7,7 +7,7 @@ class BrowserServerError(Exception):
     code = "BROWSER_ERROR"
     default_message = "The browser failed to carry out the request."
     # True when the call gave up because its own timeout passed (a wait, a page load): one
-    # of the two facts the login cooldown decides from (guards.starts_cooldown). Never on the wire.
+    # of the two facts the login cooldown decides from (guards.wall_hit). Never on the wire.
     timed_out = False
 
     def __init__(self, message=None, *, session_id=None, details=None):

@@ -430,12 +430,17 @@ class Cooldown:
         return self.texts["cooldown"].format(why=why, whom=self._whom(session_id), left=self._left(left))
 
     def finish(self, session_id, owner=None):
-        """The person finished (wait_for_user saw them done): end the cooldown that covers this call now."""
+        """The person finished (wait_for_user saw them done): end the cooldown that covers this call now.
+
+        Under the server scope, only the client whose call tripped it can: another client's
+        person finishing their own login says nothing about that wall.
+        """
         key = self.key(session_id, owner)
         with self._lock:
-            started = self._started.pop(key, None)
-        if started is None:
-            return
+            started = self._started.get(key)
+            if started is None or started[2] not in (None, owner):
+                return
+            del self._started[key]
         self.timers.cancel(key)
         if self.on_end is not None:
             self.on_end(key, self.texts["finished"], started[2])

@@ -282,6 +282,12 @@ def test_the_person_finishing_ends_the_cooldown_at_once():
     assert c.remaining_s("a", "alice") == 0 and timer.cancelled
     assert ended == [("client:alice", "alice", "The user finished the login or verification; "
                                                "the login cooldown ended.")]
+    shared = Cooldown(60, "server", clock=Clock(), timer_factory=FakeTimer)
+    shared.trigger("a", "wait_for_user timed out", owner="alice")
+    shared.finish("b", "bob")  # Bob's person finished Bob's login, not Alice's wall
+    assert shared.remaining_s("b", "bob") == 60
+    shared.finish("a", "alice")
+    assert shared.remaining_s("b", "bob") == 0
 
 
 def test_messages_say_what_tripped_it_how_long_is_left_and_what_to_do():
