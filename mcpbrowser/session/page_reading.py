@@ -15,7 +15,7 @@ ERROR_PAGE_WAIT_MS = 2000  # see await_error_page
 # are not enough (an /author page, a blog post about logins), except a title naming one of
 # --login-keywords: custom walls (a slider captcha) have no standard field or frame, and
 # their title is the page's own text, not ours.
-WALL_PROBE = """() => {
+WALL_PROBE = """(keywords) => {
   const shown = el => el.checkVisibility ? el.checkVisibility({visibilityProperty: true})
                                          : el.getClientRects().length > 0;
   const any = css => [...document.querySelectorAll(css)].some(shown);
@@ -24,7 +24,8 @@ WALL_PROBE = """() => {
   if (any('iframe[src*=captcha i]:not([src*="size=invisible"]), iframe[title*=captcha i], ' +
           'iframe[src*=challenge i], iframe[src*=turnstile i], .g-recaptcha:not([data-size=invisible]), ' +
           '.h-captcha, .cf-turnstile')) return 'captcha';
-  return null;
+  const title = document.title.toLowerCase();
+  return keywords.some(word => title.includes(word)) ? 'title' : null;
 }"""
 WALL_FRAMES = 20  # frames probed at most (ads can bring dozens; a login widget is near the top)
 
@@ -71,18 +72,15 @@ def wall(state, keywords=()):
     # submitted, say, to a slow server), and reading it would wait for that server.
     if page is None or state.dialog is not None or state.events.navigation_pending():
         return None
-    for frame in page.frames[:WALL_FRAMES]:
+    words = [word.lower() for word in keywords if word]
+    for frame in page.frames[:WALL_FRAMES]:  # the main frame first: it also checks the page's title
         try:
-            found = frame.evaluate(WALL_PROBE)
+            found = frame.evaluate(WALL_PROBE, words if frame is page.main_frame else [])
         except Exception:  # detached, or navigating: that frame shows nothing now
             continue
         if found:
             return found
-    try:
-        title = page.title().lower()
-    except Exception:
-        return None
-    return "title" if any(word.lower() in title for word in keywords if word) else None
+    return None
 
 
 def await_error_page(state):
