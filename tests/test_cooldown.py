@@ -64,7 +64,7 @@ messages = st.one_of(noise, st.tuples(noise, st.sampled_from(SEED_WORDS), noise)
 # Every error our tools can answer (the base class is BROWSER_ERROR's too).
 errors = st.sampled_from([*ALL_ERRORS, InputRequired, BrowserServerError])
 tools = st.sampled_from(sorted({tool.name for tool in ALL_TOOLS}) + ["wait_for_user"])
-walls = st.sampled_from(["password", "one-time-code", "captcha"])
+walls = st.sampled_from(["password", "one-time-code", "captcha", "title"])
 
 
 class Frame:
