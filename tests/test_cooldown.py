@@ -172,7 +172,7 @@ def test_property_4_every_acting_call_is_refused_without_browser_work(duration, 
     try:
         core.cooldown.trigger(None, "wait_for_user timed out")
         clock.now += fraction * duration
-        for tool, args in (("create_session", {}), ("close_session", {"sessionId": "x"}),
+        for tool, args in (("create_session", {}), ("tabs", {"sessionId": "x"}),
                            ("navigate", {"sessionId": "x", "url": "http://a.test/"}),
                            ("click", {"sessionId": "x", "selector": "#a"})):
             exc = core.submit(tool, args).exception(5)
@@ -181,6 +181,7 @@ def test_property_4_every_acting_call_is_refused_without_browser_work(duration, 
         # Reading acts on nothing: it goes on (here it reaches the registry: no such session).
         assert core.submit("list_sessions", {}).result(5)["count"] == 0
         assert core.submit("snapshot", {"sessionId": "x"}).exception(5).code == "SESSION_NOT_FOUND"
+        assert core.submit("close_session", {"sessionId": "x"}).exception(5).code == "SESSION_NOT_FOUND"
     finally:
         core.close()
 
@@ -190,6 +191,9 @@ def test_the_readme_names_the_tools_that_run_during_a_cooldown():
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     listed = re.search(r"Tools declared read-only run during a cooldown: (.*?)\. The seed", readme, re.S).group(1)
     assert set(re.findall(r"`(\w+)`", listed)) == {tool.name for tool in ALL_TOOLS if tool.read_only}
+    also = {tool.name for tool in ALL_TOOLS if tool.during_cooldown}
+    assert also == {"wait_for_user", "close_session"}
+    assert all(f"`{name}` runs during a cooldown" in readme or f"`{name}` runs too" in readme for name in also)
 
 
 @given(duration=durations, steps=st.lists(st.floats(min_value=0, max_value=30), min_size=1, max_size=10))

@@ -171,10 +171,12 @@ class Dispatcher:
         name, cooldown, owner = tool.name, self._user.cooldown, getattr(caller, "owner", None)
         # During a cooldown, reading goes on: a tool declared read_only (snapshot, screenshot,
         # the logs, get_content, list_sessions, wait_for) attempts nothing against the wall, and
-        # an agent that can look at the page can tell its person what it shows. wait_for_user,
-        # the handover to the person, runs too: it is what the cooldown asks for, and seeing
-        # the person done ends it. Everything that acts or opens (create_session) waits.
-        waiting = None if tool.read_only or name == "wait_for_user" else cooldown.message(session_id, owner)
+        # an agent that can look at the page can tell its person what it shows. So do the tools
+        # declared during_cooldown: wait_for_user, the handover the cooldown asks for (seeing
+        # the person done ends it), and close_session. Everything that acts or opens
+        # (create_session) waits.
+        runs = tool.read_only or tool.during_cooldown
+        waiting = None if runs else cooldown.message(session_id, owner)
         if waiting is not None:
             raise CooldownActive(waiting, session_id=session_id,
                                  details={"remainingMs": round(cooldown.remaining_s(session_id, owner) * 1000)})

@@ -287,6 +287,7 @@ TOOLS = [
         }, required=("message", "timeout")),
         handler=wait_for_user,
         changes_page=True,
+        during_cooldown=True,  # the handover the cooldown asks for; seeing the person done ends it
         output_schema={
             "type": "object",
             "properties": {"success": {"type": "boolean"}, "message": {"type": "string"},
