@@ -333,12 +333,19 @@ class Config:
         "Calls per minute per client, session and tool (default 60); 0 turns limiting off.")
     login_cooldown: int = _option(
         300, _int_at_least(0),
-        "Seconds every browser call waits after a login or verification timeout; 0 disables.")
+        "Seconds browser actions pause after a call ran into a login, verification or captcha wall; "
+        "0 disables.")
+    # client: one client's wall never pauses another's calls (over HTTP any client could
+    # otherwise pause all), and on stdio, with its one client, it is the whole server.
     cooldown_scope: str = _option(
-        "server", _one_of(("server", "session")), "Whether a cooldown pauses the whole server or one session.")
+        "client", _one_of(("client", "server", "session")),
+        "What a cooldown pauses: the calls of the client that ran into the wall (on stdio: all), "
+        "every client's (server), or one session's.")
     login_keywords: tuple = _option(
-        ("验证超时", "登录超时", "timeout", "captcha", "验证码", "login required", "authentication"), _text_list,
-        "Comma-separated words that mark a failure as a login or verification timeout.")
+        ("验证超时", "登录超时", "captcha", "验证码", "安全验证", "login required", "authentication",
+         "verify you are human"), _text_list,
+        "Comma-separated words that, in a page's title, mark it as a login or verification wall "
+        "(besides a shown password or one-time-code field, or a captcha).")
     locale: str = _option("en", _one_of(("en", "zh")), "Language of cooldown messages: en or zh.")
     max_message_bytes: int = _option(
         4 * 1024 * 1024, _int_at_least(1024),

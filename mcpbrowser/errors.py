@@ -6,6 +6,9 @@ class BrowserServerError(Exception):
 
     code = "BROWSER_ERROR"
     default_message = "The browser failed to carry out the request."
+    # True when the call gave up because its own timeout passed (a wait, a page load): one
+    # of the two facts the login cooldown decides from (guards.wall_hit). Never on the wire.
+    timed_out = False
 
     def __init__(self, message=None, *, session_id=None, details=None):
         self.message = message or self.default_message
@@ -113,6 +116,7 @@ class NoDialogOpen(BrowserServerError):
 class WaitTimeout(BrowserServerError):
     code = "WAIT_TIMEOUT"
     default_message = "The condition did not hold before the timeout."
+    timed_out = True
 
 
 class EvaluationFailed(BrowserServerError):

@@ -271,56 +271,123 @@ class CircuitBreaker:
             self._opened.pop(key, None)
 
 
-# -- the login-timeout cooldown ------------------------------------------------------------
+# -- the login cooldown --------------------------------------------------------------------
+# It exists so that an agent stops pressing against a login, verification or captcha wall
+# while its person is away. THE RULE for what starts it (the README says the same) uses two
+# facts about the failure, its code and whether the call's own timeout ran out
+# (`timed_out`), and one about the situation, what the page shows at that moment
+# (session/page_reading.wall): never the words of a message, which we write for people
+# and reword (seed 000's keyword test on messages made "pass timeout to wait longer", in
+# ELEMENT_NOT_FOUND's text, lock the whole server).
+#  1. wait_for_user's own timeout ran out (WAIT_TIMEOUT, timed_out): the person did not
+#     finish. A person who declined the handover is there and answered: no cooldown.
+#  2. A wait's timeout ran out (WAIT_TIMEOUT: wait_for) or a page load's (NAVIGATION_FAILED
+#     with timed_out: navigate, go_back, go_forward, reload) while the page shows a wall.
+#  3. Nothing else. An action (click, type, fill_form, ...) answers a code for the agent's
+#     own mistake: ELEMENT_NOT_FOUND (a missing selector, a field not rendered yet),
+#     ELEMENT_NOT_CLICKABLE / ELEMENT_NOT_EDITABLE (hidden, disabled, covered),
+#     INVALID_PARAMETERS (a bad selector, a stale ref), DIALOG_OPEN; it sent nothing to the
+#     site, so retrying it hammers no wall, and the agent needs its error, not a pause.
+#     The wait or load the agent does next on a real wall trips it. COMMAND_TIMEOUT is our
+#     own stuck thread, a network error is the network: neither is a wall.
+# A wait that gave up on a page that shows no wall (a login form still rendering, say) does
+# not count either: the agent waited too little, and the next wait on the wall will.
 
-DEFAULT_KEYWORDS = ("验证超时", "登录超时", "timeout", "captcha", "验证码", "login required", "authentication")
+HANDOVER = "handover"  # the wall of rule 1: the person, not the page
+
+
+def wall_hit(tool, error, page_wall):
+    """The wall this failure of `tool` ran into under the rule above, or None.
+
+    error: its BrowserServerError (only `code` and `timed_out` are read). page_wall():
+    what wall the page shows now (a kind, see page_reading.wall) or None; asked only
+    when the rule needs it, since it reads the page.
+    """
+    if error.code not in ("WAIT_TIMEOUT", "NAVIGATION_FAILED") or not error.timed_out:
+        return None
+    if tool == "wait_for_user":
+        return HANDOVER if error.code == "WAIT_TIMEOUT" else None
+    return page_wall()
+
 
 MESSAGES = {
     "en": {
-        "timeout": "Login or verification timed out ({why}). To stop retrying against a login or captcha "
-                   "wall while nobody is there, every browser call now waits {left}. Ask the user to finish "
-                   "the login or verification, then call wait_for_user or try again after the cooldown.",
-        "cooldown": "Cooling down after a login or verification timeout ({why}): {left} left. No browser work "
-                    "is done until then. Ask the user to complete the login or captcha in the browser window "
-                    "and try again after the cooldown, instead of retrying now.",
+        "timeout": "{why}. To stop retrying against this wall while nobody is there, {whom} pause for "
+                   "{left}; reading the page still works (snapshot, screenshot, logs, get_content). Ask the "
+                   "user to finish the login or verification in the browser window, then call wait_for_user: "
+                   "once it sees them done, the pause ends.",
+        "cooldown": "Paused after {why}: {left} left for {whom}. Reading the page still works (snapshot, "
+                    "screenshot, logs, get_content). Ask the user to finish the login or verification in the "
+                    "browser window, then call wait_for_user (the pause ends once it sees them done), or try "
+                    "again after the pause.",
         "left": "{m} min {s} s",
-        "ended": "The login-timeout cooldown ended; browser calls proceed again.",
-        "elsewhere": "another client's call",
+        "ended": "The login cooldown ended; browser actions proceed again.",
+        "finished": "The user finished the login or verification; the login cooldown ended.",
+        "elsewhere": "another client's call ran into a login or verification wall",
+        "server": "browser actions on this server", "client": "your browser actions",
+        "session": "browser actions in session {session}",
+        "why": "{tool} timed out on a page that shows {wall}", "page": " ({page})",
+        HANDOVER: "wait_for_user timed out: the user did not finish",
+        "password": "a password field", "one-time-code": "a one-time-code field", "captcha": "a captcha",
+        "title": "a login or verification title",
     },
     "zh": {
-        "timeout": "登录或验证超时（{why}）。为避免在无人值守时反复冲击登录或验证码页面，所有浏览器操作将暂停 {left}。"
-                   "请让用户完成登录或验证，然后调用 wait_for_user，或在冷却结束后重试。",
-        "cooldown": "登录或验证超时后的冷却中（{why}）：还剩 {left}。在此之前不会执行任何浏览器操作。"
-                    "请让用户在浏览器窗口中完成登录或验证码，冷却结束后再试，不要立即重试。",
+        "timeout": "{why}。为避免在无人值守时反复冲击该页面，{whom}将暂停 {left}；读取页面仍可进行"
+                   "（snapshot、screenshot、日志、get_content）。请让用户在浏览器窗口中完成登录或验证，"
+                   "然后调用 wait_for_user：确认用户完成后，暂停即结束。",
+        "cooldown": "暂停原因：{why}。{whom}还剩 {left}。读取页面仍可进行（snapshot、screenshot、日志、"
+                    "get_content）。请让用户在浏览器窗口中完成登录或验证，然后调用 wait_for_user"
+                    "（确认用户完成后暂停即结束），或在暂停结束后再试。",
         "left": "{m} 分 {s} 秒",
-        "ended": "登录超时冷却已结束，浏览器操作恢复。",
-        "elsewhere": "另一个客户端的调用",
+        "ended": "登录冷却已结束，浏览器操作恢复。",
+        "finished": "用户已完成登录或验证，登录冷却已结束。",
+        "elsewhere": "另一个客户端的调用遇到了登录或验证页面",
+        "server": "本服务器上的浏览器操作", "client": "你的浏览器操作", "session": "会话 {session} 中的浏览器操作",
+        "why": "{tool} 在显示{wall}的页面上超时", "page": "（{page}）",
+        HANDOVER: "wait_for_user 超时：用户未完成",
+        "password": "密码输入框", "one-time-code": "一次性验证码输入框", "captcha": "验证码（captcha）",
+        "title": "登录或验证标题",
     },
 }
 
-
-def is_login_timeout(message, keywords=DEFAULT_KEYWORDS):
-    """The login-timeout detector: the message names a login or verification timeout by keyword."""
-    text = (message or "").lower()
-    return any(keyword.lower() in text for keyword in keywords)
+SCOPES = ("client", "server", "session")
 
 
 class Cooldown:
-    """Pauses browser work for `duration_s` after a login timeout; per server or per session scope."""
+    """Pauses browser actions for `duration_s` after a call ran into a login wall (the rule above).
 
-    def __init__(self, duration_s, scope="server", locale="en", clock=time.monotonic,
+    Scope, what one cooldown covers: "client" (the default), the calls of the client whose
+    call tripped it, or all calls when the server has one client (stdio, the library: no
+    owner); "server", every call; "session", the calls on that session. Only tools that
+    read (their `read_only` declaration) and wait_for_user, the handover, run during it.
+    """
+
+    def __init__(self, duration_s, scope="client", locale="en", clock=time.monotonic,
                  timer_factory=threading.Timer, on_end=None):
         self.duration_s = duration_s
         self.scope = scope
         self.texts = MESSAGES[locale]
         self.clock = clock
-        self.on_end = on_end
+        self.on_end = on_end  # on_end(key, text, owner): the owner of the call that tripped it
         self._started = {}  # scope key -> (monotonic start, why, owner of the call that tripped it)
         self.timers = KeyedTimers(timer_factory, "cooldown")
         self._lock = threading.Lock()
 
-    def key(self, session_id):
-        return "server" if self.scope == "server" else session_id
+    def key(self, session_id, owner=None):
+        """Which cooldown covers a call of `owner` on `session_id`; None: none can (a session-less
+        call under the session scope)."""
+        if self.scope == "session":
+            return None if session_id is None else f"session:{session_id}"
+        if self.scope == "client" and owner is not None:
+            return f"client:{owner}"
+        return "server"
+
+    def describe(self, tool, wall, page=None):
+        """The `why` of a trip, for trigger: the call and the wall it ran into (and where)."""
+        if wall == HANDOVER:
+            return self.texts[HANDOVER]
+        shown = self.texts.get(wall, self.texts["title"])
+        return self.texts["why"].format(tool=tool, wall=shown) + (self.texts["page"].format(page=page) if page else "")
 
     def trigger(self, session_id, why, owner=None):
         """Start (or restart) the cooldown; returns the timeout message for the call that tripped it.
@@ -329,15 +396,17 @@ class Cooldown:
         """
         if not self.duration_s:
             return None
-        key = self.key(session_id)
+        key = self.key(session_id, owner)
+        if key is None:
+            return None
         with self._lock:
             self._started[key] = (self.clock(), why, owner)
         self.timers.schedule(key, self.duration_s, self._end)
-        return self.texts["timeout"].format(why=why, left=self._left(self.duration_s))
+        return self.texts["timeout"].format(why=why, whom=self._whom(session_id), left=self._left(self.duration_s))
 
-    def remaining_s(self, session_id):
+    def remaining_s(self, session_id, owner=None):
         """Seconds left, or 0 when not cooling down (an expired window resets here too)."""
-        key = self.key(session_id)
+        key = self.key(session_id, owner)
         with self._lock:
             started = self._started.get(key)
             if started is None:
@@ -351,14 +420,33 @@ class Cooldown:
     def message(self, session_id, owner=None):
         """The cooldown message while active, else None; `owner`, the asking client, hears the
         reason only when its own call tripped it (or when the server has one client)."""
-        left = self.remaining_s(session_id)
+        left = self.remaining_s(session_id, owner)
         if not left:
             return None
         with self._lock:
-            _, why, tripped_by = self._started.get(self.key(session_id), (0, "login timeout", None))
+            _, why, tripped_by = self._started.get(self.key(session_id, owner), (0, self.texts["elsewhere"], None))
         if tripped_by is not None and tripped_by != owner:
             why = self.texts["elsewhere"]
-        return self.texts["cooldown"].format(why=why, left=self._left(left))
+        return self.texts["cooldown"].format(why=why, whom=self._whom(session_id), left=self._left(left))
+
+    def finish(self, session_id, owner=None):
+        """The person finished (wait_for_user saw them done): end the cooldown that covers this call now.
+
+        Under the server scope, only the client whose call tripped it can: another client's
+        person finishing their own login says nothing about that wall.
+        """
+        key = self.key(session_id, owner)
+        with self._lock:
+            started = self._started.get(key)
+            if started is None or started[2] not in (None, owner):
+                return
+            del self._started[key]
+        self.timers.cancel(key)
+        if self.on_end is not None:
+            self.on_end(key, self.texts["finished"], started[2])
+
+    def _whom(self, session_id):
+        return self.texts[self.scope].format(session=session_id)
 
     def _left(self, seconds):
         whole = math.ceil(seconds)
@@ -374,7 +462,7 @@ class Cooldown:
                 return  # reset already, or restarted meanwhile
             del self._started[key]
         if self.on_end is not None:
-            self.on_end(key, self.texts["ended"])
+            self.on_end(key, self.texts["ended"], started[2])
 
     def cancel_all(self):
         self.timers.cancel_all()

@@ -168,6 +168,25 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, "<title>Sign in</title><form><input name=user><input type=password id=pw>"
                             "<button id=enter onclick=\"document.title='Welcome'\" type=button>Sign in</button>"
                             "</form>")
+        elif url.path == "/login-wall":
+            # A login page with everything an agent can get wrong on it (the cooldown's table of mistakes).
+            self._send(200, "<title>Sign in</title><form><input name=user id=user>"
+                            "<input type=password id=pw autocomplete=current-password>"
+                            "<input id=locked disabled value=x><button id=hidden style='display:none'>Hidden</button>"
+                            "<button id=off disabled>Off</button><select id=lang><option>en</option></select>"
+                            "<button id=help type=button onclick=\"alert('Caps lock is on')\">Help</button>"
+                            "<button id=enter type=button>Sign in</button></form>")
+        elif url.path == "/slow-login":
+            # Its form appears 2 s after the load: an agent that acts at once finds nothing yet.
+            self._send(200, "<title>Sign in</title><div id=root>Loading</div><script>setTimeout(() => "
+                            "document.getElementById('root').innerHTML = '<input id=user><input type=password id=pw>"
+                            "<button id=enter type=button>Sign in</button>', 2000)</script>")
+        elif url.path == "/captcha":
+            # A verification wall that never lets the agent through: its button does nothing.
+            self._send(200, "<title>One more step</title><p>Checking your browser</p>"
+                            "<iframe title='captcha challenge' src='/title/challenge-frame' width=300 height=80></iframe>"
+                            "<button id=continue type=button>Continue</button>"
+                            + ("<img src='/slow?ms=3000'>" if query.get("hold") else ""))
         elif url.path == "/attack":
             to = query["to"]
             ws = to.replace("http", "ws", 1)

@@ -133,7 +133,7 @@ class Dispatcher:
         try:
             if tool is None:
                 raise InvalidParameters(f"Unknown tool {name!r}.", details={"known": list(self.tools)})
-            self._check_guards(name, session_id, caller)
+            self._check_guards(tool, session_id, caller)
             validate(tool.input_schema, args)
             if call.owner is not None and session_id is not None and self._registry.owner_of(session_id) != call.owner:
                 raise SessionNotFound(session_id=session_id)  # another client's: as if it did not exist
@@ -166,13 +166,20 @@ class Dispatcher:
         own = max(own, self.config.action_timeout, self.config.navigation_timeout) / 1000
         return own + grace + (USER_ANSWER_S if self.config.ask_new_domains else 0)
 
-    def _check_guards(self, name: str, session_id: str | None, caller: Any) -> None:
-        """Cooldown first (no browser work at all while it runs), then the breaker and the rate limit."""
-        cooldown = self._user.cooldown
-        waiting = cooldown.message(session_id, getattr(caller, "owner", None))
+    def _check_guards(self, tool: Any, session_id: str | None, caller: Any) -> None:
+        """Cooldown first (no browser action while it runs), then the breaker and the rate limit."""
+        name, cooldown, owner = tool.name, self._user.cooldown, getattr(caller, "owner", None)
+        # During a cooldown, reading goes on: a tool declared read_only (snapshot, screenshot,
+        # the logs, get_content, list_sessions, wait_for) attempts nothing against the wall, and
+        # an agent that can look at the page can tell its person what it shows. So do the tools
+        # declared during_cooldown: wait_for_user, the handover the cooldown asks for (seeing
+        # the person done ends it), and close_session. Everything that acts or opens
+        # (create_session) waits.
+        runs = tool.read_only or tool.during_cooldown
+        waiting = None if runs else cooldown.message(session_id, owner)
         if waiting is not None:
             raise CooldownActive(waiting, session_id=session_id,
-                                 details={"remainingMs": round(cooldown.remaining_s(session_id) * 1000)})
+                                 details={"remainingMs": round(cooldown.remaining_s(session_id, owner) * 1000)})
         retry = self.breaker.check(name)
         if retry is not None:
             raise CircuitOpen(f"{name} failed with BROWSER_ERROR {self.config.breaker_threshold} times in a row, "
@@ -188,12 +195,15 @@ class Dispatcher:
     def _run_on_session(self, state: SessionState, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:
         """The call on its session: a failure may mean the browser is gone, or a login timed out."""
         try:
-            return state.run_call(tool, args, call)
+            result = state.run_call(tool, args, call)
         except BrowserServerError as error:  # run_call annotated it
             if page_reading.browser_gone(state):
                 self._core.supervisor.browser_gone(state.worker, str(error))
                 raise call.annotate_error(self._registry.session_lost(state)) from None
             raise call.annotate_error(self._user.login_failure(state, tool.name, error, call)) from None
+        if tool.name == "wait_for_user":
+            self._user.user_finished(state, call)
+        return result
 
     # CORE POOL THREAD
     def _run_on_pool(self, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:

@@ -179,6 +179,7 @@ TOOLS = [
         input_schema=session_schema(),
         handler=close_session,
         destructive=True,
+        during_cooldown=True,  # ending a session attempts nothing
         output_schema=SUCCESS_MESSAGE,
     ),
     CoreTool(

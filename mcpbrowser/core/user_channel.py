@@ -1,7 +1,8 @@
 """The line to the person behind the agent: domain questions, the login cooldown, notices.
 
-`ask_about_domain` and `login_failure` run on session threads (a tool waits for
-the answer); `notify` on any thread; `_cooldown_ended` on a timer thread.
+`ask_about_domain`, `login_failure` and `user_finished` run on session threads (a
+tool waits for the answer); `notify` on any thread; `_cooldown_ended` on a timer
+thread (or the session thread of the wait_for_user that saw the person done).
 
 Who is asked: the caller of the call that needs the answer (a transport gives
 each call one), else `client`, the server's one client (stdio); an embedder may
@@ -12,10 +13,11 @@ answers between calls) and `.notify(level, data)`.
 """
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcpbrowser.config import Config
-from mcpbrowser.errors import BrowserServerError, DomainNotAllowed, InputRequired, LoginTimeout, WaitTimeout
-from mcpbrowser.guards import Cooldown, is_login_timeout
+from mcpbrowser.errors import BrowserServerError, DomainNotAllowed, LoginTimeout, WaitTimeout
+from mcpbrowser.guards import Cooldown, wall_hit
 from mcpbrowser.logs import log
 from mcpbrowser.session import page_reading
 
@@ -79,35 +81,54 @@ class UserChannel:
         answer = client.elicit(f"The agent hands over to you: {message} Do it in the browser window, then accept.",
                                timeout=USER_ANSWER_S, key=f"handover:{session_id}")
         if answer != "accept":
-            raise WaitTimeout(f"The user declined to take over ({answer}); nothing was waited for.",
-                              session_id=session_id, details={"userAction": answer})
+            declined = WaitTimeout(f"The user declined to take over ({answer}); nothing was waited for.",
+                                   session_id=session_id, details={"userAction": answer})
+            declined.timed_out = False  # the person is there and answered: no wall for the cooldown
+            raise declined
 
     # SESSION THREAD
     def login_failure(self, state: Any, tool_name: str, exc: BrowserServerError,
                       call: Any = None) -> BrowserServerError:
-        """Turn a login or verification timeout into the cooldown; any other failure is returned as it is.
-
-        Only where it cannot punish an ordinary mistake: failures of wait_for_user,
-        or failures on a page that itself asks for a login or verification.
-        """
-        if isinstance(exc, InputRequired):
-            return exc  # a question for the person, not a failure: its text may well say "login"
-        reason = (exc.details or {}).get("reason", "") if isinstance(exc.details, dict) else ""
-        if not self.config.login_cooldown or not is_login_timeout(f"{exc.message} {reason}",
-                                                                  self.config.login_keywords):
+        """Turn a failure that ran into a login wall into the cooldown (the rule: guards.wall_hit);
+        any other failure is returned as it is."""
+        if not self.config.login_cooldown:
             return exc
-        if tool_name != "wait_for_user" and not page_reading.looks_like_login(state):
+        wall = wall_hit(tool_name, exc, lambda: page_reading.wall(state, self.config.login_keywords))
+        if wall is None:
             return exc
-        text = self.cooldown.trigger(state.session_id, f"{tool_name}: {exc.message[:120]}",
-                                     getattr(call, "owner", None))
-        log.warning("login timeout: cooldown started", extra={"event": "cooldown_started",
-                                                               "session": state.session_id})
-        # To the client whose call tripped it: its text quotes that call's error.
+        owner = getattr(call, "owner", None)
+        why = self.cooldown.describe(tool_name, wall, _where(state))
+        text = self.cooldown.trigger(state.session_id, why, owner)
+        if text is None:
+            return exc  # no cooldown covers this call (a session-less one under the session scope)
+        log.warning("login wall: cooldown started", extra={"event": "cooldown_started", "session": state.session_id,
+                                                           "tool": tool_name, "wall": wall})
+        # To the client whose call tripped it: its text quotes that call and page.
         self.notify("warning", {"event": "cooldown_started", "message": text}, call)
         return LoginTimeout(text, session_id=state.session_id,
-                            details={"cause": exc.code, "cooldownSeconds": self.config.login_cooldown})
+                            details={"cause": exc.code, "wall": wall, "cooldownSeconds": self.config.login_cooldown})
 
-    # TIMER THREAD
-    def _cooldown_ended(self, key: str, text: str) -> None:
+    # SESSION THREAD
+    def user_finished(self, state: Any, call: Any = None) -> None:
+        """wait_for_user saw the person done: the cooldown that covers this call ends now."""
+        self.cooldown.finish(state.session_id, getattr(call, "owner", None))
+
+    # TIMER THREAD (or the session thread of user_finished)
+    def _cooldown_ended(self, key: str, text: str, owner: str | None) -> None:
         log.info(text, extra={"event": "cooldown_ended"})
-        self.notify("notice", {"event": "cooldown_ended", "message": text})
+        data = {"event": "cooldown_ended", "message": text}
+        # A client's own cooldown ends for that client alone; HTTP's `client` reaches each by owner.
+        tell_owner = getattr(self.client, "notify_owner", None)
+        if key.startswith("client:") and owner is not None and tell_owner is not None:
+            tell_owner(owner, "notice", data)
+        else:
+            self.notify("notice", data)
+
+
+def _where(state: Any) -> str:
+    """The page's host and path, for the cooldown's message (never its query: it may carry tokens)."""
+    try:
+        parts = urlsplit(state.page.url)
+    except Exception:
+        return ""
+    return f"{parts.netloc}{parts.path}" if parts.netloc else ""

@@ -67,6 +67,23 @@ class EventBuffers:
                 return request
         return None
 
+    def navigation_pending(self) -> bool:
+        """A document request of the current page's main frame still awaits its answer.
+
+        Until that navigation commits, Chromium runs no script in the page (not even
+        through CDP): a read would wait for the server, for as long as it takes.
+        """
+        page = self._current_page()
+        for request, entry in list(self._requests.items()):
+            if entry["status"] is None and request.is_navigation_request():
+                try:
+                    frame = request.frame
+                except Exception:
+                    continue
+                if frame.parent_frame is None and frame.page is page:
+                    return True
+        return False
+
     def on_websocket(self, ws: Any) -> None:
         """A page opened a WebSocket (a page event, so the state subscribes it per page)."""
         entry = {"method": "GET", "url": ws.url, "resourceType": "websocket", "status": None,

@@ -7,12 +7,27 @@ SESSION THREAD ONLY: each function takes the session's SessionState.
 from mcpbrowser.logs import log
 
 ERROR_PAGE_WAIT_MS = 2000  # see await_error_page
-# What makes a page a login or verification page (for the cooldown rule, see core/user_channel.py).
-LOGIN_WORDS = ("login", "log-in", "log in", "signin", "sign-in", "sign in", "auth", "verify", "verification",
-               "captcha", "登录", "验证")
-LOGIN_PROBE = """() => !!document.querySelector('input[type=password]') ||
-  [...document.querySelectorAll('iframe')].some(
-    f => /captcha|recaptcha|hcaptcha|turnstile|challenge/i.test(f.src + ' ' + f.title))"""
+# What makes a page a login, verification or captcha wall, for the cooldown's rule
+# (guards.py): what the page shows a person at that moment, in any of its frames. A
+# password or one-time-code field, or a captcha widget, that is rendered (not display:none,
+# not visibility:hidden: many pages keep a hidden login dialog in every page). reCAPTCHA's
+# invisible badge sits on ordinary forms and is not a wall. The page's URL and its words
+# are not enough (an /author page, a blog post about logins), except a title naming one of
+# --login-keywords: custom walls (a slider captcha) have no standard field or frame, and
+# their title is the page's own text, not ours.
+WALL_PROBE = """(keywords) => {
+  const shown = el => el.checkVisibility ? el.checkVisibility({visibilityProperty: true})
+                                         : el.getClientRects().length > 0;
+  const any = css => [...document.querySelectorAll(css)].some(shown);
+  if (any('input[type=password i]')) return 'password';
+  if (any('input[autocomplete~="one-time-code" i]')) return 'one-time-code';
+  if (any('iframe[src*=captcha i]:not([src*="size=invisible"]), iframe[title*=captcha i], ' +
+          'iframe[src*=challenge i], iframe[src*=turnstile i], .g-recaptcha:not([data-size=invisible]), ' +
+          '.h-captcha, .cf-turnstile')) return 'captcha';
+  const title = document.title.toLowerCase();
+  return keywords.some(word => title.includes(word)) ? 'title' : null;
+}"""
+WALL_FRAMES = 20  # frames probed at most (ads can bring dozens; a login widget is near the top)
 
 
 def loaded_title(state):
@@ -49,17 +64,23 @@ def cdp_session(state, page):
     return cdp
 
 
-def looks_like_login(state):
-    """True when the current page asks for a login or verification."""
+def wall(state, keywords=()):
+    """What login, verification or captcha wall the current page shows: password, one-time-code,
+    captcha or title (a title naming one of `keywords`); None for none, or when it cannot be read."""
     page = state.page
-    if page is None:
-        return False
-    where = page.url.lower()
-    try:
-        where += " " + page.title().lower()
-        return any(w in where for w in LOGIN_WORDS) or bool(page.evaluate(LOGIN_PROBE))
-    except Exception:
-        return any(w in where for w in LOGIN_WORDS)
+    # Nothing runs behind a dialog. A page whose navigation is pending is leaving (the person
+    # submitted, say, to a slow server), and reading it would wait for that server.
+    if page is None or state.dialog is not None or state.events.navigation_pending():
+        return None
+    words = [word.lower() for word in keywords if word]
+    for frame in page.frames[:WALL_FRAMES]:  # the main frame first: it also checks the page's title
+        try:
+            found = frame.evaluate(WALL_PROBE, words if frame is page.main_frame else [])
+        except Exception:  # detached, or navigating: that frame shows nothing now
+            continue
+        if found:
+            return found
+    return None
 
 
 def await_error_page(state):

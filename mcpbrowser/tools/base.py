@@ -52,6 +52,9 @@ class Tool:
     stores_page: bool = False
     # False for tools that still work while a dialog blocks the page (logs, tabs, handle_dialog).
     page_tool: bool = True
+    # Runs during a login cooldown although it is not read_only: it attempts nothing against
+    # the wall (see Dispatcher._check_guards).
+    during_cooldown: bool = False
     # Whether the tool exists under a configuration; tools/list shows only enabled ones.
     enabled: Callable = lambda config: True
     # The handler's result carries PNG/JPEG bytes under "image", sent as MCP image content.

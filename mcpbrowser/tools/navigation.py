@@ -34,8 +34,10 @@ def _load(state, what, method, **kwargs):
         if "net::ERR_" in reason:
             page_reading.await_error_page(state)
         url = kwargs.get("url") or (state.page.url if state.page is not None else "")
-        raise NavigationFailed(f"Could not load {what}: {reason}", session_id=state.session_id,
-                               details={"url": url, "reason": reason}) from None
+        failed = NavigationFailed(f"Could not load {what}: {reason}", session_id=state.session_id,
+                                  details={"url": url, "reason": reason})
+        failed.timed_out = type(exc).__name__ == "TimeoutError"  # Playwright's, by its class
+        raise failed from None
     if response not in (None, INTERRUPTED) and BLOCKED_HEADER.lower() in response.headers:
         raise state.network_policy.blocked_error(response.url)  # the policy proxy answered a hop of plain HTTP
     return response
@@ -285,6 +287,7 @@ TOOLS = [
         }, required=("message", "timeout")),
         handler=wait_for_user,
         changes_page=True,
+        during_cooldown=True,  # the handover the cooldown asks for; seeing the person done ends it
         output_schema={
             "type": "object",
             "properties": {"success": {"type": "boolean"}, "message": {"type": "string"},

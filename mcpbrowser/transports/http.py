@@ -93,6 +93,12 @@ class _Everyone:
         for client in self._app.clients():
             client.connection.notify(level, data)
 
+    def notify_owner(self, owner, level, data):
+        """A notice about one client's own affairs (its cooldown's end): to its streams alone."""
+        for client in self._app.clients():
+            if client.connection.owner == owner:
+                client.connection.notify(level, data)
+
 
 def _json_response(start_response, status, body, headers=()):
     data = json.dumps(body, separators=(",", ":")).encode("ascii") if body is not None else b""
