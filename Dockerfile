@@ -31,13 +31,14 @@ FROM debian:bookworm-slim
 # Debian's Chromium, not a browser download: it gets Debian's security updates with the image.
 # Fonts: Liberation (metric-compatible with Arial, Times and Courier, what Latin pages ask
 # for), Noto CJK (the zh messages and Chinese, Japanese and Korean pages; 91 MB, the largest
-# part after Chromium) and Noto Color Emoji. tini is PID 1: it forwards `docker stop`'s
-# SIGTERM to the server and reaps the browser's orphaned helpers.
+# part after Chromium) and Noto Color Emoji. libatomic1: Playwright's Node.js (the browser's
+# launcher) needs it. tini is PID 1: it forwards `docker stop`'s SIGTERM to the server and
+# reaps the browser's orphaned helpers.
 # --no-install-recommends also leaves out chromium-sandbox (the setuid helper): see the
 # sandbox note below.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      python3 chromium fonts-liberation fonts-noto-cjk fonts-noto-color-emoji tini ca-certificates \
+      python3 libatomic1 chromium fonts-liberation fonts-noto-cjk fonts-noto-color-emoji tini ca-certificates \
  && apt-get clean && rm -rf /var/lib/apt/lists/* \
  && useradd --create-home --uid 1000 --shell /usr/sbin/nologin mcp \
  && mkdir /data && chown mcp:mcp /data
