@@ -127,7 +127,9 @@ def is_private_address(address):
 # asking by a page, so every session with a filtering proxy refuses them whatever names
 # them (--allowed-domains or a session's allowedDomains), with or without
 # --block-private-networks; the rest of the link-local ranges go with them, since no web
-# page lives there.
+# page lives there. A session with no host rule has no proxy, and this is not worth giving
+# every session one (each request would pass a Python hop): the container image turns
+# --block-private-networks on, and the README tells cloud users to.
 METADATA_NAMES = frozenset({"metadata.google.internal", "metadata.goog"})
 _METADATA_NETWORKS = (ipaddress.ip_network("fd00:ec2::/32"), ipaddress.ip_network("100.100.100.200/32"))
 

@@ -238,3 +238,15 @@ def test_stdio_with_dash_i_and_private_networks_blocked_by_default(engine, pages
         client.tool("close_session", sessionId=sid)
     finally:
         client.close()  # closing stdin ends the server, and --rm the container
+
+
+def test_the_fonts_a_page_needs_are_there(engine):
+    """Latin, CJK (the zh messages, Chinese, Japanese and Korean pages) and colour emoji, as fontconfig finds them."""
+    def families(pattern):
+        done = subprocess.run([*engine, "run", "--rm", *RUN_ARGS, "--entrypoint", "fc-list", IMAGE, pattern, "family"],
+                              capture_output=True, text=True, check=True)
+        return done.stdout
+    assert "Liberation Sans" in families(":lang=en")
+    for lang in ("zh-cn", "ja", "ko"):
+        assert "Noto Sans CJK" in families(f":lang={lang}"), lang
+    assert "Noto Color Emoji" in families(":charset=1f600")
