@@ -173,7 +173,10 @@ def test_http_with_a_token_and_a_session_resumed_by_a_new_container(engine, page
     first = Container(engine, *serve, mounts=[f"{volume}:/data", f"{tokens}:/run/secrets/mcpbrowser_tokens:ro"])
     try:
         serving(first, base)
-        # The image's HEALTHCHECK command, as the engine runs it.
+        # The image's HEALTHCHECK command (kept in the image's config), as the engine runs it.
+        config = subprocess.run([*engine, "image", "inspect", "--format", "{{json .Config.Healthcheck}}", IMAGE],
+                                capture_output=True, text=True, check=True).stdout
+        assert json.loads(config)["Test"][-2:] == ["mcpbrowser-entrypoint", "--healthcheck"], config
         assert subprocess.run([*engine, "exec", first.name, "mcpbrowser-entrypoint", "--healthcheck"],
                               capture_output=True).returncode == 0
         hello = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -200,6 +203,8 @@ def test_http_with_a_token_and_a_session_resumed_by_a_new_container(engine, page
             client.close()
         first.stop()
         assert not first.running()
+        # tini handed the server `docker stop`'s SIGTERM: it closed its core, not killed after the wait.
+        assert '"event": "core_closed"' in first.logs(), first.logs()[-3000:]
     finally:
         first.remove()
 
