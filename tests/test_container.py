@@ -159,6 +159,23 @@ def test_without_a_token_the_container_refuses_to_start_and_says_how(engine):
         assert way in done.stderr, done.stderr
 
 
+def test_a_secret_or_a_volume_the_container_user_cannot_use_is_named(engine, tmp_path):
+    """The mistakes of a first run: a token file only its owner can read, a host directory only its owner can write."""
+    if os.getuid() == 1000:
+        pytest.skip("the test runs as uid 1000, the container's user, which may read and write its own files")
+    secret = tmp_path / "tokens"
+    secret.write_text(f"alice {TOKEN}\n")
+    secret.chmod(0o600)
+    done = subprocess.run([*engine, "run", "--rm", *RUN_ARGS, "-v", f"{secret}:/run/secrets/mcpbrowser_tokens:ro",
+                           IMAGE], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "/run/secrets/mcpbrowser_tokens is not readable" in done.stderr, done.stderr
+    data = tmp_path / "data"
+    data.mkdir(mode=0o755)  # owned by the test's user, not by the container's (uid 1000)
+    done = subprocess.run([*engine, "run", "--rm", *RUN_ARGS, "-v", f"{data}:/data", IMAGE, "--stdio"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "/data is not writable" in done.stderr, done.stderr
+
+
 def test_http_with_a_token_and_a_session_resumed_by_a_new_container(engine, pages, volume, tmp_path):
     """HTTP on a non-loopback bind: the token from a mounted secret file, then from the variable;
     the history and its key survive `docker stop` on the volume, and a new container resumes."""
