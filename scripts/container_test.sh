@@ -28,7 +28,7 @@ fi
 
 if [ -n "${MCPBROWSER_ENGINE:-}" ]; then
   ENGINE=$MCPBROWSER_ENGINE
-elif command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+elif command -v docker >/dev/null && timeout 30 docker info >/dev/null 2>&1; then
   ENGINE=docker
 else
   if ! command -v podman >/dev/null || ! command -v runc >/dev/null || ! command -v debootstrap >/dev/null; then

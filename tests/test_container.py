@@ -40,8 +40,12 @@ def _engine():
     """The engine's command (as scripts/container_test.sh chooses it), or None."""
     if os.environ.get("MCPBROWSER_ENGINE"):
         return shlex.split(os.environ["MCPBROWSER_ENGINE"])
-    if shutil.which("docker") and subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
-        return ["docker"]
+    if shutil.which("docker"):
+        try:
+            if subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode == 0:
+                return ["docker"]
+        except subprocess.TimeoutExpired:  # a client whose daemon does not answer
+            pass
     if shutil.which("podman") and shutil.which("runc"):
         return ["podman", "--runtime", "runc", "--cgroup-manager=cgroupfs"]
     return None
@@ -54,7 +58,7 @@ def engine():
     if command is None:
         pytest.skip(f"no container engine (a docker daemon, or podman with runc): {HOW}")
     found = subprocess.run([*command, "image", "inspect", "--format", f'{{{{ index .Config.Labels "{LABEL}" }}}}',
-                            IMAGE], capture_output=True, text=True)
+                            IMAGE], capture_output=True, text=True, timeout=120)
     if found.returncode != 0:
         pytest.skip(f"no image {IMAGE}: {HOW}")
     want = subprocess.run(["bash", os.path.join(ROOT, "scripts", "container_test.sh"), "--digest"],
