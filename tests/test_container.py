@@ -114,7 +114,7 @@ class Container:
         subprocess.run([*self.engine, "stop", "-t", "30", self.name], check=True, capture_output=True)
 
     def remove(self):
-        subprocess.run([*self.engine, "rm", "-f", self.name], capture_output=True)
+        subprocess.run([*self.engine, "rm", "-f", "-v", self.name], capture_output=True)  # -v: its anonymous volumes
 
 
 def get(url, headers=None, data=None):
