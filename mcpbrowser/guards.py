@@ -120,6 +120,28 @@ def is_private_address(address):
     return not ip.is_global or ip.is_multicast
 
 
+# Cloud metadata services hand out the machine's credentials to anyone who asks from it:
+# 169.254.169.254 (AWS, Google Cloud, Azure, OpenStack, DigitalOcean), 169.254.170.2 (AWS
+# ECS), fd00:ec2::254 (AWS over IPv6), 100.100.100.200 (Alibaba Cloud); Google's names for
+# its own resolve to the first. No agent task needs them, and an agent can be talked into
+# asking by a page, so every session with a filtering proxy refuses them whatever names
+# them (--allowed-domains or a session's allowedDomains), with or without
+# --block-private-networks; the rest of the link-local ranges go with them, since no web
+# page lives there. A session with no host rule has no proxy, and this is not worth giving
+# every session one (each request would pass a Python hop): the container image turns
+# --block-private-networks on, and the README tells cloud users to.
+METADATA_NAMES = frozenset({"metadata.google.internal", "metadata.goog"})
+_METADATA_NETWORKS = (ipaddress.ip_network("fd00:ec2::/32"), ipaddress.ip_network("100.100.100.200/32"))
+
+
+def is_metadata_address(address):
+    """True for link-local addresses and the other cloud metadata services' (see METADATA_NAMES)."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return ip.is_link_local or any(ip in net for net in _METADATA_NETWORKS if net.version == ip.version)
+
+
 def is_loopback(host):
     host = canonical_host(host)
     try:
@@ -179,13 +201,14 @@ class DomainPolicy:
         return True
 
     def names(self, host):
-        """True when an allow rule or a user's grant names this host itself (wildcards do not):
-        --block-private-networks lets such a host reach a private address."""
+        """True when a server allow rule or a user's grant names this host itself (wildcards do not):
+        --block-private-networks lets such a host reach a private address. A session's own
+        allowedDomains do not count: the agent chooses them, and they narrow, never widen."""
         host = canonical_host(host)
         with self._lock:
             if host in self.granted:
                 return True
-        return host in self.allowed or host in (self.session_allowed or ())
+        return host in self.allowed
 
     def allows(self, url):
         """True for a URL this session may request (scheme and host)."""

@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given
 from strategies import ipv4_spellings
 
-from mcpbrowser.guards import DomainPolicy, canonical_host, host_of
+from mcpbrowser.core.policy_proxy import PolicyProxy, Refused
+from mcpbrowser.guards import DomainPolicy, canonical_host, host_of, is_metadata_address
 
 pytestmark = pytest.mark.unit
 
@@ -42,3 +43,41 @@ def test_names_counts_only_rules_that_name_the_host():
     assert policy.names("2130706433") and not policy.names("db.internal")
     policy.grant("LocalHost.")
     assert policy.names("localhost")
+
+
+def test_a_sessions_own_allowed_domains_do_not_lift_the_private_block():
+    """An agent (or a page talking one into it) names a private host in create_session's allowedDomains:
+    --block-private-networks still refuses it; only the operator's --allowed-domains names hosts."""
+    assert not DomainPolicy(block_private=True, session_allowed=["127.0.0.2", "10.0.0.5"]).names("127.0.0.2")
+    assert DomainPolicy(allowed=["127.0.0.2"], block_private=True, session_allowed=["127.0.0.2"]).names("127.0.0.2")
+
+
+@pytest.mark.parametrize("host", [
+    "169.254.169.254", "2852039166", "0xa9.0xfe.0xa9.0xfe", "[::ffff:169.254.169.254]",  # spellings of one address
+    "169.254.170.2", "[fd00:ec2::254]", "100.100.100.200", "[fe80::1]", "metadata.google.internal", "Metadata.Goog.",
+])
+@pytest.mark.parametrize("rules", [
+    {"allowed": "host"}, {"allowed": "host", "block_private": True}, {"session_allowed": "host"},
+    {"blocked": ["elsewhere.example"]},
+])
+def test_cloud_metadata_services_are_refused_whatever_names_them(host, rules):
+    """The proxy's check, which every request of a restricted session passes before it connects:
+    a metadata address is refused even when an allow rule names it. Addresses only: nothing is
+    resolved over the network, and nothing connects."""
+    named = canonical_host(host.strip("[]"))
+    policy = DomainPolicy(**{k: [named] if v == "host" else v for k, v in rules.items()})
+    proxy = PolicyProxy(policy)
+    try:
+        with pytest.raises(Refused):
+            proxy.check(host.strip("[]"), 80)
+        assert proxy.was_refused(named)
+    finally:
+        proxy.close()
+
+
+def test_link_local_and_metadata_addresses():
+    for address in ("169.254.169.254", "169.254.0.1", "fe80::1%eth0", "fd00:ec2::254", "::ffff:169.254.169.254",
+                    "100.100.100.200"):
+        assert is_metadata_address(address), address
+    for address in ("127.0.0.1", "10.0.0.1", "100.100.100.201", "fd00::1", "93.184.216.34", "::1"):
+        assert not is_metadata_address(address), address

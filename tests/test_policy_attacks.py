@@ -282,3 +282,14 @@ def test_private_networks_can_be_refused_by_address(make_client, forbidden):
     d = make_client("--block-private-networks", "--allowed-domains", FORBIDDEN_HOST)
     sid = d.tool("create_session")["sessionId"]
     assert d.tool("navigate", sessionId=sid, url=forbidden.url("/named"))["title"] == "Forbidden"
+
+
+def test_a_session_cannot_lift_the_private_block_by_naming_the_host(make_client, forbidden):
+    """An agent talked into it asks for a session whose allowedDomains name a private host (as it would
+    name a cloud metadata address): --block-private-networks still refuses it, on every spelling."""
+    c = make_client("--block-private-networks")
+    sid = c.tool("create_session", allowedDomains=[FORBIDDEN_HOST, "localhost"])["sessionId"]
+    _refused(c, sid, forbidden.url("/named-by-the-agent"))
+    err = c.error("navigate", sessionId=sid, url=f"http://localhost:{forbidden.port}/")
+    assert err["errorCode"] == "DOMAIN_NOT_ALLOWED"
+    assert forbidden.reached == 0

@@ -21,7 +21,7 @@ import socket
 import threading
 from urllib.parse import urlsplit
 
-from mcpbrowser.guards import BLOCKED_HEADER, canonical_host, is_private_address
+from mcpbrowser.guards import BLOCKED_HEADER, METADATA_NAMES, canonical_host, is_metadata_address, is_private_address
 from mcpbrowser.logs import log
 
 HEAD_LIMIT = 64 * 1024                    # a request or response head larger than this is refused
@@ -142,7 +142,13 @@ class PolicyProxy:
         try:
             if not host or not self.policy.host_allowed(host):
                 raise Refused(f"{host or 'a request without a host'} is not allowed by the domain policy")
+            if host in METADATA_NAMES:  # refused before any DNS query for it leaves
+                raise Refused(f"{host} is a cloud metadata service, which no session may reach")
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            metadata = [info[4][0] for info in infos if is_metadata_address(info[4][0])]
+            if metadata:  # whatever names it: see METADATA_NAMES
+                raise Refused(f"{host} resolves to the link-local or cloud metadata address {metadata[0]}, "
+                              "which no session may reach")
             if self.policy.block_private and not self.policy.names(host):
                 private = [info[4][0] for info in infos if is_private_address(info[4][0])]
                 if private:

@@ -39,6 +39,7 @@ from mcpbrowser.transports.protocol import ProtocolError
 HEARTBEAT_S = 10.0        # a silent call turns its answer into an event stream with a comment this often
 CLIENT_IDLE_S = 3600.0    # a handshake-era client unheard of this long is forgotten
 SESSION_HEADER = "Mcp-Session-Id"
+HEALTH_PATH = "/healthz"  # 200 "ok" to anyone, without a token (see __call__)
 _END = object()           # closes a stream's queue
 
 
@@ -152,6 +153,12 @@ class McpWsgiApp:
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO") or "/"
         if path.rstrip("/") != self.path.rstrip("/"):
+            if path == HEALTH_PATH and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
+                # For a container's HEALTHCHECK or a load balancer, which hold no token: it answers
+                # before the caller checks and says only that this server answers (no version, no
+                # clients, not the browser's state: the supervisor restarts the browser itself).
+                start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "3")])
+                return [b"ok\n"]
             return _refuse(start_response, "404 Not Found", f"Not found: the MCP endpoint is {self.path}")
         refusal = self._check_caller(environ)
         if refusal is not None:
