@@ -20,8 +20,12 @@ SERVER_CMD = [sys.executable, "-m", "mcpbrowser", "--headless"]
 
 
 def server_args(args):
-    """Test servers keep their history in memory, and do not rate-limit, unless a test says otherwise."""
+    """Test servers keep their history in memory, do not rate-limit, and offer every tool group
+    (the groups decide what a model reads, not what a tool does: test_tool_groups.py tests them),
+    unless a test says otherwise."""
     args = list(args)
+    if "--caps" not in args:
+        args += ["--caps", "all"]
     if "--db" not in args:
         args += ["--db", ":memory:"]
     if "--rate-limit" not in args:
@@ -251,7 +255,7 @@ class PageServer:
 class McpClient:
     """The official MCP ClientSession over stdio_client, callable from plain threads."""
 
-    def __init__(self, *args, env=None, elicitation_callback=None):
+    def __init__(self, *args, env=None, elicitation_callback=None, message_handler=None):
         self.stderr = tempfile.NamedTemporaryFile("w+", prefix="mcpbrowser-stderr-", delete=False)
         params = StdioServerParameters(command=SERVER_CMD[0], args=[*SERVER_CMD[1:], *server_args(args)],
                                        env={**os.environ, **(env or {})})
@@ -261,7 +265,8 @@ class McpClient:
         self._transport = self.portal.wrap_async_context_manager(stdio_client(params, errlog=self.stderr))
         read, write = self._transport.__enter__()
         self._session_cm = self.portal.wrap_async_context_manager(
-            ClientSession(read, write, logging_callback=self._on_log, elicitation_callback=elicitation_callback))
+            ClientSession(read, write, logging_callback=self._on_log, elicitation_callback=elicitation_callback,
+                          message_handler=message_handler))
         self.session = self._session_cm.__enter__()
         self.init = self.portal.call(self.session.initialize)
 

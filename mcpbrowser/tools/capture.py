@@ -14,9 +14,7 @@ from mcpbrowser.tools.targeting import on_element
 
 DEFAULT_MAX_NODES = 1000  # about 30k characters of YAML: a page an agent can still read whole
 DEFAULT_MATCHES = 30  # different matches a query shows unless maxNodes says otherwise
-MAX_NODES = schema.integer(f"Most nodes to return (default {DEFAULT_MAX_NODES}; {DEFAULT_MATCHES} matches with "
-                           "query); the rest is cut and flagged.",
-                           minimum=1, maximum=100_000)
+MAX_NODES = schema.integer(f"Default {DEFAULT_MAX_NODES} ({DEFAULT_MATCHES} with query).", minimum=1, maximum=100_000)
 
 # Serialises the DOM below `root` as indented HTML, stopping after `limit` nodes
 # (elements and non-blank text). Script and style bodies are left out: they cost
@@ -238,16 +236,14 @@ TOOLS = [
         name="snapshot",
         text_field="snapshot",
         title="Accessibility snapshot",
-        description="The page's accessibility tree as YAML with [ref=eN] markers; pass a ref to element "
-                    "tools instead of a selector. Refs last until the page changes. Cheap reads: query "
-                    "(only matching nodes, under their landmarks), compact (headings, landmarks and "
-                    "controls only), depth. The whole tree is kept: get_content(refId) reads it.",
+        description="The page (or an element) as a YAML accessibility tree; [ref=e12] marks targets for "
+                    "element tools. Cheaper: query (matches and their landmarks), compact (headings, landmarks, "
+                    "controls), depth. get_content(refId) reads it whole later.",
         input_schema=session_schema({
             **TARGET,
-            "query": schema.string("Only nodes whose text contains this (any case), with their "
-                                   "landmark and heading ancestors.", minLength=1),
-            "compact": schema.boolean("Only headings, landmarks and controls (links, buttons, fields)."),
-            "depth": schema.integer("Levels of the tree to include.", minimum=1, maximum=1000),
+            "query": {"type": "string", "minLength": 1},
+            "compact": {"type": "boolean"},
+            "depth": {"type": "integer", "minimum": 1, "maximum": 1000},
             "maxNodes": MAX_NODES, "timeout": TIMEOUT}),
         handler=snapshot,
         read_only=True,
@@ -263,6 +259,7 @@ TOOLS = [
     ),
     SessionTool(
         name="dom_snapshot",
+        group="extra",
         text_field="html",
         title="DOM snapshot",
         description="The DOM as indented HTML (scripts and styles elided), cut at maxNodes.",
@@ -280,12 +277,12 @@ TOOLS = [
     SessionTool(
         name="screenshot",
         title="Screenshot",
-        description="Screenshot of the viewport, the full page, or one element, as an image.",
+        description="Screenshot of the viewport, the full page, or one element.",
         input_schema=session_schema({
             **TARGET,
-            "format": schema.string("Image format (default png).", enum=["png", "jpeg"]),
-            "quality": schema.integer("JPEG quality 0-100.", minimum=0, maximum=100),
-            "fullPage": schema.boolean("Capture the whole scrollable page."),
+            "format": {"type": "string", "enum": ["png", "jpeg"]},
+            "quality": schema.integer("JPEG", minimum=0, maximum=100),
+            "fullPage": {"type": "boolean"},
             "timeout": TIMEOUT,
         }),
         handler=screenshot,
@@ -301,6 +298,7 @@ TOOLS = [
     ),
     SessionTool(
         name="pdf",
+        group="pdf",
         title="Save as PDF",
         description="Print the page to a PDF file on the server (headless Chromium); returns its path.",
         input_schema=session_schema({"landscape": schema.boolean("Landscape pages."),
@@ -308,10 +306,10 @@ TOOLS = [
         handler=pdf,
         read_only=True,
         output_schema=FILE_RESULT,
-        enabled=lambda config: "pdf" in config.caps,
     ),
     SessionTool(
         name="trace_start",
+        group="tracing",
         title="Start trace",
         description="Record a Playwright trace of the session (actions, DOM snapshots, screenshots) until "
                     "trace_stop.",
@@ -321,16 +319,15 @@ TOOLS = [
         handler=trace_start,
         page_tool=False,
         output_schema=SUCCESS_MESSAGE,
-        enabled=lambda config: "tracing" in config.caps,
     ),
     SessionTool(
         name="trace_stop",
+        group="tracing",
         title="Stop trace",
         description="Stop the trace and save it as a zip for `playwright show-trace`; returns its path.",
         input_schema=session_schema(),
         handler=trace_stop,
         page_tool=False,
         output_schema=FILE_RESULT,
-        enabled=lambda config: "tracing" in config.caps,
     ),
 ]

@@ -209,10 +209,9 @@ TOOLS = [
     SessionTool(
         name="navigate",
         title="Navigate to URL",
-        description="Load a URL in the current tab and wait for the load state. "
-                    "Returns final URL, title and HTTP status.",
+        description="Load a URL in the current tab.",
         input_schema=session_schema({
-            "url": schema.string("Absolute URL to load.", minLength=1), **LOAD_OPTIONS,
+            "url": {"type": "string", "minLength": 1}, **LOAD_OPTIONS,
         }, required=("url",)),
         handler=navigate,
         changes_page=True,
@@ -221,7 +220,7 @@ TOOLS = [
     SessionTool(
         name="go_back",
         title="Go back",
-        description="Go to the previous page in the current tab's history.",
+        description="Back in the tab's history.",
         input_schema=session_schema(LOAD_OPTIONS),
         handler=_history("go_back", "previous"),
         changes_page=True,
@@ -229,8 +228,9 @@ TOOLS = [
     ),
     SessionTool(
         name="go_forward",
+        group="extra",
         title="Go forward",
-        description="Go to the next page in the current tab's history.",
+        description="Forward in the tab's history.",
         input_schema=session_schema(LOAD_OPTIONS),
         handler=_history("go_forward", "next"),
         changes_page=True,
@@ -238,6 +238,7 @@ TOOLS = [
     ),
     SessionTool(
         name="reload",
+        group="extra",
         title="Reload page",
         description="Reload the current tab.",
         input_schema=session_schema(LOAD_OPTIONS),
@@ -248,12 +249,10 @@ TOOLS = [
     SessionTool(
         name="tabs",
         title="List, select or close tabs",
-        description="Tabs of the session, popups included. Tools act on the current tab; "
-                    "select makes another current.",
+        description="List, select (make current) or close the session's tabs, popups included.",
         input_schema=session_schema({
-            "action": schema.string("list (default), select or close.", enum=["list", "select", "close"]),
-            "index": schema.integer("Tab index for select or close (close defaults to the current tab).",
-                                    minimum=0),
+            "action": schema.string("Default list.", enum=["list", "select", "close"]),
+            "index": schema.integer("Default: the current tab.", minimum=0),
         }),
         handler=tabs,
         changes_page=True,
@@ -273,6 +272,7 @@ TOOLS = [
     ),
     SessionTool(
         name="wait_for_user",
+        group="logins",
         title="Wait for the user",
         description="Ask the person at the browser to finish something (a login, a captcha) and wait "
                     "until the URL contains urlContains or an element appears. A timeout starts the "
@@ -295,17 +295,16 @@ TOOLS = [
     SessionTool(
         name="wait_for",
         title="Wait for element or text",
-        description="Wait until an element reaches a state, text appears or goes, the URL matches, "
-                    "the network is idle, or a download ends.",
+        description="Wait until an element reaches state (default visible), text shows or goes, the URL "
+                    "contains url (or matches it as a glob), the network is idle, or a new download ends.",
         input_schema=session_schema({
             **TARGET,
-            "state": schema.string("Element state to wait for (default visible).",
-                                   enum=["attached", "detached", "visible", "hidden"]),
-            "text": schema.string("Wait until this text is visible.", minLength=1),
-            "textGone": schema.string("Wait until this text is gone.", minLength=1),
-            "url": schema.string("Until the URL contains this (or matches this glob: *, **).", minLength=1),
-            "networkIdle": schema.boolean("Until no request for 500 ms."),
-            "download": schema.boolean("Until a new download ends (saved or refused)."),
+            "state": {"type": "string", "enum": ["attached", "detached", "visible", "hidden"]},
+            "text": {"type": "string", "minLength": 1},
+            "textGone": {"type": "string", "minLength": 1},
+            "url": {"type": "string", "minLength": 1},
+            "networkIdle": {"type": "boolean"},
+            "download": {"type": "boolean"},
             "timeout": TIMEOUT,
         }),
         handler=wait_for,
