@@ -73,7 +73,8 @@ PLAYWRIGHT_MCP_VERSION = "0.0.83"
 NO_PLAYWRIGHT_MCP = 3  # exit code: @playwright/mcp could not be installed
 STEPS = ("open", "look", "follow", "search", "results", "open_hit", "read", "shot", "back", "logs", "second")
 SHOW = os.environ.get("AGENT_BENCH_SHOW") == "1"  # print every answer to stderr, to see what costs
-TARGETS = {"chars": 0.5}  # ours/theirs at most; calls: at most theirs
+# ours/theirs at most: the answers, the tool list a model reads, and both together; calls: at most theirs
+TARGETS = {"chars": 0.5, "tools_list_chars": 0.5, "all_in_chars": 0.5}
 
 
 class StepFailed(Exception):
@@ -265,8 +266,13 @@ async def measure(params_pair, task_fn, base, task):
             session = await stack.enter_async_context(ClientSession(read, write))
             await session.initialize()
             sessions.append(session)
-        tools = await sessions[0].list_tools()
-        meter.tools_list_chars = len(json.dumps([t.model_dump(by_alias=True, exclude_none=True) for t in tools.tools]))
+        tools = [t.model_dump(by_alias=True, exclude_none=True) for t in (await sessions[0].list_tools()).tools]
+        # What a client hands its model on every turn: each tool's name, description and input
+        # schema (json.dumps' default separators). The whole JSON (titles, annotations, output
+        # schemas) is what crosses the wire, reported beside it.
+        meter.tools_list_chars = len(json.dumps([{k: t[k] for k in ("name", "description", "inputSchema")}
+                                                 for t in tools]))
+        meter.tools_list_json_chars = len(json.dumps(tools))
         await asyncio.sleep(1.0)  # both servers start their browsers at their own pace; not the agent's cost
         try:
             await task_fn(meter, sessions, base, task)
@@ -279,9 +285,11 @@ async def measure(params_pair, task_fn, base, task):
 
 def totals(meter):
     rows = meter.steps.values()
-    return {"chars": sum(r["chars"] for r in rows), "image_bytes": sum(r["image_bytes"] for r in rows),
+    chars = sum(r["chars"] for r in rows)
+    return {"chars": chars, "image_bytes": sum(r["image_bytes"] for r in rows),
             "calls": sum(r["calls"] for r in rows), "ms": round(meter.wall_ms) if meter.wall_ms else None,
-            "all_ok": meter.error is None, "tools_list_chars": meter.tools_list_chars}
+            "all_ok": meter.error is None, "tools_list_chars": meter.tools_list_chars,
+            "tools_list_json_chars": meter.tools_list_json_chars, "all_in_chars": chars + meter.tools_list_chars}
 
 
 def ratio(a, b):
@@ -321,9 +329,11 @@ def main():
             theirs = asyncio.run(measure([pwmcp_params(cli, executable)] * 2, theirs_task, base, task))
             results["theirs"] = {"steps": theirs.steps, "total": totals(theirs), "error": theirs.error}
             ot, tt = results["ours"]["total"], results["theirs"]["total"]
-            results["ratios"] = {k: ratio(ot[k], tt[k]) for k in ("chars", "image_bytes", "calls", "ms")}
+            results["ratios"] = {k: ratio(ot[k], tt[k]) for k in (
+                "chars", "tools_list_chars", "all_in_chars", "image_bytes", "calls", "ms")}
             results["targets_met"] = {
-                "chars": results["ratios"]["chars"] is not None and results["ratios"]["chars"] <= TARGETS["chars"],
+                **{k: results["ratios"][k] is not None and results["ratios"][k] <= limit
+                   for k, limit in TARGETS.items()},
                 "calls": ot["calls"] <= tt["calls"], "all_ok": ot["all_ok"] and tt["all_ok"]}
     finally:
         server.shutdown()
@@ -354,7 +364,8 @@ def report(results):
     print(line)
     for side in sides:
         t = results[side]["total"]
-        print(f"{side}: image bytes {t['image_bytes']}, tools/list {t['tools_list_chars']} characters"
+        print(f"{side}: image bytes {t['image_bytes']}, tools/list {t['tools_list_chars']} characters as a model "
+              f"reads it ({t['tools_list_json_chars']} as JSON), all in {t['all_in_chars']}"
               + (f", FAILED at {results[side]['error']}" if results[side]["error"] else ""))
     if "ratios" in results:
         print("ours/theirs:", ", ".join(f"{k} {v}" for k, v in results["ratios"].items()))
