@@ -96,6 +96,18 @@ function save(v) { document.cookie = 'k=' + v; localStorage.setItem('k', v); ses
 <button id="add-late" onclick="setTimeout(() => { const b = document.createElement('button'); b.id = 'added';
   b.textContent = 'Added'; b.onclick = () => document.title = 'added clicked'; document.body.append(b); }, 1500)">Add</button>
 </main>""",
+    # An admin application's page: what a filtered read must not hide or merge (issue 38).
+    "/admin": """<!doctype html><title>Site administration</title>
+<form role="search"><label>Search <input name="q"></label><button>Search</button></form>
+<main><h1>Administration</h1>
+<table><caption>Authentication</caption><tr><th scope="row"><a href="/title/users">Users</a></th><td>Add</td></tr></table>
+<h2>Filter: active</h2><a href="/title/yes-all">Yes</a> <a href="/title/yes-staff">Yes</a>
+<h2>Notebook</h2><button onclick="document.title = 'notebook kernel'">Python 3</button>
+<h2>Console</h2><button onclick="document.title = 'console kernel'">Python 3</button>
+<h2>Change user</h2><form>""" + "".join(f'<label>Field {i} <input name="f{i}"></label>' for i in range(12)) + """
+<select multiple name="groups">""" + "".join(f"<option>group {i}</option>" for i in range(40)) + """</select>
+<button type="button">Choose all</button><button type="button" onclick="document.title = 'saved'">Save</button></form>
+</main>""",
     "/found": """<!doctype html><title>Searching</title><ul id="results"></ul>
 <script>setTimeout(() => { const q = new URLSearchParams(location.search).get('q');
   document.getElementById('results').innerHTML = [1, 2, 3].map(i => `<li><a href="/title/hit${i}">${q} hit ${i}</a></li>`).join('')
