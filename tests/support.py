@@ -108,6 +108,12 @@ function save(v) { document.cookie = 'k=' + v; localStorage.setItem('k', v); ses
 <select multiple name="groups">""" + "".join(f"<option>group {i}</option>" for i in range(40)) + """</select>
 <button type="button">Choose all</button><button type="button" onclick="document.title = 'saved'">Save</button></form>
 </main>""",
+    # A hidden tooltip holds the same text as the status bar, before it in the DOM (issue 42).
+    "/status": """<!doctype html><title>Status</title>
+<div role="tooltip" style="display:none">Idle</div><div id="busy">Busy</div>
+<div id="bar"><span id="state">Starting</span></div>
+<button onclick="document.getElementById('state').textContent = 'Stopped'">Stop</button>
+<script>setTimeout(() => document.getElementById('state').textContent = 'Idle', 300)</script>""",
     "/found": """<!doctype html><title>Searching</title><ul id="results"></ul>
 <script>setTimeout(() => { const q = new URLSearchParams(location.search).get('q');
   document.getElementById('results').innerHTML = [1, 2, 3].map(i => `<li><a href="/title/hit${i}">${q} hit ${i}</a></li>`).join('')

@@ -113,6 +113,18 @@ def test_a_filtered_read_hides_and_merges_no_target_on_an_admin_page(client, ses
     assert 'button "Save"' in outline and 'button "Choose all"' in outline and 'textbox "Field 11"' in outline
 
 
+def test_waits_see_what_a_person_sees(client, session, pages):
+    """Issue 42: a hidden element with the same text, first in the DOM, made the wait time out."""
+    client.tool("navigate", sessionId=session, url=pages.url("/status"))
+    assert client.tool("wait_for", sessionId=session, text="Idle", timeout=5000)["success"] is True
+    assert client.tool("wait_for", sessionId=session, selector="text=Idle", timeout=5000)["success"] is True
+    client.tool("click", sessionId=session, selector="text=Stop")
+    assert client.tool("wait_for", sessionId=session, textGone="Idle", timeout=5000)["success"] is True
+    late = client.error("wait_for", sessionId=session, text="Idle", timeout=500)
+    assert late["errorCode"] == "WAIT_TIMEOUT" and late["details"]["matched"] == 1
+    assert late["details"]["visible"] == 0 and "1 element(s) matched, 0 of them visible" in late["message"]
+
+
 def test_get_content_reads_snapshot_and_wait_for_calls_as_they_were(client, session, pages):
     client.tool("navigate", sessionId=session, url=pages.url("/found?q=kiwi"))
     waited = client.tool("wait_for", sessionId=session, text="Search finished")

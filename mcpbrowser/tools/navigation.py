@@ -111,18 +111,24 @@ def wait_for(state, args):
     label, locator = state.locate(args, required=False)
     checks = []  # (what, wait(remaining_ms) -> INTERRUPTED or anything)
 
-    def element(target, wanted):
-        return lambda remaining: state.act(target, "wait_for", timeout=remaining, state=wanted)
+    hidden_twins = {}  # what -> its locator, to say on a timeout how many matches were there but hidden
+
+    def element(what, target, wanted):
+        # Visible and hidden are about what a person sees: any visible match will do, and
+        # hidden means none is visible. Watching only the first match in the DOM (a hidden
+        # tooltip with the same text as the status bar) timed out while the text was in view.
+        if wanted in ("visible", "hidden"):
+            hidden_twins[what] = target
+            target = target.filter(visible=True)
+        checks.append((what, lambda remaining: state.act(target.first, "wait_for", timeout=remaining, state=wanted)))
 
     if locator is not None:
         wanted = args.get("state", "visible")
-        checks.append((f"{label} to be {wanted}", element(locator.first, wanted)))
+        element(f"{label} to be {wanted}", locator, wanted)
     if "text" in args:
-        checks.append((f"text {args['text']!r} to appear", element(state.page.get_by_text(args["text"]).first,
-                                                                    "visible")))
+        element(f"text {args['text']!r} to appear", state.page.get_by_text(args["text"]), "visible")
     if "textGone" in args:
-        checks.append((f"text {args['textGone']!r} to disappear",
-                       element(state.page.get_by_text(args["textGone"]).first, "hidden")))
+        element(f"text {args['textGone']!r} to disappear", state.page.get_by_text(args["textGone"]), "hidden")
     if "url" in args:
         pattern = args["url"]
         matches = pattern if "*" in pattern else (lambda url: pattern in url)
@@ -146,12 +152,31 @@ def wait_for(state, args):
         except Exception as exc:
             if "Timeout" not in str(exc):
                 raise
-            raise WaitTimeout(f"Timeout: waited {timeout} ms for {what}.", session_id=state.session_id,
-                              details={"waitedFor": what, "timeoutMs": timeout}) from None
+            details = {"waitedFor": what, "timeoutMs": timeout}
+            seen = _matches_seen(state.page, hidden_twins.get(what))
+            if seen:
+                details.update(seen)
+            note = (f" {seen['matched']} element(s) matched, {seen['visible']} of them visible."
+                    if seen else "")
+            raise WaitTimeout(f"Timeout: waited {timeout} ms for {what}.{note}", session_id=state.session_id,
+                              details=details) from None
     elapsed = round((time.monotonic() - started) * 1000)
     state.report(len(checks), len(checks), "Condition met")
     return {"success": True, "message": f"Waited {elapsed} ms for " + " and ".join(c[0] for c in checks),
             "elapsedMs": elapsed}
+
+
+def _matches_seen(page, locator):
+    """{matched, visible} for a wait that timed out, or None (nothing to count, or the page is busy)."""
+    if locator is None:
+        return None
+    try:
+        # A count has no timeout of its own: ask only a page that answers a trivial script in
+        # 300 ms (one whose script never yields would hold the count, and the session, forever).
+        page.wait_for_function("true", timeout=300)
+        return {"matched": locator.count(), "visible": locator.filter(visible=True).count()}
+    except Exception:
+        return None  # a dialog, a navigation or a busy page in the way: the timeout says enough
 
 
 def _download_done(state, timeout_ms):
