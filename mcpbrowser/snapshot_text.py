@@ -24,6 +24,7 @@ CONTROLS = frozenset({"link", "button", "textbox", "searchbox", "combobox", "che
 # (compact), since the one an agent needs (Save, a multi-select's "choose") is often the last.
 FORM_CONTROLS = frozenset({"button", "textbox", "searchbox", "combobox", "checkbox", "radio", "switch",
                            "slider", "spinbutton"})
+ROWS = frozenset({"table", "grid", "treegrid", "rowgroup", "row"})
 KEPT = LANDMARKS | CONTROLS | {"heading"}
 SECTION_CONTROLS = 8  # see compact
 SECTION_FORM_CONTROLS = 40
@@ -109,15 +110,18 @@ def compact(text, per_section=SECTION_CONTROLS, per_section_form=SECTION_FORM_CO
             out.append("  " * section["depth"] + f"- … {section['more']} more (query finds them)")
         section.update(shown=0, form=0, more=0)
 
-    def walk(node, depth):
+    def walk(node, depth, in_rows=False):
         for child in node.children:
             if child.is_property:
                 continue
+            rows = in_rows or child.role in ROWS
             if not _kept(child):
-                walk(child, depth)
+                walk(child, depth, rows)
                 continue
             if child.role in CONTROLS:
-                counter, cap = ("form", per_section_form) if child.role in FORM_CONTROLS else ("shown", per_section)
+                # A table's row checkboxes are a list, like its links, not a form's fields.
+                form = child.role in FORM_CONTROLS and not rows
+                counter, cap = ("form", per_section_form) if form else ("shown", per_section)
                 if section[counter] >= cap:
                     section["more"] += 1
                     continue
@@ -126,7 +130,7 @@ def compact(text, per_section=SECTION_CONTROLS, per_section_form=SECTION_FORM_CO
             else:  # a heading or a landmark starts a new section
                 close_section()
             out.append(_shown(child, depth))
-            walk(child, depth + 1)
+            walk(child, depth + 1, rows)
 
     walk(parse(text), 0)
     close_section()
@@ -138,15 +142,28 @@ def _needles(query):
     return [part.strip().lower() for part in query.split("|") if part.strip()] or [query.lower()]
 
 
+def _name(node):
+    parts = node.line.split('"')
+    return parts[1] if node.named and len(parts) > 2 else None
+
+
+def _text(node):
+    """A plain node's own text (`- generic [ref=e5]: "Username:"` -> Username:), or None."""
+    _, colon, rest = REF.sub("", node.line.split("\n", 1)[0]).partition(": ")
+    return rest.strip().strip('"') if colon else None
+
+
 def _headings_before(root):
-    """node id -> the text of the last heading before it in document order (for telling twins apart)."""
+    """node id -> the last caption before it in document order, for telling twins apart: a
+    heading's text, or a group's first named child (a <details>' summary, a fieldset's legend)."""
     last, out = [None], {}
 
     def walk(node):
         for child in node.children:
             if child.role == "heading":
-                name = child.line.split('"')
-                last[0] = name[1] if len(name) > 2 else None
+                last[0] = _name(child)
+            elif child.role == "group" and child.children and _name(child.children[0]):
+                last[0] = _name(child.children[0])
             out[id(child)] = last[0]
             walk(child)
 
@@ -182,7 +199,10 @@ def find(text, query, limit):
 
     root = parse(text)
     walk(root, False, ())
-    matched = [node for node in matched if id(node) not in holds_match]
+    # A label's text beside the field it names ("Username:" and textbox "Username:") says nothing twice.
+    named = {_name(node) for node in matched if node.role in CONTROLS}
+    matched = [node for node in matched if id(node) not in holds_match
+               and (node.role in CONTROLS or _text(node) not in named)]
 
     def key(node):
         props = "".join(c.line.strip() for c in node.children if c.is_property)
