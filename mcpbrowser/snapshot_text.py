@@ -156,7 +156,8 @@ def _text(node):
 def _headings_before(root):
     """node id -> the last caption before it in document order, for telling twins apart: a
     heading's text, or a group's first named child (a <details>' summary, a fieldset's legend)."""
-    last, out = [None], {}
+    last: list[str | None] = [None]
+    out: dict[int, str | None] = {}
 
     def walk(node):
         for child in node.children:

@@ -1,9 +1,9 @@
-"""What an agent pays to read: mcpbrowser against @playwright/mcp on one fixed task.
+"""What an agent pays to read: mcpbrowser against @playwright/mcp on real sites, task by task.
 
-Serves a real documentation site that nobody here wrote (Sphinx's own manual,
-Debian's `sphinx-doc` package, installed by this script when missing; it has
-JavaScript search) on 127.0.0.1, and runs one list of agent intentions through
-each server, each done the cheapest way that server's tools allow:
+The docs task serves a real documentation site that nobody here wrote (Sphinx's own
+manual, Debian's `sphinx-doc` package, installed by this script when missing; it has
+JavaScript search) on 127.0.0.1, and runs one list of agent intentions through each
+server, each done the cheapest way that server's tools allow:
 
     open      start, at the index page
     look      a first look at the page, enough to find the link to follow
@@ -17,14 +17,23 @@ each server, each done the cheapest way that server's tools allow:
     logs      console errors and the network log
     second    a second, isolated session, in parallel, reading another page
 
+The admin task runs an application with a login and forms, Django's admin (Django from
+PyPI, installed into its own folder; scripts/admin_site.py), each step checked in the
+application's own database: log in, find a user by searching the list, add a user, edit
+their names, a checkbox and a group in a multi-select, filter the list and read a count,
+create a group with three of its many permissions, delete a user through an action and its
+confirmation page, read the recent actions, log out.
+
 @playwright/mcp is installed from npm into a temporary folder and run with
 --headless --isolated on the same Chromium. It has one browser context per
 server, so its second session is a second server. Characters are those of the
 tools' text content (what a client hands its model); images are counted in
-bytes. Speed is measured, not asserted; the test suite runs this script on a
-tiny local site (--site) so that it cannot rot.
+bytes. The model-visible tools/list (names, descriptions, input schemas) is
+counted beside the answers, and "all in" is both. Speed is measured, not
+asserted; the test suite runs this script on a tiny local site (--site) and on
+Django's admin (ours only) so that it cannot rot.
 
-    .venv/bin/python scripts/agent_bench.py [--json] [--site DIR] [--ours-only]
+    .venv/bin/python scripts/agent_bench.py [--task docs|admin|all] [--json] [--site DIR] [--ours-only]
 
 AGENT_BENCH_SHOW=1 prints every answer to stderr, to see where the characters go.
 """
@@ -72,6 +81,7 @@ SPHINX_TASK = {
 }
 PLAYWRIGHT_MCP_VERSION = "0.0.83"
 NO_PLAYWRIGHT_MCP = 3  # exit code: @playwright/mcp could not be installed
+NO_DJANGO = 4  # exit code: Django (the admin task's application) could not be installed
 STEPS = ("open", "look", "follow", "search", "results", "open_hit", "read", "shot", "back", "logs", "second")
 SHOW = os.environ.get("AGENT_BENCH_SHOW") == "1"  # print every answer to stderr, to see what costs
 # ours/theirs at most: the answers, the tool list a model reads, and both together; calls: at most theirs
@@ -262,10 +272,12 @@ def admin_checks(db):
     """What the application's database must show after each step (read outside both servers)."""
     return {
         "login": lambda: query(db, "SELECT count(*) FROM django_session")[0][0] >= 1,
-        "add": lambda: query(db, "SELECT count(*) FROM auth_user WHERE username = ?", (NEW_USER["username"],))[0][0] == 1,
+        "add": lambda: query(db, "SELECT count(*) FROM auth_user WHERE username = ?",
+                             (NEW_USER["username"],))[0][0] == 1,
         "edit": lambda: query(db, "SELECT u.first_name, u.last_name, u.is_staff, g.name FROM auth_user u "
-                                  "JOIN auth_user_groups ug ON ug.user_id = u.id JOIN auth_group g ON g.id = ug.group_id "
-                                  "WHERE u.username = ?", (NEW_USER["username"],))
+                                  "JOIN auth_user_groups ug ON ug.user_id = u.id "
+                                  "JOIN auth_group g ON g.id = ug.group_id WHERE u.username = ?",
+                              (NEW_USER["username"],))
         == [(NEW_USER["first"], NEW_USER["last"], 1, "Editors")],
         "group": lambda: sorted(r[0] for r in query(
             db, "SELECT p.name FROM auth_group g JOIN auth_group_permissions gp ON gp.group_id = g.id "
@@ -461,7 +473,7 @@ async def theirs_admin(meter, sessions, base, task):
          "value": "Delete selected users"}]})
     await click(rows, '"Go"')
     sure = await find("sure")
-    got = await click(sure, "sure")
+    got = await m(s, "browser_click", {"element": "Yes, I'm sure", "target": ref_of(sure, "sure", "button")})
     expect(checks["delete"](), f"delete: {got[:300]}")
 
     meter.step = "recent"
@@ -604,7 +616,11 @@ def main():
                 server.shutdown()
         if "admin" in tasks:
             print("setting up Django's admin…", file=sys.stderr)
-            site = AdminSite.build(args.admin_folder)
+            try:
+                site = AdminSite.build(args.admin_folder)
+            except subprocess.CalledProcessError as exc:
+                print(f"could not set up Django's admin (pip from PyPI, migrate): {exc}", file=sys.stderr)
+                return NO_DJANGO
             result = results["tasks"]["admin"] = {"site": "Django's admin", "steps": list(ADMIN_STEPS)}
             for side, params in sides:
                 with site.serve() as (base, db):  # each server on a fresh copy of the database

@@ -89,11 +89,11 @@ def enable_tools(core, args, call):
 def declare(all_tools):
     """The enable_tools tool, its description listing each group's tools (so nothing is out of reach)."""
     from mcpbrowser.tools.base import CoreTool  # here: tools/__init__ imports this module to call declare()
-    members = {name: [] for name in TOOL_GROUPS if name != "core"}
+    members: dict[str, list[str]] = {name: [] for name in TOOL_GROUPS if name != "core"}
     for tool in all_tools:
         if tool.group != "core":
             members[tool.group].append(tool.name)
-        options = {}
+        options: dict[str, list[str]] = {}
         for option, group in tool.option_groups.items():
             options.setdefault(group, []).append(option)
         for group, names in options.items():  # the first few: enable_tools' answer names them all

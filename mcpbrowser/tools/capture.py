@@ -237,8 +237,8 @@ TOOLS = [
         text_field="snapshot",
         title="Accessibility snapshot",
         description="The page (or an element) as a YAML accessibility tree; [ref=e12] marks targets for "
-                    "element tools. Cheaper: query (matches and their landmarks; a|b: either), compact (headings, landmarks, "
-                    "controls), depth. get_content(refId) reads it whole later.",
+                    "element tools. Cheaper: query (matches and their landmarks; a|b: either), compact "
+                    "(headings, landmarks, controls), depth. get_content(refId) reads it whole later.",
         input_schema=session_schema({
             **TARGET,
             "query": {"type": "string", "minLength": 1},
