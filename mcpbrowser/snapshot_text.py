@@ -137,6 +137,47 @@ def compact(text, per_section=SECTION_CONTROLS, per_section_form=SECTION_FORM_CO
     return "\n".join(out)
 
 
+LEVEL = re.compile(r"\[level=(\d+)\]")
+
+
+def section(text, ref):
+    """The node with this ref, as its own snapshot; for a heading, its section: the heading and what
+    follows it up to the next heading of the same or a higher level. None when no node has the ref."""
+    marker = f"[ref={ref}]"
+
+    def find(node):
+        for child in node.children:
+            if marker in child.line.split("\n", 1)[0]:
+                return child
+            found = find(child)
+            if found is not None:
+                return found
+        return None
+
+    node = find(parse(text))
+    if node is None:
+        return None
+    nodes = [node]
+    level = LEVEL.search(node.line)
+    if node.role == "heading" and level:
+        siblings = node.parent.children
+        for sibling in siblings[siblings.index(node) + 1:]:
+            other = LEVEL.search(sibling.line) if sibling.role == "heading" else None
+            if other and int(other.group(1)) <= int(level.group(1)):
+                break
+            nodes.append(sibling)
+    out = []
+
+    def emit(n, depth):
+        out.extend(("  " * depth + line.lstrip()) if i == 0 else line for i, line in enumerate(n.line.split("\n")))
+        for child in n.children:
+            emit(child, depth + 1)
+
+    for n in nodes:
+        emit(n, 0)
+    return "\n".join(out)
+
+
 def _needles(query):
     """A query's alternatives, lower case: `Name|Email|Save` finds any of them."""
     return [part.strip().lower() for part in query.split("|") if part.strip()] or [query.lower()]

@@ -111,6 +111,10 @@ def test_a_filtered_read_hides_and_merges_no_target_on_an_admin_page(client, ses
         assert f"{control} [ref=" in text, text
     outline = client.tool("snapshot", sessionId=session, compact=True)["snapshot"]
     assert 'button "Save"' in outline and 'button "Choose all"' in outline and 'textbox "Field 11"' in outline
+    # A heading's ref reads its section: what follows it up to the next heading of its level.
+    heading = next(line for line in outline.splitlines() if 'heading "Notebook"' in line)
+    part = client.tool("snapshot", sessionId=session, ref=heading.split("[ref=")[1].split("]")[0])["snapshot"]
+    assert part.startswith('- heading "Notebook"') and 'button "Python 3"' in part and "Console" not in part
 
 
 def test_waits_see_what_a_person_sees(client, session, pages):

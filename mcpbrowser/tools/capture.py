@@ -85,7 +85,18 @@ def snapshot(state, args):
     if "depth" in args:
         options["depth"] = args["depth"]
     page_level = state.locate(args, required=False)[1] is None
-    whole = snapshots.unchanged_snapshot(state) if page_level and "depth" not in args else None
+    # A ref is read from the page's whole snapshot: the same subtree an element read gives,
+    # and for a heading its section (see snapshot_text.section), without walking the page
+    # again when it did not change since the read that gave the ref.
+    by_ref = "ref" in args and "depth" not in args
+    whole = snapshots.unchanged_snapshot(state) if (page_level or by_ref) and "depth" not in args else None
+    if whole is None and by_ref:
+        state.full_snapshot = None
+        text = state.act(snapshots.page_root(state), "aria_snapshot", **options)
+        whole = snapshots.took_whole_snapshot(state, "" if text is INTERRUPTED else text)
+    part = snapshot_text.section(whole, args["ref"]) if by_ref and whole else None
+    if by_ref and part is None:
+        whole = None  # not in the page's snapshot (stale, or another tab's): the element read says why
     if whole is None:
         state.full_snapshot = None  # Playwright's refs are this read's from now on
         if page_level:
@@ -106,6 +117,8 @@ def snapshot(state, args):
     title = page_reading.loaded_title(state)
     state.remember_page(title)
     result = {"url": state.page.url, "title": title}
+    if part is not None:
+        whole = part
     if "query" in args:
         found, matches = snapshot_text.find(whole, args["query"], args.get("maxNodes", DEFAULT_MATCHES))
         return {**result, "snapshot": found, "matches": matches,
