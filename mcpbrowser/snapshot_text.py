@@ -166,7 +166,7 @@ def section(text, ref):
             if other and int(other.group(1)) <= int(level.group(1)):
                 break
             nodes.append(sibling)
-    out = []
+    out: list[str] = []
 
     def emit(n, depth):
         out.extend(("  " * depth + line.lstrip()) if i == 0 else line for i, line in enumerate(n.line.split("\n")))
