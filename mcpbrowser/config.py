@@ -211,7 +211,19 @@ def _option(default, check, help):
     return field(default=default, metadata={"check": check, "help": help})
 
 
-CAPS = ("vision", "pdf", "tracing")
+# Tool groups: tools/list shows the core tools and the groups that are on (--caps, or a client's
+# enable_tools), because a model reads the whole list on every turn. Each tool declares its group
+# (tools/base.py); this table says what each is for, in enable_tools' description and --help.
+TOOL_GROUPS = {
+    "core": "always on",
+    "extra": "seldom-needed page and session tools",
+    "logins": "waiting for a person, saving and reusing logins",
+    "emulation": "device, viewport, locale and other emulation options of create_session",
+    "vision": "mouse by coordinates, for agents that read screenshots",
+    "pdf": "save the page as PDF (headless Chromium)",
+    "tracing": "Playwright traces",
+}
+CAPS = (*[name for name in TOOL_GROUPS if name != "core"], "all")
 
 
 @dataclass(frozen=True)
@@ -281,8 +293,10 @@ class Config:
         "names the server chooses (default for those: `files` beside the history database).")
     caps: tuple = _option(
         (), _lower_list,
-        "Comma-separated extra tool groups to offer: vision (mouse by coordinates), pdf (save the page as "
-        "PDF; headless Chromium), tracing (Playwright traces). Off by default: each costs tools/list space.")
+        "Comma-separated tool groups to offer beside the core tools, or all: "
+        + "; ".join(f"{name} ({purpose})" for name, purpose in TOOL_GROUPS.items() if name != "core")
+        + ". Off by default: a model reads tools/list on every turn. A client can turn one on "
+        "for itself with the enable_tools tool.")
     max_download_mb: int = _option(
         100, _int_at_least(0),
         "Largest download a page may save, in MB; bigger ones are refused and deleted. 0 refuses all downloads.")
@@ -454,6 +468,8 @@ class Config:
             checked = f.metadata["check"](f.name, getattr(self, f.name))
             object.__setattr__(self, f.name, checked)
         unknown = set(self.caps) - set(CAPS)
+        if "all" in self.caps:
+            object.__setattr__(self, "caps", tuple(name for name in TOOL_GROUPS if name != "core"))
         if unknown:
             raise ConfigError(f"--caps knows {', '.join(CAPS)}, not {', '.join(sorted(unknown))}")
         for header in self.endpoint_headers:

@@ -103,6 +103,11 @@ class InvalidParameters(BrowserServerError):
     default_message = "The arguments are not valid for this tool."
 
 
+class ToolNotEnabled(BrowserServerError):
+    code = "TOOL_NOT_ENABLED"
+    default_message = "This tool is in a tool group that is off. Call enable_tools to turn it on."
+
+
 class DialogOpen(BrowserServerError):
     code = "DIALOG_OPEN"
     default_message = "A dialog is open and blocks the page. Answer it with handle_dialog first."
@@ -205,6 +210,7 @@ ALL_ERRORS = (
     ElementNotEditable,
     BrowserError,
     InvalidParameters,
+    ToolNotEnabled,
     DialogOpen,
     NoDialogOpen,
     WaitTimeout,

@@ -1,9 +1,10 @@
 """Tool argument schemas, their validation, and tool answers as JSON text; pure functions for any thread.
 
-We publish exactly the JSON Schema we enforce. Only the subset our tools use is
-supported (type, enum, minimum, maximum, minLength, maxLength, pattern, minItems,
-items, required, additionalProperties=false), which keeps validation fast and free of the
-jsonschema import on the hot path.
+We enforce the whole schema a tool declares, and publish what a model needs of it
+(`published`). Only the subset our tools use is supported (type, enum, minimum,
+maximum, minLength, maxLength, pattern, minItems, items, required,
+additionalProperties=false), which keeps validation fast and free of the jsonschema
+import on the hot path.
 """
 
 import json
@@ -88,6 +89,30 @@ def problems(schema, value, path="arguments"):
             elif schema.get("additionalProperties") is False:
                 found.append(f"{path}.{name} is not a known argument (known: {', '.join(props)})")
     return found
+
+
+# A model reads tools/list on every turn of a conversation, so every character of a schema is
+# paid for again and again. These keywords guard against what the server refuses anyway, each
+# with an error that names the argument and the rule (see `problems`), so the published schema
+# leaves them out: a model chooses and calls a tool from types, enums and descriptions. The
+# server still enforces them all: a shorter published schema accepts nothing more.
+_UNPUBLISHED = frozenset({"minimum", "maximum", "minLength", "maxLength", "pattern", "minItems",
+                          "additionalProperties"})
+
+
+def published(schema, drop=()):
+    """The schema as tools/list shows it: without `_UNPUBLISHED` keywords, an empty `required`,
+    or the top-level properties named in `drop` (options of tool groups that are off)."""
+    out = {}
+    for key, value in schema.items():
+        if key in _UNPUBLISHED or (key == "required" and not value):
+            continue
+        if key == "properties":
+            value = {name: published(item) for name, item in value.items() if name not in drop}
+        elif key == "items" and isinstance(value, dict):
+            value = published(value)
+        out[key] = value
+    return out
 
 
 def validate(schema, value):

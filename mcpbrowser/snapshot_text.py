@@ -20,8 +20,14 @@ LANDMARKS = frozenset({"banner", "navigation", "main", "contentinfo", "complemen
 CONTROLS = frozenset({"link", "button", "textbox", "searchbox", "combobox", "checkbox", "radio", "switch",
                       "slider", "spinbutton", "tab", "menuitem", "menuitemcheckbox", "menuitemradio",
                       "option", "treeitem"})
+# Controls that fill in or submit a form: a section lists far more of them than of links
+# (compact), since the one an agent needs (Save, a multi-select's "choose") is often the last.
+FORM_CONTROLS = frozenset({"button", "textbox", "searchbox", "combobox", "checkbox", "radio", "switch",
+                           "slider", "spinbutton"})
+ROWS = frozenset({"table", "grid", "treegrid", "rowgroup", "row"})
 KEPT = LANDMARKS | CONTROLS | {"heading"}
 SECTION_CONTROLS = 8  # see compact
+SECTION_FORM_CONTROLS = 40
 MAX_LINE = 160  # a kept line is cut here in compact and query output ("…" marks the cut)
 
 
@@ -86,75 +92,183 @@ def _kept(node):
     return node.role in KEPT and (node.role not in ("region", "table", "grid") or node.named)
 
 
-def compact(text, per_section=SECTION_CONTROLS):
+def compact(text, per_section=SECTION_CONTROLS, per_section_form=SECTION_FORM_CONTROLS):
     """Headings, landmarks and controls with their refs; wrappers and prose collapsed away.
 
     A section (what follows a heading or a landmark) lists its first `per_section`
-    controls and counts the rest: a documentation index has hundreds of links, and a
-    first look needs the page's shape and where to act, not every entry (a query
-    finds any one of them).
+    links (and tabs, options, menu items) and counts the rest: a documentation index has
+    hundreds of links, and a first look needs the page's shape and where to act, not
+    every entry (a query finds any one of them). Form controls have a cap of their own,
+    `per_section_form`: a form's Save button comes after its fields, and a hidden one
+    costs the agent another call.
     """
     out = []
-    section = {"shown": 0, "more": 0, "depth": 0}
+    section = {"shown": 0, "form": 0, "more": 0, "depth": 0}
 
     def close_section():
         if section["more"]:
             out.append("  " * section["depth"] + f"- … {section['more']} more (query finds them)")
-        section.update(shown=0, more=0)
+        section.update(shown=0, form=0, more=0)
 
-    def walk(node, depth):
+    def walk(node, depth, in_rows=False):
         for child in node.children:
             if child.is_property:
                 continue
+            rows = in_rows or child.role in ROWS
             if not _kept(child):
-                walk(child, depth)
+                walk(child, depth, rows)
                 continue
             if child.role in CONTROLS:
-                if section["shown"] >= per_section:
+                # A table's row checkboxes are a list, like its links, not a form's fields.
+                form = child.role in FORM_CONTROLS and not rows
+                counter, cap = ("form", per_section_form) if form else ("shown", per_section)
+                if section[counter] >= cap:
                     section["more"] += 1
                     continue
-                section["shown"] += 1
+                section[counter] += 1
                 section["depth"] = depth
             else:  # a heading or a landmark starts a new section
                 close_section()
             out.append(_shown(child, depth))
-            walk(child, depth + 1)
+            walk(child, depth + 1, rows)
 
     walk(parse(text), 0)
     close_section()
     return "\n".join(out)
 
 
+LEVEL = re.compile(r"\[level=(\d+)\]")
+
+
+def section(text, ref):
+    """The node with this ref, as its own snapshot; for a heading, its section: the heading and what
+    follows it up to the next heading of the same or a higher level. None when no node has the ref."""
+    marker = f"[ref={ref}]"
+
+    def find(node):
+        for child in node.children:
+            if marker in child.line.split("\n", 1)[0]:
+                return child
+            found = find(child)
+            if found is not None:
+                return found
+        return None
+
+    node = find(parse(text))
+    if node is None:
+        return None
+    nodes = [node]
+    level = LEVEL.search(node.line)
+    if node.role == "heading" and level:
+        siblings = node.parent.children
+        for sibling in siblings[siblings.index(node) + 1:]:
+            other = LEVEL.search(sibling.line) if sibling.role == "heading" else None
+            if other and int(other.group(1)) <= int(level.group(1)):
+                break
+            nodes.append(sibling)
+    out: list[str] = []
+
+    def emit(n, depth):
+        out.extend(("  " * depth + line.lstrip()) if i == 0 else line for i, line in enumerate(n.line.split("\n")))
+        for child in n.children:
+            emit(child, depth + 1)
+
+    for n in nodes:
+        emit(n, 0)
+    return "\n".join(out)
+
+
+def _needles(query):
+    """A query's alternatives, lower case: `Name|Email|Save` finds any of them."""
+    return [part.strip().lower() for part in query.split("|") if part.strip()] or [query.lower()]
+
+
+def _name(node):
+    parts = node.line.split('"')
+    return parts[1] if node.named and len(parts) > 2 else None
+
+
+def _text(node):
+    """A plain node's own text (`- generic [ref=e5]: "Username:"` -> Username:), or None."""
+    _, colon, rest = REF.sub("", node.line.split("\n", 1)[0]).partition(": ")
+    return rest.strip().strip('"') if colon else None
+
+
+def _headings_before(root):
+    """node id -> the last caption before it in document order, for telling twins apart: a
+    heading's text, or a group's first named child (a <details>' summary, a fieldset's legend)."""
+    last: list[str | None] = [None]
+    out: dict[int, str | None] = {}
+
+    def walk(node):
+        for child in node.children:
+            if child.role == "heading":
+                last[0] = _name(child)
+            elif child.role == "group" and child.children and _name(child.children[0]):
+                last[0] = _name(child.children[0])
+            out[id(child)] = last[0]
+            walk(child)
+
+    walk(root)
+    return out
+
+
 def find(text, query, limit):
-    """(text, matches): nodes whose line contains query (any case), under their kept ancestors.
+    """(text, matches): nodes whose line contains query (any case; `a|b` any of them), under their
+    kept ancestors.
 
-    A matching link keeps its /url line. At most `limit` different matches are shown;
-    `matches` counts them all.
+    A matching link keeps its /url line. A match that holds a more specific match (a row
+    header holding its link, a search landmark holding its textbox) gives way to it; a
+    match inside a matching control adds nothing. Repeated text is shown once, with how
+    many more there are; controls are never merged (each is a target of its own): twins
+    name the heading they come under. At most `limit` are shown; `matches` counts them all.
     """
-    needle = query.lower()
+    needles = _needles(query)
     matched = []
+    holds_match = set()  # ids of matched nodes with a matched descendant
 
-    def walk(node, inside_match):
+    def walk(node, in_control_match, open_matches):
         for child in node.children:
             if child.is_property:
                 continue
-            hit = needle in REF.sub("", child.line).lower()
-            if hit and not inside_match:  # a match inside a shown match adds nothing
+            line = REF.sub("", child.line).lower()
+            hit = not in_control_match and any(n in line for n in needles)
+            if hit:
+                holds_match.update(open_matches)
                 matched.append(child)
-            walk(child, inside_match or hit)
+            walk(child, in_control_match or (hit and child.role in CONTROLS),
+                 (*open_matches, id(child)) if hit else open_matches)
 
-    walk(parse(text), False)
-    # The same text over and over (a search result list repeats its query in every
-    # entry) is shown once, with how many more there are.
+    root = parse(text)
+    walk(root, False, ())
+    # A label's text beside the field it names ("Username:" and textbox "Username:") says nothing twice.
+    named = {_name(node) for node in matched if node.role in CONTROLS}
+    matched = [node for node in matched if id(node) not in holds_match
+               and (node.role in CONTROLS or _text(node) not in named)]
+
+    def key(node):
+        props = "".join(c.line.strip() for c in node.children if c.is_property)
+        return REF.sub("", node.line).strip() + props
+
+    # The same text over and over (a search result list repeats its query in every entry)
+    # is shown once, with how many more there are.
     unique: list[Node] = []
     repeats: dict[str, list] = {}
+    twins: dict[str, int] = {}
     for node in matched:
-        key = REF.sub("", node.line).strip()
-        if key in repeats:
-            repeats[key][1] += 1
-        else:
-            repeats[key] = [node, 0]
+        k = key(node)
+        if node.role in CONTROLS:
+            twins[REF.sub("", node.line).strip()] = twins.get(REF.sub("", node.line).strip(), 0) + 1
             unique.append(node)
+        elif k in repeats:
+            repeats[k][1] += 1
+        else:
+            repeats[k] = [node, 0]
+            unique.append(node)
+    under = _headings_before(root) if any(n > 1 for n in twins.values()) else {}
+    # A twin names its heading only where the headings tell the twins apart.
+    telling = {name for name in twins if twins[name] > 1 and len(
+        {under.get(id(n)) for n in matched if n.role in CONTROLS and REF.sub("", n.line).strip() == name}) > 1}
     shown, out, printed = unique[:limit], [], {}
     for node in shown:
         chain, up = [], node.parent
@@ -171,7 +285,14 @@ def find(text, query, limit):
         if id(node) in printed:  # shown already as an ancestor of an earlier match
             continue
         printed[id(node)] = depth
-        more = repeats[REF.sub("", node.line).strip()][1]
-        out.append(_shown(node, depth, needle) + (f" (and {more} more like it)" if more else ""))
+        needle = next((n for n in needles if n in node.line.lower()), None)
+        line = _shown(node, depth, needle)
+        if node.role in CONTROLS:
+            heading = under.get(id(node)) if REF.sub("", node.line).strip() in telling else None
+            line += f' (under "{heading}")' if heading else ""
+        else:
+            more = repeats[key(node)][1]
+            line += f" (and {more} more like it)" if more else ""
+        out.append(line)
         out += ["  " * (depth + 1) + c.line.lstrip() for c in node.children if c.is_property]
     return "\n".join(out), len(matched)

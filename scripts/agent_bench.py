@@ -1,9 +1,9 @@
-"""What an agent pays to read: mcpbrowser against @playwright/mcp on one fixed task.
+"""What an agent pays to read: mcpbrowser against @playwright/mcp on real sites, task by task.
 
-Serves a real documentation site that nobody here wrote (Sphinx's own manual,
-Debian's `sphinx-doc` package, installed by this script when missing; it has
-JavaScript search) on 127.0.0.1, and runs one list of agent intentions through
-each server, each done the cheapest way that server's tools allow:
+The docs task serves a real documentation site that nobody here wrote (Sphinx's own
+manual, Debian's `sphinx-doc` package, installed by this script when missing; it has
+JavaScript search) on 127.0.0.1, and runs one list of agent intentions through each
+server, each done the cheapest way that server's tools allow:
 
     open      start, at the index page
     look      a first look at the page, enough to find the link to follow
@@ -17,14 +17,23 @@ each server, each done the cheapest way that server's tools allow:
     logs      console errors and the network log
     second    a second, isolated session, in parallel, reading another page
 
+The admin task runs an application with a login and forms, Django's admin (Django from
+PyPI, installed into its own folder; scripts/admin_site.py), each step checked in the
+application's own database: log in, find a user by searching the list, add a user, edit
+their names, a checkbox and a group in a multi-select, filter the list and read a count,
+create a group with three of its many permissions, delete a user through an action and its
+confirmation page, read the recent actions, log out.
+
 @playwright/mcp is installed from npm into a temporary folder and run with
 --headless --isolated on the same Chromium. It has one browser context per
 server, so its second session is a second server. Characters are those of the
 tools' text content (what a client hands its model); images are counted in
-bytes. Speed is measured, not asserted; the test suite runs this script on a
-tiny local site (--site) so that it cannot rot.
+bytes. The model-visible tools/list (names, descriptions, input schemas) is
+counted beside the answers, and "all in" is both. Speed is measured, not
+asserted; the test suite runs this script on a tiny local site (--site) and on
+Django's admin (ours only) so that it cannot rot.
 
-    .venv/bin/python scripts/agent_bench.py [--json] [--site DIR] [--ours-only]
+    .venv/bin/python scripts/agent_bench.py [--task docs|admin|all] [--json] [--site DIR] [--ours-only]
 
 AGENT_BENCH_SHOW=1 prints every answer to stderr, to see where the characters go.
 """
@@ -48,6 +57,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from admin_site import PASSWORD, USERNAME, AdminSite, query  # noqa: E402
 from bench import QuietHandler, install_playwright_mcp, pwmcp_params  # noqa: E402
 
 from mcpbrowser.core.browser_process import find_executable  # noqa: E402
@@ -71,9 +81,11 @@ SPHINX_TASK = {
 }
 PLAYWRIGHT_MCP_VERSION = "0.0.83"
 NO_PLAYWRIGHT_MCP = 3  # exit code: @playwright/mcp could not be installed
+NO_DJANGO = 4  # exit code: Django (the admin task's application) could not be installed
 STEPS = ("open", "look", "follow", "search", "results", "open_hit", "read", "shot", "back", "logs", "second")
 SHOW = os.environ.get("AGENT_BENCH_SHOW") == "1"  # print every answer to stderr, to see what costs
-TARGETS = {"chars": 0.5}  # ours/theirs at most; calls: at most theirs
+# ours/theirs at most: the answers, the tool list a model reads, and both together; calls: at most theirs
+TARGETS = {"chars": 0.5, "tools_list_chars": 0.5, "all_in_chars": 0.5}
 
 
 class StepFailed(Exception):
@@ -83,8 +95,8 @@ class StepFailed(Exception):
 class Meter:
     """Counts what one server's answers cost, per step."""
 
-    def __init__(self):
-        self.steps = {name: {"chars": 0, "image_bytes": 0, "calls": 0, "ms": 0.0, "ok": False} for name in STEPS}
+    def __init__(self, steps=STEPS):
+        self.steps = {name: {"chars": 0, "image_bytes": 0, "calls": 0, "ms": 0.0, "ok": False} for name in steps}
         self.step = None
 
     async def call(self, session, tool, args, step=None):
@@ -108,10 +120,18 @@ def answer(text):
     return json.JSONDecoder().raw_decode(text)[0]
 
 
-def ref_of(text, name, role=""):
-    """The ref on the first snapshot line (of that role) that names `name`; both servers write [ref=…]."""
-    for line in text.splitlines():
-        if name.lower() in line.lower() and "[ref=" in line and f"- {role}" in line:
+def ref_of(text, name, role="", before=False):
+    """The ref on the first snapshot line (of that role) that names `name`; both servers write [ref=…].
+
+    before: `name` is on a line of its own (a link's /url), and the ref is the nearest one above it.
+    """
+    lines = text.splitlines()
+    for at, line in enumerate(lines):
+        if before and name in line:
+            for above in reversed(lines[:at]):
+                if "[ref=" in above:
+                    return above.split("[ref=", 1)[1].split("]", 1)[0]
+        if not before and name.lower() in line.lower() and "[ref=" in line and f"- {role}" in line:
             return line.split("[ref=", 1)[1].split("]", 1)[0]
     raise StepFailed(f"no ref for {name!r} in: {text[:300]}")
 
@@ -225,9 +245,249 @@ async def run_task(meter, first, second):
     """The first session's steps, with the second session's running alongside."""
     started = time.perf_counter()
     await asyncio.gather(first(), second())
+    finished(meter, started)
+
+
+def finished(meter, started):
+    """Every step passed its check: mark them, and the task's wall time."""
     for row in meter.steps.values():
         row["ok"] = True
     meter.wall_ms = (time.perf_counter() - started) * 1000
+
+
+# -- the admin task: Django's admin, a real application with a login and forms ------------
+# Each step as an agent does it on an application it has not seen: find the controls it needs
+# by reading the page (the cheapest read each server offers), act, and check where it landed.
+# Every step is then verified from the application's own database (admin_site.query).
+
+ADMIN_STEPS = ("login", "find", "add", "edit", "count", "group", "delete", "recent", "logout")
+NEW_USER = {"username": "alice", "password": "Wonder-land-42", "first": "Alice", "last": "Liddell"}
+PERMISSIONS = ("Authentication and Authorization | user | Can view user",
+               "Authentication and Authorization | user | Can change user",
+               "Authentication and Authorization | group | Can view group")
+DELETED = "user05"
+
+
+def admin_checks(db):
+    """What the application's database must show after each step (read outside both servers)."""
+    return {
+        "login": lambda: query(db, "SELECT count(*) FROM django_session")[0][0] >= 1,
+        "add": lambda: query(db, "SELECT count(*) FROM auth_user WHERE username = ?",
+                             (NEW_USER["username"],))[0][0] == 1,
+        "edit": lambda: query(db, "SELECT u.first_name, u.last_name, u.is_staff, g.name FROM auth_user u "
+                                  "JOIN auth_user_groups ug ON ug.user_id = u.id "
+                                  "JOIN auth_group g ON g.id = ug.group_id WHERE u.username = ?",
+                              (NEW_USER["username"],))
+        == [(NEW_USER["first"], NEW_USER["last"], 1, "Editors")],
+        "group": lambda: sorted(r[0] for r in query(
+            db, "SELECT p.name FROM auth_group g JOIN auth_group_permissions gp ON gp.group_id = g.id "
+                "JOIN auth_permission p ON p.id = gp.permission_id WHERE g.name = 'Auditors'"))
+        == sorted(p.rsplit(" | ", 1)[1] for p in PERMISSIONS),
+        "delete": lambda: query(db, "SELECT count(*) FROM auth_user WHERE username = ?", (DELETED,))[0][0] == 0,
+        "logout": lambda: query(db, "SELECT count(*) FROM django_session")[0][0] == 0,
+    }
+
+
+def staff_count(db):
+    return query(db, "SELECT count(*) FROM auth_user WHERE is_staff = 1")[0][0]
+
+
+async def ours_admin(meter, sessions, base, task):
+    s, m = sessions[0], meter.call
+    checks, started = admin_checks(task["db"]), time.perf_counter()
+
+    async def read(sid, query_text):
+        return await m(s, "snapshot", {"sessionId": sid, "query": query_text})
+
+    async def act(sid, tool, **args):
+        return answer(await m(s, tool, {"sessionId": sid, **args}))
+
+    meter.step = "login"
+    sid = answer(await m(s, "create_session", {"url": base + "/admin/"}))["sessionId"]
+    form = await read(sid, "Username|Password|Log in")
+    await act(sid, "fill_form", fields=[{"ref": ref_of(form, "Username", "textbox"), "value": USERNAME},
+                                         {"ref": ref_of(form, "Password", "textbox"), "value": PASSWORD}])
+    got = await act(sid, "click", ref=ref_of(form, "Log in", "button"))
+    expect("Site administration" in got["title"] and checks["login"](), f"login: {got['title']}")
+
+    meter.step = "find"
+    users = await read(sid, "Users")
+    await act(sid, "click", ref=ref_of(users, "Users", "link"))
+    search = await read(sid, "Search")
+    await act(sid, "type", ref=ref_of(search, "Search", "textbox"), text="user17", submit=True)
+    found = await read(sid, "user17|result|Add user")
+    expect('link "user17"' in found and "1 result" in found, f"find: {found[:300]}")
+
+    meter.step = "add"
+    await act(sid, "click", ref=ref_of(found, "Add user", "link"))
+    form = await read(sid, "Username|Password|Save")
+    await act(sid, "fill_form", fields=[
+        {"ref": ref_of(form, "Username", "textbox"), "value": NEW_USER["username"]},
+        {"ref": ref_of(form, '"Password:"', "textbox"), "value": NEW_USER["password"]},
+        {"ref": ref_of(form, "Password confirmation", "textbox"), "value": NEW_USER["password"]}])
+    got = await act(sid, "click", ref=ref_of(form, '"Save"', "button"))
+    expect("/change/" in got["url"] and checks["add"](), f"add: {got['url']}")
+
+    meter.step = "edit"
+    form = await read(sid, "First name|Last name|Staff status|Available groups|Choose|Save")
+    await act(sid, "fill_form", fields=[
+        {"ref": ref_of(form, "First name", "textbox"), "value": NEW_USER["first"]},
+        {"ref": ref_of(form, "Last name", "textbox"), "value": NEW_USER["last"]},
+        {"ref": ref_of(form, "Staff status", "checkbox"), "value": True},
+        {"ref": ref_of(form, "Available groups", "listbox"), "value": "Editors"}])
+    await act(sid, "click", ref=ref_of(form, "Choose selected groups", "button"))
+    got = await act(sid, "click", ref=ref_of(form, '"Save"', "button"))
+    expect("/admin/auth/user/" in got["url"] and checks["edit"](), f"edit: {got['url']}")
+
+    meter.step = "count"  # the whole list (the search is still on), then its staff filter
+    users = await read(sid, "Users")
+    await act(sid, "click", ref=ref_of(users, '"Users"', "link"))
+    yes = await read(sid, "Yes")
+    await act(sid, "click", ref=ref_of(yes, "staff status", "link"))
+    counted = await read(sid, "result|users")
+    expect(f"{staff_count(task['db'])} result" in counted, f"count: {counted[:300]}")
+
+    meter.step = "group"
+    add = await read(sid, "Add")
+    await act(sid, "click", ref=ref_of(add, "/admin/auth/group/add/", "", before=True))
+    form = await read(sid, "Name|Available permissions|Choose|Save")
+    await act(sid, "type", ref=ref_of(form, "Name", "textbox"), text="Auditors")
+    await act(sid, "select", ref=ref_of(form, "Available permissions", "listbox"), labels=list(PERMISSIONS))
+    await act(sid, "click", ref=ref_of(form, "Choose selected permissions", "button"))
+    got = await act(sid, "click", ref=ref_of(form, '"Save"', "button"))
+    expect(checks["group"](), f"group: {got['url']}")
+
+    meter.step = "delete"
+    users = await read(sid, "Users")
+    await act(sid, "click", ref=ref_of(users, '"Users"', "link"))
+    rows = await read(sid, f"{DELETED}|Action:|Go")
+    await act(sid, "fill_form", fields=[
+        {"ref": ref_of(rows, f"action - {DELETED}", "checkbox"), "value": True},
+        {"ref": ref_of(rows, "Action", "combobox"), "value": "Delete selected users"}])
+    await act(sid, "click", ref=ref_of(rows, '"Go"', "button"))
+    sure = await read(sid, "sure")
+    got = await act(sid, "click", ref=ref_of(sure, "sure", "button"))
+    expect(checks["delete"](), f"delete: {got['url']}")
+
+    meter.step = "recent"
+    home = await read(sid, "Home")
+    got = await act(sid, "click", ref=ref_of(home, "Home", "link"))
+    recent = await m(s, "get_content", {"ref_id": got["refId"], "search_for": DELETED})
+    expect("Deleted:" in recent and DELETED in recent, f"recent: {recent[:300]}")
+
+    meter.step = "logout"
+    out = await read(sid, "Log out")
+    got = await act(sid, "click", ref=ref_of(out, "Log out", "button"))
+    expect(checks["logout"](), f"logout: {got['title']}")
+    await m(s, "close_session", {"sessionId": sid})
+    finished(meter, started)
+
+
+async def theirs_admin(meter, sessions, base, task):
+    """The same steps with @playwright/mcp's tools: browser_find (a regular expression) to read,
+    browser_fill_form, browser_select_option and browser_click to act; each action's answer
+    carries what changed on the page, which its next step reads refs from when it can."""
+    s, m = sessions[0], meter.call
+    checks, started = admin_checks(task["db"]), time.perf_counter()
+
+    async def find(pattern):
+        return await m(s, "browser_find", {"regex": f"/{pattern}/i"})
+
+    async def click(text, name):
+        return await m(s, "browser_click", {"element": name, "target": ref_of(text, name)})
+
+    meter.step = "login"
+    await m(s, "browser_navigate", {"url": base + "/admin/"})
+    form = await find("Username|Password|Log in")
+    await m(s, "browser_fill_form", {"fields": [
+        {"name": "Username", "type": "textbox", "target": ref_of(form, "Username", "textbox"), "value": USERNAME},
+        {"name": "Password", "type": "textbox", "target": ref_of(form, "Password", "textbox"), "value": PASSWORD}]})
+    got = await click(form, "Log in")
+    expect("Site administration" in got and checks["login"](), f"login: {got[:300]}")
+
+    meter.step = "find"
+    users = await find("Users")
+    await click(users, '"Users"')
+    search = await find("Search")
+    await m(s, "browser_type", {"element": "Search", "target": ref_of(search, "Search", "textbox"), "text": "user17",
+                                "submit": True})
+    found = await find("user17|result|Add user")
+    expect('link "user17"' in found and "1 result" in found, f"find: {found[:300]}")
+
+    meter.step = "add"
+    await click(found, "Add user")
+    form = await find("Username|Password|Save")
+    await m(s, "browser_fill_form", {"fields": [
+        {"name": "Username", "type": "textbox", "target": ref_of(form, "Username", "textbox"),
+         "value": NEW_USER["username"]},
+        {"name": "Password", "type": "textbox", "target": ref_of(form, '"Password:"', "textbox"),
+         "value": NEW_USER["password"]},
+        {"name": "Password confirmation", "type": "textbox", "target": ref_of(form, "Password confirmation", "textbox"),
+         "value": NEW_USER["password"]}]})
+    got = await click(form, '"Save"')
+    expect("/change/" in got and checks["add"](), f"add: {got[:300]}")
+
+    meter.step = "edit"
+    form = await find("First name|Last name|Staff status|Available groups|Choose|Save")
+    await m(s, "browser_fill_form", {"fields": [
+        {"name": "First name", "type": "textbox", "target": ref_of(form, "First name", "textbox"),
+         "value": NEW_USER["first"]},
+        {"name": "Last name", "type": "textbox", "target": ref_of(form, "Last name", "textbox"),
+         "value": NEW_USER["last"]},
+        {"name": "Staff status", "type": "checkbox", "target": ref_of(form, "Staff status", "checkbox"),
+         "value": "true"}]})
+    await m(s, "browser_select_option", {"element": "Available groups",
+                                         "target": ref_of(form, "Available groups", "listbox"), "values": ["Editors"]})
+    await click(form, "Choose selected groups")
+    got = await click(form, '"Save"')
+    expect(checks["edit"](), f"edit: {got[:300]}")
+
+    meter.step = "count"  # the whole list (the search is still on), then its staff filter
+    users = await find("Users")
+    await click(users, '"Users"')
+    yes = await find("Yes")
+    await m(s, "browser_click", {"element": "Yes", "target": ref_of(yes, "is_staff__exact=1", before=True)})
+    counted = await find("result|users")
+    expect(f"{staff_count(task['db'])} result" in counted, f"count: {counted[:300]}")
+
+    meter.step = "group"
+    add = await find("Add")
+    await m(s, "browser_click", {"element": "Add group", "target": ref_of(add, "/admin/auth/group/add/", before=True)})
+    form = await find("Name|Available permissions|Choose|Save")
+    await m(s, "browser_type", {"element": "Name", "target": ref_of(form, "Name", "textbox"), "text": "Auditors"})
+    await m(s, "browser_select_option", {"element": "Available permissions",
+                                         "target": ref_of(form, "Available permissions", "listbox"),
+                                         "values": list(PERMISSIONS)})
+    await click(form, "Choose selected permissions")
+    got = await click(form, '"Save"')
+    expect(checks["group"](), f"group: {got[:300]}")
+
+    meter.step = "delete"
+    users = await find("Users")
+    await click(users, '"Users"')
+    rows = await find(f"{DELETED}|Action:|Go")
+    await m(s, "browser_fill_form", {"fields": [
+        {"name": DELETED, "type": "checkbox", "target": ref_of(rows, f"action - {DELETED}", "checkbox"),
+         "value": "true"},
+        {"name": "Action", "type": "combobox", "target": ref_of(rows, "Action", "combobox"),
+         "value": "Delete selected users"}]})
+    await click(rows, '"Go"')
+    sure = await find("sure")
+    got = await m(s, "browser_click", {"element": "Yes, I'm sure", "target": ref_of(sure, "sure", "button")})
+    expect(checks["delete"](), f"delete: {got[:300]}")
+
+    meter.step = "recent"
+    home = await find("Home")
+    await click(home, "Home")
+    recent = await find(DELETED)
+    expect("Deleted" in recent and DELETED in recent, f"recent: {recent[:300]}")
+
+    meter.step = "logout"
+    out = await find("Log out")
+    await click(out, "Log out")
+    expect(checks["logout"](), "logout: the session is still in the database")
+    await m(s, "browser_close", {})
+    finished(meter, started)
 
 
 # -- running it ---------------------------------------------------------------------------
@@ -256,8 +516,8 @@ def serve(site):
     return server, f"http://127.0.0.1:{server.server_port}/"
 
 
-async def measure(params_pair, task_fn, base, task):
-    meter = Meter()
+async def measure(params_pair, task_fn, base, task, steps=STEPS):
+    meter = Meter(steps)
     async with AsyncExitStack() as stack:
         sessions = []
         for params in params_pair:
@@ -265,8 +525,13 @@ async def measure(params_pair, task_fn, base, task):
             session = await stack.enter_async_context(ClientSession(read, write))
             await session.initialize()
             sessions.append(session)
-        tools = await sessions[0].list_tools()
-        meter.tools_list_chars = len(json.dumps([t.model_dump(by_alias=True, exclude_none=True) for t in tools.tools]))
+        tools = [t.model_dump(by_alias=True, exclude_none=True) for t in (await sessions[0].list_tools()).tools]
+        # What a client hands its model on every turn: each tool's name, description and input
+        # schema (json.dumps' default separators). The whole JSON (titles, annotations, output
+        # schemas) is what crosses the wire, reported beside it.
+        meter.tools_list_chars = len(json.dumps([{k: t[k] for k in ("name", "description", "inputSchema")}
+                                                 for t in tools]))
+        meter.tools_list_json_chars = len(json.dumps(tools))
         await asyncio.sleep(1.0)  # both servers start their browsers at their own pace; not the agent's cost
         try:
             await task_fn(meter, sessions, base, task)
@@ -279,36 +544,53 @@ async def measure(params_pair, task_fn, base, task):
 
 def totals(meter):
     rows = meter.steps.values()
-    return {"chars": sum(r["chars"] for r in rows), "image_bytes": sum(r["image_bytes"] for r in rows),
+    chars = sum(r["chars"] for r in rows)
+    return {"chars": chars, "image_bytes": sum(r["image_bytes"] for r in rows),
             "calls": sum(r["calls"] for r in rows), "ms": round(meter.wall_ms) if meter.wall_ms else None,
-            "all_ok": meter.error is None, "tools_list_chars": meter.tools_list_chars}
+            "all_ok": meter.error is None, "tools_list_chars": meter.tools_list_chars,
+            "tools_list_json_chars": meter.tools_list_json_chars, "all_in_chars": chars + meter.tools_list_chars}
 
 
 def ratio(a, b):
     return round(a / b, 2) if a is not None and b else None
 
 
+def compare(result):
+    """Ratios of ours to theirs, and which targets one task met."""
+    ot, tt = result["ours"]["total"], result["theirs"]["total"]
+    result["ratios"] = {k: ratio(ot[k], tt[k]) for k in (
+        "chars", "tools_list_chars", "all_in_chars", "image_bytes", "calls", "ms")}
+    result["targets_met"] = {
+        **{k: result["ratios"][k] is not None and result["ratios"][k] <= limit for k, limit in TARGETS.items()},
+        "calls": ot["calls"] <= tt["calls"], "all_ok": ot["all_ok"] and tt["all_ok"]}
+
+
+TASKS = ("docs", "admin")
+ADMIN_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-admin")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--site", default=SPHINX_DOC, help="folder of the site to serve (default: Sphinx's manual)")
+    parser.add_argument("--site", default=SPHINX_DOC, help="folder of the docs task's site (default: Sphinx's manual)")
+    parser.add_argument("--task", choices=(*TASKS, "all"), default="all",
+                        help="docs (a documentation site), admin (Django's admin application), or all (default)")
+    parser.add_argument("--admin-folder", default=ADMIN_FOLDER,
+                        help="where Django is installed for the admin task, and its database kept "
+                             f"(default {ADMIN_FOLDER})")
     parser.add_argument("--ours-only", action="store_true", help="skip @playwright/mcp")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--playwright-mcp-version", default=PLAYWRIGHT_MCP_VERSION,
                         help=f"the @playwright/mcp to compare with (default {PLAYWRIGHT_MCP_VERSION}, the one the "
                              "README's table used; its tools change between releases)")
     args = parser.parse_args()
-    site = ensure_site(args.site)
-    task_file = os.path.join(site, "agent_task.json")
-    task = json.load(open(task_file)) if os.path.exists(task_file) else SPHINX_TASK
+    tasks = TASKS if args.task == "all" else (args.task,)
     executable = find_executable("chromium")
-    server, base = serve(site)
     temp = tempfile.mkdtemp(prefix="agent-bench-")
+    results = {"playwright_mcp_version": args.playwright_mcp_version, "tasks": {}}
     try:
         ours_params = StdioServerParameters(command=sys.executable, args=[
             "-m", "mcpbrowser", "--headless", "--rate-limit", "0", "--db", os.path.join(temp, "history.db")])
-        results = {"site": site, "task": task, "playwright_mcp_version": args.playwright_mcp_version}
-        ours = asyncio.run(measure([ours_params], lambda m, s, b, t: ours_task(m, s * 2, b, t), base, task))
-        results["ours"] = {"steps": ours.steps, "total": totals(ours), "error": ours.error}
+        cli = None
         if not args.ours_only:
             if not (shutil.which("node") and shutil.which("npm")):
                 print("node and npm are needed for @playwright/mcp (or pass --ours-only)", file=sys.stderr)
@@ -318,47 +600,72 @@ def main():
             except subprocess.CalledProcessError as exc:
                 print(f"could not install @playwright/mcp from npm: {exc}", file=sys.stderr)
                 return NO_PLAYWRIGHT_MCP
-            theirs = asyncio.run(measure([pwmcp_params(cli, executable)] * 2, theirs_task, base, task))
-            results["theirs"] = {"steps": theirs.steps, "total": totals(theirs), "error": theirs.error}
-            ot, tt = results["ours"]["total"], results["theirs"]["total"]
-            results["ratios"] = {k: ratio(ot[k], tt[k]) for k in ("chars", "image_bytes", "calls", "ms")}
-            results["targets_met"] = {
-                "chars": results["ratios"]["chars"] is not None and results["ratios"]["chars"] <= TARGETS["chars"],
-                "calls": ot["calls"] <= tt["calls"], "all_ok": ot["all_ok"] and tt["all_ok"]}
+        sides = [("ours", [ours_params]), *([("theirs", [pwmcp_params(cli, executable)] * 2)] if cli else [])]
+        if "docs" in tasks:
+            site = ensure_site(args.site)
+            task_file = os.path.join(site, "agent_task.json")
+            task = json.load(open(task_file)) if os.path.exists(task_file) else SPHINX_TASK
+            server, base = serve(site)
+            result = results["tasks"]["docs"] = {"site": site, "task": task}
+            try:
+                for side, params in sides:
+                    fn = (lambda m, s, b, t: ours_task(m, s * 2, b, t)) if side == "ours" else theirs_task
+                    meter = asyncio.run(measure(params, fn, base, task))
+                    result[side] = {"steps": meter.steps, "total": totals(meter), "error": meter.error}
+            finally:
+                server.shutdown()
+        if "admin" in tasks:
+            print("setting up Django's admin…", file=sys.stderr)
+            try:
+                site = AdminSite.build(args.admin_folder)
+            except subprocess.CalledProcessError as exc:
+                print(f"could not set up Django's admin (pip from PyPI, migrate): {exc}", file=sys.stderr)
+                return NO_DJANGO
+            result = results["tasks"]["admin"] = {"site": "Django's admin", "steps": list(ADMIN_STEPS)}
+            for side, params in sides:
+                with site.serve() as (base, db):  # each server on a fresh copy of the database
+                    fn = ours_admin if side == "ours" else theirs_admin
+                    meter = asyncio.run(measure(params, fn, base, {"db": db}, ADMIN_STEPS))
+                result[side] = {"steps": meter.steps, "total": totals(meter), "error": meter.error}
+        for result in results["tasks"].values():
+            if "theirs" in result:
+                compare(result)
     finally:
-        server.shutdown()
         shutil.rmtree(temp, ignore_errors=True)
     if args.json:
         print(json.dumps(results, indent=2))
     else:
         report(results)
-    theirs_ok = "theirs" not in results or results["theirs"]["error"] is None
-    return 0 if results["ours"]["error"] is None and theirs_ok else 1
+    failed = [r[side]["error"] for r in results["tasks"].values() for side in ("ours", "theirs") if side in r]
+    return 0 if not any(failed) else 1
 
 
 def report(results):
-    sides = [s for s in ("ours", "theirs") if s in results]
-    head = f"{'step':<10}" + "".join(f"{s + ' chars':>14}{'calls':>7}{'ms':>8}" for s in sides)
-    print(head)
-    for name in STEPS:
-        line = f"{name:<10}"
+    for name, result in results["tasks"].items():
+        sides = [s for s in ("ours", "theirs") if s in result]
+        print(f"== {name} task ({result['site']})")
+        print(f"{'step':<10}" + "".join(f"{s + ' chars':>14}{'calls':>7}{'ms':>8}" for s in sides))
+        for step in result[sides[0]]["steps"]:
+            line = f"{step:<10}"
+            for side in sides:
+                row = result[side]["steps"][step]
+                mark = "" if row["ok"] else " ✗"
+                line += f"{row['chars']:>14}{row['calls']:>7}{round(row['ms']):>8}{mark}"
+            print(line)
+        line = f"{'total':<10}"
         for side in sides:
-            row = results[side]["steps"][name]
-            mark = "" if row["ok"] else " ✗"
-            line += f"{row['chars']:>14}{row['calls']:>7}{round(row['ms']):>8}{mark}"
+            t = result[side]["total"]
+            line += f"{t['chars']:>14}{t['calls']:>7}{t['ms'] if t['ms'] is not None else '-':>8}"
         print(line)
-    line = f"{'total':<10}"
-    for side in sides:
-        t = results[side]["total"]
-        line += f"{t['chars']:>14}{t['calls']:>7}{t['ms'] if t['ms'] is not None else '-':>8}"
-    print(line)
-    for side in sides:
-        t = results[side]["total"]
-        print(f"{side}: image bytes {t['image_bytes']}, tools/list {t['tools_list_chars']} characters"
-              + (f", FAILED at {results[side]['error']}" if results[side]["error"] else ""))
-    if "ratios" in results:
-        print("ours/theirs:", ", ".join(f"{k} {v}" for k, v in results["ratios"].items()))
-        print("targets met:", ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in results["targets_met"].items()))
+        for side in sides:
+            t = result[side]["total"]
+            print(f"{side}: image bytes {t['image_bytes']}, tools/list {t['tools_list_chars']} characters as a "
+                  f"model reads it ({t['tools_list_json_chars']} as JSON), all in {t['all_in_chars']}"
+                  + (f", FAILED at {result[side]['error']}" if result[side]["error"] else ""))
+        if "ratios" in result:
+            print("ours/theirs:", ", ".join(f"{k} {v}" for k, v in result["ratios"].items()))
+            print("targets met:", ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in result["targets_met"].items()))
+        print()
 
 
 if __name__ == "__main__":

@@ -20,8 +20,12 @@ SERVER_CMD = [sys.executable, "-m", "mcpbrowser", "--headless"]
 
 
 def server_args(args):
-    """Test servers keep their history in memory, and do not rate-limit, unless a test says otherwise."""
+    """Test servers keep their history in memory, do not rate-limit, and offer every tool group
+    (the groups decide what a model reads, not what a tool does: test_tool_groups.py tests them),
+    unless a test says otherwise."""
     args = list(args)
+    if "--caps" not in args:
+        args += ["--caps", "all"]
     if "--db" not in args:
         args += ["--db", ":memory:"]
     if "--rate-limit" not in args:
@@ -92,6 +96,24 @@ function save(v) { document.cookie = 'k=' + v; localStorage.setItem('k', v); ses
 <button id="add-late" onclick="setTimeout(() => { const b = document.createElement('button'); b.id = 'added';
   b.textContent = 'Added'; b.onclick = () => document.title = 'added clicked'; document.body.append(b); }, 1500)">Add</button>
 </main>""",
+    # An admin application's page: what a filtered read must not hide or merge (issue 38).
+    "/admin": """<!doctype html><title>Site administration</title>
+<form role="search"><label>Search <input name="q"></label><button>Search</button></form>
+<main><h1>Administration</h1>
+<table><caption>Authentication</caption><tr><th scope="row"><a href="/title/users">Users</a></th><td>Add</td></tr></table>
+<h2>Filter: active</h2><a href="/title/yes-all">Yes</a> <a href="/title/yes-staff">Yes</a>
+<h2>Notebook</h2><button onclick="document.title = 'notebook kernel'">Python 3</button>
+<h2>Console</h2><button onclick="document.title = 'console kernel'">Python 3</button>
+<h2>Change user</h2><form>""" + "".join(f'<label>Field {i} <input name="f{i}"></label>' for i in range(12)) + """
+<select multiple name="groups">""" + "".join(f"<option>group {i}</option>" for i in range(40)) + """</select>
+<button type="button">Choose all</button><button type="button" onclick="document.title = 'saved'">Save</button></form>
+</main>""",
+    # A hidden tooltip holds the same text as the status bar, before it in the DOM (issue 42).
+    "/status": """<!doctype html><title>Status</title>
+<div role="tooltip" style="display:none">Idle</div><div id="busy">Busy</div>
+<div id="bar"><span id="state">Starting</span></div>
+<button onclick="document.getElementById('state').textContent = 'Stopped'">Stop</button>
+<script>setTimeout(() => document.getElementById('state').textContent = 'Idle', 300)</script>""",
     "/found": """<!doctype html><title>Searching</title><ul id="results"></ul>
 <script>setTimeout(() => { const q = new URLSearchParams(location.search).get('q');
   document.getElementById('results').innerHTML = [1, 2, 3].map(i => `<li><a href="/title/hit${i}">${q} hit ${i}</a></li>`).join('')
@@ -270,7 +292,7 @@ class PageServer:
 class McpClient:
     """The official MCP ClientSession over stdio_client, callable from plain threads."""
 
-    def __init__(self, *args, env=None, elicitation_callback=None):
+    def __init__(self, *args, env=None, elicitation_callback=None, message_handler=None):
         self.stderr = tempfile.NamedTemporaryFile("w+", prefix="mcpbrowser-stderr-", delete=False)
         params = StdioServerParameters(command=SERVER_CMD[0], args=[*SERVER_CMD[1:], *server_args(args)],
                                        env={**os.environ, **(env or {})})
@@ -280,7 +302,8 @@ class McpClient:
         self._transport = self.portal.wrap_async_context_manager(stdio_client(params, errlog=self.stderr))
         read, write = self._transport.__enter__()
         self._session_cm = self.portal.wrap_async_context_manager(
-            ClientSession(read, write, logging_callback=self._on_log, elicitation_callback=elicitation_callback))
+            ClientSession(read, write, logging_callback=self._on_log, elicitation_callback=elicitation_callback,
+                          message_handler=message_handler))
         self.session = self._session_cm.__enter__()
         self.init = self.portal.call(self.session.initialize)
 

@@ -57,9 +57,9 @@ def run(site, *args):
 
 
 def test_every_intention_runs_through_mcpbrowser(site):
-    done = run(site, "--ours-only")
+    done = run(site, "--ours-only", "--task", "docs")
     assert done.returncode == 0, done.stderr[-2000:]
-    ours = json.loads(done.stdout)["ours"]
+    ours = json.loads(done.stdout)["tasks"]["docs"]["ours"]
     assert ours["error"] is None and ours["total"]["all_ok"] is True
     steps = ours["steps"]
     assert all(step["ok"] and step["calls"] >= 1 and step["chars"] > 0 for step in steps.values()), steps
@@ -70,12 +70,29 @@ def test_every_intention_runs_through_mcpbrowser(site):
 def test_both_servers_and_their_ratios(site):
     if not (shutil.which("node") and shutil.which("npm")):
         pytest.skip("node and npm are needed to install @playwright/mcp")
-    done = run(site)
+    done = run(site, "--task", "docs")
     if done.returncode == 3:
         pytest.skip(f"@playwright/mcp could not be installed from npm: {done.stderr[-500:]}")
     assert done.returncode == 0, done.stderr[-2000:]
-    results = json.loads(done.stdout)
+    results = json.loads(done.stdout)["tasks"]["docs"]
     assert results["theirs"]["error"] is None and results["theirs"]["total"]["all_ok"] is True
-    assert set(results["ratios"]) == {"chars", "image_bytes", "calls", "ms"}
+    assert set(results["ratios"]) == {"chars", "tools_list_chars", "all_in_chars", "image_bytes", "calls", "ms"}
+    for side in ("ours", "theirs"):
+        total = results[side]["total"]
+        assert total["all_in_chars"] == total["chars"] + total["tools_list_chars"]
+        assert 1000 < total["tools_list_chars"] < total["tools_list_json_chars"]
     assert results["ratios"]["chars"] == round(results["ours"]["total"]["chars"]
                                                / results["theirs"]["total"]["chars"], 2)
+
+
+def test_the_admin_task_runs_through_mcpbrowser_on_djangos_admin(site):
+    """The real application (Django from PyPI, into the script's own folder): every step is
+    checked in its database, so a step that silently did nothing fails here."""
+    done = run(site, "--ours-only", "--task", "admin")
+    if done.returncode == 4:
+        pytest.skip(f"Django could not be installed from PyPI: {done.stderr[-500:]}")
+    assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
+    ours = json.loads(done.stdout)["tasks"]["admin"]["ours"]
+    assert ours["error"] is None and list(ours["steps"]) == ["login", "find", "add", "edit", "count", "group",
+                                                             "delete", "recent", "logout"]
+    assert all(step["ok"] and step["calls"] >= 1 and step["chars"] > 0 for step in ours["steps"].values())

@@ -84,6 +84,51 @@ def test_compact_snapshot_is_an_outline_an_agent_can_act_on(client, session, pag
     assert len(shallow["snapshot"]) < len(whole["snapshot"]) and "Guide 3" not in shallow["snapshot"]
 
 
+def test_a_filtered_read_hides_and_merges_no_target_on_an_admin_page(client, session, pages):
+    """Issue 38: a query showed a row header instead of its link, hid a textbox under a matching
+    search landmark, merged links of the same name going to different places, and twins gave no
+    way to tell them apart; compact hid a form's Save button."""
+    client.tool("navigate", sessionId=session, url=pages.url("/admin"))
+
+    def found(query):
+        out = client.tool("snapshot", sessionId=session, query=query)
+        return out["snapshot"], out["matches"]
+
+    text, _ = found("Users")
+    assert '- link "Users"' in text and "rowheader" not in text
+    text, _ = found("Search")
+    assert 'textbox "Search"' in text and 'button "Search"' in text
+    text, matches = found("Yes")
+    assert matches == 2 and "more like it" not in text
+    assert "/url: /title/yes-all" in text and "/url: /title/yes-staff" in text
+    text, _ = found("Python 3")
+    notebook, console = [line for line in text.splitlines() if 'button "Python 3"' in line]
+    assert notebook.endswith('(under "Notebook")') and console.endswith('(under "Console")')
+    ref = console.split("[ref=")[1].split("]")[0]
+    assert client.tool("click", sessionId=session, ref=ref)["title"] == "console kernel"
+    text, matches = found("Field 3|Field 11|Save")
+    for control in ('textbox "Field 3"', 'textbox "Field 11"', 'button "Save"'):
+        assert f"{control} [ref=" in text, text
+    outline = client.tool("snapshot", sessionId=session, compact=True)["snapshot"]
+    assert 'button "Save"' in outline and 'button "Choose all"' in outline and 'textbox "Field 11"' in outline
+    # A heading's ref reads its section: what follows it up to the next heading of its level.
+    heading = next(line for line in outline.splitlines() if 'heading "Notebook"' in line)
+    part = client.tool("snapshot", sessionId=session, ref=heading.split("[ref=")[1].split("]")[0])["snapshot"]
+    assert part.startswith('- heading "Notebook"') and 'button "Python 3"' in part and "Console" not in part
+
+
+def test_waits_see_what_a_person_sees(client, session, pages):
+    """Issue 42: a hidden element with the same text, first in the DOM, made the wait time out."""
+    client.tool("navigate", sessionId=session, url=pages.url("/status"))
+    assert client.tool("wait_for", sessionId=session, text="Idle", timeout=5000)["success"] is True
+    assert client.tool("wait_for", sessionId=session, selector="text=Idle", timeout=5000)["success"] is True
+    client.tool("click", sessionId=session, selector="text=Stop")
+    assert client.tool("wait_for", sessionId=session, textGone="Idle", timeout=5000)["success"] is True
+    late = client.error("wait_for", sessionId=session, text="Idle", timeout=500)
+    assert late["errorCode"] == "WAIT_TIMEOUT" and late["details"]["matched"] == 1
+    assert late["details"]["visible"] == 0 and "1 element(s) matched, 0 of them visible" in late["message"]
+
+
 def test_get_content_reads_snapshot_and_wait_for_calls_as_they_were(client, session, pages):
     client.tool("navigate", sessionId=session, url=pages.url("/found?q=kiwi"))
     waited = client.tool("wait_for", sessionId=session, text="Search finished")

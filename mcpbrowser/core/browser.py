@@ -25,6 +25,7 @@ from mcpbrowser.core.history import History
 from mcpbrowser.core.recorder import Recorder
 from mcpbrowser.core.registry import SessionRegistry
 from mcpbrowser.core.store import Store
+from mcpbrowser.core.tool_groups import ToolGroups
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.core.warm_pool import WarmPool
 from mcpbrowser.core.watchdog import Watchdog
@@ -50,6 +51,7 @@ class Browser:
         self.config = config = config or Config()
         # Tools that depend on a setting (evaluate, upload_file) exist only when it is set.
         self.tools = {tool.name: tool for tool in tools.ALL if tool.enabled(config)}
+        self.groups = ToolGroups(config, self.tools)  # which of them each MCP client sees
         self.store = Store(config.db, retention_days=config.retention_days, max_mb=config.db_max_mb)
         self.history = History(self.store)
         self.recorder = Recorder(self.history, self.tools)

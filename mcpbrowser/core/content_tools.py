@@ -16,7 +16,7 @@ from mcpbrowser import schema
 from mcpbrowser.errors import ContentNotFound
 from mcpbrowser.tools.base import CoreTool
 
-REF_ID = schema.string("refId from an earlier tool result.", minLength=1)
+REF_ID = schema.string("From an earlier answer.", minLength=1)
 SEARCH_CONTEXT = 2  # lines kept around each match
 REF_MARKER = re.compile(r" ?\[ref=[A-Za-z0-9_-]+\]")
 
@@ -114,14 +114,12 @@ TOOLS = [
         name="get_content",
         text_field="content",
         title="Get stored page content",
-        description="The page snapshot stored after a call (by refId; snapshot and wait_for calls too): "
-                    "full on first read, then only what changed since your last read in that session "
-                    "(mode diff), or full again when that is shorter (mode full). search_for returns "
-                    "matching lines.",
+        description="The page snapshot a call stored: whole on first read, then only what changed since "
+                    "your last read (reset_cursor: whole again); search_for: matching lines with context.",
         input_schema=schema.obj({
             "ref_id": REF_ID,
-            "search_for": schema.string("Return only lines containing this text, with context.", minLength=1),
-            "reset_cursor": schema.boolean("Return the whole snapshot instead of a diff."),
+            "search_for": {"type": "string", "minLength": 1},
+            "reset_cursor": {"type": "boolean"},
         }, required=("ref_id",)),
         handler=get_content,
         read_only=True,
@@ -129,12 +127,13 @@ TOOLS = [
     ),
     CoreTool(
         name="get_console_content",
+        group="extra",
         text_field="content",
         title="Get stored console entries",
         description="Console entries recorded during a call (by refId), one per line.",
         input_schema=schema.obj({
             "ref_id": REF_ID,
-            "level": schema.string("Only this level.", enum=["log", "debug", "info", "warning", "error"]),
+            "level": {"type": "string", "enum": ["log", "debug", "info", "warning", "error"]},
         }, required=("ref_id",)),
         handler=get_console_content,
         read_only=True,

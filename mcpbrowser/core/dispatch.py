@@ -133,6 +133,8 @@ class Dispatcher:
         try:
             if tool is None:
                 raise InvalidParameters(f"Unknown tool {name!r}.", details={"known": list(self.tools)})
+            if caller is not None:  # an MCP client: the library's caller reads no tool list
+                self._core.groups.check(tool, args, call.owner)
             self._check_guards(tool, session_id, caller)
             validate(tool.input_schema, args)
             if call.owner is not None and session_id is not None and self._registry.owner_of(session_id) != call.owner:

@@ -119,16 +119,15 @@ TOOLS = [
     CoreTool(
         name="create_session",
         title="Create browser session",
-        description="Open an isolated browser session (own cookies and storage). Returns sessionId.",
+        description="Open an isolated browser session (own cookies and storage); url: load it at once.",
         input_schema=schema.obj({
             "allowedDomains": {"type": "array", "items": {"type": "string", "minLength": 1},
-                               "description": "Narrow the server's allowed domains for this session "
-                                              "(`*.example.com` for subdomains); never widens them."},
-            "url": schema.string("Navigate there at once; the answer has the page's url, title, "
-                                 "status and pageRefId (the navigation's refId).", minLength=1),
+                               "description": "Narrows the server's (*.example.com: subdomains)."},
+            "url": {"type": "string", "minLength": 1},
             "storageState": STATE_NAME,
             **EMULATION,
         }),
+        option_groups={"storageState": "logins", **{name: "emulation" for name in EMULATION}},
         handler=create_session,
         output_schema={
             "type": "object",
@@ -142,8 +141,7 @@ TOOLS = [
     CoreTool(
         name="resume_session",
         title="Resume browser session",
-        description="Bring back a closed or expired session (even from before a restart) under the "
-                    "same id, with its cookies, local storage and last URL.",
+        description="Reopen a closed, expired or lost session with its cookies, storage and last URL.",
         input_schema=session_schema(),
         handler=resume_session,
         output_schema={
@@ -155,6 +153,7 @@ TOOLS = [
     ),
     CoreTool(
         name="save_state",
+        group="logins",
         title="Save login",
         description="Save the session's cookies and storages (sealed, never shown) under a name, for "
                     "create_session(storageState).",
@@ -165,6 +164,7 @@ TOOLS = [
     ),
     CoreTool(
         name="saved_states",
+        group="logins",
         title="Saved logins",
         description="Logins saved with save_state; delete: forget one.",
         input_schema=schema.obj({"delete": STATE_NAME}),
@@ -175,7 +175,7 @@ TOOLS = [
     CoreTool(
         name="close_session",
         title="Close browser session",
-        description="Close a session and discard its pages, cookies and storage.",
+        description="Close a session, discarding its pages, cookies and storage.",
         input_schema=session_schema(),
         handler=close_session,
         destructive=True,
@@ -185,8 +185,7 @@ TOOLS = [
     CoreTool(
         name="list_sessions",
         title="List browser sessions",
-        description="List open sessions with their current URL, title and expiry (and, on remote browsers, "
-                    "each one's endpoint and the endpoints' state).",
+        description="Open sessions: URL, title, expiry (and endpoints, on remote browsers).",
         input_schema=schema.obj({}),
         handler=list_sessions,
         read_only=True,

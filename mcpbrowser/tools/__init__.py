@@ -3,11 +3,14 @@
 The modules of this package declare the session tools, whose handlers run on a
 session's thread (`SessionTool`); `base.py` also declares `CoreTool`, whose tools
 run on the core pool and live in `mcpbrowser/core/` (session_tools.py,
-content_tools.py). `Browser.tools` narrows `ALL` to the tools a configuration enables.
+content_tools.py, tool_groups.py). `Browser.tools` narrows `ALL` to the tools a
+configuration's settings allow; `core/tool_groups.py` decides which of those each MCP client
+sees, by each tool's `group`.
 """
 
-from mcpbrowser.core import content_tools, session_tools
+from mcpbrowser.core import content_tools, session_tools, tool_groups
 from mcpbrowser.tools import capture, interaction, monitoring, navigation
 
 ALL = [*session_tools.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS,
        *content_tools.TOOLS]
+ALL.append(tool_groups.declare(ALL))

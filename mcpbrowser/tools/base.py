@@ -6,21 +6,20 @@ a session-less tool's handler runs on the core's worker pool as handler(core, ar
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from mcpbrowser import schema
 from mcpbrowser.session import page_reading
 
-# Shared by most tools, so every word here is paid for many times in tools/list.
-SESSION_ID = schema.string("From create_session.", minLength=1)
-SELECTOR = schema.string("CSS, text=…, role=…, or XPath starting with //; the first match.", minLength=1)
-REF = schema.string("Ref from the latest snapshot (e12), instead of selector.", minLength=1)
+# Shared by most tools, so every word here is paid for many times in tools/list: what a
+# selector may be and where refs come from is said once, in snapshot's and click's descriptions.
+SESSION_ID = {"type": "string", "minLength": 1}
+SELECTOR = {"type": "string", "minLength": 1}
+REF = {"type": "string", "minLength": 1}
 TARGET = {"selector": SELECTOR, "ref": REF}
-WAIT_UNTIL = schema.string("Load state to wait for (default load).",
-                           enum=["load", "domcontentloaded", "networkidle", "commit"])
-TIMEOUT = schema.integer("Milliseconds to wait (default: the server's setting).",
-                         minimum=0, maximum=600_000)
+WAIT_UNTIL = {"type": "string", "enum": ["load", "domcontentloaded", "networkidle", "commit"]}  # load first
+TIMEOUT = schema.integer("ms", minimum=0, maximum=600_000)
 SUCCESS_MESSAGE = {
     "type": "object",
     "properties": {"success": {"type": "boolean"}, "message": {"type": "string"}},
@@ -55,8 +54,14 @@ class Tool:
     # Runs during a login cooldown although it is not read_only: it attempts nothing against
     # the wall (see Dispatcher._check_guards).
     during_cooldown: bool = False
-    # Whether the tool exists under a configuration; tools/list shows only enabled ones.
+    # Whether the tool exists under a configuration's settings (evaluate, upload_file).
     enabled: Callable = lambda config: True
+    # Its tool group (config.TOOL_GROUPS): MCP clients see and call it only while the group is
+    # on (--caps, or enable_tools). The library API calls every tool: it reads no tool list.
+    group: str = "core"
+    # Arguments that belong to another group than the tool (create_session's emulation):
+    # name -> group. Shown and accepted from MCP clients only while that group is on.
+    option_groups: dict = field(default_factory=dict)
     # The handler's result carries PNG/JPEG bytes under "image", sent as MCP image content.
     returns_image: bool = False
     # Its `text` may be a secret, known only once the target is looked at: the request row waits for that.
@@ -72,13 +77,14 @@ class Tool:
             return self.positional
         return tuple(p for p in self.input_schema["required"] if p != "sessionId")
 
-    def describe(self, with_output_schema):
-        """The tools/list entry for this tool."""
+    def describe(self, with_output_schema, groups=None):
+        """The tools/list entry for this tool; options of groups not in `groups` (a set) are left out."""
+        drop = () if groups is None else [name for name, group in self.option_groups.items() if group not in groups]
         out = {
             "name": self.name,
             "title": self.title,
             "description": self.description,
-            "inputSchema": self.input_schema,
+            "inputSchema": schema.published(self.input_schema, drop),
             "annotations": {  # its title would repeat the tool's own
                 "readOnlyHint": self.read_only,
                 "destructiveHint": self.destructive,

@@ -14,9 +14,7 @@ from mcpbrowser.tools.targeting import on_element
 
 DEFAULT_MAX_NODES = 1000  # about 30k characters of YAML: a page an agent can still read whole
 DEFAULT_MATCHES = 30  # different matches a query shows unless maxNodes says otherwise
-MAX_NODES = schema.integer(f"Most nodes to return (default {DEFAULT_MAX_NODES}; {DEFAULT_MATCHES} matches with "
-                           "query); the rest is cut and flagged.",
-                           minimum=1, maximum=100_000)
+MAX_NODES = schema.integer(f"Default {DEFAULT_MAX_NODES} ({DEFAULT_MATCHES} with query).", minimum=1, maximum=100_000)
 
 # Serialises the DOM below `root` as indented HTML, stopping after `limit` nodes
 # (elements and non-blank text). Script and style bodies are left out: they cost
@@ -87,7 +85,18 @@ def snapshot(state, args):
     if "depth" in args:
         options["depth"] = args["depth"]
     page_level = state.locate(args, required=False)[1] is None
-    whole = snapshots.unchanged_snapshot(state) if page_level and "depth" not in args else None
+    # A ref is read from the page's whole snapshot: the same subtree an element read gives,
+    # and for a heading its section (see snapshot_text.section), without walking the page
+    # again when it did not change since the read that gave the ref.
+    by_ref = "ref" in args and "depth" not in args
+    whole = snapshots.unchanged_snapshot(state) if (page_level or by_ref) and "depth" not in args else None
+    if whole is None and by_ref:
+        state.full_snapshot = None
+        text = state.act(snapshots.page_root(state), "aria_snapshot", **options)
+        whole = snapshots.took_whole_snapshot(state, "" if text is INTERRUPTED else text)
+    part = snapshot_text.section(whole, args["ref"]) if by_ref and whole else None
+    if by_ref and part is None:
+        whole = None  # not in the page's snapshot (stale, or another tab's): the element read says why
     if whole is None:
         state.full_snapshot = None  # Playwright's refs are this read's from now on
         if page_level:
@@ -108,6 +117,8 @@ def snapshot(state, args):
     title = page_reading.loaded_title(state)
     state.remember_page(title)
     result = {"url": state.page.url, "title": title}
+    if part is not None:
+        whole = part
     if "query" in args:
         found, matches = snapshot_text.find(whole, args["query"], args.get("maxNodes", DEFAULT_MATCHES))
         return {**result, "snapshot": found, "matches": matches,
@@ -238,16 +249,14 @@ TOOLS = [
         name="snapshot",
         text_field="snapshot",
         title="Accessibility snapshot",
-        description="The page's accessibility tree as YAML with [ref=eN] markers; pass a ref to element "
-                    "tools instead of a selector. Refs last until the page changes. Cheap reads: query "
-                    "(only matching nodes, under their landmarks), compact (headings, landmarks and "
-                    "controls only), depth. The whole tree is kept: get_content(refId) reads it.",
+        description="The page (or an element) as a YAML accessibility tree; [ref=e12] marks targets for "
+                    "element tools. Cheaper: query (matches and their landmarks; a|b: either), compact "
+                    "(headings, landmarks, controls), depth. get_content(refId) reads it whole later.",
         input_schema=session_schema({
             **TARGET,
-            "query": schema.string("Only nodes whose text contains this (any case), with their "
-                                   "landmark and heading ancestors.", minLength=1),
-            "compact": schema.boolean("Only headings, landmarks and controls (links, buttons, fields)."),
-            "depth": schema.integer("Levels of the tree to include.", minimum=1, maximum=1000),
+            "query": {"type": "string", "minLength": 1},
+            "compact": {"type": "boolean"},
+            "depth": {"type": "integer", "minimum": 1, "maximum": 1000},
             "maxNodes": MAX_NODES, "timeout": TIMEOUT}),
         handler=snapshot,
         read_only=True,
@@ -263,6 +272,7 @@ TOOLS = [
     ),
     SessionTool(
         name="dom_snapshot",
+        group="extra",
         text_field="html",
         title="DOM snapshot",
         description="The DOM as indented HTML (scripts and styles elided), cut at maxNodes.",
@@ -280,12 +290,12 @@ TOOLS = [
     SessionTool(
         name="screenshot",
         title="Screenshot",
-        description="Screenshot of the viewport, the full page, or one element, as an image.",
+        description="Screenshot of the viewport, the full page, or one element.",
         input_schema=session_schema({
             **TARGET,
-            "format": schema.string("Image format (default png).", enum=["png", "jpeg"]),
-            "quality": schema.integer("JPEG quality 0-100.", minimum=0, maximum=100),
-            "fullPage": schema.boolean("Capture the whole scrollable page."),
+            "format": {"type": "string", "enum": ["png", "jpeg"]},
+            "quality": schema.integer("JPEG", minimum=0, maximum=100),
+            "fullPage": {"type": "boolean"},
             "timeout": TIMEOUT,
         }),
         handler=screenshot,
@@ -301,6 +311,7 @@ TOOLS = [
     ),
     SessionTool(
         name="pdf",
+        group="pdf",
         title="Save as PDF",
         description="Print the page to a PDF file on the server (headless Chromium); returns its path.",
         input_schema=session_schema({"landscape": schema.boolean("Landscape pages."),
@@ -308,10 +319,10 @@ TOOLS = [
         handler=pdf,
         read_only=True,
         output_schema=FILE_RESULT,
-        enabled=lambda config: "pdf" in config.caps,
     ),
     SessionTool(
         name="trace_start",
+        group="tracing",
         title="Start trace",
         description="Record a Playwright trace of the session (actions, DOM snapshots, screenshots) until "
                     "trace_stop.",
@@ -321,16 +332,15 @@ TOOLS = [
         handler=trace_start,
         page_tool=False,
         output_schema=SUCCESS_MESSAGE,
-        enabled=lambda config: "tracing" in config.caps,
     ),
     SessionTool(
         name="trace_stop",
+        group="tracing",
         title="Stop trace",
         description="Stop the trace and save it as a zip for `playwright show-trace`; returns its path.",
         input_schema=session_schema(),
         handler=trace_stop,
         page_tool=False,
         output_schema=FILE_RESULT,
-        enabled=lambda config: "tracing" in config.caps,
     ),
 ]

@@ -234,12 +234,13 @@ TOOLS = [
     SessionTool(
         name="click",
         title="Click element",
-        description="Click an element by CSS/XPath selector or snapshot ref.",
+        description="Click an element. Element tools take a ref from snapshot, or a selector: CSS, "
+                    "text=..., role=..., or XPath (//...); the first match.",
         input_schema=session_schema({
             **TARGET,
             "timeout": TIMEOUT,
-            "force": schema.boolean("Skip actionability checks (visible, enabled, not covered)."),
-            "clickCount": schema.integer("Number of clicks, 2 for a double click.", minimum=1, maximum=3),
+            "force": schema.boolean("Skip actionability checks."),
+            "clickCount": schema.integer("2: double click.", minimum=1, maximum=3),
         }),
         handler=click,
         positional=("selector",),
@@ -249,18 +250,16 @@ TOOLS = [
     SessionTool(
         name="type",
         title="Type text",
-        description="Type into an input, textarea or contenteditable. Replaces its content unless clear is "
-                    "false; submit presses Enter after.",
+        description="Type into a field, replacing its content (clear: false appends); submit: press Enter "
+                    "after. Password, card and one-time-code fields and secret text are never stored or shown.",
         input_schema=session_schema({
             **TARGET,
-            "text": schema.string("Text to enter."),
-            "delay": schema.integer("Milliseconds between key presses; 0 fills at once.",
-                                    minimum=0, maximum=1000),
+            "text": {"type": "string"},
+            "delay": schema.integer("ms between keys", minimum=0, maximum=1000),
             "timeout": TIMEOUT,
-            "clear": schema.boolean("Replace the current content (default true); false appends."),
-            "secret": schema.boolean("The text is a secret: never stored or shown in clear (automatic for "
-                                     "password, one-time-code and card fields)."),
-            "submit": schema.boolean("Press Enter afterwards (submit a search box or form)."),
+            "clear": {"type": "boolean"},
+            "secret": {"type": "boolean"},
+            "submit": {"type": "boolean"},
         }, required=("text",)),
         handler=type_text,
         positional=("selector", "text"),
@@ -271,11 +270,11 @@ TOOLS = [
     SessionTool(
         name="select",
         title="Select option",
-        description="Choose options in a <select> by value or by visible label.",
+        description="Choose options of a <select> by values or by labels.",
         input_schema=session_schema({
             **TARGET,
-            "values": {"type": "array", "items": {"type": "string"}, "description": "Option values."},
-            "labels": {"type": "array", "items": {"type": "string"}, "description": "Option labels."},
+            "values": {"type": "array", "items": {"type": "string"}},
+            "labels": {"type": "array", "items": {"type": "string"}},
             "timeout": TIMEOUT,
         }),
         handler=select,
@@ -290,10 +289,10 @@ TOOLS = [
     ),
     SessionTool(
         name="hover",
+        group="extra",
         title="Hover element",
         description="Move the mouse over an element.",
-        input_schema=session_schema({**TARGET, "timeout": TIMEOUT,
-                                     "force": schema.boolean("Skip actionability checks.")}),
+        input_schema=session_schema({**TARGET, "timeout": TIMEOUT, "force": {"type": "boolean"}}),
         handler=hover,
         positional=("selector",),
         changes_page=True,
@@ -304,7 +303,7 @@ TOOLS = [
         title="Press key",
         description="Press a key or chord (Enter, ArrowDown, Control+a) on an element or the page.",
         input_schema=session_schema({
-            "key": schema.string("Key name as in Playwright's keyboard.press.", minLength=1),
+            "key": {"type": "string", "minLength": 1},
             **TARGET,
             "timeout": TIMEOUT,
         }, required=("key",)),
@@ -314,6 +313,7 @@ TOOLS = [
     ),
     SessionTool(
         name="drag",
+        group="extra",
         title="Drag and drop",
         description="Drag one element onto another.",
         input_schema=session_schema({
@@ -328,10 +328,10 @@ TOOLS = [
     SessionTool(
         name="fill_form",
         title="Fill form",
-        description="Fill fields in one call, each by selector or ref: text, checkbox/radio (true/false), "
-                    "select (value or label). Values are not stored; secret as in type.",
+        description="Fill fields in order, each by ref or selector: text, checkbox/radio (true/false), "
+                    "select (value or label). Values are never stored.",
         input_schema=session_schema({
-            "fields": {"type": "array", "minItems": 1, "description": "Fields in order.",
+            "fields": {"type": "array", "minItems": 1,
                        "items": schema.obj({**BARE_TARGET, "value": {"type": ["string", "boolean"]},
                                             "secret": {"type": "boolean"}}, ("value",))},
             "timeout": TIMEOUT,
@@ -342,6 +342,7 @@ TOOLS = [
     ),
     SessionTool(
         name="mouse",
+        group="vision",
         title="Mouse at coordinates",
         description="Mouse by viewport CSS pixels (from a screenshot): click, move, down, up, or wheel.",
         input_schema=session_schema({
@@ -355,10 +356,10 @@ TOOLS = [
         handler=mouse,
         changes_page=True,
         output_schema=SUCCESS_MESSAGE,
-        enabled=lambda config: "vision" in config.caps,
     ),
     SessionTool(
         name="resize",
+        group="extra",
         title="Resize viewport",
         description="Set the viewport's size in CSS pixels.",
         input_schema=session_schema({"width": schema.integer("px", 1, 10_000),
@@ -387,10 +388,10 @@ TOOLS = [
     SessionTool(
         name="handle_dialog",
         title="Answer dialog",
-        description="Accept or dismiss the open alert, confirm or prompt dialog.",
+        description="Accept (OK) or dismiss (Cancel) the open dialog; promptText answers a prompt.",
         input_schema=session_schema({
-            "accept": schema.boolean("true to accept (OK), false to dismiss (Cancel)."),
-            "promptText": schema.string("Text to enter in a prompt before accepting."),
+            "accept": {"type": "boolean"},
+            "promptText": {"type": "string"},
         }, required=("accept",)),
         handler=handle_dialog,
         changes_page=True,

@@ -10,7 +10,7 @@ LOG_RESULT = {
     "required": ["entries", "count", "dropped"],
 }
 DEFAULT_LIMIT = 50
-LIMIT = schema.integer(f"Most entries to return, newest last (default {DEFAULT_LIMIT}).", minimum=1, maximum=10_000)
+LIMIT = schema.integer(f"Default {DEFAULT_LIMIT}, newest.", minimum=1, maximum=10_000)
 # Resource types that a page loads by the dozen and that rarely matter while they load fine.
 STATIC = frozenset({"stylesheet", "script", "image", "font", "media", "manifest", "texttrack"})
 RESOURCE_TYPES = ["document", "stylesheet", "image", "media", "font", "script", "texttrack", "xhr", "fetch",
@@ -107,12 +107,12 @@ TOOLS = [
     SessionTool(
         name="console_logs",
         title="Console messages",
-        description="Console messages and page errors of the session, oldest first.",
+        description="Console messages and page errors, oldest first; since: epoch ms.",
         input_schema=session_schema({
-            "level": schema.string("Only this level.", enum=["log", "debug", "info", "warning", "error"]),
+            "level": {"type": "string", "enum": ["log", "debug", "info", "warning", "error"]},
             "limit": LIMIT,
-            "since": schema.integer("Only entries after this epoch-ms timestamp.", minimum=0),
-            "locations": schema.boolean("Source locations on every entry (default: errors and warnings only)."),
+            "since": {"type": "integer", "minimum": 0},
+            "locations": {"type": "boolean"},
         }),
         handler=console_logs,
         read_only=True,
@@ -122,21 +122,18 @@ TOOLS = [
     SessionTool(
         name="network_logs",
         title="Network requests",
-        description="Requests of the current page (allPages: of the session) with status and duration. "
-                    "Scripts, styles, images and fonts that loaded fine are counted (hiddenStatic), not "
-                    "listed, unless includeStatic; headers (secrets redacted) only when asked.",
+        description="Requests of the current page (allPages: of the session). Static files that loaded "
+                    "fine only with includeStatic; failed: errors, blocked, status >= 400.",
         input_schema=session_schema({
             "limit": LIMIT,
-            "urlContains": schema.string("Only URLs containing this text."),
-            "method": schema.string("Only this HTTP method."),
-            "status": schema.integer("Only this response status.", minimum=100, maximum=599),
-            "failed": schema.boolean("Only failures: network errors, blocked requests, status 400 and up."),
-            "resourceType": {"type": "array", "items": {"type": "string", "enum": RESOURCE_TYPES},
-                             "description": "Only these resource types."},
-            "includeStatic": schema.boolean("List successful scripts, styles, images and fonts too."),
-            "headers": schema.boolean("Add request and response headers and timestamps."),
-            "allPages": schema.boolean("Include the requests of earlier pages (default: since the current "
-                                       "page started loading)."),
+            "urlContains": {"type": "string"},
+            "method": {"type": "string"},
+            "status": {"type": "integer", "minimum": 100, "maximum": 599},
+            "failed": {"type": "boolean"},
+            "resourceType": {"type": "array", "items": {"type": "string", "enum": RESOURCE_TYPES}},
+            "includeStatic": {"type": "boolean"},
+            "headers": {"type": "boolean"},
+            "allPages": {"type": "boolean"},
         }),
         handler=network_logs,
         read_only=True,
@@ -145,6 +142,7 @@ TOOLS = [
     ),
     SessionTool(
         name="downloads",
+        group="extra",
         title="Downloads",
         description="The session's downloads: file, size, type, URL, path, or why refused.",
         input_schema=session_schema(),

@@ -113,18 +113,24 @@ def wait_for(state, args):
     label, locator = state.locate(args, required=False)
     checks = []  # (what, wait(remaining_ms) -> INTERRUPTED or anything)
 
-    def element(target, wanted):
-        return lambda remaining: state.act(target, "wait_for", timeout=remaining, state=wanted)
+    hidden_twins = {}  # what -> its locator, to say on a timeout how many matches were there but hidden
+
+    def element(what, target, wanted):
+        # Visible and hidden are about what a person sees: any visible match will do, and
+        # hidden means none is visible. Watching only the first match in the DOM (a hidden
+        # tooltip with the same text as the status bar) timed out while the text was in view.
+        if wanted in ("visible", "hidden"):
+            hidden_twins[what] = target
+            target = target.filter(visible=True)
+        checks.append((what, lambda remaining: state.act(target.first, "wait_for", timeout=remaining, state=wanted)))
 
     if locator is not None:
         wanted = args.get("state", "visible")
-        checks.append((f"{label} to be {wanted}", element(locator.first, wanted)))
+        element(f"{label} to be {wanted}", locator, wanted)
     if "text" in args:
-        checks.append((f"text {args['text']!r} to appear", element(state.page.get_by_text(args["text"]).first,
-                                                                    "visible")))
+        element(f"text {args['text']!r} to appear", state.page.get_by_text(args["text"]), "visible")
     if "textGone" in args:
-        checks.append((f"text {args['textGone']!r} to disappear",
-                       element(state.page.get_by_text(args["textGone"]).first, "hidden")))
+        element(f"text {args['textGone']!r} to disappear", state.page.get_by_text(args["textGone"]), "hidden")
     if "url" in args:
         pattern = args["url"]
         matches = pattern if "*" in pattern else (lambda url: pattern in url)
@@ -148,12 +154,31 @@ def wait_for(state, args):
         except Exception as exc:
             if "Timeout" not in str(exc):
                 raise
-            raise WaitTimeout(f"Timeout: waited {timeout} ms for {what}.", session_id=state.session_id,
-                              details={"waitedFor": what, "timeoutMs": timeout}) from None
+            details = {"waitedFor": what, "timeoutMs": timeout}
+            seen = _matches_seen(state.page, hidden_twins.get(what))
+            if seen:
+                details.update(seen)
+            note = (f" {seen['matched']} element(s) matched, {seen['visible']} of them visible."
+                    if seen else "")
+            raise WaitTimeout(f"Timeout: waited {timeout} ms for {what}.{note}", session_id=state.session_id,
+                              details=details) from None
     elapsed = round((time.monotonic() - started) * 1000)
     state.report(len(checks), len(checks), "Condition met")
     return {"success": True, "message": f"Waited {elapsed} ms for " + " and ".join(c[0] for c in checks),
             "elapsedMs": elapsed}
+
+
+def _matches_seen(page, locator):
+    """{matched, visible} for a wait that timed out, or None (nothing to count, or the page is busy)."""
+    if locator is None:
+        return None
+    try:
+        # A count has no timeout of its own: ask only a page that answers a trivial script in
+        # 300 ms (one whose script never yields would hold the count, and the session, forever).
+        page.wait_for_function("true", timeout=300)
+        return {"matched": locator.count(), "visible": locator.filter(visible=True).count()}
+    except Exception:
+        return None  # a dialog, a navigation or a busy page in the way: the timeout says enough
 
 
 def _download_done(state, timeout_ms):
@@ -211,10 +236,9 @@ TOOLS = [
     SessionTool(
         name="navigate",
         title="Navigate to URL",
-        description="Load a URL in the current tab and wait for the load state. "
-                    "Returns final URL, title and HTTP status.",
+        description="Load a URL in the current tab.",
         input_schema=session_schema({
-            "url": schema.string("Absolute URL to load.", minLength=1), **LOAD_OPTIONS,
+            "url": {"type": "string", "minLength": 1}, **LOAD_OPTIONS,
         }, required=("url",)),
         handler=navigate,
         changes_page=True,
@@ -223,7 +247,7 @@ TOOLS = [
     SessionTool(
         name="go_back",
         title="Go back",
-        description="Go to the previous page in the current tab's history.",
+        description="Back in the tab's history.",
         input_schema=session_schema(LOAD_OPTIONS),
         handler=_history("go_back", "previous"),
         changes_page=True,
@@ -231,8 +255,9 @@ TOOLS = [
     ),
     SessionTool(
         name="go_forward",
+        group="extra",
         title="Go forward",
-        description="Go to the next page in the current tab's history.",
+        description="Forward in the tab's history.",
         input_schema=session_schema(LOAD_OPTIONS),
         handler=_history("go_forward", "next"),
         changes_page=True,
@@ -240,6 +265,7 @@ TOOLS = [
     ),
     SessionTool(
         name="reload",
+        group="extra",
         title="Reload page",
         description="Reload the current tab.",
         input_schema=session_schema(LOAD_OPTIONS),
@@ -250,12 +276,10 @@ TOOLS = [
     SessionTool(
         name="tabs",
         title="List, select or close tabs",
-        description="Tabs of the session, popups included. Tools act on the current tab; "
-                    "select makes another current.",
+        description="List, select (make current) or close the session's tabs, popups included.",
         input_schema=session_schema({
-            "action": schema.string("list (default), select or close.", enum=["list", "select", "close"]),
-            "index": schema.integer("Tab index for select or close (close defaults to the current tab).",
-                                    minimum=0),
+            "action": schema.string("Default list.", enum=["list", "select", "close"]),
+            "index": schema.integer("Default: the current tab.", minimum=0),
         }),
         handler=tabs,
         changes_page=True,
@@ -275,6 +299,7 @@ TOOLS = [
     ),
     SessionTool(
         name="wait_for_user",
+        group="logins",
         title="Wait for the user",
         description="Ask the person at the browser to finish something (a login, a captcha) and wait "
                     "until the URL contains urlContains or an element appears. A timeout starts the "
@@ -298,17 +323,16 @@ TOOLS = [
     SessionTool(
         name="wait_for",
         title="Wait for element or text",
-        description="Wait until an element reaches a state, text appears or goes, the URL matches, "
-                    "the network is idle, or a download ends.",
+        description="Wait until an element reaches state (default visible), text shows or goes, the URL "
+                    "contains url (or matches it as a glob), the network is idle, or a new download ends.",
         input_schema=session_schema({
             **TARGET,
-            "state": schema.string("Element state to wait for (default visible).",
-                                   enum=["attached", "detached", "visible", "hidden"]),
-            "text": schema.string("Wait until this text is visible.", minLength=1),
-            "textGone": schema.string("Wait until this text is gone.", minLength=1),
-            "url": schema.string("Until the URL contains this (or matches this glob: *, **).", minLength=1),
-            "networkIdle": schema.boolean("Until no request for 500 ms."),
-            "download": schema.boolean("Until a new download ends (saved or refused)."),
+            "state": {"type": "string", "enum": ["attached", "detached", "visible", "hidden"]},
+            "text": {"type": "string", "minLength": 1},
+            "textGone": {"type": "string", "minLength": 1},
+            "url": {"type": "string", "minLength": 1},
+            "networkIdle": {"type": "boolean"},
+            "download": {"type": "boolean"},
             "timeout": TIMEOUT,
         }),
         handler=wait_for,

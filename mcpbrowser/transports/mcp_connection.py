@@ -52,7 +52,7 @@ INSTRUCTIONS = (
 )
 
 SERVER_INFO = {"name": "mcpbrowser", "title": "mcpbrowser", "version": __version__}
-CAPABILITIES = {"tools": {"listChanged": False}, "logging": {}}
+CAPABILITIES = {"tools": {"listChanged": True}, "logging": {}}  # enable_tools changes a client's list
 TASKS_SINCE = "2025-11-25"  # tools/call as a task; the handshake era's form (2026-07-28 has its own)
 TASK_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 # Tools worth running as a task: they can wait for minutes. Any tool is accepted as one.
@@ -164,6 +164,12 @@ class Caller:
     @property
     def can_elicit(self):
         return isinstance(self.capabilities.get("elicitation"), dict)
+
+    def tools_changed(self):
+        """enable_tools turned groups on: a handshake-era client hears it and lists tools again
+        (a 2026-07-28 client reads the new tools in the answer, and its next tools/list has them)."""
+        if not self.modern:
+            self.connection.send(protocol.notification("notifications/tools/list_changed", {}), self.request_id)
 
     def elicit(self, message, timeout, key):
         """The user's answer to `message`: accept, decline or cancel. On 2026-07-28 the answer
@@ -361,13 +367,15 @@ class McpConnection:
     def _tools_list(self, msg, caller):
         protocol.check_paginated(msg.params, msg.id)
         structured = caller.version >= protocol.STRUCTURED_OUTPUT_SINCE
-        out: dict[str, Any] = {"tools": [tool.describe(structured) for tool in self.core.tools.values()]}
+        tools, groups = self.core.groups.listed(caller.owner)
+        out: dict[str, Any] = {"tools": [tool.describe(structured, groups) for tool in tools]}
         if _tasks_on(caller.version):
             for entry in out["tools"]:
                 if entry["name"] in TASK_TOOLS:
                     entry["execution"] = {"taskSupport": "optional"}
-        if caller.modern:  # the same for every client: the server's flags decide it
-            out.update(cacheScope="public", ttlMs=DISCOVER_TTL_MS)
+        if caller.modern:  # the same for every client until one calls enable_tools
+            out.update(cacheScope="public" if self.core.groups.is_default(groups) else "private",
+                       ttlMs=DISCOVER_TTL_MS)
         return out
 
     def _set_level(self, msg, caller):

@@ -1,0 +1,115 @@
+"""Which tool groups each MCP client sees and may call, and the enable_tools tool.
+
+Any thread: the dispatcher checks a call (`ToolGroups.check`) on the caller's thread, the MCP
+layer lists tools on a transport's thread, enable_tools' handler runs on the core pool; the
+per-client table is under one lock.
+
+Why groups: a model reads the whole tools/list on every turn, so the default list holds the
+tools most tasks use and the rest wait behind a group (config.TOOL_GROUPS). The server's
+--caps turns a group on for every client; a client's enable_tools turns one on for itself
+(its owner: the token's client over HTTP, the one client over stdio) until the server stops.
+The library API is not checked: its caller reads no tool list.
+"""
+
+import threading
+
+from mcpbrowser import schema
+from mcpbrowser.config import TOOL_GROUPS
+from mcpbrowser.errors import ToolNotEnabled
+
+
+class ToolGroups:
+    """The groups on for each client: the server's (--caps) and the ones it enabled itself."""
+
+    def __init__(self, config, tools):
+        self._server = frozenset({"core", *config.caps})
+        self._tools = tools  # name -> Tool: the tools the server's settings allow
+        self._lock = threading.Lock()
+        self._enabled = {}  # owner -> set of group names it turned on
+
+    def on(self, owner):
+        """The groups `owner` (a client; None over stdio) sees."""
+        with self._lock:
+            return self._server | self._enabled.get(owner, set())
+
+    def enable(self, owner, names):
+        """Turn groups on for `owner`; returns those that were off."""
+        with self._lock:
+            mine = self._enabled.setdefault(owner, set())
+            new = [name for name in names if name not in self._server and name not in mine]
+            mine.update(new)
+            return new
+
+    def is_default(self, groups):
+        """Whether `groups` are the server's own, the same for every client."""
+        return groups == self._server
+
+    def listed(self, owner):
+        """The tools `owner` sees in tools/list, in declaration order."""
+        groups = self.on(owner)
+        return [tool for tool in self._tools.values() if tool.group in groups], groups
+
+    def check(self, tool, args, owner):
+        """Raise TOOL_NOT_ENABLED for a tool, or an argument, whose group is off for `owner`."""
+        groups = self.on(owner)
+        if tool.group not in groups:
+            raise ToolNotEnabled(
+                f"{tool.name} is in the tool group {tool.group!r}, which is off. Call enable_tools "
+                f"with groups [{tool.group!r}] first (or start the server with --caps {tool.group}).",
+                details={"group": tool.group, "flag": f"--caps {tool.group}"})
+        if isinstance(args, dict):
+            for name, group in tool.option_groups.items():
+                if name in args and group not in groups:
+                    raise ToolNotEnabled(
+                        f"{tool.name}'s {name} is in the tool group {group!r}, which is off. Call "
+                        f"enable_tools with groups [{group!r}] first (or start the server with --caps {group}).",
+                        details={"group": group, "flag": f"--caps {group}", "argument": name})
+
+
+def _signature(tool, groups):
+    """`go_forward(waitUntil?, timeout?)`: enough for a model to call a tool its client did not list yet."""
+    required = set(tool.input_schema["required"]) - {"sessionId"}
+    names = [name for name in tool.input_schema["properties"]
+             if name != "sessionId" and tool.option_groups.get(name, tool.group) in groups]
+    return f"{tool.name}({', '.join(n if n in required else n + '?' for n in names)})"
+
+
+def enable_tools(core, args, call):
+    owner = call.owner
+    new = core.groups.enable(owner, args["groups"])
+    tools, groups = core.groups.listed(owner)
+    added = [_signature(tool, groups) for tool in tools if tool.group in new]
+    added += [f"{tool.name}: {name}" for tool in tools for name, group in tool.option_groups.items() if group in new]
+    if new and call.caller is not None:
+        call.caller.tools_changed()
+    return {"enabled": sorted(groups - {"core"}), "added": added,
+            "message": "Now callable (sessionId first where a tool takes one)." if added else "Already on."}
+
+
+def declare(all_tools):
+    """The enable_tools tool, its description listing each group's tools (so nothing is out of reach)."""
+    from mcpbrowser.tools.base import CoreTool  # here: tools/__init__ imports this module to call declare()
+    members: dict[str, list[str]] = {name: [] for name in TOOL_GROUPS if name != "core"}
+    for tool in all_tools:
+        if tool.group != "core":
+            members[tool.group].append(tool.name)
+        options: dict[str, list[str]] = {}
+        for option, group in tool.option_groups.items():
+            options.setdefault(group, []).append(option)
+        for group, names in options.items():  # the first few: enable_tools' answer names them all
+            members[group].append(f"{tool.name}'s {', '.join(names[:3])}{', ...' if len(names) > 3 else ''}")
+    listing = "; ".join(f"{group}: {', '.join(names)}" for group, names in members.items() if names)
+    return CoreTool(
+        name="enable_tools",
+        title="Enable tool groups",
+        description=f"More tools, by group: {listing}.",
+        input_schema=schema.obj({"groups": {"type": "array", "minItems": 1,
+                                            "items": {"type": "string", "enum": list(members)}}}, ("groups",)),
+        handler=enable_tools,
+        idempotent=True,
+        during_cooldown=True,  # it changes only which tools the client sees
+        # Off when every group is on already.
+        enabled=lambda config: set(config.caps) != set(members),
+        output_schema={"type": "object", "properties": {"enabled": {"type": "array"}, "added": {"type": "array"}},
+                       "required": ["enabled", "added"]},
+    )

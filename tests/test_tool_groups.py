@@ -1,0 +1,142 @@
+"""Tool groups: what tools/list shows by default, with --caps, and after a client's enable_tools.
+
+Through the official MCP client over stdio (and the 2026-07-28 era over raw pipes), real Chromium.
+"""
+
+import json
+
+import pytest
+from support import McpClient, RawServer
+
+from mcpbrowser import schema, tools
+from mcpbrowser.config import TOOL_GROUPS, Config
+from mcpbrowser.core.tool_groups import ToolGroups
+
+pytestmark = pytest.mark.e2e
+
+# Each group and exactly its tools: a tool that moves between groups changes what every
+# conversation pays for (core) or what an agent must turn on first, so the move is deliberate.
+GROUPS = {
+    "core": {"create_session", "close_session", "list_sessions", "resume_session", "navigate", "go_back",
+             "tabs", "wait_for", "click", "type", "select", "press_key", "fill_form", "handle_dialog",
+             "snapshot", "screenshot", "console_logs", "network_logs", "get_content", "enable_tools",
+             "evaluate", "upload_file"},
+    "extra": {"go_forward", "reload", "hover", "drag", "resize", "dom_snapshot", "downloads", "get_console_content"},
+    "logins": {"wait_for_user", "save_state", "saved_states"},
+    "emulation": set(),
+    "vision": {"mouse"},
+    "pdf": {"pdf"},
+    "tracing": {"trace_start", "trace_stop"},
+}
+OPTIONS = {"logins": {("create_session", "storageState")},
+           "emulation": {("create_session", name) for name in (
+               "device", "viewport", "userAgent", "locale", "timezoneId", "geolocation", "colorScheme",
+               "deviceScaleFactor", "isMobile", "hasTouch")}}
+# @playwright/mcp 0.0.83's default tools/list as a model sees it (name, description, input
+# schema; json.dumps with its default separators), measured here by scripts/agent_bench.py.
+PLAYWRIGHT_MCP_DEFAULT_CHARS = 18_412
+
+
+def model_visible(listed):
+    return len(json.dumps([{"name": t["name"], "description": t["description"], "inputSchema": t["inputSchema"]}
+                           for t in listed]))
+
+
+def test_each_group_lists_exactly_its_tools_and_options():
+    assert set(GROUPS) == set(TOOL_GROUPS)
+    for group, names in GROUPS.items():
+        assert {t.name for t in tools.ALL if t.group == group} == names, group
+        assert {(t.name, o) for t in tools.ALL for o, g in t.option_groups.items() if g == group} == \
+            OPTIONS.get(group, set()), group
+
+
+def test_the_default_list_is_at_most_half_of_playwright_mcps():
+    config = Config(db=":memory:")
+    groups = ToolGroups(config, {t.name: t for t in tools.ALL if t.enabled(config)})
+    listed, on = groups.listed(None)
+    assert on == {"core"}
+    assert model_visible([t.describe(False, on) for t in listed]) <= PLAYWRIGHT_MCP_DEFAULT_CHARS // 2
+
+
+def test_published_schemas_leave_out_only_what_the_server_still_enforces():
+    def keys(node, path=""):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                yield f"{path}/{key}"
+                yield from keys(value, f"{path}/{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                yield from keys(value, f"{path}/{i}")
+
+    for tool in tools.ALL:
+        whole, shown = set(keys(tool.input_schema)), set(keys(schema.published(tool.input_schema)))
+        assert shown <= whole
+        for dropped in whole - shown:
+            assert any(f"/{k}" in dropped for k in schema._UNPUBLISHED) or dropped.endswith("/required"), dropped
+    # The server enforces the whole schema: what the shorter one does not say is still refused.
+    with pytest.raises(Exception, match="at least 1 characters"):
+        schema.validate(next(t for t in tools.ALL if t.name == "click").input_schema, {"sessionId": ""})
+
+
+def test_defaults_hide_groups_and_enable_tools_turns_one_on(pages):
+    heard = []
+
+    async def on_message(message):
+        heard.append(getattr(getattr(message, "root", message), "method", None))
+
+    c = McpClient("--caps", "", message_handler=on_message)
+    try:
+        listed = [t.model_dump(by_alias=True) for t in c.run("list_tools").tools]
+        assert {t["name"] for t in listed} == GROUPS["core"] - {"evaluate", "upload_file"}
+        create = next(t for t in listed if t["name"] == "create_session")
+        assert set(create["inputSchema"]["properties"]) == {"allowedDomains", "url"}
+        assert model_visible(listed) <= PLAYWRIGHT_MCP_DEFAULT_CHARS // 2
+        assert c.init.capabilities.tools.list_changed is True
+
+        sid = c.tool("create_session", url=pages.url("/widgets"))["sessionId"]
+        off = c.error("hover", sessionId=sid, selector="#hoverme")
+        assert off["errorCode"] == "TOOL_NOT_ENABLED"
+        assert off["details"] == {"group": "extra", "flag": "--caps extra"} and "enable_tools" in off["message"]
+        option = c.error("create_session", device="iPhone 13")
+        assert option["errorCode"] == "TOOL_NOT_ENABLED" and option["details"]["argument"] == "device"
+        assert len(c.tool("list_sessions")["sessions"]) == 1  # the refused option opened no session
+
+        on = c.tool("enable_tools", groups=["extra", "emulation"])
+        assert on["enabled"] == ["emulation", "extra"]
+        assert "hover(selector?, ref?, timeout?, force?)" in on["added"]
+        assert "create_session: device" in on["added"]
+        assert "notifications/tools/list_changed" in heard
+        now = {t.name for t in c.run("list_tools").tools}
+        assert now == GROUPS["core"] - {"evaluate", "upload_file"} | GROUPS["extra"]
+        assert c.tool("hover", sessionId=sid, selector="#hoverme")["title"] == "hovered"
+        assert c.tool("enable_tools", groups=["extra"])["added"] == []  # again: nothing new
+        bad = c.error("enable_tools", groups=["core", "audio"])
+        assert bad["errorCode"] == "INVALID_PARAMETERS" and "extra" in bad["message"]
+    finally:
+        c.close()
+
+
+def test_caps_all_lists_every_tool_and_no_enable_tools():
+    c = McpClient("--caps", "all", "--allow-evaluate")
+    try:
+        listed = {t.name for t in c.run("list_tools").tools}
+        assert listed == set().union(*GROUPS.values()) - {"enable_tools", "upload_file"}
+    finally:
+        c.close()
+
+
+MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def test_a_modern_client_reads_its_new_tools_in_the_answer():
+    server = RawServer("--caps", "")
+    try:
+        before = server.request(1, "tools/list", {"_meta": MODERN})["result"]
+        assert before["cacheScope"] == "public" and "reload" not in {t["name"] for t in before["tools"]}
+        answer = server.request(2, "tools/call", {"_meta": MODERN, "name": "enable_tools",
+                                                  "arguments": {"groups": ["extra"]}})["result"]
+        assert answer["isError"] is False and "reload(waitUntil?, timeout?)" in answer["structuredContent"]["added"]
+        after = server.request(3, "tools/list", {"_meta": MODERN})["result"]
+        assert after["cacheScope"] == "private" and "reload" in {t["name"] for t in after["tools"]}
+    finally:
+        server.close()
