@@ -134,3 +134,48 @@ def test_secret_values_never_leave_the_page(make_client, site, tmp_path):
     c.close()
     for path in glob.glob(str(db) + "*"):  # after the last checkpoint
         assert not _leaks(open(path, "rb").read().decode("latin-1")), path
+
+
+def _db_text(db):
+    """Every file of the history database (its WAL included), as text."""
+    return {path: open(path, "rb").read().decode("latin-1") for path in glob.glob(str(db) + "*")}
+
+
+def test_a_secret_stays_secret_in_every_later_call(make_client, site, tmp_path):
+    # The agent types a password into the password field, then (as agents do) retries it elsewhere:
+    # a selector that matches nothing, a plain field, a URL, a script. The session knows the value
+    # is secret from the first call on: no later row, answer or log line has it.
+    db = tmp_path / "history.db"
+    c = make_client("--db", str(db), "--log-level", "debug", "--allow-evaluate", "--login-cooldown", "0")
+    sid = c.tool("create_session")["sessionId"]
+    c.tool("navigate", sessionId=sid, url=site + "/login")
+    c.tool("type", sessionId=sid, selector="#pw", text=PASSWORD)
+    missing = c.error("type", sessionId=sid, selector="#password", text=PASSWORD)
+    assert missing["errorCode"] == "ELEMENT_NOT_FOUND"
+    answers = [missing, c.tool("type", sessionId=sid, selector="#user", text="me " + PASSWORD),
+               c.tool("evaluate", sessionId=sid, expression=f"'{PASSWORD}'.length"),
+               c.error("type", sessionId=sid, selector="#user", text=PASSWORD, delay="x"),  # refused: bad args
+               c.tool("navigate", sessionId=sid, url=f"{site}/search?q={PASSWORD}")]
+    assert answers[1]["success"] and answers[2]["result"] == len(PASSWORD)
+    # Unknown targets count as secret: text the server could not look at is stored withheld.
+    unknown = "typed-where-nothing-is"
+    assert c.error("type", sessionId=sid, selector="#nowhere", text=unknown)["errorCode"] == "ELEMENT_NOT_FOUND"
+    c.tool("navigate", sessionId=sid, url=site + "/login")
+    c.tool("type", sessionId=sid, selector="#alerting", text="x")  # its alert stays open
+    behind = "typed-behind-a-dialog"
+    assert c.error("type", sessionId=sid, selector="#user", text=behind)["errorCode"] == "DIALOG_OPEN"
+    c.tool("handle_dialog", sessionId=sid, accept=True)
+    c.tool("type", sessionId=sid, selector="#user", text="plain-and-kept")
+    for answer in answers:
+        for text in _strings(answer):
+            assert PASSWORD not in text, answer
+    files = _db_text(db)
+    assert any(path.endswith("-wal") for path in files), files
+    for path, data in files.items():
+        for value in (PASSWORD, unknown, behind):
+            assert value not in data, (path, value)
+    assert "plain-and-kept" in "".join(files.values())  # a plain field's text, looked at, is kept
+    assert PASSWORD not in json.dumps(c.server_log())
+    c.close()
+    for path, data in _db_text(db).items():  # after the last checkpoint
+        assert PASSWORD not in data and unknown not in data and behind not in data, path

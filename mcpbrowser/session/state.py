@@ -61,7 +61,6 @@ class SessionState:
                                    self.network_policy.refuses_download, self.events.request_for)
         self.files_saved = 0      # files this session saved (screenshots, PDFs, traces): their names' counter
         self.tracing = False      # trace_start ran, trace_stop not yet
-        self.secrets = set()      # secret values seen (typed or in secret fields): scrubbed from all output
         self.call = None          # the Call running now, while a tool runs
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
@@ -76,6 +75,11 @@ class SessionState:
     @property
     def session_id(self):
         return self.worker.session_id
+
+    @property
+    def secrets(self):
+        """Secret values its client met (typed, or in secret fields): scrubbed from all output and storage."""
+        return self.worker.secrets
 
     # -- setup and teardown ------------------------------------------------------
 

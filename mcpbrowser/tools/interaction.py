@@ -57,6 +57,8 @@ def type_text(state, args):
             secret = True
         if secret:
             snapshots.mark_secret(state, text)  # a password (or card, or one-time code) field: never recorded in clear
+        elif state.call is not None:
+            state.call.secret = False  # a plain field, looked at: its text is stored (less the known secrets)
 
     # Filling replaces the content, so it may be tried again; typing key by key or appending may not.
     label = on_element(state, args, ElementNotEditable, enter, repeatable=clear and not delay)
