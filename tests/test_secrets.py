@@ -7,7 +7,11 @@ included) and no line of the server's log.
 
 import glob
 import json
+import os
+import subprocess
+import sys
 import threading
+import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -179,3 +183,46 @@ def test_a_secret_stays_secret_in_every_later_call(make_client, site, tmp_path):
     c.close()
     for path, data in _db_text(db).items():  # after the last checkpoint
         assert PASSWORD not in data and unknown not in data and behind not in data, path
+
+
+def _playwright_cli(*args, cwd):
+    """Playwright's own command line (its trace loader), in `cwd`."""
+    cli = os.path.join(os.path.dirname(sys.executable), "playwright")
+    done = subprocess.run([cli, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_trace_keeps_no_secret_and_still_opens(make_client, site, tmp_path):
+    # Every way a value is known secret, recorded by a trace: typed into password, one-time-code
+    # and card fields, flagged, through fill_form, one too short to scrub from text (its exact
+    # occurrences go), and one set by the page itself. Each member of the zip is searched.
+    short = "7x!"
+    c = make_client("--db", str(tmp_path / "history.db"), "--caps", "tracing", "--login-cooldown", "0")
+    sid = c.tool("create_session")["sessionId"]
+    c.tool("trace_start", sessionId=sid)
+    c.tool("navigate", sessionId=sid, url=site + "/login")
+    c.tool("type", sessionId=sid, selector="#pw", text=PASSWORD)
+    c.tool("fill_form", sessionId=sid, fields=[{"selector": "#otp", "value": CODE},
+                                               {"selector": "#card", "value": CARD}])
+    c.tool("type", sessionId=sid, selector="#token", text=TOKEN, secret=True)
+    c.tool("type", sessionId=sid, selector="#old", text=short)
+    c.tool("snapshot", sessionId=sid)
+    c.tool("click", sessionId=sid, selector="#go")
+    saved = c.tool("trace_stop", sessionId=sid)
+    secrets = (PASSWORD, CODE, CARD, TOKEN, SHADOWED)
+    with zipfile.ZipFile(saved["path"]) as trace:
+        members = trace.namelist()
+        assert "trace.trace" in members and any(m.startswith("resources/") for m in members), members
+        for member in members:
+            data = trace.read(member).decode("latin-1")
+            assert not _leaks(data), (member, _leaks(data))
+            assert short not in data and json.dumps(short) not in data, member
+        assert b'"__playwright_value_":"[REDACTED]"' in trace.read("trace.trace")  # the fields are there, hidden
+    # Playwright's trace loader still reads it: the actions, the typing among them, listed.
+    viewer = tmp_path / "viewer"
+    viewer.mkdir()
+    _playwright_cli("trace", "open", saved["path"], cwd=viewer)
+    actions = _playwright_cli("trace", "actions", cwd=viewer)
+    assert "Navigate" in actions and actions.count('Fill "[REDACTED]"') >= 5, actions
+    assert "Click" in actions, actions

@@ -74,8 +74,14 @@ def mark_secret(state, text):
     """
     if state.call is not None:
         state.call.secret = True
-    if len(text) >= MIN_SCRUBBED:
-        state.secrets.add(text)
+    learn_secrets(state, (text,))
+
+
+def learn_secrets(state, values):
+    """Values known to be secret from now on: scrubbed everywhere, or (shorter ones) where they stand alone."""
+    values = {v for v in values if v}
+    state.secrets.update(v for v in values if len(v) >= MIN_SCRUBBED)
+    state.short_secrets.update(v for v in values if len(v) < MIN_SCRUBBED)
 
 
 def took_snapshot(state, text):
@@ -95,5 +101,5 @@ def redact_snapshot(state, text):
     if state.page is None or state.dialog is not None or not has_textbox_values(text):
         return text
     values = secret_values(state.page)
-    state.secrets.update(v for v in values if len(v) >= MIN_SCRUBBED)
+    learn_secrets(state, values)
     return redact_textboxes(text, values)

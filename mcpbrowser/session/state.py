@@ -61,6 +61,9 @@ class SessionState:
                                    self.network_policy.refuses_download, self.events.request_for)
         self.files_saved = 0      # files this session saved (screenshots, PDFs, traces): their names' counter
         self.tracing = False      # trace_start ran, trace_stop not yet
+        # Secret values too short to scrub from any text (see snapshots.mark_secret): a trace's
+        # action parameters and results that are exactly one of them are hidden all the same.
+        self.short_secrets = set()
         self.call = None          # the Call running now, while a tool runs
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)

@@ -6,11 +6,12 @@ import time
 
 from mcpbrowser import schema, snapshot_text
 from mcpbrowser.errors import BrowserError, ElementNotClickable, InvalidParameters
-from mcpbrowser.redaction import JS_IS_SECRET
+from mcpbrowser.redaction import JS_IS_SECRET, secret_values
 from mcpbrowser.session import page_reading, playwright_internals, snapshots
 from mcpbrowser.session.state import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
 from mcpbrowser.tools.targeting import on_element
+from mcpbrowser.trace_scrub import scrub_trace
 
 DEFAULT_MAX_NODES = 1000  # about 30k characters of YAML: a page an agent can still read whole
 DEFAULT_MATCHES = 30  # different matches a query shows unless maxNodes says otherwise
@@ -189,7 +190,12 @@ def trace_stop(state, args):
         raise InvalidParameters("No trace is being recorded; start one with trace_start.", session_id=state.session_id)
     path = file_path(state, "zip")
     state.tracing = False
+    if state.dialog is None:  # the fields' current values, which its last DOM snapshots hold too
+        snapshots.learn_secrets(state, secret_values(state.page))
     playwright_internals.stop_trace_into(state.context, path)
+    # Playwright records action parameters, field values and bodies as they were: the zip is
+    # rewritten without the session's secrets before its path is given out (trace_scrub.py).
+    scrub_trace(path, state.secrets, state.short_secrets)
     return {"path": path, "bytes": os.path.getsize(path),
             "message": f"Trace saved; open it with: playwright show-trace {path}"}
 

@@ -1,0 +1,105 @@
+"""A saved Playwright trace without secrets: every member of its zip rewritten. Any thread (pure, files only).
+
+Playwright records what a secret-aware server would never store: the parameters of each
+action (`fill("Hunter2")`), their results (an `inputValue`), a log line per action, DOM
+snapshots with every field's current value (`__playwright_value_`) and attributes, and
+network bodies as they went. Recording less is not an option (tracing has no filter),
+so the archive is scrubbed when trace_stop saves it, before anyone can read it:
+
+- the JSON-lines members (`trace.trace`, `trace.network`) are parsed event by event:
+  every string loses the known secrets (as typed, JSON-escaped and URL-encoded); a string
+  that is exactly a short secret (below the length scrubbed everywhere), or a textbox
+  of an aria snapshot showing one, becomes [REDACTED]; and in DOM snapshots a secret field's value is [REDACTED], whoever filled
+  it, as in the server's own snapshots;
+- every other member (network bodies under `resources/`, screenshots) loses the known
+  secrets' bytes, in the same encodings.
+
+The events keep their shape, so Playwright's trace viewer loads the archive and lists
+its actions as before. A screenshot shows what the page showed: a password field's
+dots, but a one-time code or card number as typed (see the README's limits).
+"""
+
+import json
+import os
+import zipfile
+
+from mcpbrowser.redaction import REDACTED, SECRET_AUTOCOMPLETE, encodings, redact_textboxes, scrub_value
+
+JSON_LINES = (".trace", ".network")
+_VALUE_ATTRIBUTES = ("__playwright_value_", "value")
+
+
+def _is_secret_field(name, attrs):
+    """The DOM snapshot's node as redaction.SECRET_FIELD sees an element: a password or credential input."""
+    if name.upper() != "INPUT":
+        return False
+    if str(attrs.get("type", "")).lower() == "password":
+        return True
+    return any(token in SECRET_AUTOCOMPLETE for token in str(attrs.get("autocomplete", "")).lower().split())
+
+
+def _hide_fields(node):
+    """A frame snapshot's tree ([name, attrs, *children]; a [[n, m]] is a reference, a str is text), fields hidden."""
+    if not isinstance(node, list) or not node or not isinstance(node[0], str):
+        return
+    if len(node) > 1 and isinstance(node[1], dict) and _is_secret_field(node[0], node[1]):
+        for key in _VALUE_ATTRIBUTES:
+            if node[1].get(key):
+                node[1][key] = REDACTED
+    for child in node[2:]:
+        _hide_fields(child)
+
+
+def _exact(value, short):
+    """Strings equal to a short secret become [REDACTED] (a substring that short is too common to replace).
+
+    So does a textbox's value in an aria snapshot (the result of the server's own snapshot calls).
+    """
+    if isinstance(value, str):
+        return REDACTED if value in short else redact_textboxes(value, short) if "textbox" in value else value
+    if isinstance(value, dict):
+        return {k: _exact(v, short) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_exact(v, short) for v in value]
+    return value
+
+
+def _scrub_event(line, forms, short):
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return _scrub_bytes(line, forms)
+    if isinstance(event, dict) and event.get("type") == "frame-snapshot":
+        _hide_fields(event.get("snapshot", {}).get("html"))
+    if short:
+        event = _exact(event, short)
+        if isinstance(event, dict) and isinstance(event.get("message"), str):  # a log line: `fill("123")`
+            for secret in short:
+                event["message"] = event["message"].replace(json.dumps(secret), json.dumps(REDACTED))
+    return json.dumps(scrub_value(event, forms), ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _scrub_bytes(data, forms):
+    for form in forms:
+        data = data.replace(form.encode(), REDACTED.encode())
+    return data
+
+
+def scrub_trace(path, secrets, short=()):
+    """Rewrite the trace zip at `path` without `secrets` (scrubbed wherever they occur) and `short` (exact values).
+
+    The new archive is written beside the old one and moved over it, so a reader never sees half of it.
+    """
+    forms = sorted({form for secret in secrets for form in encodings(secret)}, key=len, reverse=True)
+    short = frozenset(short)
+    temporary = path + ".scrubbing"
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as target:
+        for member in source.infolist():
+            data = source.read(member)
+            if member.filename.endswith(JSON_LINES):
+                data = b"\n".join(_scrub_event(line, forms, short) if line.strip() else line
+                                  for line in data.split(b"\n"))
+            else:
+                data = _scrub_bytes(data, forms)
+            target.writestr(member, data, compress_type=member.compress_type)
+    os.replace(temporary, path)
