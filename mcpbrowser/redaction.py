@@ -15,6 +15,9 @@ import threading
 from urllib.parse import quote, quote_plus
 
 REDACTED = "[REDACTED]"
+# Shorter secret values are not scrubbed from all text (a one-letter secret would blank every "a"
+# of a page); the fields that hold them still never show them (see snapshots.mark_secret).
+MIN_SCRUBBED = 4
 SECRET_AUTOCOMPLETE = ("current-password", "new-password", "one-time-code", "cc-number", "cc-csc", "cc-exp",
                        "cc-exp-month", "cc-exp-year")
 # The same test as one CSS selector list: the `i` flag ignores case, `~=` matches one autocomplete token.
@@ -72,10 +75,12 @@ class KnownSecrets:
     replaced whole), so scrub_text and scrub_value take it as they take a set.
     """
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, named=None):
         self._lock = threading.Lock()
         self._values: tuple[str, ...] = ()
         self._parent = parent  # every client's, for the logs (see SecretBook)
+        self.named = named or {}  # {NAME: value}: the --secrets this client may type by name
+        self.update(v for v in self.named.values() if len(v) >= MIN_SCRUBBED)
 
     def add(self, value):
         self.update((value,))
@@ -105,18 +110,25 @@ class SecretBook:
     Per client, not per server: scrubbing another client's answers with a value would
     tell that client, by a [REDACTED] where its own text was, what someone else typed.
     EVERY holds all of them, for the server's own log, which only its operator reads.
-    Nothing here is written anywhere; the values live as long as the server.
+    Nothing here is written anywhere; the values live as long as the server. `named` is
+    config.named_secrets(): a client's named secrets are known before it types one.
     """
 
-    def __init__(self):
+    def __init__(self, named=None):
         self._lock = threading.Lock()
         self._owners: dict = {}
+        self._named = named or {}
+        EVERY.update(v for names in self._named.values() for v in names.values() if len(v) >= MIN_SCRUBBED)
+
+    def named(self, owner):
+        """{NAME: value} a client may type by name: the shared ones, and its own over them."""
+        return {**self._named.get(None, {}), **(self._named.get(owner, {}) if owner is not None else {})}
 
     def of(self, owner):
         with self._lock:
             known = self._owners.get(owner)
             if known is None:
-                known = self._owners[owner] = KnownSecrets(EVERY)
+                known = self._owners[owner] = KnownSecrets(EVERY, self.named(owner))
             return known
 
 

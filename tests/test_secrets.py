@@ -7,6 +7,9 @@ included) and no line of the server's log.
 
 import glob
 import json
+import sqlite3
+import subprocess
+import sys
 import threading
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -213,3 +216,49 @@ def test_a_trace_keeps_no_secret_and_still_opens(make_client, site, tmp_path):
     actions = _trace_viewer_actions(saved["path"])
     assert "Navigate" in " ".join(actions) and "Click" in " ".join(actions), actions
     assert sum(a.startswith('Fill "[REDACTED]"') for a in actions) >= 5, actions
+
+
+NAMED = "named-Secret-value-9"  # only the server knows it: the agent types it by name
+
+
+def test_a_named_secret_is_typed_by_name_and_never_seen(make_client, site, tmp_path):
+    env = tmp_path / "secrets.env"
+    env.write_text(f"# the agent never sees these\nSITE_PASSWORD={NAMED}\nexport OTHER='x y z w'\n")
+    db = tmp_path / "history.db"
+    c = make_client("--db", str(db), "--secrets", str(env), "--log-level", "debug", "--login-cooldown", "0")
+    listed = {t.name: t for t in c.run("list_tools").tools}
+    assert "secretName" in listed["type"].input_schema["properties"]
+    assert "text" not in listed["type"].input_schema["required"]
+    sid = c.tool("create_session")["sessionId"]
+    c.tool("navigate", sessionId=sid, url=site + "/login")
+    typed = c.tool("type", sessionId=sid, selector="#user", secretName="SITE_PASSWORD")
+    assert "SITE_PASSWORD" in typed["message"]
+    form = c.tool("fill_form", sessionId=sid, fields=[{"selector": "#token", "secretName": "OTHER"},
+                                                      {"selector": "#otp", "value": "1234"}])
+    assert form["success"]
+    wrong = c.error("type", sessionId=sid, selector="#pw", secretName="SITE_PASWORD")
+    assert wrong["errorCode"] == "INVALID_PARAMETERS"
+    assert wrong["details"]["known"] == ["OTHER", "SITE_PASSWORD"] and "OTHER, SITE_PASSWORD" in wrong["message"]
+    assert c.error("fill_form", sessionId=sid, fields=[{"selector": "#user", "value": "a", "secretName": "OTHER"}]
+                   )["errorCode"] == "INVALID_PARAMETERS"
+    assert c.error("type", sessionId=sid, selector="#pw")["errorCode"] == "INVALID_PARAMETERS"  # neither
+    # The page has the values; the agent's view of it does not.
+    snap = c.tool("snapshot", sessionId=sid)["snapshot"]
+    assert NAMED not in snap and "x y z w" not in snap and '"User" [ref=e4]: [REDACTED]' in snap.replace(
+        "[active] ", ""), snap
+    c.tool("click", sessionId=sid, selector="#go")  # posted: the value left through the page alone
+    rows = [json.loads(p) for (p,) in sqlite3.connect(db).execute("SELECT params FROM requests WHERE tool_name "
+                                                                  "IN ('type', 'fill_form')")]
+    assert {"selector": "#user", "secretName": "SITE_PASSWORD"}.items() <= rows[0].items()
+    assert rows[1]["fields"][0] == {"selector": "#token", "secretName": "OTHER"}
+    for path, data in _db_text(db).items():
+        assert NAMED not in data and "x y z w" not in data, path
+    assert NAMED not in json.dumps(c.server_log())
+
+
+def test_a_bad_secrets_file_stops_the_server_naming_the_line(tmp_path):
+    env = tmp_path / "secrets.env"
+    env.write_text(f"GOOD={NAMED}\nBAD VALUE {NAMED}\n")
+    done = subprocess.run([sys.executable, "-m", "mcpbrowser", "--secrets", str(env)], capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and "line 2" in done.stderr and NAMED not in done.stderr, done.stderr

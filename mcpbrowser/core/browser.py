@@ -50,10 +50,10 @@ class Browser:
                  clock: Callable[[], float] = time.monotonic, supervisor: BrowserSupervisor | None = None) -> None:
         self.config = config = config or Config()
         # Tools that depend on a setting (evaluate, upload_file) exist only when it is set.
-        self.tools = {tool.name: tool for tool in tools.ALL if tool.enabled(config)}
+        self.tools = {tool.name: tool for tool in tools.configured(config)}
         self.store = Store(config.db, retention_days=config.retention_days, max_mb=config.db_max_mb)
         self.history = History(self.store)
-        self.secrets = SecretBook()
+        self.secrets = SecretBook(config.named_secrets())
         self.recorder = Recorder(self.history, self.tools, lambda owner, sid: self.registry.secrets_of(owner, sid))
         self.user = UserChannel(config)
         self._executor = ThreadPoolExecutor(config.max_sessions + 2, thread_name_prefix="core")

@@ -117,7 +117,8 @@ class History:
         if isinstance(params.get("fields"), list):
             # fill_form: a field may turn out to be a password only once it is reached, and a call that
             # fails before it would be recorded first, so no field's value is kept.
-            params["fields"] = [{**f, "value": REDACTED} if isinstance(f, dict) else f for f in params["fields"]]
+            params["fields"] = [{**f, "value": REDACTED} if isinstance(f, dict) and "value" in f else f
+                                for f in params["fields"]]
         at = now_ms()
         self.store.write("INSERT INTO requests VALUES (?, ?, ?, ?, ?)",
                          (ref_id, session_id, tool, json.dumps(params, default=str), at))

@@ -9,11 +9,10 @@ import re
 
 from mcpbrowser import snapshot_text
 from mcpbrowser.logs import log
-from mcpbrowser.redaction import has_textbox_values, redact_textboxes, scrub_text, secret_values
+from mcpbrowser.redaction import MIN_SCRUBBED, has_textbox_values, redact_textboxes, scrub_text, secret_values
 from mcpbrowser.session import page_watch
 
 REF_MARKER = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
-MIN_SCRUBBED = 4  # see mark_secret
 
 
 def capture_snapshot(state):
