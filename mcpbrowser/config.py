@@ -511,7 +511,7 @@ class Config:
                 lines = f.read().splitlines()
         except OSError as exc:
             raise ConfigError(f"--secrets {self.secrets}: cannot read it ({exc.strerror})") from None
-        out = {}
+        out: dict[str | None, dict[str, str]] = {}
         for number, line in enumerate(lines, 1):
             line = line.strip()
             if not line or line.startswith("#"):

@@ -9,8 +9,8 @@ so the archive is scrubbed when trace_stop saves it, before anyone can read it:
 - the JSON-lines members (`trace.trace`, `trace.network`) are parsed event by event:
   every string loses the known secrets (as typed, JSON-escaped and URL-encoded); a string
   that is exactly a short secret (below the length scrubbed everywhere), or a textbox
-  of an aria snapshot showing one, becomes [REDACTED]; and in DOM snapshots a secret field's value is [REDACTED], whoever filled
-  it, as in the server's own snapshots;
+  of an aria snapshot showing one, becomes [REDACTED]; and in DOM snapshots a secret
+  field's value is [REDACTED], whoever filled it, as in the server's own snapshots;
 - every other member (network bodies under `resources/`, screenshots) loses the known
   secrets' bytes, in the same encodings.
 

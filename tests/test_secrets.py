@@ -203,7 +203,6 @@ def test_a_trace_keeps_no_secret_and_still_opens(make_client, site, tmp_path):
     c.tool("snapshot", sessionId=sid)
     c.tool("click", sessionId=sid, selector="#go")
     saved = c.tool("trace_stop", sessionId=sid)
-    secrets = (PASSWORD, CODE, CARD, TOKEN, SHADOWED)
     with zipfile.ZipFile(saved["path"]) as trace:
         members = trace.namelist()
         assert "trace.trace" in members and any(m.startswith("resources/") for m in members), members

@@ -284,8 +284,8 @@ def taking_secret_names(tool):
         items = {**items, "properties": {**items["properties"], "secretName": {**SECRET_NAME, "description":
                                                                                "Instead of value, as in type."}},
                  "required": []}
-        return dataclasses.replace(tool, input_schema={
-            **tool.input_schema, "properties": {**tool.input_schema["properties"], "fields": {**fields, "items": items}}})
+        properties = {**tool.input_schema["properties"], "fields": {**fields, "items": items}}
+        return dataclasses.replace(tool, input_schema={**tool.input_schema, "properties": properties})
     return tool
 
 
