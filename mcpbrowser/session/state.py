@@ -64,6 +64,8 @@ class SessionState:
         # Secret values too short to scrub from any text (see snapshots.mark_secret): a trace's
         # action parameters and results that are exactly one of them are hidden all the same.
         self.short_secrets = set()
+        # Texts typed where no field could be looked at (stored withheld): a trace's parameters hide them too.
+        self.withheld = set()
         self.call = None          # the Call running now, while a tool runs
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
@@ -172,6 +174,8 @@ class SessionState:
         finally:
             self._progress, self.call = None, None
             call.flush_request()  # a tool that may carry a secret is recorded once that is known
+            if call.secret and isinstance(args.get("text"), str):
+                self.withheld.add(args["text"])
         call.console = self.events.take_console()
         if self.dialog is not None:
             call.capture = False  # no script runs behind a dialog: nothing to store, and meta must not promise it

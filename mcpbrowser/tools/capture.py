@@ -6,7 +6,7 @@ import time
 
 from mcpbrowser import schema, snapshot_text
 from mcpbrowser.errors import BrowserError, ElementNotClickable, InvalidParameters
-from mcpbrowser.redaction import JS_IS_SECRET, secret_values
+from mcpbrowser.redaction import JS_IS_SECRET, SECRET_FIELD, secret_values
 from mcpbrowser.session import page_reading, playwright_internals, snapshots
 from mcpbrowser.session.state import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
@@ -195,14 +195,20 @@ def trace_stop(state, args):
     playwright_internals.stop_trace_into(state.context, path)
     # Playwright records action parameters, field values and bodies as they were: the zip is
     # rewritten without the session's secrets before its path is given out (trace_scrub.py).
-    scrub_trace(path, state.secrets, state.short_secrets)
+    scrub_trace(path, state.secrets, state.short_secrets | state.withheld)
     return {"path": path, "bytes": os.path.getsize(path),
             "message": f"Trace saved; open it with: playwright show-trace {path}"}
 
 
+# A screenshot shows what the page shows: a password field's dots, but a one-time code or a card
+# number as typed. While one is taken, every secret field (in every frame and open shadow root:
+# Playwright applies the style there too) shows dots instead, as a password field does.
+HIDE_SECRET_FIELDS = f"{SECRET_FIELD} {{ -webkit-text-security: disc !important; }}"
+
+
 def screenshot(state, args):
     fmt = args.get("format", "png")
-    options = {"type": fmt}
+    options = {"type": fmt, "style": HIDE_SECRET_FIELDS}
     if "quality" in args:
         if fmt != "jpeg":
             raise InvalidParameters("quality applies to jpeg only.", session_id=state.session_id)

@@ -149,8 +149,13 @@ def fill_form(state, args):
     for field in fields:
         if state.dialog is not None:
             break
-        filled.append(on_element(state, {**{k: field[k] for k in ("selector", "ref") if k in field}, **timeout},
-                                 ElementNotEditable, _filler(state, field)))
+        try:
+            filled.append(on_element(state, {**{k: field[k] for k in ("selector", "ref") if k in field},
+                                             **timeout}, ElementNotEditable, _filler(state, field)))
+        except Exception:
+            if isinstance(field.get("value"), str):
+                state.withheld.add(field["value"])  # its field was never seen: secret for a trace too
+            raise
     if len(filled) < len(fields):
         # run_tool adds which dialog opened and that handle_dialog comes next.
         return {"success": True, "message": f"Filled {len(filled)} of {len(fields)} field(s) ({', '.join(filled)}); "
