@@ -5,7 +5,6 @@ The end-to-end attack is test_secret_attack.py; these pin each part on its own.
 
 import io
 import json
-import logging
 import zipfile
 
 import pytest
