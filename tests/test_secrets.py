@@ -7,6 +7,7 @@ included) and no line of the server's log.
 
 import glob
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -261,3 +262,27 @@ def test_a_bad_secrets_file_stops_the_server_naming_the_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "mcpbrowser", "--secrets", str(env)], capture_output=True,
                           text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 2 and "line 2" in done.stderr and NAMED not in done.stderr, done.stderr
+
+
+def test_screenshots_and_pdfs_show_secret_fields_as_dots(make_client, site, tmp_path):
+    # The same page with a one-time code and a card number typed twice, different digits each
+    # time: as images and printed, both times look the same (dots), while a plain field differs.
+    c = make_client("--db", str(tmp_path / "history.db"), "--output-dir", str(tmp_path / "out"),
+                    "--caps", "pdf", "--login-cooldown", "0")
+    sid = c.tool("create_session")["sessionId"]
+    c.tool("navigate", sessionId=sid, url=site + "/login")
+    seen = []
+    for digits in ("111111111111", "999999999999"):
+        c.tool("fill_form", sessionId=sid, fields=[{"selector": "#otp", "value": digits},
+                                                   {"selector": "#card", "value": digits}])
+        shots = [next(b.data for b in c.call("screenshot", {"sessionId": sid, "selector": s}).content
+                      if b.type == "image") for s in ("#otp", "#card")]
+        with open(c.tool("pdf", sessionId=sid)["path"], "rb") as f:
+            printed = re.sub(rb"/(CreationDate|ModDate) \(D:[^)]*\)", b"", f.read())
+        seen.append((shots, printed))
+    assert seen[0][0] == seen[1][0], "a screenshot shows the digits"
+    assert seen[0][1] == seen[1][1], "the PDF prints the digits"
+    c.tool("type", sessionId=sid, selector="#user", text="someone-else")  # a plain field prints as it is
+    with open(c.tool("pdf", sessionId=sid)["path"], "rb") as f:
+        assert re.sub(rb"/(CreationDate|ModDate) \(D:[^)]*\)", b"", f.read()) != seen[1][1]
+    assert "mcpbrowser" not in json.dumps(c.tool("dom_snapshot", sessionId=sid))  # the style went with the print

@@ -6,6 +6,7 @@ import time
 
 from mcpbrowser import schema, snapshot_text
 from mcpbrowser.errors import BrowserError, ElementNotClickable, InvalidParameters
+from mcpbrowser.logs import log
 from mcpbrowser.redaction import JS_IS_SECRET, SECRET_FIELD, secret_values
 from mcpbrowser.session import page_reading, playwright_internals, snapshots
 from mcpbrowser.session.state import INTERRUPTED
@@ -162,16 +163,50 @@ def file_path(state, extension):
                                 f".{extension}")
 
 
+# A screenshot shows what the page shows: a password field's dots, but a one-time code or a card
+# number as typed. While one is taken, every secret field (in every frame and open shadow root:
+# Playwright applies the style there too) shows dots instead, as a password field does.
+HIDE_SECRET_FIELDS = f"{SECRET_FIELD} {{ -webkit-text-security: disc !important; }}"
+
+
+# A PDF prints what the page shows, as a screenshot does. While it prints, the same style is in
+# each frame's document and open shadow root (page.pdf has no `style` option), then taken out.
+_MASK = """([css, on]) => {
+  const roots = [document];
+  for (let i = 0; i < roots.length; i++)
+    for (const e of roots[i].querySelectorAll('*')) if (e.shadowRoot) roots.push(e.shadowRoot);
+  for (const root of roots) {
+    if (!on) { root.querySelectorAll('style[data-mcpbrowser-mask]').forEach(s => s.remove()); continue; }
+    const style = document.createElement('style');
+    style.dataset.mcpbrowserMask = '';
+    style.textContent = css;
+    (root === document ? document.head || document.documentElement : root).appendChild(style);
+  }
+}"""
+
+
+def _mask_secret_fields(state, on):
+    for frame in state.page.frames:
+        try:
+            frame.evaluate(_MASK, [HIDE_SECRET_FIELDS, on])
+        except Exception as exc:  # a frame that detached meanwhile prints nothing
+            log.debug("secret fields not masked in a frame", extra={"session": state.session_id,
+                                                                    "error": str(exc).splitlines()[0]})
+
+
 def pdf(state, args):
     if not state.chromium:
         raise InvalidParameters("pdf needs Chromium (this server runs another browser).", session_id=state.session_id)
     path = file_path(state, "pdf")
+    _mask_secret_fields(state, True)
     try:
         data = state.page.pdf(path=path, landscape=args.get("landscape", False),
                               print_background=args.get("printBackground", False))
     except Exception as exc:
         raise BrowserError(f"The page could not be printed: {str(exc).splitlines()[0]} (Chromium prints "
                            "only when headless).", session_id=state.session_id) from None
+    finally:
+        _mask_secret_fields(state, False)
     return {"path": path, "bytes": len(data), "message": f"Saved the page as PDF to {path}."}
 
 
@@ -198,12 +233,6 @@ def trace_stop(state, args):
     scrub_trace(path, state.secrets, state.short_secrets | state.withheld)
     return {"path": path, "bytes": os.path.getsize(path),
             "message": f"Trace saved; open it with: playwright show-trace {path}"}
-
-
-# A screenshot shows what the page shows: a password field's dots, but a one-time code or a card
-# number as typed. While one is taken, every secret field (in every frame and open shadow root:
-# Playwright applies the style there too) shows dots instead, as a password field does.
-HIDE_SECRET_FIELDS = f"{SECRET_FIELD} {{ -webkit-text-security: disc !important; }}"
 
 
 def screenshot(state, args):
