@@ -32,6 +32,9 @@ class _ScrubSecrets(logging.Filter):
 
 
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+# On the logger, not a handler: every handler gets the scrubbed record (stderr, the clients'
+# notifications/message, an embedder's own), whether or not setup() ran.
+log.addFilter(_ScrubSecrets())
 
 
 def setup(level="info", stream=None):
@@ -43,7 +46,6 @@ def setup(level="info", stream=None):
         "%(asctime)s %(levelname)s %(name)s %(message)s %(threadName)s",
         rename_fields={"levelname": "level", "asctime": "time", "threadName": "thread"},
     ))
-    handler.addFilter(_ScrubSecrets())
     log.handlers[:] = [handler]
     log.setLevel(level.upper())
     log.propagate = False
