@@ -139,8 +139,10 @@ class History:
             status, error = "ok", None
             value = {k: v for k, v in fut.result().items() if k != "image"}  # images are not kept
             result = compact_json(scrub_value(value, secrets)).encode()
+        # The page was redacted as it was captured; a secret learned since is scrubbed from it too.
+        page = scrub_text(snapshot, secrets).encode() if snapshot is not None else None
         self.store.write("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (ref_id, status, result, snapshot.encode() if snapshot is not None else None,
+                         (ref_id, status, result, page,
                           json.dumps(console).encode() if console else None, error,
                           now_ms()))
         for entry in console:
