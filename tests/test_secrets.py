@@ -268,13 +268,15 @@ def test_screenshots_and_pdfs_show_secret_fields_as_dots(make_client, site, tmp_
     # The same page with a one-time code and a card number typed twice, different digits each
     # time: as images and printed, both times look the same (dots), while a plain field differs.
     c = make_client("--db", str(tmp_path / "history.db"), "--output-dir", str(tmp_path / "out"),
-                    "--caps", "pdf", "--login-cooldown", "0")
+                    "--caps", "pdf", "--login-cooldown", "0", "--allow-evaluate")
     sid = c.tool("create_session")["sessionId"]
     c.tool("navigate", sessionId=sid, url=site + "/login")
+    c.tool("wait_for", sessionId=sid, selector="#late")  # the page is done changing
     seen = []
     for digits in ("111111111111", "999999999999"):
         c.tool("fill_form", sessionId=sid, fields=[{"selector": "#otp", "value": digits},
                                                    {"selector": "#card", "value": digits}])
+        c.tool("evaluate", sessionId=sid, expression="document.activeElement.blur()")  # no caret, blinking or not
         shots = [next(b.data for b in c.call("screenshot", {"sessionId": sid, "selector": s}).content
                       if b.type == "image") for s in ("#otp", "#card")]
         with open(c.tool("pdf", sessionId=sid)["path"], "rb") as f:
@@ -283,6 +285,7 @@ def test_screenshots_and_pdfs_show_secret_fields_as_dots(make_client, site, tmp_
     assert seen[0][0] == seen[1][0], "a screenshot shows the digits"
     assert seen[0][1] == seen[1][1], "the PDF prints the digits"
     c.tool("type", sessionId=sid, selector="#user", text="someone-else")  # a plain field prints as it is
+    c.tool("evaluate", sessionId=sid, expression="document.activeElement.blur()")
     with open(c.tool("pdf", sessionId=sid)["path"], "rb") as f:
         assert re.sub(rb"/(CreationDate|ModDate) \(D:[^)]*\)", b"", f.read()) != seen[1][1]
     assert "mcpbrowser" not in json.dumps(c.tool("dom_snapshot", sessionId=sid))  # the style went with the print
