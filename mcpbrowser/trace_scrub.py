@@ -19,13 +19,18 @@ its actions as before. A screenshot shows what the page showed: a password field
 dots, but a one-time code or card number as typed (see the README's limits).
 """
 
+import glob
 import json
 import os
+import re
+import tempfile
 import zipfile
 
 from mcpbrowser.redaction import REDACTED, SECRET_AUTOCOMPLETE, encodings, redact_textboxes, scrub_value
 
 JSON_LINES = (".trace", ".network")
+# A body's file as the network log names it: `_sha1` in the browser server's copy, `_file` in an archive.
+_SHA1 = re.compile(rb'"_(?:sha1|file)":\s*"(?:resources/)?([0-9a-f]{40}[.\w]*)"')
 _VALUE_ATTRIBUTES = ("__playwright_value_", "value")
 
 
@@ -121,3 +126,47 @@ def scrub_trace(path, secrets, short=()):
                 data = _scrub_bytes(data, forms)
             target.writestr(member, data, compress_type=member.compress_type)
     os.replace(temporary, path)
+
+
+def artifact_roots():
+    """Where a browser server of ours keeps Playwright's artifacts: its TMPDIR in our runtime folder, or /tmp.
+
+    A remote browser keeps them on its own machine, out of our reach.
+    """
+    from mcpbrowser.core.browser_process import RUNTIME_PREFIX
+
+    temp = tempfile.gettempdir()
+    return [temp, *glob.glob(os.path.join(glob.escape(temp), f"{RUNTIME_PREFIX}{os.getpid()}-*", "tmp"))]
+
+
+def scrub_leftovers(name, roots, secrets):
+    """The browser server's own copy of the trace `name`, left under `roots`: its event files deleted, the
+    resources its network log names (bodies, by their content's hash) scrubbed of `secrets` in place.
+
+    Playwright keeps a trace's files in its artifacts folder after the archive is made (or the
+    context closed), until the browser exits: for the life of a shared browser, with every action's
+    parameters and DOM snapshots in clear. Resources are shared by all traces of that browser, so
+    another session's trace still recording may need them: they are scrubbed, not deleted.
+    """
+    forms = sorted({form for secret in secrets for form in encodings(secret)}, key=len, reverse=True)
+    for root in roots:
+        for folder in glob.glob(os.path.join(glob.escape(root), "playwright-artifacts-*")):
+            own = glob.glob(os.path.join(glob.escape(folder), glob.escape(name) + "*"))
+            resources = set()
+            for path in own:
+                if path.endswith(".network"):
+                    with open(path, "rb") as f:
+                        resources.update(_SHA1.findall(f.read()))
+            for path in own:
+                os.remove(path)
+            for resource in resources:
+                path = os.path.join(folder, "resources", resource.decode())
+                try:
+                    with open(path, "rb") as f:
+                        data = f.read()
+                except OSError:
+                    continue
+                scrubbed = _scrub_bytes(data, forms)
+                if scrubbed != data:
+                    with open(path, "wb") as f:
+                        f.write(scrubbed)

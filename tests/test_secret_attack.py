@@ -10,15 +10,17 @@ and its WAL before and after shutdown) and the server's log must hold none of th
 clear, JSON-escaped or URL-encoded.
 """
 
+import glob
 import json
 import os
+import tempfile
 import threading
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import quote, quote_plus
 
 import pytest
-from support import HttpServer, McpClient, SdkClient
+from support import HttpServer, McpClient, SdkClient, server_pid
 
 pytestmark = pytest.mark.e2e
 
@@ -107,6 +109,8 @@ def _files(*folders):
         for root, _, names in os.walk(folder):
             for name in names:
                 path = os.path.join(root, name)
+                if os.path.islink(path) or not os.path.isfile(path):
+                    continue  # Chromium's singleton socket and lock
                 with open(path, "rb") as f:
                     data = f.read()
                 yield path, data
@@ -114,6 +118,11 @@ def _files(*folders):
                     with zipfile.ZipFile(path) as archive:
                         for member in archive.namelist():
                             yield f"{path}!{member}", archive.read(member)
+
+
+def _scratch(pid):
+    """The server's runtime folders in the temp dir: its browser's TMPDIR, Playwright's artifacts (raw traces)."""
+    return glob.glob(os.path.join(tempfile.gettempdir(), f"mcpbrowser-run-{pid}-*"))
 
 
 def _attack(c, site, named):
@@ -170,7 +179,9 @@ def test_no_secret_at_rest_over_stdio(tmp_path, site):
     try:
         answers = _attack(c, site, "SITE_TOKEN")
         assert not _answers_leak(answers)
-        files = dict(_files(data, out))
+        scratch = _scratch(server_pid())
+        assert scratch
+        files = dict(_files(data, out, *scratch))
         assert any(p.endswith("history.db-wal") for p in files) and any(".zip!trace.trace" in p for p in files)
         assert any(p.endswith(".pdf") for p in files) and any(p.endswith(".png") for p in files), list(files)
         assert any(p.endswith(".txt") for p in files), list(files)  # the download
@@ -194,12 +205,14 @@ def test_no_secret_at_rest_over_http(tmp_path, site):
     try:
         answers = _attack(alice, site, "ALICE_PASSWORD")  # her own named secret
         assert not _answers_leak(answers)
+        scratch = _scratch(server.proc.pid)
+        assert scratch
         # Bob may use the shared names only, and is told which.
         sid = bob.tool("create_session")["sessionId"]
         bob.tool("navigate", sessionId=sid, url=site + "/login")
         refused = bob.error("type", sessionId=sid, selector="#user", secretName="ALICE_PASSWORD")
         assert refused["errorCode"] == "INVALID_PARAMETERS" and refused["details"]["known"] == ["SITE_TOKEN"]
-        files = dict(_files(data, out))
+        files = dict(_files(data, out, *scratch))
         assert any(p.endswith("history.db-wal") for p in files) and any(".zip!trace.trace" in p for p in files)
         found = {path: _leaks(blob) for path, blob in files.items() if _leaks(blob)}
         assert not found, found

@@ -17,6 +17,7 @@ from mcpbrowser.session.downloads import Downloads
 from mcpbrowser.session.events import EventBuffers
 from mcpbrowser.session.network_policy import NetworkPolicy
 from mcpbrowser.session.playwright_internals import event_loop, run_coroutine, take_coroutine
+from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers
 
 
 def _a(word):
@@ -60,7 +61,7 @@ class SessionState:
         self.downloads = Downloads(worker.session_id, config.files_dir(), config.max_download_mb,
                                    self.network_policy.refuses_download, self.events.request_for)
         self.files_saved = 0      # files this session saved (screenshots, PDFs, traces): their names' counter
-        self.tracing = False      # trace_start ran, trace_stop not yet
+        self.tracing = False      # trace_start ran, trace_stop not yet: the trace's name
         # Secret values too short to scrub from any text (see snapshots.mark_secret): a trace's
         # action parameters and results that are exactly one of them are hidden all the same.
         self.short_secrets = set()
@@ -110,6 +111,8 @@ class SessionState:
         if self.disconnect_at_close:
             steps.append(self.browser.close)
         steps += [self.playwright.stop, self.network_policy.close]
+        if self.tracing:  # a trace never saved: the browser server's own files of it go too
+            steps.append(lambda: scrub_leftovers(self.tracing, artifact_roots(), self.secrets))
         for step in steps:
             try:
                 step()

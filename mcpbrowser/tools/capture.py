@@ -3,6 +3,7 @@
 import os
 import struct
 import time
+import uuid
 
 from mcpbrowser import schema, snapshot_text
 from mcpbrowser.errors import BrowserError, ElementNotClickable, InvalidParameters
@@ -12,7 +13,7 @@ from mcpbrowser.session import page_reading, playwright_internals, snapshots
 from mcpbrowser.session.state import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
 from mcpbrowser.tools.targeting import on_element
-from mcpbrowser.trace_scrub import scrub_trace
+from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers, scrub_trace
 
 DEFAULT_MAX_NODES = 1000  # about 30k characters of YAML: a page an agent can still read whole
 DEFAULT_MATCHES = 30  # different matches a query shows unless maxNodes says otherwise
@@ -214,16 +215,18 @@ def trace_start(state, args):
     if state.tracing:
         raise InvalidParameters("A trace is already being recorded; stop it with trace_stop first.",
                                 session_id=state.session_id)
+    # A name of ours for the browser server's own files of this trace, which trace_stop removes.
+    name = f"mcpbrowser-{uuid.uuid4().hex}"
     state.context.tracing.start(screenshots=args.get("screenshots", True), snapshots=args.get("snapshots", True),
-                                sources=args.get("sources", False), title=state.session_id)
-    state.tracing = True
+                                sources=args.get("sources", False), title=state.session_id, name=name)
+    state.tracing = name
     return {"success": True, "message": "Recording a trace of this session's pages; trace_stop saves it."}
 
 
 def trace_stop(state, args):
     if not state.tracing:
         raise InvalidParameters("No trace is being recorded; start one with trace_start.", session_id=state.session_id)
-    path = file_path(state, "zip")
+    path, name = file_path(state, "zip"), state.tracing
     state.tracing = False
     if state.dialog is None:  # the fields' current values, which its last DOM snapshots hold too
         snapshots.learn_secrets(state, secret_values(state.page))
@@ -231,6 +234,7 @@ def trace_stop(state, args):
     # Playwright records action parameters, field values and bodies as they were: the zip is
     # rewritten without the session's secrets before its path is given out (trace_scrub.py).
     scrub_trace(path, state.secrets, state.short_secrets | state.withheld)
+    scrub_leftovers(name, artifact_roots(), state.secrets)
     return {"path": path, "bytes": os.path.getsize(path),
             "message": f"Trace saved; open it with: playwright show-trace {path}"}
 
