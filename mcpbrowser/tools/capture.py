@@ -234,7 +234,11 @@ def trace_stop(state, args):
     # Playwright records action parameters, field values and bodies as they were: the zip is
     # rewritten without the session's secrets before its path is given out (trace_scrub.py).
     scrub_trace(path, state.secrets, state.short_secrets | state.withheld)
-    scrub_leftovers(name, artifact_roots(), state.secrets)
+    try:
+        scrub_leftovers(name, artifact_roots(), state.secrets)
+    except OSError as exc:  # the zip is saved and scrubbed: say so, and let the operator know
+        log.warning("a trace's raw files were not removed", extra={"event": "trace_leftovers",
+                                                                    "session": state.session_id, "error": str(exc)})
     return {"path": path, "bytes": os.path.getsize(path),
             "message": f"Trace saved; open it with: playwright show-trace {path}"}
 
