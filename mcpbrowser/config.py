@@ -8,6 +8,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -456,6 +457,10 @@ class Config:
         "answered 429 past it: each holds one of the server's max(16, 4 x --max-sessions) threads. "
         "16 runs 10 sessions' calls at once with streams to spare. Without tokens, clients cannot be "
         "told apart and only the threads bound them.")
+    secrets: str = _option(
+        None, _optional_text,
+        "Dotenv file of named secrets (`NAME=value`; `client:NAME=value` for one --http-token-file client): "
+        "type and fill_form take them by name (secretName), so the values never reach the agent.")
     response_mode: str = _option(
         "compact", _one_of(("compact", "full", "lean")),
         "compact keeps page snapshots in the history (fetch them with get_content); "
@@ -500,6 +505,8 @@ class Config:
                     raise ConfigError(f"--http {self.http} is reachable from other machines: give each client a "
                                       "token with --http-token-file (or MCPBROWSER_HTTP_TOKENS), or bind "
                                       f"127.0.0.1{why}")
+        if self.secrets:
+            self.named_secrets()  # a bad file stops the server at once, naming its line
         if self.db is None:
             from mcpbrowser.core.store import default_path
 
@@ -563,6 +570,36 @@ class Config:
                 out[words[-1]] = words[0] if len(words) == 2 else f"client{number}"
         return out
 
+    def named_secrets(self):
+        """{client name or None (every client): {NAME: value}} from the --secrets file; {} without one.
+
+        Dotenv lines: `NAME=value`, `export NAME=value`, a value in '…' or "…" (where \\n, \\" and
+        \\\\ are escapes), `# comments`. `client:NAME=value` is that HTTP client's own (its
+        name in --http-token-file), and wins over a shared NAME. Errors name the line, never a value.
+        """
+        if not self.secrets:
+            return {}
+        try:
+            with open(self.secrets, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except OSError as exc:
+            raise ConfigError(f"--secrets {self.secrets}: cannot read it ({exc.strerror})") from None
+        out: dict[str | None, dict[str, str]] = {}
+        for number, line in enumerate(lines, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            key, sep, value = line.removeprefix("export ").partition("=")
+            owner, _, name = key.strip().rpartition(":")
+            if not sep or not _SECRET_NAME.fullmatch(name) or (owner and owner.split() != [owner]):
+                raise ConfigError(f"--secrets {self.secrets} line {number}: want NAME=value "
+                                  "(a name of letters, digits and _), or client:NAME=value")
+            value = _dotenv_value(value.strip())
+            if not value:
+                raise ConfigError(f"--secrets {self.secrets} line {number}: {name} has no value")
+            out.setdefault(owner or None, {})[name] = value
+        return out
+
     def files_dir(self):
         """Where downloads, PDFs and traces are saved: --output-dir, else `files` in the data directory."""
         if self.output_dir:
@@ -583,6 +620,19 @@ class Config:
         return tuple(dataclasses.replace(e, headers=tuple({**shared, **dict(e.headers)}.items()),
                                          capacity=e.capacity or self.endpoint_capacity or self.max_sessions)
                      for e in self.ws_endpoint + self.cdp_endpoint + self.selenium_grid)
+
+
+_SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _dotenv_value(text):
+    """A dotenv value: quoted ('…' as is, "…" with \\n, \\" and \\\\), or bare up to a ` #` comment."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        inner = text[1:-1]
+        if text[0] == "'":
+            return inner
+        return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), inner)
+    return text.split(" #", 1)[0].strip()
 
 
 def _checked(name, value, label):

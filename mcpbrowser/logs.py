@@ -10,6 +10,33 @@ LOGGER_NAME = "mcpbrowser"
 log = logging.getLogger(LOGGER_NAME)
 
 
+class _ScrubSecrets(logging.Filter):
+    """Every known secret value (any client's) out of a record: its message, arguments and extra fields.
+
+    A record is scrubbed before it is formatted, so a value never reaches the stream,
+    whatever the level; the JSON formatter then escapes what is left.
+    """
+
+    def filter(self, record):
+        from mcpbrowser.redaction import EVERY, scrub_value
+
+        if len(EVERY):
+            record.msg = scrub_value(record.msg, EVERY) if isinstance(record.msg, str) else record.msg
+            if record.args:
+                record.args = tuple(scrub_value(a, EVERY) for a in record.args) \
+                    if isinstance(record.args, tuple) else scrub_value(record.args, EVERY)
+            for key, value in list(vars(record).items()):
+                if key not in _STANDARD and isinstance(value, (str, dict, list, tuple)):
+                    setattr(record, key, scrub_value(value, EVERY))
+        return True
+
+
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+# On the logger, not a handler: every handler gets the scrubbed record (stderr, the clients'
+# notifications/message, an embedder's own), whether or not setup() ran.
+log.addFilter(_ScrubSecrets())
+
+
 def setup(level="info", stream=None):
     """Send the package's records to stderr as one JSON object per line."""
     from pythonjsonlogger.json import JsonFormatter

@@ -11,8 +11,13 @@ in a snapshot, an answer, the history or a log: typing into it is recorded as
 
 import json
 import re
+import threading
+from urllib.parse import quote, quote_plus
 
 REDACTED = "[REDACTED]"
+# Shorter secret values are not scrubbed from all text (a one-letter secret would blank every "a"
+# of a page); the fields that hold them still never show them (see snapshots.mark_secret).
+MIN_SCRUBBED = 4
 SECRET_AUTOCOMPLETE = ("current-password", "new-password", "one-time-code", "cc-number", "cc-csc", "cc-exp",
                        "cc-exp-month", "cc-exp-year")
 # The same test as one CSS selector list: the `i` flag ignores case, `~=` matches one autocomplete token.
@@ -61,6 +66,81 @@ def scrub_text(text, secrets):
     for secret in secrets:
         text = text.replace(secret, REDACTED)
     return text
+
+
+class KnownSecrets:
+    """The secret values one client's sessions have met; add under its lock, read from any thread.
+
+    Iterating gives a snapshot, longest first (a secret that contains another is
+    replaced whole), so scrub_text and scrub_value take it as they take a set.
+    """
+
+    def __init__(self, parent=None, named=None):
+        self._lock = threading.Lock()
+        self._values: tuple[str, ...] = ()
+        self._parent = parent  # every client's, for the logs (see SecretBook)
+        self.named = named or {}  # {NAME: value}: the --secrets this client may type by name
+        self.update(v for v in self.named.values() if len(v) >= MIN_SCRUBBED)
+
+    def add(self, value):
+        self.update((value,))
+
+    def update(self, values):
+        new = {v for v in values if isinstance(v, str) and v} - set(self._values)
+        if not new:
+            return
+        with self._lock:
+            self._values = tuple(sorted(set(self._values) | new, key=len, reverse=True))
+        if self._parent is not None:
+            self._parent.update(new)
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self):
+        return len(self._values)
+
+    def __contains__(self, value):
+        return value in self._values
+
+
+class SecretBook:
+    """Known secrets by client (`owner`): a value met in one session is scrubbed from all that client stores.
+
+    Per client, not per server: scrubbing another client's answers with a value would
+    tell that client, by a [REDACTED] where its own text was, what someone else typed.
+    EVERY holds all of them, for the server's own log, which only its operator reads.
+    Nothing here is written anywhere; the values live as long as the server. `named` is
+    config.named_secrets(): a client's named secrets are known before it types one.
+    """
+
+    def __init__(self, named=None):
+        self._lock = threading.Lock()
+        self._owners: dict = {}
+        self._named = named or {}
+        EVERY.update(v for names in self._named.values() for v in names.values() if len(v) >= MIN_SCRUBBED)
+
+    def named(self, owner):
+        """{NAME: value} a client may type by name: the shared ones, and its own over them."""
+        return {**self._named.get(None, {}), **(self._named.get(owner, {}) if owner is not None else {})}
+
+    def of(self, owner):
+        with self._lock:
+            known = self._owners.get(owner)
+            if known is None:
+                known = self._owners[owner] = KnownSecrets(EVERY, self.named(owner))
+            return known
+
+
+# Every client's secrets in this process, for the log filter (logs.py): any thread.
+EVERY = KnownSecrets()
+
+
+def encodings(secret):
+    """The forms a value takes in stored text: as is, JSON-escaped, and URL-encoded (a form post, a query)."""
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
+             quote(secret, safe=""), quote_plus(secret, safe="")}
+    return sorted(forms, key=len, reverse=True)
 
 
 def scrub_value(value, secrets):

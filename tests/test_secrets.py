@@ -7,10 +7,16 @@ included) and no line of the server's log.
 
 import glob
 import json
+import re
+import sqlite3
+import subprocess
+import sys
 import threading
+import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from test_surface import _trace_viewer_actions  # Playwright's own viewer, served headless
 
 pytestmark = pytest.mark.e2e
 
@@ -134,3 +140,152 @@ def test_secret_values_never_leave_the_page(make_client, site, tmp_path):
     c.close()
     for path in glob.glob(str(db) + "*"):  # after the last checkpoint
         assert not _leaks(open(path, "rb").read().decode("latin-1")), path
+
+
+def _db_text(db):
+    """Every file of the history database (its WAL included), as text."""
+    return {path: open(path, "rb").read().decode("latin-1") for path in glob.glob(str(db) + "*")}
+
+
+def test_a_secret_stays_secret_in_every_later_call(make_client, site, tmp_path):
+    # The agent types a password into the password field, then (as agents do) retries it elsewhere:
+    # a selector that matches nothing, a plain field, a URL, a script. The session knows the value
+    # is secret from the first call on: no later row, answer or log line has it.
+    db = tmp_path / "history.db"
+    c = make_client("--db", str(db), "--log-level", "debug", "--allow-evaluate", "--login-cooldown", "0")
+    sid = c.tool("create_session")["sessionId"]
+    c.tool("navigate", sessionId=sid, url=site + "/login")
+    c.tool("type", sessionId=sid, selector="#pw", text=PASSWORD)
+    missing = c.error("type", sessionId=sid, selector="#password", text=PASSWORD)
+    assert missing["errorCode"] == "ELEMENT_NOT_FOUND"
+    answers = [missing, c.tool("type", sessionId=sid, selector="#user", text="me " + PASSWORD),
+               c.tool("evaluate", sessionId=sid, expression=f"'{PASSWORD}'.length"),
+               c.error("type", sessionId=sid, selector="#user", text=PASSWORD, delay="x"),  # refused: bad args
+               c.tool("navigate", sessionId=sid, url=f"{site}/search?q={PASSWORD}")]
+    assert answers[1]["success"] and answers[2]["result"] == len(PASSWORD)
+    # Unknown targets count as secret: text the server could not look at is stored withheld.
+    unknown = "typed-where-nothing-is"
+    assert c.error("type", sessionId=sid, selector="#nowhere", text=unknown)["errorCode"] == "ELEMENT_NOT_FOUND"
+    c.tool("navigate", sessionId=sid, url=site + "/login")
+    c.tool("type", sessionId=sid, selector="#alerting", text="x")  # its alert stays open
+    behind = "typed-behind-a-dialog"
+    assert c.error("type", sessionId=sid, selector="#user", text=behind)["errorCode"] == "DIALOG_OPEN"
+    c.tool("handle_dialog", sessionId=sid, accept=True)
+    c.tool("type", sessionId=sid, selector="#user", text="plain-and-kept")
+    for answer in answers:
+        for text in _strings(answer):
+            assert PASSWORD not in text, answer
+    files = _db_text(db)
+    assert any(path.endswith("-wal") for path in files), files
+    for path, data in files.items():
+        for value in (PASSWORD, unknown, behind):
+            assert value not in data, (path, value)
+    assert "plain-and-kept" in "".join(files.values())  # a plain field's text, looked at, is kept
+    assert PASSWORD not in json.dumps(c.server_log())
+    c.close()
+    for path, data in _db_text(db).items():  # after the last checkpoint
+        assert PASSWORD not in data and unknown not in data and behind not in data, path
+
+
+def test_a_trace_keeps_no_secret_and_still_opens(make_client, site, tmp_path):
+    # Every way a value is known secret, recorded by a trace: typed into password, one-time-code
+    # and card fields, flagged, through fill_form, one too short to scrub from text (its exact
+    # occurrences go), and one set by the page itself. Each member of the zip is searched.
+    short = "7x!"
+    c = make_client("--db", str(tmp_path / "history.db"), "--caps", "tracing", "--login-cooldown", "0")
+    sid = c.tool("create_session")["sessionId"]
+    c.tool("trace_start", sessionId=sid)
+    c.tool("navigate", sessionId=sid, url=site + "/login")
+    c.tool("type", sessionId=sid, selector="#pw", text=PASSWORD)
+    c.tool("fill_form", sessionId=sid, fields=[{"selector": "#otp", "value": CODE},
+                                               {"selector": "#card", "value": CARD}])
+    c.tool("type", sessionId=sid, selector="#token", text=TOKEN, secret=True)
+    c.tool("type", sessionId=sid, selector="#old", text=short)
+    c.tool("snapshot", sessionId=sid)
+    c.tool("click", sessionId=sid, selector="#go")
+    saved = c.tool("trace_stop", sessionId=sid)
+    with zipfile.ZipFile(saved["path"]) as trace:
+        members = trace.namelist()
+        assert "trace.trace" in members and any(m.startswith("resources/") for m in members), members
+        for member in members:
+            data = trace.read(member).decode("latin-1")
+            assert not _leaks(data), (member, _leaks(data))
+            assert short not in data and json.dumps(short) not in data, member
+        assert b'"__playwright_value_":"[REDACTED]"' in trace.read("trace.trace")  # the fields are there, hidden
+    # Playwright's trace viewer (show-trace, served headless) still loads it and lists the actions.
+    actions = _trace_viewer_actions(saved["path"])
+    assert "Navigate" in " ".join(actions) and "Click" in " ".join(actions), actions
+    assert sum(a.startswith('Fill "[REDACTED]"') for a in actions) >= 5, actions
+
+
+NAMED = "named-Secret-value-9"  # only the server knows it: the agent types it by name
+
+
+def test_a_named_secret_is_typed_by_name_and_never_seen(make_client, site, tmp_path):
+    env = tmp_path / "secrets.env"
+    env.write_text(f"# the agent never sees these\nSITE_PASSWORD={NAMED}\nexport OTHER='x y z w'\n")
+    db = tmp_path / "history.db"
+    c = make_client("--db", str(db), "--secrets", str(env), "--log-level", "debug", "--login-cooldown", "0")
+    listed = {t.name: t for t in c.run("list_tools").tools}
+    assert "secretName" in listed["type"].input_schema["properties"]
+    assert "text" not in listed["type"].input_schema["required"]
+    sid = c.tool("create_session")["sessionId"]
+    c.tool("navigate", sessionId=sid, url=site + "/login")
+    typed = c.tool("type", sessionId=sid, selector="#user", secretName="SITE_PASSWORD")
+    assert "SITE_PASSWORD" in typed["message"]
+    form = c.tool("fill_form", sessionId=sid, fields=[{"selector": "#token", "secretName": "OTHER"},
+                                                      {"selector": "#otp", "value": "1234"}])
+    assert form["success"]
+    wrong = c.error("type", sessionId=sid, selector="#pw", secretName="SITE_PASWORD")
+    assert wrong["errorCode"] == "INVALID_PARAMETERS"
+    assert wrong["details"]["known"] == ["OTHER", "SITE_PASSWORD"] and "OTHER, SITE_PASSWORD" in wrong["message"]
+    assert c.error("fill_form", sessionId=sid, fields=[{"selector": "#user", "value": "a", "secretName": "OTHER"}]
+                   )["errorCode"] == "INVALID_PARAMETERS"
+    assert c.error("type", sessionId=sid, selector="#pw")["errorCode"] == "INVALID_PARAMETERS"  # neither
+    # The page has the values; the agent's view of it does not.
+    snap = c.tool("snapshot", sessionId=sid)["snapshot"]
+    assert NAMED not in snap and "x y z w" not in snap and '"User" [ref=e4]: [REDACTED]' in snap.replace(
+        "[active] ", ""), snap
+    c.tool("click", sessionId=sid, selector="#go")  # posted: the value left through the page alone
+    rows = [json.loads(p) for (p,) in sqlite3.connect(db).execute("SELECT params FROM requests WHERE tool_name "
+                                                                  "IN ('type', 'fill_form')")]
+    assert {"selector": "#user", "secretName": "SITE_PASSWORD"}.items() <= rows[0].items()
+    assert rows[1]["fields"][0] == {"selector": "#token", "secretName": "OTHER"}
+    for path, data in _db_text(db).items():
+        assert NAMED not in data and "x y z w" not in data, path
+    assert NAMED not in json.dumps(c.server_log())
+
+
+def test_a_bad_secrets_file_stops_the_server_naming_the_line(tmp_path):
+    env = tmp_path / "secrets.env"
+    env.write_text(f"GOOD={NAMED}\nBAD VALUE {NAMED}\n")
+    done = subprocess.run([sys.executable, "-m", "mcpbrowser", "--secrets", str(env)], capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and "line 2" in done.stderr and NAMED not in done.stderr, done.stderr
+
+
+def test_screenshots_and_pdfs_show_secret_fields_as_dots(make_client, site, tmp_path):
+    # The same page with a one-time code and a card number typed twice, different digits each
+    # time: as images and printed, both times look the same (dots), while a plain field differs.
+    c = make_client("--db", str(tmp_path / "history.db"), "--output-dir", str(tmp_path / "out"),
+                    "--caps", "pdf", "--login-cooldown", "0", "--allow-evaluate")
+    sid = c.tool("create_session")["sessionId"]
+    c.tool("navigate", sessionId=sid, url=site + "/login")
+    c.tool("wait_for", sessionId=sid, selector="#late")  # the page is done changing
+    seen = []
+    for digits in ("111111111111", "999999999999"):
+        c.tool("fill_form", sessionId=sid, fields=[{"selector": "#otp", "value": digits},
+                                                   {"selector": "#card", "value": digits}])
+        c.tool("evaluate", sessionId=sid, expression="document.activeElement.blur()")  # no caret, blinking or not
+        shots = [next(b.data for b in c.call("screenshot", {"sessionId": sid, "selector": s}).content
+                      if b.type == "image") for s in ("#otp", "#card")]
+        with open(c.tool("pdf", sessionId=sid)["path"], "rb") as f:
+            printed = re.sub(rb"/(CreationDate|ModDate) \(D:[^)]*\)", b"", f.read())
+        seen.append((shots, printed))
+    assert seen[0][0] == seen[1][0], "a screenshot shows the digits"
+    assert seen[0][1] == seen[1][1], "the PDF prints the digits"
+    c.tool("type", sessionId=sid, selector="#user", text="someone-else")  # a plain field prints as it is
+    c.tool("evaluate", sessionId=sid, expression="document.activeElement.blur()")
+    with open(c.tool("pdf", sessionId=sid)["path"], "rb") as f:
+        assert re.sub(rb"/(CreationDate|ModDate) \(D:[^)]*\)", b"", f.read()) != seen[1][1]
+    assert "mcpbrowser" not in json.dumps(c.tool("dom_snapshot", sessionId=sid))  # the style went with the print

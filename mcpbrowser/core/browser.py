@@ -33,6 +33,7 @@ from mcpbrowser.errors import BrowserError
 from mcpbrowser.guards import DomainPolicy, MemoryGuard
 from mcpbrowser.library import Session, arguments
 from mcpbrowser.logs import log
+from mcpbrowser.redaction import SecretBook
 from mcpbrowser.session.opener import SessionOpener
 
 SHUTDOWN_BUDGET_S = 5.0  # sessions get at most this long to close at shutdown, then the browser stops
@@ -50,11 +51,12 @@ class Browser:
                  clock: Callable[[], float] = time.monotonic, supervisor: BrowserSupervisor | None = None) -> None:
         self.config = config = config or Config()
         # Tools that depend on a setting (evaluate, upload_file) exist only when it is set.
-        self.tools = {tool.name: tool for tool in tools.ALL if tool.enabled(config)}
+        self.tools = {tool.name: tool for tool in tools.configured(config)}
         self.groups = ToolGroups(config, self.tools)  # which of them each MCP client sees
         self.store = Store(config.db, retention_days=config.retention_days, max_mb=config.db_max_mb)
         self.history = History(self.store)
-        self.recorder = Recorder(self.history, self.tools)
+        self.secrets = SecretBook(config.named_secrets())
+        self.recorder = Recorder(self.history, self.tools, lambda owner, sid: self.registry.secrets_of(owner, sid))
         self.user = UserChannel(config)
         self._executor = ThreadPoolExecutor(config.max_sessions + 2, thread_name_prefix="core")
         # supervisor: one the caller started already (the CLI, so that the browser launches
@@ -64,7 +66,8 @@ class Browser:
         self._started = False
         self._start_lock = threading.Lock()
         self.registry = SessionRegistry(config, self.history, clock=clock, timer_factory=timer_factory,
-                                        final_save=self.recorder.final_save, on_change=self._refill)
+                                        final_save=self.recorder.final_save, on_change=self._refill,
+                                        secrets=self.secrets)
         self.dispatcher = Dispatcher(config, self.tools, self.registry, self.recorder, self.user,
                                      self._executor, core=self)
         self._opener = opener or SessionOpener(

@@ -49,7 +49,7 @@ class Call:
         self.progress: Callable[..., Any] | None = None  # progress(done, total, message) from the caller
         self.caller: Any = None  # who made the call (a transport's; see UserChannel), or None: the library
         self.ran = False        # set on the session thread when the call starts there
-        self.secret = False     # its text turned out to be a secret (set on the session thread)
+        self.secret = False     # its text is (or may be) a secret: stored withheld (see Dispatcher.submit)
         self.snapshot_reused = False  # a snapshot answered from the page's last one (see page_watch)
         self.record_request: Callable[[], None] | None = None  # the deferred request row, see Dispatcher.submit
         self.recorded = threading.Event()
@@ -125,7 +125,11 @@ class Dispatcher:
         if tool is not None and tool.may_carry_secret:
             # Whether its text is a secret is known only once the target field was looked at,
             # on the session thread: the row is written then, so a password typed without
-            # `secret` never reaches the database (or its WAL) in clear.
+            # `secret` never reaches the database (or its WAL) in clear. Until a handler looked
+            # at the field and found it plain, the text counts as secret: a call that fails
+            # before (no such element, a detached one, a dialog in the way, a refused call)
+            # is stored with its text withheld.
+            call.secret = True
             call.record_request = lambda: self._recorder.request(call, args)
         else:
             self._recorder.request(call, args)

@@ -43,9 +43,14 @@ class History:
                          (now_ms(), reason, session_id))
 
     def save_state(self, session_id, storage_state, url):
-        """Keep what resume_session needs, sealed: the storage state holds cookies."""
+        """Keep what resume_session needs, sealed: the storage state holds cookies, the URL may hold a secret.
+
+        The URL is sealed as it is (resume goes back to it): scrubbed, it would lead nowhere.
+        Rows of earlier versions hold it as text.
+        """
         self.store.write("INSERT OR REPLACE INTO session_state VALUES (?, ?, ?, ?)",
-                         (session_id, self.store.seal(dumps(storage_state)), url, now_ms()))
+                         (session_id, self.store.seal(dumps(storage_state)), self.store.seal(url.encode()),
+                          now_ms()))
 
     def has_saved_state(self, session_id):
         return bool(self.store.query("SELECT 1 FROM session_state WHERE session_id = ?", (session_id,)))
@@ -58,14 +63,16 @@ class History:
         rows = self.store.query("SELECT storage_state, url FROM session_state WHERE session_id = ?", (session_id,))
         if not rows:
             return None
+        blob, url = rows[0]
         try:
-            plain = self.store.unseal(rows[0][0])
+            plain = self.store.unseal(blob)
+            url = self.store.unseal(url).decode() if isinstance(url, bytes) else url
         except ValueError:
             return None
-        if is_legacy(rows[0][0]):
+        if is_legacy(blob):
             self.store.write("UPDATE session_state SET storage_state = ? WHERE session_id = ?",
                              (self.store.seal(plain), session_id))
-        return json.loads(plain), rows[0][1]
+        return json.loads(plain), url
 
     # -- logins saved by name (save_state) ----------------------------------------------
 
@@ -102,15 +109,16 @@ class History:
 
     # -- calls ------------------------------------------------------------------
 
-    def request(self, ref_id, session_id, tool, args, secret=False):
-        """The request row, written before the call runs; a secret `text` never reaches it in clear."""
-        params = dict(args) if isinstance(args, dict) else {"arguments": args}
+    def request(self, ref_id, session_id, tool, args, secret=False, secrets=()):
+        """The request row, written before the call runs; a secret `text`, and known `secrets`, never in clear."""
+        params = scrub_value(dict(args) if isinstance(args, dict) else {"arguments": args}, secrets)
         if (params.get("secret") or secret) and "text" in params:
             params["text"] = REDACTED
         if isinstance(params.get("fields"), list):
             # fill_form: a field may turn out to be a password only once it is reached, and a call that
             # fails before it would be recorded first, so no field's value is kept.
-            params["fields"] = [{**f, "value": REDACTED} if isinstance(f, dict) else f for f in params["fields"]]
+            params["fields"] = [{**f, "value": REDACTED} if isinstance(f, dict) and "value" in f else f
+                                for f in params["fields"]]
         at = now_ms()
         self.store.write("INSERT INTO requests VALUES (?, ?, ?, ?, ?)",
                          (ref_id, session_id, tool, json.dumps(params, default=str), at))
@@ -119,6 +127,7 @@ class History:
 
     def response(self, ref_id, fut, snapshot, console, secrets=()):
         """The response row of a finished call (its Future), with its page snapshot and console entries."""
+        console = scrub_value(console, secrets)  # messages and locations (a URL may carry a secret)
         if fut.cancelled():
             status, result, error = "cancelled", None, None
         elif fut.exception() is not None:
@@ -130,13 +139,15 @@ class History:
             status, error = "ok", None
             value = {k: v for k, v in fut.result().items() if k != "image"}  # images are not kept
             result = compact_json(scrub_value(value, secrets)).encode()
+        # The page was redacted as it was captured; a secret learned since is scrubbed from it too.
+        page = scrub_text(snapshot, secrets).encode() if snapshot is not None else None
         self.store.write("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (ref_id, status, result, snapshot.encode() if snapshot is not None else None,
-                          json.dumps(scrub_value(console, secrets)).encode() if console else None, error,
+                         (ref_id, status, result, page,
+                          json.dumps(console).encode() if console else None, error,
                           now_ms()))
         for entry in console:
             self.store.write("INSERT INTO console_logs (ref_id, level, message, timestamp, location) "
-                             "VALUES (?, ?, ?, ?, ?)", (ref_id, entry["level"], scrub_text(entry["message"], secrets),
+                             "VALUES (?, ?, ?, ?, ?)", (ref_id, entry["level"], entry["message"],
                                                         entry["timestamp"], entry["location"]))
 
     # -- reading it back ---------------------------------------------------------

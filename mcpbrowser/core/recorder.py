@@ -7,6 +7,7 @@ The SQL itself is history.py's.
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -19,8 +20,13 @@ STORAGE_SAVE_INTERVAL_S = 5.0  # see save_storage
 class Recorder:
     """Writes calls to the history, and lets get_content wait for a call still being recorded."""
 
-    def __init__(self, history: History, tools: dict[str, Any]) -> None:
+    def __init__(self, history: History, tools: dict[str, Any],
+                 secrets_of: Callable[[str | None, str | None], Any] = lambda owner, session_id: ()) -> None:
         self.history = history
+        # secrets_of(owner, session_id): the values every row of a call is scrubbed of (the
+        # registry's). A value its client met once stays secret in every later row: a password
+        # retried into a selector that matches nothing, a search box, a URL.
+        self.secrets_of = secrets_of
         self._tools = tools
         self._lock = threading.Lock()
         self._pending: dict[str, Any] = {}  # ref_id -> Call not yet recorded
@@ -28,15 +34,17 @@ class Recorder:
     # -- ANY THREAD ------------------------------------------------------------------
 
     def request(self, call: Any, args: Any) -> None:
-        self.history.request(call.ref_id, call.session_id, call.tool, args, secret=call.secret)
+        self.history.request(call.ref_id, call.session_id, call.tool, args, secret=call.secret,
+                             secrets=self.secrets_of(call.owner, call.session_id))
 
     def pending(self, call: Any) -> None:
         """The call's answer is on its way: wait_recorded(ref_id) waits for its response row."""
         with self._lock:
             self._pending[call.ref_id] = call
 
-    def response(self, call: Any, fut: Future, secrets: Any = ()) -> None:
-        self.history.response(call.ref_id, fut, call.snapshot, call.console or [], secrets)
+    def response(self, call: Any, fut: Future) -> None:
+        self.history.response(call.ref_id, fut, call.snapshot, call.console or [],
+                              self.secrets_of(call.owner, call.session_id))
         with self._lock:
             self._pending.pop(call.ref_id, None)
         call.recorded.set()
@@ -57,7 +65,7 @@ class Recorder:
             call.snapshot = snapshots.capture_snapshot(state)
         if succeeded and self._tools[call.tool].changes_page:
             self.save_storage(state)
-        self.response(call, fut, state.secrets)
+        self.response(call, fut)
 
     def save_storage(self, state: Any, force: bool = False) -> None:
         """Keep what resume_session needs (cookies, localStorage, URL).

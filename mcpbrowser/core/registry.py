@@ -23,6 +23,7 @@ from mcpbrowser.errors import (
     SessionNotFound,
 )
 from mcpbrowser.logs import log
+from mcpbrowser.redaction import SecretBook
 from mcpbrowser.session.state import SessionState
 from mcpbrowser.session.worker import SessionWorker
 from mcpbrowser.timers import KeyedTimers, now_ms
@@ -70,8 +71,9 @@ class SessionRegistry:
 
     def __init__(self, config: Config, history: History, *, clock: Callable[[], float],
                  timer_factory: Callable[..., Any], final_save: Callable[[Any], None],
-                 on_change: Callable[[], None]) -> None:
+                 on_change: Callable[[], None], secrets: SecretBook | None = None) -> None:
         self.config = config
+        self.secrets = secrets or SecretBook()  # known secret values by client (owner)
         self.history = history
         self.timers = KeyedTimers(timer_factory, "expire")
         self._clock = clock  # session deadlines (injectable, like the timers, for tests)
@@ -110,6 +112,7 @@ class SessionRegistry:
         The worker is stopped when it is not kept. Raises when the server closed meanwhile.
         """
         created = now_ms()
+        worker.secrets = self.secrets.of(owner)  # before its first call: its client's secrets are its own
         record = SessionRecord(worker.session_id, worker, created, self.config.session_timeout,
                                self.config.session_max_age, self._clock, owner)
         with self._lock:
@@ -167,6 +170,12 @@ class SessionRegistry:
             record = self._sessions.get(session_id)
         return record.owner if record is not None else self.history.session_owner(session_id)
 
+    def secrets_of(self, owner: str | None, session_id: str | None) -> Any:
+        """The known secrets a call's rows are scrubbed with: its client's, else (the library, stdio) its session's."""
+        if owner is None and session_id is not None:
+            owner = self.owner_of(session_id)
+        return self.secrets.of(owner)
+
     def ids(self) -> set[str]:
         with self._lock:
             return set(self._sessions)
@@ -197,6 +206,7 @@ class SessionRegistry:
         with self._lock:
             if self._sessions.get(record.session_id) is not record or record.worker is not old:
                 return False
+            new.secrets = old.secrets
             record.worker = new
             return True
 

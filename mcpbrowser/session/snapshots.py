@@ -9,11 +9,10 @@ import re
 
 from mcpbrowser import snapshot_text
 from mcpbrowser.logs import log
-from mcpbrowser.redaction import has_textbox_values, redact_textboxes, scrub_text, secret_values
+from mcpbrowser.redaction import MIN_SCRUBBED, has_textbox_values, redact_textboxes, scrub_text, secret_values
 from mcpbrowser.session import page_watch
 
 REF_MARKER = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
-MIN_SCRUBBED = 4  # see mark_secret
 
 
 def capture_snapshot(state):
@@ -74,8 +73,14 @@ def mark_secret(state, text):
     """
     if state.call is not None:
         state.call.secret = True
-    if len(text) >= MIN_SCRUBBED:
-        state.secrets.add(text)
+    learn_secrets(state, (text,))
+
+
+def learn_secrets(state, values):
+    """Values known to be secret from now on: scrubbed everywhere, or (shorter ones) where they stand alone."""
+    values = {v for v in values if v}
+    state.secrets.update(v for v in values if len(v) >= MIN_SCRUBBED)
+    state.short_secrets.update(v for v in values if len(v) < MIN_SCRUBBED)
 
 
 def took_snapshot(state, text):
@@ -95,5 +100,5 @@ def redact_snapshot(state, text):
     if state.page is None or state.dialog is not None or not has_textbox_values(text):
         return text
     values = secret_values(state.page)
-    state.secrets.update(v for v in values if len(v) >= MIN_SCRUBBED)
+    learn_secrets(state, values)
     return redact_textboxes(text, values)

@@ -17,6 +17,7 @@ from mcpbrowser.session.downloads import Downloads
 from mcpbrowser.session.events import EventBuffers
 from mcpbrowser.session.network_policy import NetworkPolicy
 from mcpbrowser.session.playwright_internals import event_loop, run_coroutine, take_coroutine
+from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers
 
 
 def _a(word):
@@ -60,8 +61,12 @@ class SessionState:
         self.downloads = Downloads(worker.session_id, config.files_dir(), config.max_download_mb,
                                    self.network_policy.refuses_download, self.events.request_for)
         self.files_saved = 0      # files this session saved (screenshots, PDFs, traces): their names' counter
-        self.tracing = False      # trace_start ran, trace_stop not yet
-        self.secrets = set()      # secret values seen (typed or in secret fields): scrubbed from all output
+        self.tracing = False      # trace_start ran, trace_stop not yet: the trace's name
+        # Secret values too short to scrub from any text (see snapshots.mark_secret): a trace's
+        # action parameters and results that are exactly one of them are hidden all the same.
+        self.short_secrets = set()
+        # Texts typed where no field could be looked at (stored withheld): a trace's parameters hide them too.
+        self.withheld = set()
         self.call = None          # the Call running now, while a tool runs
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
@@ -76,6 +81,11 @@ class SessionState:
     @property
     def session_id(self):
         return self.worker.session_id
+
+    @property
+    def secrets(self):
+        """Secret values its client met (typed, or in secret fields): scrubbed from all output and storage."""
+        return self.worker.secrets
 
     # -- setup and teardown ------------------------------------------------------
 
@@ -101,6 +111,8 @@ class SessionState:
         if self.disconnect_at_close:
             steps.append(self.browser.close)
         steps += [self.playwright.stop, self.network_policy.close]
+        if self.tracing:  # a trace never saved: the browser server's own files of it go too
+            steps.append(lambda: scrub_leftovers(self.tracing, artifact_roots(), self.secrets))
         for step in steps:
             try:
                 step()
@@ -165,6 +177,8 @@ class SessionState:
         finally:
             self._progress, self.call = None, None
             call.flush_request()  # a tool that may carry a secret is recorded once that is known
+            if call.secret and isinstance(args.get("text"), str):
+                self.withheld.add(args["text"])
         call.console = self.events.take_console()
         if self.dialog is not None:
             call.capture = False  # no script runs behind a dialog: nothing to store, and meta must not promise it

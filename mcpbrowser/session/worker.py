@@ -16,6 +16,7 @@ from typing import Any
 
 from mcpbrowser.errors import SessionNotFound
 from mcpbrowser.logs import log
+from mcpbrowser.redaction import KnownSecrets
 
 _STOP = object()
 
@@ -34,6 +35,9 @@ class SessionWorker:
         self.endpoint = None     # the remote endpoint it runs on, as shown (set by the fleet)
         # (future, monotonic deadline, tag) of the command now running, for the watchdog; or None
         self.running = None
+        # The secret values its client met (redaction.KnownSecrets): the registry gives it
+        # its owner's when the session is handed out; read by the core on any thread.
+        self.secrets = KnownSecrets()
         self._opener = opener
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()

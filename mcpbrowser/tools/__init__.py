@@ -3,9 +3,9 @@
 The modules of this package declare the session tools, whose handlers run on a
 session's thread (`SessionTool`); `base.py` also declares `CoreTool`, whose tools
 run on the core pool and live in `mcpbrowser/core/` (session_tools.py,
-content_tools.py, tool_groups.py). `Browser.tools` narrows `ALL` to the tools a
-configuration's settings allow; `core/tool_groups.py` decides which of those each MCP client
-sees, by each tool's `group`.
+content_tools.py, tool_groups.py). `configured(config)` narrows `ALL` to the tools a
+configuration offers; `core/tool_groups.py` decides which of those each MCP client sees,
+by each tool's `group`.
 """
 
 from mcpbrowser.core import content_tools, session_tools, tool_groups
@@ -14,3 +14,9 @@ from mcpbrowser.tools import capture, interaction, monitoring, navigation
 ALL = [*session_tools.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS,
        *content_tools.TOOLS]
 ALL.append(tool_groups.declare(ALL))
+
+
+def configured(config):
+    """The tools a configuration offers, each as it declares itself there (type takes secretName with --secrets)."""
+    offered = [tool for tool in ALL if tool.enabled(config)]
+    return [interaction.taking_secret_names(tool) for tool in offered] if config.secrets else offered

@@ -3,14 +3,17 @@
 import os
 import struct
 import time
+import uuid
 
 from mcpbrowser import schema, snapshot_text
 from mcpbrowser.errors import BrowserError, ElementNotClickable, InvalidParameters
-from mcpbrowser.redaction import JS_IS_SECRET
+from mcpbrowser.logs import log
+from mcpbrowser.redaction import JS_IS_SECRET, SECRET_FIELD, secret_values
 from mcpbrowser.session import page_reading, playwright_internals, snapshots
 from mcpbrowser.session.state import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
 from mcpbrowser.tools.targeting import on_element
+from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers, scrub_trace
 
 DEFAULT_MAX_NODES = 1000  # about 30k characters of YAML: a page an agent can still read whole
 DEFAULT_MATCHES = 30  # different matches a query shows unless maxNodes says otherwise
@@ -172,16 +175,50 @@ def file_path(state, extension):
                                 f".{extension}")
 
 
+# A screenshot shows what the page shows: a password field's dots, but a one-time code or a card
+# number as typed. While one is taken, every secret field (in every frame and open shadow root:
+# Playwright applies the style there too) shows dots instead, as a password field does.
+HIDE_SECRET_FIELDS = f"{SECRET_FIELD} {{ -webkit-text-security: disc !important; }}"
+
+
+# A PDF prints what the page shows, as a screenshot does. While it prints, the same style is in
+# each frame's document and open shadow root (page.pdf has no `style` option), then taken out.
+_MASK = """([css, on]) => {
+  const roots = [document];
+  for (let i = 0; i < roots.length; i++)
+    for (const e of roots[i].querySelectorAll('*')) if (e.shadowRoot) roots.push(e.shadowRoot);
+  for (const root of roots) {
+    if (!on) { root.querySelectorAll('style[data-mcpbrowser-mask]').forEach(s => s.remove()); continue; }
+    const style = document.createElement('style');
+    style.dataset.mcpbrowserMask = '';
+    style.textContent = css;
+    (root === document ? document.head || document.documentElement : root).appendChild(style);
+  }
+}"""
+
+
+def _mask_secret_fields(state, on):
+    for frame in state.page.frames:
+        try:
+            frame.evaluate(_MASK, [HIDE_SECRET_FIELDS, on])
+        except Exception as exc:  # a frame that detached meanwhile prints nothing
+            log.debug("secret fields not masked in a frame", extra={"session": state.session_id,
+                                                                    "error": str(exc).splitlines()[0]})
+
+
 def pdf(state, args):
     if not state.chromium:
         raise InvalidParameters("pdf needs Chromium (this server runs another browser).", session_id=state.session_id)
     path = file_path(state, "pdf")
+    _mask_secret_fields(state, True)
     try:
         data = state.page.pdf(path=path, landscape=args.get("landscape", False),
                               print_background=args.get("printBackground", False))
     except Exception as exc:
         raise BrowserError(f"The page could not be printed: {str(exc).splitlines()[0]} (Chromium prints "
                            "only when headless).", session_id=state.session_id) from None
+    finally:
+        _mask_secret_fields(state, False)
     return {"path": path, "bytes": len(data), "message": f"Saved the page as PDF to {path}."}
 
 
@@ -189,25 +226,37 @@ def trace_start(state, args):
     if state.tracing:
         raise InvalidParameters("A trace is already being recorded; stop it with trace_stop first.",
                                 session_id=state.session_id)
+    # A name of ours for the browser server's own files of this trace, which trace_stop removes.
+    name = f"mcpbrowser-{uuid.uuid4().hex}"
     state.context.tracing.start(screenshots=args.get("screenshots", True), snapshots=args.get("snapshots", True),
-                                sources=args.get("sources", False), title=state.session_id)
-    state.tracing = True
+                                sources=args.get("sources", False), title=state.session_id, name=name)
+    state.tracing = name
     return {"success": True, "message": "Recording a trace of this session's pages; trace_stop saves it."}
 
 
 def trace_stop(state, args):
     if not state.tracing:
         raise InvalidParameters("No trace is being recorded; start one with trace_start.", session_id=state.session_id)
-    path = file_path(state, "zip")
+    path, name = file_path(state, "zip"), state.tracing
     state.tracing = False
+    if state.dialog is None:  # the fields' current values, which its last DOM snapshots hold too
+        snapshots.learn_secrets(state, secret_values(state.page))
     playwright_internals.stop_trace_into(state.context, path)
+    # Playwright records action parameters, field values and bodies as they were: the zip is
+    # rewritten without the session's secrets before its path is given out (trace_scrub.py).
+    scrub_trace(path, state.secrets, state.short_secrets | state.withheld)
+    try:
+        scrub_leftovers(name, artifact_roots(), state.secrets)
+    except OSError as exc:  # the zip is saved and scrubbed: say so, and let the operator know
+        log.warning("a trace's raw files were not removed", extra={"event": "trace_leftovers",
+                                                                    "session": state.session_id, "error": str(exc)})
     return {"path": path, "bytes": os.path.getsize(path),
             "message": f"Trace saved; open it with: playwright show-trace {path}"}
 
 
 def screenshot(state, args):
     fmt = args.get("format", "png")
-    options = {"type": fmt}
+    options = {"type": fmt, "style": HIDE_SECRET_FIELDS}
     if "quality" in args:
         if fmt != "jpeg":
             raise InvalidParameters("quality applies to jpeg only.", session_id=state.session_id)

@@ -1,5 +1,6 @@
 """Element interaction, dialogs and evaluate; handlers run on the session's own thread."""
 
+import dataclasses
 import json
 import os
 
@@ -28,8 +29,29 @@ def hover(state, args):
     return {"success": True, "message": f"Hovering over {label}"}
 
 
+def named_secret(state, name):
+    """The value of a --secrets name this session's client may type; INVALID_PARAMETERS listing its names if none."""
+    named = state.secrets.named
+    if name not in named:
+        known = sorted(named)
+        raise InvalidParameters(f"No secret is named {name!r}; "
+                                + (f"the names you may use: {', '.join(known)}." if known else
+                                   "the server has none for you (it reads them from its --secrets file)."),
+                                session_id=state.session_id, details={"secretName": name, "known": known})
+    return named[name]
+
+
 def type_text(state, args):
-    text, delay, clear = args["text"], args.get("delay", 0), args.get("clear", True)
+    name = args.get("secretName")
+    if (name is None) == ("text" not in args):
+        raise InvalidParameters("Give text, or secretName (a server secret typed by name), not both.",
+                                session_id=state.session_id)
+    # A named secret is typed as a flagged one; answers and the history say its name, never its value.
+    text = args["text"] if name is None else named_secret(state, name)
+    delay, clear, flagged = args.get("delay", 0), args.get("clear", True), args.get("secret") or name is not None
+    if name is not None:
+        snapshots.mark_secret(state, text)
+    typed = f"secret {name}" if name is not None else f"{len(text)} character(s)"
 
     def enter(target, timeout):
         if clear and not delay:
@@ -49,7 +71,7 @@ def type_text(state, args):
         # After the text is in: the element is there for sure then (a count does not wait for it), and the
         # answer, the call's record and the next capture all come later. When a dialog opened while typing,
         # no script can run in the page, so the text counts as secret; so it does when the check fails.
-        if args.get("secret"):
+        if flagged:
             return
         try:
             secret = typed is INTERRUPTED or state.dialog is not None or target.locator(SECRET_TARGET).count() > 0
@@ -57,17 +79,19 @@ def type_text(state, args):
             secret = True
         if secret:
             snapshots.mark_secret(state, text)  # a password (or card, or one-time code) field: never recorded in clear
+        elif state.call is not None:
+            state.call.secret = False  # a plain field, looked at: its text is stored (less the known secrets)
 
     # Filling replaces the content, so it may be tried again; typing key by key or appending may not.
     label = on_element(state, args, ElementNotEditable, enter, repeatable=clear and not delay)
     if args.get("submit") and state.dialog is not None:
-        return {"success": True, "message": f"Typed {len(text)} character(s) into {label}; Enter was not pressed"}
+        return {"success": True, "message": f"Typed {typed} into {label}; Enter was not pressed"}
     if args.get("submit"):
         # Enter on the same element, as a person submits a search box or a one-field form.
         on_element(state, args, ElementNotEditable, lambda target, timeout: state.act(
             target, "press", key="Enter", timeout=timeout), repeatable=False)
-        return {"success": True, "message": f"Typed {len(text)} character(s) into {label} and pressed Enter"}
-    return {"success": True, "message": f"Typed {len(text)} character(s) into {label}"}
+        return {"success": True, "message": f"Typed {typed} into {label} and pressed Enter"}
+    return {"success": True, "message": f"Typed {typed} into {label}"}
 
 
 def select(state, args):
@@ -115,11 +139,23 @@ def fill_form(state, args):
     """
     timeout = {k: args[k] for k in ("timeout",) if k in args}
     fields, filled = args["fields"], []
+    for field in fields:  # every field's value is known before the first is filled
+        if ("secretName" in field) == ("value" in field):
+            raise InvalidParameters("Each field takes a value, or a secretName (a server secret), not both.",
+                                    session_id=state.session_id, details={"field": field.get("selector")
+                                                                          or field.get("ref")})
+        if "secretName" in field:
+            named_secret(state, field["secretName"])
     for field in fields:
         if state.dialog is not None:
             break
-        filled.append(on_element(state, {**{k: field[k] for k in ("selector", "ref") if k in field}, **timeout},
-                                 ElementNotEditable, _filler(state, field)))
+        try:
+            filled.append(on_element(state, {**{k: field[k] for k in ("selector", "ref") if k in field},
+                                             **timeout}, ElementNotEditable, _filler(state, field)))
+        except Exception:
+            if isinstance(field.get("value"), str):
+                state.withheld.add(field["value"])  # its field was never seen: secret for a trace too
+            raise
     if len(filled) < len(fields):
         # run_tool adds which dialog opened and that handle_dialog comes next.
         return {"success": True, "message": f"Filled {len(filled)} of {len(fields)} field(s) ({', '.join(filled)}); "
@@ -135,7 +171,9 @@ SPECIAL = f":scope:is(select, {CHECKABLE}, {SECRET_FIELD})"
 
 
 def _filler(state, field):
-    value, secret = field["value"], field.get("secret", False)
+    name = field.get("secretName")
+    value = field["value"] if name is None else named_secret(state, name)
+    secret = field.get("secret", False) or name is not None
 
     # Every step goes through state.act, which starts nothing behind a dialog that opened
     # meanwhile (it answers INTERRUPTED at once) and stops waiting when one opens.
@@ -228,6 +266,32 @@ def evaluate(state, args):
     except (TypeError, ValueError):
         raise EvaluationFailed("The result is not JSON-serialisable.", session_id=state.session_id) from None
     return {"result": value}
+
+
+SECRET_NAME = schema.string("Name of a server secret, typed instead of text (you never see its value).",
+                            minLength=1)
+
+
+def taking_secret_names(tool):
+    """type and fill_form as a server with --secrets offers them: a secret may be given by name.
+
+    Only then: the tool list is the agent's biggest bill, and without a secrets file the
+    argument could only answer an error.
+    """
+    if tool.name == "type":
+        inputs = tool.input_schema
+        return dataclasses.replace(tool, input_schema={
+            **inputs, "properties": {**inputs["properties"], "secretName": SECRET_NAME},
+            "required": [r for r in inputs["required"] if r != "text"]})
+    if tool.name == "fill_form":
+        fields = tool.input_schema["properties"]["fields"]
+        items = fields["items"]
+        items = {**items, "properties": {**items["properties"], "secretName": {**SECRET_NAME, "description":
+                                                                               "Instead of value, as in type."}},
+                 "required": []}
+        properties = {**tool.input_schema["properties"], "fields": {**fields, "items": items}}
+        return dataclasses.replace(tool, input_schema={**tool.input_schema, "properties": properties})
+    return tool
 
 
 TOOLS = [

@@ -1,0 +1,172 @@
+"""A saved Playwright trace without secrets: every member of its zip rewritten. Any thread (pure, files only).
+
+Playwright records what a secret-aware server would never store: the parameters of each
+action (`fill("Hunter2")`), their results (an `inputValue`), a log line per action, DOM
+snapshots with every field's current value (`__playwright_value_`) and attributes, and
+network bodies as they went. Recording less is not an option (tracing has no filter),
+so the archive is scrubbed when trace_stop saves it, before anyone can read it:
+
+- the JSON-lines members (`trace.trace`, `trace.network`) are parsed event by event:
+  every string loses the known secrets (as typed, JSON-escaped and URL-encoded); a string
+  that is exactly a short secret (below the length scrubbed everywhere), or a textbox
+  of an aria snapshot showing one, becomes [REDACTED]; and in DOM snapshots a secret
+  field's value is [REDACTED], whoever filled it, as in the server's own snapshots;
+- every other member (network bodies under `resources/`, screenshots) loses the known
+  secrets' bytes, in the same encodings.
+
+The events keep their shape, so Playwright's trace viewer loads the archive and lists
+its actions as before. A screenshot shows what the page showed: a password field's
+dots, but a one-time code or card number as typed (see the README's limits).
+"""
+
+import glob
+import json
+import os
+import re
+import tempfile
+import zipfile
+
+from mcpbrowser.redaction import REDACTED, SECRET_AUTOCOMPLETE, encodings, redact_textboxes, scrub_value
+
+JSON_LINES = (".trace", ".network")
+# A body's file as the network log names it: `_sha1` in the browser server's copy, `_file` in an archive.
+_SHA1 = re.compile(rb'"_(?:sha1|file)":\s*"(?:resources/)?([0-9a-f]{40}[.\w]*)"')
+_VALUE_ATTRIBUTES = ("__playwright_value_", "value")
+
+
+def _is_secret_field(name, attrs):
+    """The DOM snapshot's node as redaction.SECRET_FIELD sees an element: a password or credential input."""
+    if name.upper() != "INPUT":
+        return False
+    if str(attrs.get("type", "")).lower() == "password":
+        return True
+    return any(token in SECRET_AUTOCOMPLETE for token in str(attrs.get("autocomplete", "")).lower().split())
+
+
+def _hide_fields(node):
+    """A frame snapshot's tree ([name, attrs, *children]; a [[n, m]] is a reference, a str is text), fields hidden.
+
+    True when a value was hidden.
+    """
+    if not isinstance(node, list) or not node or not isinstance(node[0], str):
+        return False
+    hidden = False
+    if len(node) > 1 and isinstance(node[1], dict) and _is_secret_field(node[0], node[1]):
+        for key in _VALUE_ATTRIBUTES:
+            if node[1].get(key) not in (None, "", REDACTED):
+                node[1][key], hidden = REDACTED, True
+    for child in node[2:]:
+        hidden = _hide_fields(child) or hidden
+    return hidden
+
+
+def _exact(value, short):
+    """Strings equal to a short secret become [REDACTED] (a substring that short is too common to replace).
+
+    So does a textbox's value in an aria snapshot (the result of the server's own snapshot calls).
+    """
+    if isinstance(value, str):
+        return REDACTED if value in short else redact_textboxes(value, short) if "textbox" in value else value
+    if isinstance(value, dict):
+        return {k: _exact(v, short) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_exact(v, short) for v in value]
+    return value
+
+
+def _scrub_event(line, forms, short):
+    # Most events hold nothing to hide: those are kept byte for byte, unparsed. A trace of ten
+    # logins here (1.1 MB of events, half of them DOM snapshots) took 2.0 s to rewrite event by
+    # event, 0.3-1.0 s so on this shared machine. A DOM snapshot lists an <input> again only when
+    # it changed (else it refers back), and one whose secret fields are empty is kept too.
+    fields = b'"frame-snapshot"' in line and b'"INPUT"' in line
+    known = any(form.encode() in line for form in forms)
+    exact = any(json.dumps(secret).encode()[1:-1] in line for secret in short)
+    if not (fields or known or exact):
+        return line
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return _scrub_bytes(line, forms)
+    if fields and isinstance(event, dict):
+        fields = _hide_fields(event.get("snapshot", {}).get("html"))
+    if not (fields or known or exact):
+        return line  # empty secret fields only: kept as they were
+    if exact:
+        event = _exact(event, short)
+        if isinstance(event, dict) and isinstance(event.get("message"), str):  # a log line: `fill("123")`
+            for secret in short:
+                event["message"] = event["message"].replace(json.dumps(secret), json.dumps(REDACTED))
+    if known:
+        event = scrub_value(event, forms)
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _scrub_bytes(data, forms):
+    for form in forms:
+        data = data.replace(form.encode(), REDACTED.encode())
+    return data
+
+
+def scrub_trace(path, secrets, short=()):
+    """Rewrite the trace zip at `path` without `secrets` (scrubbed wherever they occur) and `short` (exact values).
+
+    The new archive is written beside the old one and moved over it, so a reader never sees half of it.
+    """
+    forms = sorted({form for secret in secrets for form in encodings(secret)}, key=len, reverse=True)
+    short = frozenset(short)
+    temporary = path + ".scrubbing"
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as target:
+        for member in source.infolist():
+            data = source.read(member)
+            if member.filename.endswith(JSON_LINES):
+                data = b"\n".join(_scrub_event(line, forms, short) if line.strip() else line
+                                  for line in data.split(b"\n"))
+            else:
+                data = _scrub_bytes(data, forms)
+            target.writestr(member, data, compress_type=member.compress_type)
+    os.replace(temporary, path)
+
+
+def artifact_roots():
+    """Where a browser server of ours keeps Playwright's artifacts: its TMPDIR in our runtime folder, or /tmp.
+
+    A remote browser keeps them on its own machine, out of our reach.
+    """
+    from mcpbrowser.core.browser_process import RUNTIME_PREFIX
+
+    temp = tempfile.gettempdir()
+    return [temp, *glob.glob(os.path.join(glob.escape(temp), f"{RUNTIME_PREFIX}{os.getpid()}-*", "tmp"))]
+
+
+def scrub_leftovers(name, roots, secrets):
+    """The browser server's own copy of the trace `name`, left under `roots`: its event files deleted, the
+    resources its network log names (bodies, by their content's hash) scrubbed of `secrets` in place.
+
+    Playwright keeps a trace's files in its artifacts folder after the archive is made (or the
+    context closed), until the browser exits: for the life of a shared browser, with every action's
+    parameters and DOM snapshots in clear. Resources are shared by all traces of that browser, so
+    another session's trace still recording may need them: they are scrubbed, not deleted.
+    """
+    forms = sorted({form for secret in secrets for form in encodings(secret)}, key=len, reverse=True)
+    for root in roots:
+        for folder in glob.glob(os.path.join(glob.escape(root), "playwright-artifacts-*")):
+            own = glob.glob(os.path.join(glob.escape(folder), glob.escape(name) + "*"))
+            resources = set()
+            for path in own:
+                if path.endswith(".network"):
+                    with open(path, "rb") as f:
+                        resources.update(_SHA1.findall(f.read()))
+            for path in own:
+                os.remove(path)
+            for resource in resources:
+                path = os.path.join(folder, "resources", resource.decode())
+                try:
+                    with open(path, "rb") as f:
+                        data = f.read()
+                except OSError:
+                    continue
+                scrubbed = _scrub_bytes(data, forms)
+                if scrubbed != data:
+                    with open(path, "wb") as f:
+                        f.write(scrubbed)

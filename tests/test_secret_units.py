@@ -1,0 +1,97 @@
+"""Known secrets without a browser: the log filter, the secrets file, the book per client, a trace rewritten.
+
+The end-to-end attack is test_secret_attack.py; these pin each part on its own.
+"""
+
+import io
+import json
+import zipfile
+
+import pytest
+
+from mcpbrowser import logs
+from mcpbrowser.config import Config, ConfigError
+from mcpbrowser.redaction import REDACTED, SecretBook
+from mcpbrowser.trace_scrub import scrub_trace
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def log_stream():
+    """The package's log, as the server sets it up, into a buffer; restored afterwards."""
+    handlers, level = logs.log.handlers[:], logs.log.level
+    stream = io.StringIO()
+    logs.setup("debug", stream)
+    yield stream
+    logs.log.handlers[:] = handlers
+    logs.log.setLevel(level)
+
+
+def test_no_log_line_carries_a_known_secret_whatever_field_it_is_in(log_stream):
+    SecretBook().of("a-client").add('Lo"gged-secret-1')
+    logs.log.error("failed on %s", 'Lo"gged-secret-1 here',
+                   extra={"error": 'fill: Lo"gged-secret-1', "details": {"url": '/q?x=Lo"gged-secret-1'}})
+    logs.log.debug("plain line", extra={"text": "ordinary"})
+    out = log_stream.getvalue()
+    assert "gged-secret-1" not in out, out
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines[0]["message"] == f"failed on {REDACTED} here" and lines[0]["details"]["url"] == f"/q?x={REDACTED}"
+    assert lines[1]["text"] == "ordinary"
+
+
+def test_each_client_knows_its_own_secrets_and_its_named_ones():
+    book = SecretBook({None: {"SHARED": "shared-value"}, "alice": {"MINE": "alice-value", "SHARED": "hers"}})
+    book.of("bob").add("bob-typed-this")
+    assert "bob-typed-this" not in book.of("alice")  # scrubbing alice's rows with it would tell her bob's secret
+    assert book.of("alice").named == {"SHARED": "hers", "MINE": "alice-value"}
+    assert book.of("bob").named == {"SHARED": "shared-value"} and "shared-value" in book.of("bob")
+    assert book.of("alice") is book.of("alice")
+    known = book.of("carol")
+    known.update(["abcd", "abcdefgh"])
+    assert list(known) == ["shared-value", "abcdefgh", "abcd"]  # longest first: a secret containing another goes whole
+
+
+def test_the_secrets_file_reads_as_dotenv_and_its_errors_name_the_line_never_the_value(tmp_path):
+    env = tmp_path / "s.env"
+    env.write_text("# comment\n\nA=plain-value # note\nexport B=\"quo\\\"ted\\n\"\nC='a # b'\nalice:A=hers\n")
+    assert Config(secrets=str(env)).named_secrets() == {
+        None: {"A": "plain-value", "B": 'quo"ted\n', "C": "a # b"}, "alice": {"A": "hers"}}
+    for bad, why in (("A b=value-x", "line 1"), ("A=", "A has no value"), ("just-value-x", "line 1")):
+        env.write_text(bad)
+        with pytest.raises(ConfigError) as raised:
+            Config(secrets=str(env))
+        assert why in str(raised.value) and "value-x" not in str(raised.value)
+    with pytest.raises(ConfigError, match="cannot read"):
+        Config(secrets=str(tmp_path / "missing.env"))
+
+
+def _trace(path, events, **members):
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("trace.trace", "\n".join(json.dumps(e) for e in events) + "\n")
+        for name, data in members.items():
+            z.writestr(name.replace("__", "/"), data)
+
+
+def test_a_trace_is_rewritten_member_by_member_and_keeps_its_shape(tmp_path):
+    path = str(tmp_path / "t.zip")
+    snapshot = ["HTML", {}, ["BODY", {}, ["INPUT", {"__playwright_value_": "page-set-1", "type": "Password"}],
+                             ["INPUT", {"__playwright_value_": "kept", "autocomplete": "username"}],
+                             ["INPUT", {"value": "otp-9", "autocomplete": "one-time-code"}], [[3, 1]]]]
+    _trace(path, [{"type": "before", "method": "fill", "params": {"value": "Typed-secret-1"}},
+                  {"type": "before", "method": "fill", "params": {"value": "7x"}},
+                  {"type": "log", "message": '  fill("7x")'},
+                  {"type": "after", "result": {"snapshot": '- textbox "Pin" [ref=e2]: 7x'}},
+                  {"type": "frame-snapshot", "snapshot": {"html": snapshot}}],
+           resources__body="a=Typed-secret-1&b=Typed%2Dsecret%2D1".replace("%2D", "-"), pixels=b"\x89PNG")
+    scrub_trace(path, ["Typed-secret-1"], {"7x"})
+    with zipfile.ZipFile(path) as z:
+        events = [json.loads(line) for line in z.read("trace.trace").splitlines() if line]
+        assert z.read("resources/body") == f"a={REDACTED}&b={REDACTED}".encode()
+        assert z.read("pixels") == b"\x89PNG"
+    assert events[0]["params"]["value"] == REDACTED and events[1]["params"]["value"] == REDACTED
+    assert events[2]["message"] == f'  fill("{REDACTED}")'
+    assert events[3]["result"]["snapshot"] == f'- textbox "Pin" [ref=e2]: {REDACTED}'
+    body = events[4]["snapshot"]["html"][2]
+    assert body[2][1]["__playwright_value_"] == REDACTED and body[3][1]["__playwright_value_"] == "kept"
+    assert body[4][1]["value"] == REDACTED and body[5] == [[3, 1]]
