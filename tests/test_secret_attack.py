@@ -174,7 +174,7 @@ def _secrets_file(tmp_path):
 
 def test_no_secret_at_rest_over_stdio(tmp_path, site):
     data, out = tmp_path / "data", tmp_path / "out"
-    c = McpClient("--db", str(data / "history.db"), "--output-dir", str(out), "--caps", "tracing,pdf",
+    c = McpClient("--db", str(data / "history.db"), "--output-dir", str(out), "--caps", "all",
                   "--secrets", str(_secrets_file(tmp_path)), "--log-level", "debug", "--login-cooldown", "0")
     try:
         answers = _attack(c, site, "SITE_TOKEN")
@@ -198,7 +198,7 @@ def test_no_secret_at_rest_over_stdio(tmp_path, site):
 def test_no_secret_at_rest_over_http(tmp_path, site):
     data, out = tmp_path / "data", tmp_path / "out"
     alice_token, bob_token = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
-    server = HttpServer("--db", str(data / "history.db"), "--output-dir", str(out), "--caps", "tracing,pdf",
+    server = HttpServer("--db", str(data / "history.db"), "--output-dir", str(out), "--caps", "all",
                         "--secrets", str(_secrets_file(tmp_path)), "--log-level", "debug", "--login-cooldown", "0",
                         env={"MCPBROWSER_HTTP_TOKENS": f"alice:{alice_token},bob:{bob_token}"})
     alice, bob = SdkClient(server.url, token=alice_token), SdkClient(server.url, token=bob_token)

@@ -192,7 +192,7 @@ def test_a_trace_keeps_no_secret_and_still_opens(make_client, site, tmp_path):
     # and card fields, flagged, through fill_form, one too short to scrub from text (its exact
     # occurrences go), and one set by the page itself. Each member of the zip is searched.
     short = "7x!"
-    c = make_client("--db", str(tmp_path / "history.db"), "--caps", "tracing", "--login-cooldown", "0")
+    c = make_client("--db", str(tmp_path / "history.db"), "--caps", "all", "--login-cooldown", "0")
     sid = c.tool("create_session")["sessionId"]
     c.tool("trace_start", sessionId=sid)
     c.tool("navigate", sessionId=sid, url=site + "/login")
@@ -268,7 +268,7 @@ def test_screenshots_and_pdfs_show_secret_fields_as_dots(make_client, site, tmp_
     # The same page with a one-time code and a card number typed twice, different digits each
     # time: as images and printed, both times look the same (dots), while a plain field differs.
     c = make_client("--db", str(tmp_path / "history.db"), "--output-dir", str(tmp_path / "out"),
-                    "--caps", "pdf", "--login-cooldown", "0", "--allow-evaluate")
+                    "--caps", "all", "--login-cooldown", "0", "--allow-evaluate")
     sid = c.tool("create_session")["sessionId"]
     c.tool("navigate", sessionId=sid, url=site + "/login")
     c.tool("wait_for", sessionId=sid, selector="#late")  # the page is done changing

@@ -148,7 +148,7 @@ def files(tmp_path_factory):
     """A server whose downloads, PDFs and traces go to a folder of the test's, with a 1 MB download limit."""
     folder = tmp_path_factory.mktemp("files")
     c = McpClient("--output-dir", str(folder), "--max-download-mb", "1", "--allowed-domains", "127.0.0.1",
-                  "--caps", "vision,pdf,tracing", "--db", str(folder.parent / "files.db"))
+                  "--caps", "all", "--db", str(folder.parent / "files.db"))
     c.db = folder.parent / "files.db"
     yield c, folder
     c.close()
