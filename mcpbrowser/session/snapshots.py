@@ -21,10 +21,12 @@ def capture_snapshot(state):
     if state.dialog is not None or state.page is None:
         return None
     state.full_snapshot = None
-    try:
-        text = page_root(state).aria_snapshot(mode="ai", timeout=2000)
+    try:  # through act: a dialog that opens meanwhile ends the capture, not the session thread's wait
+        text = state.act(page_root(state), "aria_snapshot", mode="ai", timeout=2000)
     except Exception as exc:
         log.debug("snapshot capture failed", extra={"session": state.session_id, "error": str(exc)})
+        return None
+    if state.dialog is not None:
         return None
     return took_whole_snapshot(state, text)
 

@@ -7,6 +7,7 @@ read is copied out as plain data into `worker.info`. The session's event buffers
 are `events.py`'s, its domain policy checks `network_policy.py`'s.
 """
 
+import time
 from typing import Any
 
 from mcpbrowser.errors import DialogOpen, ElementNotFound, InvalidParameters, PageCrashed
@@ -24,6 +25,8 @@ def _a(word):
     return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
 
 
+# A call that comes after this many quiet seconds first dispatches what the browser sent meanwhile.
+CATCH_UP_AFTER_S = 0.2
 INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
 
 
@@ -72,6 +75,7 @@ class SessionState:
         self.chromium = browser.browser_type.name == "chromium"
         self.cdp_sessions = {}
         self.disconnect_at_close = False  # set by the opener: see close()
+        self.quiet_since = time.monotonic()  # when the last call ended: see _catch_up
 
     @property
     def session_id(self):
@@ -112,6 +116,8 @@ class SessionState:
 
     def run_tool(self, tool, args):
         """Run one tool's handler with the checks and notes every page tool shares."""
+        if self.dialog is None and time.monotonic() - self.quiet_since > CATCH_UP_AFTER_S:
+            self._catch_up()
         if tool.page_tool and self.dialog is not None:
             raise DialogOpen(
                 f"{_a(self.dialog.type).capitalize()} dialog is open ({self.dialog.message!r}); it blocks the page. "
@@ -147,6 +153,20 @@ class SessionState:
             result["downloads"] = downloads
         return result
 
+    def _catch_up(self):
+        """Dispatch what the browser said while the session was quiet: a dialog above all.
+
+        Playwright reads its connection only while a call is in progress, so a
+        dialog that opened while the agent thought is still unread when the next
+        call comes. Without this round trip that call would start, meet the dialog
+        halfway and answer as if it had opened it. One round trip to the browser
+        process (~1 ms), which no page can hold up; only after a quiet spell.
+        """
+        try:
+            self.flush_events()
+        except Exception as exc:  # the browser is gone: the call itself will say so
+            log.debug("catch-up round trip failed", extra={"session": self.session_id, "error": str(exc)})
+
     def run_call(self, tool, args, call):
         """run_tool, plus what the history needs: this call's console entries, refId and meta.
 
@@ -164,6 +184,7 @@ class SessionState:
             raise call.annotate_error(exc) from None
         finally:
             self._progress, self.call = None, None
+            self.quiet_since = time.monotonic()
             call.flush_request()  # a tool that may carry a secret is recorded once that is known
         call.console = self.events.take_console()
         if self.dialog is not None:
