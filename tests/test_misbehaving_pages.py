@@ -5,6 +5,7 @@ server clicks a button every half second (`Quiet`); each of those clicks must su
 within 5 s.
 """
 
+import json
 import threading
 import time
 
@@ -21,6 +22,10 @@ PAGES.update({
     "/later-alert": """<!doctype html><title>Later alert</title>
 <button id="arm" onclick="setTimeout(() => alert('still there?'),
   +(new URLSearchParams(location.search).get('ms') || 200))">Arm</button>""",
+    # An alert loop: a timer's alert after alert, or one synchronous loop of them.
+    "/alert-loop": """<!doctype html><title>Alert loop</title>
+<button id="timer" onclick="let n = 0; setInterval(() => alert('again ' + ++n), 10)">Timer</button>
+<button id="spin" onclick="setTimeout(() => { for (let n = 1; ; n++) alert('spin ' + n) })">Spin</button>""",
 })
 
 
@@ -44,14 +49,15 @@ class Quiet:
             result = self.client.call("click", {"sessionId": self.session, "selector": "#count"})
             code = None
             if result.is_error:
-                import json
                 code = json.loads(result.content[0].text).get("errorCode")
             self.clicks.append((time.monotonic() - started, code))
 
-    def __exit__(self, *exc):
+    def __exit__(self, failed, *exc):
         self._stop.set()
         self._thread.join(60)
         self.client.call("close_session", {"sessionId": self.session})
+        if failed:
+            return  # the test's own failure says more
         assert self.clicks, "the quiet session never clicked"
         bad = [(round(s, 1), code) for s, code in self.clicks if code is not None or s > QUIET_LIMIT_S]
         assert not bad, f"quiet session's clicks failed or were slow: {bad} of {len(self.clicks)}"
@@ -86,4 +92,40 @@ def test_dialog_while_the_agent_thinks_is_reported_at_once_and_the_page_kept(cli
         assert "still there?" in answered["message"]
         listed = client.tool("tabs", sessionId=session)
         assert listed["tabs"][0]["url"] == url  # the same page, not a fresh one
+    client.call("close_session", {"sessionId": session})
+
+
+@pytest.mark.parametrize("button", ["timer", "spin"])
+def test_an_alert_loop_is_answered_by_the_server_and_handle_dialog_never_fails(client, pages, button):
+    # handle_dialog answered BROWSER_ERROR (a protocol error: the next alert had replaced the
+    # one it answered), navigate DIALOG_OPEN or NAVIGATION_FAILED: no way out in 4 calls.
+    session = client.tool("create_session", url=pages.url("/alert-loop"))["sessionId"]
+    with Quiet(client, pages):
+        client.tool("click", sessionId=session, selector=f"#{button}")
+        answers = [client.call("handle_dialog", {"sessionId": session, "accept": True}) for _ in range(4)]
+        shown = [json.loads(a.content[0].text) for a in answers]
+        errors = [s.get("errorCode") for a, s in zip(answers, shown) if a.is_error]
+        assert set(errors) <= {"NO_DIALOG_OPEN"}, shown
+        # The server took over after a few: the answers say so.
+        assert any(s.get("dialogsDismissed") for s in shown), shown
+        # Out in one call.
+        left = client.tool("navigate", sessionId=session, url=pages.url("/title/out"))
+        assert left["title"] == "out" and left["url"] == pages.url("/title/out")
+        assert client.tool("click", sessionId=session, selector="h1")["success"]
+    client.call("close_session", {"sessionId": session})
+
+
+@pytest.mark.parametrize("button", ["timer", "spin"])
+def test_navigate_and_close_session_get_out_of_an_alert_loop(client, pages, button):
+    session = client.tool("create_session", url=pages.url("/alert-loop"))["sessionId"]
+    with Quiet(client, pages):
+        client.tool("click", sessionId=session, selector=f"#{button}")
+        left = client.tool("navigate", sessionId=session, url=pages.url("/title/away"))
+        assert left["title"] == "away", left
+        assert left["dialogsDismissed"] >= 1, left  # what stood in the way, said
+        other = client.tool("create_session", url=pages.url("/alert-loop"))["sessionId"]
+        client.tool("click", sessionId=other, selector=f"#{button}")
+        closed = client.tool("close_session", sessionId=other)
+        assert closed["success"], closed
+        assert client.error("tabs", sessionId=other)["errorCode"] == "SESSION_NOT_FOUND"
     client.call("close_session", {"sessionId": session})

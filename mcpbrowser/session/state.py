@@ -27,6 +27,13 @@ def _a(word):
 
 # A call that comes after this many quiet seconds first dispatches what the browser sent meanwhile.
 CATCH_UP_AFTER_S = 0.2
+# An alert loop (a timer's alert after alert, or a loop of them) must not trap a session. As
+# Chrome offers "prevent this page from creating additional dialogs", the server answers
+# dialogs itself once a page raised more than LOOP_DIALOGS in a row, each opening within
+# LOOP_GAP_S of the previous one's answer; until that page navigates. A confirm
+# followed by its alert ("Saved") is two: the agent still answers those.
+LOOP_DIALOGS = 3
+LOOP_GAP_S = 1.0
 INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
 
 
@@ -53,6 +60,13 @@ class SessionState:
         self._tabs_reported = 0
         self.dialog: Any = None
         self._dialog_waiter = None
+        self._dialog_answered_at = float("-inf")  # monotonic time the last dialog was answered
+        self._dialog_run = 0       # dialogs in a row, each soon after the previous one's answer
+        self._looping = set()      # pages whose dialogs the server answers (see LOOP_DIALOGS)
+        self.dialogs_dismissed = 0  # dialogs the server answered itself, not yet told
+        self.leaving = False       # navigate is taking the tab away: dialogs in its way are answered
+        self.trapped = False       # ...but one could not be: the tab is held (see clear_the_way)
+        self.replaced_tab = False  # navigate replaced a trapped tab, not yet told
         self.refs: frozenset[str] = frozenset()
         self.refs_page: Any = None
         self.watching = False     # the page watch's engine is registered (see page_watch)
@@ -118,9 +132,9 @@ class SessionState:
         """Run one tool's handler with the checks and notes every page tool shares."""
         if self.dialog is None and time.monotonic() - self.quiet_since > CATCH_UP_AFTER_S:
             self._catch_up()
-        if tool.page_tool and self.dialog is not None:
+        if tool.page_tool and self.dialog is not None and not tool.leaves_page:
             raise DialogOpen(
-                f"{_a(self.dialog.type).capitalize()} dialog is open ({self.dialog.message!r}); it blocks the page. "
+                f"{self.dialog_summary().capitalize()} is open; it blocks the page. "
                 "Answer it with handle_dialog first.",
                 session_id=self.session_id, details=self.dialog_info())
         if self.page in self.crashed:  # it crashed between calls: this call meets it
@@ -136,7 +150,7 @@ class SessionState:
             raise
         if tool.changes_page and "url" not in result:
             self._add_page_state(result, self.page is not page_before or self.navigations != navigations_before)
-        if self.dialog is not None and dialog_before is None:
+        if self.dialog is not None and self.dialog is not dialog_before:
             result["dialog"] = self.dialog_info()
             if "message" in result:
                 result["message"] += (f"; {_a(self.dialog.type)} dialog opened ({self.dialog.message!r}): "
@@ -148,6 +162,17 @@ class SessionState:
             self._tabs_reported = self.tabs_opened
             if "message" in result:
                 result["message"] += "; the page opened a new tab: see tabs"
+        if self.replaced_tab:
+            self.replaced_tab = False
+            result["tabReplaced"] = True
+            if "message" in result:
+                result["message"] += ("; the tab was held by its page (a dialog loop or a hung script), so it was "
+                                      "closed and this is a fresh tab (same cookies and storage, no back history)")
+        if self.dialogs_dismissed:
+            result["dialogsDismissed"], self.dialogs_dismissed = self.dialogs_dismissed, 0
+            if "message" in result:
+                result["message"] += (f"; the server dismissed {result['dialogsDismissed']} dialog(s) itself "
+                                      "(a dialog loop, or dialogs in the way of leaving the page)")
         downloads = self.downloads.news()
         if downloads:
             result["downloads"] = downloads
@@ -276,18 +301,61 @@ class SessionState:
         """Make one round trip so that events the browser already sent are dispatched."""
         self.context.cookies("about:blank")
 
+    def dialog_summary(self):
+        """'an alert dialog ('Hello')': the open dialog, as an answer names it."""
+        return f"{_a(self.dialog.type)} dialog ({self.dialog.message!r})"
+
     def dialog_info(self):
         d = self.dialog
         return {"type": d.type, "message": d.message, "defaultValue": d.default_value}
 
     def answer_dialog(self, accept, prompt_text=None):
+        """Answer the open dialog; False when it had closed already (its tab closed or navigated)."""
         dialog, self.dialog = self.dialog, None
         self._dialog_waiter = None
-        if accept:
-            dialog.accept(prompt_text) if prompt_text is not None else dialog.accept()
-        else:
-            dialog.dismiss()
-        return dialog
+        self._dialog_answered_at = time.monotonic()
+        try:
+            if accept:
+                dialog.accept(prompt_text) if prompt_text is not None else dialog.accept()
+            else:
+                dialog.dismiss()
+        except Exception as exc:
+            # Playwright's protocol error "No dialog is showing": nothing of ours to report
+            # as a browser failure; the caller says what happened instead.
+            log.debug("dialog gone before its answer", extra={"session": self.session_id, "error": str(exc)})
+            return False
+        return True
+
+    def clear_the_way(self):
+        """navigate's start: dismiss the dialog that blocks the tab, and any that opens until it is away.
+
+        A tab whose page raises dialogs in a loop is not navigated but replaced (see
+        trapped): its next dialog would come during the navigation, where Chromium
+        holds the navigation and refuses to answer the dialog.
+        """
+        self.leaving, self.trapped = True, False
+        if self.dialog is not None:
+            self.answer_dialog(False)
+            self.dialogs_dismissed += 1
+        if self.page in self._looping:
+            self.replace_tab()
+
+    def replace_tab(self):
+        """Close the current tab, whatever its page is doing, and carry on in a fresh one of the same context.
+
+        What a person does with a tab that will not let go. Cookies and storage are
+        the context's, so they stay; the tab's back history goes with it.
+        """
+        old = self.page
+        self._open_blank_tab()
+        self.replaced_tab = True
+        try:
+            old.close()
+        except Exception as exc:  # gone already
+            log.debug("trapped tab close failed", extra={"session": self.session_id, "error": str(exc)})
+        if self.dialog is not None and self.dialog.page is old:
+            self.dialog = None
+        log.info("trapped tab replaced", extra={"event": "tab_replaced", "session": self.session_id})
 
     def select_tab(self, index):
         self.page = self.pages[index]
@@ -327,9 +395,25 @@ class SessionState:
                            "(same cookies and storage); navigate again.", session_id=self.session_id,
                            details={"url": url})
 
+    def _answer_itself(self, dialog):
+        """A dialog of a looping page, or in navigate's way: dismissed (a beforeunload one accepted while
+        leaving); False when the browser refused the answer."""
+        self.dialogs_dismissed += 1
+        self._dialog_answered_at = time.monotonic()
+        try:
+            if self.leaving and dialog.type == "beforeunload":
+                dialog.accept()
+            else:
+                dialog.dismiss()
+        except Exception as exc:  # it closed already, or its tab is navigating
+            log.debug("dialog refused the server's answer", extra={"session": self.session_id, "error": str(exc)})
+            return False
+        return True
+
     def _follow_page(self, page):
         def navigated(frame):
             if frame is page.main_frame:
+                self._looping.discard(page)  # a new document gets its own dialogs
                 if page is self.refs_page:
                     self.refs = frozenset()  # refs belong to the document they were taken from
                 if page is self.page:
@@ -351,12 +435,27 @@ class SessionState:
 
     def _on_page_closed(self, page):
         self.cdp_sessions.pop(page, None)
+        self._looping.discard(page)
         if page in self.pages:
             self.pages.remove(page)
         if page is self.page:
             self.page = self.pages[-1] if self.pages else None
 
     def _on_dialog(self, dialog):
+        now = time.monotonic()
+        self._dialog_run = self._dialog_run + 1 if now - self._dialog_answered_at < LOOP_GAP_S else 1
+        page = dialog.page
+        if self._dialog_run > LOOP_DIALOGS and page is not None:
+            self._looping.add(page)
+        if self.leaving or page in self._looping:
+            if not self._answer_itself(dialog) and self.leaving:
+                # Refused: a navigation of this tab has begun, and Chromium holds it until the
+                # dialog is answered. The navigation stops waiting; navigate replaces the tab.
+                self.trapped = True
+                waiter = self._dialog_waiter
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(dialog)
+            return
         self.dialog = dialog
         waiter = self._dialog_waiter
         if waiter is not None and not waiter.done():

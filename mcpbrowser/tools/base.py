@@ -52,6 +52,8 @@ class Tool:
     stores_page: bool = False
     # False for tools that still work while a dialog blocks the page (logs, tabs, handle_dialog).
     page_tool: bool = True
+    # It takes the tab away from its page (navigate): it goes past a dialog, dismissing it.
+    leaves_page: bool = False
     # Whether the tool exists under a configuration; tools/list shows only enabled ones.
     enabled: Callable = lambda config: True
     # The handler's result carries PNG/JPEG bytes under "image", sent as MCP image content.

@@ -45,6 +45,16 @@ def navigate(state, args):
     url = args["url"]
     _check_url(url)
     state.network_policy.check_navigation(url)
+    # An agent that asks to leave means to leave: a dialog in the way (an alert loop, a
+    # beforeunload prompt) is answered by the server, and the answer says how many.
+    state.clear_the_way()
+    try:
+        return _navigate(state, url, args)
+    finally:
+        state.leaving = False
+
+
+def _navigate(state, url, args):
     state.report(0, 3, f"Navigating to {url}")
     page, reporting = state.page, [True]
 
@@ -55,6 +65,9 @@ def navigate(state, args):
     page.once("domcontentloaded", dom_ready)
     try:
         response = _load(state, url, "goto", url=url, **_options(args))
+        if response is INTERRUPTED and state.trapped:  # a dialog held the navigation: go in a fresh tab
+            state.replace_tab()
+            response = _load(state, url, "goto", url=url, **_options(args))
     finally:
         reporting[0] = False  # a listener left by a failed goto must not speak later
     state.report(2, 3, "Page loaded")
@@ -216,6 +229,7 @@ TOOLS = [
         }, required=("url",)),
         handler=navigate,
         changes_page=True,
+        leaves_page=True,
         output_schema=PAGE_RESULT,
     ),
     SessionTool(
