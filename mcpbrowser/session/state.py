@@ -414,6 +414,8 @@ class SessionState:
         def navigated(frame):
             if frame is page.main_frame:
                 self._looping.discard(page)  # a new document gets its own dialogs
+                if page is self.page:
+                    self.leaving = False  # the tab left: the new page's dialogs are the agent's
                 if page is self.refs_page:
                     self.refs = frozenset()  # refs belong to the document they were taken from
                 if page is self.page:
