@@ -26,6 +26,9 @@ PAGES.update({
     "/alert-loop": """<!doctype html><title>Alert loop</title>
 <button id="timer" onclick="let n = 0; setInterval(() => alert('again ' + ++n), 10)">Timer</button>
 <button id="spin" onclick="setTimeout(() => { for (let n = 1; ; n++) alert('spin ' + n) })">Spin</button>""",
+    # A script that never yields, 50 ms after the click that starts it.
+    "/hang": """<!doctype html><title>Hang</title>
+<button id="hang" onclick="setTimeout(() => { for (;;) {} }, 50)">Hang</button>""",
 })
 
 
@@ -104,7 +107,7 @@ def test_an_alert_loop_is_answered_by_the_server_and_handle_dialog_never_fails(c
         client.tool("click", sessionId=session, selector=f"#{button}")
         answers = [client.call("handle_dialog", {"sessionId": session, "accept": True}) for _ in range(4)]
         shown = [json.loads(a.content[0].text) for a in answers]
-        errors = [s.get("errorCode") for a, s in zip(answers, shown) if a.is_error]
+        errors = [s.get("errorCode") for a, s in zip(answers, shown, strict=True) if a.is_error]
         assert set(errors) <= {"NO_DIALOG_OPEN"}, shown
         # The server took over after a few: the answers say so.
         assert any(s.get("dialogsDismissed") for s in shown), shown
@@ -128,4 +131,28 @@ def test_navigate_and_close_session_get_out_of_an_alert_loop(client, pages, butt
         closed = client.tool("close_session", sessionId=other)
         assert closed["success"], closed
         assert client.error("tabs", sessionId=other)["errorCode"] == "SESSION_NOT_FOUND"
+    client.call("close_session", {"sessionId": session})
+
+
+@pytest.mark.parametrize("think_s", [0, 2.5])
+def test_a_hung_page_is_named_within_its_timeout_and_the_session_goes_on(client, pages, think_s):
+    # A click on it was answered after 40 s, COMMAND_TIMEOUT, though its own timeout is 5 s, and the
+    # session thread was replaced. think_s=2.5: the idle collection meets the hang first.
+    session = client.tool("create_session", url=pages.url("/hang"))["sessionId"]
+    with Quiet(client, pages):
+        client.tool("click", sessionId=session, selector="#hang")
+        time.sleep(think_s)
+        started = time.monotonic()
+        error = client.error("click", sessionId=session, selector="#hang", timeout=5000)
+        took = time.monotonic() - started
+        assert error["errorCode"] == "PAGE_UNRESPONSIVE", error
+        assert error["details"]["url"] == pages.url("/hang")
+        assert took < 5 + 5, took
+        # Listing the tabs does not wait for it either.
+        assert client.tool("tabs", sessionId=session)["tabs"][0]["url"] == pages.url("/hang")
+        # Navigating elsewhere gets out, in the same session.
+        left = client.tool("navigate", sessionId=session, url=pages.url("/title/out"))
+        assert left["title"] == "out" and left["tabReplaced"] is True
+        assert client.tool("click", sessionId=session, selector="h1")["success"]
+    assert not [e for e in client.server_log() if e.get("event") == "session_thread_replaced"]
     client.call("close_session", {"sessionId": session})

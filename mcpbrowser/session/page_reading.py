@@ -55,6 +55,8 @@ def looks_like_login(state):
     if page is None:
         return False
     where = page.url.lower()
+    if not state.usable():  # its title and a probe would wait for ever
+        return any(w in where for w in LOGIN_WORDS)
     try:
         where += " " + page.title().lower()
         return any(w in where for w in LOGIN_WORDS) or bool(page.evaluate(LOGIN_PROBE))
@@ -105,10 +107,10 @@ def storage_state(state):
         return None
     url = state.page.url
     try:
-        saved = state.act(state.context, "storage_state")
+        saved = state.background(state.page, state.context, "storage_state")
     except Exception:
         return None
-    return None if state.dialog is not None else (saved, url)  # a dialog interrupted it
+    return None if saved is None else (saved, url)
 
 
 def collect_garbage(state):
@@ -126,4 +128,4 @@ def collect_garbage(state):
         if state.dialog is not None:
             return
         if not page.is_closed():
-            state.act(page, "request_gc")
+            state.background(page, page, "request_gc")

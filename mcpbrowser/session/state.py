@@ -10,7 +10,7 @@ are `events.py`'s, its domain policy checks `network_policy.py`'s.
 import time
 from typing import Any
 
-from mcpbrowser.errors import DialogOpen, ElementNotFound, InvalidParameters, PageCrashed
+from mcpbrowser.errors import DialogOpen, ElementNotFound, InvalidParameters, PageCrashed, PageUnresponsive
 from mcpbrowser.logs import log
 from mcpbrowser.redaction import scrub_value
 from mcpbrowser.session import page_reading, snapshots
@@ -34,7 +34,16 @@ CATCH_UP_AFTER_S = 0.2
 # followed by its alert ("Saved") is two: the agent still answers those.
 LOOP_DIALOGS = 3
 LOOP_GAP_S = 1.0
-INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
+INTERRUPTED = object()
+TIMED_OUT = object()  # act() result: the page did not answer within the deadline given
+# A page whose own script never yields answers nothing. Work the server does by itself (the
+# capture after a call, the storage save, the idle collection) gives up after INTERNAL_S;
+# a page that made it give up, or made a call fail slowly (after PROBE_AFTER_S), is asked
+# for one trivial evaluation, given PROBE_S: no answer, and calls answer PAGE_UNRESPONSIVE
+# at once instead of waiting out their timeouts and the watchdog.
+INTERNAL_S = 2.0
+PROBE_AFTER_S = 1.0
+PROBE_S = 1.0  # act() result: the call opened a dialog before it finished
 
 
 def _retrieve(task):
@@ -67,6 +76,7 @@ class SessionState:
         self.leaving = False       # navigate is taking the tab away: dialogs in its way are answered
         self.trapped = False       # ...but one could not be: the tab is held (see clear_the_way)
         self.replaced_tab = False  # navigate replaced a trapped tab, not yet told
+        self.unresponsive = set()  # pages that did not answer a probe (see PROBE_S)
         self.refs: frozenset[str] = frozenset()
         self.refs_page: Any = None
         self.watching = False     # the page watch's engine is registered (see page_watch)
@@ -141,12 +151,18 @@ class SessionState:
             raise self._replace_crashed_page()
         if self.page is None or self.page.is_closed():
             self._open_blank_tab()
+        if tool.page_tool and not tool.leaves_page and self.page in self.unresponsive and not self.responsive():
+            raise self._unresponsive_error()
         dialog_before, page_before, navigations_before = self.dialog, self.page, self.navigations
+        started = time.monotonic()
         try:
             result = tool.handler(self, args)
         except Exception:
             if self.page in self.crashed:
                 raise self._replace_crashed_page() from None
+            if tool.page_tool and not tool.leaves_page and time.monotonic() - started > PROBE_AFTER_S \
+                    and self.page is page_before and not self.responsive():
+                raise self._unresponsive_error() from None
             raise
         if tool.changes_page and "url" not in result:
             self._add_page_state(result, self.page is not page_before or self.navigations != navigations_before)
@@ -166,8 +182,9 @@ class SessionState:
             self.replaced_tab = False
             result["tabReplaced"] = True
             if "message" in result:
-                result["message"] += ("; the tab was held by its page (a dialog loop or a hung script), so it was "
-                                      "closed and this is a fresh tab (same cookies and storage, no back history)")
+                result["message"] += ("; the tab was held by its page (a dialog loop or a script that never yields), "
+                                      "so it was closed and this is a fresh tab (same cookies and storage, no back "
+                                      "history)")
         if self.dialogs_dismissed:
             result["dialogsDismissed"], self.dialogs_dismissed = self.dialogs_dismissed, 0
             if "message" in result:
@@ -244,8 +261,9 @@ class SessionState:
             except Exception:
                 log.debug("progress report failed", extra={"session": self.session_id})
 
-    def act(self, target, method, /, **kwargs):
-        """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens.
+    def act(self, target, method, /, deadline_s=None, **kwargs):
+        """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens
+        (and TIMED_OUT after deadline_s seconds, when given).
 
         With a dialog listener installed, an action whose click opens an alert
         would otherwise block until the dialog is answered. The sync method is
@@ -264,8 +282,43 @@ class SessionState:
         task = event_loop(self.page).create_task(coroutine)
         task.add_done_callback(_retrieve)
         waiter = self._waiter()
-        run_coroutine(target, asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED))
-        return task.result() if task.done() else INTERRUPTED
+        run_coroutine(target, asyncio.wait({task, waiter}, timeout=deadline_s, return_when=asyncio.FIRST_COMPLETED))
+        if task.done():
+            return task.result()
+        return INTERRUPTED if waiter.done() else TIMED_OUT
+
+    def responsive(self, page=None):
+        """Whether the page (the current one by default) runs a trivial script within PROBE_S; remembered."""
+        page = self.page if page is None else page
+        try:
+            answered = self.act(page, "evaluate", deadline_s=PROBE_S, expression="1") is not TIMED_OUT
+        except Exception:  # closed, navigating, crashed: not a page that hangs
+            answered = True
+        (self.unresponsive.discard if answered else self.unresponsive.add)(page)
+        if not answered:
+            log.warning("page unresponsive", extra={"event": "page_unresponsive", "session": self.session_id})
+        return answered
+
+    def background(self, page, target, method, /, **kwargs):
+        """The server's own work on a page (no agent waits for it): target.method(**kwargs) through act,
+        given INTERNAL_S; None when a dialog or the deadline ended it, or the page is known to hang."""
+        if not self.usable(page):
+            return None
+        result = self.act(target, method, deadline_s=INTERNAL_S, **kwargs)
+        if result is TIMED_OUT:
+            self.responsive(page)
+        return None if result is INTERRUPTED or result is TIMED_OUT else result
+
+    def usable(self, page=None):
+        """Not known to hang: the server's own work leaves an unresponsive page alone."""
+        return (self.page if page is None else page) not in self.unresponsive
+
+    def _unresponsive_error(self):
+        url = self.page.url
+        return PageUnresponsive(
+            f"The page at {url} does not respond: a script of its own keeps it busy, so nothing can act on it. "
+            "Navigate elsewhere, or to the same URL to reload it (navigate replaces the stuck tab); the session, "
+            "its cookies and its other tabs are fine.", session_id=self.session_id, details={"url": url})
 
     def locate(self, args, required=True):
         """(label, Locator) for the `selector` or `ref` in args; (None, None) when neither is given."""
@@ -293,7 +346,7 @@ class SessionState:
         self.worker.info = {"url": self.page.url, "title": title}
 
     def describe(self):
-        if self.dialog is None:
+        if self.dialog is None and self.usable():
             self.remember_page(self.page.title())
         return dict(self.worker.info)
 
@@ -337,7 +390,7 @@ class SessionState:
         if self.dialog is not None:
             self.answer_dialog(False)
             self.dialogs_dismissed += 1
-        if self.page in self._looping:
+        if self.page in self._looping or self.page in self.unresponsive:
             self.replace_tab()
 
     def replace_tab(self):
@@ -437,6 +490,7 @@ class SessionState:
 
     def _on_page_closed(self, page):
         self.cdp_sessions.pop(page, None)
+        self.unresponsive.discard(page)
         self._looping.discard(page)
         if page in self.pages:
             self.pages.remove(page)

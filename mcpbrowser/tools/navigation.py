@@ -112,9 +112,11 @@ def tabs(state, args):
             state.pages[state.pages.index(state.page) if index is None else index].close()
             if state.page is None:
                 state._open_blank_tab()
-    listing = [{"index": i, "url": page.url, "title": page.title() if state.dialog is None else "",
+    # A title is read by a script in the page: none behind a dialog, or from a page that hangs.
+    listing = [{"index": i, "url": page.url,
+                "title": page.title() if state.dialog is None and state.usable(page) else "",
                 "current": page is state.page} for i, page in enumerate(state.pages)]
-    if state.dialog is None:
+    if state.dialog is None and state.usable():
         state.remember_page(state.page.title())
     return {"tabs": listing, "current": state.pages.index(state.page)}
 
