@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from support import PAGES, McpClient
+from support import PAGES, McpClient, server_pid
 
 pytestmark = pytest.mark.e2e
 
@@ -29,7 +29,18 @@ PAGES.update({
     # A script that never yields, 50 ms after the click that starts it.
     "/hang": """<!doctype html><title>Hang</title>
 <button id="hang" onclick="setTimeout(() => { for (;;) {} }, 50)">Hang</button>""",
+    # 200,000 console lines in a few seconds, and one line of 10 MB.
+    "/console-flood": """<!doctype html><title>Flood</title>
+<button id="flood" onclick="setTimeout(() => {
+  for (let i = 0; i < 200000; i++) console.log('flood line ' + i, {i});
+  console.log('x'.repeat(10000000));
+})">Flood</button>""",
 })
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(line.split()[1] for line in f if line.startswith("VmRSS:"))) / 1024
 
 
 class Quiet:
@@ -155,4 +166,24 @@ def test_a_hung_page_is_named_within_its_timeout_and_the_session_goes_on(client,
         assert left["title"] == "out" and left["tabReplaced"] is True
         assert client.tool("click", sessionId=session, selector="h1")["success"]
     assert not [e for e in client.server_log() if e.get("event") == "session_thread_replaced"]
+    client.call("close_session", {"sessionId": session})
+
+
+def test_a_console_flood_costs_bounded_memory_and_starves_no_one(client, pages):
+    # 200,000 lines grew the server by 370 MB (the ring keeps 1,000), a click on that page took
+    # 25 s, and the quiet session stalled for up to 12 s.
+    session = client.tool("create_session", url=pages.url("/console-flood"))["sessionId"]
+    pid = server_pid()
+    client.tool("console_logs", sessionId=session)
+    before = rss_mb(pid)
+    with Quiet(client, pages):
+        client.tool("click", sessionId=session, selector="#flood")
+        time.sleep(5)  # the page floods while the agent thinks
+        assert client.tool("click", sessionId=session, selector="#flood")["success"]
+        logs = client.tool("console_logs", sessionId=session, limit=1000)
+        grown = rss_mb(pid) - before
+    assert grown < 100, f"the server grew by {grown:.0f} MB"
+    # What was dropped is said, and no entry is larger than the cap.
+    assert any("dropped" in e["message"] for e in logs["entries"]), logs["entries"][-3:]
+    assert max(len(e["message"]) for e in logs["entries"]) < 20_000
     client.call("close_session", {"sessionId": session})
