@@ -35,6 +35,12 @@ PAGES.update({
   for (let i = 0; i < 200000; i++) console.log('flood line ' + i, {i});
   console.log('x'.repeat(10000000));
 })">Flood</button>""",
+    # A page that sets a 200,000-character title and a 100,000-character query, and raises an alert as long.
+    "/huge-strings": """<!doctype html><title>Huge</title>
+<button id="grow" onclick="document.title = 'T'.repeat(200000);
+  history.replaceState(null, '', '?q=' + 'u'.repeat(100000))">Grow</button>
+<button id="say" onclick="alert('A'.repeat(100000))">Say</button>
+<a id="file" download="%s.txt" href="data:text/plain,hello">File</a>""" % ("n" * 2000),
 })
 
 
@@ -187,3 +193,35 @@ def test_a_console_flood_costs_bounded_memory_and_starves_no_one(client, pages):
     assert any("dropped" in e["message"] for e in logs["entries"]), logs["entries"][-3:]
     assert max(len(e["message"]) for e in logs["entries"]) < 20_000
     client.call("close_session", {"sessionId": session})
+
+
+def test_page_controlled_strings_are_shortened_in_answers_and_whole_in_the_history(pages, tmp_path):
+    # Every action answer repeated a 200,000-character title (about 4,200 characters of it) and a
+    # 100,000-character URL (100,251 characters for one navigate).
+    db = tmp_path / "history.db"
+    client = McpClient("--db", str(db))
+    try:
+        session = client.tool("create_session", url=pages.url("/huge-strings"))["sessionId"]
+        with Quiet(client, pages):
+            answers = [client.call("click", {"sessionId": session, "selector": "#grow"})]
+            answers.append(client.call("navigate", {"sessionId": session,
+                                                    "url": pages.url("/huge-strings?q=" + "v" * 50_000)}))
+            answers.append(client.call("click", {"sessionId": session, "selector": "#grow"}))
+            answers.append(client.call("click", {"sessionId": session, "selector": "#say"}))
+            answers.append(client.call("snapshot", {"sessionId": session}))  # DIALOG_OPEN, with the text
+            answers.append(client.call("handle_dialog", {"sessionId": session, "accept": True}))
+            answers.append(client.call("tabs", {"sessionId": session}))
+            answers.append(client.call("click", {"sessionId": session, "selector": "#file"}))
+            answers.append(client.call("downloads", {"sessionId": session}))
+        sizes = [len(a.content[0].text) for a in answers]
+        assert max(sizes) <= 2000, sizes
+        shown = json.loads(answers[2].content[0].text)
+        assert shown["title"].startswith("T" * 200) and shown["title"].endswith("more characters]")
+        assert "more characters]" in shown["url"]
+        client.call("close_session", {"sessionId": session})
+    finally:
+        client.close()
+    import sqlite3
+    with sqlite3.connect(db) as conn:
+        results = [row[0] for row in conn.execute("SELECT result FROM responses WHERE result IS NOT NULL")]
+    assert any(b"T" * 200_000 in r for r in results)  # the history has it whole

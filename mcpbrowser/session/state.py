@@ -12,6 +12,7 @@ from typing import Any
 
 from mcpbrowser.errors import DialogOpen, ElementNotFound, InvalidParameters, PageCrashed, PageUnresponsive
 from mcpbrowser.logs import log
+from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import scrub_value
 from mcpbrowser.session import page_reading, snapshots
 from mcpbrowser.session.downloads import Downloads
@@ -169,7 +170,7 @@ class SessionState:
         if self.dialog is not None and self.dialog is not dialog_before:
             result["dialog"] = self.dialog_info()
             if "message" in result:
-                result["message"] += (f"; {_a(self.dialog.type)} dialog opened ({self.dialog.message!r}): "
+                result["message"] += (f"; {_a(self.dialog.type)} dialog opened ({clip(self.dialog.message)!r}): "
                                       "answer it with handle_dialog")
         # Tabs may open between calls too (events are dispatched during any Playwright
         # call, the after-call capture included): report each one on the next answer.
@@ -316,7 +317,7 @@ class SessionState:
     def _unresponsive_error(self):
         url = self.page.url
         return PageUnresponsive(
-            f"The page at {url} does not respond: a script of its own keeps it busy, so nothing can act on it. "
+            f"The page at {clip(url)} does not respond: a script of its own keeps it busy, so nothing can act on it. "
             "Navigate elsewhere, or to the same URL to reload it (navigate replaces the stuck tab); the session, "
             "its cookies and its other tabs are fine.", session_id=self.session_id, details={"url": url})
 
@@ -356,7 +357,7 @@ class SessionState:
 
     def dialog_summary(self):
         """'an alert dialog ('Hello')': the open dialog, as an answer names it."""
-        return f"{_a(self.dialog.type)} dialog ({self.dialog.message!r})"
+        return f"{_a(self.dialog.type)} dialog ({clip(self.dialog.message)!r})"
 
     def dialog_info(self):
         d = self.dialog
@@ -444,7 +445,7 @@ class SessionState:
         self.refs, self.dialog = frozenset(), None
         self.worker.info = {"url": "about:blank", "title": ""}
         log.warning("page crashed: replaced", extra={"event": "page_crashed", "session": self.session_id})
-        return PageCrashed(f"The page at {url} crashed. The session has a fresh page at about:blank "
+        return PageCrashed(f"The page at {clip(url)} crashed. The session has a fresh page at about:blank "
                            "(same cookies and storage); navigate again.", session_id=self.session_id,
                            details={"url": url})
 

@@ -12,6 +12,7 @@ from mcpbrowser.errors import (
     InvalidParameters,
     NoDialogOpen,
 )
+from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import SECRET_FIELD, SECRET_TARGET
 from mcpbrowser.session import snapshots
 from mcpbrowser.session.state import INTERRUPTED
@@ -222,13 +223,13 @@ def handle_dialog(state, args):
         # It closed before the answer reached it (its tab closed or navigated, or the page
         # raised the next one in its place): say so, and show the one open now, if any.
         state.flush_events()
-        gone = f"The {dialog.type} dialog ({dialog.message!r}) had closed already"
+        gone = f"The {dialog.type} dialog ({clip(dialog.message)!r}) had closed already"
         if state.dialog is not None:
             raise DialogOpen(f"{gone}; now {state.dialog_summary()} is open: answer it with handle_dialog.",
                              session_id=state.session_id, details=state.dialog_info())
         raise NoDialogOpen(f"{gone}; no dialog is open now.", session_id=state.session_id)
     verb = "Accepted" if accept else "Dismissed"
-    return {"success": True, "message": f"{verb} the {dialog.type} dialog ({dialog.message!r})"}
+    return {"success": True, "message": f"{verb} the {dialog.type} dialog ({clip(dialog.message)!r})"}
 
 
 def evaluate(state, args):
