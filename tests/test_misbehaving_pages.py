@@ -41,6 +41,10 @@ PAGES.update({
   history.replaceState(null, '', '?q=' + 'u'.repeat(100000))">Grow</button>
 <button id="say" onclick="alert('A'.repeat(100000))">Say</button>
 <a id="file" download="%s.txt" href="data:text/plain,hello">File</a>""" % ("n" * 2000),
+    # A page that asks before it lets the tab go (once the user has interacted with it).
+    "/ask-before-leaving": """<!doctype html><title>Unsaved</title>
+<script>onbeforeunload = e => { e.preventDefault(); e.returnValue = ''; }</script>
+<input id="draft"><button id="touch" onclick="document.title = 'Touched'">Touch</button>""",
 })
 
 
@@ -225,3 +229,15 @@ def test_page_controlled_strings_are_shortened_in_answers_and_whole_in_the_histo
     with sqlite3.connect(db) as conn:
         results = [row[0] for row in conn.execute("SELECT result FROM responses WHERE result IS NOT NULL")]
     assert any(b"T" * 200_000 in r for r in results)  # the history has it whole
+
+
+def test_navigate_and_close_session_get_past_a_beforeunload_prompt(client, pages):
+    session = client.tool("create_session", url=pages.url("/ask-before-leaving"))["sessionId"]
+    with Quiet(client, pages):
+        client.tool("click", sessionId=session, selector="#touch")  # the user activation a prompt needs
+        left = client.tool("navigate", sessionId=session, url=pages.url("/title/away"))
+        assert left["title"] == "away", left
+        client.tool("navigate", sessionId=session, url=pages.url("/ask-before-leaving"))
+        client.tool("click", sessionId=session, selector="#touch")
+        assert client.tool("close_session", sessionId=session)["success"]
+        assert client.error("tabs", sessionId=session)["errorCode"] == "SESSION_NOT_FOUND"
