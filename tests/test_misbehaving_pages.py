@@ -26,9 +26,9 @@ PAGES.update({
     "/alert-loop": """<!doctype html><title>Alert loop</title>
 <button id="timer" onclick="let n = 0; setInterval(() => alert('again ' + ++n), 10)">Timer</button>
 <button id="spin" onclick="setTimeout(() => { for (let n = 1; ; n++) alert('spin ' + n) })">Spin</button>""",
-    # A script that never yields, 50 ms after the click that starts it.
+    # A script that never yields, 500 ms after the click that starts it.
     "/hang": """<!doctype html><title>Hang</title>
-<button id="hang" onclick="setTimeout(() => { for (;;) {} }, 50)">Hang</button>""",
+<button id="hang" onclick="setTimeout(() => { for (;;) {} }, 500)">Hang</button>""",
     # 200,000 console lines in a few seconds, and one line of 10 MB.
     "/console-flood": """<!doctype html><title>Flood</title>
 <button id="flood" onclick="setTimeout(() => {
@@ -83,6 +83,8 @@ class Quiet:
         if failed:
             return  # the test's own failure says more
         assert self.clicks, "the quiet session never clicked"
+        slowest = max(seconds for seconds, _ in self.clicks)
+        print(f"quiet session: {len(self.clicks)} clicks, slowest {slowest:.2f} s")  # shown with -s
         bad = [(round(s, 1), code) for s, code in self.clicks if code is not None or s > QUIET_LIMIT_S]
         assert not bad, f"quiet session's clicks failed or were slow: {bad} of {len(self.clicks)}"
 
@@ -131,7 +133,7 @@ def test_an_alert_loop_is_answered_by_the_server_and_handle_dialog_never_fails(c
         errors = [s.get("errorCode") for a, s in zip(answers, shown, strict=True) if a.is_error]
         assert set(errors) <= {"NO_DIALOG_OPEN"}, shown
         # The server took over after a few: the answers say so.
-        assert any(s.get("dialogsDismissed") for s in shown), shown
+        assert any(s.get("dialogsDismissed") or s.get("details", {}).get("dialogsDismissed") for s in shown), shown
         # Out in one call.
         left = client.tool("navigate", sessionId=session, url=pages.url("/title/out"))
         assert left["title"] == "out" and left["url"] == pages.url("/title/out")
@@ -155,10 +157,11 @@ def test_navigate_and_close_session_get_out_of_an_alert_loop(client, pages, butt
     client.call("close_session", {"sessionId": session})
 
 
-@pytest.mark.parametrize("think_s", [0, 2.5])
+@pytest.mark.parametrize("think_s", [1.0, 3.0])
 def test_a_hung_page_is_named_within_its_timeout_and_the_session_goes_on(client, pages, think_s):
     # A click on it was answered after 40 s, COMMAND_TIMEOUT, though its own timeout is 5 s, and the
-    # session thread was replaced. think_s=2.5: the idle collection meets the hang first.
+    # session thread was replaced. At 1 s the click meets the hang itself (or the idle collection
+    # does, just before); at 3 s the idle collection meets it first.
     session = client.tool("create_session", url=pages.url("/hang"))["sessionId"]
     with Quiet(client, pages):
         client.tool("click", sessionId=session, selector="#hang")

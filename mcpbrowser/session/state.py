@@ -10,7 +10,14 @@ are `events.py`'s, its domain policy checks `network_policy.py`'s.
 import time
 from typing import Any
 
-from mcpbrowser.errors import DialogOpen, ElementNotFound, InvalidParameters, PageCrashed, PageUnresponsive
+from mcpbrowser.errors import (
+    DialogOpen,
+    ElementNotFound,
+    InvalidParameters,
+    PageCrashed,
+    PageUnresponsive,
+    as_server_error,
+)
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import scrub_value
@@ -153,17 +160,18 @@ class SessionState:
         if self.page is None or self.page.is_closed():
             self._open_blank_tab()
         if tool.page_tool and not tool.leaves_page and self.page in self.unresponsive and not self.responsive():
-            raise self._unresponsive_error()
+            raise self.unresponsive_error()
         dialog_before, page_before, navigations_before = self.dialog, self.page, self.navigations
         started = time.monotonic()
         try:
             result = tool.handler(self, args)
-        except Exception:
+        except Exception as exc:
             if self.page in self.crashed:
                 raise self._replace_crashed_page() from None
-            if tool.page_tool and not tool.leaves_page and time.monotonic() - started > PROBE_AFTER_S \
-                    and self.page is page_before and not self.responsive():
-                raise self._unresponsive_error() from None
+            if tool.page_tool and not tool.leaves_page and not isinstance(exc, PageUnresponsive) \
+                    and time.monotonic() - started > PROBE_AFTER_S and self.page is page_before \
+                    and not self.responsive():
+                raise self.unresponsive_error() from None
             raise
         if tool.changes_page and "url" not in result:
             self._add_page_state(result, self.page is not page_before or self.navigations != navigations_before)
@@ -224,7 +232,7 @@ class SessionState:
             result = scrub_value(self.run_tool(tool, args), self.secrets)
         except Exception as exc:
             call.console = self.events.take_console()
-            raise call.annotate_error(exc) from None
+            raise call.annotate_error(self._dismissals_told(exc)) from None
         finally:
             self._progress, self.call = None, None
             self.quiet_since = time.monotonic()
@@ -236,6 +244,16 @@ class SessionState:
             call.snapshot = snapshots.capture_snapshot(self)
             result["snapshot"] = call.snapshot
         return call.annotate(result)
+
+    def _dismissals_told(self, exc):
+        """A failed call's error, with the dialogs the server dismissed since the last answer (see run_tool)."""
+        if not self.dialogs_dismissed:
+            return exc
+        error, count = as_server_error(exc), self.dialogs_dismissed
+        self.dialogs_dismissed = 0
+        error.details = {**(error.details or {}), "dialogsDismissed": count}
+        error.message += f" (Meanwhile the server dismissed {count} dialog(s) of a dialog loop itself.)"
+        return error
 
     def _add_page_state(self, result, navigated):
         """Where an action left the agent: url, title, and whether it navigated, so the agent needs no extra call.
@@ -314,7 +332,7 @@ class SessionState:
         """Not known to hang: the server's own work leaves an unresponsive page alone."""
         return (self.page if page is None else page) not in self.unresponsive
 
-    def _unresponsive_error(self):
+    def unresponsive_error(self):
         url = self.page.url
         return PageUnresponsive(
             f"The page at {clip(url)} does not respond: a script of its own keeps it busy, so nothing can act on it. "
