@@ -42,7 +42,7 @@ CATCH_UP_AFTER_S = 0.2
 # followed by its alert ("Saved") is two: the agent still answers those.
 LOOP_DIALOGS = 3
 LOOP_GAP_S = 1.0
-INTERRUPTED = object()
+INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
 TIMED_OUT = object()  # act() result: the page did not answer within the deadline given
 # A page whose own script never yields answers nothing. Work the server does by itself (the
 # capture after a call, the storage save, the idle collection) gives up after INTERNAL_S;
@@ -51,7 +51,7 @@ TIMED_OUT = object()  # act() result: the page did not answer within the deadlin
 # at once instead of waiting out their timeouts and the watchdog.
 INTERNAL_S = 2.0
 PROBE_AFTER_S = 1.0
-PROBE_S = 1.0  # act() result: the call opened a dialog before it finished
+PROBE_S = 1.0
 
 
 def _retrieve(task):
@@ -252,7 +252,8 @@ class SessionState:
         error, count = as_server_error(exc), self.dialogs_dismissed
         self.dialogs_dismissed = 0
         error.details = {**(error.details or {}), "dialogsDismissed": count}
-        error.message += f" (Meanwhile the server dismissed {count} dialog(s) of a dialog loop itself.)"
+        error.message += (f" (Meanwhile the server dismissed {count} dialog(s) itself: a dialog loop, or dialogs "
+                          "in the way of leaving the page.)")
         return error
 
     def _add_page_state(self, result, navigated):
@@ -333,6 +334,7 @@ class SessionState:
         return (self.page if page is None else page) not in self.unresponsive
 
     def unresponsive_error(self):
+        """The PAGE_UNRESPONSIVE error for the current page, with what to do."""
         url = self.page.url
         return PageUnresponsive(
             f"The page at {clip(url)} does not respond: a script of its own keeps it busy, so nothing can act on it. "
