@@ -8,10 +8,12 @@ them shortened, with a marker saying how much is left out; the history keeps the
 
 from typing import Any
 
-PAGE_STRING_CHARS = 200   # a title, URL, dialog text or file name as an answer shows it
+PAGE_STRING_CHARS = 200   # a URL, dialog text or file name as an answer shows it
+TITLE_CHARS = 500         # a title: some pages put data there (a test page's JSON of 400)
 MESSAGE_CHARS = 600       # our own sentences, which may quote such strings
-# The fields shortened wherever they appear in an answer, and the limit of each.
-LIMITS = {"title": PAGE_STRING_CHARS, "url": PAGE_STRING_CHARS, "defaultValue": PAGE_STRING_CHARS,
+# The fields shortened wherever they appear in an answer, and the limit of each. All of them
+# at their limits, with the rest of an action's answer, stay under 2,000 characters.
+LIMITS = {"title": TITLE_CHARS, "url": PAGE_STRING_CHARS, "defaultValue": PAGE_STRING_CHARS,
           "suggestedName": PAGE_STRING_CHARS, "message": MESSAGE_CHARS}
 # Not entered: what a tool returns on purpose, whole (log entries have their own caps; an
 # evaluation's value is the agent's own question).

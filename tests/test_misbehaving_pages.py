@@ -223,7 +223,7 @@ def test_page_controlled_strings_are_shortened_in_answers_and_whole_in_the_histo
         sizes = [len(a.content[0].text) for a in answers]
         assert max(sizes) <= 2000, sizes
         shown = json.loads(answers[2].content[0].text)
-        assert shown["title"].startswith("T" * 200) and shown["title"].endswith("more characters]")
+        assert shown["title"].startswith("T" * 500) and shown["title"].endswith("more characters]")
         assert "more characters]" in shown["url"]
         client.call("close_session", {"sessionId": session})
     finally:
