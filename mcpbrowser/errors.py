@@ -174,6 +174,12 @@ class PageCrashed(BrowserFailure):
     default_message = "The page crashed; the session has a fresh page at about:blank. Navigate again."
 
 
+class PageUnresponsive(BrowserFailure):
+    code = "PAGE_UNRESPONSIVE"
+    default_message = ("The page does not respond: a script of its own never yields. Navigate elsewhere "
+                       "(to the same URL to reload it); the session is fine.")
+
+
 class SessionLost(SessionError):
     code = "SESSION_LOST"
     default_message = "The browser under this session crashed and the session was closed."
@@ -221,6 +227,7 @@ ALL_ERRORS = (
     LoginTimeout,
     CooldownActive,
     PageCrashed,
+    PageUnresponsive,
     SessionLost,
     BrowserUnavailable,
     CommandTimeout,

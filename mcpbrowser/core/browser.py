@@ -20,7 +20,7 @@ from typing import Any, Literal
 from mcpbrowser import tools
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser_supervisor import BrowserSupervisor
-from mcpbrowser.core.dispatch import Call, Dispatcher
+from mcpbrowser.core.dispatch import Dispatcher
 from mcpbrowser.core.history import History
 from mcpbrowser.core.recorder import Recorder
 from mcpbrowser.core.registry import SessionRegistry
@@ -211,9 +211,9 @@ class Browser:
         return self.supervisor.attach(worker)
 
     def _quiet_budget(self, session_id: str) -> tuple[Any, Any]:
-        """The watchdog's budget for a session's idle garbage collection, tagged like a call."""
+        """The watchdog's budget for a session's idle garbage collection; its tag names no call (see watchdog)."""
         budget = self.dispatcher.budget_s({})
-        return budget, (Call("collect_garbage", session_id, False, False), budget)
+        return budget, (None, budget)
 
     # BROWSER-SUPERVISOR THREAD
     def _browser_lost(self, cause: str, generation: int) -> None:

@@ -66,11 +66,23 @@ class Watchdog:
             if options["proxy"] is not None:
                 options["proxy"].close()
             return
-        error = call.annotate_error(CommandTimeout(
-            f"{call.tool} was still running {budget:.0f} s after it started, far past its own timeout, so its "
-            "session thread was replaced. The session goes on in a fresh page"
-            + (" at its last saved URL, with its cookies" if saved else "") + "; check the page and retry.",
-            session_id=session_id, details={"tool": call.tool, "budgetSeconds": round(budget)}))
+        # The agent hears only of calls it made: work the server does by itself between calls
+        # (the idle collection; tag None) or after a call was answered (its capture and save)
+        # is named as the server's own, never as a tool the agent did not send or already has
+        # an answer to.
+        goes_on = ("The session goes on in a fresh page" + (" at its last saved URL, with its cookies" if saved else "")
+                   + "; check the page and retry.")
+        if call is None:
+            what, tool = "The server's own work on this session between calls", None
+        elif fut.done():
+            what, tool = f"The server's work after {call.tool} (storing the page it left)", None
+        else:
+            what, tool = call.tool, call.tool
+        timeout = CommandTimeout(
+            f"{what} was still running {budget:.0f} s after it started, far past its own timeout: the page "
+            f"stopped responding, so its session thread was replaced. {goes_on}",
+            session_id=session_id, details={**({"tool": tool} if tool else {}), "budgetSeconds": round(budget)})
+        error = call.annotate_error(timeout) if tool else timeout
         try:
             fut.set_exception(error)
         except InvalidStateError:
@@ -83,5 +95,5 @@ class Watchdog:
             except ProcessLookupError:
                 pass
         log.error("command stuck: session thread replaced", extra={
-            "event": "session_thread_replaced", "session": session_id, "tool": call.tool,
+            "event": "session_thread_replaced", "session": session_id, "tool": call.tool if call else None,
             "budget_s": round(budget), "driver_killed": bool(old.driver_pid)})

@@ -15,6 +15,63 @@ from mcpbrowser.timers import now_ms
 
 BLOCKED_FAILURE = "blocked by the domain policy"
 
+# A page that logs 200,000 lines in a few seconds sent each to the server with a handle per
+# argument: 370 MB for a ring that keeps 1,000, seconds of the GIL that other sessions' threads
+# waited for, then the browser server gave up. So the console is bounded where it starts, in
+# the page (every frame, from an init script): a token bucket lets CONSOLE_BURST lines through
+# at once and CONSOLE_RATE a second after that; what it drops is counted and said in one
+# warning a second ("[mcpbrowser] dropped N console messages"), and a string argument keeps
+# its first CONSOLE_CHARS characters. Nothing is defined on the page; the console methods
+# become wrappers that call the originals. A wrapper is the top of every console call's stack,
+# where the browser takes a message's location from, so it passes its caller's place along as
+# a last argument after WHERE_MARK, which _on_console takes off again.
+CONSOLE_BURST = 200
+CONSOLE_RATE = 50
+CONSOLE_CHARS = 10_000
+WHERE_MARK = "\u2063@"
+CONSOLE_GUARD = """(() => {
+  const c = globalThis.console;
+  if (!c) return;
+  const burst = BURST, rate = RATE, chars = CHARS, mark = 'MARK', own = 'mcpbrowser-console-guard';
+  let tokens = burst, last = Date.now(), dropped = 0, pending = false;
+  const warn = c.warn, later = globalThis.setTimeout.bind(globalThis);
+  const tell = () => {
+    pending = false;
+    if (dropped) {
+      warn.call(c, `[mcpbrowser] dropped ${dropped} console messages: the page logs more than ${rate} a second`, mark);
+    }
+    dropped = 0;
+  };
+  const where = () => {
+    for (const line of String(new Error().stack).split('\\n').slice(1)) {
+      if (line.includes(own)) continue;
+      const m = /([^\\s()@]+:\\d+:\\d+)\\)?\\s*$/.exec(line);
+      if (m) return m[1];
+    }
+    return '';
+  };
+  const cut = a => typeof a === 'string' && a.length > chars
+    ? a.slice(0, chars) + `… [${a.length - chars} more characters]` : a;
+  for (const name of ['log', 'info', 'warn', 'error', 'debug', 'trace']) {
+    const original = c[name];
+    if (typeof original !== 'function') continue;
+    c[name] = function (...args) {
+      const now = Date.now();
+      tokens = Math.min(burst, tokens + (now - last) * rate / 1000);
+      last = now;
+      if (tokens < 1) {
+        dropped++;
+        if (!pending) { pending = true; later(tell, 1000); }
+        return;
+      }
+      tokens--;
+      return original.apply(this, [...args.map(cut), mark + where()]);
+    };
+  }
+})();
+//# sourceURL=mcpbrowser-console-guard""".replace("BURST", str(CONSOLE_BURST)).replace("RATE", str(CONSOLE_RATE)) \
+    .replace("CHARS", str(CONSOLE_CHARS)).replace("MARK", WHERE_MARK)
+
 
 def _newest(buffer: deque, count: int) -> list:
     """The last `count` entries of a ring buffer (fewer when it dropped some)."""
@@ -43,6 +100,7 @@ class EventBuffers:
         self._requests: dict[Any, dict] = {}
 
     def listen(self, context: Any) -> None:
+        context.add_init_script(script=CONSOLE_GUARD)
         on = context.on
         on("console", self._on_console)
         on("weberror", self._on_web_error)
@@ -112,11 +170,15 @@ class EventBuffers:
 
     def _on_console(self, message: Any) -> None:
         loc = message.location or {}
+        text, where = message.text, f"{loc.get('url', '')}:{loc.get('lineNumber', 0)}:{loc.get('columnNumber', 0)}"
+        head, marked, caller = text.rpartition(WHERE_MARK)
+        if marked:  # passed through the console guard, which names the caller last
+            text, where = head[:-1] if head.endswith(" ") else head, caller
         self._keep_console({
             "timestamp": int(message.timestamp) if message.timestamp else now_ms(),
             "level": message.type,
-            "message": message.text,
-            "location": f"{loc.get('url', '')}:{loc.get('lineNumber', 0)}:{loc.get('columnNumber', 0)}",
+            "message": text,
+            "location": where,
         })
 
     def _on_web_error(self, web_error: Any) -> None:

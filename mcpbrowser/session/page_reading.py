@@ -69,8 +69,9 @@ def wall(state, keywords=()):
     captcha or title (a title naming one of `keywords`); None for none, or when it cannot be read."""
     page = state.page
     # Nothing runs behind a dialog. A page whose navigation is pending is leaving (the person
-    # submitted, say, to a slow server), and reading it would wait for that server.
-    if page is None or state.dialog is not None or state.events.navigation_pending():
+    # submitted, say, to a slow server), and reading it would wait for that server; one whose
+    # script never yields (state.usable) would hold the probe for ever.
+    if page is None or state.dialog is not None or state.events.navigation_pending() or not state.usable():
         return None
     words = [word.lower() for word in keywords if word]
     for frame in page.frames[:WALL_FRAMES]:  # the main frame first: it also checks the page's title
@@ -116,13 +117,20 @@ def browser_gone(state):
 
 
 def storage_state(state):
-    """(storage state JSON, url) for resume_session; None when it cannot be read."""
+    """(storage state JSON, url) for resume_session; None when it cannot be read.
+
+    Reading local storage runs in the pages, so it goes through state.act: a dialog
+    that opens meanwhile (a page's own timer, while the agent thinks) would hold it
+    for ever, and with it the session thread.
+    """
     if state.dialog is not None or state.page is None:
         return None
+    url = state.page.url
     try:
-        return state.context.storage_state(), state.page.url
+        saved = state.background(state.page, state.context, "storage_state")
     except Exception:
         return None
+    return None if saved is None else (saved, url)
 
 
 def collect_garbage(state):
@@ -130,8 +138,14 @@ def collect_garbage(state):
 
     A renderer keeps what each navigation and snapshot left behind until
     memory pressure makes it collect: here about 25 MB per active session.
-    The core runs this once a session has gone quiet (--idle-gc).
+    The core runs this once a session has gone quiet (--idle-gc). A renderer
+    behind a dialog answers nothing, and a page may raise one at any time (a
+    "still there?" prompt while the agent thinks): each request goes through
+    state.act, so that the dialog ends the collection and waits for the agent's
+    next call, which is told of it at once.
     """
-    for page in state.pages:
+    for page in list(state.pages):
+        if state.dialog is not None:
+            return
         if not page.is_closed():
-            page.request_gc()
+            state.background(page, page, "request_gc")

@@ -18,6 +18,12 @@ def take_coroutine(target, method, kwargs):
     target._sync = captured.append
     try:
         direct = getattr(target, method)(**kwargs)
+    except AssertionError:
+        # Some wrappers map their result with from_impl, which asserts there is one
+        # (BrowserContext.storage_state): it fails only after handing the coroutine over.
+        if not captured:
+            raise
+        direct = None
     finally:
         del target._sync
     return (None, captured[0]) if captured else (direct, None)

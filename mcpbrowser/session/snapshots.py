@@ -20,10 +20,13 @@ def capture_snapshot(state):
     if state.dialog is not None or state.page is None:
         return None
     state.full_snapshot = None
-    try:
-        text = page_root(state).aria_snapshot(mode="ai", timeout=2000)
+    try:  # a dialog that opens meanwhile, or a page that hangs, ends the capture, not the session thread's wait
+        text = state.background(state.page, page_root(state), "aria_snapshot", mode="ai", timeout=2000)
     except Exception as exc:
         log.debug("snapshot capture failed", extra={"session": state.session_id, "error": str(exc)})
+        state.responsive()  # a page that hangs fails with Playwright's own timeout first
+        return None
+    if text is None:
         return None
     return took_whole_snapshot(state, text)
 

@@ -7,10 +7,19 @@ read is copied out as plain data into `worker.info`. The session's event buffers
 are `events.py`'s, its domain policy checks `network_policy.py`'s.
 """
 
+import time
 from typing import Any
 
-from mcpbrowser.errors import DialogOpen, ElementNotFound, InvalidParameters, PageCrashed
+from mcpbrowser.errors import (
+    DialogOpen,
+    ElementNotFound,
+    InvalidParameters,
+    PageCrashed,
+    PageUnresponsive,
+    as_server_error,
+)
 from mcpbrowser.logs import log
+from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import scrub_value
 from mcpbrowser.session import page_reading, snapshots
 from mcpbrowser.session.downloads import Downloads
@@ -25,7 +34,25 @@ def _a(word):
     return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
 
 
+# A call that comes after this many quiet seconds first dispatches what the browser sent meanwhile.
+CATCH_UP_AFTER_S = 0.2
+# An alert loop (a timer's alert after alert, or a loop of them) must not trap a session. As
+# Chrome offers "prevent this page from creating additional dialogs", the server answers
+# dialogs itself once a page raised more than LOOP_DIALOGS in a row, each opening within
+# LOOP_GAP_S of the previous one's answer; until that page navigates. A confirm
+# followed by its alert ("Saved") is two: the agent still answers those.
+LOOP_DIALOGS = 3
+LOOP_GAP_S = 1.0
 INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
+TIMED_OUT = object()  # act() result: the page did not answer within the deadline given
+# A page whose own script never yields answers nothing. Work the server does by itself (the
+# capture after a call, the storage save, the idle collection) gives up after INTERNAL_S;
+# a page that made it give up, or made a call fail slowly (after PROBE_AFTER_S), is asked
+# for one trivial evaluation, given PROBE_S: no answer, and calls answer PAGE_UNRESPONSIVE
+# at once instead of waiting out their timeouts and the watchdog.
+INTERNAL_S = 2.0
+PROBE_AFTER_S = 1.0
+PROBE_S = 1.0
 
 
 def _retrieve(task):
@@ -51,6 +78,14 @@ class SessionState:
         self._tabs_reported = 0
         self.dialog: Any = None
         self._dialog_waiter = None
+        self._dialog_answered_at = float("-inf")  # monotonic time the last dialog was answered
+        self._dialog_run = 0       # dialogs in a row, each soon after the previous one's answer
+        self._looping = set()      # pages whose dialogs the server answers (see LOOP_DIALOGS)
+        self.dialogs_dismissed = 0  # dialogs the server answered itself, not yet told
+        self.leaving = False       # navigate is taking the tab away: dialogs in its way are answered
+        self.trapped = False       # ...but one could not be: the tab is held (see clear_the_way)
+        self.replaced_tab = False  # navigate replaced a trapped tab, not yet told
+        self.unresponsive = set()  # pages that did not answer a probe (see PROBE_S)
         self.refs: frozenset[str] = frozenset()
         self.refs_page: Any = None
         self.watching = False     # the page watch's engine is registered (see page_watch)
@@ -77,6 +112,7 @@ class SessionState:
         self.chromium = browser.browser_type.name == "chromium"
         self.cdp_sessions = {}
         self.disconnect_at_close = False  # set by the opener: see close()
+        self.quiet_since = time.monotonic()  # when the last call ended: see _catch_up
 
     @property
     def session_id(self):
@@ -124,28 +160,37 @@ class SessionState:
 
     def run_tool(self, tool, args):
         """Run one tool's handler with the checks and notes every page tool shares."""
-        if tool.page_tool and self.dialog is not None:
+        if self.dialog is None and time.monotonic() - self.quiet_since > CATCH_UP_AFTER_S:
+            self._catch_up()
+        if tool.page_tool and self.dialog is not None and not tool.leaves_page:
             raise DialogOpen(
-                f"{_a(self.dialog.type).capitalize()} dialog is open ({self.dialog.message!r}); it blocks the page. "
+                f"{self.dialog_summary().capitalize()} is open; it blocks the page. "
                 "Answer it with handle_dialog first.",
                 session_id=self.session_id, details=self.dialog_info())
         if self.page in self.crashed:  # it crashed between calls: this call meets it
             raise self._replace_crashed_page()
         if self.page is None or self.page.is_closed():
             self._open_blank_tab()
+        if tool.page_tool and not tool.leaves_page and self.page in self.unresponsive and not self.responsive():
+            raise self.unresponsive_error()
         dialog_before, page_before, navigations_before = self.dialog, self.page, self.navigations
+        started = time.monotonic()
         try:
             result = tool.handler(self, args)
-        except Exception:
+        except Exception as exc:
             if self.page in self.crashed:
                 raise self._replace_crashed_page() from None
+            if tool.page_tool and not tool.leaves_page and not isinstance(exc, PageUnresponsive) \
+                    and time.monotonic() - started > PROBE_AFTER_S and self.page is page_before \
+                    and not self.responsive():
+                raise self.unresponsive_error() from None
             raise
         if tool.changes_page and "url" not in result:
             self._add_page_state(result, self.page is not page_before or self.navigations != navigations_before)
-        if self.dialog is not None and dialog_before is None:
+        if self.dialog is not None and self.dialog is not dialog_before:
             result["dialog"] = self.dialog_info()
             if "message" in result:
-                result["message"] += (f"; {_a(self.dialog.type)} dialog opened ({self.dialog.message!r}): "
+                result["message"] += (f"; {_a(self.dialog.type)} dialog opened ({clip(self.dialog.message)!r}): "
                                       "answer it with handle_dialog")
         # Tabs may open between calls too (events are dispatched during any Playwright
         # call, the after-call capture included): report each one on the next answer.
@@ -154,10 +199,36 @@ class SessionState:
             self._tabs_reported = self.tabs_opened
             if "message" in result:
                 result["message"] += "; the page opened a new tab: see tabs"
+        if self.replaced_tab:
+            self.replaced_tab = False
+            result["tabReplaced"] = True
+            if "message" in result:
+                result["message"] += ("; the tab was held by its page (a dialog loop or a script that never yields), "
+                                      "so it was closed and this is a fresh tab (same cookies and storage, no back "
+                                      "history)")
+        if self.dialogs_dismissed:
+            result["dialogsDismissed"], self.dialogs_dismissed = self.dialogs_dismissed, 0
+            if "message" in result:
+                result["message"] += (f"; the server dismissed {result['dialogsDismissed']} dialog(s) itself "
+                                      "(a dialog loop, or dialogs in the way of leaving the page)")
         downloads = self.downloads.news()
         if downloads:
             result["downloads"] = downloads
         return result
+
+    def _catch_up(self):
+        """Dispatch what the browser said while the session was quiet: a dialog above all.
+
+        Playwright reads its connection only while a call is in progress, so a
+        dialog that opened while the agent thought is still unread when the next
+        call comes. Without this round trip that call would start, meet the dialog
+        halfway and answer as if it had opened it. One round trip to the browser
+        process (~1 ms), which no page can hold up; only after a quiet spell.
+        """
+        try:
+            self.flush_events()
+        except Exception as exc:  # the browser is gone: the call itself will say so
+            log.debug("catch-up round trip failed", extra={"session": self.session_id, "error": str(exc)})
 
     def run_call(self, tool, args, call):
         """run_tool, plus what the history needs: this call's console entries, refId and meta.
@@ -173,9 +244,10 @@ class SessionState:
             result = scrub_value(self.run_tool(tool, args), self.secrets)
         except Exception as exc:
             call.console = self.events.take_console()
-            raise call.annotate_error(exc) from None
+            raise call.annotate_error(self._dismissals_told(exc)) from None
         finally:
             self._progress, self.call = None, None
+            self.quiet_since = time.monotonic()
             call.flush_request()  # a tool that may carry a secret is recorded once that is known
             if call.secret and isinstance(args.get("text"), str):
                 self.withheld.add(args["text"])
@@ -186,6 +258,17 @@ class SessionState:
             call.snapshot = snapshots.capture_snapshot(self)
             result["snapshot"] = call.snapshot
         return call.annotate(result)
+
+    def _dismissals_told(self, exc):
+        """A failed call's error, with the dialogs the server dismissed since the last answer (see run_tool)."""
+        if not self.dialogs_dismissed:
+            return exc
+        error, count = as_server_error(exc), self.dialogs_dismissed
+        self.dialogs_dismissed = 0
+        error.details = {**(error.details or {}), "dialogsDismissed": count}
+        error.message += (f" (Meanwhile the server dismissed {count} dialog(s) itself: a dialog loop, or dialogs "
+                          "in the way of leaving the page.)")
+        return error
 
     def _add_page_state(self, result, navigated):
         """Where an action left the agent: url, title, and whether it navigated, so the agent needs no extra call.
@@ -212,8 +295,9 @@ class SessionState:
             except Exception:
                 log.debug("progress report failed", extra={"session": self.session_id})
 
-    def act(self, target, method, /, **kwargs):
-        """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens.
+    def act(self, target, method, /, deadline_s=None, **kwargs):
+        """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens
+        (and TIMED_OUT after deadline_s seconds, when given).
 
         With a dialog listener installed, an action whose click opens an alert
         would otherwise block until the dialog is answered. The sync method is
@@ -232,8 +316,44 @@ class SessionState:
         task = event_loop(self.page).create_task(coroutine)
         task.add_done_callback(_retrieve)
         waiter = self._waiter()
-        run_coroutine(target, asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED))
-        return task.result() if task.done() else INTERRUPTED
+        run_coroutine(target, asyncio.wait({task, waiter}, timeout=deadline_s, return_when=asyncio.FIRST_COMPLETED))
+        if task.done():
+            return task.result()
+        return INTERRUPTED if waiter.done() else TIMED_OUT
+
+    def responsive(self, page=None):
+        """Whether the page (the current one by default) runs a trivial script within PROBE_S; remembered."""
+        page = self.page if page is None else page
+        try:
+            answered = self.act(page, "evaluate", deadline_s=PROBE_S, expression="1") is not TIMED_OUT
+        except Exception:  # closed, navigating, crashed: not a page that hangs
+            answered = True
+        (self.unresponsive.discard if answered else self.unresponsive.add)(page)
+        if not answered:
+            log.warning("page unresponsive", extra={"event": "page_unresponsive", "session": self.session_id})
+        return answered
+
+    def background(self, page, target, method, /, **kwargs):
+        """The server's own work on a page (no agent waits for it): target.method(**kwargs) through act,
+        given INTERNAL_S; None when a dialog or the deadline ended it, or the page is known to hang."""
+        if not self.usable(page):
+            return None
+        result = self.act(target, method, deadline_s=INTERNAL_S, **kwargs)
+        if result is TIMED_OUT:
+            self.responsive(page)
+        return None if result is INTERRUPTED or result is TIMED_OUT else result
+
+    def usable(self, page=None):
+        """Not known to hang: the server's own work leaves an unresponsive page alone."""
+        return (self.page if page is None else page) not in self.unresponsive
+
+    def unresponsive_error(self):
+        """The PAGE_UNRESPONSIVE error for the current page, with what to do."""
+        url = self.page.url
+        return PageUnresponsive(
+            f"The page at {clip(url)} does not respond: a script of its own keeps it busy, so nothing can act on it. "
+            "Navigate elsewhere, or to the same URL to reload it (navigate replaces the stuck tab); the session, "
+            "its cookies and its other tabs are fine.", session_id=self.session_id, details={"url": url})
 
     def locate(self, args, required=True):
         """(label, Locator) for the `selector` or `ref` in args; (None, None) when neither is given."""
@@ -261,7 +381,7 @@ class SessionState:
         self.worker.info = {"url": self.page.url, "title": title}
 
     def describe(self):
-        if self.dialog is None:
+        if self.dialog is None and self.usable():
             self.remember_page(self.page.title())
         return dict(self.worker.info)
 
@@ -269,18 +389,61 @@ class SessionState:
         """Make one round trip so that events the browser already sent are dispatched."""
         self.context.cookies("about:blank")
 
+    def dialog_summary(self):
+        """'an alert dialog ('Hello')': the open dialog, as an answer names it."""
+        return f"{_a(self.dialog.type)} dialog ({clip(self.dialog.message)!r})"
+
     def dialog_info(self):
         d = self.dialog
         return {"type": d.type, "message": d.message, "defaultValue": d.default_value}
 
     def answer_dialog(self, accept, prompt_text=None):
+        """Answer the open dialog; False when it had closed already (its tab closed or navigated)."""
         dialog, self.dialog = self.dialog, None
         self._dialog_waiter = None
-        if accept:
-            dialog.accept(prompt_text) if prompt_text is not None else dialog.accept()
-        else:
-            dialog.dismiss()
-        return dialog
+        self._dialog_answered_at = time.monotonic()
+        try:
+            if accept:
+                dialog.accept(prompt_text) if prompt_text is not None else dialog.accept()
+            else:
+                dialog.dismiss()
+        except Exception as exc:
+            # Playwright's protocol error "No dialog is showing": nothing of ours to report
+            # as a browser failure; the caller says what happened instead.
+            log.debug("dialog gone before its answer", extra={"session": self.session_id, "error": str(exc)})
+            return False
+        return True
+
+    def clear_the_way(self):
+        """navigate's start: dismiss the dialog that blocks the tab, and any that opens until it is away.
+
+        A tab whose page raises dialogs in a loop is not navigated but replaced (see
+        trapped): its next dialog would come during the navigation, where Chromium
+        holds the navigation and refuses to answer the dialog.
+        """
+        self.leaving, self.trapped = True, False
+        if self.dialog is not None:
+            self.answer_dialog(False)
+            self.dialogs_dismissed += 1
+        if self.page in self._looping or self.page in self.unresponsive:
+            self.replace_tab()
+
+    def replace_tab(self):
+        """Close the current tab, whatever its page is doing, and carry on in a fresh one of the same context.
+
+        What a person does with a tab that will not let go. Cookies and storage are
+        the context's, so they stay; the tab's back history goes with it.
+        """
+        old = self.page
+        self._open_blank_tab()
+        self.replaced_tab = True
+        try:
+            old.close()
+        except Exception as exc:  # gone already
+            log.debug("trapped tab close failed", extra={"session": self.session_id, "error": str(exc)})
+        if self.dialog is not None and self.dialog.page is old:
+            self.dialog = None
+        log.info("trapped tab replaced", extra={"event": "tab_replaced", "session": self.session_id})
 
     def select_tab(self, index):
         self.page = self.pages[index]
@@ -316,13 +479,31 @@ class SessionState:
         self.refs, self.dialog = frozenset(), None
         self.worker.info = {"url": "about:blank", "title": ""}
         log.warning("page crashed: replaced", extra={"event": "page_crashed", "session": self.session_id})
-        return PageCrashed(f"The page at {url} crashed. The session has a fresh page at about:blank "
+        return PageCrashed(f"The page at {clip(url)} crashed. The session has a fresh page at about:blank "
                            "(same cookies and storage); navigate again.", session_id=self.session_id,
                            details={"url": url})
+
+    def _answer_itself(self, dialog):
+        """A dialog of a looping page, or in navigate's way: dismissed (a beforeunload one accepted while
+        leaving); False when the browser refused the answer."""
+        self.dialogs_dismissed += 1
+        self._dialog_answered_at = time.monotonic()
+        try:
+            if self.leaving and dialog.type == "beforeunload":
+                dialog.accept()
+            else:
+                dialog.dismiss()
+        except Exception as exc:  # it closed already, or its tab is navigating
+            log.debug("dialog refused the server's answer", extra={"session": self.session_id, "error": str(exc)})
+            return False
+        return True
 
     def _follow_page(self, page):
         def navigated(frame):
             if frame is page.main_frame:
+                self._looping.discard(page)  # a new document gets its own dialogs
+                if page is self.page:
+                    self.leaving = False  # the tab left: the new page's dialogs are the agent's
                 if page is self.refs_page:
                     self.refs = frozenset()  # refs belong to the document they were taken from
                 if page is self.page:
@@ -344,12 +525,28 @@ class SessionState:
 
     def _on_page_closed(self, page):
         self.cdp_sessions.pop(page, None)
+        self.unresponsive.discard(page)
+        self._looping.discard(page)
         if page in self.pages:
             self.pages.remove(page)
         if page is self.page:
             self.page = self.pages[-1] if self.pages else None
 
     def _on_dialog(self, dialog):
+        now = time.monotonic()
+        self._dialog_run = self._dialog_run + 1 if now - self._dialog_answered_at < LOOP_GAP_S else 1
+        page = dialog.page
+        if self._dialog_run > LOOP_DIALOGS and page is not None:
+            self._looping.add(page)
+        if self.leaving or page in self._looping:
+            if not self._answer_itself(dialog) and self.leaving:
+                # Refused: a navigation of this tab has begun, and Chromium holds it until the
+                # dialog is answered. The navigation stops waiting; navigate replaces the tab.
+                self.trapped = True
+                waiter = self._dialog_waiter
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(dialog)
+            return
         self.dialog = dialog
         waiter = self._dialog_waiter
         if waiter is not None and not waiter.done():

@@ -54,6 +54,8 @@ class Tool:
     # Runs during a login cooldown although it is not read_only: it attempts nothing against
     # the wall (see Dispatcher._check_guards).
     during_cooldown: bool = False
+    # It takes the tab away from its page (navigate): it goes past a dialog, dismissing it.
+    leaves_page: bool = False
     # Whether the tool exists under a configuration's settings (evaluate, upload_file).
     enabled: Callable = lambda config: True
     # Its tool group (config.TOOL_GROUPS): MCP clients see and call it only while the group is

@@ -5,7 +5,15 @@ import json
 import os
 
 from mcpbrowser import schema
-from mcpbrowser.errors import ElementNotClickable, ElementNotEditable, EvaluationFailed, InvalidParameters, NoDialogOpen
+from mcpbrowser.errors import (
+    DialogOpen,
+    ElementNotClickable,
+    ElementNotEditable,
+    EvaluationFailed,
+    InvalidParameters,
+    NoDialogOpen,
+)
+from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import SECRET_FIELD, SECRET_TARGET
 from mcpbrowser.session import snapshots
 from mcpbrowser.session.state import INTERRUPTED
@@ -248,10 +256,18 @@ def upload_file(state, args):
 def handle_dialog(state, args):
     if state.dialog is None:
         raise NoDialogOpen(session_id=state.session_id)
-    accept = args["accept"]
-    dialog = state.answer_dialog(accept, args.get("promptText"))
+    accept, dialog = args["accept"], state.dialog
+    if not state.answer_dialog(accept, args.get("promptText")):
+        # It closed before the answer reached it (its tab closed or navigated, or the page
+        # raised the next one in its place): say so, and show the one open now, if any.
+        state.flush_events()
+        gone = f"The {dialog.type} dialog ({clip(dialog.message)!r}) had closed already"
+        if state.dialog is not None:
+            raise DialogOpen(f"{gone}; now {state.dialog_summary()} is open: answer it with handle_dialog.",
+                             session_id=state.session_id, details=state.dialog_info())
+        raise NoDialogOpen(f"{gone}; no dialog is open now.", session_id=state.session_id)
     verb = "Accepted" if accept else "Dismissed"
-    return {"success": True, "message": f"{verb} the {dialog.type} dialog ({dialog.message!r})"}
+    return {"success": True, "message": f"{verb} the {dialog.type} dialog ({clip(dialog.message)!r})"}
 
 
 def evaluate(state, args):

@@ -47,6 +47,16 @@ def navigate(state, args):
     url = args["url"]
     _check_url(url)
     state.network_policy.check_navigation(url)
+    # An agent that asks to leave means to leave: a dialog in the way (an alert loop, a
+    # beforeunload prompt) is answered by the server, and the answer says how many.
+    state.clear_the_way()
+    try:
+        return _navigate(state, url, args)
+    finally:
+        state.leaving = False
+
+
+def _navigate(state, url, args):
     state.report(0, 3, f"Navigating to {url}")
     page, reporting = state.page, [True]
 
@@ -57,6 +67,9 @@ def navigate(state, args):
     page.once("domcontentloaded", dom_ready)
     try:
         response = _load(state, url, "goto", url=url, **_options(args))
+        if response is INTERRUPTED and state.trapped:  # a dialog held the navigation: go in a fresh tab
+            state.replace_tab()
+            response = _load(state, url, "goto", url=url, **_options(args))
     finally:
         reporting[0] = False  # a listener left by a failed goto must not speak later
     state.report(2, 3, "Page loaded")
@@ -101,9 +114,11 @@ def tabs(state, args):
             state.pages[state.pages.index(state.page) if index is None else index].close()
             if state.page is None:
                 state._open_blank_tab()
-    listing = [{"index": i, "url": page.url, "title": page.title() if state.dialog is None else "",
+    # A title is read by a script in the page: none behind a dialog, or from a page that hangs.
+    listing = [{"index": i, "url": page.url,
+                "title": page.title() if state.dialog is None and state.usable(page) else "",
                 "current": page is state.page} for i, page in enumerate(state.pages)]
-    if state.dialog is None:
+    if state.dialog is None and state.usable():
         state.remember_page(state.page.title())
     return {"tabs": listing, "current": state.pages.index(state.page)}
 
@@ -242,6 +257,7 @@ TOOLS = [
         }, required=("url",)),
         handler=navigate,
         changes_page=True,
+        leaves_page=True,
         output_schema=PAGE_RESULT,
     ),
     SessionTool(

@@ -7,6 +7,7 @@ import time
 
 from mcpbrowser.errors import BrowserError, BrowserServerError, ElementNotEditable, ElementNotFound, InvalidParameters
 from mcpbrowser.logs import log
+from mcpbrowser.session.state import INTERRUPTED, PROBE_S, TIMED_OUT
 
 # Playwright's wording, matched in one place. Each marker is exercised by test_tools.py.
 _BAD_SELECTOR = ("is not a valid selector", "Unexpected token", "Unknown engine", "SyntaxError")
@@ -41,7 +42,9 @@ def classify(state, label, matches, exc, not_usable):
                                  session_id=state.session_id, details=details)
     is_ref = label.startswith("ref ")
     try:
-        count = matches.count()
+        count = _count(state, matches)
+    except BrowserServerError:
+        raise
     except Exception:
         count = 0 if is_ref and any(m in text for m in _STALE_REF) else None
     if count == 0:
@@ -111,7 +114,9 @@ def on_element(state, args, not_usable, action, repeatable=True):
         if grace >= full or not _timed_out(exc):
             raise classify(state, label, matches, exc, not_usable) from None
         try:
-            count = matches.count()
+            count = _count(state, matches)
+        except BrowserServerError:
+            raise
         except Exception:
             count = None
         if count == 0:
@@ -121,6 +126,21 @@ def on_element(state, args, not_usable, action, repeatable=True):
     except Exception as exc:
         raise classify(state, label, matches, exc, not_usable) from None
     return label
+
+
+def _count(state, matches):
+    """How many elements match (None behind a dialog that just opened).
+
+    The count runs in the page: after an action timed out, the page may be one whose
+    script never yields, where it would wait for ever. Given PROBE_S, then a probe,
+    such a page raises PAGE_UNRESPONSIVE.
+    """
+    count = state.act(matches, "count", deadline_s=PROBE_S)
+    if count is TIMED_OUT:
+        if not state.responsive():
+            raise state.unresponsive_error()
+        return None
+    return None if count is INTERRUPTED else count
 
 
 def _await_navigation(state, before, timeout_ms):

@@ -38,6 +38,7 @@ from typing import Any
 from mcpbrowser import __version__
 from mcpbrowser.errors import BrowserError, BrowserServerError, InputRequired, as_server_error
 from mcpbrowser.logs import log
+from mcpbrowser.page_strings import clip_answer
 from mcpbrowser.schema import compact_json
 from mcpbrowser.transports import protocol
 from mcpbrowser.transports.protocol import ProtocolError
@@ -485,6 +486,7 @@ class McpConnection:
             value = {k: v for k, v in value.items() if k != "image"}
             content.append({"type": "image", "data": base64.b64encode(image).decode("ascii"),
                             "mimeType": f"image/{value['format']}"})
+        value = clip_answer(value, tool.text_field)  # the history keeps the call's own result whole
         shown = agent_view(value)
         field = tool.text_field
         if field is not None and isinstance(shown.get(field), str) and shown[field]:
@@ -536,7 +538,7 @@ def agent_view(value):
 
 
 def _error_result(exc, caller=None):
-    out = {"content": [{"type": "text", "text": compact_json(exc.to_dict())}], "isError": True}
+    out = {"content": [{"type": "text", "text": compact_json(clip_answer(exc.to_dict()))}], "isError": True}
     if caller is not None and caller.modern:
         out["resultType"] = "complete"
     return out

@@ -1,0 +1,44 @@
+"""Shortening what a page controls (titles, URLs, dialog texts, file names) in the answers an agent reads.
+
+Any thread: pure functions. A page can set any title, put 100,000 characters in its URL
+(history.replaceState) or in an alert, and every answer would repeat them. The agent reads
+them shortened, with a marker saying how much is left out; the history keeps them whole
+(the MCP layer shortens its copy of the answer, not the call's result).
+"""
+
+from typing import Any
+
+PAGE_STRING_CHARS = 200   # a URL, dialog text or file name as an answer shows it
+TITLE_CHARS = 500         # a title: some pages put data there (a test page's JSON of 400)
+MESSAGE_CHARS = 600       # our own sentences, which may quote such strings
+# The fields shortened wherever they appear in an answer, and the limit of each. All of them
+# at their limits, with the rest of an action's answer, stay under 2,000 characters.
+LIMITS = {"title": TITLE_CHARS, "url": PAGE_STRING_CHARS, "defaultValue": PAGE_STRING_CHARS,
+          "suggestedName": PAGE_STRING_CHARS, "message": MESSAGE_CHARS}
+# Not entered: what a tool returns on purpose, whole (log entries have their own caps; an
+# evaluation's value is the agent's own question).
+WHOLE = {"entries", "result"}
+
+
+def clip(text: str, limit: int = PAGE_STRING_CHARS) -> str:
+    """text, or its first `limit` characters and a marker of how many more there are."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…[{len(text) - limit} more characters]"
+
+
+def clip_answer(value: Any, keep: str | None = None) -> Any:
+    """A copy of an answer (or error object) with its page-controlled fields clipped; `keep` is left whole."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if key == keep or key in WHOLE:
+                out[key] = item
+            elif isinstance(item, str) and key in LIMITS:
+                out[key] = clip(item, LIMITS[key])
+            else:
+                out[key] = clip_answer(item)
+        return out
+    if isinstance(value, list):
+        return [clip_answer(item) for item in value]
+    return value
