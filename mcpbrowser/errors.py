@@ -190,6 +190,30 @@ class ResourceExhausted(BrowserFailure):
     default_message = "The server is over its memory limit; close a session first."
 
 
+class DiskFull(BrowserFailure):
+    code = "DISK_FULL"
+    default_message = "The disk is full, so nothing was saved; the server keeps working. Free space and retry."
+
+
+class StorageFailed(BrowserFailure):
+    code = "STORAGE_FAILED"
+    default_message = "It could not be written to disk (details.cause says why), so nothing was saved."
+
+
+class ServerStopping(SessionError):
+    code = "SERVER_STOPPING"
+    default_message = ("The server is stopping (it was told to), so this call was cut short and the session "
+                       "closed. Its cookies and last URL stay in the history: once a server runs on the same "
+                       "history again, resume_session with this sessionId brings it back.")
+
+
+def not_stored(fault, message):
+    """The error for something that could not be written: DISK_FULL, or STORAGE_FAILED with its cause."""
+    if fault == "DISK_FULL":
+        return DiskFull(message)
+    return StorageFailed(message, details={"cause": fault})
+
+
 GROUPS = (SessionError, ElementError, PolicyError, BrowserFailure, Retryable)
 ALL_ERRORS = (
     SessionNotFound,
@@ -216,6 +240,9 @@ ALL_ERRORS = (
     CommandTimeout,
     CircuitOpen,
     ResourceExhausted,
+    DiskFull,
+    StorageFailed,
+    ServerStopping,
 )
 
 

@@ -6,14 +6,25 @@ its migrations are `store.py`'s; the core records (core/recorder.py, core/regist
 """
 
 import json
+import zlib
 from urllib.parse import urlsplit
 
-from mcpbrowser.core.store import dumps
-from mcpbrowser.errors import BrowserServerError
+from mcpbrowser.core.store import HistoryUnavailable, Snapshot, dumps
+from mcpbrowser.errors import BrowserServerError, not_stored
 from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
 from mcpbrowser.schema import compact_json
 from mcpbrowser.sealing import is_legacy
 from mcpbrowser.timers import now_ms
+
+
+# A response's page: in the snapshots table (by hash, compressed), or inline in rows
+# written before snapshots were stored once.
+PAGE = "s.page_snapshot, p.data"
+STORED = "LEFT JOIN snapshots p ON p.hash = s.snapshot_hash"
+
+
+def _page(inline, packed):
+    return zlib.decompress(packed) if packed is not None else inline
 
 
 class History:
@@ -25,8 +36,9 @@ class History:
     # -- sessions ---------------------------------------------------------------
 
     def session_opened(self, session_id, created_at, metadata):
-        self.store.write("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, 'active', ?)",
-                         (session_id, created_at, created_at, json.dumps(metadata)))
+        self.store.write("INSERT OR REPLACE INTO sessions (session_id, created_at, last_activity, state, metadata, "
+                         "instance) VALUES (?, ?, ?, 'active', ?, ?)",
+                         (session_id, created_at, created_at, json.dumps(metadata), self.store.instance))
 
     def session_owner(self, session_id):
         """The owner recorded when the session opened, or None (the server's own, or no such session)."""
@@ -36,6 +48,14 @@ class History:
         """What was recorded when the session opened (owner, emulation, ...); {} for no such session."""
         rows = self.store.query("SELECT metadata FROM sessions WHERE session_id = ?", (session_id,))
         return json.loads(rows[0][0]) if rows else {}
+
+    def session_server(self, session_id):
+        """(state, whether the server that opened it still runs) of a recorded session, or None."""
+        rows = self.store.query("SELECT state, instance FROM sessions WHERE session_id = ?", (session_id,))
+        if not rows:
+            return None
+        state, instance = rows[0]
+        return state, bool(instance) and self.store.alive(instance)
 
     def session_closed(self, session_id, reason):
         self.store.write("UPDATE sessions SET state = 'closed', last_activity = ?, metadata = "
@@ -74,9 +94,14 @@ class History:
         cookies, origins = storage_state.get("cookies", []), storage_state.get("origins", [])
         domains = {c.get("domain", "").lstrip(".") for c in cookies} | {urlsplit(o["origin"]).hostname for o in origins}
         summary = {"cookies": len(cookies), "domains": sorted(d for d in domains if d), "savedAt": now_ms()}
-        self.store.write("INSERT OR REPLACE INTO named_states VALUES (?, ?, ?, ?, ?)",
-                         (owner or "", name, self.store.seal(dumps(storage_state)), json.dumps(summary),
-                          summary["savedAt"]))
+        # Its answer says "saved": so it waits for the row, and says why when it could not be stored.
+        try:
+            self.store.write_now("INSERT OR REPLACE INTO named_states VALUES (?, ?, ?, ?, ?)",
+                                 (owner or "", name, self.store.seal(dumps(storage_state)), json.dumps(summary),
+                                  summary["savedAt"]))
+        except HistoryUnavailable as exc:
+            raise not_stored(exc.fault["errorCode"], f"The login was not saved: "
+                             f"{exc.fault['message'].split(' (')[0]}.") from None
         return summary
 
     def named_state(self, owner, name):
@@ -113,7 +138,7 @@ class History:
             params["fields"] = [{**f, "value": REDACTED} if isinstance(f, dict) else f for f in params["fields"]]
         at = now_ms()
         self.store.write("INSERT INTO requests VALUES (?, ?, ?, ?, ?)",
-                         (ref_id, session_id, tool, json.dumps(params, default=str), at))
+                         (ref_id, session_id, tool, json.dumps(params, default=str), at), ref=ref_id)
         if session_id:
             self.store.write("UPDATE sessions SET last_activity = ? WHERE session_id = ?", (at, session_id))
 
@@ -130,30 +155,32 @@ class History:
             status, error = "ok", None
             value = {k: v for k, v in fut.result().items() if k != "image"}  # images are not kept
             result = compact_json(scrub_value(value, secrets)).encode()
-        self.store.write("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (ref_id, status, result, snapshot.encode() if snapshot is not None else None,
+        # The snapshot is stored once by its hash, compressed, on the writer thread (store.Snapshot).
+        self.store.write("INSERT OR REPLACE INTO responses (ref_id, status, result, console_logs, error_message, "
+                         "timestamp, snapshot_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (ref_id, status, result,
                           json.dumps(scrub_value(console, secrets)).encode() if console else None, error,
-                          now_ms()))
+                          now_ms(), Snapshot(snapshot) if snapshot is not None else None), ref=ref_id)
         for entry in console:
             self.store.write("INSERT INTO console_logs (ref_id, level, message, timestamp, location) "
                              "VALUES (?, ?, ?, ?, ?)", (ref_id, entry["level"], scrub_text(entry["message"], secrets),
-                                                        entry["timestamp"], entry["location"]))
+                                                        entry["timestamp"], entry["location"]), ref=ref_id)
 
     # -- reading it back ---------------------------------------------------------
 
     def stored_page(self, ref_id):
         """(session_id, page snapshot bytes or None) of a call, or None when no call has that refId."""
-        rows = self.store.query("SELECT r.session_id, s.page_snapshot FROM requests r LEFT JOIN responses s "
-                                "ON s.ref_id = r.ref_id WHERE r.ref_id = ?", (ref_id,))
-        return rows[0] if rows else None
+        rows = self.store.query(f"SELECT r.session_id, {PAGE} FROM requests r LEFT JOIN responses s "
+                                f"ON s.ref_id = r.ref_id {STORED} WHERE r.ref_id = ?", (ref_id,))
+        return (rows[0][0], _page(rows[0][1], rows[0][2])) if rows else None
 
     def last_read(self, session_id):
         """(hash, page snapshot bytes) that this session's reader last read, or None."""
         rows = self.store.query(
-            "SELECT c.last_snapshot_hash, s.page_snapshot FROM diff_cursors c "
-            "JOIN requests r ON r.ref_id = c.ref_id LEFT JOIN responses s ON s.ref_id = c.ref_id "
+            f"SELECT c.last_snapshot_hash, {PAGE} FROM diff_cursors c "
+            f"JOIN requests r ON r.ref_id = c.ref_id LEFT JOIN responses s ON s.ref_id = c.ref_id {STORED} "
             "WHERE r.session_id IS ? ORDER BY c.last_read DESC, c.rowid DESC LIMIT 1", (session_id,))
-        return rows[0] if rows else None
+        return (rows[0][0], _page(rows[0][1], rows[0][2])) if rows else None
 
     def mark_read(self, ref_id, lines, digest):
         self.store.write("INSERT OR REPLACE INTO diff_cursors VALUES (?, ?, ?, ?)", (ref_id, lines, digest, now_ms()))

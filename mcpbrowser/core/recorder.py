@@ -30,6 +30,10 @@ class Recorder:
     def request(self, call: Any, args: Any) -> None:
         self.history.request(call.ref_id, call.session_id, call.tool, args, secret=call.secret)
 
+    def claim(self, ref_id: str) -> dict[str, Any] | None:
+        """Whether a call being answered is recorded: None, or why not (see Store.claim)."""
+        return self.history.store.claim(ref_id)
+
     def pending(self, call: Any) -> None:
         """The call's answer is on its way: wait_recorded(ref_id) waits for its response row."""
         with self._lock:
