@@ -1,5 +1,10 @@
 """Tool errors with stable codes; raised on any thread, carried across queues inside Futures."""
 
+import errno
+import os
+
+FULL_BELOW = 1 << 20  # bytes free under which a failed write is the disk's being full
+
 
 class BrowserServerError(Exception):
     """Base class: a tool failure the caller can act on, identified by `code`."""
@@ -212,6 +217,21 @@ def not_stored(fault, message):
     if fault == "DISK_FULL":
         return DiskFull(message)
     return StorageFailed(message, details={"cause": fault})
+
+
+def disk_fault(path, exc):
+    """DISK_FULL, an errno's name (an OSError), or None (not a fault of the disk)."""
+    if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
+        return "DISK_FULL"
+    try:
+        st = os.statvfs(os.path.dirname(path))
+        if st.f_bavail * st.f_frsize < FULL_BELOW:  # the browser's writer reports ENOSPC in its own words
+            return "DISK_FULL"
+    except OSError:
+        pass
+    if isinstance(exc, OSError):
+        return errno.errorcode.get(exc.errno or 0, "OS_ERROR")
+    return None
 
 
 GROUPS = (SessionError, ElementError, PolicyError, BrowserFailure, Retryable)

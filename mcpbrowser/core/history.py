@@ -16,7 +16,6 @@ from mcpbrowser.schema import compact_json
 from mcpbrowser.sealing import is_legacy
 from mcpbrowser.timers import now_ms
 
-
 # A response's page: in the snapshots table (by hash, compressed), or inline in rows
 # written before snapshots were stored once.
 PAGE = "s.page_snapshot, p.data"

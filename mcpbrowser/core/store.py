@@ -165,6 +165,40 @@ class Store:
     def __init__(self, path, *, retention_days=0, max_mb=0):
         self.instance = uuid.uuid4().hex  # this server process, as the sessions it opens record it
         self._lock_file = None
+        self.path = path
+        self.retention_days = retention_days
+        self.max_mb = max_mb
+        self._local = threading.local()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._closed = False
+        self.fault: dict[str, Any] | None = None  # why writes fail now ({errorCode, message}), or None
+        self._dropped: dict[str, None] = {}  # refIds whose answers said "not recorded" (insertion-ordered)
+        self._dropped_lock = threading.Lock()
+        # A full disk at start-up. The database must open, with its schema current: SQLite
+        # needs a few KB for the WAL index that every reader shares, a new database needs its
+        # tables, and the key file its 32 bytes. When it cannot, start-up fails, saying where
+        # and how much is free (a server without its history would hand out refIds that no
+        # restart reads back). Once open, a full disk only pauses recording (see _write_loop).
+        try:
+            writer = self._open(path)
+        except (sqlite3.Error, OSError) as exc:
+            cause = FAULT_TEXT[fault_code(exc)] if isinstance(exc, sqlite3.Error) else exc.strerror or str(exc)
+            raise RuntimeError(f"the history database {path} cannot be opened: {cause} ({self._free_text()}); "
+                               "free space there, or point --db elsewhere") from None
+        self.restarted = 0
+        try:
+            self.restarted = self._close_orphans(writer)
+            self._prune(writer)
+        except sqlite3.Error as exc:
+            self._faulted(exc)
+        if self.fault is None:
+            self._commit(writer, [])  # a probe: a full disk is said now, not at the first call
+        self._writer = threading.Thread(target=self._write_loop, args=(writer,),
+                                        name="store-writer", daemon=True)
+        self._writer.start()
+
+    def _open(self, path):
+        """The writer's connection, on a database with the current schema."""
         if path == ":memory:":
             # Several connections must see one in-memory database: a named shared cache.
             self._target, self._uri = f"file:mcpbrowser-{uuid.uuid4().hex}?mode=memory&cache=shared", True
@@ -176,38 +210,14 @@ class Store:
             if not os.path.exists(path):
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))  # history is private
             self._lock_file = instances.claim(path, self.instance)
-        self.path = path
-        self.retention_days = retention_days
-        self.max_mb = max_mb
-        self._local = threading.local()
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._closed = False
-        self.fault: dict[str, Any] | None = None  # why writes fail now ({errorCode, message}), or None
-        self._dropped: dict[str, None] = {}  # refIds whose answers said "not recorded" (insertion-ordered)
-        self._dropped_lock = threading.Lock()
         writer = self._connect()
-        writer.execute("PRAGMA auto_vacuum = INCREMENTAL")  # takes effect on a new database only
+        if not writer.execute("PRAGMA page_count").fetchone()[0]:  # a new database (on another, it writes)
+            writer.execute("PRAGMA auto_vacuum = INCREMENTAL")
         if path != ":memory:":
             writer.execute("PRAGMA journal_mode=WAL")
             writer.execute("PRAGMA synchronous=NORMAL")  # durable across a process crash, fast
-        # A full disk at start-up: the schema must be current (creating or migrating it needs
-        # space, and then start-up fails, saying what to free); the rest is maintenance, and the
-        # server starts with recording paused, which resumes by itself once space returns.
-        try:
-            migrate(writer)
-        except sqlite3.OperationalError as exc:
-            raise RuntimeError(f"the history database {path} cannot be prepared: "
-                               f"{FAULT_TEXT[fault_code(exc)]} ({self._free_text()}); free space there, "
-                               f"or point --db elsewhere") from None
-        self.restarted = 0
-        try:
-            self.restarted = self._close_orphans(writer)
-            self._prune(writer)
-        except sqlite3.Error as exc:
-            self._faulted(exc)
-        self._writer = threading.Thread(target=self._write_loop, args=(writer,),
-                                        name="store-writer", daemon=True)
-        self._writer.start()
+        migrate(writer)
+        return writer
 
     def _connect(self):
         # Autocommit mode: the writer opens and commits its own batches explicitly.
@@ -314,8 +324,9 @@ class Store:
                     pending.append(item)
             with self._dropped_lock:
                 pending = [w for w in pending if w.ref is None or w.ref not in self._dropped]
-            # While faulted, try at most every RETRY_S (a probe when nothing waits), and at the end.
-            due = self.fault is None or stop or time.monotonic() - tried >= RETRY_S
+            # While faulted, try every RETRY_S (a probe when nothing waits), at the end, and when
+            # a reader waits: a refId answered as recorded reads back as soon as the disk allows.
+            due = self.fault is None or stop or barriers or time.monotonic() - tried >= RETRY_S
             if due and (pending or self.fault is not None):
                 tried = time.monotonic()
                 committed = self._commit(conn, pending)
