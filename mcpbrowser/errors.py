@@ -205,6 +205,12 @@ class StorageFailed(BrowserFailure):
     default_message = "It could not be written to disk (details.cause says why), so nothing was saved."
 
 
+class SessionInUse(SessionError):
+    code = "SESSION_IN_USE"
+    default_message = ("This session is open in another mcpbrowser server that shares this history; call it "
+                       "through that server, or close it there before resuming it here.")
+
+
 class ServerStopping(SessionError):
     code = "SERVER_STOPPING"
     default_message = ("The server is stopping (it was told to), so this call was cut short and the session "
@@ -262,6 +268,7 @@ ALL_ERRORS = (
     ResourceExhausted,
     DiskFull,
     StorageFailed,
+    SessionInUse,
     ServerStopping,
 )
 

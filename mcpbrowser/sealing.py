@@ -91,7 +91,10 @@ def load_key(path):
         if key is not None:
             # Empty: left by an earlier version that was stopped (or ran out of disk)
             # between creating the file and writing it. Nothing can be sealed with it.
-            os.unlink(path)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass  # another process replaced it first
         _link_new_key(path)
     raise OSError(f"the key file {path} keeps disappearing")
 

@@ -6,6 +6,7 @@ order of faults, no call fails because of them, and what each answer said about 
 recording is what the database holds once the fault is gone.
 """
 
+import os
 import sqlite3
 import time
 
@@ -197,3 +198,66 @@ def test_a_snapshot_written_inline_by_an_earlier_version_still_reads(tmp_path):
         assert History(store).stored_page("old") == ("s", b"- old page")
     finally:
         store.close()
+
+
+def test_pruning_and_start_up_leave_a_live_servers_sessions_alone(tmp_path):
+    from mcpbrowser.core import instances
+    from mcpbrowser.timers import now_ms
+
+    path = str(tmp_path / "h.db")
+    Store(path).close()
+    old = now_ms() - 30 * 86_400_000
+    live = instances.claim(path, "a" * 32)  # another server, running (its lock is held)
+    with sqlite3.connect(path) as conn:
+        for session, instance in (("live", "a" * 32), ("gone", "b" * 32)):
+            conn.execute("INSERT INTO sessions (session_id, created_at, last_activity, state, instance) "
+                         "VALUES (?, ?, ?, 'active', ?)", (session, old, old, instance))
+            conn.execute("INSERT INTO requests VALUES (?, ?, 'navigate', '{}', ?)", (f"{session}-call", session, old))
+    try:
+        store = Store(path, retention_days=7)
+        try:
+            states = dict(store.query("SELECT session_id, state FROM sessions"))
+            assert states == {"live": "active", "gone": "closed"}
+            assert store.query("SELECT ref_id FROM requests") == [("live-call",)]
+            assert store.restarted == 1
+        finally:
+            store.close()
+    finally:
+        instances.release(live)
+    store = Store(path, retention_days=7)  # its server is gone now: its session closes and its calls go
+    try:
+        assert store.query("SELECT state FROM sessions WHERE session_id = 'live'") == [("closed",)]
+        assert store.query("SELECT ref_id FROM requests") == []
+    finally:
+        store.close()
+
+
+def test_servers_creating_the_key_file_at_once_agree_on_one_whole_key(tmp_path):
+    import threading
+
+    from mcpbrowser.sealing import load_key
+
+    # Threads stand for the processes: the race is in the filesystem, and a barrier lines them up.
+    for round_ in range(100):
+        path = str(tmp_path / f"h{round_}.db.key")
+        start, keys = threading.Barrier(8), []
+
+        def open_store(path=path, start=start, keys=keys):
+            start.wait()
+            keys.append(load_key(path))
+
+        threads = [threading.Thread(target=open_store) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(set(keys)) == 1 and len(keys[0]) == 32, round_
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
+
+
+def test_an_empty_key_file_left_by_an_interrupted_start_is_replaced(tmp_path):
+    from mcpbrowser.sealing import load_key
+
+    path = str(tmp_path / "h.db.key")
+    open(path, "wb").close()
+    assert len(load_key(path)) == 32 and load_key(path) == load_key(path)

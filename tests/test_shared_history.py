@@ -1,0 +1,59 @@
+"""Two real servers on one history file: each owns its sessions, a restart closes only a gone server's,
+and a session of a server killed with kill -9 is resumed from the other."""
+
+import os
+import signal
+import sqlite3
+
+import pytest
+from support import McpClient, server_pid, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def state_of(db, session_id):
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT state, json_extract(metadata, '$.closeReason') FROM sessions "
+                            "WHERE session_id = ?", (session_id,)).fetchone()
+
+
+def test_two_servers_share_one_history(tmp_path, pages):
+    db = str(tmp_path / "history.db")
+    a = McpClient("--db", db)
+    a_pid = server_pid()
+    b = McpClient("--db", db)
+    refs = []
+    try:
+        sa = a.tool("create_session")["sessionId"]
+        sb = b.tool("create_session")["sessionId"]
+        for n in range(2):
+            refs.append(a.tool("navigate", sessionId=sa, url=pages.url(f"/counter?n=a{n}"))["refId"])
+            refs.append(b.tool("navigate", sessionId=sb, url=pages.url(f"/counter?n=b{n}"))["refId"])
+        # Neither server can take the other's live session.
+        assert b.error("resume_session", sessionId=sa)["errorCode"] == "SESSION_IN_USE"
+
+        for ref_id in refs[1::2]:  # b's calls are captured after their answers: wait for them before b stops
+            b.tool("get_content", ref_id=ref_id)
+        b.close()  # one restarts: the other's session stays open, in the history and in fact
+        b = McpClient("--db", db)
+        assert state_of(db, sa) == ("active", None)
+        assert state_of(db, sb) == ("closed", "shutdown")
+        refs.append(a.tool("navigate", sessionId=sa, url=pages.url("/counter?n=a-after"))["refId"])
+        for ref_id in refs:  # every refId of both reads back, from either server (a's first: it waits
+            # for its own call's capture; another server sees it once committed)
+            assert "Count" in a.tool("get_content", ref_id=ref_id, reset_cursor=True)["content"]
+            assert "Count" in b.tool("get_content", ref_id=ref_id, reset_cursor=True)["content"]
+
+        os.kill(a_pid, signal.SIGKILL)  # its lock goes with it
+        assert wait_for(lambda: not os.path.exists(f"/proc/{a_pid}/status")
+                        or "Z" in open(f"/proc/{a_pid}/status").read().split("State:")[1][:4], 10)
+        resumed = b.tool("resume_session", sessionId=sa)
+        assert resumed["url"].endswith("/counter?n=a-after")
+        page = b.tool("navigate", sessionId=sa, url=pages.url("/counter?n=resumed"))
+        assert page["title"] == "Counter" and state_of(db, sa) == ("active", None)
+    finally:
+        b.close()
+        try:
+            a.close()
+        except Exception:
+            pass  # its server was killed
