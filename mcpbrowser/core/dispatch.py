@@ -208,6 +208,10 @@ class Dispatcher:
         try:
             return state.run_call(tool, args, call)
         except BrowserServerError as error:  # run_call annotated it
+            if self._registry.closed:
+                # The server is stopping and takes the browser down with it: that is no
+                # crash, and no resume_session can reach this server any more.
+                raise call.annotate_error(self._registry.stopping_error(state.session_id)) from None
             if page_reading.browser_gone(state):
                 self._core.supervisor.browser_gone(state.worker, str(error))
                 raise call.annotate_error(self._registry.session_lost(state)) from None
