@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from mcpbrowser.core import store as store_module
 from mcpbrowser.core.store import Snapshot, Store
+from mcpbrowser.timers import now_ms
 
 pytestmark = pytest.mark.unit
 
@@ -261,3 +262,26 @@ def test_an_empty_key_file_left_by_an_interrupted_start_is_replaced(tmp_path):
     path = str(tmp_path / "h.db.key")
     open(path, "wb").close()
     assert len(load_key(path)) == 32 and load_key(path) == load_key(path)
+
+
+def test_a_snapshot_after_a_small_change_is_stored_as_that_change_and_reads_back_exactly(tmp_path):
+    from mcpbrowser.core.history import History
+
+    store = Store(str(tmp_path / "h.db"), retention_days=1)
+    history = History(store)
+    page = "".join(f"- link \"Section {i} of the library\" [ref=e{i}]\n" for i in range(800))
+    after = page.replace("Section 400 ", "Section 400 (hovered) ") + "- text: tail without newline"
+    try:
+        for ref, text in (("nav", page), ("click", after)):
+            store.write("INSERT INTO requests VALUES (?, 's', 'click', '{}', ?)", (ref, now_ms()))
+            store.write("INSERT INTO responses (ref_id, status, timestamp, snapshot_hash) VALUES (?, 'ok', 1, ?)",
+                        (ref, Snapshot(text, "s")))
+        (whole, delta) = [row[0] for row in store.query("SELECT LENGTH(data) FROM snapshots ORDER BY base IS NOT NULL")]
+        assert delta * 10 < whole
+        assert history.stored_page("nav")[1] == page.encode() and history.stored_page("click")[1] == after.encode()
+        store.write("DELETE FROM responses WHERE ref_id = 'nav'")  # the base outlives its own call: a change needs it
+        store.flush()
+        store._drop_before(sqlite3.connect(store.path, isolation_level=None), 0)  # orphans go, bases stay
+        assert history.stored_page("click")[1] == after.encode()
+    finally:
+        store.close()

@@ -6,10 +6,9 @@ its migrations are `store.py`'s; the core records (core/recorder.py, core/regist
 """
 
 import json
-import zlib
 from urllib.parse import urlsplit
 
-from mcpbrowser.core.store import HistoryUnavailable, Snapshot, dumps
+from mcpbrowser.core.store import HistoryUnavailable, Snapshot, dumps, unpack_snapshot
 from mcpbrowser.errors import BrowserServerError, not_stored
 from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
 from mcpbrowser.schema import compact_json
@@ -18,12 +17,12 @@ from mcpbrowser.timers import now_ms
 
 # A response's page: in the snapshots table (by hash, compressed), or inline in rows
 # written before snapshots were stored once.
-PAGE = "s.page_snapshot, p.data"
-STORED = "LEFT JOIN snapshots p ON p.hash = s.snapshot_hash"
+PAGE = "s.page_snapshot, p.data, b.data"
+STORED = "LEFT JOIN snapshots p ON p.hash = s.snapshot_hash LEFT JOIN snapshots b ON b.hash = p.base"
 
 
-def _page(inline, packed):
-    return zlib.decompress(packed) if packed is not None else inline
+def _page(inline, packed, base):
+    return unpack_snapshot(packed, base) if packed is not None else inline
 
 
 class History:
@@ -141,7 +140,7 @@ class History:
         if session_id:
             self.store.write("UPDATE sessions SET last_activity = ? WHERE session_id = ?", (at, session_id))
 
-    def response(self, ref_id, fut, snapshot, console, secrets=()):
+    def response(self, ref_id, fut, snapshot, console, secrets=(), session_id=None):
         """The response row of a finished call (its Future), with its page snapshot and console entries."""
         if fut.cancelled():
             status, result, error = "cancelled", None, None
@@ -159,7 +158,7 @@ class History:
                          "timestamp, snapshot_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
                          (ref_id, status, result,
                           json.dumps(scrub_value(console, secrets)).encode() if console else None, error,
-                          now_ms(), Snapshot(snapshot) if snapshot is not None else None), ref=ref_id)
+                          now_ms(), Snapshot(snapshot, session_id) if snapshot is not None else None), ref=ref_id)
         for entry in console:
             self.store.write("INSERT INTO console_logs (ref_id, level, message, timestamp, location) "
                              "VALUES (?, ?, ?, ?, ?)", (ref_id, entry["level"], scrub_text(entry["message"], secrets),
@@ -171,7 +170,7 @@ class History:
         """(session_id, page snapshot bytes or None) of a call, or None when no call has that refId."""
         rows = self.store.query(f"SELECT r.session_id, {PAGE} FROM requests r LEFT JOIN responses s "
                                 f"ON s.ref_id = r.ref_id {STORED} WHERE r.ref_id = ?", (ref_id,))
-        return (rows[0][0], _page(rows[0][1], rows[0][2])) if rows else None
+        return (rows[0][0], _page(*rows[0][1:])) if rows else None
 
     def last_read(self, session_id):
         """(hash, page snapshot bytes) that this session's reader last read, or None."""
@@ -179,7 +178,7 @@ class History:
             f"SELECT c.last_snapshot_hash, {PAGE} FROM diff_cursors c "
             f"JOIN requests r ON r.ref_id = c.ref_id LEFT JOIN responses s ON s.ref_id = c.ref_id {STORED} "
             "WHERE r.session_id IS ? ORDER BY c.last_read DESC, c.rowid DESC LIMIT 1", (session_id,))
-        return (rows[0][0], _page(rows[0][1], rows[0][2])) if rows else None
+        return (rows[0][0], _page(*rows[0][1:])) if rows else None
 
     def mark_read(self, ref_id, lines, digest):
         self.store.write("INSERT OR REPLACE INTO diff_cursors VALUES (?, ?, ?, ?)", (ref_id, lines, digest, now_ms()))

@@ -40,7 +40,7 @@ class Recorder:
             self._pending[call.ref_id] = call
 
     def response(self, call: Any, fut: Future, secrets: Any = ()) -> None:
-        self.history.response(call.ref_id, fut, call.snapshot, call.console or [], secrets)
+        self.history.response(call.ref_id, fut, call.snapshot, call.console or [], secrets, call.session_id)
         with self._lock:
             self._pending.pop(call.ref_id, None)
         call.recorded.set()

@@ -8,6 +8,7 @@ a read sees every write enqueued before it (read-your-writes).
 Blobs are stored exactly as produced; parsing happens only on read.
 """
 
+import difflib
 import hashlib
 import json
 import os
@@ -58,8 +59,9 @@ MIGRATIONS = {
     4: [
         # Each distinct page snapshot once, zlib-compressed, addressed by the SHA-256 of its
         # text (the hash get_content answers). A response names it in snapshot_hash; rows
-        # written before keep their text in page_snapshot, and readers take either.
-        "CREATE TABLE snapshots (hash TEXT PRIMARY KEY, data BLOB NOT NULL, size INTEGER NOT NULL)",
+        # written before keep their text in page_snapshot, and readers take either. `base`:
+        # the whole snapshot this one is stored as a change of (see snapshot_delta), or NULL.
+        "CREATE TABLE snapshots (hash TEXT PRIMARY KEY, data BLOB NOT NULL, size INTEGER NOT NULL, base TEXT)",
         "ALTER TABLE responses ADD COLUMN snapshot_hash TEXT",
         "CREATE INDEX responses_by_snapshot ON responses (snapshot_hash)",
         # The server process that opened the session (see Store.instance): several servers
@@ -114,6 +116,7 @@ STATEMENT_CODES = {1, 12, 19, 20, 25}  # SQLITE_ERROR, NOTFOUND, CONSTRAINT, MIS
 RETRY_S = 2.0  # while writes fail, how often the writer tries again (the queue's wait)
 PENDING_MAX = 5000  # writes kept for a retry that no answer depended on (session rows, cursors); oldest go first
 DROPPED_MEMORY = 20_000  # refIds answered "not recorded" that the writer still skips
+BASES_KEPT = 64  # sessions whose last whole snapshot the writer keeps, for deltas
 ZLIB_LEVEL = 6  # measured on real snapshots: 1 stores ~15% more than 6, 9 saves <1% for twice the time
 
 
@@ -144,12 +147,37 @@ class Snapshot:
     """A page snapshot as a statement's parameter: the writer stores it once by hash, compressed, and
     the statement gets the hash in its place (so compressing never runs on a call's path)."""
 
-    __slots__ = ("text", "hash", "packed")
+    __slots__ = ("text", "session", "hash", "whole", "delta")
 
-    def __init__(self, text):
-        self.text = text
+    def __init__(self, text, session=None):
+        self.text, self.session = text, session
         self.hash = None
-        self.packed = None
+        self.whole = None  # zlib of the text
+        self.delta = None  # (zlib of its changes, the base's hash), when that is much smaller
+
+
+def snapshot_delta(base, text):
+    """The text as changes of base: JSON ops, [start, end] copies base's lines, a string is new text."""
+    old, new = base.splitlines(keepends=True), text.splitlines(keepends=True)
+    ops: list[Any] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            ops.append([i1, i2])
+        elif j2 > j1:
+            ops.append("".join(new[j1:j2]))
+    return json.dumps(ops, separators=(",", ":")).encode()
+
+
+def apply_delta(base, delta):
+    old = base.splitlines(keepends=True)
+    return "".join("".join(old[op[0]:op[1]]) if isinstance(op, list) else op for op in json.loads(delta))
+
+
+def unpack_snapshot(data, base_data):
+    """A stored snapshot's bytes: zlib whole, or zlib of a delta on its (whole) base."""
+    if base_data is None:
+        return zlib.decompress(data)
+    return apply_delta(zlib.decompress(base_data).decode(), zlib.decompress(data)).encode()
 
 
 class _Write:
@@ -174,6 +202,7 @@ class Store:
         self.fault: dict[str, Any] | None = None  # why writes fail now ({errorCode, message}), or None
         self._dropped: dict[str, None] = {}  # refIds whose answers said "not recorded" (insertion-ordered)
         self._dropped_lock = threading.Lock()
+        self._bases: dict[str, tuple[str, str]] = {}  # writer thread: session -> its last whole snapshot
         # A full disk at start-up. The database must open, with its schema current: SQLite
         # needs a few KB for the WAL index that every reader shares, a new database needs its
         # tables, and the key file its 32 bytes. When it cannot, start-up fails, saying where
@@ -382,16 +411,36 @@ class Store:
     def _params(self, conn, params):
         return tuple(self._snapshot(conn, p) if isinstance(p, Snapshot) else p for p in params)
 
-    @staticmethod
-    def _snapshot(conn, snap):
-        """Store a page snapshot once by hash, compressed; the hash names it in the row."""
+    def _snapshot(self, conn, snap):
+        """Store a page snapshot once by hash, compressed; the hash names it in the row.
+
+        Most of a page is the same after a click or a typed word: a snapshot is stored as
+        its changes against the session's last snapshot stored whole, when that takes under
+        half the room (never a change of a change, so a read needs two rows at most).
+        """
         if snap.hash is None:
             raw = snap.text.encode()
             snap.hash = hashlib.sha256(raw).hexdigest()
             if not conn.execute("SELECT 1 FROM snapshots WHERE hash = ?", (snap.hash,)).fetchone():
-                snap.packed = (zlib.compress(raw, ZLIB_LEVEL), len(raw))
-        if snap.packed is not None:
-            conn.execute("INSERT OR IGNORE INTO snapshots VALUES (?, ?, ?)", (snap.hash, *snap.packed))
+                snap.whole = zlib.compress(raw, ZLIB_LEVEL)
+                base = self._bases.get(snap.session) if snap.session else None
+                if base is not None:
+                    delta = zlib.compress(snapshot_delta(base[1], snap.text), ZLIB_LEVEL)
+                    if len(delta) * 2 < len(snap.whole):
+                        snap.delta = (delta, base[0])
+        if snap.whole is None:
+            return snap.hash
+        size = len(snap.text.encode())
+        if snap.delta is not None and conn.execute("SELECT 1 FROM snapshots WHERE hash = ? AND base IS NULL",
+                                                   (snap.delta[1],)).fetchone():
+            conn.execute("INSERT OR IGNORE INTO snapshots VALUES (?, ?, ?, ?)", (snap.hash, snap.delta[0], size,
+                                                                                snap.delta[1]))
+        else:
+            conn.execute("INSERT OR IGNORE INTO snapshots VALUES (?, ?, ?, NULL)", (snap.hash, snap.whole, size))
+            if snap.session:
+                self._bases[snap.session] = (snap.hash, snap.text)
+                while len(self._bases) > BASES_KEPT:
+                    del self._bases[next(iter(self._bases))]
         return snap.hash
 
     def _trim(self, pending):
@@ -462,7 +511,8 @@ class Store:
             conn.execute(f"DELETE FROM {table} WHERE ref_id IN ({old})", (cutoff,))
         dropped = conn.execute(f"DELETE FROM requests WHERE ref_id IN ({old})", (cutoff,)).rowcount
         conn.execute("DELETE FROM snapshots WHERE hash NOT IN "
-                     "(SELECT snapshot_hash FROM responses WHERE snapshot_hash IS NOT NULL)")
+                     "(SELECT snapshot_hash FROM responses WHERE snapshot_hash IS NOT NULL) "
+                     "AND hash NOT IN (SELECT base FROM snapshots WHERE base IS NOT NULL)")
         conn.execute("COMMIT")
         return dropped
 
