@@ -82,7 +82,8 @@ def walk(docs, count):
         "pages": len(pages), "page_changing_calls": calls, "html_bytes": html_bytes,
         # Per call that stored its snapshot: a missed capture costs nothing and would flatter the figure.
         "db_bytes": db_bytes, "db_bytes_per_call": round(db_bytes / (calls - missed)),
-        "distinct_snapshots": len(snapshots), "captures_missed": missed, "snapshot_text_bytes_per_call_before": round(whole / (calls - missed)),
+        "distinct_snapshots": len(snapshots), "captures_missed": missed,
+        "snapshot_text_bytes_per_call_before": round(whole / (calls - missed)),
         "snapshot_bytes_stored": stored_snapshots, "zlib_levels": levels,
         "target_met": db_bytes / (calls - missed) <= TARGET_BYTES, "seconds": round(time.monotonic() - started, 1),
         "db": db,

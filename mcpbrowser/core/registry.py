@@ -18,8 +18,8 @@ from mcpbrowser.errors import (
     BrowserError,
     InvalidParameters,
     MaxSessionsReached,
-    SessionExpired,
     ServerStopping,
+    SessionExpired,
     SessionLost,
     SessionNotFound,
 )
