@@ -4,6 +4,7 @@ and a session of a server killed with kill -9 is resumed from the other."""
 import os
 import signal
 import sqlite3
+import time
 
 import pytest
 from support import McpClient, server_pid, wait_for
@@ -57,3 +58,46 @@ def test_two_servers_share_one_history(tmp_path, pages):
             a.close()
         except Exception:
             pass  # its server was killed
+
+
+def test_a_person_reading_the_history_blocks_nothing_and_one_locking_it_pauses_recording(tmp_path, pages):
+    db = str(tmp_path / "history.db")
+    c = McpClient("--db", db)
+    answers = {}
+    person = sqlite3.connect(db, isolation_level=None)
+    try:
+        sid = c.tool("create_session")["sessionId"]
+        person.execute("BEGIN")  # a long read, as `sqlite3 history.db` with a query running
+        person.execute("SELECT COUNT(*) FROM requests").fetchone()
+        for n in range(3):
+            nav = c.tool("navigate", sessionId=sid, url=pages.url(f"/counter?n=read{n}"))
+            assert "notRecorded" not in nav  # WAL: a reader never blocks the writer
+            answers[nav["refId"]] = True
+        c.tool("get_content", ref_id=nav["refId"])
+        person.execute("COMMIT")
+        person.execute("BEGIN IMMEDIATE")  # now the person holds the write lock, past the 5 s busy timeout
+        said = set()
+        deadline = time.monotonic() + 40
+        while not said:
+            nav = c.tool("navigate", sessionId=sid, url=pages.url(f"/counter?n=locked{time.monotonic()}"))
+            answers[nav["refId"]] = "notRecorded" not in nav
+            if "notRecorded" in nav:
+                said.add(nav["notRecorded"]["errorCode"])
+            assert time.monotonic() < deadline, "the lock was never reported"
+            time.sleep(0.5)
+        assert said == {"HISTORY_BUSY"}
+        person.execute("ROLLBACK")
+        deadline = time.monotonic() + 40
+        while "notRecorded" in nav:
+            assert time.monotonic() < deadline, "recording did not resume"
+            time.sleep(0.5)
+            nav = c.tool("navigate", sessionId=sid, url=pages.url(f"/counter?n=free{time.monotonic()}"))
+            answers[nav["refId"]] = "notRecorded" not in nav
+        c.tool("get_content", ref_id=nav["refId"])  # waits for its capture and the rows before it
+    finally:
+        person.close()
+        c.close()
+    with sqlite3.connect(db) as conn:
+        kept = {ref for (ref,) in conn.execute("SELECT ref_id FROM responses")}
+    for ref_id, recorded in answers.items():
+        assert recorded == (ref_id in kept), ref_id
