@@ -346,8 +346,8 @@ class Config:
         "(default: history.db under the user's data directory).")
     retention_days: int = _option(
         0, _int_at_least(0), "Drop history older than this many days; 0 keeps everything.")
-    # A bound by default: a page-changing call costs about 7 KB of history (scripts/history_cost.py),
-    # so 1 GB keeps ~150,000 of them (ten agents' week at 2,000 calls a day each) and a
+    # A bound by default: a page-changing call costs about 7.5 KB of history (scripts/history_cost.py),
+    # so 1 GB keeps ~140,000 of them (ten agents' week at 2,000 calls a day each) and a
     # default install cannot fill the disk. 0 keeps everything, as before.
     db_max_mb: int = _option(
         1024, _int_at_least(0), "Drop the oldest history once the database is larger; 0 means no limit.")

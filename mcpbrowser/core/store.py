@@ -117,7 +117,7 @@ RETRY_S = 2.0  # while writes fail, how often the writer tries again (the queue'
 PENDING_MAX = 5000  # writes kept for a retry that no answer depended on (session rows, cursors); oldest go first
 DROPPED_MEMORY = 20_000  # refIds answered "not recorded" that the writer still skips
 BASES_KEPT = 64  # sessions whose last whole snapshot the writer keeps, for deltas
-ZLIB_LEVEL = 6  # the docs walk (scripts/history_cost.py): 1 stores 23% more, 9 saves 3% for 2.4 times the time
+ZLIB_LEVEL = 6  # the docs walk (scripts/history_cost.py): 1 stores 23% more, 9 saves 5% for 3.3 times the time
 
 
 def fault_code(exc):
