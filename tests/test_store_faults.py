@@ -285,3 +285,22 @@ def test_a_snapshot_after_a_small_change_is_stored_as_that_change_and_reads_back
         assert history.stored_page("click")[1] == after.encode()
     finally:
         store.close()
+
+
+def test_a_gone_servers_lock_file_is_swept_at_start_and_a_live_ones_kept(tmp_path):
+    from mcpbrowser.core import instances
+
+    path = str(tmp_path / "h.db")
+    Store(path).close()
+    live = instances.claim(path, "c" * 32)
+    dead = instances.claim(path, "d" * 32)
+    os.close(dead[0])  # as a crash leaves it: the file stays, the lock is gone
+    try:
+        store = Store(path)
+        try:
+            names = sorted(os.listdir(path + ".instances"))
+            assert names == sorted(["c" * 32 + ".lock", store.instance + ".lock"])
+        finally:
+            store.close()
+    finally:
+        instances.release(live)

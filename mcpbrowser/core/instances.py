@@ -57,6 +57,19 @@ def alive(db_path, instance):
     return False
 
 
+def sweep(db_path):
+    """Remove the lock files of servers that are gone (a crash leaves its file behind)."""
+    if fcntl is None:
+        return
+    try:
+        names = os.listdir(_folder(db_path))
+    except OSError:
+        return
+    for name in names:
+        if name.endswith(".lock"):
+            alive(db_path, name[:-5])
+
+
 def release(held):
     """Give the lock up at a clean close (a crash gives it up too)."""
     if held is None:

@@ -467,6 +467,8 @@ class Store:
         """Close the sessions whose server is gone (all but those of live instances); how many."""
         rows = conn.execute("SELECT session_id, instance FROM sessions WHERE state = 'active'").fetchall()
         gone = [sid for sid, instance in rows if not (instance and self.alive(instance))]
+        if self._lock_file is not None:
+            instances.sweep(self.path)
         if gone:
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany("UPDATE sessions SET state = 'closed', metadata = json_set(metadata, "
