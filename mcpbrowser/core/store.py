@@ -355,7 +355,10 @@ class Store:
                 pending = [w for w in pending if w.ref is None or w.ref not in self._dropped]
             # While faulted, try every RETRY_S (a probe when nothing waits), at the end, and when
             # a reader waits: a refId answered as recorded reads back as soon as the disk allows.
-            due = self.fault is None or stop or barriers or time.monotonic() - tried >= RETRY_S
+            # Not for a lock held by another process: each try waits out the busy timeout (5 s),
+            # and a reader must not wait that long twice.
+            busy = self.fault is not None and self.fault["errorCode"] == "HISTORY_BUSY"
+            due = self.fault is None or stop or (barriers and not busy) or time.monotonic() - tried >= RETRY_S
             if due and (pending or self.fault is not None):
                 tried = time.monotonic()
                 committed = self._commit(conn, pending)
