@@ -140,6 +140,10 @@ def test_a_full_disk_never_costs_a_refid_its_promise(small_disk, pages):
 def test_start_up_on_a_full_disk_runs_with_recording_paused(small_disk, pages):
     db = str(small_disk / "history.db")
     McpClient("--db", db).close()  # the database exists, with its schema
+    # Another server (here: a reader) has it open, so SQLite's WAL index (-shm) exists: creating
+    # one needs 32 KB, and without it the database cannot open (the next test).
+    other = sqlite3.connect(db)
+    other.execute("SELECT COUNT(*) FROM requests").fetchone()
     filler = fill(small_disk)
     c = McpClient("--db", db)
     try:
@@ -157,10 +161,17 @@ def test_start_up_on_a_full_disk_runs_with_recording_paused(small_disk, pages):
         assert "Big" in c.tool("get_content", ref_id=nav["refId"])["content"]
     finally:
         c.close()
+        other.close()
 
 
-def test_a_new_database_on_a_full_disk_refuses_to_start_saying_what_to_free(small_disk):
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_database_that_cannot_open_on_a_full_disk_refuses_to_start_saying_what_to_free(small_disk, existing):
     db = str(small_disk / "history.db")
+    if existing:  # closed by its last user: no WAL index left, and none can be made
+        made = sqlite3.connect(db)
+        made.executescript("PRAGMA journal_mode=WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+        made.close()
+        assert not os.path.exists(db + "-shm")
     fill(small_disk)
     done = subprocess.run([*SERVER_CMD, "--db", db], input=b"", capture_output=True, timeout=60)
     assert done.returncode != 0

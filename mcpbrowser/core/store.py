@@ -204,8 +204,9 @@ class Store:
         self._dropped_lock = threading.Lock()
         self._bases: dict[str, tuple[str, str]] = {}  # writer thread: session -> its last whole snapshot
         # A full disk at start-up. The database must open, with its schema current: SQLite
-        # needs a few KB for the WAL index that every reader shares, a new database needs its
-        # tables, and the key file its 32 bytes. When it cannot, start-up fails, saying where
+        # needs 32 KB for the WAL index that every reader shares (there already when another
+        # process has the database open), a new database needs its tables, the key file its
+        # 32 bytes. When it cannot, start-up fails, saying where
         # and how much is free (a server without its history would hand out refIds that no
         # restart reads back). Once open, a full disk only pauses recording (see _write_loop).
         try:
