@@ -13,7 +13,7 @@ import time
 import pytest
 from fakes import fake_core
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from strategies import store_fault_plans
 
 from mcpbrowser.core import store as store_module
 from mcpbrowser.core.store import Snapshot, Store
@@ -71,16 +71,8 @@ def _recovered(store, seconds=10.0):
     return False
 
 
-steps = st.lists(st.one_of(
-    st.sampled_from(["navigate", "list_sessions", "bad_call"]),
-    st.sampled_from(sorted(FAULTS)).map(lambda kind: ("fault", kind)),
-    st.just("heal"),
-    st.just("settle"),  # let the writer try (and fail) before the next call
-), max_size=18)
-
-
 @settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])  # it resets Faults per example
-@given(plan=steps)
+@given(plan=store_fault_plans(sorted(FAULTS)))
 def test_every_answer_says_truly_whether_its_call_is_recorded(faulty, tmp_path_factory, plan):
     faulty.kind = None
     db = str(tmp_path_factory.mktemp("faults") / "h.db")
