@@ -372,8 +372,11 @@ class Config:
         "(default: history.db under the user's data directory).")
     retention_days: int = _option(
         0, _int_at_least(0), "Drop history older than this many days; 0 keeps everything.")
+    # A bound by default: a page-changing call costs about 7.5 KB of history (scripts/history_cost.py),
+    # so 1 GB keeps ~140,000 of them (ten agents' week at 2,000 calls a day each) and a
+    # default install cannot fill the disk. 0 keeps everything, as before.
     db_max_mb: int = _option(
-        0, _int_at_least(0), "Drop the oldest history once the database is larger; 0 means no limit.")
+        1024, _int_at_least(0), "Drop the oldest history once the database is larger; 0 means no limit.")
     browser_ping: int = _option(
         30, _int_at_least(0),
         "Seconds between health checks of the shared browser (a context opened and closed), or of each "

@@ -1,5 +1,10 @@
 """Tool errors with stable codes; raised on any thread, carried across queues inside Futures."""
 
+import errno
+import os
+
+FULL_BELOW = 1 << 20  # bytes free under which a failed write is the disk's being full
+
 
 class BrowserServerError(Exception):
     """Base class: a tool failure the caller can act on, identified by `code`."""
@@ -205,6 +210,51 @@ class ResourceExhausted(BrowserFailure):
     default_message = "The server is over its memory limit; close a session first."
 
 
+class DiskFull(BrowserFailure):
+    code = "DISK_FULL"
+    default_message = "The disk is full, so nothing was saved; the server keeps working. Free space and retry."
+
+
+class StorageFailed(BrowserFailure):
+    code = "STORAGE_FAILED"
+    default_message = "It could not be written to disk (details.cause says why), so nothing was saved."
+
+
+class SessionInUse(SessionError):
+    code = "SESSION_IN_USE"
+    default_message = ("This session is open in another mcpbrowser server that shares this history; call it "
+                       "through that server, or close it there before resuming it here.")
+
+
+class ServerStopping(SessionError):
+    code = "SERVER_STOPPING"
+    default_message = ("The server is stopping (it was told to), so this call was cut short and the session "
+                       "closed. Its cookies and last URL stay in the history: once a server runs on the same "
+                       "history again, resume_session with this sessionId brings it back.")
+
+
+def not_stored(fault, message):
+    """The error for something that could not be written: DISK_FULL, or STORAGE_FAILED with its cause."""
+    if fault == "DISK_FULL":
+        return DiskFull(message)
+    return StorageFailed(message, details={"cause": fault})
+
+
+def disk_fault(path, exc):
+    """DISK_FULL, an errno's name (an OSError), or None (not a fault of the disk)."""
+    if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
+        return "DISK_FULL"
+    try:
+        st = os.statvfs(os.path.dirname(path))
+        if st.f_bavail * st.f_frsize < FULL_BELOW:  # the browser's writer reports ENOSPC in its own words
+            return "DISK_FULL"
+    except OSError:
+        pass
+    if isinstance(exc, OSError):
+        return errno.errorcode.get(exc.errno or 0, "OS_ERROR")
+    return None
+
+
 GROUPS = (SessionError, ElementError, PolicyError, BrowserFailure, Retryable)
 ALL_ERRORS = (
     SessionNotFound,
@@ -233,6 +283,10 @@ ALL_ERRORS = (
     CommandTimeout,
     CircuitOpen,
     ResourceExhausted,
+    DiskFull,
+    StorageFailed,
+    SessionInUse,
+    ServerStopping,
 )
 
 

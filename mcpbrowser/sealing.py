@@ -66,14 +66,50 @@ def _unseal_legacy(key, blob):
     return bytes(a ^ b for a, b in zip(cipher, stream, strict=False))  # the stream is cut to the cipher's length
 
 
+KEY_BYTES = 32
+
+
 def load_key(path):
-    """Read the key file, creating it (0600) with a fresh random key the first time."""
+    """Read the key file, creating it (0600) with a fresh random key the first time.
+
+    Two servers starting at once on a new database must end up with one key, and no
+    reader may ever see a file that is still being written (an empty key would seal
+    with nothing secret): the key is written whole to a private temporary file, then
+    linked to its name, which fails when another process linked first, whose key wins.
+    """
+    for _ in range(3):
+        try:
+            with open(path, "rb") as f:
+                key = f.read()
+        except FileNotFoundError:
+            key = None
+        if key is not None and len(key) == KEY_BYTES:
+            return key
+        if key:
+            raise ValueError(f"the key file {path} is damaged ({len(key)} bytes, not {KEY_BYTES}); "
+                             "move it away to start with a new key (saved sessions and logins will not open)")
+        if key is not None:
+            # Empty: left by an earlier version that was stopped (or ran out of disk)
+            # between creating the file and writing it. Nothing can be sealed with it.
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass  # another process replaced it first
+        _link_new_key(path)
+    raise OSError(f"the key file {path} keeps disappearing")
+
+
+def _link_new_key(path):
+    tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        with open(path, "rb") as f:
-            return f.read()
-    key = os.urandom(32)
-    with os.fdopen(fd, "wb") as f:
-        f.write(key)
-    return key
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.urandom(KEY_BYTES))
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process linked its key first: the caller reads that one
+    finally:
+        os.unlink(tmp)

@@ -116,16 +116,23 @@ def scrub_trace(path, secrets, short=()):
     forms = sorted({form for secret in secrets for form in encodings(secret)}, key=len, reverse=True)
     short = frozenset(short)
     temporary = path + ".scrubbing"
-    with zipfile.ZipFile(path) as source, zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as target:
-        for member in source.infolist():
-            data = source.read(member)
-            if member.filename.endswith(JSON_LINES):
-                data = b"\n".join(_scrub_event(line, forms, short) if line.strip() else line
-                                  for line in data.split(b"\n"))
-            else:
-                data = _scrub_bytes(data, forms)
-            target.writestr(member, data, compress_type=member.compress_type)
-    os.replace(temporary, path)
+    try:
+        with zipfile.ZipFile(path) as source, zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as target:
+            for member in source.infolist():
+                data = source.read(member)
+                if member.filename.endswith(JSON_LINES):
+                    data = b"\n".join(_scrub_event(line, forms, short) if line.strip() else line
+                                      for line in data.split(b"\n"))
+                else:
+                    data = _scrub_bytes(data, forms)
+                target.writestr(member, data, compress_type=member.compress_type)
+        os.replace(temporary, path)
+    except BaseException:
+        try:  # a full disk halfway: no partial copy is left beside the trace (which its caller removes)
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
 
 
 def artifact_roots():

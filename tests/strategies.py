@@ -72,3 +72,13 @@ def ipv4_spellings(draw):
     numbers = octets[:parts - 1] + [value % 256 ** (5 - parts)]
     spelled = ".".join(_spell(n, draw(st.sampled_from([8, 10, 16]))) for n in numbers)
     return ".".join(map(str, octets)), spelled + draw(st.sampled_from(["", "."]))
+
+
+def store_fault_plans(faults):
+    """What happens to the history, step by step: a call, a fault coming on, the fault gone, a pause."""
+    return st.lists(st.one_of(
+        st.sampled_from(["navigate", "list_sessions", "bad_call"]),
+        st.sampled_from(faults).map(lambda kind: ("fault", kind)),
+        st.just("heal"),
+        st.just("settle"),  # let the writer try (and fail) before the next call
+    ), max_size=18)

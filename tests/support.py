@@ -1,6 +1,7 @@
 """Test helpers: a local page server, the official MCP client made synchronous, and a raw pipe driver."""
 
 import functools
+import hashlib
 import json
 import os
 import queue
@@ -259,6 +260,11 @@ navigator.geolocation.getCurrentPosition(
                             '<button id="blob" onclick="const a = document.createElement(\'a\'); '
                             'a.href = window.URL.createObjectURL(new Blob([\'made here\'])); a.download = \'made.txt\'; '
                             'a.click()">Make</button>')
+        elif url.path == "/big":
+            # `lines` lines of text that differ per `n` and compress as prose does (about 2:1).
+            n, lines = query.get("n", "0"), int(query.get("lines", "500"))
+            body = "".join(f"<p>{n} {i} {hashlib.sha256(f'{n}-{i}'.encode()).hexdigest()}</p>" for i in range(lines))
+            self._send(200, f"<title>Big {n}</title><h1>Big {n}</h1>{body}")
         elif url.path == "/hit":
             self._send(200, f"<title>hit {query.get('k', '')}</title>")
         else:

@@ -6,6 +6,7 @@ import os
 import signal
 import sqlite3
 import time
+import zlib
 
 import pytest
 from support import McpClient, RawServer, tool_payload, wait_for
@@ -38,8 +39,10 @@ def test_every_result_has_ref_id_and_meta_and_rows_are_stored(make_client, pages
     c.tool("get_content", ref_id=nav["refId"])  # waits for the capture, so the rows are written
     stored = dict(rows(db, "SELECT ref_id, tool_name FROM requests"))
     assert stored[created["refId"]] == "create_session" and stored[err["refId"]] == "click"
-    status, result, snapshot, console = rows(db, "SELECT status, result, page_snapshot, console_logs "
-                                                 "FROM responses WHERE ref_id = ?", (nav["refId"],))[0]
+    status, result, packed, console = rows(db, "SELECT status, result, p.data, console_logs FROM responses s "
+                                               "JOIN snapshots p ON p.hash = s.snapshot_hash WHERE ref_id = ?",
+                                           (nav["refId"],))[0]
+    snapshot = zlib.decompress(packed)  # stored once by hash, compressed
     assert status == "ok"
     assert result.decode() == nav_result.content[0].text  # the blob is the answer, byte for byte
     assert b'button "More"' in snapshot and b"hello log" in console

@@ -13,6 +13,7 @@ clear, JSON-escaped or URL-encoded.
 import glob
 import json
 import os
+import sqlite3
 import tempfile
 import threading
 import zipfile
@@ -21,6 +22,8 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 from support import HttpServer, McpClient, SdkClient, server_pid
+
+from mcpbrowser.core.store import unpack_snapshot
 
 pytestmark = pytest.mark.e2e
 
@@ -114,10 +117,25 @@ def _files(*folders):
                 with open(path, "rb") as f:
                     data = f.read()
                 yield path, data
+                if data.startswith(b"SQLite format 3\0"):
+                    # Snapshots are stored compressed, where a scan of the bytes cannot see: read each.
+                    yield from ((f"{path}!snapshot", page) for page in stored_snapshots(path))
                 if zipfile.is_zipfile(path):
                     with zipfile.ZipFile(path) as archive:
                         for member in archive.namelist():
                             yield f"{path}!{member}", archive.read(member)
+
+
+def stored_snapshots(db):
+    """Every snapshot a history database holds (its WAL's included), decompressed."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return [unpack_snapshot(data, base) for data, base in conn.execute(
+            "SELECT p.data, b.data FROM snapshots p LEFT JOIN snapshots b ON b.hash = p.base")]
+    except sqlite3.Error:
+        return []  # not a history (Chromium's own databases under the output folder)
+    finally:
+        conn.close()
 
 
 def _scratch(pid):

@@ -50,7 +50,8 @@ def _fill(path, count, age_days, size=200):
     for i in range(count):
         ref = f"{age_days}-{i}"
         s.write("INSERT INTO requests VALUES (?, 's', 'navigate', '{}', ?)", (ref, at + i))
-        s.write("INSERT INTO responses VALUES (?, 'ok', ?, NULL, NULL, NULL, ?)", (ref, b"x" * size, at + i))
+        s.write("INSERT INTO responses (ref_id, status, result, timestamp) VALUES (?, 'ok', ?, ?)",
+                (ref, b"x" * size, at + i))
     s.close()
 
 

@@ -109,6 +109,8 @@ def test_a_login_saved_by_name_starts_new_sessions_logged_in_even_after_a_restar
     finally:
         first.close()
     for name in os.listdir(tmp_path):  # sealed at rest: the database, its WAL and journal hold no value
+        if (tmp_path / name).is_dir():
+            continue  # history.db.instances: the servers' lock files, empty once they stopped
         with open(tmp_path / name, "rb") as f:
             assert SECRET.encode() not in f.read(), name
     assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM named_states").fetchone() == (1,)

@@ -29,7 +29,7 @@ from mcpbrowser.core.tool_groups import ToolGroups
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.core.warm_pool import WarmPool
 from mcpbrowser.core.watchdog import Watchdog
-from mcpbrowser.errors import BrowserError
+from mcpbrowser.errors import ServerStopping
 from mcpbrowser.guards import DomainPolicy, MemoryGuard
 from mcpbrowser.library import Session, arguments
 from mcpbrowser.logs import log
@@ -37,6 +37,7 @@ from mcpbrowser.redaction import SecretBook
 from mcpbrowser.session.opener import SessionOpener
 
 SHUTDOWN_BUDGET_S = 5.0  # sessions get at most this long to close at shutdown, then the browser stops
+STOPPED_ANSWER_S = 2.0  # then what still ran gets this long to answer SERVER_STOPPING
 
 
 class Browser:
@@ -112,7 +113,7 @@ class Browser:
             return
         workers += self.warm_pool.drain()
         self.user.cooldown.cancel_all()
-        shutting_down = BrowserError("The server is shutting down.")
+        shutting_down = ServerStopping()
         for worker in workers:
             worker.stop(shutting_down)
         deadline = time.monotonic() + SHUTDOWN_BUDGET_S
@@ -125,6 +126,11 @@ class Browser:
         drained.start()
         drained.join(max(0.0, deadline - time.monotonic()))
         self.supervisor.stop(shutting_down)
+        # A call that was still running fails now that its browser is gone (SERVER_STOPPING):
+        # let its answer and its history rows go out before the process exits.
+        deadline = time.monotonic() + STOPPED_ANSWER_S
+        for worker in workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
         self.store.close()
         log.info("core closed", extra={"event": "core_closed", "workers": len(workers)})
 

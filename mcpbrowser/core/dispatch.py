@@ -53,6 +53,9 @@ class Call:
         self.snapshot_reused = False  # a snapshot answered from the page's last one (see page_watch)
         self.record_request: Callable[[], None] | None = None  # the deferred request row, see Dispatcher.submit
         self.recorded = threading.Event()
+        self.claim: Callable[[str], dict[str, Any] | None] | None = None  # the store's, see not_recorded
+        self._not_recorded: dict[str, Any] | None = None
+        self._claimed = False
 
     @property
     def owner(self) -> str | None:
@@ -65,17 +68,32 @@ class Call:
         if record is not None:
             record()
 
+    def not_recorded(self) -> dict[str, Any] | None:
+        """Decided once, as the answer is written: None when this call is (or will be) in the history,
+        else why not ({errorCode, message}); its refId then reads nothing back, and the answer says so."""
+        if not self._claimed:
+            self._claimed = True
+            if self.claim is not None:
+                self._not_recorded = self.claim(self.ref_id)
+        return self._not_recorded
+
     def meta(self, succeeded: bool = True) -> dict[str, Any]:
         console = self.console or []
-        return {"tool": self.tool, "hasSnapshot": self.capture and succeeded,
-                "hasConsoleLogs": bool(console),
-                "consoleErrorCount": sum(1 for e in console if e["level"] == "error")}
+        out = {"tool": self.tool, "hasSnapshot": self.capture and succeeded,
+               "hasConsoleLogs": bool(console),
+               "consoleErrorCount": sum(1 for e in console if e["level"] == "error")}
+        fault = self.not_recorded()
+        if fault is not None:
+            out.update(hasSnapshot=False, recorded=False, notRecorded=fault)
+        return out
 
     def annotate(self, result: dict[str, Any]) -> dict[str, Any]:
         if self.expires_at is not None:
             result["expiresAt"] = self.expires_at
         result["refId"] = self.ref_id
         result["meta"] = self.meta()
+        if self._not_recorded is not None:
+            result["notRecorded"] = self._not_recorded  # meta is not always shown to the model: this is
         return result
 
     def annotate_error(self, exc: BaseException) -> BrowserServerError:
@@ -121,7 +139,7 @@ class Dispatcher:
         mode = self.config.response_mode
         call = Call(name, session_id, inline=mode == "full",
                     capture=tool is not None and (tool.stores_page or (tool.changes_page and mode != "lean")))
-        call.progress, call.caller = progress, caller
+        call.progress, call.caller, call.claim = progress, caller, self._recorder.claim
         if tool is not None and tool.may_carry_secret:
             # Whether its text is a secret is known only once the target field was looked at,
             # on the session thread: the row is written then, so a password typed without
@@ -203,6 +221,10 @@ class Dispatcher:
         try:
             result = state.run_call(tool, args, call)
         except BrowserServerError as error:  # run_call annotated it
+            if self._registry.closed:
+                # The server is stopping and takes the browser down with it: that is no
+                # crash, and no resume_session can reach this server any more.
+                raise call.annotate_error(self._registry.stopping_error(state.session_id)) from None
             if page_reading.browser_gone(state):
                 self._core.supervisor.browser_gone(state.worker, str(error))
                 raise call.annotate_error(self._registry.session_lost(state)) from None

@@ -8,12 +8,21 @@ its migrations are `store.py`'s; the core records (core/recorder.py, core/regist
 import json
 from urllib.parse import urlsplit
 
-from mcpbrowser.core.store import dumps
-from mcpbrowser.errors import BrowserServerError
+from mcpbrowser.core.store import HistoryUnavailable, Snapshot, dumps, unpack_snapshot
+from mcpbrowser.errors import BrowserServerError, not_stored
 from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
 from mcpbrowser.schema import compact_json
 from mcpbrowser.sealing import is_legacy
 from mcpbrowser.timers import now_ms
+
+# A response's page: in the snapshots table (by hash, compressed), or inline in rows
+# written before snapshots were stored once.
+PAGE = "s.page_snapshot, p.data, b.data"
+STORED = "LEFT JOIN snapshots p ON p.hash = s.snapshot_hash LEFT JOIN snapshots b ON b.hash = p.base"
+
+
+def _page(inline, packed, base):
+    return unpack_snapshot(packed, base) if packed is not None else inline
 
 
 class History:
@@ -25,8 +34,9 @@ class History:
     # -- sessions ---------------------------------------------------------------
 
     def session_opened(self, session_id, created_at, metadata):
-        self.store.write("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, 'active', ?)",
-                         (session_id, created_at, created_at, json.dumps(metadata)))
+        self.store.write("INSERT OR REPLACE INTO sessions (session_id, created_at, last_activity, state, metadata, "
+                         "instance) VALUES (?, ?, ?, 'active', ?, ?)",
+                         (session_id, created_at, created_at, json.dumps(metadata), self.store.instance))
 
     def session_owner(self, session_id):
         """The owner recorded when the session opened, or None (the server's own, or no such session)."""
@@ -36,6 +46,14 @@ class History:
         """What was recorded when the session opened (owner, emulation, ...); {} for no such session."""
         rows = self.store.query("SELECT metadata FROM sessions WHERE session_id = ?", (session_id,))
         return json.loads(rows[0][0]) if rows else {}
+
+    def session_server(self, session_id):
+        """(state, whether the server that opened it still runs) of a recorded session, or None."""
+        rows = self.store.query("SELECT state, instance FROM sessions WHERE session_id = ?", (session_id,))
+        if not rows:
+            return None
+        state, instance = rows[0]
+        return state, bool(instance) and self.store.alive(instance)
 
     def session_closed(self, session_id, reason):
         self.store.write("UPDATE sessions SET state = 'closed', last_activity = ?, metadata = "
@@ -81,9 +99,14 @@ class History:
         cookies, origins = storage_state.get("cookies", []), storage_state.get("origins", [])
         domains = {c.get("domain", "").lstrip(".") for c in cookies} | {urlsplit(o["origin"]).hostname for o in origins}
         summary = {"cookies": len(cookies), "domains": sorted(d for d in domains if d), "savedAt": now_ms()}
-        self.store.write("INSERT OR REPLACE INTO named_states VALUES (?, ?, ?, ?, ?)",
-                         (owner or "", name, self.store.seal(dumps(storage_state)), json.dumps(summary),
-                          summary["savedAt"]))
+        # Its answer says "saved": so it waits for the row, and says why when it could not be stored.
+        try:
+            self.store.write_now("INSERT OR REPLACE INTO named_states VALUES (?, ?, ?, ?, ?)",
+                                 (owner or "", name, self.store.seal(dumps(storage_state)), json.dumps(summary),
+                                  summary["savedAt"]))
+        except HistoryUnavailable as exc:
+            raise not_stored(exc.fault["errorCode"], f"The login was not saved: "
+                             f"{exc.fault['message'].split(' (')[0]}.") from None
         return summary
 
     def named_state(self, owner, name):
@@ -121,11 +144,11 @@ class History:
                                 for f in params["fields"]]
         at = now_ms()
         self.store.write("INSERT INTO requests VALUES (?, ?, ?, ?, ?)",
-                         (ref_id, session_id, tool, json.dumps(params, default=str), at))
+                         (ref_id, session_id, tool, json.dumps(params, default=str), at), ref=ref_id)
         if session_id:
             self.store.write("UPDATE sessions SET last_activity = ? WHERE session_id = ?", (at, session_id))
 
-    def response(self, ref_id, fut, snapshot, console, secrets=()):
+    def response(self, ref_id, fut, snapshot, console, secrets=(), session_id=None):
         """The response row of a finished call (its Future), with its page snapshot and console entries."""
         console = scrub_value(console, secrets)  # messages and locations (a URL may carry a secret)
         if fut.cancelled():
@@ -140,31 +163,32 @@ class History:
             value = {k: v for k, v in fut.result().items() if k != "image"}  # images are not kept
             result = compact_json(scrub_value(value, secrets)).encode()
         # The page was redacted as it was captured; a secret learned since is scrubbed from it too.
-        page = scrub_text(snapshot, secrets).encode() if snapshot is not None else None
-        self.store.write("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (ref_id, status, result, page,
-                          json.dumps(console).encode() if console else None, error,
-                          now_ms()))
+        # It is stored once by its hash, compressed, on the writer thread (store.Snapshot).
+        page = Snapshot(scrub_text(snapshot, secrets), session_id) if snapshot is not None else None
+        self.store.write("INSERT OR REPLACE INTO responses (ref_id, status, result, console_logs, error_message, "
+                         "timestamp, snapshot_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (ref_id, status, result, json.dumps(console).encode() if console else None, error,
+                          now_ms(), page), ref=ref_id)
         for entry in console:
             self.store.write("INSERT INTO console_logs (ref_id, level, message, timestamp, location) "
                              "VALUES (?, ?, ?, ?, ?)", (ref_id, entry["level"], entry["message"],
-                                                        entry["timestamp"], entry["location"]))
+                                                        entry["timestamp"], entry["location"]), ref=ref_id)
 
     # -- reading it back ---------------------------------------------------------
 
     def stored_page(self, ref_id):
         """(session_id, page snapshot bytes or None) of a call, or None when no call has that refId."""
-        rows = self.store.query("SELECT r.session_id, s.page_snapshot FROM requests r LEFT JOIN responses s "
-                                "ON s.ref_id = r.ref_id WHERE r.ref_id = ?", (ref_id,))
-        return rows[0] if rows else None
+        rows = self.store.query(f"SELECT r.session_id, {PAGE} FROM requests r LEFT JOIN responses s "
+                                f"ON s.ref_id = r.ref_id {STORED} WHERE r.ref_id = ?", (ref_id,))
+        return (rows[0][0], _page(*rows[0][1:])) if rows else None
 
     def last_read(self, session_id):
         """(hash, page snapshot bytes) that this session's reader last read, or None."""
         rows = self.store.query(
-            "SELECT c.last_snapshot_hash, s.page_snapshot FROM diff_cursors c "
-            "JOIN requests r ON r.ref_id = c.ref_id LEFT JOIN responses s ON s.ref_id = c.ref_id "
+            f"SELECT c.last_snapshot_hash, {PAGE} FROM diff_cursors c "
+            f"JOIN requests r ON r.ref_id = c.ref_id LEFT JOIN responses s ON s.ref_id = c.ref_id {STORED} "
             "WHERE r.session_id IS ? ORDER BY c.last_read DESC, c.rowid DESC LIMIT 1", (session_id,))
-        return rows[0] if rows else None
+        return (rows[0][0], _page(*rows[0][1:])) if rows else None
 
     def mark_read(self, ref_id, lines, digest):
         self.store.write("INSERT OR REPLACE INTO diff_cursors VALUES (?, ?, ?, ?)", (ref_id, lines, digest, now_ms()))

@@ -37,6 +37,10 @@ class Recorder:
         self.history.request(call.ref_id, call.session_id, call.tool, args, secret=call.secret,
                              secrets=self.secrets_of(call.owner, call.session_id))
 
+    def claim(self, ref_id: str) -> dict[str, Any] | None:
+        """Whether a call being answered is recorded: None, or why not (see Store.claim)."""
+        return self.history.store.claim(ref_id)
+
     def pending(self, call: Any) -> None:
         """The call's answer is on its way: wait_recorded(ref_id) waits for its response row."""
         with self._lock:
@@ -44,7 +48,7 @@ class Recorder:
 
     def response(self, call: Any, fut: Future) -> None:
         self.history.response(call.ref_id, fut, call.snapshot, call.console or [],
-                              self.secrets_of(call.owner, call.session_id))
+                              self.secrets_of(call.owner, call.session_id), call.session_id)
         with self._lock:
             self._pending.pop(call.ref_id, None)
         call.recorded.set()

@@ -18,6 +18,7 @@ from mcpbrowser.errors import (
     BrowserError,
     InvalidParameters,
     MaxSessionsReached,
+    ServerStopping,
     SessionExpired,
     SessionLost,
     SessionNotFound,
@@ -316,6 +317,14 @@ class SessionRegistry:
                               + (f", or older than {max_age // 1000} s" if max_age else "")
                               + f") and was closed. {hint}", session_id=session_id,
                               details={"resumable": resumable})
+
+    def stopping_error(self, session_id: str) -> ServerStopping:
+        """SERVER_STOPPING: a call cut short by the server's own shutdown (SIGTERM, stdin closed)."""
+        resumable = self.history.has_saved_state(session_id)
+        message = None if resumable else ("The server is stopping (it was told to), so this call was cut short "
+                                          "and the session closed; nothing was saved for it, so it cannot be "
+                                          "resumed: call create_session on the next server.")
+        return ServerStopping(message, session_id=session_id, details={"resumable": resumable})
 
     def lost_error(self, session_id: str) -> SessionLost:
         """SESSION_LOST, telling whether resume_session can bring the session back."""

@@ -3,7 +3,7 @@
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from mcpbrowser import schema
-from mcpbrowser.errors import BrowserError, BrowserServerError, InvalidParameters, SessionNotFound
+from mcpbrowser.errors import BrowserError, BrowserServerError, InvalidParameters, SessionInUse, SessionNotFound
 from mcpbrowser.session import page_reading
 from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, CoreTool, session_schema
 
@@ -47,6 +47,11 @@ def create_session(core, args, call):
 
 def resume_session(core, args, call):
     session_id = args["sessionId"]
+    # Several servers may share one history: a session another live server still runs is
+    # its own; one whose server is gone (stopped, crashed, killed) may be resumed here.
+    server = core.history.session_server(session_id)
+    if server == ("active", True) and session_id not in core.registry.ids():
+        raise SessionInUse(session_id=session_id)
     saved = core.history.saved_state(session_id)
     if saved is None:
         raise SessionNotFound("Nothing is stored for this session, so it cannot be resumed. "

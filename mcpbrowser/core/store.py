@@ -8,16 +8,21 @@ a read sees every write enqueued before it (read-your-writes).
 Blobs are stored exactly as produced; parsing happens only on read.
 """
 
+import difflib
+import hashlib
 import json
 import os
 import queue
 import sqlite3
 import sys
 import threading
+import time
 import uuid
+import zlib
 from concurrent.futures import Future
 from typing import Any
 
+from mcpbrowser.core import instances
 from mcpbrowser.logs import log
 from mcpbrowser.sealing import load_key, seal, unseal
 from mcpbrowser.timers import now_ms
@@ -50,6 +55,18 @@ MIGRATIONS = {
         # Logins saved by name (save_state), per client: owner '' is the server's own.
         """CREATE TABLE named_states (owner TEXT NOT NULL, name TEXT NOT NULL, storage_state BLOB NOT NULL,
            summary TEXT NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (owner, name))""",
+    ],
+    4: [
+        # Each distinct page snapshot once, zlib-compressed, addressed by the SHA-256 of its
+        # text (the hash get_content answers). A response names it in snapshot_hash; rows
+        # written before keep their text in page_snapshot, and readers take either. `base`:
+        # the whole snapshot this one is stored as a change of (see snapshot_delta), or NULL.
+        "CREATE TABLE snapshots (hash TEXT PRIMARY KEY, data BLOB NOT NULL, size INTEGER NOT NULL, base TEXT)",
+        "ALTER TABLE responses ADD COLUMN snapshot_hash TEXT",
+        "CREATE INDEX responses_by_snapshot ON responses (snapshot_hash)",
+        # The server process that opened the session (see Store.instance): several servers
+        # may share one history, and each closes or prunes only what no live server owns.
+        "ALTER TABLE sessions ADD COLUMN instance TEXT",
     ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
@@ -84,10 +101,134 @@ def migrate(conn):
     return found
 
 
+# What a failed write means, from SQLite's primary result code (the low byte): the
+# code an answer carries when its call could not be recorded.
+FAULTS = {13: "DISK_FULL", 10: "HISTORY_IO_ERROR", 8: "HISTORY_READ_ONLY", 5: "HISTORY_BUSY", 6: "HISTORY_BUSY",
+          14: "HISTORY_IO_ERROR"}
+FAULT_TEXT = {
+    "DISK_FULL": "the disk under the history database is full",
+    "HISTORY_IO_ERROR": "the history database cannot be written (an I/O error)",
+    "HISTORY_READ_ONLY": "the history database is read-only",
+    "HISTORY_BUSY": "another process holds the history database locked",
+    "HISTORY_ERROR": "the history database refused a write",
+}
+STATEMENT_CODES = {1, 12, 19, 20, 25}  # SQLITE_ERROR, NOTFOUND, CONSTRAINT, MISMATCH, RANGE
+RETRY_S = 2.0  # while writes fail, how often the writer tries again (the queue's wait)
+PENDING_MAX = 5000  # writes kept for a retry that no answer depended on (session rows, cursors); oldest go first
+DROPPED_MEMORY = 20_000  # refIds answered "not recorded" that the writer still skips
+BASES_KEPT = 64  # sessions whose last whole snapshot the writer keeps, for deltas
+ZLIB_LEVEL = 6  # the docs walk (scripts/history_cost.py): 1 stores 23% more, 9 saves 5% for 3.3 times the time
+
+
+def fault_code(exc):
+    """The fault code of a sqlite3 error (DISK_FULL, HISTORY_BUSY, ...)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return "HISTORY_ERROR"
+    return FAULTS.get(code & 0xFF, "HISTORY_ERROR")
+
+
+def statement_error(exc):
+    """Whether a sqlite3 error is the statement's own (wrong SQL, a constraint), not the database's."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is None or code & 0xFF in STATEMENT_CODES
+
+
+def free_bytes(path):
+    """Bytes free to this user on the filesystem that holds path, or None when unknown."""
+    try:
+        st = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except (OSError, AttributeError):
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+class Snapshot:
+    """A page snapshot as a statement's parameter: the writer stores it once by hash, compressed, and
+    the statement gets the hash in its place (so compressing never runs on a call's path)."""
+
+    __slots__ = ("text", "session", "hash", "whole", "delta")
+
+    def __init__(self, text, session=None):
+        self.text, self.session = text, session
+        self.hash = None
+        self.whole = None  # zlib of the text
+        self.delta = None  # (zlib of its changes, the base's hash), when that is much smaller
+
+
+def snapshot_delta(base, text):
+    """The text as changes of base: JSON ops, [start, end] copies base's lines, a string is new text."""
+    old, new = base.splitlines(keepends=True), text.splitlines(keepends=True)
+    ops: list[Any] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            ops.append([i1, i2])
+        elif j2 > j1:
+            ops.append("".join(new[j1:j2]))
+    return json.dumps(ops, separators=(",", ":")).encode()
+
+
+def apply_delta(base, delta):
+    old = base.splitlines(keepends=True)
+    return "".join("".join(old[op[0]:op[1]]) if isinstance(op, list) else op for op in json.loads(delta))
+
+
+def unpack_snapshot(data, base_data):
+    """A stored snapshot's bytes: zlib whole, or zlib of a delta on its (whole) base."""
+    if base_data is None:
+        return zlib.decompress(data)
+    return apply_delta(zlib.decompress(base_data).decode(), zlib.decompress(data)).encode()
+
+
+class _Write:
+    __slots__ = ("sql", "params", "ref")
+
+    def __init__(self, sql, params, ref):
+        self.sql, self.params, self.ref = sql, params, ref
+
+
 class Store:
     """The history database."""
 
     def __init__(self, path, *, retention_days=0, max_mb=0):
+        self.instance = uuid.uuid4().hex  # this server process, as the sessions it opens record it
+        self._lock_file = None
+        self.path = path
+        self.retention_days = retention_days
+        self.max_mb = max_mb
+        self._local = threading.local()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._closed = False
+        self.fault: dict[str, Any] | None = None  # why writes fail now ({errorCode, message}), or None
+        self._dropped: dict[str, None] = {}  # refIds whose answers said "not recorded" (insertion-ordered)
+        self._dropped_lock = threading.Lock()
+        self._bases: dict[str, tuple[str, str]] = {}  # writer thread: session -> its last whole snapshot
+        # A full disk at start-up. The database must open, with its schema current: SQLite
+        # needs 32 KB for the WAL index that every reader shares (there already when another
+        # process has the database open), a new database needs its tables, the key file its
+        # 32 bytes. When it cannot, start-up fails, saying where
+        # and how much is free (a server without its history would hand out refIds that no
+        # restart reads back). Once open, a full disk only pauses recording (see _write_loop).
+        try:
+            writer = self._open(path)
+        except (sqlite3.Error, OSError) as exc:
+            cause = FAULT_TEXT[fault_code(exc)] if isinstance(exc, sqlite3.Error) else exc.strerror or str(exc)
+            raise RuntimeError(f"the history database {path} cannot be opened: {cause} ({self._free_text()}); "
+                               "free space there, or point --db elsewhere") from None
+        self.restarted = 0
+        try:
+            self.restarted = self._close_orphans(writer)
+            self._prune(writer)
+        except sqlite3.Error as exc:
+            self._faulted(exc)
+        if self.fault is None:
+            self._commit(writer, [])  # a probe: a full disk is said now, not at the first call
+        self._writer = threading.Thread(target=self._write_loop, args=(writer,),
+                                        name="store-writer", daemon=True)
+        self._writer.start()
+
+    def _open(self, path):
+        """The writer's connection, on a database with the current schema."""
         if path == ":memory:":
             # Several connections must see one in-memory database: a named shared cache.
             self._target, self._uri = f"file:mcpbrowser-{uuid.uuid4().hex}?mode=memory&cache=shared", True
@@ -98,26 +239,15 @@ class Store:
             self._key = load_key(path + ".key")
             if not os.path.exists(path):
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))  # history is private
-        self.path = path
-        self.retention_days = retention_days
-        self.max_mb = max_mb
-        self._local = threading.local()
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._closed = False
+            self._lock_file = instances.claim(path, self.instance)
         writer = self._connect()
-        writer.execute("PRAGMA auto_vacuum = INCREMENTAL")  # takes effect on a new database only
+        if not writer.execute("PRAGMA page_count").fetchone()[0]:  # a new database (on another, it writes)
+            writer.execute("PRAGMA auto_vacuum = INCREMENTAL")
         if path != ":memory:":
             writer.execute("PRAGMA journal_mode=WAL")
             writer.execute("PRAGMA synchronous=NORMAL")  # durable across a process crash, fast
         migrate(writer)
-        self.restarted = writer.execute(
-            "SELECT COUNT(*) FROM sessions WHERE state = 'active'").fetchone()[0]
-        writer.execute("UPDATE sessions SET state = 'closed', metadata = json_set(metadata, "
-                       "'$.closeReason', 'server_restart') WHERE state = 'active'")
-        self._prune(writer)
-        self._writer = threading.Thread(target=self._write_loop, args=(writer,),
-                                        name="store-writer", daemon=True)
-        self._writer.start()
+        return writer
 
     def _connect(self):
         # Autocommit mode: the writer opens and commits its own batches explicitly.
@@ -125,20 +255,45 @@ class Store:
         conn.execute("PRAGMA busy_timeout = 5000")
         return conn
 
+    def _free_text(self):
+        free = free_bytes(self.path) if self.path != ":memory:" else None
+        return "free space unknown" if free is None else f"{free // 1024} KB free"
+
     # -- ANY THREAD ------------------------------------------------------------
 
-    def write(self, sql, params=()):
-        """Queue one statement for the writer thread."""
+    def write(self, sql, params=(), ref=None):
+        """Queue one statement for the writer thread; ref: the refId of the call it records, if any."""
         if not self._closed:
-            self._queue.put((sql, params))
+            self._queue.put(_Write(sql, params, ref))
+
+    def claim(self, ref):
+        """Decide, as a call is answered, whether it is recorded: None (its rows are, or will be once a
+        failing disk recovers) or the fault ({errorCode, message}) for which its rows are dropped."""
+        fault = self.fault
+        if fault is None:
+            return None
+        with self._dropped_lock:
+            self._dropped[ref] = None
+            while len(self._dropped) > DROPPED_MEMORY:
+                del self._dropped[next(iter(self._dropped))]
+        # Its request row may be in already: take it out, so no row says the call happened.
+        self.write("DELETE FROM requests WHERE ref_id = ?", (ref,))
+        return fault
 
     def flush(self, timeout=10.0):
-        """Wait until every statement queued so far is committed."""
+        """Wait until every statement queued so far is committed (or failed: see `fault`)."""
         if self._closed:
-            return
-        done: Future[None] = Future()
+            return True
+        done: Future[bool] = Future()
         self._queue.put(done)
-        done.result(timeout)
+        return done.result(timeout)
+
+    def write_now(self, sql, params=()):
+        """Queue one statement and wait for it; raises HistoryUnavailable when it could not be stored."""
+        self.write(sql, params)
+        if not self.flush() or self.fault is not None:
+            fault = self.fault or {"errorCode": "HISTORY_ERROR", "message": FAULT_TEXT["HISTORY_ERROR"]}
+            raise HistoryUnavailable(fault)
 
     def query(self, sql, params=()):
         """Rows for a SELECT, after queued writes are committed."""
@@ -154,6 +309,12 @@ class Store:
     def unseal(self, blob):
         return unseal(self._key, blob)
 
+    def alive(self, instance):
+        """Whether the server process that recorded `instance` still runs."""
+        if instance == self.instance:
+            return True
+        return self._lock_file is not None and instances.alive(self.path, instance)
+
     def close(self):
         """Commit what is queued and stop the writer. Idempotent."""
         if self._closed:
@@ -162,54 +323,180 @@ class Store:
         self._closed = True
         self._queue.put(None)
         self._writer.join(5)
+        instances.release(self._lock_file)
 
     # -- STORE-WRITER THREAD ---------------------------------------------------
 
     def _write_loop(self, conn):
-        writes, stop = 0, False
+        # A write that fails (full disk, I/O error, read-only file, a lock held too long)
+        # never reaches a call: the store turns `fault` on, keeps the failed writes in
+        # `pending` and tries them again every RETRY_S, in order, until they commit. A
+        # call answered while `fault` is on was told it is not recorded (claim), so its
+        # rows are dropped rather than kept: what an answer said is what the history holds.
+        pending, writes, stop, tried = [], 0, False, 0.0
         while not stop:
-            batch = [self._queue.get()]
+            try:
+                batch = [self._queue.get(timeout=RETRY_S if self.fault else None)]
+            except queue.Empty:
+                batch = []
             while len(batch) < BATCH:
                 try:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
             barriers = []
-            conn.execute("BEGIN")
             for item in batch:
                 if item is None:
                     stop = True
                 elif isinstance(item, Future):
                     barriers.append(item)
                 else:
-                    try:
-                        conn.execute(*item)
-                        writes += 1
-                    except sqlite3.Error as exc:  # one bad row must not lose the batch
-                        log.error("history write failed", extra={"event": "store_error", "error": str(exc)})
-            try:
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                log.error("history commit failed", extra={"event": "store_error", "error": str(exc)})
+                    pending.append(item)
+            with self._dropped_lock:
+                pending = [w for w in pending if w.ref is None or w.ref not in self._dropped]
+            # While faulted, try every RETRY_S (a probe when nothing waits), at the end, and when
+            # a reader waits: a refId answered as recorded reads back as soon as the disk allows.
+            # Not for a lock held by another process: each try waits out the busy timeout (5 s),
+            # and a reader must not wait that long twice.
+            busy = self.fault is not None and self.fault["errorCode"] == "HISTORY_BUSY"
+            due = self.fault is None or stop or (barriers and not busy) or time.monotonic() - tried >= RETRY_S
+            if due and (pending or self.fault is not None):
+                tried = time.monotonic()
+                committed = self._commit(conn, pending)
+                if committed:
+                    writes += len(pending)
+                    pending = []
+                else:
+                    pending = self._trim(pending)
             for barrier in barriers:
-                barrier.set_result(True)
-            if writes >= 1000:
+                barrier.set_result(self.fault is None)
+            if writes >= 1000 and self.fault is None:
                 writes = 0
-                self._prune(conn)
+                try:
+                    self._prune(conn)
+                except sqlite3.Error as exc:
+                    self._faulted(exc)
+        if pending:
+            log.error("history writes lost at shutdown", extra={
+                "event": "store_lost", "writes": len(pending), "calls": len({w.ref for w in pending if w.ref})})
         conn.close()
 
+    def _commit(self, conn, writes):
+        """Run writes in one transaction; True when committed. A statement that is itself wrong
+        (a constraint, say) is logged and skipped; a fault of the database rolls back and keeps them."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for item in writes:
+                try:
+                    conn.execute(item.sql, self._params(conn, item.params))
+                except sqlite3.Error as exc:
+                    if not statement_error(exc):
+                        raise
+                    # A statement that is itself wrong: one bad row must not lose the batch.
+                    log.error("history write failed", extra={"event": "store_error", "error": str(exc)})
+            if not writes:  # a probe: does a write go through now?
+                conn.execute("INSERT INTO schema_version (version) VALUES (0)")
+                conn.execute("DELETE FROM schema_version WHERE version = 0")
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # the transaction is gone with the failure
+            self._faulted(exc)
+            return False
+        if self.fault is not None:
+            log.warning("history recording resumed", extra={"event": "store_recovered",
+                                                            "was": self.fault["errorCode"]})
+            self.fault = None
+        return True
+
+    def _params(self, conn, params):
+        return tuple(self._snapshot(conn, p) if isinstance(p, Snapshot) else p for p in params)
+
+    def _snapshot(self, conn, snap):
+        """Store a page snapshot once by hash, compressed; the hash names it in the row.
+
+        Most of a page is the same after a click or a typed word: a snapshot is stored as
+        its changes against the session's last snapshot stored whole, when that takes under
+        half the room (never a change of a change, so a read needs two rows at most).
+        """
+        if snap.hash is None:
+            raw = snap.text.encode()
+            snap.hash = hashlib.sha256(raw).hexdigest()
+            if not conn.execute("SELECT 1 FROM snapshots WHERE hash = ?", (snap.hash,)).fetchone():
+                snap.whole = zlib.compress(raw, ZLIB_LEVEL)
+                base = self._bases.get(snap.session) if snap.session else None
+                if base is not None:
+                    delta = zlib.compress(snapshot_delta(base[1], snap.text), ZLIB_LEVEL)
+                    if len(delta) * 2 < len(snap.whole):
+                        snap.delta = (delta, base[0])
+        if snap.whole is None:
+            return snap.hash
+        size = len(snap.text.encode())
+        if snap.delta is not None and conn.execute("SELECT 1 FROM snapshots WHERE hash = ? AND base IS NULL",
+                                                   (snap.delta[1],)).fetchone():
+            conn.execute("INSERT OR IGNORE INTO snapshots VALUES (?, ?, ?, ?)", (snap.hash, snap.delta[0], size,
+                                                                                snap.delta[1]))
+        else:
+            conn.execute("INSERT OR IGNORE INTO snapshots VALUES (?, ?, ?, NULL)", (snap.hash, snap.whole, size))
+            if snap.session:
+                self._bases[snap.session] = (snap.hash, snap.text)
+                while len(self._bases) > BASES_KEPT:
+                    del self._bases[next(iter(self._bases))]
+        return snap.hash
+
+    def _trim(self, pending):
+        """Keep every write an answer depends on; of the rest, the newest PENDING_MAX."""
+        loose = [w for w in pending if w.ref is None]
+        if len(loose) <= PENDING_MAX:
+            return pending
+        drop = {id(w) for w in loose[:len(loose) - PENDING_MAX]}
+        return [w for w in pending if id(w) not in drop]
+
+    def _faulted(self, exc):
+        """Writes fail: log it once (with its cause and the free space), answer calls 'not recorded'."""
+        code = fault_code(exc)
+        if code == "HISTORY_IO_ERROR" and (free_bytes(self.path) or 1 << 20) < 1 << 20:
+            code = "DISK_FULL"  # SQLite reports some writes on a full disk as a plain I/O error
+        if self.fault is not None and self.fault["errorCode"] == code:
+            return
+        self.fault = {"errorCode": code, "message": f"{FAULT_TEXT[code]} ({self._free_text()}), so this call "
+                      "was not recorded: its refId will not read back. Recording resumes by itself."}
+        log.error("history writes fail; calls are answered but not recorded until they succeed again", extra={
+            "event": "store_fault", "code": code, "error": str(exc), "path": self.path, "free": self._free_text()})
+
+    def _close_orphans(self, conn):
+        """Close the sessions whose server is gone (all but those of live instances); how many."""
+        rows = conn.execute("SELECT session_id, instance FROM sessions WHERE state = 'active'").fetchall()
+        gone = [sid for sid, instance in rows if not (instance and self.alive(instance))]
+        if self._lock_file is not None:
+            instances.sweep(self.path)
+        if gone:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("UPDATE sessions SET state = 'closed', metadata = json_set(metadata, "
+                             "'$.closeReason', 'server_restart') WHERE session_id = ?", [(s,) for s in gone])
+            conn.execute("COMMIT")
+        return len(gone)
+
     def _prune(self, conn):
-        """Drop the oldest history past --retention-days or --db-max-mb."""
+        """Drop the oldest history past --retention-days or --db-max-mb, but never a live server's
+        other than this one's open sessions."""
+        if not (self.retention_days or (self.max_mb and self.path != ":memory:")):
+            return
+        rows = conn.execute("SELECT session_id, instance FROM sessions WHERE state = 'active' "
+                            "AND instance IS NOT NULL AND instance != ?", (self.instance,)).fetchall()
+        kept = [sid for sid, instance in rows if self.alive(instance)]
         if self.retention_days:
             cutoff = now_ms() - self.retention_days * 86_400_000
-            self._drop_before(conn, cutoff)
+            self._drop_before(conn, cutoff, kept)
         if self.max_mb and self.path != ":memory:":
             while self._size_mb(conn) > self.max_mb:
                 row = conn.execute("SELECT timestamp FROM requests ORDER BY timestamp "
                                    "LIMIT 1 OFFSET (SELECT COUNT(*) / 10 FROM requests)").fetchone()
-                if row is None:
+                if row is None or not self._drop_before(conn, row[0] + 1, kept):
                     break
-                self._drop_before(conn, row[0] + 1)
                 conn.execute("PRAGMA incremental_vacuum")
 
     @staticmethod
@@ -218,13 +505,30 @@ class Store:
         return pages * conn.execute("PRAGMA page_size").fetchone()[0] / 1_048_576
 
     @staticmethod
-    def _drop_before(conn, cutoff):
-        old = "SELECT ref_id FROM requests WHERE timestamp < ?"
-        conn.execute("BEGIN")
+    def _drop_before(conn, cutoff, kept=()):
+        """Delete calls older than cutoff, except those of the sessions in kept; how many."""
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS kept_sessions (session_id TEXT PRIMARY KEY)")
+        conn.execute("DELETE FROM temp.kept_sessions")
+        conn.executemany("INSERT OR IGNORE INTO temp.kept_sessions VALUES (?)", [(s,) for s in kept])
+        old = ("SELECT ref_id FROM requests WHERE timestamp < ? AND (session_id IS NULL OR "
+               "session_id NOT IN (SELECT session_id FROM temp.kept_sessions))")
+        conn.execute("BEGIN IMMEDIATE")
         for table in ("responses", "console_logs", "diff_cursors"):
             conn.execute(f"DELETE FROM {table} WHERE ref_id IN ({old})", (cutoff,))
-        conn.execute("DELETE FROM requests WHERE timestamp < ?", (cutoff,))
+        dropped = conn.execute(f"DELETE FROM requests WHERE ref_id IN ({old})", (cutoff,)).rowcount
+        conn.execute("DELETE FROM snapshots WHERE hash NOT IN "
+                     "(SELECT snapshot_hash FROM responses WHERE snapshot_hash IS NOT NULL) "
+                     "AND hash NOT IN (SELECT base FROM snapshots WHERE base IS NOT NULL)")
         conn.execute("COMMIT")
+        return dropped
+
+
+class HistoryUnavailable(Exception):
+    """A write that the caller waits for could not be stored; `fault` says why."""
+
+    def __init__(self, fault):
+        self.fault = fault
+        super().__init__(fault["message"])
 
 
 def dumps(value):

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mcpbrowser.errors import disk_fault
 from mcpbrowser.logs import log
 from mcpbrowser.timers import now_ms
 
@@ -92,8 +93,11 @@ class Downloads:
             download.save_as(path + ".part")
             size = os.path.getsize(path + ".part")
         except Exception as exc:  # cancelled, failed in the browser, or the session closed
-            entry.update(status="failed", error=str(exc).splitlines()[0][:200])
             _unlink(path + ".part")
+            if disk_fault(path, exc) == "DISK_FULL":  # no partial file either way
+                entry.update(status="failed", errorCode="DISK_FULL", error="Not saved: the disk is full.")
+            else:
+                entry.update(status="failed", error=str(exc).splitlines()[0][:200])
             return
         if size > self.limit:
             _unlink(path + ".part")

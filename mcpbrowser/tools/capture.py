@@ -6,7 +6,14 @@ import time
 import uuid
 
 from mcpbrowser import schema, snapshot_text
-from mcpbrowser.errors import BrowserError, ElementNotClickable, InvalidParameters
+from mcpbrowser.errors import (
+    BrowserError,
+    BrowserServerError,
+    ElementNotClickable,
+    InvalidParameters,
+    disk_fault,
+    not_stored,
+)
 from mcpbrowser.logs import log
 from mcpbrowser.redaction import JS_IS_SECRET, SECRET_FIELD, secret_values
 from mcpbrowser.session import page_reading, playwright_internals, snapshots
@@ -169,7 +176,10 @@ def image_size(data):
 def file_path(state, extension):
     """A new file's path in the server's files folder; the server names it, so nothing a client sends steers it."""
     folder = state.config.files_dir()
-    os.makedirs(folder, exist_ok=True)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise not_stored(disk_fault(folder + "/", exc), f"{folder} cannot be made, so nothing was saved.") from None
     state.files_saved += 1
     return os.path.join(folder, f"{time.strftime('%Y%m%d-%H%M%S')}-{state.session_id[:8]}-{state.files_saved}"
                                 f".{extension}")
@@ -206,19 +216,42 @@ def _mask_secret_fields(state, on):
                                                                     "error": str(exc).splitlines()[0]})
 
 
+def write_file(path, write):
+    """Make a file whole or not at all: write(tmp) fills a temporary beside it, renamed when done.
+
+    A full disk (or any other failure to write) leaves no partial file and raises
+    DISK_FULL, or STORAGE_FAILED with its cause, never the text of an OSError.
+    """
+    part = path + ".part"
+    try:
+        write(part)
+        os.replace(part, path)
+    except Exception as exc:
+        try:
+            os.unlink(part)
+        except OSError:
+            pass
+        cause = disk_fault(path, exc)
+        if cause is None:
+            raise
+        why = "the disk is full" if cause == "DISK_FULL" else f"it could not be written ({cause})"
+        raise not_stored(cause, f"{os.path.basename(path)} was not saved: {why}.") from None
+
+
 def pdf(state, args):
     if not state.chromium:
         raise InvalidParameters("pdf needs Chromium (this server runs another browser).", session_id=state.session_id)
     path = file_path(state, "pdf")
     _mask_secret_fields(state, True)
     try:
-        data = state.page.pdf(path=path, landscape=args.get("landscape", False),
+        data = state.page.pdf(landscape=args.get("landscape", False),
                               print_background=args.get("printBackground", False))
     except Exception as exc:
         raise BrowserError(f"The page could not be printed: {str(exc).splitlines()[0]} (Chromium prints "
                            "only when headless).", session_id=state.session_id) from None
     finally:
         _mask_secret_fields(state, False)
+    write_file(path, lambda part: _write_bytes(part, data))
     return {"path": path, "bytes": len(data), "message": f"Saved the page as PDF to {path}."}
 
 
@@ -241,10 +274,14 @@ def trace_stop(state, args):
     state.tracing = False
     if state.dialog is None:  # the fields' current values, which its last DOM snapshots hold too
         snapshots.learn_secrets(state, secret_values(state.page))
-    playwright_internals.stop_trace_into(state.context, path)
-    # Playwright records action parameters, field values and bodies as they were: the zip is
-    # rewritten without the session's secrets before its path is given out (trace_scrub.py).
-    scrub_trace(path, state.secrets, state.short_secrets | state.withheld)
+
+    def write(part):
+        playwright_internals.stop_trace_into(state.context, part)
+        # Playwright records action parameters, field values and bodies as they were: the zip is
+        # rewritten without the session's secrets before it is given its name (trace_scrub.py).
+        scrub_trace(part, state.secrets, state.short_secrets | state.withheld)
+
+    write_file(path, write)
     try:
         scrub_leftovers(name, artifact_roots(), state.secrets)
     except OSError as exc:  # the zip is saved and scrubbed: say so, and let the operator know
@@ -277,14 +314,23 @@ def screenshot(state, args):
                                 session_id=state.session_id)
     width, height = image_size(data)
     state.report(1, 2, "Captured")
-    saved = None
+    saved, failed = None, None
     if state.config.output_dir:
-        saved = file_path(state, fmt)
-        with open(saved, "wb") as f:
-            f.write(data)
+        # The image is the answer; the file is a copy. A disk that cannot take it does not
+        # cost the agent its screenshot: savedTo is null and notSaved says why.
+        try:
+            saved = file_path(state, fmt)
+            write_file(saved, lambda part: _write_bytes(part, data))
+        except BrowserServerError as exc:
+            saved, failed = None, {"errorCode": exc.code, "message": exc.message}
     state.report(2, 2, "Done")
     return {"width": width, "height": height, "format": fmt, "bytes": len(data), "savedTo": saved,
-            "image": data}
+            **({"notSaved": failed} if failed else {}), "image": data}
+
+
+def _write_bytes(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
 
 
 FILE_RESULT = {
