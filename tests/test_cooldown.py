@@ -85,7 +85,7 @@ def on_page(shows):
     page = types.SimpleNamespace(url="https://shop.test/account/login?token=SECRET", frames=frames,
                                  main_frame=frames[0])
     events = types.SimpleNamespace(navigation_pending=lambda: False)
-    return types.SimpleNamespace(page=page, dialog=None, session_id="s1", events=events), reads
+    return types.SimpleNamespace(page=page, dialog=None, session_id="s1", events=events, usable=lambda: True), reads
 
 
 def make_error(cls, message, timed_out):
