@@ -66,7 +66,7 @@ def answer(client, tool, /, **arguments):
 
 def test_a_full_disk_never_costs_a_refid_its_promise(small_disk, pages):
     db, files = str(small_disk / "history.db"), str(small_disk / "files")
-    c = McpClient("--db", db, "--output-dir", files, "--caps", "pdf")
+    c = McpClient("--db", db, "--output-dir", files, "--caps", "all")
     navigations = {}  # refId -> whether its answer said it was recorded
     try:
         sid = c.tool("create_session")["sessionId"]
