@@ -155,7 +155,8 @@ def test_secret_values_never_leave_the_page(make_client, site, tmp_path):
 
 def _db_text(db):
     """Every file of the history database (its WAL included), as text, and its snapshots decompressed."""
-    files = {path: open(path, "rb").read().decode("latin-1") for path in glob.glob(str(db) + "*")}
+    files = {path: open(path, "rb").read().decode("latin-1") for path in glob.glob(str(db) + "*")
+             if os.path.isfile(path)}  # not the folder of the servers' instance locks
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         files[f"{db}!snapshots"] = "\n".join(unpack_snapshot(data, base).decode() for data, base in conn.execute(
             "SELECT p.data, b.data FROM snapshots p LEFT JOIN snapshots b ON b.hash = p.base"))
