@@ -337,12 +337,12 @@ MESSAGES = {
     "en": {
         "timeout": "{why}. To stop retrying against this wall while nobody is there, {whom} pause for "
                    "{left}; reading the page still works (snapshot, screenshot, logs, get_content). Ask the "
-                   "user to finish the login or verification in the browser window, then call wait_for_user: "
-                   "once it sees them done, the pause ends.",
+                   "user to finish the login or verification in the browser window, then call wait_for_user "
+                   "(in the logins tool group: enable_tools turns it on): once it sees them done, the pause ends.",
         "cooldown": "Paused after {why}: {left} left for {whom}. Reading the page still works (snapshot, "
                     "screenshot, logs, get_content). Ask the user to finish the login or verification in the "
-                    "browser window, then call wait_for_user (the pause ends once it sees them done), or try "
-                    "again after the pause.",
+                    "browser window, then call wait_for_user (in the logins tool group: enable_tools turns it "
+                    "on; the pause ends once it sees them done), or try again after the pause.",
         "left": "{m} min {s} s",
         "ended": "The login cooldown ended; browser actions proceed again.",
         "finished": "The user finished the login or verification; the login cooldown ended.",
@@ -357,10 +357,10 @@ MESSAGES = {
     "zh": {
         "timeout": "{why}。为避免在无人值守时反复冲击该页面，{whom}将暂停 {left}；读取页面仍可进行"
                    "（snapshot、screenshot、日志、get_content）。请让用户在浏览器窗口中完成登录或验证，"
-                   "然后调用 wait_for_user：确认用户完成后，暂停即结束。",
+                   "然后调用 wait_for_user（属于 logins 工具组，可用 enable_tools 开启）：确认用户完成后，暂停即结束。",
         "cooldown": "暂停原因：{why}。{whom}还剩 {left}。读取页面仍可进行（snapshot、screenshot、日志、"
                     "get_content）。请让用户在浏览器窗口中完成登录或验证，然后调用 wait_for_user"
-                    "（确认用户完成后暂停即结束），或在暂停结束后再试。",
+                    "（属于 logins 工具组，可用 enable_tools 开启；确认用户完成后暂停即结束），或在暂停结束后再试。",
         "left": "{m} 分 {s} 秒",
         "ended": "登录冷却已结束，浏览器操作恢复。",
         "finished": "用户已完成登录或验证，登录冷却已结束。",
