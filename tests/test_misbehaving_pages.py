@@ -77,6 +77,11 @@ class Quiet:
             self.clicks.append((time.monotonic() - started, code))
 
     def __exit__(self, failed, *exc):
+        # A fast test body may end before the first click (0.5 s in): the quiet session must
+        # have clicked at least once while the misbehaving page was open, so wait for it.
+        deadline = time.monotonic() + 30
+        while not self.clicks and self._thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
         self._stop.set()
         self._thread.join(60)
         self.client.call("close_session", {"sessionId": self.session})

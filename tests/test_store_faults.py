@@ -71,9 +71,8 @@ def _recovered(store, seconds=10.0):
     return False
 
 
-@pytest.mark.skip(reason="flaky under load in CI (hypothesis FlakyFailure: settle, list_sessions, navigate, "
-                  "fault full, settle, heal): a race between an answer's recording claim and the writer thread")
-@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])  # it resets Faults per example
+@settings(max_examples=25,  # it resets Faults per example; generating plans is slow on a loaded machine
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(plan=store_fault_plans(sorted(FAULTS)))
 def test_every_answer_says_truly_whether_its_call_is_recorded(faulty, tmp_path_factory, plan):
     faulty.kind = None
