@@ -52,8 +52,12 @@ def reused(client, since):
 
 
 def later(client, session, script):
-    """Have the page run `script` by itself 300 ms from now, and wait until it has."""
-    client.tool("evaluate", sessionId=session, expression=f"() => {{ setTimeout(() => {{ {script} }}, 300) }}")
+    """Have the page run `script` by itself 300 ms from now, and wait until it has.
+
+    A one-shot interval, not a timeout: the settle rule waits for an action's short timeouts
+    (the change would land inside the evaluate call, before its capture), not for intervals."""
+    client.tool("evaluate", sessionId=session,
+                expression=f"() => {{ const id = setInterval(() => {{ clearInterval(id); {script} }}, 300) }}")
     time.sleep(0.8)
 
 

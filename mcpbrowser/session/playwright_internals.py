@@ -105,3 +105,21 @@ def stop_trace_into(context, path):
         await tracing._channel.tracingStop(timeout=0)
 
     run_coroutine(context.tracing, stop())
+
+
+def on_main_frame_navigated(page, handler):
+    """Call handler(new_document) for each navigation the page's main frame commits.
+
+    Playwright's public `framenavigated` fires alike for a new document and for a
+    same-document change (History API, a fragment); its frame's private "navigated"
+    event carries `newDocument`, set only for the former. When that name has moved
+    (AttributeError), the caller falls back to `framenavigated` and counts every
+    navigation as a new document, as before.
+    """
+    emitter = page.main_frame._impl_obj._event_emitter
+
+    def navigated(event):
+        if not event.get("error"):
+            handler(bool(event.get("newDocument")))
+
+    emitter.on("navigated", navigated)

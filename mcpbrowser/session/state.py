@@ -21,7 +21,7 @@ from mcpbrowser.errors import (
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import scrub_value
-from mcpbrowser.session import page_reading, snapshots
+from mcpbrowser.session import page_reading, playwright_internals, settle, snapshots
 from mcpbrowser.session.downloads import Downloads
 from mcpbrowser.session.events import EventBuffers
 from mcpbrowser.session.network_policy import NetworkPolicy
@@ -74,7 +74,8 @@ class SessionState:
         self.page: Any = page  # the current tab; None only while its last tab closes
         self.pages = [page]
         self.tabs_opened = 0
-        self.navigations = 0      # main-frame navigations of the current tab, to tell an action's answer
+        self.navigations = 0      # new documents of the current tab's main frame, to tell an action's answer
+        self.url_changes = 0      # same-document URL changes of the current tab (History API, a fragment)
         self._tabs_reported = 0
         self.dialog: Any = None
         self._dialog_waiter = None
@@ -131,6 +132,7 @@ class SessionState:
         self.context.on("dialog", self._on_dialog)
         self.events.listen(self.context)
         self._follow_page(self.page)
+        settle.install(self)
 
     def narrow(self, allowed_domains):
         """Apply a session's own allowedDomains (a pooled session gets them when handed out)."""
@@ -174,6 +176,7 @@ class SessionState:
         if tool.page_tool and not tool.leaves_page and self.page in self.unresponsive and not self.responsive():
             raise self.unresponsive_error()
         dialog_before, page_before, navigations_before = self.dialog, self.page, self.navigations
+        url_changes_before = self.url_changes
         started = time.monotonic()
         try:
             result = tool.handler(self, args)
@@ -185,8 +188,16 @@ class SessionState:
                     and not self.responsive():
                 raise self.unresponsive_error() from None
             raise
-        if tool.changes_page and "url" not in result:
-            self._add_page_state(result, self.page is not page_before or self.navigations != navigations_before)
+        if tool.changes_page and tool.page_tool and not tool.leaves_page and self.dialog is None \
+                and self.page is page_before and self.navigations == navigations_before:
+            settle.settle(self, time.monotonic() - started, self.config.action_timeout / 1000)
+        if tool.changes_page:
+            navigated = self.page is not page_before or self.navigations != navigations_before
+            if "url" not in result:
+                self._add_page_state(result, navigated)
+            if not navigated and self.url_changes != url_changes_before:
+                # The same document, its URL changed (the History API, a fragment): refs stay valid.
+                result.update(url=self.page.url, navigated=False, urlChanged=True)
         if self.dialog is not None and self.dialog is not dialog_before:
             result["dialog"] = self.dialog_info()
             if "message" in result:
@@ -499,18 +510,24 @@ class SessionState:
         return True
 
     def _follow_page(self, page):
-        def navigated(frame):
-            if frame is page.main_frame:
-                self._looping.discard(page)  # a new document gets its own dialogs
+        def navigated(new_document):
+            if page is self.page:
+                self.worker.info = {"url": page.url, "title": self.worker.info["title"]}
+            if not new_document:  # the History API or a fragment: the document, its refs and dialogs stay
                 if page is self.page:
-                    self.leaving = False  # the tab left: the new page's dialogs are the agent's
-                if page is self.refs_page:
-                    self.refs = frozenset()  # refs belong to the document they were taken from
-                if page is self.page:
-                    self.navigations += 1
-                    self.worker.info = {"url": frame.url, "title": self.worker.info["title"]}
+                    self.url_changes += 1
+                return
+            self._looping.discard(page)  # a new document gets its own dialogs
+            if page is self.page:
+                self.leaving = False  # the tab left: the new page's dialogs are the agent's
+                self.navigations += 1
+            if page is self.refs_page:
+                self.refs = frozenset()  # refs belong to the document they were taken from
 
-        page.on("framenavigated", navigated)
+        try:
+            playwright_internals.on_main_frame_navigated(page, navigated)
+        except AttributeError:  # Playwright moved its private event: every navigation counts as a new document
+            page.on("framenavigated", lambda frame: navigated(True) if frame is page.main_frame else None)
         page.on("close", lambda _: self._on_page_closed(page))
         page.on("crash", lambda _: self.crashed.add(page))
         page.on("websocket", self.events.on_websocket)

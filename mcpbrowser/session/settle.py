@@ -1,0 +1,118 @@
+"""After an action, wait until the page has reacted to it: the settle rule. Used on a session's thread.
+
+Single-page applications build a view after a click: a timer, a request, a render
+later. An answer sent before that makes the agent read an empty page and read
+again (two extra calls). @playwright/mcp waits a fixed second after every action;
+mcpbrowser waits only while the page is still reacting, so a page that reacted at
+once (or not at all) costs one round trip, about 1-2 ms.
+
+The rule. A small script in every document of a session's context (an init script;
+for a document older than the session's, it installs itself on the first settle)
+notes, without changing what the page sees:
+  - each short timer (`setTimeout` of at most CAP_MS) and each `fetch`/XHR, with the
+    time it started and whether it is still pending;
+  - the time of the last DOM change (a MutationObserver).
+After an action that did not load a new document, the session asks the page to
+settle, counting from the action's start: it answers at once when nothing the
+action started is pending and no timer or request was started since; otherwise it
+waits until what was started has ended (a timer that cannot fire within the cap is
+not waited for: a slow poll) and the DOM has then been quiet for QUIET_MS, or the
+cap (CAP_MS, or less when the action's own timeout ends first). Recurring timers
+(`setInterval`), animation frames and WebSocket messages are not waited for.
+"""
+
+from mcpbrowser.logs import log
+
+QUIET_MS = 100   # the DOM quiet this long after the action's timers and requests ended
+CAP_MS = 2000    # at most this long after the action: a page that never quiets down answers anyway
+
+# Defines window.__mcpbSettle(elapsedMs, quietMs, capMs) -> Promise of the ms waited. Idempotent.
+INSTALL = r"""(() => {
+  if (window.__mcpbSettle) return;
+  try {
+    const clock = () => performance.now();
+    const pending = new Set();   // {started, due} of short timers and requests not ended yet
+    let lastStarted = -1, lastEnded = -1, lastMutation = -1;
+    const begin = (due) => {
+      const job = {started: clock(), due};
+      pending.add(job);
+      lastStarted = job.started;
+      return job;
+    };
+    const end = (job) => { if (pending.delete(job)) lastEnded = clock(); };
+    const timers = new Map();
+    const setT = window.setTimeout, clearT = window.clearTimeout, cap = CAP_MS;
+    window.setTimeout = function (fn, ms, ...rest) {
+      const delay = Number(ms) || 0;
+      if (typeof fn !== "function" || delay > cap) return Reflect.apply(setT, window, [fn, ms, ...rest]);
+      const job = begin(clock() + delay);
+      const id = Reflect.apply(setT, window, [function () {
+        timers.delete(id); end(job); return Reflect.apply(fn, this, arguments);
+      }, ms, ...rest]);
+      timers.set(id, job);
+      return id;
+    };
+    window.clearTimeout = function (id) {
+      const job = timers.get(id);
+      if (job) { timers.delete(id); end(job); }
+      return Reflect.apply(clearT, window, arguments);
+    };
+    const fetch0 = window.fetch;
+    if (fetch0) window.fetch = function () {
+      const job = begin(clock());  // a request: waited for, up to the cap
+      let answer;
+      try { answer = Reflect.apply(fetch0, this, arguments); } catch (e) { end(job); throw e; }
+      answer.then(() => end(job), () => end(job));
+      return answer;
+    };
+    const send0 = XMLHttpRequest.prototype.send;
+    XMLHttpRequest.prototype.send = function () {
+      const job = begin(clock());  // a request: waited for, up to the cap
+      this.addEventListener("loadend", () => end(job));
+      try { return Reflect.apply(send0, this, arguments); } catch (e) { end(job); throw e; }
+    };
+    new MutationObserver(() => { lastMutation = clock(); }).observe(document,
+      {subtree: true, childList: true, attributes: true, characterData: true});
+    Object.defineProperty(window, "__mcpbSettle", {value: (elapsed, quiet, capMs) => new Promise((resolve) => {
+      const asked = clock(), since = asked - elapsed;
+      const busy = (now) => {
+        for (const job of pending) if (job.started >= since && job.due <= since + capMs) return true;
+        if (lastStarted < since) return false;  // the action started nothing that ends later: done
+        return now - Math.max(lastEnded, lastMutation) < quiet;
+      };
+      const check = () => {
+        const now = clock();
+        if (!busy(now) || now - since >= capMs) resolve(Math.round(now - asked));
+        else setT(check, 20);
+      };
+      check();
+    })});
+  } catch (e) { /* a page that locked these names down is not settled, only answered */ }
+})()""".replace("CAP_MS", str(CAP_MS))
+
+SETTLE = f"([elapsed, quiet, cap]) => window.__mcpbSettle ? window.__mcpbSettle(elapsed, quiet, cap) : ({INSTALL}, -1)"
+
+
+def install(state):
+    """Put the settle script into every new document of the session's context (once, at the session's start)."""
+    state.context.add_init_script(script=INSTALL)
+
+
+def settle(state, elapsed_s, timeout_s):
+    """Wait for the current page to settle after an action that started elapsed_s ago (see the module's rule).
+
+    A dialog that opens meanwhile ends the wait (run_tool reports it); a page that
+    navigates, closes or hangs ends it too. Returns the milliseconds waited, or None.
+    """
+    from mcpbrowser.session.state import INTERRUPTED, TIMED_OUT
+
+    cap_ms = max(0, min(CAP_MS, int(timeout_s * 1000 - elapsed_s * 1000)))
+    if cap_ms == 0:
+        return None
+    try:
+        waited = state.act(state.page, "evaluate", deadline_s=cap_ms / 1000 + 1.0, expression=SETTLE,
+                           arg=[int(elapsed_s * 1000) + 5, QUIET_MS, cap_ms])
+    except Exception as exc:  # it navigated or closed meanwhile: the caller reports where it is
+        log.debug("settle ended by the page", extra={"session": state.session_id, "error": str(exc)})
+        return None
+    return None if waited is INTERRUPTED or waited is TIMED_OUT else waited

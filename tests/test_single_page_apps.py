@@ -1,0 +1,97 @@
+"""Single-page applications: actions answer once the page has reacted, and `navigated` tells the truth.
+
+A small single-page application served on 127.0.0.1: a History API router, views
+built after a click (by a timer, by a request), a status bar polling forever.
+Each test failed before the settle rule and the new-document/same-document split.
+"""
+
+import pytest
+from support import PAGES
+
+pytestmark = pytest.mark.e2e
+
+PAGES["/spa"] = """<!doctype html><title>App</title>
+<nav>
+  <button id="later" onclick="setTimeout(() => show('Report view'), 300)">Reports</button>
+  <button id="fetched" onclick="fetch('/slow?ms=400').then(r => r.text()).then(() => show('Fetched view'))">
+    Data</button>
+  <button id="open" onclick="history.pushState({}, '', '/spa/file-1'); show('File one')">Open file</button>
+  <button id="open-later"
+    onclick="setTimeout(() => { history.pushState({}, '', '/spa/file-2'); show('File two') }, 200)">Open later</button>
+  <button id="menu" onclick="document.getElementById('menu-state').textContent = 'menu open'">Menu</button>
+  <button id="busy" onclick="(function spin() { setTimeout(spin, 10) })(); show('Busy view')">Busy</button>
+  <a id="away" href="/title/elsewhere">Elsewhere</a>
+</nav>
+<p id="menu-state">menu closed</p>
+<div id="editor" contenteditable="true" role="textbox" aria-label="Editor" aria-multiline="true"></div>
+<main id="view"></main>
+<script>
+  function show(name) {
+    document.getElementById('view').innerHTML = '<h2>' + name + '</h2><button>Act on ' + name + '</button>';
+  }
+  setInterval(() => { document.title = 'App'; }, 250);  // a status poll that never ends: not waited for
+</script>"""
+
+
+def found(client, session, text):
+    return client.tool("snapshot", sessionId=session, query=text)["matches"]
+
+
+@pytest.mark.parametrize("button, view", [("#later", "Report view"), ("#fetched", "Fetched view")])
+def test_a_view_built_after_the_click_is_there_when_the_click_answers(client, session, pages, button, view):
+    client.tool("navigate", sessionId=session, url=pages.url("/spa"))
+    client.tool("click", sessionId=session, selector=button)
+    assert found(client, session, view) >= 1  # no wait, no read again
+
+
+def test_a_same_document_url_change_is_urlchanged_not_navigated_and_refs_stay(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/spa"))
+    shown = client.tool("snapshot", sessionId=session, query="Open file|Menu")["snapshot"]
+    refs = {name: line.split("[ref=")[1].split("]")[0] for line in shown.splitlines() for name in ("Open file", "Menu")
+            if f'"{name}"' in line}
+    opened = client.tool("click", sessionId=session, ref=refs["Open file"])
+    assert opened["navigated"] is False and opened["urlChanged"] is True, opened
+    assert opened["url"].endswith("/spa/file-1")
+    # The next, unrelated click does not report the earlier change, and the old refs still work.
+    menu = client.tool("click", sessionId=session, ref=refs["Menu"])
+    assert menu["navigated"] is False and "urlChanged" not in menu, menu
+    assert found(client, session, "menu open") >= 1
+
+
+def test_a_url_change_after_the_click_is_reported_by_that_click(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/spa"))
+    opened = client.tool("click", sessionId=session, selector="#open-later")
+    assert opened.get("urlChanged") is True and opened["url"].endswith("/spa/file-2"), opened
+    assert client.tool("click", sessionId=session, selector="#menu").get("urlChanged") is None
+
+
+def test_a_new_document_is_navigated(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/spa"))
+    away = client.tool("click", sessionId=session, selector="#away")
+    assert away["navigated"] is True and "urlChanged" not in away and away["title"] == "elsewhere", away
+    back = client.tool("go_back", sessionId=session)
+    assert back["url"].endswith("/spa")
+
+
+def test_history_back_within_the_app_is_a_url_change(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/spa"))
+    client.tool("click", sessionId=session, selector="#open")
+    back = client.tool("go_back", sessionId=session)
+    assert back["url"].endswith("/spa") and back["navigated"] is False and back["urlChanged"] is True, back
+
+
+def test_a_page_that_never_quiets_down_still_answers_and_works(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/spa"))
+    client.tool("click", sessionId=session, selector="#busy")  # a timer chain without end: the cap ends the wait
+    assert found(client, session, "Busy view") >= 1
+    client.tool("click", sessionId=session, selector="#menu")
+    assert found(client, session, "menu open") >= 1
+
+
+def test_typing_lines_into_a_contenteditable_editor_by_its_ref(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/spa"))
+    line = client.tool("snapshot", sessionId=session, query="Editor")["snapshot"]
+    ref = line.split("[ref=")[1].split("]")[0]
+    client.tool("type", sessionId=session, ref=ref, text="first line\nsecond line")
+    shown = client.tool("snapshot", sessionId=session, query="first line|second line")
+    assert shown["matches"] >= 1 and "second line" in shown["snapshot"], shown
