@@ -340,8 +340,16 @@ class McpClient:
         whole = result.structured_content
         if whole is None:
             return shown
-        assert {k: v for k, v in whole.items() if k not in ("meta", "hash")} == \
-            {k: v for k, v in shown.items() if k not in ("meta", "hash")}, (whole, shown)
+        # The model's view leaves out the envelope it does not need (agent_view): meta, the hash,
+        # the expiry but on the session's own answers, url and title already told.
+        envelope = {"meta", "hash"}
+        if name not in ("create_session", "resume_session"):
+            envelope.add("expiresAt")
+        if (whole.get("meta") or {}).get("samePage"):
+            envelope.update(("url", "title"))
+        assert not envelope & (shown.keys() - {"meta"}), shown
+        assert {k: v for k, v in whole.items() if k not in envelope} == \
+            {k: v for k, v in shown.items() if k not in envelope}, (whole, shown)
         assert "meta" in whole
         return whole
 

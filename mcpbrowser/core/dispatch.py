@@ -51,6 +51,7 @@ class Call:
         self.ran = False        # set on the session thread when the call starts there
         self.secret = False     # its text is (or may be) a secret: stored withheld (see Dispatcher.submit)
         self.snapshot_reused = False  # a snapshot answered from the page's last one (see page_watch)
+        self.same_page = False  # a read of the page the agent's last answer named (url, title): see agent_view
         self.record_request: Callable[[], None] | None = None  # the deferred request row, see Dispatcher.submit
         self.recorded = threading.Event()
         self.claim: Callable[[str], dict[str, Any] | None] | None = None  # the store's, see not_recorded
@@ -82,6 +83,8 @@ class Call:
         out = {"tool": self.tool, "hasSnapshot": self.capture and succeeded,
                "hasConsoleLogs": bool(console),
                "consoleErrorCount": sum(1 for e in console if e["level"] == "error")}
+        if self.same_page:
+            out["samePage"] = True
         fault = self.not_recorded()
         if fault is not None:
             out.update(hasSnapshot=False, recorded=False, notRecorded=fault)

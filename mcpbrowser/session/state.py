@@ -114,6 +114,7 @@ class SessionState:
         self.cdp_sessions = {}
         self.disconnect_at_close = False  # set by the opener: see close()
         self.quiet_since = time.monotonic()  # when the last call ended: see _catch_up
+        self.told = None          # (url, title) the agent's last answer gave: a read of the same page omits them
 
     @property
     def session_id(self):
@@ -225,6 +226,8 @@ class SessionState:
         downloads = self.downloads.news()
         if downloads:
             result["downloads"] = downloads
+        if "url" in result and "title" in result:
+            self.told = (result["url"], result["title"])
         return result
 
     def _catch_up(self):

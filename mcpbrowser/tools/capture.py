@@ -127,6 +127,8 @@ def snapshot(state, args):
     title = page_reading.loaded_title(state)
     state.remember_page(title)
     result = {"url": state.page.url, "title": title}
+    if state.call is not None and state.told == (result["url"], title):
+        state.call.same_page = True  # the agent was just told both: its view of the answer omits them
     if part is not None:
         whole = part
     if "query" in args:

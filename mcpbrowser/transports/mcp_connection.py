@@ -524,17 +524,31 @@ def elicitation_params(message, version):
     return params
 
 
+# The answers that show the session's expiry to the model: the session's own. Every call
+# renews it, so elsewhere it only repeats "now plus the session timeout".
+SHOWS_EXPIRY = frozenset({"create_session", "resume_session"})
+
+
 def agent_view(value):
     """What the model reads of an answer (it pays for every character).
 
     `meta` is there only when the call logged to the console (its counts are then
-    worth a look with get_console_content); a content hash is for machines. Both
-    stay in structuredContent, and in the history, whole.
+    worth a look with get_console_content); a content hash is for machines;
+    `expiresAt` only on the answers in SHOWS_EXPIRY; a snapshot's url and title not
+    when the agent's previous answer on the session named the same (`meta.samePage`).
+    All stay in structuredContent, and in the history, whole.
     """
     meta = value.get("meta")
-    if (meta is None or meta.get("hasConsoleLogs")) and "hash" not in value:
-        return value
-    return {k: v for k, v in value.items() if k != "hash" and (k != "meta" or meta.get("hasConsoleLogs"))}
+    if meta is None:
+        return {k: v for k, v in value.items() if k != "hash"} if "hash" in value else value
+    drop = {"hash"}
+    if not meta.get("hasConsoleLogs"):
+        drop.add("meta")
+    if meta.get("tool") not in SHOWS_EXPIRY:
+        drop.add("expiresAt")
+    if meta.get("samePage"):
+        drop.update(("url", "title"))
+    return {k: v for k, v in value.items() if k not in drop}
 
 
 def _error_result(exc, caller=None):
