@@ -11,7 +11,7 @@ bash scripts/setup.sh
 if [ "$#" -gt 0 ]; then
   exec .venv/bin/python -m pytest "$@"
 fi
-.venv/bin/python -m pytest
+.venv/bin/python -m pytest --durations=25
 
 # tox finds interpreters as python3.X on PATH. pyenv keeps them in per-version
 # folders: append those (after everything else, so `python3` itself is unchanged).

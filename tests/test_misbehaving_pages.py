@@ -249,3 +249,13 @@ def test_navigate_and_close_session_get_past_a_beforeunload_prompt(client, pages
         client.tool("click", sessionId=session, selector="#touch")
         assert client.tool("close_session", sessionId=session)["success"]
         assert client.error("tabs", sessionId=session)["errorCode"] == "SESSION_NOT_FOUND"
+
+
+def test_close_session_says_which_dialog_went_with_the_page(client, pages):
+    session = client.tool("create_session", url=pages.url("/later-alert?ms=200"))["sessionId"]
+    with Quiet(client, pages):
+        client.tool("click", sessionId=session, selector="#arm")
+        time.sleep(1.0)  # the agent thinks; the alert opens meanwhile
+        closed = client.tool("close_session", sessionId=session)
+    assert closed["success"] and closed["dialogDismissed"]["message"] == "still there?", closed
+    assert "still there?" in closed["message"] and "went with the page" in closed["message"]

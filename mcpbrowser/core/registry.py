@@ -213,21 +213,35 @@ class SessionRegistry:
 
     # -- ANY THREAD: closing ---------------------------------------------------------------
 
-    def close_session(self, session_id: str) -> None:
-        """Close a session now: cancel its timer, close its page and context, forget its id."""
+    def close_session(self, session_id: str) -> dict:
+        """Close a session now: cancel its timer, close its page and context, forget its id.
+
+        Returns what stood in the way and went with the page: {"dialog": the dialog open at
+        the close, or None; "dismissed": dialogs the server dismissed since the last answer}.
+        """
         with self._lock:
             record = self._sessions.pop(session_id, None)
             if record is not None:
                 self._remember_ended(session_id, "closed")
         if record is None:
             self.worker(session_id)  # raises the error its id deserves
-            return
+            return {}
         self.timers.cancel(session_id)
         self.history.session_closed(session_id, "closed")
-        record.worker.stop(last=self._final_save)
+        left: dict = {}
+
+        def last(state):  # on the session thread, just before its page and context close
+            if state.dialog is None:
+                state.catch_up()  # a dialog that opened while the agent thought is not dispatched yet
+            left.update(dialog=state.dialog_info() if state.dialog is not None else None,
+                        dismissed=state.dialogs_dismissed)
+            self._final_save(state)
+
+        record.worker.stop(last=last)
         record.worker.join(CLOSE_JOIN_S)
         log.info("session closed", extra={"event": "session_closed", "session": session_id})
         self._on_change()
+        return left
 
     def close_all(self) -> list[SessionWorker] | None:
         """Shutdown: forget every session (the history says why); their workers, for the caller to stop.

@@ -4,6 +4,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 from mcpbrowser import schema
 from mcpbrowser.errors import BrowserError, BrowserServerError, InvalidParameters, SessionInUse, SessionNotFound
+from mcpbrowser.page_strings import clip
 from mcpbrowser.session import page_reading
 from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, CoreTool, session_schema
 
@@ -93,8 +94,17 @@ def saved_states(core, args, call):
 
 
 def close_session(core, args, call):
-    core.registry.close_session(args["sessionId"])
-    return {"success": True, "message": f"Session {args['sessionId']} closed."}
+    left = core.registry.close_session(args["sessionId"])
+    result = {"success": True, "message": f"Session {args['sessionId']} closed."}
+    if left.get("dialog"):  # an agent that asks to leave means to leave: say what went with the page
+        result["dialogDismissed"] = {**left["dialog"], "message": clip(left["dialog"]["message"])}
+        kind = left["dialog"]["type"]
+        result["message"] += (f" {'An' if kind[:1] in 'aeiou' else 'A'} {kind} dialog "
+                              f"({clip(left['dialog']['message'])!r}) was open; it went with the page.")
+    if left.get("dismissed"):
+        result["dialogsDismissed"] = left["dismissed"]
+        result["message"] += f" The server had dismissed {left['dismissed']} dialog(s) itself (a dialog loop)."
+    return result
 
 
 def list_sessions(core, args, call):

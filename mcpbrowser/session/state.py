@@ -113,7 +113,7 @@ class SessionState:
         self.chromium = browser.browser_type.name == "chromium"
         self.cdp_sessions = {}
         self.disconnect_at_close = False  # set by the opener: see close()
-        self.quiet_since = time.monotonic()  # when the last call ended: see _catch_up
+        self.quiet_since = time.monotonic()  # when the last call ended: see catch_up
         self.told = None          # (url, title) the agent's last answer gave: a read of the same page omits them
 
     @property
@@ -164,7 +164,7 @@ class SessionState:
     def run_tool(self, tool, args):
         """Run one tool's handler with the checks and notes every page tool shares."""
         if self.dialog is None and time.monotonic() - self.quiet_since > CATCH_UP_AFTER_S:
-            self._catch_up()
+            self.catch_up()
         if tool.page_tool and self.dialog is not None and not tool.leaves_page:
             raise DialogOpen(
                 f"{self.dialog_summary().capitalize()} is open; it blocks the page. "
@@ -230,7 +230,7 @@ class SessionState:
             self.told = (result["url"], result["title"])
         return result
 
-    def _catch_up(self):
+    def catch_up(self):
         """Dispatch what the browser said while the session was quiet: a dialog above all.
 
         Playwright reads its connection only while a call is in progress, so a
