@@ -155,6 +155,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif url.path == "/slow":
             time.sleep(int(query.get("ms", "1000")) / 1000)
             self._send(200, "<title>Slow</title>slow")
+        elif url.path == "/redirect-loop":  # a redirect chain without end
+            self._send(302, "", [("Location", f"/redirect-loop?n={int(query.get('n', '0')) + 1}")])
         elif url.path == "/redirect":
             self._send(302, "", [("Location", query.get("to", "/title/landed"))])
         elif url.path == "/barrier":

@@ -115,4 +115,5 @@ def settle(state, elapsed_s, timeout_s):
     except Exception as exc:  # it navigated or closed meanwhile: the caller reports where it is
         log.debug("settle ended by the page", extra={"session": state.session_id, "error": str(exc)})
         return None
+    log.debug("settled", extra={"session": state.session_id, "waited": waited})
     return None if waited is INTERRUPTED or waited is TIMED_OUT else waited
