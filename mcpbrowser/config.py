@@ -223,6 +223,7 @@ TOOL_GROUPS = {
     "vision": "mouse by coordinates, for agents that read screenshots",
     "pdf": "save the page as PDF (headless Chromium)",
     "tracing": "Playwright traces",
+    "export": "a session's history written out as a pytest test",
 }
 CAPS = (*[name for name in TOOL_GROUPS if name != "core"], "all")
 
