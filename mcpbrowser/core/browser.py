@@ -203,7 +203,8 @@ class Browser:
         storage_state_path: the Playwright storage state file the test logs in with, where the session
         began from a saved login (the login itself is never written out).
         """
-        return self.call("export_script", {"sessionId": session_id, **arguments({"storage_state_path": storage_state_path})})
+        return self.call("export_script", {"sessionId": session_id,
+                                           **arguments({"storage_state_path": storage_state_path})})
 
     def session_ids(self) -> set[str]:
         return self.registry.ids()

@@ -66,7 +66,8 @@ class Element:
 
 def parse_snapshot(text):
     """[Element] of an aria snapshot, in document order."""
-    out, stack = [], []  # stack: (indent, frame index or None) of the open items
+    out: list[Element] = []
+    stack: list[tuple[int, int | None]] = []  # (indent, frame index or None) of the open items
     iframes: dict = {}  # frames path -> how many iframes seen in it
     for line in text.splitlines():
         parsed = _key_and_text(line)
@@ -172,7 +173,9 @@ class Script:
         if REDACTED not in value:
             return _q(value)
         self.uses_re = True
-        return f"re.compile({_q('^' + '.+'.join(re.escape(p) for p in value.split(REDACTED)) + '$')})"
+        pattern = "^" + ".+".join(re.escape(p) for p in value.split(REDACTED)) + "$"
+        return f're.compile(r"{pattern}")' if '"' not in pattern and "\n" not in pattern else \
+            f"re.compile({pattern!r})"
 
     # -- lines -----------------------------------------------------------------------
 
