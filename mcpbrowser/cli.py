@@ -121,7 +121,7 @@ def export(argv):
     try:
         answer = export_session(config, History(store), ns.session_id, storage_state_path=ns.storage_state)
     except BrowserServerError as exc:
-        print(f"mcpbrowser export: error: {exc}", file=sys.stderr)
+        print(f"mcpbrowser export: error: {exc.code}: {exc}", file=sys.stderr)
         return 1
     finally:
         store.close()

@@ -291,8 +291,8 @@ class Config:
         "is not offered.")
     output_dir: str = _option(
         None, _optional_text,
-        "Directory where screenshots are also saved, and downloads, PDFs and traces are saved, under "
-        "names the server chooses (default for those: `files` beside the history database).")
+        "Directory where screenshots are also saved, and downloads, PDFs, traces and exported tests are "
+        "saved, under names the server chooses (default for those: `files` beside the history database).")
     caps: tuple = _option(
         (), _lower_list,
         "Comma-separated tool groups to offer beside the core tools, or all: "

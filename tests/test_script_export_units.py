@@ -144,3 +144,12 @@ def test_every_kind_of_action_compiles():
     assert 'page.goto("http://x.test/", wait_until="commit", timeout=5)' in source
     assert 'page.wait_for_url(re.compile(re.escape("done")), timeout=100)' in source
     assert script_export.BROWSER_ENV in source
+
+
+def test_the_command_line_says_when_no_session_has_the_id(tmp_path, capsys):
+    from mcpbrowser import cli
+
+    assert cli.main(["export", "no-such-session", "--db", str(tmp_path / "h.db"), "--output-dir",
+                     str(tmp_path / "out")]) == 1
+    assert "SESSION_NOT_FOUND" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -76,6 +76,7 @@ TOOLS = [
                                               "session began from a saved login.", minLength=1),
         }),
         handler=export_script,
+        during_cooldown=True,  # it reads the history and writes a file: no page is touched
         output_schema={
             "type": "object",
             "properties": {"path": {"type": "string"}, "steps": {"type": "integer"},
