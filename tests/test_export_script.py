@@ -117,6 +117,7 @@ def _agent_session(client, base):
     wait_for(lambda: len(client.tool("tabs", sessionId=sid)["tabs"]) == 2)
     assert client.tool("tabs", sessionId=sid, action="select", index=1)["tabs"][1]["current"]
     client.tool("screenshot", sessionId=sid)  # a read: a comment at most
+    client.tool("save_state", sessionId=sid, name="shop")  # the login, for a session of the next server
     return sid, used
 
 
@@ -139,8 +140,15 @@ def test_a_session_exported_after_a_restart_replays_as_a_passing_test(shop, tmp_
     client = McpClient("--db", db, "--output-dir", out)
     try:
         answer = client.tool("export_script", sessionId=sid)
+        # A session that began from the saved login: the test logs in from a state file the user names.
+        logged_in = client.tool("create_session", storageState="shop", url=base + "/home")
+        assert logged_in["title"] == "Home"
+        with_login = client.tool("export_script", sessionId=logged_in["sessionId"], storageStatePath="shop.json")
     finally:
         client.close()
+    login_text = open(with_login["path"]).read()
+    assert 'browser.new_context(storage_state=os.environ.get("MCPBROWSER_STORAGE_STATE", "shop.json"))' in login_text
+    assert "'shop'" in login_text and 'page.goto("' + base + '/home")' in login_text
     path = answer["path"]
     assert os.path.dirname(path) == os.path.realpath(out) and os.path.basename(path).startswith("test_")
     assert f"python -m pytest {path}" in answer["message"] and "MCPBROWSER_SECRET_1" in answer["message"]
@@ -185,7 +193,8 @@ def test_a_session_exported_after_a_restart_replays_as_a_passing_test(shop, tmp_
 
     stdout, stderr = cli.communicate(timeout=60)
     assert cli.returncode == 0, stderr
-    (again,) = [p for p in os.listdir(out) if p.endswith(".py") and p != os.path.basename(path)]
+    (again,) = [p for p in os.listdir(out) if p.endswith(".py") and p not in (os.path.basename(path),
+                                                                                os.path.basename(with_login["path"]))]
     assert os.path.join(os.path.realpath(out), again) in stdout
     body = lambda t: t.split('"""', 2)[2]  # noqa: E731  (the docstring names the file and the time)
     assert body(open(os.path.join(out, again)).read()) == body(text)
