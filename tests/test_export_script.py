@@ -66,12 +66,15 @@ class _Shop(BaseHTTPRequestHandler):
         elif url.path == "/catalogue":
             self._page("/catalogue", "<form action=/ordered><label>Search <input name=q></label>"
                                      "<label>Size <select name=size><option>Small</option><option>Large</option>"
-                                     "</select></label><button type=submit>Place order</button></form>"
+                                     "</select></label><label>Note <input name=note></label><label>Gift wrap "
+                                     "<input type=checkbox name=gift></label>"
+                                     "<button type=submit>Place order</button></form>"
                                      "<button type=button onclick=\"if (confirm('Delete the draft?')) "
                                      "document.getElementById('note').textContent = 'Draft deleted'\">"
                                      "Delete draft</button><p id=note></p>")
         elif url.path == "/ordered":
-            self._page("/ordered", f"<p>Thank you: {query.get('q')} ({query.get('size')})</p>")
+            self._page("/ordered", f"<p>Thank you: {query.get('q')} ({query.get('size')}, {query.get('note')}, "
+                                   f"gift {query.get('gift', 'no')})</p>")
         else:
             self._page("/help", "<h1>How to order</h1>")
 
@@ -107,11 +110,13 @@ def _agent_session(client, base):
     client.error("click", sessionId=sid, selector="#no-such-button", timeout=200)  # a failed call: left out
     client.tool("type", sessionId=sid, ref=ref("textbox", "Search"), text="blue mug")
     client.tool("select", sessionId=sid, ref=ref("combobox", "Size"), labels=["Large"])
+    client.tool("fill_form", sessionId=sid, fields=[{"ref": ref("textbox", "Note"), "value": "fragile"},
+                                                    {"selector": "input[name=gift]", "value": True}])
     assert client.tool("click", sessionId=sid, selector="text=Delete draft")["dialog"]["type"] == "confirm"
     client.tool("handle_dialog", sessionId=sid, accept=True)
     client.tool("wait_for", sessionId=sid, text="Draft deleted")
     assert client.tool("click", sessionId=sid, ref=ref("button", "Place order"))["title"] == "Order placed"
-    client.tool("wait_for", sessionId=sid, text="Thank you: blue mug (Large)")
+    client.tool("wait_for", sessionId=sid, text="Thank you: blue mug (Large, fragile, gift on)")
     client.tool("navigate", sessionId=sid, url=base + "/home")
     client.tool("click", sessionId=sid, ref=ref("link", "Open help"))
     wait_for(lambda: len(client.tool("tabs", sessionId=sid)["tabs"]) == 2)
@@ -152,7 +157,9 @@ def test_a_session_exported_after_a_restart_replays_as_a_passing_test(shop, tmp_
     path = answer["path"]
     assert os.path.dirname(path) == os.path.realpath(out) and os.path.basename(path).startswith("test_")
     assert f"python -m pytest {path}" in answer["message"] and "MCPBROWSER_SECRET_1" in answer["message"]
-    assert answer["secrets"] == ["MCPBROWSER_SECRET_1"] and "warnings" not in answer
+    # The password, and fill_form's values, which the history never keeps.
+    assert answer["secrets"] == ["MCPBROWSER_SECRET_1", "MCPBROWSER_SECRET_2", "MCPBROWSER_SECRET_3"]
+    assert "warnings" not in answer
     text = open(path).read()
     compile(text, path, "exec")
 
@@ -171,7 +178,9 @@ def test_a_session_exported_after_a_restart_replays_as_a_passing_test(shop, tmp_
     assert 'page.get_by_role("combobox", name="Size").select_option(label=["Large"])' in text
     assert 'expect(page).to_have_title("Catalogue")' in text and "#no-such-button" not in text
     assert 'page.once("dialog", lambda dialog: dialog.accept())' in text
-    assert text.index("dialog.accept()") < text.index('page.locator("text=Delete draft").click()')
+    assert text.index("dialog.accept()") < text.index('page.locator("text=Delete draft").first.click()')
+    assert 'fill(page.get_by_role("textbox", name="Note"), os.environ["MCPBROWSER_SECRET_2"])' in text
+    assert 'fill(page.locator("input[name=gift]").first, os.environ["MCPBROWSER_SECRET_3"])' in text
     assert 'expect(page.get_by_text("Draft deleted").filter(visible=True).first).to_be_visible()' in text
     assert "page = tab(context, 1)" in text and "screenshot" in text
 
@@ -179,13 +188,14 @@ def test_a_session_exported_after_a_restart_replays_as_a_passing_test(shop, tmp_
     cli = subprocess.Popen([sys.executable, "-m", "mcpbrowser", "export", sid, "--db", db, "--output-dir", out],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    passed = _run(path, {"MCPBROWSER_SECRET_1": PASSWORD})
+    secrets = {"MCPBROWSER_SECRET_1": PASSWORD, "MCPBROWSER_SECRET_2": "fragile", "MCPBROWSER_SECRET_3": "true"}
+    passed = _run(path, secrets)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "1 passed" in passed.stdout
 
     shop.titles["/catalogue"] = "Shop"  # the site changed a title the test asserts
     try:
-        failed = _run(path, {"MCPBROWSER_SECRET_1": PASSWORD, "MCPBROWSER_EXPECT_TIMEOUT": "1000"})
+        failed = _run(path, {**secrets, "MCPBROWSER_EXPECT_TIMEOUT": "1000"})
     finally:
         shop.titles["/catalogue"] = "Catalogue"
     assert failed.returncode == 1, failed.stdout + failed.stderr

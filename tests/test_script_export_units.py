@@ -79,8 +79,9 @@ def test_secrets_become_environment_variables_and_never_text():
     assert 'page.goto("http://x.test/?token=" + os.environ["MCPBROWSER_SECRET_1"])' in source
     assert 'expect(page).to_have_url(re.compile(r"^http://x\\.test/\\?token=.+$"))' in source
     assert 'page.locator("#otp").fill(os.environ["BANK_OTP"])' in source
-    assert 'page.locator("#a").fill(os.environ["MCPBROWSER_SECRET_3"])' in source
-    assert source.count("a secret, never stored") == 5 and "import re" in source
+    assert 'fill(page.locator("#a"), os.environ["MCPBROWSER_SECRET_3"])' in source and "def fill(" in source
+    assert source.count("a secret, never stored") == 4 and "import re" in source
+    assert "a form field's value: fill_form's are never stored; the test reads it from MCPBROWSER_SECRET_3" in source
 
 
 def test_failed_and_reading_calls_are_left_out():
@@ -140,7 +141,8 @@ def test_every_kind_of_action_compiles():
              _call("tabs", {"action": "close", "index": 1}, {})]
     source, script = _body(calls)
     assert script.steps == len(calls)
-    assert 'page.locator("xpath=(//a)[2]").click(click_count=2, force=True)' in source
+    assert 'page.locator("xpath=(//a)[2]").first.click(click_count=2, force=True)' in source
+    assert 'page.locator("#h").hover()' in source  # an id has one match: no .first
     assert 'page.goto("http://x.test/", wait_until="commit", timeout=5)' in source
     assert 'page.wait_for_url(re.compile(re.escape("done")), timeout=100)' in source
     assert script_export.BROWSER_ENV in source

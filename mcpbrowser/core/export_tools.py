@@ -51,8 +51,8 @@ def export_session(config, history, session_id, owner=None, storage_state_path=N
     env = " ".join(f"{name}=..." for name in script.secrets)
     message = (f"Saved a pytest test of {script.steps} step(s). Run it with: {env + ' ' if env else ''}"
                f"python -m pytest {path} (needs playwright; {script_export.BROWSER_ENV} names a browser "
-               "executable)." + (f" Set {', '.join(script.secrets)} to the secrets it types: they were never "
-                                 "stored." if script.secrets else ""))
+               "executable)." + (f" Set {', '.join(script.secrets)} to what it types that the history never kept "
+                                 "(secrets, form values)." if script.secrets else ""))
     out = {"path": path, "steps": script.steps, "secrets": script.secrets, "message": message}
     if script.warnings:
         out["warnings"] = script.warnings

@@ -30,6 +30,21 @@ LOADS = {"navigate": "goto", "go_back": "go_back", "go_forward": "go_forward", "
 # One line of an aria snapshot: `- role "name" [attr] [ref=e3]: inline text`, the key maybe single-quoted.
 _KEY = re.compile(r'^(?P<role>[a-z][a-z-]*)(?: (?P<name>"(?:[^"\\]|\\.)*"))?(?P<attrs>(?: \[[^\]]*\])*)$')
 _REF = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
+_ID = re.compile(r"^#[A-Za-z_][\w-]*$")
+# fill_form's rule, at replay time: the kind of control decides (see tools/interaction.py's _filler).
+FILL_HELPER = [
+    "def fill(field, value):",
+    '    """As fill_form: a checkbox or radio is checked (value "true") or not, a <select> chooses, else fill."""',
+    "    kind = field.evaluate(\"e => e.tagName === 'SELECT' ? 'select' : "
+    "['checkbox', 'radio'].includes(e.type) ? 'check' : 'fill'\")",
+    '    if kind == "check":',
+    '        field.set_checked(value in ("true", "on", "1"))',
+    '    elif kind == "select":',
+    "        field.select_option(value)",
+    "    else:",
+    "        field.fill(value)",
+    "", "",
+]
 
 
 def _key_and_text(line):
@@ -139,22 +154,22 @@ class Script:
         self.secrets: list[str] = []  # environment variables it reads, in order
         self.warnings: list[str] = []
         self.steps = 0
-        self.uses_re = self.uploads = False
+        self.uses_re = self.uploads = self.fills = False
         self.snapshots: list[str] = []  # pages the calls so far stored, newest last
 
     # -- values ----------------------------------------------------------------------
 
-    def secret(self, what, name=None):
-        """The read of an environment variable that holds a secret the history has only as [REDACTED] (or by
-        its --secrets name), with a comment saying so."""
+    def secret(self, what, name=None, why="a secret, never stored"):
+        """The read of an environment variable that holds a value the history has only as [REDACTED] (or a
+        secret by its --secrets name), with a comment saying so."""
         numbered = sum(1 for s in self.secrets if s.startswith(SECRET_ENV.format("")))
         env = name or SECRET_ENV.format(numbered + 1)
         if env not in self.secrets:
             self.secrets.append(env)
-        self.comment(f"{what}: a secret, never stored; the test reads it from {env}")
+        self.comment(f"{what}: {why}; the test reads it from {env}")
         return f"os.environ[{_q(env)}]"
 
-    def text(self, value, what):
+    def text(self, value, what, why="a secret, never stored"):
         """A string argument as Python: a literal, or with each [REDACTED] part read from the environment."""
         if not isinstance(value, str):
             return repr(value)
@@ -163,7 +178,7 @@ class Script:
         parts = value.split(REDACTED)
         pieces = [_q(parts[0])] if parts[0] else []
         for part in parts[1:]:
-            pieces.append(self.secret(what))
+            pieces.append(self.secret(what, why=why))
             if part:
                 pieces.append(_q(part))
         return " + ".join(pieces)
@@ -188,8 +203,9 @@ class Script:
     def target(self, args, tool):
         """The locator expression for a call's selector or ref; None (with a warning) when a ref cannot be found."""
         selector = args.get("selector")
-        if selector is not None:
-            return f"page.locator({_q('xpath=' + selector if selector.startswith('(//') else selector)})"
+        if selector is not None:  # the tools act on the first match, as .first does (an #id has one)
+            located = f"page.locator({_q('xpath=' + selector if selector.startswith('(//') else selector)})"
+            return located if _ID.match(selector) else located + ".first"
         ref = args.get("ref")
         if ref is None:
             return None
@@ -242,7 +258,8 @@ class Script:
         head = [f'"""Replays mcpbrowser session {self.session_id} (exported {stamp}): {self.steps} steps.', "",
                 f"Run it: {run}"]
         if self.secrets:
-            head.append(f"The secrets it types were never stored: set {', '.join(self.secrets)} to them.")
+            head.append(f"What it types that the history never kept (secrets, form values): "
+                        f"set {', '.join(self.secrets)}.")
         head += notes
         head += [f"Browser: {BROWSER_ENV}, else Playwright's own {engine}, else one on PATH; "
                  "MCPBROWSER_HEADED=1 shows it.", '"""', "", "import os"]
@@ -266,6 +283,7 @@ class Script:
                  "    while len(context.pages) <= index:",
                  '        context.wait_for_event("page")',
                  "    return context.pages[index]", "", "",
+                 *(FILL_HELPER if self.fills else []),
                  f"def {name}():",
                  "    with sync_playwright() as playwright:",
                  "        browser = launch(playwright)",
@@ -350,8 +368,9 @@ def _step(script, tool, args, result):
             target = script.target(field, tool)
             if target is not None:
                 value = script.secret("a form field's value", field["secretName"]) if "secretName" in field else \
-                    script.text(field.get("value"), "a form field's value (fill_form values are never stored)")
-                script.line(_call(target, "fill", value, timeout))
+                    script.text(field.get("value"), "a form field's value", "fill_form's are never stored")
+                script.fills = True
+                script.line(f"fill({target}, {value})")
         _after_action(script, result)
     elif tool == "drag":
         source, drop = script.target(args["source"], tool), script.target(args["target"], tool)
