@@ -4,6 +4,8 @@ The e2e proof that an exported test runs is test_export_script.py; these pin the
 session does not reach (duplicates, iframes, secrets in URLs, named secrets, fill_form, logins).
 """
 
+import os
+
 import pytest
 
 from mcpbrowser.core import script_export
@@ -155,3 +157,36 @@ def test_the_command_line_says_when_no_session_has_the_id(tmp_path, capsys):
                      str(tmp_path / "out")]) == 1
     assert "SESSION_NOT_FOUND" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+class _History:
+    """The two reads export_session makes, over fixed rows."""
+
+    def __init__(self, metadata, calls):
+        self.metadata, self.calls = metadata, calls
+
+    def session_metadata(self, session_id):
+        return self.metadata
+
+    def session_calls(self, session_id):
+        return self.calls
+
+
+def test_a_client_exports_only_its_own_sessions_into_files_the_server_names(tmp_path):
+    from mcpbrowser.config import Config
+    from mcpbrowser.core.export_tools import export_session
+    from mcpbrowser.errors import SessionNotFound
+
+    config = Config(output_dir=str(tmp_path), db=":memory:")
+    history = _History({"owner": "ann"}, [_call("navigate", {"url": "http://x.test/"}, {"url": "http://x.test/"}),
+                                          _call("export_script", {}, status=None, ref="mine")])
+    with pytest.raises(SessionNotFound):
+        export_session(config, history, "abcdef12", owner="bob")
+    with pytest.raises(SessionNotFound):
+        export_session(config, _History({}, []), "nothing")
+    first = export_session(config, history, "abcdef12", owner="ann", skip="mine")
+    second = export_session(config, history, "abcdef12", owner="ann", skip="mine")
+    assert first["path"] != second["path"]
+    for answer in (first, second):
+        assert os.path.dirname(answer["path"]) == os.path.realpath(tmp_path) and answer["steps"] == 1
+        assert os.path.basename(answer["path"]).startswith("test_session_abcdef12_")
