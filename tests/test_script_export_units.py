@@ -5,6 +5,7 @@ session does not reach (duplicates, iframes, secrets in URLs, named secrets, fil
 """
 
 import os
+import re
 
 import pytest
 
@@ -23,6 +24,7 @@ SNAPSHOT = """- generic [active] [ref=e1]:
   - textbox "Email" [ref=e7]: a@b.c
   - paragraph [ref=e8]: Going away
   - 'button "Say: \\"hi\\"" [ref=e9]'
+  - paragraph [ref=e11]: "Price: 5 \\"net\\""
   - iframe [ref=e10]:
     - button "Inner" [ref=f1e2]
 """
@@ -36,6 +38,8 @@ def _call(tool, args, result=None, status="ok", page=None, ref="r"):
 def _body(calls, **kwargs):
     source, script = build(calls, "abcdef12-3456", {"browser": "chromium", **kwargs.pop("metadata", {})}, **kwargs)
     compile(source, "exported.py", "exec")
+    for module in re.findall(r"^import (\w+)$", source, re.M):  # every import is used, as a linter would ask
+        assert re.search(rf"(?<![\w.]){module}\.\w", source), module
     return source, script
 
 
@@ -50,6 +54,7 @@ def test_a_ref_becomes_the_role_and_name_its_snapshot_gave_it():
     assert locator_for(elements, "e8") == 'page.get_by_text("Going away", exact=True)'
     assert locator_for(elements, "e9") == 'page.get_by_role("button", name="Say: \\"hi\\"")'
     assert locator_for(elements, "f1e2") == 'page.frame_locator("iframe").nth(0).get_by_role("button", name="Inner")'
+    assert locator_for(elements, "e11") == 'page.get_by_text("Price: 5 \\"net\\"", exact=True)'
     assert locator_for(elements, "e99") is None
 
 

@@ -31,6 +31,14 @@ LOADS = {"navigate": "goto", "go_back": "go_back", "go_forward": "go_forward", "
 _KEY = re.compile(r'^(?P<role>[a-z][a-z-]*)(?: (?P<name>"(?:[^"\\]|\\.)*"))?(?P<attrs>(?: \[[^\]]*\])*)$')
 _REF = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
 _ID = re.compile(r"^#[A-Za-z_][\w-]*$")
+TAB_HELPER = [
+    "def tab(context, index):",
+    '    """The tab at index (0-based, in the order they opened), once it has opened."""',
+    "    while len(context.pages) <= index:",
+    '        context.wait_for_event("page")',
+    "    return context.pages[index]",
+    "", "",
+]
 # fill_form's rule, at replay time: the kind of control decides (see tools/interaction.py's _filler).
 FILL_HELPER = [
     "def fill(field, value):",
@@ -67,7 +75,12 @@ def _key_and_text(line):
         key, sep, text = body.partition(": ")
         key, rest = (key, sep + text) if sep else (body.rstrip(":"), "")
     text = rest[2:].strip() if rest.startswith(": ") else ""
-    return key.rstrip(":"), text.strip('"')
+    if text.startswith('"'):  # a YAML double-quoted scalar: JSON's escapes
+        try:
+            text = json.loads(text)
+        except ValueError:
+            text = text.strip('"')
+    return key.rstrip(":"), text
 
 
 class Element:
@@ -154,7 +167,8 @@ class Script:
         self.secrets: list[str] = []  # environment variables it reads, in order
         self.warnings: list[str] = []
         self.steps = 0
-        self.uses_re = self.uploads = self.fills = False
+        # What the file needs beside its steps: `re`, `pytest`, the tab() and fill() helpers.
+        self.uses_re = self.uses_pytest = self.tabs = self.fills = self.uploads = False
         self.snapshots: list[str] = []  # pages the calls so far stored, newest last
 
     # -- values ----------------------------------------------------------------------
@@ -216,6 +230,7 @@ class Script:
                     return expr
         self.warnings.append(f"step {self.steps} ({tool}): its ref is in no stored snapshot; "
                              "the test fails there until a locator is written in")
+        self.uses_pytest = True
         self.line(f"pytest.fail({_q(f'step {self.steps} ({tool}): write the locator of its element here')})")
         return None
 
@@ -229,7 +244,7 @@ class Script:
     # -- the test ----------------------------------------------------------------------
 
     def context_options(self):
-        """new_context's keyword arguments as Python source lines, and comments above them."""
+        """(new_context's keyword arguments as Python source, what the module's docstring says of them)."""
         options, notes = [], []
         emulation = self.metadata.get("emulation") or {}
         if "device" in emulation:
@@ -265,7 +280,8 @@ class Script:
                  "MCPBROWSER_HEADED=1 shows it.", '"""', "", "import os"]
         if self.uses_re:
             head.append("import re")
-        head += ["import shutil", "", "import pytest", "from playwright.sync_api import expect, sync_playwright", "",
+        head += ["import shutil", "", *(["import pytest"] if self.uses_pytest else []),
+                 "from playwright.sync_api import expect, sync_playwright", "",
                  f"ENGINE = {_q(engine)}",
                  f'expect.set_options(timeout=int(os.environ.get("{EXPECT_ENV}", "5000")))  # ms each assertion waits',
                  "", "",
@@ -278,11 +294,7 @@ class Script:
                  '"google-chrome"))), None)',
                  '    return engine.launch(executable_path=path or None, headless=os.environ.get("MCPBROWSER_HEADED")'
                  ' != "1")', "", "",
-                 "def tab(context, index):",
-                 '    """The tab at index (0-based, in the order they opened), once it has opened."""',
-                 "    while len(context.pages) <= index:",
-                 '        context.wait_for_event("page")',
-                 "    return context.pages[index]", "", "",
+                 *(TAB_HELPER if self.tabs else []),
                  *(FILL_HELPER if self.fills else []),
                  f"def {name}():",
                  "    with sync_playwright() as playwright:",
@@ -424,6 +436,7 @@ def _after_action(script, result):
 
 def _tabs(script, args, result):
     index = args.get("index")
+    script.tabs = script.tabs or index is not None
     if args.get("action") == "select":
         script.line(f"page = tab(context, {index})")
         script.line("page.bring_to_front()")
