@@ -145,14 +145,16 @@ def test_a_session_exported_after_a_restart_replays_as_a_passing_test(shop, tmp_
     client = McpClient("--db", db, "--output-dir", out)
     try:
         answer = client.tool("export_script", sessionId=sid)
-        # A session that began from the saved login: the test logs in from a state file the user names.
-        logged_in = client.tool("create_session", storageState="shop", url=base + "/home")
+        # A session that began from the saved login, in German: the test logs in from a state file the user
+        # names, and emulates what the session did.
+        logged_in = client.tool("create_session", storageState="shop", locale="de-DE", url=base + "/home")
         assert logged_in["title"] == "Home"
         with_login = client.tool("export_script", sessionId=logged_in["sessionId"], storageStatePath="shop.json")
     finally:
         client.close()
     login_text = open(with_login["path"]).read()
-    assert 'browser.new_context(storage_state=os.environ.get("MCPBROWSER_STORAGE_STATE", "shop.json"))' in login_text
+    assert ('browser.new_context(locale="de-DE", storage_state=os.environ.get("MCPBROWSER_STORAGE_STATE", '
+            '"shop.json"))') in login_text  # its emulation too
     assert "'shop'" in login_text and 'page.goto("' + base + '/home")' in login_text
     path = answer["path"]
     assert os.path.dirname(path) == os.path.realpath(out) and os.path.basename(path).startswith("test_")

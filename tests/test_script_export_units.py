@@ -115,8 +115,8 @@ def test_emulation_and_a_saved_login_become_context_options():
     metadata = {"emulation": {"device": "iPhone 13", "locale": "de-DE", "geolocation": {"latitude": 1, "longitude": 2}},
                 "login": "work"}
     source, _ = _body([], metadata=metadata)
-    assert ('browser.new_context(**playwright.devices["iPhone 13"], locale=\'de-DE\', '
-            "geolocation={'latitude': 1, 'longitude': 2}, permissions=[\"geolocation\"], "
+    assert ('browser.new_context(**playwright.devices["iPhone 13"], locale="de-DE", '
+            'geolocation={"latitude": 1, "longitude": 2}, permissions=["geolocation"], '
             'storage_state=os.environ["MCPBROWSER_STORAGE_STATE"])') in source
     assert "'work'" in source  # the comment names the login; its cookies are nowhere
     source, _ = _body([], metadata={"login": "work"}, storage_state_path="state/work.json")

@@ -155,6 +155,17 @@ def _q(text):
     return json.dumps(text, ensure_ascii=False) if '\\' not in text else repr(text)
 
 
+def _py(value):
+    """A JSON value (an emulation option) as a Python literal in the file's style."""
+    if isinstance(value, str):
+        return _q(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_q(k)}: {_py(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_py(v) for v in value) + "]"
+    return repr(value)
+
+
 class Script:
     """The test being written: its body lines, the secrets it reads, what could not be replayed."""
 
@@ -251,7 +262,7 @@ class Script:
             options.append(f"**playwright.devices[{_q(emulation['device'])}]")
         for key, keyword in EMULATION.items():
             if key in emulation:
-                options.append(f"{keyword}={emulation[key]!r}")
+                options.append(f"{keyword}={_py(emulation[key])}")
         if "geolocation" in emulation:
             options.append('permissions=["geolocation"]')
         if self.metadata.get("login"):
