@@ -676,6 +676,8 @@ def build_parser():
         description="MCP server for browser automation: isolated sessions on one "
         "shared browser, driven by AI agents through tools. Speaks JSON-RPC on "
         "stdin/stdout, or Streamable HTTP with --http; logs JSON to stderr.",
+        epilog="`mcpbrowser export SESSION_ID` writes a session's recorded page actions as a pytest test "
+        "(see `mcpbrowser export --help`).",
     )
     parser.add_argument("--version", action="version", version=f"mcpbrowser {__version__}")
     parser.add_argument("--config", metavar="FILE", help="JSON file of settings (keys as the flags, "
