@@ -187,8 +187,8 @@ def test_a_client_exports_only_its_own_sessions_into_files_the_server_names(tmp_
                                           _call("export_script", {}, status=None, ref="mine")])
     with pytest.raises(SessionNotFound):
         export_session(config, history, "abcdef12", owner="bob")
-    with pytest.raises(SessionNotFound):
-        export_session(config, _History({}, []), "nothing")
+    with pytest.raises(SessionNotFound):  # calls with a made-up id (they failed) are no session
+        export_session(config, _History({}, history.calls), "../../x")
     first = export_session(config, history, "abcdef12", owner="ann", skip="mine")
     second = export_session(config, history, "abcdef12", owner="ann", skip="mine")
     assert first["path"] != second["path"]

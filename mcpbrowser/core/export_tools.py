@@ -6,6 +6,7 @@ expired, or was opened by a server since restarted exports as well as an open on
 """
 
 import os
+import re
 import time
 
 from mcpbrowser import schema
@@ -22,10 +23,11 @@ def export_session(config, history, session_id, owner=None, storage_state_path=N
     wait_recorded(ref_id): waits for a call still being recorded (the core's; the CLI has none).
     skip: the refId of the export call itself, which is in the session's history too.
     """
+    # A session a server opened has its row; failed calls with a made-up id have none.
     metadata = history.session_metadata(session_id)
-    calls = [c for c in history.session_calls(session_id) if c[0] != skip]
-    if (not metadata and not calls) or (owner is not None and metadata.get("owner") != owner):
+    if not metadata or (owner is not None and metadata.get("owner") != owner):
         raise SessionNotFound("No session with this id is in the history.", session_id=session_id)
+    calls = [c for c in history.session_calls(session_id) if c[0] != skip]
     if wait_recorded is not None and any(c[3] is None for c in calls):
         for call in calls:
             if call[3] is None:
@@ -36,7 +38,7 @@ def export_session(config, history, session_id, owner=None, storage_state_path=N
     try:
         os.makedirs(folder, exist_ok=True)
         for n in range(1, 1000):  # the server names it: nothing a client sends steers the path
-            path = os.path.join(folder, f"test_session_{session_id[:8].replace('-', '_')}_{stamp}_{n}.py")
+            path = os.path.join(folder, f"test_session_{re.sub(r'[^A-Za-z0-9]', '_', session_id[:8])}_{stamp}_{n}.py")
             source, script = script_export.build(calls, session_id, metadata, config.upload_dir, storage_state_path,
                                                  filename=os.path.basename(path))
             try:
