@@ -4,6 +4,11 @@ Pure: it reads rows that history.py decoded (History.session_calls) and returns 
 export_tools.py writes the file. The rows are as recorded, secrets scrubbed to [REDACTED], so a
 secret can only come out as a read of an environment variable. Refs (e12) exist only in one
 snapshot of one page: each becomes the role and name that snapshot gave its element.
+
+The test starts sync_playwright() itself rather than take pytest-playwright's `page` fixture:
+one form that runs with pytest alone and beside that plugin too (it asks none of its fixtures).
+Its browser is found as the server finds its own (browser_process.find_executable), at run
+time, so no path of the server's machine is written into it.
 """
 
 import json
