@@ -28,6 +28,9 @@ def _claim_stdout():
 
 
 def main(argv=None):
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["export"]:
+        return export(args[1:])
     try:
         config, print_config = Config.load(argv)
     except ConfigError as exc:
@@ -80,6 +83,52 @@ def main(argv=None):
     sys.stderr.flush()
     # Threads still blocked on stdin or on a dead session must not hold the exit.
     os._exit(0)
+
+
+def export(argv):
+    """`mcpbrowser export SESSION_ID [--storage-state PATH] [settings]`: the session's history as a pytest test.
+
+    A one-shot command: it reads the history (--db) and writes under --output-dir, as the server
+    would; no browser starts, and a server may be running on the same history meanwhile.
+    """
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="mcpbrowser export", description="Write a session's recorded page "
+                                     "actions as a pytest test (Playwright's sync API) under the output directory. "
+                                     "Other flags are the server's (--db, --output-dir, --upload-dir).")
+    parser.add_argument("session_id", metavar="SESSION_ID")
+    parser.add_argument("--storage-state", metavar="PATH", help="the Playwright storage state file the test logs in "
+                        "with, where the session began from a saved login")
+    parser.add_argument("--json", action="store_true", help="print the answer as JSON")
+    ns, rest = parser.parse_known_args(argv)
+    try:
+        config, _ = Config.load(rest)
+    except ConfigError as exc:
+        print(f"mcpbrowser export: error: {exc}", file=sys.stderr)
+        return 2
+    from mcpbrowser import tools  # noqa: F401  (the registry before its modules: export_tools is one)
+    from mcpbrowser.core.export_tools import export_session
+    from mcpbrowser.core.history import History
+    from mcpbrowser.core.store import Store
+    from mcpbrowser.errors import BrowserServerError
+
+    try:
+        store = Store(config.db, retention_days=0, max_mb=0)
+    except Exception as exc:  # an unusable database
+        print(f"mcpbrowser export: error: {exc}", file=sys.stderr)
+        return 1
+    try:
+        answer = export_session(config, History(store), ns.session_id, storage_state_path=ns.storage_state)
+    except BrowserServerError as exc:
+        print(f"mcpbrowser export: error: {exc.code}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    print(json.dumps(answer, indent=2) if ns.json else answer["message"])
+    for warning in answer.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
 
 
 def _serve_http(config):

@@ -223,6 +223,7 @@ TOOL_GROUPS = {
     "vision": "mouse by coordinates, for agents that read screenshots",
     "pdf": "save the page as PDF (headless Chromium)",
     "tracing": "Playwright traces",
+    "export": "a session's history written out as a pytest test",
 }
 CAPS = (*[name for name in TOOL_GROUPS if name != "core"], "all")
 
@@ -290,8 +291,8 @@ class Config:
         "is not offered.")
     output_dir: str = _option(
         None, _optional_text,
-        "Directory where screenshots are also saved, and downloads, PDFs and traces are saved, under "
-        "names the server chooses (default for those: `files` beside the history database).")
+        "Directory where screenshots are also saved, and downloads, PDFs, traces and exported tests are "
+        "saved, under names the server chooses (default for those: `files` beside the history database).")
     caps: tuple = _option(
         (), _lower_list,
         "Comma-separated tool groups to offer beside the core tools, or all: "
@@ -675,6 +676,8 @@ def build_parser():
         description="MCP server for browser automation: isolated sessions on one "
         "shared browser, driven by AI agents through tools. Speaks JSON-RPC on "
         "stdin/stdout, or Streamable HTTP with --http; logs JSON to stderr.",
+        epilog="`mcpbrowser export SESSION_ID` writes a session's recorded page actions as a pytest test "
+        "(see `mcpbrowser export --help`).",
     )
     parser.add_argument("--version", action="version", version=f"mcpbrowser {__version__}")
     parser.add_argument("--config", metavar="FILE", help="JSON file of settings (keys as the flags, "

@@ -33,6 +33,12 @@ def test_help_explains_every_flag():
     for flag in ("--browser", "--headless", "--session-timeout", "--max-sessions",
                  "--executable-path", "--log-level", "--action-timeout", "--navigation-timeout"):
         assert flag in proc.stdout
+    assert "mcpbrowser export SESSION_ID" in proc.stdout
+
+
+def test_export_help_names_its_options():
+    proc = subprocess.run([*CMD, "export", "--help"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0 and "SESSION_ID" in proc.stdout and "--storage-state" in proc.stdout
 
 
 def test_version():

@@ -192,7 +192,7 @@ def test_the_readme_names_the_tools_that_run_during_a_cooldown():
     listed = re.search(r"Tools declared read-only run during a cooldown: (.*?)\. The seed", readme, re.S).group(1)
     assert set(re.findall(r"`(\w+)`", listed)) == {tool.name for tool in ALL_TOOLS if tool.read_only}
     also = {tool.name for tool in ALL_TOOLS if tool.during_cooldown}
-    assert also == {"wait_for_user", "close_session", "enable_tools"}
+    assert also == {"wait_for_user", "close_session", "enable_tools", "export_script"}
     assert all(f"`{name}` runs during a cooldown" in readme or f"`{name}` runs too" in readme for name in also)
 
 

@@ -27,6 +27,7 @@ GROUPS = {
     "vision": {"mouse"},
     "pdf": {"pdf"},
     "tracing": {"trace_start", "trace_stop"},
+    "export": {"export_script"},
 }
 OPTIONS = {"logins": {("create_session", "storageState")},
            "emulation": {("create_session", name) for name in (

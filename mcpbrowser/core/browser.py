@@ -197,6 +197,15 @@ class Browser:
         """The console entries a call recorded, one per line."""
         return self.call("get_console_content", arguments(locals(), spell=str))
 
+    def export_script(self, session_id: str, storage_state_path: str | None = None) -> dict[str, Any]:
+        """Write a session's page actions as a pytest test under the output directory; {path, steps, secrets, message}.
+
+        storage_state_path: the Playwright storage state file the test logs in with, where the session
+        began from a saved login (the login itself is never written out).
+        """
+        return self.call("export_script", {"sessionId": session_id,
+                                           **arguments({"storage_state_path": storage_state_path})})
+
     def session_ids(self) -> set[str]:
         return self.registry.ids()
 

@@ -182,6 +182,18 @@ class History:
                                 f"ON s.ref_id = r.ref_id {STORED} WHERE r.ref_id = ?", (ref_id,))
         return (rows[0][0], _page(*rows[0][1:])) if rows else None
 
+    def session_calls(self, session_id):
+        """[(ref_id, tool, params, status, result, page)] of a session's calls, oldest first (export_script).
+
+        params and result are decoded JSON (result None unless the call succeeded); page is the
+        snapshot the call stored, as bytes, or None. Rows are as recorded: secrets scrubbed.
+        """
+        rows = self.store.query(f"SELECT r.ref_id, r.tool_name, r.params, s.status, s.result, {PAGE} FROM requests r "
+                                f"LEFT JOIN responses s ON s.ref_id = r.ref_id {STORED} WHERE r.session_id = ? "
+                                "ORDER BY r.timestamp, r.rowid", (session_id,))
+        return [(ref_id, tool, json.loads(params), status, json.loads(result) if status == "ok" and result else None,
+                 _page(*page)) for ref_id, tool, params, status, result, *page in rows]
+
     def last_read(self, session_id):
         """(hash, page snapshot bytes) that this session's reader last read, or None."""
         rows = self.store.query(

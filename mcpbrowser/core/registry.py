@@ -135,6 +135,8 @@ class SessionRegistry:
             metadata["owner"] = owner
         if worker.options.get("emulation"):
             metadata["emulation"] = worker.options["emulation"]  # resume_session opens it the same way
+        if worker.options.get("login"):
+            metadata["login"] = worker.options["login"]  # the saved login it began with, by name (export_script)
         self.history.session_opened(worker.session_id, created, metadata)
         log.info("session created", extra={"event": "session_created", "session": worker.session_id,
                                            "source": source})

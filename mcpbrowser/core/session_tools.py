@@ -23,6 +23,7 @@ def create_session(core, args, call):
             raise InvalidParameters(f"arguments.storageState: no login is saved as {args['storageState']!r}; "
                                     "saved_states lists them.", details={"field": "storageState"})
         context["storage_state"] = saved
+        context["login"] = args["storageState"]  # its name, in the session's metadata: export_script says it
     record = core.warm_pool.create_session(allowed_domains=args.get("allowedDomains"), owner=call.owner,
                                            context=context)
     out = {
@@ -57,9 +58,10 @@ def resume_session(core, args, call):
     if saved is None:
         raise SessionNotFound("Nothing is stored for this session, so it cannot be resumed. "
                               "Call create_session.", session_id=session_id)
-    emulation = core.history.session_metadata(session_id).get("emulation")
+    metadata = core.history.session_metadata(session_id)
+    context = {key: metadata[key] for key in ("emulation", "login") if metadata.get(key)}
     record = core.warm_pool.create_session(resume={"sessionId": session_id, "storageState": saved[0], "url": saved[1]},
-                                           owner=call.owner, context={"emulation": emulation} if emulation else None)
+                                           owner=call.owner, context=context or None)
     return {
         "sessionId": session_id,
         "expiresAt": record.expires_at,

@@ -3,16 +3,16 @@
 The modules of this package declare the session tools, whose handlers run on a
 session's thread (`SessionTool`); `base.py` also declares `CoreTool`, whose tools
 run on the core pool and live in `mcpbrowser/core/` (session_tools.py,
-content_tools.py, tool_groups.py). `configured(config)` narrows `ALL` to the tools a
+content_tools.py, export_tools.py, tool_groups.py). `configured(config)` narrows `ALL` to the tools a
 configuration offers; `core/tool_groups.py` decides which of those each MCP client sees,
 by each tool's `group`.
 """
 
-from mcpbrowser.core import content_tools, session_tools, tool_groups
+from mcpbrowser.core import content_tools, export_tools, session_tools, tool_groups
 from mcpbrowser.tools import capture, interaction, monitoring, navigation
 
 ALL = [*session_tools.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS,
-       *content_tools.TOOLS]
+       *content_tools.TOOLS, *export_tools.TOOLS]
 ALL.append(tool_groups.declare(ALL))
 
 

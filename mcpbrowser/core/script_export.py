@@ -1,0 +1,520 @@
+"""A session's recorded calls as a pytest module that replays them with Playwright's sync API. Any thread.
+
+Pure: it reads rows that history.py decoded (History.session_calls) and returns Python source;
+export_tools.py writes the file. The rows are as recorded, secrets scrubbed to [REDACTED], so a
+secret can only come out as a read of an environment variable. Refs (e12) exist only in one
+snapshot of one page: each becomes the role and name that snapshot gave its element.
+
+The test starts sync_playwright() itself rather than take pytest-playwright's `page` fixture:
+one form that runs with pytest alone and beside that plugin too (it asks none of its fixtures).
+Its browser is found as the server finds its own (browser_process.find_executable), at run
+time, so no path of the server's machine is written into it.
+"""
+
+import json
+import os
+import re
+import time
+
+from mcpbrowser.redaction import REDACTED
+from mcpbrowser.session.opener import EMULATION
+
+SECRET_ENV = "MCPBROWSER_SECRET_{}"
+STATE_ENV = "MCPBROWSER_STORAGE_STATE"
+UPLOAD_ENV = "MCPBROWSER_UPLOAD_DIR"
+BROWSER_ENV = "MCPBROWSER_BROWSER_PATH"
+EXPECT_ENV = "MCPBROWSER_EXPECT_TIMEOUT"
+# The page actions a replay repeats; handle_dialog is replayed as a handler set before its dialog opens.
+ACTIONS = {"navigate", "go_back", "go_forward", "reload", "tabs", "click", "hover", "type", "select", "press_key",
+           "drag", "fill_form", "mouse", "resize", "upload_file", "wait_for"}
+# What an agent read or did beside the page: left out, named in a comment where the agent was.
+READS = {"snapshot", "dom_snapshot", "screenshot", "console_logs", "network_logs", "downloads", "pdf", "evaluate",
+         "get_content", "get_console_content", "tabs", "wait_for_user", "save_state"}
+LOADS = {"navigate": "goto", "go_back": "go_back", "go_forward": "go_forward", "reload": "reload"}
+
+# One line of an aria snapshot: `- role "name" [attr] [ref=e3]: inline text`, the key maybe single-quoted.
+_KEY = re.compile(r'^(?P<role>[a-z][a-z-]*)(?: (?P<name>"(?:[^"\\]|\\.)*"))?(?P<attrs>(?: \[[^\]]*\])*)$')
+_REF = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
+_ID = re.compile(r"^#[A-Za-z_][\w-]*$")
+TAB_HELPER = [
+    "def tab(context, index):",
+    '    """The tab at index (0-based, in the order they opened), once it has opened."""',
+    "    while len(context.pages) <= index:",
+    '        context.wait_for_event("page")',
+    "    return context.pages[index]",
+    "", "",
+]
+# fill_form's rule, at replay time: the kind of control decides (see tools/interaction.py's _filler).
+FILL_HELPER = [
+    "def fill(field, value):",
+    '    """As fill_form: a checkbox or radio is checked (value "true") or not, a <select> chooses, else fill."""',
+    "    kind = field.evaluate(\"e => e.tagName === 'SELECT' ? 'select' : "
+    "['checkbox', 'radio'].includes(e.type) ? 'check' : 'fill'\")",
+    '    if kind == "check":',
+    '        field.set_checked(value in ("true", "on", "1"))',
+    '    elif kind == "select":',
+    "        field.select_option(value)",
+    "    else:",
+    "        field.fill(value)",
+    "", "",
+]
+
+
+def _key_and_text(line):
+    """(key, inline text) of a snapshot line's item, or None for what is no element."""
+    body = line.lstrip()
+    if not body.startswith("- "):
+        return None
+    body = body[2:]
+    if body.startswith("'"):  # a YAML single-quoted key: '' is a quote
+        end = 1
+        while True:
+            end = body.find("'", end)
+            if end < 0:
+                return None
+            if body[end + 1:end + 2] != "'":
+                break
+            end += 2
+        key, rest = body[1:end].replace("''", "'"), body[end + 1:]
+    else:
+        key, sep, text = body.partition(": ")
+        key, rest = (key, sep + text) if sep else (body.rstrip(":"), "")
+    text = rest[2:].strip() if rest.startswith(": ") else ""
+    if text.startswith('"'):  # a YAML double-quoted scalar: JSON's escapes
+        try:
+            text = json.loads(text)
+        except ValueError:
+            text = text.strip('"')
+    return key.rstrip(":"), text
+
+
+class Element:
+    """One element of a snapshot: role, accessible name, inline text, the iframes it sits in."""
+
+    __slots__ = ("role", "name", "text", "ref", "frames")
+
+    def __init__(self, role, name, text, ref, frames):
+        self.role, self.name, self.text, self.ref, self.frames = role, name, text, ref, frames
+
+
+def parse_snapshot(text):
+    """[Element] of an aria snapshot, in document order."""
+    out: list[Element] = []
+    stack: list[tuple[int, int | None]] = []  # (indent, frame index or None) of the open items
+    iframes: dict = {}  # frames path -> how many iframes seen in it
+    for line in text.splitlines():
+        parsed = _key_and_text(line)
+        if parsed is None:
+            continue
+        indent = len(line) - len(line.lstrip())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        frames = tuple(f for _, f in stack if f is not None)
+        match = _KEY.match(parsed[0])
+        if match is None:
+            stack.append((indent, None))
+            continue
+        name = match.group("name")
+        if name is not None:
+            try:
+                name = json.loads(name)
+            except ValueError:
+                name = name[1:-1]
+        ref = _REF.search(match.group("attrs"))
+        element = Element(match.group("role"), name, parsed[1], ref.group(1) if ref else None, frames)
+        out.append(element)
+        frame = None
+        if element.role == "iframe":
+            frame = iframes.get(frames, 0)
+            iframes[frames] = frame + 1
+        stack.append((indent, frame))
+    return out
+
+
+def locator_for(elements, ref):
+    """The Python expression (on `page`) that finds the element a ref named, or None when it is not there."""
+    mine = next((e for e in elements if e.ref == ref), None)
+    if mine is None:
+        return None
+    scope = [e for e in elements if e.frames == mine.frames]
+    base = "page" + "".join(f'.frame_locator("iframe").nth({i})' for i in mine.frames)
+    if mine.name:
+        same = [e for e in scope if e.role == mine.role and e.name == mine.name]
+        # get_by_role matches names by substring, ignoring case: exact where another name contains this one.
+        loose = any(e.role == mine.role and e.name and e.name != mine.name and mine.name.lower() in e.name.lower()
+                    for e in scope)
+        expr = f"{base}.get_by_role({_q(mine.role)}, name={_q(mine.name)}{', exact=True' if loose else ''})"
+    elif mine.text and mine.role not in ("textbox", "combobox", "searchbox", "spinbutton"):
+        same = [e for e in scope if e.text == mine.text and not e.name]
+        expr = f"{base}.get_by_text({_q(mine.text)}, exact=True)"
+    else:
+        same = [e for e in scope if e.role == mine.role]
+        expr = f"{base}.get_by_role({_q(mine.role)})"
+    if len(same) > 1:
+        expr += f".nth({same.index(mine)})"
+    return expr
+
+
+def _q(text):
+    """A Python string literal, double-quoted where it can be."""
+    return json.dumps(text, ensure_ascii=False) if '\\' not in text else repr(text)
+
+
+def _py(value):
+    """A JSON value (an emulation option) as a Python literal in the file's style."""
+    if isinstance(value, str):
+        return _q(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_q(k)}: {_py(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_py(v) for v in value) + "]"
+    return repr(value)
+
+
+class Script:
+    """The test being written: its body lines, the secrets it reads, what could not be replayed."""
+
+    def __init__(self, session_id, metadata, upload_roots=(), storage_state_path=None):
+        self.session_id = session_id
+        self.metadata = metadata
+        self.upload_roots = [os.path.realpath(r) for r in upload_roots]
+        self.storage_state_path = storage_state_path
+        self.body: list[str] = []
+        self.secrets: list[str] = []  # environment variables it reads, in order
+        self.warnings: list[str] = []
+        self.steps = 0
+        # What the file needs beside its steps: `re`, `pytest`, the tab() and fill() helpers.
+        self.uses_re = self.uses_pytest = self.tabs = self.fills = self.uploads = False
+        self.snapshots: list[str] = []  # pages the calls so far stored, newest last
+
+    # -- values ----------------------------------------------------------------------
+
+    def secret(self, what, name=None, why="a secret, never stored"):
+        """The read of an environment variable that holds a value the history has only as [REDACTED] (or a
+        secret by its --secrets name), with a comment saying so."""
+        numbered = sum(1 for s in self.secrets if s.startswith(SECRET_ENV.format("")))
+        env = name or SECRET_ENV.format(numbered + 1)
+        if env not in self.secrets:
+            self.secrets.append(env)
+        self.comment(f"{what}: {why}; the test reads it from {env}")
+        return f"os.environ[{_q(env)}]"
+
+    def text(self, value, what, why="a secret, never stored"):
+        """A string argument as Python: a literal, or with each [REDACTED] part read from the environment."""
+        if not isinstance(value, str):
+            return repr(value)
+        if REDACTED not in value:
+            return _q(value)
+        parts = value.split(REDACTED)
+        pieces = [_q(parts[0])] if parts[0] else []
+        for part in parts[1:]:
+            pieces.append(self.secret(what, why=why))
+            if part:
+                pieces.append(_q(part))
+        return " + ".join(pieces)
+
+    def expected(self, value):
+        """A URL or title to assert: a literal, or a pattern where a secret was scrubbed out of it."""
+        if REDACTED not in value:
+            return _q(value)
+        self.uses_re = True
+        pattern = "^" + ".+".join(re.escape(p) for p in value.split(REDACTED)) + "$"
+        return f're.compile(r"{pattern}")' if '"' not in pattern and "\n" not in pattern else \
+            f"re.compile({pattern!r})"
+
+    # -- lines -----------------------------------------------------------------------
+
+    def line(self, code):
+        self.body.append(code)
+
+    def comment(self, text):
+        self.body.append(f"# {text}")
+
+    def target(self, args, tool):
+        """The locator expression for a call's selector or ref; None (with a warning) when a ref cannot be found."""
+        selector = args.get("selector")
+        if selector is not None:  # the tools act on the first match, as .first does (an #id has one)
+            located = f"page.locator({_q('xpath=' + selector if selector.startswith('(//') else selector)})"
+            return located if _ID.match(selector) else located + ".first"
+        ref = args.get("ref")
+        if ref is None:
+            return None
+        for stored in reversed(self.snapshots):  # the latest snapshot that showed it: the one the agent read
+            if f"[ref={ref}]" in stored:
+                expr = locator_for(parse_snapshot(stored), ref)
+                if expr is not None:
+                    return expr
+        self.warnings.append(f"step {self.steps} ({tool}): its ref is in no stored snapshot; "
+                             "the test fails there until a locator is written in")
+        self.uses_pytest = True
+        self.line(f"pytest.fail({_q(f'step {self.steps} ({tool}): write the locator of its element here')})")
+        return None
+
+    def assert_page(self, result, title=True):
+        if not result.get("url"):
+            return
+        self.line(f"expect(page).to_have_url({self.expected(result['url'])})")
+        if title and result.get("title"):
+            self.line(f"expect(page).to_have_title({self.expected(result['title'])})")
+
+    # -- the test ----------------------------------------------------------------------
+
+    def context_options(self):
+        """(new_context's keyword arguments as Python source, what the module's docstring says of them)."""
+        options, notes = [], []
+        emulation = self.metadata.get("emulation") or {}
+        if "device" in emulation:
+            options.append(f"**playwright.devices[{_q(emulation['device'])}]")
+        for key, keyword in EMULATION.items():
+            if key in emulation:
+                options.append(f"{keyword}={_py(emulation[key])}")
+        if "geolocation" in emulation:
+            options.append('permissions=["geolocation"]')
+        if self.metadata.get("login"):
+            default = f", {_q(self.storage_state_path)}" if self.storage_state_path else ""
+            read = f'os.environ.get("{STATE_ENV}"{default})' if default else f'os.environ["{STATE_ENV}"]'
+            options.append(f"storage_state={read}")
+            notes.append(f"The session began logged in with the saved login {self.metadata['login']!r}: a "
+                         f"Playwright storage state file stands for it ({STATE_ENV}).")
+        return options, notes
+
+    def render(self, exported_at=None, filename="FILE"):
+        name = "test_session_" + re.sub(r"\W", "_", self.session_id[:8])
+        options, notes = self.context_options()
+        engine = self.metadata.get("browser", "chromium")
+        run = " ".join([*(f"{env}=..." for env in self.secrets),
+                        *([f"{STATE_ENV}=state.json"] if self.metadata.get("login") and not self.storage_state_path
+                          else []), f"python -m pytest {filename}"])
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(exported_at))
+        head = [f'"""Replays mcpbrowser session {self.session_id} (exported {stamp}): {self.steps} steps.', "",
+                f"Run it: {run}"]
+        if self.secrets:
+            head.append(f"What it types that the history never kept (secrets, form values): "
+                        f"set {', '.join(self.secrets)}.")
+        head += notes
+        head += [f"Browser: {BROWSER_ENV}, else Playwright's own {engine}, else one on PATH; "
+                 "MCPBROWSER_HEADED=1 shows it.", '"""', "", "import os"]
+        if self.uses_re:
+            head.append("import re")
+        head += ["import shutil", "", *(["import pytest"] if self.uses_pytest else []),
+                 "from playwright.sync_api import expect, sync_playwright", "",
+                 f"ENGINE = {_q(engine)}",
+                 f'expect.set_options(timeout=int(os.environ.get("{EXPECT_ENV}", "5000")))  # ms each assertion waits',
+                 "", "",
+                 "def launch(playwright):",
+                 f'    """{BROWSER_ENV}, else Playwright\'s own browser, else a Chromium or Chrome on PATH."""',
+                 "    engine = getattr(playwright, ENGINE)",
+                 f'    path = os.environ.get("{BROWSER_ENV}")',
+                 '    if not path and ENGINE == "chromium" and not os.path.exists(engine.executable_path):',
+                 '        path = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", '
+                 '"google-chrome"))), None)',
+                 '    return engine.launch(executable_path=path or None, headless=os.environ.get("MCPBROWSER_HEADED")'
+                 ' != "1")', "", "",
+                 *(TAB_HELPER if self.tabs else []),
+                 *(FILL_HELPER if self.fills else []),
+                 f"def {name}():",
+                 "    with sync_playwright() as playwright:",
+                 "        browser = launch(playwright)",
+                 f"        context = browser.new_context({', '.join(options)})",
+                 "        page = context.new_page()",
+                 "        try:"]
+        body = [f"            {line}" if line else "" for line in self.body] or ["            pass"]
+        tail = ["        finally:", "            context.close()", "            browser.close()", ""]
+        return "\n".join(head + body + tail)
+
+
+def _call(subject, method, *arguments):
+    """`subject.method(a, b)` from the arguments that are not empty."""
+    return f"{subject}.{method}({', '.join(a for a in arguments if a)})"
+
+
+def _replayed(tool, args):
+    """Whether a successful call acted on the page (replayed), rather than read it."""
+    if tool == "tabs":
+        return args.get("action", "list") != "list"
+    return tool in ACTIONS
+
+
+def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None, exported_at=None,
+          filename="FILE"):
+    """(source, script) for a session's calls (History.session_calls), to be saved as `filename`."""
+    script = Script(session_id, metadata, upload_roots, storage_state_path)
+    answers = _dialog_answers(calls)
+    reads: list[str] = []
+    for index, (_, tool, args, status, result, page) in enumerate(calls):
+        if status == "ok" and _replayed(tool, args):
+            if reads:
+                script.comment(f"the agent read the page here ({', '.join(dict.fromkeys(reads))})")
+                reads = []
+            script.steps += 1
+            if index in answers:  # Playwright answers a dialog only in a handler set before it opens
+                accept, prompt = answers[index]
+                reply = script.text(prompt, "the prompt's answer") if accept and prompt is not None else ""
+                script.line(f'page.once("dialog", lambda dialog: dialog.{"accept" if accept else "dismiss"}({reply}))')
+            _step(script, tool, args, result or {})
+        elif status == "ok" and tool in READS:
+            reads.append(tool)
+        if page is not None:
+            script.snapshots.append(page.decode())
+    if reads:
+        script.comment(f"the agent read the page here ({', '.join(dict.fromkeys(reads))})")
+    return script.render(exported_at, filename), script
+
+
+def _dialog_answers(calls):
+    """{index of the call that opened a dialog: (accept, promptText)} from the handle_dialog that answered it."""
+    out, opened = {}, None
+    for index, (_, tool, args, status, result, _page) in enumerate(calls):
+        if status != "ok":
+            continue
+        if tool == "handle_dialog" and opened is not None:
+            out[opened] = (bool(args.get("accept")), args.get("promptText"))
+            opened = None
+        elif result and result.get("dialog"):
+            opened = index
+    return out
+
+
+def _step(script, tool, args, result):
+    """The lines of one successful page action."""
+    timeout = f"timeout={args['timeout']}" if "timeout" in args else ""
+    if tool in LOADS:
+        url = script.text(args["url"], "the URL") if tool == "navigate" else ""
+        wait = f"wait_until={_q(args['waitUntil'])}" if "waitUntil" in args else ""
+        script.line(_call("page", LOADS[tool], url, wait, timeout))
+        script.assert_page(result)
+    elif tool == "tabs":
+        _tabs(script, args, result)
+    elif tool in ("resize", "mouse"):
+        _pointer(script, tool, args)
+    elif tool == "wait_for":
+        _wait(script, args, timeout)
+    elif tool == "press_key" and not ("selector" in args or "ref" in args):
+        script.line(_call("page.keyboard", "press", _q(args["key"])))
+    elif tool == "fill_form":
+        for field in args.get("fields", []):
+            target = script.target(field, tool)
+            if target is not None:
+                value = script.secret("a form field's value", field["secretName"]) if "secretName" in field else \
+                    script.text(field.get("value"), "a form field's value", "fill_form's are never stored")
+                script.fills = True
+                script.line(f"fill({target}, {value})")
+        _after_action(script, result)
+    elif tool == "drag":
+        source, drop = script.target(args["source"], tool), script.target(args["target"], tool)
+        if source and drop:
+            script.line(_call(source, "drag_to", drop, timeout))
+    else:
+        target = script.target(args, tool)
+        if target is not None:
+            _on_element(script, tool, args, target, timeout)
+            _after_action(script, result)
+
+
+def _on_element(script, tool, args, target, timeout):
+    if tool == "click":
+        count = args.get("clickCount", 1)
+        script.line(_call(target, "click", f"click_count={count}" if count != 1 else "",
+                          "force=True" if args.get("force") else "", timeout))
+    elif tool == "hover":
+        script.line(_call(target, "hover", "force=True" if args.get("force") else "", timeout))
+    elif tool == "type":
+        text = script.secret("typed text", args["secretName"]) if "secretName" in args else \
+            script.text(args.get("text"), "typed text")
+        clear = args.get("clear", True)
+        if clear and not args.get("delay"):
+            script.line(_call(target, "fill", text, timeout))
+        else:
+            if clear:
+                script.line(_call(target, "fill", '""', timeout))
+            delay = f"delay={args['delay']}" if args.get("delay") else ""
+            script.line(_call(target, "press_sequentially", text, delay, timeout))
+        if args.get("submit"):
+            script.line(_call(target, "press", '"Enter"', timeout))
+    elif tool == "select":
+        which = "value" if "values" in args else "label"
+        values = [script.text(v, "an option") for v in args.get("values", args.get("labels", []))]
+        script.line(_call(target, "select_option", f"{which}=[{', '.join(values)}]", timeout))
+    elif tool == "press_key":
+        script.line(_call(target, "press", _q(args["key"]), timeout))
+    elif tool == "upload_file":
+        files = [_upload(script, path) for path in args.get("paths", [])]
+        script.line(_call(target, "set_input_files", f"[{', '.join(files)}]", timeout))
+    else:
+        script.comment(f"{tool} is not replayed")
+
+
+def _after_action(script, result):
+    """An action that loaded another page asserts where it landed, as a navigation does."""
+    if result.get("navigated"):
+        script.assert_page(result)
+
+
+def _tabs(script, args, result):
+    index = args.get("index")
+    script.tabs = script.tabs or index is not None
+    if args.get("action") == "select":
+        script.line(f"page = tab(context, {index})")
+        script.line("page.bring_to_front()")
+        current = next((t for t in result.get("tabs", []) if t.get("current")), None)
+        if current:
+            script.assert_page(current, title=False)
+    else:
+        script.line(f"tab(context, {index}).close()" if index is not None else "page.close()")
+        script.line("page = context.pages[-1] if page.is_closed() else page")
+
+
+def _wait(script, args, timeout):
+    target = script.target(args, "wait_for") if "selector" in args or "ref" in args else None
+    if target is not None:
+        state = args.get("state", "visible")
+        if state == "visible":
+            script.line(_call(f"expect({target}.filter(visible=True).first)", "to_be_visible", timeout))
+        elif state == "hidden":
+            script.line(_call(f"expect({target}.filter(visible=True))", "to_have_count", "0", timeout))
+        else:
+            script.line(_call(f"{target}.first", "wait_for", f"state={_q(state)}", timeout))
+    if "text" in args:
+        text = script.text(args["text"], "the text waited for")
+        script.line(_call(f"expect(page.get_by_text({text}).filter(visible=True).first)", "to_be_visible", timeout))
+    if "textGone" in args:
+        text = script.text(args["textGone"], "the text waited for")
+        script.line(_call(f"expect(page.get_by_text({text}).filter(visible=True))", "to_have_count", "0", timeout))
+    if "url" in args:
+        pattern = script.text(args["url"], "the URL waited for")
+        if "*" not in args["url"]:  # the tool's own test: the URL contains it
+            script.uses_re = True
+            pattern = f"re.compile(re.escape({pattern}))"
+        script.line(_call("page", "wait_for_url", pattern, timeout))
+    if args.get("networkIdle"):
+        script.line(_call("page", "wait_for_load_state", '"networkidle"', timeout))
+    if args.get("download"):
+        script.comment("the agent waited for a download to finish here")
+
+
+def _pointer(script, tool, args):
+    if tool == "resize":
+        script.line(f'page.set_viewport_size({{"width": {args["width"]}, "height": {args["height"]}}})')
+        return
+    action, button = args["action"], _q(args.get("button", "left"))
+    if action == "wheel":
+        script.line(f"page.mouse.wheel({args.get('deltaX', 0)}, {args.get('deltaY', 0)})")
+    elif action == "click":
+        script.line(f"page.mouse.click({args['x']}, {args['y']}, button={button}, "
+                    f"click_count={args.get('clickCount', 1)})")
+    elif action == "move":
+        script.line(f"page.mouse.move({args['x']}, {args['y']})")
+    else:
+        if "x" in args and "y" in args:
+            script.line(f"page.mouse.move({args['x']}, {args['y']})")
+        script.line(f"page.mouse.{action}(button={button})")
+
+
+def _upload(script, path):
+    """A file the session uploaded, as a path under MCPBROWSER_UPLOAD_DIR: no path of the server's machine."""
+    real = os.path.realpath(path)
+    root = next((r for r in script.upload_roots if os.path.commonpath([real, r]) == r), os.path.dirname(real))
+    if not script.uploads:
+        script.uploads = True
+        script.comment(f"uploaded files are read from {UPLOAD_ENV} (default: this file's folder)")
+    return f'os.path.join(os.environ.get("{UPLOAD_ENV}", os.path.dirname(__file__)), {_q(os.path.relpath(real, root))})'

@@ -1,0 +1,197 @@
+"""script_export on rows as the history holds them: locators from snapshots, secrets, options. No browser.
+
+The e2e proof that an exported test runs is test_export_script.py; these pin the cases its one
+session does not reach (duplicates, iframes, secrets in URLs, named secrets, fill_form, logins).
+"""
+
+import os
+import re
+
+import pytest
+
+from mcpbrowser.core import script_export
+from mcpbrowser.core.script_export import build, locator_for, parse_snapshot
+
+pytestmark = pytest.mark.unit
+
+SNAPSHOT = """- generic [active] [ref=e1]:
+  - link "Docs" [ref=e2] [cursor=pointer]:
+    - /url: /docs
+  - link "Docs index" [ref=e3]
+  - button "Save" [ref=e4]
+  - button "Save" [ref=e5]
+  - textbox [ref=e6]
+  - textbox "Email" [ref=e7]: a@b.c
+  - paragraph [ref=e8]: Going away
+  - 'button "Say: \\"hi\\"" [ref=e9]'
+  - paragraph [ref=e11]: "Price: 5 \\"net\\""
+  - iframe [ref=e10]:
+    - button "Inner" [ref=f1e2]
+"""
+
+
+def _call(tool, args, result=None, status="ok", page=None, ref="r"):
+    return (ref, tool, {"sessionId": "s", **args}, status, result if status == "ok" else None,
+            page.encode() if page else None)
+
+
+def _body(calls, **kwargs):
+    source, script = build(calls, "abcdef12-3456", {"browser": "chromium", **kwargs.pop("metadata", {})}, **kwargs)
+    compile(source, "exported.py", "exec")
+    for module in re.findall(r"^import (\w+)$", source, re.M):  # every import is used, as a linter would ask
+        assert re.search(rf"(?<![\w.]){module}\.\w", source), module
+    return source, script
+
+
+def test_a_ref_becomes_the_role_and_name_its_snapshot_gave_it():
+    elements = parse_snapshot(SNAPSHOT)
+    assert locator_for(elements, "e3") == 'page.get_by_role("link", name="Docs index")'
+    # "Docs" is part of "Docs index", which get_by_role would match too.
+    assert locator_for(elements, "e2") == 'page.get_by_role("link", name="Docs", exact=True)'
+    assert locator_for(elements, "e5") == 'page.get_by_role("button", name="Save").nth(1)'
+    assert locator_for(elements, "e6") == 'page.get_by_role("textbox").nth(0)'  # no name: which of the textboxes
+    assert locator_for(elements, "e7") == 'page.get_by_role("textbox", name="Email")'
+    assert locator_for(elements, "e8") == 'page.get_by_text("Going away", exact=True)'
+    assert locator_for(elements, "e9") == 'page.get_by_role("button", name="Say: \\"hi\\"")'
+    assert locator_for(elements, "f1e2") == 'page.frame_locator("iframe").nth(0).get_by_role("button", name="Inner")'
+    assert locator_for(elements, "e11") == 'page.get_by_text("Price: 5 \\"net\\"", exact=True)'
+    assert locator_for(elements, "e99") is None
+
+
+def test_the_snapshot_a_ref_came_from_is_the_latest_that_showed_it():
+    first = '- button "Old" [ref=e4]'
+    second = '- button "New" [ref=e4]'
+    source, _ = _body([_call("snapshot", {}, {}, page=first), _call("snapshot", {}, {}, page=second),
+                       _call("click", {"ref": "e4"}, {"success": True})])
+    assert 'page.get_by_role("button", name="New").click()' in source and "Old" not in source
+
+
+def test_a_ref_in_no_snapshot_fails_the_test_there_and_says_so():
+    source, script = _body([_call("click", {"ref": "e7"}, {"success": True})])
+    assert "pytest.fail(" in source and "e7" not in source and script.warnings
+
+
+def test_secrets_become_environment_variables_and_never_text():
+    calls = [
+        _call("navigate", {"url": "http://x.test/?token=[REDACTED]"},
+              {"url": "http://x.test/?token=[REDACTED]", "title": "In"}),
+        _call("type", {"selector": "#pw", "text": "[REDACTED]"}, {"success": True}),
+        _call("type", {"selector": "#otp", "secretName": "BANK_OTP"}, {"success": True}),
+        _call("fill_form", {"fields": [{"selector": "#a", "value": "[REDACTED]"},
+                                       {"selector": "#b", "secretName": "PIN"}]}, {"success": True}),
+    ]
+    source, script = _body(calls)
+    assert "[REDACTED]" not in source
+    assert script.secrets == ["MCPBROWSER_SECRET_1", "MCPBROWSER_SECRET_2", "BANK_OTP", "MCPBROWSER_SECRET_3", "PIN"]
+    assert 'page.goto("http://x.test/?token=" + os.environ["MCPBROWSER_SECRET_1"])' in source
+    assert 'expect(page).to_have_url(re.compile(r"^http://x\\.test/\\?token=.+$"))' in source
+    assert 'page.locator("#otp").fill(os.environ["BANK_OTP"])' in source
+    assert 'fill(page.locator("#a"), os.environ["MCPBROWSER_SECRET_3"])' in source and "def fill(" in source
+    assert source.count("a secret, never stored") == 4 and "import re" in source
+    assert "a form field's value: fill_form's are never stored; the test reads it from MCPBROWSER_SECRET_3" in source
+
+
+def test_failed_and_reading_calls_are_left_out():
+    calls = [_call("click", {"selector": "#gone"}, status="error"),
+             _call("snapshot", {}, {}), _call("get_content", {}, {}), _call("export_script", {}, {}),
+             _call("tabs", {}, {"tabs": []}), _call("press_key", {"key": "Enter"}, {"success": True})]
+    source, script = _body(calls)
+    assert "#gone" not in source and "export_script" not in source and script.steps == 1
+    assert "# the agent read the page here (snapshot, get_content, tabs)" in source
+    assert 'page.keyboard.press("Enter")' in source
+
+
+def test_a_dialog_is_answered_by_a_handler_set_before_the_action_that_opens_it():
+    calls = [_call("click", {"selector": "#p"}, {"success": True, "dialog": {"type": "prompt"}}),
+             _call("handle_dialog", {"accept": True, "promptText": "Ann"}, {"success": True}),
+             _call("click", {"selector": "#c"}, {"success": True, "dialog": {"type": "confirm"}}),
+             _call("handle_dialog", {"accept": False}, {"success": True})]
+    source, _ = _body(calls)
+    assert source.index('dialog.accept("Ann")') < source.index('page.locator("#p").click()') < \
+        source.index("dialog.dismiss()") < source.index('page.locator("#c").click()')
+
+
+def test_emulation_and_a_saved_login_become_context_options():
+    metadata = {"emulation": {"device": "iPhone 13", "locale": "de-DE", "geolocation": {"latitude": 1, "longitude": 2}},
+                "login": "work"}
+    source, _ = _body([], metadata=metadata)
+    assert ('browser.new_context(**playwright.devices["iPhone 13"], locale="de-DE", '
+            'geolocation={"latitude": 1, "longitude": 2}, permissions=["geolocation"], '
+            'storage_state=os.environ["MCPBROWSER_STORAGE_STATE"])') in source
+    assert "'work'" in source  # the comment names the login; its cookies are nowhere
+    source, _ = _body([], metadata={"login": "work"}, storage_state_path="state/work.json")
+    assert 'storage_state=os.environ.get("MCPBROWSER_STORAGE_STATE", "state/work.json")' in source
+
+
+def test_uploads_are_paths_under_an_environment_variable(tmp_path):
+    (tmp_path / "docs").mkdir()
+    calls = [_call("upload_file", {"selector": "#f", "paths": [str(tmp_path / "docs" / "cv.pdf")]}, {"success": True})]
+    source, _ = _body(calls, upload_roots=[str(tmp_path)])
+    assert str(tmp_path) not in source
+    assert ('set_input_files([os.path.join(os.environ.get("MCPBROWSER_UPLOAD_DIR", os.path.dirname(__file__)), '
+            '"docs/cv.pdf")])') in source
+
+
+def test_every_kind_of_action_compiles():
+    calls = [_call("navigate", {"url": "http://x.test/", "waitUntil": "commit", "timeout": 5},
+                   {"url": "http://x.test/", "title": "X"}),
+             _call("go_back", {}, {"url": "http://x.test/", "title": "X"}), _call("reload", {}, {"url": "u"}),
+             _call("click", {"selector": "(//a)[2]", "clickCount": 2, "force": True}, {"navigated": True, "url": "u"}),
+             _call("hover", {"selector": "#h"}, {}), _call("type", {"selector": "#t", "text": "hi", "clear": False,
+                                                                   "delay": 10, "submit": True}, {}),
+             _call("select", {"selector": "#s", "values": ["a", "b"]}, {}),
+             _call("press_key", {"selector": "#t", "key": "Tab"}, {}),
+             _call("drag", {"source": {"selector": "#a"}, "target": {"selector": "#b"}}, {}),
+             _call("mouse", {"action": "click", "x": 1, "y": 2}, {}), _call("resize", {"width": 5, "height": 6}, {}),
+             _call("wait_for", {"selector": "#w", "state": "hidden", "textGone": "Bye", "url": "done",
+                                "networkIdle": True, "timeout": 100}, {}),
+             _call("tabs", {"action": "close", "index": 1}, {})]
+    source, script = _body(calls)
+    assert script.steps == len(calls)
+    assert 'page.locator("xpath=(//a)[2]").first.click(click_count=2, force=True)' in source
+    assert 'page.locator("#h").hover()' in source  # an id has one match: no .first
+    assert 'page.goto("http://x.test/", wait_until="commit", timeout=5)' in source
+    assert 'page.wait_for_url(re.compile(re.escape("done")), timeout=100)' in source
+    assert script_export.BROWSER_ENV in source
+
+
+def test_the_command_line_says_when_no_session_has_the_id(tmp_path, capsys):
+    from mcpbrowser import cli
+
+    assert cli.main(["export", "no-such-session", "--db", str(tmp_path / "h.db"), "--output-dir",
+                     str(tmp_path / "out")]) == 1
+    assert "SESSION_NOT_FOUND" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+class _History:
+    """The two reads export_session makes, over fixed rows."""
+
+    def __init__(self, metadata, calls):
+        self.metadata, self.calls = metadata, calls
+
+    def session_metadata(self, session_id):
+        return self.metadata
+
+    def session_calls(self, session_id):
+        return self.calls
+
+
+def test_a_client_exports_only_its_own_sessions_into_files_the_server_names(tmp_path):
+    from mcpbrowser.config import Config
+    from mcpbrowser.core.export_tools import export_session
+    from mcpbrowser.errors import SessionNotFound
+
+    config = Config(output_dir=str(tmp_path), db=":memory:")
+    history = _History({"owner": "ann"}, [_call("navigate", {"url": "http://x.test/"}, {"url": "http://x.test/"}),
+                                          _call("export_script", {}, status=None, ref="mine")])
+    with pytest.raises(SessionNotFound):
+        export_session(config, history, "abcdef12", owner="bob")
+    with pytest.raises(SessionNotFound):  # calls with a made-up id (they failed) are no session
+        export_session(config, _History({}, history.calls), "../../x")
+    first = export_session(config, history, "abcdef12", owner="ann", skip="mine")
+    second = export_session(config, history, "abcdef12", owner="ann", skip="mine")
+    assert first["path"] != second["path"]
+    for answer in (first, second):
+        assert os.path.dirname(answer["path"]) == os.path.realpath(tmp_path) and answer["steps"] == 1
+        assert os.path.basename(answer["path"]).startswith("test_session_abcdef12_")
