@@ -4,7 +4,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 from mcpbrowser import schema
 from mcpbrowser.errors import BrowserError, BrowserServerError, InvalidParameters, SessionInUse, SessionNotFound
-from mcpbrowser.session import page_reading
+from mcpbrowser.session import page_reading, throttling
 from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, CoreTool, session_schema
 
 STATE_NAME = schema.string("A saved login's name.", pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -13,9 +13,11 @@ STATE_TIMEOUT_S = 30.0  # reading a session's storage: one round trip, unless it
 
 def create_session(core, args, call):
     context = {}
-    emulation = {key: args[key] for key in EMULATION if key in args}
+    emulation = {key: args[key] for key in EMULATION if key in args and key != "throttle"}
     if emulation:
         context["emulation"] = emulation
+    if args.get("throttle"):
+        context["throttle"] = throttling.settings(args["throttle"])
     if "storageState" in args:
         saved = core.history.named_state(call.owner, args["storageState"])
         if saved is None:
@@ -56,9 +58,10 @@ def resume_session(core, args, call):
     if saved is None:
         raise SessionNotFound("Nothing is stored for this session, so it cannot be resumed. "
                               "Call create_session.", session_id=session_id)
-    emulation = core.history.session_metadata(session_id).get("emulation")
+    metadata = core.history.session_metadata(session_id)
+    context = {key: metadata[key] for key in ("emulation", "throttle") if metadata.get(key)}
     record = core.warm_pool.create_session(resume={"sessionId": session_id, "storageState": saved[0], "url": saved[1]},
-                                           owner=call.owner, context={"emulation": emulation} if emulation else None)
+                                           owner=call.owner, context=context or None)
     return {
         "sessionId": session_id,
         "expiresAt": record.expires_at,
@@ -98,8 +101,14 @@ def close_session(core, args, call):
 
 
 def list_sessions(core, args, call):
-    sessions = core.registry.list_sessions(call.owner)
+    sessions = core.registry.list_sessions(call.owner, core.session_memory.probe)
     fleet = core.supervisor.fleet
+    # A session's share of the browser: its pages' memory over what the browser's processes
+    # use in all (PSS); a browser we did not launch (a remote one) has no figure here.
+    browser_mb = core.memory.used_mb() if fleet is None and not core.supervisor.remote else 0
+    for session in sessions:
+        if browser_mb and "memoryMb" in session:
+            session["memoryShare"] = round(min(1.0, session["memoryMb"] / browser_mb), 3)
     return {"sessions": sessions, "count": len(sessions), **({"endpoints": fleet.health()} if fleet else {})}
 
 
@@ -118,6 +127,7 @@ EMULATION = {
     "deviceScaleFactor": schema.number("devicePixelRatio.", 0.1, 10),
     "isMobile": schema.boolean("Mobile viewport."),
     "hasTouch": schema.boolean("Touch events."),
+    "throttle": {**schema.obj(throttling.SCHEMA), "description": "CPU and network slow-down (see throttle)."},
 }
 
 TOOLS = [
@@ -204,6 +214,8 @@ TOOLS = [
                         "sessionId": SESSION_ID, "createdAt": {"type": "integer"},
                         "expiresAt": {"type": "integer"}, "url": {"type": "string"},
                         "title": {"type": "string"}, "busy": {"type": "boolean"}, "endpoint": {"type": "string"},
+                        "throttle": {"type": "object"}, "memoryMb": {"type": "number"},
+                        "memoryShare": {"type": "number"},
                     },
                     "required": ["sessionId", "createdAt", "expiresAt", "url", "title", "busy"],
                 }},

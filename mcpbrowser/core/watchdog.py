@@ -56,7 +56,8 @@ class Watchdog:
         old, session_id = record.worker, record.session_id
         saved = self._history.saved_state(session_id)
         options = self._options(old.options.get("allowed_domains"), session_id)
-        for key in ("emulation", "storage_state"):  # the fresh page looks like the old one, logged in as it began
+        # The fresh page looks and runs like the old one, logged in as it began.
+        for key in ("emulation", "throttle", "storage_state"):
             if old.options.get(key):
                 options[key] = old.options[key]
         if saved is not None:
