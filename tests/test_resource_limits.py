@@ -140,23 +140,25 @@ def test_the_session_memory_limit_closes_that_session_only_and_resume_brings_it_
         with_limit.close()
 
 
-def test_the_files_quota_removes_the_oldest_files_and_marks_their_rows(pages):
-    folder = tempfile.mkdtemp(prefix="mcpbrowser-files-")
-    c = McpClient("--output-dir", folder, "--files-max-mb", "1")
+def test_the_files_quota_removes_the_oldest_files_and_marks_their_rows_and_a_closed_session_leaves_no_temporaries(
+        pages):
+    folder, uploads = tempfile.mkdtemp(prefix="mcpbrowser-files-"), tempfile.mkdtemp(prefix="mcpbrowser-up-")
+    with open(os.path.join(uploads, "note.txt"), "w") as f:
+        f.write("to upload")
+    c = McpClient("--output-dir", folder, "--files-max-mb", "1", "--upload-dir", uploads)
     try:
+        pid = server_pid()
         sid = c.tool("create_session", url=pages.url("/title/shot"))["sessionId"]
-        shot = c.call("screenshot", {"sessionId": sid})
-        shot_ref = shot.structured_content["refId"]
-        shot_path = shot.structured_content["savedTo"]
+        shot = c.tool("screenshot", sessionId=sid)
+        shot_ref, shot_path = shot["refId"], shot["savedTo"]
         assert os.path.exists(shot_path)
         saved = []
         for name in ("a.bin", "b.bin", "c.bin"):
             link = "/download?" + urllib.parse.urlencode({"size": 400_000, "name": name})
             c.tool("navigate", sessionId=sid, url=pages.url("/download-link?" + urllib.parse.urlencode({"to": link})))
             c.tool("click", sessionId=sid, selector="#get")
-            done = c.tool("wait_for", sessionId=sid, download=True)
-            (entry,) = [d for d in done.get("downloads", []) if d["status"] == "saved"] or \
-                [d for d in c.tool("downloads", sessionId=sid)["downloads"] if d["suggestedName"] == name]
+            c.tool("wait_for", sessionId=sid, download=True)
+            (entry,) = [d for d in c.tool("downloads", sessionId=sid)["downloads"] if d["suggestedName"] == name]
             saved.append(entry["path"])
         # Over 1 MB with the third: the screenshot, then the first download go; the newest stays.
         assert wait_for(lambda: not os.path.exists(shot_path) and not os.path.exists(saved[0]), 10)
@@ -168,13 +170,24 @@ def test_the_files_quota_removes_the_oldest_files_and_marks_their_rows(pages):
         assert error["details"]["files"][0]["reason"] == "files_max_mb"
         statuses = {d["suggestedName"]: d["status"] for d in c.tool("downloads", sessionId=sid)["downloads"]}
         assert statuses == {"a.bin": "removed", "b.bin": "saved", "c.bin": "saved"}
+        c.tool("close_session", sessionId=sid)
+        # Playwright's temporaries of a session: its downloads, upload staging, an unsaved trace's files.
+        sid = c.tool("create_session", url=pages.url("/widgets"))["sessionId"]
+        c.tool("upload_file", sessionId=sid, selector="#file", paths=[os.path.join(uploads, "note.txt")])
+        c.tool("trace_start", sessionId=sid)
+        c.tool("navigate", sessionId=sid, url=pages.url("/title/traced"))
+        (scratch,) = glob.glob(os.path.join(tempfile.gettempdir(), f"mcpbrowser-run-{pid}-*", "tmp"))
+        artifacts = os.path.join(scratch, "playwright-artifacts-*", "**", "*")
+        assert [p for p in glob.glob(artifacts, recursive=True) if os.path.isfile(p)]
+        c.tool("close_session", sessionId=sid)
+        assert [p for p in glob.glob(artifacts, recursive=True) if os.path.isfile(p)] == []
     finally:
         c.close()
 
 
 def test_a_killed_server_leaves_no_temporary_files_after_the_next_start(pages):
     folder = tempfile.mkdtemp(prefix="mcpbrowser-files-")
-    first = McpClient("--output-dir", folder, "--caps", "all")
+    first = McpClient("--output-dir", folder)
     pid = server_pid()
     sid = first.tool("create_session", url=pages.url("/title/tracing"))["sessionId"]
     first.tool("trace_start", sessionId=sid)
