@@ -107,7 +107,7 @@ def test_defaults_hide_groups_and_enable_tools_turns_one_on(pages):
         assert "create_session: device" in on["added"]
         assert "notifications/tools/list_changed" in heard
         now = {t.name for t in c.run("list_tools").tools}
-        assert now == GROUPS["core"] - {"evaluate", "upload_file"} | GROUPS["extra"]
+        assert now == GROUPS["core"] - {"evaluate", "upload_file"} | GROUPS["extra"] | GROUPS["emulation"]
         assert c.tool("hover", sessionId=sid, selector="#hoverme")["title"] == "hovered"
         assert c.tool("enable_tools", groups=["extra"])["added"] == []  # again: nothing new
         bad = c.error("enable_tools", groups=["core", "audio"])
