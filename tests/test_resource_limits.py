@@ -193,7 +193,7 @@ def test_a_killed_server_leaves_no_temporary_files_after_the_next_start(pages):
     first.tool("trace_start", sessionId=sid)
     first.tool("navigate", sessionId=sid, url=pages.url("/title/traced"))
     # What a kill in the middle of writing a file leaves: the server's own temporary beside it.
-    partial = os.path.join(folder, f"20260101-000000-{sid[:8]}-1.pdf.part")
+    partial = os.path.join(folder, f"20260101-000000-{sid[:8]}-1.pdf.{pid}.part")
     with open(partial, "wb") as f:
         f.write(b"%PDF half")
     runtime = glob.glob(os.path.join(tempfile.gettempdir(), f"mcpbrowser-run-{pid}-*"))

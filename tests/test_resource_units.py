@@ -63,3 +63,22 @@ def test_files_past_the_retention_days_go_and_their_rows_say_so(tmp_path):
     finally:
         executor.shutdown()
         history.store.close()
+
+
+def test_at_start_the_partial_files_of_gone_writers_go_and_a_live_ones_stay(tmp_path):
+    import subprocess
+    import sys
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(ended.stdout)
+    config = Config(db=":memory:", output_dir=str(tmp_path))
+    history = History(Store(":memory:"))
+    try:
+        keeper = FileKeeper(config, history, None, lambda: set())  # type: ignore[arg-type]  # no sweep is queued
+        names = [f"a.pdf.{dead}.part", f"b.pdf.{os.getpid()}.part", "c.pdf"]
+        for name in names:
+            (tmp_path / name).write_bytes(b"x")
+        assert keeper.remove_leftovers() == [str(tmp_path / names[0])]
+        assert sorted(os.listdir(tmp_path)) == names[1:]
+    finally:
+        history.store.close()

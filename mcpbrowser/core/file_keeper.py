@@ -5,7 +5,8 @@ named a file, and at start-up; the sweep lists the folder, removes what is too o
 (--retention-days) and then the oldest files until the folder is within --files-max-mb,
 and marks their history rows (History.files_removed). A file that an open session's latest
 answer named is never removed (`remember`, any thread): the agent may be about to read it.
-At start-up it also removes the `.part` files that a server killed while writing left behind.
+At start-up it also removes the `.part` files that a server killed while writing left behind
+(their names carry the writer's pid).
 """
 
 import os
@@ -18,8 +19,9 @@ from typing import Any
 from mcpbrowser.config import Config
 from mcpbrowser.core.history import History, files_named
 from mcpbrowser.logs import log
+from mcpbrowser.process_tree import alive
 
-PART = ".part"  # a file being written (capture.write_file, downloads): renamed when whole
+PART = ".part"  # a file being written (capture.write_file, downloads.partial): renamed when whole
 
 
 class FileKeeper:
@@ -97,10 +99,8 @@ class FileKeeper:
         return removed
 
     def remove_leftovers(self) -> list[str]:
-        """Start-up: the `.part` files of sessions no live server has open (a server killed mid-write)."""
-        live = {sid[:8] for sid in self._history.open_session_ids()}
-        gone = [path for path, _mtime, _size in self._files()
-                if path.endswith(PART) and _session_prefix(path) not in live]
+        """Start-up: the `.part` files whose writer is gone (a server killed mid-write; downloads.partial)."""
+        gone = [path for path, _mtime, _size in self._files() if path.endswith(PART) and not _writer_alive(path)]
         for path in gone:
             _unlink(path)
         if gone:
@@ -128,10 +128,10 @@ class FileKeeper:
         return removed
 
 
-def _session_prefix(path: str) -> str:
-    """The session a server-named file belongs to: `YYYYmmdd-HHMMSS-<8 of its id>-…`."""
-    parts = os.path.basename(path).split("-")
-    return parts[2] if len(parts) > 3 else ""
+def _writer_alive(path: str) -> bool:
+    """Whether the process named in a `.part` file's name (`<file>.<pid>.part`) still runs."""
+    pid = path[:-len(PART)].rsplit(".", 1)[-1]
+    return pid.isdigit() and alive(int(pid))
 
 
 def _unlink(path: str) -> bool:

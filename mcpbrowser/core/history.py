@@ -215,10 +215,6 @@ class History:
                                 "AND removed_at IS NOT NULL ORDER BY path", (ref_id,))
         return [{"path": path, "removedAt": at, "reason": reason} for path, at, reason in rows]
 
-    def open_session_ids(self):
-        """Sessions the history holds open: this server's and other live servers' (after start-up's orphan close)."""
-        return {row[0] for row in self.store.query("SELECT session_id FROM sessions WHERE state = 'active'")}
-
     def console_entries(self, ref_id, level=None):
         """[(timestamp, level, message, location)] a call recorded, oldest first."""
         sql = "SELECT timestamp, level, message, location FROM console_logs WHERE ref_id = ?"

@@ -102,6 +102,8 @@ def close_session(core, args, call):
 
 def list_sessions(core, args, call):
     sessions = core.registry.list_sessions(call.owner, core.session_memory.probe)
+    open_ids = core.registry.ids()  # the probe closes a session over --session-memory-mb
+    sessions = [session for session in sessions if session["sessionId"] in open_ids]
     fleet = core.supervisor.fleet
     # A session's share of the browser: its pages' memory over what the browser's processes
     # use in all (PSS); a browser we did not launch (a remote one) has no figure here.
