@@ -7,19 +7,22 @@ import glob
 import os
 import signal
 import tempfile
+import threading
 import time
 import urllib.parse
-import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from support import McpClient, PageServer, server_pid, wait_for
+from support import McpClient, PageServer, wait_for
+
+from mcpbrowser.process_tree import child_pids
 
 pytestmark = pytest.mark.e2e
 
 # A script that keeps the CPU busy for a fixed amount of work, and puts how long it took in the title.
 # In a function of its own: in an inline handler every name is looked up through the element's scopes.
 CPU_PAGE = ("data:text/html,<title>-</title><script>function spin() { const t = performance.now(); let x = 0; "
-            "for (let i = 0; i < 2e7; i++) x += Math.sqrt(i); document.title = String(performance.now() - t) }"
+            "for (let i = 0; i < 1e7; i++) x += Math.sqrt(i); document.title = String(performance.now() - t) }"
             "</script><button id=run onclick=spin()>Run</button>")
 # 200 MB of doubles, held by the page, when its button is clicked.
 HOG_PAGE = ("data:text/html,<title>hog</title><button id=hog onclick=\"window.hog = []; for (let i = 0; i < 200; i++) "
@@ -40,6 +43,14 @@ def client():
     c.close()
 
 
+def _started(*args):
+    """(client, its server's pid): the module's own server runs beside it."""
+    before = set(child_pids("mcpbrowser"))
+    c = McpClient(*args)
+    (pid,) = set(child_pids("mcpbrowser")) - before
+    return c, pid
+
+
 def _cpu_ms(client, session_id, runs=2):
     """The fastest of `runs` runs of the busy script, in ms of the page's own clock."""
     return min(float(client.tool("click", sessionId=session_id, selector="#run")["title"]) for _ in range(runs))
@@ -54,42 +65,74 @@ def _load_s(client, session_id, url):
 def test_cpu_rate_slows_scripts_by_about_its_factor_in_every_tab(client, pages):
     sid = client.tool("create_session", url=CPU_PAGE)["sessionId"]
     base = _cpu_ms(client, sid, runs=5)
-    shown = client.tool("throttle", sessionId=sid, cpuRate=5)
-    assert shown["throttle"] == {"cpuRate": 5}
-    slowed = _cpu_ms(client, sid, runs=3)
-    # About 5x. Chromium throttles by suspending the page's thread for a share of wall time, so on
-    # a machine whose cores are busy with other work the factor comes out lower: a wide band.
-    assert 2.0 < slowed / base < 12.0, (base, slowed)
+    shown = client.tool("throttle", sessionId=sid, cpuRate=10)
+    assert shown["throttle"] == {"cpuRate": 10}
+    slowed = _cpu_ms(client, sid)
+    # About 10x. Chromium throttles by suspending the page's thread for a share of wall time, so
+    # when other work keeps the cores busy (c times slower), the base run is slowed c-fold and
+    # the throttled one barely: about N/c. On our shared 2-core machine c reaches 3: a wide band.
+    assert 2.5 < slowed / base < 25, (base, slowed)
     # A tab the page opens is as slow as the session's others.
     client.tool("navigate", sessionId=sid, url=pages.url("/popup"))
     client.tool("click", sessionId=sid, selector="#win")
     tabs = client.tool("tabs", sessionId=sid, action="select", index=1)
     assert tabs["current"] == 1
     client.tool("navigate", sessionId=sid, url=CPU_PAGE)
-    popped = _cpu_ms(client, sid, runs=3)
-    assert 2.0 < popped / base < 12.0, (base, popped)
+    popped = _cpu_ms(client, sid)
+    assert 2.5 < popped / base < 25, (base, popped)
     listed = {s["sessionId"]: s for s in client.tool("list_sessions")["sessions"]}
-    assert listed[sid]["throttle"] == {"cpuRate": 5}
+    assert listed[sid]["throttle"] == {"cpuRate": 10}
     assert client.tool("throttle", sessionId=sid, cpuRate=1)["throttle"] == {}
     assert "throttle" not in {s["sessionId"]: s for s in client.tool("list_sessions")["sessions"]}[sid]
     client.tool("close_session", sessionId=sid)
 
 
-def test_network_presets_change_a_known_pages_load_time(client, pages):
-    url = pages.url("/big?lines=1250")
-    size = len(urllib.request.urlopen(url).read())
-    assert 90_000 < size < 130_000
-    sid = client.tool("create_session", throttle={"network": "Fast 3G"})["sessionId"]
-    fast3g = _load_s(client, sid, url + "&k=1")
-    client.tool("throttle", sessionId=sid, network="Fast 4G")
-    fast4g = _load_s(client, sid, url + "&k=2")
-    client.tool("throttle", sessionId=sid, network="none")
-    free = _load_s(client, sid, url + "&k=3")
-    # Fast 3G: 180,000 B/s and 562.5 ms per round trip; Fast 4G: 1,012,500 B/s and 165 ms.
-    assert fast3g > size / 180_000 + 0.5625, fast3g
-    assert fast3g > fast4g > free, (fast3g, fast4g, free)
-    assert fast4g > 0.165, fast4g
-    client.tool("close_session", sessionId=sid)
+class _Payload(BaseHTTPRequestHandler):
+    """/timer: a page that loads PAYLOAD bytes (a synchronous request, so the page's load waits for it)
+    and puts how long that took, by the page's own clock, in its title; /payload: the bytes."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        if self.path.startswith("/payload"):
+            body = b"x" * PAYLOAD
+            kind = "application/octet-stream"
+        else:
+            body = (b"<title>-</title><script>const t = performance.now(); const x = new XMLHttpRequest(); "
+                    b"x.open('GET', '/payload?' + Math.random(), false); x.send(); "
+                    b"document.title = String(performance.now() - t)</script>")
+            kind = "text/html"
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+PAYLOAD = 100_000
+
+
+def test_network_presets_change_a_known_pages_load_time(client):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Payload)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    timer = f"http://127.0.0.1:{server.server_port}/timer"
+    try:
+        sid = client.tool("create_session", throttle={"network": "Fast 3G"})["sessionId"]
+        loads = {}
+        for preset in ("Fast 3G", "Fast 4G", "none"):
+            if preset != "Fast 3G":
+                client.tool("throttle", sessionId=sid, network=preset)
+            loads[preset] = float(client.tool("navigate", sessionId=sid, url=timer)["title"]) / 1000
+        # 100 KB: Fast 3G (180,000 B/s, 562.5 ms added) takes about 1.1 s, Fast 4G (1,012,500 B/s,
+        # 165 ms) about 0.27 s, no throttling a few ms.
+        assert loads["Fast 3G"] > PAYLOAD / 180_000 + 0.5, loads
+        assert PAYLOAD / 1_012_500 + 0.15 < loads["Fast 4G"] < loads["Fast 3G"] * 0.6, loads
+        assert loads["none"] < loads["Fast 4G"] * 0.6, loads
+        client.tool("close_session", sessionId=sid)
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_offline_fails_a_navigation_with_a_clear_error(client, pages):
@@ -145,9 +188,8 @@ def test_the_files_quota_removes_the_oldest_files_and_marks_their_rows_and_a_clo
     folder, uploads = tempfile.mkdtemp(prefix="mcpbrowser-files-"), tempfile.mkdtemp(prefix="mcpbrowser-up-")
     with open(os.path.join(uploads, "note.txt"), "w") as f:
         f.write("to upload")
-    c = McpClient("--output-dir", folder, "--files-max-mb", "1", "--upload-dir", uploads)
+    c, pid = _started("--output-dir", folder, "--files-max-mb", "1", "--upload-dir", uploads)
     try:
-        pid = server_pid()
         sid = c.tool("create_session", url=pages.url("/title/shot"))["sessionId"]
         shot = c.tool("screenshot", sessionId=sid)
         shot_ref, shot_path = shot["refId"], shot["savedTo"]
@@ -187,8 +229,7 @@ def test_the_files_quota_removes_the_oldest_files_and_marks_their_rows_and_a_clo
 
 def test_a_killed_server_leaves_no_temporary_files_after_the_next_start(pages):
     folder = tempfile.mkdtemp(prefix="mcpbrowser-files-")
-    first = McpClient("--output-dir", folder)
-    pid = server_pid()
+    first, pid = _started("--output-dir", folder)
     sid = first.tool("create_session", url=pages.url("/title/tracing"))["sessionId"]
     first.tool("trace_start", sessionId=sid)
     first.tool("navigate", sessionId=sid, url=pages.url("/title/traced"))
