@@ -44,11 +44,30 @@ def client():
 
 
 def _started(*args):
-    """(client, its server's pid): the module's own server runs beside it."""
+    """(client, its server's pid): the module's other servers run beside it."""
     before = set(child_pids("mcpbrowser"))
     c = McpClient(*args)
     (pid,) = set(child_pids("mcpbrowser")) - before
     return c, pid
+
+
+@pytest.fixture(scope="module")
+def limited():
+    """A server with every limit of this issue set low, and its files folder, upload folder and pid.
+
+    The last test of the module kills it (SIGKILL).
+    """
+    folder, uploads = tempfile.mkdtemp(prefix="mcpbrowser-files-"), tempfile.mkdtemp(prefix="mcpbrowser-up-")
+    with open(os.path.join(uploads, "note.txt"), "w") as f:
+        f.write("to upload")
+    c, pid = _started("--session-memory-mb", "100", "--output-dir", folder, "--files-max-mb", "1",
+                      "--upload-dir", uploads)
+    c.folder, c.uploads, c.pid = folder, uploads, pid
+    yield c
+    try:
+        c.close()
+    except Exception:
+        pass  # killed by the last test
 
 
 def _cpu_ms(client, session_id, runs=2):
@@ -56,15 +75,9 @@ def _cpu_ms(client, session_id, runs=2):
     return min(float(client.tool("click", sessionId=session_id, selector="#run")["title"]) for _ in range(runs))
 
 
-def _load_s(client, session_id, url):
-    started = time.monotonic()
-    client.tool("navigate", sessionId=session_id, url=url)
-    return time.monotonic() - started
-
-
 def test_cpu_rate_slows_scripts_by_about_its_factor_in_every_tab(client, pages):
     sid = client.tool("create_session", url=CPU_PAGE)["sessionId"]
-    base = _cpu_ms(client, sid, runs=5)
+    base = _cpu_ms(client, sid, runs=3)
     shown = client.tool("throttle", sessionId=sid, cpuRate=10)
     assert shown["throttle"] == {"cpuRate": 10}
     slowed = _cpu_ms(client, sid)
@@ -159,77 +172,68 @@ def test_a_heavy_page_shows_in_its_own_sessions_memory_only(client):
         client.tool("close_session", sessionId=sid)
 
 
-def test_the_session_memory_limit_closes_that_session_only_and_resume_brings_it_back(pages):
-    with_limit = McpClient("--session-memory-mb", "100")
-    try:
-        heavy = with_limit.tool("create_session", url=HOG_PAGE)["sessionId"]
-        light = with_limit.tool("create_session", url=pages.url("/title/light"))["sessionId"]
-        time.sleep(2.1)  # the limit is checked after a call at most every 2 s (session_memory.CHECK_EVERY_S)
-        with_limit.tool("click", sessionId=heavy, selector="#hog")
-        error = wait_for(lambda: (lambda e: e if e["errorCode"] != "ELEMENT_NOT_FOUND" else None)(
-            with_limit.error("click", sessionId=heavy, selector="#nothing-here", timeout=100)), 10)
-        assert error["errorCode"] == "SESSION_MEMORY_EXCEEDED", error
-        assert error["details"]["resumable"] is True and error["details"]["limitMb"] == 100
-        assert "resume_session" in error["message"]
-        ids = {s["sessionId"] for s in with_limit.tool("list_sessions")["sessions"]}
-        assert ids == {light}
-        assert with_limit.tool("navigate", sessionId=light, url=pages.url("/title/fine"))["title"] == "fine"
-        back = with_limit.tool("resume_session", sessionId=heavy)
-        assert back["url"].startswith("data:text/html")
-        assert with_limit.tool("snapshot", sessionId=heavy)
-        listed = {s["sessionId"]: s for s in with_limit.tool("list_sessions")["sessions"]}
-        assert set(listed) == {heavy, light} and listed[heavy]["memoryMb"] < 100
-    finally:
-        with_limit.close()
+def test_the_session_memory_limit_closes_that_session_only_and_resume_brings_it_back(limited, pages):
+    heavy = limited.tool("create_session", url=HOG_PAGE)["sessionId"]
+    light = limited.tool("create_session", url=pages.url("/title/light"))["sessionId"]
+    time.sleep(2.1)  # the limit is checked after a call at most every 2 s (session_memory.CHECK_EVERY_S)
+    limited.tool("click", sessionId=heavy, selector="#hog")
+    error = wait_for(lambda: (lambda e: e if e["errorCode"] != "ELEMENT_NOT_FOUND" else None)(
+        limited.error("click", sessionId=heavy, selector="#nothing-here", timeout=100)), 10)
+    assert error["errorCode"] == "SESSION_MEMORY_EXCEEDED", error
+    assert error["details"]["resumable"] is True and error["details"]["limitMb"] == 100
+    assert "resume_session" in error["message"]
+    ids = {s["sessionId"] for s in limited.tool("list_sessions")["sessions"]}
+    assert ids == {light}
+    assert limited.tool("navigate", sessionId=light, url=pages.url("/title/fine"))["title"] == "fine"
+    back = limited.tool("resume_session", sessionId=heavy)
+    assert back["url"].startswith("data:text/html")
+    assert limited.tool("snapshot", sessionId=heavy)
+    listed = {s["sessionId"]: s for s in limited.tool("list_sessions")["sessions"]}
+    assert set(listed) == {heavy, light} and listed[heavy]["memoryMb"] < 100
+    for sid in listed:
+        limited.tool("close_session", sessionId=sid)
 
 
 def test_the_files_quota_removes_the_oldest_files_and_marks_their_rows_and_a_closed_session_leaves_no_temporaries(
-        pages):
-    folder, uploads = tempfile.mkdtemp(prefix="mcpbrowser-files-"), tempfile.mkdtemp(prefix="mcpbrowser-up-")
-    with open(os.path.join(uploads, "note.txt"), "w") as f:
-        f.write("to upload")
-    c, pid = _started("--output-dir", folder, "--files-max-mb", "1", "--upload-dir", uploads)
-    try:
-        sid = c.tool("create_session", url=pages.url("/title/shot"))["sessionId"]
-        shot = c.tool("screenshot", sessionId=sid)
-        shot_ref, shot_path = shot["refId"], shot["savedTo"]
-        assert os.path.exists(shot_path)
-        saved = []
-        for name in ("a.bin", "b.bin", "c.bin"):
-            link = "/download?" + urllib.parse.urlencode({"size": 400_000, "name": name})
-            c.tool("navigate", sessionId=sid, url=pages.url("/download-link?" + urllib.parse.urlencode({"to": link})))
-            c.tool("click", sessionId=sid, selector="#get")
-            c.tool("wait_for", sessionId=sid, download=True)
-            (entry,) = [d for d in c.tool("downloads", sessionId=sid)["downloads"] if d["suggestedName"] == name]
-            saved.append(entry["path"])
-        # Over 1 MB with the third: the screenshot, then the first download go; the newest stays.
-        assert wait_for(lambda: not os.path.exists(shot_path) and not os.path.exists(saved[0]), 10)
-        assert os.path.exists(saved[1]) and os.path.exists(saved[2])
-        assert sum(os.path.getsize(p) for p in glob.glob(os.path.join(folder, "*"))) <= 1_048_576
-        error = c.error("get_content", ref_id=shot_ref)
-        assert error["errorCode"] == "FILE_REMOVED"
-        assert error["details"]["files"][0]["path"] == shot_path
-        assert error["details"]["files"][0]["reason"] == "files_max_mb"
-        statuses = {d["suggestedName"]: d["status"] for d in c.tool("downloads", sessionId=sid)["downloads"]}
-        assert statuses == {"a.bin": "removed", "b.bin": "saved", "c.bin": "saved"}
-        c.tool("close_session", sessionId=sid)
-        # Playwright's temporaries of a session: its downloads, upload staging, an unsaved trace's files.
-        sid = c.tool("create_session", url=pages.url("/widgets"))["sessionId"]
-        c.tool("upload_file", sessionId=sid, selector="#file", paths=[os.path.join(uploads, "note.txt")])
-        c.tool("trace_start", sessionId=sid)
-        c.tool("navigate", sessionId=sid, url=pages.url("/title/traced"))
-        (scratch,) = glob.glob(os.path.join(tempfile.gettempdir(), f"mcpbrowser-run-{pid}-*", "tmp"))
-        artifacts = os.path.join(scratch, "playwright-artifacts-*", "**", "*")
-        assert [p for p in glob.glob(artifacts, recursive=True) if os.path.isfile(p)]
-        c.tool("close_session", sessionId=sid)
-        assert [p for p in glob.glob(artifacts, recursive=True) if os.path.isfile(p)] == []
-    finally:
-        c.close()
+        limited, pages):
+    c, folder, pid = limited, limited.folder, limited.pid
+    sid = c.tool("create_session", url=pages.url("/title/shot"))["sessionId"]
+    shot = c.tool("screenshot", sessionId=sid)
+    shot_ref, shot_path = shot["refId"], shot["savedTo"]
+    assert os.path.exists(shot_path)
+    saved = []
+    for name in ("a.bin", "b.bin", "c.bin"):
+        link = "/download?" + urllib.parse.urlencode({"size": 400_000, "name": name})
+        c.tool("navigate", sessionId=sid, url=pages.url("/download-link?" + urllib.parse.urlencode({"to": link})))
+        c.tool("click", sessionId=sid, selector="#get")
+        c.tool("wait_for", sessionId=sid, download=True)
+        (entry,) = [d for d in c.tool("downloads", sessionId=sid)["downloads"] if d["suggestedName"] == name]
+        saved.append(entry["path"])
+    # Over 1 MB with the third: the screenshot, then the first download go; the newest stays.
+    assert wait_for(lambda: not os.path.exists(shot_path) and not os.path.exists(saved[0]), 10)
+    assert os.path.exists(saved[1]) and os.path.exists(saved[2])
+    assert sum(os.path.getsize(p) for p in glob.glob(os.path.join(folder, "*"))) <= 1_048_576
+    error = c.error("get_content", ref_id=shot_ref)
+    assert error["errorCode"] == "FILE_REMOVED"
+    assert error["details"]["files"][0]["path"] == shot_path
+    assert error["details"]["files"][0]["reason"] == "files_max_mb"
+    statuses = {d["suggestedName"]: d["status"] for d in c.tool("downloads", sessionId=sid)["downloads"]}
+    assert statuses == {"a.bin": "removed", "b.bin": "saved", "c.bin": "saved"}
+    c.tool("close_session", sessionId=sid)
+    # Playwright's temporaries of a session: its downloads, upload staging, an unsaved trace's files.
+    sid = c.tool("create_session", url=pages.url("/widgets"))["sessionId"]
+    c.tool("upload_file", sessionId=sid, selector="#file", paths=[os.path.join(limited.uploads, "note.txt")])
+    c.tool("trace_start", sessionId=sid)
+    c.tool("navigate", sessionId=sid, url=pages.url("/title/traced"))
+    (scratch,) = glob.glob(os.path.join(tempfile.gettempdir(), f"mcpbrowser-run-{pid}-*", "tmp"))
+    artifacts = os.path.join(scratch, "playwright-artifacts-*", "**", "*")
+    assert [p for p in glob.glob(artifacts, recursive=True) if os.path.isfile(p)]
+    c.tool("close_session", sessionId=sid)
+    assert [p for p in glob.glob(artifacts, recursive=True) if os.path.isfile(p)] == []
 
 
-def test_a_killed_server_leaves_no_temporary_files_after_the_next_start(pages):
-    folder = tempfile.mkdtemp(prefix="mcpbrowser-files-")
-    first, pid = _started("--output-dir", folder)
+def test_a_killed_server_leaves_no_temporary_files_after_the_next_start(limited, pages):
+    first, folder, pid = limited, limited.folder, limited.pid
     sid = first.tool("create_session", url=pages.url("/title/tracing"))["sessionId"]
     first.tool("trace_start", sessionId=sid)
     first.tool("navigate", sessionId=sid, url=pages.url("/title/traced"))
@@ -240,10 +244,6 @@ def test_a_killed_server_leaves_no_temporary_files_after_the_next_start(pages):
     runtime = glob.glob(os.path.join(tempfile.gettempdir(), f"mcpbrowser-run-{pid}-*"))
     assert runtime and glob.glob(os.path.join(runtime[0], "tmp", "playwright-artifacts-*", "*"))
     os.kill(pid, signal.SIGKILL)
-    try:
-        first.close()
-    except Exception:
-        pass  # its server is gone
     second = McpClient("--output-dir", folder)
     try:
         second.tool("create_session")  # the browser started: the sweeps ran
