@@ -164,11 +164,12 @@ class Browser:
                        geolocation: dict[str, float] | None = None,
                        color_scheme: Literal["light", "dark", "no-preference"] | None = None,
                        device_scale_factor: float | None = None, is_mobile: bool | None = None,
-                       has_touch: bool | None = None) -> Session:
+                       has_touch: bool | None = None, throttle: dict[str, Any] | None = None) -> Session:
         """Open a session (and, with url, a page in it); a `Session` handle on it.
 
         storage_state: a login saved with save_state; the rest emulate a device
-        (`device="iPhone 13"`, or each option on its own), as create_session's schema says.
+        (`device="iPhone 13"`, or each option on its own), as create_session's schema says;
+        throttle: {"cpuRate": 4, "network": "Slow 3G", ...}, as Session.throttle takes it.
         """
         result = self.call("create_session", arguments(locals()))
         return Session(self, result["sessionId"], result["expiresAt"], result)
