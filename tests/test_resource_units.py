@@ -54,7 +54,7 @@ def test_files_past_the_retention_days_go_and_their_rows_say_so(tmp_path):
             os.utime(path, (time.time() - 3 * 86_400,) * 2)
         history.request("ref-old", None, "screenshot", {})
         history.store.write("INSERT INTO files (path, ref_id, created_at) VALUES (?, 'ref-old', 0)", (old,))
-        keeper.remember("open-session", {"path": kept})  # an open session's latest answer names it: a sweep
+        keeper.remember("open-session", "pdf", {"path": kept})  # an open session's latest answer names it: a sweep
         executor.submit(lambda: None).result()  # ...which ran on the pool before this
         assert keeper.sweep() == []
         assert sorted(os.listdir(tmp_path)) == ["fresh.png", "kept.pdf"]

@@ -180,7 +180,7 @@ class Dispatcher:
         """SESSION THREAD, once the answer went out: record it, keep the files it named, check the session's memory."""
         self._recorder.after_call(state, fut, call)
         if not fut.cancelled() and fut.exception() is None:
-            self._core.files.remember(call.session_id, fut.result())
+            self._core.files.remember(call.session_id, call.tool, fut.result())
         self._core.session_memory.after_call(state)
 
     def budget_s(self, args: dict[str, Any]) -> float | None:

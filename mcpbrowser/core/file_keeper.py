@@ -21,6 +21,9 @@ from mcpbrowser.core.history import History, files_named
 from mcpbrowser.logs import log
 from mcpbrowser.process_tree import alive
 
+# Tools whose answer lists every file of the session (the downloads tool): no sign of which the
+# agent is about to read, so they protect none.
+LISTINGS = frozenset({"downloads"})
 PART = ".part"  # a file being written (capture.write_file, downloads.partial): renamed when whole
 
 
@@ -44,9 +47,9 @@ class FileKeeper:
 
     # -- ANY THREAD ---------------------------------------------------------------------
 
-    def remember(self, session_id: str | None, answer: Any) -> None:
+    def remember(self, session_id: str | None, tool: str, answer: Any) -> None:
         """A call's answer went out: when it names files, they are its session's latest; sweep soon."""
-        paths = files_named(answer) if isinstance(answer, dict) else []
+        paths = files_named(answer) if isinstance(answer, dict) and tool not in LISTINGS else []
         if not paths:
             return
         with self._lock:

@@ -168,7 +168,8 @@ class History:
             value = scrub_value(value, secrets)
             result = compact_json(value).encode()
             for path in files_named(value):
-                self.store.write("INSERT OR REPLACE INTO files (path, ref_id, session_id, created_at) "
+                # The first answer that named it owns the row (a later listing, such as downloads', does not).
+                self.store.write("INSERT OR IGNORE INTO files (path, ref_id, session_id, created_at) "
                                  "VALUES (?, ?, ?, ?)", (path, ref_id, session_id, now_ms()), ref=ref_id)
         # The page was redacted as it was captured; a secret learned since is scrubbed from it too.
         # It is stored once by its hash, compressed, on the writer thread (store.Snapshot).

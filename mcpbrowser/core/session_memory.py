@@ -33,12 +33,15 @@ class SessionMemory:
     # -- SESSION THREAD ---------------------------------------------------------------
 
     def measure(self, state: Any) -> float | None:
-        """The session's figure in MB, published on its worker (None off Chromium); ends it when over the limit."""
+        """The session's figure in MB, published on its worker; ends it when over the limit.
+
+        None off Chromium; the last figure when no tab could be read now (behind a dialog).
+        """
         used = page_reading.heap_bytes(state)
         worker = state.worker
         worker.memory_checked = time.monotonic()
         if used is None:
-            return None
+            return worker.memory_mb
         worker.memory_mb = round(used / 1_048_576, 1)
         if self.limit_mb and worker.memory_mb > self.limit_mb:
             log.warning("session over its memory limit", extra={

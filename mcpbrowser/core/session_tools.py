@@ -16,8 +16,9 @@ def create_session(core, args, call):
     emulation = {key: args[key] for key in EMULATION if key in args and key != "throttle"}
     if emulation:
         context["emulation"] = emulation
-    if args.get("throttle"):
-        context["throttle"] = throttling.settings(args["throttle"])
+    throttle = throttling.settings(args.get("throttle") or {})
+    if throttle:
+        context["throttle"] = throttle
     if "storageState" in args:
         saved = core.history.named_state(call.owner, args["storageState"])
         if saved is None:

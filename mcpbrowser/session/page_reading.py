@@ -161,11 +161,11 @@ def heap_bytes(state):
     processes are never shared between sessions (a session is a browser context), so one
     session's figure holds nothing of another's. Out-of-process iframes are not counted; two tabs
     of one site that share a renderer count its heap twice. A tab that does not answer within
-    INTERNAL_S (a script that never yields) is skipped.
+    INTERNAL_S (a script that never yields) is skipped; None when no tab answered (a dialog is open).
     """
     if not state.chromium:
         return None
-    total = 0
+    total, read = 0, False
     for page in list(state.pages):
         if page.is_closed() or not state.usable(page):
             continue
@@ -175,5 +175,6 @@ def heap_bytes(state):
             log.debug("heap usage not read", extra={"session": state.session_id, "error": str(exc)})
             continue
         if usage:
+            read = True
             total += usage["usedSize"] + usage.get("embedderHeapUsedSize", 0) + usage.get("backingStorageSize", 0)
-    return total
+    return total if read else None
