@@ -173,7 +173,7 @@ def test_a_heavy_page_shows_in_its_own_sessions_memory_only(client):
 
 
 def test_the_session_memory_limit_closes_that_session_only_and_resume_brings_it_back(limited, pages):
-    heavy = limited.tool("create_session", url=HOG_PAGE)["sessionId"]
+    heavy = limited.tool("create_session", url=HOG_PAGE, throttle={"network": "Fast 4G"})["sessionId"]
     light = limited.tool("create_session", url=pages.url("/title/light"))["sessionId"]
     time.sleep(2.1)  # the limit is checked after a call at most every 2 s (session_memory.CHECK_EVERY_S)
     limited.tool("click", sessionId=heavy, selector="#hog")
@@ -190,6 +190,7 @@ def test_the_session_memory_limit_closes_that_session_only_and_resume_brings_it_
     assert limited.tool("snapshot", sessionId=heavy)
     listed = {s["sessionId"]: s for s in limited.tool("list_sessions")["sessions"]}
     assert set(listed) == {heavy, light} and listed[heavy]["memoryMb"] < 100
+    assert listed[heavy]["throttle"]["network"] == "Fast 4G"  # resumed as it was
     for sid in listed:
         limited.tool("close_session", sessionId=sid)
 
@@ -201,14 +202,15 @@ def test_the_files_quota_removes_the_oldest_files_and_marks_their_rows_and_a_clo
     shot = c.tool("screenshot", sessionId=sid)
     shot_ref, shot_path = shot["refId"], shot["savedTo"]
     assert os.path.exists(shot_path)
-    saved = []
+    saved, told = [], []
     for name in ("a.bin", "b.bin", "c.bin"):
         link = "/download?" + urllib.parse.urlencode({"size": 400_000, "name": name})
         c.tool("navigate", sessionId=sid, url=pages.url("/download-link?" + urllib.parse.urlencode({"to": link})))
         c.tool("click", sessionId=sid, selector="#get")
-        c.tool("wait_for", sessionId=sid, download=True)
+        told.append(c.tool("wait_for", sessionId=sid, download=True))
         (entry,) = [d for d in c.tool("downloads", sessionId=sid)["downloads"] if d["suggestedName"] == name]
         saved.append(entry["path"])
+    assert [d["path"] for d in told[0]["downloads"] if d["status"] == "saved"] == [saved[0]]
     # Over 1 MB with the third: the screenshot, then the first download go; the newest stays.
     assert wait_for(lambda: not os.path.exists(shot_path) and not os.path.exists(saved[0]), 10)
     assert os.path.exists(saved[1]) and os.path.exists(saved[2])
@@ -217,6 +219,9 @@ def test_the_files_quota_removes_the_oldest_files_and_marks_their_rows_and_a_clo
     assert error["errorCode"] == "FILE_REMOVED"
     assert error["details"]["files"][0]["path"] == shot_path
     assert error["details"]["files"][0]["reason"] == "files_max_mb"
+    # The wait that told of the first download still reads its page, and says the file went.
+    (gone,) = c.tool("get_content", ref_id=told[0]["refId"])["filesRemoved"]
+    assert gone["path"] == saved[0] and gone["reason"] == "files_max_mb"
     statuses = {d["suggestedName"]: d["status"] for d in c.tool("downloads", sessionId=sid)["downloads"]}
     assert statuses == {"a.bin": "removed", "b.bin": "saved", "c.bin": "saved"}
     c.tool("close_session", sessionId=sid)
