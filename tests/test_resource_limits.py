@@ -38,7 +38,8 @@ def pages():
 
 @pytest.fixture(scope="module")
 def client():
-    c = McpClient()
+    # lean: no page capture after each call, which a CPU rate of 10 would slow tenfold too.
+    c = McpClient("--response-mode", "lean")
     yield c
     c.close()
 
