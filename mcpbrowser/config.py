@@ -219,7 +219,7 @@ TOOL_GROUPS = {
     "core": "always on",
     "extra": "seldom-needed page and session tools",
     "logins": "waiting for a person, saving and reusing logins",
-    "emulation": "device, viewport, locale and other emulation options of create_session",
+    "emulation": "device, viewport, locale, CPU and network throttling: create_session's options, the throttle tool",
     "vision": "mouse by coordinates, for agents that read screenshots",
     "pdf": "save the page as PDF (headless Chromium)",
     "tracing": "Playwright traces",
@@ -372,12 +372,22 @@ class Config:
         "SQLite history of every call: a file path, or :memory: to keep nothing after exit "
         "(default: history.db under the user's data directory).")
     retention_days: int = _option(
-        0, _int_at_least(0), "Drop history older than this many days; 0 keeps everything.")
+        0, _int_at_least(0),
+        "Drop history, and files the server saved (screenshots, downloads, PDFs, traces), older than this "
+        "many days; 0 keeps everything.")
     # A bound by default: a page-changing call costs about 7.5 KB of history (scripts/history_cost.py),
     # so 1 GB keeps ~140,000 of them (ten agents' week at 2,000 calls a day each) and a
     # default install cannot fill the disk. 0 keeps everything, as before.
     db_max_mb: int = _option(
         1024, _int_at_least(0), "Drop the oldest history once the database is larger; 0 means no limit.")
+    # A bound by default, as --db-max-mb: a full-page screenshot is ~1 MB, a trace 1-20 MB, and
+    # downloads up to --max-download-mb (100) each; 2 GB keeps a working week of an agent's files
+    # and a default install cannot fill the disk with them.
+    files_max_mb: int = _option(
+        2048, _int_at_least(0),
+        "Remove the oldest files the server saved under --output-dir (screenshots, downloads, PDFs, traces) "
+        "once they take more than this many MB, never one an open session's latest answer named; their "
+        "calls' history says so. 0 means no limit.")
     browser_ping: int = _option(
         30, _int_at_least(0),
         "Seconds between health checks of the shared browser (a context opened and closed), or of each "
@@ -409,6 +419,14 @@ class Config:
         "Refuse new sessions with RESOURCE_EXHAUSTED while the browser's processes (the launcher, "
         "the browser and the sessions' relays, PSS; not the server's own) use more than this many MB, "
         "as a guard against runaway pages; 8 sessions on small pages take about 0.9 GB here. 0 turns it off.")
+    # Off by default: what a session may use depends on the pages an operator expects (a web
+    # app takes 50-300 MB of JavaScript memory), and closing one is a decision of theirs.
+    session_memory_mb: int = _option(
+        0, _int_at_least(0),
+        "Close a session, with SESSION_MEMORY_EXCEEDED and a last save that resume_session restores, once "
+        "its pages' JavaScript memory (V8 heaps and ArrayBuffers, as list_sessions shows it) is over this "
+        "many MB; checked after a call, at most every 2 s per session, and by list_sessions. The browser "
+        "and other sessions go on. 0 (default) sets no limit.")
     http: str = _option(
         None, _host_port,
         "Serve MCP over Streamable HTTP on HOST:PORT (a threaded WSGI server) instead of stdio; "

@@ -233,6 +233,23 @@ class ServerStopping(SessionError):
                        "history again, resume_session with this sessionId brings it back.")
 
 
+class UnsupportedBrowser(BrowserServerError):
+    code = "UNSUPPORTED_BROWSER"
+    default_message = "This needs Chromium; the server runs another browser engine (--browser)."
+
+
+class SessionMemoryExceeded(SessionError):
+    code = "SESSION_MEMORY_EXCEEDED"
+    default_message = ("The session's pages used more memory than --session-memory-mb, so the session was closed "
+                       "(the browser and other sessions go on).")
+
+
+class FileRemoved(ContentNotFound):
+    code = "FILE_REMOVED"
+    default_message = ("The file this call saved was removed by the server's file retention "
+                       "(--retention-days or --files-max-mb).")
+
+
 def not_stored(fault, message):
     """The error for something that could not be written: DISK_FULL, or STORAGE_FAILED with its cause."""
     if fault == "DISK_FULL":
@@ -287,6 +304,9 @@ ALL_ERRORS = (
     StorageFailed,
     SessionInUse,
     ServerStopping,
+    UnsupportedBrowser,
+    SessionMemoryExceeded,
+    FileRemoved,
 )
 
 

@@ -508,11 +508,16 @@ class MemoryGuard:
         """MB used by the browser's processes when over the limit, else None."""
         if not self.limit_mb:
             return None
+        used = self.used_mb()
+        return used if used > self.limit_mb else None
+
+    def used_mb(self):
+        """MB the browser's processes use (PSS), sampled at most every MEMORY_SAMPLE_S."""
         sampled, used = self._sample
         if self.clock() - sampled > MEMORY_SAMPLE_S:
             used = browser_pss_kb(os.getpid()) / 1024
             self._sample = (self.clock(), used)
-        return used if used > self.limit_mb else None
+        return used
 
     def check(self):
         used = self.over()

@@ -146,6 +146,13 @@ class Session:
         """Set the viewport's size in CSS pixels."""
         return self._send("resize", locals())
 
+    def throttle(self, cpu_rate: float | None = None,
+                 network: Literal["none", "offline", "Slow 3G", "Fast 3G", "Slow 4G", "Fast 4G"] | None = None,
+                 latency_ms: float | None = None, download_kbps: float | None = None,
+                 upload_kbps: float | None = None) -> Result:
+        """Slow the session's tabs down as Chrome DevTools does (Chromium only); {throttle}: what holds now."""
+        return self._send("throttle", locals())
+
     # -- reading -----------------------------------------------------------------
 
     def snapshot(self, selector: str | None = None, ref: str | None = None, query: str | None = None,

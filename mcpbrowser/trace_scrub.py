@@ -31,6 +31,7 @@ from mcpbrowser.redaction import REDACTED, SECRET_AUTOCOMPLETE, encodings, redac
 JSON_LINES = (".trace", ".network")
 # A body's file as the network log names it: `_sha1` in the browser server's copy, `_file` in an archive.
 _SHA1 = re.compile(rb'"_(?:sha1|file)":\s*"(?:resources/)?([0-9a-f]{40}[.\w]*)"')
+_PAGE_ID = re.compile(rb'"pageId":\s*"(page@[0-9a-f]+)"')  # whose screencast frames are page@<id>-<time>.jpeg
 _VALUE_ATTRIBUTES = ("__playwright_value_", "value")
 
 
@@ -147,33 +148,53 @@ def artifact_roots():
 
 
 def scrub_leftovers(name, roots, secrets):
-    """The browser server's own copy of the trace `name`, left under `roots`: its event files deleted, the
-    resources its network log names (bodies, by their content's hash) scrubbed of `secrets` in place.
+    """The browser server's own copy of the trace `name`, left under `roots`, removed: its event files, its
+    pages' screencast frames, and the resources its network log names (bodies, by their content's hash)
+    that no other trace being recorded names; those are scrubbed of `secrets` in place instead.
 
     Playwright keeps a trace's files in its artifacts folder after the archive is made (or the
     context closed), until the browser exits: for the life of a shared browser, with every action's
-    parameters and DOM snapshots in clear. Resources are shared by all traces of that browser, so
-    another session's trace still recording may need them: they are scrubbed, not deleted.
+    parameters, DOM snapshots and screenshots in clear. Resources are shared by all traces of that
+    browser, so another session's trace still recording may need them.
     """
     forms = sorted({form for secret in secrets for form in encodings(secret)}, key=len, reverse=True)
     for root in roots:
         for folder in glob.glob(os.path.join(glob.escape(root), "playwright-artifacts-*")):
             own = glob.glob(os.path.join(glob.escape(folder), glob.escape(name) + "*"))
-            resources = set()
+            resources, pages = set(), set()
             for path in own:
+                with open(path, "rb") as f:
+                    data = f.read()
                 if path.endswith(".network"):
-                    with open(path, "rb") as f:
-                        resources.update(_SHA1.findall(f.read()))
+                    resources.update(_SHA1.findall(data))
+                elif path.endswith(".trace"):
+                    pages.update(_PAGE_ID.findall(data))
             for path in own:
                 os.remove(path)
+            for page in pages:  # a page is one context's, so one session's: its frames are this trace's
+                for path in glob.glob(os.path.join(glob.escape(folder), "**", glob.escape(page.decode()) + "-*"),
+                                      recursive=True):
+                    os.remove(path)
+            others = b"".join(_read(path) for path in glob.glob(os.path.join(glob.escape(folder), "*"))
+                              if path.endswith(JSON_LINES))
             for resource in resources:
                 path = os.path.join(folder, "resources", resource.decode())
-                try:
-                    with open(path, "rb") as f:
-                        data = f.read()
-                except OSError:
+                if resource not in others:
+                    try:
+                        os.remove(path)
+                    except FileNotFoundError:
+                        pass
                     continue
+                data = _read(path)
                 scrubbed = _scrub_bytes(data, forms)
                 if scrubbed != data:
                     with open(path, "wb") as f:
                         f.write(scrubbed)
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""

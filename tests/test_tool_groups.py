@@ -23,7 +23,7 @@ GROUPS = {
              "evaluate", "upload_file"},
     "extra": {"go_forward", "reload", "hover", "drag", "resize", "dom_snapshot", "downloads", "get_console_content"},
     "logins": {"wait_for_user", "save_state", "saved_states"},
-    "emulation": set(),
+    "emulation": {"throttle"},
     "vision": {"mouse"},
     "pdf": {"pdf"},
     "tracing": {"trace_start", "trace_stop"},
@@ -32,7 +32,7 @@ GROUPS = {
 OPTIONS = {"logins": {("create_session", "storageState")},
            "emulation": {("create_session", name) for name in (
                "device", "viewport", "userAgent", "locale", "timezoneId", "geolocation", "colorScheme",
-               "deviceScaleFactor", "isMobile", "hasTouch")}}
+               "deviceScaleFactor", "isMobile", "hasTouch", "throttle")}}
 # @playwright/mcp 0.0.83's default tools/list as a model sees it (name, description, input
 # schema; json.dumps with its default separators), measured here by scripts/agent_bench.py.
 PLAYWRIGHT_MCP_DEFAULT_CHARS = 18_412
@@ -108,7 +108,7 @@ def test_defaults_hide_groups_and_enable_tools_turns_one_on(pages):
         assert "create_session: device" in on["added"]
         assert "notifications/tools/list_changed" in heard
         now = {t.name for t in c.run("list_tools").tools}
-        assert now == GROUPS["core"] - {"evaluate", "upload_file"} | GROUPS["extra"]
+        assert now == GROUPS["core"] - {"evaluate", "upload_file"} | GROUPS["extra"] | GROUPS["emulation"]
         assert c.tool("hover", sessionId=sid, selector="#hoverme")["title"] == "hovered"
         assert c.tool("enable_tools", groups=["extra"])["added"] == []  # again: nothing new
         bad = c.error("enable_tools", groups=["core", "audio"])

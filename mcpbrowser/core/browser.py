@@ -21,9 +21,11 @@ from mcpbrowser import tools
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser_supervisor import BrowserSupervisor
 from mcpbrowser.core.dispatch import Dispatcher
+from mcpbrowser.core.file_keeper import FileKeeper
 from mcpbrowser.core.history import History
 from mcpbrowser.core.recorder import Recorder
 from mcpbrowser.core.registry import SessionRegistry
+from mcpbrowser.core.session_memory import SessionMemory
 from mcpbrowser.core.store import Store
 from mcpbrowser.core.tool_groups import ToolGroups
 from mcpbrowser.core.user_channel import UserChannel
@@ -69,12 +71,15 @@ class Browser:
         self.registry = SessionRegistry(config, self.history, clock=clock, timer_factory=timer_factory,
                                         final_save=self.recorder.final_save, on_change=self._refill,
                                         secrets=self.secrets)
+        self.session_memory = SessionMemory(config, self.registry)
+        self.files = FileKeeper(config, self.history, self._executor, self.registry.ids)
+        self.memory = MemoryGuard(config.max_memory_mb)
         self.dispatcher = Dispatcher(config, self.tools, self.registry, self.recorder, self.user,
                                      self._executor, core=self)
         self._opener = opener or SessionOpener(
             config, self._connect, self.user.ask_about_domain, self.user.hand_over,
             quiet_budget=self._quiet_budget)
-        self.warm_pool = WarmPool(config, self.registry, self.supervisor, MemoryGuard(config.max_memory_mb),
+        self.warm_pool = WarmPool(config, self.registry, self.supervisor, self.memory,
                                   self._executor, self._opener, self.policy, timer_factory=timer_factory)
         self._watchdog = (Watchdog(self.registry, self.history, self._opener, self.warm_pool.options,
                                    self.supervisor.stopping) if config.watchdog_grace else None)
@@ -104,6 +109,7 @@ class Browser:
         if self._watchdog is not None:
             self._watchdog.start()
         self._refill()
+        self._executor.submit(self._tidy_files)
         return self
 
     def close(self) -> None:
@@ -158,11 +164,12 @@ class Browser:
                        geolocation: dict[str, float] | None = None,
                        color_scheme: Literal["light", "dark", "no-preference"] | None = None,
                        device_scale_factor: float | None = None, is_mobile: bool | None = None,
-                       has_touch: bool | None = None) -> Session:
+                       has_touch: bool | None = None, throttle: dict[str, Any] | None = None) -> Session:
         """Open a session (and, with url, a page in it); a `Session` handle on it.
 
         storage_state: a login saved with save_state; the rest emulate a device
-        (`device="iPhone 13"`, or each option on its own), as create_session's schema says.
+        (`device="iPhone 13"`, or each option on its own), as create_session's schema says;
+        throttle: {"cpuRate": 4, "network": "Slow 3G", ...}, as Session.throttle takes it.
         """
         result = self.call("create_session", arguments(locals()))
         return Session(self, result["sessionId"], result["expiresAt"], result)
@@ -216,6 +223,14 @@ class Browser:
                             block_private=c.block_private_networks)
 
     # -- wiring --------------------------------------------------------------------
+
+    def _tidy_files(self) -> None:
+        """CORE POOL: start-up's care of the files folder: what a killed server left, then the limits."""
+        try:
+            self.files.remove_leftovers()
+            self.files.sweep()
+        except Exception:
+            log.exception("files folder not tidied")
 
     def _refill(self) -> None:
         self.warm_pool.refill()

@@ -13,7 +13,7 @@ import re
 import time
 
 from mcpbrowser import schema
-from mcpbrowser.errors import ContentNotFound
+from mcpbrowser.errors import ContentNotFound, FileRemoved
 from mcpbrowser.tools.base import CoreTool
 
 REF_ID = schema.string("From an earlier answer.", minLength=1)
@@ -64,6 +64,12 @@ def _diff(old, new):
 def get_content(core, args, call):
     ref_id = args["ref_id"]
     session_id, blob = _stored(core, ref_id, call)
+    removed = core.history.removed_files(ref_id)
+    if blob is None and removed:
+        flag = "--retention-days" if removed[0]["reason"] == "retention_days" else "--files-max-mb"
+        raise FileRemoved(f"The file this call saved, {removed[0]['path']}, was removed by the server's file "
+                          f"retention ({flag}); the call stored no page snapshot either.",
+                          details={"refId": ref_id, "files": removed})
     if blob is None:
         which = "snapshot and wait_for do (--response-mode lean)" if core.config.response_mode == "lean" else \
             "successful page-changing calls (navigate, click, type, …), snapshot and wait_for do"
@@ -88,7 +94,8 @@ def get_content(core, args, call):
         if len(content) * 2 > len(text):
             mode, content = "full", text
     core.history.mark_read(ref_id, len(lines), digest)
-    return {"refId": ref_id, "mode": mode, "content": content, "hash": digest, "lines": len(lines)}
+    return {"refId": ref_id, "mode": mode, "content": content, "hash": digest, "lines": len(lines),
+            **({"filesRemoved": removed} if removed else {})}
 
 
 def get_console_content(core, args, call):

@@ -168,7 +168,7 @@ class Dispatcher:
                 budget = self.budget_s(args)
                 worker, call.expires_at = self._registry.renewed(args["sessionId"])  # validated: present
                 fut = worker.submit(self._run_on_session, tool, args, call,
-                                    after=lambda state, f: self._recorder.after_call(state, f, call),
+                                    after=lambda state, f: self._after_call(state, f, call),
                                     budget_s=budget, tag=(call, budget))
             else:
                 fut = self._pool.submit(self._run_on_pool, tool, args, call)
@@ -178,6 +178,13 @@ class Dispatcher:
             fut = _failed(call.annotate_error(BrowserError("The server is shutting down.")))
         fut.add_done_callback(lambda f: self._finished(f, call, started))
         return fut
+
+    def _after_call(self, state: Any, fut: Future, call: Call) -> None:
+        """SESSION THREAD, once the answer went out: record it, keep the files it named, check the session's memory."""
+        self._recorder.after_call(state, fut, call)
+        if not fut.cancelled() and fut.exception() is None:
+            self._core.files.remember(call.session_id, call.tool, fut.result())
+        self._core.session_memory.after_call(state)
 
     def budget_s(self, args: dict[str, Any]) -> float | None:
         """Seconds a session command may run before the watchdog calls it stuck, or None (off).

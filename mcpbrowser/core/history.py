@@ -55,10 +55,14 @@ class History:
         state, instance = rows[0]
         return state, bool(instance) and self.store.alive(instance)
 
-    def session_closed(self, session_id, reason):
+    def session_closed(self, session_id, reason, throttle=None):
+        """The session ended for `reason`; `throttle`: its throttling then, which resume_session restores."""
         self.store.write("UPDATE sessions SET state = 'closed', last_activity = ?, metadata = "
-                         "json_set(metadata, '$.closeReason', ?) WHERE session_id = ?",
+                         "json_set(json_remove(metadata, '$.throttle'), '$.closeReason', ?) WHERE session_id = ?",
                          (now_ms(), reason, session_id))
+        if throttle:
+            self.store.write("UPDATE sessions SET metadata = json_set(metadata, '$.throttle', json(?)) "
+                             "WHERE session_id = ?", (json.dumps(throttle), session_id))
 
     def save_state(self, session_id, storage_state, url):
         """Keep what resume_session needs, sealed: the storage state holds cookies, the URL may hold a secret.
@@ -161,7 +165,12 @@ class History:
         else:
             status, error = "ok", None
             value = {k: v for k, v in fut.result().items() if k != "image"}  # images are not kept
-            result = compact_json(scrub_value(value, secrets)).encode()
+            value = scrub_value(value, secrets)
+            result = compact_json(value).encode()
+            for path in files_named(value):
+                # The first answer that named it owns the row (a later listing, such as downloads', does not).
+                self.store.write("INSERT OR IGNORE INTO files (path, ref_id, session_id, created_at) "
+                                 "VALUES (?, ?, ?, ?)", (path, ref_id, session_id, now_ms()), ref=ref_id)
         # The page was redacted as it was captured; a secret learned since is scrubbed from it too.
         # It is stored once by its hash, compressed, on the writer thread (store.Snapshot).
         page = Snapshot(scrub_text(snapshot, secrets), session_id) if snapshot is not None else None
@@ -205,6 +214,20 @@ class History:
     def mark_read(self, ref_id, lines, digest):
         self.store.write("INSERT OR REPLACE INTO diff_cursors VALUES (?, ?, ?, ?)", (ref_id, lines, digest, now_ms()))
 
+    # -- files the answers named (core/file_keeper.py removes them) ------------------------
+
+    def files_removed(self, removed, reason):
+        """Mark the rows of files that were deleted: removedAt and why."""
+        at = now_ms()
+        for path in removed:
+            self.store.write("UPDATE files SET removed_at = ?, removed_reason = ? WHERE path = ?", (at, reason, path))
+
+    def removed_files(self, ref_id):
+        """[{path, removedAt, reason}] of the files this call's answer named that were removed since."""
+        rows = self.store.query("SELECT path, removed_at, removed_reason FROM files WHERE ref_id = ? "
+                                "AND removed_at IS NOT NULL ORDER BY path", (ref_id,))
+        return [{"path": path, "removedAt": at, "reason": reason} for path, at, reason in rows]
+
     def console_entries(self, ref_id, level=None):
         """[(timestamp, level, message, location)] a call recorded, oldest first."""
         sql = "SELECT timestamp, level, message, location FROM console_logs WHERE ref_id = ?"
@@ -213,3 +236,10 @@ class History:
             sql += " AND level = ?"
             params.append(level)
         return self.store.query(sql + " ORDER BY id", params)
+
+
+def files_named(answer):
+    """The paths of files an answer says the server saved: path (pdf, trace), savedTo (screenshot), downloads."""
+    paths = [answer.get("path"), answer.get("savedTo")]
+    paths += [entry.get("path") for entry in answer.get("downloads") or () if isinstance(entry, dict)]
+    return [path for path in paths if isinstance(path, str) and path]

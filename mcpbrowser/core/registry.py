@@ -21,6 +21,7 @@ from mcpbrowser.errors import (
     ServerStopping,
     SessionExpired,
     SessionLost,
+    SessionMemoryExceeded,
     SessionNotFound,
 )
 from mcpbrowser.logs import log
@@ -81,7 +82,7 @@ class SessionRegistry:
         self._final_save, self._on_change = final_save, on_change
         self._lock = threading.Lock()
         self._sessions: dict[str, SessionRecord] = {}
-        self._ended: OrderedDict[str, str] = OrderedDict()  # id -> "closed" | "expired" | "lost"
+        self._ended: OrderedDict[str, str] = OrderedDict()  # id -> "closed" | "expired" | "lost" | "memory"
         self._starting = 0
         self.closed = False
 
@@ -137,6 +138,8 @@ class SessionRegistry:
             metadata["emulation"] = worker.options["emulation"]  # resume_session opens it the same way
         if worker.options.get("login"):
             metadata["login"] = worker.options["login"]  # the saved login it began with, by name (export_script)
+        if worker.options.get("throttle"):
+            metadata["throttle"] = worker.options["throttle"]
         self.history.session_opened(worker.session_id, created, metadata)
         log.info("session created", extra={"event": "session_created", "session": worker.session_id,
                                            "source": source})
@@ -161,6 +164,8 @@ class SessionRegistry:
                 raise self.expired_error(session_id)
             if how == "lost":
                 raise self.lost_error(session_id)
+            if how == "memory":
+                raise self.memory_error(session_id)
             raise SessionNotFound(session_id=session_id)
         return record.worker, record.expires_at
 
@@ -187,10 +192,14 @@ class SessionRegistry:
         with self._lock:
             return list(self._sessions.values())
 
-    def list_sessions(self, owner: str | None = None) -> list[dict[str, Any]]:
-        """Id, times, url and title of each session (of `owner`'s, when given); a busy one shows its last known page."""
+    def list_sessions(self, owner: str | None = None,
+                      probe: Callable[[SessionState], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """Id, times, url and title of each session (of `owner`'s, when given); a busy one shows its last known page.
+
+        probe(state), run on each session's thread, adds fields of its own (its memory).
+        """
         records = [r for r in self.records() if owner is None or r.owner == owner]
-        asked = [(record, record.worker.submit(SessionState.describe)) for record in records]
+        asked = [(record, record.worker.submit(_described, probe)) for record in records]
         deadline = time.monotonic() + DESCRIBE_WAIT_S
         out = []
         for record, fut in asked:
@@ -198,10 +207,13 @@ class SessionRegistry:
                 info, busy = fut.result(max(0.0, deadline - time.monotonic())), False
             except Exception:
                 fut.cancel()
-                info, busy = dict(record.worker.info), True
+                worker = record.worker
+                info, busy = {**worker.info, **({"memoryMb": worker.memory_mb} if worker.memory_mb else {})}, True
             out.append({"sessionId": record.session_id, "createdAt": record.created_at,
-                        "expiresAt": record.expires_at, "url": info["url"], "title": info["title"],
-                        "busy": busy, **({"endpoint": record.worker.endpoint} if record.worker.endpoint else {})})
+                        "expiresAt": record.expires_at, **info,
+                        "busy": busy, **({"endpoint": record.worker.endpoint} if record.worker.endpoint else {}),
+                        **({"throttle": record.worker.options["throttle"]} if record.worker.options.get("throttle")
+                           else {})})
         return out
 
     def replace_worker(self, record: SessionRecord, old: SessionWorker, new: SessionWorker) -> bool:
@@ -229,7 +241,7 @@ class SessionRegistry:
             self.worker(session_id)  # raises the error its id deserves
             return {}
         self.timers.cancel(session_id)
-        self.history.session_closed(session_id, "closed")
+        self.history.session_closed(session_id, "closed", record.worker.options.get("throttle"))
         left: dict = {}
 
         def last(state):  # on the session thread, just before its page and context close
@@ -257,8 +269,22 @@ class SessionRegistry:
             records, self._sessions = list(self._sessions.values()), {}
         self.timers.cancel_all()
         for record in records:
-            self.history.session_closed(record.session_id, "shutdown")
+            self.history.session_closed(record.session_id, "shutdown", record.worker.options.get("throttle"))
         return [record.worker for record in records]
+
+    # SESSION THREAD (session_memory.py): its pages use more than --session-memory-mb. Only its
+    # stop is queued: the thread closes the session after the running work, saving it first.
+    def end_over_memory(self, session_id: str, worker: SessionWorker, used_mb: float) -> None:
+        with self._lock:
+            record = self._sessions.get(session_id)
+            if record is None or record.worker is not worker:
+                return
+            del self._sessions[session_id]
+            self._remember_ended(session_id, "memory")
+        self.timers.cancel(session_id)
+        self.history.session_closed(session_id, "memory_limit", worker.options.get("throttle"))
+        worker.stop(self.memory_error(session_id, used_mb), last=self._final_save)
+        self._on_change()
 
     def take_generation(self, generation: int) -> list[SessionRecord]:
         """Remove the sessions on browser life `generation`, which just ended; drop_lost() them next."""
@@ -273,7 +299,7 @@ class SessionRegistry:
         """Close sessions whose browser died: the history says why, their threads wind down."""
         for record in records:
             self.timers.cancel(record.session_id)
-            self.history.session_closed(record.session_id, "browser_crash")
+            self.history.session_closed(record.session_id, "browser_crash", record.worker.options.get("throttle"))
             record.worker.stop(self.lost_error(record.session_id))
             log.warning("session lost", extra={"event": "session_lost", "session": record.session_id})
 
@@ -306,7 +332,7 @@ class SessionRegistry:
             del self._sessions[session_id]
             self._remember_ended(session_id, "expired")
         self.timers.forget(session_id)
-        self.history.session_closed(session_id, "expired")
+        self.history.session_closed(session_id, "expired", record.worker.options.get("throttle"))
         record.worker.stop(SessionExpired(session_id=session_id), last=self._final_save)
         log.info("session expired", extra={"event": "session_expired", "session": session_id})
         self._on_change()
@@ -342,8 +368,24 @@ class SessionRegistry:
                                           "resumed: call create_session on the next server.")
         return ServerStopping(message, session_id=session_id, details={"resumable": resumable})
 
+    def memory_error(self, session_id: str, used_mb: float | None = None) -> SessionMemoryExceeded:
+        """SESSION_MEMORY_EXCEEDED: the session was closed for its pages' memory; whether it can be resumed."""
+        hint, resumable = self._resume_hint(session_id)
+        limit = self.config.session_memory_mb
+        used = f" ({used_mb:.0f} MB)" if used_mb is not None else ""
+        return SessionMemoryExceeded(
+            f"This session's pages used more memory{used} than the {limit} MB a session may use "
+            f"(--session-memory-mb), so it was closed; the browser and other sessions go on. {hint} "
+            "Its page will load again: avoid what made it grow.", session_id=session_id,
+            details={"resumable": resumable, "limitMb": limit, **({"usedMb": used_mb} if used_mb is not None else {})})
+
     def lost_error(self, session_id: str) -> SessionLost:
         """SESSION_LOST, telling whether resume_session can bring the session back."""
         hint, resumable = self._resume_hint(session_id)
         return SessionLost(f"The browser under this session crashed, so the session was closed. {hint}",
                            session_id=session_id, details={"reason": "browser_crash", "resumable": resumable})
+
+
+def _described(state: SessionState, probe: Callable[[SessionState], dict[str, Any]] | None) -> dict[str, Any]:
+    """SESSION THREAD: its url and title, and what probe adds."""
+    return {**state.describe(), **(probe(state) if probe is not None else {})}

@@ -5,7 +5,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from mcpbrowser import schema
 from mcpbrowser.errors import BrowserError, BrowserServerError, InvalidParameters, SessionInUse, SessionNotFound
 from mcpbrowser.page_strings import clip
-from mcpbrowser.session import page_reading
+from mcpbrowser.session import page_reading, throttling
 from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, CoreTool, session_schema
 
 STATE_NAME = schema.string("A saved login's name.", pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -14,9 +14,12 @@ STATE_TIMEOUT_S = 30.0  # reading a session's storage: one round trip, unless it
 
 def create_session(core, args, call):
     context = {}
-    emulation = {key: args[key] for key in EMULATION if key in args}
+    emulation = {key: args[key] for key in EMULATION if key in args and key != "throttle"}
     if emulation:
         context["emulation"] = emulation
+    throttle = throttling.settings(args.get("throttle") or {})
+    if throttle:
+        context["throttle"] = throttle
     if "storageState" in args:
         saved = core.history.named_state(call.owner, args["storageState"])
         if saved is None:
@@ -59,7 +62,7 @@ def resume_session(core, args, call):
         raise SessionNotFound("Nothing is stored for this session, so it cannot be resumed. "
                               "Call create_session.", session_id=session_id)
     metadata = core.history.session_metadata(session_id)
-    context = {key: metadata[key] for key in ("emulation", "login") if metadata.get(key)}
+    context = {key: metadata[key] for key in ("emulation", "login", "throttle") if metadata.get(key)}
     record = core.warm_pool.create_session(resume={"sessionId": session_id, "storageState": saved[0], "url": saved[1]},
                                            owner=call.owner, context=context or None)
     return {
@@ -110,8 +113,16 @@ def close_session(core, args, call):
 
 
 def list_sessions(core, args, call):
-    sessions = core.registry.list_sessions(call.owner)
+    sessions = core.registry.list_sessions(call.owner, core.session_memory.probe)
+    open_ids = core.registry.ids()  # the probe closes a session over --session-memory-mb
+    sessions = [session for session in sessions if session["sessionId"] in open_ids]
     fleet = core.supervisor.fleet
+    # A session's share of the browser: its pages' memory over what the browser's processes
+    # use in all (PSS); a browser we did not launch (a remote one) has no figure here.
+    browser_mb = core.memory.used_mb() if fleet is None and not core.supervisor.remote else 0
+    for session in sessions:
+        if browser_mb and "memoryMb" in session:
+            session["memoryShare"] = round(min(1.0, session["memoryMb"] / browser_mb), 3)
     return {"sessions": sessions, "count": len(sessions), **({"endpoints": fleet.health()} if fleet else {})}
 
 
@@ -130,6 +141,7 @@ EMULATION = {
     "deviceScaleFactor": schema.number("devicePixelRatio.", 0.1, 10),
     "isMobile": schema.boolean("Mobile viewport."),
     "hasTouch": schema.boolean("Touch events."),
+    "throttle": {**schema.obj(throttling.SCHEMA), "description": "CPU and network slow-down (see throttle)."},
 }
 
 TOOLS = [
@@ -216,6 +228,8 @@ TOOLS = [
                         "sessionId": SESSION_ID, "createdAt": {"type": "integer"},
                         "expiresAt": {"type": "integer"}, "url": {"type": "string"},
                         "title": {"type": "string"}, "busy": {"type": "boolean"}, "endpoint": {"type": "string"},
+                        "throttle": {"type": "object"}, "memoryMb": {"type": "number"},
+                        "memoryShare": {"type": "number"},
                     },
                     "required": ["sessionId", "createdAt", "expiresAt", "url", "title", "busy"],
                 }},

@@ -68,6 +68,13 @@ MIGRATIONS = {
         # may share one history, and each closes or prunes only what no live server owns.
         "ALTER TABLE sessions ADD COLUMN instance TEXT",
     ],
+    5: [
+        # The files a call's answer named (screenshot, pdf, trace, download), so that the file
+        # retention (core/file_keeper.py) can say on the call's record that one was removed.
+        """CREATE TABLE files (path TEXT PRIMARY KEY, ref_id TEXT NOT NULL, session_id TEXT, created_at INTEGER
+           NOT NULL, removed_at INTEGER, removed_reason TEXT)""",
+        "CREATE INDEX files_by_ref ON files (ref_id)",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 BATCH = 200  # statements per commit at most: bounds how long a flush waits
@@ -513,7 +520,7 @@ class Store:
         old = ("SELECT ref_id FROM requests WHERE timestamp < ? AND (session_id IS NULL OR "
                "session_id NOT IN (SELECT session_id FROM temp.kept_sessions))")
         conn.execute("BEGIN IMMEDIATE")
-        for table in ("responses", "console_logs", "diff_cursors"):
+        for table in ("responses", "console_logs", "diff_cursors", "files"):
             conn.execute(f"DELETE FROM {table} WHERE ref_id IN ({old})", (cutoff,))
         dropped = conn.execute(f"DELETE FROM requests WHERE ref_id IN ({old})", (cutoff,)).rowcount
         conn.execute("DELETE FROM snapshots WHERE hash NOT IN "

@@ -56,8 +56,8 @@ class Watchdog:
         old, session_id = record.worker, record.session_id
         saved = self._history.saved_state(session_id)
         options = self._options(old.options.get("allowed_domains"), session_id)
-        # The fresh page looks like the old one, logged in as it began (and its login's name kept).
-        for key in ("emulation", "storage_state", "login"):
+        # The fresh page looks and runs like the old one, logged in as it began (and its login's name kept).
+        for key in ("emulation", "throttle", "storage_state", "login"):
             if old.options.get(key):
                 options[key] = old.options[key]
         if saved is not None:

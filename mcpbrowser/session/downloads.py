@@ -89,22 +89,23 @@ class Downloads:
         safe = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(download.suggested_filename)).lstrip(".")[-80:]
         name = f"{time.strftime('%Y%m%d-%H%M%S')}-{self.session_id[:8]}-{len(self.entries)}-{safe or 'download'}"
         path = os.path.join(self.directory, name)
+        part = partial(path)
         try:
-            download.save_as(path + ".part")
-            size = os.path.getsize(path + ".part")
+            download.save_as(part)
+            size = os.path.getsize(part)
         except Exception as exc:  # cancelled, failed in the browser, or the session closed
-            _unlink(path + ".part")
+            _unlink(part)
             if disk_fault(path, exc) == "DISK_FULL":  # no partial file either way
                 entry.update(status="failed", errorCode="DISK_FULL", error="Not saved: the disk is full.")
             else:
                 entry.update(status="failed", error=str(exc).splitlines()[0][:200])
             return
         if size > self.limit:
-            _unlink(path + ".part")
+            _unlink(part)
             self._refuse(download, entry, f"it is {size} bytes, over --max-download-mb {self.limit // 1048576}",
                          size=size)
             return
-        os.replace(path + ".part", path)
+        os.replace(part, path)
         entry.update(status="saved", name=name, size=size, path=path)
         log.info("download saved", extra={"event": "download_saved", "session": self.session_id, "bytes": size})
 
@@ -117,6 +118,12 @@ class Downloads:
                 pass  # it may have ended already
         log.warning("download refused", extra={"event": "download_refused", "session": self.session_id,
                                                "reason": reason})
+
+
+def partial(path: str) -> str:
+    """Where a file is written before it is whole: beside it, named with the writing process's id, so
+    that a later server removes what a killed one left (core/file_keeper.py) and nothing a live one writes."""
+    return f"{path}.{os.getpid()}.part"
 
 
 def _unlink(path: str) -> None:

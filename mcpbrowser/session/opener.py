@@ -10,7 +10,7 @@ from typing import Any
 from mcpbrowser.config import Config
 from mcpbrowser.errors import InvalidParameters
 from mcpbrowser.logs import log
-from mcpbrowser.session import page_reading, page_watch, playwright_internals
+from mcpbrowser.session import page_reading, page_watch, playwright_internals, throttling
 from mcpbrowser.session.state import SessionState
 
 
@@ -64,6 +64,8 @@ class SessionOpener:
             state.listen()
             if state.chromium:
                 page_reading.cdp_session(state, page)  # for navigate's title (see loaded_title)
+            if options.get("throttle"):
+                throttling.change(state, options["throttle"])
             if self.config.idle_gc:
                 worker.quiet_hook = page_reading.collect_garbage
                 worker.quiet_after_s = self.config.idle_gc / 1000

@@ -149,3 +149,32 @@ def collect_garbage(state):
             return
         if not page.is_closed():
             state.background(page, page, "request_gc")
+
+
+def heap_bytes(state):
+    """Bytes the session's tabs hold in their renderers' JavaScript engines; None off Chromium.
+
+    Per tab, CDP Runtime.getHeapUsage of its main frame's isolate: the V8 heap in use, the
+    embedder's (Blink's) objects on it, and ArrayBuffer backing stores, which live outside the
+    heap (a page's typed arrays and canvases' pixel buffers). Performance.getMetrics'
+    JSHeapUsedSize would miss those, and needs Performance.enable on every tab. Renderer
+    processes are never shared between sessions (a session is a browser context), so one
+    session's figure holds nothing of another's. Out-of-process iframes are not counted; two tabs
+    of one site that share a renderer count its heap twice. A tab that does not answer within
+    INTERNAL_S (a script that never yields) is skipped; None when no tab answered (a dialog is open).
+    """
+    if not state.chromium:
+        return None
+    total, read = 0, False
+    for page in list(state.pages):
+        if page.is_closed() or not state.usable(page):
+            continue
+        try:
+            usage = state.background(page, cdp_session(state, page), "send", method="Runtime.getHeapUsage")
+        except Exception as exc:  # closed or navigating meanwhile
+            log.debug("heap usage not read", extra={"session": state.session_id, "error": str(exc)})
+            continue
+        if usage:
+            read = True
+            total += usage["usedSize"] + usage.get("embedderHeapUsedSize", 0) + usage.get("backingStorageSize", 0)
+    return total if read else None

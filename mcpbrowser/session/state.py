@@ -21,7 +21,7 @@ from mcpbrowser.errors import (
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import scrub_value
-from mcpbrowser.session import page_reading, playwright_internals, settle, snapshots
+from mcpbrowser.session import page_reading, playwright_internals, settle, snapshots, throttling
 from mcpbrowser.session.downloads import Downloads
 from mcpbrowser.session.events import EventBuffers
 from mcpbrowser.session.network_policy import NetworkPolicy
@@ -112,6 +112,8 @@ class SessionState:
         # Chromium only: a CDP session per page, for loaded_title() (see there).
         self.chromium = browser.browser_type.name == "chromium"
         self.cdp_sessions = {}
+        self.throttle = {}        # its CPU and network throttling (throttling.settings), {} for none
+        self.throttled = set()    # pages that were sent a throttling, so that "none" reaches them
         self.disconnect_at_close = False  # set by the opener: see close()
         self.quiet_since = time.monotonic()  # when the last call ended: see catch_up
         self.told = None          # (url, title) the agent's last answer gave: a read of the same page omits them
@@ -542,9 +544,15 @@ class SessionState:
         self.pages.append(page)
         self.tabs_opened += 1
         self._follow_page(page)
+        if self.throttle:  # a popup or new tab is as slow as the session's other tabs
+            try:
+                throttling.apply(self, page)
+            except Exception as exc:  # closed already
+                log.debug("throttling a new tab failed", extra={"session": self.session_id, "error": str(exc)})
 
     def _on_page_closed(self, page):
         self.cdp_sessions.pop(page, None)
+        self.throttled.discard(page)
         self.unresponsive.discard(page)
         self._looping.discard(page)
         if page in self.pages:

@@ -33,6 +33,8 @@ class SessionWorker:
         self.generation = 0      # which life of the shared browser this session is on (set by the opener)
         self.driver_pid = None   # its Playwright driver process, which the watchdog may kill
         self.endpoint = None     # the remote endpoint it runs on, as shown (set by the fleet)
+        self.memory_mb = None    # its pages' renderer memory when last measured (core/session_memory.py)
+        self.memory_checked = float("-inf")  # monotonic time of that measurement
         # (future, monotonic deadline, tag) of the command now running, for the watchdog; or None
         self.running = None
         # The secret values its client met (redaction.KnownSecrets): the registry gives it

@@ -9,10 +9,10 @@ by each tool's `group`.
 """
 
 from mcpbrowser.core import content_tools, export_tools, session_tools, tool_groups
-from mcpbrowser.tools import capture, interaction, monitoring, navigation
+from mcpbrowser.tools import capture, emulation, interaction, monitoring, navigation
 
 ALL = [*session_tools.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS,
-       *content_tools.TOOLS, *export_tools.TOOLS]
+       *emulation.TOOLS, *content_tools.TOOLS, *export_tools.TOOLS]
 ALL.append(tool_groups.declare(ALL))
 
 

@@ -17,6 +17,7 @@ from mcpbrowser.errors import (
 from mcpbrowser.logs import log
 from mcpbrowser.redaction import JS_IS_SECRET, SECRET_FIELD, secret_values
 from mcpbrowser.session import page_reading, playwright_internals, snapshots
+from mcpbrowser.session.downloads import partial
 from mcpbrowser.session.state import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
 from mcpbrowser.tools.targeting import on_element
@@ -224,7 +225,7 @@ def write_file(path, write):
     A full disk (or any other failure to write) leaves no partial file and raises
     DISK_FULL, or STORAGE_FAILED with its cause, never the text of an OSError.
     """
-    part = path + ".part"
+    part = partial(path)
     try:
         write(part)
         os.replace(part, path)

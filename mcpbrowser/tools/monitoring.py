@@ -1,5 +1,7 @@
 """Console and network logs from the session's ring buffers; handlers run on the session thread."""
 
+import os
+
 from mcpbrowser import schema
 from mcpbrowser.redaction import redact_headers
 from mcpbrowser.tools.base import SessionTool, session_schema
@@ -21,6 +23,9 @@ def downloads(state, args):
     state.flush_events()  # a download that finished while the session was idle is saved now
     state.downloads.news()  # this answer tells of them all
     entries = [dict(e) for e in state.downloads.entries]
+    for entry in entries:  # removed since by the file retention (--files-max-mb, --retention-days)
+        if entry["status"] == "saved" and not os.path.exists(entry["path"]):
+            entry["status"] = "removed"
     return {"downloads": entries, "count": len(entries)}
 
 

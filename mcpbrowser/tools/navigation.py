@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 from mcpbrowser import schema
 from mcpbrowser.errors import InvalidParameters, NavigationFailed, WaitTimeout
 from mcpbrowser.guards import BLOCKED_HEADER
-from mcpbrowser.session import page_reading
+from mcpbrowser.session import page_reading, throttling
 from mcpbrowser.session.state import INTERRUPTED
 from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, page_result, session_schema
 
@@ -34,8 +34,11 @@ def _load(state, what, method, **kwargs):
         if "net::ERR_" in reason:
             page_reading.await_error_page(state)
         url = kwargs.get("url") or (state.page.url if state.page is not None else "")
-        failed = NavigationFailed(f"Could not load {what}: {reason}", session_id=state.session_id,
-                                  details={"url": url, "reason": reason})
+        offline = throttling.offline(state)
+        failed = NavigationFailed(f"Could not load {what}: {reason}" + (
+            ". The session is offline (throttle network 'offline'); throttle with network 'none' "
+            "brings it back online." if offline else ""), session_id=state.session_id,
+            details={"url": url, "reason": reason, **({"offline": True} if offline else {})})
         failed.timed_out = type(exc).__name__ == "TimeoutError"  # Playwright's, by its class
         raise failed from None
     if response not in (None, INTERRUPTED) and BLOCKED_HEADER.lower() in response.headers:

@@ -1,0 +1,84 @@
+"""Issue 36's pure parts: throttling settings, the engine check, and the files folder's retention by age."""
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from fakes import fake_core
+
+from mcpbrowser.config import Config
+from mcpbrowser.core.file_keeper import FileKeeper
+from mcpbrowser.core.history import History
+from mcpbrowser.core.store import Store
+from mcpbrowser.errors import UnsupportedBrowser
+from mcpbrowser.session import throttling
+
+pytestmark = pytest.mark.unit
+
+
+def test_a_preset_fills_the_figures_and_own_figures_make_it_custom():
+    slow = throttling.settings({"network": "Slow 3G", "cpuRate": 4})
+    assert slow == {"cpuRate": 4, "network": "Slow 3G", "latencyMs": 2000, "downloadKbps": 400, "uploadKbps": 400}
+    assert throttling.conditions(slow) == {"offline": False, "latency": 2000, "downloadThroughput": 50_000,
+                                           "uploadThroughput": 50_000}
+    custom = throttling.settings({"latencyMs": 50}, slow)
+    assert custom["network"] == "custom" and custom["latencyMs"] == 50 and custom["downloadKbps"] == 400
+    assert throttling.settings({"network": "offline"}, custom) == {"cpuRate": 4, "network": "offline"}
+    assert throttling.conditions({"network": "offline"})["offline"] is True
+    assert throttling.settings({"network": "none", "cpuRate": 1}, custom) == {}
+    assert throttling.conditions({}) == {"offline": False, "latency": 0, "downloadThroughput": -1,
+                                         "uploadThroughput": -1}
+
+
+def test_other_engines_answer_unsupported_browser():
+    with fake_core() as core:
+        sid = core.create_session().id
+        state = core.registry.worker(sid).submit(lambda state: state).result(5)
+        with pytest.raises(UnsupportedBrowser) as caught:
+            core.registry.worker(sid).submit(throttling.change, {"cpuRate": 4}).result(5)
+        assert caught.value.code == "UNSUPPORTED_BROWSER" and state.throttle == {}
+
+
+def test_files_past_the_retention_days_go_and_their_rows_say_so(tmp_path):
+    config = Config(db=":memory:", output_dir=str(tmp_path), retention_days=1, files_max_mb=0)
+    history = History(Store(":memory:"))
+    executor = ThreadPoolExecutor(1)
+    try:
+        keeper = FileKeeper(config, history, executor, lambda: {"open-session"})
+        old, kept, fresh = (str(tmp_path / name) for name in ("old.png", "kept.pdf", "fresh.png"))
+        for path in (old, kept, fresh):
+            with open(path, "wb") as f:
+                f.write(b"x")
+        for path in (old, kept):
+            os.utime(path, (time.time() - 3 * 86_400,) * 2)
+        history.request("ref-old", None, "screenshot", {})
+        history.store.write("INSERT INTO files (path, ref_id, created_at) VALUES (?, 'ref-old', 0)", (old,))
+        keeper.remember("open-session", "pdf", {"path": kept})  # an open session's latest answer names it: a sweep
+        executor.submit(lambda: None).result()  # ...which ran on the pool before this
+        assert keeper.sweep() == []
+        assert sorted(os.listdir(tmp_path)) == ["fresh.png", "kept.pdf"]
+        (row,) = history.removed_files("ref-old")
+        assert row["path"] == old and row["reason"] == "retention_days" and row["removedAt"] > 0
+    finally:
+        executor.shutdown()
+        history.store.close()
+
+
+def test_at_start_the_partial_files_of_gone_writers_go_and_a_live_ones_stay(tmp_path):
+    import subprocess
+    import sys
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(ended.stdout)
+    config = Config(db=":memory:", output_dir=str(tmp_path))
+    history = History(Store(":memory:"))
+    try:
+        keeper = FileKeeper(config, history, None, lambda: set())  # type: ignore[arg-type]  # no sweep is queued
+        names = [f"a.pdf.{dead}.part", f"b.pdf.{os.getpid()}.part", "c.pdf"]
+        for name in names:
+            (tmp_path / name).write_bytes(b"x")
+        assert keeper.remove_leftovers() == [str(tmp_path / names[0])]
+        assert sorted(os.listdir(tmp_path)) == names[1:]
+    finally:
+        history.store.close()
