@@ -41,6 +41,9 @@ PAGES.update({
   history.replaceState(null, '', '?q=' + 'u'.repeat(100000))">Grow</button>
 <button id="say" onclick="alert('A'.repeat(100000))">Say</button>
 <a id="file" download="%s.txt" href="data:text/plain,hello">File</a>""" % ("n" * 2000),
+    # window.print(), which would open a print dialog in a headed browser.
+    "/print": """<!doctype html><title>Print</title>
+<button id="print" onclick="print(); document.title = 'Printed'">Print</button>""",
     # A page that asks before it lets the tab go (once the user has interacted with it).
     "/ask-before-leaving": """<!doctype html><title>Unsaved</title>
 <script>onbeforeunload = e => { e.preventDefault(); e.returnValue = ''; }</script>
@@ -259,3 +262,14 @@ def test_close_session_says_which_dialog_went_with_the_page(client, pages):
         closed = client.tool("close_session", sessionId=session)
     assert closed["success"] and closed["dialogDismissed"]["message"] == "still there?", closed
     assert "still there?" in closed["message"] and "went with the page" in closed["message"]
+
+
+def test_an_endless_redirect_chain_and_window_print_get_clear_answers(client, pages):
+    session = client.tool("create_session")["sessionId"]
+    with Quiet(client, pages):
+        error = client.error("navigate", sessionId=session, url=pages.url("/redirect-loop"))
+        assert error["errorCode"] == "NAVIGATION_FAILED" and "ERR_TOO_MANY_REDIRECTS" in error["message"], error
+        client.tool("navigate", sessionId=session, url=pages.url("/print"))
+        printed = client.tool("click", sessionId=session, selector="#print")  # headless: no print dialog to hang on
+        assert printed["title"] == "Printed", printed
+    client.call("close_session", {"sessionId": session})
