@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from support import PAGES, McpClient, server_pid
+from support import PAGES, McpClient, server_pid, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -41,6 +41,11 @@ PAGES.update({
   history.replaceState(null, '', '?q=' + 'u'.repeat(100000))">Grow</button>
 <button id="say" onclick="alert('A'.repeat(100000))">Say</button>
 <a id="file" download="%s.txt" href="data:text/plain,hello">File</a>""" % ("n" * 2000),
+    # 2,000 requests as fast as the page can make them, 20 at a time.
+    "/network-flood": """<!doctype html><title>Net flood</title>
+<button id="flood" onclick="(async () => { let done = 0; for (let i = 0; i < 100; i++) {
+  await Promise.all(Array.from({length: 20}, (_, j) => fetch('/counter?n=' + (i * 20 + j)).then(() => done++))); }
+  document.title = 'done ' + done; })()">Flood</button>""",
     # window.print(), which would open a print dialog in a headed browser.
     "/print": """<!doctype html><title>Print</title>
 <button id="print" onclick="print(); document.title = 'Printed'">Print</button>""",
@@ -207,6 +212,22 @@ def test_a_console_flood_costs_bounded_memory_and_starves_no_one(client, pages):
     # What was dropped is said, and no entry is larger than the cap.
     assert any("dropped" in e["message"] for e in logs["entries"]), logs["entries"][-3:]
     assert max(len(e["message"]) for e in logs["entries"]) < 20_000
+    client.call("close_session", {"sessionId": session})
+
+
+def test_a_network_flood_is_not_listened_to_for_a_while_and_starves_no_one(client, pages):
+    # Every request cost the server three events and a Request object (5,000 requests: 30-60 MB).
+    session = client.tool("create_session", url=pages.url("/network-flood"))["sessionId"]
+    with Quiet(client, pages):
+        client.tool("click", sessionId=session, selector="#flood")
+        assert wait_for(lambda: client.tool("tabs", sessionId=session)["tabs"][0]["title"] == "done 2000", 60)
+        logs = client.tool("network_logs", sessionId=session, failed=True, allPages=True, limit=1000)
+        notes = [e for e in logs["entries"] if e.get("resourceType") == "mcpbrowser"]
+        assert len(notes) == 1 and "requests a second" in notes[0]["failure"], logs["entries"][-3:]
+        # The next call after the pause listens again: a new page's document is logged.
+        time.sleep(1.1)
+        client.tool("navigate", sessionId=session, url=pages.url("/title/after"))
+        assert any(e["url"].endswith("/title/after") for e in client.tool("network_logs", sessionId=session)["entries"])
     client.call("close_session", {"sessionId": session})
 
 

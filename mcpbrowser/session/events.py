@@ -5,6 +5,7 @@ thread while a call is in progress. Entries are plain dicts; a request's entry
 is filled in as its response and end arrive.
 """
 
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +26,15 @@ BLOCKED_FAILURE = "blocked by the domain policy"
 # become wrappers that call the originals. A wrapper is the top of every console call's stack,
 # where the browser takes a message's location from, so it passes its caller's place along as
 # a last argument after WHERE_MARK, which _on_console takes off again.
+# Network events are bounded where they start as well: Playwright sends a context's request,
+# response and end events only while someone listens. A page that makes more than
+# NETWORK_BURST requests at once and NETWORK_RATE a second after that (a token bucket) stops
+# being listened to for NETWORK_PAUSE_S, said in one entry of the ring; the next call after
+# the pause listens again. 5,000 requests used to cost the server 30-60 MB and a request's
+# three events each; the ring keeps its last entries either way.
+NETWORK_BURST = 300
+NETWORK_RATE = 100
+NETWORK_PAUSE_S = 1.0
 CONSOLE_BURST = 200
 CONSOLE_RATE = 50
 CONSOLE_CHARS = 10_000
@@ -98,16 +108,47 @@ class EventBuffers:
         self._network_total = 0   # requests ever seen
         self._page_mark = 0       # ...when the current page's document was requested
         self._requests: dict[Any, dict] = {}
+        self._context: Any = None
+        self._tokens, self._refilled = float(NETWORK_BURST), time.monotonic()
+        self.network_paused_at: float | None = None  # monotonic time network events stopped (a flood)
+        self.network_pauses = 0
 
     def listen(self, context: Any) -> None:
         context.add_init_script(script=CONSOLE_GUARD)
-        on = context.on
-        on("console", self._on_console)
-        on("weberror", self._on_web_error)
-        on("request", self._on_request)
-        on("response", self._on_response)
-        on("requestfinished", self._on_request_done)
-        on("requestfailed", self._on_request_done)
+        context.on("console", self._on_console)
+        context.on("weberror", self._on_web_error)
+        self._context = context
+        self._listen_network(True)
+
+    def _listen_network(self, on: bool) -> None:
+        handlers = {"request": self._on_request, "response": self._on_response,
+                    "requestfinished": self._on_request_done, "requestfailed": self._on_request_done}
+        for event, handler in handlers.items():
+            (self._context.on if on else self._context.remove_listener)(event, handler)
+
+    def resume_network(self) -> None:
+        """Listen to the network again once a flood's pause is over (the session thread, as a call starts)."""
+        if self.network_paused_at is not None and time.monotonic() - self.network_paused_at >= NETWORK_PAUSE_S:
+            self.network_paused_at = None
+            self._listen_network(True)
+
+    def _flooded(self) -> bool:
+        """Take a token for a request; False (and the network not listened to for a while) when there is none."""
+        now = time.monotonic()
+        self._tokens = min(NETWORK_BURST, self._tokens + (now - self._refilled) * NETWORK_RATE)
+        self._refilled = now
+        if self._tokens >= 1:
+            self._tokens -= 1
+            return False
+        self.network_paused_at, self.network_pauses = now, self.network_pauses + 1
+        self._listen_network(False)
+        self._requests.clear()  # their ends will not come: the entries stay as they are
+        self._keep_network({
+            "method": "", "url": "", "resourceType": "mcpbrowser", "status": None, "durationMs": None,
+            "failure": f"[mcpbrowser] the page made over {NETWORK_RATE} requests a second: requests are not "
+                       f"logged for {NETWORK_PAUSE_S:g} s, then until the next call", "blocked": False,
+            "timestamp": now_ms()}, None)
+        return True
 
     def take_console(self) -> list[dict]:
         """Console entries that arrived since the previous call took its share."""
@@ -189,6 +230,8 @@ class EventBuffers:
         })
 
     def _on_request(self, request: Any) -> None:
+        if self._flooded():
+            return
         if request.is_navigation_request() and request.redirected_from is None:
             try:
                 frame = request.frame

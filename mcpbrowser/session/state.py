@@ -167,6 +167,7 @@ class SessionState:
         """Run one tool's handler with the checks and notes every page tool shares."""
         if self.dialog is None and time.monotonic() - self.quiet_since > CATCH_UP_AFTER_S:
             self.catch_up()
+        self.events.resume_network()
         if tool.page_tool and self.dialog is not None and not tool.leaves_page:
             raise DialogOpen(
                 f"{self.dialog_summary().capitalize()} is open; it blocks the page. "
