@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal
 
-from mcpbrowser import tools
+from mcpbrowser import resources, tools
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser_supervisor import BrowserSupervisor
 from mcpbrowser.core.dispatch import Dispatcher
@@ -34,6 +34,7 @@ from mcpbrowser.guards import DomainPolicy, MemoryGuard
 from mcpbrowser.library import Session, arguments
 from mcpbrowser.logs import log
 from mcpbrowser.redaction import SecretBook
+from mcpbrowser.resources.hub import ResourceHub
 from mcpbrowser.session.opener import SessionOpener
 
 SHUTDOWN_BUDGET_S = 5.0  # sessions get at most this long to close at shutdown, then the browser stops
@@ -69,6 +70,8 @@ class Browser:
         self.registry = SessionRegistry(config, self.history, clock=clock, timer_factory=timer_factory,
                                         final_save=self.recorder.final_save, on_change=self._refill,
                                         secrets=self.secrets)
+        self.resources = ResourceHub(self.registry, resources.RESOURCES)  # the sessions' logs, as MCP resources
+        self.registry.on_ended = self.resources.session_ended
         self.dispatcher = Dispatcher(config, self.tools, self.registry, self.recorder, self.user,
                                      self._executor, core=self)
         self._opener = opener or SessionOpener(

@@ -6,6 +6,7 @@ is filled in as its response and end arrive.
 """
 
 from collections import deque
+from itertools import islice
 from collections.abc import Callable
 from typing import Any
 
@@ -98,6 +99,10 @@ class EventBuffers:
         self._network_total = 0   # requests ever seen
         self._page_mark = 0       # ...when the current page's document was requested
         self._requests: dict[Any, dict] = {}
+        # Requests in the order they ended (WebSockets as they open): the network log resource's
+        # numbering, so that a reader meets each request once, with its status and duration.
+        self.finished: deque[dict] = deque(maxlen=network_size)
+        self._finished_total = 0
 
     def listen(self, context: Any) -> None:
         context.add_init_script(script=CONSOLE_GUARD)
@@ -117,6 +122,23 @@ class EventBuffers:
     def page_requests(self) -> list[tuple]:
         """The network ring's entries since the current page's document was requested."""
         return _newest(self.network, self._network_total - self._page_mark)
+
+    def log_position(self, name: str) -> int:
+        """How many entries the "console" or "network" (ended requests) log has had: the newest one's number."""
+        return self._console_total if name == "console" else self._finished_total
+
+    def log_since(self, name: str, after: int, limit: int) -> tuple[list[dict], int, int, bool]:
+        """(entries, cursor, skipped, more): up to `limit` entries of a log numbered after `after` (1 is the
+        first), the newest one's number, how many were pushed out of the ring before anyone read them,
+        and whether newer ones wait."""
+        ring = self.console if name == "console" else self.finished
+        total = self.log_position(name)
+        after = min(max(after, 0), total)
+        first = total - len(ring) + 1  # the number of the oldest entry the ring still holds
+        start = max(after + 1, first)
+        picked = list(islice(ring, start - first, start - first + limit))
+        cursor = start - 1 + len(picked)
+        return picked, cursor, start - (after + 1), cursor < total
 
     def request_for(self, url: str) -> Any:
         """The newest Request to this URL still in the ring, or None (a download looks up its response)."""
@@ -153,6 +175,7 @@ class EventBuffers:
                 entry["failure"], entry["blocked"] = BLOCKED_FAILURE, True
 
         ws.on("close", closed)
+        self._keep_finished(entry)
 
     # -- event handlers ---------------------------------------------------------------
 
@@ -161,6 +184,10 @@ class EventBuffers:
         if len(self.console) == self.console.maxlen:
             self.console_dropped += 1
         self.console.append(entry)
+
+    def _keep_finished(self, entry: dict) -> None:
+        self._finished_total += 1
+        self.finished.append(entry)
 
     def _keep_network(self, entry: dict, request: Any) -> None:
         self._network_total += 1
@@ -218,3 +245,4 @@ class EventBuffers:
         if not entry["blocked"]:
             entry["failure"] = request.failure
             entry["blocked"] = self._policy.refused(request.url) and request.failure is not None
+        self._keep_finished(entry)

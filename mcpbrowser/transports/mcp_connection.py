@@ -41,7 +41,9 @@ from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip_answer
 from mcpbrowser.schema import compact_json
 from mcpbrowser.transports import protocol
+from mcpbrowser.transports.methods import HANDSHAKE, MethodTable
 from mcpbrowser.transports.protocol import ProtocolError
+from mcpbrowser.transports.resource_methods import ResourceMethods
 from mcpbrowser.transports.tasks import TaskTable
 
 INSTRUCTIONS = (
@@ -53,7 +55,7 @@ INSTRUCTIONS = (
 )
 
 SERVER_INFO = {"name": "mcpbrowser", "title": "mcpbrowser", "version": __version__}
-CAPABILITIES = {"tools": {"listChanged": True}, "logging": {}}  # enable_tools changes a client's list
+TOOLS_CAPABILITY = {"tools": {"listChanged": True}}  # enable_tools changes a client's list
 TASKS_SINCE = "2025-11-25"  # tools/call as a task; the handshake era's form (2026-07-28 has its own)
 TASK_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 # Tools worth running as a task: they can wait for minutes. Any tool is accepted as one.
@@ -210,17 +212,28 @@ class McpConnection:
         self._tasks = TaskTable()  # tools/call run as tasks (2025-11-25)
         self._next_request = 0
         self._log_handler = ClientLogHandler(self)
-        self._handlers = {
-            "initialize": self._initialize,
-            "server/discover": self._discover,
-            "ping": lambda msg, caller: {},
-            "tools/list": self._tools_list,
-            "logging/setLevel": self._set_level,
-            "tasks/get": lambda msg, caller: self._tasks.get(msg.params, msg.id).describe(),
-            "tasks/list": lambda msg, caller: {"tasks": self._tasks.list()},
-            "tasks/cancel": lambda msg, caller: self._tasks.cancel(self._tasks.get(msg.params, msg.id), msg.id),
-            "tasks/result": self._task_result,
-        }
+        self.resources = ResourceMethods(self)
+        self.methods = self._method_table()
+
+    def _method_table(self):
+        """Every request this connection answers, with what each adds to the advertised capabilities."""
+        table = MethodTable()
+        table.add("initialize", self._initialize)
+        table.add("server/discover", self._discover)
+        table.add("ping", lambda msg, caller: {})
+        table.add("tools/list", self._tools_list, capability=TOOLS_CAPABILITY)
+        table.add("tools/call", self._call_tool)
+        # SEP-2577: 2026-07-28 deprecates logging; its clients are offered the log resources instead
+        # (see resources/), and a request that still asks is answered as before.
+        table.add("logging/setLevel", self._set_level,
+                  capability=lambda version: None if version in protocol.MODERN_VERSIONS else {"logging": {}})
+        table.add("tasks/get", lambda msg, caller: self._tasks.get(msg.params, msg.id).describe(),
+                  capability=lambda version: {"tasks": TASK_CAPABILITY} if _tasks_on(version) else None)
+        table.add("tasks/list", lambda msg, caller: {"tasks": self._tasks.list()})
+        table.add("tasks/cancel", lambda msg, caller: self._tasks.cancel(self._tasks.get(msg.params, msg.id), msg.id))
+        table.add("tasks/result", self._task_result)
+        self.resources.register(table)
+        return table
 
     @property
     def core(self):
@@ -233,6 +246,7 @@ class McpConnection:
 
     def close(self):
         log.removeHandler(self._log_handler)
+        self.resources.close()
 
     # -- the client, as the core sees it (called from session or timer threads) ------------
 
@@ -313,18 +327,19 @@ class McpConnection:
 
     def _request(self, msg):
         caller = self.caller(msg)
-        if msg.method == "tools/call":
-            self._call_tool(msg, caller)
-            return
-        handler = self._handlers.get(msg.method)
-        if handler is None:
+        method = self.methods.find(msg.method, caller.version)
+        if method is None:
             raise ProtocolError(protocol.METHOD_NOT_FOUND, f"Method not found: {msg.method}", msg.id)
-        value = handler(msg, caller)
+        value = method.handler(msg, caller)
         if value is None:
-            return  # the handler answers later (tasks/result of a running task)
+            return  # the handler answers later (tools/call, tasks/result of a running task, resources/read)
+        self.answer(msg.id, value, caller)
+
+    def answer(self, request_id, value, caller):
+        """Send a request's result, with the fields its era asks for."""
         if caller.modern:
             value.setdefault("resultType", "complete")
-        self.send(protocol.result(msg.id, value), msg.id)
+        self.send(protocol.result(request_id, value), request_id)
 
     def _notification(self, msg):
         if msg.method == "notifications/cancelled":
@@ -352,8 +367,8 @@ class McpConnection:
         info = msg.params.get("clientInfo")
         if not self._fixed_name:
             self.name = info.get("name") if isinstance(info, dict) else None
-        capabilities = {**CAPABILITIES, "tasks": TASK_CAPABILITY} if _tasks_on(self.version) else CAPABILITIES
-        return {"protocolVersion": self.version, "capabilities": capabilities, "serverInfo": SERVER_INFO,
+        return {"protocolVersion": self.version, "capabilities": self.methods.capabilities(self.version),
+                "serverInfo": SERVER_INFO,
                 "instructions": INSTRUCTIONS}
 
 
@@ -361,7 +376,8 @@ class McpConnection:
         """server/discover: what a 2026-07-28 client needs instead of initialize (any era may ask)."""
         if not caller.modern:
             protocol.check_envelope(msg)  # a discover names the version it proposes
-        return {"supportedVersions": list(protocol.SUPPORTED_VERSIONS), "capabilities": CAPABILITIES,
+        capabilities = self.methods.capabilities(protocol.MODERN_VERSIONS[-1])
+        return {"supportedVersions": list(protocol.SUPPORTED_VERSIONS), "capabilities": capabilities,
                 "instructions": INSTRUCTIONS, "cacheScope": "public", "ttlMs": DISCOVER_TTL_MS,
                 "resultType": "complete", "_meta": {protocol.SERVER_INFO_KEY: SERVER_INFO}}
 
@@ -443,6 +459,23 @@ class McpConnection:
             self.send(protocol.notification("notifications/progress", params), msg.id)
 
         return report
+
+    def track(self, request_id, fut):
+        """A request answered later, whose Future the client may cancel (notifications/cancelled, a closed stream)."""
+        with self._state_lock:
+            if request_id in self._inflight:
+                raise ProtocolError(protocol.INVALID_REQUEST,
+                                    f"Request id {request_id!r} is already in use by a running request", request_id)
+            self._inflight[request_id] = fut
+
+    def untrack(self, request_id):
+        """Forget a tracked request as it ends; False when the client cancelled it (no answer may go out)."""
+        with self._state_lock:
+            self._inflight.pop(request_id, None)
+            if request_id in self._suppressed:
+                self._suppressed.discard(request_id)
+                return False
+        return True
 
     def cancel(self, request_id):
         """The client gave up on a call (notifications/cancelled, or its HTTP stream closed)."""

@@ -1,0 +1,51 @@
+"""A per-session MCP resource, declared the way a tool is; and its URIs. Pure data, any thread.
+
+A resource lives at `mcpbrowser://sessions/{sessionId}/{name}`; a read may add `?after=N`, the
+cursor a previous read returned, to get only the entries numbered after N.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+SCHEME = "mcpbrowser"
+
+
+@dataclass(frozen=True)
+class SessionResource:
+    name: str         # the last part of its URI
+    title: str
+    description: str
+    read: Callable[[Any, int], dict[str, Any]]  # SESSION THREAD: read(state, after) -> plain data
+    position: Callable[[Any], int]              # SESSION THREAD: the number of its newest entry
+    mime_type: str = "application/json"
+
+    def uri(self, session_id: str) -> str:
+        return f"{SCHEME}://sessions/{session_id}/{self.name}"
+
+    def describe(self, session_id: str, page_title: str = "") -> dict[str, Any]:
+        """Its entry in resources/list."""
+        title = f"{self.title} of session {session_id}" + (f" ({page_title})" if page_title else "")
+        return {"uri": self.uri(session_id), "name": f"{self.name}-{session_id}", "title": title,
+                "description": self.description, "mimeType": self.mime_type}
+
+    def template(self) -> dict[str, Any]:
+        """Its entry in resources/templates/list."""
+        return {"uriTemplate": f"{SCHEME}://sessions/{{sessionId}}/{self.name}{{?after}}", "name": self.name,
+                "title": self.title, "description": self.description, "mimeType": self.mime_type}
+
+
+def parse_uri(uri: str) -> tuple[str, str, int] | None:
+    """(session id, resource name, after) of a session resource URI, or None when it names none."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return None
+    segments = parts.path.split("/")
+    if parts.scheme != SCHEME or parts.netloc != "sessions" or len(segments) != 3 or not segments[1]:
+        return None
+    after = parse_qs(parts.query).get("after", ["0"])[-1]
+    if not after.isdigit() or len(after) > 18:
+        return None
+    return segments[1], segments[2], int(after)

@@ -1,0 +1,123 @@
+"""The core's session resources: which a client may see, reading them, and who subscribes.
+
+ANY THREAD: every method. A read runs on the session's thread (a Future of its answer); a
+subscription makes the session's thread tick (watch.py) until its last subscriber leaves or
+the session ends (the registry's `on_ended`, which ends every subscription to it).
+
+A client sees only its own sessions (`owner`, as for tools; None sees all): another's is
+answered as a URI that names nothing, so listing, reading and subscribing tell it nothing.
+"""
+
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+from mcpbrowser.errors import SessionNotFound
+from mcpbrowser.resources.base import parse_uri
+from mcpbrowser.resources.watch import COALESCE_S, TICK_S, Listener, SessionWatch
+
+
+class ResourceNotFound(LookupError):
+    """A URI that names no resource this client may see."""
+
+    def __init__(self, uri: str) -> None:
+        super().__init__(f"Resource not found: {uri[:200]}")
+        self.uri = uri
+
+
+class ResourceHub:
+    def __init__(self, registry: Any, resources: list[Any], tick_s: float = TICK_S,
+                 coalesce_s: float = COALESCE_S) -> None:
+        self._registry = registry
+        self.resources = {r.name: r for r in resources}
+        self._tick_s, self._coalesce_s = tick_s, coalesce_s
+        self._lock = threading.Lock()
+        self._watches: dict[str, SessionWatch] = {}  # session id -> its watch
+        self._tokens: dict[object, str] = {}          # subscription token -> session id
+
+    def listed(self, owner: str | None) -> list[dict[str, Any]]:
+        """resources/list: every resource of the client's open sessions."""
+        out = []
+        for record in self._registry.records():
+            if owner is None or record.owner == owner:
+                title = record.worker.info.get("title", "")
+                out += [r.describe(record.session_id, title) for r in self.resources.values()]
+        return out
+
+    def templates(self) -> list[dict[str, Any]]:
+        return [r.template() for r in self.resources.values()]
+
+    def _find(self, uri: str, owner: str | None) -> tuple[Any, Any, int]:
+        """(session record, resource, after) of a URI this client may read; else ResourceNotFound."""
+        parsed = parse_uri(uri)
+        if parsed is None or parsed[1] not in self.resources:
+            raise ResourceNotFound(uri)
+        session_id, name, after = parsed
+        record = self._registry.open_record(session_id)
+        if record is None or (owner is not None and record.owner != owner):
+            raise ResourceNotFound(uri)
+        return record, self.resources[name], after
+
+    def visible(self, uri: str, owner: str | None) -> bool:
+        """Whether the URI names a resource of an open session of this client."""
+        try:
+            self._find(uri, owner)
+        except ResourceNotFound:
+            return False
+        return True
+
+    def read(self, uri: str, owner: str | None) -> Future:
+        """A Future of the read's plain data (with `next`, the URI of the next read); raises ResourceNotFound."""
+        record, resource, after = self._find(uri, owner)
+        base = resource.uri(record.session_id)
+        answer: Future[Any] = Future()
+
+        def done(fut: Future) -> None:
+            if fut.cancelled() or isinstance(fut.exception(), SessionNotFound):
+                answer.set_exception(ResourceNotFound(uri))  # it closed meanwhile
+            elif fut.exception() is not None:
+                answer.set_exception(fut.exception())  # type: ignore[arg-type]
+            else:
+                answer.set_result({**fut.result(), "next": f"{base}?after={fut.result()['cursor']}"})
+
+        record.worker.submit(resource.read, after).add_done_callback(done)
+        return answer
+
+    def subscribe(self, uri: str, owner: str | None, listener: Listener) -> tuple[object, str]:
+        """(token, the URI its notifications name) of a new subscription; raises ResourceNotFound."""
+        record, resource, _ = self._find(uri, owner)
+        token = object()
+        with self._lock:
+            watch = self._watches.get(record.session_id)
+            if watch is None:
+                watch = self._watches[record.session_id] = SessionWatch(
+                    record.session_id, self.resources, self._coalesce_s)
+            watch.add(resource.name, token, listener)
+            self._tokens[token] = record.session_id
+        record.worker.ticker = (self._tick_s, watch.tick)
+        record.worker.submit(watch.tick)  # wakes an idle session thread, and sets where news starts
+        if self._registry.open_record(record.session_id) is None:  # it ended meanwhile
+            self.session_ended(record.session_id)
+        return token, resource.uri(record.session_id)
+
+    def unsubscribe(self, token: object) -> None:
+        with self._lock:
+            session_id = self._tokens.pop(token, None)
+            watch = self._watches.get(session_id) if session_id is not None else None
+            if watch is None or not watch.remove(token):
+                return
+            del self._watches[session_id]
+            record = self._registry.open_record(session_id)
+            if record is not None:
+                record.worker.ticker = None  # nobody listens: the session thread sleeps between calls again
+
+    def session_ended(self, session_id: str) -> None:
+        """The registry's on_ended: every subscription to the session ends."""
+        with self._lock:
+            watch = self._watches.pop(session_id, None)
+            for token in [t for t, sid in self._tokens.items() if sid == session_id]:
+                del self._tokens[token]
+        if watch is None:
+            return
+        for name, listener in watch.listeners():
+            listener.ended(self.resources[name].uri(session_id))
