@@ -104,7 +104,7 @@ class ResourceHub:
         with self._lock:
             session_id = self._tokens.pop(token, None)
             watch = self._watches.get(session_id) if session_id is not None else None
-            if watch is None or not watch.remove(token):
+            if session_id is None or watch is None or not watch.remove(token):
                 return
             del self._watches[session_id]
             record = self._registry.open_record(session_id)

@@ -6,8 +6,8 @@ is filled in as its response and end arrive.
 """
 
 from collections import deque
-from itertools import islice
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 from mcpbrowser.guards import BLOCKED_HEADER

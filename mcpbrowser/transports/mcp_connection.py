@@ -41,7 +41,7 @@ from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip_answer
 from mcpbrowser.schema import compact_json
 from mcpbrowser.transports import protocol
-from mcpbrowser.transports.methods import HANDSHAKE, MethodTable
+from mcpbrowser.transports.methods import MethodTable
 from mcpbrowser.transports.protocol import ProtocolError
 from mcpbrowser.transports.resource_methods import ResourceMethods
 from mcpbrowser.transports.tasks import TaskTable

@@ -17,7 +17,6 @@ and whichever thread ends a session ends its subscriptions.
 import json
 import threading
 from concurrent.futures import Future
-from typing import Any
 
 from mcpbrowser.resources.hub import ResourceNotFound
 from mcpbrowser.transports import protocol
