@@ -26,6 +26,8 @@ PAGES["/stream"] = """<!doctype html><title>Stream</title>
 <button id="show" onclick="console.log('pw=' + document.getElementById('pw').value)">Show</button>
 <button id="later" onclick="setTimeout(() => { console.log('late line'); fetch('/api/data?late=1'); }, 300)">
 Later</button>
+<button id="ticker" onclick="let n = 0; const t = setInterval(() => { console.log('tick ' + n++);
+  if (n === 10) { clearInterval(t); document.body.append('all done'); } }, 200)">Ticker</button>
 <button id="flood" onclick="setTimeout(() => { for (let i = 0; i < 10000; i++) console.log('flood ' + i); }, 50)">
 Flood</button>
 """
@@ -115,6 +117,27 @@ def test_a_subscriber_hears_the_page_and_reads_every_entry(transport, era, http,
         assert read(client, fresh["next"])["entries"] == []
         requests = read(client, f"{network}?after={start[network]}")["entries"]
         assert [(e["url"].split("/", 3)[3], e["status"]) for e in requests] == [("api/data?late=1", 200)]
+
+        # While a call runs (a wait_for of about 2 s), what the page logs is told, and read, as it comes.
+        cursor = fresh["cursor"]
+        client.tool("click", sessionId=sid, selector="#ticker")
+        asked, during, ended = time.monotonic(), [], []
+
+        def wait():
+            client.tool("wait_for", sessionId=sid, text="all done")
+            ended.append(time.monotonic())
+
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        while waiter.is_alive() and time.monotonic() < asked + 20:
+            if heard.of(console, asked):
+                page = read(client, f"{console}?after={cursor}")
+                during, cursor = during + page["entries"], page["cursor"]
+            time.sleep(0.3)
+        waiter.join(30)
+        assert ended, "wait_for did not answer"
+        assert len([t for t in heard.of(console, asked) if t < ended[0]]) >= 3, heard.items
+        assert any(e["message"].startswith("tick ") for e in during)
 
         # Secrets are redacted as the console_logs tool redacts them.
         client.tool("type", sessionId=sid, selector="#pw", text=SECRET)

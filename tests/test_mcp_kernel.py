@@ -6,7 +6,7 @@ import queue
 import threading
 
 import pytest
-from fakes import fake_core
+from fakes import FakeClock, FakeTimer, fake_core
 
 from mcpbrowser.resources.watch import SessionWatch
 from mcpbrowser.session.events import EventBuffers
@@ -183,57 +183,53 @@ def test_a_handshake_subscription_ends_with_the_connection(core):
     assert core.registry.worker(sid).ticker is None
 
 
-class FakeLogState:
-    def __init__(self):
-        self.position = 0
-        self.flushes = 0
-
-    def flush_events(self):
-        self.flushes += 1
-
-
 class FakeResource:
     def __init__(self, name):
         self.name = name
 
-    def position(self, state):
-        return state.position
+    def position(self, events):
+        return events.log_position(self.name)
 
     def uri(self, session_id):
         return f"mcpbrowser://sessions/{session_id}/{self.name}"
 
 
-def test_the_watch_tells_at_most_once_per_interval_and_never_leaves_news_untold():
-    now = [0.0]
-    watch = SessionWatch("s", {"console": FakeResource("console")}, coalesce_s=0.25, clock=lambda: now[0])
+def test_the_watch_tells_at_most_once_per_window_and_never_leaves_news_untold():
+    """Entries as Playwright dispatches them (on_log), a page that logs without pause for 2 s: the
+    subscriber hears at most once per window, and of the last entries when the window closes."""
+    FakeTimer.created.clear()
+    events = EventBuffers(1000, 10, None, lambda: None)
+    watch = SessionWatch("s", {"console": FakeResource("console")}, events, coalesce_s=0.25,
+                         clock=FakeClock.monotonic, timer_factory=FakeTimer)
     told = []
 
     class Listener:
         def updated(self, uri):
-            told.append((now[0], uri))
+            told.append((FakeClock.now, uri, events.log_position("console")))
 
         def ended(self, uri):
             pass
 
+    events._keep_console({"message": "before"})
     watch.add("console", object(), Listener())
-    state = FakeLogState()
-    state.position = 3
-    watch.tick(state)  # the first tick sets where news starts
-    assert told == []
-    for step in range(1, 21):  # a page that logs on every tick for 2 s
-        now[0] = step * 0.1
-        state.position += 100
-        watch.tick(state)
+    assert told == [] and events.on_log == watch.changed
+    start = FakeClock.now
+    for step in range(200):  # 100 entries a second for 2 s, each dispatched as it comes
+        FakeClock.now = start + step * 0.01
+        events._keep_console({"message": str(step)})
+        for timer in [t for t in FakeTimer.created if not t.fired and t.due <= FakeClock.now]:
+            timer.fire()
     assert 7 <= len(told) <= 2 / 0.25 + 1
-    assert all(b[0] - a[0] >= 0.25 for a, b in zip(told, told[1:], strict=False))
-    now[0] += 0.1  # the flood stopped: its last entries are told by a later tick, once
-    watch.tick(state)
-    now[0] += 0.3
-    watch.tick(state)
-    now[0] += 0.3
-    watch.tick(state)
-    assert told[-1][0] >= 2.0 and len([t for t, _ in told if t > 2.0]) == 1
-    assert state.flushes == 24
+    assert all(b[0] - a[0] >= 0.25 - 1e-9 for a, b in zip(told, told[1:], strict=False))
+    pending = [t for t in FakeTimer.created if not t.fired]
+    assert len(pending) == 1  # one trailing timer, not one per entry
+    pending[0].fire()
+    assert told[-1][2] == 201 and told[-1][1] == "mcpbrowser://sessions/s/console"  # the last entry, told
+    count = len(told)
+    watch.changed("console")  # nothing new: nothing told
+    watch.close()
+    events._keep_console({"message": "after close"})
+    assert len(told) == count and events.on_log is None
 
 
 def test_log_numbers_survive_the_ring_and_say_what_it_pushed_out():

@@ -17,8 +17,10 @@ class SessionResource:
     name: str         # the last part of its URI
     title: str
     description: str
-    read: Callable[[Any, int], dict[str, Any]]  # SESSION THREAD: read(state, after) -> plain data
-    position: Callable[[Any], int]              # SESSION THREAD: the number of its newest entry
+    # read(events, secrets, after) -> plain data; position(events): the number of its newest entry.
+    # ANY THREAD: they read the session's EventBuffers' numbered logs, under their lock.
+    read: Callable[[Any, Any, int], dict[str, Any]]
+    position: Callable[[Any], int]
     mime_type: str = "application/json"
 
     def uri(self, session_id: str) -> str:

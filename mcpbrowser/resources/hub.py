@@ -1,8 +1,10 @@
 """The core's session resources: which a client may see, reading them, and who subscribes.
 
-ANY THREAD: every method. A read runs on the session's thread (a Future of its answer); a
-subscription makes the session's thread tick (watch.py) until its last subscriber leaves or
-the session ends (the registry's `on_ended`, which ends every subscription to it).
+ANY THREAD: every method. A read of an idle session runs on its thread, after a round trip that
+makes the browser's news arrive; while a call runs (and its events flow), it reads the session's
+numbered logs at once, from the caller's thread. A subscription makes the session's thread tick
+(watch.py) until its last subscriber leaves or the session ends (the registry's `on_ended`,
+which ends every subscription to it).
 
 A client sees only its own sessions (`owner`, as for tools; None sees all): another's is
 answered as a URI that names nothing, so listing, reading and subscribing tell it nothing.
@@ -80,7 +82,13 @@ class ResourceHub:
             else:
                 answer.set_result({**fut.result(), "next": f"{base}?after={fut.result()['cursor']}"})
 
-        record.worker.submit(resource.read, after).add_done_callback(done)
+        worker = record.worker
+        if worker.running is None or worker.events is None:
+            worker.submit(_read_idle, resource, after).add_done_callback(done)
+        else:  # a call holds the thread: Playwright dispatches its events meanwhile, so the logs are current
+            now: Future[Any] = Future()
+            now.set_result(resource.read(worker.events, worker.secrets, after))
+            done(now)
         return answer
 
     def subscribe(self, uri: str, owner: str | None, listener: Listener) -> tuple[object, str]:
@@ -91,11 +99,11 @@ class ResourceHub:
             watch = self._watches.get(record.session_id)
             if watch is None:
                 watch = self._watches[record.session_id] = SessionWatch(
-                    record.session_id, self.resources, self._coalesce_s)
+                    record.session_id, self.resources, record.worker.events, self._coalesce_s)
             watch.add(resource.name, token, listener)
             self._tokens[token] = record.session_id
         record.worker.ticker = (self._tick_s, watch.tick)
-        record.worker.submit(watch.tick)  # wakes an idle session thread, and sets where news starts
+        record.worker.submit(watch.tick)  # wakes an idle session thread to start ticking
         if self._registry.open_record(record.session_id) is None:  # it ended meanwhile
             self.session_ended(record.session_id)
         return token, resource.uri(record.session_id)
@@ -107,6 +115,7 @@ class ResourceHub:
             if session_id is None or watch is None or not watch.remove(token):
                 return
             del self._watches[session_id]
+            watch.close()
             record = self._registry.open_record(session_id)
             if record is not None:
                 record.worker.ticker = None  # nobody listens: the session thread sleeps between calls again
@@ -119,5 +128,12 @@ class ResourceHub:
                 del self._tokens[token]
         if watch is None:
             return
+        watch.close()
         for name, listener in watch.listeners():
             listener.ended(self.resources[name].uri(session_id))
+
+
+def _read_idle(state: Any, resource: Any, after: int) -> dict[str, Any]:
+    """SESSION THREAD: dispatch what the browser sent while the session was idle, then read."""
+    state.flush_events()
+    return resource.read(state.events, state.secrets, after)

@@ -1,4 +1,4 @@
-"""A session's console and network logs as MCP resources: read on the session thread, a page at a time.
+"""A session's console and network logs as MCP resources, read a page at a time (any thread).
 
 Each entry is numbered as it arrives (a request when it ends: a reader meets it once, with its
 status); a read returns the entries after its cursor, shown and redacted exactly as the
@@ -15,19 +15,18 @@ READ_LIMIT = 500  # entries per read at most; `more` says when the reader should
 
 
 def _reader(name: str, shown: Any) -> Any:
-    def read(state: Any, after: int) -> dict[str, Any]:
-        state.flush_events()  # what the browser sent while the session was idle
-        entries, cursor, skipped, more = state.events.log_since(name, after, READ_LIMIT)
+    def read(events: Any, secrets: Any, after: int) -> dict[str, Any]:
+        entries, cursor, skipped, more = events.log_since(name, after, READ_LIMIT)
         # dropped: entries pushed out of the session's ring (--console-buffer, --network-buffer) before
         # this reader came for them; the page's own flood limit is said in the log itself (events.py).
         return scrub_value({"entries": shown(entries), "cursor": cursor, "dropped": skipped, "more": more},
-                           state.secrets)
+                           secrets)
 
     return read
 
 
 def _position(name: str) -> Any:
-    return lambda state: state.events.log_position(name)
+    return lambda events: events.log_position(name)
 
 
 RESOURCES = [

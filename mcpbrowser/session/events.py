@@ -1,10 +1,12 @@
 """One session's event buffers: console entries and network requests, as bounded rings.
 
-SESSION THREAD ONLY: Playwright dispatches these handlers on the session's
-thread while a call is in progress. Entries are plain dicts; a request's entry
-is filled in as its response and end arrive.
+SESSION THREAD: Playwright dispatches these handlers on the session's thread while a
+call is in progress. Entries are plain dicts; a request's entry is filled in as its
+response and end arrive. ANY THREAD: `log_since` and `log_position`, the numbered logs
+the log resources read (under their lock), so that a read need not wait for a running call.
 """
 
+import threading
 from collections import deque
 from collections.abc import Callable
 from itertools import islice
@@ -103,6 +105,10 @@ class EventBuffers:
         # numbering, so that a reader meets each request once, with its status and duration.
         self.finished: deque[dict] = deque(maxlen=network_size)
         self._finished_total = 0
+        self._log_lock = threading.Lock()  # the console ring and `finished`, against readers on other threads
+        # on_log(name), when set: called on the session thread after an entry joined the "console" or
+        # "network" log (the log resources' watch, resources/watch.py, tells its subscribers).
+        self.on_log: Callable[[str], None] | None = None
 
     def listen(self, context: Any) -> None:
         context.add_init_script(script=CONSOLE_GUARD)
@@ -125,18 +131,20 @@ class EventBuffers:
 
     def log_position(self, name: str) -> int:
         """How many entries the "console" or "network" (ended requests) log has had: the newest one's number."""
-        return self._console_total if name == "console" else self._finished_total
+        with self._log_lock:
+            return self._console_total if name == "console" else self._finished_total
 
     def log_since(self, name: str, after: int, limit: int) -> tuple[list[dict], int, int, bool]:
         """(entries, cursor, skipped, more): up to `limit` entries of a log numbered after `after` (1 is the
         first), the newest one's number, how many were pushed out of the ring before anyone read them,
         and whether newer ones wait."""
-        ring = self.console if name == "console" else self.finished
-        total = self.log_position(name)
-        after = min(max(after, 0), total)
-        first = total - len(ring) + 1  # the number of the oldest entry the ring still holds
-        start = max(after + 1, first)
-        picked = list(islice(ring, start - first, start - first + limit))
+        with self._log_lock:
+            ring = self.console if name == "console" else self.finished
+            total = self._console_total if name == "console" else self._finished_total
+            after = min(max(after, 0), total)
+            first = total - len(ring) + 1  # the number of the oldest entry the ring still holds
+            start = max(after + 1, first)
+            picked = list(islice(ring, start - first, start - first + limit))
         cursor = start - 1 + len(picked)
         return picked, cursor, start - (after + 1), cursor < total
 
@@ -180,14 +188,20 @@ class EventBuffers:
     # -- event handlers ---------------------------------------------------------------
 
     def _keep_console(self, entry: dict) -> None:
-        self._console_total += 1
-        if len(self.console) == self.console.maxlen:
-            self.console_dropped += 1
-        self.console.append(entry)
+        with self._log_lock:
+            self._console_total += 1
+            if len(self.console) == self.console.maxlen:
+                self.console_dropped += 1
+            self.console.append(entry)
+        if self.on_log is not None:
+            self.on_log("console")
 
     def _keep_finished(self, entry: dict) -> None:
-        self._finished_total += 1
-        self.finished.append(entry)
+        with self._log_lock:
+            self._finished_total += 1
+            self.finished.append(entry)
+        if self.on_log is not None:
+            self.on_log("network")
 
     def _keep_network(self, entry: dict, request: Any) -> None:
         self._network_total += 1

@@ -56,6 +56,9 @@ class SessionWorker:
         # while anyone subscribes (see resources/watch.py): it makes the browser's events dispatch
         # between calls. Plain assignment from any thread; the loop reads it on each turn.
         self.ticker: Any = None
+        # Its state's EventBuffers (set by the state as it opens): their numbered logs may be read from
+        # any thread (see events.py), so a log resource is read even while a call runs.
+        self.events: Any = None
         self._thread = threading.Thread(target=self._run, name=f"session-{session_id[:8]}", daemon=True)
 
     # -- ANY THREAD ------------------------------------------------------------
