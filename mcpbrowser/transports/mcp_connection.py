@@ -336,7 +336,7 @@ class McpConnection:
         self.answer(msg.id, value, caller)
 
     def answer(self, request_id, value, caller):
-        """Send a request's result, with the fields its era asks for."""
+        """Send a request's result, with the fields its era asks for: every result leaves here."""
         if caller.modern:
             value.setdefault("resultType", "complete")
         self.send(protocol.result(request_id, value), request_id)
@@ -379,7 +379,7 @@ class McpConnection:
         capabilities = self.methods.capabilities(protocol.MODERN_VERSIONS[-1])
         return {"supportedVersions": list(protocol.SUPPORTED_VERSIONS), "capabilities": capabilities,
                 "instructions": INSTRUCTIONS, "cacheScope": "public", "ttlMs": DISCOVER_TTL_MS,
-                "resultType": "complete", "_meta": {protocol.SERVER_INFO_KEY: SERVER_INFO}}
+                "_meta": {protocol.SERVER_INFO_KEY: SERVER_INFO}}
 
     def _tools_list(self, msg, caller):
         protocol.check_paginated(msg.params, msg.id)
@@ -498,21 +498,21 @@ class McpConnection:
             if request_id in self._suppressed:
                 self._suppressed.discard(request_id)
                 return
-        self.send(protocol.result(request_id, self.tool_result(tool, fut, caller)), request_id)
+        self.answer(request_id, self.tool_result(tool, fut, caller), caller)
 
     def tool_result(self, tool, fut, caller=None):
         if fut.cancelled():  # only shutdown cancels a call the client did not cancel
-            return _error_result(BrowserError("The server is shutting down."), caller)
+            return _error_result(BrowserError("The server is shutting down."))
         try:
             value = fut.result()
         except InputRequired as exc:
             if caller is not None and caller.modern:
                 return self._input_required(exc, tool, caller)
-            return _error_result(exc, caller)
+            return _error_result(exc)
         except Exception as exc:
             if not isinstance(exc, BrowserServerError):
                 log.exception("tool raised", extra={"event": "tool_bug", "tool": tool.name})
-            return _error_result(as_server_error(exc), caller)
+            return _error_result(as_server_error(exc))
         content = []
         if tool.returns_image:
             image = value["image"]
@@ -533,8 +533,6 @@ class McpConnection:
         version = caller.version if caller is not None else self.version
         if tool.output_schema is not None and version >= protocol.STRUCTURED_OUTPUT_SINCE:
             out["structuredContent"] = value
-        if caller is not None and caller.modern:
-            out["resultType"] = "complete"
         return out
 
     def _input_required(self, exc, tool, caller):
@@ -570,9 +568,6 @@ def agent_view(value):
     return {k: v for k, v in value.items() if k != "hash" and (k != "meta" or meta.get("hasConsoleLogs"))}
 
 
-def _error_result(exc, caller=None):
-    out = {"content": [{"type": "text", "text": compact_json(clip_answer(exc.to_dict()))}], "isError": True}
-    if caller is not None and caller.modern:
-        out["resultType"] = "complete"
-    return out
+def _error_result(exc):
+    return {"content": [{"type": "text", "text": compact_json(clip_answer(exc.to_dict()))}], "isError": True}
 
