@@ -6,6 +6,8 @@ message on the stream of the request it is `related` to (a request id), or on
 the client's own stream when it is None. It answers server/discover, initialize,
 ping, tools/list and logging/setLevel, hands tools/call to the core, handles
 cancellation and progress, and asks the client's user for input on the core's behalf.
+Its requests are a method table (methods.py), from which the capabilities each version is
+offered are derived; the resource requests are resource_methods.py's.
 
 Both protocol eras, on every transport:
 - handshake (2024-11-05 .. 2025-11-25): `initialize` fixes the version for the
@@ -368,8 +370,7 @@ class McpConnection:
         if not self._fixed_name:
             self.name = info.get("name") if isinstance(info, dict) else None
         return {"protocolVersion": self.version, "capabilities": self.methods.capabilities(self.version),
-                "serverInfo": SERVER_INFO,
-                "instructions": INSTRUCTIONS}
+                "serverInfo": SERVER_INFO, "instructions": INSTRUCTIONS}
 
 
     def _discover(self, msg, caller):
