@@ -190,7 +190,8 @@ def test_a_subscriber_hears_the_page_and_reads_every_entry(transport, era, http,
 
 @pytest.mark.filterwarnings(LEGACY_SUBSCRIBE)
 def test_another_client_cannot_list_read_or_subscribe(http, pages):
-    """Over HTTP, Bob (either era) meets Alice's session resources as if they did not exist."""
+    """Over HTTP, Bob (either era) meets Alice's session resources as if they did not exist, and reads
+    nothing of hers in the server log."""
     alice, _ = connect("http", "2026-07-28", http)
     bob_old, bob_heard = connect("http", "2025-11-25", http, token=BOB)
     bob_new, _ = connect("http", "2026-07-28", http, token=BOB)
@@ -206,6 +207,11 @@ def test_another_client_cannot_list_read_or_subscribe(http, pages):
                     bob.run("read_resource", uri)
         with pytest.raises(MCPError, match="Resource not found"):
             bob_old.run("subscribe_resource", console)
+        # The server log (what notifications/message carried before 2026-07-28) shows each its own.
+        alice_log = json.dumps(read(alice, "mcpbrowser://server/log"))
+        assert sid in alice_log and '"tool_call"' in alice_log
+        for bob in (bob_old, bob_new):
+            assert sid not in json.dumps(read(bob, "mcpbrowser://server/log"))
         listen, honored = subscribe(bob_new, [console])
         assert honored == []  # not acknowledged: nothing will come
         assert listen.result(10) == "ended"  # and the stream, with nothing left to tell, ends

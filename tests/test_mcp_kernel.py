@@ -121,8 +121,9 @@ def test_reading_with_a_cursor_gets_only_what_is_new_and_only_a_clients_own(core
     uri = f"mcpbrowser://sessions/{sid}/console"
     log_lines(core, sid, "one", "two")
     listed = request(alice, wire, 1, "resources/list")["result"]["resources"]
-    assert {r["uri"] for r in listed} == {uri, f"mcpbrowser://sessions/{sid}/network"}
-    assert request(bob, bob_wire, 1, "resources/list")["result"]["resources"] == []
+    server_log = "mcpbrowser://server/log"
+    assert {r["uri"] for r in listed} == {uri, f"mcpbrowser://sessions/{sid}/network", server_log}
+    assert [r["uri"] for r in request(bob, bob_wire, 1, "resources/list")["result"]["resources"]] == [server_log]
     first = json.loads(request(alice, wire, 2, "resources/read", {"uri": uri})["result"]["contents"][0]["text"])
     assert [e["message"] for e in first["entries"]] == ["one", "two"] and first["cursor"] == 2
     assert "location" not in first["entries"][0]  # as console_logs shows a plain log line
@@ -264,3 +265,40 @@ def test_a_worker_ticks_while_idle_only_while_its_ticker_is_set():
     assert worker.submit(lambda state: len(count)).result(5) == stopped_at
     worker.stop()
     assert worker.join(5)
+
+
+def test_the_server_log_shows_a_client_the_records_of_its_own_sessions(core):
+    from mcpbrowser.logs import log
+
+    alice, wire = connect(core, owner="alice")
+    bob, bob_wire = connect(core, owner="bob")
+    everyone, everyone_wire = connect(core)  # stdio's: sees all
+    own, other = core.call("create_session")["sessionId"], core.call("create_session")["sessionId"]
+    core.registry.open_record(own).owner = "alice"
+    core.registry.open_record(other).owner = "bob"
+    uri = "mcpbrowser://server/log"
+    assert uri in {r["uri"] for r in request(alice, wire, 1, "resources/list")["result"]["resources"]}
+    request(alice, wire, 2, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+    assert request(alice, wire, 3, "resources/subscribe", {"uri": uri})["result"] == {}
+    log.warning("about alice", extra={"event": "probe", "session": own})
+    assert wire.next() == {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+    log.warning("about bob", extra={"event": "probe", "session": other})
+    log.warning("about nobody", extra={"event": "probe"})
+
+    def read(connection, wire, request_id, after=0):
+        answer = request(connection, wire, request_id, "resources/read", {"uri": f"{uri}?after={after}"})
+        return json.loads(answer["result"]["contents"][0]["text"])
+
+    seen = read(alice, wire, 4)
+    assert [e["data"]["message"] for e in seen["entries"] if e["data"].get("event") == "probe"] == ["about alice"]
+    assert seen["entries"][-1]["level"] == "warning" and seen["entries"][-1]["data"]["session"] == own
+    assert read(alice, wire, 5, seen["cursor"])["entries"] == []
+    theirs = [e["data"]["message"] for e in read(bob, bob_wire, 1)["entries"] if e["data"].get("event") == "probe"]
+    assert theirs == ["about bob"]
+    all_of_them = [e["data"]["message"] for e in read(everyone, everyone_wire, 1)["entries"]
+                   if e["data"].get("event") == "probe"]
+    assert all_of_them == ["about alice", "about bob", "about nobody"]
+    with pytest.raises(queue.Empty):  # bob's and the server's records told alice nothing
+        wire.next(timeout=0.4)
+    alice.close()
+    assert core.resources.server_log._views == {}

@@ -35,6 +35,7 @@ from mcpbrowser.library import Session, arguments
 from mcpbrowser.logs import log
 from mcpbrowser.redaction import SecretBook
 from mcpbrowser.resources.hub import ResourceHub
+from mcpbrowser.resources.server_log import ServerLog
 from mcpbrowser.session.opener import SessionOpener
 
 SHUTDOWN_BUDGET_S = 5.0  # sessions get at most this long to close at shutdown, then the browser stops
@@ -70,7 +71,10 @@ class Browser:
         self.registry = SessionRegistry(config, self.history, clock=clock, timer_factory=timer_factory,
                                         final_save=self.recorder.final_save, on_change=self._refill,
                                         secrets=self.secrets)
-        self.resources = ResourceHub(self.registry, resources.RESOURCES)  # the sessions' logs, as MCP resources
+        # The sessions' logs and the server's, as MCP resources.
+        self._server_log = ServerLog(lambda sid: getattr(self.registry.open_record(sid), "owner", None))
+        log.addHandler(self._server_log)
+        self.resources = ResourceHub(self.registry, resources.RESOURCES, self._server_log)
         self.registry.on_ended = self.resources.session_ended
         self.dispatcher = Dispatcher(config, self.tools, self.registry, self.recorder, self.user,
                                      self._executor, core=self)
@@ -136,6 +140,7 @@ class Browser:
             worker.join(max(0.0, deadline - time.monotonic()))
         self.store.close()
         log.info("core closed", extra={"event": "core_closed", "workers": len(workers)})
+        log.removeHandler(self._server_log)
 
     def __enter__(self) -> "Browser":
         return self.start()

@@ -47,7 +47,11 @@ def parse_uri(uri: str) -> tuple[str, str, int] | None:
     segments = parts.path.split("/")
     if parts.scheme != SCHEME or parts.netloc != "sessions" or len(segments) != 3 or not segments[1]:
         return None
-    after = parse_qs(parts.query).get("after", ["0"])[-1]
-    if not after.isdigit() or len(after) > 18:
-        return None
-    return segments[1], segments[2], int(after)
+    after = parse_after(parts.query)
+    return None if after is None else (segments[1], segments[2], after)
+
+
+def parse_after(query: str) -> int | None:
+    """The `after` cursor of a URI's query (0 when absent), or None when it is no cursor."""
+    after = parse_qs(query).get("after", ["0"])[-1]
+    return int(after) if after.isdigit() and len(after) <= 18 else None

@@ -16,6 +16,8 @@ from typing import Any
 
 from mcpbrowser.errors import SessionNotFound
 from mcpbrowser.resources.base import parse_uri
+from mcpbrowser.resources.server_log import ServerLog, ServerLogResource
+from mcpbrowser.resources.session_logs import READ_LIMIT
 from mcpbrowser.resources.watch import COALESCE_S, TICK_S, Listener, SessionWatch
 
 
@@ -28,18 +30,20 @@ class ResourceNotFound(LookupError):
 
 
 class ResourceHub:
-    def __init__(self, registry: Any, resources: list[Any], tick_s: float = TICK_S,
-                 coalesce_s: float = COALESCE_S) -> None:
+    def __init__(self, registry: Any, resources: list[Any], server_log: ServerLog | None = None,
+                 tick_s: float = TICK_S, coalesce_s: float = COALESCE_S) -> None:
         self._registry = registry
         self.resources = {r.name: r for r in resources}
+        self.server_log = server_log
         self._tick_s, self._coalesce_s = tick_s, coalesce_s
         self._lock = threading.Lock()
-        self._watches: dict[str, SessionWatch] = {}  # session id -> its watch
-        self._tokens: dict[object, str] = {}          # subscription token -> session id
+        # A session's id, or ("server", owner) for a client's view of the server log -> its watch
+        self._watches: dict[Any, SessionWatch] = {}
+        self._tokens: dict[object, Any] = {}  # subscription token -> its watch's key
 
     def listed(self, owner: str | None) -> list[dict[str, Any]]:
         """resources/list: every resource of the client's open sessions."""
-        out = []
+        out = [dict(ServerLogResource.listed)] if self.server_log is not None else []
         for record in self._registry.records():
             if owner is None or record.owner == owner:
                 title = record.worker.info.get("title", "")
@@ -60,8 +64,13 @@ class ResourceHub:
             raise ResourceNotFound(uri)
         return record, self.resources[name], after
 
+    def _server_after(self, uri: str) -> int | None:
+        return ServerLogResource.after(uri) if self.server_log is not None else None
+
     def visible(self, uri: str, owner: str | None) -> bool:
-        """Whether the URI names a resource of an open session of this client."""
+        """Whether the URI names the server log, or a resource of an open session of this client."""
+        if self._server_after(uri) is not None:
+            return True
         try:
             self._find(uri, owner)
         except ResourceNotFound:
@@ -70,9 +79,15 @@ class ResourceHub:
 
     def read(self, uri: str, owner: str | None) -> Future:
         """A Future of the read's plain data (with `next`, the URI of the next read); raises ResourceNotFound."""
+        server_after = self._server_after(uri)
+        if server_after is not None and self.server_log is not None:
+            answer: Future[Any] = Future()
+            out = self.server_log.since(owner, server_after, READ_LIMIT)
+            answer.set_result({**out, "next": f"{ServerLogResource.uri('')}?after={out['cursor']}"})
+            return answer
         record, resource, after = self._find(uri, owner)
         base = resource.uri(record.session_id)
-        answer: Future[Any] = Future()
+        answer = Future()
 
         def done(fut: Future) -> None:
             if fut.cancelled() or isinstance(fut.exception(), SessionNotFound):
@@ -93,8 +108,18 @@ class ResourceHub:
 
     def subscribe(self, uri: str, owner: str | None, listener: Listener) -> tuple[object, str]:
         """(token, the URI its notifications name) of a new subscription; raises ResourceNotFound."""
-        record, resource, _ = self._find(uri, owner)
         token = object()
+        if self._server_after(uri) is not None and self.server_log is not None:
+            with self._lock:
+                key = ("server", owner)
+                watch = self._watches.get(key)
+                if watch is None:
+                    watch = self._watches[key] = SessionWatch(
+                        "server", {"log": ServerLogResource}, self.server_log.view(owner), self._coalesce_s)
+                watch.add("log", token, listener)
+                self._tokens[token] = key
+            return token, ServerLogResource.uri("")
+        record, resource, _ = self._find(uri, owner)
         with self._lock:
             watch = self._watches.get(record.session_id)
             if watch is None:
@@ -110,13 +135,17 @@ class ResourceHub:
 
     def unsubscribe(self, token: object) -> None:
         with self._lock:
-            session_id = self._tokens.pop(token, None)
-            watch = self._watches.get(session_id) if session_id is not None else None
-            if session_id is None or watch is None or not watch.remove(token):
+            key = self._tokens.pop(token, None)
+            watch = self._watches.get(key) if key is not None else None
+            if key is None or watch is None or not watch.remove(token):
                 return
-            del self._watches[session_id]
+            del self._watches[key]
             watch.close()
-            record = self._registry.open_record(session_id)
+            if isinstance(key, tuple):
+                if self.server_log is not None:
+                    self.server_log.unview(key[1])
+                return
+            record = self._registry.open_record(key)
             if record is not None:
                 record.worker.ticker = None  # nobody listens: the session thread sleeps between calls again
 

@@ -39,7 +39,7 @@ from typing import Any
 
 from mcpbrowser import __version__
 from mcpbrowser.errors import BrowserError, BrowserServerError, InputRequired, as_server_error
-from mcpbrowser.logs import log
+from mcpbrowser.logs import MCP_LEVELS, client_view, log
 from mcpbrowser.page_strings import clip_answer
 from mcpbrowser.schema import compact_json
 from mcpbrowser.transports import protocol
@@ -65,11 +65,6 @@ TASK_TOOLS = ("navigate", "wait_for", "wait_for_user")
 DISCOVER_TTL_MS = 300_000  # the tool list changes only with the server's flags: clients may cache it this long
 STATE_TTL_S = 600          # a requestState is honoured this long after the question was asked
 
-# MCP log levels (syslog names) onto Python's, and back.
-_PY_LEVEL = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO + 5,
-             "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
-             "alert": logging.CRITICAL + 5, "emergency": logging.CRITICAL + 9}
-_LOG_FIELDS = ("event", "session", "tool", "outcome", "duration_ms", "error")
 
 
 class ClientLogHandler(logging.Handler):
@@ -81,7 +76,7 @@ class ClientLogHandler(logging.Handler):
         self.connection = connection
 
     def set_client_level(self, level):
-        self.setLevel(_PY_LEVEL[level])
+        self.setLevel(MCP_LEVELS[level])
 
     def emit(self, record):
         owner = self.connection.owner
@@ -91,9 +86,7 @@ class ClientLogHandler(logging.Handler):
             session = getattr(record, "session", None)
             if session is None or self.connection.core.registry.owner_of(session) != owner:
                 return
-        level = next((name for name, num in reversed(_PY_LEVEL.items()) if record.levelno >= num), "debug")
-        data = {"message": record.getMessage()}
-        data.update({k: getattr(record, k) for k in _LOG_FIELDS if hasattr(record, k)})
+        level, data = client_view(record)
         self.connection.send(protocol.notification(
             "notifications/message", {"level": level, "logger": record.name, "data": data}))
 
