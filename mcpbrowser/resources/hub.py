@@ -1,4 +1,5 @@
-"""The core's session resources: which a client may see, reading them, and who subscribes.
+"""The core's resources (each session's logs, and the server log): which a client may see, reading
+them, and who subscribes.
 
 ANY THREAD: every method. A read of an idle session runs on its thread, after a round trip that
 makes the browser's news arrive; while a call runs (and its events flow), it reads the session's
@@ -42,7 +43,7 @@ class ResourceHub:
         self._tokens: dict[object, Any] = {}  # subscription token -> its watch's key
 
     def listed(self, owner: str | None) -> list[dict[str, Any]]:
-        """resources/list: every resource of the client's open sessions."""
+        """resources/list: the server log, and every resource of the client's open sessions."""
         out = [dict(ServerLogResource.listed)] if self.server_log is not None else []
         for record in self._registry.records():
             if owner is None or record.owner == owner:
