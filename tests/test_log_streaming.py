@@ -112,8 +112,8 @@ def test_a_subscriber_hears_the_page_and_reads_every_entry(transport, era, http,
 
         # What the page does while nobody calls a tool reaches the subscriber, and a read from the
         # cursor gives only what is new.
+        asked = time.monotonic()  # (before the click: what the page does is told even while the click runs)
         client.tool("click", sessionId=sid, selector="#later")
-        asked = time.monotonic()
         assert wait_for(lambda: heard.of(console, asked) and heard.of(network, asked), 10), heard.items
         fresh = read(client, f"{console}?after={start[console]}")
         assert [e["message"] for e in fresh["entries"]][-1:] == ["late line"], fresh
@@ -123,9 +123,8 @@ def test_a_subscriber_hears_the_page_and_reads_every_entry(transport, era, http,
         assert [(e["url"].split("/", 3)[3], e["status"]) for e in requests] == [("api/data?late=1", 200)]
 
         # While a call runs (a wait_for of about 2 s), what the page logs is told, and read, as it comes.
-        cursor = fresh["cursor"]
+        cursor, asked, during, ended = fresh["cursor"], time.monotonic(), [], []
         client.tool("click", sessionId=sid, selector="#ticker")
-        asked, during, ended = time.monotonic(), [], []
 
         def wait():
             client.tool("wait_for", sessionId=sid, text="all done")
