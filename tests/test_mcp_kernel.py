@@ -302,3 +302,19 @@ def test_the_server_log_shows_a_client_the_records_of_its_own_sessions(core):
         wire.next(timeout=0.4)
     alice.close()
     assert core.resources.server_log._views == {}
+
+
+def test_a_listen_naming_a_session_twice_ends_once_with_it(core):
+    connection, wire = connect(core)
+    sid = core.call("create_session")["sessionId"]
+    uri = f"mcpbrowser://sessions/{sid}/console"
+    connection.handle_line(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": [uri, uri, f"{uri}?after=3", uri.replace("console", "network")]},
+        "_meta": MODERN_META}}).encode())
+    ack = wire.next()
+    assert ack["params"]["notifications"]["resourceSubscriptions"] == [uri, f"{uri}?after=3",
+                                                                       uri.replace("console", "network")]
+    core.call("close_session", {"sessionId": sid})
+    assert wire.answer(9)["result"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 9}
+    with pytest.raises(queue.Empty):
+        wire.next(timeout=0.3)

@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from mcpbrowser.errors import SessionNotFound
+from mcpbrowser.logs import log
 from mcpbrowser.resources.base import parse_uri
 from mcpbrowser.resources.server_log import ServerLog, ServerLogResource
 from mcpbrowser.resources.session_logs import READ_LIMIT
@@ -160,7 +161,10 @@ class ResourceHub:
             return
         watch.close()
         for name, listener in watch.listeners():
-            listener.ended(self.resources[name].uri(session_id))
+            try:
+                listener.ended(self.resources[name].uri(session_id))
+            except Exception:  # a session's end must go on whatever one subscription does
+                log.exception("ending a subscription failed", extra={"session": session_id})
 
 
 def _read_idle(state: Any, resource: Any, after: int) -> dict[str, Any]:

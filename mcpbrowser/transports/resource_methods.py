@@ -55,11 +55,12 @@ class _Listen:
         self.tokens: list[object] = []
         self._lock = threading.Lock()
         self._live: set[str] = set()
+        self._finishing = False
 
     def start(self, hub, uris, owner):
         # An unknown URI, or another client's, is left out of the acknowledgement (the spec's
         # "honored subset"): nothing says whether it exists.
-        honored = [uri for uri in uris if hub.visible(uri, owner)]
+        honored = [uri for uri in dict.fromkeys(uris) if hub.visible(uri, owner)]
         self.connection.send(protocol.notification("notifications/subscriptions/acknowledged", {
             "notifications": {"resourceSubscriptions": honored} if honored else {}, "_meta": self.meta}),
             self.request_id)
@@ -90,7 +91,11 @@ class _Listen:
             self._finish()
 
     def _finish(self):
-        if self.done.set_running_or_notify_cancel():
+        with self._lock:  # once: two URIs of one session both end with it
+            if self._finishing:
+                return
+            self._finishing = True
+        if self.done.set_running_or_notify_cancel():  # False: the client cancelled it first
             self.done.set_result(None)
 
 
