@@ -37,6 +37,22 @@ _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message
 log.addFilter(_ScrubSecrets())
 
 
+# MCP log levels (syslog names) onto Python's, and back.
+MCP_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO + 5,
+              "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
+              "alert": logging.CRITICAL + 5, "emergency": logging.CRITICAL + 9}
+CLIENT_FIELDS = ("event", "session", "tool", "outcome", "duration_ms", "error")
+
+
+def client_view(record):
+    """(MCP level, data) of a record as a client is shown it: in notifications/message (handshake
+    eras) and in the server log resource (resources/server_log.py)."""
+    level = next((name for name, num in reversed(MCP_LEVELS.items()) if record.levelno >= num), "debug")
+    data = {"message": record.getMessage()}
+    data.update({k: getattr(record, k) for k in CLIENT_FIELDS if hasattr(record, k)})
+    return level, data
+
+
 def setup(level="info", stream=None):
     """Send the package's records to stderr as one JSON object per line."""
     from pythonjsonlogger.json import JsonFormatter

@@ -506,7 +506,8 @@ class SdkClient(McpClient):
     """The official high-level `mcp.client.Client` (mode "auto": server/discover, else initialize;
     "legacy": initialize) over Streamable HTTP (target: a URL) or stdio (target: server flags)."""
 
-    def __init__(self, target, *, mode="auto", token=None, elicitation_callback=None, env=None):
+    def __init__(self, target, *, mode="auto", token=None, elicitation_callback=None, env=None,
+                 message_handler=None):
         from mcp.client.client import Client
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
@@ -525,7 +526,7 @@ class SdkClient(McpClient):
             transport = stdio_client(params, errlog=self.stderr)
         self._client_cm = self.portal.wrap_async_context_manager(
             Client(transport, mode=mode, elicitation_callback=elicitation_callback, cache=None,
-                   logging_callback=self._on_log))
+                   logging_callback=self._on_log, message_handler=message_handler))
         self.session = self._client_cm.__enter__()
         self.version = self.session.protocol_version
 

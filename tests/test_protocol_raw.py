@@ -29,7 +29,9 @@ def test_supported_version_is_echoed(version):
         result = answer["result"]
         assert answer["id"] == 0 and result["protocolVersion"] == version
         assert result["serverInfo"]["name"] == "mcpbrowser" and result["serverInfo"]["version"]
-        assert set(result["capabilities"]) == {"tools", "logging"} | ({"tasks"} if version >= "2025-11-25" else set())
+        assert set(result["capabilities"]) == {"tools", "logging", "resources"} | \
+            ({"tasks"} if version >= "2025-11-25" else set())
+        assert result["capabilities"]["resources"] == {"subscribe": True}  # the sessions' logs (issue 36)
         assert "create_session" in result["instructions"]
         listed = server.request(1, "tools/list")["result"]["tools"]
         structured = version >= "2025-06-18"

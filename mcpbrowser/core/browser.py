@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal
 
-from mcpbrowser import tools
+from mcpbrowser import resources, tools
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser_supervisor import BrowserSupervisor
 from mcpbrowser.core.dispatch import Dispatcher
@@ -36,6 +36,8 @@ from mcpbrowser.guards import DomainPolicy, MemoryGuard
 from mcpbrowser.library import Session, arguments
 from mcpbrowser.logs import log
 from mcpbrowser.redaction import SecretBook
+from mcpbrowser.resources.hub import ResourceHub
+from mcpbrowser.resources.server_log import ServerLog
 from mcpbrowser.session.opener import SessionOpener
 
 SHUTDOWN_BUDGET_S = 5.0  # sessions get at most this long to close at shutdown, then the browser stops
@@ -74,6 +76,11 @@ class Browser:
         self.session_memory = SessionMemory(config, self.registry)
         self.files = FileKeeper(config, self.history, self._executor, self.registry.ids)
         self.memory = MemoryGuard(config.max_memory_mb)
+        # The sessions' logs and the server's, as MCP resources.
+        self._server_log = ServerLog(lambda sid: getattr(self.registry.open_record(sid), "owner", None))
+        log.addHandler(self._server_log)
+        self.resources = ResourceHub(self.registry, resources.RESOURCES, self._server_log)
+        self.registry.on_ended = self.resources.session_ended
         self.dispatcher = Dispatcher(config, self.tools, self.registry, self.recorder, self.user,
                                      self._executor, core=self)
         self._opener = opener or SessionOpener(
@@ -139,6 +146,7 @@ class Browser:
             worker.join(max(0.0, deadline - time.monotonic()))
         self.store.close()
         log.info("core closed", extra={"event": "core_closed", "workers": len(workers)})
+        log.removeHandler(self._server_log)
 
     def __enter__(self) -> "Browser":
         return self.start()

@@ -85,6 +85,9 @@ class SessionRegistry:
         self._ended: OrderedDict[str, str] = OrderedDict()  # id -> "closed" | "expired" | "lost" | "memory"
         self._starting = 0
         self.closed = False
+        # on_ended(session_id), ANY THREAD, after a session left the registry however it ended (closed,
+        # expired, lost, shutdown): the core's resource hub ends its subscriptions.
+        self.on_ended: Callable[[str], None] = lambda session_id: None
 
     # -- ANY THREAD: opening -----------------------------------------------------------
 
@@ -169,6 +172,11 @@ class SessionRegistry:
             raise SessionNotFound(session_id=session_id)
         return record.worker, record.expires_at
 
+    def open_record(self, session_id: str) -> SessionRecord | None:
+        """The record of an open session, or None; renews nothing."""
+        with self._lock:
+            return self._sessions.get(session_id)
+
     def worker(self, session_id: str) -> SessionWorker:
         return self.renewed(session_id, renew=False)[0]
 
@@ -222,6 +230,7 @@ class SessionRegistry:
             if self._sessions.get(record.session_id) is not record or record.worker is not old:
                 return False
             new.secrets = old.secrets
+            new.ticker = old.ticker  # its subscribers go on hearing from the new thread
             record.worker = new
             return True
 
@@ -241,6 +250,7 @@ class SessionRegistry:
             self.worker(session_id)  # raises the error its id deserves
             return {}
         self.timers.cancel(session_id)
+        self.on_ended(session_id)
         self.history.session_closed(session_id, "closed", record.worker.options.get("throttle"))
         left: dict = {}
 
@@ -269,6 +279,7 @@ class SessionRegistry:
             records, self._sessions = list(self._sessions.values()), {}
         self.timers.cancel_all()
         for record in records:
+            self.on_ended(record.session_id)
             self.history.session_closed(record.session_id, "shutdown", record.worker.options.get("throttle"))
         return [record.worker for record in records]
 
@@ -299,6 +310,7 @@ class SessionRegistry:
         """Close sessions whose browser died: the history says why, their threads wind down."""
         for record in records:
             self.timers.cancel(record.session_id)
+            self.on_ended(record.session_id)
             self.history.session_closed(record.session_id, "browser_crash", record.worker.options.get("throttle"))
             record.worker.stop(self.lost_error(record.session_id))
             log.warning("session lost", extra={"event": "session_lost", "session": record.session_id})
@@ -332,6 +344,7 @@ class SessionRegistry:
             del self._sessions[session_id]
             self._remember_ended(session_id, "expired")
         self.timers.forget(session_id)
+        self.on_ended(session_id)
         self.history.session_closed(session_id, "expired", record.worker.options.get("throttle"))
         record.worker.stop(SessionExpired(session_id=session_id), last=self._final_save)
         log.info("session expired", extra={"event": "session_expired", "session": session_id})

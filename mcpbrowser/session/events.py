@@ -1,13 +1,16 @@
 """One session's event buffers: console entries and network requests, as bounded rings.
 
-SESSION THREAD ONLY: Playwright dispatches these handlers on the session's
-thread while a call is in progress. Entries are plain dicts; a request's entry
-is filled in as its response and end arrive.
+SESSION THREAD: Playwright dispatches these handlers on the session's thread while a
+call is in progress. Entries are plain dicts; a request's entry is filled in as its
+response and end arrive. ANY THREAD: `log_since` and `log_position`, the numbered logs
+the log resources read (under their lock), so that a read need not wait for a running call.
 """
 
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 from mcpbrowser.guards import BLOCKED_HEADER
@@ -112,6 +115,14 @@ class EventBuffers:
         self._tokens, self._refilled = float(NETWORK_BURST), time.monotonic()
         self.network_paused_at: float | None = None  # monotonic time network events stopped (a flood)
         self.network_pauses = 0
+        # Requests in the order they ended (WebSockets as they open): the network log resource's
+        # numbering, so that a reader meets each request once, with its status and duration.
+        self.finished: deque[dict] = deque(maxlen=network_size)
+        self._finished_total = 0
+        self._log_lock = threading.Lock()  # the console ring and `finished`, against readers on other threads
+        # on_log(name), when set: called on the session thread after an entry joined the "console" or
+        # "network" log (the log resources' watch, resources/watch.py, tells its subscribers).
+        self.on_log: Callable[[str], None] | None = None
 
     def listen(self, context: Any) -> None:
         context.add_init_script(script=CONSOLE_GUARD)
@@ -143,11 +154,12 @@ class EventBuffers:
         self.network_paused_at, self.network_pauses = now, self.network_pauses + 1
         self._listen_network(False)
         self._requests.clear()  # their ends will not come: the entries stay as they are
-        self._keep_network({
-            "method": "", "url": "", "resourceType": "mcpbrowser", "status": None, "durationMs": None,
-            "failure": f"[mcpbrowser] the page made over {NETWORK_RATE} requests a second: requests are not "
-                       f"logged for {NETWORK_PAUSE_S:g} s, then until the next call", "blocked": False,
-            "timestamp": now_ms()}, None)
+        note = {"method": "", "url": "", "resourceType": "mcpbrowser", "status": None, "durationMs": None,
+                "failure": f"[mcpbrowser] the page made over {NETWORK_RATE} requests a second: requests are not "
+                           f"logged for {NETWORK_PAUSE_S:g} s, then until the next call", "blocked": False,
+                "timestamp": now_ms()}
+        self._keep_network(note, None)
+        self._keep_finished(note)  # the network log resource's readers learn it too
         return True
 
     def take_console(self) -> list[dict]:
@@ -158,6 +170,25 @@ class EventBuffers:
     def page_requests(self) -> list[tuple]:
         """The network ring's entries since the current page's document was requested."""
         return _newest(self.network, self._network_total - self._page_mark)
+
+    def log_position(self, name: str) -> int:
+        """How many entries the "console" or "network" (ended requests) log has had: the newest one's number."""
+        with self._log_lock:
+            return self._console_total if name == "console" else self._finished_total
+
+    def log_since(self, name: str, after: int, limit: int) -> tuple[list[dict], int, int, bool]:
+        """(entries, cursor, skipped, more): up to `limit` entries of a log numbered after `after` (1 is the
+        first), the newest one's number, how many were pushed out of the ring before anyone read them,
+        and whether newer ones wait."""
+        with self._log_lock:
+            ring = self.console if name == "console" else self.finished
+            total = self._console_total if name == "console" else self._finished_total
+            after = min(max(after, 0), total)
+            first = total - len(ring) + 1  # the number of the oldest entry the ring still holds
+            start = max(after + 1, first)
+            picked = list(islice(ring, start - first, start - first + limit))
+        cursor = start - 1 + len(picked)
+        return picked, cursor, start - (after + 1), cursor < total
 
     def request_for(self, url: str) -> Any:
         """The newest Request to this URL still in the ring, or None (a download looks up its response)."""
@@ -194,14 +225,25 @@ class EventBuffers:
                 entry["failure"], entry["blocked"] = BLOCKED_FAILURE, True
 
         ws.on("close", closed)
+        self._keep_finished(entry)
 
     # -- event handlers ---------------------------------------------------------------
 
     def _keep_console(self, entry: dict) -> None:
-        self._console_total += 1
-        if len(self.console) == self.console.maxlen:
-            self.console_dropped += 1
-        self.console.append(entry)
+        with self._log_lock:
+            self._console_total += 1
+            if len(self.console) == self.console.maxlen:
+                self.console_dropped += 1
+            self.console.append(entry)
+        if self.on_log is not None:
+            self.on_log("console")
+
+    def _keep_finished(self, entry: dict) -> None:
+        with self._log_lock:
+            self._finished_total += 1
+            self.finished.append(entry)
+        if self.on_log is not None:
+            self.on_log("network")
 
     def _keep_network(self, entry: dict, request: Any) -> None:
         self._network_total += 1
@@ -261,3 +303,4 @@ class EventBuffers:
         if not entry["blocked"]:
             entry["failure"] = request.failure
             entry["blocked"] = self._policy.refused(request.url) and request.failure is not None
+        self._keep_finished(entry)

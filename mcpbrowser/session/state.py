@@ -94,6 +94,7 @@ class SessionState:
         self.network_policy = NetworkPolicy(worker.session_id)
         self.events = EventBuffers(config.console_buffer, config.network_buffer, self.network_policy,
                                    lambda: self.page)
+        worker.events = self.events
         self.downloads = Downloads(worker.session_id, config.files_dir(), config.max_download_mb,
                                    self.network_policy.refuses_download, self.events.request_for)
         self.files_saved = 0      # files this session saved (screenshots, PDFs, traces): their names' counter

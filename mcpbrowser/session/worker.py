@@ -53,6 +53,14 @@ class SessionWorker:
         self.quiet_hook: Any = None
         self.quiet_after_s = 1.0
         self.quiet_budget = (None, None)
+        # ticker, when set: (interval_s, fn(state)) run on the session thread every interval_s
+        # while it is idle, and after a command when one is due. The log resources' watch sets it
+        # while anyone subscribes (see resources/watch.py): it makes the browser's events dispatch
+        # between calls. Plain assignment from any thread; the loop reads it on each turn.
+        self.ticker: Any = None
+        # Its state's EventBuffers (set by the state as it opens): their numbered logs may be read from
+        # any thread (see events.py), so a log resource is read even while a call runs.
+        self.events: Any = None
         self._thread = threading.Thread(target=self._run, name=f"session-{session_id[:8]}", daemon=True)
 
     # -- ANY THREAD ------------------------------------------------------------
@@ -123,15 +131,22 @@ class SessionWorker:
             return
         self.ready.set_result(True)
         quiet_due = None  # monotonic time the quiet hook is due, after a command
+        tick_due = time.monotonic()
         try:
             while True:
-                timeout = None if quiet_due is None else max(0.0, quiet_due - time.monotonic())
+                ticker = self.ticker
+                due = [t for t in (quiet_due, tick_due if ticker is not None else None) if t is not None]
+                timeout = None if not due else max(0.0, min(due) - time.monotonic())
                 try:
                     item = self._queue.get(timeout=timeout)
                 except queue.Empty:
-                    if quiet_due is not None and time.monotonic() >= quiet_due:
+                    now = time.monotonic()
+                    if quiet_due is not None and now >= quiet_due:
                         quiet_due = None
-                        self._run_quiet_hook(state)
+                        self._run_hook(self.quiet_hook, state)
+                    if ticker is not None and now >= tick_due:
+                        tick_due = now + ticker[0]
+                        self._run_hook(ticker[1], state)
                     continue
                 if item is _STOP:
                     break
@@ -153,6 +168,10 @@ class SessionWorker:
                 self.running = None
                 if self.quiet_hook is not None:
                     quiet_due = time.monotonic() + self.quiet_after_s
+                ticker = self.ticker
+                if ticker is not None and time.monotonic() >= tick_due:  # a busy session ticks between calls
+                    tick_due = time.monotonic() + ticker[0]
+                    self._run_hook(ticker[1], state)
         finally:
             self._fail_queued()
             if self._last is not None:
@@ -165,13 +184,16 @@ class SessionWorker:
             except Exception:
                 log.exception("session close failed", extra={"session": self.session_id})
 
-    def _run_quiet_hook(self, state):
+    def _run_hook(self, hook, state):
+        """The quiet hook or the ticker, watched by the watchdog like a command (budget: quiet_budget)."""
+        if hook is None:
+            return
         budget_s, tag = self.quiet_budget
         self.running = (Future(), None if budget_s is None else time.monotonic() + budget_s, tag)
         try:
-            self.quiet_hook(state)
+            hook(state)
         except Exception as exc:
-            log.debug("quiet hook failed", extra={"session": self.session_id, "error": str(exc)})
+            log.debug("session hook failed", extra={"session": self.session_id, "error": str(exc)})
         finally:
             self.running = None
 

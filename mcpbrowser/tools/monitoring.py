@@ -36,11 +36,17 @@ def console_logs(state, args):
         entries = [e for e in entries if e["level"] == args["level"]]
     if "since" in args:
         entries = [e for e in entries if e["timestamp"] > args["since"]]
-    entries = entries[-args.get("limit", DEFAULT_LIMIT):]
-    if not args.get("locations"):  # where a log line came from matters for errors and warnings
-        entries = [e if e["level"] in ("error", "warning") else
-                   {k: v for k, v in e.items() if k != "location"} for e in entries]
+    entries = shown_console(entries[-args.get("limit", DEFAULT_LIMIT):], args.get("locations", False))
     return {"entries": entries, "count": len(entries), "dropped": state.events.console_dropped}
+
+
+def shown_console(entries, locations=False):
+    """Console entries as an answer shows them (this tool's, and the console log resource's): where a
+    line came from only for errors and warnings, unless `locations`."""
+    if locations:
+        return list(entries)
+    return [e if e["level"] in ("error", "warning") else {k: v for k, v in e.items() if k != "location"}
+            for e in entries]
 
 
 def _all_headers(source, fallback):
@@ -56,8 +62,9 @@ def _failed(entry):
     return entry["failure"] is not None or entry["blocked"] or (entry["status"] or 0) >= 400
 
 
-def _lean(entry):
-    """An entry without what is empty: no null status, no false `blocked`, no timestamp."""
+def lean(entry):
+    """A request as an answer shows it (network_logs', and the network log resource's), without what
+    is empty: no null status, no false `blocked`, no timestamp."""
     return {k: v for k, v in entry.items() if v is not None and v is not False and k != "timestamp"}
 
 
@@ -87,7 +94,7 @@ def network_logs(state, args):
     if hidden:
         out["hiddenStatic"] = hidden
     if not args.get("headers"):
-        out["entries"] = [_lean(entry) for entry, _ in picked]
+        out["entries"] = [lean(entry) for entry, _ in picked]
         return out
     sensitive = state.config.redact_headers
     for entry, request in picked:

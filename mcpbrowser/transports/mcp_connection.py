@@ -6,6 +6,8 @@ message on the stream of the request it is `related` to (a request id), or on
 the client's own stream when it is None. It answers server/discover, initialize,
 ping, tools/list and logging/setLevel, hands tools/call to the core, handles
 cancellation and progress, and asks the client's user for input on the core's behalf.
+Its requests are a method table (methods.py), from which the capabilities each version is
+offered are derived; the resource requests are resource_methods.py's.
 
 Both protocol eras, on every transport:
 - handshake (2024-11-05 .. 2025-11-25): `initialize` fixes the version for the
@@ -37,11 +39,13 @@ from typing import Any
 
 from mcpbrowser import __version__
 from mcpbrowser.errors import BrowserError, BrowserServerError, InputRequired, as_server_error
-from mcpbrowser.logs import log
+from mcpbrowser.logs import MCP_LEVELS, client_view, log
 from mcpbrowser.page_strings import clip_answer
 from mcpbrowser.schema import compact_json
 from mcpbrowser.transports import protocol
+from mcpbrowser.transports.methods import MethodTable
 from mcpbrowser.transports.protocol import ProtocolError
+from mcpbrowser.transports.resource_methods import ResourceMethods
 from mcpbrowser.transports.tasks import TaskTable
 
 INSTRUCTIONS = (
@@ -53,7 +57,7 @@ INSTRUCTIONS = (
 )
 
 SERVER_INFO = {"name": "mcpbrowser", "title": "mcpbrowser", "version": __version__}
-CAPABILITIES = {"tools": {"listChanged": True}, "logging": {}}  # enable_tools changes a client's list
+TOOLS_CAPABILITY = {"tools": {"listChanged": True}}  # enable_tools changes a client's list
 TASKS_SINCE = "2025-11-25"  # tools/call as a task; the handshake era's form (2026-07-28 has its own)
 TASK_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 # Tools worth running as a task: they can wait for minutes. Any tool is accepted as one.
@@ -61,11 +65,6 @@ TASK_TOOLS = ("navigate", "wait_for", "wait_for_user")
 DISCOVER_TTL_MS = 300_000  # the tool list changes only with the server's flags: clients may cache it this long
 STATE_TTL_S = 600          # a requestState is honoured this long after the question was asked
 
-# MCP log levels (syslog names) onto Python's, and back.
-_PY_LEVEL = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO + 5,
-             "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
-             "alert": logging.CRITICAL + 5, "emergency": logging.CRITICAL + 9}
-_LOG_FIELDS = ("event", "session", "tool", "outcome", "duration_ms", "error")
 
 
 class ClientLogHandler(logging.Handler):
@@ -77,7 +76,7 @@ class ClientLogHandler(logging.Handler):
         self.connection = connection
 
     def set_client_level(self, level):
-        self.setLevel(_PY_LEVEL[level])
+        self.setLevel(MCP_LEVELS[level])
 
     def emit(self, record):
         owner = self.connection.owner
@@ -87,9 +86,7 @@ class ClientLogHandler(logging.Handler):
             session = getattr(record, "session", None)
             if session is None or self.connection.core.registry.owner_of(session) != owner:
                 return
-        level = next((name for name, num in reversed(_PY_LEVEL.items()) if record.levelno >= num), "debug")
-        data = {"message": record.getMessage()}
-        data.update({k: getattr(record, k) for k in _LOG_FIELDS if hasattr(record, k)})
+        level, data = client_view(record)
         self.connection.send(protocol.notification(
             "notifications/message", {"level": level, "logger": record.name, "data": data}))
 
@@ -210,17 +207,28 @@ class McpConnection:
         self._tasks = TaskTable()  # tools/call run as tasks (2025-11-25)
         self._next_request = 0
         self._log_handler = ClientLogHandler(self)
-        self._handlers = {
-            "initialize": self._initialize,
-            "server/discover": self._discover,
-            "ping": lambda msg, caller: {},
-            "tools/list": self._tools_list,
-            "logging/setLevel": self._set_level,
-            "tasks/get": lambda msg, caller: self._tasks.get(msg.params, msg.id).describe(),
-            "tasks/list": lambda msg, caller: {"tasks": self._tasks.list()},
-            "tasks/cancel": lambda msg, caller: self._tasks.cancel(self._tasks.get(msg.params, msg.id), msg.id),
-            "tasks/result": self._task_result,
-        }
+        self.resources = ResourceMethods(self)
+        self.methods = self._method_table()
+
+    def _method_table(self):
+        """Every request this connection answers, with what each adds to the advertised capabilities."""
+        table = MethodTable()
+        table.add("initialize", self._initialize)
+        table.add("server/discover", self._discover)
+        table.add("ping", lambda msg, caller: {})
+        table.add("tools/list", self._tools_list, capability=TOOLS_CAPABILITY)
+        table.add("tools/call", self._call_tool)
+        # SEP-2577: 2026-07-28 deprecates logging; its clients are offered the log resources instead
+        # (see resources/), and a request that still asks is answered as before.
+        table.add("logging/setLevel", self._set_level,
+                  capability=lambda version: None if version in protocol.MODERN_VERSIONS else {"logging": {}})
+        table.add("tasks/get", lambda msg, caller: self._tasks.get(msg.params, msg.id).describe(),
+                  capability=lambda version: {"tasks": TASK_CAPABILITY} if _tasks_on(version) else None)
+        table.add("tasks/list", lambda msg, caller: {"tasks": self._tasks.list()})
+        table.add("tasks/cancel", lambda msg, caller: self._tasks.cancel(self._tasks.get(msg.params, msg.id), msg.id))
+        table.add("tasks/result", self._task_result)
+        self.resources.register(table)
+        return table
 
     @property
     def core(self):
@@ -233,6 +241,7 @@ class McpConnection:
 
     def close(self):
         log.removeHandler(self._log_handler)
+        self.resources.close()
 
     # -- the client, as the core sees it (called from session or timer threads) ------------
 
@@ -313,18 +322,19 @@ class McpConnection:
 
     def _request(self, msg):
         caller = self.caller(msg)
-        if msg.method == "tools/call":
-            self._call_tool(msg, caller)
-            return
-        handler = self._handlers.get(msg.method)
-        if handler is None:
+        method = self.methods.find(msg.method, caller.version)
+        if method is None:
             raise ProtocolError(protocol.METHOD_NOT_FOUND, f"Method not found: {msg.method}", msg.id)
-        value = handler(msg, caller)
+        value = method.handler(msg, caller)
         if value is None:
-            return  # the handler answers later (tasks/result of a running task)
+            return  # the handler answers later (tools/call, tasks/result of a running task, resources/read)
+        self.answer(msg.id, value, caller)
+
+    def answer(self, request_id, value, caller):
+        """Send a request's result, with the fields its era asks for: every result leaves here."""
         if caller.modern:
             value.setdefault("resultType", "complete")
-        self.send(protocol.result(msg.id, value), msg.id)
+        self.send(protocol.result(request_id, value), request_id)
 
     def _notification(self, msg):
         if msg.method == "notifications/cancelled":
@@ -352,18 +362,18 @@ class McpConnection:
         info = msg.params.get("clientInfo")
         if not self._fixed_name:
             self.name = info.get("name") if isinstance(info, dict) else None
-        capabilities = {**CAPABILITIES, "tasks": TASK_CAPABILITY} if _tasks_on(self.version) else CAPABILITIES
-        return {"protocolVersion": self.version, "capabilities": capabilities, "serverInfo": SERVER_INFO,
-                "instructions": INSTRUCTIONS}
+        return {"protocolVersion": self.version, "capabilities": self.methods.capabilities(self.version),
+                "serverInfo": SERVER_INFO, "instructions": INSTRUCTIONS}
 
 
     def _discover(self, msg, caller):
         """server/discover: what a 2026-07-28 client needs instead of initialize (any era may ask)."""
         if not caller.modern:
             protocol.check_envelope(msg)  # a discover names the version it proposes
-        return {"supportedVersions": list(protocol.SUPPORTED_VERSIONS), "capabilities": CAPABILITIES,
+        capabilities = self.methods.capabilities(protocol.MODERN_VERSIONS[-1])
+        return {"supportedVersions": list(protocol.SUPPORTED_VERSIONS), "capabilities": capabilities,
                 "instructions": INSTRUCTIONS, "cacheScope": "public", "ttlMs": DISCOVER_TTL_MS,
-                "resultType": "complete", "_meta": {protocol.SERVER_INFO_KEY: SERVER_INFO}}
+                "_meta": {protocol.SERVER_INFO_KEY: SERVER_INFO}}
 
     def _tools_list(self, msg, caller):
         protocol.check_paginated(msg.params, msg.id)
@@ -444,6 +454,23 @@ class McpConnection:
 
         return report
 
+    def track(self, request_id, fut):
+        """A request answered later, whose Future the client may cancel (notifications/cancelled, a closed stream)."""
+        with self._state_lock:
+            if request_id in self._inflight:
+                raise ProtocolError(protocol.INVALID_REQUEST,
+                                    f"Request id {request_id!r} is already in use by a running request", request_id)
+            self._inflight[request_id] = fut
+
+    def untrack(self, request_id):
+        """Forget a tracked request as it ends; False when the client cancelled it (no answer may go out)."""
+        with self._state_lock:
+            self._inflight.pop(request_id, None)
+            if request_id in self._suppressed:
+                self._suppressed.discard(request_id)
+                return False
+        return True
+
     def cancel(self, request_id):
         """The client gave up on a call (notifications/cancelled, or its HTTP stream closed)."""
         with self._state_lock:
@@ -465,21 +492,21 @@ class McpConnection:
             if request_id in self._suppressed:
                 self._suppressed.discard(request_id)
                 return
-        self.send(protocol.result(request_id, self.tool_result(tool, fut, caller)), request_id)
+        self.answer(request_id, self.tool_result(tool, fut, caller), caller)
 
     def tool_result(self, tool, fut, caller=None):
         if fut.cancelled():  # only shutdown cancels a call the client did not cancel
-            return _error_result(BrowserError("The server is shutting down."), caller)
+            return _error_result(BrowserError("The server is shutting down."))
         try:
             value = fut.result()
         except InputRequired as exc:
             if caller is not None and caller.modern:
                 return self._input_required(exc, tool, caller)
-            return _error_result(exc, caller)
+            return _error_result(exc)
         except Exception as exc:
             if not isinstance(exc, BrowserServerError):
                 log.exception("tool raised", extra={"event": "tool_bug", "tool": tool.name})
-            return _error_result(as_server_error(exc), caller)
+            return _error_result(as_server_error(exc))
         content = []
         if tool.returns_image:
             image = value["image"]
@@ -500,8 +527,6 @@ class McpConnection:
         version = caller.version if caller is not None else self.version
         if tool.output_schema is not None and version >= protocol.STRUCTURED_OUTPUT_SINCE:
             out["structuredContent"] = value
-        if caller is not None and caller.modern:
-            out["resultType"] = "complete"
         return out
 
     def _input_required(self, exc, tool, caller):
@@ -551,9 +576,6 @@ def agent_view(value):
     return {k: v for k, v in value.items() if k not in drop}
 
 
-def _error_result(exc, caller=None):
-    out = {"content": [{"type": "text", "text": compact_json(clip_answer(exc.to_dict()))}], "isError": True}
-    if caller is not None and caller.modern:
-        out["resultType"] = "complete"
-    return out
+def _error_result(exc):
+    return {"content": [{"type": "text", "text": compact_json(clip_answer(exc.to_dict()))}], "isError": True}
 

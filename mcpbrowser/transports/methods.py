@@ -1,0 +1,70 @@
+"""The MCP method table: each method's handler, the protocol eras it answers in, and what it adds
+to the capabilities the server advertises, which are derived from what is registered
+(as python-sdk's lowlevel server derives them from its handler table).
+
+Built by each connection when it is made; read by the transport's reader thread. Pure data.
+"""
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mcpbrowser.transports import protocol
+
+HANDSHAKE = "handshake"  # 2024-11-05 .. 2025-11-25: initialize fixes the version
+MODERN = "modern"        # 2026-07-28: each request carries its version
+BOTH = (HANDSHAKE, MODERN)
+
+# A capability contribution: a fixed dict, or a function of the protocol version (None: nothing then).
+Contribution = dict[str, Any] | Callable[[str], dict[str, Any] | None] | None
+
+
+def era(version: str) -> str:
+    return MODERN if version in protocol.MODERN_VERSIONS else HANDSHAKE
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    handler: Callable[[Any, Any], dict[str, Any] | None]  # (msg, caller) -> result, or None: answered later
+    eras: tuple[str, ...] = BOTH
+    capability: Contribution = None
+
+    def contributes(self, version: str) -> dict[str, Any] | None:
+        if era(version) not in self.eras:
+            return None
+        return self.capability(version) if callable(self.capability) else self.capability
+
+
+class MethodTable:
+    """The requests a connection answers, by name."""
+
+    def __init__(self) -> None:
+        self._methods: dict[str, Method] = {}
+
+    def add(self, name: str, handler: Callable[[Any, Any], dict[str, Any] | None], *,
+            eras: tuple[str, ...] = BOTH, capability: Contribution = None) -> None:
+        if name in self._methods:
+            raise ValueError(f"{name} is registered twice")
+        self._methods[name] = Method(name, handler, eras, capability)
+
+    def find(self, name: str, version: str) -> Method | None:
+        """The method a request of this version names, or None (unknown, or not of its era)."""
+        method = self._methods.get(name)
+        return method if method is not None and era(version) in method.eras else None
+
+    def capabilities(self, version: str) -> dict[str, Any]:
+        """What the server advertises to a client of this version: every contribution, merged."""
+        out: dict[str, Any] = {}
+        for method in self._methods.values():
+            _merge(out, method.contributes(version) or {})
+        return out
+
+
+def _merge(into: dict[str, Any], more: dict[str, Any]) -> None:
+    for key, value in more.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = copy.deepcopy(value)  # the table's constants stay as they are

@@ -1,0 +1,320 @@
+"""Unit tests of the MCP layer's kernel: the method table and the capabilities it derives, one connection's
+resource methods and subscriptions in both eras, and the watch's coalescing, on a core with fake pages."""
+
+import json
+import queue
+import threading
+
+import pytest
+from fakes import FakeClock, FakeTimer, fake_core
+
+from mcpbrowser.resources.watch import SessionWatch
+from mcpbrowser.session.events import EventBuffers
+from mcpbrowser.session.worker import SessionWorker
+from mcpbrowser.transports import protocol
+from mcpbrowser.transports.mcp_connection import TASK_CAPABILITY, McpConnection
+from mcpbrowser.transports.methods import HANDSHAKE, MODERN, MethodTable
+
+pytestmark = pytest.mark.unit
+
+MODERN_META = {protocol.PROTOCOL_VERSION_KEY: "2026-07-28", protocol.CLIENT_CAPABILITIES_KEY: {}}
+
+
+def test_capabilities_are_what_the_registered_methods_contribute_in_the_version_asked():
+    table = MethodTable()
+    table.add("a/list", lambda m, c: {}, capability={"a": {}})
+    table.add("a/subscribe", lambda m, c: {}, eras=(HANDSHAKE,), capability={"a": {"subscribe": True}})
+    table.add("a/listen", lambda m, c: {}, eras=(MODERN,), capability={"a": {"subscribe": True, "listen": {}}})
+    table.add("b", lambda m, c: {}, capability=lambda v: {"b": {}} if v >= "2025-06-18" else None)
+    assert table.capabilities("2024-11-05") == {"a": {"subscribe": True}}
+    assert table.capabilities("2025-11-25") == {"a": {"subscribe": True}, "b": {}}
+    assert table.capabilities("2026-07-28") == {"a": {"subscribe": True, "listen": {}}, "b": {}}
+    assert table.find("a/subscribe", "2026-07-28") is None and table.find("a/listen", "2025-11-25") is None
+    assert table.find("a/list", "2026-07-28").name == "a/list" and table.find("c", "2025-11-25") is None
+    merged = table.capabilities("2026-07-28")
+    merged["a"]["listen"]["x"] = 1  # a caller's copy: the table's constants stay as they were
+    assert table.capabilities("2026-07-28")["a"]["listen"] == {}
+    with pytest.raises(ValueError):
+        table.add("b", lambda m, c: {})
+
+
+class Wire:
+    """A connection's outbound messages, as a transport would carry them."""
+
+    def __init__(self):
+        self.messages: queue.Queue = queue.Queue()
+
+    def send(self, message, related=None):
+        self.messages.put(message)
+
+    def next(self, timeout=5):
+        return self.messages.get(timeout=timeout)
+
+    def answer(self, request_id, timeout=5):
+        """The answer to request_id, skipping notifications (kept in `notes`)."""
+        while True:
+            message = self.next(timeout)
+            if message.get("id") == request_id and "method" not in message:
+                return message
+
+
+@pytest.fixture
+def core():
+    browser = fake_core()
+    yield browser
+    browser.close()
+
+
+def connect(core, owner=None):
+    wire = Wire()
+    return McpConnection(core, wire.send, owner=owner).open(), wire
+
+
+def request(connection, wire, request_id, method, params=None):
+    connection.handle_line(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                                       "params": params or {}}).encode())
+    return wire.answer(request_id)
+
+
+def test_initialize_and_discover_advertise_by_era():
+    """Logging for the handshake eras only (SEP-2577); resources with subscriptions in both."""
+    for version, expected in (("2024-11-05", {"tools", "logging", "resources"}),
+                              ("2025-11-25", {"tools", "logging", "resources", "tasks"})):
+        connection, wire = connect(None)
+        result = request(connection, wire, 1, "initialize", {"protocolVersion": version, "capabilities": {},
+                                                             "clientInfo": {"name": "t", "version": "1"}})["result"]
+        assert set(result["capabilities"]) == expected
+        assert result["capabilities"]["resources"] == {"subscribe": True}
+        assert result["capabilities"].get("tasks", TASK_CAPABILITY) == TASK_CAPABILITY
+    connection, wire = connect(None)
+    result = request(connection, wire, 1, "server/discover", {"_meta": MODERN_META})["result"]
+    assert result["capabilities"] == {"tools": {"listChanged": True}, "resources": {"subscribe": True}}
+
+
+def test_each_subscription_method_answers_in_its_own_era_only(core):
+    connection, wire = connect(core)
+    answer = request(connection, wire, 1, "resources/subscribe", {"uri": "mcpbrowser://sessions/x/console",
+                                                                  "_meta": MODERN_META})
+    assert answer["error"]["code"] == protocol.METHOD_NOT_FOUND
+    answer = request(connection, wire, 2, "subscriptions/listen", {"notifications": {}})
+    assert answer["error"]["code"] == protocol.METHOD_NOT_FOUND
+    answer = request(connection, wire, 3, "resources/subscribe", {"uri": "mcpbrowser://sessions/x/console"})
+    assert answer["error"]["code"] == -32002  # 2025-11-25's "resource not found"
+    answer = request(connection, wire, 4, "resources/read", {"uri": "mcpbrowser://sessions/x/console",
+                                                             "_meta": MODERN_META})
+    assert answer["error"]["code"] == protocol.INVALID_PARAMS  # 2026-07-28 retired -32002
+
+
+def log_lines(core, session_id, *texts):
+    def keep(state):
+        for text in texts:
+            state.events._keep_console({"timestamp": 1, "level": "log", "message": text, "location": "x"})
+
+    core.registry.worker(session_id).submit(keep).result(5)
+
+
+def test_reading_with_a_cursor_gets_only_what_is_new_and_only_a_clients_own(core):
+    alice, wire = connect(core, owner="alice")
+    bob, bob_wire = connect(core, owner="bob")
+    sid = core.call("create_session")["sessionId"]
+    core.registry.open_record(sid).owner = "alice"
+    uri = f"mcpbrowser://sessions/{sid}/console"
+    log_lines(core, sid, "one", "two")
+    listed = request(alice, wire, 1, "resources/list")["result"]["resources"]
+    server_log = "mcpbrowser://server/log"
+    assert {r["uri"] for r in listed} == {uri, f"mcpbrowser://sessions/{sid}/network", server_log}
+    assert [r["uri"] for r in request(bob, bob_wire, 1, "resources/list")["result"]["resources"]] == [server_log]
+    first = json.loads(request(alice, wire, 2, "resources/read", {"uri": uri})["result"]["contents"][0]["text"])
+    assert [e["message"] for e in first["entries"]] == ["one", "two"] and first["cursor"] == 2
+    assert "location" not in first["entries"][0]  # as console_logs shows a plain log line
+    log_lines(core, sid, "three")
+    answer = request(alice, wire, 3, "resources/read", {"uri": first["next"], "_meta": MODERN_META})["result"]
+    assert answer["cacheScope"] == "private" and answer["resultType"] == "complete"
+    assert [e["message"] for e in json.loads(answer["contents"][0]["text"])["entries"]] == ["three"]
+    assert request(bob, bob_wire, 2, "resources/read", {"uri": uri})["error"]["code"] == -32002
+
+
+def test_a_listen_is_acknowledged_told_and_answered_when_its_session_ends(core):
+    connection, wire = connect(core, owner="alice")
+    own, other = core.call("create_session")["sessionId"], core.call("create_session")["sessionId"]
+    core.registry.open_record(own).owner = "alice"
+    uri, foreign = f"mcpbrowser://sessions/{own}/console", f"mcpbrowser://sessions/{other}/console"
+    connection.handle_line(json.dumps({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": [uri, foreign], "toolsListChanged": True},
+        "_meta": MODERN_META}}).encode())
+    ack = wire.next()
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    assert ack["params"] == {"notifications": {"resourceSubscriptions": [uri]},
+                             "_meta": {"io.modelcontextprotocol/subscriptionId": "L"}}
+    log_lines(core, own, "news")
+    told = wire.next()
+    assert told == {"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                    "params": {"uri": uri, "_meta": {"io.modelcontextprotocol/subscriptionId": "L"}}}
+    assert core.registry.worker(own).ticker is not None
+    core.call("close_session", {"sessionId": own})
+    assert wire.answer("L")["result"] == {"_meta": {"io.modelcontextprotocol/subscriptionId": "L"},
+                                          "resultType": "complete"}
+
+
+def test_a_cancelled_listen_stops_the_session_ticking_and_is_never_answered(core):
+    connection, wire = connect(core)
+    sid = core.call("create_session")["sessionId"]
+    uri = f"mcpbrowser://sessions/{sid}/network"
+    connection.handle_line(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": [uri]}, "_meta": MODERN_META}}).encode())
+    assert wire.next()["method"] == "notifications/subscriptions/acknowledged"
+    assert core.registry.worker(sid).ticker is not None
+    connection.handle_line(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                       "params": {"requestId": 7}}).encode())
+    assert core.registry.worker(sid).ticker is None
+    core.call("close_session", {"sessionId": sid})
+    with pytest.raises(queue.Empty):
+        wire.next(timeout=0.3)
+
+
+def test_a_handshake_subscription_ends_with_the_connection(core):
+    connection, wire = connect(core)
+    sid = core.call("create_session")["sessionId"]
+    uri = f"mcpbrowser://sessions/{sid}/console"
+    request(connection, wire, 0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+    assert request(connection, wire, 1, "resources/subscribe", {"uri": uri})["result"] == {}
+    log_lines(core, sid, "hello")
+    assert wire.next() == {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+    connection.close()
+    assert core.registry.worker(sid).ticker is None
+
+
+class FakeResource:
+    def __init__(self, name):
+        self.name = name
+
+    def position(self, events):
+        return events.log_position(self.name)
+
+    def uri(self, session_id):
+        return f"mcpbrowser://sessions/{session_id}/{self.name}"
+
+
+def test_the_watch_tells_at_most_once_per_window_and_never_leaves_news_untold():
+    """Entries as Playwright dispatches them (on_log), a page that logs without pause for 2 s: the
+    subscriber hears at most once per window, and of the last entries when the window closes."""
+    FakeTimer.created.clear()
+    events = EventBuffers(1000, 10, None, lambda: None)
+    watch = SessionWatch("s", {"console": FakeResource("console")}, events, coalesce_s=0.25,
+                         clock=FakeClock.monotonic, timer_factory=FakeTimer)
+    told = []
+
+    class Listener:
+        def updated(self, uri):
+            told.append((FakeClock.now, uri, events.log_position("console")))
+
+        def ended(self, uri):
+            pass
+
+    events._keep_console({"message": "before"})
+    watch.add("console", object(), Listener())
+    assert told == [] and events.on_log == watch.changed
+    start = FakeClock.now
+    for step in range(200):  # 100 entries a second for 2 s, each dispatched as it comes
+        FakeClock.now = start + step * 0.01
+        events._keep_console({"message": str(step)})
+        for timer in [t for t in FakeTimer.created if not t.fired and t.due <= FakeClock.now]:
+            timer.fire()
+    assert 7 <= len(told) <= 2 / 0.25 + 1
+    assert all(b[0] - a[0] >= 0.25 - 1e-9 for a, b in zip(told, told[1:], strict=False))
+    pending = [t for t in FakeTimer.created if not t.fired]
+    assert len(pending) == 1  # one trailing timer, not one per entry
+    pending[0].fire()
+    assert told[-1][2] == 201 and told[-1][1] == "mcpbrowser://sessions/s/console"  # the last entry, told
+    count = len(told)
+    watch.changed("console")  # nothing new: nothing told
+    watch.close()
+    events._keep_console({"message": "after close"})
+    assert len(told) == count and events.on_log is None
+
+
+def test_log_numbers_survive_the_ring_and_say_what_it_pushed_out():
+    events = EventBuffers(3, 3, None, lambda: None)
+    for i in range(5):
+        events._keep_console({"message": str(i)})
+    entries, cursor, skipped, more = events.log_since("console", 0, 10)
+    assert ([e["message"] for e in entries], cursor, skipped, more) == (["2", "3", "4"], 5, 2, False)
+    entries, cursor, skipped, more = events.log_since("console", 3, 1)
+    assert ([e["message"] for e in entries], cursor, skipped, more) == (["3"], 4, 0, True)
+    assert events.log_since("console", 99, 10) == ([], 5, 0, False)  # a cursor from the future reads nothing
+    assert events.log_position("network") == 0
+
+
+def test_a_worker_ticks_while_idle_only_while_its_ticker_is_set():
+    ticked = threading.Event()
+    count = []
+
+    def tick(state):
+        count.append(1)
+        if len(count) >= 3:
+            ticked.set()
+
+    worker = SessionWorker("0123456789abcdef", lambda w: object())
+    assert worker.start().result(5) is True
+    worker.ticker = (0.01, tick)
+    worker.submit(lambda state: None).result(5)  # a command wakes the idle loop to see the ticker
+    assert ticked.wait(5)
+    worker.ticker = None
+    worker.submit(lambda state: None).result(5)
+    stopped_at = len(count)
+    assert worker.submit(lambda state: len(count)).result(5) == stopped_at
+    worker.stop()
+    assert worker.join(5)
+
+
+def test_the_server_log_shows_a_client_the_records_of_its_own_sessions(core):
+    from mcpbrowser.logs import log
+
+    alice, wire = connect(core, owner="alice")
+    bob, bob_wire = connect(core, owner="bob")
+    everyone, everyone_wire = connect(core)  # stdio's: sees all
+    own, other = core.call("create_session")["sessionId"], core.call("create_session")["sessionId"]
+    core.registry.open_record(own).owner = "alice"
+    core.registry.open_record(other).owner = "bob"
+    uri = "mcpbrowser://server/log"
+    assert uri in {r["uri"] for r in request(alice, wire, 1, "resources/list")["result"]["resources"]}
+    request(alice, wire, 2, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+    assert request(alice, wire, 3, "resources/subscribe", {"uri": uri})["result"] == {}
+    log.warning("about alice", extra={"event": "probe", "session": own})
+    assert wire.next() == {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+    log.warning("about bob", extra={"event": "probe", "session": other})
+    log.warning("about nobody", extra={"event": "probe"})
+
+    def read(connection, wire, request_id, after=0):
+        answer = request(connection, wire, request_id, "resources/read", {"uri": f"{uri}?after={after}"})
+        return json.loads(answer["result"]["contents"][0]["text"])
+
+    seen = read(alice, wire, 4)
+    assert [e["data"]["message"] for e in seen["entries"] if e["data"].get("event") == "probe"] == ["about alice"]
+    assert seen["entries"][-1]["level"] == "warning" and seen["entries"][-1]["data"]["session"] == own
+    assert read(alice, wire, 5, seen["cursor"])["entries"] == []
+    theirs = [e["data"]["message"] for e in read(bob, bob_wire, 1)["entries"] if e["data"].get("event") == "probe"]
+    assert theirs == ["about bob"]
+    all_of_them = [e["data"]["message"] for e in read(everyone, everyone_wire, 1)["entries"]
+                   if e["data"].get("event") == "probe"]
+    assert all_of_them == ["about alice", "about bob", "about nobody"]
+    with pytest.raises(queue.Empty):  # bob's and the server's records told alice nothing
+        wire.next(timeout=0.4)
+    alice.close()
+    assert core.resources.server_log._views == {}
+
+
+def test_a_listen_naming_a_session_twice_ends_once_with_it(core):
+    connection, wire = connect(core)
+    sid = core.call("create_session")["sessionId"]
+    uri = f"mcpbrowser://sessions/{sid}/console"
+    connection.handle_line(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": [uri, uri, f"{uri}?after=3", uri.replace("console", "network")]},
+        "_meta": MODERN_META}}).encode())
+    ack = wire.next()
+    assert ack["params"]["notifications"]["resourceSubscriptions"] == [uri, f"{uri}?after=3",
+                                                                       uri.replace("console", "network")]
+    core.call("close_session", {"sessionId": sid})
+    assert wire.answer(9)["result"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 9}
+    with pytest.raises(queue.Empty):
+        wire.next(timeout=0.3)
