@@ -223,7 +223,8 @@ def test_a_network_flood_is_not_listened_to_for_a_while_and_starves_no_one(clien
         assert wait_for(lambda: client.tool("tabs", sessionId=session)["tabs"][0]["title"] == "done 2000", 60)
         logs = client.tool("network_logs", sessionId=session, failed=True, allPages=True, limit=1000)
         notes = [e for e in logs["entries"] if e.get("resourceType") == "mcpbrowser"]
-        assert len(notes) == 1 and "requests a second" in notes[0]["failure"], logs["entries"][-3:]
+        # One note a pause (each call while the page still floods listens again, for a while).
+        assert notes and all("requests a second" in note["failure"] for note in notes), logs["entries"][-3:]
         # The next call after the pause listens again: a new page's document is logged.
         time.sleep(1.1)
         client.tool("navigate", sessionId=session, url=pages.url("/title/after"))
