@@ -4,6 +4,7 @@ Through the official MCP client over stdio, real Chromium, pages served on 127.0
 """
 
 import glob
+import json
 import os
 import signal
 import tempfile
@@ -169,6 +170,10 @@ def test_a_heavy_page_shows_in_its_own_sessions_memory_only(client):
     assert listed[heavy]["memoryMb"] > 190, listed[heavy]
     assert listed[light]["memoryMb"] < 40, listed[light]
     assert 0 < listed[heavy]["memoryShare"] <= 1 and listed[light]["memoryShare"] < listed[heavy]["memoryShare"]
+    # The session's log resources carry the figure too (as last measured).
+    for sid in (heavy, light):
+        (content,) = client.run("read_resource", f"mcpbrowser://sessions/{sid}/console").contents
+        assert json.loads(content.text)["memoryMb"] == listed[sid]["memoryMb"]
     for sid in (heavy, light):
         client.tool("close_session", sessionId=sid)
 

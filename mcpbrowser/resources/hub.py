@@ -97,7 +97,10 @@ class ResourceHub:
             elif fut.exception() is not None:
                 answer.set_exception(fut.exception())  # type: ignore[arg-type]
             else:
-                answer.set_result({**fut.result(), "next": f"{base}?after={fut.result()['cursor']}"})
+                # memoryMb: the session's memory when last measured (list_sessions measures it; so does
+                # every call under --session-memory-mb), plain data on its worker.
+                memory = {} if worker.memory_mb is None else {"memoryMb": worker.memory_mb}
+                answer.set_result({**fut.result(), **memory, "next": f"{base}?after={fut.result()['cursor']}"})
 
         worker = record.worker
         if worker.running is None or worker.events is None:
