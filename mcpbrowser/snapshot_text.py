@@ -28,6 +28,7 @@ ROWS = frozenset({"table", "grid", "treegrid", "rowgroup", "row"})
 KEPT = LANDMARKS | CONTROLS | {"heading"}
 SECTION_CONTROLS = 8  # see compact
 SECTION_FORM_CONTROLS = 40
+HEADING_PREVIEW = 2  # see _titled
 MAX_LINE = 160  # a kept line is cut here in compact and query output ("…" marks the cut)
 
 
@@ -51,8 +52,16 @@ class Node:
         return self.line.lstrip().startswith("- /")
 
 
+# A node whose key holds ": " is a YAML single-quoted string: `- 'link "Study Direction: MAX" [ref=e70]':`
+QUOTED = re.compile(r"- '(.*)'(:?)$")
+
+
 def parse(text):
-    """The YAML lines as a tree of Nodes; lines that do not start a node belong to the node before."""
+    """The YAML lines as a tree of Nodes; lines that do not start a node belong to the node before.
+
+    A single-quoted node line is read unquoted (its role, name and ref as any other's): a link
+    or button whose name holds ": " is still a control.
+    """
     root = Node("", -1, None)
     stack = [root]
     for line in text.splitlines():
@@ -64,28 +73,49 @@ def parse(text):
         depth = (len(line) - len(body)) // 2
         while stack[-1].depth >= depth:
             stack.pop()
+        quoted = QUOTED.match(body)
+        if quoted:
+            line = line[:len(line) - len(body)] + "- " + quoted.group(1).replace("''", "'") + quoted.group(2)
         node = Node(line, depth, stack[-1])
         stack[-1].children.append(node)
         stack.append(node)
     return root
 
 
+TRAILING_MARK = re.compile(r" \[[^\]\[]*\]$")
+
+
 def _shown(node, depth, needle=None):
     """One node's line at the given depth, without children-marker or overlong text.
 
     A long line is cut; when it matched a query, the cut keeps the text around the match.
+    What an agent acts with ([level=2] [ref=e5] [disabled]) survives the cut: a control's long
+    name (a textbox named by its placeholder's whole text) is cut, never its ref.
     """
     body = " ".join(node.line.lstrip().split("\n"))
     if body.endswith(":"):
         body = body[:-1]
-    if len(body) > MAX_LINE:
-        at = body.lower().find(needle) if needle else -1
-        if at + len(needle or "") <= MAX_LINE - 20:
-            body = body[:MAX_LINE] + "…"
-        else:
-            start = max(0, at - (MAX_LINE - len(needle)) // 2)
-            body = body[:40] + " …" + body[start:start + MAX_LINE - 40] + "…"
-    return "  " * depth + body
+    if len(body) <= MAX_LINE:
+        return "  " * depth + body
+    ref = REF.search(body)
+    if ref is None or node.is_property:
+        return "  " * depth + _cut(body, MAX_LINE, needle)
+    head, marks, tail = body[:ref.start()], ref.group(0), body[ref.end():]
+    while mark := TRAILING_MARK.search(head):
+        head, marks = head[:mark.start()], mark.group(0) + marks
+    tail = _cut(tail, 40, needle)
+    return "  " * depth + _cut(head, max(40, MAX_LINE - len(marks) - len(tail)), needle) + marks + tail
+
+
+def _cut(text, width, needle):
+    """text cut to about `width` characters ("…" marks the cut), around the needle when it is beyond."""
+    if len(text) <= width:
+        return text
+    at = text.lower().find(needle) if needle else -1
+    if at + len(needle or "") <= width - 20:
+        return text[:width] + "…"
+    start = max(0, at - (width - len(needle)) // 2)
+    return text[:40] + " …" + text[start:start + width - 40] + "…"
 
 
 def _kept(node):
@@ -270,6 +300,7 @@ def find(text, query, limit):
     telling = {name for name in twins if twins[name] > 1 and len(
         {under.get(id(n)) for n in matched if n.role in CONTROLS and REF.sub("", n.line).strip() == name}) > 1}
     shown, out, printed = unique[:limit], [], {}
+    matched_ids = {id(node) for node in matched}
     for node in shown:
         chain, up = [], node.parent
         while up is not None and up.depth >= 0:
@@ -294,5 +325,29 @@ def find(text, query, limit):
             more = repeats[key(node)][1]
             line += f" (and {more} more like it)" if more else ""
         out.append(line)
-        out += ["  " * (depth + 1) + c.line.lstrip() for c in node.children if c.is_property]
+        # A link's /url in full (an agent may go there); a long placeholder is cut as a line is.
+        out += ["  " * (depth + 1) + (c.line.lstrip() if c.line.lstrip().startswith("- /url:") else
+                                      _shown(c, 0, needle)) for c in node.children if c.is_property]
+        if node.role == "heading":
+            for after in _titled(node, matched_ids):
+                printed[id(after)] = depth
+                out.append(_shown(after, depth))
     return "\n".join(out), len(matched)
+
+
+def _titled(heading, matched_ids, most=HEADING_PREVIEW):
+    """The first nodes a matched heading titles (its next siblings that say something, one line
+    each): a card's value under its caption, the icon button beside a "Note" heading. They come
+    with the heading, so the agent needs no second read of its section for them."""
+    siblings = heading.parent.children
+    level = LEVEL.search(heading.line)
+    out: list[Node] = []
+    for node in siblings[siblings.index(heading) + 1:]:
+        if len(out) == most or id(node) in matched_ids or node.is_property:
+            break
+        other = LEVEL.search(node.line) if node.role == "heading" else None
+        if other and level and other.group(1) == level.group(1):
+            break  # the next heading of its rank: a twin card's caption
+        if node.role in CONTROLS or node.role == "heading" or node.named or _text(node) is not None:
+            out.append(node)
+    return out

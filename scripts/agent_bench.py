@@ -24,6 +24,15 @@ their names, a checkbox and a group in a multi-select, filter the list and read 
 create a group with three of its many permissions, delete a user through an action and its
 confirmation page, read the recent actions, log out.
 
+The spa task runs a single-page application, optuna-dashboard (a React application from
+PyPI, installed with optuna into a virtual environment of its own; scripts/spa_site.py),
+over an SQLite storage seeded with two studies, each step checked in that storage: read the
+study list, create a study in a dialog (its direction from a listbox that is not a
+<select>), open a study (a History API route change), read its best trial, open the trials
+view and read its count, write the best trial's note in its editor, go back within the
+application, delete the new study from the list (one of three "delete study" twins) through
+its confirmation dialog.
+
 @playwright/mcp is installed from npm into a temporary folder and run with
 --headless --isolated on the same Chromium. It has one browser context per
 server, so its second session is a second server. Characters are those of the
@@ -33,7 +42,7 @@ counted beside the answers, and "all in" is both. Speed is measured, not
 asserted; the test suite runs this script on a tiny local site (--site) and on
 Django's admin (ours only) so that it cannot rot.
 
-    .venv/bin/python scripts/agent_bench.py [--task docs|admin|all] [--json] [--site DIR] [--ours-only]
+    .venv/bin/python scripts/agent_bench.py [--task docs|admin|spa|all] [--json] [--site DIR] [--ours-only]
 
 AGENT_BENCH_SHOW=1 prints every answer to stderr, to see where the characters go.
 """
@@ -59,6 +68,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from admin_site import PASSWORD, USERNAME, AdminSite, query  # noqa: E402
 from bench import QuietHandler, install_playwright_mcp, pwmcp_params  # noqa: E402
+from spa_site import SpaSite  # noqa: E402
 
 from mcpbrowser.core.browser_process import find_executable  # noqa: E402
 
@@ -82,6 +92,7 @@ SPHINX_TASK = {
 PLAYWRIGHT_MCP_VERSION = "0.0.83"
 NO_PLAYWRIGHT_MCP = 3  # exit code: @playwright/mcp could not be installed
 NO_DJANGO = 4  # exit code: Django (the admin task's application) could not be installed
+NO_SPA = 5  # exit code: optuna-dashboard (the spa task's application) could not be installed
 STEPS = ("open", "look", "follow", "search", "results", "open_hit", "read", "shot", "back", "logs", "second")
 SHOW = os.environ.get("AGENT_BENCH_SHOW") == "1"  # print every answer to stderr, to see what costs
 # ours/theirs at most: the answers, the tool list a model reads, and both together; calls: at most theirs
@@ -131,7 +142,8 @@ def ref_of(text, name, role="", before=False):
             for above in reversed(lines[:at]):
                 if "[ref=" in above:
                     return above.split("[ref=", 1)[1].split("]", 1)[0]
-        if not before and name.lower() in line.lower() and "[ref=" in line and f"- {role}" in line:
+        if not before and name.lower() in line.lower() and "[ref=" in line and (
+                f"- {role}" in line or f"- '{role}" in line):  # YAML quotes a line that holds ": "
             return line.split("[ref=", 1)[1].split("]", 1)[0]
     raise StepFailed(f"no ref for {name!r} in: {text[:300]}")
 
@@ -490,6 +502,212 @@ async def theirs_admin(meter, sessions, base, task):
     finished(meter, started)
 
 
+# -- the spa task: optuna-dashboard, a real single-page application ----------------------
+# A React application that routes with the History API and builds each view from JSON
+# requests after a click: the first document never unloads. Each step as an agent does it
+# on an application it has not seen, each checked in the application's own storage (the
+# SQLite file optuna writes, read with sqlite3 outside both servers; spa_site.py).
+
+SPA_STEPS = ("open", "create", "open_study", "best", "trials", "note", "back", "delete")
+NEW_STUDY = "bench-spa"
+NOTE = "Best so far: keep x near 1.4"
+
+
+def spa_checks(db):
+    """What the application's storage must show (read outside both servers)."""
+    def study(name):
+        rows = query(db, "SELECT s.study_id, d.direction FROM studies s JOIN study_directions d "
+                         "ON d.study_id = s.study_id WHERE s.study_name = ?", (name,))
+        return rows[0] if rows else None
+
+    def best():  # the quadratic study minimises: its best trial, (number, value)
+        return query(db, "SELECT t.number, v.value FROM trials t JOIN trial_values v ON v.trial_id = t.trial_id "
+                         "JOIN studies s ON s.study_id = t.study_id WHERE s.study_name = 'quadratic' "
+                         "AND t.state = 'COMPLETE' ORDER BY v.value LIMIT 1")[0]
+
+    def note_of_best():
+        number = best()[0]
+        trial_id = query(db, "SELECT t.trial_id FROM trials t JOIN studies s ON s.study_id = t.study_id "
+                             "WHERE s.study_name = 'quadratic' AND t.number = ?", (number,))[0][0]
+        rows = query(db, "SELECT value_json FROM study_system_attributes WHERE key LIKE ? ORDER BY key",
+                     (f"dashboard:{trial_id}:note_str:%",))
+        return "".join(json.loads(r[0]) for r in rows)
+
+    return {
+        "names": lambda: [r[0] for r in query(db, "SELECT study_name FROM studies ORDER BY study_id")],
+        "study": study, "best": best, "note": note_of_best,
+        "trials": lambda: query(db, "SELECT count(*) FROM trials t JOIN studies s ON s.study_id = t.study_id "
+                                    "WHERE s.study_name = 'quadratic'")[0][0],
+    }
+
+
+def ref_after(text, above, role):
+    """The ref of the first `role` line below the line that holds `above` (a nameless icon button)."""
+    lines = text.splitlines()
+    for at, line in enumerate(lines):
+        if above in line:
+            for below in lines[at + 1:]:
+                if f"- {role}" in below and "[ref=" in below:
+                    return below.split("[ref=", 1)[1].split("]", 1)[0]
+    raise StepFailed(f"no {role} below {above!r} in: {text[:300]}")
+
+
+def target_of(text, name, role):
+    """@playwright/mcp's target: the ref on the line `role "name"`; when its snapshot shows the control
+    without a name (it does so for many of this application's buttons, whose name is their text),
+    a selector by role and name, which its tools take as well, so no further read is paid."""
+    for line in text.splitlines():
+        if (f'- {role} "{name}' in line or f"- '{role} \"{name}" in line) and "[ref=" in line:
+            return line.split("[ref=", 1)[1].split("]", 1)[0]
+    return f'role={role}[name="{name}"]'
+
+
+async def theirs_spa(meter, sessions, base, task):
+    """The same steps with @playwright/mcp's tools: browser_find (a regular expression) to read,
+    browser_click and browser_type to act, browser_navigate_back. Where its snapshot shows a
+    control without its name, the agent acts by a role-and-name selector (see target_of)."""
+    s, m = sessions[0], meter.call
+    check, started = spa_checks(task["db"]), time.perf_counter()
+
+    async def find(pattern):
+        return await m(s, "browser_find", {"regex": f"/{pattern}/i"})
+
+    async def click(text, name, role):
+        return await m(s, "browser_click", {"element": name, "target": target_of(text, name, role)})
+
+    meter.step = "open"
+    await m(s, "browser_navigate", {"url": base + "/dashboard"})
+    studies = await find("Direction|Create")
+    expect(all(name in studies for name in check["names"]()), f"open: {studies[:300]}")
+
+    meter.step = "create"
+    await click(studies, "Create", "button")
+    form = await find("Study name|Minimize|Create")
+    await m(s, "browser_type", {"element": "Study name", "target": target_of(form, "Study name", "textbox"),
+                                "text": NEW_STUDY})
+    await m(s, "browser_click", {"element": "Objective direction", "target": ref_of(form, "Minimize", "combobox")})
+    options = await find("Maximize")
+    await click(options, "Maximize", "option")
+    enabled = await find("Create")
+    await click(enabled, "Create", "button")
+    expect(check["study"](NEW_STUDY) is not None and check["study"](NEW_STUDY)[1] == "MAXIMIZE",
+           f"create: {check['study'](NEW_STUDY)}")
+
+    meter.step = "open_study"
+    studies = await find("quadratic")
+    got = await m(s, "browser_click", {"element": "quadratic", "target": ref_of(studies, "quadratic", "link")})
+    study_id = check["study"]("quadratic")[0]
+    expect(f"/dashboard/studies/{study_id}" in got, f"open_study: {got[:300]}")
+
+    meter.step = "best"
+    best = await find("Best Trial|Trials \\(List\\)")
+    number, value = check["best"]()
+    expect(f"Best Trial (number={number})" in best and str(value) in best, f"best: {best[:300]}")
+
+    meter.step = "trials"
+    await click(best, "Trials (List)", "link")
+    trials = await find("Trials|Best Trial")
+    expect(f"{check['trials']()} Trials" in trials, f"trials: {trials[:300]}")
+
+    meter.step = "note"
+    await m(s, "browser_click", {"element": "Trial 11", "target": ref_of(trials, "Best Trial", "button")})
+    heading = await find("Note")
+    await m(s, "browser_click", {"element": "Edit note", "target": ref_after(heading, 'heading "Note"', "button")})
+    editor = await find("Markdown|Save")
+    await m(s, "browser_type", {"element": "Note", "target": ref_of(editor, "Markdown", "textbox"), "text": NOTE})
+    save = await find("Save")
+    await click(save, "Save", "button")
+    expect(check["note"]() == NOTE, f"note: {check['note']()!r}")
+
+    meter.step = "back"
+    got = await m(s, "browser_navigate_back", {})
+    expect(f"/dashboard/studies/{study_id}/trials\n" in got, f"back: {got[:300]}")
+
+    meter.step = "delete"
+    top = await find("Return to the top page")
+    await click(top, "Return to the top page", "link")
+    studies = await find("delete study")
+    await m(s, "browser_click", {"element": "delete study",
+                                 "target": ref_after(studies, NEW_STUDY, 'button "delete study"')})
+    sure = await find("sure|Yes")
+    await click(sure, "Yes", "button")
+    expect(check["study"](NEW_STUDY) is None, "delete: the study is still in the storage")
+    await m(s, "browser_close", {})
+    finished(meter, started)
+
+
+async def ours_spa(meter, sessions, base, task):
+    """Read with `snapshot {query}` (a heading's ref reads its section), act by ref; each
+    action answers once the view it opened is built, with urlChanged for a route change."""
+    s, m = sessions[0], meter.call
+    check, started = spa_checks(task["db"]), time.perf_counter()
+
+    async def read(sid, query_text=None, ref=None):
+        return await m(s, "snapshot", {"sessionId": sid, **({"ref": ref} if ref else {"query": query_text})})
+
+    async def act(sid, tool, **args):
+        return answer(await m(s, tool, {"sessionId": sid, **args}))
+
+    meter.step = "open"  # the list of studies
+    sid = answer(await m(s, "create_session", {"url": base + "/dashboard"}))["sessionId"]
+    studies = await read(sid, "Direction|Create")
+    expect(all(name in studies for name in check["names"]()), f"open: {studies[:300]}")
+
+    meter.step = "create"  # a dialog built after the click, and a listbox that is not a <select>
+    await act(sid, "click", ref=ref_of(studies, "Create", "button"))
+    form = await read(sid, "Study name|Minimize|Create")
+    await act(sid, "type", ref=ref_of(form, "Study name", "textbox"), text=NEW_STUDY)
+    await act(sid, "click", ref=ref_of(form, "Minimize", "combobox"))
+    options = await read(sid, "Maximize")
+    await act(sid, "click", ref=ref_of(options, "Maximize", "option"))
+    enabled = await read(sid, "Create")  # the dialog's Create button has a ref once it is enabled
+    await act(sid, "click", ref=ref_of(enabled, '"Create"', "button"))
+    expect(check["study"](NEW_STUDY) is not None and check["study"](NEW_STUDY)[1] == "MAXIMIZE",
+           f"create: {check['study'](NEW_STUDY)}")
+
+    meter.step = "open_study"  # a History API route change: the same document, a new URL
+    studies = await read(sid, "quadratic")
+    got = await act(sid, "click", ref=ref_of(studies, "quadratic", "link"))
+    study_id = check["study"]("quadratic")[0]
+    expect(got["url"].endswith(f"/dashboard/studies/{study_id}") and got.get("urlChanged")
+           and not got["navigated"], f"open_study: {got}")
+
+    meter.step = "best"  # the history view's best trial, built from a request
+    best = await read(sid, "Best Trial|Trials (List)")  # a matched heading brings the first lines it titles
+    number, value = check["best"]()
+    expect(f"Best Trial (number={number})" in best and str(value) in best, f"best: {best[:300]}")
+
+    meter.step = "trials"  # another view, and its count
+    got = await act(sid, "click", ref=ref_of(best, "Trials (List)", "link"))
+    trials = await read(sid, "Trials|Best Trial")
+    expect(f"{check['trials']()} Trials" in trials, f"trials: {trials[:300]}")
+
+    meter.step = "note"  # the best trial's note, through its editor (an icon button without a name)
+    await act(sid, "click", ref=ref_of(trials, "Best Trial", "button"))
+    heading = await read(sid, "Note")  # the heading comes with the nameless icon button beside it
+    await act(sid, "click", ref=ref_after(heading, 'heading "Note"', "button"))
+    editor = await read(sid, "Markdown|Save")
+    await act(sid, "type", ref=ref_of(editor, "Markdown", "textbox"), text=NOTE)
+    save = await read(sid, "Save")  # enabled, so with a ref, once the note has text
+    await act(sid, "click", ref=ref_of(save, "Save", "button"))
+    expect(check["note"]() == NOTE, f"note: {check['note']()!r}")
+
+    meter.step = "back"  # back within the application: the route before the trial was opened
+    got = await act(sid, "go_back")
+    expect(got["url"].endswith(f"/dashboard/studies/{study_id}/trials"), f"back: {got}")
+
+    meter.step = "delete"  # the study made in the first steps, from the list; a confirmation dialog
+    top = await read(sid, "Return to the top page")
+    await act(sid, "click", ref=ref_of(top, "Return to the top page", "link"))
+    studies = await read(sid, "delete study")
+    await act(sid, "click", ref=ref_of(studies, "delete study", "button"))
+    sure = await read(sid, "sure|Yes")
+    await act(sid, "click", ref=ref_of(sure, '"Yes"', "button"))
+    expect(check["study"](NEW_STUDY) is None, "delete: the study is still in the storage")
+    await m(s, "close_session", {"sessionId": sid})
+    finished(meter, started)
+
+
 # -- running it ---------------------------------------------------------------------------
 
 def ensure_site(site):
@@ -565,18 +783,23 @@ def compare(result):
         "calls": ot["calls"] <= tt["calls"], "all_ok": ot["all_ok"] and tt["all_ok"]}
 
 
-TASKS = ("docs", "admin")
+TASKS = ("docs", "admin", "spa")
 ADMIN_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-admin")
+SPA_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-spa")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--site", default=SPHINX_DOC, help="folder of the docs task's site (default: Sphinx's manual)")
     parser.add_argument("--task", choices=(*TASKS, "all"), default="all",
-                        help="docs (a documentation site), admin (Django's admin application), or all (default)")
+                        help="docs (a documentation site), admin (Django's admin application), spa (optuna-dashboard, "
+                             "a single-page application), or all (default)")
     parser.add_argument("--admin-folder", default=ADMIN_FOLDER,
                         help="where Django is installed for the admin task, and its database kept "
                              f"(default {ADMIN_FOLDER})")
+    parser.add_argument("--spa-folder", default=SPA_FOLDER,
+                        help="where optuna-dashboard is installed (a venv) for the spa task, and its storage kept "
+                             f"(default {SPA_FOLDER})")
     parser.add_argument("--ours-only", action="store_true", help="skip @playwright/mcp")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--playwright-mcp-version", default=PLAYWRIGHT_MCP_VERSION,
@@ -626,6 +849,19 @@ def main():
                 with site.serve() as (base, db):  # each server on a fresh copy of the database
                     fn = ours_admin if side == "ours" else theirs_admin
                     meter = asyncio.run(measure(params, fn, base, {"db": db}, ADMIN_STEPS))
+                result[side] = {"steps": meter.steps, "total": totals(meter), "error": meter.error}
+        if "spa" in tasks:
+            print("setting up optuna-dashboard…", file=sys.stderr)
+            try:
+                spa = SpaSite.build(args.spa_folder)
+            except subprocess.CalledProcessError as exc:
+                print(f"could not set up optuna-dashboard (pip from PyPI, seeding): {exc}", file=sys.stderr)
+                return NO_SPA
+            result = results["tasks"]["spa"] = {"site": "optuna-dashboard", "steps": list(SPA_STEPS)}
+            for side, params in sides:
+                with spa.serve() as (base, db):  # each server on a fresh copy of the storage
+                    fn = ours_spa if side == "ours" else theirs_spa
+                    meter = asyncio.run(measure(params, fn, base, {"db": db}, SPA_STEPS))
                 result[side] = {"steps": meter.steps, "total": totals(meter), "error": meter.error}
         for result in results["tasks"].values():
             if "theirs" in result:

@@ -1,4 +1,5 @@
-"""Smoke test of scripts/agent_bench.py on a tiny local site, so that it cannot rot.
+"""Smoke test of scripts/agent_bench.py on a tiny local site and on two real applications
+(Django's admin, optuna-dashboard; mcpbrowser only), so that it cannot rot.
 
 It checks that every intention runs and is counted, never how fast (speed stays
 out of the tests). The real measure runs on Sphinx's manual: see the README.
@@ -95,4 +96,17 @@ def test_the_admin_task_runs_through_mcpbrowser_on_djangos_admin(site):
     ours = json.loads(done.stdout)["tasks"]["admin"]["ours"]
     assert ours["error"] is None and list(ours["steps"]) == ["login", "find", "add", "edit", "count", "group",
                                                              "delete", "recent", "logout"]
+    assert all(step["ok"] and step["calls"] >= 1 and step["chars"] > 0 for step in ours["steps"].values())
+
+
+def test_the_spa_task_runs_through_mcpbrowser_on_optuna_dashboard(site):
+    """A real single-page application (optuna-dashboard from PyPI, into the script's own venv):
+    every step is checked in its storage, and every route change is reported as urlChanged."""
+    done = run(site, "--ours-only", "--task", "spa")
+    if done.returncode == 5:
+        pytest.skip(f"optuna-dashboard could not be installed from PyPI: {done.stderr[-500:]}")
+    assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
+    ours = json.loads(done.stdout)["tasks"]["spa"]["ours"]
+    assert ours["error"] is None and list(ours["steps"]) == ["open", "create", "open_study", "best", "trials",
+                                                             "note", "back", "delete"]
     assert all(step["ok"] and step["calls"] >= 1 and step["chars"] > 0 for step in ours["steps"].values())

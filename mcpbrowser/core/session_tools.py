@@ -1,6 +1,7 @@
 """Session lifecycle tools; handlers run on the core's worker pool, never on a session thread."""
 
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
 
 from mcpbrowser import schema
 from mcpbrowser.errors import BrowserError, BrowserServerError, InvalidParameters, SessionInUse, SessionNotFound
@@ -100,7 +101,7 @@ def saved_states(core, args, call):
 
 def close_session(core, args, call):
     left = core.registry.close_session(args["sessionId"])
-    result = {"success": True, "message": f"Session {args['sessionId']} closed."}
+    result: dict[str, Any] = {"success": True, "message": f"Session {args['sessionId']} closed."}
     if left.get("dialog"):  # an agent that asks to leave means to leave: say what went with the page
         result["dialogDismissed"] = {**left["dialog"], "message": clip(left["dialog"]["message"])}
         kind = left["dialog"]["type"]
