@@ -44,7 +44,9 @@ def test_every_result_has_ref_id_and_meta_and_rows_are_stored(make_client, pages
                                            (nav["refId"],))[0]
     snapshot = zlib.decompress(packed)  # stored once by hash, compressed
     assert status == "ok"
-    assert result.decode() == nav_result.content[0].text  # the blob is the answer, byte for byte
+    # The blob is the whole answer; the model's text is the same less what it need not read again.
+    assert json.loads(result) == nav_result.structured_content
+    assert nav == {k: v for k, v in nav_result.structured_content.items() if k != "expiresAt"}
     assert b'button "More"' in snapshot and b"hello log" in console
     assert rows(db, "SELECT status, error_message FROM responses WHERE ref_id = ?",
                 (err["refId"],))[0][0] == "error"
