@@ -25,10 +25,24 @@ PAGES["/spa"] = """<!doctype html><title>App</title>
 <p id="menu-state">menu closed</p>
 <div id="editor" contenteditable="true" role="textbox" aria-label="Editor" aria-multiline="true"></div>
 <main id="view"></main>
+<div id="rows" role="list" aria-label="Rows" tabindex="0" style="height: 200px; overflow: auto">
+  <div id="spacer" style="height: 20000px; position: relative"></div></div>
 <script>
   function show(name) {
     document.getElementById('view').innerHTML = '<h2>' + name + '</h2><button>Act on ' + name + '</button>';
   }
+  // A virtualised list: 1,000 rows of 20 px, only those in view (and a few more) exist.
+  const rows = document.getElementById('rows'), spacer = document.getElementById('spacer');
+  function renderRows() {
+    const first = Math.floor(rows.scrollTop / 20);
+    spacer.innerHTML = '';
+    for (let i = first; i < Math.min(1000, first + 15); i++) {
+      spacer.insertAdjacentHTML('beforeend',
+        `<div role="listitem" style="position: absolute; top: ${i * 20}px">Row ${i + 1}</div>`);
+    }
+  }
+  rows.addEventListener('scroll', () => requestAnimationFrame(renderRows));
+  renderRows();
   setInterval(() => { document.title = 'App'; }, 250);  // a status poll that never ends: not waited for
 </script>"""
 
@@ -95,3 +109,12 @@ def test_typing_lines_into_a_contenteditable_editor_by_its_ref(client, session, 
     client.tool("type", sessionId=session, ref=ref, text="first line\nsecond line")
     shown = client.tool("snapshot", sessionId=session, query="first line|second line")
     assert shown["matches"] >= 1 and "second line" in shown["snapshot"], shown
+
+
+def test_a_virtualised_lists_rows_are_read_after_scrolling_it(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/spa"))
+    assert found(client, session, "Row 1000") == 0  # not in the DOM until scrolled into view
+    listed = client.tool("snapshot", sessionId=session, query="Rows")["snapshot"]
+    ref = listed.split("[ref=")[1].split("]")[0]
+    client.tool("press_key", sessionId=session, ref=ref, key="End")
+    assert found(client, session, "Row 1000") == 1

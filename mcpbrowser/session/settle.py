@@ -11,13 +11,15 @@ for a document older than the session's, it installs itself on the first settle)
 notes, without changing what the page sees:
   - each short timer (`setTimeout` of at most CAP_MS) and each `fetch`/XHR, with the
     time it started and whether it is still pending;
-  - the time of the last DOM change (a MutationObserver).
+  - the time of the last DOM change (a MutationObserver) and of the last scroll.
 After an action that did not load a new document, the session asks the page to
 settle, counting from the action's start: it answers at once when nothing the
 action started is pending and no timer or request was started since; otherwise it
 waits until what was started has ended (a timer that cannot fire within the cap is
 not waited for: a slow poll) and the DOM has then been quiet for QUIET_MS, or the
-cap (CAP_MS, or less when the action's own timeout ends first). Recurring timers
+cap (CAP_MS, or less when the action's own timeout ends first). An action that scrolled
+(a key, the wheel, a click that brought its target into view) waits until neither the
+scroll nor the DOM has moved for QUIET_MS: a virtualised list renders its rows then. Recurring timers
 (`setInterval`), animation frames and WebSocket messages are not waited for.
 """
 
@@ -32,7 +34,7 @@ INSTALL = r"""(() => {
   try {
     const clock = () => performance.now();
     const pending = new Set();   // {started, due} of short timers and requests not ended yet
-    let lastStarted = -1, lastEnded = -1, lastMutation = -1;
+    let lastStarted = -1, lastEnded = -1, lastMutation = -1, lastScroll = -1;
     const begin = (due) => {
       const job = {started: clock(), due};
       pending.add(job);
@@ -71,12 +73,23 @@ INSTALL = r"""(() => {
       this.addEventListener("loadend", () => end(job));
       try { return Reflect.apply(send0, this, arguments); } catch (e) { end(job); throw e; }
     };
+    // A scroll starts a frame after the key or wheel that asks for it: those count as scrolls at once
+    // (not a key typed into a field).
+    const scrolls = new Set(["End", "Home", "PageDown", "PageUp", "ArrowDown", "ArrowUp", " "]);
+    const editable = (t) => t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
+    const scrolled = () => { lastScroll = clock(); };
+    addEventListener("scroll", scrolled, {capture: true, passive: true});
+    addEventListener("wheel", scrolled, {capture: true, passive: true});
+    addEventListener("keydown", (e) => { if (scrolls.has(e.key) && !editable(e.target)) scrolled(); },
+                     {capture: true, passive: true});
     new MutationObserver(() => { lastMutation = clock(); }).observe(document,
       {subtree: true, childList: true, attributes: true, characterData: true});
     Object.defineProperty(window, "__mcpbSettle", {value: (elapsed, quiet, capMs) => new Promise((resolve) => {
       const asked = clock(), since = asked - elapsed;
       const busy = (now) => {
         for (const job of pending) if (job.started >= since && job.due <= since + capMs) return true;
+        // A scroll (a key, the wheel, a smooth scroll's frames) renders what comes into view: a virtualised list.
+        if (lastScroll >= since && now - Math.max(lastScroll, lastMutation) < quiet) return true;
         if (lastStarted < since) return false;  // the action started nothing that ends later: done
         return now - Math.max(lastEnded, lastMutation) < quiet;
       };
