@@ -187,7 +187,8 @@ def test_a_secret_stays_secret_in_every_later_call(make_client, site, tmp_path):
     behind = "typed-behind-a-dialog"
     assert c.error("type", sessionId=sid, selector="#user", text=behind)["errorCode"] == "DIALOG_OPEN"
     c.tool("handle_dialog", sessionId=sid, accept=True)
-    c.tool("type", sessionId=sid, selector="#user", text="plain-and-kept")
+    kept = c.tool("type", sessionId=sid, selector="#user", text="plain-and-kept")
+    c.tool("get_content", ref_id=kept["refId"])  # waits for the call's record: its rows are written
     for answer in answers:
         for text in _strings(answer):
             assert PASSWORD not in text, answer

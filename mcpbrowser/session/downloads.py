@@ -47,7 +47,9 @@ class Downloads:
         """Entries whose status changed since the last answer that told of them."""
         if not self.entries:
             return []
-        fresh = [e for i, e in enumerate(self.entries) if self._told.get(i) != e["status"]]
+        # Copies: an entry changes as its download goes on, and the answer (and its history row,
+        # written after the answer went out) must say what was true when it was answered.
+        fresh = [dict(e) for i, e in enumerate(self.entries) if self._told.get(i) != e["status"]]
         self._told = {i: e["status"] for i, e in enumerate(self.entries)}
         return fresh
 
