@@ -104,6 +104,9 @@ INSTALL = r"""(() => {
 })()""".replace("CAP_MS", str(CAP_MS))
 
 SETTLE = f"([elapsed, quiet, cap]) => window.__mcpbSettle ? window.__mcpbSettle(elapsed, quiet, cap) : ({INSTALL}, -1)"
+# The same through CDP, answering [ms waited, document.title]: one round trip that also saves the title's own.
+SETTLE_CDP = ("(window.__mcpbSettle ? window.__mcpbSettle(%d, %d, %d) : (" + INSTALL.replace("%", "%%")
+              + ", Promise.resolve(-1))).then((waited) => [waited, document.title])")
 
 
 def install(state):
@@ -115,18 +118,32 @@ def settle(state, elapsed_s, timeout_s):
     """Wait for the current page to settle after an action that started elapsed_s ago (see the module's rule).
 
     A dialog that opens meanwhile ends the wait (run_tool reports it); a page that
-    navigates, closes or hangs ends it too. Returns the milliseconds waited, or None.
+    navigates, closes or hangs ends it too. Returns the page's title when it settled
+    (on Chromium, where the settle runs through the page's CDP session: one round trip
+    for both, 1 ms instead of 3 for a settle and a title read), else None.
     """
+    from mcpbrowser.session.page_reading import cdp_session
     from mcpbrowser.session.state import INTERRUPTED, TIMED_OUT
 
     cap_ms = max(0, min(CAP_MS, int(timeout_s * 1000 - elapsed_s * 1000)))
     if cap_ms == 0:
         return None
+    since_ms, deadline_s = int(elapsed_s * 1000) + 5, cap_ms / 1000 + 1.0
     try:
-        waited = state.act(state.page, "evaluate", deadline_s=cap_ms / 1000 + 1.0, expression=SETTLE,
-                           arg=[int(elapsed_s * 1000) + 5, QUIET_MS, cap_ms])
+        if state.chromium:
+            answer = state.act(cdp_session(state, state.page), "send", deadline_s=deadline_s,
+                               method="Runtime.evaluate",
+                               params={"expression": SETTLE_CDP % (since_ms, QUIET_MS, cap_ms),
+                                       "awaitPromise": True, "returnByValue": True})
+            if answer is INTERRUPTED or answer is TIMED_OUT or "exceptionDetails" in answer:
+                return None
+            waited, title = answer["result"]["value"]
+        else:
+            waited = state.act(state.page, "evaluate", deadline_s=deadline_s, expression=SETTLE,
+                               arg=[since_ms, QUIET_MS, cap_ms])
+            title = None
     except Exception as exc:  # it navigated or closed meanwhile: the caller reports where it is
         log.debug("settle ended by the page", extra={"session": state.session_id, "error": str(exc)})
         return None
     log.debug("settled", extra={"session": state.session_id, "waited": waited})
-    return None if waited is INTERRUPTED or waited is TIMED_OUT else waited
+    return title

@@ -193,13 +193,14 @@ class SessionState:
                     and not self.responsive():
                 raise self.unresponsive_error() from None
             raise
+        title = None
         if tool.changes_page and tool.page_tool and not tool.leaves_page and self.dialog is None \
                 and self.page is page_before and self.navigations == navigations_before:
-            settle.settle(self, time.monotonic() - started, self.config.action_timeout / 1000)
+            title = settle.settle(self, time.monotonic() - started, self.config.action_timeout / 1000)
         if tool.changes_page:
             navigated = self.page is not page_before or self.navigations != navigations_before
             if "url" not in result:
-                self._add_page_state(result, navigated)
+                self._add_page_state(result, navigated, title if self.navigations == navigations_before else None)
             if not navigated and self.url_changes != url_changes_before:
                 # The same document, its URL changed (the History API, a fragment): refs stay valid.
                 result.update(url=self.page.url, navigated=False, urlChanged=True)
@@ -288,20 +289,22 @@ class SessionState:
                           "in the way of leaving the page.)")
         return error
 
-    def _add_page_state(self, result, navigated):
+    def _add_page_state(self, result, navigated, title=None):
         """Where an action left the agent: url, title, and whether it navigated, so the agent needs no extra call.
 
         A navigation the action started has committed by now (Playwright waits for
         that); its load is awaited here (up to the action timeout), so that the title,
         and the snapshot the history captures next, are of the new page. The title
-        is one CDP round trip that runs no JavaScript (see loaded_title).
+        is one CDP round trip that runs no JavaScript (see loaded_title), or the one the
+        settle just read (title) when the page stayed.
         """
         if navigated and self.dialog is None:
             try:  # at most the action timeout: a slow page's answer says where it is so far
                 self.page.wait_for_load_state("load", timeout=self.config.action_timeout)
             except Exception as exc:  # a slow page: answer with what is there
                 log.debug("load after action not reached", extra={"session": self.session_id, "error": str(exc)})
-        title = page_reading.loaded_title(self)
+        if title is None or navigated or self.dialog is not None:  # else the settle's, read just now
+            title = page_reading.loaded_title(self)
         self.remember_page(title)
         result.update(url=self.page.url, title=title, navigated=navigated)
 
