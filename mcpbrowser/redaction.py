@@ -23,9 +23,24 @@ SECRET_AUTOCOMPLETE = ("current-password", "new-password", "one-time-code", "cc-
 # The same test as one CSS selector list: the `i` flag ignores case, `~=` matches one autocomplete token.
 SECRET_FIELD = ", ".join(["input[type=password i]", *(f"input[autocomplete~={t} i]" for t in SECRET_AUTOCOMPLETE)])
 JS_IS_SECRET = f"const isSecret = e => e.matches({json.dumps(SECRET_FIELD)});"
-# Relative to a target locator: the target itself when it is a secret field. type counts it: an
-# evaluate on the target, as before, made each type on a fresh page 30 ms slower here.
-SECRET_TARGET = f":scope:is({SECRET_FIELD})"
+# Relative to a target locator: the target itself when it is a secret field, or one that no longer holds
+# the focus after typing. type counts it: an evaluate on the target, as type did before, made each type
+# on a fresh page 30 ms slower here, so that evaluate (below) runs only when the count finds something.
+SECRET_OR_UNFOCUSED = f":scope:is({SECRET_FIELD}, :not(:focus-within))"
+# On the target after typing, when that count found something: {secret, went}. `went` names the element
+# the focus moved to when it, and not the target, holds the text's first line (a page that took the focus
+# back); not a one-time-code box that moved the focus on by itself after taking its digit.
+WHERE_TEXT_WENT = """(e, text) => {
+  let a = document.activeElement;
+  while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+  const held = (x) => typeof x.value === "string" ? x.value : (x.isContentEditable ? x.innerText : "");
+  const first = text.split("\\n")[0], secret = (x) => !!(x && x.matches && x.matches(SECRET_FIELD));
+  const went = first && a && a !== e && !e.contains(a) && a !== document.body && held(a).includes(first)
+    && !held(e).includes(first);
+  const name = (x) => x.localName + (x.id ? "#" + x.id : x.name ? `[name="${x.name}"]` : "")
+    + (x.getAttribute("aria-label") ? ` "${x.getAttribute("aria-label")}"` : "");
+  return {secret: secret(e) || (went && secret(a)), went: went ? name(a) : null};
+}""".replace("SECRET_FIELD", json.dumps(SECRET_FIELD))
 # A textbox line of an aria snapshot and its value: `- textbox "Name" [ref=e3]: value`.
 _TEXTBOX_VALUE = re.compile(r'^(\s*- textbox(?: "(?:[^"\\]|\\.)*")?(?: \[[^\]]*\])*): (.+)$')
 

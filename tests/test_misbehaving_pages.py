@@ -295,3 +295,64 @@ def test_an_endless_redirect_chain_and_window_print_get_clear_answers(client, pa
         printed = client.tool("click", sessionId=session, selector="#print")  # headless: no print dialog to hang on
         assert printed["title"] == "Printed", printed
     client.call("close_session", {"sessionId": session})
+
+
+PAGES.update({
+    # A page that will not let go: its unload and pagehide handlers loop for 20 s each.
+    "/hold-unload": """<!doctype html><title>Hold</title>
+<script>for (const name of ["unload", "pagehide"]) addEventListener(name, () => {
+  const until = Date.now() + 20000; while (Date.now() < until); });</script>
+<a id="away" href="/form">Away</a>""",
+    # A page that takes the focus back to its own field (#mine) whenever it moves elsewhere.
+    "/refocus": """<!doctype html><title>Refocus</title><input id="mine"><input id="other" aria-label="Other">
+<script>const mine = document.getElementById("mine");
+document.getElementById("other").addEventListener("focus", () => mine.focus());
+setInterval(() => { if (document.activeElement !== mine) mine.focus(); }, 50);</script>""",
+    # Fields that move the focus on by themselves (one-time-code boxes) or reformat what is typed (a mask).
+    "/focus-moves-on": """<!doctype html><title>Code</title>
+<input id="d1" maxlength="1"><input id="d2" maxlength="1"><input id="phone">
+<script>const boxes = [d1, d2]; boxes.forEach((b, i) => b.addEventListener("input", () => boxes[i + 1]?.focus()));
+phone.addEventListener("input", () => { const d = phone.value.replace(/\\D/g, "");
+  phone.value = "(" + d.slice(0, 3) + ") " + d.slice(3); });</script>""",
+})
+
+
+def test_a_page_that_holds_its_own_unload_lets_the_agent_leave_in_seconds(client, pages):
+    # Its unload looped for 20 s: navigate waited out its 30 s timeout and answered NAVIGATION_FAILED
+    # after 40 s; a click on its link answered after 5 s that the page was "Loading".
+    session = client.tool("create_session", url=pages.url("/hold-unload"))["sessionId"]
+    with Quiet(client, pages):
+        started = time.monotonic()
+        result = client.tool("navigate", sessionId=session, url=pages.url("/form"))
+        assert time.monotonic() - started < 8, time.monotonic() - started
+        assert result["tabReplaced"] is True and result["url"] == pages.url("/form")
+        client.tool("navigate", sessionId=session, url=pages.url("/hold-unload"))
+        started = time.monotonic()
+        error = client.error("reload", sessionId=session)
+        assert time.monotonic() - started < 8 and error["errorCode"] == "PAGE_UNRESPONSIVE", error
+        client.tool("navigate", sessionId=session, url=pages.url("/hold-unload"))
+        started = time.monotonic()
+        clicked = client.tool("click", sessionId=session, selector="#away")
+        assert time.monotonic() - started < 5 + 5
+        assert clicked["pageUnresponsive"] is True and "navigate elsewhere" in clicked["message"], clicked
+        assert client.tool("navigate", sessionId=session, url=pages.url("/form"))["title"] == "Form"
+    client.tool("close_session", sessionId=session)
+
+
+def test_typing_that_the_page_diverts_to_another_field_is_not_called_done(client, pages):
+    # The page took the focus back to #mine: type answered "Typed 5 character(s) into #other"
+    # though #other stayed empty and #mine held the text.
+    session = client.tool("create_session", url=pages.url("/refocus"))["sessionId"]
+    with Quiet(client, pages):
+        for extra in ({}, {"delay": 10}):
+            error = client.error("type", sessionId=session, selector="#other", text="hello", **extra)
+            assert error["errorCode"] == "ELEMENT_NOT_EDITABLE", error
+            assert error["details"]["focusMovedTo"] == "input#mine" and "input#mine" in error["message"], error
+        assert "Typed" in client.tool("type", sessionId=session, selector="#mine", text="fine")["message"]
+        # Fields that move the focus on, or reformat, took the text: those are done.
+        client.tool("navigate", sessionId=session, url=pages.url("/focus-moves-on"))
+        assert "Typed" in client.tool("type", sessionId=session, selector="#d1", text="7")["message"]
+        assert "Typed" in client.tool("type", sessionId=session, selector="#phone", text="5551234")["message"]
+        shown = client.tool("snapshot", sessionId=session)["snapshot"]
+        assert "(555) 1234" in shown and ': "7"' in shown, shown
+    client.tool("close_session", sessionId=session)

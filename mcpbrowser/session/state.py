@@ -194,8 +194,15 @@ class SessionState:
                 raise self.unresponsive_error() from None
             raise
         title = None
-        if tool.changes_page and tool.page_tool and not tool.leaves_page and self.dialog is None \
-                and self.page is page_before and self.navigations == navigations_before:
+        stayed = tool.changes_page and tool.page_tool and not tool.leaves_page and self.dialog is None \
+            and self.page is page_before
+        if stayed and time.monotonic() - started > PROBE_AFTER_S and not self.responsive():
+            # A slow action, then a page that does not answer: a link whose page holds its own unload, say.
+            result["pageUnresponsive"] = True
+            if "message" in result:
+                result["message"] += ("; the page has not answered since (a script of its own keeps it busy): "
+                                      "navigate elsewhere")
+        elif stayed and self.navigations == navigations_before:
             title = settle.settle(self, time.monotonic() - started, self.config.action_timeout / 1000)
         if tool.changes_page:
             navigated = self.page is not page_before or self.navigations != navigations_before
@@ -316,7 +323,7 @@ class SessionState:
             except Exception:
                 log.debug("progress report failed", extra={"session": self.session_id})
 
-    def act(self, target, method, /, deadline_s=None, **kwargs):
+    def act(self, target, method, /, deadline_s=None, watch=None, **kwargs):
         """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens
         (and TIMED_OUT after deadline_s seconds, when given).
 
@@ -324,6 +331,8 @@ class SessionState:
         would otherwise block until the dialog is answered. The sync method is
         made to hand over its coroutine instead of waiting on it (see
         playwright_internals); we then wait for whichever comes first.
+        watch=(every_s, still_fine): while the call runs, ask still_fine() every every_s
+        seconds; when it says no, stop waiting (TIMED_OUT) and leave the call to its fate.
         """
         if self.dialog is not None:
             # One opened earlier in this call (run_tool refuses page tools behind one): nothing
@@ -336,11 +345,19 @@ class SessionState:
 
         task = event_loop(self.page).create_task(coroutine)
         task.add_done_callback(_retrieve)
-        waiter = self._waiter()
-        run_coroutine(target, asyncio.wait({task, waiter}, timeout=deadline_s, return_when=asyncio.FIRST_COMPLETED))
-        if task.done():
-            return task.result()
-        return INTERRUPTED if waiter.done() else TIMED_OUT
+        end = None if deadline_s is None else time.monotonic() + deadline_s
+        while True:
+            waiter = self._waiter()
+            step = None if end is None else max(0.0, end - time.monotonic())
+            if watch is not None:
+                step = watch[0] if step is None else min(step, watch[0])
+            run_coroutine(target, asyncio.wait({task, waiter}, timeout=step, return_when=asyncio.FIRST_COMPLETED))
+            if task.done():
+                return task.result()
+            if waiter.done():
+                return INTERRUPTED
+            if watch is None or (end is not None and time.monotonic() >= end) or not watch[1]():
+                return TIMED_OUT
 
     def responsive(self, page=None):
         """Whether the page (the current one by default) runs a trivial script within PROBE_S; remembered."""

@@ -14,7 +14,7 @@ from mcpbrowser.errors import (
     NoDialogOpen,
 )
 from mcpbrowser.page_strings import clip
-from mcpbrowser.redaction import SECRET_FIELD, SECRET_TARGET
+from mcpbrowser.redaction import SECRET_FIELD, SECRET_OR_UNFOCUSED, WHERE_TEXT_WENT
 from mcpbrowser.session import snapshots
 from mcpbrowser.session.state import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
@@ -75,23 +75,43 @@ def type_text(state, args):
                             " e.setSelectionRange(e.value.length, e.value.length) }")
         check(target, state.act(target, "press_sequentially", text=text, delay=delay, timeout=timeout))
 
+    diverted: list[str] = []
+
     def check(target, typed):
         # After the text is in: the element is there for sure then (a count does not wait for it), and the
         # answer, the call's record and the next capture all come later. When a dialog opened while typing,
         # no script can run in the page, so the text counts as secret; so it does when the check fails.
-        if flagged:
+        # One count asks both whether the target is a secret field and whether it lost the focus; only
+        # then (a login form, a page that moved the focus) does a second look tell which.
+        if typed is INTERRUPTED or state.dialog is not None:
+            snapshots.mark_secret(state, text)
             return
         try:
-            secret = typed is INTERRUPTED or state.dialog is not None or target.locator(SECRET_TARGET).count() > 0
+            odd = target.locator(SECRET_OR_UNFOCUSED).count() > 0
+            look = target.evaluate(WHERE_TEXT_WENT, text) if odd else {"secret": False, "went": None}
         except Exception:
-            secret = True
-        if secret:
+            look = {"secret": True, "went": None}
+        if look["went"]:
+            diverted.append(str(look["went"]))
+        if flagged:
+            return
+        if look["secret"]:
             snapshots.mark_secret(state, text)  # a password (or card, or one-time code) field: never recorded in clear
         elif state.call is not None:
             state.call.secret = False  # a plain field, looked at: its text is stored (less the known secrets)
 
     # Filling replaces the content, so it may be tried again; typing key by key or appending may not.
     label = on_element(state, args, ElementNotEditable, enter, repeatable=clear and not delay)
+    if diverted:
+        # The page took the focus away as the text came (a script that refocuses its own field): the
+        # text is in another element. Not a success; ELEMENT_NOT_EDITABLE, as the target would take no
+        # keyboard input from the agent, with where the text went (a new code for one page habit would
+        # cost every agent its description).
+        raise ElementNotEditable(
+            f"The text did not reach {label}: the page moved the focus to {clip(diverted[0])} as it was typed, "
+            "and the text went there. This page takes the focus back by itself; check that field, and set "
+            "the target another way (select, fill_form, or clicking what fills it).",
+            session_id=state.session_id, details={"target": label, "focusMovedTo": clip(diverted[0])})
     if args.get("submit") and state.dialog is not None:
         return {"success": True, "message": f"Typed {typed} into {label}; Enter was not pressed"}
     if args.get("submit"):

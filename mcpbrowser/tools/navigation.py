@@ -4,11 +4,13 @@ import time
 from urllib.parse import urlsplit
 
 from mcpbrowser import schema
-from mcpbrowser.errors import InvalidParameters, NavigationFailed, WaitTimeout
+from mcpbrowser.errors import InvalidParameters, NavigationFailed, PageUnresponsive, WaitTimeout
 from mcpbrowser.guards import BLOCKED_HEADER
 from mcpbrowser.session import page_reading, throttling
-from mcpbrowser.session.state import INTERRUPTED
+from mcpbrowser.session.state import INTERRUPTED, TIMED_OUT
 from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, page_result, session_schema
+
+HOLD_CHECK_S = 2.0  # a load still going after this long asks its page whether it answers, and again after as long
 
 
 def _check_url(url):
@@ -25,9 +27,17 @@ def _load(state, what, method, **kwargs):
     kwargs["wait_until"] = kwargs.pop("waitUntil", None) or "load"
     kwargs["timeout"] = kwargs.get("timeout", state.config.navigation_timeout)
     refusals = state.network_policy.refusals()
+    page = state.page
     try:
-        response = state.act(state.page, method, **kwargs)
+        # A page that holds its own unload (a script looping in unload or pagehide) keeps a same-site
+        # navigation from committing until the timeout: asked every HOLD_CHECK_S whether it still
+        # answers, such a page is named within seconds (navigate then goes on in a fresh tab).
+        response = state.act(page, method, watch=(HOLD_CHECK_S, lambda: state.responsive(page)), **kwargs)
+        if response is TIMED_OUT:
+            raise state.unresponsive_error()
     except Exception as exc:
+        if isinstance(exc, PageUnresponsive):
+            raise
         if state.network_policy.refusals() > refusals:  # a hop of this navigation (a redirect, say) hit the policy
             raise state.network_policy.blocked_error(kwargs.get("url", state.page.url)) from None
         reason = str(exc).split("\n", 1)[0]
@@ -69,8 +79,12 @@ def _navigate(state, url, args):
 
     page.once("domcontentloaded", dom_ready)
     try:
-        response = _load(state, url, "goto", url=url, **_options(args))
-        if response is INTERRUPTED and state.trapped:  # a dialog held the navigation: go in a fresh tab
+        try:
+            response = _load(state, url, "goto", url=url, **_options(args))
+            held = response is INTERRUPTED and state.trapped  # a dialog held the navigation
+        except PageUnresponsive:  # its page holds the tab (its unload never ends): leave it anyway
+            held = True
+        if held:  # go in a fresh tab
             state.replace_tab()
             response = _load(state, url, "goto", url=url, **_options(args))
     finally:
