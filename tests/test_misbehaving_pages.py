@@ -308,6 +308,9 @@ PAGES.update({
 <script>const mine = document.getElementById("mine");
 document.getElementById("other").addEventListener("focus", () => mine.focus());
 setInterval(() => { if (document.activeElement !== mine) mine.focus(); }, 50);</script>""",
+    # 30,000 rows with a link each: 60,000 elements, a page an aria snapshot walks for ~6 s here.
+    "/huge-dom": "<!doctype html><title>Rows</title><button id=\"go\" onclick=\"document.title = 'Went'\">Go</button>"
+                 + "".join(f"<div>row {i} <a href='#{i}'>link</a></div>" for i in range(30000)),
     # Fields that move the focus on by themselves (one-time-code boxes) or reformat what is typed (a mask).
     "/focus-moves-on": """<!doctype html><title>Code</title>
 <input id="d1" maxlength="1"><input id="d2" maxlength="1"><input id="phone">
@@ -356,3 +359,29 @@ def test_typing_that_the_page_diverts_to_another_field_is_not_called_done(client
         shown = client.tool("snapshot", sessionId=session)["snapshot"]
         assert "(555) 1234" in shown and ': "7"' in shown, shown
     client.tool("close_session", sessionId=session)
+
+
+def test_a_huge_page_is_walked_only_when_asked_and_never_called_hung(client, pages):
+    # On a page of 60,000 elements, the capture after navigate started a walk that ran on in the
+    # page for seconds; the agent's snapshot then timed out behind it, and the probe that followed
+    # named the page PAGE_UNRESPONSIVE, and the clicks after it too.
+    session = client.tool("create_session", url=pages.url("/huge-dom"))["sessionId"]
+    with Quiet(client, pages):
+        started = time.monotonic()
+        assert client.tool("click", sessionId=session, selector="#go")["title"] == "Went"
+        assert time.monotonic() - started < 5
+        shown = client.tool("snapshot", sessionId=session)
+        assert shown["truncated"] is True and "row 0" in shown["snapshot"], shown.get("message")
+        assert client.tool("click", sessionId=session, selector="#go")["success"]
+    client.tool("close_session", sessionId=session)
+    # A page whose walk would outlast the navigation timeout is not walked: the agent is told what to read.
+    strict = McpClient("--navigation-timeout", "5000")
+    try:
+        session = strict.tool("create_session", url=pages.url("/huge-dom"))["sessionId"]
+        started = time.monotonic()
+        error = strict.error("snapshot", sessionId=session)
+        assert time.monotonic() - started < 2 and error["errorCode"] == "INVALID_PARAMETERS", error
+        assert error["details"]["elements"] > 60000 and "selector" in error["message"], error
+        assert strict.tool("snapshot", sessionId=session, selector="#go")["snapshot"] .startswith('- button "Go" [ref=')
+    finally:
+        strict.close()

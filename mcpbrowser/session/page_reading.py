@@ -55,6 +55,25 @@ def loaded_title(state):
     return page.title() if state.dialog is None else ""
 
 
+def element_count(state):
+    """How many elements the current page's document holds, or None when it cannot say (a dialog, a page
+    that does not answer within the server's own INTERNAL_S, which is then probed as any such page).
+
+    One evaluation through the page's CDP session on Chromium (about 1 ms, 1 ms at 60,000 elements too).
+    It tells a walk that will take seconds (an aria snapshot costs the page ~0.1 ms per element here)
+    before the walk starts: a walk cannot be stopped once the page runs it.
+    """
+    page = state.page
+    if state.chromium:
+        answer = state.background(page, cdp_session(state, page), "send", method="Runtime.evaluate",
+                                  params={"expression": COUNT_ELEMENTS, "returnByValue": True})
+        return answer["result"].get("value") if answer and "exceptionDetails" not in answer else None
+    return state.background(page, page, "evaluate", expression=COUNT_ELEMENTS)
+
+
+COUNT_ELEMENTS = "document.getElementsByTagName('*').length"
+
+
 def cdp_session(state, page):
     """The page's CDP session, opened on first use; the session opener opens the first page's
     ahead (a pooled session's, before any call), so that the first navigate does not wait for it."""

@@ -90,6 +90,25 @@ def _cut(text, limit):
     return "\n".join(kept), nodes, total
 
 
+WALK_MS_PER_ELEMENT = 0.25  # what a whole-page aria snapshot is given per element: 2.5x its cost here
+
+
+def _whole_walk(state, options, refuse):
+    """(options, huge) for walking the whole page. A page of more than HUGE_ELEMENTS is given the time
+    its walk needs; one whose walk would outlast the navigation timeout is refused (when `refuse`),
+    with what to read instead: a walk, once started, runs on in the page, which would look hung."""
+    count = page_reading.element_count(state)
+    if count is None or count <= snapshots.HUGE_ELEMENTS:
+        return options, False
+    need_ms = round(count * WALK_MS_PER_ELEMENT)
+    if refuse and need_ms > state.config.navigation_timeout:
+        raise InvalidParameters(
+            f"The page has {count:,} elements: a snapshot of all of it would keep the page busy for about "
+            f"{need_ms // 1000} s. Read a part of it: snapshot with a selector (a list, a table, main), "
+            "or wait_for/click by text.", session_id=state.session_id, details={"elements": count})
+    return {**options, "timeout": max(state.config.action_timeout, need_ms)}, True
+
+
 def snapshot(state, args):
     limit = args.get("maxNodes", DEFAULT_MAX_NODES)
     options = {"mode": "ai"}
@@ -101,6 +120,9 @@ def snapshot(state, args):
     # again when it did not change since the read that gave the ref.
     by_ref = "ref" in args and "depth" not in args
     whole = snapshots.unchanged_snapshot(state) if (page_level or by_ref) and "depth" not in args else None
+    if whole is None and (page_level or by_ref):
+        options, huge = _whole_walk(state, options, refuse=page_level)
+        by_ref = by_ref and not huge  # a ref on a huge page: its own element is read, not the page
     if whole is None and by_ref:
         state.full_snapshot = None
         text = state.act(snapshots.page_root(state), "aria_snapshot", **options)

@@ -27,12 +27,14 @@ def _load(state, what, method, **kwargs):
     kwargs["wait_until"] = kwargs.pop("waitUntil", None) or "load"
     kwargs["timeout"] = kwargs.get("timeout", state.config.navigation_timeout)
     refusals = state.network_policy.refusals()
-    page = state.page
+    page, navigations = state.page, state.navigations
     try:
         # A page that holds its own unload (a script looping in unload or pagehide) keeps a same-site
         # navigation from committing until the timeout: asked every HOLD_CHECK_S whether it still
-        # answers, such a page is named within seconds (navigate then goes on in a fresh tab).
-        response = state.act(page, method, watch=(HOLD_CHECK_S, lambda: state.responsive(page)), **kwargs)
+        # answers, such a page is named within seconds (navigate then goes on in a fresh tab). Once the
+        # new document has committed, a slow load is that page's own (a huge one): it is not asked.
+        response = state.act(page, method, watch=(
+            HOLD_CHECK_S, lambda: state.navigations != navigations or state.responsive(page)), **kwargs)
         if response is TIMED_OUT:
             raise state.unresponsive_error()
     except Exception as exc:
