@@ -108,6 +108,8 @@ def test_every_answer_says_truly_whether_its_call_is_recorded(faulty, tmp_path_f
                 if faulted_throughout:  # the fault was known when it was answered: its rows are not kept
                     assert answer["meta"]["recorded"] is False
                 answers.append(answer)
+        for answer in answers:  # each call's row is queued after its answer (the capture comes first)
+            core.recorder.wait_recorded(answer["refId"])
         faulty.kind = None
         assert _recovered(core.store)
         recorded = {ref for (ref,) in core.store.query("SELECT ref_id FROM responses")}

@@ -27,12 +27,12 @@ def capture_snapshot(state):
     """The page as YAML with refs, for the history; None when a dialog, failure or a huge page prevents it."""
     if state.dialog is not None or state.page is None:
         return None
-    count = page_reading.element_count(state)
-    if count is None or count > HUGE_ELEMENTS:
-        log.debug("snapshot capture skipped", extra={"session": state.session_id, "elements": count})
-        return None
     state.full_snapshot = None
     try:  # a dialog that opens meanwhile, or a page that hangs, ends the capture, not the session thread's wait
+        count = page_reading.element_count(state)
+        if count is not None and count > HUGE_ELEMENTS:
+            log.debug("snapshot capture skipped", extra={"session": state.session_id, "elements": count})
+            return None
         text = state.background(state.page, page_root(state), "aria_snapshot", mode="ai", timeout=2000)
     except Exception as exc:
         log.debug("snapshot capture failed", extra={"session": state.session_id, "error": str(exc)})
