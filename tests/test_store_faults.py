@@ -299,3 +299,26 @@ def test_a_gone_servers_lock_file_is_swept_at_start_and_a_live_ones_kept(tmp_pat
             store.close()
     finally:
         instances.release(live)
+
+
+def test_a_failure_in_the_after_call_work_still_writes_the_calls_record(tmp_path, monkeypatch):
+    # The capture after a call raised (an element count that met a test double): the response row
+    # was never written, though the answer had promised it (meta.recorded).
+    from mcpbrowser.session import snapshots
+
+    def broken(state):
+        raise RuntimeError("capture broke")
+
+    monkeypatch.setattr(snapshots, "capture_snapshot", broken)
+    core = fake_core(db=str(tmp_path / "h.db"))
+    try:
+        core.start()
+        session = core.call("create_session")["sessionId"]
+        answer = core.call("navigate", {"sessionId": session, "url": "http://x.test/"})
+        assert answer["meta"].get("recorded", True) is True
+        core.recorder.wait_recorded(answer["refId"], timeout=5)
+        core.store.flush()
+        recorded = {ref for (ref,) in core.store.query("SELECT ref_id FROM responses")}
+        assert answer["refId"] in recorded
+    finally:
+        core.close()

@@ -65,11 +65,13 @@ class Recorder:
     def after_call(self, state: Any, fut: Future, call: Any) -> None:
         """After the answer went out: capture the page the call left, then record it."""
         succeeded = not fut.cancelled() and fut.exception() is None
-        if succeeded and call.capture and not call.inline and call.snapshot is None:
-            call.snapshot = snapshots.capture_snapshot(state)
-        if succeeded and self._tools[call.tool].changes_page:
-            self.save_storage(state)
-        self.response(call, fut)
+        try:
+            if succeeded and call.capture and not call.inline and call.snapshot is None:
+                call.snapshot = snapshots.capture_snapshot(state)
+            if succeeded and self._tools[call.tool].changes_page:
+                self.save_storage(state)
+        finally:  # whatever the extras met, the answer promised a record (meta.recorded): it is written
+            self.response(call, fut)
 
     def save_storage(self, state: Any, force: bool = False) -> None:
         """Keep what resume_session needs (cookies, localStorage, URL).
