@@ -177,8 +177,10 @@ def test_a_secret_stays_secret_in_every_later_call(make_client, site, tmp_path):
     answers = [missing, c.tool("type", sessionId=sid, selector="#user", text="me " + PASSWORD),
                c.tool("evaluate", sessionId=sid, expression=f"'{PASSWORD}'.length"),
                c.error("type", sessionId=sid, selector="#user", text=PASSWORD, delay="x"),  # refused: bad args
-               c.tool("navigate", sessionId=sid, url=f"{site}/search?q={PASSWORD}")]
+               c.tool("navigate", sessionId=sid, url=f"{site}/search?q={PASSWORD}"),
+               c.tool("list_sessions")]  # where each session is: its URL held the password in clear
     assert answers[1]["success"] and answers[2]["result"] == len(PASSWORD)
+    assert answers[-1]["sessions"][0]["url"].startswith(f"{site}/search?q=")
     # Unknown targets count as secret: text the server could not look at is stored withheld.
     unknown = "typed-where-nothing-is"
     assert c.error("type", sessionId=sid, selector="#nowhere", text=unknown)["errorCode"] == "ELEMENT_NOT_FOUND"

@@ -415,8 +415,10 @@ class SessionState:
         return None, None
 
     def remember_page(self, title):
-        """Publish url and title as plain data for list_sessions while this thread is busy."""
-        self.worker.info = {"url": self.page.url, "title": title}
+        """Publish url and title as plain data for list_sessions (and the log resources' titles) while this
+        thread is busy; scrubbed of the session's secrets, as every answer is (a GET form's password in the
+        URL, a title that echoes a field)."""
+        self.worker.info = scrub_value({"url": self.page.url, "title": title}, self.secrets)
 
     def describe(self):
         if self.dialog is None and self.usable():
