@@ -16,8 +16,11 @@ After an action that did not load a new document, the session asks the page to
 settle, counting from the action's start: it answers at once when nothing the
 action started is pending and no timer or request was started since; otherwise it
 waits until what was started has ended (a timer that cannot fire within the cap is
-not waited for: a slow poll) and the DOM has then been quiet for QUIET_MS, or the
-cap (CAP_MS, or less when the action's own timeout ends first). An action that scrolled
+not waited for: a slow poll) and the DOM has then been quiet for QUIET_MS (for at most
+LINGER_MS: a page whose clock or ticker changes the DOM all the time is never quiet), or
+the cap (CAP_MS, or less when the action's own timeout ends first). A timer set by a
+timer's callback belongs to that timer's chain: a ticker's setTimeout chain, begun before
+the action, is not the action's, while the action's own chained timers are waited for. An action that scrolled
 (a key, the wheel, a click that brought its target into view) waits until neither the
 scroll nor the DOM has moved for QUIET_MS: a virtualised list renders its rows then. Recurring timers
 (`setInterval`), animation frames and WebSocket messages are not waited for.
@@ -27,21 +30,28 @@ from mcpbrowser.logs import log
 
 QUIET_MS = 100   # the DOM quiet this long after the action's timers and requests ended
 CAP_MS = 2000    # at most this long after the action: a page that never quiets down answers anyway
+LINGER_MS = 300  # at most this long after the action's last timer or request (or scroll) waiting for the quiet
 
 # Defines window.__mcpbSettle(elapsedMs, quietMs, capMs) -> Promise of the ms waited. Idempotent.
 INSTALL = r"""(() => {
   if (window.__mcpbSettle) return;
   try {
     const clock = () => performance.now();
-    const pending = new Set();   // {started, due} of short timers and requests not ended yet
-    let lastStarted = -1, lastEnded = -1, lastMutation = -1, lastScroll = -1;
+    const pending = new Set();   // {started, due, origin} of short timers and requests not ended yet
+    const ended = [];            // {origin, at} of the last jobs that ended
+    // A job's origin: when the chain it belongs to began. A timer set by a timer's callback is of
+    // that timer's chain, so a ticker's setTimeout chain, begun before the action, is not the action's.
+    let running = null, lastMutation = -1, lastScroll = -1;
     const begin = (due) => {
-      const job = {started: clock(), due};
+      const now = clock(), job = {started: now, due, origin: running === null ? now : running};
       pending.add(job);
-      lastStarted = job.started;
       return job;
     };
-    const end = (job) => { if (pending.delete(job)) lastEnded = clock(); };
+    const end = (job) => {
+      if (!pending.delete(job)) return;
+      ended.push({origin: job.origin, at: clock()});
+      if (ended.length > 64) ended.shift();
+    };
     const timers = new Map();
     const setT = window.setTimeout, clearT = window.clearTimeout, cap = CAP_MS;
     window.setTimeout = function (fn, ms, ...rest) {
@@ -49,7 +59,10 @@ INSTALL = r"""(() => {
       if (typeof fn !== "function" || delay > cap) return Reflect.apply(setT, window, [fn, ms, ...rest]);
       const job = begin(clock() + delay);
       const id = Reflect.apply(setT, window, [function () {
-        timers.delete(id); end(job); return Reflect.apply(fn, this, arguments);
+        timers.delete(id); end(job);
+        const outer = running;
+        running = job.origin;
+        try { return Reflect.apply(fn, this, arguments); } finally { running = outer; }
       }, ms, ...rest]);
       timers.set(id, job);
       return id;
@@ -87,11 +100,20 @@ INSTALL = r"""(() => {
     Object.defineProperty(window, "__mcpbSettle", {value: (elapsed, quiet, capMs) => new Promise((resolve) => {
       const asked = clock(), since = asked - elapsed;
       const busy = (now) => {
-        for (const job of pending) if (job.started >= since && job.due <= since + capMs) return true;
+        let started = false, lastEnded = -1;
+        for (const job of pending) {
+          if (job.origin < since) continue;  // not the action's: a ticker's chain, a poll
+          if (job.due <= since + capMs) return true;
+          started = true;
+        }
         // A scroll (a key, the wheel, a smooth scroll's frames) renders what comes into view: a virtualised list.
-        if (lastScroll >= since && now - Math.max(lastScroll, lastMutation) < quiet) return true;
-        if (lastStarted < since) return false;  // the action started nothing that ends later: done
-        return now - Math.max(lastEnded, lastMutation) < quiet;
+        if (lastScroll >= since && now - Math.max(lastScroll, lastMutation) < quiet && now - lastScroll < LINGER_MS)
+          return true;
+        for (const job of ended) if (job.origin >= since) { started = true; lastEnded = Math.max(lastEnded, job.at); }
+        if (!started) return false;  // the action started nothing that ends later: done
+        // Then the DOM quiet, but not for ever: a page whose clock or ticker changes the DOM all the
+        // time is never quiet, and what the action's timers and requests rendered is there by now.
+        return now - Math.max(lastEnded, lastMutation) < quiet && now - lastEnded < LINGER_MS;
       };
       const check = () => {
         const now = clock();
@@ -101,7 +123,7 @@ INSTALL = r"""(() => {
       check();
     })});
   } catch (e) { /* a page that locked these names down is not settled, only answered */ }
-})()""".replace("CAP_MS", str(CAP_MS))
+})()""".replace("CAP_MS", str(CAP_MS)).replace("LINGER_MS", str(LINGER_MS))
 
 SETTLE = f"([elapsed, quiet, cap]) => window.__mcpbSettle ? window.__mcpbSettle(elapsed, quiet, cap) : ({INSTALL}, -1)"
 # The same through CDP, answering [ms waited, document.title]: one round trip that also saves the title's own.
