@@ -373,6 +373,11 @@ def test_a_huge_page_is_walked_only_when_asked_and_never_called_hung(client, pag
         shown = client.tool("snapshot", sessionId=session)
         assert shown["truncated"] is True and "row 0" in shown["snapshot"], shown.get("message")
         assert client.tool("click", sessionId=session, selector="#go")["success"]
+        # A part of it that is nearly all of it (what the refusal below advises): walked, not called hung.
+        client.tool("navigate", sessionId=session, url=pages.url("/huge-dom"))
+        part = client.tool("snapshot", sessionId=session, selector="body", maxNodes=10)
+        assert part["truncated"] is True and "row 0" in part["snapshot"]
+        assert client.tool("click", sessionId=session, selector="#go")["success"]
     client.tool("close_session", sessionId=session)
     # A page whose walk would outlast the navigation timeout is not walked: the agent is told what to read.
     strict = McpClient("--navigation-timeout", "5000")

@@ -106,7 +106,8 @@ def _whole_walk(state, options, refuse):
             f"The page has {count:,} elements: a snapshot of all of it would keep the page busy for about "
             f"{need_ms // 1000} s. Read a part of it: snapshot with a selector (a list, a table, main), "
             "or wait_for/click by text.", session_id=state.session_id, details={"elements": count})
-    return {**options, "timeout": max(state.config.action_timeout, need_ms)}, True
+    # An element's subtree is at most the page: its read gets as long, up to the navigation timeout.
+    return {**options, "timeout": max(state.config.action_timeout, min(need_ms, state.config.navigation_timeout))}, True
 
 
 def snapshot(state, args):
@@ -120,7 +121,7 @@ def snapshot(state, args):
     # again when it did not change since the read that gave the ref.
     by_ref = "ref" in args and "depth" not in args
     whole = snapshots.unchanged_snapshot(state) if (page_level or by_ref) and "depth" not in args else None
-    if whole is None and (page_level or by_ref):
+    if whole is None:
         options, huge = _whole_walk(state, options, refuse=page_level)
         by_ref = by_ref and not huge  # a ref on a huge page: its own element is read, not the page
     if whole is None and by_ref:
@@ -135,9 +136,9 @@ def snapshot(state, args):
         if page_level:
             text = state.act(snapshots.page_root(state), "aria_snapshot", **options)
         else:
-            texts = []
+            texts, walk_ms = [], options.pop("timeout", 0)  # a huge page's: its subtree may be huge too
             on_element(state, args, ElementNotClickable, lambda first, timeout: texts.append(state.act(
-                first, "aria_snapshot", timeout=timeout, **options)))
+                first, "aria_snapshot", timeout=max(timeout, walk_ms), **options)))
             text = texts[0]
         if text is INTERRUPTED:
             whole = snapshots.took_snapshot(state, "")
