@@ -303,6 +303,8 @@ PAGES.update({
 <script>for (const name of ["unload", "pagehide"]) addEventListener(name, () => {
   const until = Date.now() + 20000; while (Date.now() < until); });</script>
 <a id="away" href="/form">Away</a>""",
+    # A page whose inline script never yields while it loads.
+    "/hang-while-loading": "<!doctype html><title>Loading</title><p>before<script>for (;;) {}</script><p>after",
     # A page that takes the focus back to its own field (#mine) whenever it moves elsewhere.
     "/refocus": """<!doctype html><title>Refocus</title><input id="mine"><input id="other" aria-label="Other">
 <script>const mine = document.getElementById("mine");
@@ -390,3 +392,15 @@ def test_a_huge_page_is_walked_only_when_asked_and_never_called_hung(client, pag
         assert strict.tool("snapshot", sessionId=session, selector="#go")["snapshot"] .startswith('- button "Go" [ref=')
     finally:
         strict.close()
+
+
+def test_a_page_that_hangs_while_it_loads_is_named_within_its_timeout(client, pages):
+    # navigate {timeout: 4000} answered after 60 s, COMMAND_TIMEOUT, its session thread replaced: the
+    # login-wall check after the failed load read the hung page with no deadline.
+    session = client.tool("create_session", url=pages.url("/form"))["sessionId"]
+    with Quiet(client, pages):
+        started = time.monotonic()
+        error = client.error("navigate", sessionId=session, url=pages.url("/hang-while-loading"), timeout=4000)
+        assert time.monotonic() - started < 4 + 5 and error["errorCode"] == "PAGE_UNRESPONSIVE", error
+        assert client.tool("navigate", sessionId=session, url=pages.url("/form"))["title"] == "Form"
+    client.tool("close_session", sessionId=session)

@@ -100,10 +100,13 @@ def wall(state, keywords=()):
         return None
     words = [word.lower() for word in keywords if word]
     for frame in page.frames[:WALL_FRAMES]:  # the main frame first: it also checks the page's title
-        try:
-            found = frame.evaluate(WALL_PROBE, words if frame is page.main_frame else [])
+        try:  # given the server's own INTERNAL_S: a page that hangs while it loads held this for ever
+            found = state.background(page, frame, "evaluate", expression=WALL_PROBE,
+                                     arg=words if frame is page.main_frame else [])
         except Exception:  # detached, or navigating: that frame shows nothing now
             continue
+        if found is None and not state.usable():  # it does not answer: nothing more to read
+            return None
         if found:
             return found
     return None

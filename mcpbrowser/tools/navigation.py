@@ -35,8 +35,10 @@ def _load(state, what, method, **kwargs):
         # new document has committed, a slow load is that page's own (a huge one): it is not asked.
         response = state.act(page, method, watch=(
             HOLD_CHECK_S, lambda: state.navigations != navigations or state.responsive(page)), **kwargs)
-        if response is TIMED_OUT:
-            raise state.unresponsive_error()
+        if response is TIMED_OUT:  # the page it leaves holds it
+            held = state.unresponsive_error()
+            held.left_unfinished = True
+            raise held
     except Exception as exc:
         if isinstance(exc, PageUnresponsive):
             raise
@@ -52,6 +54,8 @@ def _load(state, what, method, **kwargs):
             "brings it back online." if offline else ""), session_id=state.session_id,
             details={"url": url, "reason": reason, **({"offline": True} if offline else {})})
         failed.timed_out = type(exc).__name__ == "TimeoutError"  # Playwright's, by its class
+        if failed.timed_out and state.navigations != navigations and not state.responsive(page):
+            raise state.unresponsive_error() from None  # it loaded, and its own script never yields
         raise failed from None
     if response not in (None, INTERRUPTED) and BLOCKED_HEADER.lower() in response.headers:
         raise state.network_policy.blocked_error(response.url)  # the policy proxy answered a hop of plain HTTP
@@ -84,7 +88,9 @@ def _navigate(state, url, args):
         try:
             response = _load(state, url, "goto", url=url, **_options(args))
             held = response is INTERRUPTED and state.trapped  # a dialog held the navigation
-        except PageUnresponsive:  # its page holds the tab (its unload never ends): leave it anyway
+        except PageUnresponsive as exc:  # its page holds the tab (its unload never ends): leave it anyway
+            if not getattr(exc, "left_unfinished", False):
+                raise  # the new page loaded and hangs: a fresh tab would meet it again
             held = True
         if held:  # go in a fresh tab
             state.replace_tab()
