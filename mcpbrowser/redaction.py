@@ -23,23 +23,43 @@ SECRET_AUTOCOMPLETE = ("current-password", "new-password", "one-time-code", "cc-
 # The same test as one CSS selector list: the `i` flag ignores case, `~=` matches one autocomplete token.
 SECRET_FIELD = ", ".join(["input[type=password i]", *(f"input[autocomplete~={t} i]" for t in SECRET_AUTOCOMPLETE)])
 JS_IS_SECRET = f"const isSecret = e => e.matches({json.dumps(SECRET_FIELD)});"
-# Relative to a target locator: the target itself when it is a secret field, or one that no longer holds
-# the focus after typing. type counts it: an evaluate on the target, as type did before, made each type
-# on a fresh page 30 ms slower here, so that evaluate (below) runs only when the count finds something.
-SECRET_OR_UNFOCUSED = f":scope:is({SECRET_FIELD}, :not(:focus-within))"
-# On the target after typing, when that count found something: {secret, went}. `went` names the element
-# the focus moved to when it, and not the target, holds the text's first line (a page that took the focus
-# back); not a one-time-code box that moved the focus on by itself after taking its digit.
+# Relative to a target locator: the target itself when it is a secret field, one that no longer holds
+# the focus after typing, or one with a maxlength. type counts it: an evaluate on the target, as type did
+# before, made each type on a fresh page 30 ms slower here, so that evaluate (below) runs only when the
+# count finds something.
+SECRET_OR_UNFOCUSED = f":scope:is({SECRET_FIELD}, :not(:focus-within), [maxlength])"
+# On the target after typing, when that count found something: {secret, went, kept}. `went` names the
+# element the focus moved to (into same-origin frames and open shadow roots) when the target does not
+# hold the text (its first line, case aside: a field may upper-case it) and that element holds it, or
+# its last 2 or more characters (a page that took the focus back half-way). `kept`: how many characters
+# the target kept when fewer than typed (a maxlength; one-time-code boxes that move the focus on).
 WHERE_TEXT_WENT = """(e, text) => {
   let a = document.activeElement;
-  while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+  for (let depth = 0; a && depth < 10; depth++) {
+    let inner = null;
+    try {
+      inner = a.shadowRoot ? a.shadowRoot.activeElement : a.contentDocument ? a.contentDocument.activeElement : null;
+    } catch (x) { inner = null; }
+    if (!inner || inner === a || (inner.ownerDocument && inner === inner.ownerDocument.body)) break;
+    a = inner;
+  }
   const held = (x) => typeof x.value === "string" ? x.value : (x.isContentEditable ? x.innerText : "");
-  const first = text.split("\\n")[0], secret = (x) => !!(x && x.matches && x.matches(SECRET_FIELD));
-  const went = first && a && a !== e && !e.contains(a) && a !== document.body && held(a).includes(first)
-    && !held(e).includes(first);
+  const first = text.split("\\n")[0].toLowerCase(), mine = held(e).toLowerCase();
+  const secret = (x) => !!(x && x.matches && x.matches(SECRET_FIELD));
+  const arrived = !first || mine.includes(first);
+  let went = false;
+  if (!arrived && a && a !== e && !e.contains(a) && a !== document.body) {
+    const other = held(a).toLowerCase();
+    went = other.includes(first);
+    for (let n = first.length - 1; !went && n >= 2; n--) {
+      went = other.endsWith(first.slice(-n)) && !mine.endsWith(first.slice(-n));
+    }
+  }
   const name = (x) => x.localName + (x.id ? "#" + x.id : x.name ? `[name="${x.name}"]` : "")
     + (x.getAttribute("aria-label") ? ` "${x.getAttribute("aria-label")}"` : "");
-  return {secret: secret(e) || (went && secret(a)), went: went ? name(a) : null};
+  return {secret: secret(e) || (went && secret(a)), went: went ? name(a) : null,
+          kept: !arrived && held(e).length < text.length ? held(e).length : null,
+          focus: a && a !== e && !e.contains(a) && a !== document.body ? name(a) : null};
 }""".replace("SECRET_FIELD", json.dumps(SECRET_FIELD))
 # A textbox line of an aria snapshot and its value: `- textbox "Name" [ref=e3]: value`.
 _TEXTBOX_VALUE = re.compile(r'^(\s*- textbox(?: "(?:[^"\\]|\\.)*")?(?: \[[^\]]*\])*): (.+)$')

@@ -313,6 +313,11 @@ setInterval(() => { if (document.activeElement !== mine) mine.focus(); }, 50);</
     # 30,000 rows with a link each: 60,000 elements, a page an aria snapshot walks for ~6 s here.
     "/huge-dom": "<!doctype html><title>Rows</title><button id=\"go\" onclick=\"document.title = 'Went'\">Go</button>"
                  + "".join(f"<div>row {i} <a href='#{i}'>link</a></div>" for i in range(30000)),
+    # A page that takes the focus back half-way through typing (on the third key), and one whose field
+    # upper-cases what it gets and then moves the focus on to a field that already holds the same text.
+    "/refocus-later": """<!doctype html><title>Later</title><input id="mine"><input id="other">
+<input id="up" oninput="this.value = this.value.toUpperCase(); if (this.value.length >= 5) q.focus()"><input id="q">
+<script>let keys = 0; other.addEventListener("input", () => { if (++keys === 3) mine.focus() });</script>""",
     # Fields that move the focus on by themselves (one-time-code boxes) or reformat what is typed (a mask).
     "/focus-moves-on": """<!doctype html><title>Code</title>
 <input id="d1" maxlength="1"><input id="d2" maxlength="1"><input id="phone">
@@ -354,9 +359,25 @@ def test_typing_that_the_page_diverts_to_another_field_is_not_called_done(client
             assert error["errorCode"] == "ELEMENT_NOT_EDITABLE", error
             assert error["details"]["focusMovedTo"] == "input#mine" and "input#mine" in error["message"], error
         assert "Typed" in client.tool("type", sessionId=session, selector="#mine", text="fine")["message"]
+        # fill_form is told the same (it said "Filled 1 field(s): #other").
+        error = client.error("fill_form", sessionId=session, fields=[{"selector": "#other", "value": "viaform"}])
+        assert error["errorCode"] == "ELEMENT_NOT_EDITABLE" and error["details"]["focusMovedTo"] == "input#mine"
+        # Half-way: "hel" in #other, "lo" in #mine, and the answer was "Typed".
+        client.tool("navigate", sessionId=session, url=pages.url("/refocus-later"))
+        client.tool("type", sessionId=session, selector="#q", text="hello")
+        error = client.error("type", sessionId=session, selector="#other", text="hello", delay=20)
+        assert error["details"]["focusMovedTo"] == "input#mine", error
+        # A field that reformats what it got and moves on did get it: no false alarm.
+        assert "Typed" in client.tool("type", sessionId=session, selector="#up", text="hello")["message"]
         # Fields that move the focus on, or reformat, took the text: those are done.
         client.tool("navigate", sessionId=session, url=pages.url("/focus-moves-on"))
         assert "Typed" in client.tool("type", sessionId=session, selector="#d1", text="7")["message"]
+        # Boxes that take one character each, filled at once, kept one of two: the answer says so.
+        kept = client.tool("type", sessionId=session, selector="#d1", text="12")["message"]
+        assert "kept 1 of its 2 character(s) and the page moved the focus to input#d2" in kept, kept
+        assert "kept" in client.tool("fill_form", sessionId=session, fields=[{"selector": "#d1", "value": "34"}])[
+            "message"]
+        client.tool("type", sessionId=session, selector="#d1", text="7")
         assert "Typed" in client.tool("type", sessionId=session, selector="#phone", text="5551234")["message"]
         shown = client.tool("snapshot", sessionId=session)["snapshot"]
         assert "(555) 1234" in shown and ': "7"' in shown, shown

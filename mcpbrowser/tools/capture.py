@@ -90,7 +90,11 @@ def _cut(text, limit):
     return "\n".join(kept), nodes, total
 
 
-WALK_MS_PER_ELEMENT = 0.25  # what a whole-page aria snapshot is given per element: 2.5x its cost here
+# An aria snapshot costs about 0.1 ms per element here. A page whose walk is expected (at WALK_MS_PER_ELEMENT)
+# to outlast the navigation timeout is not walked; one that is walked is given WALK_BUDGET_MS per element
+# (5x its cost: a loaded machine), up to 1.5x the navigation timeout, below the watchdog's budget.
+WALK_MS_PER_ELEMENT = 0.25
+WALK_BUDGET_MS = 0.5
 
 
 def _whole_walk(state, options, refuse):
@@ -106,8 +110,9 @@ def _whole_walk(state, options, refuse):
             f"The page has {count:,} elements: a snapshot of all of it would keep the page busy for about "
             f"{need_ms // 1000} s. Read a part of it: snapshot with a selector (a list, a table, main), "
             "or wait_for/click by text.", session_id=state.session_id, details={"elements": count})
-    # An element's subtree is at most the page: its read gets as long, up to the navigation timeout.
-    return {**options, "timeout": max(state.config.action_timeout, min(need_ms, state.config.navigation_timeout))}, True
+    # An element's subtree is at most the page: its read gets as long.
+    budget_ms = min(count * WALK_BUDGET_MS, state.config.navigation_timeout * 1.5)
+    return {**options, "timeout": max(state.config.action_timeout, round(budget_ms))}, True
 
 
 def snapshot(state, args):

@@ -75,24 +75,17 @@ def type_text(state, args):
                             " e.setSelectionRange(e.value.length, e.value.length) }")
         check(target, state.act(target, "press_sequentially", text=text, delay=delay, timeout=timeout))
 
-    diverted: list[str] = []
+    looks: list[dict] = []
 
     def check(target, typed):
         # After the text is in: the element is there for sure then (a count does not wait for it), and the
         # answer, the call's record and the next capture all come later. When a dialog opened while typing,
         # no script can run in the page, so the text counts as secret; so it does when the check fails.
-        # One count asks both whether the target is a secret field and whether it lost the focus; only
-        # then (a login form, a page that moved the focus) does a second look tell which.
         if typed is INTERRUPTED or state.dialog is not None:
             snapshots.mark_secret(state, text)
             return
-        try:
-            odd = target.locator(SECRET_OR_UNFOCUSED).count() > 0
-            look = target.evaluate(WHERE_TEXT_WENT, text) if odd else {"secret": False, "went": None}
-        except Exception:
-            look = {"secret": True, "went": None}
-        if look["went"]:
-            diverted.append(str(look["went"]))
+        look = where_text_went(target, text)
+        looks.append(look)
         if flagged:
             return
         if look["secret"]:
@@ -102,24 +95,53 @@ def type_text(state, args):
 
     # Filling replaces the content, so it may be tried again; typing key by key or appending may not.
     label = on_element(state, args, ElementNotEditable, enter, repeatable=clear and not delay)
-    if diverted:
-        # The page took the focus away as the text came (a script that refocuses its own field): the
-        # text is in another element. Not a success; ELEMENT_NOT_EDITABLE, as the target would take no
-        # keyboard input from the agent, with where the text went (a new code for one page habit would
-        # cost every agent its description).
-        raise ElementNotEditable(
-            f"The text did not reach {label}: the page moved the focus to {clip(diverted[0])} as it was typed, "
-            "and the text went there. This page takes the focus back by itself; check that field, and set "
-            "the target another way (select, fill_form, or clicking what fills it).",
-            session_id=state.session_id, details={"target": label, "focusMovedTo": clip(diverted[0])})
+    look = looks[-1] if looks else {}
+    diverted(state, label, look)
+    kept = partly_kept(label, text, look)
     if args.get("submit") and state.dialog is not None:
         return {"success": True, "message": f"Typed {typed} into {label}; Enter was not pressed"}
     if args.get("submit"):
         # Enter on the same element, as a person submits a search box or a one-field form.
         on_element(state, args, ElementNotEditable, lambda target, timeout: state.act(
             target, "press", key="Enter", timeout=timeout), repeatable=False)
-        return {"success": True, "message": f"Typed {typed} into {label} and pressed Enter"}
-    return {"success": True, "message": f"Typed {typed} into {label}"}
+        return {"success": True, "message": f"Typed {typed} into {label}{kept} and pressed Enter"}
+    return {"success": True, "message": f"Typed {typed} into {label}{kept}"}
+
+
+def where_text_went(target, text):
+    """After text was put into target: {secret, went, kept, focus} (see WHERE_TEXT_WENT). One count in the
+    common case (a plain field that kept the focus); the page's world is evaluated only past it."""
+    try:
+        odd = target.locator(SECRET_OR_UNFOCUSED).count() > 0
+        return target.evaluate(WHERE_TEXT_WENT, text) if odd else {"secret": False}
+    except Exception:
+        return {"secret": True}
+
+
+def diverted(state, label, look, filled=None):
+    """Raise when the page took the focus away as the text came (a script that refocuses its own field)
+    and the text, or its end, went to another element. ELEMENT_NOT_EDITABLE, as the target would take no
+    keyboard input from the agent, with where the text went (a new code for one page habit would cost
+    every agent its description)."""
+    if not look.get("went"):
+        return
+    went = clip(look["went"])
+    raise ElementNotEditable(
+        (f"Filled {', '.join(filled)}; but " if filled else "")
+        + f"the text did not reach {label}: the page moved the focus to {went} as it was typed, and the text "
+        "(or its end) went there. This page takes the focus back by itself; check that field.",
+        session_id=state.session_id, details={"target": label, "focusMovedTo": went,
+                                              **({"filled": filled} if filled else {})})
+
+
+def partly_kept(label, text, look):
+    """What an answer adds when the target kept fewer characters than were typed ("" when all)."""
+    kept = look.get("kept")
+    if kept is None:
+        return ""
+    moved = f" and the page moved the focus to {clip(look['focus'])}" if look.get("focus") else ""
+    return (f", which kept {kept} of its {len(text)} character(s){moved} (a maxlength, or boxes that take one "
+            "character each: type them with delay to enter them key by key)")
 
 
 def select(state, args):
@@ -166,7 +188,7 @@ def fill_form(state, args):
     A dialog that a field opens stops the form there: nothing can reach the page behind it.
     """
     timeout = {k: args[k] for k in ("timeout",) if k in args}
-    fields, filled = args["fields"], []
+    fields, filled = args["fields"], list[str]()
     for field in fields:  # every field's value is known before the first is filled
         if ("secretName" in field) == ("value" in field):
             raise InvalidParameters("Each field takes a value, or a secretName (a server secret), not both.",
@@ -174,21 +196,28 @@ def fill_form(state, args):
                                                                           or field.get("ref")})
         if "secretName" in field:
             named_secret(state, field["secretName"])
+    notes = []
     for field in fields:
         if state.dialog is not None:
             break
+        filler = _filler(state, field)
         try:
-            filled.append(on_element(state, {**{k: field[k] for k in ("selector", "ref") if k in field},
-                                             **timeout}, ElementNotEditable, _filler(state, field)))
+            label = on_element(state, {**{k: field[k] for k in ("selector", "ref") if k in field},
+                                       **timeout}, ElementNotEditable, filler)
         except Exception:
             if isinstance(field.get("value"), str):
                 state.withheld.add(field["value"])  # its field was never seen: secret for a trace too
             raise
+        look = filler.looks[-1] if filler.looks else {}
+        diverted(state, label, look, filled)
+        filled.append(label)
+        notes.append(partly_kept(label, str(field.get("value", "")), look))
     if len(filled) < len(fields):
         # run_tool adds which dialog opened and that handle_dialog comes next.
         return {"success": True, "message": f"Filled {len(filled)} of {len(fields)} field(s) ({', '.join(filled)}); "
                                             "the rest were not filled"}
-    return {"success": True, "message": f"Filled {len(filled)} field(s): {', '.join(filled)}"}
+    return {"success": True, "message": f"Filled {len(filled)} field(s): {', '.join(filled)}" + "".join(
+        f"; {label}{note}" for label, note in zip(filled, notes, strict=True) if note)}
 
 
 # A field's kind, asked by counting the target against CSS lists in Playwright's own world, as
@@ -223,7 +252,15 @@ def _filler(state, field):
         text = str(value).lower() if isinstance(value, bool) else value
         if secret or kind == "secret":
             snapshots.mark_secret(state, text)  # scrubbed from every answer, as type's secrets
-        return state.act(target, kind if kind == "select_option" else "fill", value=text, timeout=timeout)
+        if kind == "select_option":
+            return state.act(target, kind, value=text, timeout=timeout)
+        done = state.act(target, "fill", value=text, timeout=timeout)
+        if done is not INTERRUPTED and state.dialog is None:
+            looks.append(where_text_went(target, text))  # a page that took the focus back, as type sees it
+        return done
+
+    looks: list[dict] = []
+    fill.looks = looks  # type: ignore[attr-defined]
 
     return fill
 
