@@ -12,7 +12,9 @@ so the archive is scrubbed when trace_stop saves it, before anyone can read it:
   of an aria snapshot showing one, becomes [REDACTED]; and in DOM snapshots a secret
   field's value is [REDACTED], whoever filled it, as in the server's own snapshots;
 - every other member (network bodies under `resources/`, screenshots) loses the known
-  secrets' bytes, in the same encodings.
+  secrets' bytes, in the same encodings;
+- the values of the headers --redact-headers names (Authorization, Cookie, Set-Cookie, ...)
+  and of cookies become [REDACTED] in every event, as in the server's own network log.
 
 The events keep their shape, so Playwright's trace viewer loads the archive and lists
 its actions as before. A screenshot shows what the page showed: a password field's
@@ -75,6 +77,40 @@ def _exact(value, short):
     return value
 
 
+def _hide_headers(value, sensitive):
+    """A network event with the values of sensitive headers (and every cookie) as [REDACTED], in place."""
+    if isinstance(value, list):
+        for item in value:
+            _hide_headers(item, sensitive)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key == "headers" and isinstance(item, list):
+                for header in item:
+                    if isinstance(header, dict) and str(header.get("name", "")).lower() in sensitive:
+                        header["value"] = REDACTED
+            elif key == "cookies" and isinstance(item, list) and {"cookie", "set-cookie"} & sensitive:
+                for cookie in item:
+                    if isinstance(cookie, dict) and "value" in cookie:
+                        cookie["value"] = REDACTED
+            else:
+                _hide_headers(item, sensitive)
+    return value
+
+
+def _scrub_network(line, forms, short, sensitive):
+    """An event: the secrets gone (as _scrub_event), and the values of --redact-headers' headers, which
+    Playwright records as sent and received (Authorization), and of cookies (the network log's, and those
+    of a storage state the server read), as everywhere else."""
+    line = _scrub_event(line, forms, short)
+    if not sensitive or not any(b'"' + name.encode() in line.lower() for name in sensitive):
+        return line
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return line
+    return json.dumps(_hide_headers(event, sensitive), ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def _scrub_event(line, forms, short):
     # Most events hold nothing to hide: those are kept byte for byte, unparsed. A trace of ten
     # logins here (1.1 MB of events, half of them DOM snapshots) took 2.0 s to rewrite event by
@@ -109,20 +145,21 @@ def _scrub_bytes(data, forms):
     return data
 
 
-def scrub_trace(path, secrets, short=()):
-    """Rewrite the trace zip at `path` without `secrets` (scrubbed wherever they occur) and `short` (exact values).
+def scrub_trace(path, secrets, short=(), headers=()):
+    """Rewrite the trace zip at `path` without `secrets` (scrubbed wherever they occur) and `short` (exact values),
+    and with the values of the `headers` named (lower case; cookies too) as [REDACTED] in its network log.
 
     The new archive is written beside the old one and moved over it, so a reader never sees half of it.
     """
     forms = sorted({form for secret in secrets for form in encodings(secret)}, key=len, reverse=True)
-    short = frozenset(short)
+    short, sensitive = frozenset(short), frozenset(headers)
     temporary = path + ".scrubbing"
     try:
         with zipfile.ZipFile(path) as source, zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as target:
             for member in source.infolist():
                 data = source.read(member)
                 if member.filename.endswith(JSON_LINES):
-                    data = b"\n".join(_scrub_event(line, forms, short) if line.strip() else line
+                    data = b"\n".join(_scrub_network(line, forms, short, sensitive) if line.strip() else line
                                       for line in data.split(b"\n"))
                 else:
                     data = _scrub_bytes(data, forms)

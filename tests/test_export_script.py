@@ -158,6 +158,7 @@ def test_a_session_exported_after_a_restart_replays_as_a_passing_test(shop, tmp_
     assert "'shop'" in login_text and 'page.goto("' + base + '/home")' in login_text
     path = answer["path"]
     assert os.path.dirname(path) == os.path.realpath(out) and os.path.basename(path).startswith("test_")
+    assert os.stat(path).st_mode & 0o777 == 0o600  # its owner's only, as every file the server writes
     assert f"python -m pytest {path}" in answer["message"] and "MCPBROWSER_SECRET_1" in answer["message"]
     # The password, and fill_form's values, which the history never keeps.
     assert answer["secrets"] == ["MCPBROWSER_SECRET_1", "MCPBROWSER_SECRET_2", "MCPBROWSER_SECRET_3"]

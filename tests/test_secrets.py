@@ -17,6 +17,7 @@ import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from support import wait_for
 from test_surface import _trace_viewer_actions  # Playwright's own viewer, served headless
 
 from mcpbrowser.core.store import unpack_snapshot
@@ -31,6 +32,8 @@ PRESET = "preset-by-the-page"  # a value the page itself puts in a password fiel
 LATE = "typed-as-it-appeared"  # into a password field the page adds after its load
 ALERTED = "typed-then-alert"  # into a password field whose input opens an alert
 SHADOWED = "set-in-a-shadow-root"  # the page's own value of a password field in an open shadow root
+COOKIE = "Cookie-value-7777777"  # set by the site: a header value, redacted by --redact-headers' defaults
+AUTH = "Auth-value-8888888"  # sent by the page in an Authorization header
 SECRETS = (PASSWORD, CODE, CARD, TOKEN, PRESET, LATE, ALERTED, SHADOWED)
 
 LOGIN = f"""<!doctype html><title>Login</title>
@@ -59,6 +62,17 @@ class _Site(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self):
+        if self.path.startswith("/cookie"):  # a session cookie, and a request with credentials in its headers
+            joined = "['" + "', '".join(AUTH.split("-")) + "'].join('-')"  # not in the body as such
+            data = (f"<title>Cookie</title><script>fetch('/api', {{headers: {{Authorization: 'Bearer ' + {joined}}}}})"
+                    ".then(() => document.title = 'Fetched')</script>").encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Set-Cookie", f"sid={COOKIE}; Path=/")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         self._page(LOGIN)
 
     def do_POST(self):
@@ -214,6 +228,8 @@ def test_a_trace_keeps_no_secret_and_still_opens(make_client, site, tmp_path):
     c = make_client("--db", str(tmp_path / "history.db"), "--caps", "all", "--login-cooldown", "0")
     sid = c.tool("create_session")["sessionId"]
     c.tool("trace_start", sessionId=sid)
+    c.tool("navigate", sessionId=sid, url=site + "/cookie")
+    assert wait_for(lambda: c.tool("tabs", sessionId=sid)["tabs"][0]["title"] == "Fetched", 10)
     c.tool("navigate", sessionId=sid, url=site + "/login")
     c.tool("type", sessionId=sid, selector="#pw", text=PASSWORD)
     c.tool("fill_form", sessionId=sid, fields=[{"selector": "#otp", "value": CODE},
@@ -223,13 +239,18 @@ def test_a_trace_keeps_no_secret_and_still_opens(make_client, site, tmp_path):
     c.tool("snapshot", sessionId=sid)
     c.tool("click", sessionId=sid, selector="#go")
     saved = c.tool("trace_stop", sessionId=sid)
+    # Its owner's only, as the history database (it was 0644, in a folder of 0755).
+    assert os.stat(saved["path"]).st_mode & 0o777 == 0o600
+    assert os.stat(os.path.dirname(saved["path"])).st_mode & 0o777 == 0o700
     with zipfile.ZipFile(saved["path"]) as trace:
         members = trace.namelist()
         assert "trace.trace" in members and any(m.startswith("resources/") for m in members), members
+        assert b"/api" in trace.read("trace.network")  # the request with credentials is in the trace
         for member in members:
             data = trace.read(member).decode("latin-1")
             assert not _leaks(data), (member, _leaks(data))
             assert short not in data and json.dumps(short) not in data, member
+            assert COOKIE not in data and AUTH not in data, member  # headers, as --redact-headers says
         assert b'"__playwright_value_":"[REDACTED]"' in trace.read("trace.trace")  # the fields are there, hidden
     # Playwright's trace viewer (show-trace, served headless) still loads it and lists the actions.
     actions = _trace_viewer_actions(saved["path"])

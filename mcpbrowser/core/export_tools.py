@@ -36,13 +36,14 @@ def export_session(config, history, session_id, owner=None, storage_state_path=N
     folder = config.files_dir()
     stamp = time.strftime("%Y%m%d_%H%M%S")
     try:
-        os.makedirs(folder, exist_ok=True)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
         for n in range(1, 1000):  # the server names it: nothing a client sends steers the path
             path = os.path.join(folder, f"test_session_{re.sub(r'[^A-Za-z0-9]', '_', session_id[:8])}_{stamp}_{n}.py")
             source, script = script_export.build(calls, session_id, metadata, config.upload_dir, storage_state_path,
                                                  filename=os.path.basename(path))
             try:
-                with open(path, "x", encoding="utf-8") as f:
+                # Its owner's only (0600), as every file the server writes: it shows what the session did.
+                with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as f:
                     f.write(source)
                 break
             except FileExistsError:

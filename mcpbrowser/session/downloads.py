@@ -86,7 +86,7 @@ class Downloads:
         if reason is not None:
             self._refuse(download, entry, reason)
             return
-        os.makedirs(self.directory, exist_ok=True)
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
         # The server names the file: the page's suggestion keeps only its safe characters, as a suffix.
         safe = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(download.suggested_filename)).lstrip(".")[-80:]
         name = f"{time.strftime('%Y%m%d-%H%M%S')}-{self.session_id[:8]}-{len(self.entries)}-{safe or 'download'}"
@@ -94,6 +94,7 @@ class Downloads:
         part = partial(path)
         try:
             download.save_as(part)
+            os.chmod(part, 0o600)  # as every file the server writes: its owner's only
             size = os.path.getsize(part)
         except Exception as exc:  # cancelled, failed in the browser, or the session closed
             _unlink(part)

@@ -207,8 +207,8 @@ def image_size(data):
 def file_path(state, extension):
     """A new file's path in the server's files folder; the server names it, so nothing a client sends steers it."""
     folder = state.config.files_dir()
-    try:
-        os.makedirs(folder, exist_ok=True)
+    try:  # its owner's only: traces, screenshots and exports show what the sessions saw
+        os.makedirs(folder, mode=0o700, exist_ok=True)
     except OSError as exc:
         raise not_stored(disk_fault(folder + "/", exc), f"{folder} cannot be made, so nothing was saved.") from None
     state.files_saved += 1
@@ -256,6 +256,7 @@ def write_file(path, write):
     part = partial(path)
     try:
         write(part)
+        os.chmod(part, 0o600)  # as the history database: what a session saw is its owner's only
         os.replace(part, path)
     except Exception as exc:
         try:
@@ -310,7 +311,7 @@ def trace_stop(state, args):
         playwright_internals.stop_trace_into(state.context, part)
         # Playwright records action parameters, field values and bodies as they were: the zip is
         # rewritten without the session's secrets before it is given its name (trace_scrub.py).
-        scrub_trace(part, state.secrets, state.short_secrets | state.withheld)
+        scrub_trace(part, state.secrets, state.short_secrets | state.withheld, headers=state.config.redact_headers)
 
     write_file(path, write)
     try:
