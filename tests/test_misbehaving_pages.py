@@ -52,7 +52,8 @@ PAGES.update({
     # A page that asks before it lets the tab go (once the user has interacted with it).
     "/ask-before-leaving": """<!doctype html><title>Unsaved</title>
 <script>onbeforeunload = e => { e.preventDefault(); e.returnValue = ''; }</script>
-<input id="draft"><button id="touch" onclick="document.title = 'Touched'">Touch</button>""",
+<input id="draft"><button id="touch" onclick="document.title = 'Touched'">Touch</button>
+<a id="away" href="/title/away">Away</a>""",
 })
 
 
@@ -270,6 +271,14 @@ def test_navigate_and_close_session_get_past_a_beforeunload_prompt(client, pages
         client.tool("click", sessionId=session, selector="#touch")  # the user activation a prompt needs
         left = client.tool("navigate", sessionId=session, url=pages.url("/title/away"))
         assert left["title"] == "away", left
+        client.tool("navigate", sessionId=session, url=pages.url("/ask-before-leaving"))
+        client.tool("click", sessionId=session, selector="#touch")
+        # A link: the prompt is the agent's to answer, and accepting it says where the tab went (it
+        # answered the page that was left, navigated false).
+        clicked = client.tool("click", sessionId=session, selector="#away")
+        assert clicked["dialog"]["type"] == "beforeunload", clicked
+        accepted = client.tool("handle_dialog", sessionId=session, accept=True)
+        assert accepted["navigated"] is True and accepted["url"] == pages.url("/title/away"), accepted
         client.tool("navigate", sessionId=session, url=pages.url("/ask-before-leaving"))
         client.tool("click", sessionId=session, selector="#touch")
         assert client.tool("close_session", sessionId=session)["success"]

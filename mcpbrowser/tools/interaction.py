@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import time
 
 from mcpbrowser import schema
 from mcpbrowser.errors import (
@@ -13,6 +14,7 @@ from mcpbrowser.errors import (
     InvalidParameters,
     NoDialogOpen,
 )
+from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import SECRET_FIELD, SECRET_OR_UNFOCUSED, WHERE_TEXT_WENT
 from mcpbrowser.session import snapshots
@@ -313,7 +315,7 @@ def upload_file(state, args):
 def handle_dialog(state, args):
     if state.dialog is None:
         raise NoDialogOpen(session_id=state.session_id)
-    accept, dialog = args["accept"], state.dialog
+    accept, dialog, navigations = args["accept"], state.dialog, state.navigations
     if not state.answer_dialog(accept, args.get("promptText")):
         # It closed before the answer reached it (its tab closed or navigated, or the page
         # raised the next one in its place): say so, and show the one open now, if any.
@@ -324,6 +326,15 @@ def handle_dialog(state, args):
                              session_id=state.session_id, details=state.dialog_info())
         raise NoDialogOpen(f"{gone}; no dialog is open now.", session_id=state.session_id)
     verb = "Accepted" if accept else "Dismissed"
+    if accept and dialog.type == "beforeunload":
+        # The page it guarded now leaves: answer once the next document has committed, so that the
+        # answer says where the tab went (navigated, url, title), not the page that was left.
+        deadline = time.monotonic() + state.config.action_timeout / 1000
+        try:
+            while state.navigations == navigations and time.monotonic() < deadline and state.dialog is None:
+                state.page.wait_for_timeout(25)  # events are dispatched meanwhile
+        except Exception as exc:  # the tab closed (a close it guarded): run_tool says where the session is
+            log.debug("after beforeunload", extra={"session": state.session_id, "error": str(exc)})
     return {"success": True, "message": f"{verb} the {dialog.type} dialog ({clip(dialog.message)!r})"}
 
 
