@@ -14,6 +14,7 @@ import time
 
 from mcpbrowser import schema
 from mcpbrowser.errors import ContentNotFound, FileRemoved
+from mcpbrowser.session.snapshots import HUGE_ELEMENTS
 from mcpbrowser.tools.base import CoreTool
 
 REF_ID = schema.string("From an earlier answer.", minLength=1)
@@ -73,7 +74,9 @@ def get_content(core, args, call):
     if blob is None:
         which = "snapshot and wait_for do (--response-mode lean)" if core.config.response_mode == "lean" else \
             "successful page-changing calls (navigate, click, type, …), snapshot and wait_for do"
-        raise ContentNotFound(f"Call {ref_id} stored no page snapshot; {which}.", details={"refId": ref_id})
+        raise ContentNotFound(f"Call {ref_id} stored no page snapshot; {which}, unless the page was too large "
+                              f"to capture after a call (over {HUGE_ELEMENTS:,} elements: read it with snapshot and a "
+                              "selector), behind a dialog, or not answering.", details={"refId": ref_id})
     text = blob.decode()
     digest = hashlib.sha256(blob).hexdigest()
     lines = text.splitlines()
