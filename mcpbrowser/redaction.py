@@ -20,8 +20,29 @@ REDACTED = "[REDACTED]"
 MIN_SCRUBBED = 4
 SECRET_AUTOCOMPLETE = ("current-password", "new-password", "one-time-code", "cc-number", "cc-csc", "cc-exp",
                        "cc-exp-month", "cc-exp-year")
+# A field that was a password when it was typed into and then stopped being one (a page that turns it into
+# a text field as it fills): MARK_SECRET_FIELDS gives it this attribute, so it stays a secret field.
+SECRET_MARK = "data-mcpbrowser-secret"
 # The same test as one CSS selector list: the `i` flag ignores case, `~=` matches one autocomplete token.
-SECRET_FIELD = ", ".join(["input[type=password i]", *(f"input[autocomplete~={t} i]" for t in SECRET_AUTOCOMPLETE)])
+SECRET_FIELD = ", ".join(["input[type=password i]", *(f"input[autocomplete~={t} i]" for t in SECRET_AUTOCOMPLETE),
+                          f"input[{SECRET_MARK}]"])
+# An init script in every document of a session: a field typed into while it was a password keeps the mark
+# once the page changes its type (the only change of the page's DOM the server makes, and only then).
+MARK_SECRET_FIELDS = """(() => {
+  const was = new WeakSet();
+  const typed = (e) => {
+    const t = e.composedPath ? e.composedPath()[0] : e.target;
+    if (t && t.localName === "input" && String(t.type).toLowerCase() === "password") was.add(t);
+  };
+  addEventListener("beforeinput", typed, {capture: true, passive: true});
+  addEventListener("input", typed, {capture: true, passive: true});
+  new MutationObserver((changes) => {
+    for (const change of changes) {
+      const t = change.target;
+      if (was.has(t) && String(t.type).toLowerCase() !== "password") t.setAttribute("MARK", "");
+    }
+  }).observe(document, {subtree: true, attributes: true, attributeFilter: ["type"]});
+})()""".replace("MARK", SECRET_MARK)
 JS_IS_SECRET = f"const isSecret = e => e.matches({json.dumps(SECRET_FIELD)});"
 # Relative to a target locator: the target itself when it is a secret field, one that no longer holds
 # the focus after typing, or one with a maxlength. type counts it: an evaluate on the target, as type did

@@ -28,7 +28,7 @@ import re
 import tempfile
 import zipfile
 
-from mcpbrowser.redaction import REDACTED, SECRET_AUTOCOMPLETE, encodings, redact_textboxes, scrub_value
+from mcpbrowser.redaction import REDACTED, SECRET_AUTOCOMPLETE, SECRET_MARK, encodings, redact_textboxes, scrub_value
 
 JSON_LINES = (".trace", ".network")
 # A body's file as the network log names it: `_sha1` in the browser server's copy, `_file` in an archive.
@@ -41,7 +41,7 @@ def _is_secret_field(name, attrs):
     """The DOM snapshot's node as redaction.SECRET_FIELD sees an element: a password or credential input."""
     if name.upper() != "INPUT":
         return False
-    if str(attrs.get("type", "")).lower() == "password":
+    if str(attrs.get("type", "")).lower() == "password" or SECRET_MARK in attrs:
         return True
     return any(token in SECRET_AUTOCOMPLETE for token in str(attrs.get("autocomplete", "")).lower().split())
 

@@ -34,7 +34,8 @@ ALERTED = "typed-then-alert"  # into a password field whose input opens an alert
 SHADOWED = "set-in-a-shadow-root"  # the page's own value of a password field in an open shadow root
 COOKIE = "Cookie-value-7777777"  # set by the site: a header value, redacted by --redact-headers' defaults
 AUTH = "Auth-value-8888888"  # sent by the page in an Authorization header
-SECRETS = (PASSWORD, CODE, CARD, TOKEN, PRESET, LATE, ALERTED, SHADOWED)
+REVEALED = "Reveal-PW-1111"  # into a password field that the page turns into a text field as it fills
+SECRETS = (PASSWORD, CODE, CARD, TOKEN, PRESET, LATE, ALERTED, SHADOWED, REVEALED)
 
 LOGIN = f"""<!doctype html><title>Login</title>
 <form method=post action=/welcome>
@@ -46,6 +47,7 @@ LOGIN = f"""<!doctype html><title>Login</title>
 <label>Old <input id=old type=PASSWORD value="{PRESET}"></label>
 <iframe srcdoc="<label>Inner <input id=inner type=password></label>"></iframe>
 <label>Alerting <input id=alerting type=password oninput="alert('checked')"></label>
+<label>Reveal <input id=reveal type=password oninput="this.type = 'text'"></label>
 <div id=host></div><script>host.attachShadow({{mode: 'open'}}).innerHTML =
   '<label>Shadowed <input id=shadowed type=password value="{SHADOWED}"></label>'</script>
 <span id=later></span><script>setTimeout(() => later.innerHTML = '<input id=late type=password>', 300)</script>
@@ -122,7 +124,8 @@ def test_secret_values_never_leave_the_page(make_client, site, tmp_path):
              c.tool("type", sessionId=sid, selector="#pw", text=PASSWORD),
              c.tool("type", sessionId=sid, selector="#otp", text=CODE),
              c.tool("type", sessionId=sid, selector="#card", text=CARD, delay=1),  # key by key
-             c.tool("type", sessionId=sid, selector="#token", text=TOKEN, secret=True)]
+             c.tool("type", sessionId=sid, selector="#token", text=TOKEN, secret=True),
+             c.tool("type", sessionId=sid, selector="#reveal", text=REVEALED)]  # a text field when checked
     answers += typed
     inner = c.tool("snapshot", sessionId=sid)
     ref = next(line.split("[ref=")[1].split("]")[0] for line in inner["snapshot"].splitlines()
@@ -130,7 +133,7 @@ def test_secret_values_never_leave_the_page(make_client, site, tmp_path):
     answers.append(c.tool("type", sessionId=sid, ref=ref, text=PASSWORD))  # inside the iframe, by ref
     snap = c.tool("snapshot", sessionId=sid)
     assert 'textbox "User"' in snap["snapshot"] and "alice" in snap["snapshot"]  # ordinary values stay
-    assert snap["snapshot"].count("[REDACTED]") >= 9, snap["snapshot"]  # the fields are there, hidden
+    assert snap["snapshot"].count("[REDACTED]") >= 10, snap["snapshot"]  # the fields are there, hidden
     # Narrowed answers come from the redacted tree: a query for the field, and the outline.
     answers += [c.tool("snapshot", sessionId=sid, query="textbox"), c.tool("snapshot", sessionId=sid, compact=True)]
     answers += [snap, c.tool("dom_snapshot", sessionId=sid),

@@ -20,7 +20,7 @@ from mcpbrowser.errors import (
 )
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip
-from mcpbrowser.redaction import scrub_value
+from mcpbrowser.redaction import MARK_SECRET_FIELDS, scrub_value
 from mcpbrowser.session import page_reading, playwright_internals, settle, snapshots, throttling
 from mcpbrowser.session.downloads import Downloads
 from mcpbrowser.session.events import EventBuffers
@@ -137,6 +137,7 @@ class SessionState:
         self.events.listen(self.context)
         self._follow_page(self.page)
         settle.install(self)
+        self.context.add_init_script(script=MARK_SECRET_FIELDS)  # a password field stays one (redaction.py)
 
     def narrow(self, allowed_domains):
         """Apply a session's own allowedDomains (a pooled session gets them when handed out)."""
