@@ -417,7 +417,8 @@ def test_a_huge_page_is_walked_only_when_asked_and_never_called_hung(client, pag
         session = strict.tool("create_session", url=pages.url("/huge-dom"))["sessionId"]
         started = time.monotonic()
         error = strict.error("snapshot", sessionId=session)
-        assert time.monotonic() - started < 2 and error["errorCode"] == "INVALID_PARAMETERS", error
+        # Not walked: answered well before a walk of it (15+ s here), whatever the page still lays out.
+        assert time.monotonic() - started < 8 and error["errorCode"] == "INVALID_PARAMETERS", error
         assert error["details"]["elements"] > 60000 and "selector" in error["message"], error
         assert strict.tool("snapshot", sessionId=session, selector="#go")["snapshot"] .startswith('- button "Go" [ref=')
     finally:
