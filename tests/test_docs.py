@@ -16,8 +16,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def test_the_reference_pages_are_what_the_code_generates():
-    stale = gen_docs.stale()
-    assert not stale, (f"{', '.join(stale)} differ from the code: run `python scripts/gen_docs.py` "
+    stale = list(gen_docs.stale())
+    assert not stale, (f"{', '.join(stale)}: out of date with the code: run `python scripts/gen_docs.py` "
                        "and commit the pages it writes")
 
 
