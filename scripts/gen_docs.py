@@ -74,7 +74,10 @@ def tools_page():
            "(`--caps`, `enable_tools`): see [Tools](../tools.md). The *Rules* column is what the "
            "server checks and `tools/list` leaves out to stay short. A parameter marked with a "
            "group is an option of that group, shown only while it is on. A `timeout` left out takes "
-           "the server's `--action-timeout` (`--navigation-timeout` for page loads).\n\n",
+           "the server's `--action-timeout` (`--navigation-timeout` for page loads). An output schema "
+           "names the fields every answer has; answers may carry more (an action's `url`, `title` and "
+           "`navigated`, a `dialog`, `newTabs`): the [tool table](../tools.md#targets-and-the-tool-table) "
+           "says what comes when.\n\n",
            "| Group | What for | Tools |\n|---|---|---|\n"]
     by_group = {group: [t for t in ALL if t.group == group] for group in TOOL_GROUPS}
     for group, tools in by_group.items():
@@ -119,7 +122,7 @@ def tool_section(tool, default):
         out.append(f"With `--secrets`: {'; '.join(changed)}" + (f"; {', '.join(freed)} no longer required" if freed
                                                                  else "") + ".\n\n")
     if tool.output_schema is not None:
-        out.append(f"Answer: `{cell(shape(tool.output_schema))}`\n")
+        out.append(f"Answer, as its output schema declares it: `{cell(shape(tool.output_schema))}`\n")
     if tool.returns_image:
         out.append("\nThe image comes as MCP image content beside the JSON.\n")
     return "".join(out)
