@@ -1,12 +1,12 @@
 # mcpbrowser in a container: Streamable HTTP on 0.0.0.0:8931 with a token by default,
-# `--stdio` for one client over stdin/stdout. README.md, "Run in a container", says how to
-# run it; scripts/container_test.sh builds it and drives it through the MCP client.
+# `--stdio` for one client over stdin/stdout. docs/container.md says how to build
+# and run it; scripts/container_test.sh builds it and drives it through the MCP client.
 #
 #   docker build -t mcpbrowser .
 #
 # Where pip must reach the package index through a proxy that signs with its own CA
-# (as on our test machines), pass the index and mount the CA bundle (podman):
-#   podman build --build-arg PIP_INDEX_URL=... --build-arg PIP_CERT=/run/host-ca.crt \
+# (as on our test machines), pass the index and mount the CA bundle (podman; docs/container.md):
+#   podman build --format docker --build-arg PIP_INDEX_URL=... --build-arg PIP_CERT=/run/host-ca.crt \
 #     -v /etc/ssl/certs/ca-certificates.crt:/run/host-ca.crt:ro -t mcpbrowser .
 
 # -- build: a virtualenv with mcpbrowser and waitress, copied whole into the final stage ----
@@ -52,8 +52,8 @@ COPY scripts/container_entrypoint.sh /usr/local/bin/mcpbrowser-entrypoint
 # an unprivileged container, and the setuid helper would need a setuid binary in the image.
 # What that costs: a renderer exploit runs as the unprivileged `mcp` user of this container,
 # not in Chromium's per-renderer jail; it can reach what that user can (/data and the network
-# the container is given), not the host. README.md, "Run in a container", says how to narrow it.
-# --block-private-networks is on: see the README for reaching a named private host.
+# the container is given), not the host. docs/container.md says how to narrow it.
+# --block-private-networks is on: see docs/container.md for reaching a named private host.
 ENV PATH=/opt/mcpbrowser/bin:$PATH \
     MCPBROWSER_HEADLESS=true \
     MCPBROWSER_EXECUTABLE_PATH=/usr/bin/chromium \

@@ -129,7 +129,7 @@ def is_private_address(address):
 # --block-private-networks; the rest of the link-local ranges go with them, since no web
 # page lives there. A session with no host rule has no proxy, and this is not worth giving
 # every session one (each request would pass a Python hop): the container image turns
-# --block-private-networks on, and the README tells cloud users to.
+# --block-private-networks on, and the manual (docs/container.md) tells cloud users to.
 METADATA_NAMES = frozenset({"metadata.google.internal", "metadata.goog"})
 _METADATA_NETWORKS = (ipaddress.ip_network("fd00:ec2::/32"), ipaddress.ip_network("100.100.100.200/32"))
 
@@ -296,7 +296,7 @@ class CircuitBreaker:
 
 # -- the login cooldown --------------------------------------------------------------------
 # It exists so that an agent stops pressing against a login, verification or captcha wall
-# while its person is away. THE RULE for what starts it (the README says the same) uses two
+# while its person is away. THE RULE for what starts it (docs/safety.md says the same) uses two
 # facts about the failure, its code and whether the call's own timeout ran out
 # (`timed_out`), and one about the situation, what the page shows at that moment
 # (session/page_reading.wall): never the words of a message, which we write for people

@@ -18,7 +18,7 @@ so the archive is scrubbed when trace_stop saves it, before anyone can read it:
 
 The events keep their shape, so Playwright's trace viewer loads the archive and lists
 its actions as before. A screenshot shows what the page showed: a password field's
-dots, but a one-time code or card number as typed (see the README's limits).
+dots, but a one-time code or card number as typed (see the limits in docs/safety.md).
 """
 
 import glob

@@ -3,7 +3,7 @@
     from mcpbrowser.wsgi import create_app
     mcp_app = create_app(Config(headless=True), path="/mcp")   # starts the shared browser
     # Flask:  app.wsgi_app = DispatcherMiddleware(app.wsgi_app, {"/mcp": mcp_app})  (path="/")
-    # Django: route /mcp to mcp_app in your WSGI entry point (see the README)
+    # Django: route /mcp to mcp_app in your WSGI entry point (see docs/http.md)
     ...
     mcp_app.close()                                             # at shutdown
 

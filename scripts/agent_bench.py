@@ -804,7 +804,7 @@ def main():
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--playwright-mcp-version", default=PLAYWRIGHT_MCP_VERSION,
                         help=f"the @playwright/mcp to compare with (default {PLAYWRIGHT_MCP_VERSION}, the one the "
-                             "README's table used; its tools change between releases)")
+                             "table in docs/performance.md used; its tools change between releases)")
     args = parser.parse_args()
     tasks = TASKS if args.task == "all" else (args.task,)
     executable = find_executable("chromium")

@@ -4,7 +4,7 @@ Runs a page that keeps its thread busy (a loop in a timer) in one session of the
 sets the session's CPU rate to each value given, and prints how much of a core the browser's
 renderer processes used meanwhile (their user and system time in /proc, Linux only). If the
 share fell as the rate rose, a server-wide rate would protect the machine from busy pages; it
-does not fall (README, Throttling), so mcpbrowser has no such setting.
+does not fall (docs/tools.md, Throttling), so mcpbrowser has no such setting.
 
     .venv/bin/python scripts/cpu_throttle_cost.py [--rates 1,4,10] [--seconds 4]
 """

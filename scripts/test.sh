@@ -3,7 +3,8 @@
 #   1. the full suite on the project's .venv (extra arguments go to pytest, and
 #      then only this step runs);
 #   2. tox: the unit and smoke tests on the other Python versions (3.10, 3.12, 3.13), ruff, mypy,
-#      and the packaging check (wheel contents, `pipx run --spec . mcpbrowser --help`).
+#      the packaging check (wheel contents, `pipx run --spec . mcpbrowser --help`) and the docs
+#      site (`mkdocs build --strict`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -22,6 +23,7 @@ if command -v pyenv >/dev/null 2>&1; then
   export PATH
 fi
 # The other Pythons run the unit tests and the end-to-end smoke tour (markers in setup.cfg);
-# lint, type and package ignore the pytest arguments. Three at a time: about 90 s instead of
-# about 150 s one after another, which keeps the whole suite inside its 15 minutes.
-.venv/bin/tox -p 3 --parallel-no-spinner -e py310,py312,py313,lint,type,package -- -m "unit or smoke"
+# lint, type, package and docs (the manual built with mkdocs --strict) ignore the pytest
+# arguments. Three at a time: about 90 s instead of about 150 s one after another, which keeps
+# the whole suite inside its 15 minutes.
+.venv/bin/tox -p 3 --parallel-no-spinner -e py310,py312,py313,lint,type,package,docs -- -m "unit or smoke"

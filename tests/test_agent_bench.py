@@ -2,7 +2,7 @@
 (Django's admin, optuna-dashboard; mcpbrowser only), so that it cannot rot.
 
 It checks that every intention runs and is counted, never how fast (speed stays
-out of the tests). The real measure runs on Sphinx's manual: see the README.
+out of the tests). The real measure runs on Sphinx's manual: see docs/performance.md.
 """
 
 import json

@@ -1,6 +1,6 @@
 """The benchmark still runs end to end. A smoke run with tiny settings: the
 numbers it prints are not checked here (speed is measured by the benchmark, never by
-a test), only that every contender ran and every figure the README quotes is there."""
+a test), only that every contender ran and every figure the manual quotes is there."""
 import json
 import subprocess
 import sys

@@ -1,10 +1,10 @@
 """The login cooldown: what starts it (the rule), its properties with an injected clock, then end to end.
 
-The rule (guards.py, and the README): a cooldown starts only when wait_for_user times out, or
+The rule (guards.py, and docs/safety.md): a cooldown starts only when wait_for_user times out, or
 when a wait or a page load times out while the page shows a login, verification or captcha
 wall. Never from our codes for an agent's mistakes, never from the words of a message.
 
-Properties (the README states them too):
+Properties (docs/safety.md states them too):
 1. every error code our tools answer, with any message, on a login page, is classified by the
    rule: by code, timeout and page, the same whatever its words;
 2. on a page that shows no wall, only wait_for_user's timeout starts one;
@@ -98,7 +98,7 @@ def make_error(cls, message, timed_out):
 
 
 def expected(tool, code, timed_out, wall):
-    """The rule as the README's table states it."""
+    """The rule as the manual's table states it."""
     if tool == "wait_for_user":
         return code == "WAIT_TIMEOUT" and timed_out  # not a person who declined
     if code in ("WAIT_TIMEOUT", "NAVIGATION_FAILED"):
@@ -189,9 +189,9 @@ def test_property_4_every_acting_call_is_refused_without_browser_work(duration, 
         core.close()
 
 
-def test_the_readme_names_the_tools_that_run_during_a_cooldown():
-    """The README's list is the read_only declarations, as they are (a new reading tool joins both)."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+def test_the_manual_names_the_tools_that_run_during_a_cooldown():
+    """The Safety page's list is the read_only declarations, as they are (a new reading tool joins both)."""
+    readme = (Path(__file__).parent.parent / "docs" / "safety.md").read_text()
     listed = re.search(r"Tools declared read-only run during a cooldown: (.*?)\. The seed", readme, re.S).group(1)
     assert set(re.findall(r"`(\w+)`", listed)) == {tool.name for tool in ALL_TOOLS if tool.read_only}
     also = {tool.name for tool in ALL_TOOLS if tool.during_cooldown}
