@@ -28,7 +28,8 @@ LEVEL = 6  # zlib's default: a 15 KB tools/list in ~0.2 ms
 
 def accepts_gzip(header: str | None) -> bool:
     """Whether an Accept-Encoding value lets gzip be sent (RFC 9110 12.5.3): gzip (or x-gzip, or *) with a
-    q above 0, and not below the q the client gave identity; a header that says nothing means no."""
+    q above 0, and not below the q the client gave identity; a header that says nothing means no.
+    A client that refuses both gets identity all the same (the RFC allows it, rather than a 406)."""
     q: dict[str, float] = {}
     for item in (header or "").split(","):
         coding, *params = (part.strip() for part in item.split(";"))
