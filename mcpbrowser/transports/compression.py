@@ -3,8 +3,9 @@
 `respond` wraps the WSGI app: a JSON answer over MIN_BYTES is compressed whole; an event
 stream is compressed event by event, each flushed (Z_SYNC_FLUSH) so that the client can
 decode it as soon as it arrives and a live notification is not held back for the next
-one. Every answer says `Vary: Accept-Encoding`. Measured (tests/test_http_compression.py):
-a handshake-era tools/list of 28.3 KB travels as 4.8 KB, an 85 KB snapshot as 8.8 KB.
+one. Every answer says `Vary: Accept-Encoding`. Measured (scripts/bench.py --http-only): the
+official client's tools/list travels as 3.1 KB instead of 15.5 KB, a long page's snapshot as
+4.1 KB instead of 59 KB, for 0.2 ms of CPU (level 6).
 
 Compression next to secrets (BREACH): an answer that reflects text an attacker chose beside a
 secret lets the attacker guess the secret from the answer's compressed length, if they can
