@@ -544,20 +544,27 @@ class Config:
         environ = os.environ if environ is None else environ
         ns = build_parser().parse_args(argv)
         names = {f.name for f in dataclasses.fields(cls)}
-        settings = {}
+        settings, sources = {}, {}  # sources: setting -> the variable or file key that carried it
         path = ns.config or environ.get(ENV_PREFIX + "CONFIG")
         if path:
-            settings.update(_from_file(path, names))
+            for name, (value, label) in _from_file(path, names).items():
+                settings[name], sources[name] = value, label
         for key, value in environ.items():
             if key.startswith(ENV_PREFIX) and key != ENV_PREFIX + "CONFIG":
                 name = key[len(ENV_PREFIX):].lower()
                 if name not in names:
                     raise ConfigError(f"{key} is not a setting (known: {', '.join(sorted(names))})")
-                settings[name] = _checked(name, value, key)
+                settings[name], sources[name] = _checked(name, value, key), key
         for name, value in vars(ns).items():
             if name in names and value is not None:
                 settings[name] = value
-        return cls(**settings), ns.print_config
+                sources.pop(name, None)
+        # The checks of settings against each other (__post_init__) name flags; each is renamed
+        # after what carried its value here.
+        try:
+            return cls(**settings), ns.print_config
+        except ConfigError as exc:
+            raise type(exc)(_relabel(str(exc), sources)) from None
 
     def public(self):
         """The settings as JSON-ready data, secrets masked (for --print-config)."""
@@ -657,13 +664,18 @@ def _dotenv_value(text):
     return text.split(" #", 1)[0].strip()
 
 
+def _relabel(message, sources):
+    """A check's message with each flag of `sources` (setting -> variable or file key) named as that instead."""
+    return re.sub(r"--[a-z][a-z0-9-]*", lambda m: sources.get(m.group(0)[2:].replace("-", "_"), m.group(0)), message)
+
+
 def _checked(name, value, label):
     """Run one field's check, naming `label` (a variable or file key) instead of the flag."""
     check = next(f.metadata["check"] for f in dataclasses.fields(Config) if f.name == name)
     try:
         return check(name, value)
     except ConfigError as exc:
-        raise ConfigError(str(exc).replace(_flag(name), label, 1)) from None
+        raise ConfigError(_relabel(str(exc), {name: label})) from None
 
 
 def _from_file(path, names):
@@ -681,7 +693,8 @@ def _from_file(path, names):
         name = key.replace("-", "_")
         if name not in names:
             raise ConfigError(f"--config {path}: {key!r} is not a setting (known: {', '.join(sorted(names))})")
-        out[name] = _checked(name, value, f"{path}: {key!r}")
+        label = f"{path}: {key!r}"
+        out[name] = _checked(name, value, label), label
     return out
 
 

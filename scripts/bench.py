@@ -24,6 +24,11 @@ stdio contender) the per-call cost of the transport shows against stdio; the
 concurrent workload also runs as --http-clients clients sharing --sessions sessions
 on one HTTP server, against one stdio client holding them all.
 
+`--http-only` runs the per-call workload over HTTP alone, twice interleaved: as the
+official client sends it (Accept-Encoding: gzip, so answers come compressed) and with
+Accept-Encoding: identity (plain, as every answer was before compression); time and
+bytes on the wire per call, plus a snapshot of a long page and tools/list.
+
 Speed is measured here, never in the test suite.
 """
 
@@ -44,6 +49,7 @@ from contextlib import AsyncExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import anyio
+import httpx2
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -73,13 +79,19 @@ class QuietHandler:
             pass  # the browser dropped a request it no longer wanted (a favicon, say)
 
 
+# /long: a page whose snapshot is large (~60 KB of answer), where compression shows.
+LONG_PAGE = (b"<!doctype html><title>Long</title><ul>"
+             + b"".join(b"<li><a href='/item%d'>Item number %d</a></li>" % (i, i) for i in range(300)) + b"</ul>")
+
+
 class _Page(QuietHandler, BaseHTTPRequestHandler):
     def do_GET(self):
+        body = LONG_PAGE if self.path == "/long" else PAGE
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(PAGE)))
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(PAGE)
+        self.wfile.write(body)
 
 
 def serve_page():
@@ -164,13 +176,13 @@ async def interleaved_rounds(rounds, think_s, contenders):
     turns at least SETTLE_S, so no one's background work (our after-call capture, say)
     runs during another's calls.
     """
-    samples = {name: {op: [] for op in OPS} for name in contenders}
+    samples: dict = {name: {} for name in contenders}
     for i in range(rounds + WARMUP_ROUNDS):
         for name, steps in contenders.items():
             for op, step in steps(i):
                 took = await step()
                 if i >= WARMUP_ROUNDS:  # warm-up rounds are not counted
-                    samples[name][op].append(took)
+                    samples[name].setdefault(op, []).append(took)
                 await anyio.sleep(think_s)
             await anyio.sleep(max(0.0, SETTLE_S - think_s))
     return {name: {op: stats(values) for op, values in ops.items()} for name, ops in samples.items()}
@@ -698,6 +710,91 @@ def paired_ratio(ours, raw):
     return round(statistics.median(a / b for a, b in zip(ours, raw, strict=True)), 2)
 
 
+class _WireCount(httpx2.AsyncBaseTransport):
+    """An httpx2 transport that counts the response bytes as they arrive, before any decoding (gzip)."""
+
+    def __init__(self):
+        self._inner = httpx2.AsyncHTTPTransport()
+        self.bytes = 0
+
+    async def handle_async_request(self, request):
+        response = await self._inner.handle_async_request(request)
+        stream, counter = response.stream, self
+
+        class Counted(httpx2.AsyncByteStream):
+            async def __aiter__(self):
+                async for chunk in stream:
+                    counter.bytes += len(chunk)
+                    yield chunk
+
+            async def aclose(self):
+                await stream.aclose()
+
+        response.stream = Counted()
+        return response
+
+    async def aclose(self):
+        await self._inner.aclose()
+
+
+async def http_per_call(url, rounds, think_s, databases):
+    """--http-only: {encoding: {ops: {op: stats}, bytes: {op: median bytes}, tools_list_bytes}}, interleaved."""
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+
+    out, contenders = {}, {}
+    async with AsyncExitStack() as stack:
+        for encoding in ("gzip", "identity"):
+            wire = _WireCount()
+            # The official client's own settings; "gzip" keeps httpx2's default Accept-Encoding (gzip, deflate, ...).
+            client = await stack.enter_async_context(httpx2.AsyncClient(
+                transport=wire, timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+                headers={"Accept-Encoding": "identity"} if encoding == "identity" else None))
+            endpoint = start_http_server(stack, next(databases))
+            read, write = await stack.enter_async_context(streamable_http_client(endpoint, http_client=client))
+            session = await stack.enter_async_context(ClientSession(read, write))
+            await session.initialize()
+            await anyio.sleep(2.0)  # the browser and the warm pool start in the background
+            before = wire.bytes
+            await session.list_tools()
+            result = out[encoding] = {"tools_list_bytes": wire.bytes - before, "bytes": {}}
+            sid = json.loads((await _call(session, "create_session", {})).content[0].text)["sessionId"]
+
+            def steps(i, session=session, sid=sid, wire=wire, sizes=result["bytes"]):
+                def counted(op, name, arguments):
+                    async def step():
+                        before = wire.bytes
+                        took = await mcp_step(session, name, arguments)()
+                        sizes.setdefault(op, []).append(wire.bytes - before)
+                        return took
+                    return op, step
+
+                return [counted("navigate", "navigate", {"sessionId": sid, "url": url}),
+                        counted("type", "type", {"sessionId": sid, "selector": "#q", "text": f"query {i}"}),
+                        counted("click", "click", {"sessionId": sid, "selector": "#go"}),
+                        counted("snapshot", "snapshot", {"sessionId": sid}),
+                        counted("navigate_long", "navigate", {"sessionId": sid, "url": url + "long"}),
+                        counted("snapshot_long", "snapshot", {"sessionId": sid})]
+
+            contenders[encoding] = steps
+        for encoding, ops in (await interleaved_rounds(rounds, think_s, contenders)).items():
+            out[encoding]["ops"] = ops
+            out[encoding]["bytes"] = {op: statistics.median_low(sizes) for op, sizes in out[encoding]["bytes"].items()}
+    return out
+
+
+def http_report(results):
+    gz, plain = results["http_only"]["gzip"], results["http_only"]["identity"]
+    lines = [f"machine: {results['machine']}", "",
+             f"over HTTP, per call, {results['think_ms']} ms think time, {results['rounds']} rounds: "
+             "Accept-Encoding gzip (the official client's default) against identity",
+             f"{'':<16}{'identity ms':>12}{'gzip ms':>10}{'identity B':>12}{'gzip B':>10}"]
+    for op in gz["ops"]:
+        lines.append(f"{op:<16}{plain['ops'][op]['median_ms']:>12}{gz['ops'][op]['median_ms']:>10}"
+                     f"{plain['bytes'][op]:>12}{gz['bytes'][op]:>10}")
+    lines.append(f"{'tools/list':<16}{'':>22}{plain['tools_list_bytes']:>12}{gz['tools_list_bytes']:>10}")
+    return "\n".join(lines)
+
+
 def median_run(runs, key):
     """The run whose `key` is the median (the lower one of an even count): its other figures come along."""
     return sorted(runs, key=lambda run: run[key])[(len(runs) - 1) // 2]
@@ -727,6 +824,8 @@ def main():
                         help="also measure CPU per navigate on this page, a real one (say a page of Sphinx's "
                              "manual served on 127.0.0.1, as scripts/agent_bench.py does): the capture's cost "
                              "grows with the page")
+    parser.add_argument("--http-only", action="store_true",
+                        help="run only the per-call workload over HTTP, with and without gzip: time and bytes")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     args = parser.parse_args()
 
@@ -741,6 +840,14 @@ def main():
 
     def progress(message):
         print(message, file=sys.stderr, flush=True)
+
+    if args.http_only:
+        progress("per call over HTTP, with gzip and without, interleaved…")
+        results["http_only"] = anyio.run(http_per_call, url, args.rounds, args.think_ms / 1000, databases)
+        shutil.rmtree(folder, ignore_errors=True)
+        httpd.shutdown()
+        print(json.dumps(results, indent=2) if args.json else http_report(results))
+        return
 
     cli = None
     if args.with_playwright_mcp:

@@ -46,3 +46,19 @@ def test_bench_runs_every_contender_and_reports_every_figure(pages):
     page = results["cpu_per_navigate_page"]
     assert page["url"].endswith("/docs") and page["mcpbrowser_ms"] > 0 and page["lean_ratio"] > 0
     assert "playwright_mcp" not in results  # only with --with-playwright-mcp
+
+
+def test_the_http_run_alone_reports_time_and_wire_bytes_with_and_without_gzip():
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench.py"), "--http-only", "--rounds", "1",
+                           "--think-ms", "0", "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = json.loads(done.stdout)["http_only"]
+    ops = {"navigate", "type", "click", "snapshot", "navigate_long", "snapshot_long"}
+    for encoding in ("gzip", "identity"):
+        assert set(runs[encoding]["ops"]) == set(runs[encoding]["bytes"]) == ops
+        assert all(op["n"] == 1 and op["median_ms"] > 0 for op in runs[encoding]["ops"].values())
+    # Bytes are counted as they travel: a long page's snapshot and tools/list shrink; an action's answer,
+    # under compression's threshold, does not.
+    assert runs["gzip"]["bytes"]["snapshot_long"] * 5 < runs["identity"]["bytes"]["snapshot_long"]
+    assert runs["gzip"]["tools_list_bytes"] * 3 < runs["identity"]["tools_list_bytes"]
+    assert abs(runs["gzip"]["bytes"]["click"] - runs["identity"]["bytes"]["click"]) < 40  # timings' digits vary

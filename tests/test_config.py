@@ -42,6 +42,31 @@ def test_bad_settings_name_their_source(tmp_path, content, env, named):
     assert named in str(raised.value)
 
 
+@pytest.mark.parametrize("setting, value, flags", [
+    ("caps", "bogus", []),
+    ("http_tokens", "ci:short", []),
+    ("endpoint_headers", "no-colon", []),
+    ("http_max_unauthenticated", "600", []),  # checked against another setting: --http-max-connections
+    ("http", "0.0.0.0:8000", []),  # ...against the tokens
+    ("secrets", "/no/such/file", []),
+    ("caps", "bogus", ["--caps", "bogus"]),  # the flag overrides the variable: the flag is named
+])
+def test_a_bad_value_names_the_variable_file_key_or_flag_that_carried_it(tmp_path, setting, value, flags):
+    # Issue 48: the settings checked together with others named the flag whatever carried the value.
+    variable = "MCPBROWSER_" + setting.upper()
+    flag = "--" + setting.replace("_", "-")
+    with pytest.raises(ConfigError) as raised:
+        Config.load(["--db", ":memory:", *flags], {variable: value})
+    wanted, unwanted = (flag, variable) if flags else (variable, flag + " ")
+    assert str(raised.value).startswith(wanted) and unwanted not in str(raised.value), str(raised.value)
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({setting.replace("_", "-"): value.split(",") if setting in (
+        "caps", "http_tokens", "endpoint_headers") else value}))
+    with pytest.raises(ConfigError) as raised:
+        Config.load(["--db", ":memory:", "--config", str(path)], {})
+    assert str(raised.value).startswith(f"{path}: '{setting.replace('_', '-')}'"), str(raised.value)
+
+
 def test_missing_config_file_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="cannot read it"):
         Config.load(["--config", str(tmp_path / "none.json")], {})

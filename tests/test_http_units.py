@@ -6,6 +6,7 @@ import pytest
 
 from mcpbrowser.config import Config, ConfigError
 from mcpbrowser.transports import mcp_connection, protocol
+from mcpbrowser.transports.compression import accepts_gzip
 from mcpbrowser.transports.http import _header_mismatch
 from mcpbrowser.transports.mcp_connection import RequestStates
 
@@ -32,6 +33,17 @@ def test_a_request_state_expires(monkeypatch):
     later = time.time() + mcp_connection.STATE_TTL_S + 1
     monkeypatch.setattr(mcp_connection.time, "time", lambda: later)
     assert states.open(state, None, "navigate") is None
+
+
+@pytest.mark.parametrize("header, gzip", [
+    (None, False), ("", False), ("identity", False), ("br, zstd", False), ("gzip", True), ("x-gzip", True),
+    ("gzip, deflate, br, zstd", True), ("GZip;Q=0.3", True), ("gzip;q=0", False), ("gzip;q=0.000", False),
+    ("gzip;q=nope", False), ("*", True), ("*;q=0", False), ("gzip;q=0, *", False), ("br, *;q=0.1", True),
+    ("gzip;q=0.5, identity", False), ("gzip, identity;q=0.5", True), ("identity;q=0, gzip;q=0.1", True),
+    ("*;q=0.5, identity", False), (" gzip ; q=1 ", True),
+])
+def test_accept_encoding_is_read_as_rfc_9110_says(header, gzip):
+    assert accepts_gzip(header) is gzip
 
 
 def test_routing_headers_must_match_the_body():

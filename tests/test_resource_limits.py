@@ -62,9 +62,14 @@ def limited():
     folder, uploads = tempfile.mkdtemp(prefix="mcpbrowser-files-"), tempfile.mkdtemp(prefix="mcpbrowser-up-")
     with open(os.path.join(uploads, "note.txt"), "w") as f:
         f.write("to upload")
+    # A file of the user's, an hour old, in the folder before the server starts (issue 48): never the server's.
+    mine = os.path.join(folder, "notes.txt")
+    with open(mine, "wb") as f:
+        f.write(b"mine " * 1200)
+    os.utime(mine, (time.time() - 3600,) * 2)
     c, pid = _started("--session-memory-mb", "100", "--output-dir", folder, "--files-max-mb", "1",
                       "--upload-dir", uploads)
-    c.folder, c.uploads, c.pid = folder, uploads, pid
+    c.folder, c.uploads, c.pid, c.mine = folder, uploads, pid, mine
     yield c
     try:
         c.close()
@@ -220,10 +225,13 @@ def test_the_files_quota_removes_the_oldest_files_and_marks_their_rows_and_a_clo
         (entry,) = [d for d in c.tool("downloads", sessionId=sid)["downloads"] if d["suggestedName"] == name]
         saved.append(entry["path"])
     assert [d["path"] for d in told[0]["downloads"] if d["status"] == "saved"] == [saved[0]]
-    # Over 1 MB with the third: the screenshot, then the first download go; the newest stays.
+    # Over 1 MB with the third: the screenshot, then the first download go; the newest stays, and the
+    # user's own file, older than all of them, neither goes nor counts.
     assert wait_for(lambda: not os.path.exists(shot_path) and not os.path.exists(saved[0]), 10)
     assert os.path.exists(saved[1]) and os.path.exists(saved[2])
-    assert sum(os.path.getsize(p) for p in glob.glob(os.path.join(folder, "*"))) <= 1_048_576
+    with open(c.mine, "rb") as f:
+        assert f.read() == b"mine " * 1200
+    assert sum(os.path.getsize(p) for p in glob.glob(os.path.join(folder, "*")) if p != c.mine) <= 1_048_576
     error = c.error("get_content", ref_id=shot_ref)
     assert error["errorCode"] == "FILE_REMOVED"
     assert error["details"]["files"][0]["path"] == shot_path

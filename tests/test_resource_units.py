@@ -53,7 +53,8 @@ def test_files_past_the_retention_days_go_and_their_rows_say_so(tmp_path):
         for path in (old, kept):
             os.utime(path, (time.time() - 3 * 86_400,) * 2)
         history.request("ref-old", None, "screenshot", {})
-        history.store.write("INSERT INTO files (path, ref_id, created_at) VALUES (?, 'ref-old', 0)", (old,))
+        for path in (old, kept, fresh):
+            history.store.write("INSERT INTO files (path, ref_id, created_at) VALUES (?, 'ref-old', 0)", (path,))
         keeper.remember("open-session", "pdf", {"path": kept})  # an open session's latest answer names it: a sweep
         executor.submit(lambda: None).result()  # ...which ran on the pool before this
         assert keeper.sweep() == []
@@ -75,10 +76,54 @@ def test_at_start_the_partial_files_of_gone_writers_go_and_a_live_ones_stay(tmp_
     history = History(Store(":memory:"))
     try:
         keeper = FileKeeper(config, history, None, lambda: set())  # type: ignore[arg-type]  # no sweep is queued
-        names = [f"a.pdf.{dead}.part", f"b.pdf.{os.getpid()}.part", "c.pdf"]
+        names = [f"20260101-000000-0123abcd-1.pdf.{dead}.part", f"20260101-000000-0123abcd-2.pdf.{os.getpid()}.part",
+                 "20260101-000000-0123abcd-3.pdf"]
         for name in names:
             (tmp_path / name).write_bytes(b"x")
         assert keeper.remove_leftovers() == [str(tmp_path / names[0])]
         assert sorted(os.listdir(tmp_path)) == names[1:]
+    finally:
+        history.store.close()
+
+
+def _dead_pid():
+    import subprocess
+    import sys
+
+    return int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+
+
+def test_files_the_server_did_not_save_are_neither_counted_nor_removed(tmp_path):
+    # Issue 48: --output-dir may be a folder of the user's; only the files the history says the
+    # server saved are its own. The user's are older than all of the server's and past retention.
+    config = Config(db=":memory:", output_dir=str(tmp_path), retention_days=1, files_max_mb=1)
+    history = History(Store(":memory:"))
+    try:
+        keeper = FileKeeper(config, history, None, lambda: set())  # type: ignore[arg-type]  # no sweep is queued
+        dead = _dead_pid()
+        users = {"notes.txt": 6_000, "photo.jpg": 3_000_000, f"backup.{dead}.part": 10,
+                 f"20260101-000000-deadbeef-1.pdf.{dead}.PART": 10}
+        for name, size in users.items():
+            (tmp_path / name).write_bytes(b"u" * size)
+            os.utime(tmp_path / name, (time.time() - 400 * 86_400,) * 2)
+        history.request("ref-1", None, "pdf", {})
+        ours = []  # (name, size, age in days): one past retention, then three over the quota's 1 MB
+        for n, (size, days) in enumerate(((1_000, 3), (400_000, 0.5), (400_000, 0.4), (400_000, 0.3)), 1):
+            name = f"20260101-000000-deadbeef-{n}.pdf"
+            (tmp_path / name).write_bytes(b"s" * size)
+            os.utime(tmp_path / name, (time.time() - days * 86_400,) * 2)
+            history.store.write("INSERT INTO files (path, ref_id, created_at) VALUES (?, 'ref-1', 0)",
+                                (str(tmp_path / name),))
+            ours.append(name)
+        leftover = f"20260101-000000-deadbeef-9.pdf.{dead}.part"  # what a killed server left
+        (tmp_path / leftover).write_bytes(b"%PDF half")
+        assert keeper.remove_leftovers() == [str(tmp_path / leftover)]
+        assert keeper.warn_foreign() == len(users)  # at start: the folder holds files the server did not save
+        removed = keeper.sweep()
+        # The server's oldest went (one by age, one by the quota: 3 MB of the user's count for nothing).
+        assert sorted(removed) == [str(tmp_path / ours[0]), str(tmp_path / ours[1])]
+        assert sorted(os.listdir(tmp_path)) == sorted([*users, *ours[2:]])
+        assert {r["reason"] for r in history.removed_files("ref-1")} == {"retention_days", "files_max_mb"}
     finally:
         history.store.close()

@@ -68,6 +68,22 @@ def test_retention_days_prunes_old_history_at_start(tmp_path):
         s.close()
 
 
+def test_pruned_history_keeps_the_rows_of_files_still_on_disk(tmp_path):
+    # The files' rows are how the files folder's limits know the server's own files (issue 48).
+    path = str(tmp_path / "h.db")
+    _fill(path, 2, age_days=10)
+    s = Store(path)
+    s.write("INSERT INTO files (path, ref_id, created_at) VALUES ('/f/kept.pdf', '10-0', 0)")
+    s.write("INSERT INTO files (path, ref_id, created_at, removed_at) VALUES ('/f/gone.pdf', '10-1', 0, 1)")
+    s.close()
+    s = Store(path, retention_days=3)
+    try:
+        assert s.query("SELECT COUNT(*) FROM requests")[0][0] == 0  # the calls went
+        assert s.query("SELECT path FROM files") == [("/f/kept.pdf",)]
+    finally:
+        s.close()
+
+
 def test_db_max_mb_prunes_oldest_until_it_fits(tmp_path):
     path = str(tmp_path / "h.db")
     _fill(path, 400, age_days=1, size=8000)  # about 3 MB

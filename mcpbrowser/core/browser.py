@@ -236,6 +236,7 @@ class Browser:
         """CORE POOL: start-up's care of the files folder: what a killed server left, then the limits."""
         try:
             self.files.remove_leftovers()
+            self.files.warn_foreign()
             self.files.sweep()
         except Exception:
             log.exception("files folder not tidied")

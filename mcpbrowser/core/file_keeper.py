@@ -2,14 +2,15 @@
 
 Runs on the core pool: `sweep_soon` (any thread) queues one sweep there after a call whose answer
 named a file, and at start-up; the sweep lists the folder, removes what is too old
-(--retention-days) and then the oldest files until the folder is within --files-max-mb,
+(--retention-days) and then the oldest files until the server's files are within --files-max-mb,
 and marks their history rows (History.files_removed). A file that an open session's latest
 answer named is never removed (`remember`, any thread): the agent may be about to read it.
 At start-up it also removes the `.part` files that a server killed while writing left behind
-(their names carry the writer's pid).
+(their names carry the writer's pid), and warns when the folder holds files that are not the server's.
 """
 
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -24,7 +25,10 @@ from mcpbrowser.process_tree import alive
 # Tools whose answer lists every file of the session (the downloads tool): no sign of which the
 # agent is about to read, so they protect none.
 LISTINGS = frozenset({"downloads"})
-PART = ".part"  # a file being written (capture.write_file, downloads.partial): renamed when whole
+# A file being written (capture.write_file, downloads.partial), renamed when whole: a name the
+# server chose (capture.file_path, Downloads.on_download: stamp, session, counter), then the
+# writer's pid. A `.part` of any other name is not the server's (a browser's or a backup's).
+LEFTOVER = re.compile(r"\d{8}-\d{6}-[0-9a-f]{8}-\d+[.-][A-Za-z0-9._-]+\.(\d+)\.part")
 
 
 class FileKeeper:
@@ -81,7 +85,7 @@ class FileKeeper:
             self._latest = {sid: paths for sid, paths in self._latest.items() if sid in open_ids}
             kept = {path for paths in self._latest.values() for path in paths}
         now = time.time() if now is None else now
-        files = sorted(self._files(), key=lambda f: f[1])  # (path, mtime, size), oldest first
+        files = sorted(self._own_files(), key=lambda f: f[1])  # (path, mtime, size), oldest first
         old, quota = [], []
         for path, mtime, _size in files:
             if self.max_age_s and now - mtime > self.max_age_s and path not in kept:
@@ -91,7 +95,7 @@ class FileKeeper:
             for path, _mtime, size in files:
                 if total <= self.max_bytes:
                     break
-                if path in old or path in kept or path.endswith(PART):  # a .part is being written
+                if path in old or path in kept:
                     continue
                 quota.append(path)
                 total -= size
@@ -102,13 +106,38 @@ class FileKeeper:
         return removed
 
     def remove_leftovers(self) -> list[str]:
-        """Start-up: the `.part` files whose writer is gone (a server killed mid-write; downloads.partial)."""
-        gone = [path for path, _mtime, _size in self._files() if path.endswith(PART) and not _writer_alive(path)]
+        """Start-up: the server's `.part` files whose writer is gone (a server killed mid-write)."""
+        gone = [path for path, _mtime, _size in self._files() if _leftover(path)]
         for path in gone:
             _unlink(path)
         if gone:
             log.info("partial files removed", extra={"event": "partial_files_removed", "count": len(gone)})
         return gone
+
+    def warn_foreign(self) -> int:
+        """Start-up: say when the folder holds files the server did not save (it leaves them be); how many."""
+        own = self._history.saved_files(self.folder)
+        foreign = [path for path, _mtime, _size in self._files() if path not in own and not LEFTOVER.fullmatch(
+            os.path.basename(path))]
+        if foreign and self.limited:
+            log.warning("files folder holds files the server did not save", extra={
+                "event": "foreign_files", "count": len(foreign), "folder": self.folder,
+                "note": "they are never removed, and do not count against --files-max-mb"})
+        return len(foreign)
+
+    def _own_files(self) -> list[tuple[str, float, int]]:
+        """The folder's files that the server saved, as the history records them.
+
+        The history's rows of the files its answers named are how the server knows its own:
+        a user's file in --output-dir is never counted, aged or removed, whatever its name or
+        age. The record outlives the process, so a previous run's files (same --db) are kept
+        within the limits too; a run with --db :memory: leaves files no later run owns. Two
+        servers on one history share one quota over their files; on two histories, each keeps
+        its own files within its own limits and leaves the other's alone. A file whose row was
+        not written (a failing disk) is not counted either: better over the quota than a wrong delete.
+        """
+        own = self._history.saved_files(self.folder)
+        return [f for f in self._files() if f[0] in own]
 
     def _files(self) -> list[tuple[str, float, int]]:
         try:
@@ -131,10 +160,10 @@ class FileKeeper:
         return removed
 
 
-def _writer_alive(path: str) -> bool:
-    """Whether the process named in a `.part` file's name (`<file>.<pid>.part`) still runs."""
-    pid = path[:-len(PART)].rsplit(".", 1)[-1]
-    return pid.isdigit() and alive(int(pid))
+def _leftover(path: str) -> bool:
+    """Whether a file is a `.part` the server named (LEFTOVER) whose writing process is gone."""
+    match = LEFTOVER.fullmatch(os.path.basename(path))
+    return match is not None and not alive(int(match.group(1)))
 
 
 def _unlink(path: str) -> bool:

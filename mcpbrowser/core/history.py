@@ -6,6 +6,7 @@ its migrations are `store.py`'s; the core records (core/recorder.py, core/regist
 """
 
 import json
+import os
 from urllib.parse import urlsplit
 
 from mcpbrowser.core.store import HistoryUnavailable, Snapshot, dumps, unpack_snapshot
@@ -215,6 +216,13 @@ class History:
         self.store.write("INSERT OR REPLACE INTO diff_cursors VALUES (?, ?, ?, ?)", (ref_id, lines, digest, now_ms()))
 
     # -- files the answers named (core/file_keeper.py removes them) ------------------------
+
+    def saved_files(self, folder):
+        """The paths under folder of the files the server's answers named and that were not removed since."""
+        prefix = os.path.join(folder, "")
+        rows = self.store.query("SELECT path FROM files WHERE removed_at IS NULL AND substr(path, 1, ?) = ?",
+                                (len(prefix), prefix))
+        return {path for (path,) in rows}
 
     def files_removed(self, removed, reason):
         """Mark the rows of files that were deleted: removedAt and why."""

@@ -520,9 +520,12 @@ class Store:
         old = ("SELECT ref_id FROM requests WHERE timestamp < ? AND (session_id IS NULL OR "
                "session_id NOT IN (SELECT session_id FROM temp.kept_sessions))")
         conn.execute("BEGIN IMMEDIATE")
-        for table in ("responses", "console_logs", "diff_cursors", "files"):
+        for table in ("responses", "console_logs", "diff_cursors"):
             conn.execute(f"DELETE FROM {table} WHERE ref_id IN ({old})", (cutoff,))
         dropped = conn.execute(f"DELETE FROM requests WHERE ref_id IN ({old})", (cutoff,)).rowcount
+        # A file's row goes only once the file is gone: the row is how the files folder's limits
+        # know the file is the server's (core/file_keeper.py), so a file whose row went would stay forever.
+        conn.execute("DELETE FROM files WHERE removed_at IS NOT NULL AND ref_id NOT IN (SELECT ref_id FROM requests)")
         conn.execute("DELETE FROM snapshots WHERE hash NOT IN "
                      "(SELECT snapshot_hash FROM responses WHERE snapshot_hash IS NOT NULL) "
                      "AND hash NOT IN (SELECT base FROM snapshots WHERE base IS NOT NULL)")

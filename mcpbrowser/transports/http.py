@@ -10,6 +10,8 @@ tools run in the same core as over stdio.
 - DELETE ends a handshake-era client's state (its Mcp-Session-Id).
 - Before any of it: the Host and Origin checks (against DNS rebinding), the bearer
   token (which names the client), the client's request rate and the body's size.
+- Answers are gzip-compressed for a client that accepts it (compression.py); requests
+  must come uncompressed.
 
 Who a client is, and whose sessions it sees (`owner`): with tokens, the token's
 name, in both protocol eras, across reconnects and restarts; an Mcp-Session-Id
@@ -32,7 +34,7 @@ from urllib.parse import urlsplit
 
 from mcpbrowser.guards import RateLimiter, is_loopback
 from mcpbrowser.logs import log
-from mcpbrowser.transports import protocol
+from mcpbrowser.transports import compression, protocol
 from mcpbrowser.transports.mcp_connection import McpConnection
 from mcpbrowser.transports.protocol import ProtocolError
 
@@ -151,6 +153,9 @@ class McpWsgiApp:
     # -- A REQUEST THREAD OF THE WSGI SERVER ------------------------------------------
 
     def __call__(self, environ, start_response):
+        return compression.respond(self._serve, environ, start_response)
+
+    def _serve(self, environ, start_response):
         path = environ.get("PATH_INFO") or "/"
         if path.rstrip("/") != self.path.rstrip("/"):
             if path == HEALTH_PATH and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
@@ -263,6 +268,11 @@ class McpWsgiApp:
     def _post(self, environ, start_response, name):
         if (environ.get("CONTENT_TYPE") or "").split(";")[0].strip().lower() != "application/json":
             return _refuse(start_response, "415 Unsupported Media Type", "POST a JSON-RPC message as application/json")
+        if (environ.get("HTTP_CONTENT_ENCODING") or "identity").strip().lower() != "identity":
+            # Not decompressed: a few KB of gzip can expand into gigabytes past --max-message-bytes,
+            # and a JSON-RPC message is small enough to send as it is (compression.py).
+            return _refuse(start_response, "415 Unsupported Media Type", "Send the message uncompressed "
+                           "(no Content-Encoding)", [("Accept-Encoding", "identity")])
         body = self._read_body(environ)
         if body == 413:
             return _refuse(start_response, "413 Content Too Large",
