@@ -332,3 +332,16 @@ def test_screenshots_and_pdfs_show_secret_fields_as_dots(make_client, site, tmp_
     with open(c.tool("pdf", sessionId=sid)["path"], "rb") as f:
         assert re.sub(rb"/(CreationDate|ModDate) \(D:[^)]*\)", b"", f.read()) != seen[1][1]
     assert "mcpbrowser" not in json.dumps(c.tool("dom_snapshot", sessionId=sid))  # the style went with the print
+
+
+def test_a_password_typed_in_lean_mode_stays_secret(make_client, site, tmp_path):
+    # --response-mode lean captures no page after a type: nothing but type's own look at the field
+    # makes the password known, so a later answer that carries it (a URL) must still hide it.
+    c = make_client("--db", str(tmp_path / "history.db"), "--response-mode", "lean", "--login-cooldown", "0")
+    sid = c.tool("create_session")["sessionId"]
+    c.tool("navigate", sessionId=sid, url=site + "/login")
+    c.tool("type", sessionId=sid, selector="#pw", text=PASSWORD)
+    moved = c.tool("navigate", sessionId=sid, url=f"{site}/search?q={PASSWORD}&plain=kept")
+    assert moved["url"].endswith("?q=[REDACTED]&plain=kept"), moved  # the URL is there, the password hidden
+    listed = c.tool("list_sessions")["sessions"]
+    assert all(PASSWORD not in text for answer in (moved, listed) for text in _strings(answer)), (moved, listed)
