@@ -128,11 +128,15 @@ class KnownSecrets:
     """The secret values one client's sessions have met; add under its lock, read from any thread.
 
     Iterating gives a snapshot, longest first (a secret that contains another is
-    replaced whole), so scrub_text and scrub_value take it as they take a set.
+    replaced whole), so scrub_text and scrub_value take it as they take a set. Held
+    values (`hold`) are scrubbed as known ones until released: text a running call
+    types before it knows whether its field is a secret one (see snapshots.hold).
     """
 
     def __init__(self, parent=None, named=None):
         self._lock = threading.Lock()
+        self._known: set[str] = set()
+        self._held: dict[str, int] = {}  # value -> how many running calls hold it
         self._values: tuple[str, ...] = ()
         self._parent = parent  # every client's, for the logs (see SecretBook)
         self.named = named or {}  # {NAME: value}: the --secrets this client may type by name
@@ -142,13 +146,44 @@ class KnownSecrets:
         self.update((value,))
 
     def update(self, values):
-        new = {v for v in values if isinstance(v, str) and v} - set(self._values)
+        new = {v for v in values if isinstance(v, str) and v} - self._known
         if not new:
             return
         with self._lock:
-            self._values = tuple(sorted(set(self._values) | new, key=len, reverse=True))
+            self._known |= new
+            self._sort()
         if self._parent is not None:
             self._parent.update(new)
+
+    def hold(self, values):
+        """Scrub these values as known ones until `release`d (as many times as held)."""
+        values = [v for v in values if isinstance(v, str) and v]
+        if not values:
+            return
+        with self._lock:
+            for v in values:
+                self._held[v] = self._held.get(v, 0) + 1
+            self._sort()
+        if self._parent is not None:
+            self._parent.hold(values)
+
+    def release(self, values):
+        values = [v for v in values if isinstance(v, str) and v]
+        if not values:
+            return
+        with self._lock:
+            for v in values:
+                left = self._held.get(v, 0) - 1
+                if left > 0:
+                    self._held[v] = left
+                else:
+                    self._held.pop(v, None)
+            self._sort()
+        if self._parent is not None:
+            self._parent.release(values)
+
+    def _sort(self):
+        self._values = tuple(sorted(self._known | set(self._held), key=len, reverse=True))
 
     def __iter__(self):
         return iter(self._values)

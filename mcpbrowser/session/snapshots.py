@@ -91,6 +91,35 @@ def mark_secret(state, text):
     learn_secrets(state, (text,))
 
 
+def hold(state, values):
+    """Text the running call is about to put into the page before it knows whether its field is a secret one:
+    scrubbed from all a reader sees (answers, the log resources, list_sessions, progress, the logs) from now
+    until `release` or the call's end. No round trip: a field looked at only after typing (type's hot path)
+    costs nothing more. Returns what it holds, for `release`."""
+    held = tuple({v for v in values if isinstance(v, str) and len(v) >= MIN_SCRUBBED})
+    state.secrets.hold(held)
+    state.held.append(held)
+    return held
+
+
+def release(state, held):
+    """Stop holding what `hold` returned (a value that turned out secret stays known through mark_secret)."""
+    if held in state.held:
+        state.held.remove(held)
+        state.secrets.release(held)
+
+
+def typing_key_by_key(state, text):
+    """A secret about to be typed one key at a time. A page that logs its field's value on each key would
+    tell all of it but the last character: every prefix long enough to scrub is held until the call
+    ends, and the console and network entries that arrive until the next call are scrubbed of them as
+    they come, so they stay scrubbed once the hold ends. Only for a secret: a plain field's prefixes
+    would blank common words."""
+    prefixes = [text[:n] for n in range(MIN_SCRUBBED, len(text) + 1)]
+    hold(state, prefixes)
+    state.events.hidden = tuple(sorted(prefixes, key=len, reverse=True))
+
+
 def learn_secrets(state, values):
     """Values known to be secret from now on: scrubbed everywhere, or (shorter ones) where they stand alone."""
     values = {v for v in values if v}
