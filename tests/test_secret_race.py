@@ -112,7 +112,8 @@ def test_a_named_secret_typed_key_by_key_is_hidden_from_a_live_reader(make_clien
     c = make_client("--secrets", str(env), "--login-cooldown", "0")
     sid = c.tool("create_session", url=pages.url("/race"))["sessionId"]
     reader = ConsoleReader(c, sid)
-    lines = reader.during(lambda: c.tool("type", sessionId=sid, selector="#note", secretName="SLOW", delay=40))
+    lines = reader.during(lambda: c.tool("type", sessionId=sid, selector="#note", secretName="SLOW", delay=40,
+                                                 timeout=30000))
     typed = [line.removeprefix("note input ") for line in lines if line.startswith("note input ")]
     # Each key's line was read; those of 4 characters and more show [REDACTED], the first 3 too few to scrub.
     assert typed.count("[REDACTED]") >= 5 and set(typed) <= {"[REDACTED]", *(secret[:n] for n in (1, 2, 3))}, typed
@@ -160,7 +161,7 @@ def test_no_stream_a_client_reads_carries_a_secret_while_it_is_typed(make_client
     for thread in threads:
         thread.start()
     try:
-        c.tool("type", sessionId=sid, selector="#pw", text=secret, delay=100)
+        c.tool("type", sessionId=sid, selector="#pw", text=secret, delay=100, timeout=30000)
     finally:
         done.set()
         for thread in threads:

@@ -143,6 +143,16 @@ def redact_snapshot(state, text):
     text = scrub_text(text, state.secrets)
     if state.page is None or state.dialog is not None or not has_textbox_values(text):
         return text
+    # What "a secret the client met" means (issue 49), decided here: a value the client's agent typed or
+    # filled as a secret (flagged, or into a field that was a secret one when the server looked, before
+    # or right after typing: mark_secret), and the --secrets values the client may type by name. Never
+    # what a page shows: a secret field's value is hidden where it stands (this snapshot's textboxes, the
+    # DOM snapshot, screenshots, a trace), but not learned, since a page fills its own fields as it
+    # likes: a pre-filled password field, or the server's marker set by the page, would otherwise hide
+    # the words of its choice (a recipient, a domain, a button) in every session of that client. So a
+    # value the user typed into a secret field (wait_for_user) is hidden in its field, not elsewhere; and
+    # in the session's trace, if one records (capture.trace_stop), where the page's own words may go too.
     values = secret_values(state.page)
-    learn_secrets(state, values)
+    if state.tracing:
+        state.traced_fields.update(values)
     return redact_textboxes(text, values)

@@ -99,6 +99,7 @@ class SessionState:
                                    self.network_policy.refuses_download, self.events.request_for)
         self.files_saved = 0      # files this session saved (screenshots, PDFs, traces): their names' counter
         self.tracing = False      # trace_start ran, trace_stop not yet: the trace's name
+        self.traced_fields = set()  # secret fields' values its snapshots met while tracing: the trace hides them
         # Secret values too short to scrub from any text (see snapshots.mark_secret): a trace's
         # action parameters and results that are exactly one of them are hidden all the same.
         self.short_secrets = set()
