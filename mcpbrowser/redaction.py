@@ -146,6 +146,7 @@ class KnownSecrets:
     def __init__(self, parent=None, named=None):
         self._lock = threading.Lock()
         self._known: set[str] = set()
+        self._known_sorted: tuple[str, ...] = ()
         self._held: dict[str, int] = {}  # value -> how many running calls hold it
         self._values: tuple[str, ...] = ()
         self._parent = parent  # every client's, for the logs (see SecretBook)
@@ -161,6 +162,7 @@ class KnownSecrets:
             return
         with self._lock:
             self._known |= new
+            self._known_sorted = tuple(sorted(self._known, key=len, reverse=True))
             self._sort()
         if self._parent is not None:
             self._parent.update(new)
@@ -193,7 +195,9 @@ class KnownSecrets:
             self._parent.release(values)
 
     def _sort(self):
-        self._values = tuple(sorted(self._known | set(self._held), key=len, reverse=True))
+        held = [v for v in self._held if v not in self._known]
+        self._values = tuple(sorted([*held, *self._known_sorted], key=len, reverse=True)) if held \
+            else self._known_sorted
 
     def __iter__(self):
         return iter(self._values)
