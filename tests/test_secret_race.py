@@ -135,46 +135,63 @@ def test_no_stream_a_client_reads_carries_a_secret_while_it_is_typed(make_client
     uris = {"console": f"mcpbrowser://sessions/{sid}/console", "network": f"mcpbrowser://sessions/{sid}/network",
             "log": "mcpbrowser://server/log"}
     cursors = {name: read(c, uri)["cursor"] for name, uri in uris.items()}
-    seen, progress, done = [], [], threading.Event()  # (stream, text) read while the type ran
+    seen, done = [], threading.Event()  # (stream, text, monotonic time it arrived)
 
     def readers():
         while not done.is_set():
             for name, uri in uris.items():
                 page = read(c, f"{uri}?after={cursors[name]}")
                 cursors[name] = page["cursor"]
-                seen.extend((name, json.dumps(entry)) for entry in page["entries"])
-            seen.append(("resources", json.dumps([r.title for r in c.run("list_resources").resources])))
-            seen.append(("list_sessions", json.dumps(c.tool("list_sessions"))))
+                seen.extend((name, json.dumps(entry), time.monotonic()) for entry in page["entries"])
+            titles = [r.title for r in c.run("list_resources").resources]
+            seen.append(("resources", json.dumps(titles), time.monotonic()))
+            seen.append(("list_sessions", json.dumps(c.tool("list_sessions")), time.monotonic()))
 
     async def on_progress(value, total, message):
-        progress.append(message or "")
+        seen.append(("progress", message or "", time.monotonic()))
 
     def parallel():
         time.sleep(0.3)
         while not done.is_set():
             answer = c.run("call_tool", "navigate", {"sessionId": other, "url": pages.url(f"/title/x?q={secret}")},
                            progress_callback=on_progress)
-            seen.append(("parallel answer", json.dumps(answer.structured_content)))
+            seen.append(("parallel answer", json.dumps(answer.structured_content), time.monotonic()))
 
     logged_before = len(c.log_messages)
+    heard = threading.Thread(target=lambda: [  # notifications/message as they arrive (the client appends them)
+        seen.append(("notifications/message", json.dumps(m.model_dump(mode="json")), time.monotonic()))
+        for m in _arrivals(c, logged_before, done)], daemon=True)
+    heard.start()
     threads = [threading.Thread(target=readers, daemon=True), threading.Thread(target=parallel, daemon=True)]
     for thread in threads:
         thread.start()
     try:
         c.tool("type", sessionId=sid, selector="#pw", text=secret, delay=100, timeout=30000)
     finally:
+        ended = time.monotonic()
         done.set()
-        for thread in threads:
+        for thread in [*threads, heard]:
             thread.join(30)
-    logged = [json.dumps(m.model_dump(mode="json")) for m in c.log_messages[logged_before:]]
-    streams = seen + [("notifications/message", text) for text in logged] + [("progress", m) for m in progress]
-    assert not [(name, text) for name, text in streams if leaked(text, secret)], \
-        sorted({name for name, text in streams if leaked(text, secret)})
-    # Positive controls: each stream was read while the page logged what was typed.
-    by = {name: " ".join(text for n, text in streams if n == name) for name, _ in streams}
+    assert not [name for name, text, _ in seen if leaked(text, secret)], \
+        sorted({name for name, text, _ in seen if leaked(text, secret)})
+    # Positive controls: each stream was read while the page logged what was typed, before type answered.
+    by = {name: " ".join(text for n, text, at in seen if n == name and at < ended) for name, _, _ in seen}
     assert by["console"].count("pw input [REDACTED]") >= 5, by["console"][:2000]
     assert "pw=[REDACTED]" in by["network"], by["network"][:2000]
     assert "#pw=[REDACTED]" in by["list_sessions"], by["list_sessions"][:2000]  # the URL, live
-    assert "tool_call" in by["log"] and "tool_call" in by["notifications/message"]
-    assert "Navigating to" in by["progress"] and "q=[REDACTED]" in by["progress"], progress
+    assert "tool_call" in by["log"] and "tool_call" in by["notifications/message"], sorted(by)
+    assert "Navigating to" in by["progress"] and "q=[REDACTED]" in by["progress"], by["progress"][:2000]
     assert "q=[REDACTED]" in by["parallel answer"], by["parallel answer"][:2000]
+
+
+def _arrivals(c, start, done):
+    """The client's notifications/message from index `start` on, as they arrive, until done and a last look."""
+    index = start
+    while True:
+        last = done.is_set()
+        fresh = c.log_messages[index:]
+        index += len(fresh)
+        yield from fresh
+        if last:
+            return
+        time.sleep(0.02)
