@@ -91,11 +91,12 @@ def mark_secret(state, text):
     learn_secrets(state, (text,))
 
 
+# Text the running call is about to put into the page before it knows whether its field is a secret one is
+# held (issue 48): scrubbed from all a reader sees meanwhile (answers, the log resources, list_sessions,
+# progress, the logs), from before the first key until `release` or the call's end (run_call). It costs no
+# round trip: type's hot path looks at its field only after filling it, as before.
 def hold(state, values):
-    """Text the running call is about to put into the page before it knows whether its field is a secret one:
-    scrubbed from all a reader sees (answers, the log resources, list_sessions, progress, the logs) from now
-    until `release` or the call's end. No round trip: a field looked at only after typing (type's hot path)
-    costs nothing more. Returns what it holds, for `release`."""
+    """Hold values (4 characters or more) as secrets until released; returns what it holds, for `release`."""
     held = tuple({v for v in values if isinstance(v, str) and len(v) >= MIN_SCRUBBED})
     state.secrets.hold(held)
     state.held.append(held)
@@ -109,12 +110,12 @@ def release(state, held):
         state.secrets.release(held)
 
 
+# A page that logs its field's value on each key would tell all of a secret typed key by key but its last
+# character: every prefix long enough to scrub is held until the call ends, and the console and network
+# entries that arrive until the next call are scrubbed of them as they come (events.py), so they stay
+# scrubbed once the hold ends. Only for a secret: a plain field's prefixes would blank common words.
 def typing_key_by_key(state, text):
-    """A secret about to be typed one key at a time. A page that logs its field's value on each key would
-    tell all of it but the last character: every prefix long enough to scrub is held until the call
-    ends, and the console and network entries that arrive until the next call are scrubbed of them as
-    they come, so they stay scrubbed once the hold ends. Only for a secret: a plain field's prefixes
-    would blank common words."""
+    """A secret is about to be typed one key at a time: hide its prefixes too."""
     prefixes = [text[:n] for n in range(MIN_SCRUBBED, len(text) + 1)]
     hold(state, prefixes)
     state.events.hidden = tuple(sorted(prefixes, key=len, reverse=True))
