@@ -11,6 +11,7 @@ in a snapshot, an answer, the history or a log: typing into it is recorded as
 
 import json
 import re
+import secrets
 import threading
 from urllib.parse import quote, quote_plus
 
@@ -21,25 +22,34 @@ MIN_SCRUBBED = 4
 SECRET_AUTOCOMPLETE = ("current-password", "new-password", "one-time-code", "cc-number", "cc-csc", "cc-exp",
                        "cc-exp-month", "cc-exp-year")
 # A field that was a password when it was typed into and then stopped being one (a page that turns it into
-# a text field as it fills): MARK_SECRET_FIELDS gives it this attribute, so it stays a secret field.
-SECRET_MARK = "data-mcpbrowser-secret"
+# a text field as it fills): MARK_SECRET_FIELDS gives it this attribute, so it stays a secret field. Its name
+# ends in a random part of this process (issue 49): a page that set `data-mcpbrowser-secret` itself made its
+# field a secret one. A page can learn the name only by watching it appear on a field the agent (or the user)
+# typed into while it was a password; set elsewhere then, it gains the page nothing it could not get from a
+# password field of its own, as a field's value is never learned (see snapshots.redact_snapshot).
+SECRET_MARK = f"data-mcpbrowser-secret-{secrets.token_hex(8)}"
 # The same test as one CSS selector list: the `i` flag ignores case, `~=` matches one autocomplete token.
 SECRET_FIELD = ", ".join(["input[type=password i]", *(f"input[autocomplete~={t} i]" for t in SECRET_AUTOCOMPLETE),
                           f"input[{SECRET_MARK}]"])
 # An init script in every document of a session: a field typed into while it was a password keeps the mark
-# once the page changes its type (the only change of the page's DOM the server makes, and only then).
+# once the page changes its type (the only change of the page's DOM the server makes, and only then). Only
+# trusted input counts (keys and text from the browser: the agent's or the user's), never an event a script
+# dispatched; and the functions it calls are taken before the page's scripts run, so that a page that
+# replaces setAttribute does not learn the mark's name from the call.
 MARK_SECRET_FIELDS = """(() => {
-  const was = new WeakSet();
+  const was = new WeakSet(), apply = Reflect.apply, {add, has} = WeakSet.prototype;
+  const setAttribute = Element.prototype.setAttribute;
   const typed = (e) => {
+    if (!e.isTrusted) return;
     const t = e.composedPath ? e.composedPath()[0] : e.target;
-    if (t && t.localName === "input" && String(t.type).toLowerCase() === "password") was.add(t);
+    if (t && t.localName === "input" && String(t.type).toLowerCase() === "password") apply(add, was, [t]);
   };
   addEventListener("beforeinput", typed, {capture: true, passive: true});
   addEventListener("input", typed, {capture: true, passive: true});
   new MutationObserver((changes) => {
     for (const change of changes) {
       const t = change.target;
-      if (was.has(t) && String(t.type).toLowerCase() !== "password") t.setAttribute("MARK", "");
+      if (apply(has, was, [t]) && String(t.type).toLowerCase() !== "password") apply(setAttribute, t, ["MARK", ""]);
     }
   }).observe(document, {subtree: true, attributes: true, attributeFilter: ["type"]});
 })()""".replace("MARK", SECRET_MARK)
@@ -128,11 +138,16 @@ class KnownSecrets:
     """The secret values one client's sessions have met; add under its lock, read from any thread.
 
     Iterating gives a snapshot, longest first (a secret that contains another is
-    replaced whole), so scrub_text and scrub_value take it as they take a set.
+    replaced whole), so scrub_text and scrub_value take it as they take a set. Held
+    values (`hold`) are scrubbed as known ones until released: text a running call
+    types before it knows whether its field is a secret one (see snapshots.hold).
     """
 
     def __init__(self, parent=None, named=None):
         self._lock = threading.Lock()
+        self._known: set[str] = set()
+        self._known_sorted: tuple[str, ...] = ()
+        self._held: dict[str, int] = {}  # value -> how many running calls hold it
         self._values: tuple[str, ...] = ()
         self._parent = parent  # every client's, for the logs (see SecretBook)
         self.named = named or {}  # {NAME: value}: the --secrets this client may type by name
@@ -142,13 +157,47 @@ class KnownSecrets:
         self.update((value,))
 
     def update(self, values):
-        new = {v for v in values if isinstance(v, str) and v} - set(self._values)
+        new = {v for v in values if isinstance(v, str) and v} - self._known
         if not new:
             return
         with self._lock:
-            self._values = tuple(sorted(set(self._values) | new, key=len, reverse=True))
+            self._known |= new
+            self._known_sorted = tuple(sorted(self._known, key=len, reverse=True))
+            self._sort()
         if self._parent is not None:
             self._parent.update(new)
+
+    def hold(self, values):
+        """Scrub these values as known ones until `release`d (as many times as held)."""
+        values = [v for v in values if isinstance(v, str) and v]
+        if not values:
+            return
+        with self._lock:
+            for v in values:
+                self._held[v] = self._held.get(v, 0) + 1
+            self._sort()
+        if self._parent is not None:
+            self._parent.hold(values)
+
+    def release(self, values):
+        values = [v for v in values if isinstance(v, str) and v]
+        if not values:
+            return
+        with self._lock:
+            for v in values:
+                left = self._held.get(v, 0) - 1
+                if left > 0:
+                    self._held[v] = left
+                else:
+                    self._held.pop(v, None)
+            self._sort()
+        if self._parent is not None:
+            self._parent.release(values)
+
+    def _sort(self):
+        held = [v for v in self._held if v not in self._known]
+        self._values = tuple(sorted([*held, *self._known_sorted], key=len, reverse=True)) if held \
+            else self._known_sorted
 
     def __iter__(self):
         return iter(self._values)

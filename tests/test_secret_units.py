@@ -52,6 +52,23 @@ def test_each_client_knows_its_own_secrets_and_its_named_ones():
     assert list(known) == ["shared-value", "abcdefgh", "abcd"]  # longest first: a secret containing another goes whole
 
 
+def test_a_held_value_is_scrubbed_until_its_last_hold_ends_and_a_known_one_stays():
+    # A running call holds the text it types until it knows its field (issue 48): held twice (two
+    # sessions of a client typing it at once), it stays until both released; held and then known, it stays.
+    from mcpbrowser.redaction import EVERY
+
+    known = SecretBook().of("dave")
+    known.hold(["typed-by-two"])
+    known.hold(["typed-by-two", "turns-secret"])
+    assert "typed-by-two" in known and "typed-by-two" in EVERY  # the server's log is scrubbed of it too
+    known.release(["typed-by-two"])
+    assert "typed-by-two" in known
+    known.add("turns-secret")
+    known.release(["typed-by-two", "turns-secret"])
+    assert "typed-by-two" not in known and "typed-by-two" not in EVERY
+    assert list(known) == ["turns-secret"] and "turns-secret" in EVERY
+
+
 def test_the_secrets_file_reads_as_dotenv_and_its_errors_name_the_line_never_the_value(tmp_path):
     env = tmp_path / "s.env"
     env.write_text("# comment\n\nA=plain-value # note\nexport B=\"quo\\\"ted\\n\"\nC='a # b'\nalice:A=hers\n")

@@ -17,7 +17,7 @@ import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from support import wait_for
+from support import PAGES, wait_for
 from test_surface import _trace_viewer_actions  # Playwright's own viewer, served headless
 
 from mcpbrowser.core.store import unpack_snapshot
@@ -332,3 +332,54 @@ def test_screenshots_and_pdfs_show_secret_fields_as_dots(make_client, site, tmp_
     with open(c.tool("pdf", sessionId=sid)["path"], "rb") as f:
         assert re.sub(rb"/(CreationDate|ModDate) \(D:[^)]*\)", b"", f.read()) != seen[1][1]
     assert "mcpbrowser" not in json.dumps(c.tool("dom_snapshot", sessionId=sid))  # the style went with the print
+
+
+def test_a_password_typed_in_lean_mode_stays_secret(make_client, site, tmp_path):
+    # --response-mode lean captures no page after a type: nothing but type's own look at the field
+    # makes the password known, so a later answer that carries it (a URL) must still hide it.
+    c = make_client("--db", str(tmp_path / "history.db"), "--response-mode", "lean", "--login-cooldown", "0")
+    sid = c.tool("create_session")["sessionId"]
+    c.tool("navigate", sessionId=sid, url=site + "/login")
+    c.tool("type", sessionId=sid, selector="#pw", text=PASSWORD)
+    moved = c.tool("navigate", sessionId=sid, url=f"{site}/search?q={PASSWORD}&plain=kept")
+    assert moved["url"].endswith("?q=[REDACTED]&plain=kept"), moved  # the URL is there, the password hidden
+    listed = c.tool("list_sessions")["sessions"]
+    assert all(PASSWORD not in text for answer in (moved, listed) for text in _strings(answer)), (moved, listed)
+
+
+# Page A claims words as secrets (issue 49): the server's marker set by the page itself, a password
+# field it filled, and a field it "types" into by script before making it a text field. Page B
+# (in another session of the same client, then in A's own) says those words.
+PAGES["/claims"] = """<!doctype html><title>Claims</title>
+<label>Marked <input data-mcpbrowser-secret value="Transfer"></label>
+<label>Prefilled <input type=password value="example.org"></label>
+<label>Scripted <input id=scripted type=password value="Recipient"></label>
+<script>
+const f = document.getElementById("scripted");
+f.dispatchEvent(new InputEvent("beforeinput", {bubbles: true}));
+f.dispatchEvent(new InputEvent("input", {bubbles: true}));
+f.type = "text";
+</script>"""
+PAGES["/bank"] = """<!doctype html><title>Bank: Transfer to example.org</title>
+<h1>Transfer funds</h1><p>Recipient: pay@example.org</p><button>Transfer</button>"""
+
+
+def test_a_page_cannot_choose_words_to_hide(make_client, pages):
+    c = make_client("--login-cooldown", "0")
+    a = c.tool("create_session", url=pages.url("/claims"))["sessionId"]
+    claims = c.tool("snapshot", sessionId=a)["snapshot"]
+    # The page's own password field is read and hidden where it stands (the server did look at A)...
+    assert 'textbox "Prefilled"' in claims and "example.org" not in claims and "[REDACTED]" in claims, claims
+    # ...but neither the page's marker nor its scripted "typing" makes a field the server's secret one.
+    assert 'textbox "Marked" [ref=e' in claims and ": Transfer" in claims, claims
+    assert ": Recipient" in claims, claims
+    b = c.tool("create_session")["sessionId"]
+    for sid in (b, a):  # another session of the client, and A's own next page
+        moved = c.tool("navigate", sessionId=sid, url=pages.url("/bank"))
+        assert moved["title"] == "Bank: Transfer to example.org", moved
+        bank = c.tool("snapshot", sessionId=sid)["snapshot"]
+        stored = c.tool("get_content", ref_id=moved["refId"])["content"]
+        for text in (bank, stored):
+            assert 'heading "Transfer funds"' in text and "Recipient: pay@example.org" in text, text
+            assert 'button "Transfer"' in text and "[REDACTED]" not in text, text
+    assert "Transfer" in json.dumps(c.tool("list_sessions"))

@@ -14,6 +14,7 @@ from itertools import islice
 from typing import Any
 
 from mcpbrowser.guards import BLOCKED_HEADER
+from mcpbrowser.redaction import scrub_text
 from mcpbrowser.session.network_policy import NetworkPolicy
 from mcpbrowser.timers import now_ms
 
@@ -123,6 +124,9 @@ class EventBuffers:
         # on_log(name), when set: called on the session thread after an entry joined the "console" or
         # "network" log (the log resources' watch, resources/watch.py, tells its subscribers).
         self.on_log: Callable[[str], None] | None = None
+        # Prefixes of a secret being typed key by key (snapshots.typing_key_by_key): scrubbed from each
+        # console and network entry as it arrives, until the session's next call clears them.
+        self.hidden: tuple[str, ...] = ()
 
     def listen(self, context: Any) -> None:
         context.add_init_script(script=CONSOLE_GUARD)
@@ -229,7 +233,14 @@ class EventBuffers:
 
     # -- event handlers ---------------------------------------------------------------
 
+    def _hide(self, entry: dict) -> None:
+        for key, value in entry.items():
+            if isinstance(value, str):
+                entry[key] = scrub_text(value, self.hidden)
+
     def _keep_console(self, entry: dict) -> None:
+        if self.hidden:
+            self._hide(entry)
         with self._log_lock:
             self._console_total += 1
             if len(self.console) == self.console.maxlen:
@@ -246,6 +257,8 @@ class EventBuffers:
             self.on_log("network")
 
     def _keep_network(self, entry: dict, request: Any) -> None:
+        if self.hidden:
+            self._hide(entry)
         self._network_total += 1
         if len(self.network) == self.network.maxlen:
             self.network_dropped += 1

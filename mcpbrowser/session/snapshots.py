@@ -91,6 +91,36 @@ def mark_secret(state, text):
     learn_secrets(state, (text,))
 
 
+# Text the running call is about to put into the page before it knows whether its field is a secret one is
+# held (issue 48): scrubbed from all a reader sees meanwhile (answers, the log resources, list_sessions,
+# progress, the logs), from before the first key until `release` or the call's end (run_call). It costs no
+# round trip: type's hot path looks at its field only after filling it, as before.
+def hold(state, values):
+    """Hold values (4 characters or more) as secrets until released; returns what it holds, for `release`."""
+    held = tuple({v for v in values if isinstance(v, str) and len(v) >= MIN_SCRUBBED})
+    state.secrets.hold(held)
+    state.held.append(held)
+    return held
+
+
+def release(state, held):
+    """Stop holding what `hold` returned (a value that turned out secret stays known through mark_secret)."""
+    if held in state.held:
+        state.held.remove(held)
+        state.secrets.release(held)
+
+
+# A page that logs its field's value on each key would tell all of a secret typed key by key but its last
+# character: every prefix long enough to scrub is held until the call ends, and the console and network
+# entries that arrive until the next call are scrubbed of them as they come (events.py), so they stay
+# scrubbed once the hold ends. Only for a secret: a plain field's prefixes would blank common words.
+def typing_key_by_key(state, text):
+    """A secret is about to be typed one key at a time: hide its prefixes too."""
+    prefixes = [text[:n] for n in range(MIN_SCRUBBED, len(text) + 1)]
+    hold(state, prefixes)
+    state.events.hidden = tuple(sorted(prefixes, key=len, reverse=True))
+
+
 def learn_secrets(state, values):
     """Values known to be secret from now on: scrubbed everywhere, or (shorter ones) where they stand alone."""
     values = {v for v in values if v}
@@ -114,6 +144,16 @@ def redact_snapshot(state, text):
     text = scrub_text(text, state.secrets)
     if state.page is None or state.dialog is not None or not has_textbox_values(text):
         return text
+    # What "a secret the client met" means (issue 49), decided here: a value the client's agent typed or
+    # filled as a secret (flagged, or into a field that was a secret one when the server looked, before
+    # or right after typing: mark_secret), and the --secrets values the client may type by name. Never
+    # what a page shows: a secret field's value is hidden where it stands (this snapshot's textboxes, the
+    # DOM snapshot, screenshots, a trace), but not learned, since a page fills its own fields as it
+    # likes: a pre-filled password field, or the server's marker set by the page, would otherwise hide
+    # the words of its choice (a recipient, a domain, a button) in every session of that client. So a
+    # value the user typed into a secret field (wait_for_user) is hidden in its field, not elsewhere; and
+    # in the session's trace, if one records (capture.trace_stop), where the page's own words may go too.
     values = secret_values(state.page)
-    learn_secrets(state, values)
+    if state.tracing:
+        state.traced_fields.update(values)
     return redact_textboxes(text, values)

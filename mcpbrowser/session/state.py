@@ -20,7 +20,7 @@ from mcpbrowser.errors import (
 )
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip
-from mcpbrowser.redaction import MARK_SECRET_FIELDS, scrub_value
+from mcpbrowser.redaction import MARK_SECRET_FIELDS, scrub_text, scrub_value
 from mcpbrowser.session import page_reading, playwright_internals, settle, snapshots, throttling
 from mcpbrowser.session.downloads import Downloads
 from mcpbrowser.session.events import EventBuffers
@@ -99,11 +99,13 @@ class SessionState:
                                    self.network_policy.refuses_download, self.events.request_for)
         self.files_saved = 0      # files this session saved (screenshots, PDFs, traces): their names' counter
         self.tracing = False      # trace_start ran, trace_stop not yet: the trace's name
+        self.traced_fields = set()  # secret fields' values its snapshots met while tracing: the trace hides them
         # Secret values too short to scrub from any text (see snapshots.mark_secret): a trace's
         # action parameters and results that are exactly one of them are hidden all the same.
         self.short_secrets = set()
         # Texts typed where no field could be looked at (stored withheld): a trace's parameters hide them too.
         self.withheld = set()
+        self.held = []            # what the running call holds as possibly secret (snapshots.hold)
         self.call = None          # the Call running now, while a tool runs
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
@@ -264,6 +266,7 @@ class SessionState:
         (a lost browser, a login timeout).
         """
         call.ran = True
+        self.events.hidden = ()  # a secret typed key by key in an earlier call: its late entries came by now
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
             snapshots.mark_secret(self, args["text"])
         self._progress, self.call = call.progress, call
@@ -275,6 +278,8 @@ class SessionState:
         finally:
             self._progress, self.call = None, None
             self.quiet_since = time.monotonic()
+            for held in list(self.held):
+                snapshots.release(self, held)
             call.flush_request()  # a tool that may carry a secret is recorded once that is known
             if call.secret and isinstance(args.get("text"), str):
                 self.withheld.add(args["text"])
@@ -320,7 +325,7 @@ class SessionState:
         """Tell the caller how a long call is going, when it asked (MCP progressToken)."""
         if self._progress is not None:
             try:
-                self._progress(done, total, message)
+                self._progress(done, total, scrub_text(message, self.secrets))
             except Exception:
                 log.debug("progress report failed", extra={"session": self.session_id})
 
@@ -542,7 +547,9 @@ class SessionState:
     def _follow_page(self, page):
         def navigated(new_document):
             if page is self.page:
-                self.worker.info = {"url": page.url, "title": self.worker.info["title"]}
+                # Scrubbed now (list_sessions and the resource list read it while this thread is busy):
+                # a page may put what is being typed into its URL, key by key.
+                self.worker.info = {"url": scrub_text(page.url, self.secrets), "title": self.worker.info["title"]}
             if not new_document:  # the History API or a fragment: the document, its refs and dialogs stay
                 if page is self.page:
                     self.url_changes += 1

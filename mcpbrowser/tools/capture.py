@@ -15,7 +15,7 @@ from mcpbrowser.errors import (
     not_stored,
 )
 from mcpbrowser.logs import log
-from mcpbrowser.redaction import JS_IS_SECRET, SECRET_FIELD, secret_values
+from mcpbrowser.redaction import JS_IS_SECRET, MIN_SCRUBBED, SECRET_FIELD, secret_values
 from mcpbrowser.session import page_reading, playwright_internals, snapshots
 from mcpbrowser.session.downloads import partial
 from mcpbrowser.session.state import INTERRUPTED
@@ -295,7 +295,7 @@ def trace_start(state, args):
     name = f"mcpbrowser-{uuid.uuid4().hex}"
     state.context.tracing.start(screenshots=args.get("screenshots", True), snapshots=args.get("snapshots", True),
                                 sources=args.get("sources", False), title=state.session_id, name=name)
-    state.tracing = name
+    state.tracing, state.traced_fields = name, set()
     return {"success": True, "message": "Recording a trace of this session's pages; trace_stop saves it."}
 
 
@@ -304,14 +304,17 @@ def trace_stop(state, args):
         raise InvalidParameters("No trace is being recorded; start one with trace_start.", session_id=state.session_id)
     path, name = file_path(state, "zip"), state.tracing
     state.tracing = False
-    if state.dialog is None:  # the fields' current values, which its last DOM snapshots hold too
-        snapshots.learn_secrets(state, secret_values(state.page))
+    # The secret fields' values its snapshots met, and their current ones, which its DOM snapshots and a form's
+    # post hold too (a password the user typed): scrubbed from this trace, never learned (snapshots.redact_snapshot).
+    fields = state.traced_fields | (secret_values(state.page) if state.dialog is None else set())
+    scrubbed = {*state.secrets, *(v for v in fields if len(v) >= MIN_SCRUBBED)}
 
     def write(part):
         playwright_internals.stop_trace_into(state.context, part)
         # Playwright records action parameters, field values and bodies as they were: the zip is
         # rewritten without the session's secrets before it is given its name (trace_scrub.py).
-        scrub_trace(part, state.secrets, state.short_secrets | state.withheld, headers=state.config.redact_headers)
+        scrub_trace(part, scrubbed, state.short_secrets | state.withheld | fields,
+                    headers=state.config.redact_headers)
 
     write_file(path, write)
     try:

@@ -62,6 +62,11 @@ def type_text(state, args):
     if name is not None:
         snapshots.mark_secret(state, text)
     typed = f"secret {name}" if name is not None else f"{len(text)} character(s)"
+    # A secret is known before its first key reaches the page: a page that logs its field on each input
+    # is read live (the log resources, list_sessions) while this call runs. Until the field is looked at
+    # (after typing, on the hot path: no round trip more), the text is held as a secret; a plain field
+    # releases it, a secret one makes it known (check).
+    held = () if flagged else snapshots.hold(state, (text,))
 
     def enter(target, timeout):
         if clear and not delay:
@@ -75,6 +80,11 @@ def type_text(state, args):
             # Key presses go where the caret is; put it after the existing text.
             target.evaluate("e => { if (e.setSelectionRange && e.value !== undefined)"
                             " e.setSelectionRange(e.value.length, e.value.length) }")
+        # Key by key, each prefix reaches the page: a secret's are hidden too, so whether the field is a
+        # secret one is asked first (one count, on a path that waits `delay` ms per key anyway).
+        if flagged or state.act(target.locator(SECRET_ONE), "count"):
+            snapshots.mark_secret(state, text)
+            snapshots.typing_key_by_key(state, text)
         check(target, state.act(target, "press_sequentially", text=text, delay=delay, timeout=timeout))
 
     looks: list[dict] = []
@@ -94,6 +104,7 @@ def type_text(state, args):
             snapshots.mark_secret(state, text)  # a password (or card, or one-time code) field: never recorded in clear
         elif state.call is not None:
             state.call.secret = False  # a plain field, looked at: its text is stored (less the known secrets)
+        snapshots.release(state, held)
 
     # Filling replaces the content, so it may be tried again; typing key by key or appending may not.
     label = on_element(state, args, ElementNotEditable, enter, repeatable=clear and not delay)
@@ -198,8 +209,13 @@ def fill_form(state, args):
                                                                           or field.get("ref")})
         if "secretName" in field:
             named_secret(state, field["secretName"])
+    # Every value is held as a secret before the first field is filled, as type holds its text: a field
+    # may turn out to be a secret one only when reached (focused), and the page may log it at once. Each is
+    # released once its field was filled and found plain (the rest at the call's end, run_call).
+    held = [snapshots.hold(state, [field["value"]] if isinstance(field.get("value"), str) else ())
+            for field in fields]
     notes = []
-    for field in fields:
+    for field, holding in zip(fields, held, strict=True):
         if state.dialog is not None:
             break
         filler = _filler(state, field)
@@ -211,6 +227,9 @@ def fill_form(state, args):
                 state.withheld.add(field["value"])  # its field was never seen: secret for a trace too
             raise
         look = filler.looks[-1] if filler.looks else {}
+        if look.get("secret") and isinstance(field.get("value"), str):
+            snapshots.mark_secret(state, field["value"])  # a secret field once filled (it became one on focus)
+        snapshots.release(state, holding)
         diverted(state, label, look, filled)
         filled.append(label)
         notes.append(partly_kept(label, str(field.get("value", "")), look))
@@ -352,6 +371,7 @@ def evaluate(state, args):
     return {"result": value}
 
 
+SECRET_ONE = f":scope:is({SECRET_FIELD})"  # the target itself, when it is a secret field
 SECRET_NAME = schema.string("Name of a server secret, typed instead of text (you never see its value).",
                             minLength=1)
 
