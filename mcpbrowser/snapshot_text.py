@@ -603,14 +603,14 @@ def _titled(heading, matched_ids, most=HEADING_PREVIEW):
     with the heading, so the agent needs no second read of its section for them."""
     anchor = _anchor(heading)
     siblings = anchor.parent.children
-    level = LEVEL.search(heading.line)
+    level = _level(heading)
     out: list[Node] = []
     for node in siblings[siblings.index(anchor) + 1:]:
         if len(out) == most or id(node) in matched_ids or node.is_property:
             break
-        other = LEVEL.search(node.line) if node.role == "heading" else None
-        if other and level and other.group(1) == level.group(1):
-            break  # the next heading of its rank: a twin card's caption
+        other = _starts_with_heading(node)
+        if other is not None and level is not None and _level(other) == level:
+            break  # the next heading of its rank (or a wrapper that starts with one): a twin card's caption
         if node.role in CONTROLS or node.role == "heading" or node.named or _text(node) is not None:
             out.append(node)
     return out

@@ -290,5 +290,6 @@ def test_a_matched_heading_offers_its_section():
     found, _ = snapshot_text.find(INDEX, "recent actions", 30)
     line = next(line for line in found.splitlines() if "Recent actions" in line)
     assert line.endswith("[ref=e42] (snapshot section=e42 reads its 9 nodes)")
+    assert "My actions" in found and "Nothing here" not in found  # what it brings stops where its section does
     bare, _ = snapshot_text.find(INDEX, "other tools", 30)
     assert "section=" not in bare  # its one paragraph came with it already
