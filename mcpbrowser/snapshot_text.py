@@ -481,8 +481,35 @@ def _matched(root, term, deadline):
     walk(root, False, ())
     # A label's text beside the field it names ("Username:" and textbox "Username:") says nothing twice.
     named = {_name(node) for node in matched if node.role in CONTROLS}
-    return [node for node in matched if id(node) not in holds_match
-            and (node.role in CONTROLS or _text(node) not in named)], stopped
+    out: list[Node] = []
+    seen: set[int] = set()
+    for node in matched:
+        if id(node) in holds_match or (node.role not in CONTROLS and _text(node) in named):
+            continue
+        # Bare text has no ref: its item is the match (`- listitem [ref=e52]` with its "Deleted:"
+        # label and the text), which the agent can act on and tell from its twins ("Added:").
+        node = _item(node) or node
+        if id(node) not in seen:
+            seen.add(id(node))
+            out.append(node)
+    return out, stopped
+
+
+ITEM_LINES = 4  # the lines an item shows for a bare text match in it
+
+
+def _item(node):
+    """The unkept node with a ref that holds a bare text node (`- text: user05 User`), or None."""
+    up = node.parent
+    if node.role != "text" or REF.search(node.line) or up is None or up.depth < 0 or _kept(up):
+        return None
+    return up if REF.search(up.line.split("\n", 1)[0]) else None
+
+
+def _item_lines(node):
+    """What an item shows of itself: its first children's lines (the text and the labels beside it)."""
+    return [child for child in node.children if not child.is_property][:ITEM_LINES] \
+        if any(child.role == "text" and not REF.search(child.line) for child in node.children) else []
 
 
 def find(text, query, limit):
@@ -504,18 +531,19 @@ def find(text, query, limit):
     headings: dict[int, str | None] = {}
     listed: set[int] = set()
     out: list[str] = []
-    # An ancestor (`- main [ref=e20]:`) is printed once, under the first term that needs it: a later
-    # term's matches keep their indentation under it. Printing it again in every group cost the
-    # admin task's answers 6% more characters for nothing the agent did not have.
-    ancestors: dict[int, int] = {}
+    # An ancestor (`- main [ref=e20]:`) is not printed again while it is the open one at its depth,
+    # even under the next term's header: a later term's matches keep their indentation under it.
+    # Printing it again in every group cost the admin task's answers 6% more characters.
+    ancestors: list[int] = []  # ids of the ancestors open at each depth
     for term, nodes in zip(terms, found, strict=True):
         fresh = [node for node in nodes if id(node) not in listed]
         listed.update(id(node) for node in fresh)
         if len(terms) > 1:
+            # The header says what its lines cannot: that a term found nothing, or found what an
+            # earlier term listed. A count would be paid for on every term of every query.
             above = len(nodes) - len(fresh)
-            count = f"{len(nodes)} match{'es' if len(nodes) > 1 else ''}" if nodes else "no match"
-            out.append(f"# {term.source}: {count}" + (", listed above" if nodes and not fresh else
-                                                      f" ({above} listed above)" if above else ""))
+            out.append(f"# {term.source}" + (": no match" if not nodes else ": listed above" if not fresh else
+                                             f" ({above} listed above)" if above else ""))
         if fresh and not headings:
             headings.update(_headings_before(root))
         out += _render(fresh, term, limit, headings, ancestors,
@@ -527,11 +555,13 @@ def find(text, query, limit):
 
 
 def _render(matched, term, limit, headings, ancestors, more_hint):
-    """One term's matches as lines under their kept ancestors (see find); `ancestors` (id -> depth)
-    holds those printed already, by this term or an earlier one."""
+    """One term's matches as lines under their kept ancestors (see find); `ancestors` holds the ids
+    of those open at each depth, printed by this term or an earlier one."""
     def key(node):
-        props = "".join(c.line.strip() for c in node.children if c.is_property)
-        return REF.sub("", node.line).strip() + props
+        props = "".join(c.line.strip() for c in node.children if c.is_property or c in items[id(node)])
+        return REF.sub("", REF.sub("", node.line).strip() + props)
+
+    items = {id(node): _item_lines(node) for node in matched}
 
     # The same text over and over (a search result list repeats its query in every entry)
     # is shown once, with how many more there are.
@@ -559,14 +589,16 @@ def _render(matched, term, limit, headings, ancestors, more_hint):
             if _kept(up):
                 chain.append(up)
             up = up.parent
-        depth = 0
-        for ancestor in reversed(chain):
-            if id(ancestor) not in printed and id(ancestor) not in ancestors:
-                printed[id(ancestor)] = ancestors[id(ancestor)] = depth
+        for depth, ancestor in enumerate(reversed(chain)):
+            if ancestors[depth:depth + 1] != [id(ancestor)]:
+                del ancestors[depth:]
+                ancestors.append(id(ancestor))
+                printed[id(ancestor)] = depth
                 out.append(_shown(ancestor, depth) + ":")
-            depth = ancestors.get(id(ancestor), printed.get(id(ancestor), 0)) + 1
+        depth = len(chain)
         if id(node) in printed:  # shown already as an ancestor of an earlier match
             continue
+        del ancestors[depth:]  # a line at this depth closes what was open below it
         printed[id(node)] = depth
         line = _shown(node, depth, term)
         if node.role in CONTROLS:
@@ -581,7 +613,7 @@ def _render(matched, term, limit, headings, ancestors, more_hint):
         after = _titled(node, matched_ids) if node.role == "heading" else []
         if after or node.role == "heading":
             line += _offer_section(node, len(after))
-        out += [line, *props]
+        out += [line, *props, *(_shown(child, depth + 1, term) for child in items[id(node)])]
         for titled in after:
             printed[id(titled)] = depth
             out.append(_shown(titled, depth))
