@@ -25,8 +25,8 @@ from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers, scrub_trace
 
 DEFAULT_MAX_NODES = 1000  # about 30k characters of YAML: a page an agent can still read whole
 DEFAULT_MATCHES = 30  # different matches a query shows unless maxNodes says otherwise
-MAX_NODES = schema.integer(f"Default {DEFAULT_MAX_NODES}, section {snapshot_text.SECTION_NODES}, query "
-                           f"{DEFAULT_MATCHES} a term.", minimum=1, maximum=100_000)
+MAX_NODES = schema.integer(f"Default {DEFAULT_MAX_NODES} (section {snapshot_text.SECTION_NODES}, "
+                           f"{DEFAULT_MATCHES} a query term).", minimum=1, maximum=100_000)
 
 # Serialises the DOM below `root` as indented HTML, stopping after `limit` nodes
 # (elements and non-blank text). Script and style bodies are left out: they cost
@@ -370,10 +370,9 @@ TOOLS = [
         text_field="snapshot",
         title="Accessibility snapshot",
         description="The page (or an element) as a YAML accessibility tree; [ref=e12] marks targets for "
-                    "element tools. Cheaper: query (a regex, any case, matches under their landmarks; "
-                    "Username|Password|^Save$ finds a form step's controls at once, by term), section (a "
-                    "heading's or landmark's name, or a ref: what it titles), compact (headings, landmarks, "
-                    "controls), depth. get_content(refId) reads it whole later.",
+                    "element tools. Cheaper: query (regex, any case; Name|^Save$: each term's matches, one "
+                    "call), section (a heading or landmark, by name or ref: what it titles), compact (headings, "
+                    "landmarks, controls), depth. get_content(refId) reads it whole later.",
         input_schema=session_schema({
             **TARGET,
             "query": {"type": "string", "minLength": 1},
