@@ -311,18 +311,19 @@ class QueryError(ValueError):
 # Why this subset: Python's re cannot be interrupted and holds the GIL while it matches, so one
 # catastrophic pattern against a long line would freeze every thread of the server, not only this
 # session's (`a?a?…a?a…` takes 80 ms at 20 of each and doubles with each more; `a.*b.*c` takes
-# 0.7 s on a 1,000-character line, `.+.+x` 0.5 s on 500, `(a|a|…)?.*x` 0.7 s with 50 branches).
-# Exponential backtracking needs a repeated group, a backreference or many optional parts;
-# polynomial backtracking needs several repeats in a row, or many branches before one. So a term
-# may hold at most QUANTIFIERS quantifiers, at most one of which repeats (* + {m,n}), a group may
-# only be optional (…)?, its groups hold at most BRANCHES |, and there are no backreferences. One
-# line then costs at most about its length squared times the branches: a pattern is matched on a
-# line's first MATCH_CHARS characters (`.*.?x` with 7 branches: about 85 ms there), a plain term on
-# all of it, and the whole search stops after MATCH_SECONDS, saying so. The third-party `regex`
+# 0.7 s on a 1,000-character line, `.+.+x` 0.5 s on 500, `(a|a|…)?.*x` 0.7 s with 50 branches,
+# `(a|a)(a|a)…(a|a).*x` 0.5 s with six groups). Exponential backtracking needs a repeated group,
+# a backreference or many optional parts; polynomial backtracking needs several repeats in a row,
+# or many ways through the groups before one. So a term may hold at most QUANTIFIERS quantifiers,
+# at most one of which repeats (* + {m,n}), a group may only be optional (…)?, its groups'
+# alternatives multiply to at most BRANCHES, and there are no backreferences. One line then costs
+# at most about its length squared times the branches: a pattern is matched on a line's first
+# MATCH_CHARS characters (`(a|…)(a|…).?.*x` with 8 ways: 13 ms there, 100 ms on a loaded machine),
+# a plain term on all of it, and the whole search stops after MATCH_SECONDS, saying so. The third-party `regex`
 # module's timeout would lift the subset at the price of a dependency; none has been needed.
 QUANTIFIERS = 2
-BRANCHES = 6
-MATCH_CHARS = 500
+BRANCHES = 8
+MATCH_CHARS = 300
 MATCH_SECONDS = 1.0
 QUANTIFIER = re.compile(r"[*+?]|\{(\d*)(,?)(\d*)\}")
 EXTENSION = re.compile(r"\?(?:P<\w+>|<[=!]|[=!:]|[aiLmsux-]*[:)])")
@@ -358,8 +359,8 @@ def _too_costly(term):
     return QueryError(
         f"query term {term!r} could keep the page busy too long: a term may hold at most {QUANTIFIERS} "
         f"quantifiers, at most one of them * + or {{m,n}}, on a character or a class (a group may only be "
-        f"optional: (...)?), at most {BRANCHES} | inside its groups, and no backreference. Split it into terms "
-        "with |, or write the words as they are.")
+        f"optional: (...)?), groups whose alternatives multiply to at most {BRANCHES}, and no backreference. "
+        "Split it into terms with |, or write the words as they are.")
 
 
 def _terms(query):
@@ -370,7 +371,8 @@ def _terms(query):
         raise QueryError(f"query is not a valid regular expression ({exc}); write \\( \\[ \\? \\. \\* to find "
                          "those characters as text.") from None
     sources, start, depth, i = [], 0, 0, 0
-    count = repeats = branches = 0
+    count = repeats = 0
+    ways, groups = 1, []  # the ways through the closed groups; | counts of the open ones
     after_group = False
     while i < len(query):
         c = query[i]
@@ -402,20 +404,22 @@ def _terms(query):
         elif c == "(":
             if query.startswith(("(?P=", "(?("), i):
                 raise _too_costly(query[start:].split("|", 1)[0].strip())
-            depth += 1
             extension = EXTENSION.match(query, i + 1)
             i = extension.end() if extension else i + 1
-            if extension and extension.group().endswith(")"):  # (?i): flags, no group
-                depth -= 1
+            if not (extension and extension.group().endswith(")")):  # (?i) is flags, not a group
+                depth += 1
+                groups.append(0)
         elif c == ")":
+            ways *= groups.pop() + 1
             depth, after_group, i = depth - 1, True, i + 1
+            if ways > BRANCHES:
+                raise _too_costly(query[start:i].strip())
         elif c == "|" and depth == 0:
             sources.append(query[start:i])
-            start, count, repeats, branches, i = i + 1, 0, 0, 0, i + 1
+            start, count, repeats, ways, i = i + 1, 0, 0, 1, i + 1
         elif c == "|":
-            branches, i = branches + 1, i + 1
-            if branches > BRANCHES:
-                raise _too_costly(query[start:].split("|", 1)[0].strip())
+            groups[-1] += 1
+            i += 1
         else:
             i += 1
     sources.append(query[start:])
