@@ -156,9 +156,9 @@ class Session:
     # -- reading -----------------------------------------------------------------
 
     def snapshot(self, selector: str | None = None, ref: str | None = None, query: str | None = None,
-                 compact: bool | None = None, depth: int | None = None, max_nodes: int | None = None,
-                 timeout: int | None = None) -> Result:
-        """The accessibility tree as YAML with refs, whole or narrowed (query, compact, depth)."""
+                 section: str | None = None, compact: bool | None = None, depth: int | None = None,
+                 max_nodes: int | None = None, timeout: int | None = None) -> Result:
+        """The accessibility tree as YAML with refs, whole or narrowed (query, section, compact, depth)."""
         return self._send("snapshot", locals())
 
     def dom_snapshot(self, selector: str | None = None, ref: str | None = None,

@@ -4,10 +4,11 @@ Pure functions over text; any thread may call them (the session thread does,
 in the snapshot tool). An agent pays for every character it reads:
 a full snapshot of a documentation index is 10-30k characters, while what an
 agent needs to act is usually the headings, the landmarks and the controls, or
-the few nodes that mention what it looks for.
+the few nodes that mention what it looks for, or the one section it is after.
 """
 
 import re
+import time
 
 # Playwright's ai-mode marker for elements with a pointer cursor: on every link and
 # button, it tells an agent nothing their role does not (17 characters each).
@@ -85,7 +86,7 @@ def parse(text):
 TRAILING_MARK = re.compile(r" \[[^\]\[]*\]$")
 
 
-def _shown(node, depth, needle=None):
+def _shown(node, depth, term=None):
     """One node's line at the given depth, without children-marker or overlong text.
 
     A long line is cut; when it matched a query, the cut keeps the text around the match.
@@ -99,22 +100,22 @@ def _shown(node, depth, needle=None):
         return "  " * depth + body
     ref = REF.search(body)
     if ref is None or node.is_property:
-        return "  " * depth + _cut(body, MAX_LINE, needle)
+        return "  " * depth + _cut(body, MAX_LINE, term)
     head, marks, tail = body[:ref.start()], ref.group(0), body[ref.end():]
     while mark := TRAILING_MARK.search(head):
         head, marks = head[:mark.start()], mark.group(0) + marks
-    tail = _cut(tail, 40, needle)
-    return "  " * depth + _cut(head, max(40, MAX_LINE - len(marks) - len(tail)), needle) + marks + tail
+    tail = _cut(tail, 40, term)
+    return "  " * depth + _cut(head, max(40, MAX_LINE - len(marks) - len(tail)), term) + marks + tail
 
 
-def _cut(text, width, needle):
-    """text cut to about `width` characters ("…" marks the cut), around the needle when it is beyond."""
+def _cut(text, width, term):
+    """text cut to about `width` characters ("…" marks the cut), around the term's match when it is beyond."""
     if len(text) <= width:
         return text
-    at = text.lower().find(needle) if needle else -1
-    if at + len(needle or "") <= width - 20:
+    at, end = (term.span(text) if term else None) or (-1, 0)
+    if end <= width - 20:
         return text[:width] + "…"
-    start = max(0, at - (width - len(needle)) // 2)
+    start = max(0, at - (width - (end - at)) // 2)
     return text[:40] + " …" + text[start:start + width - 40] + "…"
 
 
@@ -168,34 +169,107 @@ def compact(text, per_section=SECTION_CONTROLS, per_section_form=SECTION_FORM_CO
 
 
 LEVEL = re.compile(r"\[level=(\d+)\]")
+# What a section read may be asked for by name, beside headings: landmarks (an unnamed one by
+# its role: "main"), a fieldset or <details> (group), a list or an article.
+TITLED = LANDMARKS | {"group", "list", "article", "tabpanel", "figure"}
+SECTION_NODES = 200  # a section read's default bound: a card, a fieldset, a list of recent actions
 
 
-def section(text, ref):
-    """The node with this ref, as its own snapshot; for a heading, its section: the heading and what
-    follows it up to the next heading of the same or a higher level. None when no node has the ref."""
+def first_nodes(text, limit):
+    """(text, nodes, totalNodes): the first `limit` nodes of a snapshot, with their property lines."""
+    kept, nodes, total = [], 0, 0
+    for line in text.splitlines():
+        body = line.lstrip()
+        if body.startswith("- ") and not body.startswith("- /"):  # "- /url: …" is a property
+            total += 1
+            if nodes >= limit:
+                continue
+            nodes += 1
+        elif nodes >= limit:
+            continue
+        kept.append(line)
+    return "\n".join(kept), nodes, total
+
+
+def _level(node):
+    found = LEVEL.search(node.line) if node.role == "heading" else None
+    return int(found.group(1)) if found else None
+
+
+def _anchor(heading):
+    """The node whose next siblings a heading titles: the heading, or the wrappers that hold only
+    it (`<div class="header"><h2>Recent actions</h2></div><ul>…`)."""
+    node = heading
+    while (node.parent is not None and node.parent.depth >= 0 and node.parent.role == "generic"
+           and not node.parent.named and len(node.parent.children) == 1):
+        node = node.parent
+    return node
+
+
+def _starts_with_heading(node):
+    """The heading a node begins with, looking through wrappers' first children, or None."""
+    while node.role != "heading" and node.role == "generic" and node.children:
+        node = node.children[0]
+    return node if node.role == "heading" else None
+
+
+def _following(heading):
+    """What a heading titles: the nodes after it (or after the wrappers that hold only it) up to
+    the next heading of the same or a higher level."""
+    level, anchor = _level(heading), _anchor(heading)
+    siblings = anchor.parent.children
+    out = []
+    for sibling in siblings[siblings.index(anchor) + 1:]:
+        other = _starts_with_heading(sibling)
+        if level is not None and other is not None and (_level(other) or 7) <= level:
+            break
+        out.append(sibling)
+    return out
+
+
+def _label(node):
+    """What a section read by name compares with: a heading's or a titled node's name; an
+    unnamed landmark's role."""
+    if node.role == "heading" or node.role in TITLED:
+        return _name(node) or (node.role if node.role in LANDMARKS else None)
+    return None
+
+
+def _by_name(root, name):
+    """The first heading, landmark or group named so (any case), else the first whose name holds it."""
+    wanted, holding = name.strip().casefold(), None
+    stack = list(reversed(root.children))
+    while stack:
+        node = stack.pop()
+        label = _label(node)
+        if label is not None:
+            if label.casefold() == wanted:
+                return node
+            if holding is None and wanted in label.casefold():
+                holding = node
+        stack.extend(reversed(node.children))
+    return holding
+
+
+def _by_ref(root, ref):
     marker = f"[ref={ref}]"
+    stack = list(reversed(root.children))
+    while stack:
+        node = stack.pop()
+        if marker in node.line.split("\n", 1)[0]:
+            return node
+        stack.extend(reversed(node.children))
+    return None
 
-    def find(node):
-        for child in node.children:
-            if marker in child.line.split("\n", 1)[0]:
-                return child
-            found = find(child)
-            if found is not None:
-                return found
-        return None
 
-    node = find(parse(text))
+def section(text, key, names=True):
+    """What a ref (or, with `names`, a heading's, landmark's or group's name) titles, as its own
+    snapshot: for a heading, what follows it up to the next heading of the same or a higher
+    level; for anything else, the node and its subtree. None when nothing has the ref or name."""
+    root = parse(text)
+    node = _by_ref(root, key) or (_by_name(root, key) if names else None)
     if node is None:
         return None
-    nodes = [node]
-    level = LEVEL.search(node.line)
-    if node.role == "heading" and level:
-        siblings = node.parent.children
-        for sibling in siblings[siblings.index(node) + 1:]:
-            other = LEVEL.search(sibling.line) if sibling.role == "heading" else None
-            if other and int(other.group(1)) <= int(level.group(1)):
-                break
-            nodes.append(sibling)
     out: list[str] = []
 
     def emit(n, depth):
@@ -203,14 +277,154 @@ def section(text, ref):
         for child in n.children:
             emit(child, depth + 1)
 
-    for n in nodes:
+    for n in [node, *(_following(node) if node.role == "heading" else [])]:
         emit(n, 0)
     return "\n".join(out)
 
 
-def _needles(query):
-    """A query's alternatives, lower case: `Name|Email|Save` finds any of them."""
-    return [part.strip().lower() for part in query.split("|") if part.strip()] or [query.lower()]
+def titles(text, most=20):
+    """The names a section read may ask for on this page (headings, named landmarks), for an answer
+    that found none: `"Add user", navigation "Breadcrumbs"`."""
+    names: list[str] = []
+    stack = list(reversed(parse(text).children))
+    while stack and len(names) < most:
+        node = stack.pop()
+        label = _label(node) if node.role == "heading" or node.named else None
+        if label is not None:
+            names.append(f'"{label}"' if node.role == "heading" else f'{node.role} "{label}"')
+        stack.extend(reversed(node.children))
+    return ", ".join(names)
+
+
+class QueryError(ValueError):
+    """A query that is not a regular expression, or one that could keep the server busy."""
+
+
+# A query is a regular expression (Python's, any case) whose top-level alternatives are its terms:
+# `Username|Password|Save` finds every control a form step needs in one call, grouped by term.
+# Why a regular expression and not a list of terms: it is what a model already writes for "any of
+# these" (grep, and @playwright/mcp's find, take one), the `a|b` queries of before read the same,
+# and one string is a schema type every client passes as it is, where some clients' converters
+# refuse or mangle a string-or-array union. A term is also found as written (`Best (trial) 1.5?`),
+# so text copied from the page needs no escaping.
+#
+# Why this subset: Python's re cannot be interrupted and holds the GIL while it matches, so one
+# catastrophic pattern against a long line would freeze every thread of the server, not only this
+# session's (`a?a?…a?a…` takes 80 ms at 20 of each and doubles with each more; `a.*b.*c` takes
+# 0.7 s on a 1,000-character line, `.+.+x` 0.5 s on 500, `(a|a|…)?.*x` 0.7 s with 50 branches,
+# `(a|a)(a|a)…(a|a).*x` 0.5 s with six groups). Exponential backtracking needs a repeated group,
+# a backreference or many optional parts; polynomial backtracking needs several repeats in a row,
+# or many ways through the groups before one. So a term may hold at most QUANTIFIERS quantifiers,
+# at most one of which repeats (* + {m,n}), a group may only be optional (…)?, its groups'
+# alternatives multiply to at most BRANCHES, and there are no backreferences. One line then costs
+# at most about its length squared times the branches: a pattern is matched on a line's first
+# MATCH_CHARS characters (`(a|…)(a|…).?.*x` with 8 ways: 13 ms there, 100 ms on a loaded machine),
+# a plain term on all of it, and the whole search stops after MATCH_SECONDS, saying so. The third-party `regex`
+# module's timeout would lift the subset at the price of a dependency; none has been needed.
+QUANTIFIERS = 2
+BRANCHES = 8
+MATCH_CHARS = 300
+MATCH_SECONDS = 1.0
+QUANTIFIER = re.compile(r"[*+?]|\{(\d*)(,?)(\d*)\}")
+EXTENSION = re.compile(r"\?(?:P<\w+>|<[=!]|[=!:]|[aiLmsux-]*[:)])")
+SPECIAL = re.compile(r"[\\.^$*+?{}\[\]()|]")
+
+
+class _Term:
+    """One alternative of a query: a pattern, and its text as written when that holds special characters."""
+    __slots__ = ("source", "pattern", "written")
+
+    def __init__(self, source):
+        self.source = source
+        self.pattern = re.compile(source, re.IGNORECASE)
+        self.written = source.lower() if SPECIAL.search(source) else None
+
+    def span(self, text):
+        """(start, end) of the term's first match in text, or None."""
+        hit = self.pattern.search(text, 0, MATCH_CHARS if self.written else len(text))
+        if hit:
+            return hit.span()
+        at = text.lower().find(self.written) if self.written else -1
+        return (at, at + len(self.written or "")) if at >= 0 else None
+
+    def matches(self, node):
+        line = REF.sub("", node.line).lstrip()[2:]
+        if self.written is None:
+            return self.span(line) is not None
+        # An anchor means the name's or the text's start or end, not the line's (`button "Save"`).
+        return any(self.span(part) is not None for part in (_name(node), _text(node), line) if part)
+
+
+def _too_costly(term):
+    return QueryError(
+        f"query term {term!r} could keep the page busy too long: a term may hold at most {QUANTIFIERS} "
+        f"quantifiers, at most one of them * + or {{m,n}}, on a character or a class (a group may only be "
+        f"optional: (...)?), groups whose alternatives multiply to at most {BRANCHES}, and no backreference. "
+        "Split it into terms with |, or write the words as they are.")
+
+
+def _terms(query):
+    """The query's top-level alternatives as _Terms; QueryError when it is no regular expression or too costly."""
+    try:
+        re.compile(query)
+    except re.error as exc:
+        raise QueryError(f"query is not a valid regular expression ({exc}); write \\( \\[ \\? \\. \\* to find "
+                         "those characters as text.") from None
+    sources, start, depth, i = [], 0, 0, 0
+    count = repeats = 0
+    ways, groups = 1, []  # the ways through the closed groups; | counts of the open ones
+    after_group = False
+    while i < len(query):
+        c = query[i]
+        quantifier = QUANTIFIER.match(query, i)
+        if quantifier and (c != "{" or any(quantifier.groups())):
+            low = int(quantifier.group(1) or 0) if c == "{" else int(c == "+")
+            high = (1 if c == "?" else float("inf")) if c != "{" else \
+                (int(quantifier.group(3)) if quantifier.group(3) else float("inf") if quantifier.group(2) else low)
+            i = quantifier.end() + (query[quantifier.end():quantifier.end() + 1] in ("?", "+"))  # lazy, possessive
+            if high > 1 and after_group:
+                raise _too_costly(query[start:i].strip() or query)
+            if high != low:
+                count, repeats = count + 1, repeats + (high > 1)
+                if count > QUANTIFIERS or repeats > 1:
+                    raise _too_costly(query[start:i].strip())
+            after_group = False
+            continue
+        after_group = False
+        if c == "\\":
+            if query[i + 1:i + 2] in tuple("123456789"):
+                raise _too_costly(query[start:i + 2].strip())
+            i += 2
+        elif c == "[":  # a class: its ( | * are characters
+            i += 1 + (query[i + 1:i + 2] == "^")
+            i += query[i:i + 1] == "]"
+            while i < len(query) and query[i] != "]":
+                i += 2 if query[i] == "\\" else 1
+            i += 1
+        elif c == "(":
+            if query.startswith(("(?P=", "(?("), i):
+                raise _too_costly(query[start:].split("|", 1)[0].strip())
+            extension = EXTENSION.match(query, i + 1)
+            i = extension.end() if extension else i + 1
+            if not (extension and extension.group().endswith(")")):  # (?i) is flags, not a group
+                depth += 1
+                groups.append(0)
+        elif c == ")":
+            ways *= groups.pop() + 1
+            depth, after_group, i = depth - 1, True, i + 1
+            if ways > BRANCHES:
+                raise _too_costly(query[start:i].strip())
+        elif c == "|" and depth == 0:
+            sources.append(query[start:i])
+            start, count, repeats, ways, i = i + 1, 0, 0, 1, i + 1
+        elif c == "|":
+            groups[-1] += 1
+            i += 1
+        else:
+            i += 1
+    sources.append(query[start:])
+    terms = [_Term(source.strip()) for source in sources if source.strip()]
+    return terms or [_Term(query)]
 
 
 def _name(node):
@@ -243,42 +457,115 @@ def _headings_before(root):
     return out
 
 
-def find(text, query, limit):
-    """(text, matches): nodes whose line contains query (any case; `a|b` any of them), under their
-    kept ancestors.
 
-    A matching link keeps its /url line. A match that holds a more specific match (a row
-    header holding its link, a search landmark holding its textbox) gives way to it; a
-    match inside a matching control adds nothing. Repeated text is shown once, with how
-    many more there are; controls are never merged (each is a target of its own): twins
-    name the heading they come under. At most `limit` are shown; `matches` counts them all.
-    """
-    needles = _needles(query)
-    matched = []
-    holds_match = set()  # ids of matched nodes with a matched descendant
+
+def _matched(root, term, deadline):
+    """(nodes, stopped): the nodes a term matches, most specific first: a match that holds a more
+    specific match (a row header holding its link, a search landmark holding its textbox) gives
+    way to it, and a match inside a matching control adds nothing. `stopped` when the deadline
+    passed before the walk was done."""
+    matched, holds_match = [], set()  # ids of matched nodes with a matched descendant
+    stopped = False
 
     def walk(node, in_control_match, open_matches):
+        nonlocal stopped
         for child in node.children:
+            if stopped or time.monotonic() > deadline:
+                stopped = True
+                return
             if child.is_property:
                 continue
-            line = REF.sub("", child.line).lower()
-            hit = not in_control_match and any(n in line for n in needles)
+            hit = not in_control_match and term.matches(child)
             if hit:
                 holds_match.update(open_matches)
                 matched.append(child)
             walk(child, in_control_match or (hit and child.role in CONTROLS),
                  (*open_matches, id(child)) if hit else open_matches)
 
-    root = parse(text)
     walk(root, False, ())
     # A label's text beside the field it names ("Username:" and textbox "Username:") says nothing twice.
     named = {_name(node) for node in matched if node.role in CONTROLS}
-    matched = [node for node in matched if id(node) not in holds_match
-               and (node.role in CONTROLS or _text(node) not in named)]
+    out: list[Node] = []
+    seen: set[int] = set()
+    for node in matched:
+        if id(node) in holds_match or (node.role not in CONTROLS and _text(node) in named):
+            continue
+        # Bare text has no ref: its item is the match (`- listitem [ref=e52]` with its "Deleted:"
+        # label and the text), which the agent can act on and tell from its twins ("Added:").
+        node = _item(node) or node
+        if id(node) not in seen:
+            seen.add(id(node))
+            out.append(node)
+    return out, stopped
 
+
+ITEM_LINES = 4  # the lines an item shows for a bare text match in it
+
+
+def _item(node):
+    """The unkept node with a ref that holds a bare text node (`- text: user05 User`), or None."""
+    up = node.parent
+    if node.role != "text" or REF.search(node.line) or up is None or up.depth < 0 or _kept(up):
+        return None
+    return up if REF.search(up.line.split("\n", 1)[0]) else None
+
+
+def _item_lines(node):
+    """What an item shows of itself: its first children's lines (the text and the labels beside it)."""
+    return [child for child in node.children if not child.is_property][:ITEM_LINES] \
+        if any(child.role == "text" and not REF.search(child.line) for child in node.children) else []
+
+
+def find(text, query, limit):
+    """(text, matches): the nodes each term of the query matches (any case; a regular expression
+    whose `a|b` are two terms), under their kept ancestors, grouped by term when there are several.
+
+    A matching link keeps its /url line. Repeated text is shown once, with how many more there
+    are; controls are never merged (each is a target of its own): twins name the heading they
+    come under. A node is listed under the first term that matches it. Each term shows at most
+    `limit` and says how many more it has; `matches` counts them all. Raises QueryError.
+    """
+    terms = _terms(query)
+    root = parse(text)
+    deadline = time.monotonic() + MATCH_SECONDS
+    found, stopped = [], False
+    for term in terms:
+        nodes, stopped = _matched(root, term, deadline) if not stopped else ([], True)
+        found.append(nodes)
+    headings: dict[int, str | None] = {}
+    listed: set[int] = set()
+    out: list[str] = []
+    # An ancestor (`- main [ref=e20]:`) is not printed again while it is the open one at its depth,
+    # even under the next term's header: a later term's matches keep their indentation under it.
+    # Printing it again in every group cost the admin task's answers 6% more characters.
+    ancestors: list[int] = []  # ids of the ancestors open at each depth
+    for term, nodes in zip(terms, found, strict=True):
+        fresh = [node for node in nodes if id(node) not in listed]
+        listed.update(id(node) for node in fresh)
+        if len(terms) > 1:
+            # The header says what its lines cannot: that a term found nothing, or found what an
+            # earlier term listed. A count would be paid for on every term of every query.
+            above = len(nodes) - len(fresh)
+            out.append(f"# {term.source}" + (": no match" if not nodes else ": listed above" if not fresh else
+                                             f" ({above} listed above)" if above else ""))
+        if fresh and not headings:
+            headings.update(_headings_before(root))
+        out += _render(fresh, term, limit, headings, ancestors,
+                       "for this term" if len(terms) > 1 else "(maxNodes shows them)")
+    if stopped:
+        out.append(f"# stopped after {MATCH_SECONDS:g} s: the page is too long for this pattern; the rest was not "
+                   "searched (plainer words, or a selector, search it)")
+    return "\n".join(out), len(listed)
+
+
+def _render(matched, term, limit, headings, ancestors, more_hint):
+    """One term's matches as lines under their kept ancestors (see find); `ancestors` holds the ids
+    of those open at each depth, printed by this term or an earlier one."""
     def key(node):
-        props = "".join(c.line.strip() for c in node.children if c.is_property)
-        return REF.sub("", node.line).strip() + props
+        props = "".join(c.line.strip() for c in node.children if c.is_property or c in items[id(node)])
+        return REF.sub("", REF.sub("", node.line).strip() + props)
+
+    items = {id(node): _item_lines(node) for node in matched}
 
     # The same text over and over (a search result list repeats its query in every entry)
     # is shown once, with how many more there are.
@@ -295,11 +582,10 @@ def find(text, query, limit):
         else:
             repeats[k] = [node, 0]
             unique.append(node)
-    under = _headings_before(root) if any(n > 1 for n in twins.values()) else {}
     # A twin names its heading only where the headings tell the twins apart.
     telling = {name for name in twins if twins[name] > 1 and len(
-        {under.get(id(n)) for n in matched if n.role in CONTROLS and REF.sub("", n.line).strip() == name}) > 1}
-    shown, out, printed = unique[:limit], [], {}
+        {headings.get(id(n)) for n in matched if n.role in CONTROLS and REF.sub("", n.line).strip() == name}) > 1}
+    shown, out, printed = unique[:limit], [], {}  # printed: this term's lines
     matched_ids = {id(node) for node in matched}
     for node in shown:
         chain, up = [], node.parent
@@ -307,47 +593,66 @@ def find(text, query, limit):
             if _kept(up):
                 chain.append(up)
             up = up.parent
-        depth = 0
-        for ancestor in reversed(chain):
-            if id(ancestor) not in printed:
+        for depth, ancestor in enumerate(reversed(chain)):
+            if ancestors[depth:depth + 1] != [id(ancestor)]:
+                del ancestors[depth:]
+                ancestors.append(id(ancestor))
                 printed[id(ancestor)] = depth
                 out.append(_shown(ancestor, depth) + ":")
-            depth = printed[id(ancestor)] + 1
+        depth = len(chain)
         if id(node) in printed:  # shown already as an ancestor of an earlier match
             continue
+        del ancestors[depth:]  # a line at this depth closes what was open below it
         printed[id(node)] = depth
-        needle = next((n for n in needles if n in node.line.lower()), None)
-        line = _shown(node, depth, needle)
+        line = _shown(node, depth, term)
         if node.role in CONTROLS:
-            heading = under.get(id(node)) if REF.sub("", node.line).strip() in telling else None
+            heading = headings.get(id(node)) if REF.sub("", node.line).strip() in telling else None
             line += f' (under "{heading}")' if heading else ""
         else:
             more = repeats[key(node)][1]
             line += f" (and {more} more like it)" if more else ""
-        out.append(line)
         # A link's /url in full (an agent may go there); a long placeholder is cut as a line is.
-        out += ["  " * (depth + 1) + (c.line.lstrip() if c.line.lstrip().startswith("- /url:") else
-                                      _shown(c, 0, needle)) for c in node.children if c.is_property]
-        if node.role == "heading":
-            for after in _titled(node, matched_ids):
-                printed[id(after)] = depth
-                out.append(_shown(after, depth))
-    return "\n".join(out), len(matched)
+        props = ["  " * (depth + 1) + (c.line.lstrip() if c.line.lstrip().startswith("- /url:") else
+                                       _shown(c, 0, term)) for c in node.children if c.is_property]
+        after = _titled(node, matched_ids) if node.role == "heading" else []
+        if after or node.role == "heading":
+            line += _offer_section(node, len(after))
+        out += [line, *props, *(_shown(child, depth + 1, term) for child in items[id(node)])]
+        for titled in after:
+            printed[id(titled)] = depth
+            out.append(_shown(titled, depth))
+    if len(unique) > limit:
+        out.append(f"- … {len(unique) - limit} more {more_hint}")
+    return out
+
+
+def _size(node):
+    return 0 if node.is_property else 1 + sum(_size(child) for child in node.children)
+
+
+def _offer_section(heading, shown):
+    """A matched heading whose section holds more than the lines it brings says how to read it."""
+    ref = REF.search(heading.line.split("\n", 1)[0])
+    nodes = 1 + sum(_size(node) for node in _following(heading))
+    if ref is None or nodes <= 1 + shown:
+        return ""
+    return f" (snapshot section={ref.group(0).strip()[5:-1]} reads its {nodes} nodes)"
 
 
 def _titled(heading, matched_ids, most=HEADING_PREVIEW):
     """The first nodes a matched heading titles (its next siblings that say something, one line
     each): a card's value under its caption, the icon button beside a "Note" heading. They come
     with the heading, so the agent needs no second read of its section for them."""
-    siblings = heading.parent.children
-    level = LEVEL.search(heading.line)
+    anchor = _anchor(heading)
+    siblings = anchor.parent.children
+    level = _level(heading)
     out: list[Node] = []
-    for node in siblings[siblings.index(heading) + 1:]:
+    for node in siblings[siblings.index(anchor) + 1:]:
         if len(out) == most or id(node) in matched_ids or node.is_property:
             break
-        other = LEVEL.search(node.line) if node.role == "heading" else None
-        if other and level and other.group(1) == level.group(1):
-            break  # the next heading of its rank: a twin card's caption
+        other = _starts_with_heading(node)
+        if other is not None and level is not None and _level(other) == level:
+            break  # the next heading of its rank (or a wrapper that starts with one): a twin card's caption
         if node.role in CONTROLS or node.role == "heading" or node.named or _text(node) is not None:
             out.append(node)
     return out

@@ -109,6 +109,19 @@ function save(v) { document.cookie = 'k=' + v; localStorage.setItem('k', v); ses
 <select multiple name="groups">""" + "".join(f"<option>group {i}</option>" for i in range(40)) + """</select>
 <button type="button">Choose all</button><button type="button" onclick="document.title = 'saved'">Save</button></form>
 </main>""",
+    # A form step and a "Recent actions" box as Django's admin renders them: what one query and
+    # one section read find (issue 52).
+    "/add-user": """<!doctype html><title>Add user</title>
+<nav aria-label="Breadcrumbs"><a href="/title/home">Home</a> › Add user</nav>
+<main><h1>Add user</h1><form>
+<div><label for="u">Username:</label><input id="u"></div>
+<div><label for="p1">Password:</label><input id="p1" type="password"></div>
+<div><label for="p2">Password confirmation:</label><input id="p2" type="password"></div>
+<input type="submit" value="Save and add another"><input type="submit" value="Save and continue editing">
+<button type="button" onclick="document.title = 'saved ' + document.getElementById('u').value">Save</button></form>
+<aside><div class="header"><h2>Recent actions</h2></div><h3>My actions</h3><ul>""" + "".join(
+        f'<li><a href="/title/user{i}">user{i}</a> <span>User</span></li>' for i in range(250)) + """</ul>
+<div><h2>Other tools</h2></div><p>Nothing here.</p></aside></main>""",
     # A hidden tooltip holds the same text as the status bar, before it in the DOM (issue 42).
     "/status": """<!doctype html><title>Status</title>
 <div role="tooltip" style="display:none">Idle</div><div id="busy">Busy</div>

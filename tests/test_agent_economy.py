@@ -266,3 +266,38 @@ def test_refs_look_as_the_readme_says(client, session, pages, kind):
     text = client.tool("snapshot", sessionId=session, query="Guide 3")["snapshot"]
     ref = text.split('"Guide 3" [ref=')[1].split("]")[0]
     assert ref[0] == kind and ref.split("e")[-1].isdigit()
+
+
+def test_one_query_finds_a_form_steps_controls_and_a_section_read_reads_what_a_heading_titles(
+        client, session, pages):
+    """Issue 52: a form step's controls took a query per term, and the list under "Recent actions"
+    a read of the whole page."""
+    client.tool("navigate", sessionId=session, url=pages.url("/add-user"))
+    found = client.tool("snapshot", sessionId=session, query="username|password|^save$|colour")
+    text = found["snapshot"]
+    assert found["matches"] == 4 and "# colour: no match" in text.splitlines()
+    assert "# username" in text and "# password" in text and "# ^save$" in text
+    assert 'button "Save and' not in text  # the anchors hold to the name
+    save = next(line for line in text.splitlines() if 'button "Save"' in line).split("[ref=")[1].split("]")[0]
+    box = next(line for line in text.splitlines() if 'textbox "Username:"' in line).split("[ref=")[1].split("]")[0]
+    client.tool("type", sessionId=session, ref=box, text="ann")
+    assert client.tool("click", sessionId=session, ref=save)["title"] == "saved ann"
+
+    # A filtered read that matches a heading offers its section; the section comes bounded, with refs.
+    heading = client.tool("snapshot", sessionId=session, query="recent actions")["snapshot"]
+    offer = heading.split("(snapshot section=")[1].split(" ")[0]
+    part = client.tool("snapshot", sessionId=session, section=offer)
+    assert part["snapshot"].startswith('- heading "Recent actions" [level=2]')
+    assert '- link "user0" [ref=' in part["snapshot"] and "Other tools" not in part["snapshot"]
+    assert (part["truncated"], part["nodes"], part["totalNodes"]) == (True, 200, 3 + 250 * 3)  # headings, list; items
+    by_name = client.tool("snapshot", sessionId=session, section="Recent actions", maxNodes=1000)
+    assert by_name["truncated"] is False and '- link "user249"' in by_name["snapshot"]
+    crumbs = client.tool("snapshot", sessionId=session, section="breadcrumbs")["snapshot"]
+    assert crumbs.startswith('- navigation "Breadcrumbs"') and "Home" in crumbs and "Username" not in crumbs
+    within = client.tool("snapshot", sessionId=session, section="Recent actions", query="^user24[89]$")
+    assert within["matches"] == 2 and "Username" not in within["snapshot"]
+    missing = client.tool("snapshot", sessionId=session, section="Permissions")
+    assert missing["matches"] == 0 and '"Recent actions"' in missing["snapshot"]
+
+    for query in ("save(", "(a+)+b"):
+        assert client.error("snapshot", sessionId=session, query=query)["errorCode"] == "INVALID_PARAMETERS"

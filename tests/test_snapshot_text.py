@@ -6,6 +6,8 @@ a textbox can be named by a placeholder of several hundred characters, and a car
 is a heading whose value follows it.
 """
 
+import time
+
 import pytest
 
 from mcpbrowser import snapshot_text
@@ -73,7 +75,7 @@ def test_a_control_whose_name_holds_a_colon_is_still_a_control():
 
 
 def test_a_long_name_is_cut_but_never_its_ref():
-    found, _ = snapshot_text.find(EDITOR, "Markdown|Save", 30)
+    found, _ = snapshot_text.find(EDITOR, "Markdown", 30)  # one term: no header to count in the size
     box = next(line for line in found.splitlines() if "- textbox" in line)
     assert box.endswith("[ref=e773]") and "…" in box and len(box.strip()) <= snapshot_text.MAX_LINE + 20
     placeholder = next(line for line in found.splitlines() if "/placeholder" in line)
@@ -91,7 +93,8 @@ def test_a_matched_heading_brings_the_first_lines_it_titles():
     assert lines[best + 1:best + 3] == ['  - heading "0.3415153406446071" [level=3] [ref=e337]',
                                         '  - paragraph [ref=e338]: "Params = [x: 1.415606861227301, y: 0]"']
     assert "Details" not in found  # two lines at most
-    note = lines.index('  - heading "Note" [level=5] [ref=e726]')
+    # what it did not bring, a section read does
+    note = lines.index('  - heading "Note" [level=5] [ref=e726] (snapshot section=e726 reads its 4 nodes)')
     # a wrapper without text is passed over (not looked into), and the next level-5 heading ends it
     assert lines[note + 1] == "  - button [ref=e729]" and "Value" not in found
 
@@ -102,3 +105,228 @@ def test_the_lines_a_heading_brings_stop_at_the_next_heading_of_its_rank():
     assert lines.count('  - heading "Intermediate Values" [level=5] [ref=e737]') == 1
     assert lines[lines.index('  - heading "Intermediate Values" [level=5] [ref=e737]') + 1] == \
         "  - paragraph [ref=e738]: none"
+
+
+# -- several terms at once, and the section a heading, landmark or ref titles ---------------------
+# Playwright's YAML for pages shaped as Django's admin renders them: an add-user form, and the
+# index's "Recent actions" box (a heading in a wrapper, its list beside the wrapper).
+
+ADD_USER = """- banner [ref=e2]:
+  - link "Django administration" [ref=e5]:
+    - /url: /admin/
+- navigation "Breadcrumbs" [ref=e8]:
+  - link "Home" [ref=e9]:
+    - /url: /admin/
+  - text: › Add user
+- main [ref=e20]:
+  - heading "Add user" [level=1] [ref=e21]
+  - generic [ref=e22]:
+    - generic [ref=e23]: "Username:"
+    - textbox "Username:" [ref=e24]
+    - generic [ref=e25]: Required. 150 characters or fewer.
+  - generic [ref=e26]:
+    - generic [ref=e27]: "Password:"
+    - textbox "Password:" [ref=e28]
+  - generic [ref=e29]:
+    - generic [ref=e30]: "Password confirmation:"
+    - textbox "Password confirmation:" [ref=e31]
+  - group "Permissions" [ref=e32]:
+    - checkbox "Staff status" [ref=e33]
+    - checkbox "Superuser status" [ref=e34]
+  - button "Save and add another" [ref=e40]
+  - button "Save and continue editing" [ref=e41]
+  - button "Save" [ref=e42]"""
+
+INDEX = """- main [ref=e20]:
+  - generic [ref=e21]:
+    - table "Authentication and Authorization" [ref=e22]:
+      - rowgroup [ref=e23]:
+        - row "Users Add Change" [ref=e24]:
+          - rowheader "Users" [ref=e25]:
+            - link "Users" [ref=e26]:
+              - /url: /admin/auth/user/
+  - complementary [ref=e40]:
+    - generic [ref=e41]:
+      - heading "Recent actions" [level=2] [ref=e42]
+    - heading "My actions" [level=3] [ref=e43]
+    - list [ref=e44]:
+      - listitem [ref=e45]:
+        - link "alice" [ref=e46]:
+          - /url: /admin/auth/user/2/change/
+        - generic [ref=e47]: User
+      - listitem [ref=e48]:
+        - link "editors" [ref=e49]:
+          - /url: /admin/auth/group/1/change/
+        - generic [ref=e50]: Group
+    - generic [ref=e51]:
+      - heading "Other tools" [level=2] [ref=e52]
+    - paragraph [ref=e53]: Nothing here."""
+
+
+def _refs(found):
+    return [line.split("[ref=")[1].split("]")[0] for line in found.splitlines() if "[ref=" in line]
+
+
+def _group(found, term):
+    """The lines under one term's header, up to the next header."""
+    lines = found.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"# {term}"))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("# ")), len(lines))
+    return lines[start], "\n".join(lines[start + 1:end])
+
+
+def test_several_terms_find_every_control_of_a_form_step_grouped_by_term():
+    found, matches = snapshot_text.find(ADD_USER, "username|password|save", 30)
+    assert matches == 6
+    header, username = _group(found, "username")
+    assert header == "# username" and _refs(username) == ["e20", "e24"]  # under its landmark
+    header, password = _group(found, "password")
+    assert header == "# password" and _refs(password) == ["e28", "e31"]
+    _, save = _group(found, "save")
+    assert _refs(save) == ["e40", "e41", "e42"] and save.startswith("  - button")  # still under main
+    assert found.count("[ref=e20]") == 1  # an ancestor is printed once
+    assert "Username:" not in found.replace('textbox "Username:"', "")  # a label beside its field says nothing twice
+
+
+def test_a_node_two_terms_match_is_listed_once():
+    found, matches = snapshot_text.find(ADD_USER, "save|continue", 30)
+    assert matches == 3 and found.count("[ref=e41]") == 1
+    header, body = _group(found, "continue")
+    assert header == "# continue: listed above" and body == ""
+
+
+def test_a_regex_with_anchors_and_an_alternation():
+    found, matches = snapshot_text.find(ADD_USER, "^save$|^password:?$", 30)
+    assert matches == 2
+    assert _refs(_group(found, "^save$")[1]) == ["e20", "e42"]  # not "Save and add another"
+    assert _refs(_group(found, "^password:?$")[1]) == ["e28"]  # not "Password confirmation:"
+    one, _ = snapshot_text.find(ADD_USER, "^(staff|superuser) status$", 30)  # a group's | is one term
+    assert "# " not in one and _refs(one) == ["e20", "e33", "e34"]
+
+
+def test_a_term_that_matches_nothing_is_said_as_such():
+    found, matches = snapshot_text.find(ADD_USER, "username|colour", 30)
+    assert matches == 1 and "# colour: no match" in found.splitlines()
+
+
+def test_each_term_shows_its_first_matches_and_counts_the_rest():
+    found, matches = snapshot_text.find(ADD_USER, "username|save", 2)
+    assert matches == 4
+    _, save = _group(found, "save")
+    assert _refs(save) == ["e40", "e41"] and save.splitlines()[-1] == "- … 1 more for this term"
+
+
+def test_text_with_brackets_is_found_as_written():
+    """A name copied from the page may hold ( ) . ?: the term matches it as text too."""
+    found, matches = snapshot_text.find('- button "Best (trial) 1.5?" [ref=e1]', "best (trial) 1.5?", 30)
+    assert matches == 1 and "e1" in found
+
+
+@pytest.mark.parametrize("query", ["save(", "[a-", "a{2,1}"])
+def test_an_invalid_regex_is_refused_with_why(query):
+    with pytest.raises(snapshot_text.QueryError, match="regular expression"):
+        snapshot_text.find(ADD_USER, query, 30)
+
+
+@pytest.mark.parametrize("query", [
+    "(a+)+x", "(a|aa)*x", "(.*a){5}", r"(a)\1", "(?P<x>a)(?P=x)", "(a)?(?(1)b|c)",
+    "a.*b.*c", "a?a?a?x", r"\w+\s+\w+x", "(a|a|a|a|a|a|a|a|a)?.*x",
+    "(a|a)(a|a)(a|a)(a|a).*x"])
+def test_a_pattern_that_could_run_for_minutes_is_refused(query):
+    """Python's re cannot be stopped and holds the GIL while it runs: a nested or repeated
+    quantifier against a long line could freeze the whole server, so such patterns are refused."""
+    with pytest.raises(snapshot_text.QueryError, match="at most"):
+        snapshot_text.find(ADD_USER, query, 30)
+
+
+@pytest.mark.parametrize("query", [r"[(]+x|\(a\)+", "save.*editing", r"users?\b", "^save( and)?",
+                                   "(?i)(add|change|delete) (user|group)", "(a|b)(c|d)(e|f).*x"])
+def test_brackets_and_escapes_are_not_mistaken_for_groups(query):
+    snapshot_text.find(ADD_USER, query, 30)
+
+
+def test_a_plain_term_is_found_anywhere_in_a_long_line():
+    """Only patterns are matched on a line's first MATCH_CHARS characters; words are linear to find."""
+    line = f"- paragraph [ref=e1]: {'x' * 3000} needle"
+    assert snapshot_text.find(line, "needle", 30)[1] == 1
+    assert snapshot_text.find(line, "need.e", 30)[1] == 0
+
+
+def test_a_search_that_runs_long_stops_and_says_so():
+    """One allowed pattern on a hostile page: each line is cheap but there are thousands."""
+    # 20,000 lines at about 0.3 ms each (`.*x` on 300 characters): 6 s or more unstopped.
+    hostile = "- main [ref=e1]:\n" + "".join(f"  - paragraph [ref=e{i}]: {'a' * 400}\n" for i in range(2, 20_000))
+    started = time.monotonic()
+    found, _ = snapshot_text.find(hostile, ".*x|aaa", 30)
+    assert time.monotonic() - started < snapshot_text.MATCH_SECONDS + 3  # the parse, on a loaded machine
+    assert found.splitlines()[-1].startswith("# stopped after")
+
+
+def test_a_section_under_a_heading_climbs_out_of_its_wrapper():
+    part = snapshot_text.section(INDEX, "Recent actions")
+    assert part.startswith('- heading "Recent actions" [level=2] [ref=e42]')
+    assert '- link "alice" [ref=e46]' in part and "/url: /admin/auth/user/2/change/" in part
+    assert '- heading "My actions" [level=3] [ref=e43]' in part  # a lower heading belongs to it
+    assert "Other tools" not in part and "Nothing here" not in part and "Users" not in part
+
+
+def test_a_section_under_a_landmark_by_name_or_role_and_under_a_ref():
+    crumbs = snapshot_text.section(ADD_USER, "breadcrumbs")
+    assert crumbs.startswith('- navigation "Breadcrumbs" [ref=e8]') and "Home" in crumbs and "Username" not in crumbs
+    main = snapshot_text.section(INDEX, "complementary")
+    assert main.startswith("- complementary [ref=e40]") and "alice" in main and "Users" not in main
+    group = snapshot_text.section(ADD_USER, "e32")
+    assert group.splitlines() == ['- group "Permissions" [ref=e32]:', '  - checkbox "Staff status" [ref=e33]',
+                                  '  - checkbox "Superuser status" [ref=e34]']
+    assert snapshot_text.section(ADD_USER, "Recent actions") is None
+
+
+def test_a_section_is_bounded_and_says_how_much_it_left_out():
+    long = "- main [ref=e1]:\n  - heading \"Log\" [level=2] [ref=e2]\n  - list [ref=e3]:\n" + "".join(
+        f"    - listitem [ref=e{i}]: entry {i}\n" for i in range(4, 1004))
+    part = snapshot_text.section(long, "Log")
+    shown, nodes, total = snapshot_text.first_nodes(part, snapshot_text.SECTION_NODES)
+    assert (nodes, total) == (snapshot_text.SECTION_NODES, 1002)
+    assert len(shown) < 40 * snapshot_text.SECTION_NODES and "entry 4" in shown and "entry 1003" not in shown
+
+
+def test_a_matched_heading_offers_its_section():
+    found, _ = snapshot_text.find(INDEX, "recent actions", 30)
+    line = next(line for line in found.splitlines() if "Recent actions" in line)
+    assert line.endswith("[ref=e42] (snapshot section=e42 reads its 9 nodes)")
+    assert "My actions" in found and "Nothing here" not in found  # what it brings stops where its section does
+    bare, _ = snapshot_text.find(INDEX, "other tools", 30)
+    assert "section=" not in bare  # its one paragraph came with it already
+
+
+def test_bare_text_is_found_as_its_item_with_the_labels_beside_it():
+    """Django's recent actions: `- text: user05 User` has no ref, and what tells the deleted
+    user from an added one is a label beside it."""
+    recent = """- main [ref=e19]:
+  - list [ref=e51]:
+    - listitem [ref=e52]:
+      - generic [ref=e53]: "Deleted:"
+      - text: user05 User
+    - listitem [ref=e54]:
+      - generic [ref=e55]: "Added:"
+      - text: user06 User"""
+    found, matches = snapshot_text.find(recent, "user0", 30)
+    assert matches == 2
+    assert found.splitlines() == ["- main [ref=e19]:", "  - listitem [ref=e52]", '    - generic [ref=e53]: "Deleted:"',
+                                  "    - text: user05 User", "  - listitem [ref=e54]",
+                                  '    - generic [ref=e55]: "Added:"', "    - text: user06 User"]
+
+
+def test_an_ancestor_is_printed_again_when_another_closed_it():
+    """The admin's list page: a later term's match under main, after an earlier one's under the
+    sidebar, is not read as the sidebar's."""
+    page = """- navigation "Sidebar" [ref=e24]:
+  - link "Users" [ref=e43]
+- main [ref=e46]:
+  - combobox "Action:" [ref=e67]
+  - paragraph [ref=e215]: 12 users"""
+    found, _ = snapshot_text.find(page, "action|users", 30)
+    assert found.splitlines() == ["# action", "- main [ref=e46]:", '  - combobox "Action:" [ref=e67]',
+                                  "# users", '- navigation "Sidebar" [ref=e24]:',
+                                  '  - link "Users" [ref=e43]', "- main [ref=e46]:",
+                                  "  - paragraph [ref=e215]: 12 users"]

@@ -25,7 +25,8 @@ from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers, scrub_trace
 
 DEFAULT_MAX_NODES = 1000  # about 30k characters of YAML: a page an agent can still read whole
 DEFAULT_MATCHES = 30  # different matches a query shows unless maxNodes says otherwise
-MAX_NODES = schema.integer(f"Default {DEFAULT_MAX_NODES} ({DEFAULT_MATCHES} with query).", minimum=1, maximum=100_000)
+MAX_NODES = schema.integer(f"Default {DEFAULT_MAX_NODES} (section {snapshot_text.SECTION_NODES}, "
+                           f"{DEFAULT_MATCHES} a query term).", minimum=1, maximum=100_000)
 
 # Serialises the DOM below `root` as indented HTML, stopping after `limit` nodes
 # (elements and non-blank text). Script and style bodies are left out: they cost
@@ -68,26 +69,6 @@ DOM_SERIALISER = """([root, limit]) => {
   walk(root || document.documentElement, 0);
   return {html: out.join('\\n'), nodes: shown, totalNodes: total};
 }"""
-
-
-def _count_nodes(line):
-    body = line.lstrip()
-    return body.startswith("- ") and not body.startswith("- /")  # "- /url: …" is a property
-
-
-def _cut(text, limit):
-    """(text, nodes, totalNodes): the first `limit` nodes of a snapshot."""
-    kept, nodes, total = [], 0, 0
-    for line in text.splitlines():
-        if _count_nodes(line):
-            total += 1
-            if nodes >= limit:
-                continue
-            nodes += 1
-        elif nodes >= limit:
-            continue
-        kept.append(line)
-    return "\n".join(kept), nodes, total
 
 
 # An aria snapshot costs about 0.1 ms per element here. A page whose walk is expected (at WALK_MS_PER_ELEMENT)
@@ -133,7 +114,7 @@ def snapshot(state, args):
         state.full_snapshot = None
         text = state.act(snapshots.page_root(state), "aria_snapshot", **options)
         whole = snapshots.took_whole_snapshot(state, "" if text is INTERRUPTED else text)
-    part = snapshot_text.section(whole, args["ref"]) if by_ref and whole else None
+    part = snapshot_text.section(whole, args["ref"], names=False) if by_ref and whole else None
     if by_ref and part is None:
         whole = None  # not in the page's snapshot (stale, or another tab's): the element read says why
     if whole is None:
@@ -160,13 +141,25 @@ def snapshot(state, args):
         state.call.same_page = True  # the agent was just told both: its view of the answer omits them
     if part is not None:
         whole = part
+    if "section" in args:
+        # What a heading, landmark or ref titles, read from what was read (the page, or the
+        # element); a query or the outline then narrows the section.
+        part = snapshot_text.section(whole, args["section"])
+        if part is None:
+            return {**result, "snapshot": f'No heading, landmark or ref is named "{args["section"]}". On this page: '
+                                          + (snapshot_text.titles(whole) or "no headings or named landmarks."),
+                    "matches": 0, "truncated": False}
+        whole, limit = part, args.get("maxNodes", snapshot_text.SECTION_NODES)
     if "query" in args:
-        found, matches = snapshot_text.find(whole, args["query"], args.get("maxNodes", DEFAULT_MATCHES))
+        try:
+            found, matches = snapshot_text.find(whole, args["query"], args.get("maxNodes", DEFAULT_MATCHES))
+        except snapshot_text.QueryError as exc:
+            raise InvalidParameters(str(exc), session_id=state.session_id) from None
         return {**result, "snapshot": found, "matches": matches,
                 "truncated": matches > args.get("maxNodes", DEFAULT_MATCHES)}
     if args.get("compact"):
         whole = snapshot_text.compact(whole)
-    shown, nodes, total = _cut(whole, limit)
+    shown, nodes, total = snapshot_text.first_nodes(whole, limit)
     if total > nodes:
         return {**result, "snapshot": shown, "nodes": nodes, "totalNodes": total, "truncated": True}
     return {**result, "snapshot": shown, "truncated": False}
@@ -380,11 +373,13 @@ TOOLS = [
         text_field="snapshot",
         title="Accessibility snapshot",
         description="The page (or an element) as a YAML accessibility tree; [ref=e12] marks targets for "
-                    "element tools. Cheaper: query (matches and their landmarks; a|b: either), compact "
-                    "(headings, landmarks, controls), depth. get_content(refId) reads it whole later.",
+                    "element tools. Cheaper: query (regex, any case; Name|^Save$: each term's matches, one "
+                    "call), section (a heading or landmark, by name or ref: what it titles), compact (headings, "
+                    "landmarks, controls), depth. get_content(refId) reads it whole later.",
         input_schema=session_schema({
             **TARGET,
             "query": {"type": "string", "minLength": 1},
+            "section": {"type": "string", "minLength": 1},
             "compact": {"type": "boolean"},
             "depth": {"type": "integer", "minimum": 1, "maximum": 1000},
             "maxNodes": MAX_NODES, "timeout": TIMEOUT}),
