@@ -56,7 +56,7 @@ def default_of(schema):
     """The default a declaration states: its `default` keyword, else the one its description names."""
     if "default" in schema:
         return json.dumps(schema["default"], ensure_ascii=False)
-    found = re.search(r"\b[Dd]efault:? ([^.;)]+(?:\([^)]*\))?)", schema.get("description", ""))
+    found = re.search(r"\b[Dd]efault:? ([^.;()]+(?:\([^)]*\))?)", schema.get("description", ""))
     return found.group(1).strip() if found else ""
 
 

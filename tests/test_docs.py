@@ -66,3 +66,10 @@ def test_the_readme_is_a_front_door_whose_links_lead_somewhere():
     assert any(link.startswith("docs/") for link in local)  # the attempt: it links into the manual
     broken = [link for link in local if not (ROOT / link).exists()]
     assert not broken, broken
+
+
+def test_a_default_named_in_a_description_keeps_its_parenthesis():
+    """The reference's Default column: a default with a parenthesised note comes whole (snapshot's maxNodes)."""
+    assert gen_docs.default_of({"description": "Default 1000 (section 200, 30 a query term)."}) == \
+        "1000 (section 200, 30 a query term)"
+    assert gen_docs.default_of({"description": "ms; default 30000."}) == "30000"
