@@ -270,6 +270,34 @@ def test_other_spellings_of_a_blocked_name(make_client, spelling):
         target.close()
 
 
+def test_a_wildcard_does_not_let_a_look_alike_host_through_the_browser(make_client):
+    """`*.host` is host's subdomains; `localhost` only ends in its letters (as badexample.com does in
+    example.com's). Names other than localhost do not resolve here (the policy proxy resolves them,
+    not the browser), so the look-alike that would reach a server is localhost itself."""
+    target = Forbidden("127.0.0.1")  # what localhost resolves to: reached if the wildcard matched it
+    try:
+        c = make_client("--allowed-domains", "*.host,*.example.com,127.0.0.1")
+        sid = c.tool("create_session")["sessionId"]
+        _refused(c, sid, f"http://localhost:{target.port}/look-alike", host="localhost")
+        _refused(c, sid, f"http://badexample.com:{target.port}/", host="badexample.com")
+        assert target.reached == 0, target.requests
+        # Positive controls: the same server by an allowed name is reached, so 0 above means refused...
+        assert c.tool("navigate", sessionId=sid, url=target.url("/twin"))["title"] == "Forbidden"
+        assert "GET /twin HTTP/1.1" in target.requests
+        # ...and the wildcards' own subdomains pass the policy: the browser's requests for them go out
+        # and fail only because the names do not resolve here.
+        for twin in ("shop.host", "shop.example.com"):
+            err = c.error("navigate", sessionId=sid, url=f"http://{twin}:{target.port}/")
+            assert err["errorCode"] != "DOMAIN_NOT_ALLOWED", err
+        entries = c.tool("network_logs", sessionId=sid, allPages=True)["entries"]
+        tried = {e["url"].split("/")[2].split(":")[0]: e.get("blocked", False) for e in entries}
+        assert {host: tried.get(host) for host in ("shop.host", "shop.example.com")} == \
+            {"shop.host": False, "shop.example.com": False}, entries
+        assert tried.get("localhost", True) and tried.get("badexample.com", True), entries  # blocked, or never sent
+    finally:
+        target.close()
+
+
 def test_private_networks_can_be_refused_by_address(make_client, forbidden):
     c = make_client("--block-private-networks")
     sid = c.tool("create_session")["sessionId"]
