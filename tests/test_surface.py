@@ -185,8 +185,9 @@ def test_a_download_over_the_limit_is_refused_and_deleted(files, pages, unsized)
     c.tool("wait_for", sessionId=sid, download=True, timeout=10000)
     (entry,) = c.tool("downloads", sessionId=sid)["downloads"]
     assert entry["status"] == "refused" and "max-download-mb" in entry["error"] and entry["path"] is None, entry
-    # An announced size is refused as the download starts; an unannounced one once the browser has it all.
-    assert entry["size"] == (3000000 if unsized else None), entry
+    # An announced size is refused as the download starts; an unannounced one once its bytes pass the
+    # limit, as it streams (3 MB on loopback may all be there by then: tests/test_downloads.py streams more).
+    assert (entry["size"] is None) if not unsized else 1048576 < entry["size"] <= 3000000, entry
     assert set(os.listdir(folder)) == before  # nothing left, not even a partial file
     c.tool("close_session", sessionId=sid)
 

@@ -8,13 +8,19 @@ dispatches the browser's events (session/downloads.py polices the download from 
 import glob
 import os
 import threading
+import time
 from collections.abc import Callable
 
 from mcpbrowser.session.downloads import WATCH_S
 
+# The artifacts folders themselves are looked for once a second (a glob of the temporary
+# folder costs about 1 ms; listing the folder found, about 20 us): a browser makes its folder
+# as it starts, long before a page can download anything.
+FOLDERS_EVERY_S = 1.0
+
 
 class DownloadWatch:
-    """Calls wake() when a download file appears under roots() (Playwright's artifacts folders)."""
+    """Calls wake() when a download file appears in Playwright's artifacts folders under roots()."""
 
     def __init__(self, roots: Callable[[], list[str]], wake: Callable[[], None], stop: threading.Event) -> None:
         self._roots, self._wake, self._stop = roots, wake, stop
@@ -26,12 +32,25 @@ class DownloadWatch:
     # DOWNLOAD WATCH THREAD
     def _watch(self) -> None:
         # Why a thread looks at the disk: an idle session's thread reads nothing from the browser,
-        # so it hears of a download that a page's timer starts only at its next call, after the
-        # browser fetched the whole file (or forever, for an endless stream).
+        # so it would hear of a download that a page's timer starts only at its next call, after
+        # the browser fetched the whole file (or never, for an endless stream).
         seen: set[str] = set()
+        folders: list[str] = []
+        looked = float("-inf")
         while not self._stop.wait(WATCH_S):
-            now = {path for root in self._roots()
-                   for path in glob.glob(os.path.join(glob.escape(root), "playwright-artifacts-*", "*.crdownload"))}
+            if time.monotonic() - looked >= FOLDERS_EVERY_S:
+                looked = time.monotonic()
+                folders = [folder for root in self._roots()
+                           for folder in glob.glob(os.path.join(glob.escape(root), "playwright-artifacts-*"))]
+            now = {os.path.join(folder, name) for folder in folders for name in _names(folder)
+                   if name.endswith(".crdownload")}
             if now - seen:
                 self._wake()
             seen = now
+
+
+def _names(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []  # removed with its browser
