@@ -40,8 +40,9 @@ from mcpbrowser.logs import log
 from mcpbrowser.session import playwright_internals
 from mcpbrowser.timers import now_ms
 
-# 50 ms: a stream on loopback writes about 5 MB in that time (measured: 4 unthrottled streams,
-# a 1 MB limit, peak on disk in tests/test_downloads.py); a check is a few stat() calls.
+# 20 ms: a stream on loopback writes a few MB in that time. Measured with a 1 MB limit, four
+# 40 MB streams at once peaked at 8-10 MB on disk with 50 ms, 2-9 MB with 20 ms (the rest is
+# the time the browser takes to tell of a download). A look is a few stat() calls.
 WATCH_S = 0.02
 # Three at once: a page that needs more files at once than that is rare, and each one
 # running shares the limit, so more would each get a smaller share.
@@ -143,6 +144,10 @@ class Downloads:
             return
         finally:
             self._flying.remove(flight)
+        if entry["status"] == "refused":  # _police cancelled it as it ended: the answer says refused, so it is
+            _unlink(part)
+            _drop(download)
+            return
         if size > self.limit:
             _unlink(part)
             self._refuse(download, entry, f"it is {size} bytes, over --max-download-mb {self.limit // 1048576}",
@@ -182,7 +187,11 @@ class Downloads:
         if not self._flying:
             self._ticking = False
             return
-        playwright_internals.run_coroutine(self._flying[0][1], self._police())
+        try:
+            playwright_internals.run_coroutine(self._flying[0][1], self._police())
+        except Exception:
+            self._ticking = False  # the session is closing; a later download starts the ticks again
+            raise
         self._later()
 
     async def _police(self) -> None:
