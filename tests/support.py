@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import queue
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -447,6 +448,19 @@ class RawServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def stored_text(db):
+    """What a history database holds, as text: {"rows": every row of every table, "pages": every page
+    snapshot decompressed (they are stored zlib-compressed, where the rows' text cannot show them)}."""
+    from mcpbrowser.core.store import unpack_snapshot
+
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        tables = [table for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        rows = "".join(repr(row) for table in tables for row in conn.execute(f"SELECT * FROM {table}"))
+        pages = "\n".join(unpack_snapshot(data, base).decode() for data, base in conn.execute(
+            "SELECT p.data, b.data FROM snapshots p LEFT JOIN snapshots b ON b.hash = p.base"))
+    return {"rows": rows, "pages": pages}
 
 
 def wait_for(predicate, seconds=5.0, step=0.05):

@@ -4,8 +4,6 @@ scripts/install_grid.sh installs what is missing; when it cannot, these tests sk
 say why in the summary. Nothing else in the suite needs a Grid.
 """
 
-import time
-
 import pytest
 from backends import Grid, grid_jar
 from support import wait_for
@@ -59,9 +57,17 @@ def test_the_domain_policy_holds_on_a_grid_browser(grid, pages, forbidden, make_
     redirected = client.error("navigate", sessionId=sid, url=pages.url(f"/redirect?to={to}/redirected"))
     assert redirected["errorCode"] == "DOMAIN_NOT_ALLOWED" and redirected["details"]["domain"] == FORBIDDEN_HOST
     client.tool("navigate", sessionId=sid, url=pages.url(f"/attack?to={to}"))
-    time.sleep(1.0)  # its iframe, image, script, fetch, XHR and WebSocket try now
+    # Its iframe, image, script, fetch, XHR and WebSocket try now: each is refused on its way.
+    tried = {"/iframe", "/img.png", "/script.js", "/fetch", "/xhr", "/ws"}
+
+    def blocked():
+        entries = client.tool("network_logs", sessionId=sid, urlContains=f"{FORBIDDEN_HOST}:{forbidden.server_port}/",
+                              limit=100, allPages=True)["entries"]
+        paths = {"/" + e["url"].split("/", 3)[3] for e in entries if e.get("blocked")}
+        return paths if paths >= tried else None
+
+    assert tried <= (wait_for(blocked, seconds=15) or set()), client.tool("network_logs", sessionId=sid, limit=100)
     assert forbidden.hits == []
-    assert client.tool("network_logs", sessionId=sid, urlContains=FORBIDDEN_HOST, limit=100)["entries"]
 
 
 def test_a_grid_as_hub_and_node(jar, tmp_path, pages, make_client):

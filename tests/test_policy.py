@@ -81,3 +81,15 @@ def test_link_local_and_metadata_addresses():
         assert is_metadata_address(address), address
     for address in ("127.0.0.1", "10.0.0.1", "100.100.100.201", "fd00::1", "93.184.216.34", "::1"):
         assert not is_metadata_address(address), address
+
+
+@pytest.mark.parametrize("host", ["badexample.com", "xexample.com", "evil-example.com", "example.com.evil.test",
+                                  "example.comm", "wwwexample.com", "example.co", "notexample.com."])
+def test_a_wildcard_does_not_match_a_look_alike_host(host):
+    """`*.example.com` is example.com's subdomains: a host that merely ends in its letters is another site."""
+    allowing, blocking = DomainPolicy(allowed=["*.example.com"]), DomainPolicy(blocked=["*.example.com"])
+    assert not allowing.allows(f"http://{host}/") and blocking.allows(f"http://{host}/")
+    # The twins that do belong to it, under the same policies.
+    for twin in ("shop.example.com", "a.b.example.com", "SHOP.Example.COM."):
+        assert allowing.allows(f"http://{twin}/") and not blocking.allows(f"http://{twin}/")
+    assert not DomainPolicy(session_allowed=["*.example.com"]).host_allowed(host)

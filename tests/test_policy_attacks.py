@@ -11,6 +11,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from support import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -216,12 +217,24 @@ def test_a_long_redirect_chain(guarded, attacker, forbidden):
     assert attacker.asked["/chain/0"] == 1 and forbidden.reached == 0
 
 
-@pytest.mark.parametrize("action", ["/to-method", "/post-308", "/post-303"])
-def test_redirects_that_depend_on_the_method(guarded, attacker, forbidden, action):
+def _blocked(c, sid, forbidden):
+    """The session's requests to the forbidden host that its network log shows refused by the domain policy."""
+    where = f"//{forbidden.host}:{forbidden.port}/"
+    entries = c.tool("network_logs", sessionId=sid, allPages=True, urlContains=where, limit=100)["entries"]
+    return [e for e in entries if e.get("blocked")]
+
+
+@pytest.mark.parametrize("action, method", [("/to-method", "POST"), ("/post-308", "POST"), ("/post-303", "GET")])
+def test_redirects_that_depend_on_the_method(guarded, attacker, forbidden, action, method):
     c, sid = guarded
     c.tool("navigate", sessionId=sid, url=attacker.url(f"/form-to{action}"))
     c.tool("click", sessionId=sid, selector="#go")
-    time.sleep(0.5)
+    # The attempt happened: the form was posted, and the redirect's request to the forbidden host
+    # (with the method the redirect asks for) was refused on its way, not left unsent.
+    blocked = wait_for(lambda: _blocked(c, sid, forbidden), seconds=10)
+    assert [(e["method"], e["url"]) for e in blocked] == [(method, forbidden.url(action if action != "/to-method"
+                                                                                 else "/method"))], blocked
+    assert attacker.asked[action] == 1 and (action != "/to-method" or attacker.asked["/method"] == 1), attacker.asked
     assert forbidden.reached == 0
 
 
@@ -236,7 +249,11 @@ def test_subresources_through_redirects(guarded, attacker, forbidden):
 def test_direct_routes_outside_plain_requests(guarded, attacker, forbidden):
     c, sid = guarded
     c.tool("navigate", sessionId=sid, url=attacker.url("/direct"))
-    time.sleep(1.5)
+    # Each route was tried and refused on its way (preconnect and dns-prefetch leave no request to show).
+    tried = {"/import.css", "/font.woff", "/bg.png", "/video.mp4", "/ws", "/wss", "/tls"}
+    blocked = wait_for(lambda: (lambda paths: paths if paths >= tried else None)(
+        {"/" + e["url"].split("/", 3)[3] for e in _blocked(c, sid, forbidden)}), seconds=10)
+    assert blocked == tried, _blocked(c, sid, forbidden)
     assert forbidden.reached == 0, forbidden.requests
 
 
@@ -266,6 +283,34 @@ def test_other_spellings_of_a_blocked_name(make_client, spelling):
         sid = c.tool("create_session")["sessionId"]
         _refused(c, sid, f"http://{spelling}:{target.port}/", host="localhost")
         assert target.reached == 0
+    finally:
+        target.close()
+
+
+def test_a_wildcard_does_not_let_a_look_alike_host_through_the_browser(make_client):
+    """`*.host` is host's subdomains; `localhost` only ends in its letters (as badexample.com does in
+    example.com's). Names other than localhost do not resolve here (the policy proxy resolves them,
+    not the browser), so the look-alike that would reach a server is localhost itself."""
+    target = Forbidden("127.0.0.1")  # what localhost resolves to: reached if the wildcard matched it
+    try:
+        c = make_client("--allowed-domains", "*.host,*.example.com,127.0.0.1")
+        sid = c.tool("create_session")["sessionId"]
+        _refused(c, sid, f"http://localhost:{target.port}/look-alike", host="localhost")
+        _refused(c, sid, f"http://badexample.com:{target.port}/", host="badexample.com")
+        assert target.reached == 0, target.requests
+        # Positive controls: the same server by an allowed name is reached, so 0 above means refused...
+        assert c.tool("navigate", sessionId=sid, url=target.url("/twin"))["title"] == "Forbidden"
+        assert "GET /twin HTTP/1.1" in target.requests
+        # ...and the wildcards' own subdomains pass the policy: the browser's requests for them go out
+        # and fail only because the names do not resolve here.
+        for twin in ("shop.host", "shop.example.com"):
+            err = c.error("navigate", sessionId=sid, url=f"http://{twin}:{target.port}/")
+            assert err["errorCode"] != "DOMAIN_NOT_ALLOWED", err
+        entries = c.tool("network_logs", sessionId=sid, allPages=True)["entries"]
+        tried = {e["url"].split("/")[2].split(":")[0]: e.get("blocked", False) for e in entries}
+        assert {host: tried.get(host) for host in ("shop.host", "shop.example.com")} == \
+            {"shop.host": False, "shop.example.com": False}, entries
+        assert tried.get("localhost", True) and tried.get("badexample.com", True), entries  # blocked, or never sent
     finally:
         target.close()
 

@@ -1,7 +1,6 @@
 """End to end: the domain allowlist on the network, schemes, elicitation, rate limits, redaction."""
 
 import json
-import sqlite3
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -9,7 +8,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from mcp import types
-from support import McpClient
+from support import McpClient, stored_text
 
 pytestmark = pytest.mark.e2e
 
@@ -171,15 +170,20 @@ def test_planted_secrets_appear_nowhere(tmp_path, pages):
         ref = call("type", sessionId=sid, selector="#secret-box", text="PLANTED-PASSWORD", secret=True)["refId"]
         call("get_content", ref_id=ref)
         call("console_logs", sessionId=sid)
+        # A page that shows what was typed in its own text: its snapshots keep it, and no answer here shows them.
+        call("navigate", sessionId=sid, url="data:text/html,<input id=box oninput=\"echo.textContent = "
+                                            "'typed ' + this.value\"><p id=echo></p>")
+        call("type", sessionId=sid, selector="#box", text="PLANTED-PASSWORD", secret=True)
         call("close_session", sessionId=sid)
         stderr = "\n".join(json.dumps(entry) for entry in c.server_log())
     finally:
         c.close()
-    with sqlite3.connect(db) as conn:
-        stored = "".join(repr(row) for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-                         for row in conn.execute(f"SELECT * FROM {table}"))
+    stored = stored_text(db)
+    # The search sees page text: a word of the page's body, in the snapshots decompressed.
+    assert "item 19" in stored["pages"] and "typed [REDACTED]" in stored["pages"]
     for secret in ("SECRET-TOKEN-123", "SECRET-KEY-456", "SECRET-COOKIE-789", "PLANTED-PASSWORD"):
-        for where, text in (("tool output", "".join(outputs)), ("stderr", stderr), ("database", stored)):
+        for where, text in (("tool output", "".join(outputs)), ("stderr", stderr), ("database", stored["rows"]),
+                            ("database's pages", stored["pages"])):
             assert secret not in text, f"{secret} leaked into the {where}"
     assert "[REDACTED]" in "".join(outputs)
 

@@ -7,6 +7,7 @@ ANY THREAD: every public method. The parts, each in its module, name their own t
 - warm_pool.py: where sessions come from (the warm pool, cold starts, resumes);
 - browser_supervisor.py: the shared browser's launch, watch and restarts;
 - watchdog.py: stuck commands; user_channel.py: the line to the person;
+- download_watch.py: wakes the sessions when the browser starts a download;
 - session_tools.py and content_tools.py: the tools that run on the core pool.
 Only plain data (dicts, str, bytes) and Futures cross between threads.
 """
@@ -21,6 +22,7 @@ from mcpbrowser import resources, tools
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser_supervisor import BrowserSupervisor
 from mcpbrowser.core.dispatch import Dispatcher
+from mcpbrowser.core.download_watch import DownloadWatch
 from mcpbrowser.core.file_keeper import FileKeeper
 from mcpbrowser.core.history import History
 from mcpbrowser.core.recorder import Recorder
@@ -39,6 +41,7 @@ from mcpbrowser.redaction import SecretBook
 from mcpbrowser.resources.hub import ResourceHub
 from mcpbrowser.resources.server_log import ServerLog
 from mcpbrowser.session.opener import SessionOpener
+from mcpbrowser.trace_scrub import artifact_roots
 
 SHUTDOWN_BUDGET_S = 5.0  # sessions get at most this long to close at shutdown, then the browser stops
 STOPPED_ANSWER_S = 2.0  # then what still ran gets this long to answer SERVER_STOPPING
@@ -90,6 +93,8 @@ class Browser:
                                   self._executor, self._opener, self.policy, timer_factory=timer_factory)
         self._watchdog = (Watchdog(self.registry, self.history, self._opener, self.warm_pool.options,
                                    self.supervisor.stopping) if config.watchdog_grace else None)
+        self._download_watch = (DownloadWatch(artifact_roots, self._wake_sessions, self.supervisor.stopping)
+                                if config.max_download_mb else None)
 
     # -- ANY THREAD: lifecycle -------------------------------------------------
 
@@ -115,6 +120,8 @@ class Browser:
         self.supervisor.start()
         if self._watchdog is not None:
             self._watchdog.start()
+        if self._download_watch is not None:
+            self._download_watch.start()
         self._refill()
         self._executor.submit(self._tidy_files)
         return self
@@ -248,6 +255,11 @@ class Browser:
         """SESSION THREAD: the opener's way to the shared browser, started on first use."""
         self.start()
         return self.supervisor.attach(worker)
+
+    def _wake_sessions(self) -> None:
+        """The download watch's (its thread): each open session dispatches what the browser sent, a download's start."""
+        for record in self.registry.records():
+            record.worker.submit(lambda state: state.flush_events())
 
     def _quiet_budget(self, session_id: str) -> tuple[Any, Any]:
         """The watchdog's budget for a session's idle garbage collection; its tag names no call (see watchdog)."""

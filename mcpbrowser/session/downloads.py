@@ -4,38 +4,65 @@ SESSION THREAD ONLY: Playwright dispatches `on_download` on the session's thread
 in a greenlet of its own, while a call is in progress; its `save_as` waits there
 for the browser to finish while the session's calls go on. A download therefore
 completes during some later Playwright call of the session (any call pumps the
-events), and `wait_for(download=true)` is the way to wait for one.
+events), and `wait_for(download=true)` is the way to wait for one. `_police` runs
+on the session's Playwright event loop (the session thread): as a task while a call
+pumps that loop, and as a queued command (`tick`) while the session is idle.
 
-The size limit holds twice: a download whose response announced a larger
-Content-Length (read from its request in the session's network ring, once per
-download, rather than from a handler on every response) is cancelled as it starts (the server sees the connection
-close); one that did not announce its size is checked when the browser has it,
-and deleted when it is too big. So a page can make the browser fetch at most
-one unannounced oversized file into Playwright's temporary folder, which goes
-with the download.
+The size limit (--max-download-mb) bounds the bytes of all the session's downloads
+on disk at once, not each download's after the fact:
+- a download whose response announced a larger Content-Length is cancelled as it
+  starts (the announcement is read from its request in the session's network ring,
+  which has it when the page navigated to the file; a link with `download` is fetched
+  by the browser itself, out of the page's sight, and is stopped as it streams);
+- no more than AT_ONCE downloads of a session run at once; one more is cancelled as it starts;
+- while downloads stream, the bytes of the browser's files and of our copies are summed
+  every WATCH_S, and when the sum passes the limit the largest download still streaming
+  is cancelled, so neither many downloads at once nor an endless stream get past it.
+Why the files on disk and not Chromium's download events (`Browser.downloadProgress`):
+those go only to the CDP session that enabled them, which is Playwright's own
+connection; ours would have to set the context's download behaviour again, over
+Playwright's. The files are where Playwright's artifact says they are; on a remote
+endpoint they are not on our disk, and there only the announced size and the size of
+the whole file hold (and the number at once).
 """
 
+import asyncio
 import mimetypes
 import os
 import re
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from mcpbrowser.errors import disk_fault
 from mcpbrowser.logs import log
+from mcpbrowser.session import playwright_internals
 from mcpbrowser.timers import now_ms
+
+# 20 ms: a stream on loopback writes a few MB in that time. Measured with a 1 MB limit, four
+# 40 MB streams at once peaked at 8-10 MB on disk with 50 ms, 2-9 MB with 20 ms (the rest is
+# the time the browser takes to tell of a download). A look is a few stat() calls.
+WATCH_S = 0.02
+# Three at once: a page that needs more files at once than that is rare, and each one
+# running shares the limit, so more would each get a smaller share.
+AT_ONCE = 3
 
 
 class Downloads:
     """The session's downloads as plain dicts, newest last, and which the agent has not heard of yet."""
 
     def __init__(self, session_id: str, directory: str, limit_mb: int, refused: Callable[[str], bool],
-                 request_for: Callable[[str], Any]) -> None:
+                 request_for: Callable[[str], Any], submit: Callable[[Callable], Any]) -> None:
         self.session_id, self.directory = session_id, directory
         self.limit = limit_mb * 1024 * 1024
         self._refused = refused       # refused(url) -> bool: the session's domain policy
         self._request_for = request_for  # request_for(url): its latest Request in the network ring, or None
+        self._submit = submit         # submit(fn): queue fn(state) for the session thread (the worker's)
+        # Downloads not yet whole and saved: [entry, download, the browser's file or None, our copy]
+        self._flying: list[list] = []
+        self._watch: Any = None       # the asyncio task that polices them while calls pump the loop
+        self._ticking = False         # a timer or a queued tick polices them while the session is idle
         self.entries: list[dict] = []
         self._told: dict[int, str] = {}  # entry index -> status the agent last heard
         self.waited = 0               # entries when wait_for(download) last returned
@@ -83,6 +110,8 @@ class Downloads:
             reason = "downloads are off (--max-download-mb 0)"
         elif announced is not None and announced > self.limit:
             reason = f"it is {announced} bytes, over --max-download-mb {self.limit // 1048576}"
+        elif len(self._flying) >= AT_ONCE:
+            reason = f"{len(self._flying)} downloads of the session were running, the most at once"
         if reason is not None:
             self._refuse(download, entry, reason)
             return
@@ -93,32 +122,111 @@ class Downloads:
         path = os.path.join(self.directory, name)
         part = partial(path)
         try:
+            source = playwright_internals.download_file(download)
+        except AttributeError:  # Playwright moved it: the whole file's size is checked, below
+            source = None
+        flight = [entry, download, source, part]
+        self._flying.append(flight)
+        self._start_watch(download)
+        try:
             download.save_as(part)
             os.chmod(part, 0o600)  # as every file the server writes: its owner's only
             size = os.path.getsize(part)
         except Exception as exc:  # cancelled, failed in the browser, or the session closed
             _unlink(part)
+            if entry["status"] == "refused":  # _police cancelled it, and said why
+                _drop(download)
+                return
             if disk_fault(path, exc) == "DISK_FULL":  # no partial file either way
                 entry.update(status="failed", errorCode="DISK_FULL", error="Not saved: the disk is full.")
             else:
                 entry.update(status="failed", error=str(exc).splitlines()[0][:200])
+            return
+        finally:
+            self._flying.remove(flight)
+        if entry["status"] == "refused":  # _police cancelled it as it ended: the answer says refused, so it is
+            _unlink(part)
+            _drop(download)
             return
         if size > self.limit:
             _unlink(part)
             self._refuse(download, entry, f"it is {size} bytes, over --max-download-mb {self.limit // 1048576}",
                          size=size)
             return
+        try:
+            download.delete()  # the browser's file, now that ours is whole (else it stays until the session closes)
+        except Exception:
+            pass  # it may be gone already
         os.replace(part, path)
         entry.update(status="saved", name=name, size=size, path=path)
         log.info("download saved", extra={"event": "download_saved", "session": self.session_id, "bytes": size})
 
+    # -- the limit while downloads stream --------------------------------------------------
+
+    def _start_watch(self, download: Any) -> None:
+        """Police the downloads in flight: a task on the session's loop, and ticks while the session is idle."""
+        if self._watch is None or self._watch.done():
+            self._watch = playwright_internals.event_loop(download.page).create_task(self._watching())
+        if not self._ticking:
+            self._ticking = True
+            self._later()
+
+    async def _watching(self) -> None:
+        while self._flying:
+            await self._police()
+            await asyncio.sleep(WATCH_S)
+
+    def _later(self) -> None:
+        """A timer that queues `tick` in WATCH_S (it touches nothing of Playwright's: it only queues)."""
+        timer = threading.Timer(WATCH_S, self._submit, args=(lambda state: self.tick(),))
+        timer.daemon = True
+        timer.start()
+
+    def tick(self) -> None:
+        """Police the downloads in flight between calls; again in WATCH_S while some are."""
+        if not self._flying:
+            self._ticking = False
+            return
+        try:
+            playwright_internals.run_coroutine(self._flying[0][1], self._police())
+        except Exception:
+            self._ticking = False  # the session is closing; a later download starts the ticks again
+            raise
+        self._later()
+
+    async def _police(self) -> None:
+        """Cancel the largest streaming download while the bytes of all those in flight pass the limit."""
+        flights = list(self._flying)  # it changes while a cancel is awaited
+        sizes = [(_size(source) + _size(source + ".crdownload") if source else 0) + _size(part)
+                 for _, _, source, part in flights]
+        total = sum(sizes)
+        while total > self.limit:
+            # A download whose file the browser has whole can no longer be cancelled (it is being
+            # copied); it counts, and the others make room for it.
+            streaming = [(size, i) for i, (size, flight) in enumerate(zip(sizes, flights, strict=True))
+                         if flight[0]["status"] == "downloading" and flight[2]
+                         and os.path.exists(flight[2] + ".crdownload")]
+            if not streaming:
+                return
+            size, i = max(streaming)
+            entry, download = flights[i][0], flights[i][1]
+            mb = self.limit // 1048576
+            reason = (f"it passed --max-download-mb {mb} as it streamed" if size > self.limit else
+                      f"the session's downloads running at once passed --max-download-mb {mb} together "
+                      f"({total} bytes)")
+            entry.update(status="refused", error=f"Refused: {reason}.", size=size)
+            log.warning("download refused", extra={"event": "download_refused", "session": self.session_id,
+                                                   "reason": reason})
+            total -= size
+            sizes[i] = 0
+            try:
+                await playwright_internals.cancel_download(download)
+            except Exception:
+                pass  # it ended meanwhile: its save_as hears why
+
     def _refuse(self, download: Any, entry: dict, reason: str, size: int | None = None) -> None:
         entry.update(status="refused", error=f"Refused: {reason}.", size=size)
-        for step in (download.cancel, download.delete):
-            try:
-                step()
-            except Exception:
-                pass  # it may have ended already
+        _drop(download)
         log.warning("download refused", extra={"event": "download_refused", "session": self.session_id,
                                                "reason": reason})
 
@@ -127,6 +235,22 @@ def partial(path: str) -> str:
     """Where a file is written before it is whole: beside it, named with the writing process's id, so
     that a later server removes what a killed one left (core/file_keeper.py) and nothing a live one writes."""
     return f"{path}.{os.getpid()}.part"
+
+
+def _drop(download: Any) -> None:
+    """Cancel a download and delete the browser's file of it."""
+    for step in (download.cancel, download.delete):
+        try:
+            step()
+        except Exception:
+            pass  # it may have ended already
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _unlink(path: str) -> None:

@@ -123,3 +123,17 @@ def on_main_frame_navigated(page, handler):
             handler(bool(event.get("newDocument")))
 
     emitter.on("navigated", navigated)
+
+
+def download_file(download):
+    """Where the browser writes a download (the file, `.crdownload` while it streams), or None.
+
+    The caller then cannot watch the download's bytes on disk: it holds it to its size
+    once the browser has it all, as before.
+    """
+    return download._impl_obj._artifact._initializer.get("absolutePath")
+
+
+def cancel_download(download):
+    """The coroutine that cancels a download (Browser.cancelDownload), to await on the session's loop."""
+    return download._impl_obj.cancel()
