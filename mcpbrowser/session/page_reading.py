@@ -55,7 +55,7 @@ def loaded_title(state):
     return page.title() if state.dialog is None else ""
 
 
-def element_count(state):
+def element_count(state, deadline_s=None):
     """How many elements the current page's document holds, or None when it cannot say (a dialog, a page
     that does not answer within the server's own INTERNAL_S, which is then probed as any such page, a
     page that is navigating).
@@ -64,13 +64,29 @@ def element_count(state):
     It tells a walk that will take seconds (an aria snapshot costs the page ~0.1 ms per element here)
     before the walk starts: a walk cannot be stopped once the page runs it.
     """
+    from mcpbrowser.session.state import TIMED_OUT
+
     page = state.page
+    # deadline_s: a count an answer waits for, given that long and no probe (NO_ANSWER when the page did
+    # not answer in time); else the server's own work's (state.background).
+    def read(target, name, /, **kwargs):
+        if deadline_s is None:
+            return state.background(page, target, name, **kwargs)
+        if not state.usable(page):
+            return None
+        found = state.act(target, name, deadline_s=deadline_s, **kwargs)
+        if found is TIMED_OUT:
+            raise _Busy
+        return found if isinstance(found, (dict, int)) else None
+
     try:
         if state.chromium:
-            answer = state.background(page, cdp_session(state, page), "send", method="Runtime.evaluate",
-                                      params={"expression": COUNT_ELEMENTS, "returnByValue": True})
+            answer = read(cdp_session(state, page), "send", method="Runtime.evaluate",
+                          params={"expression": COUNT_ELEMENTS, "returnByValue": True})
             return answer["result"].get("value") if answer and "exceptionDetails" not in answer else None
-        return state.background(page, page, "evaluate", expression=COUNT_ELEMENTS)
+        return read(page, "evaluate", expression=COUNT_ELEMENTS)
+    except _Busy:
+        return NO_ANSWER
     except Exception as exc:  # navigating, closed: the walk that follows says what it finds
         state.cdp_sessions.pop(page, None)
         log.debug("element count failed", extra={"session": state.session_id, "error": str(exc)})
@@ -78,6 +94,11 @@ def element_count(state):
 
 
 COUNT_ELEMENTS = "document.getElementsByTagName('*').length"
+NO_ANSWER = -1  # element_count's answer when the page did not answer within its deadline_s
+
+
+class _Busy(Exception):
+    """The page did not answer an element count within its deadline."""
 
 
 def cdp_session(state, page):

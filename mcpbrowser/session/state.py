@@ -53,6 +53,7 @@ TIMED_OUT = object()  # act() result: the page did not answer within the deadlin
 INTERNAL_S = 2.0
 PROBE_AFTER_S = 1.0
 PROBE_S = 1.0
+COUNT_BEFORE_ANSWER_S = 1.0  # an answer waits this long at most for the page's element count (snapshots.too_large)
 
 
 def _retrieve(task):
@@ -105,6 +106,7 @@ class SessionState:
         # Texts typed where no field could be looked at (stored withheld): a trace's parameters hide them too.
         self.withheld = set()
         self.call = None          # the Call running now, while a tool runs
+        self.elements_counted = None  # the page's element count, when this call's settle read it
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
         self.crashed = set()      # pages whose renderer died (replaced by a fresh page on the next call)
@@ -264,6 +266,7 @@ class SessionState:
         (a lost browser, a login timeout).
         """
         call.ran = True
+        self.elements_counted = None
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
             snapshots.mark_secret(self, args["text"])
         self._progress, self.call = call.progress, call
@@ -284,6 +287,13 @@ class SessionState:
         if call.capture and call.inline and "snapshot" not in result:
             call.snapshot = snapshots.capture_snapshot(self)
             result["snapshot"] = call.snapshot
+            call.capture = call.snapshot is not None
+        elif call.capture and call.snapshot is None and snapshots.too_large(self, self.elements_counted,
+                                                                             COUNT_BEFORE_ANSWER_S):
+            # Decided before the answer, whose meta.hasSnapshot says whether the capture after it runs: a
+            # settle's count costs nothing, another a round trip (~1 ms; a page too busy to answer it
+            # within COUNT_BEFORE_ANSWER_S is not captured either).
+            call.capture = False
         return call.annotate(result)
 
     def _dismissals_told(self, exc):
