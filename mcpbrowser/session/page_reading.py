@@ -42,10 +42,17 @@ def loaded_title(state):
     event, so it is current when a load has just finished. (A dialog that
     opens while the parser runs can hold that message back: then "".)
     Other browsers, or a CDP failure, fall back to page.title() ("" behind
-    a dialog).
+    a dialog). A call the history will capture the page after (snapshots.too_large)
+    reads the title with the page's element count instead, in one evaluation: the
+    count costs no round trip of its own.
     """
     page = state.page
     if state.chromium:
+        call = state.call
+        if call is not None and call.capture and not call.inline and call.snapshot is None and state.dialog is None:
+            title = _title_and_count(state, page)
+            if title is not None:
+                return title
         try:
             history = cdp_session(state, page).send("Page.getNavigationHistory")
             return history["entries"][history["currentIndex"]]["title"]
@@ -53,6 +60,28 @@ def loaded_title(state):
             state.cdp_sessions.pop(page, None)
             log.debug("title through CDP failed", extra={"session": state.session_id, "error": str(exc)})
     return page.title() if state.dialog is None else ""
+
+
+def _title_and_count(state, page):
+    """The title, with the element count that decides whether the history captures the page (left in
+    state.elements_counted: see snapshots.too_large) in the same round trip; None when the page did not
+    answer within COUNT_BEFORE_ANSWER_S (the count then NO_ANSWER) or the read failed."""
+    from mcpbrowser.session.state import COUNT_BEFORE_ANSWER_S, TIMED_OUT
+
+    try:
+        answer = state.act(cdp_session(state, page), "send", deadline_s=COUNT_BEFORE_ANSWER_S,
+                           method="Runtime.evaluate", params={"expression": TITLE_AND_COUNT, "returnByValue": True})
+    except Exception as exc:  # navigating again, closed: the title through the tab's record
+        state.cdp_sessions.pop(page, None)
+        log.debug("title and count failed", extra={"session": state.session_id, "error": str(exc)})
+        return None
+    if answer is TIMED_OUT:
+        state.elements_counted = NO_ANSWER
+        return None
+    if not isinstance(answer, dict) or "exceptionDetails" in answer:
+        return None
+    title, state.elements_counted = answer["result"]["value"]
+    return title
 
 
 def element_count(state, deadline_s=None):
@@ -94,6 +123,7 @@ def element_count(state, deadline_s=None):
 
 
 COUNT_ELEMENTS = "document.getElementsByTagName('*').length"
+TITLE_AND_COUNT = f"[document.title, {COUNT_ELEMENTS}]"
 NO_ANSWER = -1  # element_count's answer when the page did not answer within its deadline_s
 
 
