@@ -106,7 +106,7 @@ class SessionState:
         # Texts typed where no field could be looked at (stored withheld): a trace's parameters hide them too.
         self.withheld = set()
         self.call = None          # the Call running now, while a tool runs
-        self.elements_counted = None  # the page's element count, when this call's settle read it
+        self.elements_counted = None  # the page's element count, when this call's settle or title read had it
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
         self.crashed = set()      # pages whose renderer died (replaced by a fresh page on the next call)
@@ -290,9 +290,10 @@ class SessionState:
             call.capture = call.snapshot is not None
         elif call.capture and call.snapshot is None and snapshots.too_large(self, self.elements_counted,
                                                                              COUNT_BEFORE_ANSWER_S):
-            # Decided before the answer, whose meta.hasSnapshot says whether the capture after it runs: a
-            # settle's count costs nothing, another a round trip (~1 ms; a page too busy to answer it
-            # within COUNT_BEFORE_ANSWER_S is not captured either).
+            # Decided before the answer, whose meta.hasSnapshot says whether the capture after it runs. The
+            # count rides on the settle's evaluation or the title's read (page_reading.loaded_title); else
+            # it costs a round trip (~1 ms). A page too busy to answer it within COUNT_BEFORE_ANSWER_S is
+            # not captured either.
             call.capture = False
         return call.annotate(result)
 
