@@ -53,14 +53,28 @@ def client_view(record):
     return level, data
 
 
+def record_owner(record, owner_of):
+    """(whether a record is a client's, which client's): its `owner`, the caller's, when it names one (a
+    call with another client's session id is the caller's record), else the owner of the session it is
+    about (owner_of(session id)); (False, None) for the server's own records."""
+    owner = getattr(record, "owner", None)
+    if owner is not None:
+        return True, owner
+    session = getattr(record, "session", None)
+    return (True, owner_of(session)) if isinstance(session, str) else (False, None)
+
+
 def setup(level="info", stream=None):
     """Send the package's records to stderr as one JSON object per line."""
+    from pythonjsonlogger.core import RESERVED_ATTRS
     from pythonjsonlogger.json import JsonFormatter
 
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter(
         "%(asctime)s %(levelname)s %(name)s %(message)s %(threadName)s",
         rename_fields={"levelname": "level", "asctime": "time", "threadName": "thread"},
+        # A record's owner (record_owner) is for routing only: an anonymous HTTP client's is its Mcp-Session-Id.
+        reserved_attrs=[*RESERVED_ATTRS, "owner"],
     ))
     log.handlers[:] = [handler]
     log.setLevel(level.upper())

@@ -4,8 +4,14 @@ Any thread: pure functions. A page can set any title, put 100,000 characters in 
 (history.replaceState) or in an alert, and every answer would repeat them. The agent reads
 them shortened, with a marker saying how much is left out; the history keeps them whole
 (the MCP layer shortens its copy of the answer, not the call's result).
+
+A page can also write text that no JSON can carry: a lone UTF-16 surrogate ("\\uD800" in a
+script). Escaped on the wire, the official client refuses the whole line as invalid JSON (the
+call then waits for the client's timeout); as UTF-8 it cannot be encoded, and the history row
+of the call would be lost. `valid_text` replaces each with U+FFFD.
 """
 
+import re
 from typing import Any
 
 PAGE_STRING_CHARS = 200   # a URL, dialog text or file name as an answer shows it
@@ -18,6 +24,9 @@ LIMITS = {"title": TITLE_CHARS, "url": PAGE_STRING_CHARS, "defaultValue": PAGE_S
 # Not entered: what a tool returns on purpose, whole (log entries have their own caps; an
 # evaluation's value is the agent's own question).
 WHOLE = {"entries", "result"}
+REPLACEMENT = "\ufffd"
+# After json.loads a surrogate pair is one character: any surrogate code point left is a lone one.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def clip(text: str, limit: int = PAGE_STRING_CHARS) -> str:
@@ -42,3 +51,28 @@ def clip_answer(value: Any, keep: str | None = None) -> Any:
     if isinstance(value, list):
         return [clip_answer(item) for item in value]
     return value
+
+
+def valid_text(value: Any) -> Any:
+    """value with each lone surrogate in its strings (and keys) replaced by U+FFFD; value itself when it has none."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub(REPLACEMENT, value) if _LONE_SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        pairs = [(valid_text(k), valid_text(v)) for k, v in value.items()]
+        if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)
+    if isinstance(value, (list, tuple)):
+        items = [valid_text(item) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return type(value)(items)
+    return value
+
+
+def utf8(text: str) -> bytes:
+    """text as UTF-8, a lone surrogate in it as U+FFFD (where strict encoding would raise)."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub(REPLACEMENT, text).encode()

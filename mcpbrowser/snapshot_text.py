@@ -123,6 +123,12 @@ def _kept(node):
     return node.role in KEPT and (node.role not in ("region", "table", "grid") or node.named)
 
 
+# The line compact() puts where it left a section's entries out. No line of a snapshot reads so: a node's
+# line starts with its role.
+MORE = "- … {} more (query finds them)"
+MORE_LINE = re.compile(r"^ *- … \d+ more \(query finds them\)$", re.MULTILINE)
+
+
 def compact(text, per_section=SECTION_CONTROLS, per_section_form=SECTION_FORM_CONTROLS):
     """Headings, landmarks and controls with their refs; wrappers and prose collapsed away.
 
@@ -138,7 +144,7 @@ def compact(text, per_section=SECTION_CONTROLS, per_section_form=SECTION_FORM_CO
 
     def close_section():
         if section["more"]:
-            out.append("  " * section["depth"] + f"- … {section['more']} more (query finds them)")
+            out.append("  " * section["depth"] + MORE.format(section["more"]))
         section.update(shown=0, form=0, more=0)
 
     def walk(node, depth, in_rows=False):

@@ -42,8 +42,17 @@ done
 
 if [ -z "$tokens_given" ] && [ -e "$TOKEN_SECRET" ]; then
   if [ ! -r "$TOKEN_SECRET" ]; then
-    echo "mcpbrowser: error: $TOKEN_SECRET is not readable by uid $(id -u): make it readable" \
-         "(chmod 0444 on the host file, or the secret's mode/uid options)" >&2
+    # Not "make it readable by everyone": on the host, every user would then read every token.
+    cat >&2 <<EOF
+mcpbrowser: error: $TOKEN_SECRET is not readable by uid $(id -u), the container's user.
+Keep the file private and let only this user in, one of:
+  - a group no user of the host is in (8931 if \`getent group 8931\` shows none):
+    sudo chgrp 8931 tokens && chmod 0640 tokens,  then docker run --group-add 8931 ...
+  - a secret the engine hands to this user:  podman secret create mcpbrowser_tokens tokens,
+    then podman run --secret mcpbrowser_tokens,uid=$(id -u),mode=0400 ...
+    (a swarm service: --secret source=mcpbrowser_tokens,uid=$(id -u),mode=0400)
+Not a file everyone may read: every user of the host would read every token.
+EOF
     exit 2
   fi
   export MCPBROWSER_HTTP_TOKEN_FILE="$TOKEN_SECRET"

@@ -12,6 +12,10 @@ json_values = st.recursive(json_scalars, lambda inner: st.one_of(
     st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)), max_leaves=8)
 
 
+# Any text a page can write, lone UTF-16 surrogates included (hypothesis's text() never draws one).
+page_texts = st.lists(st.characters() | st.integers(0xD800, 0xDFFF).map(chr)).map("".join)
+
+
 def fresh_id():
     return str(uuid.uuid4())
 

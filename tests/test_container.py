@@ -173,6 +173,7 @@ def test_a_secret_or_a_volume_the_container_user_cannot_use_is_named(engine, tmp
     done = subprocess.run([*engine, "run", "--rm", *RUN_ARGS, "-v", f"{secret}:/run/secrets/mcpbrowser_tokens:ro",
                            IMAGE], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "/run/secrets/mcpbrowser_tokens is not readable" in done.stderr, done.stderr
+    assert "--group-add" in done.stderr and "chmod 0444" not in done.stderr, done.stderr  # a private way
     data = tmp_path / "data"
     data.mkdir(mode=0o755)  # owned by the test's user, not by the container's (uid 1000)
     done = subprocess.run([*engine, "run", "--rm", *RUN_ARGS, "-v", f"{data}:/data", IMAGE, "--stdio"],

@@ -81,8 +81,13 @@ def test_clients_at_once_each_with_their_own_sessions(server, pages):
         assert alice_again.tool("snapshot", sessionId=alice_sid)["title"] == "alice"
         for sid, client in ((alice_sid, alice), (bob_sid, bob)):
             client.tool("close_session", sessionId=sid)
-        heard = json.dumps([m.model_dump() for m in bob.log_messages])
-        assert bob_sid in heard and alice_sid not in heard
+        heard = [m.model_dump()["data"] for m in bob.log_messages]
+        assert bob_sid in json.dumps(heard)
+        # Alice's id reaches Bob only in the records of his own refused calls, which he named it in.
+        about_alice = [d for d in heard if alice_sid in json.dumps(d)]
+        assert {(d["tool"], d["outcome"]) for d in about_alice} == \
+            {(t, "SESSION_NOT_FOUND") for t in ("navigate", "snapshot", "close_session", "resume_session",
+                                                 "console_logs")}
     finally:
         for c in (alice, bob, alice_again):
             c.close()

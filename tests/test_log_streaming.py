@@ -222,3 +222,51 @@ def test_another_client_cannot_list_read_or_subscribe(http, pages):
     finally:
         for c in (alice, bob_old, bob_new):
             c.close()
+
+
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")  # the era whose records come this way
+def test_a_clients_server_log_holds_its_own_calls_and_counts_only_its_own_records(http, pages):
+    """Bob's calls with Alice's session id (refused, as if it did not exist) were written into Alice's server
+    log as records about her session, and Bob's cursor counted every client's records: it moved while only
+    Alice worked, so Bob could measure her activity (issue 49)."""
+    alice, _ = connect("http", "2025-11-25", http)  # her records come as notifications/message too
+    bob, _ = connect("http", "2026-07-28", http, token=BOB)
+    try:
+        alice.run("set_logging_level", "info")
+        sid = alice.tool("create_session", url=pages.url("/stream"))["sessionId"]
+        before = read(alice, "mcpbrowser://server/log")["cursor"]
+        bob_cursor = read(bob, "mcpbrowser://server/log")["cursor"]
+        tries = {"navigate": {"url": pages.url("/title/bob")}, "close_session": {}, "throttle": {"cpuRate": 2},
+                 "export_script": {}, "console_logs": {}, "snapshot": {}}
+        for name, extra in tries.items():
+            assert bob.error(name, sessionId=sid, **extra)["errorCode"] == "SESSION_NOT_FOUND"
+        # Bob's own log holds his attempts (the records were written), Alice's holds none of them.
+        bobs = [e["data"] for e in read(bob, f"mcpbrowser://server/log?after={bob_cursor}")["entries"]]
+        assert sorted(d["tool"] for d in bobs if d.get("outcome") == "SESSION_NOT_FOUND") == sorted(tries)
+        alices = read(alice, f"mcpbrowser://server/log?after={before}")
+        assert [e for e in alices["entries"] if e["data"].get("outcome") == "SESSION_NOT_FOUND"] == []
+        assert alices["cursor"] == before
+        assert [m for m in alice.log_messages if m.data.get("outcome") == "SESSION_NOT_FOUND"] == []
+        assert any(m.data.get("tool") == "create_session" for m in alice.log_messages)
+        with open(http.stderr.name) as f:  # the stderr log says each call, and not whose (an Mcp-Session-Id)
+            calls = [json.loads(line) for line in f if '"tool_call"' in line]
+        assert calls and not [c for c in calls if "owner" in c]
+
+        # Between two of Bob's own records, his cursor moves by one, however much Alice does.
+        bob_sid = bob.tool("create_session")["sessionId"]
+        bob_cursor = read(bob, "mcpbrowser://server/log")["cursor"]
+        alice_cursor = read(alice, "mcpbrowser://server/log")["cursor"]
+        for _ in range(5):
+            alice.tool("snapshot", sessionId=sid)
+        assert read(alice, "mcpbrowser://server/log")["cursor"] >= alice_cursor + 5
+        assert read(bob, f"mcpbrowser://server/log?after={bob_cursor}") == \
+            {"entries": [], "cursor": bob_cursor, "more": False, "next": f"mcpbrowser://server/log?after={bob_cursor}"}
+        bob.tool("console_logs", sessionId=bob_sid)
+        again = read(bob, f"mcpbrowser://server/log?after={bob_cursor}")
+        assert again["cursor"] == bob_cursor + 1
+        assert [(e["data"]["tool"], e["data"]["session"]) for e in again["entries"]] == [("console_logs", bob_sid)]
+        for client, session in ((alice, sid), (bob, bob_sid)):
+            client.tool("close_session", sessionId=session)
+    finally:
+        for c in (alice, bob):
+            c.close()

@@ -322,3 +322,60 @@ def test_a_failure_in_the_after_call_work_still_writes_the_calls_record(tmp_path
         assert answer["refId"] in recorded
     finally:
         core.close()
+
+
+def test_a_statement_that_raises_anything_is_skipped_and_the_writer_goes_on(tmp_path):
+    # A parameter the writer cannot take raised out of its loop and ended the writer thread: every
+    # later write was lost and every reader waited for a flush that never came (issue 49).
+    store = Store(str(tmp_path / "h.db"))
+    try:
+        store.write("INSERT INTO responses (ref_id, status, timestamp, snapshot_hash) VALUES ('bad', 'ok', 1, ?)",
+                    (Snapshot(None),))  # its text cannot be encoded: AttributeError, not a sqlite3.Error
+        store.write("INSERT INTO requests VALUES ('kept', 's', 'navigate', '{}', 1)")
+        assert store.flush(timeout=5)
+        assert store.fault is None
+        assert store.query("SELECT ref_id FROM requests") == [("kept",)]
+        assert store.query("SELECT ref_id FROM responses") == []
+    finally:
+        store.close()
+
+
+def test_a_lone_surrogate_in_a_row_is_stored_as_a_replacement_not_lost(tmp_path):
+    from mcpbrowser.core.history import History
+
+    store = Store(str(tmp_path / "h.db"))
+    try:
+        store.write("INSERT INTO requests VALUES ('r', 's', 'click', ?, 1)", ('{"selector":"x\ud800"}',), ref="r")
+        store.write("INSERT INTO responses (ref_id, status, timestamp, snapshot_hash) VALUES ('r', 'ok', 1, ?)",
+                    (Snapshot("- paragraph: x\udc00y\n", "s"),), ref="r")
+        store.write("INSERT INTO console_logs (ref_id, level, message, timestamp, location) VALUES "
+                    "('r', 'log', ?, 1, '')", ("before \ud800 after",), ref="r")
+        assert store.flush(timeout=5)
+        assert store.query("SELECT params FROM requests") == [('{"selector":"x\ufffd"}',)]
+        assert History(store).stored_page("r") == ("s", "- paragraph: x\ufffdy\n".encode())
+        assert store.query("SELECT message FROM console_logs") == [("before \ufffd after",)]
+    finally:
+        store.close()
+
+
+def test_a_call_whose_record_cannot_be_written_whole_still_gets_its_row(tmp_path, monkeypatch):
+    # The response row raised as it was built (a value JSON cannot hold): no row, and a reader of the
+    # refId waited 10 s for a record that would never come (issue 49).
+    from mcpbrowser.core.history import History
+
+    def broken(self, *args, **kwargs):
+        raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+
+    monkeypatch.setattr(History, "response", broken)
+    core = fake_core(db=str(tmp_path / "h.db"))
+    try:
+        core.start()
+        session = core.call("create_session")["sessionId"]
+        answer = core.call("navigate", {"sessionId": session, "url": "http://x.test/"})
+        started = time.monotonic()
+        core.recorder.wait_recorded(answer["refId"], timeout=5)
+        assert time.monotonic() - started < 2
+        rows = core.store.query("SELECT status, error_message FROM responses WHERE ref_id = ?", (answer["refId"],))
+        assert rows and rows[0][0] == "ok" and "UnicodeEncodeError" in rows[0][1]
+    finally:
+        core.close()

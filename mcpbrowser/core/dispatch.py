@@ -264,7 +264,9 @@ class Dispatcher:
             elif getattr(exc, "code", None) == "BROWSER_ERROR" and self.breaker.failed(call.tool):
                 log.warning("circuit breaker opened", extra={"event": "breaker_opened", "tool": call.tool,
                                                              "error": str(exc)[:200]})
+        # owner: the caller's record, wherever its session id points (logs.record_owner).
         log.info("tool call", extra={"event": "tool_call", "tool": call.tool, "session": call.session_id,
+                                     "owner": call.owner,
                                      "duration_ms": round((time.monotonic() - started) * 1000, 2),
                                      "outcome": outcome, **({"snapshot_reused": True} if call.snapshot_reused else {})})
         # A call that ran on its session thread is recorded there, after its capture;

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from mcpbrowser.core.store import HistoryUnavailable, Snapshot, dumps, unpack_snapshot
 from mcpbrowser.errors import BrowserServerError, not_stored
+from mcpbrowser.page_strings import utf8
 from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
 from mcpbrowser.schema import compact_json
 from mcpbrowser.sealing import is_legacy
@@ -167,7 +168,7 @@ class History:
             status, error = "ok", None
             value = {k: v for k, v in fut.result().items() if k != "image"}  # images are not kept
             value = scrub_value(value, secrets)
-            result = compact_json(value).encode()
+            result = utf8(compact_json(value))
             for path in files_named(value):
                 # The first answer that named it owns the row (a later listing, such as downloads', does not).
                 self.store.write("INSERT OR IGNORE INTO files (path, ref_id, session_id, created_at) "
@@ -183,6 +184,12 @@ class History:
             self.store.write("INSERT INTO console_logs (ref_id, level, message, timestamp, location) "
                              "VALUES (?, ?, ?, ?, ?)", (ref_id, entry["level"], entry["message"],
                                                         entry["timestamp"], entry["location"]), ref=ref_id)
+
+    def response_unrecorded(self, ref_id, fut, why):
+        """A finished call's response row without its result, snapshot or console: what could not be stored."""
+        status = "cancelled" if fut.cancelled() else "error" if fut.exception() is not None else "ok"
+        self.store.write("INSERT OR REPLACE INTO responses (ref_id, status, error_message, timestamp) "
+                         "VALUES (?, ?, ?, ?)", (ref_id, status, f"not recorded whole: {why}", now_ms()), ref=ref_id)
 
     # -- reading it back ---------------------------------------------------------
 

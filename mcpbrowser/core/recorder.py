@@ -12,6 +12,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from mcpbrowser.core.history import History
+from mcpbrowser.logs import log
 from mcpbrowser.session import page_reading, snapshots
 
 STORAGE_SAVE_INTERVAL_S = 5.0  # see save_storage
@@ -47,11 +48,19 @@ class Recorder:
             self._pending[call.ref_id] = call
 
     def response(self, call: Any, fut: Future) -> None:
-        self.history.response(call.ref_id, fut, call.snapshot, call.console or [],
-                              self.secrets_of(call.owner, call.session_id), call.session_id)
-        with self._lock:
-            self._pending.pop(call.ref_id, None)
-        call.recorded.set()
+        try:
+            self.history.response(call.ref_id, fut, call.snapshot, call.console or [],
+                                  self.secrets_of(call.owner, call.session_id), call.session_id)
+        except Exception as exc:
+            # The answer promised a record (meta.recorded), and a reader of its refId waits for it:
+            # a row that cannot be built whole is written without what it could not hold.
+            log.exception("a call's record could not be written whole", extra={
+                "event": "record_failed", "session": call.session_id, "refId": call.ref_id})
+            self.history.response_unrecorded(call.ref_id, fut, type(exc).__name__)
+        finally:
+            with self._lock:
+                self._pending.pop(call.ref_id, None)
+            call.recorded.set()
 
     def wait_recorded(self, ref_id: str, timeout: float = 10.0) -> None:
         """Block until the call's response row is queued (its snapshot may still be in capture)."""

@@ -24,6 +24,7 @@ from typing import Any
 
 from mcpbrowser.core import instances
 from mcpbrowser.logs import log
+from mcpbrowser.page_strings import valid_text
 from mcpbrowser.sealing import load_key, seal, unseal
 from mcpbrowser.timers import now_ms
 
@@ -395,12 +396,16 @@ class Store:
             conn.execute("BEGIN IMMEDIATE")
             for item in writes:
                 try:
-                    conn.execute(item.sql, self._params(conn, item.params))
+                    self._execute(conn, item)
                 except sqlite3.Error as exc:
                     if not statement_error(exc):
                         raise
                     # A statement that is itself wrong: one bad row must not lose the batch.
                     log.error("history write failed", extra={"event": "store_error", "error": str(exc)})
+                except Exception as exc:
+                    # Nor a parameter the database cannot take: raised out of here, it ended this
+                    # thread, and with it every later write and every reader's flush.
+                    log.error("history write failed", extra={"event": "store_error", "error": repr(exc)})
             if not writes:  # a probe: does a write go through now?
                 conn.execute("INSERT INTO schema_version (version) VALUES (0)")
                 conn.execute("DELETE FROM schema_version WHERE version = 0")
@@ -419,6 +424,13 @@ class Store:
             self.fault = None
         return True
 
+    def _execute(self, conn, item):
+        try:
+            conn.execute(item.sql, self._params(conn, item.params))
+        except UnicodeEncodeError:
+            # A lone surrogate in page text that reached us uncleaned: stored as U+FFFD, not lost.
+            conn.execute(item.sql, self._params(conn, valid_text(item.params)))
+
     def _params(self, conn, params):
         return tuple(self._snapshot(conn, p) if isinstance(p, Snapshot) else p for p in params)
 
@@ -430,7 +442,11 @@ class Store:
         half the room (never a change of a change, so a read needs two rows at most).
         """
         if snap.hash is None:
-            raw = snap.text.encode()
+            try:
+                raw = snap.text.encode()
+            except UnicodeEncodeError:  # as _execute: a lone surrogate is stored as U+FFFD
+                snap.text = valid_text(snap.text)
+                raw = snap.text.encode()
             snap.hash = hashlib.sha256(raw).hexdigest()
             if not conn.execute("SELECT 1 FROM snapshots WHERE hash = ?", (snap.hash,)).fetchone():
                 snap.whole = zlib.compress(raw, ZLIB_LEVEL)

@@ -1,9 +1,12 @@
 """The server's log records as a resource, `mcpbrowser://server/log`: on 2026-07-28, where the logging
 capability is deprecated (SEP-2577), what notifications/message carries on the handshake eras.
 
-A client reads the records about its own sessions (one that sees every session, stdio's, reads
-them all, the server's own included), shown as notifications/message shows them (logs.client_view),
-numbered in one sequence: `?after=N` gives the newer ones. The last RING records are kept.
+A client reads its own records (one that sees every session, stdio's, reads them all, the server's
+own included), shown as notifications/message shows them (logs.client_view): its own calls, and
+what happened in its own sessions (logs.record_owner: a call naming another client's session id is
+the caller's record, not that session owner's). Each client's records are numbered in a sequence
+of its own, so its cursor moves with its own records alone and tells it nothing of others' work
+(one that sees all counts all): `?after=N` gives the newer ones. The last RING records are kept.
 
 ANY THREAD: `emit` runs on whichever thread logs (the logger's filter has scrubbed the record of
 secrets already, logs.py); everything else takes the lock.
@@ -15,12 +18,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from mcpbrowser.logs import client_view
+from mcpbrowser.logs import client_view, record_owner
 from mcpbrowser.resources.base import SCHEME, parse_after
 
 URI = f"{SCHEME}://server/log"
 RING = 1000     # records kept, of every client
 OWNERS = 1000   # sessions whose owner is remembered after they closed (their last records name them)
+COUNTED = 10_000  # clients whose record count is kept (the least recent forgotten: an open server's come and go)
 
 
 class OwnerView:
@@ -41,24 +45,26 @@ class ServerLog(logging.Handler):
         super().__init__(logging.INFO)
         self._owner_of_open = owner_of_open  # the registry's, for open sessions: no database read here
         self._guard = threading.Lock()
-        # (number, whether it is about a session, that session's owner, the entry)
-        self._ring: deque[tuple[int, bool, str | None, dict[str, Any]]] = deque(maxlen=size)
+        # (number, whether it is a client's, that client, its number among that client's records, the entry)
+        self._ring: deque[tuple[int, bool, str | None, int, dict[str, Any]]] = deque(maxlen=size)
         self._total = 0
-        self._latest: dict[str | None, int] = {}   # owner -> the number of its newest record
+        self._counts: dict[str | None, int] = {}   # owner -> how many records it has had (least recent first)
         self._owners: dict[str, str | None] = {}    # session id -> its owner, remembered (oldest first)
         self._views: dict[str | None, OwnerView] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
-        session = getattr(record, "session", None)
-        owner = self._owner(session) if isinstance(session, str) else None
+        about, owner = record_owner(record, self._owner)
         level, data = client_view(record)
         entry = {"timestamp": int(record.created * 1000), "level": level, "logger": record.name, "data": data}
-        about = isinstance(session, str)
         with self._guard:
             self._total += 1
-            self._ring.append((self._total, about, owner, entry))
+            own = 0
             if about:
-                self._latest[owner] = self._total
+                own = self._counts.pop(owner, 0) + 1
+                self._counts[owner] = own
+                while len(self._counts) > COUNTED:
+                    del self._counts[next(iter(self._counts))]
+            self._ring.append((self._total, about, owner, own, entry))
             views = [v for o, v in self._views.items() if o is None or (about and o == owner)]
         for view in views:
             if view.on_log is not None:
@@ -77,14 +83,18 @@ class ServerLog(logging.Handler):
     def position(self, owner: str | None) -> int:
         """The number of the newest record this client may read."""
         with self._guard:
-            return self._total if owner is None else self._latest.get(owner, 0)
+            return self._total if owner is None else self._counts.get(owner, 0)
 
     def since(self, owner: str | None, after: int, limit: int) -> dict[str, Any]:
-        """A read: {entries, cursor, more} of the records this client may read, numbered after `after`."""
+        """A read: {entries, cursor, more} of the records this client may read, numbered after `after`
+        (in its own sequence)."""
         with self._guard:
-            picked = [(n, entry) for n, about, who, entry in self._ring
-                      if n > after and (owner is None or (about and who == owner))]
-            position = self._total if owner is None else self._latest.get(owner, 0)
+            if owner is None:
+                picked = [(n, entry) for n, _, _, _, entry in self._ring if n > after]
+            else:
+                picked = [(own, entry) for _, about, who, own, entry in self._ring
+                          if about and who == owner and own > after]
+            position = self._total if owner is None else self._counts.get(owner, 0)
         page = picked[:limit]
         cursor = page[-1][0] if page else max(min(after, position), 0)
         return {"entries": [entry for _, entry in page], "cursor": cursor, "more": len(picked) > limit}

@@ -42,10 +42,17 @@ def loaded_title(state):
     event, so it is current when a load has just finished. (A dialog that
     opens while the parser runs can hold that message back: then "".)
     Other browsers, or a CDP failure, fall back to page.title() ("" behind
-    a dialog).
+    a dialog). A call the history will capture the page after (snapshots.too_large)
+    reads the title with the page's element count instead, in one evaluation: the
+    count costs no round trip of its own.
     """
     page = state.page
     if state.chromium:
+        call = state.call
+        if call is not None and call.capture and not call.inline and call.snapshot is None and state.dialog is None:
+            title = _title_and_count(state, page)
+            if title is not None:
+                return title
         try:
             history = cdp_session(state, page).send("Page.getNavigationHistory")
             return history["entries"][history["currentIndex"]]["title"]
@@ -55,7 +62,29 @@ def loaded_title(state):
     return page.title() if state.dialog is None else ""
 
 
-def element_count(state):
+def _title_and_count(state, page):
+    """The title, with the element count that decides whether the history captures the page (left in
+    state.elements_counted: see snapshots.too_large) in the same round trip; None when the page did not
+    answer within COUNT_BEFORE_ANSWER_S (the count then NO_ANSWER) or the read failed."""
+    from mcpbrowser.session.state import COUNT_BEFORE_ANSWER_S, TIMED_OUT
+
+    try:
+        answer = state.act(cdp_session(state, page), "send", deadline_s=COUNT_BEFORE_ANSWER_S,
+                           method="Runtime.evaluate", params={"expression": TITLE_AND_COUNT, "returnByValue": True})
+    except Exception as exc:  # navigating again, closed: the title through the tab's record
+        state.cdp_sessions.pop(page, None)
+        log.debug("title and count failed", extra={"session": state.session_id, "error": str(exc)})
+        return None
+    if answer is TIMED_OUT:
+        state.elements_counted = NO_ANSWER
+        return None
+    if not isinstance(answer, dict) or "exceptionDetails" in answer:
+        return None
+    title, state.elements_counted = answer["result"]["value"]
+    return title
+
+
+def element_count(state, deadline_s=None):
     """How many elements the current page's document holds, or None when it cannot say (a dialog, a page
     that does not answer within the server's own INTERNAL_S, which is then probed as any such page, a
     page that is navigating).
@@ -64,13 +93,29 @@ def element_count(state):
     It tells a walk that will take seconds (an aria snapshot costs the page ~0.1 ms per element here)
     before the walk starts: a walk cannot be stopped once the page runs it.
     """
+    from mcpbrowser.session.state import TIMED_OUT
+
     page = state.page
+    # deadline_s: a count an answer waits for, given that long and no probe (NO_ANSWER when the page did
+    # not answer in time); else the server's own work's (state.background).
+    def read(target, name, /, **kwargs):
+        if deadline_s is None:
+            return state.background(page, target, name, **kwargs)
+        if not state.usable(page):
+            return None
+        found = state.act(target, name, deadline_s=deadline_s, **kwargs)
+        if found is TIMED_OUT:
+            raise _Busy
+        return found if isinstance(found, (dict, int)) else None
+
     try:
         if state.chromium:
-            answer = state.background(page, cdp_session(state, page), "send", method="Runtime.evaluate",
-                                      params={"expression": COUNT_ELEMENTS, "returnByValue": True})
+            answer = read(cdp_session(state, page), "send", method="Runtime.evaluate",
+                          params={"expression": COUNT_ELEMENTS, "returnByValue": True})
             return answer["result"].get("value") if answer and "exceptionDetails" not in answer else None
-        return state.background(page, page, "evaluate", expression=COUNT_ELEMENTS)
+        return read(page, "evaluate", expression=COUNT_ELEMENTS)
+    except _Busy:
+        return NO_ANSWER
     except Exception as exc:  # navigating, closed: the walk that follows says what it finds
         state.cdp_sessions.pop(page, None)
         log.debug("element count failed", extra={"session": state.session_id, "error": str(exc)})
@@ -78,6 +123,12 @@ def element_count(state):
 
 
 COUNT_ELEMENTS = "document.getElementsByTagName('*').length"
+TITLE_AND_COUNT = f"[document.title, {COUNT_ELEMENTS}]"
+NO_ANSWER = -1  # element_count's answer when the page did not answer within its deadline_s
+
+
+class _Busy(Exception):
+    """The page did not answer an element count within its deadline."""
 
 
 def cdp_session(state, page):

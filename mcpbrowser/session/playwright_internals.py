@@ -3,7 +3,7 @@
 Each function says what it needs from Playwright's internals and what the
 caller does when the name has moved (AttributeError or ImportError here).
 Called on the thread that owns the Playwright objects passed in: a session
-thread, except `hook_driver`, which any thread may call once.
+thread, except `hook_driver` and `hook_received`, which any thread may call once.
 """
 
 
@@ -67,6 +67,22 @@ def hook_driver(command_for_thread, env_for_thread):
         return {**original_env(), **(env_for_thread() or {})}
 
     transport.compute_driver_executable, transport.get_driver_env = driver_executable, driver_env
+
+
+def hook_received(transform):
+    """Pass every message Playwright's transports receive through transform(raw, parsed), which returns
+    the message Playwright then dispatches: the one door through which everything a page says enters.
+
+    Raises ImportError or AttributeError when Playwright moved the method.
+    """
+    from playwright._impl.transport import Transport
+
+    original = Transport.deserialize_message
+
+    def deserialize_message(self, data):
+        return transform(data, original(self, data))
+
+    Transport.deserialize_message = deserialize_message  # type: ignore[method-assign]
 
 
 def mark_as_remote(playwright):

@@ -126,9 +126,11 @@ INSTALL = r"""(() => {
 })()""".replace("CAP_MS", str(CAP_MS)).replace("LINGER_MS", str(LINGER_MS))
 
 SETTLE = f"([elapsed, quiet, cap]) => window.__mcpbSettle ? window.__mcpbSettle(elapsed, quiet, cap) : ({INSTALL}, -1)"
-# The same through CDP, answering [ms waited, document.title]: one round trip that also saves the title's own.
+# The same through CDP, answering [ms waited, document.title, elements]: one round trip that also saves the
+# title's own, and the element count that decides whether the history captures the page (snapshots.too_large).
 SETTLE_CDP = ("(window.__mcpbSettle ? window.__mcpbSettle(%d, %d, %d) : (" + INSTALL.replace("%", "%%")
-              + ", Promise.resolve(-1))).then((waited) => [waited, document.title])")
+              + ", Promise.resolve(-1))).then((waited) => [waited, document.title, "
+              + "document.getElementsByTagName('*').length])")
 
 
 def install(state):
@@ -142,7 +144,8 @@ def settle(state, elapsed_s, timeout_s):
     A dialog that opens meanwhile ends the wait (run_tool reports it); a page that
     navigates, closes or hangs ends it too. Returns the page's title when it settled
     (on Chromium, where the settle runs through the page's CDP session: one round trip
-    for both, 1 ms instead of 3 for a settle and a title read), else None.
+    for both, 1 ms instead of 3 for a settle and a title read), else None. On Chromium
+    it also leaves the page's element count in state.elements_counted.
     """
     from mcpbrowser.session.page_reading import cdp_session
     from mcpbrowser.session.state import INTERRUPTED, TIMED_OUT
@@ -159,7 +162,7 @@ def settle(state, elapsed_s, timeout_s):
                                        "awaitPromise": True, "returnByValue": True})
             if answer is INTERRUPTED or answer is TIMED_OUT or "exceptionDetails" in answer:
                 return None
-            waited, title = answer["result"]["value"]
+            waited, title, state.elements_counted = answer["result"]["value"]
         else:
             waited = state.act(state.page, "evaluate", deadline_s=deadline_s, expression=SETTLE,
                                arg=[since_ms, QUIET_MS, cap_ms])

@@ -29,9 +29,7 @@ def capture_snapshot(state):
         return None
     state.full_snapshot = None
     try:  # a dialog that opens meanwhile, or a page that hangs, ends the capture, not the session thread's wait
-        count = page_reading.element_count(state)
-        if count is not None and count > HUGE_ELEMENTS:
-            log.debug("snapshot capture skipped", extra={"session": state.session_id, "elements": count})
+        if too_large(state):
             return None
         text = state.background(state.page, page_root(state), "aria_snapshot", mode="ai", timeout=2000)
     except Exception as exc:
@@ -41,6 +39,17 @@ def capture_snapshot(state):
     if text is None:
         return None
     return took_whole_snapshot(state, text)
+
+
+def too_large(state, counted=None, deadline_s=None):
+    """Whether the history's capture skips the page: over HUGE_ELEMENTS (`counted`, a count just read, else
+    one read), or too busy to answer the count within deadline_s (a walk would wait as long, then run on).
+    A count that failed (a page navigating): False, the capture's own try decides."""
+    count = counted if counted is not None else page_reading.element_count(state, deadline_s)
+    if count is not None and (count > HUGE_ELEMENTS or count == page_reading.NO_ANSWER):
+        log.debug("snapshot capture skipped", extra={"session": state.session_id, "elements": count})
+        return True
+    return False
 
 
 def page_root(state):

@@ -53,6 +53,7 @@ TIMED_OUT = object()  # act() result: the page did not answer within the deadlin
 INTERNAL_S = 2.0
 PROBE_AFTER_S = 1.0
 PROBE_S = 1.0
+COUNT_BEFORE_ANSWER_S = 1.0  # an answer waits this long at most for the page's element count (snapshots.too_large)
 
 
 def _retrieve(task):
@@ -107,6 +108,7 @@ class SessionState:
         self.withheld = set()
         self.held = []            # what the running call holds as possibly secret (snapshots.hold)
         self.call = None          # the Call running now, while a tool runs
+        self.elements_counted = None  # the page's element count, when this call's settle or title read had it
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
         self.crashed = set()      # pages whose renderer died (replaced by a fresh page on the next call)
@@ -267,6 +269,7 @@ class SessionState:
         """
         call.ran = True
         self.events.hidden = ()  # a secret typed key by key in an earlier call: its late entries came by now
+        self.elements_counted = None
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
             snapshots.mark_secret(self, args["text"])
         self._progress, self.call = call.progress, call
@@ -289,6 +292,14 @@ class SessionState:
         if call.capture and call.inline and "snapshot" not in result:
             call.snapshot = snapshots.capture_snapshot(self)
             result["snapshot"] = call.snapshot
+            call.capture = call.snapshot is not None
+        elif call.capture and call.snapshot is None and snapshots.too_large(self, self.elements_counted,
+                                                                             COUNT_BEFORE_ANSWER_S):
+            # Decided before the answer, whose meta.hasSnapshot says whether the capture after it runs. The
+            # count rides on the settle's evaluation or the title's read (page_reading.loaded_title); else
+            # it costs a round trip (~1 ms). A page too busy to answer it within COUNT_BEFORE_ANSWER_S is
+            # not captured either.
+            call.capture = False
         return call.annotate(result)
 
     def _dismissals_told(self, exc):

@@ -162,7 +162,9 @@ def snapshot(state, args):
     shown, nodes, total = snapshot_text.first_nodes(whole, limit)
     if total > nodes:
         return {**result, "snapshot": shown, "nodes": nodes, "totalNodes": total, "truncated": True}
-    return {**result, "snapshot": shown, "truncated": False}
+    # A compact view that left a section's entries out is not the whole list either.
+    left_out = bool(args.get("compact") and snapshot_text.MORE_LINE.search(shown))
+    return {**result, "snapshot": shown, "truncated": left_out}
 
 
 def dom_snapshot(state, args):

@@ -24,7 +24,6 @@ queue; session threads and core pool threads `send` into those queues.
 """
 
 import hmac
-import json
 import queue
 import secrets
 import threading
@@ -104,7 +103,7 @@ class _Everyone:
 
 
 def _json_response(start_response, status, body, headers=()):
-    data = json.dumps(body, separators=(",", ":")).encode("ascii") if body is not None else b""
+    data = protocol.dumps(body) if body is not None else b""
     start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data))),
                             *headers])
     return [data]
@@ -507,7 +506,7 @@ class _EventStream:
 
 
 def _event(message):
-    return b"event: message\ndata: " + json.dumps(message, separators=(",", ":")).encode("ascii") + b"\n\n"
+    return b"event: message\ndata: " + protocol.dumps(message) + b"\n\n"
 
 
 def _header_mismatch(environ, msg):

@@ -39,7 +39,7 @@ from typing import Any
 
 from mcpbrowser import __version__
 from mcpbrowser.errors import BrowserError, BrowserServerError, InputRequired, as_server_error
-from mcpbrowser.logs import MCP_LEVELS, client_view, log
+from mcpbrowser.logs import MCP_LEVELS, client_view, log, record_owner
 from mcpbrowser.page_strings import clip_answer
 from mcpbrowser.schema import compact_json
 from mcpbrowser.transports import protocol
@@ -83,8 +83,8 @@ class ClientLogHandler(logging.Handler):
         if owner is not None:
             # One client of many (HTTP): only records about its own sessions. Others' would
             # tell it their session ids, pages and timings.
-            session = getattr(record, "session", None)
-            if session is None or self.connection.core.registry.owner_of(session) != owner:
+            about, whose = record_owner(record, self.connection.core.registry.owner_of)
+            if not about or whose != owner:
                 return
         level, data = client_view(record)
         self.connection.send(protocol.notification(

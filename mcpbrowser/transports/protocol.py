@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any, NamedTuple
 
+from mcpbrowser.page_strings import valid_text
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -174,10 +176,22 @@ def validated(model_name, params, request_id):
         raise ProtocolError(INVALID_PARAMS, f"Invalid params: {problems}", request_id) from None
 
 
+def dumps(message):
+    """A JSON-RPC message as the bytes every transport writes: ASCII JSON without a lone surrogate in it."""
+    text = json.dumps(message, separators=(",", ":"))
+    if "\\ud" in text:  # an escaped surrogate: of a pair (an emoji), or a lone one
+        # The last line of defence (page text is made valid as it arrives, session/attach.py): a lone
+        # surrogate escaped is still invalid JSON to the official client, which drops the whole answer
+        # and waits for its timeout. So it goes as U+FFFD, whatever string it hid in (a client's own too).
+        valid = valid_text(message)
+        if valid is not message:
+            text = json.dumps(valid, separators=(",", ":"))
+    return text.encode("ascii")
+
+
 def encode(message):
-    """One JSON-RPC message as a newline-terminated line. ASCII-only output, so any
-    string we echo back (a lone surrogate included) can always be written."""
-    return (json.dumps(message, separators=(",", ":")) + "\n").encode("ascii")
+    """One JSON-RPC message as a newline-terminated line."""
+    return dumps(message) + b"\n"
 
 
 def result(request_id, value):
