@@ -11,9 +11,9 @@ import time
 
 import pytest
 from fakes import fake_core
-from support import wait_for
 from hypothesis import given
 from hypothesis import strategies as st
+from support import wait_for
 
 from mcpbrowser.core import store as store_module
 from mcpbrowser.core import store_postgres

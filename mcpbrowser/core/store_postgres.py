@@ -147,6 +147,19 @@ class Connection:
 
     def execute(self, sql, params=()):
         """Run one statement: a cursor with fetchone, fetchall and rowcount. Raises StoreError."""
+        stale = self._conn is not None and not self.in_transaction
+        try:
+            return self._execute(sql, params)
+        except StoreError as exc:
+            # A connection idle across a database restart learns it is gone only now: open another
+            # and try once more (outside a transaction, the statement did not run).
+            if not (stale and exc.code == "HISTORY_UNREACHABLE"):
+                raise
+            self.close()
+            self._conn = None
+            return self._execute(sql, params)
+
+    def _execute(self, sql, params):
         self._ready()
         text = self._translate(sql)
         savepoint = self.in_transaction and not text.lstrip().upper().startswith(("COMMIT", "ROLLBACK"))
