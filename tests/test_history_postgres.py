@@ -7,11 +7,12 @@ its return resumes it; the URL's password is never in a log line, an answer or -
 
 import json
 import os
+import signal
 import subprocess
 import time
 
 import pytest
-from support import SERVER_CMD, HttpServer, McpClient, SdkClient
+from support import SERVER_CMD, HttpServer, McpClient, SdkClient, server_pid, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -137,3 +138,33 @@ def test_the_database_stopped_mid_run_pauses_recording_and_its_return_resumes_it
         assert recorded == (ref_id in kept_rows), ref_id
     assert '"store_fault"' in log and '"store_recovered"' in log and "127.0.0.1" in log  # the URL, shown
     assert postgres.password not in log
+
+
+def test_a_killed_servers_session_is_resumed_by_another_and_a_live_ones_is_not(postgres, pages):
+    url = postgres.new_database()
+    a = McpClient("--db", url)
+    a_pid = server_pid()
+    b = McpClient("--db", url)
+    try:
+        sa = a.tool("create_session")["sessionId"]
+        last = a.tool("navigate", sessionId=sa, url=pages.url("/login?user=ada"))
+        assert last["title"] == "Logged in as ada"
+        a.tool("get_content", ref_id=last["refId"])  # the after-call save has run
+        assert b.error("resume_session", sessionId=sa)["errorCode"] == "SESSION_IN_USE"
+        os.kill(a_pid, signal.SIGKILL)  # its connection, and with it its advisory lock, goes with it
+
+        def resume():
+            result = b.call("resume_session", {"sessionId": sa})
+            in_use = result.is_error and json.loads(result.content[0].text)["errorCode"] == "SESSION_IN_USE"
+            return None if in_use else result
+
+        result = wait_for(resume, 20, 0.2)
+        assert result is not None and not result.is_error, result
+        assert result.structured_content["url"] == pages.url("/whoami")
+        assert b.tool("navigate", sessionId=sa, url=pages.url("/whoami"))["title"] == "Logged in as ada"
+    finally:
+        b.close()
+        try:
+            a.close()
+        except Exception:
+            pass  # its server was killed
