@@ -120,6 +120,7 @@ def test_the_database_stopped_mid_run_pauses_recording_and_its_return_resumes_it
             lost = nav["refId"]
             assert c.tool("list_sessions")["sessions"]  # the calls themselves go on
             unread = c.error("get_content", ref_id=kept["refId"], reset_cursor=True)  # a read fails, and says so
+            assert unread["errorCode"] == "HISTORY_UNAVAILABLE" and unread["details"]["cause"] == "HISTORY_UNREACHABLE"
             assert "127.0.0.1" in unread["message"] and postgres.password not in json.dumps(unread)
         finally:
             postgres.start()

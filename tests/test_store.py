@@ -18,6 +18,7 @@ from support import wait_for
 from mcpbrowser.core import store as store_module
 from mcpbrowser.core import store_postgres
 from mcpbrowser.core.store import SCHEMA_VERSION, Store
+from mcpbrowser.errors import HistoryUnavailable
 from mcpbrowser.sealing import is_legacy, seal, unseal
 from mcpbrowser.timers import now_ms
 
@@ -198,9 +199,9 @@ def test_a_database_server_that_goes_away_pauses_recording_and_its_return_resume
             store.write(insert, ("lost",), ref="lost")
             store.write("INSERT INTO sessions (session_id, created_at, last_activity, state) "
                         "VALUES ('loose', 1, 1, 'active')")  # no answer depends on it: kept for the retry
-            with pytest.raises(store_module.StoreError) as raised:  # a reader is told, in the store's terms
+            with pytest.raises(HistoryUnavailable) as raised:  # a reader is told, as a tool's retryable error
                 store.query("SELECT 1")
-            assert raised.value.code == "HISTORY_UNREACHABLE"
+            assert raised.value.details["cause"] == "HISTORY_UNREACHABLE" and raised.value.retry_after_ms == 200
         finally:
             postgres.start()
         assert _recovered(store)

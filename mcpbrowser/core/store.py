@@ -329,7 +329,15 @@ class Store:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = self._connect()
-        return conn.execute(sql, params).fetchall()
+        try:
+            return conn.execute(sql, params).fetchall()
+        except StoreError as exc:  # PostgreSQL's: the database away, say. A tool answers it, retryable
+            if exc.statement:
+                raise
+            from mcpbrowser import errors
+
+            raise errors.HistoryUnavailable(f"The history cannot be read now: {FAULT_TEXT[exc.code]} ({self.label}).",
+                                            details={"cause": exc.code, "retryAfterMs": int(RETRY_S * 1000)}) from None
 
     def seal(self, data):
         return seal(self._key, data)
