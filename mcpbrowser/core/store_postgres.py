@@ -127,8 +127,9 @@ class Connection:
         self._conn = psycopg.connect(self.url, autocommit=True, **kwargs)
         if self.instance is not None:
             got = self._conn.execute("SELECT pg_try_advisory_lock(%s)", (instance_key(self.instance),)).fetchone()
-            if not got[0]:
-                raise RuntimeError("another server holds this server's instance lock")
+            if not got[0]:  # its old connection, cut off, is not yet gone on the server's side: later
+                self._conn.close()
+                raise RuntimeError("this server's instance lock is still held by its previous connection")
 
     def _ready(self):
         if self._conn is None or self._conn.closed:
