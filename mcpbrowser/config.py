@@ -70,6 +70,37 @@ def _optional_text(name, value):
     return str(value)
 
 
+def _database(name, value):
+    """--db: a file path (or sqlite:PATH), :memory:, or a postgresql:// URL (checked here: the extra installed)."""
+    if value is None or value == "":
+        return None
+    value = str(value)
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]+):", value)
+    if scheme and scheme.group(1).lower() == "sqlite":
+        path = value[len("sqlite:"):]
+        return path[2:] if path.startswith("//") else path  # sqlite:///abs/path, sqlite:relative/path
+    if scheme and scheme.group(1).lower() in ("postgresql", "postgres"):
+        from mcpbrowser.core.store_postgres import INSTALL, shown
+
+        parts = urlsplit(value)
+        if not value.lower().startswith(("postgresql://", "postgres://")):
+            raise ConfigError(f"{_flag(name)} must look like postgresql://user:password@host:port/database, "
+                              f"got {shown(value)!r}")
+        try:
+            parts.port  # noqa: B018  (a bad port raises)
+        except ValueError:
+            raise ConfigError(f"{_flag(name)} {shown(value)}: the port is not a number") from None
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise ConfigError(f"{_flag(name)} {shown(value)}: PostgreSQL needs psycopg: {INSTALL}") from None
+        return "postgresql" + value[value.index(":"):]
+    if scheme and value[len(scheme.group(0)):].startswith("//"):
+        raise ConfigError(f"{_flag(name)} must be a file path, sqlite:PATH or a postgresql:// URL, "
+                          f"got a {scheme.group(1)}:// URL")
+    return value
+
+
 def _text_list(name, value):
     """Comma-separated text (or a list from an embedder) into a tuple; "" means none."""
     if value is None:
@@ -368,9 +399,10 @@ class Config:
         "Longest JSON-RPC line accepted from the client; a longer one is answered with -32600 and "
         "discarded (requests here are small; this bounds memory under hostile input).")
     db: str = _option(
-        None, _optional_text,
-        "SQLite history of every call: a file path, or :memory: to keep nothing after exit "
-        "(default: history.db under the user's data directory).")
+        None, _database,
+        "History of every call: a SQLite file path (or sqlite:PATH), :memory: to keep nothing after exit, or "
+        "postgresql://user:password@host:port/database?sslmode=... for several servers on one history "
+        "(pip install 'mcpbrowser[postgres]') (default: history.db under the user's data directory).")
     retention_days: int = _option(
         0, _int_at_least(0),
         "Drop history, and files the server saved (screenshots, downloads, PDFs, traces), older than this "
@@ -574,6 +606,10 @@ class Config:
             out[name] = [{"url": e.shown(), "headers": [k + ": ***" for k, _ in e.headers], "capacity": e.capacity}
                          for e in getattr(self, name)]
         out["http_tokens"] = [t.split(":", 1)[0] + ":***" for t in self.http_tokens]
+        if self.db.startswith("postgresql://"):
+            from mcpbrowser.core.store_postgres import shown
+
+            out["db"] = shown(self.db)
         if self.selenium_capabilities:  # a cloud grid's credentials travel here (sauce:options, say)
             out["selenium_capabilities"] = dict.fromkeys(self.selenium_capabilities, "***")
         return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
@@ -635,7 +671,7 @@ class Config:
             return os.path.realpath(self.output_dir)
         from mcpbrowser.core.store import default_path
 
-        db = default_path() if self.db == ":memory:" else self.db
+        db = default_path() if self.db == ":memory:" or self.db.startswith("postgresql://") else self.db
         return os.path.join(os.path.dirname(os.path.realpath(db)), "files")
 
     def headers(self):

@@ -195,6 +195,12 @@ class BrowserUnavailable(BrowserFailure, Retryable):
     default_message = "The browser is down and is being restarted; retry later."
 
 
+class HistoryUnavailable(BrowserFailure, Retryable):
+    code = "HISTORY_UNAVAILABLE"
+    default_message = ("The history database cannot be read now (details.cause says why, details.retryAfterMs "
+                       "when to try again); the call's record is not lost.")
+
+
 class CommandTimeout(BrowserFailure):
     code = "COMMAND_TIMEOUT"
     default_message = "The command ran far past its timeout; the session's thread was replaced."
@@ -297,6 +303,7 @@ ALL_ERRORS = (
     PageUnresponsive,
     SessionLost,
     BrowserUnavailable,
+    HistoryUnavailable,
     CommandTimeout,
     CircuitOpen,
     ResourceExhausted,

@@ -60,3 +60,28 @@ def make_client():
     yield make
     for c in started:
         c.close()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL for the whole run (tests/postgres.py), stopped after; skipped only where it cannot be had."""
+    from postgres import Postgres, install
+
+    bin_dir, why = install()
+    if bin_dir is None:
+        pytest.skip(why)
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg is not installed: pip install 'mcpbrowser[postgres]'")
+    server = Postgres(bin_dir)
+    yield server
+    server.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_target(request, tmp_path):
+    """A history to open, on each backend: a SQLite file's path, or a PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "h.db")
+    return request.getfixturevalue("postgres").new_database()

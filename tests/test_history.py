@@ -199,7 +199,8 @@ def test_crash_keeps_committed_rows_and_restart_marks_sessions(pages, db):
         c.close()
 
 
-def test_cursors_survive_a_restart(pages, db):
+def test_cursors_survive_a_restart(pages, db_target):
+    db = db_target
     c = McpClient("--db", db)
     sid = c.tool("create_session")["sessionId"]
     ref = c.tool("navigate", sessionId=sid, url=pages.url("/counter?n=7"))["refId"]
@@ -213,7 +214,8 @@ def test_cursors_survive_a_restart(pages, db):
         c.close()
 
 
-def test_resume_after_restart_keeps_the_login(pages, db):
+def test_resume_after_restart_keeps_the_login(pages, db_target):
+    db = db_target
     c = McpClient("--db", db)
     sid = c.tool("create_session")["sessionId"]
     landed = c.tool("navigate", sessionId=sid, url=pages.url("/login?user=ada"))

@@ -1,25 +1,47 @@
-"""The history store on a real SQLite file: migrations, retention, size limit, sealing."""
+"""The history store on a real SQLite file and a real PostgreSQL: migrations, retention, size limit, sealing."""
 
+import contextlib
+import json
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
+import time
 
 import pytest
 from fakes import fake_core
 from hypothesis import given
 from hypothesis import strategies as st
+from support import wait_for
 
 from mcpbrowser.core import store as store_module
+from mcpbrowser.core import store_postgres
 from mcpbrowser.core.store import SCHEMA_VERSION, Store
+from mcpbrowser.errors import HistoryUnavailable
 from mcpbrowser.sealing import is_legacy, seal, unseal
 from mcpbrowser.timers import now_ms
 
 pytestmark = pytest.mark.unit
 
 
-def test_forward_migration_from_an_older_schema(tmp_path):
-    path = str(tmp_path / "old.db")
-    with sqlite3.connect(path) as conn:  # a database left by a release that had only version 1
+def raw(target):
+    """A connection to the history outside any Store, in the store's SQL (a person's, an older release's)."""
+    if store_postgres.is_url(target):
+        return contextlib.closing(store_postgres.Connection(target))
+    return contextlib.closing(sqlite3.connect(target, isolation_level=None))
+
+
+def tables(store):
+    if store.remote:
+        return {r[0] for r in store.query("SELECT table_name FROM information_schema.tables "
+                                          "WHERE table_schema = 'public'")}
+    return {r[0] for r in store.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def test_forward_migration_from_an_older_schema(db_target):
+    path = db_target
+    with raw(path) as conn:  # a database left by a release that had only version 1
         conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
         for statement in store_module.MIGRATIONS[1]:
             conn.execute(statement)
@@ -27,18 +49,17 @@ def test_forward_migration_from_an_older_schema(tmp_path):
         conn.execute("INSERT INTO requests VALUES ('keep', 's', 'navigate', '{}', 1)")
     s = Store(path)
     try:
-        tables = {r[0] for r in s.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert "session_state" in tables
+        assert tables(s) >= {"session_state", "snapshots", "files", "named_states", "diff_cursors"}
         assert s.query("SELECT MAX(version) FROM schema_version")[0][0] == SCHEMA_VERSION
         assert s.query("SELECT ref_id FROM requests") == [("keep",)]
     finally:
         s.close()
 
 
-def test_newer_schema_is_refused(tmp_path):
-    path = str(tmp_path / "new.db")
+def test_newer_schema_is_refused(db_target):
+    path = db_target
     Store(path).close()
-    with sqlite3.connect(path) as conn:
+    with raw(path) as conn:
         conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION + 1,))
     with pytest.raises(RuntimeError, match="upgrade mcpbrowser"):
         Store(path)
@@ -51,12 +72,12 @@ def _fill(path, count, age_days, size=200):
         ref = f"{age_days}-{i}"
         s.write("INSERT INTO requests VALUES (?, 's', 'navigate', '{}', ?)", (ref, at + i))
         s.write("INSERT INTO responses (ref_id, status, result, timestamp) VALUES (?, 'ok', ?, ?)",
-                (ref, b"x" * size, at + i))
+                (ref, os.urandom(size), at + i))  # as a page's bytes: PostgreSQL would compress repeats
     s.close()
 
 
-def test_retention_days_prunes_old_history_at_start(tmp_path):
-    path = str(tmp_path / "h.db")
+def test_retention_days_prunes_old_history_at_start(db_target):
+    path = db_target
     _fill(path, 5, age_days=10)
     _fill(path, 5, age_days=0)
     s = Store(path, retention_days=3)
@@ -84,12 +105,15 @@ def test_pruned_history_keeps_the_rows_of_files_still_on_disk(tmp_path):
         s.close()
 
 
-def test_db_max_mb_prunes_oldest_until_it_fits(tmp_path):
-    path = str(tmp_path / "h.db")
+def test_db_max_mb_prunes_oldest_until_it_fits(db_target):
+    path = db_target
     _fill(path, 400, age_days=1, size=8000)  # about 3 MB
+    with raw(path) as conn:
+        assert (conn.size_mb() if store_postgres.is_url(path) else Store._size_mb(conn)) > 3
     s = Store(path, max_mb=1)
     try:
-        assert Store._size_mb(sqlite3.connect(path)) <= 1
+        with raw(path) as conn:
+            assert (conn.size_mb() if store_postgres.is_url(path) else Store._size_mb(conn)) <= 1
         left = [r[0] for r in s.query("SELECT ref_id FROM requests ORDER BY timestamp")]
         assert left and left[-1] == "1-399"  # the newest survive
     finally:
@@ -163,3 +187,105 @@ def test_an_old_seal_is_sealed_again_on_first_read(tmp_path):
         assert core.history.saved_state("old-session")[0]["cookies"][0]["value"] == "s3cr3t"
     finally:
         core.close()
+
+
+def _recovered(store, seconds=60.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if store.flush(30) and store.fault is None:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_a_database_server_that_goes_away_pauses_recording_and_its_return_resumes_it(postgres, monkeypatch, caplog):
+    monkeypatch.setattr(store_module, "RETRY_S", 0.2)
+    url = postgres.new_database()
+    store = Store(url)
+    insert = "INSERT INTO requests VALUES (?, 's', 'navigate', '{}', 1)"
+    try:
+        store.write(insert, ("before",), ref="before")
+        assert store.flush() and store.fault is None and store.claim("before") is None
+        postgres.stop()
+        try:
+            store.write(insert, ("kept",), ref="kept")  # answered while recording still looked fine
+            assert not store.flush(30)  # the commit failed: nothing of it is taken for stored
+            fault = store.claim("lost")  # answered while the fault is known: told it is not recorded
+            assert fault["errorCode"] == "HISTORY_UNREACHABLE" and "Recording resumes" in fault["message"]
+            store.write(insert, ("lost",), ref="lost")
+            store.write("INSERT INTO sessions (session_id, created_at, last_activity, state) "
+                        "VALUES ('loose', 1, 1, 'active')")  # no answer depends on it: kept for the retry
+            with pytest.raises(HistoryUnavailable) as raised:  # a reader is told, as a tool's retryable error
+                store.query("SELECT 1")
+            assert raised.value.details["cause"] == "HISTORY_UNREACHABLE" and raised.value.retry_after_ms == 200
+        finally:
+            postgres.start()
+        assert _recovered(store)
+        assert {r for (r,) in store.query("SELECT ref_id FROM requests")} == {"before", "kept"}
+        assert store.query("SELECT session_id FROM sessions") == [("loose",)]
+    finally:
+        store.close()
+    events = [getattr(r, "event", None) for r in caplog.records]
+    assert events.count("store_fault") == 1 and events.count("store_recovered") == 1
+    said = " ".join(r.getMessage() + repr(r.__dict__) for r in caplog.records)
+    assert "127.0.0.1" in said and postgres.password not in said  # the URL is in the log, its password not
+
+
+HOLD = """
+import sys, time
+from mcpbrowser.core.history import History
+from mcpbrowser.core.store import Store
+store = Store(sys.argv[1])
+History(store).session_opened("theirs", 1, {})
+store.flush()
+print(store.instance, flush=True)
+time.sleep(600)
+"""
+
+
+def test_two_servers_on_one_database_never_close_each_others_live_sessions(postgres):
+    url = postgres.new_database()
+    other = subprocess.Popen([sys.executable, "-c", HOLD, url], stdout=subprocess.PIPE, text=True)
+    try:
+        instance = other.stdout.readline().strip()
+        assert len(instance) == 32
+        mine = Store(url)
+        try:
+            assert mine.restarted == 0 and mine.alive(instance)
+            assert mine.query("SELECT state FROM sessions WHERE session_id = 'theirs'") == [("active",)]
+            other.kill()  # kill -9: its connection ends, and with it its lock
+            other.wait(10)
+            assert wait_for(lambda: not mine.alive(instance), 20)
+        finally:
+            mine.close()
+        again = Store(url)  # the next start closes what the gone server left open
+        try:
+            assert again.restarted == 1
+            assert again.query("SELECT state, json_extract_path_text(metadata::json, 'closeReason') FROM sessions "
+                               "WHERE session_id = 'theirs'") == [("closed", "server_restart")]
+        finally:
+            again.close()
+    finally:
+        other.kill()
+        other.wait(10)
+
+
+def test_a_postgresql_url_is_checked_and_its_password_never_shown(postgres, monkeypatch, capsys):
+    from mcpbrowser.config import Config, ConfigError
+
+    url = postgres.url("nosuchdb")
+    config, _ = Config.load(["--db", url])
+    assert config.db == url and config.public()["db"] == url.replace(postgres.password, "***")
+    assert postgres.password not in json.dumps(config.public())
+    with pytest.raises(RuntimeError) as failed:  # the database does not exist: said, without the password
+        Store(url)
+    assert "nosuchdb" in str(failed.value) and postgres.password not in str(failed.value)
+    assert Config.load(["--db", "sqlite:///tmp/x.db"])[0].db == "/tmp/x.db"
+    with pytest.raises(ConfigError, match="MCPBROWSER_DB must be a file path, sqlite:PATH or a postgresql"):
+        Config.load([], environ={"MCPBROWSER_DB": "mysql://u:pw@h/db"})
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as where the extra is not installed
+    with pytest.raises(ConfigError) as missing:
+        Config.load(["--db", url])
+    text = str(missing.value)
+    assert text.startswith("--db postgresql://mcpbrowser:***@") and "pip install 'mcpbrowser[postgres]'" in text
+    assert postgres.password not in text

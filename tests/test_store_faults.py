@@ -6,6 +6,7 @@ order of faults, no call fails because of them, and what each answer said about 
 recording is what the database holds once the fault is gone.
 """
 
+import contextlib
 import os
 import sqlite3
 import time
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from strategies import store_fault_plans
 
 from mcpbrowser.core import store as store_module
+from mcpbrowser.core import store_postgres
 from mcpbrowser.core.store import Snapshot, Store
 from mcpbrowser.timers import now_ms
 
@@ -58,6 +60,24 @@ def faulty(monkeypatch):
     Faults.kind = None
     yield Faults
     Faults.kind = None
+
+
+def _raw(target):
+    """A connection to the history outside the Store, in the store's SQL."""
+    if store_postgres.is_url(target):
+        return contextlib.closing(store_postgres.Connection(target))
+    return contextlib.closing(sqlite3.connect(target, isolation_level=None))
+
+
+def _claim(target, instance):
+    """Another server's claim on the history, held until released."""
+    if store_postgres.is_url(target):
+        conn = store_postgres.Connection(target, instance)
+        conn.execute("SELECT 1")  # opens it, taking the instance's lock
+        return conn
+    from mcpbrowser.core import instances
+
+    return instances.claim(target, instance)
 
 
 def _recovered(store, seconds=10.0):
@@ -146,22 +166,24 @@ def test_a_fault_is_logged_once_and_its_recovery_once(faulty, tmp_path, caplog):
     assert events.count("store_fault") == 1 and events.count("store_recovered") == 1
 
 
-def test_a_wrong_statement_is_skipped_not_taken_for_a_fault(tmp_path):
-    store = Store(str(tmp_path / "h.db"))
+def test_a_wrong_statement_is_skipped_not_taken_for_a_fault(db_target):
+    store = Store(db_target)
     try:
+        store.write("INSERT INTO requests VALUES ('first', 's', 'navigate', '{}', 1)")
         store.write("INSERT INTO no_such_table VALUES (1)")
+        store.write("INSERT INTO requests VALUES ('first', 's', 'navigate', '{}', 1)")  # a constraint
         store.write("INSERT INTO requests VALUES ('kept', 's', 'navigate', '{}', 1)")
         store.flush()
         assert store.fault is None
-        assert store.query("SELECT ref_id FROM requests") == [("kept",)]
+        assert store.query("SELECT ref_id FROM requests ORDER BY ref_id") == [("first",), ("kept",)]
     finally:
         store.close()
 
 
-def test_a_snapshot_is_stored_once_compressed_and_reads_back(tmp_path):
+def test_a_snapshot_is_stored_once_compressed_and_reads_back(db_target):
     from mcpbrowser.core.history import History
 
-    store = Store(str(tmp_path / "h.db"))
+    store = Store(db_target)
     history = History(store)
     page = "- heading \"Docs\" [level=1]\n" + "".join(f"- link \"Section {i}\" [ref=e{i}]\n" for i in range(500))
     try:
@@ -196,15 +218,15 @@ def test_a_snapshot_written_inline_by_an_earlier_version_still_reads(tmp_path):
         store.close()
 
 
-def test_pruning_and_start_up_leave_a_live_servers_sessions_alone(tmp_path):
+def test_pruning_and_start_up_leave_a_live_servers_sessions_alone(db_target):
     from mcpbrowser.core import instances
     from mcpbrowser.timers import now_ms
 
-    path = str(tmp_path / "h.db")
+    path = db_target
     Store(path).close()
     old = now_ms() - 30 * 86_400_000
-    live = instances.claim(path, "a" * 32)  # another server, running (its lock is held)
-    with sqlite3.connect(path) as conn:
+    live = _claim(path, "a" * 32)  # another server, running (its lock is held)
+    with _raw(path) as conn:
         for session, instance in (("live", "a" * 32), ("gone", "b" * 32)):
             conn.execute("INSERT INTO sessions (session_id, created_at, last_activity, state, instance) "
                          "VALUES (?, ?, ?, 'active', ?)", (session, old, old, instance))
@@ -219,7 +241,7 @@ def test_pruning_and_start_up_leave_a_live_servers_sessions_alone(tmp_path):
         finally:
             store.close()
     finally:
-        instances.release(live)
+        live.close() if store_postgres.is_url(path) else instances.release(live)
     store = Store(path, retention_days=7)  # its server is gone now: its session closes and its calls go
     try:
         assert store.query("SELECT state FROM sessions WHERE session_id = 'live'") == [("closed",)]
@@ -259,10 +281,10 @@ def test_an_empty_key_file_left_by_an_interrupted_start_is_replaced(tmp_path):
     assert len(load_key(path)) == 32 and load_key(path) == load_key(path)
 
 
-def test_a_snapshot_after_a_small_change_is_stored_as_that_change_and_reads_back_exactly(tmp_path):
+def test_a_snapshot_after_a_small_change_is_stored_as_that_change_and_reads_back_exactly(db_target):
     from mcpbrowser.core.history import History
 
-    store = Store(str(tmp_path / "h.db"), retention_days=1)
+    store = Store(db_target, retention_days=1)
     history = History(store)
     page = "".join(f"- link \"Section {i} of the library\" [ref=e{i}]\n" for i in range(800))
     after = page.replace("Section 400 ", "Section 400 (hovered) ") + "- text: tail without newline"
@@ -276,7 +298,8 @@ def test_a_snapshot_after_a_small_change_is_stored_as_that_change_and_reads_back
         assert history.stored_page("nav")[1] == page.encode() and history.stored_page("click")[1] == after.encode()
         store.write("DELETE FROM responses WHERE ref_id = 'nav'")  # the base outlives its own call: a change needs it
         store.flush()
-        store._drop_before(sqlite3.connect(store.path, isolation_level=None), 0)  # orphans go, bases stay
+        with _raw(store.path) as conn:
+            store._drop_before(conn, 0)  # orphans go, bases stay
         assert history.stored_page("click")[1] == after.encode()
     finally:
         store.close()

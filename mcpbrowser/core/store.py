@@ -22,7 +22,8 @@ import zlib
 from concurrent.futures import Future
 from typing import Any
 
-from mcpbrowser.core import instances
+from mcpbrowser.core import instances, store_postgres
+from mcpbrowser.core.store_postgres import StoreError
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import valid_text
 from mcpbrowser.sealing import load_key, seal, unseal
@@ -118,9 +119,11 @@ FAULT_TEXT = {
     "HISTORY_IO_ERROR": "the history database cannot be written (an I/O error)",
     "HISTORY_READ_ONLY": "the history database is read-only",
     "HISTORY_BUSY": "another process holds the history database locked",
+    "HISTORY_UNREACHABLE": "the history database server cannot be reached",
     "HISTORY_ERROR": "the history database refused a write",
 }
 STATEMENT_CODES = {1, 12, 19, 20, 25}  # SQLITE_ERROR, NOTFOUND, CONSTRAINT, MISMATCH, RANGE
+DB_ERRORS = (sqlite3.Error, StoreError)  # what a backend's statement raises (PostgreSQL's are StoreErrors)
 RETRY_S = 2.0  # while writes fail, how often the writer tries again (the queue's wait)
 PENDING_MAX = 5000  # writes kept for a retry that no answer depended on (session rows, cursors); oldest go first
 DROPPED_MEMORY = 20_000  # refIds answered "not recorded" that the writer still skips
@@ -129,7 +132,9 @@ ZLIB_LEVEL = 6  # the docs walk (scripts/history_cost.py): 1 stores 23% more, 9 
 
 
 def fault_code(exc):
-    """The fault code of a sqlite3 error (DISK_FULL, HISTORY_BUSY, ...)."""
+    """The fault code of a sqlite3 error or a StoreError (DISK_FULL, HISTORY_BUSY, ...)."""
+    if isinstance(exc, StoreError):
+        return exc.code
     code = getattr(exc, "sqlite_errorcode", None)
     if code is None:
         return "HISTORY_ERROR"
@@ -137,7 +142,9 @@ def fault_code(exc):
 
 
 def statement_error(exc):
-    """Whether a sqlite3 error is the statement's own (wrong SQL, a constraint), not the database's."""
+    """Whether a sqlite3 error or a StoreError is the statement's own (wrong SQL, a constraint), not the database's."""
+    if isinstance(exc, StoreError):
+        return exc.statement
     code = getattr(exc, "sqlite_errorcode", None)
     return code is None or code & 0xFF in STATEMENT_CODES
 
@@ -202,6 +209,10 @@ class Store:
         self.instance = uuid.uuid4().hex  # this server process, as the sessions it opens record it
         self._lock_file = None
         self.path = path
+        # --db postgresql://…: the history on a database server (core/store_postgres.py); its URL is
+        # shown only as `label`, without its password.
+        self.remote = store_postgres.is_url(path)
+        self.label = store_postgres.shown(path) if self.remote else path
         self.retention_days = retention_days
         self.max_mb = max_mb
         self._local = threading.local()
@@ -219,15 +230,17 @@ class Store:
         # restart reads back). Once open, a full disk only pauses recording (see _write_loop).
         try:
             writer = self._open(path)
-        except (sqlite3.Error, OSError) as exc:
-            cause = FAULT_TEXT[fault_code(exc)] if isinstance(exc, sqlite3.Error) else exc.strerror or str(exc)
+        except (*DB_ERRORS, OSError) as exc:
+            cause = FAULT_TEXT[fault_code(exc)] if isinstance(exc, DB_ERRORS) else exc.strerror or str(exc)
+            if self.remote:
+                raise RuntimeError(f"the history database {self.label} cannot be opened: {cause} ({exc})") from None
             raise RuntimeError(f"the history database {path} cannot be opened: {cause} ({self._free_text()}); "
                                "free space there, or point --db elsewhere") from None
         self.restarted = 0
         try:
             self.restarted = self._close_orphans(writer)
             self._prune(writer)
-        except sqlite3.Error as exc:
+        except DB_ERRORS as exc:
             self._faulted(exc)
         if self.fault is None:
             self._commit(writer, [])  # a probe: a full disk is said now, not at the first call
@@ -237,6 +250,12 @@ class Store:
 
     def _open(self, path):
         """The writer's connection, on a database with the current schema."""
+        if self.remote:
+            # The sealing key stays on this machine, beside where the default history would be.
+            os.makedirs(os.path.dirname(default_path()), mode=0o700, exist_ok=True)
+            self._key = load_key(os.path.join(os.path.dirname(default_path()), "postgresql.key"))
+            self._registry = store_postgres.Registry(path)
+            return store_postgres.open_writer(path, self.instance, migrate)
         if path == ":memory:":
             # Several connections must see one in-memory database: a named shared cache.
             self._target, self._uri = f"file:mcpbrowser-{uuid.uuid4().hex}?mode=memory&cache=shared", True
@@ -259,12 +278,14 @@ class Store:
 
     def _connect(self):
         # Autocommit mode: the writer opens and commits its own batches explicitly.
+        if self.remote:
+            return store_postgres.Connection(self.path)
         conn = sqlite3.connect(self._target, uri=self._uri, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA busy_timeout = 5000")
         return conn
 
     def _free_text(self):
-        free = free_bytes(self.path) if self.path != ":memory:" else None
+        free = free_bytes(self.path) if self.path != ":memory:" and not self.remote else None
         return "free space unknown" if free is None else f"{free // 1024} KB free"
 
     # -- ANY THREAD ------------------------------------------------------------
@@ -309,7 +330,15 @@ class Store:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = self._connect()
-        return conn.execute(sql, params).fetchall()
+        try:
+            return conn.execute(sql, params).fetchall()
+        except StoreError as exc:  # PostgreSQL's: the database away, say. A tool answers it, retryable
+            if exc.statement:
+                raise
+            from mcpbrowser import errors
+
+            raise errors.HistoryUnavailable(f"The history cannot be read now: {FAULT_TEXT[exc.code]} ({self.label}).",
+                                            details={"cause": exc.code, "retryAfterMs": int(RETRY_S * 1000)}) from None
 
     def seal(self, data):
         return seal(self._key, data)
@@ -321,6 +350,8 @@ class Store:
         """Whether the server process that recorded `instance` still runs."""
         if instance == self.instance:
             return True
+        if self.remote:
+            return self._registry.alive(instance)
         return self._lock_file is not None and instances.alive(self.path, instance)
 
     def close(self):
@@ -382,7 +413,7 @@ class Store:
                 writes = 0
                 try:
                     self._prune(conn)
-                except sqlite3.Error as exc:
+                except DB_ERRORS as exc:
                     self._faulted(exc)
         if pending:
             log.error("history writes lost at shutdown", extra={
@@ -397,7 +428,7 @@ class Store:
             for item in writes:
                 try:
                     self._execute(conn, item)
-                except sqlite3.Error as exc:
+                except DB_ERRORS as exc:
                     if not statement_error(exc):
                         raise
                     # A statement that is itself wrong: one bad row must not lose the batch.
@@ -410,11 +441,11 @@ class Store:
                 conn.execute("INSERT INTO schema_version (version) VALUES (0)")
                 conn.execute("DELETE FROM schema_version WHERE version = 0")
             conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except DB_ERRORS as exc:
             if conn.in_transaction:
                 try:
                     conn.execute("ROLLBACK")
-                except sqlite3.Error:
+                except DB_ERRORS:
                     pass  # the transaction is gone with the failure
             self._faulted(exc)
             return False
@@ -481,14 +512,14 @@ class Store:
     def _faulted(self, exc):
         """Writes fail: log it once (with its cause and the free space), answer calls 'not recorded'."""
         code = fault_code(exc)
-        if code == "HISTORY_IO_ERROR" and (free_bytes(self.path) or 1 << 20) < 1 << 20:
+        if code == "HISTORY_IO_ERROR" and not self.remote and (free_bytes(self.path) or 1 << 20) < 1 << 20:
             code = "DISK_FULL"  # SQLite reports some writes on a full disk as a plain I/O error
         if self.fault is not None and self.fault["errorCode"] == code:
             return
         self.fault = {"errorCode": code, "message": f"{FAULT_TEXT[code]} ({self._free_text()}), so this call "
                       "was not recorded: its refId will not read back. Recording resumes by itself."}
         log.error("history writes fail; calls are answered but not recorded until they succeed again", extra={
-            "event": "store_fault", "code": code, "error": str(exc), "path": self.path, "free": self._free_text()})
+            "event": "store_fault", "code": code, "error": str(exc), "path": self.label, "free": self._free_text()})
 
     def _close_orphans(self, conn):
         """Close the sessions whose server is gone (all but those of live instances); how many."""
@@ -515,12 +546,13 @@ class Store:
             cutoff = now_ms() - self.retention_days * 86_400_000
             self._drop_before(conn, cutoff, kept)
         if self.max_mb and self.path != ":memory:":
-            while self._size_mb(conn) > self.max_mb:
+            while (conn.size_mb() if self.remote else self._size_mb(conn)) > self.max_mb:
                 row = conn.execute("SELECT timestamp FROM requests ORDER BY timestamp "
                                    "LIMIT 1 OFFSET (SELECT COUNT(*) / 10 FROM requests)").fetchone()
                 if row is None or not self._drop_before(conn, row[0] + 1, kept):
                     break
-                conn.execute("PRAGMA incremental_vacuum")
+                if not self.remote:  # PostgreSQL's autovacuum gives the room back
+                    conn.execute("PRAGMA incremental_vacuum")
 
     @staticmethod
     def _size_mb(conn):
