@@ -332,7 +332,8 @@ class Config:
         "for itself with the enable_tools tool.")
     max_download_mb: int = _option(
         100, _int_at_least(0),
-        "Largest download a page may save, in MB; bigger ones are refused and deleted. 0 refuses all downloads.")
+        "Largest download a page may save, in MB; bigger ones are refused and deleted. The limit holds for all "
+        "of a session's downloads at once, while they stream. 0 refuses all downloads.")
 
     cdp_endpoint: tuple = _option(
         (), _endpoints("cdp"),
