@@ -57,7 +57,8 @@ PAGES.update({
     # A click that opens 40 windows, and a button on the page that opened them.
     "/storm": """<!doctype html><title>Storm</title>
 <button id="storm" onclick="for (let i = 0; i < 40; i++) window.open('/title/W' + i)">Storm</button>
-<button id="after" onclick="document.title = 'Still here'">After</button>""",
+<button id="after" onclick="document.title = 'Still here'">After</button>
+<button id="spin" onclick="for (;;) {}">Spin</button>""",
 })
 
 
@@ -465,4 +466,18 @@ def test_a_popup_storm_leaves_a_usable_session(client, pages):
         started = time.monotonic()
         after = client.tool("click", sessionId=session, selector="#after")
         assert after["title"] == "Still here" and time.monotonic() - started < 3, after
+    client.tool("close_session", sessionId=session)
+
+
+def test_a_click_whose_own_handler_never_yields_is_done_once_and_named_within_its_timeout(client, pages):
+    # The click reaches the page, whose handler never ends: the click is done (not tried again, not
+    # "not clickable"), and the page is named unresponsive within the click's timeout and about a second.
+    session = client.tool("create_session", url=pages.url("/storm"))["sessionId"]
+    with Quiet(client, pages):
+        started = time.monotonic()
+        clicked = client.tool("click", sessionId=session, selector="#spin", timeout=4000)
+        assert time.monotonic() - started < 4 + 2.5, time.monotonic() - started
+        assert clicked["pageUnresponsive"] is True and clicked["message"].startswith("Clicked #spin"), clicked
+        assert client.error("click", sessionId=session, selector="#after")["errorCode"] == "PAGE_UNRESPONSIVE"
+        assert client.tool("navigate", sessionId=session, url=pages.url("/title/out"))["tabReplaced"] is True
     client.tool("close_session", sessionId=session)
