@@ -147,7 +147,10 @@ def _await_handler(state, timeout_ms):
     Trying the action again would click twice (80 windows; a form sent twice); calling it not clickable
     would make the agent click again.
     """
-    state.act(state.page, "evaluate", deadline_s=timeout_ms / 1000, expression="1")
+    try:
+        state.act(state.page, "evaluate", deadline_s=timeout_ms / 1000, expression="1")
+    except Exception as exc:  # the handler navigated or closed the page: the answer says where it went
+        log.debug("page left while its handler ran", extra={"session": state.session_id, "error": str(exc)})
 
 
 def _count(state, matches):
