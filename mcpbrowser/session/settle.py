@@ -30,7 +30,8 @@ link that opens a new window (`target=_blank` or a named one, a modifier key) an
 such a target, which the page did not cancel. The browser tells the server of the new tab a little after
 the action and its settle (its page event: tens of ms, more on a loaded machine), so the answer would miss
 it and a `tabs` call right after would not find it; when the settle counts some, the session waits until
-as many tabs opened, at most POPUP_WAIT_S. A plain action counts none and waits for nothing.
+as many tabs opened (while they keep coming, each within POPUP_WAIT_S of the last, and within the action's
+timeout). A plain action counts none and waits for nothing.
 """
 
 import time
@@ -40,7 +41,7 @@ from mcpbrowser.logs import log
 QUIET_MS = 100   # the DOM quiet this long after the action's timers and requests ended
 CAP_MS = 2000    # at most this long after the action: a page that never quiets down answers anyway
 LINGER_MS = 300  # at most this long after the action's last timer or request (or scroll) waiting for the quiet
-POPUP_WAIT_S = 2.0  # at most this long after the settle for the tabs the action asked for
+POPUP_WAIT_S = 2.0  # at most this long for the next of the tabs the action asked for (within its timeout)
 
 # Defines window.__mcpbSettle(elapsedMs, quietMs, capMs) -> Promise of [ms waited, windows the action asked
 # for]. Idempotent.
@@ -182,9 +183,8 @@ def settle(state, elapsed_s, timeout_s, tabs_before):
     from mcpbrowser.session.page_reading import cdp_session
     from mcpbrowser.session.state import INTERRUPTED, TIMED_OUT
 
+    # An action that used up its timeout is not waited for, but still asked (at once) what it opened.
     cap_ms = max(0, min(CAP_MS, int(timeout_s * 1000 - elapsed_s * 1000)))
-    if cap_ms == 0:
-        return None
     since_ms, deadline_s = int(elapsed_s * 1000) + 5, cap_ms / 1000 + 1.0
     try:
         if state.chromium:
@@ -206,17 +206,21 @@ def settle(state, elapsed_s, timeout_s, tabs_before):
         return None
     log.debug("settled", extra={"session": state.session_id, "waited": waited, "popups": popups})
     if popups:
-        _await_tabs(state, tabs_before + popups, min(POPUP_WAIT_S, max(0.0, timeout_s - elapsed_s)))
+        _await_tabs(state, tabs_before + popups, max(POPUP_WAIT_S, timeout_s - elapsed_s))
     return title
 
 
 def _await_tabs(state, count, wait_s):
-    """Until state.tabs_opened reaches count, a dialog opens or wait_s passed: the page events of the
-    popups an action asked for are dispatched while the session waits in the browser server."""
-    page, end = state.page, time.monotonic() + wait_s
+    """Until state.tabs_opened reaches count, a dialog opens, no tab came for POPUP_WAIT_S, or wait_s passed:
+    the page events of the popups an action asked for are dispatched while the session waits in the browser
+    server. (40 windows come one by one, seconds apart on a loaded machine: each resets the wait.)"""
+    page, now = state.page, time.monotonic()
+    end, quiet_end, seen = now + wait_s, now + POPUP_WAIT_S, state.tabs_opened
     try:
-        while state.tabs_opened < count and state.dialog is None and time.monotonic() < end:
+        while state.tabs_opened < count and state.dialog is None and time.monotonic() < min(end, quiet_end):
             page.wait_for_timeout(20)
+            if state.tabs_opened > seen:
+                seen, quiet_end = state.tabs_opened, time.monotonic() + POPUP_WAIT_S
     except Exception as exc:  # the page closed meanwhile
         log.debug("wait for popups ended", extra={"session": state.session_id, "error": str(exc)})
     if state.tabs_opened < count:  # a window.open the browser refused, a named window that existed already
