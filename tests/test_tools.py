@@ -117,6 +117,31 @@ def test_a_click_whose_page_answers_slowly_is_done_once_and_reported_done(client
     assert pages.hits.count("/slow?ms=1800&from=click-once") == 1
 
 
+def test_a_click_whose_handler_runs_long_is_done_once_and_reported_done(client, session, pages):
+    """The click's handler runs 1.5 s (past the 1 s find grace) before the page answers again: Playwright's
+    call log says the click was performed. It must not be clicked a second time, nor called not clickable."""
+    busy = ("<title>Busy</title><button id=b onclick=\"const end = Date.now() + 1500; while (Date.now() < end) {} "
+            "this.dataset.n = (+this.dataset.n || 0) + 1; document.title = 'clicked ' + this.dataset.n\">B</button>")
+    client.tool("navigate", sessionId=session, url="data:text/html," + busy)
+    clicked = client.tool("click", sessionId=session, selector="#b")
+    assert clicked["success"] is True and clicked["title"] == "clicked 1", clicked
+    assert "pageUnresponsive" not in clicked
+
+
+def test_a_click_that_opens_a_tab_says_so_and_tabs_finds_it_at_once(client, session, pages):
+    """A target=_blank link and window.open: each click's answer lists the new tab (its page event may come
+    after the click and the settle), so that a tabs select right after finds it; ten times each."""
+    client.tool("navigate", sessionId=session, url=pages.url("/popup"))
+    for round_ in range(10):
+        for selector, title in (("#open", "Popped"), ("#win", "Window")):
+            clicked = client.tool("click", sessionId=session, selector=selector)
+            assert clicked.get("newTabs") == 1 and "1 new tab" in clicked["message"], (round_, clicked)
+            shown = client.tool("tabs", sessionId=session, action="select", index=1)
+            assert shown["current"] == 1 and shown["tabs"][1]["url"].endswith("/title/" + title), (round_, shown)
+            closed = client.tool("tabs", sessionId=session, action="close")
+            assert len(closed["tabs"]) == 1 and closed["tabs"][0]["title"] == "Opener"
+
+
 def test_type_clear_false_appends_and_delay_types_keys(client, session, pages):
     client.tool("navigate", sessionId=session, url=pages.url("/form"))
     client.tool("type", sessionId=session, selector="#name", text="Ada")

@@ -24,15 +24,27 @@ the action, is not the action's, while the action's own chained timers are waite
 (a key, the wheel, a click that brought its target into view) waits until neither the
 scroll nor the DOM has moved for QUIET_MS: a virtualised list renders its rows then. Recurring timers
 (`setInterval`), animation frames and WebSocket messages are not waited for.
+
+Popups. The same script counts the windows the action asked for: `window.open` calls, and clicks on a
+link that opens a new window (`target=_blank` or a named one, a modifier key) and form submissions with
+such a target, which the page did not cancel. The browser tells the server of the new tab a little after
+the action and its settle (its page event: tens of ms, more on a loaded machine), so the answer would miss
+it and a `tabs` call right after would not find it; when the settle counts some, the session waits until
+as many tabs opened (while they keep coming, each within POPUP_WAIT_S of the last, and within the action's
+timeout). A plain action counts none and waits for nothing.
 """
+
+import time
 
 from mcpbrowser.logs import log
 
 QUIET_MS = 100   # the DOM quiet this long after the action's timers and requests ended
 CAP_MS = 2000    # at most this long after the action: a page that never quiets down answers anyway
 LINGER_MS = 300  # at most this long after the action's last timer or request (or scroll) waiting for the quiet
+POPUP_WAIT_S = 2.0  # at most this long for the next of the tabs the action asked for (within its timeout)
 
-# Defines window.__mcpbSettle(elapsedMs, quietMs, capMs) -> Promise of the ms waited. Idempotent.
+# Defines window.__mcpbSettle(elapsedMs, quietMs, capMs) -> Promise of [ms waited, windows the action asked
+# for]. Idempotent.
 INSTALL = r"""(() => {
   if (window.__mcpbSettle) return;
   try {
@@ -95,10 +107,31 @@ INSTALL = r"""(() => {
     addEventListener("wheel", scrolled, {capture: true, passive: true});
     addEventListener("keydown", (e) => { if (scrolls.has(e.key) && !editable(e.target)) scrolled(); },
                      {capture: true, passive: true});
+    // New windows asked for: window.open, and links and forms that target one (cancelled ones are not counted).
+    const opened = [];  // {at, event}
+    const asked = (event) => { opened.push({at: clock(), event}); if (opened.length > 100) opened.shift(); };
+    const open0 = window.open;
+    window.open = function () { asked(null); return Reflect.apply(open0, this, arguments); };
+    const elsewhere = (target) => !["", "_self", "_parent", "_top"].includes(String(target || "").toLowerCase());
+    const baseTarget = () => { const base = document.querySelector("base[target]"); return base ? base.target : ""; };
+    addEventListener("click", (e) => {
+      const a = e.composedPath().find((n) => n instanceof Element && n.matches("a[href],area[href]"));
+      if (!a || a.hasAttribute("download")) return;
+      if (elsewhere(a.target || baseTarget()) || e.ctrlKey || e.metaKey || e.shiftKey) asked(e);
+    }, {capture: true, passive: true});
+    addEventListener("submit", (e) => {
+      const via = e.submitter && e.submitter.getAttribute("formtarget");
+      if (elsewhere(via || e.target.target || baseTarget())) asked(e);
+    }, {capture: true, passive: true});
+    // Each is told once. The action's start is known here only as "elapsed ms before this settle was asked",
+    // later than it was by the time the question took to arrive (tens of ms on a loaded machine): those
+    // asked up to a second before it are the action's too.
+    const popups = (since) => opened.splice(0).filter((o) => o.at >= since - 1000
+                                                      && !(o.event && o.event.defaultPrevented)).length;
     new MutationObserver(() => { lastMutation = clock(); }).observe(document,
       {subtree: true, childList: true, attributes: true, characterData: true});
     Object.defineProperty(window, "__mcpbSettle", {value: (elapsed, quiet, capMs) => new Promise((resolve) => {
-      const asked = clock(), since = asked - elapsed;
+      const askedAt = clock(), since = askedAt - elapsed;
       const busy = (now) => {
         let started = false, lastEnded = -1;
         for (const job of pending) {
@@ -117,7 +150,7 @@ INSTALL = r"""(() => {
       };
       const check = () => {
         const now = clock();
-        if (!busy(now) || now - since >= capMs) resolve(Math.round(now - asked));
+        if (!busy(now) || now - since >= capMs) resolve([Math.round(now - askedAt), popups(since)]);
         else setT(check, 20);
       };
       check();
@@ -125,11 +158,13 @@ INSTALL = r"""(() => {
   } catch (e) { /* a page that locked these names down is not settled, only answered */ }
 })()""".replace("CAP_MS", str(CAP_MS)).replace("LINGER_MS", str(LINGER_MS))
 
-SETTLE = f"([elapsed, quiet, cap]) => window.__mcpbSettle ? window.__mcpbSettle(elapsed, quiet, cap) : ({INSTALL}, -1)"
-# The same through CDP, answering [ms waited, document.title, elements]: one round trip that also saves the
-# title's own, and the element count that decides whether the history captures the page (snapshots.too_large).
+SETTLE = ("([elapsed, quiet, cap]) => window.__mcpbSettle ? window.__mcpbSettle(elapsed, quiet, cap) : "
+          f"({INSTALL}, [-1, 0])")
+# The same through CDP, answering [ms waited, windows asked for, document.title, elements]: one round trip that
+# also saves the title's own, and the element count that decides whether the history captures the page
+# (snapshots.too_large).
 SETTLE_CDP = ("(window.__mcpbSettle ? window.__mcpbSettle(%d, %d, %d) : (" + INSTALL.replace("%", "%%")
-              + ", Promise.resolve(-1))).then((waited) => [waited, document.title, "
+              + ", Promise.resolve([-1, 0]))).then((settled) => [...settled, document.title, "
               + "document.getElementsByTagName('*').length])")
 
 
@@ -138,8 +173,9 @@ def install(state):
     state.context.add_init_script(script=INSTALL)
 
 
-def settle(state, elapsed_s, timeout_s):
-    """Wait for the current page to settle after an action that started elapsed_s ago (see the module's rule).
+def settle(state, elapsed_s, timeout_s, tabs_before):
+    """Wait for the current page to settle after an action that started elapsed_s ago (see the module's rule),
+    then for the tabs it asked for to open (tabs_before: state.tabs_opened as it started).
 
     A dialog that opens meanwhile ends the wait (run_tool reports it); a page that
     navigates, closes or hangs ends it too. Returns the page's title when it settled
@@ -150,9 +186,8 @@ def settle(state, elapsed_s, timeout_s):
     from mcpbrowser.session.page_reading import cdp_session
     from mcpbrowser.session.state import INTERRUPTED, TIMED_OUT
 
+    # An action that used up its timeout is not waited for, but still asked (at once) what it opened.
     cap_ms = max(0, min(CAP_MS, int(timeout_s * 1000 - elapsed_s * 1000)))
-    if cap_ms == 0:
-        return None
     since_ms, deadline_s = int(elapsed_s * 1000) + 5, cap_ms / 1000 + 1.0
     try:
         if state.chromium:
@@ -162,13 +197,34 @@ def settle(state, elapsed_s, timeout_s):
                                        "awaitPromise": True, "returnByValue": True})
             if answer is INTERRUPTED or answer is TIMED_OUT or "exceptionDetails" in answer:
                 return None
-            waited, title, state.elements_counted = answer["result"]["value"]
+            waited, popups, title, state.elements_counted = answer["result"]["value"]
         else:
-            waited = state.act(state.page, "evaluate", deadline_s=deadline_s, expression=SETTLE,
-                               arg=[since_ms, QUIET_MS, cap_ms])
-            title = None
+            settled = state.act(state.page, "evaluate", deadline_s=deadline_s, expression=SETTLE,
+                                arg=[since_ms, QUIET_MS, cap_ms])
+            if settled is INTERRUPTED or settled is TIMED_OUT:
+                return None
+            (waited, popups), title = settled, None
     except Exception as exc:  # it navigated or closed meanwhile: the caller reports where it is
         log.debug("settle ended by the page", extra={"session": state.session_id, "error": str(exc)})
         return None
-    log.debug("settled", extra={"session": state.session_id, "waited": waited})
+    log.debug("settled", extra={"session": state.session_id, "waited": waited, "popups": popups})
+    if popups:
+        _await_tabs(state, tabs_before + popups, max(POPUP_WAIT_S, timeout_s - elapsed_s))
     return title
+
+
+def _await_tabs(state, count, wait_s):
+    """Until state.tabs_opened reaches count, a dialog opens, no tab came for POPUP_WAIT_S, or wait_s passed:
+    the page events of the popups an action asked for are dispatched while the session waits in the browser
+    server. (40 windows come one by one, seconds apart on a loaded machine: each resets the wait.)"""
+    page, now = state.page, time.monotonic()
+    end, quiet_end, seen = now + wait_s, now + POPUP_WAIT_S, state.tabs_opened
+    try:
+        while state.tabs_opened < count and state.dialog is None and time.monotonic() < min(end, quiet_end):
+            page.wait_for_timeout(20)
+            if state.tabs_opened > seen:
+                seen, quiet_end = state.tabs_opened, time.monotonic() + POPUP_WAIT_S
+    except Exception as exc:  # the page closed meanwhile
+        log.debug("wait for popups ended", extra={"session": state.session_id, "error": str(exc)})
+    if state.tabs_opened < count:  # a window.open the browser refused, a named window that existed already
+        log.debug("popups not all opened", extra={"session": state.session_id, "missing": count - state.tabs_opened})

@@ -186,7 +186,7 @@ class SessionState:
         if tool.page_tool and not tool.leaves_page and self.page in self.unresponsive and not self.responsive():
             raise self.unresponsive_error()
         dialog_before, page_before, navigations_before = self.dialog, self.page, self.navigations
-        url_changes_before = self.url_changes
+        url_changes_before, tabs_before = self.url_changes, self.tabs_opened
         started = time.monotonic()
         try:
             result = tool.handler(self, args)
@@ -208,7 +208,7 @@ class SessionState:
                 result["message"] += ("; the page has not answered since (a script of its own keeps it busy): "
                                       "navigate elsewhere")
         elif stayed and self.navigations == navigations_before:
-            title = settle.settle(self, time.monotonic() - started, self.config.action_timeout / 1000)
+            title = settle.settle(self, time.monotonic() - started, self.config.action_timeout / 1000, tabs_before)
         if tool.changes_page:
             navigated = self.page is not page_before or self.navigations != navigations_before
             if "url" not in result:
@@ -227,7 +227,8 @@ class SessionState:
             result["newTabs"] = self.tabs_opened - self._tabs_reported
             self._tabs_reported = self.tabs_opened
             if "message" in result:
-                result["message"] += "; the page opened a new tab: see tabs"
+                count = result["newTabs"]
+                result["message"] += f"; the page opened {count} new tab{'s' if count > 1 else ''}: see tabs"
         if self.replaced_tab:
             self.replaced_tab = False
             result["tabReplaced"] = True

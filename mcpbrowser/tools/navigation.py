@@ -10,6 +10,7 @@ from mcpbrowser.session import page_reading, throttling
 from mcpbrowser.session.state import INTERRUPTED, TIMED_OUT
 from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, page_result, session_schema
 
+TABS_LISTED = 10  # a list shows the first tabs and the current one; "more" counts the rest
 HOLD_CHECK_S = 2.0  # a load still going after this long asks its page whether it answers, and again after as long
 
 
@@ -139,13 +140,23 @@ def tabs(state, args):
             state.pages[state.pages.index(state.page) if index is None else index].close()
             if state.page is None:
                 state._open_blank_tab()
-    # A title is read by a script in the page: none behind a dialog, or from a page that hangs.
-    listing = [{"index": i, "url": page.url,
-                "title": page.title() if state.dialog is None and state.usable(page) else "",
-                "current": page is state.page} for i, page in enumerate(state.pages)]
+    # A page that opened 40 windows must not cost the agent 40 titles: the first TABS_LISTED tabs and the
+    # current one are listed, the rest counted. A title is read by a script in the page: none behind a
+    # dialog, and within the server's own deadline (a popup whose script never yields is then known to hang).
+    current = state.pages.index(state.page)
+    shown = [i for i in range(len(state.pages)) if i < TABS_LISTED or i == current]
+    listing = [{"index": i, "url": state.pages[i].url, "title": _title(state, state.pages[i]),
+                "current": i == current} for i in shown]
     if state.dialog is None and state.usable():
-        state.remember_page(state.page.title())
-    return {"tabs": listing, "current": state.pages.index(state.page)}
+        state.remember_page(listing[shown.index(current)]["title"])
+    more = len(state.pages) - len(shown)
+    return {"tabs": listing, "current": current, **({"more": more} if more else {})}
+
+
+def _title(state, page):
+    """A tab's title for the listing: "" behind a dialog, or when its page does not answer in time."""
+    title = state.background(page, page, "title")
+    return title if isinstance(title, str) else ""
 
 
 def wait_for(state, args):
@@ -317,7 +328,7 @@ TOOLS = [
     SessionTool(
         name="tabs",
         title="List, select or close tabs",
-        description="List, select (make current) or close the session's tabs, popups included.",
+        description="List (the first 10), select (make current) or close the session's tabs, popups included.",
         input_schema=session_schema({
             "action": schema.string("Default list.", enum=["list", "select", "close"]),
             "index": schema.integer("Default: the current tab.", minimum=0),
@@ -334,6 +345,7 @@ TOOLS = [
                                    "title": {"type": "string"}, "current": {"type": "boolean"}},
                     "required": ["index", "url", "title", "current"]}},
                 "current": {"type": "integer"},
+                "more": {"type": "integer"},
             },
             "required": ["tabs", "current"],
         },

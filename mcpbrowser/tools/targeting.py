@@ -111,6 +111,9 @@ def on_element(state, args, not_usable, action, repeatable=True):
             # call it a failure: an agent told "not clickable" clicks again, and submits twice.
             _await_navigation(state, before, left())
             return label
+        if _timed_out(exc) and _input_sent(exc):
+            _await_handler(state, left())
+            return label
         if grace >= full or not _timed_out(exc):
             raise classify(state, label, matches, exc, not_usable) from None
         try:
@@ -124,8 +127,30 @@ def on_element(state, args, not_usable, action, repeatable=True):
     try:
         action(matches.first, left())
     except Exception as exc:
-        raise classify(state, label, matches, exc, not_usable) from None
+        if not (_timed_out(exc) and _input_sent(exc)):
+            raise classify(state, label, matches, exc, not_usable) from None
     return label
+
+
+def _input_sent(exc):
+    """Playwright's call log ends in "performing <click|hover|...> action": the mouse's events went to the
+    page, whose handler of them was still running when the time ran out."""
+    steps = [line.strip(" -") for line in str(exc).splitlines()]
+    steps = [step for step in steps if step.startswith(("attempting ", "retrying ", "performing "))]
+    return bool(steps) and steps[-1].startswith("performing ") and steps[-1].endswith(" action")
+
+
+def _await_handler(state, timeout_ms):
+    """After a pointer action whose handler outlasted the grace (one that opens 40 windows): until the page
+    answers again, within timeout_ms; past that run_tool's probe names a page that hangs (pageUnresponsive).
+
+    Trying the action again would click twice (80 windows; a form sent twice); calling it not clickable
+    would make the agent click again.
+    """
+    try:
+        state.act(state.page, "evaluate", deadline_s=timeout_ms / 1000, expression="1")
+    except Exception as exc:  # the handler navigated or closed the page: the answer says where it went
+        log.debug("page left while its handler ran", extra={"session": state.session_id, "error": str(exc)})
 
 
 def _count(state, matches):
