@@ -8,6 +8,7 @@ import http.cookiejar
 import json
 import os
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -105,6 +106,9 @@ def test_signed_in_person_sees_their_session_its_calls_page_and_logs(served, ali
         calls.filter(has_text="navigate").first.click()
         page.locator("#stored-page", has_text="Go").wait_for(timeout=10_000)
         page.locator("#network-log", has_text="/form").wait_for(timeout=10_000)
+        picture = page.locator("#live-picture")
+        assert wait_for(lambda: picture.evaluate("img => img.naturalWidth") > 100, seconds=15)
+        page.screenshot(path=os.path.join(IMAGES, "view-session.png"))
         cookies = {c["name"]: c for c in page.context.cookies()}
         view_cookie = cookies["mcpbrowser_view"]
         assert view_cookie["httpOnly"] and view_cookie["sameSite"] == "Strict" and not view_cookie["secure"]
@@ -230,3 +234,123 @@ def test_embedded_in_an_apps_own_wsgi_server_with_its_own_sign_in(pages):
                     chromium.close()
         finally:
             server.close()
+
+
+# -- the page live ------------------------------------------------------------------------
+
+TICKING = ("<!doctype html><title>Ticking</title><h1 id=t>0</h1>"
+           "<script>let n = 0; setInterval(() => { document.getElementById('t').textContent = ++n; }, 30)</script>")
+
+
+def frames(answer, count):
+    """The next `count` JPEG parts of an MJPEG answer."""
+    out = []
+    while len(out) < count:
+        line = answer.readline()
+        assert line, "the stream ended"
+        if line.lower().startswith(b"content-length:"):
+            size = int(line.split(b":")[1])
+            answer.readline()
+            out.append(answer.read(size))
+    return out
+
+
+def open_live(web, sid):
+    return web.opener.open(web.base + f"/view/api/s/{sid}/live", timeout=30)
+
+
+def casts_started(served, sid):
+    with open(served.stderr.name) as f:
+        return sum(1 for line in f if '"screencast_started"' in line and sid in line)
+
+
+def decoded_size(page, jpeg):
+    """(width, height) of a JPEG as Chromium decodes it."""
+    import base64
+
+    return tuple(page.evaluate("async (b64) => { const blob = await (await fetch('data:image/jpeg;base64,' + b64))"
+                               ".blob(); const bmp = await createImageBitmap(blob); return [bmp.width, bmp.height]; }",
+                               base64.b64encode(jpeg).decode()))
+
+
+def test_the_page_live_changes_when_the_agent_navigates_and_runs_only_while_watched(served, pages):
+    import gc
+
+    client = SdkClient(served.url, token=ALICE)
+    try:
+        sid = client.tool("create_session")["sessionId"]
+        client.tool("navigate", sessionId=sid, url=pages.url("/form"))
+        web = Web(served.base)
+        web.sign_in(ALICE)
+        time.sleep(1.5)
+        state = json.loads(web.request(f"/view/api/s/{sid}")[2])["screencast"]
+        assert state["viewers"] == 0 and casts_started(served, sid) == 0  # nobody watches: no screencast
+        live = open_live(web, sid)
+        assert live.headers["Content-Type"] == "multipart/x-mixed-replace; boundary=frame"
+        before = frames(live, 1)[0]
+        client.tool("navigate", sessionId=sid, url=pages.url("/untitled"))
+        after = before
+        for _ in range(20):  # the stream sends its last frame again every 2 s while nothing changes
+            after = frames(live, 1)[0]
+            if after != before:
+                break
+        assert after != before
+        with sync_playwright() as p:
+            chromium = p.chromium.launch(executable_path=find_executable("chromium"))
+            page = chromium.new_page()
+            assert decoded_size(page, before)[0] > 100 and decoded_size(page, after)[0] > 100
+            chromium.close()
+        # ten viewers, one screencast
+        others = [open_live(web, sid) for _ in range(9)]
+        for other in others:
+            frames(other, 1)
+        state = json.loads(web.request(f"/view/api/s/{sid}")[2])["screencast"]
+        assert state["viewers"] == 10 and casts_started(served, sid) == 1
+        for answer in [live, *others]:
+            answer.close()
+        del live, others, answer
+        gc.collect()  # urllib keeps the sockets until their objects go
+        assert wait_for(lambda: json.loads(web.request(f"/view/api/s/{sid}")[2])["screencast"]["viewers"] == 0,
+                        seconds=15)
+        assert wait_for(lambda: any('"screencast_stopped"' in line and sid in line
+                                    for line in open(served.stderr.name)))
+    finally:
+        client.close()
+
+
+def test_one_viewers_cost_at_the_capped_frame_rate(served, pages, monkeypatch):
+    """CPU time of the server's process tree (server, driver, browser) over 10 s: nobody watching a
+    page that changes 33 times a second, then one viewer. Stated in docs/view.md."""
+    from mcpbrowser import process_tree
+
+    monkeypatch.setitem(__import__("support").PAGES, "/ticking", TICKING)
+    client = SdkClient(served.url, token=ALICE)
+    try:
+        sid = client.tool("create_session")["sessionId"]
+        client.tool("navigate", sessionId=sid, url=pages.url("/ticking"))
+        web = Web(served.base)
+        web.sign_in(ALICE)
+
+        def tree_cpu():
+            pids = [served.proc.pid, *process_tree.descendants(served.proc.pid)]
+            return sum(process_tree.cpu_s(pid) for pid in pids)
+
+        def over_10_s(live):
+            start, count, began = tree_cpu(), 0, time.monotonic()
+            while time.monotonic() - began < 10:
+                if live is None:
+                    time.sleep(0.5)
+                else:
+                    frames(live, 1)
+                    count += 1
+            return (tree_cpu() - start) / (time.monotonic() - began), count / (time.monotonic() - began)
+
+        idle, _ = over_10_s(None)
+        live = open_live(web, sid)
+        watched, rate = over_10_s(live)
+        live.close()
+        print(f"\nCPU share of one core: nobody watching {idle:.1%}, one viewer {watched:.1%} at {rate:.1f} frames/s")
+        assert rate <= 5.5  # the cap (screencast.FPS), with a frame of slack
+        assert rate >= 2  # and frames do flow on a page that changes
+    finally:
+        client.close()

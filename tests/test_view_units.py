@@ -1,6 +1,7 @@
 """The live view's pieces without a browser: the operator mark, the --view setting, cookies behind a proxy."""
 
 import io
+from types import SimpleNamespace
 
 import pytest
 
@@ -52,7 +53,7 @@ def test_one_time_key_signs_in_once():
 @pytest.mark.parametrize("trusted, forwarded, secure", [(False, "https", False), (True, "https", True),
                                                          (True, None, False)])
 def test_cookie_is_secure_behind_a_trusted_tls_proxy_only(trusted, forwarded, secure):
-    app = ViewApp(object(), sign_ins=SignIns({TOKEN: "alice"}, set()), trust_proxy=trusted)
+    app = ViewApp(SimpleNamespace(registry=None), sign_ins=SignIns({TOKEN: "alice"}, set()), trust_proxy=trusted)
     environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/view/signin", "HTTP_HOST": "view.example",
                "wsgi.url_scheme": "http", "CONTENT_LENGTH": str(len(f"token={TOKEN}")),
                "wsgi.input": io.BytesIO(f"token={TOKEN}".encode())}

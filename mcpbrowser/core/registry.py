@@ -230,7 +230,7 @@ class SessionRegistry:
             if self._sessions.get(record.session_id) is not record or record.worker is not old:
                 return False
             new.secrets = old.secrets
-            new.ticker = old.ticker  # its subscribers go on hearing from the new thread
+            new.tickers = dict(old.tickers)  # its subscribers and watchers go on hearing from the new thread
             record.worker = new
             return True
 

@@ -53,17 +53,35 @@ class SessionWorker:
         self.quiet_hook: Any = None
         self.quiet_after_s = 1.0
         self.quiet_budget = (None, None)
-        # ticker, when set: (interval_s, fn(state)) run on the session thread every interval_s
-        # while it is idle, and after a command when one is due. The log resources' watch sets it
-        # while anyone subscribes (see resources/watch.py): it makes the browser's events dispatch
-        # between calls. Plain assignment from any thread; the loop reads it on each turn.
-        self.ticker: Any = None
+        # tickers: {name: (interval_s, fn(state))}, each run on the session thread every interval_s
+        # while it is idle, and after a command when one is due. The log resources' watch sets
+        # "logs" (as `ticker`) while anyone subscribes (see resources/watch.py), the live view
+        # "screencast" while anyone watches (view/screencast.py): they make the browser's events
+        # dispatch between calls. Set and deleted from any thread; the loop reads them on each turn.
+        self.tickers: dict[str, Any] = {}
+        self._tick_due: dict[str, float] = {}
         # Its state's EventBuffers (set by the state as it opens): their numbered logs may be read from
         # any thread (see events.py), so a log resource is read even while a call runs.
         self.events: Any = None
         self._thread = threading.Thread(target=self._run, name=f"session-{session_id[:8]}", daemon=True)
 
     # -- ANY THREAD ------------------------------------------------------------
+
+    @property
+    def ticker(self):
+        """(interval_s, fn(state)) running every ticker when its own interval is due, or None: no ticker."""
+        tickers = dict(self.tickers)
+        if not tickers:
+            return None
+        return min(interval for interval, _ in tickers.values()), lambda state: self._tick_all(state, tickers)
+
+    @ticker.setter
+    def ticker(self, value):
+        """The log resources' ticker (None: nobody subscribes)."""
+        if value is None:
+            self.tickers.pop("logs", None)
+        else:
+            self.tickers["logs"] = value
 
     def start(self):
         self._thread.start()
@@ -183,6 +201,17 @@ class SessionWorker:
                 state.close()
             except Exception:
                 log.exception("session close failed", extra={"session": self.session_id})
+
+    def _tick_all(self, state, tickers):
+        now = time.monotonic()
+        for name, (interval, fn) in tickers.items():
+            if now >= self._tick_due.get(name, 0.0):
+                self._tick_due[name] = now + interval
+                try:
+                    fn(state)
+                except Exception as exc:  # one ticker's failure leaves the others ticking
+                    log.debug("session ticker failed", extra={"session": self.session_id, "ticker": name,
+                                                              "error": str(exc)})
 
     def _run_hook(self, hook, state):
         """The quiet hook or the ticker, watched by the watchdog like a command (budget: quiet_budget)."""

@@ -10,7 +10,7 @@ import html
 import json
 import os
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -18,6 +18,7 @@ from mcpbrowser.logs import log
 from mcpbrowser.view import auth
 from mcpbrowser.view.auth import SignIns, Viewer, WhoMaySee
 from mcpbrowser.view.data import Looking
+from mcpbrowser.view.screencast import Screencasts
 
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 ASSETS = {"view.js": "text/javascript; charset=utf-8", "view.css": "text/css; charset=utf-8"}
@@ -55,7 +56,8 @@ class ViewApp:
         self.path = path.rstrip("/")
         self.trust_proxy = trust_proxy
         self._secret = secrets.token_bytes(32)  # the hook's CSRF tokens are keyed by it
-        self.routes: dict[tuple[str, str], Callable[..., Any]] = {}
+        self.casts = Screencasts(core.registry)
+        self.routes: dict[tuple[str, str], Callable[..., Any]] = {("GET", "live"): self._live}
 
     # -- A REQUEST THREAD ------------------------------------------------------------
 
@@ -119,8 +121,10 @@ class ViewApp:
             return self._json(start_response, "404 Not Found", {"error": "No such session."})
         session_id, action = parts[1], parts[2:]
         if method == "GET" and not action:
-            return self._json(start_response, "200 OK", {"sessionId": session_id, **self.looking.state(session_id),
-                                                         "calls": self.looking.timeline(session_id, after)})
+            return self._json(start_response, "200 OK", {
+                "sessionId": session_id, **self.looking.state(session_id),
+                "screencast": {"viewers": self.casts.viewers(session_id), "starts": self.casts.starts},
+                "calls": self.looking.timeline(session_id, after)})
         if method == "GET" and len(action) == 2 and action[0] == "logs":
             logs = self.looking.logs(viewer, session_id, action[1], after)
             if logs is None:
@@ -130,6 +134,15 @@ class ViewApp:
         if route is None:
             return self._json(start_response, "404 Not Found", {"error": "Not found."})
         return route(environ, start_response, viewer, session_id)
+
+    def _live(self, environ: dict[str, Any], start_response: Callable[..., Any], viewer: Viewer,
+              session_id: str) -> Iterable[bytes]:
+        """The page live as MJPEG (an <img> shows it natively), while this request stays open."""
+        cast = self.casts.watch(session_id)
+        if cast is None:
+            return self._json(start_response, "404 Not Found", {"error": "No such session."})
+        start_response("200 OK", [("Content-Type", f"multipart/x-mixed-replace; boundary={BOUNDARY}"), *HEADERS])
+        return _Frames(cast, lambda: self.casts.leave(cast), lambda: self.core.registry.open_record(session_id))
 
     # -- who looks -------------------------------------------------------------------
 
@@ -207,6 +220,31 @@ class ViewApp:
     def _redirect(self, start_response: Callable[..., Any], to: str, extra: list[tuple[str, str]]) -> Iterable[bytes]:
         start_response("303 See Other", [("Location", to), ("Content-Length", "0"), *HEADERS, *extra])
         return [b""]
+
+
+BOUNDARY = "frame"
+RESEND_S = 2.0  # the last frame again after this long without a new one: a viewer who left is noticed
+
+
+class _Frames:
+    """The MJPEG body: each new frame as a part; closing it (the viewer left) leaves the cast, once."""
+
+    def __init__(self, cast: Any, leave: Callable[[], None], still_open: Callable[[], Any]) -> None:
+        self._cast, self._open = cast, still_open
+        self._leave: Callable[[], None] | None = leave
+
+    def __iter__(self) -> Iterator[bytes]:
+        seen = 0
+        while not self._cast.ended and self._open() is not None:
+            seen, frame = self._cast.next(seen, RESEND_S)
+            if frame is not None:
+                yield (f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {len(frame)}\r\n\r\n"
+                       .encode() + frame + b"\r\n")
+
+    def close(self) -> None:
+        leave, self._leave = self._leave, None
+        if leave is not None:
+            leave()
 
 
 def _e(text: str) -> str:

@@ -103,7 +103,7 @@
         after = unfinished === null ? Math.max(after, call.seq) : unfinished;
         const old = rows.get(call.refId);
         const row = el("tr", { class: "call", "data-ref": call.refId },
-          el("td", {}, call.tool), el("td", { class: "args" }, JSON.stringify(call.params)),
+          el("td", {}, call.tool), el("td", { class: "args" }, JSON.stringify(Object.fromEntries(Object.entries(call.params).filter(([k]) => k !== "sessionId")))),
           el("td", { class: call.error ? "error" : "" }, call.error || call.status || "running"),
           el("td", {}, call.durationMs === null ? "" : `${call.durationMs} ms`), el("td", {}, call.refId.slice(0, 8)));
         if (call.hasPage) row.addEventListener("click", async () => {
@@ -123,6 +123,12 @@
     await refresh();
     setInterval(refresh, 1000);
   }
+
+  // -- the page live ---------------------------------------------------------------------
+  window.mcpbrowserLive = function (live) {
+    const picture = el("img", { id: "live-picture", alt: "The session's page, live", src: `${base}api/s/${encodeURIComponent(sessionId)}/live` });
+    live.append(picture);
+  };
 
   if (kind === "list") showList(); else if (kind === "session") showSession();
 })();
