@@ -148,6 +148,12 @@ def test_another_clients_token_sees_none_of_the_first_clients_sessions(served, a
         assert status == 404 and sid.encode() not in body and b"view" not in body.lower().replace(b"/view", b"")
     # guessed ids answer as copied ones do
     assert bob.request("/view/api/s/00000000-0000-0000-0000-000000000000")[0] == 404
+    # nor frames, nor hands: the live picture, taking over, input
+    assert bob.request(f"/view/api/s/{sid}/live")[0] == 404
+    post = {"Origin": served.base, "X-CSRF-Token": bob.csrf(), "Content-Type": "application/json"}
+    for action in ("takeover", "input", "handback"):
+        assert bob.request(f"/view/api/s/{sid}/{action}", b'{"action": "click"}', post)[0] == 404
+    assert json.loads(owner.request(f"/view/api/s/{sid}")[2])["heldBy"] is None
 
 
 def test_operator_token_sees_every_session(served, alice):
@@ -167,6 +173,14 @@ def test_post_without_csrf_or_from_another_origin_is_refused_and_does_nothing(se
     assert web.request("/view/signout", f"csrf={csrf}".encode(), {"Sec-Fetch-Site": "cross-site"})[0] == 403
     assert web.request("/view/signout", b"csrf=" + b"x" * 32, {"Origin": served.base})[0] == 403
     assert web.request("/view/api/sessions")[0] == 200  # nothing was done: still signed in
+    _, sid = alice
+    take = f"/view/api/s/{sid}/takeover"
+    assert web.request(take, b"{}", {"Origin": served.base})[0] == 403
+    assert web.request(take, b"{}", {"Origin": "http://evil.example", "X-CSRF-Token": csrf})[0] == 403
+    assert json.loads(web.request(f"/view/api/s/{sid}")[2])["heldBy"] is None  # not taken over
+    assert web.request(take, b"{}", {"Origin": served.base, "X-CSRF-Token": csrf})[0] == 200  # positive control
+    assert json.loads(web.request(f"/view/api/s/{sid}")[2])["heldBy"] == "alice"
+    assert web.request(f"/view/api/s/{sid}/handback", b"{}", {"Origin": served.base, "X-CSRF-Token": csrf})[0] == 200
     assert web.request("/view/signin", f"token={ALICE}".encode(), {"Origin": "http://evil.example"})[0] == 403
 
 
@@ -354,3 +368,173 @@ def test_one_viewers_cost_at_the_capped_frame_rate(served, pages, monkeypatch):
         assert rate >= 2  # and frames do flow on a page that changes
     finally:
         client.close()
+
+
+# -- a person takes over a login wall ------------------------------------------------------
+
+LOGIN = """<!doctype html><title>Sign in</title><style>body{margin:0} input,button{position:absolute;left:100px;
+width:300px;height:40px;font-size:20px}</style><form method=post action=/login>
+<input id=user name=user style="top:100px" autocomplete=off><input id=pass name=pass type=password style="top:200px">
+<button style="top:300px">Sign in</button></form>"""
+
+
+class LoginSite:
+    """A small site on 127.0.0.1: /login's form POSTs to itself and leads to /welcome, which greets by cookie."""
+
+    def __init__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import parse_qs
+
+        site = self
+        self.posted = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, body, headers=()):
+                data = body.encode()
+                self.send_response(status)
+                for name, value in [("Content-Type", "text/html"), ("Content-Length", str(len(data))), *headers]:
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                if self.path.startswith("/welcome"):
+                    user = (self.headers.get("Cookie") or "").partition("user=")[2]
+                    return self._send(200, f"<!doctype html><title>Welcome</title><h1>Signed in as {user}</h1>"
+                                      if user else "<title>Nope</title>")
+                self._send(200, LOGIN)
+
+            def do_POST(self):
+                form = parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+                site.posted.append(form)
+                self._send(303, "", [("Location", "/welcome"), ("Set-Cookie", f"user={form['user'][0]}")])
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def everything_stored(db_path):
+    """Every value of every table (blobs also decompressed), and the raw database and WAL files."""
+    import sqlite3
+    import zlib
+
+    out = []
+    for suffix in ("", "-wal"):
+        if os.path.exists(db_path + suffix):
+            with open(db_path + suffix, "rb") as f:
+                out.append(f.read())
+    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+        for row in db.execute(f"SELECT * FROM {table}"):
+            for value in row:
+                if isinstance(value, bytes):
+                    out.append(value)
+                    try:
+                        out.append(zlib.decompress(value))
+                    except zlib.error:
+                        pass
+                elif isinstance(value, str):
+                    out.append(value.encode())
+    db.close()
+    return b"\n".join(out)
+
+
+def test_a_person_takes_over_a_login_wall_and_hands_back(tmp_path):
+    import secrets as random
+
+    password, user = "Pw-" + random.token_hex(8), "ann" + random.token_hex(4)
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"alice {ALICE}\nbob {BOB}\n")
+    db = str(tmp_path / "history.db")
+    site = LoginSite()
+    server = HttpServer("--http-token-file", str(tokens), "--view", "http", "--db", db)
+    agent, waiter = SdkClient(server.url, token=ALICE), SdkClient(server.url, token=ALICE)
+    answers = []
+    try:
+        sid = agent.tool("create_session")["sessionId"]
+        answers.append(agent.tool("navigate", sessionId=sid, url=site.url + "/login"))
+        waited = {}
+        wait = threading.Thread(target=lambda: waited.update(answer=waiter.call("wait_for_user", {
+            "sessionId": sid, "message": "Please sign in", "urlContains": "/home", "timeout": 120_000})))
+        wait.start()
+        with sync_playwright() as p:
+            chromium = p.chromium.launch(executable_path=find_executable("chromium"))
+            page = chromium.new_page(viewport={"width": 1280, "height": 1000})
+            page.goto(server.base + "/view/")
+            page.fill("input[name=token]", ALICE)
+            page.click("button[type=submit]")
+            page.goto(server.base + f"/view/s/{sid}")
+            page.locator("#banner", has_text="waits for a person: Please sign in").wait_for(timeout=20_000)
+            picture = page.locator("#live-picture")
+            assert wait_for(lambda: picture.evaluate("img => img.naturalWidth") > 100, seconds=15)
+            # bob's person may not take it over, nor type into it
+            bob = Web(server.base)
+            bob.sign_in(BOB)
+            refused = bob.request(f"/view/api/s/{sid}/takeover", b"{}", {"Origin": server.base,
+                                                                         "X-CSRF-Token": bob.csrf()})
+            assert refused[0] == 404
+            page.click("#take-over")
+            page.locator("#hands-note", has_text="You drive").wait_for()
+            # the agent's browser actions wait for the person; its reads go on
+            held = agent.error("click", sessionId=sid, selector="#user")
+            assert held["errorCode"] == "SESSION_HELD_BY_PERSON"
+            assert agent.tool("list_sessions")["sessions"][0]["heldByPerson"] is True
+            box = picture.bounding_box()
+
+            def click_at(x, y):  # viewport pixels of the session's 1280x720 page, on the picture
+                picture.click(position={"x": x / 1280 * box["width"], "y": y / 720 * box["height"]})
+
+            click_at(250, 120)
+            page.keyboard.type(user)
+            click_at(250, 220)
+            page.keyboard.type(password)
+            page.keyboard.press("Enter")
+            assert wait_for(lambda: site.posted, seconds=20)  # the form went out: the typing happened
+            page.wait_for_timeout(500)
+            page.click("#hand-back")
+            page.locator("#hands-note", has_text="Handed back").wait_for()
+            signed = _signed(server.base, page)
+            view_answers = [page.content().encode(), *(signed.request(path)[2] for path in (
+                f"/view/api/s/{sid}", "/view/api/sessions", f"/view/api/s/{sid}/logs/network",
+                f"/view/api/s/{sid}/logs/console"))]
+            chromium.close()
+        wait.join(30)
+        answer = waited["answer"]
+        payload = answer.structured_content
+        assert not answer.is_error and payload["success"] and payload["finishedBy"] == "person"
+        assert payload["view"] == f"/view/s/{sid}"
+        answers.append([c.text for c in answer.content if c.type == "text"])
+        after = agent.tool("snapshot", sessionId=sid)
+        answers.append(after)
+        assert "Signed in as" in json.dumps(after)
+        assert site.posted[0]["pass"] == [password] and site.posted[0]["user"] == [user]  # positive control
+        # The password is nowhere of ours: answers, the history (rows, decompressed blobs, WAL), the log, the view.
+        timeline = json.loads(view_answers[1])["calls"]
+        typed = [c for c in timeline if c["tool"] == "person_input" and c["params"]["action"] == "type"]
+        assert len(typed) == 2 and all(c["params"]["text"] != password for c in typed)
+        stored = everything_stored(db)
+        assert b"/login" in stored  # the search reads the history (positive control)
+        for where in (json.dumps(answers).encode(), stored, open(server.stderr.name, "rb").read(), *view_answers):
+            assert password.encode() not in where
+    finally:
+        agent.close()
+        waiter.close()
+        server.close()
+        site.close()
+
+
+def _signed(base, page):
+    """A Web that carries the Playwright page's view cookie."""
+    web = Web(base)
+    cookie = next(c for c in page.context.cookies() if c["name"] == "mcpbrowser_view")
+    web.opener.addheaders = [("Cookie", f"mcpbrowser_view={cookie['value']}")]
+    return web

@@ -220,6 +220,7 @@ class SessionRegistry:
             out.append({"sessionId": record.session_id, "createdAt": record.created_at,
                         "expiresAt": record.expires_at, **info,
                         "busy": busy, **({"endpoint": record.worker.endpoint} if record.worker.endpoint else {}),
+                        **({"heldByPerson": True} if record.worker.held_by else {}),
                         **({"throttle": record.worker.options["throttle"]} if record.worker.options.get("throttle")
                            else {})})
         return out

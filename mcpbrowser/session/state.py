@@ -266,6 +266,8 @@ class SessionState:
         call.ran = True
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
             snapshots.mark_secret(self, args["text"])
+        # A person's input may run inside a long call (worker.between): it gives the outer call back its own.
+        outer = self._progress, self.call
         self._progress, self.call = call.progress, call
         try:
             result = scrub_value(self.run_tool(tool, args), self.secrets)
@@ -273,7 +275,7 @@ class SessionState:
             call.console = self.events.take_console()
             raise call.annotate_error(self._dismissals_told(exc)) from None
         finally:
-            self._progress, self.call = None, None
+            self._progress, self.call = outer
             self.quiet_since = time.monotonic()
             call.flush_request()  # a tool that may carry a secret is recorded once that is known
             if call.secret and isinstance(args.get("text"), str):

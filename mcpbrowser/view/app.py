@@ -18,6 +18,7 @@ from mcpbrowser.logs import log
 from mcpbrowser.view import auth
 from mcpbrowser.view.auth import SignIns, Viewer, WhoMaySee
 from mcpbrowser.view.data import Looking
+from mcpbrowser.view.hands import Hands
 from mcpbrowser.view.screencast import Screencasts
 
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
@@ -57,7 +58,10 @@ class ViewApp:
         self.trust_proxy = trust_proxy
         self._secret = secrets.token_bytes(32)  # the hook's CSRF tokens are keyed by it
         self.casts = Screencasts(core.registry)
-        self.routes: dict[tuple[str, str], Callable[..., Any]] = {("GET", "live"): self._live}
+        self.routes: dict[tuple[str, str], Callable[..., Any]] = {("GET", "live"): self._live,
+                                                                 **Hands(core).routes()}
+        if self.path:
+            core.user.view_path = self.path  # wait_for_user's answers name the session's page here
 
     # -- A REQUEST THREAD ------------------------------------------------------------
 

@@ -37,7 +37,7 @@ class Looking:
         record = core.registry.open_record(session_id)
         if record is None:
             return {"state": "closed"}
-        out: dict[str, Any] = {"state": "idle"}
+        out: dict[str, Any] = {"state": "idle", "heldBy": record.worker.held_by}
         running = record.worker.running
         tag = running[2] if running is not None else None
         call = tag[0] if isinstance(tag, tuple) and tag else None

@@ -125,9 +125,35 @@
   }
 
   // -- the page live ---------------------------------------------------------------------
+  // Take over, hand back, and the person's clicks, scrolls and keys on the picture. Typed text is
+  // sent in runs (one call each, a secret to the server), a special key or a click ends a run.
+  const KEYS = ["Enter", "Tab", "Backspace", "Delete", "Escape", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight",
+                "Home", "End", "PageUp", "PageDown"];
   window.mcpbrowserLive = function (live) {
-    const picture = el("img", { id: "live-picture", alt: "The session's page, live", src: `${base}api/s/${encodeURIComponent(sessionId)}/live` });
-    live.append(picture);
+    const sid = encodeURIComponent(sessionId);
+    const picture = el("img", { id: "live-picture", alt: "The session's page, live", src: `${base}api/s/${sid}/live` });
+    const take = el("button", { id: "take-over" }, "Take over");
+    const give = el("button", { id: "hand-back" }, "Hand back");
+    const note = el("span", { id: "hands-note" });
+    live.append(el("div", { class: "controls" }, take, give, note), picture);
+    let mine = false, typed = "", timer = null, queue = Promise.resolve();
+    const send = (action) => { queue = queue.then(() => post(`api/s/${sid}/input`, action)).then((r) => {
+      note.textContent = r.error ? `Not done: ${r.error}` : ""; return r; }); return queue; };
+    const flush = () => { clearTimeout(timer); if (typed) { const text = typed; typed = ""; send({ action: "type", text }); } return queue; };
+    const hold = (on) => { mine = on; live.classList.toggle("held", on); document.body.dataset.mine = on ? "yes" : "no"; };
+    hold(false);
+    take.addEventListener("click", async () => { const r = await post(`api/s/${sid}/takeover`); hold(!r.error); note.textContent = r.error || "You drive: click, scroll and type on the picture."; });
+    give.addEventListener("click", async () => { await flush(); const r = await post(`api/s/${sid}/handback`); hold(false); note.textContent = r.error || "Handed back."; });
+    const at = (event) => ({ x: Math.min(1, Math.max(0, event.offsetX / picture.clientWidth)), y: Math.min(1, Math.max(0, event.offsetY / picture.clientHeight)) });
+    picture.addEventListener("click", (event) => { if (!mine) return; flush(); send({ action: "click", ...at(event) }); });
+    picture.addEventListener("wheel", (event) => { if (!mine) return; event.preventDefault(); flush(); send({ action: "scroll", ...at(event), dx: event.deltaX, dy: event.deltaY }); }, { passive: false });
+    document.addEventListener("keydown", (event) => {
+      if (!mine || event.ctrlKey || event.metaKey || event.altKey) return;
+      if (event.key.length === 1) { typed += event.key; clearTimeout(timer); timer = setTimeout(flush, 400); }
+      else if (KEYS.includes(event.key)) { flush(); send({ action: "key", key: event.key }); }
+      else return;
+      event.preventDefault();
+    });
   };
 
   if (kind === "list") showList(); else if (kind === "session") showSession();
