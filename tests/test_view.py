@@ -538,3 +538,37 @@ def _signed(base, page):
     cookie = next(c for c in page.context.cookies() if c["name"] == "mcpbrowser_view")
     web.opener.addheaders = [("Cookie", f"mcpbrowser_view={cookie['value']}")]
     return web
+
+
+def test_an_agent_cannot_act_as_the_person(alice):
+    client, sid = alice
+    assert "person_input" not in [tool.name for tool in client.run("list_tools").tools]
+    refused = client.error("person_input", sessionId=sid, action="click", x=0.5, y=0.5)
+    assert refused["errorCode"] == "TOOL_NOT_ENABLED"  # with every group on (--caps all): in none of them
+
+
+def test_stdio_serves_the_view_alone_with_a_one_time_sign_in_url():
+    from support import McpClient
+
+    client = McpClient("--view", "127.0.0.1:0")
+    try:
+        sid = client.tool("create_session")["sessionId"]
+
+        def sign_in_url():
+            client.stderr.flush()
+            for line in open(client.stderr.name):
+                if "sign-in URL: " in line:
+                    return line.split("sign-in URL: ", 1)[1].strip()
+            return None
+
+        url = wait_for(sign_in_url, seconds=20)
+        assert url and "/view/signin?key=" in url
+        base = url.split("/view/", 1)[0]
+        web = Web(base)
+        assert web.request("/view/api/sessions")[0] == 401
+        status, headers, _ = web.request(url[len(base):])
+        assert status == 303 and "HttpOnly" in headers["Set-Cookie"]
+        assert sid.encode() in web.request("/view/api/sessions")[2]  # the stdio client's session
+        assert Web(base).request(url[len(base):])[0] == 403  # the key works once
+    finally:
+        client.close()
