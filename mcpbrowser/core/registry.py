@@ -232,6 +232,7 @@ class SessionRegistry:
                 return False
             new.secrets = old.secrets
             new.tickers = dict(old.tickers)  # its subscribers and watchers go on hearing from the new thread
+            new.held_by = old.held_by  # and a person who holds it still does
             record.worker = new
             return True
 
