@@ -572,3 +572,31 @@ def test_stdio_serves_the_view_alone_with_a_one_time_sign_in_url():
         assert Web(base).request(url[len(base):])[0] == 403  # the key works once
     finally:
         client.close()
+
+
+def test_handing_back_ends_the_cooldown_the_wall_started(tmp_path):
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"alice {ALICE}\n")
+    site = LoginSite()
+    server = HttpServer("--http-token-file", str(tokens), "--view", "http", "--login-cooldown", "300")
+    agent = SdkClient(server.url, token=ALICE)
+    try:
+        sid = agent.tool("create_session")["sessionId"]
+        agent.tool("navigate", sessionId=sid, url=site.url + "/login")
+        timed_out = agent.error("wait_for_user", sessionId=sid, message="Please sign in", urlContains="/home",
+                                timeout=300)
+        assert timed_out["details"]["view"] == f"/view/s/{sid}"  # where a person can help
+        assert agent.error("navigate", sessionId=sid, url=site.url + "/login")["errorCode"] == "COOLDOWN_ACTIVE"
+        web = Web(server.base)
+        web.sign_in(ALICE)
+        (listed,) = json.loads(web.request("/view/api/sessions")[2])["sessions"]
+        assert listed["state"] == "cooldown" and 200_000 < listed["cooldownMs"] <= 300_000
+        post = {"Origin": server.base, "X-CSRF-Token": web.csrf()}
+        assert web.request(f"/view/api/s/{sid}/takeover", b"{}", post)[0] == 200
+        assert web.request(f"/view/api/s/{sid}/handback", b"{}", post)[0] == 200
+        assert json.loads(web.request(f"/view/api/s/{sid}")[2])["state"] != "cooldown"
+        assert agent.tool("navigate", sessionId=sid, url=site.url + "/login")["title"] == "Sign in"
+    finally:
+        agent.close()
+        server.close()
+        site.close()
