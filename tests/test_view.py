@@ -593,6 +593,10 @@ def test_handing_back_ends_the_cooldown_the_wall_started(tmp_path):
         assert listed["state"] == "cooldown" and 200_000 < listed["cooldownMs"] <= 300_000
         post = {"Origin": server.base, "X-CSRF-Token": web.csrf()}
         assert web.request(f"/view/api/s/{sid}/takeover", b"{}", post)[0] == 200
+        # the person acts during the cooldown: solving the wall is what it waits for
+        click = json.dumps({"action": "click", "x": 0.15, "y": 0.17}).encode()
+        status, _, body = web.request(f"/view/api/s/{sid}/input", click, {**post, "Content-Type": "application/json"})
+        assert status == 200, body
         assert web.request(f"/view/api/s/{sid}/handback", b"{}", post)[0] == 200
         assert json.loads(web.request(f"/view/api/s/{sid}")[2])["state"] != "cooldown"
         assert agent.tool("navigate", sessionId=sid, url=site.url + "/login")["title"] == "Sign in"

@@ -77,6 +77,7 @@ PERSON_INPUT = SessionTool(
     }, required=("action",)),
     handler=person_input,
     may_carry_secret=True,
+    during_cooldown=True,  # the person solving the wall is what the cooldown waits for
 )
 
 
