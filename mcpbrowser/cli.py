@@ -73,6 +73,10 @@ def main(argv=None):
         core = Browser(config, supervisor=supervisor)
         core.client = server.connection  # elicitation, client notices, and the client's name for rate limits
         core_ready.set_result(core.start())
+        if config.view:  # --view HOST:PORT: the live view alone, on loopback unless tokens guard it
+            from mcpbrowser.view import serve_alone
+
+            serve_alone(core, config.view, config.http_credentials())
     except Exception as exc:  # an unusable database, say: say why and stop
         logs.log.error("cannot start", extra={"event": "startup_failed", "error": str(exc)})
         print(f"mcpbrowser: error: {exc}", file=sys.stderr)
@@ -149,6 +153,10 @@ def _serve_http(config):
         from mcpbrowser.wsgi import create_app
 
         app = create_app(config)
+        if config.view not in (None, "http"):
+            from mcpbrowser.view import serve_alone
+
+            serve_alone(app.core, config.view, app.credentials)
     except (ConfigError, OSError, RuntimeError) as exc:
         print(f"mcpbrowser: error: {exc}", file=sys.stderr)
         return 2

@@ -124,6 +124,12 @@ def _host_port(name, value):
     return f"{host or '127.0.0.1'}:{int(port)}"
 
 
+def _view_place(name, value):
+    if value is None or value == "" or value == "http":
+        return value or None
+    return _host_port(name, value)
+
+
 def _url_path(name, value):
     value = str(value)
     if not value.startswith("/"):
@@ -468,11 +474,21 @@ class Config:
     http_token_file: str = _option(
         None, _optional_text,
         "File of bearer tokens, one client per line as `name token` (or a bare token): each client "
-        "sees only its own sessions. Also MCPBROWSER_HTTP_TOKENS, as comma-separated `name:token`.")
+        "sees only its own sessions; `name token operator` also lets that token's person see every "
+        "session in the live view (--view). Also MCPBROWSER_HTTP_TOKENS, as comma-separated `name:token`.")
     http_tokens: tuple = _option(
         (), _text_list,
         "Comma-separated `name:token` pairs; set it through MCPBROWSER_HTTP_TOKENS or --http-token-file, "
         "since a command line is visible to every user of the machine. Masked in --print-config.")
+    view: str = _option(
+        None, _view_place,
+        "Serve the live view, where a person watches every session and takes over a login wall: "
+        "`http` mounts it under /view/ beside --http; HOST:PORT serves it alone (loopback, or tokens "
+        "needed), with a one-time sign-in URL on stderr when there are no tokens. Off by default.")
+    view_trusted_proxy: bool = _option(
+        False, _boolean,
+        "The view sits behind a TLS-terminating proxy that sets X-Forwarded-Proto: trust that header, "
+        "so the view's cookie is Secure and its origin is the proxy's https one.")
     http_allowed_origins: tuple = _option(
         (), _lower_list,
         "Comma-separated origins (`https://app.example.com`) whose browser pages may call the server; "
@@ -560,6 +576,14 @@ class Config:
                     raise ConfigError(f"--http {self.http} is reachable from other machines: give each client a "
                                       "token with --http-token-file (or MCPBROWSER_HTTP_TOKENS), or bind "
                                       f"127.0.0.1{why}")
+        if self.view == "http" and not self.http:
+            raise ConfigError("--view http mounts the view beside --http: give --http HOST:PORT, or --view HOST:PORT")
+        if self.view not in (None, "http"):
+            from mcpbrowser.guards import is_loopback
+
+            if not is_loopback(self.view.rpartition(":")[0].strip("[]")) and not self.http_credentials():
+                raise ConfigError(f"--view {self.view} is reachable from other machines: give each person a "
+                                  "token with --http-token-file, or bind 127.0.0.1")
         if self.secrets:
             self.named_secrets()  # a bad file stops the server at once, naming its line
         if self.db is None:
@@ -630,11 +654,23 @@ class Config:
                 raise UnreadableTokens(f"--http-token-file {self.http_token_file}: cannot read it "
                                        f"({reason})") from None
             for number, words in enumerate(lines, 1):
+                # A third word `operator` marks the view's operator (see view_operators); files
+                # written before it have one or two words and mean what they meant.
+                marked = len(words) == 3 and words[2] == "operator"
+                words = words[:2] if marked else words
                 if len(words) > 2 or len(words[-1]) < MIN_TOKEN_CHARS:
-                    raise ConfigError(f"--http-token-file line {number}: want `name token` with a token of "
-                                      f"{MIN_TOKEN_CHARS} characters or more")
+                    raise ConfigError(f"--http-token-file line {number}: want `name token` (or `name token "
+                                      f"operator`) with a token of {MIN_TOKEN_CHARS} characters or more")
                 out[words[-1]] = words[0] if len(words) == 2 else f"client{number}"
         return out
+
+    def view_operators(self):
+        """The client names marked `operator` in --http-token-file: their view shows every session."""
+        if not self.http_token_file:
+            return set()
+        with open(self.http_token_file) as f:  # read (and checked) by http_credentials first
+            return {words[0] for words in (line.split() for line in f if not line.lstrip().startswith("#"))
+                    if len(words) == 3 and words[2] == "operator"}
 
     def named_secrets(self):
         """{client name or None (every client): {NAME: value}} from the --secrets file; {} without one.

@@ -174,6 +174,12 @@ class CooldownActive(PolicyError, Retryable):
     default_message = "Browser calls are cooling down after a login timeout."
 
 
+class SessionHeldByPerson(PolicyError, Retryable):
+    code = "SESSION_HELD_BY_PERSON"
+    default_message = ("A person has taken over this session in the live view: retry after the person hands back, "
+                       "or call wait_for_user.")
+
+
 class PageCrashed(BrowserFailure):
     code = "PAGE_CRASHED"
     default_message = "The page crashed; the session has a fresh page at about:blank. Navigate again."
@@ -299,6 +305,7 @@ ALL_ERRORS = (
     RateLimited,
     LoginTimeout,
     CooldownActive,
+    SessionHeldByPerson,
     PageCrashed,
     PageUnresponsive,
     SessionLost,

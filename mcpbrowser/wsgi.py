@@ -38,6 +38,10 @@ def create_app(config: Config | None = None, *, core: Any = None, path: str | No
                      path=path or config.http_path, max_body_bytes=config.max_message_bytes,
                      rate_limit=config.http_rate_limit, client_requests=config.http_client_requests,
                      on_close=core.close if owned else None)
+    if config.view == "http":
+        from mcpbrowser.view import from_config
+
+        app.view = from_config(core, app.credentials)
     if core.client is None:
         core.client = app.everyone  # server-wide notices (the cooldown's end) reach every client
     return app

@@ -195,3 +195,13 @@ def test_a_client_exports_only_its_own_sessions_into_files_the_server_names(tmp_
     for answer in (first, second):
         assert os.path.dirname(answer["path"]) == os.path.realpath(tmp_path) and answer["steps"] == 1
         assert os.path.basename(answer["path"]).startswith("test_session_abcdef12_")
+
+
+def test_a_persons_take_over_is_named_not_replayed():
+    calls = [_call("navigate", {"url": "https://example.com/login"}, {"url": "https://example.com/login"}),
+             _call("person_input", {"action": "click", "x": 0.2, "y": 0.1}, {"success": True}),
+             _call("person_input", {"action": "type", "text": "[REDACTED]"}, {"success": True}),
+             _call("wait_for_user", {"message": "sign in", "timeout": 1000}, {"success": True})]
+    source, script = _body(calls)
+    assert source.count("# a person took over in the live view here") == 1 and "REDACTED" not in source
+    assert script.steps == 1

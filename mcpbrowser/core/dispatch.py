@@ -24,6 +24,7 @@ from mcpbrowser.errors import (
     CooldownActive,
     InvalidParameters,
     RateLimited,
+    SessionHeldByPerson,
     SessionNotFound,
     as_server_error,
 )
@@ -158,7 +159,8 @@ class Dispatcher:
         try:
             if tool is None:
                 raise InvalidParameters(f"Unknown tool {name!r}.", details={"known": list(self.tools)})
-            if caller is not None:  # an MCP client: the library's caller reads no tool list
+            person = getattr(caller, "person", False)  # the live view's person (view/hands.py)
+            if caller is not None and not person:  # an MCP client: the library's caller reads no tool list
                 self._core.groups.check(tool, args, call.owner)
             self._check_guards(tool, session_id, caller)
             validate(tool.input_schema, args)
@@ -167,9 +169,11 @@ class Dispatcher:
             if tool.needs_session:
                 budget = self.budget_s(args)
                 worker, call.expires_at = self._registry.renewed(args["sessionId"])  # validated: present
+                if worker.held_by is not None and not (person or tool.read_only or tool.during_cooldown):
+                    raise SessionHeldByPerson(session_id=session_id, details={"heldBy": worker.held_by})
                 fut = worker.submit(self._run_on_session, tool, args, call,
                                     after=lambda state, f: self._after_call(state, f, call),
-                                    budget_s=budget, tag=(call, budget))
+                                    budget_s=budget, tag=(call, budget), urgent=person)
             else:
                 fut = self._pool.submit(self._run_on_pool, tool, args, call)
         except BrowserServerError as exc:
@@ -238,10 +242,11 @@ class Dispatcher:
             if page_reading.browser_gone(state):
                 self._core.supervisor.browser_gone(state.worker, str(error))
                 raise call.annotate_error(self._registry.session_lost(state)) from None
-            raise call.annotate_error(self._user.login_failure(state, tool.name, error, call)) from None
+            failure = self._user.login_failure(state, tool.name, error, call)
+            raise call.annotate_error(self._user.with_view(tool.name, state.session_id, failure)) from None
         if tool.name == "wait_for_user":
             self._user.user_finished(state, call)
-        return result
+        return self._user.with_view(tool.name, state.session_id, result)
 
     # CORE POOL THREAD
     def _run_on_pool(self, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:

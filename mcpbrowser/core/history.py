@@ -211,6 +211,26 @@ class History:
         return [(ref_id, tool, json.loads(params), status, json.loads(result) if status == "ok" and result else None,
                  _page(*page)) for ref_id, tool, params, status, result, *page in rows]
 
+    def timeline(self, session_id, after=0, limit=200, newest=False):
+        """The live view's rows of a session's calls after request rowid `after`, oldest first (newest:
+        its last call alone): [{seq, refId, tool, params, status, error, at, endedAt, hasPage}], as
+        recorded (secrets scrubbed)."""
+        rows = self.store.query(
+            "SELECT r.rowid, r.ref_id, r.tool_name, r.params, r.timestamp, s.status, s.error_message, s.timestamp, "
+            "s.snapshot_hash IS NOT NULL OR s.page_snapshot IS NOT NULL FROM requests r "
+            "LEFT JOIN responses s ON s.ref_id = r.ref_id WHERE r.session_id = ? AND r.rowid > ? "
+            f"ORDER BY r.rowid {'DESC' if newest else ''} LIMIT ?", (session_id, after, 1 if newest else limit))
+        out = []
+        for seq, ref_id, tool, params, at, status, error, ended, has_page in rows:
+            try:
+                code = json.loads(error).get("errorCode") if error else None
+            except (ValueError, AttributeError):
+                code = None
+            out.append({"seq": seq, "refId": ref_id, "tool": tool, "params": json.loads(params), "status": status,
+                        "error": (code or "BROWSER_ERROR") if status == "error" else None, "at": at,
+                        "endedAt": ended, "hasPage": bool(has_page)})
+        return out
+
     def last_read(self, session_id):
         """(hash, page snapshot bytes) that this session's reader last read, or None."""
         rows = self.store.query(

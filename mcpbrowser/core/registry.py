@@ -220,6 +220,7 @@ class SessionRegistry:
             out.append({"sessionId": record.session_id, "createdAt": record.created_at,
                         "expiresAt": record.expires_at, **info,
                         "busy": busy, **({"endpoint": record.worker.endpoint} if record.worker.endpoint else {}),
+                        **({"heldByPerson": True} if record.worker.held_by else {}),
                         **({"throttle": record.worker.options["throttle"]} if record.worker.options.get("throttle")
                            else {})})
         return out
@@ -230,7 +231,8 @@ class SessionRegistry:
             if self._sessions.get(record.session_id) is not record or record.worker is not old:
                 return False
             new.secrets = old.secrets
-            new.ticker = old.ticker  # its subscribers go on hearing from the new thread
+            new.tickers = dict(old.tickers)  # its subscribers and watchers go on hearing from the new thread
+            new.held_by = old.held_by  # and a person who holds it still does
             record.worker = new
             return True
 

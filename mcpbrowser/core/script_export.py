@@ -354,6 +354,9 @@ def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None,
             _step(script, tool, args, result or {})
         elif status == "ok" and tool in READS:
             reads.append(tool)
+        elif tool == "person_input" and (index == 0 or calls[index - 1][1] != "person_input"):
+            # What a person did in the live view (a login, say) is theirs to do again, never replayed.
+            script.comment("a person took over in the live view here (their actions are not replayed)")
         if page is not None:
             script.snapshots.append(page.decode())
     if reads:

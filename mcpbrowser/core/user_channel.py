@@ -32,6 +32,7 @@ class UserChannel:
         # The MCP connection (the transport sets it): .name (the client's), .can_elicit,
         # .elicit(message, timeout), .notify(level, data).
         self.client: Any = None
+        self.view_path: str | None = None  # the live view's path when one is served (view/app.py sets it)
         self.cooldown = Cooldown(config.login_cooldown, config.cooldown_scope, config.locale,
                                  on_end=self._cooldown_ended)
 
@@ -76,7 +77,9 @@ class UserChannel:
         """
         client = getattr(call, "caller", None) or self.client
         if not (getattr(client, "modern", False) and client.can_elicit):
-            self.notify("alert", {"event": "wait_for_user", "session": session_id, "message": message}, call)
+            where = self.where_to_help(session_id)
+            self.notify("alert", {"event": "wait_for_user", "session": session_id, "message": message,
+                                  **({"view": where} if where else {})}, call)
             return
         answer = client.elicit(f"The agent hands over to you: {message} Do it in the browser window, then accept.",
                                timeout=USER_ANSWER_S, key=f"handover:{session_id}")
@@ -107,6 +110,22 @@ class UserChannel:
         self.notify("warning", {"event": "cooldown_started", "message": text}, call)
         return LoginTimeout(text, session_id=state.session_id,
                             details={"cause": exc.code, "wall": wall, "cooldownSeconds": self.config.login_cooldown})
+
+    def where_to_help(self, session_id: str) -> str | None:
+        """The live view's page of a session (a path, never a token), where a person can take over; or None."""
+        return None if self.view_path is None else f"{self.view_path}/s/{session_id}"
+
+    def with_view(self, tool_name: str, session_id: str, answer: Any) -> Any:
+        """wait_for_user's answer or error, saying where a person can help when a view is served."""
+        where = self.where_to_help(session_id) if tool_name == "wait_for_user" else None
+        if where is None:
+            return answer
+        if isinstance(answer, BrowserServerError):
+            answer.details = {**(answer.details or {}), "view": where}
+            answer.message += f" A person can take over in the live view: {where}"
+        else:
+            answer["view"] = where
+        return answer
 
     # SESSION THREAD
     def user_finished(self, state: Any, call: Any = None) -> None:

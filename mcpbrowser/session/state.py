@@ -273,6 +273,8 @@ class SessionState:
         self.elements_counted = None
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
             snapshots.mark_secret(self, args["text"])
+        # A person's input may run inside a long call (worker.between): it gives the outer call back its own.
+        outer = self._progress, self.call
         self._progress, self.call = call.progress, call
         try:
             result = scrub_value(self.run_tool(tool, args), self.secrets)
@@ -280,7 +282,7 @@ class SessionState:
             call.console = self.events.take_console()
             raise call.annotate_error(self._dismissals_told(exc)) from None
         finally:
-            self._progress, self.call = None, None
+            self._progress, self.call = outer
             self.quiet_since = time.monotonic()
             for held in list(self.held):
                 snapshots.release(self, held)

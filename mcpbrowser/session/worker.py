@@ -19,6 +19,7 @@ from mcpbrowser.logs import log
 from mcpbrowser.redaction import KnownSecrets
 
 _STOP = object()
+_URGENT = object()  # a person's input waits in _urgent
 
 
 class SessionWorker:
@@ -42,6 +43,13 @@ class SessionWorker:
         self.secrets = KnownSecrets()
         self._opener = opener
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        # A person's input (the live view): run before what waits in _queue, and in a long wait's
+        # slices (`between`), so a person can act while the agent's wait_for_user holds the thread.
+        self._urgent: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        # The live view's hold (plain data, any thread): the person's name while they drive, and
+        # whether they handed back since the last wait_for_user began.
+        self.held_by: str | None = None
+        self.handed_back = False
         self._lock = threading.Lock()
         self._stopping = False
         self._closed_error = None
@@ -53,11 +61,13 @@ class SessionWorker:
         self.quiet_hook: Any = None
         self.quiet_after_s = 1.0
         self.quiet_budget = (None, None)
-        # ticker, when set: (interval_s, fn(state)) run on the session thread every interval_s
-        # while it is idle, and after a command when one is due. The log resources' watch sets it
-        # while anyone subscribes (see resources/watch.py): it makes the browser's events dispatch
-        # between calls. Plain assignment from any thread; the loop reads it on each turn.
-        self.ticker: Any = None
+        # tickers: {name: (interval_s, fn(state))}, each run on the session thread every interval_s
+        # while it is idle, and after a command when one is due. The log resources' watch sets
+        # "logs" (as `ticker`) while anyone subscribes (see resources/watch.py), the live view
+        # "screencast" while anyone watches (view/screencast.py): they make the browser's events
+        # dispatch between calls. Set and deleted from any thread; the loop reads them on each turn.
+        self.tickers: dict[str, Any] = {}
+        self._tick_due: dict[str, float] = {}
         # Its state's EventBuffers (set by the state as it opens): their numbered logs may be read from
         # any thread (see events.py), so a log resource is read even while a call runs.
         self.events: Any = None
@@ -65,11 +75,27 @@ class SessionWorker:
 
     # -- ANY THREAD ------------------------------------------------------------
 
+    @property
+    def ticker(self):
+        """(interval_s, fn(state)) running every ticker when its own interval is due, or None: no ticker."""
+        tickers = dict(self.tickers)
+        if not tickers:
+            return None
+        return min(interval for interval, _ in tickers.values()), lambda state: self._tick_all(state, tickers)
+
+    @ticker.setter
+    def ticker(self, value):
+        """The log resources' ticker (None: nobody subscribes)."""
+        if value is None:
+            self.tickers.pop("logs", None)
+        else:
+            self.tickers["logs"] = value
+
     def start(self):
         self._thread.start()
         return self.ready
 
-    def submit(self, fn, *args, after=None, budget_s=None, tag=None):
+    def submit(self, fn, *args, after=None, budget_s=None, tag=None, urgent=False):
         """Queue fn(state, *args) for the session thread; returns its Future.
 
         after(state, fut), if given, runs on the session thread once the Future is
@@ -83,7 +109,11 @@ class SessionWorker:
             if self._stopping:
                 fut.set_exception(self._closed_error)
                 return fut
-            self._queue.put((fut, fn, args, after, budget_s, tag))
+            if urgent:
+                self._urgent.put((fut, fn, args, after, budget_s, tag))
+                self._queue.put(_URGENT)  # wakes an idle loop
+            else:
+                self._queue.put((fut, fn, args, after, budget_s, tag))
         return fut
 
     def stuck(self, now=None):
@@ -150,21 +180,10 @@ class SessionWorker:
                     continue
                 if item is _STOP:
                     break
-                fut, fn, args, after, budget_s, tag = item
-                if not fut.set_running_or_notify_cancel():
+                if item is _URGENT:
+                    self._run_urgent(state)
                     continue
-                self.running = (fut, None if budget_s is None else time.monotonic() + budget_s, tag)
-                try:
-                    result = fn(state, *args)
-                except BaseException as exc:
-                    _settle(fut, exc=exc)
-                else:
-                    _settle(fut, result=result)
-                if after is not None:
-                    try:
-                        after(state, fut)
-                    except Exception:
-                        log.exception("after-call work failed", extra={"session": self.session_id})
+                self._execute(state, item)
                 self.running = None
                 if self.quiet_hook is not None:
                     quiet_due = time.monotonic() + self.quiet_after_s
@@ -184,6 +203,53 @@ class SessionWorker:
             except Exception:
                 log.exception("session close failed", extra={"session": self.session_id})
 
+    def between(self, state):
+        """SESSION THREAD, in the slices of a long wait: a person's queued input, then the due tickers."""
+        self._run_urgent(state, nested=True)
+        ticker = self.ticker
+        if ticker is not None:
+            ticker[1](state)
+
+    def _run_urgent(self, state, nested=False):
+        while True:
+            try:
+                item = self._urgent.get_nowait()
+            except queue.Empty:
+                return
+            running = self.running
+            self._execute(state, item, track=not nested)
+            self.running = running
+
+    def _execute(self, state, item, track=True):
+        """Run one queued command and its after-work; `track`: the watchdog watches it (not when nested)."""
+        fut, fn, args, after, budget_s, tag = item
+        if not fut.set_running_or_notify_cancel():
+            return
+        if track:
+            self.running = (fut, None if budget_s is None else time.monotonic() + budget_s, tag)
+        try:
+            result = fn(state, *args)
+        except BaseException as exc:
+            _settle(fut, exc=exc)
+        else:
+            _settle(fut, result=result)
+        if after is not None:
+            try:
+                after(state, fut)
+            except Exception:
+                log.exception("after-call work failed", extra={"session": self.session_id})
+
+    def _tick_all(self, state, tickers):
+        now = time.monotonic()
+        for name, (interval, fn) in tickers.items():
+            if now >= self._tick_due.get(name, 0.0):
+                self._tick_due[name] = now + interval
+                try:
+                    fn(state)
+                except Exception as exc:  # one ticker's failure leaves the others ticking
+                    log.debug("session ticker failed", extra={"session": self.session_id, "ticker": name,
+                                                              "error": str(exc)})
+
     def _run_hook(self, hook, state):
         """The quiet hook or the ticker, watched by the watchdog like a command (budget: quiet_budget)."""
         if hook is None:
@@ -200,10 +266,17 @@ class SessionWorker:
     def _fail_queued(self):
         while True:
             try:
+                item = self._urgent.get_nowait()
+            except queue.Empty:
+                break
+            if item[0].set_running_or_notify_cancel():
+                item[0].set_exception(self._closed_error)
+        while True:
+            try:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if item is not _STOP:
+            if item is not _STOP and item is not _URGENT:
                 fut = item[0]
                 if fut.set_running_or_notify_cancel():
                     fut.set_exception(self._closed_error)

@@ -255,16 +255,26 @@ def wait_for_user(state, args):
         state.page.bring_to_front()
     except Exception:
         pass  # a headless page has no window to raise
-    started = time.monotonic()
+    started, reported, worker = time.monotonic(), float("-inf"), state.worker
+    worker.handed_back = False  # a hand back before this wait began is no answer to it
+    by_person = False
     while True:
         elapsed = (time.monotonic() - started) * 1000
-        state.report(round(elapsed), timeout, f"Waiting for the user: {args['message']}")
+        if elapsed - reported >= 1000:  # progress once a second
+            reported = elapsed
+            state.report(round(elapsed), timeout, f"Waiting for the user: {args['message']}")
         left = timeout - elapsed
         if left <= 0:
             raise WaitTimeout(f"Login timeout: the user did not finish within {timeout} ms "
                               f"(waited for {what}).", session_id=state.session_id,
                               details={"waitedFor": what, "timeoutMs": timeout})
-        slice_ms = min(1000, left)  # short slices: progress flows and events keep being dispatched
+        # Short slices: events keep being dispatched, and a person in the live view acts between
+        # them (their clicks and keys, the screencast); their hand back ends the wait.
+        worker.between(state)
+        if worker.handed_back:
+            by_person = True
+            break
+        slice_ms = min(100, left)
         try:
             if wanted is not None:
                 state.page.wait_for_url(lambda url: wanted in url, timeout=slice_ms)
@@ -277,6 +287,9 @@ def wait_for_user(state, args):
     waited = round((time.monotonic() - started) * 1000)
     state.report(timeout, timeout, "The user finished")
     state.remember_page(state.page.title())
+    if by_person:
+        return {"success": True, "message": f"The person finished in the live view and handed back after {waited} ms.",
+                "waitedMs": waited, "url": state.page.url, "finishedBy": "person"}
     return {"success": True, "message": f"The user finished: saw {what} after {waited} ms.",
             "waitedMs": waited, "url": state.page.url}
 

@@ -138,6 +138,7 @@ class McpWsgiApp:
         self._clients: dict[str, _Client] = {}
         self._lock = threading.Lock()
         self.everyone = _Everyone(self)
+        self.view = None  # the live view (view.ViewApp) mounted beside the endpoint, or None
 
     def clients(self):
         with self._lock:
@@ -152,6 +153,9 @@ class McpWsgiApp:
     # -- A REQUEST THREAD OF THE WSGI SERVER ------------------------------------------
 
     def __call__(self, environ, start_response):
+        view = self.view
+        if view is not None and view.owns(environ.get("PATH_INFO") or "/"):
+            return view(environ, start_response)  # its own sign-in, and a picture that streams unzipped
         return compression.respond(self._serve, environ, start_response)
 
     def _serve(self, environ, start_response):
@@ -544,12 +548,25 @@ def serve(app, address, done, threads, limits):
         raise PermissionError(f"{host} is reachable from other machines, and no token was read")
     runner, listeners = create_server(app, host, int(port), threads, limits, app.vouches,
                                       max_request_body_size=app.max_body_bytes + 1,
-                                      ident="mcpbrowser", clear_untrusted_proxy_headers=True)
+                                      ident="mcpbrowser", clear_untrusted_proxy_headers=True,
+                                      **_view_proxy(app))
     bound = listeners[0].effective_host, listeners[0].effective_port
     log.info("serving MCP over HTTP", extra={"event": "http_serving",
                                              "url": f"http://{bound[0]}:{bound[1]}{app.path}"})
+    if app.view is not None:
+        from mcpbrowser.view import announce
+
+        announce(app.view, f"http://{bound[0]}:{bound[1]}{app.view.path}/")
     threading.Thread(target=runner.run, name="http-server", daemon=True).start()
     while not done.wait(0.1):  # wake up now and then, so a signal's handler runs
         pass
     for listener in listeners:
         listener.close()
+
+
+def _view_proxy(app):
+    """waitress's proxy settings: X-Forwarded-Proto believed (it sets the URL scheme) only under
+    --view-trusted-proxy, where the view's cookie must be Secure behind a TLS proxy; else dropped."""
+    if app.view is None or not app.view.trust_proxy:
+        return {}
+    return {"trusted_proxy": "*", "trusted_proxy_headers": {"x-forwarded-proto"}}

@@ -1,0 +1,61 @@
+"""The live view: a page where a person watches every session and takes over a login wall.
+
+    from mcpbrowser.view import Viewer, create_app
+    view = create_app(browser, who_may_see=lambda environ: Viewer("ann", owner="ann"), path="")
+    # mount `view` beside your own views (Flask: DispatcherMiddleware(app.wsgi_app, {"/view": view}))
+
+Served by `mcpbrowser --http ... --view http` under /view/, or alone with `--view HOST:PORT`.
+Runs on the WSGI server's request threads (see app.py); it never touches Playwright itself.
+"""
+
+from typing import Any
+
+from mcpbrowser.logs import log
+from mcpbrowser.view.app import PLAIN_HTTP_WARNING, ViewApp
+from mcpbrowser.view.auth import SignIns, Viewer, WhoMaySee
+
+__all__ = ["ViewApp", "Viewer", "WhoMaySee", "create_app", "from_config", "serve_alone"]
+
+
+def create_app(browser: Any, *, who_may_see: WhoMaySee, path: str = "/view", trust_proxy: bool = False) -> ViewApp:
+    """The view over `browser` for an embedder: `who_may_see(environ)` says who the request's person is
+    (a Viewer: owner=None sees every session), or None (not signed in: they get a page saying so)."""
+    return ViewApp(browser, who_may_see=who_may_see, path=path, trust_proxy=trust_proxy)
+
+
+def from_config(browser: Any, credentials: dict[str, str], path: str = "/view") -> ViewApp:
+    """The view with its own sign-in: the token file's tokens (operators marked), or a one-time key."""
+    config = browser.config
+    return ViewApp(browser, sign_ins=SignIns(credentials, config.view_operators()), path=path,
+                   trust_proxy=config.view_trusted_proxy)
+
+
+def announce(app: ViewApp, url: str) -> None:
+    """MAIN THREAD: where the view is, and how to sign in (the one-time URL, as Jupyter prints it) on stderr."""
+    from mcpbrowser.guards import is_loopback
+
+    host = url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0].strip("[]")
+    log.info("serving the live view", extra={"event": "view_serving", "url": url})
+    if not is_loopback(host) and not app.trust_proxy:
+        log.warning(PLAIN_HTTP_WARNING, extra={"event": "view_plain_http"})
+    key = app.sign_ins.one_time_key if app.sign_ins is not None else None
+    if key is not None:
+        import sys
+
+        print(f"mcpbrowser: open the live view once with this sign-in URL: {url}signin?key={key}", file=sys.stderr,
+              flush=True)
+
+
+def serve_alone(browser: Any, address: str, credentials: dict[str, str]) -> Any:
+    """--view HOST:PORT: the view alone on its own waitress server, on a thread; returns the server."""
+    from waitress.server import create_server
+
+    host, _, port = address.rpartition(":")
+    app = from_config(browser, credentials)
+    server = create_server(app, host=host.strip("[]"), port=int(port), threads=8, ident="mcpbrowser-view",
+                           clear_untrusted_proxy_headers=False)
+    import threading
+
+    threading.Thread(target=server.run, name="view-server", daemon=True).start()
+    announce(app, f"http://{server.effective_host}:{server.effective_port}{app.path}/")
+    return server

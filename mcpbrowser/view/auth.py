@@ -1,0 +1,141 @@
+"""Who is looking at the view: sign-in with a bearer token (or a one-time key), cookies, CSRF, Origin.
+
+ANY THREAD (the WSGI server's request threads): the sign-ins live in a dict under a lock.
+The bearer token is read from a POSTed form only: never from a URL, never written to a
+page or a log. A cookie names a server-side sign-in, which sign-out deletes.
+"""
+
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.cookies import SimpleCookie
+from typing import Any
+
+from mcpbrowser.guards import is_loopback
+
+COOKIE = "mcpbrowser_view"
+SIGN_IN_HOURS = 12  # a sign-in lasts this long, then the person signs in again
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """A person looking at the view: `owner` is the client whose sessions they see (None: every one)."""
+
+    name: str
+    owner: str | None
+    operator: bool = False
+
+    def may_see(self, owner: str | None) -> bool:
+        return self.owner is None or owner == self.owner
+
+
+# An embedder's hook: given the request's WSGI environ, the person it shows, or None (not signed in).
+WhoMaySee = Callable[[dict[str, Any]], "Viewer | None"]
+
+
+def scheme(environ: dict[str, Any], trust_proxy: bool) -> str:
+    """http or https, as the person's browser sees it: the forwarded one only from a trusted proxy."""
+    if trust_proxy:
+        forwarded = (environ.get("HTTP_X_FORWARDED_PROTO") or "").split(",")[0].strip().lower()
+        if forwarded in ("http", "https"):
+            return forwarded
+    return environ.get("wsgi.url_scheme", "http")
+
+
+def own_origin(environ: dict[str, Any], trust_proxy: bool) -> str:
+    return f"{scheme(environ, trust_proxy)}://{(environ.get('HTTP_HOST') or '').lower()}"
+
+
+def same_origin(environ: dict[str, Any], trust_proxy: bool) -> bool:
+    """Whether a state-changing request came from the view's own pages (Origin, else Fetch metadata)."""
+    origin = environ.get("HTTP_ORIGIN")
+    if origin is not None:
+        return hmac.compare_digest(origin.rstrip("/").lower(), own_origin(environ, trust_proxy))
+    return environ.get("HTTP_SEC_FETCH_SITE", "same-origin") in ("same-origin", "none")
+
+
+def plain_http_exposed(environ: dict[str, Any], trust_proxy: bool) -> bool:
+    """A non-loopback name reached without TLS: the token and cookie cross the network in clear."""
+    host = (environ.get("HTTP_HOST") or "").rsplit(":", 1)[0].strip("[]")
+    return scheme(environ, trust_proxy) != "https" and not is_loopback(host)
+
+
+class SignIns:
+    """The view's own sign-in: tokens of --http-token-file (operators marked), or a one-time key."""
+
+    def __init__(self, credentials: dict[str, str], operators: set[str], clock: Callable[[], float] = time.monotonic):
+        self.credentials = dict(credentials)
+        self.operators = set(operators)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._signed: dict[str, tuple[Viewer, str, float]] = {}  # cookie value -> (viewer, csrf, deadline)
+        # Without tokens (stdio, an open loopback server), one key, good once, printed to stderr.
+        self.one_time_key = None if credentials else secrets.token_urlsafe(24)
+
+    def by_token(self, token: str) -> Viewer | None:
+        """The person a bearer token names (every token compared, in constant time each)."""
+        found = None
+        for known, name in self.credentials.items():
+            if hmac.compare_digest(token.strip().encode(), known.encode()):
+                found = Viewer(name, None, True) if name in self.operators else Viewer(name, name)
+        return found
+
+    def by_key(self, key: str) -> Viewer | None:
+        """The one-time key's person (every session: whoever reads the server's stderr runs it), once."""
+        with self._lock:
+            known = self.one_time_key
+            if known is None or not hmac.compare_digest(key.encode(), known.encode()):
+                return None
+            self.one_time_key = None
+        return Viewer("local", None, True)
+
+    def start(self, viewer: Viewer) -> str:
+        """A new sign-in; its cookie value."""
+        cookie = secrets.token_urlsafe(32)
+        with self._lock:
+            self._signed[cookie] = (viewer, secrets.token_urlsafe(24), self._clock() + SIGN_IN_HOURS * 3600)
+        return cookie
+
+    def end(self, cookie: str) -> None:
+        with self._lock:
+            self._signed.pop(cookie, None)
+
+    def lookup(self, environ: dict[str, Any]) -> tuple[Viewer, str] | None:
+        """(viewer, csrf token) of the request's cookie, or None."""
+        cookie = cookie_of(environ)
+        if cookie is None:
+            return None
+        with self._lock:
+            found = self._signed.get(cookie)
+            if found is not None and found[2] < self._clock():
+                del self._signed[cookie]
+                found = None
+        return None if found is None else (found[0], found[1])
+
+
+def cookie_of(environ: dict[str, Any]) -> str | None:
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(environ.get("HTTP_COOKIE") or "")
+    except Exception:
+        return None
+    morsel = jar.get(COOKIE)
+    return morsel.value if morsel is not None else None
+
+
+def set_cookie(value: str, path: str, secure: bool, max_age: int | None = None) -> tuple[str, str]:
+    parts = [f"{COOKIE}={value}", f"Path={path}", "HttpOnly", "SameSite=Strict"]
+    if secure:
+        parts.append("Secure")
+    if max_age is not None:
+        parts.append(f"Max-Age={max_age}")
+    return "Set-Cookie", "; ".join(parts)
+
+
+def hook_csrf(secret: bytes, viewer: Viewer) -> str:
+    """An embedder's person's CSRF token: bound to who they are, by a key this app alone knows."""
+    return hmac.new(secret, f"{viewer.name}\0{viewer.owner}".encode(), hashlib.sha256).hexdigest()

@@ -1,0 +1,153 @@
+"""A person's hands on a session: take over, their clicks, scrolls and keys on the live picture, hand back.
+
+- ANY THREAD (the view's request threads): the routes. Taking over and handing back set plain
+  data on the session's worker (`held_by`, `handed_back`), which the dispatcher's guard and
+  wait_for_user read. The person's input enters as a call through `Browser.submit`, the agent's
+  own path, with a `Person` caller: recorded in the history as `person_input`, its text withheld.
+- SESSION THREAD: `person_input`, the handler, run ahead of queued calls and inside a waiting
+  wait_for_user's slices (worker.between). What a person types is a secret before it reaches the page.
+"""
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from mcpbrowser import schema
+from mcpbrowser.errors import BrowserServerError, InvalidParameters
+from mcpbrowser.logs import log
+from mcpbrowser.session import snapshots
+from mcpbrowser.tools.base import SessionTool, session_schema
+from mcpbrowser.view.auth import Viewer
+
+KEYS = ("Enter", "Tab", "Backspace", "Delete", "Escape", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight",
+        "Home", "End", "PageUp", "PageDown")
+MAX_TEXT = 1000
+INPUT_WAIT_S = 30.0
+
+
+class Person:
+    """The caller of a person's input (see transports' Caller): their name; the session's owner, so the
+    dispatcher's owner check holds; `person`, which lets it past the hold and ahead of the queue."""
+
+    person = True
+    can_elicit = False
+    modern = False
+
+    def __init__(self, viewer: Viewer, owner: str | None) -> None:
+        self.name = f"person:{viewer.name}"
+        self.owner = owner
+
+    def notify(self, level: str, data: dict[str, Any]) -> None:
+        """Notices meant for the agent's client are not the person's: they see the page."""
+
+
+# SESSION THREAD
+def person_input(state: Any, args: dict[str, Any]) -> dict[str, Any]:
+    """One action of the person on the page, at viewport coordinates given as fractions of it."""
+    page, action = state.page, args["action"]
+    size = page.viewport_size or page.evaluate("() => ({width: innerWidth, height: innerHeight})")
+    x, y = args.get("x", 0.5) * size["width"], args.get("y", 0.5) * size["height"]
+    if action == "click":
+        page.mouse.click(x, y)
+    elif action == "scroll":
+        page.mouse.move(x, y)
+        page.mouse.wheel(args.get("dx", 0), args.get("dy", 0))
+    elif action == "key":
+        page.keyboard.press(args["key"])
+    else:
+        text = args.get("text", "")
+        # A secret before it reaches the page: scrubbed from every answer, row, log and trace from now on.
+        snapshots.mark_secret(state, text)
+        state.withheld.add(text)
+        page.keyboard.type(text)
+    return {"success": True}
+
+
+PERSON_INPUT = SessionTool(
+    name="person_input",
+    group="person",  # in no tool group: never listed, and refused to MCP clients (ToolGroups.check)
+    title="A person's input in the live view",
+    description="A click, scroll, key or text of the person who took over the session in the live view.",
+    input_schema=session_schema({
+        "action": schema.string("", enum=["click", "scroll", "key", "type"]),
+        "x": schema.number("", 0, 1), "y": schema.number("", 0, 1),
+        "dx": schema.number("", -10_000, 10_000), "dy": schema.number("", -10_000, 10_000),
+        "key": schema.string("", enum=list(KEYS)),
+        "text": schema.string("", maxLength=MAX_TEXT),
+    }, required=("action",)),
+    handler=person_input,
+    may_carry_secret=True,
+    during_cooldown=True,  # the person solving the wall is what the cooldown waits for
+)
+
+
+class Hands:
+    """The view's routes that act: take over, input, hand back (each checked for CSRF and Origin before)."""
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+        core.tools.setdefault(PERSON_INPUT.name, PERSON_INPUT)  # the dispatcher's table: never listed
+
+    def routes(self) -> dict[tuple[str, str], Callable[..., Any]]:
+        return {("POST", "takeover"): self.take_over, ("POST", "handback"): self.hand_back,
+                ("POST", "input"): self.input}
+
+    def take_over(self, environ: dict[str, Any], start_response: Callable[..., Any], viewer: Viewer,
+                  session_id: str) -> Iterable[bytes]:
+        worker = self._worker(session_id)
+        if worker is None:
+            return _json(start_response, "404 Not Found", {"error": "No such session."})
+        if worker.held_by not in (None, viewer.name):
+            return _json(start_response, "409 Conflict", {"error": f"{worker.held_by} holds this session."})
+        worker.held_by = viewer.name
+        log.info("a person took over", extra={"event": "person_took_over", "session": session_id,
+                                               "viewer": viewer.name})
+        return _json(start_response, "200 OK", {"heldBy": viewer.name})
+
+    def hand_back(self, environ: dict[str, Any], start_response: Callable[..., Any], viewer: Viewer,
+                  session_id: str) -> Iterable[bytes]:
+        worker = self._worker(session_id)
+        if worker is None or worker.held_by is None:
+            return _json(start_response, "409 Conflict", {"error": "Nobody holds this session."})
+        worker.held_by = None
+        worker.handed_back = True  # a waiting wait_for_user returns, finished by the person
+        # The person solved the wall: a cooldown it started ends (seed 000), as wait_for_user's success ends it.
+        self.core.cooldown.finish(session_id, self.core.registry.owner_of(session_id))
+        log.info("a person handed back", extra={"event": "person_handed_back", "session": session_id,
+                                                "viewer": viewer.name})
+        return _json(start_response, "200 OK", {"heldBy": None})
+
+    def input(self, environ: dict[str, Any], start_response: Callable[..., Any], viewer: Viewer,
+              session_id: str) -> Iterable[bytes]:
+        worker = self._worker(session_id)
+        if worker is None or worker.held_by != viewer.name:
+            return _json(start_response, "409 Conflict", {"error": "Take over the session first."})
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            args = json.loads(environ["wsgi.input"].read(length)) if 0 < length <= 4 * MAX_TEXT else None
+        except (ValueError, UnicodeDecodeError):
+            args = None
+        if not isinstance(args, dict):
+            return _json(start_response, "400 Bad Request", {"error": "Send one action as a JSON object."})
+        args = {k: v for k, v in args.items() if k != "sessionId"}
+        caller = Person(viewer, self.core.registry.owner_of(session_id))
+        try:
+            self.core.submit(PERSON_INPUT.name, {**args, "sessionId": session_id}, caller=caller).result(INPUT_WAIT_S)
+        except BrowserServerError as exc:
+            status = "400 Bad Request" if isinstance(exc, InvalidParameters) else "409 Conflict"
+            return _json(start_response, status, {"error": exc.code})  # the code only: a message may quote input
+        except TimeoutError:
+            return _json(start_response, "504 Gateway Timeout", {"error": "The page did not take it in time."})
+        return _json(start_response, "200 OK", {"done": True})
+
+    def _worker(self, session_id: str) -> Any:
+        record = self.core.registry.open_record(session_id)
+        return None if record is None else record.worker
+
+
+def _json(start_response: Callable[..., Any], status: str, value: Any) -> Iterable[bytes]:
+    from mcpbrowser.view.app import HEADERS
+
+    body = json.dumps(value).encode()
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *HEADERS])
+    return [body]

@@ -1,0 +1,160 @@
+// The live view's one script: no framework, no build step. Everything a page shows is put in
+// with textContent (titles, URLs and logs come from the pages the agents visit).
+"use strict";
+(function () {
+  const meta = (name) => (document.querySelector(`meta[name="${name}"]`) || {}).content || "";
+  const base = meta("base"), csrf = meta("csrf"), kind = meta("view-page"), sessionId = meta("session");
+  const main = document.getElementById("main");
+  if (!main) return;
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") node.className = v; else if (k === "href") node.href = v; else node.setAttribute(k, v);
+    }
+    for (const child of children) {
+      if (child === null || child === undefined) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+  async function get(path) {
+    const answer = await fetch(base + path, { credentials: "same-origin" });
+    if (answer.status === 401) { location.reload(); throw new Error("signed out"); }
+    if (!answer.ok) throw new Error(String(answer.status));
+    return answer.headers.get("Content-Type").startsWith("application/json") ? answer.json() : answer.text();
+  }
+  async function post(path, body) {
+    const answer = await fetch(base + path, {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+      body: JSON.stringify(body || {}),
+    });
+    return answer.json();
+  }
+  const ago = (ms) => {
+    const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+    return s < 60 ? `${s} s ago` : s < 3600 ? `${Math.round(s / 60)} min ago` : `${Math.round(s / 3600)} h ago`;
+  };
+  function stateBadge(s) {
+    let text = s.state, cls = "state";
+    if (s.heldBy) { text = `held by ${s.heldBy}`; cls += " held"; }
+    else if (s.state === "waiting for a person") cls += " waiting";
+    else if (s.state === "cooldown") { cls += " cooldown"; text = `cooldown, ${Math.ceil(s.cooldownMs / 1000)} s left`; }
+    else if (s.state === "working") cls += " working";
+    return el("span", { class: cls }, text);
+  }
+
+  // -- the list -----------------------------------------------------------------------
+  async function showList() {
+    const body = el("tbody");
+    main.replaceChildren(el("h1", {}, "Sessions"), el("table", { id: "sessions" },
+      el("thead", {}, el("tr", {}, ...["Session", "Page", "State", "Throttling", "Memory", "Last call"].map((h) => el("th", {}, h)))),
+      body));
+    async function refresh() {
+      let data;
+      try { data = await get("api/sessions"); } catch (e) { return; }
+      body.replaceChildren(...data.sessions.map((s) => el("tr", { "data-session": s.sessionId },
+        el("td", {}, el("a", { href: base + "s/" + encodeURIComponent(s.sessionId) }, s.sessionId.slice(0, 8))),
+        el("td", { class: "url" }, el("div", {}, s.title || "(no title)"), el("div", {}, s.url)),
+        el("td", {}, stateBadge(s), s.waitingFor ? el("div", {}, s.waitingFor) : null),
+        el("td", {}, s.throttle ? JSON.stringify(s.throttle) : "none"),
+        el("td", {}, s.memoryMb ? `${s.memoryMb} MB` : ""),
+        el("td", {}, s.lastCall ? el("span", { class: s.lastCall.error ? "error" : "" },
+          `${s.lastCall.tool}${s.lastCall.error ? " " + s.lastCall.error : ""}, ${ago(s.lastCall.at)}`) : ""))));
+      if (!data.sessions.length) body.append(el("tr", {}, el("td", { colspan: "6" }, "No open sessions.")));
+    }
+    await refresh();
+    setInterval(refresh, 2000);
+  }
+
+  // -- a session ------------------------------------------------------------------------
+  async function showSession() {
+    const banner = el("div", { class: "banner", id: "banner" });
+    const info = el("div", { id: "info" });
+    const calls = el("tbody");
+    const page = el("pre", { id: "stored-page" }, "Click a call to read the page it stored.");
+    const logs = { console: el("div", { class: "logs", id: "console-log" }), network: el("div", { class: "logs", id: "network-log" }) };
+    const live = el("div", { class: "live", id: "live" });
+    main.replaceChildren(el("h1", {}, "Session ", sessionId.slice(0, 8)), banner, info,
+      el("div", { class: "columns" },
+        el("div", {}, live, el("h2", {}, "Calls"), el("table", { id: "calls" },
+          el("thead", {}, el("tr", {}, ...["Tool", "Arguments", "Result", "Duration", "refId"].map((h) => el("th", {}, h)))), calls)),
+        el("div", {}, el("h2", {}, "Stored page"), page, el("h2", {}, "Console"), logs.console, el("h2", {}, "Network"), logs.network)));
+    if (window.mcpbrowserLive) window.mcpbrowserLive(live, { base, csrf, sessionId, el, post });
+    let after = 0;
+    const rows = new Map();
+    const cursors = { console: 0, network: 0 };
+    async function refresh() {
+      let data;
+      try { data = await get(`api/s/${encodeURIComponent(sessionId)}?after=${after}`); } catch (e) { return; }
+      info.replaceChildren(stateBadge(data), " ", data.lastCall ? `last call ${data.lastCall.tool}, ${ago(data.lastCall.at)}` : "");
+      let words = "";
+      if (data.heldBy) words = `${data.heldBy} holds this session: the agent's actions wait until it is handed back.`;
+      else if (data.waitingFor !== undefined) words = `The agent waits for a person: ${data.waitingFor}`;
+      else if (data.state === "cooldown") words = `Login cooldown, ${Math.ceil(data.cooldownMs / 1000)} s left. ${data.cooldownMessage || ""}`;
+      banner.textContent = words;
+      document.body.dataset.state = data.state;
+      document.body.dataset.held = data.heldBy ? "yes" : "no";
+      let unfinished = null;
+      for (const call of data.calls) {
+        // A call still running is read again until it has its outcome (its row is then replaced).
+        if (!call.status && unfinished === null) unfinished = call.seq - 1;
+        after = unfinished === null ? Math.max(after, call.seq) : unfinished;
+        const old = rows.get(call.refId);
+        const row = el("tr", { class: "call", "data-ref": call.refId },
+          el("td", {}, call.tool), el("td", { class: "args" }, JSON.stringify(Object.fromEntries(Object.entries(call.params).filter(([k]) => k !== "sessionId")))),
+          el("td", { class: call.error ? "error" : "" }, call.error || call.status || "running"),
+          el("td", {}, call.durationMs === null ? "" : `${call.durationMs} ms`), el("td", {}, call.refId.slice(0, 8)));
+        if (call.hasPage) row.addEventListener("click", async () => {
+          try { page.textContent = await get(`api/page/${encodeURIComponent(call.refId)}`); } catch (e) { page.textContent = "Not stored."; }
+        });
+        if (old) old.replaceWith(row); else calls.prepend(row);
+        rows.set(call.refId, row);
+      }
+      for (const name of ["console", "network"]) {
+        try {
+          const got = await get(`api/s/${encodeURIComponent(sessionId)}/logs/${name}?after=${cursors[name]}`);
+          cursors[name] = got.cursor;
+          for (const entry of got.entries) logs[name].append(el("div", {}, typeof entry === "string" ? entry : JSON.stringify(entry)));
+        } catch (e) { /* the session closed */ }
+      }
+    }
+    await refresh();
+    setInterval(refresh, 1000);
+  }
+
+  // -- the page live ---------------------------------------------------------------------
+  // Take over, hand back, and the person's clicks, scrolls and keys on the picture. Typed text is
+  // sent in runs (one call each, a secret to the server), a special key or a click ends a run.
+  const KEYS = ["Enter", "Tab", "Backspace", "Delete", "Escape", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight",
+                "Home", "End", "PageUp", "PageDown"];
+  window.mcpbrowserLive = function (live) {
+    const sid = encodeURIComponent(sessionId);
+    const picture = el("img", { id: "live-picture", alt: "The session's page, live", src: `${base}api/s/${sid}/live` });
+    const take = el("button", { id: "take-over" }, "Take over");
+    const give = el("button", { id: "hand-back" }, "Hand back");
+    const note = el("span", { id: "hands-note" });
+    live.append(el("div", { class: "controls" }, take, give, note), picture);
+    let mine = false, typed = "", timer = null, queue = Promise.resolve();
+    const send = (action) => { queue = queue.then(() => post(`api/s/${sid}/input`, action)).then((r) => {
+      note.textContent = r.error ? `Not done: ${r.error}` : ""; return r; }); return queue; };
+    const flush = () => { clearTimeout(timer); if (typed) { const text = typed; typed = ""; send({ action: "type", text }); } return queue; };
+    const hold = (on) => { mine = on; live.classList.toggle("held", on); document.body.dataset.mine = on ? "yes" : "no"; };
+    hold(false);
+    take.addEventListener("click", async () => { const r = await post(`api/s/${sid}/takeover`); hold(!r.error); note.textContent = r.error || "You drive: click, scroll and type on the picture."; });
+    give.addEventListener("click", async () => { await flush(); const r = await post(`api/s/${sid}/handback`); hold(false); note.textContent = r.error || "Handed back."; });
+    const at = (event) => ({ x: Math.min(1, Math.max(0, event.offsetX / picture.clientWidth)), y: Math.min(1, Math.max(0, event.offsetY / picture.clientHeight)) });
+    picture.addEventListener("click", (event) => { if (!mine) return; flush(); send({ action: "click", ...at(event) }); });
+    picture.addEventListener("wheel", (event) => { if (!mine) return; event.preventDefault(); flush(); send({ action: "scroll", ...at(event), dx: event.deltaX, dy: event.deltaY }); }, { passive: false });
+    document.addEventListener("keydown", (event) => {
+      if (!mine || event.ctrlKey || event.metaKey || event.altKey) return;
+      if (event.key.length === 1) { typed += event.key; clearTimeout(timer); timer = setTimeout(flush, 400); }
+      else if (KEYS.includes(event.key)) { flush(); send({ action: "key", key: event.key }); }
+      else return;
+      event.preventDefault();
+    });
+  };
+
+  if (kind === "list") showList(); else if (kind === "session") showSession();
+})();

@@ -1,0 +1,68 @@
+"""The live view's pieces without a browser: the operator mark, the --view setting, cookies behind a proxy."""
+
+import io
+from types import SimpleNamespace
+
+import pytest
+
+from mcpbrowser.config import Config, ConfigError
+from mcpbrowser.view import auth
+from mcpbrowser.view.app import ViewApp
+from mcpbrowser.view.auth import SignIns, Viewer
+
+pytestmark = pytest.mark.unit
+
+TOKEN = "t" * 20
+
+
+def test_token_file_operator_mark_is_a_third_word_and_old_files_mean_what_they_meant(tmp_path):
+    path = tmp_path / "tokens"
+    path.write_text(f"alice {TOKEN}1\n{TOKEN}2\nops {TOKEN}3 operator\n# ops2 {TOKEN}4 operator\n")
+    config = Config(http_token_file=str(path), db=":memory:")
+    assert config.http_credentials() == {f"{TOKEN}1": "alice", f"{TOKEN}2": "client2", f"{TOKEN}3": "ops"}
+    assert config.view_operators() == {"ops"}
+    path.write_text(f"ops {TOKEN}3 admin\n")
+    with pytest.raises(ConfigError, match="line 1"):
+        Config(http_token_file=str(path), db=":memory:").http_credentials()
+
+
+def test_view_setting_needs_http_to_mount_and_tokens_off_loopback(tmp_path):
+    with pytest.raises(ConfigError, match="--view http"):
+        Config(view="http", db=":memory:")
+    with pytest.raises(ConfigError, match="reachable from other machines"):
+        Config(view="0.0.0.0:8080", db=":memory:")
+    assert Config(view="127.0.0.1:0", db=":memory:").view == "127.0.0.1:0"
+
+
+def test_operator_sees_all_and_a_client_its_own():
+    signs = SignIns({f"{TOKEN}1": "alice", f"{TOKEN}3": "ops"}, {"ops"})
+    assert signs.by_token(f"{TOKEN}1") == Viewer("alice", "alice")
+    assert signs.by_token(f"{TOKEN}3") == Viewer("ops", None, True)
+    assert signs.by_token("wrong") is None and signs.one_time_key is None
+    assert not Viewer("alice", "alice").may_see("bob") and Viewer("ops", None, True).may_see("bob")
+
+
+def test_one_time_key_signs_in_once():
+    signs = SignIns({}, set())
+    key = signs.one_time_key
+    assert signs.by_key("x" * len(key)) is None
+    assert signs.by_key(key) == Viewer("local", None, True)
+    assert signs.by_key(key) is None
+
+
+@pytest.mark.parametrize("trusted, forwarded, secure", [(False, "https", False), (True, "https", True),
+                                                         (True, None, False)])
+def test_cookie_is_secure_behind_a_trusted_tls_proxy_only(trusted, forwarded, secure):
+    core = SimpleNamespace(registry=None, tools={}, user=SimpleNamespace(view_path=None))
+    app = ViewApp(core, sign_ins=SignIns({TOKEN: "alice"}, set()), trust_proxy=trusted)
+    environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/view/signin", "HTTP_HOST": "view.example",
+               "wsgi.url_scheme": "http", "CONTENT_LENGTH": str(len(f"token={TOKEN}")),
+               "wsgi.input": io.BytesIO(f"token={TOKEN}".encode())}
+    if forwarded:
+        environ["HTTP_X_FORWARDED_PROTO"] = forwarded
+        environ["HTTP_ORIGIN"] = f"{forwarded if trusted else 'http'}://view.example"
+    seen = {}
+    app(environ, lambda status, headers: seen.update(status=status, headers=dict(headers)))
+    assert seen["status"] == "303 See Other"
+    assert ("; Secure" in seen["headers"]["Set-Cookie"]) is secure
+    assert auth.plain_http_exposed(environ, trusted) is not secure
