@@ -1,6 +1,9 @@
 """Shared fixtures: one local page server, MCP clients over real pipes, hypothesis profiles."""
 
 import os
+import pathlib
+import shutil
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -37,6 +40,16 @@ def pages():
     server = PageServer()
     yield server
     server.close()
+
+
+@pytest.fixture
+def short_tmp():
+    """A folder with a short path, for a browser's TMPDIR. Chromium dies ("Socket path too long")
+    when its singleton socket, $TMPDIR/.org.chromium.Chromium.XXXXXX/SingletonSocket, passes
+    107 bytes, and tmp_path is 61 bytes for a long test name, 71 in an xdist worker (popen-gw0/)."""
+    path = pathlib.Path(tempfile.mkdtemp(prefix="mcpb-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
