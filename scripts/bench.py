@@ -63,6 +63,10 @@ PAGE = b"""<!doctype html><title>Bench</title>
 OPS = ("navigate", "type", "click", "snapshot")
 IDLE_S = 3.0  # memory is measured this long after the last call, for every contender alike
 WARMUP_ROUNDS = 3  # rounds run before the measured ones, for every contender alike
+START_S = 2.0  # our browser and warm pool start in the background this long before the first timing
+REFILL_S = 1.5  # the pool refills this long after each timed create_session
+CPU_THINK_S = 0.3  # at least this long after each navigate of the CPU phase: our capture runs in it
+QUICK_PAUSE_S = 0.1  # --quick: each of the pauses above
 SETTLE_S = 0.1  # pause between one contender's turn and the next one's
 
 
@@ -414,7 +418,7 @@ async def open_mcpbrowser(stack, url, db, *args, warm_creates=5, http=False):
     spawned = time.perf_counter()
     session = await connect(stack, db, *args, http=http)
     out["initialize_ms"] = round((time.perf_counter() - spawned) * 1000, 1)
-    await anyio.sleep(2.0)  # the browser and the warm pool start in the background
+    await anyio.sleep(START_S)  # the browser and the warm pool start in the background
     warm = []
     for _ in range(warm_creates):
         started = time.perf_counter()
@@ -422,7 +426,7 @@ async def open_mcpbrowser(stack, url, db, *args, warm_creates=5, http=False):
         warm.append(time.perf_counter() - started)
         sid = json.loads(result.content[0].text)["sessionId"]
         await _call(session, "close_session", {"sessionId": sid})
-        await anyio.sleep(1.5)  # let the pool refill
+        await anyio.sleep(REFILL_S)  # let the pool refill
     if warm:
         out["create_session_warm"] = stats(warm)
     sid = json.loads((await _call(session, "create_session", {})).content[0].text)["sessionId"]
@@ -466,7 +470,7 @@ async def mcpbrowser_cold_create(db, creates=5):
     async with stdio_client(mcpbrowser_params(db, "--pool-size", "0"), errlog=open(os.devnull, "w")) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            await anyio.sleep(2.0)
+            await anyio.sleep(START_S)
             cold = []
             for _ in range(creates):
                 started = time.perf_counter()
@@ -801,6 +805,7 @@ def median_run(runs, key):
 
 
 def main():
+    global IDLE_S, START_S, REFILL_S, CPU_THINK_S, WARMUP_ROUNDS  # --quick shortens them
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=30, help="measured rounds of the workload (default 30)")
     parser.add_argument("--sessions", type=int, default=8, help="concurrent sessions (default 8)")
@@ -827,7 +832,14 @@ def main():
     parser.add_argument("--http-only", action="store_true",
                         help="run only the per-call workload over HTTP, with and without gzip: time and bytes")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"for the test suite: every pause {QUICK_PAUSE_S:g} s (the pool's start and refill, "
+                             "the idle time before memory, the CPU phase's think time) and one warm-up round; "
+                             "every phase runs, but the figures are not worth quoting")
     args = parser.parse_args()
+    if args.quick:
+        IDLE_S = START_S = REFILL_S = CPU_THINK_S = QUICK_PAUSE_S
+        WARMUP_ROUNDS = 1
 
     executable = find_executable("chromium")
     httpd, url = serve_page()
@@ -861,7 +873,7 @@ def main():
                              args.creates))
     progress("CPU per navigate: raw Playwright and mcpbrowser, interleaved…")
     cpu = anyio.run(cpu_per_navigate, executable, [url, *([args.cpu_url] if args.cpu_url else [])],
-                    max(1, args.rounds // 3), max(0.3, args.think_ms / 1000), databases)
+                    max(1, args.rounds // 3), max(CPU_THINK_S, args.think_ms / 1000), databases)
     results["cpu_per_navigate"] = cpu[0]
     if args.cpu_url:
         results["cpu_per_navigate_page"] = cpu[1]

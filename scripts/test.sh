@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up (idempotent), then run the whole test suite:
 #   1. the full suite on the project's .venv (extra arguments go to pytest, and
-#      then only this step runs);
+#      then only this step runs, one test at a time): the modules in parallel worker
+#      processes, then the tests marked `alone` (they bound a time or a CPU share) one by one;
 #   2. tox: the unit and smoke tests on the other Python versions (3.10, 3.12, 3.13), ruff, mypy,
 #      the packaging check (wheel contents, `pipx run --spec . mcpbrowser --help`) and the docs
 #      site (`mkdocs build --strict`).
@@ -12,7 +13,15 @@ bash scripts/setup.sh
 if [ "$#" -gt 0 ]; then
   exec .venv/bin/python -m pytest "$@"
 fi
-.venv/bin/python -m pytest --durations=25
+# Most tests wait on a browser, a timer or a pipe rather than on a core: TEST_WORKERS (default 3)
+# processes, each with its own browsers and page server, take whole modules (a module's
+# server is shared by its tests), the longest first (tests/conftest.py). Both runs always run,
+# so one failure does not hide another.
+status=0
+.venv/bin/python -m pytest -n "${TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder -m "not alone" \
+  --durations=25 || status=$?
+.venv/bin/python -m pytest -m alone --durations=10 || status=$?
+[ "$status" = 0 ] || exit "$status"
 
 # tox finds interpreters as python3.X on PATH. pyenv keeps them in per-version
 # folders: append those (after everything else, so `python3` itself is unchanged).

@@ -1,6 +1,9 @@
 """Shared fixtures: one local page server, MCP clients over real pipes, hypothesis profiles."""
 
 import os
+import pathlib
+import shutil
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -17,11 +20,19 @@ KINDS = ("unit", "smoke", "e2e", "slow")
 
 def pytest_collection_modifyitems(config, items):
     """Each test has exactly one kind, so `-m unit` (say) selects by kind, never by a list of files."""
+    kind_of = {}
     for item in items:
         kinds = [m.name for m in item.iter_markers() if m.name in KINDS]
         if len(kinds) != 1:
             raise pytest.UsageError(f"{item.nodeid} must have exactly one of the markers {', '.join(KINDS)} "
                                     f"(set pytestmark in its module), has {kinds or 'none'}")
+        kind_of[item] = kinds[0]
+    # In an xdist worker (scripts/test.sh: --dist loadfile --no-loadscope-reorder) the modules are
+    # handed out in this order: the long ones (slow, then e2e) first, so that none of them starts
+    # last and keeps one worker busy while the others idle; the quick unit modules fill the gaps.
+    # Every worker sorts the same collection the same way, as xdist requires.
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: KINDS[::-1].index(kind_of[item]))
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +40,16 @@ def pages():
     server = PageServer()
     yield server
     server.close()
+
+
+@pytest.fixture
+def short_tmp():
+    """A folder with a short path, for a browser's TMPDIR. Chromium dies ("Socket path too long")
+    when its singleton socket, $TMPDIR/.org.chromium.Chromium.XXXXXX/SingletonSocket, passes
+    107 bytes, and tmp_path is 61 bytes for a long test name, 71 in an xdist worker (popen-gw0/)."""
+    path = pathlib.Path(tempfile.mkdtemp(prefix="mcpb-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
-"""The benchmark still runs end to end. A smoke run with tiny settings: the
-numbers it prints are not checked here (speed is measured by the benchmark, never by
-a test), only that every contender ran and every figure the manual quotes is there."""
+"""The benchmark still runs end to end. A smoke run with tiny settings and short pauses
+(--quick): the numbers it prints are not checked here (speed is measured by the benchmark,
+never by a test), only that every contender ran and every figure the manual quotes is there."""
 import json
 import subprocess
 import sys
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_bench_runs_every_contender_and_reports_every_figure(pages):
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "bench.py"), "--rounds", "1", "--sessions", "2",
-         "--repeats", "1", "--think-ms", "0", "--memory-sessions", "3", "--creates", "2", "--json",
+         "--repeats", "1", "--think-ms", "0", "--memory-sessions", "3", "--creates", "2", "--quick", "--json",
          "--cpu-url", pages.url("/docs")],
         capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]

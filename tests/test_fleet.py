@@ -11,8 +11,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def fleet(tmp_path):
-    servers = [RunServer(tmp_path).start() for _ in range(3)]
+def fleet(short_tmp):
+    servers = [RunServer(short_tmp).start() for _ in range(3)]
     yield servers
     for server in servers:
         server.stop()

@@ -70,8 +70,8 @@ def test_the_domain_policy_holds_on_a_grid_browser(grid, pages, forbidden, make_
     assert forbidden.hits == []
 
 
-def test_a_grid_as_hub_and_node(jar, tmp_path, pages, make_client):
-    grid = Grid(jar, tmp_path, mode="hub").start()
+def test_a_grid_as_hub_and_node(jar, short_tmp, pages, make_client):
+    grid = Grid(jar, short_tmp, mode="hub").start()
     try:
         client = make_client("--selenium-grid", grid.url)
         sid = client.tool("create_session", url=pages.url("/title/hub"))["sessionId"]

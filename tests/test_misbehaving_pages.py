@@ -12,7 +12,8 @@ import time
 import pytest
 from support import PAGES, McpClient, server_pid, wait_for
 
-pytestmark = pytest.mark.e2e
+# Its pages hang, loop and flood, and most tests bound how soon the server answers: alone.
+pytestmark = [pytest.mark.e2e, pytest.mark.alone]
 
 QUIET_LIMIT_S = 5.0
 

@@ -190,6 +190,7 @@ def test_duplicate_inflight_id_is_refused(raw, pages):
     assert second["id"] == 41 and tool_payload(second)["title"] == "Slow"
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("how", ["eof", "SIGTERM", "SIGINT"])
 def test_shutdown_within_two_seconds_leaves_no_processes(how):
     server = RawServer()

@@ -183,6 +183,7 @@ def _shut_down(server):
     return took, [p for p in below if alive(p)]
 
 
+@pytest.mark.alone
 def test_shutdown_gives_a_stuck_session_5_s_then_stops_the_browser_and_leaves_nothing():
     server = RawServer("--allow-evaluate", "--watchdog-grace", "0", "--pool-size", "0")
     try:
@@ -199,6 +200,7 @@ def test_shutdown_gives_a_stuck_session_5_s_then_stops_the_browser_and_leaves_no
         server.close()
 
 
+@pytest.mark.alone
 def test_shutdown_kills_a_browser_that_ignores_sigterm_after_2_s():
     server = RawServer("--pool-size", "0")
     try:

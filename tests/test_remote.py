@@ -13,8 +13,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def run_server(tmp_path):
-    server = RunServer(tmp_path).start()
+def run_server(short_tmp):
+    server = RunServer(short_tmp).start()
     yield server.url
     server.stop()
 
@@ -42,12 +42,12 @@ def test_sessions_live_on_a_playwright_run_server(run_server, pages):
 
 
 @pytest.fixture
-def cdp_browser(tmp_path):
+def cdp_browser(short_tmp):
     port = free_port()
     proc = subprocess.Popen([find_executable("chromium"), "--headless", "--no-sandbox", "--no-first-run",
-                             f"--remote-debugging-port={port}", f"--user-data-dir={tmp_path / 'profile'}",
+                             f"--remote-debugging-port={port}", f"--user-data-dir={short_tmp / 'profile'}",
                              "--disable-background-networking", "about:blank"],
-                            env={**os.environ, "TMPDIR": str(tmp_path)},  # its singleton dir too
+                            env={**os.environ, "TMPDIR": str(short_tmp)},  # its singleton dir too
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for_port(port)
     proc.endpoint = f"http://127.0.0.1:{port}"
@@ -55,8 +55,8 @@ def cdp_browser(tmp_path):
     stop_tree(proc)
 
 
-def test_sessions_live_on_a_cdp_browser(cdp_browser, pages, tmp_path):
-    scratch = tmp_path / "server-tmp"  # the server's TMPDIR, where each session's driver keeps its artifacts
+def test_sessions_live_on_a_cdp_browser(cdp_browser, pages, short_tmp):
+    scratch = short_tmp / "server-tmp"  # the server's TMPDIR, where each session's driver keeps its artifacts
     scratch.mkdir()
     c = McpClient("--cdp-endpoint", cdp_browser.endpoint, env={"TMPDIR": str(scratch)})
     try:

@@ -82,6 +82,7 @@ def _cpu_ms(client, session_id, runs=2):
     return min(float(client.tool("click", sessionId=session_id, selector="#run")["title"]) for _ in range(runs))
 
 
+@pytest.mark.alone
 def test_cpu_rate_slows_scripts_by_about_its_factor_in_every_tab(client, pages):
     sid = client.tool("create_session", url=CPU_PAGE)["sessionId"]
     base = _cpu_ms(client, sid, runs=3)

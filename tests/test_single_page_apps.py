@@ -130,6 +130,7 @@ PAGES["/ticker"] = """<!doctype html><title>Ticker</title>
 </script>"""
 
 
+@pytest.mark.alone
 def test_a_page_whose_clock_never_stops_does_not_make_every_action_wait_the_cap(client, session, pages):
     # A clock (setInterval) and a ticker (a setTimeout chain begun at load) change the DOM all the
     # time. A click whose handler set a timer waited the whole 2 s cap for a quiet that never came;
