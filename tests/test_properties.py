@@ -66,7 +66,7 @@ def test_errors_come_in_groups_an_embedder_can_catch():
     assert issubclass(errors.BrowserError, errors.BrowserFailure)
     retryable = {cls.code for cls in errors.ALL_ERRORS if issubclass(cls, errors.Retryable)}
     assert retryable == {"RATE_LIMITED", "COOLDOWN_ACTIVE", "BROWSER_UNAVAILABLE", "CIRCUIT_OPEN",
-                         "HISTORY_UNAVAILABLE"}
+                         "HISTORY_UNAVAILABLE", "SESSION_HELD_BY_PERSON"}
     assert errors.RateLimited("x", details={"retryAfterMs": 1500}).retry_after_ms == 1500
     assert errors.CooldownActive("x", details={"remainingMs": 90_000}).retry_after_ms == 90_000
     assert errors.BrowserUnavailable().retry_after_ms is None
