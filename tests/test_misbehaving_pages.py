@@ -467,7 +467,9 @@ def test_a_popup_storm_leaves_a_usable_session(client, pages):
         assert len(listing["tabs"]) + listing["more"] == 41, listing  # each window once: the click was not repeated
         started = time.monotonic()
         after = client.tool("click", sessionId=session, selector="#after")
-        assert after["title"] == "Still here" and time.monotonic() - started < 3, after
+        # 5 s: alone it takes well under a second, but after the module's floods and hangs on a 2-core
+        # machine the 40 popups still loading took it to 3.2 s once; before the fix it failed after 5.7 s.
+        assert after["title"] == "Still here" and time.monotonic() - started < 5, after
     client.tool("close_session", sessionId=session)
 
 
