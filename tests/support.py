@@ -334,7 +334,15 @@ class McpClient:
 
     def run(self, method, *args, **kwargs):
         """Call an async ClientSession method and wait for its result."""
-        return self.portal.call(functools.partial(getattr(self.session, method), *args, **kwargs))
+        try:
+            return self.portal.call(functools.partial(getattr(self.session, method), *args, **kwargs))
+        except Exception as exc:
+            # A server that went away says why only on its stderr, which close() deletes: keep its end here.
+            if hasattr(exc, "add_note") and not self.stderr.closed:
+                self.stderr.flush()
+                with open(self.stderr.name) as f:
+                    exc.add_note("server stderr, last 3000 characters:\n" + f.read()[-3000:])
+            raise
 
     def call(self, name, arguments=None, **kwargs):
         return self.run("call_tool", name, arguments or {}, **kwargs)
