@@ -330,3 +330,65 @@ def test_an_ancestor_is_printed_again_when_another_closed_it():
                                   "# users", '- navigation "Sidebar" [ref=e24]:',
                                   '  - link "Users" [ref=e43]', "- main [ref=e46]:",
                                   "  - paragraph [ref=e215]: 12 users"]
+
+
+# -- compact on a form of selects -----------------------------------------------------------------
+# Playwright's YAML for Roundup's bug form (its "responsive" template): selects named by nothing
+# (their <label for> names another id), each after the help link that captions it, and a
+# multi-select whose options have refs.
+
+BUG_FORM = """- heading "New Bug Editing" [level=1] [ref=e85]
+- group "classification" [ref=e89]:
+  - textbox "Title" [ref=e95]
+  - link "Type" [ref=e99]:
+    - /url: bug_type?@template=help
+  - combobox [ref=e101]:
+    - option "- no selection -" [selected]
+    - option "crash"
+    - option "compile error"
+    - option "resource usage"
+    - option "security"
+    - option "behavior"
+    - option "rfe"
+  - link "Severity" [ref=e104]:
+    - /url: severity?@template=help
+  - combobox [ref=e106]:
+    - option "- no selection -" [selected]
+    - option "critical"
+    - option "urgent"
+    - option "major"
+    - option "normal"
+    - option "minor"
+  - link "Components" [ref=e110]:
+    - /url: component?@template=help
+  - listbox [ref=e112]:
+    - option "backend" [ref=e113]
+    - option "frontend" [ref=e114]
+- group "process" [ref=e128]:
+  - combobox [ref=e136]:
+    - option "- no selection -" [selected]
+""" + "".join(f'    - option "user{i:02d}"\n' for i in range(1, 13)) + """  - textbox "Nosy List" [ref=e141]
+  - link "Priority" [ref=e145]:
+    - /url: priority?@template=help
+  - combobox [ref=e147]:
+    - option "- no selection -" [selected]
+    - option "high"
+  - button "Submit New Entry" [ref=e170]"""
+
+
+def test_compact_bounds_each_selects_options_apart_from_the_sections_links():
+    """A select's options are its own list: they used to count against the section's eight links,
+    so two selects hid the help links, the selects after them and their options."""
+    outline = snapshot_text.compact(BUG_FORM)
+    for ref in ("e99", "e101", "e104", "e106", "e110", "e112", "e136", "e141", "e145", "e147", "e170"):
+        assert f"[ref={ref}]" in outline, (ref, outline)
+    lines = outline.splitlines()
+    severity = lines.index("- combobox [ref=e106]")
+    assert lines[severity + 1:severity + 7] == ['  - option "- no selection -" [selected]', '  - option "critical"',
+                                                '  - option "urgent"', '  - option "major"', '  - option "normal"',
+                                                '  - option "minor"']
+    # a long select shows its first options, the count of the rest under it, and its section goes on
+    assigned = lines.index("- combobox [ref=e136]")
+    assert lines[assigned + 1:assigned + 11] == ['  - option "- no selection -" [selected]', *(
+        f'  - option "user{i:02d}"' for i in range(1, 8)), "  - … 5 more (query finds them)",
+        '- textbox "Nosy List" [ref=e141]']
