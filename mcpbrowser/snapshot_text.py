@@ -638,13 +638,40 @@ def _render(matched, term, limit, headings, ancestors, more_hint):
         after = _titled(node, matched_ids) if node.role == "heading" else []
         if after or node.role == "heading":
             line += _offer_section(node, len(after))
+        before, beside = _beside(node, matched_ids, printed)
+        for control in before:
+            printed[id(control)] = depth
+            out.append(_shown(control, depth))
         out += [line, *props, *(_shown(child, depth + 1, term) for child in items[id(node)])]
-        for titled in after:
+        for titled in [*beside, *after]:
             printed[id(titled)] = depth
             out.append(_shown(titled, depth))
     if len(unique) > limit:
         out.append(f"- … {len(unique) - limit} more {more_hint}")
     return out
+
+
+# Controls a form may leave unnamed (a <label for> that names another id, a caption in plain text):
+# what stands beside one is all that says what it is.
+UNNAMED_CONTROLS = FORM_CONTROLS | {"listbox"}
+
+
+def _beside(node, matched_ids, printed):
+    """([before], [after]): the unnamed control a matched node captions, the sibling after a caption
+    (`- generic: Assigned To` then `- combobox`, a help link "Status" then its select), or the
+    field before a matched button (a search box and its button). Brought along, so one query finds
+    a form's unnamed controls; only these two ways, since the control before a caption is another's."""
+    if node.role == "heading" or node.parent is None:
+        return [], []
+    siblings = [child for child in node.parent.children if not child.is_property]
+    at = siblings.index(node)
+
+    def unnamed(n):
+        return n.role in UNNAMED_CONTROLS and not n.named and id(n) not in matched_ids and id(n) not in printed
+
+    if node.role == "button":
+        return ([siblings[at - 1]] if at > 0 and unnamed(siblings[at - 1]) else []), []
+    return [], [siblings[at + 1]] if at + 1 < len(siblings) and unnamed(siblings[at + 1]) else []
 
 
 def _size(node):

@@ -761,11 +761,6 @@ def tracker_checks(home):
     }
 
 
-def select_of(text, option):
-    """The ref of the select (a combobox: its options have no ref) that offers `option`."""
-    return ref_of(text, f'option "{option}"', before=True)
-
-
 def read_back(text):
     """What the bug's page shows selected, and its nosy list: the data as the application shows it."""
     return all(f'option "{NEW_BUG[k]}" [selected]' in text for k in ("type", "severity", "priority", "assignee")) \
@@ -773,8 +768,8 @@ def read_back(text):
 
 
 async def ours_tracker(meter, sessions, base, task):
-    """Read with `snapshot {compact}` for a form (every control, each select with its options) and
-    `snapshot {query}` for a few named things; act with fill_form, type and click."""
+    """Read with `snapshot {query}`: the captions a form shows bring the unnamed controls beside
+    them (snapshot_text._beside); act with fill_form, type and click."""
     s, m = sessions[0], meter.call
     checks, started = tracker_checks(task["home"]), time.perf_counter()
 
@@ -796,16 +791,17 @@ async def ours_tracker(meter, sessions, base, task):
     meter.step = "report"  # the bug form, filled whole; the tracker refuses it (jdoe has no account)
     new = await read(sid, "Create New")
     await act(sid, "click", ref=ref_of(new, "Create New", "link"))
-    form = await read(sid, compact=True)
+    # One query for the form: a caption brings the unnamed select or box beside it.
+    form = await read(sid, "Title|Type|Severity|Components|Assigned To|Nosy List|Priority|Comment|Submit")
     await act(sid, "fill_form", fields=[
         {"ref": ref_of(form, "Title", "textbox"), "value": NEW_BUG["title"]},
-        {"ref": select_of(form, NEW_BUG["type"]), "value": NEW_BUG["type"]},
-        {"ref": select_of(form, NEW_BUG["severity"]), "value": NEW_BUG["severity"]},
+        {"ref": ref_after(form, 'link "Type"', "combobox"), "value": NEW_BUG["type"]},
+        {"ref": ref_after(form, 'link "Severity"', "combobox"), "value": NEW_BUG["severity"]},
         {"ref": ref_after(form, 'link "Components"', "listbox"), "value": NEW_BUG["component"]},
-        {"ref": select_of(form, NEW_BUG["assignee"]), "value": NEW_BUG["assignee"]},
+        {"ref": ref_after(form, ": Assigned To", "combobox"), "value": NEW_BUG["assignee"]},
         {"ref": ref_of(form, "Nosy List", "textbox"), "value": NEW_BUG["nosy"]},
-        {"ref": select_of(form, "immediate"), "value": NEW_BUG["priority"]},
-        {"ref": ref_after(form, 'option "patch"', "textbox"), "value": NEW_BUG["comment"]}])
+        {"ref": ref_after(form, 'link "Priority"', "combobox"), "value": NEW_BUG["priority"]},
+        {"ref": ref_after(form, ": Comment", "textbox"), "value": NEW_BUG["comment"]}])
     got = await act(sid, "click", ref=ref_of(form, "Submit New Entry", "button"))
     expect(checks["refused"](), f"report: the tracker took the bug with an unknown nosy user: {got['url']}")
 
@@ -817,7 +813,7 @@ async def ours_tracker(meter, sessions, base, task):
     expect(checks["reported"](), f"recover: {checks['bug']()} at {got['url']}")
 
     meter.step = "find"  # the application's own search, then the bug's page read back
-    box = await read(sid, compact=True)
+    box = await read(sid, "search in open bugs")  # the unnamed box comes with its button
     await act(sid, "type", ref=ref_of(box, "", "textbox"), text=NEW_BUG["search"], submit=True)
     hits = await read(sid, NEW_BUG["search"])
     await act(sid, "click", ref=ref_of(hits, NEW_BUG["title"], "link"))
@@ -825,10 +821,10 @@ async def ours_tracker(meter, sessions, base, task):
     expect(read_back(shown), f"find: {shown[:300]}")
 
     meter.step = "edit"  # status and a comment on the bug's page
-    form = await read(sid, compact=True)
+    form = await read(sid, "Status|Comment|Submit Changes")
     await act(sid, "fill_form", fields=[
         {"ref": ref_after(form, 'link "Status"', "combobox"), "value": NEW_BUG["status"]},
-        {"ref": ref_after(form, 'option "patch"', "textbox"), "value": NEW_BUG["note"]}])
+        {"ref": ref_after(form, ": Comment", "textbox"), "value": NEW_BUG["note"]}])
     got = await act(sid, "click", ref=ref_of(form, "Submit Changes", "button"))
     expect(checks["edited"](), f"edit: {checks['bug']()} at {got['url']}")
 
