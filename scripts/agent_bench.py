@@ -33,6 +33,15 @@ view and read its count, write the best trial's note in its editor, go back with
 application, delete the new study from the list (one of three "delete study" twins) through
 its confirmation dialog.
 
+The tracker task runs an issue tracker, Roundup (from PyPI, installed into its own folder;
+scripts/tracker_site.py, served by its WSGI application), seeded with users and bugs, each step
+checked in the tracker's own databases: log in (two fields and a "Remember me?" checkbox),
+report a bug on a form whose selects have no name (each comes after the help link or the plain
+text that captions it) with a multi-select, naming on its nosy list a user who has no account,
+so that the tracker refuses the form; read why, mend that field and submit again; find the bug
+with the tracker's search and read it back from its page; change its status with a comment;
+log out.
+
 @playwright/mcp is installed from npm into a temporary folder and run with
 --headless --isolated on the same Chromium. It has one browser context per
 server, so its second session is a second server. Characters are those of the
@@ -808,7 +817,7 @@ async def ours_tracker(meter, sessions, base, task):
     meter.step = "recover"  # read why, mend the one field, submit again: the other fields were kept
     error = await read(sid, "error|Nosy List|Submit New Entry")
     expect("jdoe" in error and "is not a user" in error, f"recover: {error[:300]}")
-    await act(sid, "type", ref=ref_of(error, "Nosy List", "textbox"), text="alice", clear=True)
+    await act(sid, "type", ref=ref_of(error, "Nosy List", "textbox"), text="alice")
     got = await act(sid, "click", ref=ref_of(error, "Submit New Entry", "button"))
     expect(checks["reported"](), f"recover: {checks['bug']()} at {got['url']}")
 
