@@ -23,8 +23,8 @@ from support import HttpServer, SdkClient, wait_for
 
 pytestmark = pytest.mark.slow
 
-ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
-TOKENS = f"alice:{ALICE},bob:{BOB}"
+ALICE, BOB, CAROL = (f"{name}-token-0123456789abcdef" for name in ("alice", "bob", "carol"))
+TOKENS = f"alice:{ALICE},bob:{BOB},carol:{CAROL}"
 PASSWORD = "pw-" + secrets.token_hex(8)
 THINK_S = 0.5  # between an answer and the agent's next call
 
@@ -109,101 +109,165 @@ def log_of(server):
         return f.read()
 
 
-def test_a_killed_servers_client_initializes_again_through_haproxy_and_resumes_its_session_logged_in(
-        postgres, haproxy_program, shop, tmp_path):
-    import httpx2
-    from haproxy import Haproxy
+class Group:
+    """Two servers on one PostgreSQL database and one key file, each with a data directory of its own (two
+    machines), behind HAProxy; `clients` are closed after the test."""
 
-    url = postgres.new_database()
-    key_file = tmp_path / "db.key"
-    key_file.write_text(os.urandom(32).hex() + "\n")
-    key_file.chmod(0o600)
-    # Two machines: each server its own data directory, one history and one key file between them.
-    servers = [HttpServer("--db", url, "--db-key-file", str(key_file),
-                          env={"MCPBROWSER_HTTP_TOKENS": TOKENS, "XDG_DATA_HOME": str(tmp_path / f"machine{i}")})
-               for i in (1, 2)]
-    balancer = clients = None
-    try:
-        balancer = Haproxy(haproxy_program, {f"mcp{i}": s.base.split("//", 1)[1]
-                                             for i, s in enumerate(servers, 1)})
-        clients = [SdkClient(balancer.url, token=ALICE, mode="legacy")]
-        alice = clients[0]
-        sid = alice.tool("create_session")["sessionId"]
-        refs = {}
+    def __init__(self, postgres, program, tmp_path):
+        from haproxy import Haproxy
 
-        def act(tool, page, **args):
-            """One call on the session; `page`: what the page it left shows, as get_content reads it."""
-            answer = alice.tool(tool, sessionId=sid, **args)
-            assert "notRecorded" not in answer, answer
-            refs[answer["refId"]] = page
-            return answer
+        key_file = tmp_path / "db.key"
+        self.key = os.urandom(32)
+        key_file.write_text(self.key.hex() + "\n")
+        key_file.chmod(0o600)
+        self.url = url = postgres.new_database()
+        self.clients = []
+        self.balancer = None
+        self.servers = [HttpServer("--db", url, "--db-key-file", str(key_file),
+                                   env={"MCPBROWSER_HTTP_TOKENS": TOKENS, "XDG_DATA_HOME": str(tmp_path / f"m{i}")})
+                        for i in (1, 2)]
+        self.balancer = Haproxy(program, {f"mcp{i}": s.base.split("//", 1)[1] for i, s in enumerate(self.servers, 1)})
 
-        act("navigate", 'button "Sign in"', url=shop("/login"))
-        act("type", 'textbox "User"', selector="#user", text="ada")
-        act("type", 'textbox "Password"', selector="#pw", text=PASSWORD, secret=True)
-        assert act("click", 'heading "Shop"', selector="#enter")["title"] == "Shop for ada"
-        assert act("click", 'heading "Item 2"', selector="#item2")["title"] == "Item 2 for ada"
-        assert act("click", 'heading "Cart"', selector="#add")["title"] == "Cart of ada: 2"
-        last = act("navigate", 'heading "Item 3"', url=shop("/item/3?color=red"))
-        assert last["title"] == "Item 3 for ada"
-        alice.tool("get_content", ref_id=last["refId"])  # the agent reads where it is
-        # Stickiness: every call of the agent's went to the server that gave its Mcp-Session-Id
-        # (on another, the id is unknown: 404); its browser session is there, and only there.
-        (home,) = [s for s in servers if sid in log_of(s)]
-        (survivor,) = [s for s in servers if s is not home]
-        table = balancer.ask("show table mcpbrowser")
-        home_name = f"mcp{servers.index(home) + 1}"
-        (held,) = [line.split("key=")[1].split()[0] for line in table.splitlines() if f"server_key={home_name}" in line]
+    def client(self, token, mode):
+        client = SdkClient(self.balancer.url, token=token, mode=mode)
+        self.clients.append(client)
+        return client
 
-        killed_at = time.monotonic()
-        os.kill(home.proc.pid, signal.SIGKILL)
-        # The agent's next call, a moment later (a model takes seconds to choose it). One sent within
-        # milliseconds of the death can find its kept-alive connection to HAProxy closed unanswered:
-        # the official client then says "Connection closed", and initializes again all the same.
-        time.sleep(THINK_S)
-        with pytest.raises(Exception, match="Unknown or missing Mcp-Session-Id: initialize first"):
-            alice.call("get_content", {"ref_id": last["refId"]})  # HAProxy sent it on to the live server: 404
-        refused_at = time.monotonic()
-        raw = httpx2.post(balancer.url, headers={"Authorization": f"Bearer {ALICE}", "Mcp-Session-Id": held,
-                                                 "Accept": "application/json, text/event-stream"},
-                          json={"jsonrpc": "2.0", "id": 9, "method": "tools/list"})
-        assert raw.status_code == 404, raw.text
-        again = SdkClient(balancer.url, token=ALICE, mode="legacy")  # initialize again: the live server
-        clients.append(again)
+    def home_of(self, session_id):
+        """(the server that holds a session, the other one)."""
+        (home,) = [s for s in self.servers if session_id in log_of(s)]
+        return home, next(s for s in self.servers if s is not home)
 
-        def resume():
-            result = again.call("resume_session", {"sessionId": sid})
-            in_use = result.is_error and json.loads(result.content[0].text)["errorCode"] == "SESSION_IN_USE"
-            return None if in_use else result
+    def saved_url(self, session_id):
+        """The URL resume_session would go back to, as the history holds it now (None: nothing saved yet)."""
+        import psycopg
 
-        resumed = wait_for(resume, 30, 0.1)
-        resumed_at = time.monotonic()
-        assert resumed is not None and not resumed.is_error, resumed and resumed.content[0].text
-        assert resumed.structured_content["url"] == shop("/item/3?color=red")
-        print(f"\nfailover: kill -> 404 {refused_at - killed_at:.2f} s (with the agent's {THINK_S} s), "
-              f"404 -> resumed {resumed_at - refused_at:.2f} s, kill -> resumed {resumed_at - killed_at:.2f} s")
-        assert f'"session": "{sid}"' in log_of(survivor) or sid in log_of(survivor)
-        assert again.tool("snapshot", sessionId=sid)["title"] == "Item 3 for ada"  # still logged in
-        assert again.tool("navigate", sessionId=sid, url=shop("/cart"))["title"] == "Cart of ada: 2"  # the same login
-        read = {ref: again.tool("get_content", ref_id=ref, reset_cursor=True)["content"] for ref in refs}
-        for ref, page in refs.items():  # every refId handed out before the kill, read on the other server
-            assert page in read[ref], (page, read[ref])
-        assert PASSWORD not in json.dumps(read)
+        from mcpbrowser.sealing import unseal
 
-        bob = SdkClient(balancer.url, token=BOB, mode="legacy")
-        clients.append(bob)
-        assert bob.error("resume_session", sessionId=sid)["errorCode"] == "SESSION_NOT_FOUND"
-        for ref in refs:
-            assert bob.error("get_content", ref_id=ref)["errorCode"] == "CONTENT_NOT_FOUND"
-        own = bob.tool("create_session", url=shop("/login"))  # the control: bob's own calls work
-        assert bob.tool("get_content", ref_id=own["pageRefId"])["content"]
-    finally:
-        for c in clients or ():
+        with psycopg.connect(self.url) as conn:
+            row = conn.execute("SELECT url FROM session_state WHERE session_id = %s", (session_id,)).fetchone()
+        return unseal(self.key, row[0]).decode() if row else None
+
+    def close(self):
+        for c in self.clients:
             try:
                 c.close()
             except Exception:
-                pass  # the first client's server is gone
-        if balancer is not None:
-            balancer.close()
-        for s in servers:
+                pass  # its server is gone
+        if self.balancer is not None:
+            self.balancer.close()
+        for s in self.servers:
             s.close()
+
+
+@pytest.fixture
+def group(postgres, haproxy_program, tmp_path):
+    made = Group(postgres, haproxy_program, tmp_path)
+    yield made
+    made.close()
+
+
+def resumed(client, session_id):
+    """resume_session, tried again while the killed server's lock is not yet free (SESSION_IN_USE)."""
+    def resume():
+        result = client.call("resume_session", {"sessionId": session_id})
+        in_use = result.is_error and json.loads(result.content[0].text)["errorCode"] == "SESSION_IN_USE"
+        return None if in_use else result
+
+    result = wait_for(resume, 30, 0.1)
+    assert result is not None and not result.is_error, result and result.content[0].text
+    return result.structured_content
+
+
+def test_a_killed_servers_client_initializes_again_through_haproxy_and_resumes_its_session_logged_in(group, shop):
+    import httpx2
+
+    alice = group.client(ALICE, "legacy")
+    sid = alice.tool("create_session")["sessionId"]
+    refs = {}
+
+    def act(tool, page, **args):
+        """One call on the session; `page`: what the page it left shows, as get_content reads it."""
+        answer = alice.tool(tool, sessionId=sid, **args)
+        assert "notRecorded" not in answer, answer
+        refs[answer["refId"]] = page
+        return answer
+
+    act("navigate", 'button "Sign in"', url=shop("/login"))
+    act("type", 'textbox "User"', selector="#user", text="ada")
+    act("type", 'textbox "Password"', selector="#pw", text=PASSWORD, secret=True)
+    assert act("click", 'heading "Shop"', selector="#enter")["title"] == "Shop for ada"
+    assert act("click", 'heading "Item 2"', selector="#item2")["title"] == "Item 2 for ada"
+    assert act("click", 'heading "Cart"', selector="#add")["title"] == "Cart of ada: 2"
+    last = act("navigate", 'heading "Item 3"', url=shop("/item/3?color=red"))
+    answered_at = time.monotonic()
+    assert last["title"] == "Item 3 for ada"
+    # What resume needs is saved after the answer, on the session thread, then committed by the
+    # store's writer: a server killed before that resumes a page behind. How long that takes:
+    assert wait_for(lambda: group.saved_url(sid) == shop("/item/3?color=red"), 10, 0.01)
+    print(f"\nthe resume state committed {time.monotonic() - answered_at:.3f} s after the answer")
+    alice.tool("get_content", ref_id=last["refId"])  # the agent reads where it is
+    # Stickiness: every call of the agent's went to the server that gave its Mcp-Session-Id (on
+    # the other, the id is unknown: 404), and HAProxy's table holds that id for that server.
+    home, survivor = group.home_of(sid)
+    home_name = f"mcp{group.servers.index(home) + 1}"
+    (held,) = [line.split("key=")[1].split()[0] for line in group.balancer.ask("show table mcpbrowser").splitlines()
+               if f"server_key={home_name}" in line and len(line.split("key=")[1].split()[0]) < 64]
+
+    killed_at = time.monotonic()
+    os.kill(home.proc.pid, signal.SIGKILL)
+    # The agent's next call, a moment later (a model takes seconds to choose it). One sent within
+    # milliseconds of the death can find its kept-alive connection to HAProxy closed unanswered:
+    # the official client then says "Connection closed", and initializes again all the same.
+    time.sleep(THINK_S)
+    with pytest.raises(Exception, match="Unknown or missing Mcp-Session-Id: initialize first"):
+        alice.call("get_content", {"ref_id": last["refId"]})  # HAProxy sent it on to the live server: 404
+    refused_at = time.monotonic()
+    raw = httpx2.post(group.balancer.url, headers={"Authorization": f"Bearer {ALICE}", "Mcp-Session-Id": held,
+                                                   "Accept": "application/json, text/event-stream"},
+                      json={"jsonrpc": "2.0", "id": 9, "method": "tools/list"})
+    assert raw.status_code == 404, raw.text
+    again = group.client(ALICE, "legacy")  # initialize again: on the live server
+    # The agent's next call on its session tells it what to do: the session's server is gone.
+    lost = again.error("snapshot", sessionId=sid)
+    assert lost["errorCode"] == "SESSION_LOST" and lost["details"]["resumable"] is True, lost
+    assert "resume_session" in lost["message"], lost
+    back = resumed(again, sid)
+    resumed_at = time.monotonic()
+    assert back["url"] == shop("/item/3?color=red")
+    print(f"\nfailover: kill -> 404 {refused_at - killed_at:.2f} s (with the agent's {THINK_S} s), "
+          f"404 -> resumed {resumed_at - refused_at:.2f} s, kill -> resumed {resumed_at - killed_at:.2f} s")
+    assert '"tool": "resume_session"' in log_of(survivor)
+    assert again.tool("snapshot", sessionId=sid)["title"] == "Item 3 for ada"  # still logged in
+    assert again.tool("navigate", sessionId=sid, url=shop("/cart"))["title"] == "Cart of ada: 2"  # the same login
+    read = {ref: again.tool("get_content", ref_id=ref, reset_cursor=True)["content"] for ref in refs}
+    for ref, page in refs.items():  # every refId handed out before the kill, read on the other server
+        assert page in read[ref], (page, read[ref])
+    assert PASSWORD not in json.dumps(read)
+
+    bob = group.client(BOB, "legacy")
+    assert bob.error("resume_session", sessionId=sid)["errorCode"] == "SESSION_NOT_FOUND"
+    assert bob.error("snapshot", sessionId=sid)["errorCode"] == "SESSION_NOT_FOUND"
+    for ref in refs:
+        assert bob.error("get_content", ref_id=ref)["errorCode"] == "CONTENT_NOT_FOUND"
+    own = bob.tool("create_session", url=shop("/login"))  # the control: bob's own calls work
+    assert 'button "Sign in"' in bob.tool("get_content", ref_id=own["pageRefId"])["content"]
+
+
+def test_a_2026_client_keeps_to_one_server_by_its_token_and_resumes_its_session_after_a_kill(group, shop):
+    # The official client's default: the 2026-07-28 protocol, each request on its own, no Mcp-Session-Id.
+    carol = group.client(CAROL, "auto")
+    assert carol.version == "2026-07-28"
+    sid = carol.tool("create_session")["sessionId"]
+    for step in ("/login", "/login?again=1", "/login?again=2", "/login?again=3"):
+        carol.tool("navigate", sessionId=sid, url=shop(step))  # each on the server that holds the session
+        time.sleep(THINK_S)  # the agent's pause: the resume state of each page is saved meanwhile
+    home, survivor = group.home_of(sid)
+    os.kill(home.proc.pid, signal.SIGKILL)
+    time.sleep(THINK_S)
+    lost = carol.error("snapshot", sessionId=sid)  # the same client: HAProxy sent it on to the live server
+    assert lost["errorCode"] == "SESSION_LOST" and lost["details"]["resumable"] is True, lost
+    assert resumed(carol, sid)["url"] == shop("/login?again=3")
+    for _ in range(3):  # and it keeps to that server now
+        assert carol.tool("snapshot", sessionId=sid)["url"] == shop("/login?again=3")
+    assert '"tool": "resume_session"' in log_of(survivor)

@@ -154,7 +154,12 @@ def test_a_killed_servers_session_is_resumed_by_another_and_a_live_ones_is_not(p
         assert last["title"] == "Logged in as ada"
         a.tool("get_content", ref_id=last["refId"])  # the after-call save has run
         assert b.error("resume_session", sessionId=sa)["errorCode"] == "SESSION_IN_USE"
+        assert b.error("snapshot", sessionId=sa)["errorCode"] == "SESSION_IN_USE"  # a call here: it is a's
         os.kill(a_pid, signal.SIGKILL)  # its connection, and with it its advisory lock, goes with it
+        gone = wait_for(lambda: (lambda e: e if e["errorCode"] != "SESSION_IN_USE" else None)(
+            b.error("snapshot", sessionId=sa)), 20, 0.2)
+        assert gone["errorCode"] == "SESSION_LOST" and gone["details"] == {"reason": "server_gone", "resumable": True}
+        assert "resume_session" in gone["message"]
 
         def resume():
             result = b.call("resume_session", {"sessionId": sa})

@@ -16,10 +16,13 @@ from mcpbrowser.config import Config
 from mcpbrowser.core.history import History
 from mcpbrowser.errors import (
     BrowserError,
+    HistoryUnavailable,
     InvalidParameters,
     MaxSessionsReached,
     ServerStopping,
+    SessionError,
     SessionExpired,
+    SessionInUse,
     SessionLost,
     SessionMemoryExceeded,
     SessionNotFound,
@@ -169,8 +172,23 @@ class SessionRegistry:
                 raise self.lost_error(session_id)
             if how == "memory":
                 raise self.memory_error(session_id)
-            raise SessionNotFound(session_id=session_id)
+            raise self.elsewhere_error(session_id)
         return record.worker, record.expires_at
+
+    def elsewhere_error(self, session_id: str) -> SessionError:
+        """The error for a session not open here: one another server of a shared history opened (alive, or gone and
+        so resumable here), or SESSION_NOT_FOUND. A client reaches another server after a failover, say."""
+        try:
+            server = self.history.session_server(session_id)
+        except HistoryUnavailable:  # the database is away: nothing to tell but that it is not here
+            server = None
+        if server is None or server[0] != "active":
+            return SessionNotFound(session_id=session_id)
+        if server[1]:
+            return SessionInUse(session_id=session_id)
+        hint, resumable = self._resume_hint(session_id)
+        return SessionLost(f"The server that held this session stopped or died, so the session ended. {hint}",
+                           session_id=session_id, details={"reason": "server_gone", "resumable": resumable})
 
     def open_record(self, session_id: str) -> SessionRecord | None:
         """The record of an open session, or None; renews nothing."""
