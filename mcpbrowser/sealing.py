@@ -90,12 +90,10 @@ def key_id(key):
 
 
 def read_key_file(path):
-    """The keys of a shared key file, the sealing one first; OSError, or ValueError saying what is wrong.
-
-    32 bytes are one raw key (`head -c 32 /dev/urandom`, or a key file the server made);
-    else lines of 64 hex digits, `#` comments and blank lines skipped. A message never
-    quotes the file: a mistyped line is still most of a key.
-    """
+    """The keys of a shared key file, the sealing one first; OSError, or ValueError saying what is wrong."""
+    # 32 bytes are one raw key (`head -c 32 /dev/urandom`, or a key file the server made);
+    # else lines of 64 hex digits, `#` comments and blank lines skipped. A message never
+    # quotes the file: a mistyped line is still most of a key.
     mode = stat.S_IMODE(os.stat(path).st_mode)
     if mode & 0o077:
         # A key others may read unseals every login the group saved; one others may write

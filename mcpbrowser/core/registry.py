@@ -16,7 +16,6 @@ from mcpbrowser.config import Config
 from mcpbrowser.core.history import History
 from mcpbrowser.errors import (
     BrowserError,
-    HistoryUnavailable,
     InvalidParameters,
     MaxSessionsReached,
     ServerStopping,
@@ -176,12 +175,9 @@ class SessionRegistry:
         return record.worker, record.expires_at
 
     def elsewhere_error(self, session_id: str) -> SessionError:
-        """The error for a session not open here: one another server of a shared history opened (alive, or gone and
-        so resumable here), or SESSION_NOT_FOUND. A client reaches another server after a failover, say."""
-        try:
-            server = self.history.session_server(session_id)
-        except HistoryUnavailable:  # the database is away: nothing to tell but that it is not here
-            server = None
+        """The error for a session not open here: SESSION_IN_USE, SESSION_LOST (its server gone), SESSION_NOT_FOUND."""
+        # Servers share a history: a client reaches another server than its session's after a failover.
+        server = self.history.session_server(session_id)  # HISTORY_UNAVAILABLE (retryable) while it cannot be read
         if server is None or server[0] != "active":
             return SessionNotFound(session_id=session_id)
         if server[1]:

@@ -356,8 +356,7 @@ class Store:
         return seal(self._keys[0], data)
 
     def unseal(self, blob):
-        """(plaintext, stale): stale when it should be sealed again (an older format, or a key rotated out of
-        first place); ValueError when no key opens it."""
+        """(plaintext, stale: an older format or key, to seal again); ValueError when no key opens it."""
         plain, index = unseal_any(self._keys, blob)
         return plain, index > 0 or is_legacy(blob)
 
