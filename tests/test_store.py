@@ -242,6 +242,21 @@ def test_a_state_sealed_with_another_key_is_said_so_by_resume_session(tmp_path):
         theirs.close()
 
 
+def test_a_session_closed_here_is_not_found_even_before_the_history_says_it_closed(tmp_path, monkeypatch):
+    from mcpbrowser.errors import SessionNotFound
+
+    core = fake_core(db=str(tmp_path / "h.db"))
+    try:
+        sid = core.call("create_session")["sessionId"]
+        monkeypatch.setattr(core.history, "session_closed", lambda *args, **kwargs: None)  # its row not yet written
+        core.call("close_session", {"sessionId": sid})
+        with pytest.raises(SessionNotFound):  # not SESSION_IN_USE: the history still says active, on this server
+            core.call("snapshot", {"sessionId": sid})
+        assert core.history.session_server(sid) == ("active", True)  # the control: the window it guards
+    finally:
+        core.close()
+
+
 def _recovered(store, seconds=60.0):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

@@ -171,7 +171,9 @@ class SessionRegistry:
                 raise self.lost_error(session_id)
             if how == "memory":
                 raise self.memory_error(session_id)
-            raise self.elsewhere_error(session_id)
+            if how is None:  # never open here (a session this server closed may not be written closed yet)
+                raise self.elsewhere_error(session_id)
+            raise SessionNotFound(session_id=session_id)
         return record.worker, record.expires_at
 
     def elsewhere_error(self, session_id: str) -> SessionError:
