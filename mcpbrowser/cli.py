@@ -118,7 +118,7 @@ def export(argv):
     from mcpbrowser.errors import BrowserServerError
 
     try:
-        store = Store(config.db, retention_days=0, max_mb=0)
+        store = Store(config.db, retention_days=0, max_mb=0, keys=config.db_keys())
     except Exception as exc:  # an unusable database
         print(f"mcpbrowser export: error: {exc}", file=sys.stderr)
         return 1

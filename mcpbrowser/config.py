@@ -101,6 +101,23 @@ def _database(name, value):
     return value
 
 
+def _key_file(name, value):
+    """--db-key-file: a private file of sealing keys, read (and checked) here so a bad one stops the server at once."""
+    if value is None or value == "":
+        return None
+    from mcpbrowser.sealing import read_key_file
+
+    path = os.path.abspath(str(value))
+    try:
+        read_key_file(path)
+    except OSError as exc:
+        raise ConfigError(f"{_flag(name)} {path}: cannot read it ({exc.strerror}); make one: "
+                          f"(umask 077; openssl rand -hex 32 > {path})") from None
+    except ValueError as exc:
+        raise ConfigError(f"{_flag(name)} {path}: {exc}") from None
+    return path
+
+
 def _text_list(name, value):
     """Comma-separated text (or a list from an embedder) into a tuple; "" means none."""
     if value is None:
@@ -410,6 +427,11 @@ class Config:
         "History of every call: a SQLite file path (or sqlite:PATH), :memory: to keep nothing after exit, or "
         "postgresql://user:password@host:port/database?sslmode=... for several servers on one history "
         "(pip install 'mcpbrowser[postgres]') (default: history.db under the user's data directory).")
+    db_key_file: str = _option(
+        None, _key_file,
+        "File of the key that seals saved logins and resume states in the history (one line of 64 hex digits; "
+        "more lines: the first seals, every one opens, for a rotation); give every server sharing a history "
+        "the same file, mode 0600 (default: a key the server makes beside its history).")
     retention_days: int = _option(
         0, _int_at_least(0),
         "Drop history, and files the server saved (screenshots, downloads, PDFs, traces), older than this "
@@ -701,6 +723,14 @@ class Config:
                 raise ConfigError(f"--secrets {self.secrets} line {number}: {name} has no value")
             out.setdefault(owner or None, {})[name] = value
         return out
+
+    def db_keys(self):
+        """The sealing keys of --db-key-file, the first seals; None without one (the store keeps its own)."""
+        if not self.db_key_file:
+            return None
+        from mcpbrowser.sealing import read_key_file
+
+        return read_key_file(self.db_key_file)
 
     def files_dir(self):
         """Where downloads, PDFs and traces are saved: --output-dir, else `files` in the data directory."""

@@ -61,7 +61,8 @@ class Browser:
         # Tools that depend on a setting (evaluate, upload_file) exist only when it is set.
         self.tools = {tool.name: tool for tool in tools.configured(config)}
         self.groups = ToolGroups(config, self.tools)  # which of them each MCP client sees
-        self.store = Store(config.db, retention_days=config.retention_days, max_mb=config.db_max_mb)
+        self.store = Store(config.db, retention_days=config.retention_days, max_mb=config.db_max_mb,
+                           keys=config.db_keys())
         self.history = History(self.store)
         self.secrets = SecretBook(config.named_secrets())
         self.recorder = Recorder(self.history, self.tools, lambda owner, sid: self.registry.secrets_of(owner, sid))
