@@ -21,6 +21,7 @@ from typing import Any, Literal
 from mcpbrowser import resources, tools
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser_supervisor import BrowserSupervisor
+from mcpbrowser.core.call import Caller, ServerClient
 from mcpbrowser.core.dispatch import Dispatcher
 from mcpbrowser.core.download_watch import DownloadWatch
 from mcpbrowser.core.file_keeper import FileKeeper
@@ -35,7 +36,7 @@ from mcpbrowser.core.warm_pool import WarmPool
 from mcpbrowser.core.watchdog import Watchdog
 from mcpbrowser.errors import ServerStopping
 from mcpbrowser.guards import DomainPolicy, MemoryGuard
-from mcpbrowser.library import Session, arguments
+from mcpbrowser.library import Embedder, Session, arguments
 from mcpbrowser.logs import log
 from mcpbrowser.redaction import SecretBook
 from mcpbrowser.resources.hub import ResourceHub
@@ -99,12 +100,12 @@ class Browser:
     # -- ANY THREAD: lifecycle -------------------------------------------------
 
     @property
-    def client(self) -> Any:
+    def client(self) -> ServerClient | None:
         """The MCP connection that asks the person and hears notices (a transport sets it), or None."""
         return self.user.client
 
     @client.setter
-    def client(self, connection: Any) -> None:
+    def client(self, connection: ServerClient | None) -> None:
         self.user.client = connection
 
     @property
@@ -163,10 +164,15 @@ class Browser:
 
     # -- ANY THREAD: tools -----------------------------------------------------
 
-    def submit(self, name: str, args: Any = None, progress: Callable[..., Any] | None = None,
-               caller: Any = None) -> Future:
-        """Validate, record and dispatch one tool call; a Future of its result dict (see Dispatcher.submit)."""
-        return self.dispatcher.submit(name, args, progress, caller)
+    def submit(self, name: str, args: Any = None,
+               progress: Callable[[float, float | None, str | None], None] | None = None,
+               caller: Caller | None = None) -> Future:
+        """Validate, record and dispatch one tool call; a Future of its result dict (see Dispatcher.submit).
+
+        caller: who calls (a transport's, the live view's); None is the library, whose
+        progress(done, total, message), if given, hears how a long call is going.
+        """
+        return self.dispatcher.submit(name, args, caller or Embedder(lambda: self.user.client, progress))
 
     def call(self, name: str, args: Any = None) -> dict[str, Any]:
         """Run one tool call and return its result dict; raises BrowserServerError."""

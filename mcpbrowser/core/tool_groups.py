@@ -80,7 +80,7 @@ def enable_tools(core, args, call):
     tools, groups = core.groups.listed(owner)
     added = [_signature(tool, groups) for tool in tools if tool.group in new]
     added += [f"{tool.name}: {name}" for tool in tools for name, group in tool.option_groups.items() if group in new]
-    if new and call.caller is not None:
+    if new:
         call.caller.tools_changed()
     return {"enabled": sorted(groups - {"core"}), "added": added,
             "message": "Now callable (sessionId first where a tool takes one)." if added else "Already on."}

@@ -275,7 +275,7 @@ class SessionState:
             snapshots.mark_secret(self, args["text"])
         # A person's input may run inside a long call (worker.between): it gives the outer call back its own.
         outer = self._progress, self.call
-        self._progress, self.call = call.progress, call
+        self._progress, self.call = call.caller.progress, call
         try:
             result = scrub_value(self.run_tool(tool, args), self.secrets)
         except Exception as exc:

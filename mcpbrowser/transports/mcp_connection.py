@@ -132,20 +132,25 @@ class RequestStates:
 _STATES = RequestStates()  # one per process: a state from one connection is good on another of the same client
 
 
-class Caller:
-    """Who made one request, as the core sees it: the client's name and owner, and how to ask its user.
+class McpCaller:
+    """Who made one request, as the core sees it (core/call.py's `Caller`): the client's name and owner,
+    its era, how to ask its user and how to tell it a long call's progress.
 
-    Made on the transport's thread for each tools/call; used on the session thread
-    that runs the call (`elicit`, `notify`) and by the dispatcher (`name`, `owner`).
+    Made on the transport's thread for each request; used on the session thread
+    that runs the call (`elicit`, `notify`, `progress`) and by the dispatcher (`name`, `owner`).
     """
 
-    def __init__(self, connection, request_id, version, capabilities, answers=None):
+    person = False
+    lists_tools = True
+
+    def __init__(self, connection, request_id, version, capabilities, progress_token=None):
         self.connection = connection
         self.request_id = request_id
         self.version = version
         self.capabilities = capabilities if isinstance(capabilities, dict) else {}
-        self.answers = answers or {}  # question key -> the user's action, from a 2026-07-28 retry
-        self.asked = set()            # question keys raised as InputRequired by this call
+        self.progress_token = progress_token  # the request's progressToken: progress is sent only then
+        self.answers = {}  # question key -> the user's action, from a 2026-07-28 retry
+        self.asked = set()  # question keys raised as InputRequired by this call
 
     @property
     def modern(self):
@@ -181,6 +186,17 @@ class Caller:
 
     def notify(self, level, data):
         self.connection.notify(level, data, related=self.request_id)
+
+    def progress(self, done, total, message):
+        """notifications/progress, when the client sent a progressToken."""
+        if self.progress_token is None:
+            return
+        params = {"progressToken": self.progress_token, "progress": done}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        self.connection.send(protocol.notification("notifications/progress", params), self.request_id)
 
 
 class McpConnection:
@@ -279,6 +295,11 @@ class McpConnection:
         self.send(protocol.notification("notifications/message",
                                         {"level": level, "logger": "mcpbrowser", "data": data}), related)
 
+    def notify_owner(self, owner, level, data):
+        """A notice about one client's own affairs: this one client hears it when it is that owner."""
+        if owner == self.owner:
+            self.notify(level, data)
+
     # -- THE TRANSPORT'S READER THREAD (stdio's reader, or an HTTP request's thread) -----
 
     def handle_line(self, line):
@@ -310,15 +331,18 @@ class McpConnection:
                 self.send(protocol.error(msg.id, protocol.INTERNAL_ERROR, f"Internal error: {exc}"), msg.id)
 
     def caller(self, msg):
-        """The Caller of a request: its era from its own `_meta` (2026-07-28) or from initialize."""
+        """The McpCaller of a request: its era from its own `_meta` (2026-07-28) or from initialize."""
+        meta = msg.params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        if isinstance(token, bool) or not isinstance(token, (str, int)):
+            token = None
         version = protocol.request_version(msg)
         if version is None:
-            return Caller(self, msg.id, self.version, self.client_capabilities)
-        meta = msg.params["_meta"]
+            return McpCaller(self, msg.id, self.version, self.client_capabilities, token)
         if not self._fixed_name:
             info = meta.get(protocol.CLIENT_INFO_KEY)
             self.name = info.get("name") if isinstance(info, dict) else self.name
-        return Caller(self, msg.id, version, meta[protocol.CLIENT_CAPABILITIES_KEY])
+        return McpCaller(self, msg.id, version, meta[protocol.CLIENT_CAPABILITIES_KEY], token)
 
     def _request(self, msg):
         caller = self.caller(msg)
@@ -403,7 +427,7 @@ class McpConnection:
         if caller.modern and "requestState" in msg.params:
             caller.answers = self._answers(msg, tool.name)
         if isinstance(msg.params.get("task"), dict) and _tasks_on(caller.version):
-            fut = self.core.submit(tool.name, params.arguments or {}, progress=self._progress(msg), caller=caller)
+            fut = self.core.submit(tool.name, params.arguments or {}, caller=caller)
             task = self._tasks.create(msg.params["task"], fut)
             fut.add_done_callback(lambda f: self._tasks.finish(task, self.tool_result(tool, f, caller)))
             self.send(protocol.result(msg.id, {"task": task.describe()}), msg.id)
@@ -412,7 +436,7 @@ class McpConnection:
             if msg.id in self._inflight:
                 raise ProtocolError(protocol.INVALID_REQUEST,
                                     f"Request id {msg.id!r} is already in use by a running call", msg.id)
-            fut = self.core.submit(tool.name, params.arguments or {}, progress=self._progress(msg), caller=caller)
+            fut = self.core.submit(tool.name, params.arguments or {}, caller=caller)
             self._inflight[msg.id] = fut
         fut.add_done_callback(lambda f: self._answer(msg.id, tool, f, caller))
 
@@ -436,23 +460,6 @@ class McpConnection:
             action = response.get("action") if isinstance(response, dict) else None
             answers[key] = action if action in ("accept", "decline", "cancel") else "cancel"
         return answers
-
-    def _progress(self, msg):
-        """A reporter that sends notifications/progress, when the client sent a progressToken."""
-        meta = msg.params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
-        if token is None or isinstance(token, bool) or not isinstance(token, (str, int)):
-            return None
-
-        def report(progress, total=None, message=None):
-            params = {"progressToken": token, "progress": progress}
-            if total is not None:
-                params["total"] = total
-            if message is not None:
-                params["message"] = message
-            self.send(protocol.notification("notifications/progress", params), msg.id)
-
-        return report
 
     def track(self, request_id, fut):
         """A request answered later, whose Future the client may cancel (notifications/cancelled, a closed stream)."""
