@@ -86,8 +86,9 @@ class Call:
         self.tool = tool
         self.session_id = session_id
         self.caller = caller
-        self.capture = capture  # the page it leaves is stored: decided for good by core/session_call.py
+        self.capture = capture  # the page it leaves is stored: decided for good by Dispatcher.run_on_session
         self.inline = inline    # --response-mode full: the snapshot goes into the answer too
+        self.capture_after = False  # the page is captured after the answer went out (decided with capture)
         self.console: list[dict[str, Any]] | None = None
         self.snapshot: str | None = None
         self.expires_at: int | None = None  # the session's expiry after this call renewed it (epoch ms)

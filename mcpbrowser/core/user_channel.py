@@ -115,9 +115,9 @@ class UserChannel:
         """The live view's page of a session (a path, never a token), where a person can take over; or None."""
         return None if self.view_path is None else f"{self.view_path}/s/{session_id}"
 
-    def with_view(self, tool_name: str, session_id: str, answer: Any) -> Any:
-        """wait_for_user's answer or error, saying where a person can help when a view is served."""
-        where = self.where_to_help(session_id) if tool_name == "wait_for_user" else None
+    def with_view(self, session_id: str, answer: Any) -> Any:
+        """A handover's answer or error (wait_for_user's), saying where a person can help when a view is served."""
+        where = self.where_to_help(session_id)
         if where is None:
             return answer
         if isinstance(answer, BrowserServerError):

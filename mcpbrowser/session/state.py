@@ -8,6 +8,7 @@ are `events.py`'s, its domain policy checks `network_policy.py`'s.
 """
 
 import time
+from contextlib import contextmanager
 from typing import Any
 
 from mcpbrowser.errors import (
@@ -262,13 +263,10 @@ class SessionState:
         except Exception as exc:  # the browser is gone: the call itself will say so
             log.debug("catch-up round trip failed", extra={"session": self.session_id, "error": str(exc)})
 
-    def run_call(self, tool, args, call):
-        """run_tool, plus what the history needs: this call's console entries, refId and meta.
-
-        Failures are raised annotated; the core's dispatcher decides what they mean
-        (a lost browser, a login timeout).
-        """
-        call.ran = True
+    @contextmanager
+    def running(self, call, args):
+        """The page-side state around one call (core/dispatch.py's run_on_session): its secret marked
+        before it, its progress heard while it runs, the snapshots it held released after it."""
         self.events.hidden = ()  # a secret typed key by key in an earlier call: its late entries came by now
         self.elements_counted = None
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
@@ -277,35 +275,14 @@ class SessionState:
         outer = self._progress, self.call
         self._progress, self.call = call.caller.progress, call
         try:
-            result = scrub_value(self.run_tool(tool, args), self.secrets)
-        except Exception as exc:
-            call.console = self.events.take_console()
-            raise call.annotate_error(self._dismissals_told(exc)) from None
+            yield
         finally:
             self._progress, self.call = outer
             self.quiet_since = time.monotonic()
             for held in list(self.held):
                 snapshots.release(self, held)
-            call.flush_request()  # a tool that may carry a secret is recorded once that is known
-            if call.secret and isinstance(args.get("text"), str):
-                self.withheld.add(args["text"])
-        call.console = self.events.take_console()
-        if self.dialog is not None:
-            call.capture = False  # no script runs behind a dialog: nothing to store, and meta must not promise it
-        if call.capture and call.inline and "snapshot" not in result:
-            call.snapshot = snapshots.capture_snapshot(self)
-            result["snapshot"] = call.snapshot
-            call.capture = call.snapshot is not None
-        elif call.capture and call.snapshot is None and snapshots.too_large(self, self.elements_counted,
-                                                                             COUNT_BEFORE_ANSWER_S):
-            # Decided before the answer, whose meta.hasSnapshot says whether the capture after it runs. The
-            # count rides on the settle's evaluation or the title's read (page_reading.loaded_title); else
-            # it costs a round trip (~1 ms). A page too busy to answer it within COUNT_BEFORE_ANSWER_S is
-            # not captured either.
-            call.capture = False
-        return call.annotate(result)
 
-    def _dismissals_told(self, exc):
+    def dismissals_told(self, exc):
         """A failed call's error, with the dialogs the server dismissed since the last answer (see run_tool)."""
         if not self.dialogs_dismissed:
             return exc

@@ -307,6 +307,7 @@ TOOLS = [
         handler=navigate,
         changes_page=True,
         leaves_page=True,
+        task_support=True,
         output_schema=PAGE_RESULT,
     ),
     SessionTool(
@@ -379,6 +380,8 @@ TOOLS = [
         handler=wait_for_user,
         changes_page=True,
         during_cooldown=True,  # the handover the cooldown asks for; seeing the person done ends it
+        waits_for_person=True,
+        task_support=True,
         output_schema={
             "type": "object",
             "properties": {"success": {"type": "boolean"}, "message": {"type": "string"},
@@ -404,6 +407,7 @@ TOOLS = [
         handler=wait_for,
         read_only=True,
         stores_page=True,
+        task_support=True,
         output_schema={
             "type": "object",
             "properties": {"success": {"type": "boolean"}, "message": {"type": "string"},

@@ -38,7 +38,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from mcpbrowser import __version__
-from mcpbrowser.errors import BrowserError, BrowserServerError, InputRequired, as_server_error
+from mcpbrowser.errors import BrowserError, BrowserServerError, InputRequired, UnknownTool, as_server_error
 from mcpbrowser.logs import MCP_LEVELS, client_view, log, record_owner
 from mcpbrowser.page_strings import clip_answer
 from mcpbrowser.schema import compact_json
@@ -60,8 +60,6 @@ SERVER_INFO = {"name": "mcpbrowser", "title": "mcpbrowser", "version": __version
 TOOLS_CAPABILITY = {"tools": {"listChanged": True}}  # enable_tools changes a client's list
 TASKS_SINCE = "2025-11-25"  # tools/call as a task; the handshake era's form (2026-07-28 has its own)
 TASK_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-# Tools worth running as a task: they can wait for minutes. Any tool is accepted as one.
-TASK_TOOLS = ("navigate", "wait_for", "wait_for_user")
 DISCOVER_TTL_MS = 300_000  # the tool list changes only with the server's flags: clients may cache it this long
 STATE_TTL_S = 600          # a requestState is honoured this long after the question was asked
 
@@ -405,8 +403,8 @@ class McpConnection:
         tools, groups = self.core.groups.listed(caller.owner)
         out: dict[str, Any] = {"tools": [tool.describe(structured, groups) for tool in tools]}
         if _tasks_on(caller.version):
-            for entry in out["tools"]:
-                if entry["name"] in TASK_TOOLS:
+            for tool, entry in zip(tools, out["tools"], strict=True):
+                if tool.task_support:  # worth running as a task: it can wait for minutes
                     entry["execution"] = {"taskSupport": "optional"}
         if caller.modern:  # the same for every client until one calls enable_tools
             out.update(cacheScope="public" if self.core.groups.is_default(groups) else "private",
@@ -420,24 +418,25 @@ class McpConnection:
 
     def _call_tool(self, msg, caller):
         params = protocol.validated("CallToolRequestParams", msg.params, msg.id)
-        tool = self.core.tools.get(params.name)
-        if tool is None:
-            raise ProtocolError(protocol.INVALID_PARAMS, f"Unknown tool: {params.name}", msg.id,
-                                {"known": list(self.core.tools)})
         if caller.modern and "requestState" in msg.params:
-            caller.answers = self._answers(msg, tool.name)
-        if isinstance(msg.params.get("task"), dict) and _tasks_on(caller.version):
-            fut = self.core.submit(tool.name, params.arguments or {}, caller=caller)
+            caller.answers = self._answers(msg, params.name)
+        as_task = isinstance(msg.params.get("task"), dict) and _tasks_on(caller.version)
+        with self._state_lock:
+            if not as_task and msg.id in self._inflight:
+                raise ProtocolError(protocol.INVALID_REQUEST,
+                                    f"Request id {msg.id!r} is already in use by a running call", msg.id)
+            fut = self.core.submit(params.name, params.arguments or {}, caller=caller)
+            unknown = fut.exception() if fut.done() and not fut.cancelled() else None
+            if isinstance(unknown, UnknownTool):  # the dispatcher's decision, in MCP's words
+                raise ProtocolError(protocol.INVALID_PARAMS, unknown.message, msg.id, unknown.details)
+            if not as_task:
+                self._inflight[msg.id] = fut
+        tool = self.core.tools[params.name]
+        if as_task:
             task = self._tasks.create(msg.params["task"], fut)
             fut.add_done_callback(lambda f: self._tasks.finish(task, self.tool_result(tool, f, caller)))
             self.send(protocol.result(msg.id, {"task": task.describe()}), msg.id)
             return
-        with self._state_lock:
-            if msg.id in self._inflight:
-                raise ProtocolError(protocol.INVALID_REQUEST,
-                                    f"Request id {msg.id!r} is already in use by a running call", msg.id)
-            fut = self.core.submit(tool.name, params.arguments or {}, caller=caller)
-            self._inflight[msg.id] = fut
         fut.add_done_callback(lambda f: self._answer(msg.id, tool, f, caller))
 
     def _task_result(self, msg, caller):
@@ -521,7 +520,7 @@ class McpConnection:
             content.append({"type": "image", "data": base64.b64encode(image).decode("ascii"),
                             "mimeType": f"image/{value['format']}"})
         value = clip_answer(value, tool.text_field)  # the history keeps the call's own result whole
-        shown = agent_view(value)
+        shown = agent_view(value, tool.shows_expiry)
         field = tool.text_field
         if field is not None and isinstance(shown.get(field), str) and shown[field]:
             # Page text goes as it is, in a block of its own: inside JSON every line
@@ -556,17 +555,12 @@ def elicitation_params(message, version):
     return params
 
 
-# The answers that show the session's expiry to the model: the session's own. Every call
-# renews it, so elsewhere it only repeats "now plus the session timeout".
-SHOWS_EXPIRY = frozenset({"create_session", "resume_session"})
-
-
-def agent_view(value):
+def agent_view(value, shows_expiry=False):
     """What the model reads of an answer (it pays for every character).
 
     `meta` is there only when the call logged to the console (its counts are then
     worth a look with get_console_content); a content hash is for machines;
-    `expiresAt` only on the answers in SHOWS_EXPIRY; a snapshot's url and title not
+    `expiresAt` only when the tool `shows_expiry`; a snapshot's url and title not
     when the agent's previous answer on the session named the same (`meta.samePage`).
     All stay in structuredContent, and in the history, whole.
     """
@@ -576,7 +570,7 @@ def agent_view(value):
     drop = {"hash"}
     if not meta.get("hasConsoleLogs"):
         drop.add("meta")
-    if meta.get("tool") not in SHOWS_EXPIRY:
+    if not shows_expiry:
         drop.add("expiresAt")
     if meta.get("samePage"):
         drop.update(("url", "title"))
