@@ -9,8 +9,11 @@ import dataclasses
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+from mcpbrowser.redaction import db_url_shown
 
 BROWSERS = ("chromium", "firefox", "webkit")
 ENV_PREFIX = "MCPBROWSER_"
@@ -24,6 +27,20 @@ class ConfigError(ValueError):
 
 class UnreadableTokens(ConfigError):
     """--http-token-file cannot be read: no tokens come from it."""
+
+
+POSTGRES_INSTALL = "pip install 'mcpbrowser[postgres]'"  # what --db postgresql://… needs (core/store_postgres.py)
+
+
+def default_path():
+    """history.db under the user's data directory."""
+    if sys.platform == "darwin":
+        base = os.path.expanduser("~/Library/Application Support")
+    elif sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~")
+    else:
+        base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return os.path.join(base, "mcpbrowser", "history.db")
 
 
 def _flag(name):
@@ -80,20 +97,19 @@ def _database(name, value):
         path = value[len("sqlite:"):]
         return path[2:] if path.startswith("//") else path  # sqlite:///abs/path, sqlite:relative/path
     if scheme and scheme.group(1).lower() in ("postgresql", "postgres"):
-        from mcpbrowser.core.store_postgres import INSTALL, shown
-
         parts = urlsplit(value)
         if not value.lower().startswith(("postgresql://", "postgres://")):
             raise ConfigError(f"{_flag(name)} must look like postgresql://user:password@host:port/database, "
-                              f"got {shown(value)!r}")
+                              f"got {db_url_shown(value)!r}")
         try:
             parts.port  # noqa: B018  (a bad port raises)
         except ValueError:
-            raise ConfigError(f"{_flag(name)} {shown(value)}: the port is not a number") from None
+            raise ConfigError(f"{_flag(name)} {db_url_shown(value)}: the port is not a number") from None
         try:
             import psycopg  # noqa: F401
         except ImportError:
-            raise ConfigError(f"{_flag(name)} {shown(value)}: PostgreSQL needs psycopg: {INSTALL}") from None
+            raise ConfigError(f"{_flag(name)} {db_url_shown(value)}: PostgreSQL needs psycopg: "
+                              f"{POSTGRES_INSTALL}") from None
         return "postgresql" + value[value.index(":"):]
     if scheme and value[len(scheme.group(0)):].startswith("//"):
         raise ConfigError(f"{_flag(name)} must be a file path, sqlite:PATH or a postgresql:// URL, "
@@ -587,8 +603,6 @@ class Config:
         if self.secrets:
             self.named_secrets()  # a bad file stops the server at once, naming its line
         if self.db is None:
-            from mcpbrowser.core.store import default_path
-
             object.__setattr__(self, "db", default_path())
 
     @classmethod
@@ -632,9 +646,7 @@ class Config:
                          for e in getattr(self, name)]
         out["http_tokens"] = [t.split(":", 1)[0] + ":***" for t in self.http_tokens]
         if self.db.startswith("postgresql://"):
-            from mcpbrowser.core.store_postgres import shown
-
-            out["db"] = shown(self.db)
+            out["db"] = db_url_shown(self.db)
         if self.selenium_capabilities:  # a cloud grid's credentials travel here (sauce:options, say)
             out["selenium_capabilities"] = dict.fromkeys(self.selenium_capabilities, "***")
         return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
@@ -706,8 +718,6 @@ class Config:
         """Where downloads, PDFs and traces are saved: --output-dir, else `files` in the data directory."""
         if self.output_dir:
             return os.path.realpath(self.output_dir)
-        from mcpbrowser.core.store import default_path
-
         db = default_path() if self.db == ":memory:" or self.db.startswith("postgresql://") else self.db
         return os.path.join(os.path.dirname(os.path.realpath(db)), "files")
 

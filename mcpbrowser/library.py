@@ -9,12 +9,9 @@ against the tool registry, so a tool cannot be added without its method.
 """
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from mcpbrowser.errors import SessionExpired, SessionLost, SessionNotFound
-
-if TYPE_CHECKING:
-    from mcpbrowser.core.call import ServerClient
 
 Result = dict[str, Any]
 WaitUntil = Literal["load", "domcontentloaded", "networkidle", "commit"]
@@ -30,50 +27,6 @@ def camel(name: str) -> str:
 def arguments(values: dict[str, Any], spell: Callable[[str], str] = camel) -> dict[str, Any]:
     """A method's locals as tool arguments: names as the tool spells them (camelCase), None left out."""
     return {spell(k): v for k, v in values.items() if k != "self" and v is not None}
-
-
-class Embedder:
-    """The caller of a library call (core/call.py's `Caller`): it lists no tools and sees every session.
-
-    No MCP client of its own: when a transport serves the same core, that server's client is
-    asked and told for it (`server_client()`, any thread); else nobody is. progress(done, total,
-    message), if given, hears how a long call is going, on the session thread.
-    """
-
-    owner = None
-    modern = False
-    person = False
-    lists_tools = False
-
-    def __init__(self, server_client: "Callable[[], ServerClient | None]",
-                 progress: Callable[[float, float | None, str | None], None] | None = None) -> None:
-        self._server_client, self._progress = server_client, progress
-
-    @property
-    def name(self) -> str:
-        client = self._server_client()
-        return (client.name if client is not None else None) or "library"
-
-    @property
-    def can_elicit(self) -> bool:
-        client = self._server_client()
-        return client is not None and client.can_elicit
-
-    def elicit(self, message: str, timeout: float, key: str) -> str:
-        client = self._server_client()
-        return "cancel" if client is None else client.elicit(message, timeout, key)
-
-    def notify(self, level: str, data: dict[str, Any]) -> None:
-        client = self._server_client()
-        if client is not None:
-            client.notify(level, data)
-
-    def progress(self, done: float, total: float | None, message: str | None) -> None:
-        if self._progress is not None:
-            self._progress(done, total, message)
-
-    def tools_changed(self) -> None:
-        """Nothing to tell: the library calls every tool."""
 
 
 class Session:

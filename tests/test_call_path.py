@@ -12,11 +12,10 @@ from test_mcp_kernel import Wire
 
 from mcpbrowser.config import Config
 from mcpbrowser.core import dispatch
-from mcpbrowser.core.call import Call
+from mcpbrowser.core.call import Call, Embedder
 from mcpbrowser.core.dispatch import Dispatcher
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.errors import BrowserServerError, ElementNotFound, ServerStopping, SessionLost, WaitTimeout
-from mcpbrowser.library import Embedder
 from mcpbrowser.tools.base import SessionTool, session_schema
 from mcpbrowser.transports.mcp_connection import McpConnection
 

@@ -18,10 +18,10 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal
 
-from mcpbrowser import resources, tools
+from mcpbrowser import resources
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser_supervisor import BrowserSupervisor
-from mcpbrowser.core.call import Caller, ServerClient
+from mcpbrowser.core.call import Caller, Embedder, ServerClient
 from mcpbrowser.core.dispatch import Dispatcher
 from mcpbrowser.core.download_watch import DownloadWatch
 from mcpbrowser.core.file_keeper import FileKeeper
@@ -31,12 +31,13 @@ from mcpbrowser.core.registry import SessionRegistry
 from mcpbrowser.core.session_memory import SessionMemory
 from mcpbrowser.core.store import Store
 from mcpbrowser.core.tool_groups import ToolGroups
+from mcpbrowser.core.tool_registry import configured
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.core.warm_pool import WarmPool
 from mcpbrowser.core.watchdog import Watchdog
 from mcpbrowser.errors import ServerStopping
 from mcpbrowser.guards import DomainPolicy, MemoryGuard
-from mcpbrowser.library import Embedder, Session, arguments
+from mcpbrowser.library import Session, arguments
 from mcpbrowser.logs import log
 from mcpbrowser.redaction import SecretBook
 from mcpbrowser.resources.hub import ResourceHub
@@ -60,7 +61,7 @@ class Browser:
                  clock: Callable[[], float] = time.monotonic, supervisor: BrowserSupervisor | None = None) -> None:
         self.config = config = config or Config()
         # Tools that depend on a setting (evaluate, upload_file) exist only when it is set.
-        self.tools = {tool.name: tool for tool in tools.configured(config)}
+        self.tools = {tool.name: tool for tool in configured(config)}
         self.groups = ToolGroups(config, self.tools)  # which of them each MCP client sees
         self.store = Store(config.db, retention_days=config.retention_days, max_mb=config.db_max_mb)
         self.history = History(self.store)

@@ -3,7 +3,7 @@
 ANY THREAD: a `Call` is made on the thread that submits it and filled in by the
 thread that runs it (a session thread or the core pool); only plain data rides on it.
 A `Caller` is implemented by the MCP layer for each request (`transports/mcp_caller.py`'s
-`McpCaller`), by the library (`library.Embedder`) and by the live view (`view/hands.Person`);
+`McpCaller`), by the library (`Embedder`, below) and by the live view (`view/hands.Person`);
 a `ServerClient` by the transport that serves the core (`McpConnection`, `http._Everyone`).
 """
 
@@ -76,6 +76,50 @@ class ServerClient(Protocol):
 
     def notify_owner(self, owner: str | None, level: str, data: dict[str, Any]) -> None:
         """A notice about one client's own affairs (its cooldown's end): to that client alone."""
+
+
+class Embedder:
+    """The caller of a library call (core/call.py's `Caller`): it lists no tools and sees every session.
+
+    No MCP client of its own: when a transport serves the same core, that server's client is
+    asked and told for it (`server_client()`, any thread); else nobody is. progress(done, total,
+    message), if given, hears how a long call is going, on the session thread.
+    """
+
+    owner = None
+    modern = False
+    person = False
+    lists_tools = False
+
+    def __init__(self, server_client: Callable[[], ServerClient | None],
+                 progress: Callable[[float, float | None, str | None], None] | None = None) -> None:
+        self._server_client, self._progress = server_client, progress
+
+    @property
+    def name(self) -> str:
+        client = self._server_client()
+        return (client.name if client is not None else None) or "library"
+
+    @property
+    def can_elicit(self) -> bool:
+        client = self._server_client()
+        return client is not None and client.can_elicit
+
+    def elicit(self, message: str, timeout: float, key: str) -> str:
+        client = self._server_client()
+        return "cancel" if client is None else client.elicit(message, timeout, key)
+
+    def notify(self, level: str, data: dict[str, Any]) -> None:
+        client = self._server_client()
+        if client is not None:
+            client.notify(level, data)
+
+    def progress(self, done: float, total: float | None, message: str | None) -> None:
+        if self._progress is not None:
+            self._progress(done, total, message)
+
+    def tools_changed(self) -> None:
+        """Nothing to tell: the library calls every tool."""
 
 
 class Call:

@@ -31,7 +31,8 @@ from mcpbrowser.logs import log
 from mcpbrowser.redaction import scrub_value
 from mcpbrowser.schema import validate
 from mcpbrowser.session import page_reading, snapshots
-from mcpbrowser.session.state import COUNT_BEFORE_ANSWER_S, SessionState
+from mcpbrowser.session.acting import COUNT_BEFORE_ANSWER_S
+from mcpbrowser.session.state import SessionState
 
 
 def _failed(exc: BaseException) -> Future:

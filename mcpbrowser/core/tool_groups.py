@@ -88,7 +88,7 @@ def enable_tools(core, args, call):
 
 def declare(all_tools):
     """The enable_tools tool, its description listing each group's tools (so nothing is out of reach)."""
-    from mcpbrowser.tools.base import CoreTool  # here: tools/__init__ imports this module to call declare()
+    from mcpbrowser.tools.base import CoreTool  # here: tool_registry imports this module to call declare()
     members: dict[str, list[str]] = {name: [] for name in TOOL_GROUPS if name != "core"}
     for tool in all_tools:
         if tool.group != "core":

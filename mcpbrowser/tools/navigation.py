@@ -7,7 +7,7 @@ from mcpbrowser import schema
 from mcpbrowser.errors import InvalidParameters, NavigationFailed, PageUnresponsive, WaitTimeout
 from mcpbrowser.guards import BLOCKED_HEADER
 from mcpbrowser.session import page_reading, throttling
-from mcpbrowser.session.state import INTERRUPTED, TIMED_OUT
+from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
 from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, page_result, session_schema
 
 TABS_LISTED = 10  # a list shows the first tabs and the current one; "more" counts the rest
