@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from mcpbrowser.backends import BACKENDS
 from mcpbrowser.redaction import db_url_shown
 
 BROWSERS = ("chromium", "firefox", "webkit")
@@ -153,7 +154,6 @@ def _url_path(name, value):
     return value
 
 
-ENDPOINT_SCHEMES = {"ws": ("ws", "wss"), "cdp": ("http", "https", "ws", "wss"), "grid": ("http", "https")}
 ENDPOINT_KEYS = {"url", "headers", "capacity"}
 
 
@@ -166,9 +166,14 @@ class RemoteEndpoint:
     """
 
     url: str
-    kind: str
+    kind: str  # a key of backends.BACKENDS
     headers: tuple = ()
     capacity: int | None = None
+
+    @property
+    def backend(self):
+        """What kind of browser it is: how it is probed and how a session reaches it (backends.py)."""
+        return BACKENDS[self.kind]
 
     def shown(self):
         """The URL as logs and answers may show it: no user name, password or query (tokens live there)."""
@@ -216,8 +221,9 @@ def _endpoint(name, kind, item):
         _ = parts and parts.port  # a port that is not a number raises here
     except ValueError:
         parts = None
-    if parts is None or parts.scheme not in ENDPOINT_SCHEMES[kind] or not parts.hostname:
-        raise ConfigError(f"{_flag(name)} wants {' or '.join(s + '://' for s in ENDPOINT_SCHEMES[kind])} URLs "
+    schemes = BACKENDS[kind].schemes
+    if parts is None or parts.scheme not in schemes or not parts.hostname:
+        raise ConfigError(f"{_flag(name)} wants {' or '.join(s + '://' for s in schemes)} URLs "
                           f"with a host, got {shown_url(url)!r}")
     headers = item.get("headers") or {}
     if isinstance(headers, dict):
