@@ -210,16 +210,16 @@ def test_a_handover_that_saw_the_person_done_ends_the_cooldown(captured):
 
 def test_an_unknown_tool_is_one_code_decided_before_anything_is_recorded():
     d, recorder, _ = dispatcher()
-    fut = d.submit("no_such_tool", {}, Embedder(lambda: None))
+    fut = d.dispatch("no_such_tool", {}, Embedder(lambda: None))
     assert fut.exception().code == "INVALID_PARAMETERS" and "act" in fut.exception().details["known"]
     assert recorder.requests == [] and recorder.responses == []
-    d.submit("act", {}, Embedder(lambda: None))  # positive control: a known tool's call is recorded
+    d.dispatch("act", {}, Embedder(lambda: None))  # positive control: a known tool's call is recorded
     assert recorder.requests == ["act"]
 
 
 def test_the_mcp_layer_answers_the_dispatchers_unknown_tool_as_invalid_params():
     d, recorder, _ = dispatcher()
-    core = types.SimpleNamespace(submit=lambda name, args, caller: d.submit(name, args, caller), tools=d.tools)
+    core = types.SimpleNamespace(submit=lambda name, args, caller: d.dispatch(name, args, caller), tools=d.tools)
     wire = Wire()
     connection = McpConnection(core, wire.send)
     connection.handle_line(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",

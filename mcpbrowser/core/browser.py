@@ -168,12 +168,12 @@ class Browser:
     def submit(self, name: str, args: Any = None,
                progress: Callable[[float, float | None, str | None], None] | None = None,
                caller: Caller | None = None) -> Future:
-        """Validate, record and dispatch one tool call; a Future of its result dict (see Dispatcher.submit).
+        """Validate, record and dispatch one tool call; a Future of its result dict (see Dispatcher.dispatch).
 
         caller: who calls (a transport's, the live view's); None is the library, whose
         progress(done, total, message), if given, hears how a long call is going.
         """
-        return self.dispatcher.submit(name, args, caller or Embedder(lambda: self.user.client, progress))
+        return self.dispatcher.dispatch(name, args, caller or Embedder(lambda: self.user.client, progress))
 
     def call(self, name: str, args: Any = None) -> dict[str, Any]:
         """Run one tool call and return its result dict; raises BrowserServerError."""

@@ -137,10 +137,10 @@ class Call:
         self.snapshot: str | None = None
         self.expires_at: int | None = None  # the session's expiry after this call renewed it (epoch ms)
         self.ran = False        # set on the session thread when the call starts there
-        self.secret = False     # its text is (or may be) a secret: stored withheld (see Dispatcher.submit)
+        self.secret = False     # its text is (or may be) a secret: stored withheld (see Dispatcher.dispatch)
         self.snapshot_reused = False  # a snapshot answered from the page's last one (see page_watch)
         self.same_page = False  # a read of the page the agent's last answer named (url, title): see agent_view
-        self.record_request: Callable[[], None] | None = None  # the deferred request row, see Dispatcher.submit
+        self.record_request: Callable[[], None] | None = None  # the deferred request row, see Dispatcher.dispatch
         self.recorded = threading.Event()
         self.claim: Callable[[str], dict[str, Any] | None] | None = None  # the store's, see not_recorded
         self._not_recorded: dict[str, Any] | None = None

@@ -1,6 +1,6 @@
 """One tool call from request to answer: validate, check the guards, route, record.
 
-`Dispatcher.submit` runs on the caller's thread (any thread). A session tool then
+`Dispatcher.dispatch` runs on the caller's thread (any thread). A session tool then
 runs on its session's thread (`run_on_session`, the whole life of a call there, and
 `_after_answer`), a core tool on the core pool (`_run_on_pool`); outcomes are counted
 and logged by Future callbacks on whichever thread finishes the call.
@@ -53,7 +53,7 @@ class Dispatcher:
         self.rate = RateLimiter(config.rate_limit)
         self.breaker = CircuitBreaker(config.breaker_threshold, config.breaker_reset)
 
-    def submit(self, name: str, args: Any, caller: Caller) -> Future:
+    def dispatch(self, name: str, args: Any, caller: Caller) -> Future:
         """Validate, record and dispatch one tool call; returns a Future of its result dict.
 
         Every failure, validation included, arrives through the Future. The request

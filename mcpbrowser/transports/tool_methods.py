@@ -113,7 +113,7 @@ class ToolMethods:
         params = protocol.validated("CallToolRequestParams", msg.params, msg.id)
         core = self.connection.core
         if caller.modern and "requestState" in msg.params:
-            caller.answers = self._answers(msg, params.name)
+            caller.answers = self._user_answers(msg, params.name)
 
         def submit():
             fut = core.submit(params.name, params.arguments or {}, caller=caller)
@@ -131,7 +131,7 @@ class ToolMethods:
             return
         fut = self.connection.track(msg.id, submit)
         tool = core.tools[params.name]
-        fut.add_done_callback(lambda f: self._answer(msg.id, tool, f, caller))
+        fut.add_done_callback(lambda f: self._call_done(msg.id, tool, f, caller))
 
     def _task_result(self, msg, caller):
         """tasks/result: the task's answer, now if it is finished, else as soon as it is."""
@@ -139,7 +139,7 @@ class ToolMethods:
         send = self.connection.send
         return self._tasks.result_or_wait(task, lambda result: send(protocol.result(msg.id, result), msg.id))
 
-    def _answers(self, msg, tool_name):
+    def _user_answers(self, msg, tool_name):
         """The user's answers a 2026-07-28 retry carries, for the questions its requestState names."""
         opened = _STATES.open(msg.params.get("requestState"), self.connection.owner, tool_name)
         if opened is None:
@@ -157,7 +157,7 @@ class ToolMethods:
 
     # -- SESSION THREAD or CORE POOL THREAD (whoever completes the Future) -------------
 
-    def _answer(self, request_id, tool, fut, caller):
+    def _call_done(self, request_id, tool, fut, caller):
         if self.connection.untrack(request_id):  # else the client cancelled it: no answer may go out
             self.connection.answer(request_id, self.tool_result(tool, fut, caller), caller)
 
