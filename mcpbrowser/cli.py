@@ -111,7 +111,6 @@ def export(argv):
     except ConfigError as exc:
         print(f"mcpbrowser export: error: {exc}", file=sys.stderr)
         return 2
-    from mcpbrowser import tools  # noqa: F401  (the registry before its modules: export_tools is one)
     from mcpbrowser.core.export_tools import export_session
     from mcpbrowser.core.history import History
     from mcpbrowser.core.store import Store

@@ -164,6 +164,7 @@ TOOLS = [
         }),
         option_groups={"storageState": "logins", **{name: "emulation" for name in EMULATION}},
         handler=create_session,
+        shows_expiry=True,
         output_schema={
             "type": "object",
             "properties": {"sessionId": {"type": "string"}, "expiresAt": {"type": "integer"},
@@ -179,6 +180,7 @@ TOOLS = [
         description="Reopen a closed, expired or lost session with its cookies, storage and last URL.",
         input_schema=session_schema(),
         handler=resume_session,
+        shows_expiry=True,
         output_schema={
             "type": "object",
             "properties": {"sessionId": {"type": "string"}, "expiresAt": {"type": "integer"},

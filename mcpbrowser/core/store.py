@@ -14,7 +14,6 @@ import json
 import os
 import queue
 import sqlite3
-import sys
 import threading
 import time
 import uuid
@@ -22,10 +21,12 @@ import zlib
 from concurrent.futures import Future
 from typing import Any
 
+from mcpbrowser.config import default_path
 from mcpbrowser.core import instances, store_postgres
 from mcpbrowser.core.store_postgres import StoreError
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import valid_text
+from mcpbrowser.redaction import db_url_shown
 from mcpbrowser.sealing import is_legacy, key_id, load_key, seal, unseal_any
 from mcpbrowser.timers import now_ms
 
@@ -80,17 +81,6 @@ MIGRATIONS = {
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 BATCH = 200  # statements per commit at most: bounds how long a flush waits
-
-
-def default_path():
-    """history.db under the user's data directory."""
-    if sys.platform == "darwin":
-        base = os.path.expanduser("~/Library/Application Support")
-    elif sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~")
-    else:
-        base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-    return os.path.join(base, "mcpbrowser", "history.db")
 
 
 def migrate(conn):
@@ -214,7 +204,7 @@ class Store:
         # --db postgresql://…: the history on a database server (core/store_postgres.py); its URL is
         # shown only as `label`, without its password.
         self.remote = store_postgres.is_url(path)
-        self.label = store_postgres.shown(path) if self.remote else path
+        self.label = db_url_shown(path) if self.remote else path
         self.retention_days = retention_days
         self.max_mb = max_mb
         self._local = threading.local()
