@@ -232,6 +232,10 @@ class Dispatcher:
     # SESSION THREAD
     def _run_on_session(self, state: SessionState, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:
         """The call on its session: a failure may mean the browser is gone, or a login timed out."""
+        held = state.worker.held_by
+        if held is not None and not (tool.read_only or tool.during_cooldown):
+            # Queued before a person took the session over (the view), its turn came after: it must not act.
+            raise call.annotate_error(SessionHeldByPerson(session_id=state.session_id, details={"heldBy": held}))
         try:
             result = state.run_call(tool, args, call)
         except BrowserServerError as error:  # run_call annotated it

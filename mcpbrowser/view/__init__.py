@@ -14,20 +14,24 @@ from mcpbrowser.logs import log
 from mcpbrowser.view.app import PLAIN_HTTP_WARNING, ViewApp
 from mcpbrowser.view.auth import SignIns, Viewer, WhoMaySee
 
+ALONE_THREADS = 8  # --view HOST:PORT's own server
+
 __all__ = ["ViewApp", "Viewer", "WhoMaySee", "create_app", "from_config", "serve_alone"]
 
 
-def create_app(browser: Any, *, who_may_see: WhoMaySee, path: str = "/view", trust_proxy: bool = False) -> ViewApp:
+def create_app(browser: Any, *, who_may_see: WhoMaySee, path: str = "/view", trust_proxy: bool = False,
+               max_live: int | None = None) -> ViewApp:
     """The view over `browser` for an embedder: `who_may_see(environ)` says who the request's person is
-    (a Viewer: owner=None sees every session), or None (not signed in: they get a page saying so)."""
-    return ViewApp(browser, who_may_see=who_may_see, path=path, trust_proxy=trust_proxy)
+    (a Viewer: owner=None sees every session), or None (not signed in: they get a page saying so).
+    max_live: live pictures open at once, each holding one of your WSGI server's threads."""
+    return ViewApp(browser, who_may_see=who_may_see, path=path, trust_proxy=trust_proxy, max_live=max_live)
 
 
-def from_config(browser: Any, credentials: dict[str, str], path: str = "/view") -> ViewApp:
+def from_config(browser: Any, credentials: dict[str, str], path: str = "/view", max_live: int | None = None) -> ViewApp:
     """The view with its own sign-in: the token file's tokens (operators marked), or a one-time key."""
     config = browser.config
     return ViewApp(browser, sign_ins=SignIns(credentials, config.view_operators()), path=path,
-                   trust_proxy=config.view_trusted_proxy)
+                   trust_proxy=config.view_trusted_proxy, max_live=max_live)
 
 
 def announce(app: ViewApp, url: str) -> None:
@@ -51,8 +55,8 @@ def serve_alone(browser: Any, address: str, credentials: dict[str, str]) -> Any:
     from waitress.server import create_server
 
     host, _, port = address.rpartition(":")
-    app = from_config(browser, credentials)
-    server = create_server(app, host=host.strip("[]"), port=int(port), threads=8, ident="mcpbrowser-view",
+    app = from_config(browser, credentials, max_live=ALONE_THREADS // 2)  # half for the pages and their JSON
+    server = create_server(app, host=host.strip("[]"), port=int(port), threads=ALONE_THREADS, ident="mcpbrowser-view",
                            clear_untrusted_proxy_headers=False)
     import threading
 

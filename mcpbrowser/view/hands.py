@@ -9,6 +9,7 @@
 """
 
 import json
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -57,10 +58,22 @@ def person_input(state: Any, args: dict[str, Any]) -> dict[str, Any]:
     else:
         text = args.get("text", "")
         # A secret before it reaches the page: scrubbed from every answer, row, log and trace from now on.
+        # Not only this run: the view sends a run per pause of 400 ms, so a person who types slowly sends a
+        # key a run, each too short to scrub. What they typed since their last click or other key (the
+        # field's text, as far as the view can tell) is the secret, and, as it is typed key by key into a
+        # page that may echo each key, its prefixes too.
+        typed = _RUNS.get(state, "") + text
         snapshots.mark_secret(state, text)
-        state.withheld.add(text)
+        snapshots.learn_secrets(state, (typed,))
+        snapshots.typing_key_by_key(state, typed)
+        state.withheld.update((text, typed))
         page.keyboard.type(text)
+    _RUNS[state] = typed if action == "type" else _RUNS.get(state, "")[:-1] if args.get("key") == "Backspace" else ""
     return {"success": True}
+
+
+# SESSION THREAD (each session's own key): what the person typed since their last click or other key.
+_RUNS: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
 
 
 PERSON_INPUT = SessionTool(
