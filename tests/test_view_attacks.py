@@ -388,3 +388,42 @@ def test_huge_bodies_are_refused_before_they_are_read(served):
         urllib.request.urlopen(urllib.request.Request(served.base + "/view/api/sessions"), timeout=5)
     except urllib.error.HTTPError as exc:
         assert exc.code == 401  # the server is still there
+
+
+def test_the_view_served_alone_refuses_huge_bodies_and_outlasts_stalled_sockets():
+    # --view HOST:PORT ran a plain waitress: a body of up to 1 GB was read (to a temporary file) before
+    # the view saw it, and 100 sockets that send half a request filled its connection limit for 2 minutes.
+    from support import McpClient
+
+    client = McpClient("--view", "127.0.0.1:0")
+    stalled = []
+    try:
+        def view_url():
+            client.stderr.flush()
+            for line in open(client.stderr.name):
+                if '"view_serving"' in line:
+                    return json.loads(line)["url"]
+            return None
+
+        base = wait_for(view_url, seconds=20).rsplit("/view/", 1)[0]
+        port = int(base.rsplit(":", 1)[1])
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.putrequest("POST", "/view/signin")
+        conn.putheader("Content-Length", str(500 * 1024 * 1024))
+        conn.putheader("Origin", base)
+        conn.endheaders()
+        conn.send(b"token=" + b"x" * 1000)
+        assert conn.getresponse().status == 413  # refused unread (it waited for the other 500 MB)
+        conn.close()
+        for _ in range(110):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+            sock.sendall(b"GET /view/ HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a head that never ends
+            stalled.append(sock)
+        started = time.monotonic()
+        with urllib.request.urlopen(base + "/view/", timeout=15) as answer:
+            assert answer.status == 200 and b'name="token"' not in answer.read()  # the sign-in page's note
+        assert time.monotonic() - started < 15
+    finally:
+        for sock in stalled:
+            sock.close()
+        client.close()

@@ -51,15 +51,26 @@ def announce(app: ViewApp, url: str) -> None:
 
 
 def serve_alone(browser: Any, address: str, credentials: dict[str, str]) -> Any:
-    """--view HOST:PORT: the view alone on its own waitress server, on a thread; returns the server."""
-    from waitress.server import create_server
+    """--view HOST:PORT: the view alone on its own waitress server, on a thread; returns its runner."""
+    import threading
+
+    from mcpbrowser.transports.http_server import Limits, create_server
+    from mcpbrowser.view.app import MAX_FORM_BYTES
 
     host, _, port = address.rpartition(":")
     app = from_config(browser, credentials, max_live=ALONE_THREADS // 2)  # half for the pages and their JSON
-    server = create_server(app, host=host.strip("[]"), port=int(port), threads=ALONE_THREADS, ident="mcpbrowser-view",
-                           clear_untrusted_proxy_headers=False)
-    import threading
-
-    threading.Thread(target=server.run, name="view-server", daemon=True).start()
-    announce(app, f"http://{server.effective_host}:{server.effective_port}{app.path}/")
-    return server
+    config = browser.config
+    # The --http guards (review of issue 53): a plain waitress read a body of up to 1 GB before the view
+    # saw it, and 100 sockets sending half a request filled its connections for two minutes. A connection
+    # counts as a person's once its request shows a signed-in cookie.
+    limits = Limits(config.http_header_timeout, config.http_body_timeout, config.http_idle_timeout,
+                    config.http_max_connections, config.http_max_unauthenticated)
+    assert app.sign_ins is not None
+    sign_ins = app.sign_ins
+    runner, listeners = create_server(
+        app, host.strip("[]"), int(port), ALONE_THREADS, limits,
+        lambda headers: sign_ins.lookup({"HTTP_COOKIE": headers.get("COOKIE", "")}) is not None,
+        max_request_body_size=4 * MAX_FORM_BYTES, ident="mcpbrowser-view", clear_untrusted_proxy_headers=False)
+    threading.Thread(target=runner.run, name="view-server", daemon=True).start()
+    announce(app, f"http://{listeners[0].effective_host}:{listeners[0].effective_port}{app.path}/")
+    return runner
