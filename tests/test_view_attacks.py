@@ -427,3 +427,17 @@ def test_the_view_served_alone_refuses_huge_bodies_and_outlasts_stalled_sockets(
         for sock in stalled:
             sock.close()
         client.close()
+
+
+def test_signing_in_again_and_again_keeps_a_bounded_number_of_sign_ins(served):
+    # Each sign-in lived on the server for 12 hours: a token's script signing in in a loop grew the
+    # server's memory without bound. A token keeps its newest sign-ins; the oldest ends.
+    first = Web(served.base)
+    first.sign_in(ALICE)
+    assert first.request("/view/api/sessions")[0] == 200  # positive control
+    for _ in range(40):
+        Web(served.base).sign_in(ALICE)
+    assert first.request("/view/api/sessions")[0] == 401
+    latest = Web(served.base)
+    latest.sign_in(ALICE)
+    assert latest.request("/view/api/sessions")[0] == 200

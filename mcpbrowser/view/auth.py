@@ -19,6 +19,9 @@ from mcpbrowser.guards import is_loopback
 
 COOKIE = "mcpbrowser_view"
 SIGN_IN_HOURS = 12  # a sign-in lasts this long, then the person signs in again
+# Sign-ins kept per name (a token's people, their browsers): each lives 12 hours on the server, so a
+# script signing in again and again grew the server's memory without bound.
+SIGN_INS_KEPT = 32
 
 
 @dataclass(frozen=True)
@@ -94,9 +97,12 @@ class SignIns:
         return Viewer("local", None, True)
 
     def start(self, viewer: Viewer) -> str:
-        """A new sign-in; its cookie value."""
+        """A new sign-in; its cookie value. Past SIGN_INS_KEPT of the same name, their oldest ends."""
         cookie = secrets.token_urlsafe(32)
         with self._lock:
+            mine = [c for c, (v, _, _) in self._signed.items() if v.name == viewer.name]  # oldest first
+            for old in mine[:max(0, len(mine) + 1 - SIGN_INS_KEPT)]:
+                del self._signed[old]
             self._signed[cookie] = (viewer, secrets.token_urlsafe(24), self._clock() + SIGN_IN_HOURS * 3600)
         return cookie
 
