@@ -49,11 +49,13 @@ def person_input(state: Any, args: dict[str, Any]) -> dict[str, Any]:
     size = page.viewport_size or page.evaluate("() => ({width: innerWidth, height: innerHeight})")
     x, y = args.get("x", 0.5) * size["width"], args.get("y", 0.5) * size["height"]
     if action == "click":
+        _RUNS[state] = ""  # a click may move the focus: what comes next is typed elsewhere
         page.mouse.click(x, y)
-    elif action == "scroll":
+    elif action == "scroll":  # the focus stays where it was
         page.mouse.move(x, y)
         page.mouse.wheel(args.get("dx", 0), args.get("dy", 0))
     elif action == "key":
+        _RUNS[state] = _RUNS.get(state, "")[:-1] if args["key"] == "Backspace" else ""
         page.keyboard.press(args["key"])
     else:
         text = args.get("text", "")
@@ -67,8 +69,8 @@ def person_input(state: Any, args: dict[str, Any]) -> dict[str, Any]:
         snapshots.learn_secrets(state, (typed,))
         snapshots.typing_key_by_key(state, typed)
         state.withheld.update((text, typed))
+        _RUNS[state] = typed
         page.keyboard.type(text)
-    _RUNS[state] = typed if action == "type" else _RUNS.get(state, "")[:-1] if args.get("key") == "Backspace" else ""
     return {"success": True}
 
 
