@@ -150,6 +150,10 @@ class Dispatcher:
     def run_on_session(self, state: SessionState, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:
         """The whole life of a call on its session: the tool's page-side work, then, each decided once
         here, what a failure means, whether the page it left is stored, and the answer's notes."""
+        held = state.worker.held_by
+        if held is not None and not (tool.read_only or tool.during_cooldown):
+            # Queued before a person took the session over (the view), its turn came after: it must not act.
+            raise call.annotate_error(SessionHeldByPerson(session_id=state.session_id, details={"heldBy": held}))
         call.ran = True
         failure = None
         try:
