@@ -45,7 +45,7 @@ class State:
         self.dialog = None
         self.secrets, self.withheld = (), set()
         self.elements_counted = elements
-        self.worker = object()
+        self.worker = types.SimpleNamespace(held_by=None)
         self.ran = []
         self.browser = types.SimpleNamespace(is_connected=lambda: connected)
         self.context = types.SimpleNamespace(cookies=lambda url: [])
@@ -227,3 +227,14 @@ def test_the_mcp_layer_answers_the_dispatchers_unknown_tool_as_invalid_params():
     answer = wire.answer(1)
     assert answer["error"]["code"] == -32602 and "act" in answer["error"]["data"]["known"]
     assert recorder.requests == []
+
+
+def test_a_call_queued_before_a_person_took_over_does_not_act_when_its_turn_comes(captured):
+    d, recorder, _ = dispatcher()
+    state, made = State({"success": True}), call()
+    state.worker = types.SimpleNamespace(held_by="operator")
+    fut = run(d, state, made)
+    assert fut.exception().code == "SESSION_HELD_BY_PERSON" and made.annotated == 1
+    assert state.ran == [] and captured == []
+    free = State({"success": True})  # positive control: the same call on a session nobody holds acts
+    assert run(d, free, call()).result()["success"] is True and free.ran == ["act"]
