@@ -253,7 +253,9 @@ def test_a_viewer_of_a_crashed_page_who_left_frees_the_thread(tmp_path, site):
             sock.close()
             assert wait_for(lambda: watchers() == 0, seconds=8)  # ... and was noticed leaving
         listed = json.loads(ann.request("/view/api/sessions")[2])["sessions"]
-        assert [s["sessionId"] for s in listed] == [sid]  # the crashed session is still listed
+        assert [(s["sessionId"], s["state"]) for s in listed] == [(sid, "crashed")]  # still listed, and says so
+        assert agent.error("snapshot", sessionId=sid)["errorCode"] == "PAGE_CRASHED"
+        assert json.loads(ann.request("/view/api/sessions")[2])["sessions"][0]["state"] == "idle"  # a fresh page
     finally:
         agent.close()
         server.close()
