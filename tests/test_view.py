@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from mcp.shared.exceptions import MCPError
 from playwright.sync_api import sync_playwright
 from support import HttpServer, SdkClient, wait_for
 
@@ -546,8 +547,9 @@ def _signed(base, page):
 def test_an_agent_cannot_act_as_the_person(alice):
     client, sid = alice
     assert "person_input" not in [tool.name for tool in client.run("list_tools").tools]
-    refused = client.error("person_input", sessionId=sid, action="click", x=0.5, y=0.5)
-    assert refused["errorCode"] == "TOOL_NOT_ENABLED"  # with every group on (--caps all): in none of them
+    with pytest.raises(MCPError, match="Unknown tool: person_input") as refused:  # with every group on (--caps all)
+        client.call("person_input", {"sessionId": sid, "action": "click", "x": 0.5, "y": 0.5})
+    assert "person_input" not in refused.value.error.data["known"] and "click" in refused.value.error.data["known"]
 
 
 def test_stdio_serves_the_view_alone_with_a_one_time_sign_in_url():

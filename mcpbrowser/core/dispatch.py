@@ -64,8 +64,9 @@ class Dispatcher:
         started = time.monotonic()
         args = {} if args is None else args
         tool = self.tools.get(name)
-        if tool is None:  # no call at all: nothing recorded, counted or logged
-            return _failed(UnknownTool(f"Unknown tool: {name}", details={"known": list(self.tools)}))
+        if tool is None or (tool.person_only and not caller.person):  # no call at all: nothing recorded or counted
+            known = [known for known, declared in self.tools.items() if not declared.person_only]
+            return _failed(UnknownTool(f"Unknown tool: {name}", details={"known": known}))
         session_id = args.get("sessionId") if isinstance(args, dict) else None
         mode = self.config.response_mode
         call = Call(name, session_id, caller, inline=mode == "full",

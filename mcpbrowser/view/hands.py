@@ -91,7 +91,8 @@ _RUNS: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
 
 PERSON_INPUT = SessionTool(
     name="person_input",
-    group="person",  # in no tool group: never listed, and refused to MCP clients (ToolGroups.check)
+    group="person",  # in no tool group: never listed
+    person_only=True,
     title="A person's input in the live view",
     description="A click, scroll, key or text of the person who took over the session in the live view.",
     input_schema=session_schema({
