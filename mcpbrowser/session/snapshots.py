@@ -5,6 +5,7 @@ SESSION THREAD ONLY: each function takes the session's SessionState, whose
 are scrubbed from all output.
 """
 
+import itertools
 import re
 
 from mcpbrowser import snapshot_text
@@ -13,6 +14,7 @@ from mcpbrowser.redaction import MIN_SCRUBBED, has_textbox_values, redact_textbo
 from mcpbrowser.session import page_reading, page_watch
 
 REF_MARKER = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
+_ARMINGS = itertools.count(1)  # the page watch's tokens (see page_watch.arm)
 
 
 # A page of more elements than this is not walked by the server's own capture (the history's
@@ -24,21 +26,65 @@ HUGE_ELEMENTS = 15_000
 
 
 def capture_snapshot(state):
-    """The page as YAML with refs, for the history; None when a dialog, failure or a huge page prevents it."""
+    """The page as YAML with refs, for the history; None when a dialog, failure or a huge page prevents it.
+
+    When the tab's last whole snapshot is held (state.full_snapshot) and the page provably did not
+    change since it was read, that snapshot is the capture: the walk and the check are one evaluation
+    through the page watch (page_watch.changed), which walks and re-arms only a page that changed.
+    """
     if state.dialog is not None or state.page is None:
         return None
-    state.full_snapshot = None
+    held, state.full_snapshot = state.full_snapshot, None
+    if held is not None and held[0] is not state.page:
+        held = None
     try:  # a dialog that opens meanwhile, or a page that hangs, ends the capture, not the session thread's wait
-        if too_large(state):
+        # The count this call's settle or title read had (run_call decided on it before the answer): no round
+        # trip of its own. A page that grew past HUGE_ELEMENTS since, within the call, is walked once more.
+        if too_large(state, state.elements_counted):
             return None
-        text = state.background(state.page, page_root(state), "aria_snapshot", mode="ai", timeout=2000)
+        if held is not None:
+            state.arming = next(_ARMINGS)
+            root = state.page.locator(page_watch.changed(state.arming))
+        else:
+            root = page_root(state)
+        text = state.background(state.page, root, "aria_snapshot", mode="ai", timeout=2000)
     except Exception as exc:
+        if held is not None and _still_clean(state, held):  # `changed` matched nothing: the page is as held
+            log.debug("capture reused", extra={"event": "capture_reused", "session": state.session_id})
+            return _reused(state, held)
         log.debug("snapshot capture failed", extra={"session": state.session_id, "error": str(exc)})
         state.responsive()  # a page that hangs fails with Playwright's own timeout first
         return None
     if text is None:
         return None
     return took_whole_snapshot(state, text)
+
+
+def before_call(state, tool):
+    """A call that may send the page input drops the held whole snapshot: its page is walked again (see
+    page_watch: input a page's own listener keeps from the watch, and its CSS, would go unseen)."""
+    if not (tool.read_only or tool.name in page_watch.SENDS_NO_INPUT):
+        state.full_snapshot = None
+
+
+def _still_clean(state, held):
+    """Whether the page did not change since the held whole snapshot was read (one count, given the server's
+    own INTERNAL_S). `changed`'s refusal is told apart from a failure (a page navigating, a walk that timed
+    out after it re-armed the watch) by asking about the held snapshot's own arming, not by the message."""
+    try:
+        return state.background(state.page, state.page.locator(page_watch.clean(held[2])), "count") == 1
+    except Exception:
+        return False
+
+
+def _reused(state, held):
+    """The held whole snapshot as this capture: scrubbed of secrets learned since; its refs are Playwright's
+    current ones (nothing read an aria snapshot since), and it stays held for the next call."""
+    state.full_snapshot = held
+    text = scrub_text(held[1], state.secrets)
+    state.refs = frozenset(REF_MARKER.findall(text))
+    state.refs_page = state.page
+    return text
 
 
 def too_large(state, counted=None, deadline_s=None):
@@ -54,8 +100,11 @@ def too_large(state, counted=None, deadline_s=None):
 
 def page_root(state):
     """What a whole-page aria snapshot is taken of: the page, through the page watch's engine when
-    there is one, which arms the watch in the same evaluation as the walk (see page_watch)."""
-    return state.page.locator(page_watch.ARM) if state.watching else state.page
+    there is one, which arms the watch (as state.arming) in the same evaluation as the walk (see page_watch)."""
+    if not state.watching:
+        return state.page
+    state.arming = next(_ARMINGS)
+    return state.page.locator(page_watch.arm(state.arming))
 
 
 def took_whole_snapshot(state, text):
@@ -63,7 +112,7 @@ def took_whole_snapshot(state, text):
     page = state.page
     text = took_snapshot(state, text)
     if state.watching:
-        state.full_snapshot = (page, text)
+        state.full_snapshot = (page, text, state.arming)
     return text
 
 
@@ -79,14 +128,11 @@ def unchanged_snapshot(state):
     held = state.full_snapshot
     if held is None or held[0] is not state.page:
         return None
-    if state.act(state.page.locator(page_watch.CLEAN), "count") != 1:
+    if state.act(state.page.locator(page_watch.clean(held[2])), "count") != 1:
         return None
-    text = scrub_text(held[1], state.secrets)  # a secret typed since is scrubbed from it too
-    state.refs = frozenset(REF_MARKER.findall(text))
-    state.refs_page = state.page
     if state.call is not None:
         state.call.snapshot_reused = True  # the call's log line says so
-    return text
+    return _reused(state, held)  # a secret typed since is scrubbed from it too
 
 
 def mark_secret(state, text):

@@ -91,7 +91,8 @@ class SessionState:
         self.refs: frozenset[str] = frozenset()
         self.refs_page: Any = None
         self.watching = False     # the page watch's engine is registered (see page_watch)
-        self.full_snapshot = None  # (page, text): its last whole-page snapshot, taken as the watch was armed
+        self.full_snapshot = None  # (page, text, arming): its last whole-page snapshot, taken as the watch was armed
+        self.arming = 0           # the page watch's last arming token (see snapshots.page_root)
         self.network_policy = NetworkPolicy(worker.session_id)
         self.events = EventBuffers(config.console_buffer, config.network_buffer, self.network_policy,
                                    lambda: self.page)
@@ -269,6 +270,7 @@ class SessionState:
         (a lost browser, a login timeout).
         """
         call.ran = True
+        snapshots.before_call(self, tool)
         self.events.hidden = ()  # a secret typed key by key in an earlier call: its late entries came by now
         self.elements_counted = None
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
