@@ -23,6 +23,9 @@ PAGE = """<!doctype html><title>Capture</title>
 <p id=t>start</p>
 <button id=b>Nothing</button>"""
 
+CODE = """<!doctype html><title>Code</title>
+<label>Code <input id=c autocomplete=one-time-code></label><label>Note <input id=n></label>"""
+
 # A page that tries to make the watch miss what it does: a forged watch in its own world, the DOM APIs the
 # watch calls replaced there, every event stopped before any listener added later sees it, and a menu that CSS
 # alone shows under the pointer.
@@ -47,10 +50,10 @@ HOSTILE = """<!doctype html><title>Hostile</title>
 
 @pytest.fixture(scope="module")
 def browser(pages):
-    PAGES["/capture"], PAGES["/hostile"] = PAGE, HOSTILE
+    PAGES["/capture"], PAGES["/hostile"], PAGES["/code"] = PAGE, HOSTILE, CODE
     with mcpbrowser.Browser(Config(headless=True, db=":memory:", allow_evaluate=True)) as b:
         yield b
-    del PAGES["/capture"], PAGES["/hostile"]
+    del PAGES["/capture"], PAGES["/hostile"], PAGES["/code"]
 
 
 @pytest.fixture
@@ -138,3 +141,13 @@ def test_a_hostile_page_cannot_make_a_change_look_like_none(browser, pages, reus
         assert "Delete everything" not in content(browser, changed)
         hovered = session.call("hover", selector="#hover")
         assert "Delete everything" in content(browser, hovered)
+
+
+def test_a_secret_field_filled_since_the_last_read_is_hidden_in_the_capture(browser, pages):
+    # The page was read before (it has refs): the capture reads the secret fields' count with its walk.
+    with browser.create_session() as session:
+        session.navigate(pages.url("/code"))
+        filled = session.call("evaluate", expression="() => { document.getElementById('c').value = '918273';"
+                                                     " document.getElementById('n').value = 'plain words' }")
+        page = content(browser, filled)
+        assert "plain words" in page and "918273" not in page and "[REDACTED]" in page, page

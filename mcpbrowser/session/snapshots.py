@@ -10,8 +10,16 @@ import re
 
 from mcpbrowser import snapshot_text
 from mcpbrowser.logs import log
-from mcpbrowser.redaction import MIN_SCRUBBED, has_textbox_values, redact_textboxes, scrub_text, secret_values
+from mcpbrowser.redaction import (
+    MIN_SCRUBBED,
+    SECRET_FIELD,
+    has_textbox_values,
+    redact_textboxes,
+    scrub_text,
+    secret_values,
+)
 from mcpbrowser.session import page_reading, page_watch
+from mcpbrowser.session.playwright_internals import Together
 
 REF_MARKER = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
 _ARMINGS = itertools.count(1)  # the page watch's tokens (see page_watch.arm)
@@ -47,7 +55,18 @@ def capture_snapshot(state):
             root = state.page.locator(page_watch.changed(state.arming))
         else:
             root = page_root(state)
-        text = state.background(state.page, root, "aria_snapshot", mode="ai", timeout=2000)
+        walk = (root, "aria_snapshot", {"mode": "ai", "timeout": 2000})
+        counted = None
+        # A page read before in this document (it has refs) may show typed values, which the redaction reads
+        # the secret fields for after the walk: their count goes with the walk, in the same round trip. Not on
+        # a fresh document (a navigate's capture), whose fields are seldom filled: the count would cost it CPU.
+        if state.refs and state.refs_page is state.page and len(state.page.frames) == 1:
+            both = state.background(state.page, Together(walk, (state.page.locator(SECRET_FIELD), "count", {})), "run")
+            text, counted = both if both is not None else (None, None)
+            if isinstance(text, Exception):
+                raise text
+        else:
+            text = state.background(state.page, walk[0], walk[1], **walk[2])
     except Exception as exc:
         if held is not None and _still_clean(state, held):  # `changed` matched nothing: the page is as held
             log.debug("capture reused", extra={"event": "capture_reused", "session": state.session_id})
@@ -57,7 +76,7 @@ def capture_snapshot(state):
         return None
     if text is None:
         return None
-    return took_whole_snapshot(state, text)
+    return took_whole_snapshot(state, text, set() if counted == 0 else None)
 
 
 def before_call(state, tool):
@@ -107,10 +126,10 @@ def page_root(state):
     return state.page.locator(page_watch.arm(state.arming))
 
 
-def took_whole_snapshot(state, text):
+def took_whole_snapshot(state, text, secret_fields=None):
     """took_snapshot, for a whole-page snapshot read through page_root: unchanged_snapshot may give it again."""
     page = state.page
-    text = took_snapshot(state, text)
+    text = took_snapshot(state, text, secret_fields)
     if state.watching:
         state.full_snapshot = (page, text, state.arming)
     return text
@@ -183,15 +202,16 @@ def learn_secrets(state, values):
     state.short_secrets.update(v for v in values if len(v) < MIN_SCRUBBED)
 
 
-def took_snapshot(state, text):
-    """A fresh aria snapshot as shown and stored: cleaned, redacted; its refs become the current ones."""
-    text = redact_snapshot(state, snapshot_text.clean(text))
+def took_snapshot(state, text, secret_fields=None):
+    """A fresh aria snapshot as shown and stored: cleaned, redacted; its refs become the current ones.
+    secret_fields: the secret fields' values, when read with the walk (else read here if needed)."""
+    text = redact_snapshot(state, snapshot_text.clean(text), secret_fields)
     state.refs = frozenset(REF_MARKER.findall(text))
     state.refs_page = state.page
     return text
 
 
-def redact_snapshot(state, text):
+def redact_snapshot(state, text, secret_fields=None):
     """An aria snapshot with known secrets scrubbed and every secret field's value hidden.
 
     The fields' values are read only when some textbox in the snapshot shows a value.
@@ -208,7 +228,7 @@ def redact_snapshot(state, text):
     # the words of its choice (a recipient, a domain, a button) in every session of that client. So a
     # value the user typed into a secret field (wait_for_user) is hidden in its field, not elsewhere; and
     # in the session's trace, if one records (capture.trace_stop), where the page's own words may go too.
-    values = secret_values(state.page)
+    values = secret_values(state.page) if secret_fields is None else secret_fields
     if state.tracing:
         state.traced_fields.update(values)
     return redact_textboxes(text, values)
