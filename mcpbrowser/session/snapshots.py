@@ -136,22 +136,37 @@ def took_whole_snapshot(state, text, secret_fields=None):
 
 
 def unchanged_snapshot(state):
-    """The tab's last whole-page snapshot if the page provably did not change since it was read, else None.
+    """(text, title): the tab's last whole-page snapshot if the page provably did not change since it was
+    read, with the tab's title read in the same round trip (Chromium; else None); else (None, None).
 
     One count through the page watch's engine (about 2 ms on a small page, 4 ms on
-    Sphinx's autodoc page, against 5 and 100 ms for walking it again). Playwright's
-    refs are still that snapshot's: nothing else read an aria snapshot since (every
-    other read clears full_snapshot). The count goes through state.act: behind a
-    dialog that opened meanwhile it would hang.
+    Sphinx's autodoc page, against 5 and 100 ms for walking it again), sent together
+    with the title's read (page_reading.loaded_title's). Playwright's refs are still
+    that snapshot's: nothing else read an aria snapshot since (every other read clears
+    full_snapshot). They go through state.act: behind a dialog that opened meanwhile
+    they would hang.
     """
+    from mcpbrowser.session.state import INTERRUPTED
+
     held = state.full_snapshot
     if held is None or held[0] is not state.page:
-        return None
-    if state.act(state.page.locator(page_watch.clean(held[2])), "count") != 1:
-        return None
+        return None, None
+    reads: list[tuple] = [(state.page.locator(page_watch.clean(held[2])), "count", {})]
+    if state.chromium:
+        reads.append((page_reading.cdp_session(state, state.page), "send", {"method": "Page.getNavigationHistory"}))
+    answers = state.act(Together(*reads), "run")
+    if answers is INTERRUPTED:
+        return None, None
+    if isinstance(answers[0], Exception):
+        raise answers[0]
+    if answers[0] != 1:
+        return None, None
+    title = None
+    if len(answers) > 1 and isinstance(answers[1], dict):
+        title = answers[1]["entries"][answers[1]["currentIndex"]]["title"]
     if state.call is not None:
         state.call.snapshot_reused = True  # the call's log line says so
-    return _reused(state, held)  # a secret typed since is scrubbed from it too
+    return _reused(state, held), title  # a secret typed since is scrubbed from it too
 
 
 def mark_secret(state, text):
