@@ -79,7 +79,8 @@ def content(browser, answer):
 
 
 def later(session, script):
-    """Have the page run `script` by itself 300 ms from now (an interval, which no settle waits for)."""
+    """Have the page run `script` by itself 300 ms from now (an interval, which no settle waits for).
+    The evaluate's own capture walks the page, as every evaluate's does, and arms the watch."""
     session.call("evaluate",
                  expression=f"() => {{ const id = setInterval(() => {{ clearInterval(id); {script} }}, 300) }}")
 
@@ -87,19 +88,19 @@ def later(session, script):
 def test_back_to_back_calls_each_read_back_their_own_page(browser, pages, reuses):
     with browser.create_session() as session:
         sid = session.id
-        same = "() => 1"
+        same = {"selector": "#t"}  # a wait_for that finds the page as it was: nothing to walk
         calls = [("navigate", {"url": pages.url("/capture")}),
                  ("type", {"selector": "#q", "text": "one"}),
                  ("snapshot", {}),
-                 ("evaluate", {"expression": same}),
-                 ("evaluate", {"expression": same}),
+                 ("wait_for", same),
+                 ("wait_for", same),
                  ("type", {"selector": "#q", "text": "two"}),
-                 ("evaluate", {"expression": same}),
+                 ("wait_for", same),
                  ("evaluate", {"expression": "() => { document.getElementById('t').textContent = 'three' }"}),
-                 ("evaluate", {"expression": same}),
+                 ("wait_for", same),
                  ("type", {"selector": "#q", "text": "four"}),
                  ("snapshot", {}),
-                 ("evaluate", {"expression": same})]
+                 ("wait_for", same)]
         # All queued before the first runs: each waits on the session thread for the previous one's capture.
         futures = [browser.submit(tool, {"sessionId": sid, **args}) for tool, args in calls]
         answers = [f.result(timeout=60) for f in futures]
@@ -110,31 +111,31 @@ def test_back_to_back_calls_each_read_back_their_own_page(browser, pages, reuses
             fields = [line for line in page.splitlines() if 'textbox "Query"' in line]
             assert len(fields) == 1 and (fields[0].split("]: ", 1) + [""])[1] == value, (tool, page)
             assert text in page and ({"start", "three"} - {text}).isdisjoint(page.split()), (tool, text, page)
-        assert len(reuses) >= 4  # the evaluates after a snapshot or another evaluate were not walked again
+        assert len(reuses) == 5  # every wait_for: none walked the page again
 
 
 def test_a_page_that_changed_by_itself_is_captured_anew(browser, pages, reuses):
     with browser.create_session() as session:
         session.navigate(pages.url("/capture"))
         later(session, "document.getElementById('t').textContent = 'changed by a timer'")
-        quiet = session.call("evaluate", expression="() => 1")  # before the timer: the page as it was
+        quiet = session.wait_for(selector="#t")  # before the timer: the page as it was
         # get_content waits for the call's record, so its capture (after the answer) is counted by then.
-        assert "start" in content(browser, quiet) and len(reuses) == 2  # neither evaluate walked the page
+        assert "start" in content(browser, quiet) and len(reuses) == 1  # not walked again
         time.sleep(0.8)
-        after = session.call("evaluate", expression="() => 1")
+        after = session.wait_for(selector="#t")
         assert "changed by a timer" in content(browser, after) and "start" not in content(browser, after)
-        assert len(reuses) == 2  # walked again
+        assert len(reuses) == 1  # walked again
 
 
 def test_a_hostile_page_cannot_make_a_change_look_like_none(browser, pages, reuses):
     with browser.create_session() as session:
         session.navigate(pages.url("/hostile"))
-        quiet = session.call("evaluate", expression="() => 1")
+        quiet = session.wait_for(selector="#t")
         assert "start" in content(browser, quiet) and len(reuses) == 1  # nothing changed, nothing walked
         # Its own timer changes its text: its world's forged watch and replaced APIs are not the watch's.
         later(session, "document.getElementById('t').textContent = 'changed by a timer'")
         time.sleep(0.8)
-        changed = session.call("evaluate", expression="() => 1")
+        changed = session.wait_for(selector="#t")
         assert "changed by a timer" in content(browser, changed)
         # The pointer over the button shows the menu by CSS alone, and the page stops the pointer's events
         # before the watch's listener: the hover, which sent input, is walked all the same.

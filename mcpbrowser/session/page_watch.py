@@ -41,14 +41,17 @@ what they change in CSS alone (`:hover`) makes no mutation. So a call that
 may have sent input (any tool but the read-only ones and SENDS_NO_INPUT)
 drops the held snapshot as it starts (snapshots.before_call): its page is walked again, as
 the events would have made it anyway, and a forged quiet costs the page
-nothing but a walk.
+nothing but a walk. So does `evaluate`: the agent's script may change what
+the watch cannot see (the CSSOM, Web Animations).
 """
 
 from mcpbrowser.logs import log
 
 ENGINE_NAME = "mcpbrowser_watch"
-# Page-changing tools that send the page no pointer, keyboard or viewport input: the watch sees all they do.
-SENDS_NO_INPUT = frozenset({"evaluate", "handle_dialog"})
+# Page-changing tools that send the page no pointer, keyboard or viewport input, and run none of the agent's
+# script (`evaluate`'s may well edit a style sheet through the CSSOM, which the watch cannot see): the watch sees
+# all they do.
+SENDS_NO_INPUT = frozenset({"handle_dialog"})
 
 # Selectors through the engine. Each arming carries a token (a number the session picks), so that a check can
 # ask about one arming: "clean since the arming that read the snapshot I hold", not since whichever came last.
