@@ -52,13 +52,17 @@ def reused(client, since):
 
 
 def later(client, session, script):
-    """Have the page run `script` by itself 300 ms from now, and wait until it has.
+    """Have the page run `script` by itself 1 s from now, and wait until it has.
+
+    1 s, not 300 ms: the evaluate's capture (after its answer) must arm the watch before the change,
+    and on a loaded 2-core machine it came later than 300 ms (the change was then in the capture,
+    and the next snapshot rightly reused it: the test saw no walk).
 
     A one-shot interval, not a timeout: the settle rule waits for an action's short timeouts
     (the change would land inside the evaluate call, before its capture), not for intervals."""
     client.tool("evaluate", sessionId=session,
-                expression=f"() => {{ const id = setInterval(() => {{ clearInterval(id); {script} }}, 300) }}")
-    time.sleep(0.8)
+                expression=f"() => {{ const id = setInterval(() => {{ clearInterval(id); {script} }}, 1000) }}")
+    time.sleep(1.5)
 
 
 def test_a_snapshot_after_a_capture_is_the_capture_when_nothing_changed(client, session, site):
