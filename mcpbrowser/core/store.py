@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import queue
+import socket
 import sqlite3
 import sys
 import threading
@@ -207,6 +208,9 @@ class Store:
 
     def __init__(self, path, *, retention_days=0, max_mb=0):
         self.instance = uuid.uuid4().hex  # this server process, as the sessions it opens record it
+        # This server as a person knows it, in the sessions it opens (list_sessions shows it to
+        # another server's clients): --http sets host:port once it listens.
+        self.server = f"{socket.gethostname()} pid {os.getpid()}"
         self._lock_file = None
         self.path = path
         # --db postgresql://…: the history on a database server (core/store_postgres.py); its URL is
@@ -324,9 +328,10 @@ class Store:
             fault = self.fault or {"errorCode": "HISTORY_ERROR", "message": FAULT_TEXT["HISTORY_ERROR"]}
             raise HistoryUnavailable(fault)
 
-    def query(self, sql, params=()):
-        """Rows for a SELECT, after queued writes are committed."""
-        self.flush()
+    def query(self, sql, params=(), flush=True):
+        """Rows for a SELECT, after queued writes are committed (flush=False: without waiting for them)."""
+        if flush:
+            self.flush()
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = self._connect()
