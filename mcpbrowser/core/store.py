@@ -461,9 +461,12 @@ class Store:
 
     def _run(self, conn, writes, together):
         """The writes in one transaction (together: sent at once); raises the database's error."""
-        known = self._stored(conn, writes)
         with conn.together() if together else contextlib.nullcontext():
             conn.execute("BEGIN IMMEDIATE")
+            # In the transaction: on SQLite, under its write lock, so that no other server prunes a
+            # page between this read and the rows that name it. Together, this read is the one wait
+            # before the end's.
+            known = self._stored(conn, writes)
             for item in writes:
                 try:
                     self._execute(conn, item, known)
