@@ -61,6 +61,8 @@ class History:
     def sessions_elsewhere(self, owner):
         """The owner's sessions that other servers sharing the history opened and have not closed:
         [{sessionId, server}], and `resumable` on those whose server is gone (whether a state was saved)."""
+        if self.store.path == ":memory:":
+            return []  # no other server can open it (and its shared cache locks a reader out while the writer writes)
         # Without waiting for this server's queued writes: the rows read are other servers'.
         rows = self.store.query("SELECT s.session_id, s.instance, s.metadata, st.session_id IS NOT NULL "
                                 "FROM sessions s LEFT JOIN session_state st ON st.session_id = s.session_id "
