@@ -111,14 +111,13 @@ def export(argv):
     except ConfigError as exc:
         print(f"mcpbrowser export: error: {exc}", file=sys.stderr)
         return 2
-    from mcpbrowser import tools  # noqa: F401  (the registry before its modules: export_tools is one)
     from mcpbrowser.core.export_tools import export_session
     from mcpbrowser.core.history import History
     from mcpbrowser.core.store import Store
     from mcpbrowser.errors import BrowserServerError
 
     try:
-        store = Store(config.db, retention_days=0, max_mb=0)
+        store = Store(config.db, retention_days=0, max_mb=0, keys=config.db_keys())
     except Exception as exc:  # an unusable database
         print(f"mcpbrowser export: error: {exc}", file=sys.stderr)
         return 1

@@ -9,8 +9,12 @@ import dataclasses
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+from mcpbrowser.backends import BACKENDS
+from mcpbrowser.redaction import db_url_shown
 
 BROWSERS = ("chromium", "firefox", "webkit")
 ENV_PREFIX = "MCPBROWSER_"
@@ -24,6 +28,20 @@ class ConfigError(ValueError):
 
 class UnreadableTokens(ConfigError):
     """--http-token-file cannot be read: no tokens come from it."""
+
+
+POSTGRES_INSTALL = "pip install 'mcpbrowser[postgres]'"  # what --db postgresql://… needs (core/store_postgres.py)
+
+
+def default_path():
+    """history.db under the user's data directory."""
+    if sys.platform == "darwin":
+        base = os.path.expanduser("~/Library/Application Support")
+    elif sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~")
+    else:
+        base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return os.path.join(base, "mcpbrowser", "history.db")
 
 
 def _flag(name):
@@ -80,25 +98,41 @@ def _database(name, value):
         path = value[len("sqlite:"):]
         return path[2:] if path.startswith("//") else path  # sqlite:///abs/path, sqlite:relative/path
     if scheme and scheme.group(1).lower() in ("postgresql", "postgres"):
-        from mcpbrowser.core.store_postgres import INSTALL, shown
-
         parts = urlsplit(value)
         if not value.lower().startswith(("postgresql://", "postgres://")):
             raise ConfigError(f"{_flag(name)} must look like postgresql://user:password@host:port/database, "
-                              f"got {shown(value)!r}")
+                              f"got {db_url_shown(value)!r}")
         try:
             parts.port  # noqa: B018  (a bad port raises)
         except ValueError:
-            raise ConfigError(f"{_flag(name)} {shown(value)}: the port is not a number") from None
+            raise ConfigError(f"{_flag(name)} {db_url_shown(value)}: the port is not a number") from None
         try:
             import psycopg  # noqa: F401
         except ImportError:
-            raise ConfigError(f"{_flag(name)} {shown(value)}: PostgreSQL needs psycopg: {INSTALL}") from None
+            raise ConfigError(f"{_flag(name)} {db_url_shown(value)}: PostgreSQL needs psycopg: "
+                              f"{POSTGRES_INSTALL}") from None
         return "postgresql" + value[value.index(":"):]
     if scheme and value[len(scheme.group(0)):].startswith("//"):
         raise ConfigError(f"{_flag(name)} must be a file path, sqlite:PATH or a postgresql:// URL, "
                           f"got a {scheme.group(1)}:// URL")
     return value
+
+
+def _key_file(name, value):
+    """--db-key-file: a private file of sealing keys, read (and checked) here so a bad one stops the server at once."""
+    if value is None or value == "":
+        return None
+    from mcpbrowser.sealing import read_key_file
+
+    path = os.path.abspath(str(value))
+    try:
+        read_key_file(path)
+    except OSError as exc:
+        raise ConfigError(f"{_flag(name)} {path}: cannot read it ({exc.strerror}); make one: "
+                          f"(umask 077; openssl rand -hex 32 > {path})") from None
+    except ValueError as exc:
+        raise ConfigError(f"{_flag(name)} {path}: {exc}") from None
+    return path
 
 
 def _text_list(name, value):
@@ -137,7 +171,6 @@ def _url_path(name, value):
     return value
 
 
-ENDPOINT_SCHEMES = {"ws": ("ws", "wss"), "cdp": ("http", "https", "ws", "wss"), "grid": ("http", "https")}
 ENDPOINT_KEYS = {"url", "headers", "capacity"}
 
 
@@ -150,9 +183,14 @@ class RemoteEndpoint:
     """
 
     url: str
-    kind: str
+    kind: str  # a key of backends.BACKENDS
     headers: tuple = ()
     capacity: int | None = None
+
+    @property
+    def backend(self):
+        """What kind of browser it is: how it is probed and how a session reaches it (backends.py)."""
+        return BACKENDS[self.kind]
 
     def shown(self):
         """The URL as logs and answers may show it: no user name, password or query (tokens live there)."""
@@ -200,8 +238,9 @@ def _endpoint(name, kind, item):
         _ = parts and parts.port  # a port that is not a number raises here
     except ValueError:
         parts = None
-    if parts is None or parts.scheme not in ENDPOINT_SCHEMES[kind] or not parts.hostname:
-        raise ConfigError(f"{_flag(name)} wants {' or '.join(s + '://' for s in ENDPOINT_SCHEMES[kind])} URLs "
+    schemes = BACKENDS[kind].schemes
+    if parts is None or parts.scheme not in schemes or not parts.hostname:
+        raise ConfigError(f"{_flag(name)} wants {' or '.join(s + '://' for s in schemes)} URLs "
                           f"with a host, got {shown_url(url)!r}")
     headers = item.get("headers") or {}
     if isinstance(headers, dict):
@@ -410,6 +449,11 @@ class Config:
         "History of every call: a SQLite file path (or sqlite:PATH), :memory: to keep nothing after exit, or "
         "postgresql://user:password@host:port/database?sslmode=... for several servers on one history "
         "(pip install 'mcpbrowser[postgres]') (default: history.db under the user's data directory).")
+    db_key_file: str = _option(
+        None, _key_file,
+        "File of the key that seals saved logins and resume states in the history (one line of 64 hex digits; "
+        "more lines: the first seals, every one opens, for a rotation); give every server sharing a history "
+        "the same file, mode 0600 (default: a key the server makes beside its history).")
     retention_days: int = _option(
         0, _int_at_least(0),
         "Drop history, and files the server saved (screenshots, downloads, PDFs, traces), older than this "
@@ -587,8 +631,6 @@ class Config:
         if self.secrets:
             self.named_secrets()  # a bad file stops the server at once, naming its line
         if self.db is None:
-            from mcpbrowser.core.store import default_path
-
             object.__setattr__(self, "db", default_path())
 
     @classmethod
@@ -632,9 +674,7 @@ class Config:
                          for e in getattr(self, name)]
         out["http_tokens"] = [t.split(":", 1)[0] + ":***" for t in self.http_tokens]
         if self.db.startswith("postgresql://"):
-            from mcpbrowser.core.store_postgres import shown
-
-            out["db"] = shown(self.db)
+            out["db"] = db_url_shown(self.db)
         if self.selenium_capabilities:  # a cloud grid's credentials travel here (sauce:options, say)
             out["selenium_capabilities"] = dict.fromkeys(self.selenium_capabilities, "***")
         return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
@@ -702,12 +742,18 @@ class Config:
             out.setdefault(owner or None, {})[name] = value
         return out
 
+    def db_keys(self):
+        """The sealing keys of --db-key-file, the first seals; None without one (the store keeps its own)."""
+        if not self.db_key_file:
+            return None
+        from mcpbrowser.sealing import read_key_file
+
+        return read_key_file(self.db_key_file)
+
     def files_dir(self):
         """Where downloads, PDFs and traces are saved: --output-dir, else `files` in the data directory."""
         if self.output_dir:
             return os.path.realpath(self.output_dir)
-        from mcpbrowser.core.store import default_path
-
         db = default_path() if self.db == ":memory:" or self.db.startswith("postgresql://") else self.db
         return os.path.join(os.path.dirname(os.path.realpath(db)), "files")
 

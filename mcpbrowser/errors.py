@@ -108,6 +108,12 @@ class InvalidParameters(BrowserServerError):
     default_message = "The arguments are not valid for this tool."
 
 
+class UnknownTool(InvalidParameters):
+    """No tool of that name (decided once, by the dispatcher): MCP answers it as its own -32602."""
+
+    default_message = "There is no tool of that name."
+
+
 class ToolNotEnabled(BrowserServerError):
     code = "TOOL_NOT_ENABLED"
     default_message = "This tool is in a tool group that is off. Call enable_tools to turn it on."

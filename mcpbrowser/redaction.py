@@ -13,7 +13,7 @@ import json
 import re
 import secrets
 import threading
-from urllib.parse import quote, quote_plus
+from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlunsplit
 
 REDACTED = "[REDACTED]"
 # Shorter secret values are not scrubbed from all text (a one-letter secret would blank every "a"
@@ -278,3 +278,14 @@ def secret_values(page):
             continue  # a frame that detached or navigated meanwhile has nothing left to show
     values.discard("")
     return values
+
+
+def db_url_shown(url):
+    """The URL as logs, answers and errors may show it: the password replaced by ***."""
+    parts = urlsplit(url)
+    query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query)], safe="/:")
+    netloc = parts.netloc
+    if parts.password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.split(':', 1)[0]}:***@{host}"
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

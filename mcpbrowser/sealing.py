@@ -4,7 +4,9 @@ The resume state holds cookies, and redacted values must not sit in the
 database in clear. Blobs are sealed with AES-256-GCM from the `cryptography`
 package (authenticated encryption with a reviewed implementation), under a key
 derived with HKDF from the key file. The key lives in a separate 0600 file next
-to the database, so the database alone reveals nothing.
+to the database, so the database alone reveals nothing. Servers that share one
+history on PostgreSQL share a key file instead (--db-key-file, `read_key_file`):
+one key per line, the first seals and every one opens, so a key can be rotated.
 
 Format "s2": b"s2" + 12-byte nonce + ciphertext and 16-byte tag; the version is
 bound as associated data. Format "s1" came before: a home-made SHA-256 counter
@@ -16,6 +18,8 @@ first read (`is_legacy`).
 import hashlib
 import hmac
 import os
+import re
+import stat
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -49,6 +53,16 @@ def unseal(key, blob):
         raise ValueError("sealed with another key, or altered") from None
 
 
+def unseal_any(keys, blob):
+    """(plaintext, index of the key that opened it); ValueError when none of the keys does."""
+    for index, key in enumerate(keys):
+        try:
+            return unseal(key, blob), index
+        except ValueError:
+            continue
+    raise ValueError("sealed with another key, or altered")
+
+
 def is_legacy(blob):
     """True for a blob in the old "s1" format, which should be sealed again."""
     return blob[:2] == LEGACY
@@ -67,6 +81,40 @@ def _unseal_legacy(key, blob):
 
 
 KEY_BYTES = 32
+HEX_KEY = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def key_id(key):
+    """A short public name of a key (logged, so that servers can be seen to share one): a hash, not the key."""
+    return hashlib.sha256(b"mcpbrowser key id\0" + key).hexdigest()[:12]
+
+
+def read_key_file(path):
+    """The keys of a shared key file, the sealing one first; OSError, or ValueError saying what is wrong."""
+    # 32 bytes are one raw key (`head -c 32 /dev/urandom`, or a key file the server made);
+    # else lines of 64 hex digits, `#` comments and blank lines skipped. A message never
+    # quotes the file: a mistyped line is still most of a key.
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    if mode & 0o077:
+        # A key others may read unseals every login the group saved; one others may write
+        # could be swapped for theirs. Refused, as ssh refuses a private key others can read.
+        raise ValueError(f"it is readable or writable by others (mode {mode:04o}): chmod 600 it")
+    with open(path, "rb") as f:
+        data = f.read(64 * 1024)
+    if len(data) == KEY_BYTES:
+        return [data]
+    keys = []
+    for number, line in enumerate(data.decode("ascii", "replace").splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if not HEX_KEY.fullmatch(line):
+            raise ValueError(f"line {number} is not 64 hex digits (want {KEY_BYTES} random bytes, "
+                             "or lines of 64 hex digits: the first seals, every one opens)")
+        keys.append(bytes.fromhex(line))
+    if not keys:
+        raise ValueError("it holds no key (want a line of 64 hex digits: openssl rand -hex 32)")
+    return keys
 
 
 def load_key(path):

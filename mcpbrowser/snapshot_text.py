@@ -25,6 +25,7 @@ CONTROLS = frozenset({"link", "button", "textbox", "searchbox", "combobox", "che
 # (compact), since the one an agent needs (Save, a multi-select's "choose") is often the last.
 FORM_CONTROLS = frozenset({"button", "textbox", "searchbox", "combobox", "checkbox", "radio", "switch",
                            "slider", "spinbutton"})
+SELECTS = frozenset({"combobox", "listbox"})  # their options are a list of their own (compact)
 ROWS = frozenset({"table", "grid", "treegrid", "rowgroup", "row"})
 KEPT = LANDMARKS | CONTROLS | {"heading"}
 SECTION_CONTROLS = 8  # see compact
@@ -133,11 +134,12 @@ def compact(text, per_section=SECTION_CONTROLS, per_section_form=SECTION_FORM_CO
     """Headings, landmarks and controls with their refs; wrappers and prose collapsed away.
 
     A section (what follows a heading or a landmark) lists its first `per_section`
-    links (and tabs, options, menu items) and counts the rest: a documentation index has
+    links (and tabs, menu items) and counts the rest: a documentation index has
     hundreds of links, and a first look needs the page's shape and where to act, not
     every entry (a query finds any one of them). Form controls have a cap of their own,
     `per_section_form`: a form's Save button comes after its fields, and a hidden one
-    costs the agent another call.
+    costs the agent another call. A select (combobox, listbox) lists its first
+    `per_section` options under it, apart from its section's counts.
     """
     out = []
     section = {"shown": 0, "form": 0, "more": 0, "depth": 0}
@@ -147,15 +149,22 @@ def compact(text, per_section=SECTION_CONTROLS, per_section_form=SECTION_FORM_CO
             out.append("  " * section["depth"] + MORE.format(section["more"]))
         section.update(shown=0, form=0, more=0)
 
-    def walk(node, depth, in_rows=False):
+    def walk(node, depth, in_rows=False, select=None):
         for child in node.children:
             if child.is_property:
                 continue
             rows = in_rows or child.role in ROWS
             if not _kept(child):
-                walk(child, depth, rows)
+                walk(child, depth, rows, select)
                 continue
-            if child.role in CONTROLS:
+            if select is not None and child.role == "option":
+                # A select's options are a list of its own, bounded apart: counted against the
+                # section's links, two selects hid the controls after them (Roundup's bug form).
+                if select["shown"] >= per_section:
+                    select["more"] += 1
+                    continue
+                select["shown"] += 1
+            elif child.role in CONTROLS:
                 # A table's row checkboxes are a list, like its links, not a form's fields.
                 form = child.role in FORM_CONTROLS and not rows
                 counter, cap = ("form", per_section_form) if form else ("shown", per_section)
@@ -167,7 +176,13 @@ def compact(text, per_section=SECTION_CONTROLS, per_section_form=SECTION_FORM_CO
             else:  # a heading or a landmark starts a new section
                 close_section()
             out.append(_shown(child, depth))
-            walk(child, depth + 1, rows)
+            if child.role in SELECTS:
+                options = {"shown": 0, "more": 0}
+                walk(child, depth + 1, rows, options)
+                if options["more"]:
+                    out.append("  " * (depth + 1) + MORE.format(options["more"]))
+            else:
+                walk(child, depth + 1, rows, select)
 
     walk(parse(text), 0)
     close_section()
@@ -623,13 +638,40 @@ def _render(matched, term, limit, headings, ancestors, more_hint):
         after = _titled(node, matched_ids) if node.role == "heading" else []
         if after or node.role == "heading":
             line += _offer_section(node, len(after))
+        before, beside = _beside(node, matched_ids, printed)
+        for control in before:
+            printed[id(control)] = depth
+            out.append(_shown(control, depth))
         out += [line, *props, *(_shown(child, depth + 1, term) for child in items[id(node)])]
-        for titled in after:
+        for titled in [*beside, *after]:
             printed[id(titled)] = depth
             out.append(_shown(titled, depth))
     if len(unique) > limit:
         out.append(f"- … {len(unique) - limit} more {more_hint}")
     return out
+
+
+# Controls a form may leave unnamed (a <label for> that names another id, a caption in plain text):
+# what stands beside one is all that says what it is.
+UNNAMED_CONTROLS = FORM_CONTROLS | {"listbox"}
+
+
+def _beside(node, matched_ids, printed):
+    """([before], [after]): the unnamed control a matched node captions, the sibling after a caption
+    (`- generic: Assigned To` then `- combobox`, a help link "Status" then its select), or the
+    field before a matched button (a search box and its button). Brought along, so one query finds
+    a form's unnamed controls; only these two ways, since the control before a caption is another's."""
+    if node.role == "heading" or node.parent is None:
+        return [], []
+    siblings = [child for child in node.parent.children if not child.is_property]
+    at = siblings.index(node)
+
+    def unnamed(n):
+        return n.role in UNNAMED_CONTROLS and not n.named and id(n) not in matched_ids and id(n) not in printed
+
+    if node.role == "button":
+        return ([siblings[at - 1]] if at > 0 and unnamed(siblings[at - 1]) else []), []
+    return [], [siblings[at + 1]] if at + 1 < len(siblings) and unnamed(siblings[at + 1]) else []
 
 
 def _size(node):

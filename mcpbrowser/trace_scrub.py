@@ -35,6 +35,8 @@ JSON_LINES = (".trace", ".network")
 _SHA1 = re.compile(rb'"_(?:sha1|file)":\s*"(?:resources/)?([0-9a-f]{40}[.\w]*)"')
 _PAGE_ID = re.compile(rb'"pageId":\s*"(page@[0-9a-f]+)"')  # whose screencast frames are page@<id>-<time>.jpeg
 _VALUE_ATTRIBUTES = ("__playwright_value_", "value")
+# + our pid + "-": a directory in the temp dir per browser life (core/browser_process.py makes them)
+RUNTIME_PREFIX = "mcpbrowser-run-"
 
 
 def _is_secret_field(name, attrs):
@@ -178,8 +180,6 @@ def artifact_roots():
 
     A remote browser keeps them on its own machine, out of our reach.
     """
-    from mcpbrowser.core.browser_process import RUNTIME_PREFIX
-
     temp = tempfile.gettempdir()
     return [temp, *glob.glob(os.path.join(glob.escape(temp), f"{RUNTIME_PREFIX}{os.getpid()}-*", "tmp"))]
 

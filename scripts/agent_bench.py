@@ -33,6 +33,15 @@ view and read its count, write the best trial's note in its editor, go back with
 application, delete the new study from the list (one of three "delete study" twins) through
 its confirmation dialog.
 
+The tracker task runs an issue tracker, Roundup (from PyPI, installed into its own folder;
+scripts/tracker_site.py, served by its WSGI application), seeded with users and bugs, each step
+checked in the tracker's own databases: log in (two fields and a "Remember me?" checkbox),
+report a bug on a form whose selects have no name (each comes after the help link or the plain
+text that captions it) with a multi-select, naming on its nosy list a user who has no account,
+so that the tracker refuses the form; read why, mend that field and submit again; find the bug
+with the tracker's search and read it back from its page; change its status with a comment;
+log out.
+
 @playwright/mcp is installed from npm into a temporary folder and run with
 --headless --isolated on the same Chromium. It has one browser context per
 server, so its second session is a second server. Characters are those of the
@@ -42,7 +51,7 @@ counted beside the answers, and "all in" is both. Speed is measured, not
 asserted; the test suite runs this script on a tiny local site (--site) and on
 Django's admin (ours only) so that it cannot rot.
 
-    .venv/bin/python scripts/agent_bench.py [--task docs|admin|spa|all] [--json] [--site DIR] [--ours-only]
+    .venv/bin/python scripts/agent_bench.py [--task docs|admin|spa|tracker|all] [--json] [--site DIR] [--ours-only]
 
 AGENT_BENCH_SHOW=1 prints every answer to stderr, to see where the characters go.
 """
@@ -69,6 +78,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from admin_site import PASSWORD, USERNAME, AdminSite, query  # noqa: E402
 from bench import QuietHandler, install_playwright_mcp, pwmcp_params  # noqa: E402
 from spa_site import SpaSite  # noqa: E402
+from tracker_site import TrackerSite  # noqa: E402
 
 from mcpbrowser.core.browser_process import find_executable  # noqa: E402
 
@@ -93,6 +103,7 @@ PLAYWRIGHT_MCP_VERSION = "0.0.83"
 NO_PLAYWRIGHT_MCP = 3  # exit code: @playwright/mcp could not be installed
 NO_DJANGO = 4  # exit code: Django (the admin task's application) could not be installed
 NO_SPA = 5  # exit code: optuna-dashboard (the spa task's application) could not be installed
+NO_TRACKER = 6  # exit code: Roundup (the tracker task's application) could not be installed
 STEPS = ("open", "look", "follow", "search", "results", "open_hit", "read", "shot", "back", "logs", "second")
 SHOW = os.environ.get("AGENT_BENCH_SHOW") == "1"  # print every answer to stderr, to see what costs
 # ours/theirs at most: the answers, the tool list a model reads, and both together; calls: at most theirs
@@ -707,6 +718,210 @@ async def ours_spa(meter, sessions, base, task):
     finished(meter, started)
 
 
+# -- the tracker task: Roundup, an issue tracker with a login and forms -------------------
+# Its bug form is a real one nobody tuned: selects named by nothing (their <label for> names
+# another id), each after the help link that captions it, a multi-select, free-text fields, and a
+# server-side check that refuses the form. Each step is checked in the tracker's own databases
+# (tracker_site.py); the last read takes the data back from the application's own pages.
+
+TRACKER_STEPS = ("login", "report", "recover", "find", "edit", "logout")
+NEW_BUG = {"title": "Login form forgets the username after a failed attempt", "type": "behavior",
+           "severity": "major", "component": "frontend", "assignee": "alice", "priority": "high",
+           "nosy": "alice, jdoe",  # jdoe has no account: the tracker refuses the form, and says why
+           "comment": "Steps: log in with a wrong password; the username field is empty again.",
+           "search": "forgets the username", "status": "open", "note": "Reproduced on 1.4 with Chromium."}
+
+
+def tracker_checks(home):
+    """What the tracker's databases must show after each step (read outside both servers)."""
+    db, sessions = os.path.join(home, "db", "db"), os.path.join(home, "db", "db-session")
+
+    def bug():
+        rows = query(db, "SELECT b.id, t._name, v._name, p._name, u._username, s._name FROM _bug b "
+                         "LEFT JOIN _bug_type t ON t.id = b._type LEFT JOIN _severity v ON v.id = b._severity "
+                         "LEFT JOIN _priority p ON p.id = b._priority LEFT JOIN _user u ON u.id = b._assignee "
+                         "LEFT JOIN _status s ON s.id = b._status WHERE b._title = ?", (NEW_BUG["title"],))
+        if not rows:
+            return None
+        number, *fields = rows[0]
+        return {"id": number, "fields": tuple(fields),
+                "components": [r[0] for r in query(db, "SELECT c._name FROM bug_components bc JOIN _component c "
+                                                       "ON c.id = bc.linkid WHERE bc.nodeid = ?", (number,))],
+                "nosy": sorted(r[0] for r in query(db, "SELECT u._username FROM bug_nosy n JOIN _user u "
+                                                       "ON u.id = n.linkid WHERE n.nodeid = ?", (number,))),
+                "messages": query(db, "SELECT count(*) FROM bug_messages WHERE nodeid = ?", (number,))[0][0]}
+
+    def reported():
+        got = bug()
+        return got is not None and got["fields"][:4] == tuple(NEW_BUG[k] for k in ("type", "severity", "priority",
+                                                                                  "assignee")) \
+            and got["components"] == [NEW_BUG["component"]] and "alice" in got["nosy"] and got["messages"] == 1
+
+    def logged_in():
+        return any("'admin'" in r[0] for r in query(sessions, "SELECT session_value FROM sessions"))
+
+    return {
+        "login": logged_in,
+        "refused": lambda: bug() is None,
+        "reported": reported,
+        "bug": bug,
+        "edited": lambda: (bug() or {}).get("fields", ())[-1:] == (NEW_BUG["status"],) and bug()["messages"] == 2,
+        "logout": lambda: not logged_in(),
+    }
+
+
+def read_back(text):
+    """What the bug's page shows selected, and its nosy list: the data as the application shows it."""
+    return all(f'option "{NEW_BUG[k]}" [selected]' in text for k in ("type", "severity", "priority", "assignee")) \
+        and "alice" in text
+
+
+async def ours_tracker(meter, sessions, base, task):
+    """Read with `snapshot {query}`: the captions a form shows bring the unnamed controls beside
+    them (snapshot_text._beside); act with fill_form, type and click."""
+    s, m = sessions[0], meter.call
+    checks, started = tracker_checks(task["home"]), time.perf_counter()
+
+    async def read(sid, query_text=None, **args):
+        return await m(s, "snapshot", {"sessionId": sid, **({"query": query_text} if query_text else args)})
+
+    async def act(sid, tool, **args):
+        return answer(await m(s, tool, {"sessionId": sid, **args}))
+
+    meter.step = "login"  # the sidebar's login form: two placeholders and a "Remember me?" checkbox
+    sid = answer(await m(s, "create_session", {"url": base + "/"}))["sessionId"]
+    form = await read(sid, "Username|Password|Remember|Login")
+    await act(sid, "fill_form", fields=[{"ref": ref_of(form, "Username", "textbox"), "value": USERNAME},
+                                         {"ref": ref_of(form, "Password", "textbox"), "value": PASSWORD},
+                                         {"ref": ref_of(form, "Remember me", "checkbox"), "value": True}])
+    got = await act(sid, "click", ref=ref_of(form, "Login", "button"))
+    expect("Welcome" in got["url"] and checks["login"](), f"login: {got['url']}")
+
+    meter.step = "report"  # the bug form, filled whole; the tracker refuses it (jdoe has no account)
+    new = await read(sid, "Create New")
+    await act(sid, "click", ref=ref_of(new, "Create New", "link"))
+    # One query for the form: a caption brings the unnamed select or box beside it.
+    form = await read(sid, "Title|Type|Severity|Components|Assigned To|Nosy List|Priority|Comment|Submit")
+    await act(sid, "fill_form", fields=[
+        {"ref": ref_of(form, "Title", "textbox"), "value": NEW_BUG["title"]},
+        {"ref": ref_after(form, 'link "Type"', "combobox"), "value": NEW_BUG["type"]},
+        {"ref": ref_after(form, 'link "Severity"', "combobox"), "value": NEW_BUG["severity"]},
+        {"ref": ref_after(form, 'link "Components"', "listbox"), "value": NEW_BUG["component"]},
+        {"ref": ref_after(form, ": Assigned To", "combobox"), "value": NEW_BUG["assignee"]},
+        {"ref": ref_of(form, "Nosy List", "textbox"), "value": NEW_BUG["nosy"]},
+        {"ref": ref_after(form, 'link "Priority"', "combobox"), "value": NEW_BUG["priority"]},
+        {"ref": ref_after(form, ": Comment", "textbox"), "value": NEW_BUG["comment"]}])
+    got = await act(sid, "click", ref=ref_of(form, "Submit New Entry", "button"))
+    expect(checks["refused"](), f"report: the tracker took the bug with an unknown nosy user: {got['url']}")
+
+    meter.step = "recover"  # read why, mend the one field, submit again: the other fields were kept
+    error = await read(sid, "error|Nosy List|Submit New Entry")
+    expect("jdoe" in error and "is not a user" in error, f"recover: {error[:300]}")
+    await act(sid, "type", ref=ref_of(error, "Nosy List", "textbox"), text="alice")
+    got = await act(sid, "click", ref=ref_of(error, "Submit New Entry", "button"))
+    expect(checks["reported"](), f"recover: {checks['bug']()} at {got['url']}")
+
+    meter.step = "find"  # the application's own search, then the bug's page read back
+    box = await read(sid, "search in open bugs")  # the unnamed box comes with its button
+    await act(sid, "type", ref=ref_of(box, "", "textbox"), text=NEW_BUG["search"], submit=True)
+    hits = await read(sid, NEW_BUG["search"])
+    await act(sid, "click", ref=ref_of(hits, NEW_BUG["title"], "link"))
+    shown = await read(sid, r"\[selected\]|Nosy List")
+    expect(read_back(shown), f"find: {shown[:300]}")
+
+    meter.step = "edit"  # status and a comment on the bug's page
+    form = await read(sid, "Status|Comment|Submit Changes")
+    await act(sid, "fill_form", fields=[
+        {"ref": ref_after(form, 'link "Status"', "combobox"), "value": NEW_BUG["status"]},
+        {"ref": ref_after(form, ": Comment", "textbox"), "value": NEW_BUG["note"]}])
+    got = await act(sid, "click", ref=ref_of(form, "Submit Changes", "button"))
+    expect(checks["edited"](), f"edit: {checks['bug']()} at {got['url']}")
+
+    meter.step = "logout"
+    out = await read(sid, "Logout")
+    await act(sid, "click", ref=ref_of(out, "Logout", "link"))
+    expect(checks["logout"](), "logout: the session is still in the database")
+    await m(s, "close_session", {"sessionId": sid})
+    finished(meter, started)
+
+
+async def theirs_tracker(meter, sessions, base, task):
+    """The same steps with @playwright/mcp's tools: browser_find (a regular expression; it shows the
+    lines around each match, so an unnamed select comes with the caption beside it) to read,
+    browser_fill_form, browser_type and browser_click to act."""
+    s, m = sessions[0], meter.call
+    checks, started = tracker_checks(task["home"]), time.perf_counter()
+
+    async def find(pattern):
+        return await m(s, "browser_find", {"regex": f"/{pattern}/i"})
+
+    def field(name, kind, target, value):
+        return {"name": name, "type": kind, "target": target, "value": value}
+
+    meter.step = "login"
+    await m(s, "browser_navigate", {"url": base + "/"})
+    form = await find("Username|Password|Remember|Login")
+    await m(s, "browser_fill_form", {"fields": [
+        field("Username", "textbox", ref_of(form, "Username", "textbox"), USERNAME),
+        field("Password", "textbox", ref_of(form, "Password", "textbox"), PASSWORD),
+        field("Remember me?", "checkbox", ref_of(form, "Remember me", "checkbox"), "true")]})
+    got = await m(s, "browser_click", {"element": "Login", "target": ref_of(form, "Login", "button")})
+    expect("Welcome" in got and checks["login"](), f"login: {got[:300]}")
+
+    meter.step = "report"
+    new = await find("Create New")
+    await m(s, "browser_click", {"element": "Create New", "target": ref_of(new, "Create New", "link")})
+    form = await find("Title|Type|Severity|Components|Assigned To|Nosy List|Priority|Comment|Submit")
+    await m(s, "browser_fill_form", {"fields": [
+        field("Title", "textbox", ref_of(form, "Title", "textbox"), NEW_BUG["title"]),
+        field("Type", "combobox", ref_after(form, 'link "Type"', "combobox"), NEW_BUG["type"]),
+        field("Severity", "combobox", ref_after(form, 'link "Severity"', "combobox"), NEW_BUG["severity"]),
+        field("Assigned To", "combobox", ref_after(form, ": Assigned To", "combobox"), NEW_BUG["assignee"]),
+        field("Nosy List", "textbox", ref_of(form, "Nosy List", "textbox"), NEW_BUG["nosy"]),
+        field("Priority", "combobox", ref_after(form, 'link "Priority"', "combobox"), NEW_BUG["priority"]),
+        field("Comment", "textbox", ref_after(form, ": Comment", "textbox"), NEW_BUG["comment"])]})
+    # Its fill_form sets one option of a select; the multi-select takes browser_select_option.
+    await m(s, "browser_select_option", {"element": "Components",
+                                         "target": ref_after(form, 'link "Components"', "listbox"),
+                                         "values": [NEW_BUG["component"]]})
+    got = await m(s, "browser_click", {"element": "Submit New Entry",
+                                       "target": ref_of(form, "Submit New Entry", "button")})
+    expect(checks["refused"](), f"report: the tracker took the bug with an unknown nosy user: {got[:300]}")
+
+    meter.step = "recover"
+    error = await find("error|Nosy List|Submit New Entry")
+    expect("jdoe" in error and "is not a user" in error, f"recover: {error[:300]}")
+    await m(s, "browser_type", {"element": "Nosy List", "target": ref_of(error, "Nosy List", "textbox"),
+                                "text": "alice"})
+    got = await m(s, "browser_click", {"element": "Submit New Entry",
+                                       "target": ref_of(error, "Submit New Entry", "button")})
+    expect(checks["reported"](), f"recover: {checks['bug']()}: {got[:300]}")
+
+    meter.step = "find"
+    box = await find("search in open bugs")
+    await m(s, "browser_type", {"element": "search", "target": ref_of(box, "", "textbox"),
+                                "text": NEW_BUG["search"], "submit": True})
+    hits = await find(NEW_BUG["search"])
+    await m(s, "browser_click", {"element": NEW_BUG["title"], "target": ref_of(hits, NEW_BUG["title"], "link")})
+    shown = await find(r"\[selected\]|Nosy List")
+    expect(read_back(shown), f"find: {shown[:300]}")
+
+    meter.step = "edit"
+    form = await find("Status|Comment|Submit Changes")
+    await m(s, "browser_fill_form", {"fields": [
+        field("Status", "combobox", ref_after(form, 'link "Status"', "combobox"), NEW_BUG["status"]),
+        field("Comment", "textbox", ref_after(form, ": Comment", "textbox"), NEW_BUG["note"])]})
+    got = await m(s, "browser_click", {"element": "Submit Changes", "target": ref_of(form, "Submit Changes", "button")})
+    expect(checks["edited"](), f"edit: {checks['bug']()}: {got[:300]}")
+
+    meter.step = "logout"
+    out = await find("Logout")
+    await m(s, "browser_click", {"element": "Logout", "target": ref_of(out, "Logout", "link")})
+    expect(checks["logout"](), "logout: the session is still in the database")
+    await m(s, "browser_close", {})
+    finished(meter, started)
+
+
 # -- running it ---------------------------------------------------------------------------
 
 def ensure_site(site):
@@ -782,9 +997,10 @@ def compare(result):
         "calls": ot["calls"] <= tt["calls"], "all_ok": ot["all_ok"] and tt["all_ok"]}
 
 
-TASKS = ("docs", "admin", "spa")
+TASKS = ("docs", "admin", "spa", "tracker")
 ADMIN_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-admin")
 SPA_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-spa")
+TRACKER_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-tracker")
 
 
 def main():
@@ -792,13 +1008,16 @@ def main():
     parser.add_argument("--site", default=SPHINX_DOC, help="folder of the docs task's site (default: Sphinx's manual)")
     parser.add_argument("--task", choices=(*TASKS, "all"), default="all",
                         help="docs (a documentation site), admin (Django's admin application), spa (optuna-dashboard, "
-                             "a single-page application), or all (default)")
+                             "a single-page application), tracker (Roundup, an issue tracker), or all (default)")
     parser.add_argument("--admin-folder", default=ADMIN_FOLDER,
                         help="where Django is installed for the admin task, and its database kept "
                              f"(default {ADMIN_FOLDER})")
     parser.add_argument("--spa-folder", default=SPA_FOLDER,
                         help="where optuna-dashboard is installed (a venv) for the spa task, and its storage kept "
                              f"(default {SPA_FOLDER})")
+    parser.add_argument("--tracker-folder", default=TRACKER_FOLDER,
+                        help="where Roundup is installed for the tracker task, and its tracker kept "
+                             f"(default {TRACKER_FOLDER})")
     parser.add_argument("--ours-only", action="store_true", help="skip @playwright/mcp")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--playwright-mcp-version", default=PLAYWRIGHT_MCP_VERSION,
@@ -861,6 +1080,19 @@ def main():
                 with spa.serve() as (base, db):  # each server on a fresh copy of the storage
                     fn = ours_spa if side == "ours" else theirs_spa
                     meter = asyncio.run(measure(params, fn, base, {"db": db}, SPA_STEPS))
+                result[side] = {"steps": meter.steps, "total": totals(meter), "error": meter.error}
+        if "tracker" in tasks:
+            print("setting up Roundup…", file=sys.stderr)
+            try:
+                tracker = TrackerSite.build(args.tracker_folder)
+            except subprocess.CalledProcessError as exc:
+                print(f"could not set up Roundup (pip from PyPI, its tracker): {exc}", file=sys.stderr)
+                return NO_TRACKER
+            result = results["tasks"]["tracker"] = {"site": "Roundup", "steps": list(TRACKER_STEPS)}
+            for side, params in sides:
+                with tracker.serve() as (base, home):  # each server on a fresh copy of the tracker
+                    fn = ours_tracker if side == "ours" else theirs_tracker
+                    meter = asyncio.run(measure(params, fn, base, {"home": home}, TRACKER_STEPS))
                 result[side] = {"steps": meter.steps, "total": totals(meter), "error": meter.error}
         for result in results["tasks"].values():
             if "theirs" in result:

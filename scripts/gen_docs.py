@@ -23,7 +23,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from mcpbrowser import config as config_module  # noqa: E402
 from mcpbrowser import errors  # noqa: E402
 from mcpbrowser.config import ENV_PREFIX, TOOL_GROUPS, Config, build_parser  # noqa: E402
-from mcpbrowser.tools import ALL, interaction  # noqa: E402
+from mcpbrowser.core.tool_registry import ALL  # noqa: E402
+from mcpbrowser.tools import interaction  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMMAND = "python scripts/gen_docs.py"

@@ -23,7 +23,7 @@ def fresh_id():
 # -- protocol fuzzing: what a hostile or broken client might send --------------------------------
 
 # Every real tool is left out: a real call answers from another thread, after our ping.
-REAL_TOOLS = {tool.name for tool in __import__("mcpbrowser.tools", fromlist=["ALL"]).ALL}
+REAL_TOOLS = {tool.name for tool in __import__("mcpbrowser.core.tool_registry", fromlist=["ALL"]).ALL}
 ids = st.one_of(st.integers(-2**53, 2**53), st.text(max_size=20), st.none(), st.booleans(),
                 st.floats(allow_nan=False, allow_infinity=False), st.lists(st.integers(), max_size=2))
 methods = st.one_of(st.sampled_from(["ping", "tools/list", "initialize", "logging/setLevel", "tools/call",

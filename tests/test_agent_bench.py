@@ -1,5 +1,5 @@
-"""Smoke test of scripts/agent_bench.py on a tiny local site and on two real applications
-(Django's admin, optuna-dashboard; mcpbrowser only), so that it cannot rot.
+"""Smoke test of scripts/agent_bench.py on a tiny local site and on three real applications
+(Django's admin, optuna-dashboard, Roundup; mcpbrowser only), so that it cannot rot.
 
 It checks that every intention runs and is counted, never how fast (speed stays
 out of the tests). The real measure runs on Sphinx's manual: see docs/performance.md.
@@ -109,4 +109,17 @@ def test_the_spa_task_runs_through_mcpbrowser_on_optuna_dashboard(site):
     ours = json.loads(done.stdout)["tasks"]["spa"]["ours"]
     assert ours["error"] is None and list(ours["steps"]) == ["open", "create", "open_study", "best", "trials",
                                                              "note", "back", "delete"]
+    assert all(step["ok"] and step["calls"] >= 1 and step["chars"] > 0 for step in ours["steps"].values())
+
+
+def test_the_tracker_task_runs_through_mcpbrowser_on_roundup(site):
+    """A real issue tracker (Roundup from PyPI, into the script's own folder, served by its WSGI
+    application): the login is checked in its session database, the refused form and every later
+    step in its item database."""
+    done = run(site, "--ours-only", "--task", "tracker")
+    if done.returncode == 6:
+        pytest.skip(f"Roundup could not be installed from PyPI: {done.stderr[-500:]}")
+    assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
+    ours = json.loads(done.stdout)["tasks"]["tracker"]["ours"]
+    assert ours["error"] is None and list(ours["steps"]) == ["login", "report", "recover", "find", "edit", "logout"]
     assert all(step["ok"] and step["calls"] >= 1 and step["chars"] > 0 for step in ours["steps"].values())

@@ -1,6 +1,7 @@
 """Settings from defaults, a --config file, MCPBROWSER_* variables and flags, in that order."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -100,3 +101,48 @@ def test_caps_and_where_files_go(tmp_path):
     assert Config(output_dir=str(tmp_path / "out")).files_dir() == str((tmp_path / "out").resolve())
     assert Config(db=str(tmp_path / "h.db")).files_dir() == str(tmp_path.resolve() / "files")
 
+
+
+def _key_file(path, content, mode=0o600):
+    path.write_bytes(content)
+    os.chmod(path, mode)
+    return str(path)
+
+
+def test_a_shared_key_file_comes_from_the_flag_the_variable_or_the_file_and_holds_keys(tmp_path):
+    new, old = os.urandom(32), os.urandom(32)
+    hexed = _key_file(tmp_path / "db.key", f"# rotated\n{new.hex()}\n\n{old.hex().upper()}\n".encode())
+    assert Config.load(["--db", ":memory:", "--db-key-file", hexed], {})[0].db_keys() == [new, old]
+    assert Config.load(["--db", ":memory:"], {"MCPBROWSER_DB_KEY_FILE": hexed})[0].db_keys() == [new, old]
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"db-key-file": hexed}))
+    assert Config.load(["--db", ":memory:", "--config", str(settings)], {})[0].db_keys() == [new, old]
+    raw = _key_file(tmp_path / "raw.key", new)  # `head -c 32 /dev/urandom`, or a key file the server made
+    assert Config(db=":memory:", db_key_file=raw).db_keys() == [new]
+    assert Config(db=":memory:").db_keys() is None  # none given: the server keeps its own
+
+
+@pytest.mark.parametrize("content, mode, said", [
+    (None, 0o600, "cannot read it (No such file or directory); make one"),
+    ("KEY", 0o640, "readable or writable by others (mode 0640): chmod 600 it"),
+    ("KEY", 0o604, "readable or writable by others (mode 0604): chmod 600 it"),
+    ("KEY", 0o620, "readable or writable by others (mode 0620): chmod 600 it"),
+    ("KEY\nKEY0", 0o600, "line 2 is not 64 hex digits"),  # a key cut or mistyped: never echoed
+    ("", 0o600, "holds no key"),
+    ("# only a comment\n", 0o600, "holds no key"),
+])
+def test_a_bad_key_file_is_refused_naming_what_carried_it_and_never_showing_a_key(tmp_path, content, mode, said):
+    key = os.urandom(32).hex()
+    path = tmp_path / "db.key"
+    if content is not None:
+        _key_file(path, content.replace("KEY", key).encode(), mode)
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"db-key-file": str(path)}))
+    for argv, env, named in ((["--db-key-file", str(path)], {}, "--db-key-file"),
+                             ([], {"MCPBROWSER_DB_KEY_FILE": str(path)}, "MCPBROWSER_DB_KEY_FILE"),
+                             (["--config", str(settings)], {}, f"{settings}: 'db-key-file'")):
+        with pytest.raises(ConfigError) as raised:
+            Config.load(["--db", ":memory:", *argv], env)
+        message = str(raised.value)
+        assert message.startswith(f"{named} {path}: ") and said in message, message
+        assert key not in message.lower() and key[:16] not in message.lower()

@@ -31,10 +31,10 @@ from hypothesis import strategies as st
 from support import HttpServer, SdkClient, wait_for
 
 from mcpbrowser.config import Config
+from mcpbrowser.core.tool_registry import ALL as ALL_TOOLS
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.errors import ALL_ERRORS, BrowserServerError, InputRequired
 from mcpbrowser.guards import HANDOVER, Cooldown, RateLimiter, wall_hit
-from mcpbrowser.tools import ALL as ALL_TOOLS
 
 pytestmark = pytest.mark.e2e
 

@@ -73,3 +73,9 @@ def test_a_default_named_in_a_description_keeps_its_parenthesis():
     assert gen_docs.default_of({"description": "Default 1000 (section 200, 30 a query term)."}) == \
         "1000 (section 200, 30 a query term)"
     assert gen_docs.default_of({"description": "ms; default 30000."}) == "30000"
+
+
+def test_the_haproxy_configuration_the_manual_shows_is_the_one_the_failover_test_runs():
+    shown = re.search(r"```haproxy\n(.*?)```", (ROOT / "docs" / "scaling.md").read_text(), re.S)
+    shipped = (ROOT / "scripts" / "haproxy.cfg").read_text()
+    assert shown and shipped.endswith(shown.group(1)) and shown.group(1).startswith("defaults mcp\n")

@@ -154,7 +154,12 @@ def test_a_killed_servers_session_is_resumed_by_another_and_a_live_ones_is_not(p
         assert last["title"] == "Logged in as ada"
         a.tool("get_content", ref_id=last["refId"])  # the after-call save has run
         assert b.error("resume_session", sessionId=sa)["errorCode"] == "SESSION_IN_USE"
+        assert b.error("snapshot", sessionId=sa)["errorCode"] == "SESSION_IN_USE"  # a call here: it is a's
         os.kill(a_pid, signal.SIGKILL)  # its connection, and with it its advisory lock, goes with it
+        gone = wait_for(lambda: (lambda e: e if e["errorCode"] != "SESSION_IN_USE" else None)(
+            b.error("snapshot", sessionId=sa)), 20, 0.2)
+        assert gone["errorCode"] == "SESSION_LOST" and gone["details"] == {"reason": "server_gone", "resumable": True}
+        assert "resume_session" in gone["message"]
 
         def resume():
             result = b.call("resume_session", {"sessionId": sa})
@@ -171,3 +176,60 @@ def test_a_killed_servers_session_is_resumed_by_another_and_a_live_ones_is_not(p
             a.close()
         except Exception:
             pass  # its server was killed
+
+
+def test_servers_on_two_machines_sharing_a_key_file_open_what_either_sealed_and_never_show_the_key(
+        postgres, pages, tmp_path):
+    from mcpbrowser.sealing import key_id
+
+    url = postgres.new_database()
+    key = os.urandom(32)
+    key_file = tmp_path / "db.key"
+    key_file.write_text(key.hex() + "\n")
+    key_file.chmod(0o600)
+    # Two machines: each its own data directory, where a server keeps the key it would make itself.
+    machines = [{"XDG_DATA_HOME": str(tmp_path / name)} for name in ("one", "two")]
+    a = McpClient("--db", url, "--db-key-file", str(key_file), env=machines[0])
+    a_pid = server_pid()
+    b = McpClient("--db", url, "--db-key-file", str(key_file), env=machines[1])
+    answers = []
+    try:
+        sa = a.tool("create_session")["sessionId"]
+        answers.append(a.tool("navigate", sessionId=sa, url=pages.url("/login?user=ada")))
+        answers.append(a.tool("save_state", sessionId=sa, name="ada"))  # a saved login, sealed
+        answers.append(a.tool("get_content", ref_id=answers[0]["refId"]))  # the after-call save has run
+        os.kill(a_pid, signal.SIGKILL)
+
+        def resume():
+            result = b.call("resume_session", {"sessionId": sa})
+            in_use = result.is_error and json.loads(result.content[0].text)["errorCode"] == "SESSION_IN_USE"
+            return None if in_use else result
+
+        result = wait_for(resume, 20, 0.2)
+        assert result is not None and not result.is_error, result.content[0].text
+        answers.append(result.structured_content)
+        assert result.structured_content["url"] == pages.url("/whoami")  # a's resume state, opened by b
+        assert b.tool("navigate", sessionId=sa, url=pages.url("/whoami"))["title"] == "Logged in as ada"
+        login = b.tool("create_session", storageState="ada")  # a's saved login, opened by b
+        answers.append(login)
+        assert b.tool("navigate", sessionId=login["sessionId"], url=pages.url("/whoami"))["title"] == \
+            "Logged in as ada"
+        logs = stderr(a) + stderr(b)
+    finally:
+        b.close()
+        try:
+            a.close()
+        except Exception:
+            pass  # its server was killed
+    # The positive control: both servers read the file, and say which key they seal with by its id.
+    ids = [json.loads(line)["keyId"] for line in logs.splitlines() if '"sealing_key"' in line]
+    assert ids == [key_id(key)] * 2, ids
+    helped = subprocess.run([*SERVER_CMD, "--help"], env={**os.environ, "MCPBROWSER_DB_KEY_FILE": str(key_file)},
+                            capture_output=True, text=True, timeout=60)
+    key_file.chmod(0o644)
+    refused = subprocess.run([*SERVER_CMD, "--db", url, "--db-key-file", str(key_file)], stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "--db-key-file" in refused.stderr and "chmod 600" in refused.stderr
+    shown = logs + json.dumps(answers) + helped.stdout + helped.stderr + refused.stderr
+    for form in (key.hex(), key.hex().upper(), key.hex()[:16], repr(key)[2:-1]):
+        assert form not in shown

@@ -5,10 +5,10 @@ import time
 import pytest
 
 from mcpbrowser.config import Config, ConfigError
-from mcpbrowser.transports import mcp_connection, protocol
+from mcpbrowser.transports import protocol, tool_methods
 from mcpbrowser.transports.compression import accepts_gzip
 from mcpbrowser.transports.http import _header_mismatch
-from mcpbrowser.transports.mcp_connection import RequestStates
+from mcpbrowser.transports.tool_methods import RequestStates
 
 pytestmark = pytest.mark.unit
 
@@ -30,8 +30,8 @@ def test_a_request_state_opens_only_for_its_client_and_tool_and_unaltered():
 def test_a_request_state_expires(monkeypatch):
     states = RequestStates(b"k" * 32)
     state = states.seal(None, "navigate", {"domain:a.test"}, {})
-    later = time.time() + mcp_connection.STATE_TTL_S + 1
-    monkeypatch.setattr(mcp_connection.time, "time", lambda: later)
+    later = time.time() + tool_methods.STATE_TTL_S + 1
+    monkeypatch.setattr(tool_methods.time, "time", lambda: later)
     assert states.open(state, None, "navigate") is None
 
 

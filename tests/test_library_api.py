@@ -10,7 +10,7 @@ import pytest
 from fakes import fake_core
 
 import mcpbrowser
-from mcpbrowser import tools
+from mcpbrowser.core import tool_registry as tools
 from mcpbrowser.core.browser import Browser
 from mcpbrowser.library import Session, camel
 

@@ -12,8 +12,9 @@ from mcpbrowser.resources.watch import SessionWatch
 from mcpbrowser.session.events import EventBuffers
 from mcpbrowser.session.worker import SessionWorker
 from mcpbrowser.transports import protocol
-from mcpbrowser.transports.mcp_connection import TASK_CAPABILITY, McpConnection
+from mcpbrowser.transports.mcp_connection import McpConnection
 from mcpbrowser.transports.methods import HANDSHAKE, MODERN, MethodTable
+from mcpbrowser.transports.tool_methods import TASK_CAPABILITY
 
 pytestmark = pytest.mark.unit
 

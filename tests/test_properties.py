@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from strategies import json_values, session_timeouts, unknown_ids
 
-from mcpbrowser import errors, schema, tools
+from mcpbrowser import errors, schema
+from mcpbrowser.core import tool_registry as tools
 
 pytestmark = pytest.mark.unit
 

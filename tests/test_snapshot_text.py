@@ -330,3 +330,107 @@ def test_an_ancestor_is_printed_again_when_another_closed_it():
                                   "# users", '- navigation "Sidebar" [ref=e24]:',
                                   '  - link "Users" [ref=e43]', "- main [ref=e46]:",
                                   "  - paragraph [ref=e215]: 12 users"]
+
+
+# -- compact on a form of selects -----------------------------------------------------------------
+# Playwright's YAML for Roundup's bug form (its "responsive" template): selects named by nothing
+# (their <label for> names another id), each after the help link that captions it, and a
+# multi-select whose options have refs.
+
+BUG_FORM = """- heading "New Bug Editing" [level=1] [ref=e85]
+- group "classification" [ref=e89]:
+  - textbox "Title" [ref=e95]
+  - link "Type" [ref=e99]:
+    - /url: bug_type?@template=help
+  - combobox [ref=e101]:
+    - option "- no selection -" [selected]
+    - option "crash"
+    - option "compile error"
+    - option "resource usage"
+    - option "security"
+    - option "behavior"
+    - option "rfe"
+  - link "Severity" [ref=e104]:
+    - /url: severity?@template=help
+  - combobox [ref=e106]:
+    - option "- no selection -" [selected]
+    - option "critical"
+    - option "urgent"
+    - option "major"
+    - option "normal"
+    - option "minor"
+  - link "Components" [ref=e110]:
+    - /url: component?@template=help
+  - listbox [ref=e112]:
+    - option "backend" [ref=e113]
+    - option "frontend" [ref=e114]
+- group "process" [ref=e128]:
+  - combobox [ref=e136]:
+    - option "- no selection -" [selected]
+""" + "".join(f'    - option "user{i:02d}"\n' for i in range(1, 13)) + """  - textbox "Nosy List" [ref=e141]
+  - link "Priority" [ref=e145]:
+    - /url: priority?@template=help
+  - combobox [ref=e147]:
+    - option "- no selection -" [selected]
+    - option "high"
+  - button "Submit New Entry" [ref=e170]"""
+
+
+def test_compact_bounds_each_selects_options_apart_from_the_sections_links():
+    """A select's options are its own list: they used to count against the section's eight links,
+    so two selects hid the help links, the selects after them and their options."""
+    outline = snapshot_text.compact(BUG_FORM)
+    for ref in ("e99", "e101", "e104", "e106", "e110", "e112", "e136", "e141", "e145", "e147", "e170"):
+        assert f"[ref={ref}]" in outline, (ref, outline)
+    lines = outline.splitlines()
+    severity = lines.index("- combobox [ref=e106]")
+    assert lines[severity + 1:severity + 7] == ['  - option "- no selection -" [selected]', '  - option "critical"',
+                                                '  - option "urgent"', '  - option "major"', '  - option "normal"',
+                                                '  - option "minor"']
+    # a long select shows its first options, the count of the rest under it, and its section goes on
+    assigned = lines.index("- combobox [ref=e136]")
+    assert lines[assigned + 1:assigned + 11] == ['  - option "- no selection -" [selected]', *(
+        f'  - option "user{i:02d}"' for i in range(1, 8)), "  - … 5 more (query finds them)",
+        '- textbox "Nosy List" [ref=e141]']
+
+
+# The same form's other half as Playwright writes it: captions that are plain text (no <label for>),
+# each beside the unnamed control it captions, and the sidebar's search box, unnamed beside its button.
+CAPTIONED = """- generic [ref=e9]:
+  - textbox [ref=e10]
+  - button "search in open bugs" [ref=e11]
+- heading "Bug 13" [level=1] [ref=e85]
+- group "process" [ref=e128]:
+  - generic [ref=e131]:
+    - link "Status" [ref=e134]:
+      - /url: status?@template=help
+    - combobox [ref=e136]:
+      - option "- no selection -" [selected]
+      - option "open"
+  - generic [ref=e132]:
+    - generic [ref=e133]: Assigned To
+    - combobox [ref=e137]:
+      - option "alice" [selected]
+  - generic [ref=e155]:
+    - generic [ref=e156]: Comment
+    - textbox [ref=e158]
+  - generic [ref=e165]:
+    - generic [ref=e166]: File Description
+    - textbox [ref=e168]
+  - button "Submit Changes" [ref=e170]"""
+
+
+def test_a_caption_brings_the_unnamed_control_beside_it():
+    """Roundup's selects and its comment box have no name: the text or help link beside each is
+    all that says what it is. A query for that text brings the control, so one read finds a
+    form's controls (it used to take the whole outline, where the captions were left out)."""
+    found, matches = snapshot_text.find(CAPTIONED, "Status|Assigned To|Comment|search in open bugs|Submit", 30)
+    lines = [line.strip() for line in found.splitlines()]
+    assert lines[lines.index('- link "Status" [ref=e134]') + 2] == "- combobox [ref=e136]"  # after its /url
+    assert lines[lines.index("- generic [ref=e133]: Assigned To") + 1] == "- combobox [ref=e137]"
+    assert lines[lines.index("- generic [ref=e156]: Comment") + 1] == "- textbox [ref=e158]"
+    # before the button it goes with, in the page's order
+    assert lines[lines.index('- button "search in open bugs" [ref=e11]') - 1] == "- textbox [ref=e10]"
+    # what captions another control is not brought, nor a named control beside a match
+    assert "e168" not in found and "File Description" not in found and matches == 5
+    assert found.count("[ref=e170]") == 1

@@ -189,6 +189,74 @@ def test_an_old_seal_is_sealed_again_on_first_read(tmp_path):
         core.close()
 
 
+def test_a_rotated_key_opens_what_the_old_one_sealed_and_seals_it_again_with_the_new(db_target):
+    from mcpbrowser.core.history import History
+
+    old, new, other = os.urandom(32), os.urandom(32), os.urandom(32)
+    login = {"cookies": [{"name": "sid", "value": "c00kie", "domain": "x.test"}], "origins": []}
+    url = "http://x.test/cart?token=t0ken"
+
+    def opened(keys):
+        """(saved state, saved login) as a server with these keys reads them."""
+        s = Store(db_target, keys=keys)
+        try:
+            history = History(s)
+            found = history.saved_state("s1"), history.named_state("alice", "shop")
+            s.flush()
+            return found
+        finally:
+            s.close()
+
+    s = Store(db_target, keys=[old])
+    History(s).save_state("s1", login, url)
+    History(s).save_named_state("alice", "shop", login)
+    s.close()
+    if not store_postgres.is_url(db_target):
+        assert not os.path.exists(db_target + ".key")  # the key given, not one of its own
+    assert opened([other]) == (None, None)  # another group's key opens nothing
+    assert opened([new, old]) == ((login, url), login)  # rotated: the old key still opens...
+    assert opened([new]) == ((login, url), login)  # ...and what it opened was sealed again with the new one
+    assert opened([old]) == (None, None)
+
+
+def test_a_state_sealed_with_another_key_is_said_so_by_resume_session(tmp_path):
+    from mcpbrowser.errors import SessionNotFound
+
+    db = str(tmp_path / "h.db")
+    other = tmp_path / "other.key"
+    other.write_text(os.urandom(32).hex() + "\n")
+    other.chmod(0o600)
+    mine = fake_core(db=db)  # seals with the key it made beside the database
+    try:
+        mine.history.save_state("s1", {"cookies": [], "origins": []}, "http://x.test/")
+        mine.store.flush()
+    finally:
+        mine.close()
+    theirs = fake_core(db=db, db_key_file=str(other))
+    try:
+        with pytest.raises(SessionNotFound, match="another sealing key.*--db-key-file"):
+            theirs.call("resume_session", {"sessionId": "s1"})
+        with pytest.raises(SessionNotFound, match="Nothing is stored"):  # the control: a session never saved
+            theirs.call("resume_session", {"sessionId": "s2"})
+    finally:
+        theirs.close()
+
+
+def test_a_session_closed_here_is_not_found_even_before_the_history_says_it_closed(tmp_path, monkeypatch):
+    from mcpbrowser.errors import SessionNotFound
+
+    core = fake_core(db=str(tmp_path / "h.db"))
+    try:
+        sid = core.call("create_session")["sessionId"]
+        monkeypatch.setattr(core.history, "session_closed", lambda *args, **kwargs: None)  # its row not yet written
+        core.call("close_session", {"sessionId": sid})
+        with pytest.raises(SessionNotFound):  # not SESSION_IN_USE: the history still says active, on this server
+            core.call("snapshot", {"sessionId": sid})
+        assert core.history.session_server(sid) == ("active", True)  # the control: the window it guards
+    finally:
+        core.close()
+
+
 def _recovered(store, seconds=60.0):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

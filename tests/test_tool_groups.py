@@ -8,8 +8,9 @@ import json
 import pytest
 from support import McpClient, RawServer
 
-from mcpbrowser import schema, tools
+from mcpbrowser import schema
 from mcpbrowser.config import TOOL_GROUPS, Config
+from mcpbrowser.core import tool_registry as tools
 from mcpbrowser.core.tool_groups import ToolGroups
 
 pytestmark = pytest.mark.e2e

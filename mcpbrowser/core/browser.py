@@ -18,9 +18,10 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal
 
-from mcpbrowser import resources, tools
+from mcpbrowser import resources
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser_supervisor import BrowserSupervisor
+from mcpbrowser.core.call import Caller, Embedder, ServerClient
 from mcpbrowser.core.dispatch import Dispatcher
 from mcpbrowser.core.download_watch import DownloadWatch
 from mcpbrowser.core.file_keeper import FileKeeper
@@ -30,6 +31,7 @@ from mcpbrowser.core.registry import SessionRegistry
 from mcpbrowser.core.session_memory import SessionMemory
 from mcpbrowser.core.store import Store
 from mcpbrowser.core.tool_groups import ToolGroups
+from mcpbrowser.core.tool_registry import configured
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.core.warm_pool import WarmPool
 from mcpbrowser.core.watchdog import Watchdog
@@ -59,9 +61,10 @@ class Browser:
                  clock: Callable[[], float] = time.monotonic, supervisor: BrowserSupervisor | None = None) -> None:
         self.config = config = config or Config()
         # Tools that depend on a setting (evaluate, upload_file) exist only when it is set.
-        self.tools = {tool.name: tool for tool in tools.configured(config)}
+        self.tools = {tool.name: tool for tool in configured(config)}
         self.groups = ToolGroups(config, self.tools)  # which of them each MCP client sees
-        self.store = Store(config.db, retention_days=config.retention_days, max_mb=config.db_max_mb)
+        self.store = Store(config.db, retention_days=config.retention_days, max_mb=config.db_max_mb,
+                           keys=config.db_keys())
         self.history = History(self.store)
         self.secrets = SecretBook(config.named_secrets())
         self.recorder = Recorder(self.history, self.tools, lambda owner, sid: self.registry.secrets_of(owner, sid))
@@ -99,12 +102,12 @@ class Browser:
     # -- ANY THREAD: lifecycle -------------------------------------------------
 
     @property
-    def client(self) -> Any:
+    def client(self) -> ServerClient | None:
         """The MCP connection that asks the person and hears notices (a transport sets it), or None."""
         return self.user.client
 
     @client.setter
-    def client(self, connection: Any) -> None:
+    def client(self, connection: ServerClient | None) -> None:
         self.user.client = connection
 
     @property
@@ -163,10 +166,15 @@ class Browser:
 
     # -- ANY THREAD: tools -----------------------------------------------------
 
-    def submit(self, name: str, args: Any = None, progress: Callable[..., Any] | None = None,
-               caller: Any = None) -> Future:
-        """Validate, record and dispatch one tool call; a Future of its result dict (see Dispatcher.submit)."""
-        return self.dispatcher.submit(name, args, progress, caller)
+    def submit(self, name: str, args: Any = None,
+               progress: Callable[[float, float | None, str | None], None] | None = None,
+               caller: Caller | None = None) -> Future:
+        """Validate, record and dispatch one tool call; a Future of its result dict (see Dispatcher.dispatch).
+
+        caller: who calls (a transport's, the live view's); None is the library, whose
+        progress(done, total, message), if given, hears how a long call is going.
+        """
+        return self.dispatcher.dispatch(name, args, caller or Embedder(lambda: self.user.client, progress))
 
     def call(self, name: str, args: Any = None) -> dict[str, Any]:
         """Run one tool call and return its result dict; raises BrowserServerError."""

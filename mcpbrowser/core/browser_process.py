@@ -33,6 +33,7 @@ from typing import Any
 from mcpbrowser.errors import BrowserError
 from mcpbrowser.logs import log
 from mcpbrowser.process_tree import alive, descendants
+from mcpbrowser.trace_scrub import RUNTIME_PREFIX
 
 INSTALL_HINT = (
     "Install one with `sudo apt-get install chromium` (Debian/Ubuntu) or "
@@ -42,7 +43,6 @@ SYSTEM_CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chr
 CHILDREN = os.path.join(os.path.dirname(os.path.dirname(__file__)), "children")
 LAUNCHER = os.path.join(CHILDREN, "launch_server.js")
 RELAY = os.path.join(CHILDREN, "pipe_relay.py")
-RUNTIME_PREFIX = "mcpbrowser-run-"  # + our pid + "-": a directory in the temp dir per browser life
 # Where sessions reach a browser: its WebSocket endpoint, and for our own browser the
 # pipe server's socket and the relay command to start in the driver's place (else None).
 Endpoint = namedtuple("Endpoint", "ws pipe relay")

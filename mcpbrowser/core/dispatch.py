@@ -1,19 +1,17 @@
 """One tool call from request to answer: validate, check the guards, route, record.
 
-`Dispatcher.submit` runs on the caller's thread (any thread). A session tool then
-runs on its session's thread (`_run_on_session`), a core tool on the core pool
-(`_run_on_pool`); outcomes are counted and logged by Future callbacks on
-whichever thread finishes the call.
+`Dispatcher.dispatch` runs on the caller's thread (any thread). A session tool then
+runs on its session's thread (`run_on_session`, the whole life of a call there, and
+`_after_answer`), a core tool on the core pool (`_run_on_pool`); outcomes are counted
+and logged by Future callbacks on whichever thread finishes the call.
 """
 
-import threading
 import time
-import uuid
-from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any
 
 from mcpbrowser.config import Config
+from mcpbrowser.core.call import Call, Caller
 from mcpbrowser.core.recorder import Recorder
 from mcpbrowser.core.registry import SessionRegistry
 from mcpbrowser.core.user_channel import USER_ANSWER_S, UserChannel
@@ -22,90 +20,19 @@ from mcpbrowser.errors import (
     BrowserServerError,
     CircuitOpen,
     CooldownActive,
-    InvalidParameters,
     RateLimited,
     SessionHeldByPerson,
     SessionNotFound,
+    UnknownTool,
     as_server_error,
 )
 from mcpbrowser.guards import CircuitBreaker, RateLimiter
 from mcpbrowser.logs import log
+from mcpbrowser.redaction import scrub_value
 from mcpbrowser.schema import validate
-from mcpbrowser.session import page_reading
+from mcpbrowser.session import page_reading, snapshots
+from mcpbrowser.session.acting import COUNT_BEFORE_ANSWER_S
 from mcpbrowser.session.state import SessionState
-
-
-class Call:
-    """Plain data about one tool call, filled in by whichever thread runs it."""
-
-    def __init__(self, tool: str, session_id: str | None, capture: bool, inline: bool) -> None:
-        self.ref_id = uuid.uuid4().hex
-        self.tool = tool
-        self.session_id = session_id
-        self.capture = capture  # a page-changing tool: the page it leaves is stored
-        self.inline = inline    # --response-mode full: the snapshot goes into the answer too
-        self.console: list[dict[str, Any]] | None = None
-        self.snapshot: str | None = None
-        self.expires_at: int | None = None  # the session's expiry after this call renewed it (epoch ms)
-        self.progress: Callable[..., Any] | None = None  # progress(done, total, message) from the caller
-        self.caller: Any = None  # who made the call (a transport's; see UserChannel), or None: the library
-        self.ran = False        # set on the session thread when the call starts there
-        self.secret = False     # its text is (or may be) a secret: stored withheld (see Dispatcher.submit)
-        self.snapshot_reused = False  # a snapshot answered from the page's last one (see page_watch)
-        self.same_page = False  # a read of the page the agent's last answer named (url, title): see agent_view
-        self.record_request: Callable[[], None] | None = None  # the deferred request row, see Dispatcher.submit
-        self.recorded = threading.Event()
-        self.claim: Callable[[str], dict[str, Any] | None] | None = None  # the store's, see not_recorded
-        self._not_recorded: dict[str, Any] | None = None
-        self._claimed = False
-
-    @property
-    def owner(self) -> str | None:
-        """The client whose sessions this call may see and touch; None sees all (stdio, the library)."""
-        return getattr(self.caller, "owner", None)
-
-    def flush_request(self) -> None:
-        """Write the deferred request row, once (the session thread, or whoever ends an unrun call)."""
-        record, self.record_request = self.record_request, None
-        if record is not None:
-            record()
-
-    def not_recorded(self) -> dict[str, Any] | None:
-        """Decided once, as the answer is written: None when this call is (or will be) in the history,
-        else why not ({errorCode, message}); its refId then reads nothing back, and the answer says so."""
-        if not self._claimed:
-            self._claimed = True
-            if self.claim is not None:
-                self._not_recorded = self.claim(self.ref_id)
-        return self._not_recorded
-
-    def meta(self, succeeded: bool = True) -> dict[str, Any]:
-        console = self.console or []
-        out = {"tool": self.tool, "hasSnapshot": self.capture and succeeded,
-               "hasConsoleLogs": bool(console),
-               "consoleErrorCount": sum(1 for e in console if e["level"] == "error")}
-        if self.same_page:
-            out["samePage"] = True
-        fault = self.not_recorded()
-        if fault is not None:
-            out.update(hasSnapshot=False, recorded=False, notRecorded=fault)
-        return out
-
-    def annotate(self, result: dict[str, Any]) -> dict[str, Any]:
-        if self.expires_at is not None:
-            result["expiresAt"] = self.expires_at
-        result["refId"] = self.ref_id
-        result["meta"] = self.meta()
-        if self._not_recorded is not None:
-            result["notRecorded"] = self._not_recorded  # meta is not always shown to the model: this is
-        return result
-
-    def annotate_error(self, exc: BaseException) -> BrowserServerError:
-        """The error as the client sees it: a BrowserServerError with this call's refId and meta."""
-        exc = as_server_error(exc)
-        exc.ref_id = self.ref_id
-        exc.meta = self.meta(succeeded=False)
-        return exc
 
 
 def _failed(exc: BaseException) -> Future:
@@ -126,25 +53,25 @@ class Dispatcher:
         self.rate = RateLimiter(config.rate_limit)
         self.breaker = CircuitBreaker(config.breaker_threshold, config.breaker_reset)
 
-    def submit(self, name: str, args: Any = None, progress: Callable[..., Any] | None = None,
-               caller: Any = None) -> Future:
+    def dispatch(self, name: str, args: Any, caller: Caller) -> Future:
         """Validate, record and dispatch one tool call; returns a Future of its result dict.
 
         Every failure, validation included, arrives through the Future. The request
-        row is queued before the call runs, the response row after. progress(done,
-        total, message), if given, hears how a long call is going; it is called on
-        the session thread. caller: the transport's view of who calls (its `name` for
-        rate limits, its `owner` for which sessions it may touch, how to ask its user).
+        row is queued before the call runs, the response row after. caller: who calls
+        (its `name` for rate limits, its `owner` for which sessions it may touch, how to
+        ask its user and tell it how a long call goes: see core/call.py).
         """
         started = time.monotonic()
         args = {} if args is None else args
         tool = self.tools.get(name)
+        if tool is None:  # no call at all: nothing recorded, counted or logged
+            return _failed(UnknownTool(f"Unknown tool: {name}", details={"known": list(self.tools)}))
         session_id = args.get("sessionId") if isinstance(args, dict) else None
         mode = self.config.response_mode
-        call = Call(name, session_id, inline=mode == "full",
-                    capture=tool is not None and (tool.stores_page or (tool.changes_page and mode != "lean")))
-        call.progress, call.caller, call.claim = progress, caller, self._recorder.claim
-        if tool is not None and tool.may_carry_secret:
+        call = Call(name, session_id, caller, inline=mode == "full",
+                    capture=tool.stores_page or (tool.changes_page and mode != "lean"))
+        call.claim = self._recorder.claim
+        if tool.may_carry_secret:
             # Whether its text is a secret is known only once the target field was looked at,
             # on the session thread: the row is written then, so a password typed without
             # `secret` never reaches the database (or its WAL) in clear. Until a handler looked
@@ -157,10 +84,7 @@ class Dispatcher:
             self._recorder.request(call, args)
         self._recorder.pending(call)
         try:
-            if tool is None:
-                raise InvalidParameters(f"Unknown tool {name!r}.", details={"known": list(self.tools)})
-            person = getattr(caller, "person", False)  # the live view's person (view/hands.py)
-            if caller is not None and not person:  # an MCP client: the library's caller reads no tool list
+            if caller.lists_tools:  # an MCP client: the library and a person read no tool list
                 self._core.groups.check(tool, args, call.owner)
             self._check_guards(tool, session_id, caller)
             validate(tool.input_schema, args)
@@ -169,11 +93,11 @@ class Dispatcher:
             if tool.needs_session:
                 budget = self.budget_s(args)
                 worker, call.expires_at = self._registry.renewed(args["sessionId"])  # validated: present
-                if worker.held_by is not None and not (person or tool.read_only or tool.during_cooldown):
+                if worker.held_by is not None and not (caller.person or tool.read_only or tool.during_cooldown):
                     raise SessionHeldByPerson(session_id=session_id, details={"heldBy": worker.held_by})
-                fut = worker.submit(self._run_on_session, tool, args, call,
-                                    after=lambda state, f: self._after_call(state, f, call),
-                                    budget_s=budget, tag=(call, budget), urgent=person)
+                fut = worker.submit(self.run_on_session, tool, args, call,
+                                    after=lambda state, f: self._after_answer(state, f, call),
+                                    budget_s=budget, tag=(call, budget), urgent=caller.person)
             else:
                 fut = self._pool.submit(self._run_on_pool, tool, args, call)
         except BrowserServerError as exc:
@@ -182,13 +106,6 @@ class Dispatcher:
             fut = _failed(call.annotate_error(BrowserError("The server is shutting down.")))
         fut.add_done_callback(lambda f: self._finished(f, call, started))
         return fut
-
-    def _after_call(self, state: Any, fut: Future, call: Call) -> None:
-        """SESSION THREAD, once the answer went out: record it, keep the files it named, check the session's memory."""
-        self._recorder.after_call(state, fut, call)
-        if not fut.cancelled() and fut.exception() is None:
-            self._core.files.remember(call.session_id, call.tool, fut.result())
-        self._core.session_memory.after_call(state)
 
     def budget_s(self, args: dict[str, Any]) -> float | None:
         """Seconds a session command may run before the watchdog calls it stuck, or None (off).
@@ -204,9 +121,9 @@ class Dispatcher:
         own = max(own, self.config.action_timeout, self.config.navigation_timeout) / 1000
         return own + grace + (USER_ANSWER_S if self.config.ask_new_domains else 0)
 
-    def _check_guards(self, tool: Any, session_id: str | None, caller: Any) -> None:
+    def _check_guards(self, tool: Any, session_id: str | None, caller: Caller) -> None:
         """Cooldown first (no browser action while it runs), then the breaker and the rate limit."""
-        name, cooldown, owner = tool.name, self._user.cooldown, getattr(caller, "owner", None)
+        name, cooldown, owner = tool.name, self._user.cooldown, caller.owner
         # During a cooldown, reading goes on: a tool declared read_only (snapshot, screenshot,
         # the logs, get_content, list_sessions, wait_for) attempts nothing against the wall, and
         # an agent that can look at the page can tell its person what it shows. So do the tools
@@ -224,29 +141,79 @@ class Dispatcher:
                               f"so it is paused; retry in {retry} ms.", session_id=session_id,
                               details={"retryAfterMs": retry, "tool": name})
         # Per client, session and tool: eight sessions of one agent each get their own budget.
-        retry = self.rate.check((self._user.client_name(caller), session_id or "-", name))
+        retry = self.rate.check((caller.name or "library", session_id or "-", name))
         if retry is not None:
             raise RateLimited(f"More than {self.config.rate_limit} {name} calls in a minute; retry in {retry} ms.",
                               session_id=session_id, details={"retryAfterMs": retry})
 
     # SESSION THREAD
-    def _run_on_session(self, state: SessionState, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:
-        """The call on its session: a failure may mean the browser is gone, or a login timed out."""
+    def run_on_session(self, state: SessionState, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:
+        """The whole life of a call on its session: the tool's page-side work, then, each decided once
+        here, what a failure means, whether the page it left is stored, and the answer's notes."""
+        call.ran = True
+        failure = None
         try:
-            result = state.run_call(tool, args, call)
-        except BrowserServerError as error:  # run_call annotated it
-            if self._registry.closed:
-                # The server is stopping and takes the browser down with it: that is no
-                # crash, and no resume_session can reach this server any more.
-                raise call.annotate_error(self._registry.stopping_error(state.session_id)) from None
-            if page_reading.browser_gone(state):
-                self._core.supervisor.browser_gone(state.worker, str(error))
-                raise call.annotate_error(self._registry.session_lost(state)) from None
-            failure = self._user.login_failure(state, tool.name, error, call)
-            raise call.annotate_error(self._user.with_view(tool.name, state.session_id, failure)) from None
-        if tool.name == "wait_for_user":
-            self._user.user_finished(state, call)
-        return self._user.with_view(tool.name, state.session_id, result)
+            with state.running(call, args):
+                result = scrub_value(state.run_tool(tool, args), state.secrets)
+        except Exception as exc:
+            failure = as_server_error(state.dismissals_told(exc))
+        finally:
+            call.console = state.events.take_console()
+            call.flush_request()  # a tool that may carry a secret is recorded once that is known
+            if call.secret and isinstance(args.get("text"), str):
+                state.withheld.add(args["text"])
+        if failure is not None:
+            raise call.annotate_error(self._what_failed(state, tool, call, failure)) from None
+        self._decide_capture(state, call, result)
+        if not tool.waits_for_person:
+            return call.annotate(result)
+        self._user.user_finished(state.session_id, call)
+        return self._user.with_view(state.session_id, call.annotate(result))
+
+    def _what_failed(self, state: SessionState, tool: Any, call: Call,
+                     error: BrowserServerError) -> BrowserServerError:
+        """A failure on a session, classified: the server stopping, the browser lost, a login wall
+        (which starts the cooldown), or the tool's own error."""
+        if self._registry.closed:
+            # The server is stopping and takes the browser down with it: that is no
+            # crash, and no resume_session can reach this server any more.
+            return self._registry.stopping_error(state.session_id)
+        if page_reading.browser_gone(state):
+            self._core.supervisor.browser_gone(state.worker, str(error))
+            return self._registry.session_lost(state)
+        failure = self._user.login_failure(state, tool.name, error, call)
+        return self._user.with_view(state.session_id, failure) if tool.waits_for_person else failure
+
+    @staticmethod
+    def _decide_capture(state: SessionState, call: Call, result: dict[str, Any]) -> None:
+        """Whether the page the call left is stored (the answer's meta.hasSnapshot says so): now, into
+        the answer (--response-mode full), or after the answer (`call.capture_after`)."""
+        if state.dialog is not None:
+            call.capture = False  # no script runs behind a dialog: nothing to store, and meta must not promise it
+        if call.capture and call.inline and "snapshot" not in result:
+            call.snapshot = snapshots.capture_snapshot(state)
+            result["snapshot"] = call.snapshot
+            call.capture = call.snapshot is not None
+        elif call.capture and call.snapshot is None and snapshots.too_large(state, state.elements_counted,
+                                                                             COUNT_BEFORE_ANSWER_S):
+            # The count rides on the settle's evaluation or the title's read (page_reading.loaded_title);
+            # else it costs a round trip (~1 ms). A page too busy to answer it within
+            # COUNT_BEFORE_ANSWER_S is not captured either.
+            call.capture = False
+        call.capture_after = call.capture and not call.inline and call.snapshot is None
+
+    # SESSION THREAD, once the answer went out
+    def _after_answer(self, state: SessionState, fut: Future, call: Call) -> None:
+        """The capture decided before the answer, the call's rows, the files it named, the session's memory."""
+        succeeded = not fut.cancelled() and fut.exception() is None
+        try:
+            if succeeded and call.capture_after:
+                call.snapshot = snapshots.capture_snapshot(state)
+        finally:  # whatever the capture met, the answer promised a record (meta.recorded): it is written
+            self._recorder.after_call(state, fut, call)
+        if succeeded:
+            self._core.files.remember(call.session_id, call.tool, fut.result())
+        self._core.session_memory.after_call(state)
 
     # CORE POOL THREAD
     def _run_on_pool(self, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:

@@ -13,7 +13,6 @@ their next call (SESSION_LOST) and a resume places them again among the live one
 
 import base64
 import http.client
-import json
 import re
 import threading
 import time
@@ -195,7 +194,7 @@ def probe(spec: RemoteEndpoint) -> str | None:
     """
     parts = urlsplit(spec.url)
     secure = parts.scheme in ("https", "wss")
-    path = {"ws": parts.path or "/", "cdp": "/json/version", "grid": parts.path.rstrip("/") + "/status"}[spec.kind]
+    path = spec.backend.probe_path(parts.path)
     connection_class = http.client.HTTPSConnection if secure else http.client.HTTPConnection
     connection = connection_class(parts.hostname or "", parts.port, timeout=PROBE_TIMEOUT_S)
     headers = dict(spec.headers)
@@ -210,16 +209,7 @@ def probe(spec: RemoteEndpoint) -> str | None:
         return f"{type(exc).__name__}: {exc}"
     finally:
         connection.close()
-    if spec.kind == "cdp" and response.status != 200:
-        return f"HTTP {response.status} from /json/version"
-    if spec.kind == "grid":
-        try:
-            ready = json.loads(body)["value"]["ready"]
-        except (ValueError, KeyError, TypeError):
-            return f"HTTP {response.status}: not a Selenium Grid status"
-        if not ready:
-            return "the Grid says it is not ready"
-    return None
+    return spec.backend.probe_fault(response.status, body)
 
 
 def _first_line(error: Any) -> str:

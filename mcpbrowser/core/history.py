@@ -14,7 +14,6 @@ from mcpbrowser.errors import BrowserServerError, not_stored
 from mcpbrowser.page_strings import utf8
 from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
 from mcpbrowser.schema import compact_json
-from mcpbrowser.sealing import is_legacy
 from mcpbrowser.timers import now_ms
 
 # A response's page: in the snapshots table (by hash, compressed), or inline in rows
@@ -107,20 +106,22 @@ class History:
     def saved_state(self, session_id):
         """(storage state, url) last saved for resume, or None (nothing saved, or another key file).
 
-        A state sealed by an earlier version is sealed again in today's format.
+        A state sealed by an earlier version, or with a key rotated out of first place, is sealed again.
         """
         rows = self.store.query("SELECT storage_state, url FROM session_state WHERE session_id = ?", (session_id,))
         if not rows:
             return None
         blob, url = rows[0]
         try:
-            plain = self.store.unseal(blob)
-            url = self.store.unseal(url).decode() if isinstance(url, bytes) else url
+            plain, stale = self.store.unseal(blob)
+            if isinstance(url, bytes):
+                url, url_stale = self.store.unseal(url)
+                url, stale = url.decode(), stale or url_stale
         except ValueError:
             return None
-        if is_legacy(blob):
-            self.store.write("UPDATE session_state SET storage_state = ? WHERE session_id = ?",
-                             (self.store.seal(plain), session_id))
+        if stale:
+            self.store.write("UPDATE session_state SET storage_state = ?, url = ? WHERE session_id = ?",
+                             (self.store.seal(plain), self.store.seal(url.encode()), session_id))
         return json.loads(plain), url
 
     # -- logins saved by name (save_state) ----------------------------------------------
@@ -144,10 +145,16 @@ class History:
         """The storage state saved under name by this owner, or None (none, or sealed with another key)."""
         rows = self.store.query("SELECT storage_state FROM named_states WHERE owner = ? AND name = ?",
                                 (owner or "", name))
+        if not rows:
+            return None
         try:
-            return json.loads(self.store.unseal(rows[0][0])) if rows else None
+            plain, stale = self.store.unseal(rows[0][0])
         except ValueError:
             return None
+        if stale:
+            self.store.write("UPDATE named_states SET storage_state = ? WHERE owner = ? AND name = ?",
+                             (self.store.seal(plain), owner or "", name))
+        return json.loads(plain)
 
     def named_states(self, owner):
         """[{name, cookies, domains, savedAt}] this owner saved, by name."""

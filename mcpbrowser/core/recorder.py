@@ -13,7 +13,7 @@ from typing import Any
 
 from mcpbrowser.core.history import History
 from mcpbrowser.logs import log
-from mcpbrowser.session import page_reading, snapshots
+from mcpbrowser.session import page_reading
 
 STORAGE_SAVE_INTERVAL_S = 5.0  # see save_storage
 
@@ -72,14 +72,11 @@ class Recorder:
     # -- SESSION THREAD ---------------------------------------------------------------
 
     def after_call(self, state: Any, fut: Future, call: Any) -> None:
-        """After the answer went out: capture the page the call left, then record it."""
-        succeeded = not fut.cancelled() and fut.exception() is None
+        """After the answer went out (and the page's capture): keep what resume needs, then record the call."""
         try:
-            if succeeded and call.capture and not call.inline and call.snapshot is None:
-                call.snapshot = snapshots.capture_snapshot(state)
-            if succeeded and self._tools[call.tool].changes_page:
+            if not fut.cancelled() and fut.exception() is None and self._tools[call.tool].changes_page:
                 self.save_storage(state)
-        finally:  # whatever the extras met, the answer promised a record (meta.recorded): it is written
+        finally:  # whatever the save met, the answer promised a record (meta.recorded): it is written
             self.response(call, fut)
 
     def save_storage(self, state: Any, force: bool = False) -> None:

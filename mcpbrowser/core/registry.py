@@ -19,7 +19,9 @@ from mcpbrowser.errors import (
     InvalidParameters,
     MaxSessionsReached,
     ServerStopping,
+    SessionError,
     SessionExpired,
+    SessionInUse,
     SessionLost,
     SessionMemoryExceeded,
     SessionNotFound,
@@ -169,8 +171,22 @@ class SessionRegistry:
                 raise self.lost_error(session_id)
             if how == "memory":
                 raise self.memory_error(session_id)
+            if how is None:  # never open here (a session this server closed may not be written closed yet)
+                raise self.elsewhere_error(session_id)
             raise SessionNotFound(session_id=session_id)
         return record.worker, record.expires_at
+
+    def elsewhere_error(self, session_id: str) -> SessionError:
+        """The error for a session not open here: SESSION_IN_USE, SESSION_LOST (its server gone), SESSION_NOT_FOUND."""
+        # Servers share a history: a client reaches another server than its session's after a failover.
+        server = self.history.session_server(session_id)  # HISTORY_UNAVAILABLE (retryable) while it cannot be read
+        if server is None or server[0] != "active":
+            return SessionNotFound(session_id=session_id)
+        if server[1]:
+            return SessionInUse(session_id=session_id)
+        hint, resumable = self._resume_hint(session_id)
+        return SessionLost(f"The server that held this session stopped or died, so the session ended. {hint}",
+                           session_id=session_id, details={"reason": "server_gone", "resumable": resumable})
 
     def open_record(self, session_id: str) -> SessionRecord | None:
         """The record of an open session, or None; renews nothing."""

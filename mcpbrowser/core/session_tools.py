@@ -59,6 +59,11 @@ def resume_session(core, args, call):
     if server == ("active", True) and session_id not in core.registry.ids():
         raise SessionInUse(session_id=session_id)
     saved = core.history.saved_state(session_id)
+    if saved is None and core.history.has_saved_state(session_id):
+        # Another server of the group sealed it with a key this one does not have.
+        raise SessionNotFound("This session's state was saved with another sealing key, so this server cannot "
+                              "resume it (give every server the same --db-key-file). Call create_session.",
+                              session_id=session_id)
     if saved is None:
         raise SessionNotFound("Nothing is stored for this session, so it cannot be resumed. "
                               "Call create_session.", session_id=session_id)
@@ -169,6 +174,7 @@ TOOLS = [
         }),
         option_groups={"storageState": "logins", **{name: "emulation" for name in EMULATION}},
         handler=create_session,
+        shows_expiry=True,
         output_schema={
             "type": "object",
             "properties": {"sessionId": {"type": "string"}, "expiresAt": {"type": "integer"},
@@ -184,6 +190,7 @@ TOOLS = [
         description="Reopen a closed, expired or lost session with its cookies, storage and last URL.",
         input_schema=session_schema(),
         handler=resume_session,
+        shows_expiry=True,
         output_schema={
             "type": "object",
             "properties": {"sessionId": {"type": "string"}, "expiresAt": {"type": "integer"},

@@ -16,7 +16,6 @@ import os
 import queue
 import socket
 import sqlite3
-import sys
 import threading
 import time
 import uuid
@@ -24,11 +23,13 @@ import zlib
 from concurrent.futures import Future
 from typing import Any
 
+from mcpbrowser.config import default_path
 from mcpbrowser.core import instances, store_postgres
 from mcpbrowser.core.store_postgres import StoreError
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import valid_text
-from mcpbrowser.sealing import load_key, seal, unseal
+from mcpbrowser.redaction import db_url_shown
+from mcpbrowser.sealing import is_legacy, key_id, load_key, seal, unseal_any
 from mcpbrowser.timers import now_ms
 
 # Forward migrations: version -> statements. A database is brought from its
@@ -82,17 +83,6 @@ MIGRATIONS = {
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 BATCH = 200  # statements per commit at most: bounds how long a flush waits
-
-
-def default_path():
-    """history.db under the user's data directory."""
-    if sys.platform == "darwin":
-        base = os.path.expanduser("~/Library/Application Support")
-    elif sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~")
-    else:
-        base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-    return os.path.join(base, "mcpbrowser", "history.db")
 
 
 def migrate(conn):
@@ -207,7 +197,9 @@ class _Write:
 class Store:
     """The history database."""
 
-    def __init__(self, path, *, retention_days=0, max_mb=0):
+    def __init__(self, path, *, retention_days=0, max_mb=0, keys=None):
+        """keys: the sealing keys of --db-key-file (the first seals, every one opens); None: the store's own."""
+        self._keys = keys
         self.instance = uuid.uuid4().hex  # this server process, as the sessions it opens record it
         # This server as a person knows it, in the sessions it opens (list_sessions shows it to
         # another server's clients): --http sets host:port once it listens.
@@ -217,7 +209,7 @@ class Store:
         # --db postgresql://…: the history on a database server (core/store_postgres.py); its URL is
         # shown only as `label`, without its password.
         self.remote = store_postgres.is_url(path)
-        self.label = store_postgres.shown(path) if self.remote else path
+        self.label = db_url_shown(path) if self.remote else path
         self.retention_days = retention_days
         self.max_mb = max_mb
         self._local = threading.local()
@@ -256,19 +248,24 @@ class Store:
     def _open(self, path):
         """The writer's connection, on a database with the current schema."""
         if self.remote:
-            # The sealing key stays on this machine, beside where the default history would be.
-            os.makedirs(os.path.dirname(default_path()), mode=0o700, exist_ok=True)
-            self._key = load_key(os.path.join(os.path.dirname(default_path()), "postgresql.key"))
+            # Without --db-key-file the sealing key stays on this machine, beside where the default
+            # history would be: only this machine's servers open what they sealed.
+            if self._keys is None:
+                os.makedirs(os.path.dirname(default_path()), mode=0o700, exist_ok=True)
+                self._keys = [load_key(os.path.join(os.path.dirname(default_path()), "postgresql.key"))]
+            self._log_key()
             self._registry = store_postgres.Registry(path)
             return store_postgres.open_writer(path, self.instance, migrate)
         if path == ":memory:":
             # Several connections must see one in-memory database: a named shared cache.
             self._target, self._uri = f"file:mcpbrowser-{uuid.uuid4().hex}?mode=memory&cache=shared", True
-            self._key = os.urandom(32)
+            self._keys = self._keys or [os.urandom(32)]
         else:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             self._target, self._uri = path, False
-            self._key = load_key(path + ".key")
+            if self._keys is None:
+                self._keys = [load_key(path + ".key")]
+            self._log_key()
             if not os.path.exists(path):
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))  # history is private
             self._lock_file = instances.claim(path, self.instance)
@@ -346,11 +343,18 @@ class Store:
             raise errors.HistoryUnavailable(f"The history cannot be read now: {FAULT_TEXT[exc.code]} ({self.label}).",
                                             details={"cause": exc.code, "retryAfterMs": int(RETRY_S * 1000)}) from None
 
+    def _log_key(self):
+        # Which key seals, by a hash of it: servers that must open each other's logins show one id.
+        log.info("sealing key", extra={"event": "sealing_key", "keyId": key_id(self._keys[0]),
+                                       "keys": len(self._keys)})
+
     def seal(self, data):
-        return seal(self._key, data)
+        return seal(self._keys[0], data)
 
     def unseal(self, blob):
-        return unseal(self._key, blob)
+        """(plaintext, stale: an older format or key, to seal again); ValueError when no key opens it."""
+        plain, index = unseal_any(self._keys, blob)
+        return plain, index > 0 or is_legacy(blob)
 
     def alive(self, instance):
         """Whether the server process that recorded `instance` still runs."""

@@ -32,9 +32,11 @@ import hashlib
 import re
 import threading
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
+from mcpbrowser.config import POSTGRES_INSTALL
 from mcpbrowser.logs import log
+from mcpbrowser.redaction import db_url_shown
 
 CONNECT_TIMEOUT_S = 5  # unless the URL says otherwise: a database that is away is said within this
 # Which columns identify a row: where INSERT OR REPLACE / OR IGNORE meet a conflict.
@@ -52,22 +54,8 @@ FUNCTIONS = [
     "AS $$ SELECT (doc::jsonb - substr(path, 3))::text $$",
     "CREATE OR REPLACE FUNCTION json(doc text) RETURNS json LANGUAGE sql IMMUTABLE AS $$ SELECT doc::json $$",
 ]
-INSTALL = "pip install 'mcpbrowser[postgres]'"
-
-
 def is_url(target):
     return target.startswith(("postgresql://", "postgres://"))
-
-
-def shown(url):
-    """The URL as logs, answers and errors may show it: the password replaced by ***."""
-    parts = urlsplit(url)
-    query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query)], safe="/:")
-    netloc = parts.netloc
-    if parts.password is not None:
-        user, _, host = netloc.rpartition("@")
-        netloc = f"{user.split(':', 1)[0]}:***@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def scrub(text, url):
@@ -311,7 +299,7 @@ def open_writer(url, instance, migrate):
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        raise RuntimeError(f"--db {shown(url)} needs psycopg: {INSTALL}") from None
+        raise RuntimeError(f"--db {db_url_shown(url)} needs psycopg: {POSTGRES_INSTALL}") from None
     conn = Connection(url, instance)
     conn._ready()
     # Servers starting together: one creates and migrates, the others wait and find it current.

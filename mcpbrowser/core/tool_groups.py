@@ -80,7 +80,7 @@ def enable_tools(core, args, call):
     tools, groups = core.groups.listed(owner)
     added = [_signature(tool, groups) for tool in tools if tool.group in new]
     added += [f"{tool.name}: {name}" for tool in tools for name, group in tool.option_groups.items() if group in new]
-    if new and call.caller is not None:
+    if new:
         call.caller.tools_changed()
     return {"enabled": sorted(groups - {"core"}), "added": added,
             "message": "Now callable (sessionId first where a tool takes one)." if added else "Already on."}
@@ -88,7 +88,7 @@ def enable_tools(core, args, call):
 
 def declare(all_tools):
     """The enable_tools tool, its description listing each group's tools (so nothing is out of reach)."""
-    from mcpbrowser.tools.base import CoreTool  # here: tools/__init__ imports this module to call declare()
+    from mcpbrowser.tools.base import CoreTool  # here: tool_registry imports this module to call declare()
     members: dict[str, list[str]] = {name: [] for name in TOOL_GROUPS if name != "core"}
     for tool in all_tools:
         if tool.group != "core":

@@ -4,22 +4,23 @@
 tool waits for the answer); `notify` on any thread; `_cooldown_ended` on a timer
 thread (or the session thread of the wait_for_user that saw the person done).
 
-Who is asked: the caller of the call that needs the answer (a transport gives
-each call one), else `client`, the server's one client (stdio); an embedder may
-leave both None, and then nobody can be asked. A caller or client has `.name`
-(rate limits are per client), `.can_elicit`, `.elicit(message, timeout, key)`
-(returns accept, decline or cancel, or raises InputRequired when its client
-answers between calls) and `.notify(level, data)`.
+Who is asked: the caller of the call that needs the answer (core/call.py's
+`Caller`), else `client`, the server's own client (stdio's connection, HTTP's
+every client); an embedder may leave it None, and then nobody can be asked.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from mcpbrowser.config import Config
+from mcpbrowser.core.call import Call, Caller, ServerClient
 from mcpbrowser.errors import BrowserServerError, DomainNotAllowed, LoginTimeout, WaitTimeout
 from mcpbrowser.guards import Cooldown, wall_hit
 from mcpbrowser.logs import log
 from mcpbrowser.session import page_reading
+
+if TYPE_CHECKING:
+    from mcpbrowser.session.state import SessionState
 
 USER_ANSWER_S = 300.0  # a question waits this long for the person
 
@@ -29,24 +30,23 @@ class UserChannel:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        # The MCP connection (the transport sets it): .name (the client's), .can_elicit,
-        # .elicit(message, timeout), .notify(level, data).
-        self.client: Any = None
+        self.client: ServerClient | None = None  # the transport sets it (Browser.client)
         self.view_path: str | None = None  # the live view's path when one is served (view/app.py sets it)
         self.cooldown = Cooldown(config.login_cooldown, config.cooldown_scope, config.locale,
                                  on_end=self._cooldown_ended)
 
-    def client_name(self, caller: Any = None) -> str:
-        return getattr(caller or self.client, "name", None) or "library"
+    def _asked(self, call: Call | None) -> Caller | ServerClient | None:
+        """Whom to ask or tell: the call's caller, else (no call: a session opening) the server's client."""
+        return call.caller if call is not None else self.client
 
-    def notify(self, level: str, data: dict[str, Any], call: Any = None) -> None:
+    def notify(self, level: str, data: dict[str, Any], call: Call | None = None) -> None:
         """Tell the person: through `call`'s caller when given, else the server's client (all of them, on HTTP)."""
-        client = getattr(call, "caller", None) or self.client
+        client = self._asked(call)
         if client is not None:
             client.notify(level, data)
 
     # SESSION THREAD
-    def ask_about_domain(self, session_id: str, host: str, call: Any = None) -> None:
+    def ask_about_domain(self, session_id: str, host: str, call: Call | None = None) -> None:
         """Ask whether this session may visit `host` (MCP elicitation); raises DomainNotAllowed unless allowed.
 
         `call` is the call being run (the session's `state.call`): its caller is asked.
@@ -54,7 +54,7 @@ class UserChannel:
         if not self.config.ask_new_domains:
             raise DomainNotAllowed(f"{host} is not in the server's allowed domains.", session_id=session_id,
                                    details={"domain": host})
-        client = getattr(call, "caller", None) or self.client
+        client = self._asked(call)
         if client is None or not client.can_elicit:
             raise DomainNotAllowed(
                 f"{host} is not in the allowed domains, and the user cannot be asked: the client did not "
@@ -67,7 +67,7 @@ class UserChannel:
         log.info("domain allowed by the user", extra={"event": "domain_granted", "session": session_id})
 
     # SESSION THREAD
-    def hand_over(self, session_id: str, message: str, call: Any = None) -> None:
+    def hand_over(self, session_id: str, message: str, call: Call | None = None) -> None:
         """wait_for_user's word to the person before it waits for their sign.
 
         A 2026-07-28 client that can ask its user does so between calls (the person
@@ -75,8 +75,8 @@ class UserChannel:
         a notice ("alert"), since on that revision a notice is only delivered to a
         request that opted in to logs. A person who declines ends the wait at once.
         """
-        client = getattr(call, "caller", None) or self.client
-        if not (getattr(client, "modern", False) and client.can_elicit):
+        client = self._asked(call)
+        if call is None or client is None or not (call.caller.modern and client.can_elicit):
             where = self.where_to_help(session_id)
             self.notify("alert", {"event": "wait_for_user", "session": session_id, "message": message,
                                   **({"view": where} if where else {})}, call)
@@ -90,8 +90,8 @@ class UserChannel:
             raise declined
 
     # SESSION THREAD
-    def login_failure(self, state: Any, tool_name: str, exc: BrowserServerError,
-                      call: Any = None) -> BrowserServerError:
+    def login_failure(self, state: "SessionState", tool_name: str, exc: BrowserServerError,
+                      call: Call | None = None) -> BrowserServerError:
         """Turn a failure that ran into a login wall into the cooldown (the rule: guards.wall_hit);
         any other failure is returned as it is."""
         if not self.config.login_cooldown:
@@ -99,7 +99,7 @@ class UserChannel:
         wall = wall_hit(tool_name, exc, lambda: page_reading.wall(state, self.config.login_keywords))
         if wall is None:
             return exc
-        owner = getattr(call, "owner", None)
+        owner = None if call is None else call.owner
         why = self.cooldown.describe(tool_name, wall, _where(state))
         text = self.cooldown.trigger(state.session_id, why, owner)
         if text is None:
@@ -115,9 +115,9 @@ class UserChannel:
         """The live view's page of a session (a path, never a token), where a person can take over; or None."""
         return None if self.view_path is None else f"{self.view_path}/s/{session_id}"
 
-    def with_view(self, tool_name: str, session_id: str, answer: Any) -> Any:
-        """wait_for_user's answer or error, saying where a person can help when a view is served."""
-        where = self.where_to_help(session_id) if tool_name == "wait_for_user" else None
+    def with_view(self, session_id: str, answer: Any) -> Any:
+        """A handover's answer or error (wait_for_user's), saying where a person can help when a view is served."""
+        where = self.where_to_help(session_id)
         if where is None:
             return answer
         if isinstance(answer, BrowserServerError):
@@ -128,23 +128,22 @@ class UserChannel:
         return answer
 
     # SESSION THREAD
-    def user_finished(self, state: Any, call: Any = None) -> None:
+    def user_finished(self, session_id: str, call: Call) -> None:
         """wait_for_user saw the person done: the cooldown that covers this call ends now."""
-        self.cooldown.finish(state.session_id, getattr(call, "owner", None))
+        self.cooldown.finish(session_id, call.owner)
 
     # TIMER THREAD (or the session thread of user_finished)
     def _cooldown_ended(self, key: str, text: str, owner: str | None) -> None:
         log.info(text, extra={"event": "cooldown_ended"})
         data = {"event": "cooldown_ended", "message": text}
         # A client's own cooldown ends for that client alone; HTTP's `client` reaches each by owner.
-        tell_owner = getattr(self.client, "notify_owner", None)
-        if key.startswith("client:") and owner is not None and tell_owner is not None:
-            tell_owner(owner, "notice", data)
+        if key.startswith("client:") and owner is not None and self.client is not None:
+            self.client.notify_owner(owner, "notice", data)
         else:
             self.notify("notice", data)
 
 
-def _where(state: Any) -> str:
+def _where(state: "SessionState") -> str:
     """The page's host and path, for the cooldown's message (never its query: it may carry tokens)."""
     try:
         parts = urlsplit(state.page.url)

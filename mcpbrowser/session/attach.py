@@ -23,9 +23,6 @@ from mcpbrowser.logs import log
 from mcpbrowser.page_strings import valid_text
 from mcpbrowser.session import playwright_internals
 
-CONNECT_TIMEOUT_MS = 15_000  # a remote endpoint that has not answered in this long is taken as down
-GRID_LAUNCH_TIMEOUT_MS = 55_000  # a Grid may queue a new session until a node slot frees (a session opens in 60 s)
-
 # For the next driver this thread starts: .command, (relay script, socket path); .env, variables to add.
 _relay = threading.local()
 _hook_lock = threading.Lock()
@@ -90,13 +87,13 @@ def attach(config, endpoint, headless=True):
     text_hook()
     remote = isinstance(endpoint, RemoteEndpoint)
     piped = not remote and bool(endpoint.pipe) and driver_hook()
-    grid = remote and endpoint.kind == "grid"
-    if grid and not driver_hook():
+    env = endpoint.backend.driver_env(config, endpoint) if remote else None
+    if env is not None and not driver_hook():
         raise BrowserError("This Playwright cannot start a driver for a Selenium Grid session alone; "
                            "upgrade mcpbrowser or use --ws-endpoint.")
     manager = sync_playwright()
     _relay.command = (endpoint.relay, endpoint.pipe) if piped else None
-    _relay.env = _grid_env(config, endpoint) if grid else None
+    _relay.env = env
     try:
         playwright = manager.start()
     finally:
@@ -111,34 +108,14 @@ def attach(config, endpoint, headless=True):
             browser = playwright_internals.pre_launched_browser(playwright)
             if not playwright.devices:
                 playwright.devices.update(launcher_devices(os.path.dirname(endpoint.pipe)))
-        elif grid:
-            # Playwright asks the Grid for a Chrome session and drives it over the Grid's CDP
-            # proxy (se:cdp); closing the browser ends the Grid session.
-            browser = playwright.chromium.launch(headless=headless, timeout=GRID_LAUNCH_TIMEOUT_MS)
-        elif remote and endpoint.kind == "cdp":
-            # CDP shows every context of the browser to every client: with other clients on
-            # the same browser, their drivers can dismiss our dialogs. --ws-endpoint has no such gap.
-            browser = playwright.chromium.connect_over_cdp(endpoint.url, headers=dict(endpoint.headers) or None,
-                                                           timeout=CONNECT_TIMEOUT_MS)
         elif remote:
-            browser = getattr(playwright, config.browser).connect(endpoint.url, headers=dict(endpoint.headers) or None,
-                                                                   timeout=CONNECT_TIMEOUT_MS)
+            browser = endpoint.backend.connect(playwright, config, endpoint, headless)
         else:
             browser = getattr(playwright, config.browser).connect(endpoint.ws)
     except BaseException:
         playwright.stop()
         raise
     return manager, playwright, browser, not piped
-
-
-def _grid_env(config, endpoint):
-    """The variables Playwright's Selenium support reads in the driver: the Grid, its capabilities and headers."""
-    env = {"SELENIUM_REMOTE_URL": endpoint.url}
-    if config.selenium_capabilities:
-        env["SELENIUM_REMOTE_CAPABILITIES"] = json.dumps(config.selenium_capabilities)
-    if endpoint.headers:
-        env["SELENIUM_REMOTE_HEADERS"] = json.dumps(dict(endpoint.headers))
-    return env
 
 
 _devices: dict[str, dict] = {}  # runtime dir -> device descriptors, read once (the file never changes)

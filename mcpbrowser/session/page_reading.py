@@ -66,7 +66,7 @@ def _title_and_count(state, page):
     """The title, with the element count that decides whether the history captures the page (left in
     state.elements_counted: see snapshots.too_large) in the same round trip; None when the page did not
     answer within COUNT_BEFORE_ANSWER_S (the count then NO_ANSWER) or the read failed."""
-    from mcpbrowser.session.state import COUNT_BEFORE_ANSWER_S, TIMED_OUT
+    from mcpbrowser.session.acting import COUNT_BEFORE_ANSWER_S, TIMED_OUT
 
     try:
         answer = state.act(cdp_session(state, page), "send", deadline_s=COUNT_BEFORE_ANSWER_S,
@@ -93,7 +93,7 @@ def element_count(state, deadline_s=None):
     It tells a walk that will take seconds (an aria snapshot costs the page ~0.1 ms per element here)
     before the walk starts: a walk cannot be stopped once the page runs it.
     """
-    from mcpbrowser.session.state import TIMED_OUT
+    from mcpbrowser.session.acting import TIMED_OUT
 
     page = state.page
     # deadline_s: a count an answer waits for, given that long and no probe (NO_ANSWER when the page did

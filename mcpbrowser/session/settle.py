@@ -183,8 +183,8 @@ def settle(state, elapsed_s, timeout_s, tabs_before):
     for both, 1 ms instead of 3 for a settle and a title read), else None. On Chromium
     it also leaves the page's element count in state.elements_counted.
     """
+    from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
     from mcpbrowser.session.page_reading import cdp_session
-    from mcpbrowser.session.state import INTERRUPTED, TIMED_OUT
 
     # An action that used up its timeout is not waited for, but still asked (at once) what it opened.
     cap_ms = max(0, min(CAP_MS, int(timeout_s * 1000 - elapsed_s * 1000)))

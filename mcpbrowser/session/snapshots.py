@@ -102,7 +102,7 @@ def mark_secret(state, text):
 
 # Text the running call is about to put into the page before it knows whether its field is a secret one is
 # held (issue 48): scrubbed from all a reader sees meanwhile (answers, the log resources, list_sessions,
-# progress, the logs), from before the first key until `release` or the call's end (run_call). It costs no
+# progress, the logs), from before the first key until `release` or the call's end (state.running). It costs no
 # round trip: type's hot path looks at its field only after filling it, as before.
 def hold(state, values):
     """Hold values (4 characters or more) as secrets until released; returns what it holds, for `release`."""

@@ -8,6 +8,7 @@ are `events.py`'s, its domain policy checks `network_policy.py`'s.
 """
 
 import time
+from contextlib import contextmanager
 from typing import Any
 
 from mcpbrowser.errors import (
@@ -22,10 +23,10 @@ from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import MARK_SECRET_FIELDS, scrub_text, scrub_value
 from mcpbrowser.session import page_reading, playwright_internals, settle, snapshots, throttling
+from mcpbrowser.session.acting import PROBE_AFTER_S, Acting
 from mcpbrowser.session.downloads import Downloads
 from mcpbrowser.session.events import EventBuffers
 from mcpbrowser.session.network_policy import NetworkPolicy
-from mcpbrowser.session.playwright_internals import event_loop, run_coroutine, take_coroutine
 from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers
 
 
@@ -43,27 +44,7 @@ CATCH_UP_AFTER_S = 0.2
 # followed by its alert ("Saved") is two: the agent still answers those.
 LOOP_DIALOGS = 3
 LOOP_GAP_S = 1.0
-INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
-TIMED_OUT = object()  # act() result: the page did not answer within the deadline given
-# A page whose own script never yields answers nothing. Work the server does by itself (the
-# capture after a call, the storage save, the idle collection) gives up after INTERNAL_S;
-# a page that made it give up, or made a call fail slowly (after PROBE_AFTER_S), is asked
-# for one trivial evaluation, given PROBE_S: no answer, and calls answer PAGE_UNRESPONSIVE
-# at once instead of waiting out their timeouts and the watchdog.
-INTERNAL_S = 2.0
-PROBE_AFTER_S = 1.0
-PROBE_S = 1.0
-COUNT_BEFORE_ANSWER_S = 1.0  # an answer waits this long at most for the page's element count (snapshots.too_large)
-
-
-def _retrieve(task):
-    # An action left running behind an open dialog finishes later; its outcome is
-    # no longer anyone's answer, but must be read so asyncio does not warn about it.
-    if not task.cancelled():
-        task.exception()
-
-
-class SessionState:
+class SessionState(Acting):
     """Playwright objects and per-session buffers; created by the opener, used by tool handlers."""
 
     def __init__(self, worker, config, playwright, browser, context, page):
@@ -262,50 +243,26 @@ class SessionState:
         except Exception as exc:  # the browser is gone: the call itself will say so
             log.debug("catch-up round trip failed", extra={"session": self.session_id, "error": str(exc)})
 
-    def run_call(self, tool, args, call):
-        """run_tool, plus what the history needs: this call's console entries, refId and meta.
-
-        Failures are raised annotated; the core's dispatcher decides what they mean
-        (a lost browser, a login timeout).
-        """
-        call.ran = True
+    @contextmanager
+    def running(self, call, args):
+        """The page-side state around one call (core/dispatch.py's run_on_session): its secret marked
+        before it, its progress heard while it runs, the snapshots it held released after it."""
         self.events.hidden = ()  # a secret typed key by key in an earlier call: its late entries came by now
         self.elements_counted = None
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
             snapshots.mark_secret(self, args["text"])
         # A person's input may run inside a long call (worker.between): it gives the outer call back its own.
         outer = self._progress, self.call
-        self._progress, self.call = call.progress, call
+        self._progress, self.call = call.caller.progress, call
         try:
-            result = scrub_value(self.run_tool(tool, args), self.secrets)
-        except Exception as exc:
-            call.console = self.events.take_console()
-            raise call.annotate_error(self._dismissals_told(exc)) from None
+            yield
         finally:
             self._progress, self.call = outer
             self.quiet_since = time.monotonic()
             for held in list(self.held):
                 snapshots.release(self, held)
-            call.flush_request()  # a tool that may carry a secret is recorded once that is known
-            if call.secret and isinstance(args.get("text"), str):
-                self.withheld.add(args["text"])
-        call.console = self.events.take_console()
-        if self.dialog is not None:
-            call.capture = False  # no script runs behind a dialog: nothing to store, and meta must not promise it
-        if call.capture and call.inline and "snapshot" not in result:
-            call.snapshot = snapshots.capture_snapshot(self)
-            result["snapshot"] = call.snapshot
-            call.capture = call.snapshot is not None
-        elif call.capture and call.snapshot is None and snapshots.too_large(self, self.elements_counted,
-                                                                             COUNT_BEFORE_ANSWER_S):
-            # Decided before the answer, whose meta.hasSnapshot says whether the capture after it runs. The
-            # count rides on the settle's evaluation or the title's read (page_reading.loaded_title); else
-            # it costs a round trip (~1 ms). A page too busy to answer it within COUNT_BEFORE_ANSWER_S is
-            # not captured either.
-            call.capture = False
-        return call.annotate(result)
 
-    def _dismissals_told(self, exc):
+    def dismissals_told(self, exc):
         """A failed call's error, with the dialogs the server dismissed since the last answer (see run_tool)."""
         if not self.dialogs_dismissed:
             return exc
@@ -342,76 +299,6 @@ class SessionState:
                 self._progress(done, total, scrub_text(message, self.secrets))
             except Exception:
                 log.debug("progress report failed", extra={"session": self.session_id})
-
-    def act(self, target, method, /, deadline_s=None, watch=None, **kwargs):
-        """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens
-        (and TIMED_OUT after deadline_s seconds, when given).
-
-        With a dialog listener installed, an action whose click opens an alert
-        would otherwise block until the dialog is answered. The sync method is
-        made to hand over its coroutine instead of waiting on it (see
-        playwright_internals); we then wait for whichever comes first.
-        watch=(every_s, still_fine): while the call runs, ask still_fine() every every_s
-        seconds; when it says no, stop waiting (TIMED_OUT) and leave the call to its fate.
-        """
-        if self.dialog is not None:
-            # One opened earlier in this call (run_tool refuses page tools behind one): nothing
-            # can reach the page until it is answered, so the action does not start at all.
-            return INTERRUPTED
-        direct, coroutine = take_coroutine(target, method, kwargs)
-        if coroutine is None:
-            return direct
-        import asyncio  # here, not at module top: keeps it off the path to `initialize`
-
-        task = event_loop(self.page).create_task(coroutine)
-        task.add_done_callback(_retrieve)
-        end = None if deadline_s is None else time.monotonic() + deadline_s
-        while True:
-            waiter = self._waiter()
-            step = None if end is None else max(0.0, end - time.monotonic())
-            if watch is not None:
-                step = watch[0] if step is None else min(step, watch[0])
-            run_coroutine(target, asyncio.wait({task, waiter}, timeout=step, return_when=asyncio.FIRST_COMPLETED))
-            if task.done():
-                return task.result()
-            if waiter.done():
-                return INTERRUPTED
-            if watch is None or (end is not None and time.monotonic() >= end) or not watch[1]():
-                return TIMED_OUT
-
-    def responsive(self, page=None):
-        """Whether the page (the current one by default) runs a trivial script within PROBE_S; remembered."""
-        page = self.page if page is None else page
-        try:
-            answered = self.act(page, "evaluate", deadline_s=PROBE_S, expression="1") is not TIMED_OUT
-        except Exception:  # closed, navigating, crashed: not a page that hangs
-            answered = True
-        (self.unresponsive.discard if answered else self.unresponsive.add)(page)
-        if not answered:
-            log.warning("page unresponsive", extra={"event": "page_unresponsive", "session": self.session_id})
-        return answered
-
-    def background(self, page, target, method, /, **kwargs):
-        """The server's own work on a page (no agent waits for it): target.method(**kwargs) through act,
-        given INTERNAL_S; None when a dialog or the deadline ended it, or the page is known to hang."""
-        if not self.usable(page):
-            return None
-        result = self.act(target, method, deadline_s=INTERNAL_S, **kwargs)
-        if result is TIMED_OUT:
-            self.responsive(page)
-        return None if result is INTERRUPTED or result is TIMED_OUT else result
-
-    def usable(self, page=None):
-        """Not known to hang: the server's own work leaves an unresponsive page alone."""
-        return (self.page if page is None else page) not in self.unresponsive
-
-    def unresponsive_error(self):
-        """The PAGE_UNRESPONSIVE error for the current page, with what to do."""
-        url = self.page.url
-        return PageUnresponsive(
-            f"The page at {clip(url)} does not respond: a script of its own keeps it busy, so nothing can act on it. "
-            "Navigate elsewhere, or to the same URL to reload it (navigate replaces the stuck tab); the session, "
-            "its cookies and its other tabs are fine.", session_id=self.session_id, details={"url": url})
 
     def locate(self, args, required=True):
         """(label, Locator) for the `selector` or `ref` in args; (None, None) when neither is given."""
@@ -510,11 +397,6 @@ class SessionState:
         self.page.bring_to_front()
 
     # -- event handlers (run on this thread while a Playwright call is in progress) ----
-
-    def _waiter(self):
-        if self._dialog_waiter is None or self._dialog_waiter.done():
-            self._dialog_waiter = event_loop(self.page).create_future()
-        return self._dialog_waiter
 
     def _open_blank_tab(self):
         """Open a page of our own and make it current; unlike a popup, it is no news for the agent."""

@@ -230,9 +230,9 @@ class SessionWorker:
         try:
             result = fn(state, *args)
         except BaseException as exc:
-            _settle(fut, exc=exc)
+            _set_outcome(fut, exc=exc)
         else:
-            _settle(fut, result=result)
+            _set_outcome(fut, result=result)
         if after is not None:
             try:
                 after(state, fut)
@@ -282,7 +282,7 @@ class SessionWorker:
                     fut.set_exception(self._closed_error)
 
 
-def _settle(fut, result=None, exc=None):
+def _set_outcome(fut, result=None, exc=None):
     """Set a Future's outcome unless the watchdog already answered it (see core/watchdog.py)."""
     try:
         if exc is not None:

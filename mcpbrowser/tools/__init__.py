@@ -1,22 +1,5 @@
-"""The tool registry: every tool, read-only after import.
+"""The session tools, one module per area (navigation, interaction, capture, monitoring, emulation).
 
-The modules of this package declare the session tools, whose handlers run on a
-session's thread (`SessionTool`); `base.py` also declares `CoreTool`, whose tools
-run on the core pool and live in `mcpbrowser/core/` (session_tools.py,
-content_tools.py, export_tools.py, tool_groups.py). `configured(config)` narrows `ALL` to the tools a
-configuration offers; `core/tool_groups.py` decides which of those each MCP client sees,
-by each tool's `group`.
+Their handlers run on a session's thread (`base.SessionTool`). The registry of every
+tool, the core's own included, is `core/tool_registry.py`.
 """
-
-from mcpbrowser.core import content_tools, export_tools, session_tools, tool_groups
-from mcpbrowser.tools import capture, emulation, interaction, monitoring, navigation
-
-ALL = [*session_tools.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS,
-       *emulation.TOOLS, *content_tools.TOOLS, *export_tools.TOOLS]
-ALL.append(tool_groups.declare(ALL))
-
-
-def configured(config):
-    """The tools a configuration offers, each as it declares itself there (type takes secretName with --secrets)."""
-    offered = [tool for tool in ALL if tool.enabled(config)]
-    return [interaction.taking_secret_names(tool) for tool in offered] if config.secrets else offered

@@ -56,6 +56,14 @@ class Tool:
     during_cooldown: bool = False
     # It takes the tab away from its page (navigate): it goes past a dialog, dismissing it.
     leaves_page: bool = False
+    # It waits for the person to act (wait_for_user): its success ends the cooldown that covers
+    # the call, and its answer names where a person can help (the live view, when one is served).
+    waits_for_person: bool = False
+    # Worth running as an MCP task (2025-11-25): it can wait for minutes. Any tool is accepted as one.
+    task_support: bool = False
+    # Its answer shows the model the session's expiry: the session's own (every call renews it, so
+    # elsewhere it only repeats "now plus the session timeout").
+    shows_expiry: bool = False
     # Whether the tool exists under a configuration's settings (evaluate, upload_file).
     enabled: Callable = lambda config: True
     # Its tool group (config.TOOL_GROUPS): MCP clients see and call it only while the group is

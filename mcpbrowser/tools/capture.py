@@ -17,8 +17,8 @@ from mcpbrowser.errors import (
 from mcpbrowser.logs import log
 from mcpbrowser.redaction import JS_IS_SECRET, MIN_SCRUBBED, SECRET_FIELD, secret_values
 from mcpbrowser.session import page_reading, playwright_internals, snapshots
+from mcpbrowser.session.acting import INTERRUPTED
 from mcpbrowser.session.downloads import partial
-from mcpbrowser.session.state import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
 from mcpbrowser.tools.targeting import on_element
 from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers, scrub_trace

@@ -18,7 +18,7 @@ from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import SECRET_FIELD, SECRET_OR_UNFOCUSED, WHERE_TEXT_WENT
 from mcpbrowser.session import snapshots
-from mcpbrowser.session.state import INTERRUPTED
+from mcpbrowser.session.acting import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
 from mcpbrowser.tools.targeting import on_element, reason
 
@@ -211,7 +211,7 @@ def fill_form(state, args):
             named_secret(state, field["secretName"])
     # Every value is held as a secret before the first field is filled, as type holds its text: a field
     # may turn out to be a secret one only when reached (focused), and the page may log it at once. Each is
-    # released once its field was filled and found plain (the rest at the call's end, run_call).
+    # released once its field was filled and found plain (the rest at the call's end, state.running).
     held = [snapshots.hold(state, [field["value"]] if isinstance(field.get("value"), str) else ())
             for field in fields]
     notes = []

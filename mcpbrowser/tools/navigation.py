@@ -7,7 +7,7 @@ from mcpbrowser import schema
 from mcpbrowser.errors import InvalidParameters, NavigationFailed, PageUnresponsive, WaitTimeout
 from mcpbrowser.guards import BLOCKED_HEADER
 from mcpbrowser.session import page_reading, throttling
-from mcpbrowser.session.state import INTERRUPTED, TIMED_OUT
+from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
 from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, page_result, session_schema
 
 TABS_LISTED = 10  # a list shows the first tabs and the current one; "more" counts the rest
@@ -307,6 +307,7 @@ TOOLS = [
         handler=navigate,
         changes_page=True,
         leaves_page=True,
+        task_support=True,
         output_schema=PAGE_RESULT,
     ),
     SessionTool(
@@ -379,6 +380,8 @@ TOOLS = [
         handler=wait_for_user,
         changes_page=True,
         during_cooldown=True,  # the handover the cooldown asks for; seeing the person done ends it
+        waits_for_person=True,
+        task_support=True,
         output_schema={
             "type": "object",
             "properties": {"success": {"type": "boolean"}, "message": {"type": "string"},
@@ -404,6 +407,7 @@ TOOLS = [
         handler=wait_for,
         read_only=True,
         stores_page=True,
+        task_support=True,
         output_schema={
             "type": "object",
             "properties": {"success": {"type": "boolean"}, "message": {"type": "string"},

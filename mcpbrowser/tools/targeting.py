@@ -7,7 +7,7 @@ import time
 
 from mcpbrowser.errors import BrowserError, BrowserServerError, ElementNotEditable, ElementNotFound, InvalidParameters
 from mcpbrowser.logs import log
-from mcpbrowser.session.state import INTERRUPTED, PROBE_S, TIMED_OUT
+from mcpbrowser.session.acting import INTERRUPTED, PROBE_S, TIMED_OUT
 
 # Playwright's wording, matched in one place. Each marker is exercised by test_tools.py.
 _BAD_SELECTOR = ("is not a valid selector", "Unexpected token", "Unknown engine", "SyntaxError")

@@ -84,13 +84,18 @@ class _Client:
 
 
 class _Everyone:
-    """The core's `client` on HTTP: server-wide notices go to every handshake-era client's own stream."""
+    """The core's `client` on HTTP (core/call.py's `ServerClient`): server-wide notices go to every
+    handshake-era client's own stream."""
 
     name = None
     can_elicit = False
 
     def __init__(self, app):
         self._app = app
+
+    def elicit(self, message, timeout, key):
+        """Nobody in particular can be asked (can_elicit is False): a call's own caller asks its user."""
+        return "cancel"
 
     def notify(self, level, data):
         for client in self._app.clients():

@@ -11,11 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcpbrowser.transports import protocol
+from mcpbrowser.transports.mcp_caller import McpCaller
 
 HANDSHAKE = "handshake"  # 2024-11-05 .. 2025-11-25: initialize fixes the version
 MODERN = "modern"        # 2026-07-28: each request carries its version
 BOTH = (HANDSHAKE, MODERN)
 
+# A request's handler: (msg, caller) -> its result, or None when it answers later.
+Handler = Callable[[protocol.Message, McpCaller], dict[str, Any] | None]
 # A capability contribution: a fixed dict, or a function of the protocol version (None: nothing then).
 Contribution = dict[str, Any] | Callable[[str], dict[str, Any] | None] | None
 
@@ -27,7 +30,7 @@ def era(version: str) -> str:
 @dataclass(frozen=True)
 class Method:
     name: str
-    handler: Callable[[Any, Any], dict[str, Any] | None]  # (msg, caller) -> result, or None: answered later
+    handler: Handler
     eras: tuple[str, ...] = BOTH
     capability: Contribution = None
 
@@ -43,7 +46,7 @@ class MethodTable:
     def __init__(self) -> None:
         self._methods: dict[str, Method] = {}
 
-    def add(self, name: str, handler: Callable[[Any, Any], dict[str, Any] | None], *,
+    def add(self, name: str, handler: Handler, *,
             eras: tuple[str, ...] = BOTH, capability: Contribution = None) -> None:
         if name in self._methods:
             raise ValueError(f"{name} is registered twice")

@@ -26,10 +26,11 @@ INPUT_WAIT_S = 30.0
 
 
 class Person:
-    """The caller of a person's input (see transports' Caller): their name; the session's owner, so the
+    """The caller of a person's input (core/call.py's `Caller`): their name; the session's owner, so the
     dispatcher's owner check holds; `person`, which lets it past the hold and ahead of the queue."""
 
     person = True
+    lists_tools = False
     can_elicit = False
     modern = False
 
@@ -39,6 +40,16 @@ class Person:
 
     def notify(self, level: str, data: dict[str, Any]) -> None:
         """Notices meant for the agent's client are not the person's: they see the page."""
+
+    def elicit(self, message: str, timeout: float, key: str) -> str:
+        """Never asked (can_elicit is False): the person acts on the page itself."""
+        return "cancel"
+
+    def progress(self, done: float, total: float | None, message: str | None) -> None:
+        """A person's input is one short action: nothing to report."""
+
+    def tools_changed(self) -> None:
+        """The person calls no tools list."""
 
 
 # SESSION THREAD

@@ -1,0 +1,195 @@
+"""One tool call as plain data (`Call`), and who made it (`Caller`): what a call may ask of its client.
+
+ANY THREAD: a `Call` is made on the thread that submits it and filled in by the
+thread that runs it (a session thread or the core pool); only plain data rides on it.
+A `Caller` is implemented by the MCP layer for each request (`transports/mcp_caller.py`'s
+`McpCaller`), by the library (`Embedder`, below) and by the live view (`view/hands.Person`);
+a `ServerClient` by the transport that serves the core (`McpConnection`, `http._Everyone`).
+"""
+
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from mcpbrowser.errors import BrowserServerError, as_server_error
+
+
+class Caller(Protocol):
+    """Who made a call, as the core sees it. `elicit`, `notify` and `progress` run on the session
+    thread of the call; the rest is read on whichever thread submits it."""
+
+    @property
+    def name(self) -> str | None:
+        """The client's name: rate limits are per client."""
+
+    @property
+    def owner(self) -> str | None:
+        """The client whose sessions it may see and touch; None sees all (stdio, the library)."""
+
+    @property
+    def modern(self) -> bool:
+        """Its protocol era is 2026-07-28: it asks its user between calls (InputRequired), not during one."""
+
+    @property
+    def can_elicit(self) -> bool:
+        """Its client declared the elicitation capability: its user can be asked."""
+
+    @property
+    def person(self) -> bool:
+        """A person's own hands in the live view: past a person's hold, ahead of the queue."""
+
+    @property
+    def lists_tools(self) -> bool:
+        """It reads tools/list, so the tool groups it enabled bound what it may call (an MCP client)."""
+
+    def elicit(self, message: str, timeout: float, key: str) -> str:
+        """The user's answer to `message`: accept, decline or cancel (or raises InputRequired)."""
+
+    def notify(self, level: str, data: dict[str, Any]) -> None:
+        """A notice its user should see whatever log level it asked for."""
+
+    def progress(self, done: float, total: float | None, message: str | None) -> None:
+        """How a long call is going, when the client asked (an MCP progressToken)."""
+
+    def tools_changed(self) -> None:
+        """Its tool list grew (enable_tools)."""
+
+
+class ServerClient(Protocol):
+    """The server's own client, for what no call asks (a session opening, a cooldown's end): stdio's
+    one connection (`McpConnection`), or HTTP's every client (`http._Everyone`). Any thread."""
+
+    @property
+    def name(self) -> str | None:
+        """The client's name (stdio's clientInfo), or None."""
+
+    @property
+    def can_elicit(self) -> bool:
+        """Its user can be asked (elicitation/create)."""
+
+    def elicit(self, message: str, timeout: float, key: str) -> str:
+        """The user's answer to `message`: accept, decline or cancel."""
+
+    def notify(self, level: str, data: dict[str, Any]) -> None:
+        """A notice to every client it stands for."""
+
+    def notify_owner(self, owner: str | None, level: str, data: dict[str, Any]) -> None:
+        """A notice about one client's own affairs (its cooldown's end): to that client alone."""
+
+
+class Embedder:
+    """The caller of a library call (core/call.py's `Caller`): it lists no tools and sees every session.
+
+    No MCP client of its own: when a transport serves the same core, that server's client is
+    asked and told for it (`server_client()`, any thread); else nobody is. progress(done, total,
+    message), if given, hears how a long call is going, on the session thread.
+    """
+
+    owner = None
+    modern = False
+    person = False
+    lists_tools = False
+
+    def __init__(self, server_client: Callable[[], ServerClient | None],
+                 progress: Callable[[float, float | None, str | None], None] | None = None) -> None:
+        self._server_client, self._progress = server_client, progress
+
+    @property
+    def name(self) -> str:
+        client = self._server_client()
+        return (client.name if client is not None else None) or "library"
+
+    @property
+    def can_elicit(self) -> bool:
+        client = self._server_client()
+        return client is not None and client.can_elicit
+
+    def elicit(self, message: str, timeout: float, key: str) -> str:
+        client = self._server_client()
+        return "cancel" if client is None else client.elicit(message, timeout, key)
+
+    def notify(self, level: str, data: dict[str, Any]) -> None:
+        client = self._server_client()
+        if client is not None:
+            client.notify(level, data)
+
+    def progress(self, done: float, total: float | None, message: str | None) -> None:
+        if self._progress is not None:
+            self._progress(done, total, message)
+
+    def tools_changed(self) -> None:
+        """Nothing to tell: the library calls every tool."""
+
+
+class Call:
+    """Plain data about one tool call, filled in by whichever thread runs it."""
+
+    def __init__(self, tool: str, session_id: str | None, caller: Caller, capture: bool, inline: bool) -> None:
+        self.ref_id = uuid.uuid4().hex
+        self.tool = tool
+        self.session_id = session_id
+        self.caller = caller
+        self.capture = capture  # the page it leaves is stored: decided for good by Dispatcher.run_on_session
+        self.inline = inline    # --response-mode full: the snapshot goes into the answer too
+        self.capture_after = False  # the page is captured after the answer went out (decided with capture)
+        self.console: list[dict[str, Any]] | None = None
+        self.snapshot: str | None = None
+        self.expires_at: int | None = None  # the session's expiry after this call renewed it (epoch ms)
+        self.ran = False        # set on the session thread when the call starts there
+        self.secret = False     # its text is (or may be) a secret: stored withheld (see Dispatcher.dispatch)
+        self.snapshot_reused = False  # a snapshot answered from the page's last one (see page_watch)
+        self.same_page = False  # a read of the page the agent's last answer named (url, title): see agent_view
+        self.record_request: Callable[[], None] | None = None  # the deferred request row, see Dispatcher.dispatch
+        self.recorded = threading.Event()
+        self.claim: Callable[[str], dict[str, Any] | None] | None = None  # the store's, see not_recorded
+        self._not_recorded: dict[str, Any] | None = None
+        self._claimed = False
+
+    @property
+    def owner(self) -> str | None:
+        """The client whose sessions this call may see and touch; None sees all (stdio, the library)."""
+        return self.caller.owner
+
+    def flush_request(self) -> None:
+        """Write the deferred request row, once (the session thread, or whoever ends an unrun call)."""
+        record, self.record_request = self.record_request, None
+        if record is not None:
+            record()
+
+    def not_recorded(self) -> dict[str, Any] | None:
+        """Decided once, as the answer is written: None when this call is (or will be) in the history,
+        else why not ({errorCode, message}); its refId then reads nothing back, and the answer says so."""
+        if not self._claimed:
+            self._claimed = True
+            if self.claim is not None:
+                self._not_recorded = self.claim(self.ref_id)
+        return self._not_recorded
+
+    def meta(self, succeeded: bool = True) -> dict[str, Any]:
+        console = self.console or []
+        out = {"tool": self.tool, "hasSnapshot": self.capture and succeeded,
+               "hasConsoleLogs": bool(console),
+               "consoleErrorCount": sum(1 for e in console if e["level"] == "error")}
+        if self.same_page:
+            out["samePage"] = True
+        fault = self.not_recorded()
+        if fault is not None:
+            out.update(hasSnapshot=False, recorded=False, notRecorded=fault)
+        return out
+
+    def annotate(self, result: dict[str, Any]) -> dict[str, Any]:
+        if self.expires_at is not None:
+            result["expiresAt"] = self.expires_at
+        result["refId"] = self.ref_id
+        result["meta"] = self.meta()
+        if self._not_recorded is not None:
+            result["notRecorded"] = self._not_recorded  # meta is not always shown to the model: this is
+        return result
+
+    def annotate_error(self, exc: BaseException) -> BrowserServerError:
+        """The error as the client sees it: a BrowserServerError with this call's refId and meta."""
+        exc = as_server_error(exc)
+        exc.ref_id = self.ref_id
+        exc.meta = self.meta(succeeded=False)
+        return exc

@@ -1,0 +1,22 @@
+"""The tool registry: every tool, read-only after import. Any thread.
+
+The area modules of `mcpbrowser/tools/` declare the session tools, whose handlers run
+on a session's thread (`SessionTool`); the core's own (`CoreTool`, run on the core
+pool) are declared in session_tools.py, content_tools.py, export_tools.py and
+tool_groups.py beside this one. `configured(config)` narrows `ALL` to the tools a
+configuration offers; tool_groups.py decides which of those each MCP client sees,
+by each tool's `group`.
+"""
+
+from mcpbrowser.core import content_tools, export_tools, session_tools, tool_groups
+from mcpbrowser.tools import capture, emulation, interaction, monitoring, navigation
+
+ALL = [*session_tools.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS,
+       *emulation.TOOLS, *content_tools.TOOLS, *export_tools.TOOLS]
+ALL.append(tool_groups.declare(ALL))
+
+
+def configured(config):
+    """The tools a configuration offers, each as it declares itself there (type takes secretName with --secrets)."""
+    offered = [tool for tool in ALL if tool.enabled(config)]
+    return [interaction.taking_secret_names(tool) for tool in offered] if config.secrets else offered

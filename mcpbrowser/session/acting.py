@@ -1,0 +1,119 @@
+"""Acting on a page without being held by it: `act` returns INTERRUPTED when a dialog opens and
+TIMED_OUT past a deadline; `responsive` probes a page that may hang. SessionState's base.
+
+SESSION THREAD ONLY: every Playwright object touched here is the session's own.
+"""
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from mcpbrowser.errors import PageUnresponsive
+from mcpbrowser.logs import log
+from mcpbrowser.page_strings import clip
+from mcpbrowser.session.playwright_internals import event_loop, run_coroutine, take_coroutine
+
+INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
+TIMED_OUT = object()  # act() result: the page did not answer within the deadline given
+# A page whose own script never yields answers nothing. Work the server does by itself (the
+# capture after a call, the storage save, the idle collection) gives up after INTERNAL_S;
+# a page that made it give up, or made a call fail slowly (after PROBE_AFTER_S), is asked
+# for one trivial evaluation, given PROBE_S: no answer, and calls answer PAGE_UNRESPONSIVE
+# at once instead of waiting out their timeouts and the watchdog.
+INTERNAL_S = 2.0
+PROBE_AFTER_S = 1.0
+PROBE_S = 1.0
+COUNT_BEFORE_ANSWER_S = 1.0  # an answer waits this long at most for the page's element count (snapshots.too_large)
+
+
+def _retrieve(task):
+    # An action left running behind an open dialog finishes later; its outcome is
+    # no longer anyone's answer, but must be read so asyncio does not warn about it.
+    if not task.cancelled():
+        task.exception()
+
+
+class Acting:
+    """SessionState's acts and probes, on the state's own page, dialog and set of pages that hang."""
+
+    page: Any
+    dialog: Any
+    unresponsive: set[Any]
+    _dialog_waiter: Any
+    if TYPE_CHECKING:
+        @property
+        def session_id(self) -> str: ...
+
+    def act(self, target, method, /, deadline_s=None, watch=None, **kwargs):
+        """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens
+        (and TIMED_OUT after deadline_s seconds, when given).
+
+        With a dialog listener installed, an action whose click opens an alert
+        would otherwise block until the dialog is answered. The sync method is
+        made to hand over its coroutine instead of waiting on it (see
+        playwright_internals); we then wait for whichever comes first.
+        watch=(every_s, still_fine): while the call runs, ask still_fine() every every_s
+        seconds; when it says no, stop waiting (TIMED_OUT) and leave the call to its fate.
+        """
+        if self.dialog is not None:
+            # One opened earlier in this call (run_tool refuses page tools behind one): nothing
+            # can reach the page until it is answered, so the action does not start at all.
+            return INTERRUPTED
+        direct, coroutine = take_coroutine(target, method, kwargs)
+        if coroutine is None:
+            return direct
+        import asyncio  # here, not at module top: keeps it off the path to `initialize`
+
+        task = event_loop(self.page).create_task(coroutine)
+        task.add_done_callback(_retrieve)
+        end = None if deadline_s is None else time.monotonic() + deadline_s
+        while True:
+            waiter = self._waiter()
+            step = None if end is None else max(0.0, end - time.monotonic())
+            if watch is not None:
+                step = watch[0] if step is None else min(step, watch[0])
+            run_coroutine(target, asyncio.wait({task, waiter}, timeout=step, return_when=asyncio.FIRST_COMPLETED))
+            if task.done():
+                return task.result()
+            if waiter.done():
+                return INTERRUPTED
+            if watch is None or (end is not None and time.monotonic() >= end) or not watch[1]():
+                return TIMED_OUT
+
+    def responsive(self, page=None):
+        """Whether the page (the current one by default) runs a trivial script within PROBE_S; remembered."""
+        page = self.page if page is None else page
+        try:
+            answered = self.act(page, "evaluate", deadline_s=PROBE_S, expression="1") is not TIMED_OUT
+        except Exception:  # closed, navigating, crashed: not a page that hangs
+            answered = True
+        (self.unresponsive.discard if answered else self.unresponsive.add)(page)
+        if not answered:
+            log.warning("page unresponsive", extra={"event": "page_unresponsive", "session": self.session_id})
+        return answered
+
+    def background(self, page, target, method, /, **kwargs):
+        """The server's own work on a page (no agent waits for it): target.method(**kwargs) through act,
+        given INTERNAL_S; None when a dialog or the deadline ended it, or the page is known to hang."""
+        if not self.usable(page):
+            return None
+        result = self.act(target, method, deadline_s=INTERNAL_S, **kwargs)
+        if result is TIMED_OUT:
+            self.responsive(page)
+        return None if result is INTERRUPTED or result is TIMED_OUT else result
+
+    def usable(self, page=None):
+        """Not known to hang: the server's own work leaves an unresponsive page alone."""
+        return (self.page if page is None else page) not in self.unresponsive
+
+    def unresponsive_error(self):
+        """The PAGE_UNRESPONSIVE error for the current page, with what to do."""
+        url = self.page.url
+        return PageUnresponsive(
+            f"The page at {clip(url)} does not respond: a script of its own keeps it busy, so nothing can act on it. "
+            "Navigate elsewhere, or to the same URL to reload it (navigate replaces the stuck tab); the session, "
+            "its cookies and its other tabs are fine.", session_id=self.session_id, details={"url": url})
+
+    def _waiter(self):
+        if self._dialog_waiter is None or self._dialog_waiter.done():
+            self._dialog_waiter = event_loop(self.page).create_future()
+        return self._dialog_waiter

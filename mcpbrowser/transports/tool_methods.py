@@ -1,0 +1,234 @@
+"""tools/* and tasks/* for one MCP connection: the protocol face of the core's tool calls (`Browser.submit`).
+
+It lists a client's tools, hands each tools/call to the core with the request's `McpCaller`,
+and turns the call's Future into the answer: the result's content blocks (what the model
+reads of it: `agent_view`), an error result, or, on 2026-07-28, an InputRequiredResult whose
+sealed `requestState` (`RequestStates`) the client's retry brings back with its user's answers.
+Calls run as tasks (2025-11-25) are kept in `tasks.py`'s TaskTable.
+
+Threads: the reader thread runs the handlers; whichever thread completes a call's Future
+(its session thread, or a core pool thread) builds and sends its answer.
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import time
+from typing import Any
+
+from mcpbrowser.errors import BrowserError, BrowserServerError, InputRequired, UnknownTool, as_server_error
+from mcpbrowser.logs import log
+from mcpbrowser.page_strings import clip_answer
+from mcpbrowser.schema import compact_json
+from mcpbrowser.transports import protocol
+from mcpbrowser.transports.protocol import ProtocolError
+from mcpbrowser.transports.tasks import TaskTable
+
+TOOLS_CAPABILITY = {"tools": {"listChanged": True}}  # enable_tools changes a client's list
+TASKS_SINCE = "2025-11-25"  # tools/call as a task; the handshake era's form (2026-07-28 has its own)
+TASK_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+STATE_TTL_S = 600  # a requestState is honoured this long after the question was asked
+
+
+class RequestStates:
+    """Seals what a 2026-07-28 call asked its user into the opaque `requestState`, and checks it on the retry.
+
+    The client echoes the state with its answers; an answer counts only for a question
+    this server asked, of this client, for this tool, in the last STATE_TTL_S seconds.
+    HMAC-SHA256 under a key of this process: a state outlives neither the key nor a restart.
+    """
+
+    def __init__(self, key=None):
+        self._key = key or os.urandom(32)
+
+    def seal(self, owner, tool, asked, answers):
+        """asked: the keys of the questions now put to the user; answers: earlier rounds' (the client
+        sends only the latest round's answers, so the state carries the rest)."""
+        body = base64.urlsafe_b64encode(json.dumps(
+            {"o": owner, "t": tool, "k": sorted(asked), "a": answers, "e": int(time.time()) + STATE_TTL_S},
+            separators=(",", ":")).encode()).decode()
+        return f"{body}.{self._sign(body)}"
+
+    def open(self, state, owner, tool):
+        """(asked keys, earlier answers) of a valid state, else None (altered, expired, another client's or tool's)."""
+        if not isinstance(state, str) or state.count(".") != 1:
+            return None
+        body, mac = state.split(".")
+        if not hmac.compare_digest(mac, self._sign(body)):
+            return None
+        try:
+            data = json.loads(base64.urlsafe_b64decode(body.encode()))
+        except ValueError:
+            return None
+        if data.get("o") != owner or data.get("t") != tool or data.get("e", 0) < time.time():
+            return None
+        return set(data.get("k") or ()), dict(data.get("a") or {})
+
+    def _sign(self, body):
+        return hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()
+
+
+_STATES = RequestStates()  # one per process: a state from one connection is good on another of the same client
+
+
+_STATES = RequestStates()  # one per process: a state from one connection is good on another of the same client
+
+
+class ToolMethods:
+    """The tool and task requests of one McpConnection."""
+
+    def __init__(self, connection):
+        self.connection = connection
+        self._tasks = TaskTable()  # tools/call run as tasks (2025-11-25)
+
+    def register(self, table):
+        table.add("tools/list", self._list, capability=TOOLS_CAPABILITY)
+        table.add("tools/call", self._call)
+        table.add("tasks/get", lambda msg, caller: self._tasks.get(msg.params, msg.id).describe(),
+                  capability=lambda version: {"tasks": TASK_CAPABILITY} if _tasks_on(version) else None)
+        table.add("tasks/list", lambda msg, caller: {"tasks": self._tasks.list()})
+        table.add("tasks/cancel", lambda msg, caller: self._tasks.cancel(self._tasks.get(msg.params, msg.id), msg.id))
+        table.add("tasks/result", self._task_result)
+
+    # -- THE READER THREAD ------------------------------------------------------------
+
+    def _list(self, msg, caller):
+        protocol.check_paginated(msg.params, msg.id)
+        core = self.connection.core
+        structured = caller.version >= protocol.STRUCTURED_OUTPUT_SINCE
+        tools, groups = core.groups.listed(caller.owner)
+        out: dict[str, Any] = {"tools": [tool.describe(structured, groups) for tool in tools]}
+        if _tasks_on(caller.version):
+            for tool, entry in zip(tools, out["tools"], strict=True):
+                if tool.task_support:  # worth running as a task: it can wait for minutes
+                    entry["execution"] = {"taskSupport": "optional"}
+        if caller.modern:  # the same for every client until one calls enable_tools
+            out.update(cacheScope="public" if core.groups.is_default(groups) else "private",
+                       ttlMs=protocol.DISCOVER_TTL_MS)
+        return out
+
+    def _call(self, msg, caller):
+        params = protocol.validated("CallToolRequestParams", msg.params, msg.id)
+        core = self.connection.core
+        if caller.modern and "requestState" in msg.params:
+            caller.answers = self._user_answers(msg, params.name)
+
+        def submit():
+            fut = core.submit(params.name, params.arguments or {}, caller=caller)
+            unknown = fut.exception() if fut.done() and not fut.cancelled() else None
+            if isinstance(unknown, UnknownTool):  # the dispatcher's decision, in MCP's words
+                raise ProtocolError(protocol.INVALID_PARAMS, unknown.message, msg.id, unknown.details)
+            return fut
+
+        if isinstance(msg.params.get("task"), dict) and _tasks_on(caller.version):
+            fut = submit()
+            tool = core.tools[params.name]
+            task = self._tasks.create(msg.params["task"], fut)
+            fut.add_done_callback(lambda f: self._tasks.finish(task, self.tool_result(tool, f, caller)))
+            self.connection.send(protocol.result(msg.id, {"task": task.describe()}), msg.id)
+            return
+        fut = self.connection.track(msg.id, submit)
+        tool = core.tools[params.name]
+        fut.add_done_callback(lambda f: self._call_done(msg.id, tool, f, caller))
+
+    def _task_result(self, msg, caller):
+        """tasks/result: the task's answer, now if it is finished, else as soon as it is."""
+        task = self._tasks.get(msg.params, msg.id)
+        send = self.connection.send
+        return self._tasks.result_or_wait(task, lambda result: send(protocol.result(msg.id, result), msg.id))
+
+    def _user_answers(self, msg, tool_name):
+        """The user's answers a 2026-07-28 retry carries, for the questions its requestState names."""
+        opened = _STATES.open(msg.params.get("requestState"), self.connection.owner, tool_name)
+        if opened is None:
+            raise ProtocolError(protocol.INVALID_PARAMS, "Invalid params: requestState is not one this "
+                                "server gave this client for this tool, or it expired; call the tool again "
+                                "without it.", msg.id)
+        asked, answers = opened
+        responses = msg.params.get("inputResponses")
+        responses = responses if isinstance(responses, dict) else {}
+        for key in asked:
+            response = responses.get(key)
+            action = response.get("action") if isinstance(response, dict) else None
+            answers[key] = action if action in ("accept", "decline", "cancel") else "cancel"
+        return answers
+
+    # -- SESSION THREAD or CORE POOL THREAD (whoever completes the Future) -------------
+
+    def _call_done(self, request_id, tool, fut, caller):
+        if self.connection.untrack(request_id):  # else the client cancelled it: no answer may go out
+            self.connection.answer(request_id, self.tool_result(tool, fut, caller), caller)
+
+    def tool_result(self, tool, fut, caller):
+        if fut.cancelled():  # only shutdown cancels a call the client did not cancel
+            return _error_result(BrowserError("The server is shutting down."))
+        try:
+            value = fut.result()
+        except InputRequired as exc:
+            if caller.modern:
+                return self._input_required(exc, tool, caller)
+            return _error_result(exc)
+        except Exception as exc:
+            if not isinstance(exc, BrowserServerError):
+                log.exception("tool raised", extra={"event": "tool_bug", "tool": tool.name})
+            return _error_result(as_server_error(exc))
+        content = []
+        if tool.returns_image:
+            image = value["image"]
+            value = {k: v for k, v in value.items() if k != "image"}
+            content.append({"type": "image", "data": base64.b64encode(image).decode("ascii"),
+                            "mimeType": f"image/{value['format']}"})
+        value = clip_answer(value, tool.text_field)  # the history keeps the call's own result whole
+        shown = agent_view(value, tool.shows_expiry)
+        field = tool.text_field
+        if field is not None and isinstance(shown.get(field), str) and shown[field]:
+            # Page text goes as it is, in a block of its own: inside JSON every line
+            # break and quote would cost the agent an escape (about 9% of a snapshot).
+            content[0:0] = [{"type": "text", "text": compact_json({k: v for k, v in shown.items() if k != field})},
+                            {"type": "text", "text": shown[field]}]
+        else:
+            content.insert(0, {"type": "text", "text": compact_json(shown)})
+        out = {"content": content, "isError": False}
+        if tool.output_schema is not None and caller.version >= protocol.STRUCTURED_OUTPUT_SINCE:
+            out["structuredContent"] = value
+        return out
+
+    def _input_required(self, exc, tool, caller):
+        """Ask the user between calls (2026-07-28): the client answers and calls again with our state."""
+        request = {"method": "elicitation/create", "params": protocol.elicitation_params(exc.message, caller.version)}
+        return {"resultType": "input_required", "inputRequests": {exc.key: request},
+                "requestState": _STATES.seal(caller.owner, tool.name, caller.asked, caller.answers)}
+
+
+def _tasks_on(version):
+    """Whether a request of this version may run tools/call as a task (2025-11-25's form)."""
+    return version >= TASKS_SINCE and version not in protocol.MODERN_VERSIONS
+
+
+def agent_view(value, shows_expiry=False):
+    """What the model reads of an answer (it pays for every character).
+
+    `meta` is there only when the call logged to the console (its counts are then
+    worth a look with get_console_content); a content hash is for machines;
+    `expiresAt` only when the tool `shows_expiry`; a snapshot's url and title not
+    when the agent's previous answer on the session named the same (`meta.samePage`).
+    All stay in structuredContent, and in the history, whole.
+    """
+    meta = value.get("meta")
+    if meta is None:
+        return {k: v for k, v in value.items() if k != "hash"} if "hash" in value else value
+    drop = {"hash"}
+    if not meta.get("hasConsoleLogs"):
+        drop.add("meta")
+    if not shows_expiry:
+        drop.add("expiresAt")
+    if meta.get("samePage"):
+        drop.update(("url", "title"))
+    return {k: v for k, v in value.items() if k not in drop}
+
+
+def _error_result(exc):
+    return {"content": [{"type": "text", "text": compact_json(clip_answer(exc.to_dict()))}], "isError": True}
+

@@ -1,0 +1,229 @@
+"""The call's one path on its session (core/dispatch.py `Dispatcher.run_on_session`), with injected fakes:
+capture decided once, each failure class annotated once, the unknown tool one code. No browser."""
+
+import contextlib
+import json
+import types
+from concurrent.futures import Future
+
+import pytest
+from fakes import FakeTimer
+from test_mcp_kernel import Wire
+
+from mcpbrowser.config import Config
+from mcpbrowser.core import dispatch
+from mcpbrowser.core.call import Call, Embedder
+from mcpbrowser.core.dispatch import Dispatcher
+from mcpbrowser.core.user_channel import UserChannel
+from mcpbrowser.errors import BrowserServerError, ElementNotFound, ServerStopping, SessionLost, WaitTimeout
+from mcpbrowser.tools.base import SessionTool, session_schema
+from mcpbrowser.transports.mcp_connection import McpConnection
+
+pytestmark = pytest.mark.unit
+
+
+def tool(name="act", **flags):
+    return SessionTool(name=name, title=name, description=name, input_schema=session_schema(),
+                       handler=lambda state, args: {}, **flags)
+
+
+class Frame:
+    def __init__(self, shows):
+        self.shows = shows
+
+    def evaluate(self, expression, arg):
+        return self.shows
+
+
+class State:
+    """Just what the call's path asks of a session's state; `outcome` is what the tool's page work gives."""
+
+    session_id = "s1"
+
+    def __init__(self, outcome, connected=True, wall=None, elements=10, dialog_after=False):
+        self.outcome, self.dialog_after = outcome, dialog_after
+        self.dialog = None
+        self.secrets, self.withheld = (), set()
+        self.elements_counted = elements
+        self.worker = object()
+        self.ran = []
+        self.browser = types.SimpleNamespace(is_connected=lambda: connected)
+        self.context = types.SimpleNamespace(cookies=lambda url: [])
+        frame = Frame(wall)
+        self.page = types.SimpleNamespace(url="https://shop.test/login", frames=[frame], main_frame=frame)
+        self.events = types.SimpleNamespace(take_console=lambda: [{"level": "error", "text": "x"}],
+                                            navigation_pending=lambda: False)
+
+    @contextlib.contextmanager
+    def running(self, call, args):
+        self.ran.append(call.tool)
+        yield
+
+    def run_tool(self, tool, args):
+        if self.dialog_after:
+            self.dialog = object()
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return dict(self.outcome)
+
+    def dismissals_told(self, exc):
+        return exc
+
+    def usable(self, page=None):
+        return True
+
+    def background(self, page, target, method, **kwargs):
+        return getattr(target, method)(**kwargs)
+
+
+class Registry:
+    def __init__(self, closed=False):
+        self.closed = closed
+
+    def stopping_error(self, session_id):
+        return ServerStopping(session_id=session_id)
+
+    def session_lost(self, state):
+        return SessionLost(session_id=state.session_id)
+
+
+class Recorder:
+    def __init__(self):
+        self.after, self.requests, self.responses = [], [], []
+
+    def claim(self, ref_id):
+        return None
+
+    def request(self, call, args):
+        self.requests.append(call.tool)
+
+    def pending(self, call):
+        pass
+
+    def response(self, call, fut):
+        self.responses.append(call.tool)
+
+    def after_call(self, state, fut, call):
+        self.after.append(call.snapshot)
+
+
+def dispatcher(closed=False, **settings):
+    config = Config(db=":memory:", **settings)
+    user = UserChannel(config)
+    user.cooldown.timers.factory, user.cooldown.clock = FakeTimer, lambda: 1000.0
+    core = types.SimpleNamespace(
+        lost=[], remembered=[],
+        supervisor=types.SimpleNamespace(browser_gone=lambda worker, why: core.lost.append(why)),
+        files=types.SimpleNamespace(remember=lambda sid, name, result: core.remembered.append(name)),
+        session_memory=types.SimpleNamespace(after_call=lambda state: None))
+    recorder = Recorder()
+    tools = {"act": tool(changes_page=True), "wait_for_user": tool("wait_for_user", waits_for_person=True)}
+    return Dispatcher(config, tools, Registry(closed), recorder, user, None, core), recorder, core
+
+
+def call(name="act", capture=True):
+    made = Call(name, "s1", Embedder(lambda: None), capture=capture, inline=False)
+    made.annotated = 0
+    annotate_error = made.annotate_error
+
+    def counted(exc):
+        made.annotated += 1
+        return annotate_error(exc)
+
+    made.annotate_error = counted
+    return made
+
+
+def run(d, state, made, name="act"):
+    """The call on its session, then the after-answer work, as the worker runs them."""
+    fut: Future = Future()
+    try:
+        fut.set_result(d.run_on_session(state, d.tools[name], {"sessionId": "s1"}, made))
+    except BrowserServerError as exc:
+        fut.set_exception(exc)
+    d._after_answer(state, fut, made)
+    return fut
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """The page captures the path makes (each a whole-page walk), counted."""
+    made = []
+    monkeypatch.setattr(dispatch.snapshots, "capture_snapshot", lambda state: made.append(1) or "- page")
+    return made
+
+
+def test_a_page_changing_call_is_captured_once_after_its_answer_which_promised_it(captured):
+    d, recorder, core = dispatcher()
+    made = call()
+    fut = run(d, State({"success": True}), made)
+    assert fut.result()["meta"]["hasSnapshot"] is True and fut.result()["refId"] == made.ref_id
+    assert captured == [1] and recorder.after == ["- page"]  # once, after the answer, then recorded
+    assert core.remembered == ["act"]
+
+
+@pytest.mark.parametrize("state", [State({"success": True}, dialog_after=True),
+                                   State({"success": True}, elements=10**7),
+                                   State(ElementNotFound("no #go"))], ids=["dialog", "huge page", "failed"])
+def test_no_capture_is_promised_or_made_when_it_cannot_be(captured, state):
+    d, recorder, _ = dispatcher()
+    fut = run(d, state, call())
+    meta = fut.result()["meta"] if fut.exception() is None else fut.exception().meta
+    assert meta["hasSnapshot"] is False and captured == [] and recorder.after == [None]
+    assert state.ran == ["act"]  # positive control: the call ran on its session
+
+
+def test_a_call_that_stores_nothing_is_not_captured(captured):
+    d, recorder, _ = dispatcher()
+    fut = run(d, State({"success": True}), call(capture=False))
+    assert fut.result()["meta"]["hasSnapshot"] is False and captured == [] and recorder.after == [None]
+
+
+@pytest.mark.parametrize("closed, connected, wall, error, code", [
+    (True, True, None, ElementNotFound("no #go"), "SERVER_STOPPING"),
+    (False, False, None, ElementNotFound("no #go"), "SESSION_LOST"),
+    (False, True, "password", WaitTimeout("no #done"), "LOGIN_TIMEOUT"),
+    (False, True, None, ElementNotFound("no #go"), "ELEMENT_NOT_FOUND"),
+], ids=["server stopping", "browser lost", "login wall", "the tool's own"])
+def test_each_failure_is_classified_and_annotated_once(captured, closed, connected, wall, error, code):
+    d, recorder, core = dispatcher(closed=closed, login_cooldown=60)
+    error.timed_out = True
+    made = call()
+    fut = run(d, State(error, connected=connected, wall=wall), made)
+    exc = fut.exception()
+    assert exc.code == code and made.annotated == 1
+    assert exc.ref_id == made.ref_id and exc.meta["consoleErrorCount"] == 1 and exc.meta["hasSnapshot"] is False
+    assert core.lost == ([str(error)] if code == "SESSION_LOST" else [])
+    assert d._user.cooldown.remaining_s("s1") == (60 if code == "LOGIN_TIMEOUT" else 0)
+    assert recorder.after == [None] and core.remembered == []
+
+
+def test_a_handover_that_saw_the_person_done_ends_the_cooldown(captured):
+    d, _, _ = dispatcher(login_cooldown=60)
+    d._user.cooldown.trigger("s1", "a wall", None)
+    assert d._user.cooldown.remaining_s("s1") == 60
+    run(d, State({"success": True, "url": "https://shop.test/"}), call("act"))
+    assert d._user.cooldown.remaining_s("s1") == 60  # an ordinary tool's success does not
+    run(d, State({"success": True, "url": "https://shop.test/"}), call("wait_for_user"), "wait_for_user")
+    assert d._user.cooldown.remaining_s("s1") == 0
+
+
+def test_an_unknown_tool_is_one_code_decided_before_anything_is_recorded():
+    d, recorder, _ = dispatcher()
+    fut = d.dispatch("no_such_tool", {}, Embedder(lambda: None))
+    assert fut.exception().code == "INVALID_PARAMETERS" and "act" in fut.exception().details["known"]
+    assert recorder.requests == [] and recorder.responses == []
+    d.dispatch("act", {}, Embedder(lambda: None))  # positive control: a known tool's call is recorded
+    assert recorder.requests == ["act"]
+
+
+def test_the_mcp_layer_answers_the_dispatchers_unknown_tool_as_invalid_params():
+    d, recorder, _ = dispatcher()
+    core = types.SimpleNamespace(submit=lambda name, args, caller: d.dispatch(name, args, caller), tools=d.tools)
+    wire = Wire()
+    connection = McpConnection(core, wire.send)
+    connection.handle_line(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                       "params": {"name": "no_such_tool", "arguments": {}}}).encode())
+    answer = wire.answer(1)
+    assert answer["error"]["code"] == -32602 and "act" in answer["error"]["data"]["known"]
+    assert recorder.requests == []
