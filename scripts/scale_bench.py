@@ -5,8 +5,9 @@ PostgreSQL, behind HAProxy, against one server on SQLite behind the same HAProxy
                                             [--postgres URL | --no-postgres] [--json]
 
 Each configuration starts its servers (on 127.0.0.1, each with its own browser), HAProxy in
-front of them (`balance roundrobin`, a client kept on its server by its Mcp-Session-Id, the
-servers' /healthz checked), and --clients clients: the official MCP client (`mcp`'s
+front of them running the shipped scripts/haproxy.cfg (`balance roundrobin`, a client kept
+on its server by its Mcp-Session-Id, /healthz checked, a connection to a server per
+request), and --clients clients: the official MCP client (`mcp`'s
 ClientSession over Streamable HTTP, handshake era) through HAProxy. Each client creates a
 session, then all of them at once run --calls rounds of navigate (to a local page) and
 snapshot; the figures are the calls per second of that phase and the p50 and p95 of each
@@ -28,9 +29,7 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,25 +40,7 @@ from bench import _call, serve_page, start_http_server
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-HAPROXY = """global
-    maxconn 2000
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 300s
-    timeout server 300s
-frontend mcp
-    bind 127.0.0.1:{port}
-    default_backend servers
-backend servers
-    balance roundrobin
-    # A Streamable HTTP session lives on the server that answered its initialize: keep its client there.
-    stick-table type string len 64 size 100k expire 30m
-    stick on req.hdr(Mcp-Session-Id)
-    stick store-response res.hdr(Mcp-Session-Id)
-    option httpchk GET /healthz
-{servers}
-"""
+TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
 
 
 def load():
@@ -67,32 +48,15 @@ def load():
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def balancer(stack, urls):
+    """HAProxy running the shipped scripts/haproxy.cfg (tests/haproxy.py puts in the addresses) in front of the
+    servers at `urls`, once its checks see them all up; the URL clients use."""
+    sys.path.insert(0, TESTS)
+    from haproxy import Haproxy
 
-
-def start_haproxy(stack, urls, folder):
-    """HAProxy in front of the servers at `urls`; the URL clients use."""
-    port = free_port()
-    servers = "\n".join(f"    server s{n} {u.split('//')[1].split('/')[0]} check inter 1s"
-                        for n, u in enumerate(urls, 1))
-    config = os.path.join(folder, "haproxy.cfg")
-    with open(config, "w") as f:
-        f.write(HAPROXY.format(port=port, servers=servers))
-    proc = subprocess.Popen(["haproxy", "-db", "-f", config], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    stack.callback(proc.wait, 10)
-    stack.callback(proc.terminate)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"haproxy stopped at start (its config: {config})"
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return f"http://127.0.0.1:{port}/mcp"
-        time.sleep(0.05)
-    raise RuntimeError("haproxy did not listen")
+    proxy = Haproxy(shutil.which("haproxy"), {f"mcp{n}": u.split("//")[1].split("/")[0] for n, u in enumerate(urls, 1)})
+    stack.callback(proxy.close)
+    return proxy.url
 
 
 async def client_run(url, page, calls, ready, go, times, errors, finished):
@@ -127,7 +91,7 @@ async def configuration(db, servers, clients, calls, page):
         args = ("--max-sessions", str(clients + 2), "--session-timeout", "600000")
         urls = [start_http_server(stack, db if db.startswith("postgres") else os.path.join(folder, db), *args)
                 for _ in range(servers)]
-        url = start_haproxy(stack, urls, folder)
+        url = balancer(stack, urls)
         times: dict[str, list[float]] = {"navigate": [], "snapshot": []}
         errors: list[str] = []
         finished: list[float] = []
@@ -162,7 +126,7 @@ async def configuration(db, servers, clients, calls, page):
 
 def throwaway_postgres(stack):
     """A database URL on a temporary cluster of Debian's postgresql package; None when it is not installed."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+    sys.path.insert(0, TESTS)
     from postgres import Postgres, _bin_dir
 
     bin_dir = _bin_dir()
