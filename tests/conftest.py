@@ -83,6 +83,39 @@ def make_client():
         c.close()
 
 
+@pytest.fixture(scope="module")
+def server_with():
+    """Servers by their flags, each started once for the module and closed at its end: a test that
+    needs a server with given flags (not the default `client`) opens a session on it with
+    `session_on`, instead of starting a server and a browser of its own."""
+    started = {}
+
+    def get(*flags):
+        if flags not in started:
+            started[flags] = McpClient(*flags)
+        return started[flags]
+
+    yield get
+    for c in started.values():
+        c.close()
+
+
+@pytest.fixture
+def session_on(server_with):
+    """Open a session on the module's server with these flags: (client, sessionId); closed after the test."""
+    opened = []
+
+    def open_session(*flags, **arguments):
+        c = server_with(*flags)
+        session_id = c.tool("create_session", **arguments)["sessionId"]
+        opened.append((c, session_id))
+        return c, session_id
+
+    yield open_session
+    for c, session_id in opened:
+        c.call("close_session", {"sessionId": session_id})
+
+
 @pytest.fixture(scope="session")
 def postgres():
     """A real PostgreSQL for the whole run (tests/postgres.py), stopped after; skipped only where it cannot be had."""

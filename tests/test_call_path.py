@@ -15,7 +15,14 @@ from mcpbrowser.core import dispatch
 from mcpbrowser.core.call import Call, Embedder
 from mcpbrowser.core.dispatch import Dispatcher
 from mcpbrowser.core.user_channel import UserChannel
-from mcpbrowser.errors import BrowserServerError, ElementNotFound, ServerStopping, SessionLost, WaitTimeout
+from mcpbrowser.errors import (
+    BrowserServerError,
+    ElementNotFound,
+    ServerStopping,
+    SessionLost,
+    SessionNotFound,
+    WaitTimeout,
+)
 from mcpbrowser.tools.base import SessionTool, session_schema
 from mcpbrowser.transports.mcp_connection import McpConnection
 
@@ -45,7 +52,7 @@ class State:
         self.dialog = None
         self.secrets, self.withheld = (), set()
         self.elements_counted = elements
-        self.worker = object()
+        self.worker = types.SimpleNamespace(held_by=None)
         self.ran = []
         self.browser = types.SimpleNamespace(is_connected=lambda: connected)
         self.context = types.SimpleNamespace(cookies=lambda url: [])
@@ -86,6 +93,9 @@ class Registry:
     def session_lost(self, state):
         return SessionLost(session_id=state.session_id)
 
+    def renewed(self, session_id):
+        raise SessionNotFound(session_id=session_id)
+
 
 class Recorder:
     def __init__(self):
@@ -117,7 +127,8 @@ def dispatcher(closed=False, **settings):
         files=types.SimpleNamespace(remember=lambda sid, name, result: core.remembered.append(name)),
         session_memory=types.SimpleNamespace(after_call=lambda state: None))
     recorder = Recorder()
-    tools = {"act": tool(changes_page=True), "wait_for_user": tool("wait_for_user", waits_for_person=True)}
+    tools = {"act": tool(changes_page=True), "wait_for_user": tool("wait_for_user", waits_for_person=True),
+             "hands": tool("hands", person_only=True, group="person")}
     return Dispatcher(config, tools, Registry(closed), recorder, user, None, core), recorder, core
 
 
@@ -217,6 +228,18 @@ def test_an_unknown_tool_is_one_code_decided_before_anything_is_recorded():
     assert recorder.requests == ["act"]
 
 
+def test_a_persons_own_tool_is_unknown_to_an_agent_and_to_the_library():
+    d, recorder, _ = dispatcher()
+    for caller in (Embedder(lambda: None), types.SimpleNamespace(person=False, lists_tools=True)):
+        refused = d.dispatch("hands", {"sessionId": "s1"}, caller).exception()
+        assert refused.code == "INVALID_PARAMETERS" and refused.message == "Unknown tool: hands"
+        assert "hands" not in refused.details["known"] and "act" in refused.details["known"]
+    assert recorder.requests == []
+    person = types.SimpleNamespace(person=True, lists_tools=False, name="person:ann", owner=None)
+    went_on = d.dispatch("hands", {"sessionId": "s1"}, person).exception()
+    assert went_on.code == "SESSION_NOT_FOUND" and recorder.requests == ["hands"]  # positive control: past the name
+
+
 def test_the_mcp_layer_answers_the_dispatchers_unknown_tool_as_invalid_params():
     d, recorder, _ = dispatcher()
     core = types.SimpleNamespace(submit=lambda name, args, caller: d.dispatch(name, args, caller), tools=d.tools)
@@ -227,3 +250,14 @@ def test_the_mcp_layer_answers_the_dispatchers_unknown_tool_as_invalid_params():
     answer = wire.answer(1)
     assert answer["error"]["code"] == -32602 and "act" in answer["error"]["data"]["known"]
     assert recorder.requests == []
+
+
+def test_a_call_queued_before_a_person_took_over_does_not_act_when_its_turn_comes(captured):
+    d, recorder, _ = dispatcher()
+    state, made = State({"success": True}), call()
+    state.worker = types.SimpleNamespace(held_by="operator")
+    fut = run(d, state, made)
+    assert fut.exception().code == "SESSION_HELD_BY_PERSON" and made.annotated == 1
+    assert state.ran == [] and captured == []
+    free = State({"success": True})  # positive control: the same call on a session nobody holds acts
+    assert run(d, free, call()).result()["success"] is True and free.ran == ["act"]

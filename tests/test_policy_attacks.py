@@ -2,7 +2,9 @@
 
 The forbidden host counts TCP connections, HTTP requests and UDP datagrams on one
 port number; every test asserts that none arrived. The attacker's pages live on
-an allowed host (127.0.0.1) served by a small handler of their own.
+an allowed host (127.0.0.1) served by a small handler of their own. A server with given
+flags serves the whole module (the policy is the server's; a browser start per test cost
+about 3 s); each test has a session, a forbidden host and an attacker of its own.
 """
 
 import socket
@@ -190,10 +192,9 @@ def attacker(forbidden):
 
 
 @pytest.fixture
-def guarded(make_client):
-    """A server that allows only 127.0.0.1, and a session on it."""
-    c = make_client("--allowed-domains", "127.0.0.1")
-    return c, c.tool("create_session")["sessionId"]
+def guarded(session_on):
+    """A server that allows only 127.0.0.1 (one for the module), and a fresh session on it."""
+    return session_on("--allowed-domains", "127.0.0.1")
 
 
 def _refused(c, sid, url, host=FORBIDDEN_HOST):
@@ -267,20 +268,18 @@ def test_webrtc_sends_nothing_to_a_forbidden_host(guarded, attacker, forbidden):
 
 @pytest.mark.parametrize("spelling", ["[::ffff:127.0.0.2]", "[::ffff:7f00:2]", "2130706434", "0x7f.0.0.2",
                                       "0177.0.0.2", "127.0.2", "127.0.0.2."])
-def test_other_spellings_of_a_blocked_address(make_client, attacker, forbidden, spelling):
-    c = make_client("--blocked-domains", FORBIDDEN_HOST)
-    sid = c.tool("create_session")["sessionId"]
+def test_other_spellings_of_a_blocked_address(session_on, attacker, forbidden, spelling):
+    c, sid = session_on("--blocked-domains", FORBIDDEN_HOST)
     _refused(c, sid, f"http://{spelling}:{forbidden.port}/")
     c.tool("navigate", sessionId=sid, url=attacker.url("/ok"))  # the session still works
     assert forbidden.reached == 0
 
 
 @pytest.mark.parametrize("spelling", ["localhost.", "LocalHost.", "LOCALHOST"])
-def test_other_spellings_of_a_blocked_name(make_client, spelling):
+def test_other_spellings_of_a_blocked_name(session_on, spelling):
     target = Forbidden("127.0.0.1")  # what localhost resolves to
     try:
-        c = make_client("--blocked-domains", "localhost")
-        sid = c.tool("create_session")["sessionId"]
+        c, sid = session_on("--blocked-domains", "localhost")
         _refused(c, sid, f"http://{spelling}:{target.port}/", host="localhost")
         assert target.reached == 0
     finally:
@@ -315,25 +314,22 @@ def test_a_wildcard_does_not_let_a_look_alike_host_through_the_browser(make_clie
         target.close()
 
 
-def test_private_networks_can_be_refused_by_address(make_client, forbidden):
-    c = make_client("--block-private-networks")
-    sid = c.tool("create_session")["sessionId"]
+def test_private_networks_can_be_refused_by_address(session_on, forbidden):
+    c, sid = session_on("--block-private-networks")
     # A name that resolves to loopback (as a rebinding name would) is refused on its address.
     err = c.error("navigate", sessionId=sid, url=f"http://localhost:{forbidden.port}/")
     assert err["errorCode"] == "DOMAIN_NOT_ALLOWED"
     _refused(c, sid, forbidden.url())
     assert forbidden.reached == 0
     # A host an allow rule names itself may still be reached.
-    d = make_client("--block-private-networks", "--allowed-domains", FORBIDDEN_HOST)
-    sid = d.tool("create_session")["sessionId"]
+    d, sid = session_on("--block-private-networks", "--allowed-domains", FORBIDDEN_HOST)
     assert d.tool("navigate", sessionId=sid, url=forbidden.url("/named"))["title"] == "Forbidden"
 
 
-def test_a_session_cannot_lift_the_private_block_by_naming_the_host(make_client, forbidden):
+def test_a_session_cannot_lift_the_private_block_by_naming_the_host(session_on, forbidden):
     """An agent talked into it asks for a session whose allowedDomains name a private host (as it would
     name a cloud metadata address): --block-private-networks still refuses it, on every spelling."""
-    c = make_client("--block-private-networks")
-    sid = c.tool("create_session", allowedDomains=[FORBIDDEN_HOST, "localhost"])["sessionId"]
+    c, sid = session_on("--block-private-networks", allowedDomains=[FORBIDDEN_HOST, "localhost"])
     _refused(c, sid, forbidden.url("/named-by-the-agent"))
     err = c.error("navigate", sessionId=sid, url=f"http://localhost:{forbidden.port}/")
     assert err["errorCode"] == "DOMAIN_NOT_ALLOWED"

@@ -45,9 +45,8 @@ def base(httpd):
     return f"http://{FORBIDDEN_HOST}:{httpd.server_port}"
 
 
-def test_allowlist_is_enforced_on_every_route(make_client, pages, forbidden):
-    c = make_client("--allowed-domains", "127.0.0.1")
-    sid = c.tool("create_session")["sessionId"]
+def test_allowlist_is_enforced_on_every_route(session_on, pages, forbidden):
+    c, sid = session_on("--allowed-domains", "127.0.0.1")
     to = base(forbidden)
     direct = c.error("navigate", sessionId=sid, url=f"{to}/direct")
     assert direct["errorCode"] == "DOMAIN_NOT_ALLOWED" and FORBIDDEN_HOST in direct["message"]
@@ -73,14 +72,13 @@ def test_allowlist_is_enforced_on_every_route(make_client, pages, forbidden):
             "popup"} <= blocked, towards
 
 
-def test_session_narrows_but_never_widens(make_client, pages, forbidden):
+def test_session_narrows_but_never_widens(make_client, session_on, pages, forbidden):
     c = make_client("--allowed-domains", f"127.0.0.1,{FORBIDDEN_HOST}")
     narrow = c.tool("create_session", allowedDomains=["127.0.0.1"])["sessionId"]
     wide = c.tool("create_session")["sessionId"]
     assert c.error("navigate", sessionId=narrow, url=f"{base(forbidden)}/x")["errorCode"] == "DOMAIN_NOT_ALLOWED"
     assert c.tool("navigate", sessionId=wide, url=f"{base(forbidden)}/x")["title"] == "Forbidden page"
-    d = make_client("--allowed-domains", "127.0.0.1")
-    widen = d.tool("create_session", allowedDomains=[FORBIDDEN_HOST, "127.0.0.1"])["sessionId"]
+    d, widen = session_on("--allowed-domains", "127.0.0.1", allowedDomains=[FORBIDDEN_HOST, "127.0.0.1"])
     assert d.error("navigate", sessionId=widen, url=f"{base(forbidden)}/y")["errorCode"] == "DOMAIN_NOT_ALLOWED"
     # Only the wide session's visit (and the browser's favicon fetch for that page) arrived.
     assert [hit for hit in forbidden.hits if hit != "/favicon.ico"] == ["/x"]

@@ -427,3 +427,39 @@ def test_a_postgresql_url_is_checked_and_its_password_never_shown(postgres, monk
     text = str(missing.value)
     assert text.startswith("--db postgresql://mcpbrowser:***@") and "pip install 'mcpbrowser[postgres]'" in text
     assert postgres.password not in text
+
+
+lines = st.lists(st.sampled_from(["- a\n", "- b\n", "- link [ref=e1]\n", "  - text: x\n", "- c"]), max_size=40)
+
+
+@given(lines, lines)
+def test_a_snapshot_stored_as_changes_reads_back_whole(old, new):
+    base, text = "".join(old), "".join(new)
+    assert store_module.apply_delta(base, store_module.snapshot_delta(base, text)) == text
+
+
+def test_a_huge_snapshot_never_hands_the_line_matcher_more_than_its_bound(monkeypatch):
+    # 60,000 like lines, one changed in the middle and a block changed at each end: the matcher is
+    # quadratic in what it compares (minutes on the history's writer thread before this bound).
+    compared = []
+    matcher = store_module.difflib.SequenceMatcher
+
+    def counted(junk, a, b, autojunk):
+        compared.append(len(a) * len(b))
+        assert compared[-1] <= store_module.DIFF_CELLS_MAX, compared  # past it: minutes, not milliseconds
+        return matcher(junk, a, b, autojunk=autojunk)
+
+    monkeypatch.setattr(store_module.difflib, "SequenceMatcher", counted)
+    base = [f"- row {i % 7}\n" for i in range(60_000)]
+    small = base[:30_000] + ["- typed\n"] + base[30_001:]
+    delta = store_module.snapshot_delta("".join(base), "".join(small))
+    assert store_module.apply_delta("".join(base), delta) == "".join(small)
+    assert len(delta) < 200 and compared == [1]  # the shared head and tail are copied: one line compared
+    wide = ["- new top\n"] * 2_000 + base[2_000:58_000] + ["- new end\n"] * 2_000
+    delta = store_module.snapshot_delta("".join(base), "".join(wide))
+    assert store_module.apply_delta("".join(base), delta) == "".join(wide)
+    assert compared == [1]  # 60,000 x 60,000 lines apart: stored as new text, never compared
+    moved = base[:100] + ["- x\n"] * 300 + base[100:]
+    delta = store_module.snapshot_delta("".join(base), "".join(moved))
+    assert store_module.apply_delta("".join(base), delta) == "".join(moved)
+    assert compared[-1] <= store_module.DIFF_CELLS_MAX and len(compared) == 2  # a small middle is still matched

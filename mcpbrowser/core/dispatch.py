@@ -64,8 +64,9 @@ class Dispatcher:
         started = time.monotonic()
         args = {} if args is None else args
         tool = self.tools.get(name)
-        if tool is None:  # no call at all: nothing recorded, counted or logged
-            return _failed(UnknownTool(f"Unknown tool: {name}", details={"known": list(self.tools)}))
+        if tool is None or (tool.person_only and not caller.person):  # no call at all: nothing recorded or counted
+            known = [known for known, declared in self.tools.items() if not declared.person_only]
+            return _failed(UnknownTool(f"Unknown tool: {name}", details={"known": known}))
         session_id = args.get("sessionId") if isinstance(args, dict) else None
         mode = self.config.response_mode
         call = Call(name, session_id, caller, inline=mode == "full",
@@ -150,6 +151,10 @@ class Dispatcher:
     def run_on_session(self, state: SessionState, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:
         """The whole life of a call on its session: the tool's page-side work, then, each decided once
         here, what a failure means, whether the page it left is stored, and the answer's notes."""
+        held = state.worker.held_by
+        if held is not None and not (tool.read_only or tool.during_cooldown):
+            # Queued before a person took the session over (the view), its turn came after: it must not act.
+            raise call.annotate_error(SessionHeldByPerson(session_id=state.session_id, details={"heldBy": held}))
         call.ran = True
         failure = None
         try:

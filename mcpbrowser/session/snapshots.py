@@ -9,7 +9,14 @@ import re
 
 from mcpbrowser import snapshot_text
 from mcpbrowser.logs import log
-from mcpbrowser.redaction import MIN_SCRUBBED, has_textbox_values, redact_textboxes, scrub_text, secret_values
+from mcpbrowser.redaction import (
+    MIN_SCRUBBED,
+    encodings,
+    has_textbox_values,
+    redact_textboxes,
+    scrub_text,
+    secret_values,
+)
 from mcpbrowser.session import page_reading, page_watch
 
 REF_MARKER = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
@@ -133,7 +140,8 @@ def typing_key_by_key(state, text):
 def learn_secrets(state, values):
     """Values known to be secret from now on: scrubbed everywhere, or (shorter ones) where they stand alone."""
     values = {v for v in values if v}
-    state.secrets.update(v for v in values if len(v) >= MIN_SCRUBBED)
+    # In every form stored text carries them: a form sent by GET puts `p=Zq7%24ecret+p%40ss` in the URL.
+    state.secrets.update(form for v in values if len(v) >= MIN_SCRUBBED for form in encodings(v))
     state.short_secrets.update(v for v in values if len(v) < MIN_SCRUBBED)
 
 

@@ -407,10 +407,17 @@ class SessionState(Acting):
         self._tabs_reported += self.tabs_opened - opened
         self.page = page
 
+    def _on_crash(self, page):
+        """A page's renderer died (its "crash" event): the next call on it replaces it."""
+        self.crashed.add(page)
+        if page is self.page:
+            self.worker.page_crashed = True
+
     def _replace_crashed_page(self):
         """Give the session a fresh page in the same context; return the PAGE_CRASHED error."""
         dead, url = self.page, self.page.url
         self.crashed.discard(dead)
+        self.worker.page_crashed = False
         if dead in self.pages:
             self.pages.remove(dead)
         try:
@@ -462,7 +469,7 @@ class SessionState(Acting):
         except AttributeError:  # Playwright moved its private event: every navigation counts as a new document
             page.on("framenavigated", lambda frame: navigated(True) if frame is page.main_frame else None)
         page.on("close", lambda _: self._on_page_closed(page))
-        page.on("crash", lambda _: self.crashed.add(page))
+        page.on("crash", lambda _: self._on_crash(page))
         page.on("websocket", self.events.on_websocket)
         page.on("download", self.downloads.on_download)
 

@@ -50,6 +50,9 @@ class SessionWorker:
         # whether they handed back since the last wait_for_user began.
         self.held_by: str | None = None
         self.handed_back = False
+        # Whether the page the session shows crashed (its renderer died) and awaits the next call, which
+        # replaces it: plain data, set on the session thread, read by the live view's list.
+        self.page_crashed = False
         self._lock = threading.Lock()
         self._stopping = False
         self._closed_error = None

@@ -14,20 +14,24 @@ from mcpbrowser.logs import log
 from mcpbrowser.view.app import PLAIN_HTTP_WARNING, ViewApp
 from mcpbrowser.view.auth import SignIns, Viewer, WhoMaySee
 
+ALONE_THREADS = 8  # --view HOST:PORT's own server
+
 __all__ = ["ViewApp", "Viewer", "WhoMaySee", "create_app", "from_config", "serve_alone"]
 
 
-def create_app(browser: Any, *, who_may_see: WhoMaySee, path: str = "/view", trust_proxy: bool = False) -> ViewApp:
+def create_app(browser: Any, *, who_may_see: WhoMaySee, path: str = "/view", trust_proxy: bool = False,
+               max_live: int | None = None) -> ViewApp:
     """The view over `browser` for an embedder: `who_may_see(environ)` says who the request's person is
-    (a Viewer: owner=None sees every session), or None (not signed in: they get a page saying so)."""
-    return ViewApp(browser, who_may_see=who_may_see, path=path, trust_proxy=trust_proxy)
+    (a Viewer: owner=None sees every session), or None (not signed in: they get a page saying so).
+    max_live: live pictures open at once, each holding one of your WSGI server's threads."""
+    return ViewApp(browser, who_may_see=who_may_see, path=path, trust_proxy=trust_proxy, max_live=max_live)
 
 
-def from_config(browser: Any, credentials: dict[str, str], path: str = "/view") -> ViewApp:
+def from_config(browser: Any, credentials: dict[str, str], path: str = "/view", max_live: int | None = None) -> ViewApp:
     """The view with its own sign-in: the token file's tokens (operators marked), or a one-time key."""
     config = browser.config
     return ViewApp(browser, sign_ins=SignIns(credentials, config.view_operators()), path=path,
-                   trust_proxy=config.view_trusted_proxy)
+                   trust_proxy=config.view_trusted_proxy, max_live=max_live)
 
 
 def announce(app: ViewApp, url: str) -> None:
@@ -47,15 +51,26 @@ def announce(app: ViewApp, url: str) -> None:
 
 
 def serve_alone(browser: Any, address: str, credentials: dict[str, str]) -> Any:
-    """--view HOST:PORT: the view alone on its own waitress server, on a thread; returns the server."""
-    from waitress.server import create_server
-
-    host, _, port = address.rpartition(":")
-    app = from_config(browser, credentials)
-    server = create_server(app, host=host.strip("[]"), port=int(port), threads=8, ident="mcpbrowser-view",
-                           clear_untrusted_proxy_headers=False)
+    """--view HOST:PORT: the view alone on its own waitress server, on a thread; returns its runner."""
     import threading
 
-    threading.Thread(target=server.run, name="view-server", daemon=True).start()
-    announce(app, f"http://{server.effective_host}:{server.effective_port}{app.path}/")
-    return server
+    from mcpbrowser.transports.http_server import Limits, create_server
+    from mcpbrowser.view.app import MAX_FORM_BYTES
+
+    host, _, port = address.rpartition(":")
+    app = from_config(browser, credentials, max_live=ALONE_THREADS // 2)  # half for the pages and their JSON
+    config = browser.config
+    # The --http guards (review of issue 53): a plain waitress read a body of up to 1 GB before the view
+    # saw it, and 100 sockets sending half a request filled its connections for two minutes. A connection
+    # counts as a person's once its request shows a signed-in cookie.
+    limits = Limits(config.http_header_timeout, config.http_body_timeout, config.http_idle_timeout,
+                    config.http_max_connections, config.http_max_unauthenticated)
+    assert app.sign_ins is not None
+    sign_ins = app.sign_ins
+    runner, listeners = create_server(
+        app, host.strip("[]"), int(port), ALONE_THREADS, limits,
+        lambda headers: sign_ins.lookup({"HTTP_COOKIE": headers.get("COOKIE", "")}) is not None,
+        max_request_body_size=4 * MAX_FORM_BYTES, ident="mcpbrowser-view", clear_untrusted_proxy_headers=False)
+    threading.Thread(target=runner.run, name="view-server", daemon=True).start()
+    announce(app, f"http://{listeners[0].effective_host}:{listeners[0].effective_port}{app.path}/")
+    return runner

@@ -10,6 +10,7 @@ import html
 import json
 import os
 import secrets
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import parse_qs
@@ -34,6 +35,10 @@ HEADERS = [
     ("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
                                 "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'"),
 ]
+# The live picture holds one of the WSGI server's threads per viewer for as long as it is watched: a person
+# (or a tenant's script) opening it many times took every thread, the MCP endpoint's too. All viewers
+# together open at most `max_live` (default: two a session the server allows, half of --http's threads),
+# the people of one name (a token's) half of them.
 PLAIN_HTTP_WARNING = ("This view is reached over plain HTTP from another machine: the sign-in token and the "
                       "cookie cross the network in clear. Put it behind a TLS-terminating proxy.")
 
@@ -43,11 +48,12 @@ class ViewApp:
 
     core: the Browser; sign_ins: the view's own sign-in (tokens or a one-time key), or
     who_may_see: an embedder's hook deciding it from the request (then no sign-in page here);
-    trust_proxy: believe X-Forwarded-Proto (the view sits behind a TLS proxy).
+    trust_proxy: believe X-Forwarded-Proto (the view sits behind a TLS proxy); max_live: live pictures
+    open at once (each holds a thread of the WSGI server: keep it well under the server's threads).
     """
 
     def __init__(self, core: Any, *, sign_ins: SignIns | None = None, who_may_see: WhoMaySee | None = None,
-                 path: str = "/view", trust_proxy: bool = False) -> None:
+                 path: str = "/view", trust_proxy: bool = False, max_live: int | None = None) -> None:
         if (sign_ins is None) == (who_may_see is None):
             raise ValueError("give the view one way to know who looks: sign_ins or who_may_see")
         self.core = core
@@ -58,6 +64,10 @@ class ViewApp:
         self.trust_proxy = trust_proxy
         self._secret = secrets.token_bytes(32)  # the hook's CSRF tokens are keyed by it
         self.casts = Screencasts(core.registry)
+        self.max_live = max_live or max(4, 2 * core.config.max_sessions)
+        self._live_lock = threading.Lock()
+        self._watching: dict[str, int] = {}  # viewer name -> live pictures open
+        self.sign_in_guesses = auth.Guesses()
         self.routes: dict[tuple[str, str], Callable[..., Any]] = {("GET", "live"): self._live,
                                                                  **Hands(core).routes()}
         if self.path:
@@ -142,11 +152,31 @@ class ViewApp:
     def _live(self, environ: dict[str, Any], start_response: Callable[..., Any], viewer: Viewer,
               session_id: str) -> Iterable[bytes]:
         """The page live as MJPEG (an <img> shows it natively), while this request stays open."""
+        with self._live_lock:
+            mine = self._watching.get(viewer.name, 0)
+            if mine >= max(1, self.max_live // 2) or sum(self._watching.values()) >= self.max_live:
+                return self._send(start_response, "429 Too Many Requests", b'{"error": "Too many live pictures open."}',
+                                  "application/json", [("Retry-After", "5")])
+            self._watching[viewer.name] = mine + 1
         cast = self.casts.watch(session_id)
         if cast is None:
+            self._unwatch(viewer)
             return self._json(start_response, "404 Not Found", {"error": "No such session."})
+
+        def leave() -> None:
+            self.casts.leave(cast)
+            self._unwatch(viewer)
+
         start_response("200 OK", [("Content-Type", f"multipart/x-mixed-replace; boundary={BOUNDARY}"), *HEADERS])
-        return _Frames(cast, lambda: self.casts.leave(cast), lambda: self.core.registry.open_record(session_id))
+        return _Frames(cast, leave, lambda: self.core.registry.open_record(session_id))
+
+    def _unwatch(self, viewer: Viewer) -> None:
+        with self._live_lock:
+            left = self._watching.get(viewer.name, 0) - 1
+            if left > 0:
+                self._watching[viewer.name] = left
+            else:
+                self._watching.pop(viewer.name, None)
 
     # -- who looks -------------------------------------------------------------------
 
@@ -164,9 +194,17 @@ class ViewApp:
         """POST a token (from the form), or GET with the one-time key of stderr: a cookie, then the list."""
         assert self.sign_ins is not None
         method = environ.get("REQUEST_METHOD", "GET")
+        address = environ.get("REMOTE_ADDR") or "-"
+        wait = self.sign_in_guesses.wait_s(address)
+        if wait > 0:
+            log.warning("view sign-in refused: too many guesses", extra={"event": "view_sign_in_throttled",
+                                                                         "address": address})
+            return self._send(start_response, "429 Too Many Requests", b'{"error": "Too many sign-ins refused."}',
+                              "application/json", [("Retry-After", str(int(wait) + 1))])
         if method == "POST":
             if not auth.same_origin(environ, self.trust_proxy):
                 return self._json(start_response, "403 Forbidden", {"error": "Refused: not from this view's page."})
+            key = ""
             viewer = self.sign_ins.by_token(_form(environ).get("token", ""))
         elif method == "GET":
             key = parse_qs(environ.get("QUERY_STRING") or "").get("key", [""])[0]
@@ -174,6 +212,8 @@ class ViewApp:
         else:
             return self._json(start_response, "405 Method Not Allowed", {"error": f"{method} is not used here"})
         if viewer is None:
+            if method == "POST" or key:
+                self.sign_in_guesses.failed(address)
             log.warning("view sign-in refused", extra={"event": "view_sign_in_refused",
                                                       "address": environ.get("REMOTE_ADDR")})
             return self._sign_in_page(environ, start_response, base, "403 Forbidden", "That did not sign you in.")
@@ -244,6 +284,11 @@ class _Frames:
             if frame is not None:
                 yield (f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {len(frame)}\r\n\r\n"
                        .encode() + frame + b"\r\n")
+            else:
+                # No frame yet (a crashed page, a session thread busy in a long call): a line of the
+                # multipart preamble, which the <img> skips. Writing something is how the server learns
+                # that a viewer left; writing nothing kept their thread until the session ended.
+                yield b"\r\n"
 
     def close(self) -> None:
         leave, self._leave = self._leave, None

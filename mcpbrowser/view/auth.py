@@ -19,6 +19,9 @@ from mcpbrowser.guards import is_loopback
 
 COOKIE = "mcpbrowser_view"
 SIGN_IN_HOURS = 12  # a sign-in lasts this long, then the person signs in again
+# Sign-ins kept per name (a token's people, their browsers): each lives 12 hours on the server, so a
+# script signing in again and again grew the server's memory without bound.
+SIGN_INS_KEPT = 32
 
 
 @dataclass(frozen=True)
@@ -94,9 +97,12 @@ class SignIns:
         return Viewer("local", None, True)
 
     def start(self, viewer: Viewer) -> str:
-        """A new sign-in; its cookie value."""
+        """A new sign-in; its cookie value. Past SIGN_INS_KEPT of the same name, their oldest ends."""
         cookie = secrets.token_urlsafe(32)
         with self._lock:
+            mine = [c for c, (v, _, _) in self._signed.items() if v.name == viewer.name]  # oldest first
+            for old in mine[:max(0, len(mine) + 1 - SIGN_INS_KEPT)]:
+                del self._signed[old]
             self._signed[cookie] = (viewer, secrets.token_urlsafe(24), self._clock() + SIGN_IN_HOURS * 3600)
         return cookie
 
@@ -115,6 +121,41 @@ class SignIns:
                 del self._signed[cookie]
                 found = None
         return None if found is None else (found[0], found[1])
+
+
+# Guessing tokens at the sign-in: after GUESSES refused sign-ins from one address within GUESS_WINDOW_S,
+# every sign-in from that address waits out the window, the right token's too (a guess that is right must
+# not pass). Behind a proxy every person shares its address: they wait together while someone guesses.
+GUESSES = 10
+GUESS_WINDOW_S = 60.0
+GUESSERS_KEPT = 10_000  # addresses remembered; past it, those whose failures are all old are forgotten
+
+
+class Guesses:
+    """Refused sign-ins by address, over the last window (ANY THREAD, under a lock)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._failed: dict[str, list[float]] = {}
+
+    def wait_s(self, address: str) -> float:
+        """Seconds this address must wait before its next sign-in is read (0: read it now)."""
+        now = self._clock()
+        with self._lock:
+            recent = [t for t in self._failed.get(address, ()) if t > now - GUESS_WINDOW_S]
+            if recent:
+                self._failed[address] = recent
+            else:
+                self._failed.pop(address, None)
+            return recent[0] + GUESS_WINDOW_S - now if len(recent) >= GUESSES else 0.0
+
+    def failed(self, address: str) -> None:
+        now = self._clock()
+        with self._lock:
+            if len(self._failed) >= GUESSERS_KEPT:
+                self._failed = {a: ts for a, ts in self._failed.items() if ts[-1] > now - GUESS_WINDOW_S}
+            self._failed.setdefault(address, []).append(now)
 
 
 def cookie_of(environ: dict[str, Any]) -> str | None:

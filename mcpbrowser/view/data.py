@@ -43,6 +43,8 @@ class Looking:
         call = tag[0] if isinstance(tag, tuple) and tag else None
         if call is not None and getattr(call, "tool", None):
             out["state"] = "working"
+        elif record.worker.page_crashed:
+            out["state"] = "crashed"  # until the agent's next call, which answers PAGE_CRASHED and opens a fresh page
         calls = core.history.timeline(session_id, newest=True)
         if calls:
             last = calls[-1]

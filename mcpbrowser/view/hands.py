@@ -9,6 +9,7 @@
 """
 
 import json
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -59,24 +60,39 @@ def person_input(state: Any, args: dict[str, Any]) -> dict[str, Any]:
     size = page.viewport_size or page.evaluate("() => ({width: innerWidth, height: innerHeight})")
     x, y = args.get("x", 0.5) * size["width"], args.get("y", 0.5) * size["height"]
     if action == "click":
+        _RUNS[state] = ""  # a click may move the focus: what comes next is typed elsewhere
         page.mouse.click(x, y)
-    elif action == "scroll":
+    elif action == "scroll":  # the focus stays where it was
         page.mouse.move(x, y)
         page.mouse.wheel(args.get("dx", 0), args.get("dy", 0))
     elif action == "key":
+        _RUNS[state] = _RUNS.get(state, "")[:-1] if args["key"] == "Backspace" else ""
         page.keyboard.press(args["key"])
     else:
         text = args.get("text", "")
         # A secret before it reaches the page: scrubbed from every answer, row, log and trace from now on.
+        # Not only this run: the view sends a run per pause of 400 ms, so a person who types slowly sends a
+        # key a run, each too short to scrub. What they typed since their last click or other key (the
+        # field's text, as far as the view can tell) is the secret, and, as it is typed key by key into a
+        # page that may echo each key, its prefixes too.
+        typed = _RUNS.get(state, "") + text
         snapshots.mark_secret(state, text)
-        state.withheld.add(text)
+        snapshots.learn_secrets(state, (typed,))
+        snapshots.typing_key_by_key(state, typed)
+        state.withheld.update((text, typed))
+        _RUNS[state] = typed
         page.keyboard.type(text)
     return {"success": True}
 
 
+# SESSION THREAD (each session's own key): what the person typed since their last click or other key.
+_RUNS: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+
+
 PERSON_INPUT = SessionTool(
     name="person_input",
-    group="person",  # in no tool group: never listed, and refused to MCP clients (ToolGroups.check)
+    group="person",  # in no tool group: never listed
+    person_only=True,
     title="A person's input in the live view",
     description="A click, scroll, key or text of the person who took over the session in the live view.",
     input_schema=session_schema({

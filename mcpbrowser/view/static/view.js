@@ -42,6 +42,7 @@
     else if (s.state === "waiting for a person") cls += " waiting";
     else if (s.state === "cooldown") { cls += " cooldown"; text = `cooldown, ${Math.ceil(s.cooldownMs / 1000)} s left`; }
     else if (s.state === "working") cls += " working";
+    else if (s.state === "crashed") cls += " crashed";
     return el("span", { class: cls }, text);
   }
 
