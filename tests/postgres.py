@@ -133,6 +133,8 @@ class SlowLink:
             except OSError:
                 return  # closed
             server = socket.create_connection(("127.0.0.1", self.upstream))
+            for sock in (client, server):  # as libpq and PostgreSQL do: no Nagle wait on a run of small writes
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             late: queue.SimpleQueue = queue.SimpleQueue()
             threading.Thread(target=self._pump, args=(client, server, late), daemon=True).start()
             threading.Thread(target=self._deliver, args=(client, late), daemon=True).start()
