@@ -62,7 +62,7 @@ class State:
                                             navigation_pending=lambda: False)
 
     @contextlib.contextmanager
-    def running(self, call, args):
+    def running(self, tool, call, args):
         self.ran.append(call.tool)
         yield
 

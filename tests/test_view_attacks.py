@@ -286,6 +286,7 @@ def test_an_agent_call_queued_before_the_take_over_does_not_act_after_it(served,
     alice.tool("navigate", sessionId=alice_session, url=site.url + "/login")
     second = SdkClient(served.url, token=ALICE)
     answers = {}
+    ann = person(served, ALICE)  # signed in first: within the slow call's 3 s only the take-over is left to do
     try:
         slow = threading.Thread(target=lambda: answers.update(slow=alice.call("navigate", {
             "sessionId": alice_session, "url": site.url + "/slow?s=3"})))
@@ -295,7 +296,6 @@ def test_an_agent_call_queued_before_the_take_over_does_not_act_after_it(served,
             "sessionId": alice_session, "url": site.url + "/login?agent"})))
         queued.start()
         time.sleep(0.7)  # the agent's navigate waits behind the slow one, accepted before the take-over
-        ann = person(served, ALICE)
         assert post(ann, f"/view/api/s/{alice_session}/takeover")[0] == 200
         slow.join(60)
         queued.join(60)

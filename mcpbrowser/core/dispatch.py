@@ -158,7 +158,7 @@ class Dispatcher:
         call.ran = True
         failure = None
         try:
-            with state.running(call, args):
+            with state.running(tool, call, args):
                 result = scrub_value(state.run_tool(tool, args), state.secrets)
         except Exception as exc:
             failure = as_server_error(state.dismissals_told(exc))

@@ -28,16 +28,51 @@ changes made through the CSSOM (`insertRule`, `adoptedStyleSheets`) and
 Web Animations that hide or show an element without any DOM change. Those
 are rare enough that a page using them to show new content after its last
 snapshot is accepted as a risk; a `snapshot` with `depth` always walks.
+
+The history's capture after a call (snapshots.capture_snapshot) uses the
+watch too: a page that did not change since the last whole snapshot is
+stored as that snapshot, checked in the evaluation that would walk it
+(`changed`). What the page cannot forge: the watch's state lives in the
+utility world, out of the page's reach, and every arming has a token, so a
+check asks about the arming of the snapshot it would reuse. What it could
+hide: a page's own listener, registered before ours, may stop the events
+our input sends (a click's pointer events) from reaching the watch, and
+what they change in CSS alone (`:hover`) makes no mutation. So a call that
+may have sent input (any tool but the read-only ones and SENDS_NO_INPUT)
+drops the held snapshot as it starts (snapshots.before_call): its page is walked again, as
+the events would have made it anyway, and a forged quiet costs the page
+nothing but a walk. So does `evaluate`: the agent's script may change what
+the watch cannot see (the CSSOM, Web Animations).
 """
 
 from mcpbrowser.logs import log
 
 ENGINE_NAME = "mcpbrowser_watch"
-ARM = f"{ENGINE_NAME}=arm"      # resolves to the page's body (what a page-level aria snapshot starts at)
-CLEAN = f"{ENGINE_NAME}=clean"  # one match when the page did not change since the last ARM, else none
+# Page-changing tools that send the page no pointer, keyboard or viewport input, and run none of the agent's
+# script (`evaluate`'s may well edit a style sheet through the CSSOM, which the watch cannot see): the watch sees
+# all they do.
+SENDS_NO_INPUT = frozenset({"handle_dialog"})
+
+# Selectors through the engine. Each arming carries a token (a number the session picks), so that a check can
+# ask about one arming: "clean since the arming that read the snapshot I hold", not since whichever came last.
+def arm(token):
+    """Resolves to the page's body (what a page-level aria snapshot starts at), arming the watch as `token`."""
+    return f"{ENGINE_NAME}=arm:{token}"
+
+
+def changed(token):
+    """arm(token) when the page changed since the last arming; no match, and no arming, when it did not."""
+    return f"{ENGINE_NAME}=changed:{token}"
+
+
+def clean(token):
+    """One match when the watch was last armed as `token` and the page did not change since, else none."""
+    return f"{ENGINE_NAME}=clean:{token}"
+
 
 ENGINE = r"""({
-  queryAll(root, op) {
+  queryAll(root, body) {
+    const [op, token] = body.split(':');
     const KEY = Symbol.for('mcpbrowser.watch');
     const EVENTS = ['input', 'change', 'beforeinput', 'toggle', 'beforetoggle', 'focusin', 'focusout',
       'pointerdown', 'pointerup', 'pointerover', 'pointerout', 'mousedown', 'mouseup', 'mouseover', 'mouseout',
@@ -69,13 +104,14 @@ ENGINE = r"""({
       return s;
     };
     let w = globalThis[KEY];
-    if (op === 'clean') {
-      if (!w || !w.armed || w.dirty || location.href !== w.url || active() !== w.active) return [];
+    const clean = () => {
+      if (!w || !w.armed || w.dirty || location.href !== w.url || active() !== w.active) return false;
       const roots = scan();
-      if (!roots || roots.length !== w.roots || forms(roots) !== w.forms) return [];
-      return [doc.documentElement];
-    }
-    if (op !== 'arm') throw new Error('mcpbrowser_watch: arm or clean');
+      return !!roots && roots.length === w.roots && forms(roots) === w.forms;
+    };
+    if (op === 'clean') return w && w.token === token && clean() ? [doc.documentElement] : [];
+    if (op === 'changed' && clean()) return [];
+    if (op !== 'arm' && op !== 'changed') throw new Error('mcpbrowser_watch: arm, changed or clean');
     if (!w) {
       w = globalThis[KEY] = {};
       w.observer = new MutationObserver(() => { w.dirty = true; w.observer.disconnect(); });
@@ -85,6 +121,7 @@ ENGINE = r"""({
     const roots = scan();
     w.armed = !!roots;
     w.dirty = !roots;
+    w.token = token;
     if (roots) {
       for (const r of roots)
         w.observer.observe(r, {subtree: true, childList: true, attributes: true, characterData: true});

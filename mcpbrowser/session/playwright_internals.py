@@ -29,6 +29,34 @@ def take_coroutine(target, method, kwargs):
     return (None, captured[0]) if captured else (direct, None)
 
 
+class Together:
+    """Several sync API calls, (target, method, kwargs) each, sent at once: one round trip for all of them.
+
+    Run through take_coroutine (SessionState.act) as `Together(...).run`: its result is a list of each
+    call's outcome, an exception for one that failed, in order. The calls' coroutines are taken as
+    take_coroutine takes one, and gathered in one task on the session thread's loop.
+    """
+
+    def __init__(self, *calls):
+        self.calls = calls
+
+    def run(self):
+        import asyncio  # here, not at module top: keeps it off the path to `initialize`
+
+        taken = [take_coroutine(target, method, kwargs) for target, method, kwargs in self.calls]
+
+        async def gathered():
+            waiting = [asyncio.ensure_future(c) for _, c in taken if c is not None]
+            done = iter(await asyncio.gather(*waiting, return_exceptions=True))
+            return [direct if coroutine is None else next(done) for direct, coroutine in taken]
+
+        return self._sync(gathered())  # take_coroutine's, for this one call
+
+    def _sync(self, coroutine):
+        """Run a coroutine as the first call's target runs its own (run_coroutine, while act waits)."""
+        return run_coroutine(self.calls[0][0], coroutine)
+
+
 def run_coroutine(target, coroutine):
     """Run a coroutine on the target's dispatcher, as its sync methods do (events keep flowing)."""
     return target._sync(coroutine)

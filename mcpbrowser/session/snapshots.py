@@ -5,12 +5,14 @@ SESSION THREAD ONLY: each function takes the session's SessionState, whose
 are scrubbed from all output.
 """
 
+import itertools
 import re
 
 from mcpbrowser import snapshot_text
 from mcpbrowser.logs import log
 from mcpbrowser.redaction import (
     MIN_SCRUBBED,
+    SECRET_FIELD,
     encodings,
     has_textbox_values,
     redact_textboxes,
@@ -18,8 +20,11 @@ from mcpbrowser.redaction import (
     secret_values,
 )
 from mcpbrowser.session import page_reading, page_watch
+from mcpbrowser.session.acting import INTERRUPTED
+from mcpbrowser.session.playwright_internals import Together
 
 REF_MARKER = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
+_ARMINGS = itertools.count(1)  # the page watch's tokens (see page_watch.arm)
 
 
 # A page of more elements than this is not walked by the server's own capture (the history's
@@ -31,21 +36,76 @@ HUGE_ELEMENTS = 15_000
 
 
 def capture_snapshot(state):
-    """The page as YAML with refs, for the history; None when a dialog, failure or a huge page prevents it."""
+    """The page as YAML with refs, for the history; None when a dialog, failure or a huge page prevents it.
+
+    When the tab's last whole snapshot is held (state.full_snapshot) and the page provably did not
+    change since it was read, that snapshot is the capture: the walk and the check are one evaluation
+    through the page watch (page_watch.changed), which walks and re-arms only a page that changed.
+    """
     if state.dialog is not None or state.page is None:
         return None
-    state.full_snapshot = None
+    held, state.full_snapshot = state.full_snapshot, None
+    if held is not None and held[0] is not state.page:
+        held = None
     try:  # a dialog that opens meanwhile, or a page that hangs, ends the capture, not the session thread's wait
-        if too_large(state):
+        # The count this call's settle or title read had (run_on_session decided on it before the answer): no round
+        # trip of its own. A page that grew past HUGE_ELEMENTS since, within the call, is walked once more.
+        if too_large(state, state.elements_counted):
             return None
-        text = state.background(state.page, page_root(state), "aria_snapshot", mode="ai", timeout=2000)
+        if held is not None:
+            state.arming = next(_ARMINGS)
+            root = state.page.locator(page_watch.changed(state.arming))
+        else:
+            root = page_root(state)
+        walk = (root, "aria_snapshot", {"mode": "ai", "timeout": 2000})
+        counted = None
+        # A page read before in this document (it has refs) may show typed values, which the redaction reads
+        # the secret fields for after the walk: their count goes with the walk, in the same round trip. Not on
+        # a fresh document (a navigate's capture), whose fields are seldom filled: the count would cost it CPU.
+        if state.refs and state.refs_page is state.page and len(state.page.frames) == 1:
+            both = state.background(state.page, Together(walk, (state.page.locator(SECRET_FIELD), "count", {})), "run")
+            text, counted = both if both is not None else (None, None)
+            if isinstance(text, Exception):
+                raise text
+        else:
+            text = state.background(state.page, walk[0], walk[1], **walk[2])
     except Exception as exc:
+        if held is not None and _still_clean(state, held):  # `changed` matched nothing: the page is as held
+            log.debug("capture reused", extra={"event": "capture_reused", "session": state.session_id})
+            return _reused(state, held)
         log.debug("snapshot capture failed", extra={"session": state.session_id, "error": str(exc)})
         state.responsive()  # a page that hangs fails with Playwright's own timeout first
         return None
     if text is None:
         return None
-    return took_whole_snapshot(state, text)
+    return took_whole_snapshot(state, text, set() if counted == 0 else None)
+
+
+def before_call(state, tool):
+    """A call that may send the page input drops the held whole snapshot: its page is walked again (see
+    page_watch: input a page's own listener keeps from the watch, and its CSS, would go unseen)."""
+    if not (tool.read_only or tool.name in page_watch.SENDS_NO_INPUT):
+        state.full_snapshot = None
+
+
+def _still_clean(state, held):
+    """Whether the page did not change since the held whole snapshot was read (one count, given the server's
+    own INTERNAL_S). `changed`'s refusal is told apart from a failure (a page navigating, a walk that timed
+    out after it re-armed the watch) by asking about the held snapshot's own arming, not by the message."""
+    try:
+        return state.background(state.page, state.page.locator(page_watch.clean(held[2])), "count") == 1
+    except Exception:
+        return False
+
+
+def _reused(state, held):
+    """The held whole snapshot as this capture: scrubbed of secrets learned since; its refs are Playwright's
+    current ones (nothing read an aria snapshot since), and it stays held for the next call."""
+    state.full_snapshot = held
+    text = scrub_text(held[1], state.secrets)
+    state.refs = frozenset(REF_MARKER.findall(text))
+    state.refs_page = state.page
+    return text
 
 
 def too_large(state, counted=None, deadline_s=None):
@@ -61,39 +121,52 @@ def too_large(state, counted=None, deadline_s=None):
 
 def page_root(state):
     """What a whole-page aria snapshot is taken of: the page, through the page watch's engine when
-    there is one, which arms the watch in the same evaluation as the walk (see page_watch)."""
-    return state.page.locator(page_watch.ARM) if state.watching else state.page
+    there is one, which arms the watch (as state.arming) in the same evaluation as the walk (see page_watch)."""
+    if not state.watching:
+        return state.page
+    state.arming = next(_ARMINGS)
+    return state.page.locator(page_watch.arm(state.arming))
 
 
-def took_whole_snapshot(state, text):
+def took_whole_snapshot(state, text, secret_fields=None):
     """took_snapshot, for a whole-page snapshot read through page_root: unchanged_snapshot may give it again."""
     page = state.page
-    text = took_snapshot(state, text)
+    text = took_snapshot(state, text, secret_fields)
     if state.watching:
-        state.full_snapshot = (page, text)
+        state.full_snapshot = (page, text, state.arming)
     return text
 
 
 def unchanged_snapshot(state):
-    """The tab's last whole-page snapshot if the page provably did not change since it was read, else None.
+    """(text, title): the tab's last whole-page snapshot if the page provably did not change since it was
+    read, with the tab's title read in the same round trip (Chromium; else None); else (None, None).
 
     One count through the page watch's engine (about 2 ms on a small page, 4 ms on
-    Sphinx's autodoc page, against 5 and 100 ms for walking it again). Playwright's
-    refs are still that snapshot's: nothing else read an aria snapshot since (every
-    other read clears full_snapshot). The count goes through state.act: behind a
-    dialog that opened meanwhile it would hang.
+    Sphinx's autodoc page, against 5 and 100 ms for walking it again), sent together
+    with the title's read (page_reading.loaded_title's). Playwright's refs are still
+    that snapshot's: nothing else read an aria snapshot since (every other read clears
+    full_snapshot). They go through state.act: behind a dialog that opened meanwhile
+    they would hang.
     """
     held = state.full_snapshot
     if held is None or held[0] is not state.page:
-        return None
-    if state.act(state.page.locator(page_watch.CLEAN), "count") != 1:
-        return None
-    text = scrub_text(held[1], state.secrets)  # a secret typed since is scrubbed from it too
-    state.refs = frozenset(REF_MARKER.findall(text))
-    state.refs_page = state.page
+        return None, None
+    reads: list[tuple] = [(state.page.locator(page_watch.clean(held[2])), "count", {})]
+    if state.chromium:
+        reads.append((page_reading.cdp_session(state, state.page), "send", {"method": "Page.getNavigationHistory"}))
+    answers = state.act(Together(*reads), "run")
+    if answers is INTERRUPTED:
+        return None, None
+    if isinstance(answers[0], Exception):
+        raise answers[0]
+    if answers[0] != 1:
+        return None, None
+    title = None
+    if len(answers) > 1 and isinstance(answers[1], dict):
+        title = answers[1]["entries"][answers[1]["currentIndex"]]["title"]
     if state.call is not None:
         state.call.snapshot_reused = True  # the call's log line says so
-    return text
+    return _reused(state, held), title  # a secret typed since is scrubbed from it too
 
 
 def mark_secret(state, text):
@@ -145,15 +218,16 @@ def learn_secrets(state, values):
     state.short_secrets.update(v for v in values if len(v) < MIN_SCRUBBED)
 
 
-def took_snapshot(state, text):
-    """A fresh aria snapshot as shown and stored: cleaned, redacted; its refs become the current ones."""
-    text = redact_snapshot(state, snapshot_text.clean(text))
+def took_snapshot(state, text, secret_fields=None):
+    """A fresh aria snapshot as shown and stored: cleaned, redacted; its refs become the current ones.
+    secret_fields: the secret fields' values, when read with the walk (else read here if needed)."""
+    text = redact_snapshot(state, snapshot_text.clean(text), secret_fields)
     state.refs = frozenset(REF_MARKER.findall(text))
     state.refs_page = state.page
     return text
 
 
-def redact_snapshot(state, text):
+def redact_snapshot(state, text, secret_fields=None):
     """An aria snapshot with known secrets scrubbed and every secret field's value hidden.
 
     The fields' values are read only when some textbox in the snapshot shows a value.
@@ -170,7 +244,7 @@ def redact_snapshot(state, text):
     # the words of its choice (a recipient, a domain, a button) in every session of that client. So a
     # value the user typed into a secret field (wait_for_user) is hidden in its field, not elsewhere; and
     # in the session's trace, if one records (capture.trace_stop), where the page's own words may go too.
-    values = secret_values(state.page)
+    values = secret_values(state.page) if secret_fields is None else secret_fields
     if state.tracing:
         state.traced_fields.update(values)
     return redact_textboxes(text, values)

@@ -72,7 +72,8 @@ class SessionState(Acting):
         self.refs: frozenset[str] = frozenset()
         self.refs_page: Any = None
         self.watching = False     # the page watch's engine is registered (see page_watch)
-        self.full_snapshot = None  # (page, text): its last whole-page snapshot, taken as the watch was armed
+        self.full_snapshot = None  # (page, text, arming): its last whole-page snapshot, taken as the watch was armed
+        self.arming = 0           # the page watch's last arming token (see snapshots.page_root)
         self.network_policy = NetworkPolicy(worker.session_id)
         self.events = EventBuffers(config.console_buffer, config.network_buffer, self.network_policy,
                                    lambda: self.page)
@@ -244,9 +245,10 @@ class SessionState(Acting):
             log.debug("catch-up round trip failed", extra={"session": self.session_id, "error": str(exc)})
 
     @contextmanager
-    def running(self, call, args):
+    def running(self, tool, call, args):
         """The page-side state around one call (core/dispatch.py's run_on_session): its secret marked
         before it, its progress heard while it runs, the snapshots it held released after it."""
+        snapshots.before_call(self, tool)
         self.events.hidden = ()  # a secret typed key by key in an earlier call: its late entries came by now
         self.elements_counted = None
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:

@@ -106,12 +106,14 @@ def snapshot(state, args):
     # and for a heading its section (see snapshot_text.section), without walking the page
     # again when it did not change since the read that gave the ref.
     by_ref = "ref" in args and "depth" not in args
-    whole = snapshots.unchanged_snapshot(state) if (page_level or by_ref) and "depth" not in args else None
+    whole, title = snapshots.unchanged_snapshot(state) if (page_level or by_ref) and "depth" not in args \
+        else (None, None)
     if whole is None:
         options, huge = _whole_walk(state, options, refuse=page_level)
         by_ref = by_ref and not huge  # a ref on a huge page: its own element is read, not the page
     if whole is None and by_ref:
         state.full_snapshot = None
+        title = None
         text = state.act(snapshots.page_root(state), "aria_snapshot", **options)
         whole = snapshots.took_whole_snapshot(state, "" if text is INTERRUPTED else text)
     part = snapshot_text.section(whole, args["ref"], names=False) if by_ref and whole else None
@@ -119,6 +121,7 @@ def snapshot(state, args):
         whole = None  # not in the page's snapshot (stale, or another tab's): the element read says why
     if whole is None:
         state.full_snapshot = None  # Playwright's refs are this read's from now on
+        title = None
         if page_level:
             text = state.act(snapshots.page_root(state), "aria_snapshot", **options)
         else:
@@ -134,7 +137,8 @@ def snapshot(state, args):
             whole = snapshots.took_snapshot(state, text)
     if state.call is not None:
         state.call.snapshot = whole  # the history keeps all of it: get_content(refId) reads it
-    title = page_reading.loaded_title(state)
+    if title is None:  # else read with the check that the page did not change, and nothing was walked since
+        title = page_reading.loaded_title(state)
     state.remember_page(title)
     result = {"url": state.page.url, "title": title}
     if state.call is not None and state.told == (result["url"], title):

@@ -563,9 +563,7 @@ def serve(app, address, done, threads, limits):
     log.info("serving MCP over HTTP", extra={"event": "http_serving",
                                              "url": f"http://{bound[0]}:{bound[1]}{app.path}"})
     if app.view is not None:
-        from mcpbrowser.view import announce
-
-        announce(app.view, f"http://{bound[0]}:{bound[1]}{app.view.path}/")
+        app.view.announce(f"http://{bound[0]}:{bound[1]}{app.view.path}/")
     threading.Thread(target=runner.run, name="http-server", daemon=True).start()
     while not done.wait(0.1):  # wake up now and then, so a signal's handler runs
         pass

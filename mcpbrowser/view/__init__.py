@@ -10,8 +10,7 @@ Runs on the WSGI server's request threads (see app.py); it never touches Playwri
 
 from typing import Any
 
-from mcpbrowser.logs import log
-from mcpbrowser.view.app import PLAIN_HTTP_WARNING, ViewApp
+from mcpbrowser.view.app import ViewApp
 from mcpbrowser.view.auth import SignIns, Viewer, WhoMaySee
 
 ALONE_THREADS = 8  # --view HOST:PORT's own server
@@ -32,22 +31,6 @@ def from_config(browser: Any, credentials: dict[str, str], path: str = "/view", 
     config = browser.config
     return ViewApp(browser, sign_ins=SignIns(credentials, config.view_operators()), path=path,
                    trust_proxy=config.view_trusted_proxy, max_live=max_live)
-
-
-def announce(app: ViewApp, url: str) -> None:
-    """MAIN THREAD: where the view is, and how to sign in (the one-time URL, as Jupyter prints it) on stderr."""
-    from mcpbrowser.guards import is_loopback
-
-    host = url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0].strip("[]")
-    log.info("serving the live view", extra={"event": "view_serving", "url": url})
-    if not is_loopback(host) and not app.trust_proxy:
-        log.warning(PLAIN_HTTP_WARNING, extra={"event": "view_plain_http"})
-    key = app.sign_ins.one_time_key if app.sign_ins is not None else None
-    if key is not None:
-        import sys
-
-        print(f"mcpbrowser: open the live view once with this sign-in URL: {url}signin?key={key}", file=sys.stderr,
-              flush=True)
 
 
 def serve_alone(browser: Any, address: str, credentials: dict[str, str]) -> Any:
@@ -72,5 +55,5 @@ def serve_alone(browser: Any, address: str, credentials: dict[str, str]) -> Any:
         lambda headers: sign_ins.lookup({"HTTP_COOKIE": headers.get("COOKIE", "")}) is not None,
         max_request_body_size=4 * MAX_FORM_BYTES, ident="mcpbrowser-view", clear_untrusted_proxy_headers=False)
     threading.Thread(target=runner.run, name="view-server", daemon=True).start()
-    announce(app, f"http://{listeners[0].effective_host}:{listeners[0].effective_port}{app.path}/")
+    app.announce(f"http://{listeners[0].effective_host}:{listeners[0].effective_port}{app.path}/")
     return runner

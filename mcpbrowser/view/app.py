@@ -10,14 +10,16 @@ import html
 import json
 import os
 import secrets
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import parse_qs
 
+from mcpbrowser.guards import is_loopback
 from mcpbrowser.logs import log
 from mcpbrowser.view import auth
-from mcpbrowser.view.auth import SignIns, Viewer, WhoMaySee
+from mcpbrowser.view.auth import HEADERS, SignIns, Viewer, WhoMaySee
 from mcpbrowser.view.data import Looking
 from mcpbrowser.view.hands import Hands
 from mcpbrowser.view.screencast import Screencasts
@@ -25,16 +27,6 @@ from mcpbrowser.view.screencast import Screencasts
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 ASSETS = {"view.js": "text/javascript; charset=utf-8", "view.css": "text/css; charset=utf-8"}
 MAX_FORM_BYTES = 4096
-HEADERS = [
-    ("Cache-Control", "no-store"),
-    ("X-Content-Type-Options", "nosniff"),
-    ("Referrer-Policy", "same-origin"),  # no-referrer would make a form's Origin "null"
-    ("X-Frame-Options", "DENY"),
-    # Titles, URLs and logs come from the pages the agents visit: whatever they hold, no script
-    # but ours runs here (the page fills itself with textContent, never innerHTML).
-    ("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-                                "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'"),
-]
 # The live picture holds one of the WSGI server's threads per viewer for as long as it is watched: a person
 # (or a tenant's script) opening it many times took every thread, the MCP endpoint's too. All viewers
 # together open at most `max_live` (default: two a session the server allows, half of --http's threads),
@@ -74,6 +66,17 @@ class ViewApp:
             core.user.view_path = self.path  # wait_for_user's answers name the session's page here
 
     # -- A REQUEST THREAD ------------------------------------------------------------
+
+    def announce(self, url: str) -> None:
+        """MAIN THREAD: where the view is, and how to sign in (the one-time URL, as Jupyter prints it) on stderr."""
+        host = url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0].strip("[]")
+        log.info("serving the live view", extra={"event": "view_serving", "url": url})
+        if not is_loopback(host) and not self.trust_proxy:
+            log.warning(PLAIN_HTTP_WARNING, extra={"event": "view_plain_http"})
+        key = self.sign_ins.one_time_key if self.sign_ins is not None else None
+        if key is not None:
+            print(f"mcpbrowser: open the live view once with this sign-in URL: {url}signin?key={key}", file=sys.stderr,
+                  flush=True)
 
     def owns(self, path: str) -> bool:
         """Whether a request's path is the view's (the HTTP transport hands those over)."""

@@ -18,6 +18,17 @@ from typing import Any
 from mcpbrowser.guards import is_loopback
 
 COOKIE = "mcpbrowser_view"
+# On every answer of the view (its pages, their JSON, the live picture): what a browser is told to keep them safe.
+HEADERS = [
+    ("Cache-Control", "no-store"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "same-origin"),  # no-referrer would make a form's Origin "null"
+    ("X-Frame-Options", "DENY"),
+    # Titles, URLs and logs come from the pages the agents visit: whatever they hold, no script
+    # but ours runs here (the page fills itself with textContent, never innerHTML).
+    ("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                                "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'"),
+]
 SIGN_IN_HOURS = 12  # a sign-in lasts this long, then the person signs in again
 # Sign-ins kept per name (a token's people, their browsers): each lives 12 hours on the server, so a
 # script signing in again and again grew the server's memory without bound.

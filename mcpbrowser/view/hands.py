@@ -18,7 +18,7 @@ from mcpbrowser.errors import BrowserServerError, InvalidParameters
 from mcpbrowser.logs import log
 from mcpbrowser.session import snapshots
 from mcpbrowser.tools.base import SessionTool, session_schema
-from mcpbrowser.view.auth import Viewer
+from mcpbrowser.view.auth import HEADERS, Viewer
 
 KEYS = ("Enter", "Tab", "Backspace", "Delete", "Escape", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight",
         "Home", "End", "PageUp", "PageDown")
@@ -173,8 +173,6 @@ class Hands:
 
 
 def _json(start_response: Callable[..., Any], status: str, value: Any) -> Iterable[bytes]:
-    from mcpbrowser.view.app import HEADERS
-
     body = json.dumps(value).encode()
     start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *HEADERS])
     return [body]

@@ -1,0 +1,154 @@
+"""End to end: the history's capture after a call walks the page only when it changed since the last whole
+snapshot (page_watch), and every refId still reads back the page as it was when its call answered.
+
+The calls are queued on the session thread all at once (the library's `submit`), so each one waits for the
+previous call's capture, as back-to-back calls from a fast agent do. Whether a capture was reused or walked is
+read from the server's log (`capture_reused`), so each test also shows that the reuse it guards happened.
+"""
+
+import logging
+import time
+
+import pytest
+from support import PAGES
+
+import mcpbrowser
+from mcpbrowser.config import Config
+from mcpbrowser.logs import log
+
+pytestmark = pytest.mark.e2e
+
+PAGE = """<!doctype html><title>Capture</title>
+<label>Query <input id=q></label>
+<p id=t>start</p>
+<button id=b>Nothing</button>"""
+
+CODE = """<!doctype html><title>Code</title>
+<label>Code <input id=c autocomplete=one-time-code></label><label>Note <input id=n></label>"""
+
+# A page that tries to make the watch miss what it does: a forged watch in its own world, the DOM APIs the
+# watch calls replaced there, every event stopped before any listener added later sees it, and a menu that CSS
+# alone shows under the pointer.
+HOSTILE = """<!doctype html><title>Hostile</title>
+<style>#menu { display: none } #hover:hover + #menu { display: block }</style>
+<script>
+  for (const type of ['input', 'change', 'focusin', 'focusout', 'pointerover', 'pointerout', 'pointerdown',
+                      'pointerup', 'mouseover', 'mouseout', 'mousedown', 'mouseup', 'click', 'keydown', 'keyup',
+                      'toggle', 'resize'])
+    addEventListener(type, (e) => e.stopImmediatePropagation(), true);
+  const quiet = {armed: true, dirty: false, token: '1', url: location.href, roots: 1, forms: ''};
+  for (let n = 0; n < 1000; n++) quiet.token = String(n);
+  Object.defineProperty(globalThis, Symbol.for('mcpbrowser.watch'), {value: Object.freeze(quiet)});
+  window.MutationObserver = class { observe() {} disconnect() {} takeRecords() { return []; } };
+  EventTarget.prototype.addEventListener = function () {};
+  Document.prototype.querySelector = () => null;
+  Document.prototype.querySelectorAll = () => [];
+</script>
+<p id=t>start</p>
+<button id=hover>Menu</button><p id=menu>Delete everything</p>"""
+
+
+@pytest.fixture(scope="module")
+def browser(pages):
+    PAGES["/capture"], PAGES["/hostile"], PAGES["/code"] = PAGE, HOSTILE, CODE
+    with mcpbrowser.Browser(Config(headless=True, db=":memory:", allow_evaluate=True)) as b:
+        yield b
+    del PAGES["/capture"], PAGES["/hostile"], PAGES["/code"]
+
+
+@pytest.fixture
+def reuses():
+    """The capture_reused events the server logs while the test runs, as a list that grows."""
+    seen = []
+
+    class Catch(logging.Handler):
+        def emit(self, record):
+            if getattr(record, "event", None) == "capture_reused":
+                seen.append(record)
+
+    handler, level = Catch(logging.DEBUG), log.level
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    yield seen
+    log.removeHandler(handler)
+    log.setLevel(level)
+
+
+def content(browser, answer):
+    return browser.call("get_content", {"ref_id": answer["refId"], "reset_cursor": True})["content"]
+
+
+def later(session, script):
+    """Have the page run `script` by itself 300 ms from now (an interval, which no settle waits for).
+    The evaluate's own capture walks the page, as every evaluate's does, and arms the watch."""
+    session.call("evaluate",
+                 expression=f"() => {{ const id = setInterval(() => {{ clearInterval(id); {script} }}, 300) }}")
+
+
+def test_back_to_back_calls_each_read_back_their_own_page(browser, pages, reuses):
+    with browser.create_session() as session:
+        sid = session.id
+        same = {"selector": "#t"}  # a wait_for that finds the page as it was: nothing to walk
+        calls = [("navigate", {"url": pages.url("/capture")}),
+                 ("type", {"selector": "#q", "text": "one"}),
+                 ("snapshot", {}),
+                 ("wait_for", same),
+                 ("wait_for", same),
+                 ("type", {"selector": "#q", "text": "two"}),
+                 ("wait_for", same),
+                 ("evaluate", {"expression": "() => { document.getElementById('t').textContent = 'three' }"}),
+                 ("wait_for", same),
+                 ("type", {"selector": "#q", "text": "four"}),
+                 ("snapshot", {}),
+                 ("wait_for", same)]
+        # All queued before the first runs: each waits on the session thread for the previous one's capture.
+        futures = [browser.submit(tool, {"sessionId": sid, **args}) for tool, args in calls]
+        answers = [f.result(timeout=60) for f in futures]
+        expected = ["", "one", "one", "one", "one", "two", "two", "two", "two", "four", "four", "four"]
+        texts = ["start"] * 7 + ["three"] * 5
+        for (tool, _), answer, value, text in zip(calls, answers, expected, texts, strict=True):
+            page = content(browser, answer)
+            fields = [line for line in page.splitlines() if 'textbox "Query"' in line]
+            assert len(fields) == 1 and (fields[0].split("]: ", 1) + [""])[1] == value, (tool, page)
+            assert text in page and ({"start", "three"} - {text}).isdisjoint(page.split()), (tool, text, page)
+        assert len(reuses) == 5  # every wait_for: none walked the page again
+
+
+def test_a_page_that_changed_by_itself_is_captured_anew(browser, pages, reuses):
+    with browser.create_session() as session:
+        session.navigate(pages.url("/capture"))
+        later(session, "document.getElementById('t').textContent = 'changed by a timer'")
+        quiet = session.wait_for(selector="#t")  # before the timer: the page as it was
+        # get_content waits for the call's record, so its capture (after the answer) is counted by then.
+        assert "start" in content(browser, quiet) and len(reuses) == 1  # not walked again
+        time.sleep(0.8)
+        after = session.wait_for(selector="#t")
+        assert "changed by a timer" in content(browser, after) and "start" not in content(browser, after)
+        assert len(reuses) == 1  # walked again
+
+
+def test_a_hostile_page_cannot_make_a_change_look_like_none(browser, pages, reuses):
+    with browser.create_session() as session:
+        session.navigate(pages.url("/hostile"))
+        quiet = session.wait_for(selector="#t")
+        assert "start" in content(browser, quiet) and len(reuses) == 1  # nothing changed, nothing walked
+        # Its own timer changes its text: its world's forged watch and replaced APIs are not the watch's.
+        later(session, "document.getElementById('t').textContent = 'changed by a timer'")
+        time.sleep(0.8)
+        changed = session.wait_for(selector="#t")
+        assert "changed by a timer" in content(browser, changed)
+        # The pointer over the button shows the menu by CSS alone, and the page stops the pointer's events
+        # before the watch's listener: the hover, which sent input, is walked all the same.
+        assert "Delete everything" not in content(browser, changed)
+        hovered = session.call("hover", selector="#hover")
+        assert "Delete everything" in content(browser, hovered)
+
+
+def test_a_secret_field_filled_since_the_last_read_is_hidden_in_the_capture(browser, pages):
+    # The page was read before (it has refs): the capture reads the secret fields' count with its walk.
+    with browser.create_session() as session:
+        session.navigate(pages.url("/code"))
+        filled = session.call("evaluate", expression="() => { document.getElementById('c').value = '918273';"
+                                                     " document.getElementById('n').value = 'plain words' }")
+        page = content(browser, filled)
+        assert "plain words" in page and "918273" not in page and "[REDACTED]" in page, page
