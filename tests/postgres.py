@@ -6,11 +6,14 @@ refuses root), with a password of its own that the tests look for where it must 
 
 import glob
 import os
+import queue
 import secrets
+import select
 import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 
@@ -110,3 +113,64 @@ class Postgres:
                 return
             except OSError:
                 time.sleep(0.1)
+
+
+class SlowLink:
+    """A TCP relay in front of the cluster whose answers arrive `delay` seconds late, as over a network: the
+    time a client's work takes through it, in delays, is how many round trips it waited for. Point a URL at
+    `port` (url()) instead of the cluster's."""
+
+    def __init__(self, upstream_port, delay):
+        self.upstream, self.delay = upstream_port, delay
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            server = socket.create_connection(("127.0.0.1", self.upstream))
+            for sock in (client, server):  # as libpq and PostgreSQL do: no Nagle wait on a run of small writes
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            late: queue.SimpleQueue = queue.SimpleQueue()
+            threading.Thread(target=self._pump, args=(client, server, late), daemon=True).start()
+            threading.Thread(target=self._deliver, args=(client, late), daemon=True).start()
+
+    def _pump(self, client, server, late):
+        try:
+            while True:
+                ready, _, _ = select.select([client, server], [], [])
+                for sock in ready:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    if sock is client:
+                        server.sendall(data)
+                    else:
+                        late.put((time.monotonic() + self.delay, data))
+        except OSError:
+            return
+        finally:
+            late.put(None)
+            server.close()
+
+    def _deliver(self, client, late):
+        with client:
+            while (item := late.get()) is not None:
+                wait = item[0] - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                try:
+                    client.sendall(item[1])
+                except OSError:
+                    return
+
+    def url(self, url):
+        """The URL `url` through this relay."""
+        return url.replace(f"127.0.0.1:{self.upstream}/", f"127.0.0.1:{self.port}/")
+
+    def close(self):
+        self._listener.close()

@@ -299,6 +299,76 @@ def test_a_database_server_that_goes_away_pauses_recording_and_its_return_resume
     assert "127.0.0.1" in said and postgres.password not in said  # the URL is in the log, its password not
 
 
+def test_a_database_restarted_while_the_writer_idles_costs_no_write(postgres, caplog):
+    url = postgres.new_database()
+    store = Store(url)
+    insert = "INSERT INTO requests VALUES (?, 's', 'navigate', '{}', 1)"
+    try:
+        store.write(insert, ("before",), ref="before")
+        assert store.flush() and store.fault is None
+        postgres.stop()  # the writer's connection is cut while it has nothing to do
+        postgres.start()
+        store.write(insert, ("after",), ref="after")
+        assert store.flush() and store.fault is None  # it opened another at once, nothing said unrecorded
+        assert {r for (r,) in store.query("SELECT ref_id FROM requests")} == {"before", "after"}
+    finally:
+        store.close()
+    assert "store_fault" not in [getattr(r, "event", None) for r in caplog.records]
+
+
+@pytest.mark.alone
+def test_on_postgresql_a_batch_of_writes_waits_for_one_round_trip_and_one_with_a_page_two(postgres, monkeypatch):
+    import concurrent.futures
+
+    from postgres import SlowLink
+
+    from mcpbrowser.core.history import History
+
+    commits = []
+    real = Store._commit
+
+    def counted(self, conn, writes):
+        commits.append(len(writes))
+        return real(self, conn, writes)
+
+    monkeypatch.setattr(Store, "_commit", counted)
+    link = SlowLink(postgres.port, delay=0.2)  # each round trip the writer waits for: 0.2 s
+    store = Store(link.url(postgres.new_database()))
+    history = History(store)
+    page = "".join(f"- link \"Section {i}\" [ref=e{i}]\n" for i in range(300))
+
+    def waits(write):
+        """How many round trips a flush of `write`'s rows waited for, and in how many batches."""
+        batches, started = len(commits), time.monotonic()
+        write()
+        store.flush()
+        return (time.monotonic() - started) / link.delay, len(commits) - batches
+
+    try:
+        history.session_opened("s", 1, {})
+        store.flush()
+        for n in range(4):
+            trips, batches = waits(lambda n=n: history.request(f"r{n}", "s", "navigate", {"url": f"http://x.test/{n}"}))
+            assert trips < 2 * batches  # BEGIN, the two rows and COMMIT waited for 4
+
+            def answer(n=n):
+                done: concurrent.futures.Future = concurrent.futures.Future()
+                done.set_result({"url": f"http://x.test/{n}", "title": "x"})
+                entry = {"level": "log", "message": "hello", "timestamp": 1, "location": ""}
+                history.response(f"r{n}", done, page + f"- text: {n}\n", [entry, entry], session_id="s")
+                history.save_state("s", {"cookies": [], "origins": []}, f"http://x.test/{n}")
+
+            trips, batches = waits(answer)
+            # which of its pages are stored, then the batch: 2 (it was 9); the first learns the tables' columns
+            assert n == 0 or trips < 3 * batches
+        started = time.monotonic()
+        assert all(history.stored_page(f"r{n}")[1] == (page + f"- text: {n}\n").encode() for n in range(4))
+        assert time.monotonic() - started > 3 * link.delay  # the reads went through the slow link too
+    finally:
+        store.close()
+        link.close()
+
+
 HOLD = """
 import sys, time
 from mcpbrowser.core.history import History

@@ -347,13 +347,16 @@ def test_a_failure_in_the_after_call_work_still_writes_the_calls_record(tmp_path
         core.close()
 
 
-def test_a_statement_that_raises_anything_is_skipped_and_the_writer_goes_on(tmp_path):
+def test_a_statement_that_raises_anything_is_skipped_and_the_writer_goes_on(db_target):
     # A parameter the writer cannot take raised out of its loop and ended the writer thread: every
     # later write was lost and every reader waited for a flush that never came (issue 49).
-    store = Store(str(tmp_path / "h.db"))
+    store = Store(db_target)
     try:
         store.write("INSERT INTO responses (ref_id, status, timestamp, snapshot_hash) VALUES ('bad', 'ok', 1, ?)",
                     (Snapshot(None),))  # its text cannot be encoded: AttributeError, not a sqlite3.Error
+        # A value the driver cannot send: psycopg says so without an SQLSTATE, which was taken for a
+        # database out of reach, the write kept and tried again forever, recording stopped.
+        store.write("INSERT INTO requests VALUES ('odd', 's', 'navigate', ?, 1)", (object(),))
         store.write("INSERT INTO requests VALUES ('kept', 's', 'navigate', '{}', 1)")
         assert store.flush(timeout=5)
         assert store.fault is None
@@ -363,10 +366,10 @@ def test_a_statement_that_raises_anything_is_skipped_and_the_writer_goes_on(tmp_
         store.close()
 
 
-def test_a_lone_surrogate_in_a_row_is_stored_as_a_replacement_not_lost(tmp_path):
+def test_a_lone_surrogate_in_a_row_is_stored_as_a_replacement_not_lost(db_target):
     from mcpbrowser.core.history import History
 
-    store = Store(str(tmp_path / "h.db"))
+    store = Store(db_target)
     try:
         store.write("INSERT INTO requests VALUES ('r', 's', 'click', ?, 1)", ('{"selector":"x\ud800"}',), ref="r")
         store.write("INSERT INTO responses (ref_id, status, timestamp, snapshot_hash) VALUES ('r', 'ok', 1, ?)",

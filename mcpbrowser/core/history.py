@@ -37,7 +37,8 @@ class History:
     def session_opened(self, session_id, created_at, metadata):
         self.store.write("INSERT OR REPLACE INTO sessions (session_id, created_at, last_activity, state, metadata, "
                          "instance) VALUES (?, ?, ?, 'active', ?, ?)",
-                         (session_id, created_at, created_at, json.dumps(metadata), self.store.instance))
+                         (session_id, created_at, created_at, json.dumps({**metadata, "server": self.store.server}),
+                          self.store.instance))
 
     def session_owner(self, session_id):
         """The owner recorded when the session opened, or None (the server's own, or no such session)."""
@@ -55,6 +56,30 @@ class History:
             return None
         state, instance = rows[0]
         return state, bool(instance) and self.store.alive(instance)
+
+    def sessions_elsewhere(self, owner):
+        """The owner's sessions that other servers sharing the history opened and have not closed:
+        [{sessionId, server}], and `resumable` on those whose server is gone (whether a state was saved)."""
+        if self.store.path == ":memory:":
+            return []  # no other server can open it (and its shared cache locks a reader out while the writer writes)
+        # Without waiting for this server's queued writes: the rows read are other servers'.
+        rows = self.store.query("SELECT s.session_id, s.instance, s.metadata, st.session_id IS NOT NULL "
+                                "FROM sessions s LEFT JOIN session_state st ON st.session_id = s.session_id "
+                                "WHERE s.state = 'active' AND s.instance IS NOT NULL AND s.instance != ? "
+                                "ORDER BY s.created_at", (self.store.instance,), flush=False)
+        alive: dict[str, bool] = {}
+        out = []
+        for session_id, instance, metadata, saved in rows:
+            metadata = json.loads(metadata)
+            if metadata.get("owner") != owner:
+                continue
+            if instance not in alive:
+                alive[instance] = self.store.alive(instance)
+            entry = {"sessionId": session_id, "server": metadata.get("server") or instance}
+            if not alive[instance]:
+                entry["resumable"] = bool(saved)
+            out.append(entry)
+        return out
 
     def session_closed(self, session_id, reason, throttle=None):
         """The session ended for `reason`; `throttle`: its throttling then, which resume_session restores."""

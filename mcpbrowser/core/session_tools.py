@@ -3,7 +3,7 @@
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from mcpbrowser import schema
+from mcpbrowser import errors, schema
 from mcpbrowser.errors import BrowserError, BrowserServerError, InvalidParameters, SessionInUse, SessionNotFound
 from mcpbrowser.page_strings import clip
 from mcpbrowser.session import page_reading, throttling
@@ -129,7 +129,17 @@ def list_sessions(core, args, call):
     for session in sessions:
         if browser_mb and "memoryMb" in session:
             session["memoryShare"] = round(min(1.0, session["memoryMb"] / browser_mb), 3)
-    return {"sessions": sessions, "count": len(sessions), **({"endpoints": fleet.health()} if fleet else {})}
+    out = {"sessions": sessions, "count": len(sessions), **({"endpoints": fleet.health()} if fleet else {})}
+    # Servers sharing the history (a SQLite file, PostgreSQL): the caller's sessions that others hold,
+    # or held until they went (resume_session brings those here). A lone server has none, and its
+    # answer stays as it was.
+    try:
+        elsewhere = [s for s in core.history.sessions_elsewhere(call.owner) if s["sessionId"] not in open_ids]
+    except errors.HistoryUnavailable:
+        elsewhere = []  # the database is away: this server's own sessions are still known
+    if elsewhere:
+        out["elsewhere"] = elsewhere
+    return out
 
 
 # Emulation: each option goes to the session's own browser context (so no pooled one).
@@ -222,7 +232,8 @@ TOOLS = [
     CoreTool(
         name="list_sessions",
         title="List browser sessions",
-        description="Open sessions: URL, title, expiry (and endpoints, on remote browsers).",
+        description="Open sessions: URL, title, expiry (and endpoints, on remote browsers; elsewhere: on other "
+                    "servers of a shared history).",
         input_schema=schema.obj({}),
         handler=list_sessions,
         read_only=True,
@@ -243,6 +254,7 @@ TOOLS = [
                 }},
                 "count": {"type": "integer"},
                 "endpoints": {"type": "array", "items": {"type": "object"}},
+                "elsewhere": {"type": "array", "items": {"type": "object"}},
             },
             "required": ["sessions", "count"],
         },

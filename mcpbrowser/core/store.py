@@ -8,11 +8,13 @@ a read sees every write enqueued before it (read-your-writes).
 Blobs are stored exactly as produced; parsing happens only on read.
 """
 
+import contextlib
 import difflib
 import hashlib
 import json
 import os
 import queue
+import socket
 import sqlite3
 import threading
 import time
@@ -219,6 +221,9 @@ class Store:
         """keys: the sealing keys of --db-key-file (the first seals, every one opens); None: the store's own."""
         self._keys = keys
         self.instance = uuid.uuid4().hex  # this server process, as the sessions it opens record it
+        # This server as a person knows it, in the sessions it opens (list_sessions shows it to
+        # another server's clients): --http sets host:port once it listens.
+        self.server = f"{socket.gethostname()} pid {os.getpid()}"
         self._lock_file = None
         self.path = path
         # --db postgresql://…: the history on a database server (core/store_postgres.py); its URL is
@@ -341,9 +346,10 @@ class Store:
             fault = self.fault or {"errorCode": "HISTORY_ERROR", "message": FAULT_TEXT["HISTORY_ERROR"]}
             raise HistoryUnavailable(fault)
 
-    def query(self, sql, params=()):
-        """Rows for a SELECT, after queued writes are committed."""
-        self.flush()
+    def query(self, sql, params=(), flush=True):
+        """Rows for a SELECT, after queued writes are committed (flush=False: without waiting for them)."""
+        if flush:
+            self.flush()
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = self._connect()
@@ -447,13 +453,49 @@ class Store:
     def _commit(self, conn, writes):
         """Run writes in one transaction; True when committed. A statement that is itself wrong
         (a constraint, say) is logged and skipped; a fault of the database rolls back and keeps them."""
-        try:
+        # On PostgreSQL the batch goes out at once (its pipeline): one round trip, where one a
+        # statement cost about 1/25 of SQLite's rate. A statement's own error there aborts the
+        # whole batch, so it is run again a statement at a time, to skip just that one; and a
+        # connection found gone at the first try is opened again once (outside a transaction,
+        # nothing of it ran).
+        together = self.remote
+        reopen = self.remote and conn.is_open
+        while True:
+            try:
+                self._run(conn, writes, together)
+                break
+            except DB_ERRORS as exc:
+                if conn.in_transaction:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except DB_ERRORS:
+                        pass  # the transaction is gone with the failure
+                if together and statement_error(exc):
+                    together = False
+                elif reopen and fault_code(exc) == "HISTORY_UNREACHABLE":
+                    reopen = False
+                else:
+                    self._faulted(exc)
+                    return False
+        if self.fault is not None:
+            log.warning("history recording resumed", extra={"event": "store_recovered",
+                                                            "was": self.fault["errorCode"]})
+            self.fault = None
+        return True
+
+    def _run(self, conn, writes, together):
+        """The writes in one transaction (together: sent at once); raises the database's error."""
+        with conn.together() if together else contextlib.nullcontext():
             conn.execute("BEGIN IMMEDIATE")
+            # In the transaction: on SQLite, under its write lock, so that no other server prunes a
+            # page between this read and the rows that name it. Together, this read is the one wait
+            # before the end's.
+            known = self._stored(conn, writes)
             for item in writes:
                 try:
-                    self._execute(conn, item)
+                    self._execute(conn, item, known)
                 except DB_ERRORS as exc:
-                    if not statement_error(exc):
+                    if together or not statement_error(exc):
                         raise
                     # A statement that is itself wrong: one bad row must not lose the batch.
                     log.error("history write failed", extra={"event": "store_error", "error": str(exc)})
@@ -465,37 +507,19 @@ class Store:
                 conn.execute("INSERT INTO schema_version (version) VALUES (0)")
                 conn.execute("DELETE FROM schema_version WHERE version = 0")
             conn.execute("COMMIT")
-        except DB_ERRORS as exc:
-            if conn.in_transaction:
-                try:
-                    conn.execute("ROLLBACK")
-                except DB_ERRORS:
-                    pass  # the transaction is gone with the failure
-            self._faulted(exc)
-            return False
-        if self.fault is not None:
-            log.warning("history recording resumed", extra={"event": "store_recovered",
-                                                            "was": self.fault["errorCode"]})
-            self.fault = None
-        return True
 
-    def _execute(self, conn, item):
+    def _execute(self, conn, item, known):
         try:
-            conn.execute(item.sql, self._params(conn, item.params))
+            conn.execute(item.sql, self._params(conn, item.params, known))
         except UnicodeEncodeError:
             # A lone surrogate in page text that reached us uncleaned: stored as U+FFFD, not lost.
-            conn.execute(item.sql, self._params(conn, valid_text(item.params)))
+            conn.execute(item.sql, self._params(conn, valid_text(item.params), known))
 
-    def _params(self, conn, params):
-        return tuple(self._snapshot(conn, p) if isinstance(p, Snapshot) else p for p in params)
+    def _params(self, conn, params, known):
+        return tuple(self._snapshot(conn, p, known) if isinstance(p, Snapshot) else p for p in params)
 
-    def _snapshot(self, conn, snap):
-        """Store a page snapshot once by hash, compressed; the hash names it in the row.
-
-        Most of a page is the same after a click or a typed word: a snapshot is stored as
-        its changes against the session's last snapshot stored whole, when that takes under
-        half the room (never a change of a change, so a read needs two rows at most).
-        """
+    @staticmethod
+    def _hash(snap):
         if snap.hash is None:
             try:
                 raw = snap.text.encode()
@@ -503,22 +527,51 @@ class Store:
                 snap.text = valid_text(snap.text)
                 raw = snap.text.encode()
             snap.hash = hashlib.sha256(raw).hexdigest()
-            if not conn.execute("SELECT 1 FROM snapshots WHERE hash = ?", (snap.hash,)).fetchone():
-                snap.whole = zlib.compress(raw, ZLIB_LEVEL)
-                base = self._bases.get(snap.session) if snap.session else None
-                if base is not None:
-                    delta = zlib.compress(snapshot_delta(base[1], snap.text), ZLIB_LEVEL)
-                    if len(delta) * 2 < len(snap.whole):
-                        snap.delta = (delta, base[0])
+        return snap.hash
+
+    def _stored(self, conn, writes):
+        """{hash: stored whole} of the batch's pages and of the bases a change would use: one read for the batch."""
+        hashes = set()
+        for snap in (p for w in writes for p in w.params if isinstance(p, Snapshot)):
+            try:
+                hashes.add(self._hash(snap))
+            except Exception:
+                continue  # its write fails when run, and is skipped there
+            base = self._bases.get(snap.session) if snap.session else None
+            if base is not None:
+                hashes.add(base[0])
+        if not hashes:
+            return {}
+        rows = conn.execute(f"SELECT hash, base IS NULL FROM snapshots WHERE hash IN ({', '.join('?' * len(hashes))})",
+                            tuple(hashes)).fetchall()
+        return {digest: bool(whole) for digest, whole in rows}
+
+    def _snapshot(self, conn, snap, known):
+        """Store a page snapshot once by hash, compressed; the hash names it in the row.
+
+        Most of a page is the same after a click or a typed word: a snapshot is stored as
+        its changes against the session's last snapshot stored whole, when that takes under
+        half the room (never a change of a change, so a read needs two rows at most).
+        `known`: which pages are stored ({hash: whole}), read once for the batch (_stored).
+        """
+        self._hash(snap)
+        if snap.whole is None and snap.hash not in known:
+            snap.whole = zlib.compress(snap.text.encode(), ZLIB_LEVEL)
+            base = self._bases.get(snap.session) if snap.session else None
+            if base is not None:
+                delta = zlib.compress(snapshot_delta(base[1], snap.text), ZLIB_LEVEL)
+                if len(delta) * 2 < len(snap.whole):
+                    snap.delta = (delta, base[0])
         if snap.whole is None:
             return snap.hash
         size = len(snap.text.encode())
-        if snap.delta is not None and conn.execute("SELECT 1 FROM snapshots WHERE hash = ? AND base IS NULL",
-                                                   (snap.delta[1],)).fetchone():
+        if snap.delta is not None and known.get(snap.delta[1]):
             conn.execute("INSERT OR IGNORE INTO snapshots VALUES (?, ?, ?, ?)", (snap.hash, snap.delta[0], size,
                                                                                 snap.delta[1]))
+            known[snap.hash] = False
         else:
             conn.execute("INSERT OR IGNORE INTO snapshots VALUES (?, ?, ?, NULL)", (snap.hash, snap.whole, size))
+            known[snap.hash] = True
             if snap.session:
                 self._bases[snap.session] = (snap.hash, snap.text)
                 while len(self._bases) > BASES_KEPT:

@@ -10,6 +10,10 @@ insertion order (`requests`, `diff_cursors`) get an identity column named `rowid
 SQLite's `json_set`, `json_remove` and `json` are defined as SQL functions for the
 `'$.name'` paths the history uses.
 
+Writes: the store's writer sends a batch at once, in psycopg's pipeline mode (`together`),
+so a batch waits for one round trip, not one a statement; a statement's own error aborts
+the batch there, and the writer runs it again a statement at a time, each under a savepoint.
+
 Errors: every psycopg error becomes a `StoreError` carrying the store's fault code, so
 nothing of psycopg's leaves the store. A connection that broke is opened again on its
 next statement (the writer takes its instance lock again first).
@@ -22,6 +26,7 @@ its lock is held; no clock, no heartbeat, no table to sweep. Advisory locks are 
 database, so servers share a registry exactly when they share a history.
 """
 
+import contextlib
 import functools
 import hashlib
 import re
@@ -74,6 +79,8 @@ class StoreError(Exception):
 def _fault(exc):
     """(fault code, statement's own) of a psycopg error, from its SQLSTATE."""
     state = getattr(exc, "sqlstate", None) or ""
+    if not state and not _on_the_wire(exc):
+        return "HISTORY_ERROR", True  # refused on this side (a value it cannot send): the statement's own
     if not state or state[:2] == "08" or state[:3] == "57P":
         return "HISTORY_UNREACHABLE", False  # no connection, or the server shutting down
     if state == "53100":
@@ -87,6 +94,13 @@ def _fault(exc):
     if state[:2] in ("22", "23", "42"):
         return "HISTORY_ERROR", True
     return "HISTORY_ERROR", False
+
+
+def _on_the_wire(exc):
+    """Whether an error without an SQLSTATE came from the connection (not from psycopg refusing a value)."""
+    import psycopg
+
+    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
 
 
 def _ddl(sql):
@@ -106,6 +120,7 @@ class Connection:
     def __init__(self, url, instance=None):
         self.url, self.instance = url, instance  # instance: this connection holds the server's lock
         self._conn: Any = None
+        self._together = False  # in together(): statements are queued, their errors raised at its end
         self._columns: dict[str, list[str]] = {}
 
     def _open(self):
@@ -128,6 +143,26 @@ class Connection:
                 raise _store_error(exc, self.url) from None
 
     @property
+    def is_open(self):
+        return self._conn is not None and not self._conn.closed
+
+    @contextlib.contextmanager
+    def together(self):
+        """Statements run within go out at once, their results read at its end (psycopg's pipeline):
+        one round trip. Any error, a statement's own or the database's, is raised by then, as a StoreError."""
+        self._ready()
+        self._together = True
+        try:
+            with self._conn.pipeline():
+                yield
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise _store_error(exc, self.url) from None
+        finally:
+            self._together = False
+
+    @property
     def in_transaction(self):
         from psycopg.pq import TransactionStatus
 
@@ -136,6 +171,8 @@ class Connection:
 
     def execute(self, sql, params=()):
         """Run one statement: a cursor with fetchone, fetchall and rowcount. Raises StoreError."""
+        if self._together:
+            return self._execute(sql, params)
         stale = self._conn is not None and not self.in_transaction
         try:
             return self._execute(sql, params)
@@ -151,7 +188,8 @@ class Connection:
     def _execute(self, sql, params):
         self._ready()
         text = self._translate(sql)
-        savepoint = self.in_transaction and not text.lstrip().upper().startswith(("COMMIT", "ROLLBACK", "SELECT"))
+        savepoint = not self._together and self.in_transaction and \
+            not text.lstrip().upper().startswith(("COMMIT", "ROLLBACK", "SELECT"))
         try:
             if not savepoint:
                 return self._conn.execute(text, tuple(params))
@@ -165,9 +203,11 @@ class Connection:
             cursor.execute(f"SAVEPOINT one; {text}; RELEASE SAVEPOINT one", tuple(params))
             cursor.nextset()  # the statement's own result: its rowcount
             return cursor
+        except UnicodeEncodeError:
+            raise  # a lone surrogate, refused before sending: the store sends it again as U+FFFD
         except Exception as exc:
             error = _store_error(exc, self.url)
-            if savepoint and error.statement:
+            if savepoint and error.statement and getattr(exc, "sqlstate", None):  # the savepoint was sent
                 try:
                     self._conn.execute("ROLLBACK TO SAVEPOINT one")
                 except Exception:

@@ -26,6 +26,7 @@ queue; session threads and core pool threads `send` into those queues.
 import hmac
 import queue
 import secrets
+import socket
 import threading
 import time
 from typing import Any
@@ -556,6 +557,9 @@ def serve(app, address, done, threads, limits):
                                       ident="mcpbrowser", clear_untrusted_proxy_headers=True,
                                       **_view_proxy(app))
     bound = listeners[0].effective_host, listeners[0].effective_port
+    # Servers sharing a history name each other to their clients (list_sessions) by where they listen.
+    shown_host = socket.gethostname() if bound[0] in ("0.0.0.0", "::") else bound[0]
+    app.core.store.server = f"[{shown_host}]:{bound[1]}" if ":" in shown_host else f"{shown_host}:{bound[1]}"
     log.info("serving MCP over HTTP", extra={"event": "http_serving",
                                              "url": f"http://{bound[0]}:{bound[1]}{app.path}"})
     if app.view is not None:
