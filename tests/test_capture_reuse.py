@@ -79,10 +79,12 @@ def content(browser, answer):
 
 
 def later(session, script):
-    """Have the page run `script` by itself 300 ms from now (an interval, which no settle waits for).
-    The evaluate's own capture walks the page, as every evaluate's does, and arms the watch."""
+    """Have the page run `script` by itself 1.5 s from now (an interval, which no settle waits for).
+    The evaluate's own capture walks the page, as every evaluate's does, and arms the watch. 1.5 s, not
+    300 ms: the next call and its capture must come before the change, and on a loaded 2-core machine
+    (the suite's parallel run) they took longer than 300 ms."""
     session.call("evaluate",
-                 expression=f"() => {{ const id = setInterval(() => {{ clearInterval(id); {script} }}, 300) }}")
+                 expression=f"() => {{ const id = setInterval(() => {{ clearInterval(id); {script} }}, 1500) }}")
 
 
 def test_back_to_back_calls_each_read_back_their_own_page(browser, pages, reuses):
@@ -121,7 +123,7 @@ def test_a_page_that_changed_by_itself_is_captured_anew(browser, pages, reuses):
         quiet = session.wait_for(selector="#t")  # before the timer: the page as it was
         # get_content waits for the call's record, so its capture (after the answer) is counted by then.
         assert "start" in content(browser, quiet) and len(reuses) == 1  # not walked again
-        time.sleep(0.8)
+        time.sleep(1.8)
         after = session.wait_for(selector="#t")
         assert "changed by a timer" in content(browser, after) and "start" not in content(browser, after)
         assert len(reuses) == 1  # walked again
@@ -134,7 +136,7 @@ def test_a_hostile_page_cannot_make_a_change_look_like_none(browser, pages, reus
         assert "start" in content(browser, quiet) and len(reuses) == 1  # nothing changed, nothing walked
         # Its own timer changes its text: its world's forged watch and replaced APIs are not the watch's.
         later(session, "document.getElementById('t').textContent = 'changed by a timer'")
-        time.sleep(0.8)
+        time.sleep(1.8)
         changed = session.wait_for(selector="#t")
         assert "changed by a timer" in content(browser, changed)
         # The pointer over the button shows the menu by CSS alone, and the page stops the pointer's events

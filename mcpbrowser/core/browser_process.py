@@ -196,17 +196,21 @@ class SharedBrowser:
         )
         found = threading.Event()
         threading.Thread(target=self._read_endpoint, args=(found,), name="browser-stdout", daemon=True).start()
-        threading.Thread(target=self._drain_stderr, name="browser-stderr", daemon=True).start()
+        stderr_reader = threading.Thread(target=self._drain_stderr, name="browser-stderr", daemon=True)
+        stderr_reader.start()
         deadline = time.monotonic() + timeout
         while not found.wait(0.1) and time.monotonic() < deadline:
             if abort is not None and abort.is_set():
                 self.stop(0)
                 raise BrowserError("The server is shutting down.")
         if self.ws_endpoint is None:
-            try:  # let a launcher that failed finish writing why
+            try:  # let a launcher that failed finish writing why, and its reader take it all in
                 self.process.wait(2)
             except subprocess.TimeoutExpired:
                 pass
+            # The reader may not have read the last lines yet (on a loaded machine it had not, and the
+            # message said "no output" instead of how to install the browser): it ends at the pipe's end.
+            stderr_reader.join(2)
             self.stop()
             raise BrowserError(self._failure_message())
         log.info("browser started", extra={"event": "browser_started", "pid": self.process.pid,
