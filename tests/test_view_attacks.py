@@ -181,6 +181,9 @@ def test_a_password_typed_key_by_key_is_nowhere(served, site, agents, alice_sess
     assert_nowhere(served, answers, password)
 
 
+# Run alone: on saturated cores (six test workers, ci-6) this race went the other way once; the
+# cause is open (see the closing note of 2026-11-26), the test stays as it is.
+@pytest.mark.alone
 def test_a_password_typed_in_one_run_is_nowhere_in_its_url_form_nor_its_prefixes(served, site, agents,
                                                                                   alice_session):
     password = "Zq7$" + str(int(time.time() * 1000))[-8:] + " p@ss!"
@@ -281,6 +284,9 @@ def test_guessing_tokens_at_the_sign_in_is_slowed_down(tmp_path):
 
 # -- take-over races ---------------------------------------------------------------------------------------------
 
+# Run alone: on saturated cores (six test workers, ci-6) this race went the other way once; the
+# cause is open (see the closing note of 2026-11-26), the test stays as it is.
+@pytest.mark.alone
 def test_an_agent_call_queued_before_the_take_over_does_not_act_after_it(served, site, agents, alice_session):
     alice, _ = agents
     alice.tool("navigate", sessionId=alice_session, url=site.url + "/login")
