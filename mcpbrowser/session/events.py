@@ -125,8 +125,10 @@ class EventBuffers:
         # "network" log (the log resources' watch, resources/watch.py, tells its subscribers).
         self.on_log: Callable[[str], None] | None = None
         # Prefixes of a secret being typed key by key (snapshots.typing_key_by_key): scrubbed from each
-        # console and network entry as it arrives, until the session's next call clears them.
+        # console and network entry as it arrives, until a call starts HIDDEN_FOR_S after the typing
+        # ended (state.running): a page's echo of the last keys may come during the next call.
         self.hidden: tuple[str, ...] = ()
+        self.hidden_until = 0.0  # time.monotonic()
 
     def listen(self, context: Any) -> None:
         context.add_init_script(script=CONSOLE_GUARD)

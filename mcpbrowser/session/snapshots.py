@@ -7,6 +7,7 @@ are scrubbed from all output.
 
 import itertools
 import re
+import time
 
 from mcpbrowser import snapshot_text
 from mcpbrowser.logs import log
@@ -33,6 +34,8 @@ _ARMINGS = itertools.count(1)  # the page watch's tokens (see page_watch.arm)
 # goes on in the page after any timeout, so the agent's next click would wait behind it and the
 # page would look hung. Such a call's history has no snapshot; the agent's own snapshot still walks it.
 HUGE_ELEMENTS = 15_000
+# How long the prefixes of a secret typed key by key stay hidden from the logs after the typing (see typing_key_by_key).
+HIDDEN_FOR_S = 10.0
 
 
 def capture_snapshot(state):
@@ -208,6 +211,10 @@ def typing_key_by_key(state, text):
     prefixes = [text[:n] for n in range(MIN_SCRUBBED, len(text) + 1)]
     hold(state, prefixes)
     state.events.hidden = tuple(sorted(prefixes, key=len, reverse=True))
+    # Kept past this call: on loaded cores a page's console echo of the last keys came during the next
+    # call (the person's Enter), after a clearing at each call's start had let a prefix through (ci-6).
+    # Not for the session's life: a password's 4-letter prefix ("pass") would blank that word in every log.
+    state.events.hidden_until = time.monotonic() + HIDDEN_FOR_S
 
 
 def learn_secrets(state, values):

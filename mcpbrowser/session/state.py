@@ -249,7 +249,8 @@ class SessionState(Acting):
         """The page-side state around one call (core/dispatch.py's run_on_session): its secret marked
         before it, its progress heard while it runs, the snapshots it held released after it."""
         snapshots.before_call(self, tool)
-        self.events.hidden = ()  # a secret typed key by key in an earlier call: its late entries came by now
+        if time.monotonic() >= self.events.hidden_until:
+            self.events.hidden = ()  # a secret typed key by key in an earlier call: its late entries came by now
         self.elements_counted = None
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
             snapshots.mark_secret(self, args["text"])
