@@ -142,11 +142,7 @@ def test_a_stuck_command_is_answered_and_its_session_thread_replaced(pages):
         # The old thread and its driver are gone, not leaked.
         assert wait_for(lambda: _threads(pid) <= threads, 5), (_threads(pid), threads)
         assert wait_for(lambda: not any(alive(d) for d in drivers), 5)
-        replaced = events(c, "session_thread_replaced")[0]
-        assert replaced["driver_killed"] is True
-        # The log says where the thread waited, so a hang nobody expected can be found from the log alone.
-        where = replaced["stuck_at"]
-        assert any(w.startswith("acting.py:") and w.endswith(" act") for w in where), where
+        assert events(c, "session_thread_replaced")[0]["driver_killed"] is True
     finally:
         c.close()
 

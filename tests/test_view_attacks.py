@@ -306,8 +306,8 @@ def test_guessing_tokens_at_the_sign_in_is_slowed_down(tmp_path):
 # -- take-over races ---------------------------------------------------------------------------------------------
 
 # The call that holds the session is a 3 s wait, not a navigation to a page that answers in 3 s: in one
-# CI run that navigation hung past its own 30 s timeout until the watchdog's 60 s (the cause is open;
-# the watchdog now logs where a stuck thread waits, `stuck_at`), which said nothing about the take-over.
+# CI run that navigation hung past its own 30 s timeout until the watchdog's 60 s (the cause is open, in
+# the closing note of 2026-11-27), which said nothing about the take-over.
 def test_an_agent_call_queued_before_the_take_over_does_not_act_after_it(served, site, agents, alice_session):
     alice, _ = agents
     alice.tool("navigate", sessionId=alice_session, url=site.url + "/login")

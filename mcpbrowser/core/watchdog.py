@@ -88,8 +88,6 @@ class Watchdog:
             fut.set_exception(error)
         except InvalidStateError:
             pass  # it finished just now; the session still moves to the fresh thread
-        # Where the stuck thread waits, read before its driver is killed: the log says which of our waits had no bound.
-        where = old.waits_at()
         new.start()
         old.stop(error)
         if old.driver_pid:
@@ -99,4 +97,4 @@ class Watchdog:
                 pass
         log.error("command stuck: session thread replaced", extra={
             "event": "session_thread_replaced", "session": session_id, "tool": call.tool if call else None,
-            "budget_s": round(budget), "driver_killed": bool(old.driver_pid), "stuck_at": where})
+            "budget_s": round(budget), "driver_killed": bool(old.driver_pid)})

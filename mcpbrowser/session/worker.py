@@ -9,10 +9,8 @@ no command can kill the loop.
 """
 
 import queue
-import sys
 import threading
 import time
-import traceback
 from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
@@ -76,7 +74,6 @@ class SessionWorker:
         # Its state's EventBuffers (set by the state as it opens): their numbered logs may be read from
         # any thread (see events.py), so a log resource is read even while a call runs.
         self.events: Any = None
-        self._greenlet: Any = None  # the session thread's main greenlet, once it runs (waits_at)
         self._thread = threading.Thread(target=self._run, name=f"session-{session_id[:8]}", daemon=True)
 
     # -- ANY THREAD ------------------------------------------------------------
@@ -151,19 +148,6 @@ class SessionWorker:
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
-    def waits_at(self, depth=12):
-        """ANY THREAD (the watchdog's): where the session thread's own code waits now, innermost last,
-        as 'file:line function' (no values: a frame's may hold what a page or agent sent).
-
-        Playwright's sync API runs its event loop in a greenlet of its own, so the thread's current
-        frame is that loop's; our code's frames are the thread's main greenlet, suspended.
-        """
-        main = self._greenlet
-        frame = main.gr_frame if main is not None and main.gr_frame is not None else \
-            sys._current_frames().get(self._thread.ident or -1)
-        return [f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}"
-                for f in traceback.extract_stack(frame)[-depth:]] if frame is not None else []
-
     @property
     def alive(self):
         return self._thread.is_alive()
@@ -171,9 +155,6 @@ class SessionWorker:
     # -- SESSION THREAD ----------------------------------------------------------
 
     def _run(self):
-        import greenlet  # Playwright's own dependency; here, so the thread logic's unit tests need no browser
-
-        self._greenlet = greenlet.getcurrent()
         try:
             state = self._opener(self)
         except BaseException as exc:  # the creator waits on `ready`; it must hear why
