@@ -11,7 +11,7 @@ from fakes import FakeTimer
 from test_mcp_kernel import Wire
 
 from mcpbrowser.config import Config
-from mcpbrowser.core import dispatch
+from mcpbrowser.core import on_session
 from mcpbrowser.core.call import Call, Embedder
 from mcpbrowser.core.dispatch import Dispatcher
 from mcpbrowser.core.user_channel import UserChannel
@@ -160,7 +160,7 @@ def run(d, state, made, name="act"):
 def captured(monkeypatch):
     """The page captures the path makes (each a whole-page walk), counted."""
     made = []
-    monkeypatch.setattr(dispatch.snapshots, "capture_snapshot", lambda state: made.append(1) or "- page")
+    monkeypatch.setattr(on_session.snapshots, "capture_snapshot", lambda state: made.append(1) or "- page")
     return made
 
 
