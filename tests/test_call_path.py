@@ -1,5 +1,5 @@
-"""The call's one path on its session (core/dispatch.py `Dispatcher.run_on_session`), with injected fakes:
-capture decided once, each failure class annotated once, the unknown tool one code. No browser."""
+"""The call's one path on its session (core/on_session.py `OnSession.run`, queued by core/dispatch.py),
+with injected fakes: capture decided once, each failure class annotated once, the unknown tool one code. No browser."""
 
 import contextlib
 import json
@@ -11,7 +11,7 @@ from fakes import FakeTimer
 from test_mcp_kernel import Wire
 
 from mcpbrowser.config import Config
-from mcpbrowser.core import dispatch
+from mcpbrowser.core import on_session
 from mcpbrowser.core.call import Call, Embedder
 from mcpbrowser.core.dispatch import Dispatcher
 from mcpbrowser.core.user_channel import UserChannel
@@ -149,10 +149,10 @@ def run(d, state, made, name="act"):
     """The call on its session, then the after-answer work, as the worker runs them."""
     fut: Future = Future()
     try:
-        fut.set_result(d.run_on_session(state, d.tools[name], {"sessionId": "s1"}, made))
+        fut.set_result(d.on_session.run(state, d.tools[name], {"sessionId": "s1"}, made))
     except BrowserServerError as exc:
         fut.set_exception(exc)
-    d._after_answer(state, fut, made)
+    d.on_session.after_answer(state, fut, made)
     return fut
 
 
@@ -160,7 +160,7 @@ def run(d, state, made, name="act"):
 def captured(monkeypatch):
     """The page captures the path makes (each a whole-page walk), counted."""
     made = []
-    monkeypatch.setattr(dispatch.snapshots, "capture_snapshot", lambda state: made.append(1) or "- page")
+    monkeypatch.setattr(on_session.snapshots, "capture_snapshot", lambda state: made.append(1) or "- page")
     return made
 
 

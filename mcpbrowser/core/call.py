@@ -130,7 +130,7 @@ class Call:
         self.tool = tool
         self.session_id = session_id
         self.caller = caller
-        self.capture = capture  # the page it leaves is stored: decided for good by Dispatcher.run_on_session
+        self.capture = capture  # the page it leaves is stored: decided for good by OnSession.run (core/on_session.py)
         self.inline = inline    # --response-mode full: the snapshot goes into the answer too
         self.capture_after = False  # the page is captured after the answer went out (decided with capture)
         self.console: list[dict[str, Any]] | None = None

@@ -51,7 +51,7 @@ def capture_snapshot(state):
     if held is not None and held[0] is not state.page:
         held = None
     try:  # a dialog that opens meanwhile, or a page that hangs, ends the capture, not the session thread's wait
-        # The count this call's settle or title read had (run_on_session decided on it before the answer): no round
+        # The count this call's settle or title read had (OnSession.run decided on it before the answer): no round
         # trip of its own. A page that grew past HUGE_ELEMENTS since, within the call, is walked once more.
         if too_large(state, state.elements_counted):
             return None

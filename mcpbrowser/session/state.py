@@ -246,7 +246,7 @@ class SessionState(Acting):
 
     @contextmanager
     def running(self, tool, call, args):
-        """The page-side state around one call (core/dispatch.py's run_on_session): its secret marked
+        """The page-side state around one call (core/on_session.py's OnSession.run): its secret marked
         before it, its progress heard while it runs, the snapshots it held released after it."""
         snapshots.before_call(self, tool)
         if time.monotonic() >= self.events.hidden_until:

@@ -1,0 +1,102 @@
+"""SESSION THREAD: the whole life of one call on its session, after core/dispatch.py queued it.
+
+The session thread takes the call from its worker's queue (session/worker.py) and runs `OnSession.run`:
+the person's hold checked again (a call queued before a take-over), the tool's page-side work
+(session/state.py's `running` and `run_tool`), then, each decided once here, what a failure means
+(the server stopping, the browser lost, a login wall and its cooldown, the tool's own), whether the
+page it left is stored, and the answer's notes. `after_answer` runs once the answer went out: the
+capture decided before it, the call's rows, the files it named, the session's memory.
+"""
+
+from concurrent.futures import Future
+from typing import Any
+
+from mcpbrowser.core.call import Call
+from mcpbrowser.core.recorder import Recorder
+from mcpbrowser.core.registry import SessionRegistry
+from mcpbrowser.core.user_channel import UserChannel
+from mcpbrowser.errors import BrowserServerError, SessionHeldByPerson, as_server_error
+from mcpbrowser.redaction import scrub_value
+from mcpbrowser.session import page_reading, snapshots
+from mcpbrowser.session.acting import COUNT_BEFORE_ANSWER_S
+from mcpbrowser.session.state import SessionState
+
+
+class OnSession:
+    """A call's life on its session thread; one per Dispatcher, shared by every session's thread."""
+
+    def __init__(self, registry: SessionRegistry, recorder: Recorder, user: UserChannel, core: Any) -> None:
+        self._registry, self._recorder, self._user = registry, recorder, user
+        self._core = core  # its supervisor (a browser lost), files and session memory
+
+    def run(self, state: SessionState, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:
+        """The whole life of a call on its session: the tool's page-side work, then, each decided once
+        here, what a failure means, whether the page it left is stored, and the answer's notes."""
+        held = state.worker.held_by
+        if held is not None and not (tool.read_only or tool.during_cooldown):
+            # Queued before a person took the session over (the view), its turn came after: it must not act.
+            raise call.annotate_error(SessionHeldByPerson(session_id=state.session_id, details={"heldBy": held}))
+        call.ran = True
+        failure = None
+        try:
+            with state.running(tool, call, args):
+                result = scrub_value(state.run_tool(tool, args), state.secrets)
+        except Exception as exc:
+            failure = as_server_error(state.dismissals_told(exc))
+        finally:
+            call.console = state.events.take_console()
+            call.flush_request()  # a tool that may carry a secret is recorded once that is known
+            if call.secret and isinstance(args.get("text"), str):
+                state.withheld.add(args["text"])
+        if failure is not None:
+            raise call.annotate_error(self._what_failed(state, tool, call, failure)) from None
+        self._decide_capture(state, call, result)
+        if not tool.waits_for_person:
+            return call.annotate(result)
+        self._user.user_finished(state.session_id, call)
+        return self._user.with_view(state.session_id, call.annotate(result))
+
+    def _what_failed(self, state: SessionState, tool: Any, call: Call,
+                     error: BrowserServerError) -> BrowserServerError:
+        """A failure on a session, classified: the server stopping, the browser lost, a login wall
+        (which starts the cooldown), or the tool's own error."""
+        if self._registry.closed:
+            # The server is stopping and takes the browser down with it: that is no
+            # crash, and no resume_session can reach this server any more.
+            return self._registry.stopping_error(state.session_id)
+        if page_reading.browser_gone(state):
+            self._core.supervisor.browser_gone(state.worker, str(error))
+            return self._registry.session_lost(state)
+        failure = self._user.login_failure(state, tool.name, error, call)
+        return self._user.with_view(state.session_id, failure) if tool.waits_for_person else failure
+
+    @staticmethod
+    def _decide_capture(state: SessionState, call: Call, result: dict[str, Any]) -> None:
+        """Whether the page the call left is stored (the answer's meta.hasSnapshot says so): now, into
+        the answer (--response-mode full), or after the answer (`call.capture_after`)."""
+        if state.dialog is not None:
+            call.capture = False  # no script runs behind a dialog: nothing to store, and meta must not promise it
+        if call.capture and call.inline and "snapshot" not in result:
+            call.snapshot = snapshots.capture_snapshot(state)
+            result["snapshot"] = call.snapshot
+            call.capture = call.snapshot is not None
+        elif call.capture and call.snapshot is None and snapshots.too_large(state, state.elements_counted,
+                                                                             COUNT_BEFORE_ANSWER_S):
+            # The count rides on the settle's evaluation or the title's read (page_reading.loaded_title);
+            # else it costs a round trip (~1 ms). A page too busy to answer it within
+            # COUNT_BEFORE_ANSWER_S is not captured either.
+            call.capture = False
+        call.capture_after = call.capture and not call.inline and call.snapshot is None
+
+    # once the answer went out
+    def after_answer(self, state: SessionState, fut: Future, call: Call) -> None:
+        """The capture decided before the answer, the call's rows, the files it named, the session's memory."""
+        succeeded = not fut.cancelled() and fut.exception() is None
+        try:
+            if succeeded and call.capture_after:
+                call.snapshot = snapshots.capture_snapshot(state)
+        finally:  # whatever the capture met, the answer promised a record (meta.recorded): it is written
+            self._recorder.after_call(state, fut, call)
+        if succeeded:
+            self._core.files.remember(call.session_id, call.tool, fut.result())
+        self._core.session_memory.after_call(state)
