@@ -17,10 +17,13 @@ fi
 # processes, each with its own browsers and page server, take whole modules (a module's
 # server is shared by its tests), the longest first (tests/conftest.py). Both runs always run,
 # so one failure does not hide another.
+# Each run has 25 minutes (it takes 8-10): when a worker process dies, pytest-xdist's loadfile
+# scheduler can wait for it forever, and CI would only stop at its own limit, saying nothing.
 status=0
-.venv/bin/python -m pytest -n "${TEST_WORKERS:-4}" --dist loadfile --no-loadscope-reorder -m "not alone" \
-  --durations=25 || status=$?
-.venv/bin/python -m pytest -m alone --durations=10 || status=$?
+timeout -k 30 1500 .venv/bin/python -m pytest -n "${TEST_WORKERS:-4}" --dist loadfile --no-loadscope-reorder \
+  -m "not alone" --durations=25 || status=$?
+timeout -k 30 1500 .venv/bin/python -m pytest -m alone --durations=10 || status=$?
+[ "$status" != 124 ] || echo "scripts/test.sh: a pytest run passed its 25 minutes and was stopped" >&2
 [ "$status" = 0 ] || exit "$status"
 
 # tox finds interpreters as python3.X on PATH. pyenv keeps them in per-version
