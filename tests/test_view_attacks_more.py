@@ -44,7 +44,12 @@ KEYS = ("<!doctype html><title>Keys</title><input id=p autofocus><script>"
 # A state logger: the form's state as JSON after each key.
 STATE = ("<!doctype html><title>State</title><input id=p autofocus><script>"
          "p.addEventListener('input', e => console.log('state:' + JSON.stringify({v: e.target.value})))</script>")
-PAGES = {"/state": STATE, "/keys": KEYS, "/form": FORM, "/suggest": SUGGEST, "/listed": LISTED, "/late2": LATE2}
+# Shows the field's text in the tab's title, each key's a little later (300 ms a key).
+TITLED = ("<!doctype html><title>Titled</title><input id=p autofocus><script>"
+          "p.addEventListener('input', e => { const v = e.target.value;"
+          " setTimeout(() => { document.title = 'title:' + v; }, 500 + 300 * v.length); })</script>")
+PAGES = {"/titled": TITLED, "/state": STATE, "/keys": KEYS, "/form": FORM, "/suggest": SUGGEST, "/listed": LISTED,
+         "/late2": LATE2}
 
 
 class Pages:
@@ -366,3 +371,25 @@ def test_a_password_with_a_quote_logged_as_json_per_key_shows_no_prefix(served, 
     assert len(states) >= len(password) - 1  # each key was logged (positive control)
     shown = [json.loads(text)["v"] for text in states if text.startswith('{"v":') and text.endswith('"}')]
     assert [v for v in shown if len(v) >= 4 and password.startswith(v)] == []
+
+
+# The title is no log: the hidden prefixes do not reach it, and the agent reads it in list_sessions while it moves.
+@pytest.mark.xfail(strict=True, reason="hole: a title that follows the field a little late shows the password's "
+                   "prefixes in list_sessions/snapshot (only the console and network logs hide them)")
+def test_a_title_following_the_field_late_shows_no_prefix(served, pages, agents, alice_session):
+    alice, _ = agents
+    sid = alice_session
+    alice.tool("navigate", sessionId=sid, url=pages.url + "/titled")
+    password = "Tt" + stamp() + "k"
+    ann = person(served, ALICE)
+    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
+    act(ann, sid, typed(password))
+    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
+    seen = []
+    until = time.monotonic() + 0.5 + 0.3 * len(password) + 1.5
+    while time.monotonic() < until:
+        seen.append(json.dumps(alice.tool("list_sessions")))
+        seen.append(json.dumps(alice.tool("snapshot", sessionId=sid)))
+    titles = "".join(seen).encode()
+    assert titles.count(b"title:") >= 10  # the agent saw the title move (positive control)
+    assert leaks(titles, password) == []
