@@ -1,0 +1,395 @@
+"""More attacks on the live view's typed secrets (issue 53's outside review, after b603614).
+
+Reuses test_view_attacks' real server, clients and person. A second small site of this module's own serves
+honest pages that echo what is typed in other ways: a URL per key, a DOM list, a late echo. Each test
+shows the echo happened (positive control) before it looks for the password or a 4+ character prefix.
+"""
+
+import json
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import test_view_attacks
+from support import SdkClient, wait_for
+from test_view import everything_stored
+from test_view_attacks import ALICE, person, post
+
+pytestmark = pytest.mark.e2e
+
+# test_view_attacks' fixtures, shared here: its server (which needs its site), its agents, alice's session.
+site, served, agents, alice_session = (test_view_attacks.site, test_view_attacks.served, test_view_attacks.agents,
+                                       test_view_attacks.alice_session)
+
+
+FORM = ("<!doctype html><title>Login</title><form action=/echo method=get>"
+        "<input id=p name=p autofocus><input id=o name=o><button id=go>go</button></form>"
+        "<script>p.addEventListener('input', e => console.log('typed:' + e.target.value))</script>")
+# An autocomplete-like page: each key asks the server about the field's text, URL-encoded.
+SUGGEST = ("<!doctype html><title>Suggest</title><input id=p autofocus><script>p.addEventListener('input', e => "
+           "fetch('/echo?k=' + encodeURIComponent(e.target.value)))</script>")
+# A preview that lists the field's text after each key.
+LISTED = ("<!doctype html><title>Listed</title><input id=p autofocus><ul id=l></ul><script>"
+          "p.addEventListener('input', e => { const li = document.createElement('li');"
+          " li.textContent = 'seen ' + e.target.value; l.append(li); })</script>")
+# Echoes each key to the console 2 s late (or ?ms=); a second field to move on to.
+LATE2 = ("<!doctype html><title>Late</title><input id=p autofocus><input id=o><script>"
+         "p.addEventListener('input', e => { const v = e.target.value; setTimeout(() => console.log('late:' + v), "
+         "MS); })</script>")
+# Logs each key pressed (a shortcut handler's trace): one character a message.
+KEYS = ("<!doctype html><title>Keys</title><input id=p autofocus><script>"
+        "p.addEventListener('keydown', e => console.log('key:' + e.key))</script>")
+# A state logger: the form's state as JSON after each key.
+STATE = ("<!doctype html><title>State</title><input id=p autofocus><script>"
+         "p.addEventListener('input', e => console.log('state:' + JSON.stringify({v: e.target.value})))</script>")
+# Shows the field's text in the tab's title, each key's a little later (300 ms a key).
+TITLED = ("<!doctype html><title>Titled</title><input id=p autofocus><script>"
+          "p.addEventListener('input', e => { const v = e.target.value;"
+          " setTimeout(() => { document.title = 'title:' + v; }, 500 + 300 * v.length); })</script>")
+PAGES = {"/titled": TITLED, "/state": STATE, "/keys": KEYS, "/form": FORM, "/suggest": SUGGEST, "/listed": LISTED,
+         "/late2": LATE2}
+
+
+class Pages:
+    """This module's honest pages on 127.0.0.1; /echo records its query."""
+
+    def __init__(self):
+        pages = self
+        self.seen = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                url = urllib.parse.urlparse(self.path)
+                if url.path == "/echo":
+                    pages.seen.append(urllib.parse.parse_qs(url.query))
+                    body = f"<title>echo {url.query}</title>ok"
+                else:
+                    ms = urllib.parse.parse_qs(url.query).get("ms", ["2000"])[0]
+                    body = PAGES.get(url.path, "nothing").replace("MS", str(int(ms)))
+                data = body.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+
+
+@pytest.fixture(scope="module")
+def pages():
+    pages = Pages()
+    yield pages
+    pages.httpd.shutdown()
+    pages.httpd.server_close()
+
+
+def act(ann, sid, *inputs):
+    for one in inputs:
+        assert post(ann, f"/view/api/s/{sid}/input", json.dumps(one).encode())[0] == 200, one
+
+
+def key(name):
+    return {"action": "key", "key": name}
+
+
+def typed(text):
+    return {"action": "type", "text": text}
+
+
+def everything(served, agents, ann, sid):
+    """All an agent reads of the session (answers, its list), the person's API, the history, the stderr log."""
+    alice, _ = agents
+    seen = {name: alice.tool(name, sessionId=sid) for name in ("snapshot", "console_logs", "network_logs")}
+    seen["list_sessions"] = alice.tool("list_sessions")
+    seen["view"] = [ann.request(path)[2].decode() for path in (f"/view/api/s/{sid}", "/view/api/sessions")]
+    where = {name: json.dumps(value, ensure_ascii=False).encode() for name, value in seen.items()}
+    where["history"], where["stderr"] = everything_stored(served.db), open(served.stderr.name, "rb").read()
+    return where
+
+
+def leaked(where, password):
+    """{place: the longest prefix of 4+ characters found there} for every place that shows one."""
+    found = {name: leaks(text, password) for name, text in where.items()}
+    return {name: forms[0] for name, forms in found.items() if forms}
+
+
+def leaks(where, password, forms=()):
+    """The password's prefixes of 4+ characters (raw, and URL-encoded) found in `where`, longest first."""
+    found = []
+    for n in range(len(password), 3, -1):
+        for form in (password[:n], urllib.parse.quote(password[:n], safe=""),
+                     urllib.parse.quote_plus(password[:n]), *[f(password[:n]) for f in forms]):
+            if form.encode() in where:
+                found.append(form)
+    return found
+
+
+def stamp():
+    return str(int(time.time() * 1000))[-7:]
+
+
+# A person who fixes a typo in the middle (ArrowLeft, a key, End) sends the fixed password in three runs: the
+# page's field then holds a text no run was, so nothing knows it as a secret.
+@pytest.mark.xfail(strict=True, reason="hole: a password edited in the middle (ArrowLeft + a key) is known to "
+                   "nobody: the form's URL and the page's echo show it whole")
+def test_a_password_fixed_in_the_middle_is_nowhere(served, pages, agents, alice_session):
+    alice, _ = agents
+    sid = alice_session
+    alice.tool("navigate", sessionId=sid, url=pages.url + "/form")
+    password = "Fx" + stamp() + "Passw0rd"
+    mistyped = password.replace("ss", "s")
+    ann = person(served, ALICE)
+    pages.seen.clear()
+    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
+    act(ann, sid, typed(mistyped), *[key("ArrowLeft")] * 4, typed("s"), key("End"), key("Enter"))
+    assert wait_for(lambda: pages.seen, seconds=10)
+    assert pages.seen[0]["p"] == [password]  # the page got the fixed password (positive control)
+    time.sleep(0.5)
+    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
+    where = everything(served, agents, ann, sid)
+    assert b"typed:" in where["console_logs"] and b"/echo" in where["network_logs"]  # the echo and the URL came
+    assert leaked(where, password) == {}
+
+
+# An autocomplete that asks its server on each key puts each prefix, URL-encoded, in the network log: the
+# prefixes are hidden as typed, not in their URL forms (only the whole password is known in all its forms).
+@pytest.mark.xfail(strict=True, reason="hole: a prefix with a space or a non-ASCII letter, URL-encoded by the "
+                   "page's per-key fetch, is in network_logs (hidden prefixes are scrubbed raw only)")
+def test_a_password_with_characters_that_url_encode_echoed_by_url_per_key_is_nowhere(served, pages, agents,
+                                                                                     alice_session):
+    alice, _ = agents
+    sid = alice_session
+    alice.tool("navigate", sessionId=sid, url=pages.url + "/suggest")
+    password = "Gü " + stamp() + " ß&x"
+    ann = person(served, ALICE)
+    pages.seen.clear()
+    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
+    act(ann, sid, typed(password))
+    assert wait_for(lambda: len(pages.seen) >= len(password), seconds=10)
+    assert pages.seen[-1]["k"] == [password]  # each key's text reached the server (positive control)
+    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
+    where = everything(served, agents, ann, sid)
+    assert where["network_logs"].count(b"/echo?k=") >= len(password) - 1
+    assert leaked(where, password) == {}
+
+
+# Prefixes are hidden for one run: the next run (after a Tab, a click) hides its own and no longer the first's,
+# so a page's echo of the password 2 s late comes unhidden when the person typed on within those 2 s.
+@pytest.mark.xfail(strict=True, reason="hole: a second run typed within the echo's delay replaces the hidden "
+                   "prefixes: the late echo of the password's prefixes is in console_logs")
+@pytest.mark.parametrize("then", [[key("Tab"), typed("ab")], [{"action": "click", "x": 0.5, "y": 0.5},
+                                                               typed("hello world")]], ids=["tab", "click"])
+def test_a_late_echo_after_the_person_typed_on_elsewhere_shows_no_prefix(served, pages, agents, alice_session,
+                                                                         then):
+    alice, _ = agents
+    sid = alice_session
+    alice.tool("navigate", sessionId=sid, url=pages.url + "/late2")
+    password = "Lz" + stamp() + "q!w"
+    ann = person(served, ALICE)
+    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
+    act(ann, sid, typed(password), *then)
+    time.sleep(3.5)  # the late echoes came, after the second run
+    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
+    where = everything(served, agents, ann, sid)
+    assert where["console_logs"].count(b"late:") >= len(password) - 4  # the echoes are there (positive control)
+    assert leaked(where, password) == {}
+
+
+# The agent reads the page too: a preview listing the field's text after each key shows every prefix in the
+# snapshot, where the hidden prefixes (console and network only) do not reach.
+@pytest.mark.xfail(strict=True, reason="hole: a page listing the field's text per key shows the password's "
+                   "prefixes in the snapshot (only the whole password is a secret there)")
+def test_a_page_that_lists_each_keys_text_shows_no_prefix_in_the_snapshot(served, pages, agents, alice_session):
+    alice, _ = agents
+    sid = alice_session
+    alice.tool("navigate", sessionId=sid, url=pages.url + "/listed")
+    password = "Dm" + stamp() + "r#t"
+    ann = person(served, ALICE)
+    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
+    act(ann, sid, typed(password))
+    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
+    where = everything(served, agents, ann, sid)
+    assert where["snapshot"].count(b"seen ") >= len(password)  # the list is there (positive control)
+    assert leaked(where, password) == {}
+
+
+# A call the agent queued before the take-over must not act after it, whatever it does to the page.
+@pytest.mark.parametrize("tool,args", [
+    ("type", {"selector": "#p", "text": "agent-typed"}),
+    ("click", {"selector": "#go"}),
+    ("press_key", {"key": "Enter"}),
+], ids=["type", "click", "press_key"])
+def test_a_queued_agent_action_does_not_act_after_the_take_over(served, pages, agents, alice_session, tool, args):
+    alice, _ = agents
+    sid = alice_session
+    alice.tool("navigate", sessionId=sid, url=pages.url + "/form")
+    second = SdkClient(served.url, token=ALICE)
+    answers = {}
+    ann = person(served, ALICE)
+    pages.seen.clear()
+    try:
+        slow = threading.Thread(target=lambda: answers.update(slow=alice.call("wait_for", {
+            "sessionId": sid, "text": "never on this page", "timeout": 3000})))
+        slow.start()
+        time.sleep(0.7)
+        queued = threading.Thread(target=lambda: answers.update(queued=second.call(tool, {"sessionId": sid, **args})))
+        queued.start()
+        time.sleep(0.7)
+        assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
+        slow.join(60)
+        queued.join(60)
+        late = answers["queued"]
+        assert late.is_error and "SESSION_HELD_BY_PERSON" in late.content[0].text, late
+        assert "never on this page" in answers["slow"].content[0].text
+        assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
+        page = json.dumps(alice.tool("snapshot", sessionId=sid))
+        assert "agent-typed" not in page and not pages.seen
+        # the same call after the hand-back acts (positive control)
+        assert not second.call(tool, {"sessionId": sid, **args}).is_error
+        done = lambda: pages.seen or "agent-typed" in json.dumps(alice.tool("snapshot", sessionId=sid))  # noqa: E731
+        assert wait_for(done, seconds=10)
+    finally:
+        second.close()
+
+
+# The decided behaviour, held: an echo 5 s late, while the agent reads its logs after the hand-back, shows no
+# prefix (they stay hidden HIDDEN_FOR_S whatever calls start meanwhile).
+def test_an_echo_5_s_late_while_the_agent_reads_shows_no_prefix(served, pages, agents, alice_session):
+    alice, _ = agents
+    sid = alice_session
+    alice.tool("navigate", sessionId=sid, url=pages.url + "/late2?ms=5000")
+    password = "Ek" + stamp() + "%2F y"
+    ann = person(served, ALICE)
+    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
+    act(ann, sid, typed(password))
+    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
+    for _ in range(6):  # the agent's calls, each clearing nothing it should not
+        alice.tool("console_logs", sessionId=sid)
+        alice.tool("snapshot", sessionId=sid)
+        time.sleep(1)
+    where = everything(served, agents, ann, sid)
+    assert where["console_logs"].count(b"late:") >= len(password) - 4  # the echoes are there (positive control)
+    assert leaked(where, password) == {}
+
+
+# Held: one key a request (a slow typist), each run's text known whole in all its forms, echoed by URL per key.
+def test_a_password_typed_key_by_key_echoed_by_url_per_key_is_nowhere(served, pages, agents, alice_session):
+    alice, _ = agents
+    sid = alice_session
+    alice.tool("navigate", sessionId=sid, url=pages.url + "/suggest")
+    password = "Kü " + stamp() + "&é"
+    ann = person(served, ALICE)
+    pages.seen.clear()
+    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
+    act(ann, sid, *[typed(c) for c in password])
+    assert wait_for(lambda: len(pages.seen) >= len(password), seconds=10)
+    assert pages.seen[-1]["k"] == [password]  # positive control
+    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
+    where = everything(served, agents, ann, sid)
+    assert where["network_logs"].count(b"/echo?k=") >= len(password) - 1
+    assert leaked(where, password) == {}
+
+
+# Held: Backspace fixes (the run follows them), then the form goes by GET with the fixed password.
+def test_a_password_fixed_with_backspace_is_nowhere(served, pages, agents, alice_session):
+    alice, _ = agents
+    sid = alice_session
+    alice.tool("navigate", sessionId=sid, url=pages.url + "/form")
+    password = "Bk" + stamp() + "Secr3t"
+    ann = person(served, ALICE)
+    pages.seen.clear()
+    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
+    act(ann, sid, typed(password[:-2] + "xyz"), *[key("Backspace")] * 3, typed(password[-2:]), key("Enter"))
+    assert wait_for(lambda: pages.seen, seconds=10)
+    assert pages.seen[0]["p"] == [password]  # positive control
+    time.sleep(0.5)
+    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
+    where = everything(served, agents, ann, sid)
+    assert b"typed:" in where["console_logs"] and b"/echo" in where["network_logs"]
+    assert leaked(where, password) == {}
+
+
+# An agent typing a secret key by key (delay) is hidden the same way, and its next secret run replaces it too.
+@pytest.mark.xfail(strict=True, reason="hole: the agent's next type (secret, key by key, short) replaces the "
+                   "hidden prefixes: the late echo of the first secret's prefixes is in console_logs")
+def test_an_agents_secret_typed_key_by_key_then_another_shows_no_late_prefix(served, pages, agents, alice_session):
+    alice, _ = agents
+    sid = alice_session
+    alice.tool("navigate", sessionId=sid, url=pages.url + "/late2")
+    password = "Ag" + stamp() + "v!k"
+    alice.tool("type", sessionId=sid, selector="#p", text=password, secret=True, delay=10)
+    alice.tool("type", sessionId=sid, selector="#o", text="42", secret=True, delay=10)
+    time.sleep(3)
+    ann = person(served, ALICE)
+    where = everything(served, agents, ann, sid)
+    assert where["console_logs"].count(b"late:") >= len(password) - 4  # positive control
+    assert leaked(where, password) == {}
+
+
+# A page that logs each key (not the field's text) tells the password a character a message: no prefix of 4
+# stands in one entry, but the agent reads them in order.
+@pytest.mark.xfail(strict=True, reason="hole: a page logging each keydown's key gives the whole password, a "
+                   "character per console entry, in order (each too short to scrub)")
+def test_a_page_that_logs_each_key_does_not_spell_the_password(served, pages, agents, alice_session):
+    alice, _ = agents
+    sid = alice_session
+    alice.tool("navigate", sessionId=sid, url=pages.url + "/keys")
+    password = "Ch" + stamp() + "x?z"
+    ann = person(served, ALICE)
+    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
+    act(ann, sid, typed(password))
+    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
+    entries = alice.tool("console_logs", sessionId=sid)["entries"]
+    keys = [e["message"][4:] for e in entries if e["message"].startswith("key:")]
+    assert len(keys) >= len(password)  # each key was logged (positive control)
+    assert password not in "".join(keys)
+
+
+# A page that logs its state as JSON escapes a quote: the prefixes are hidden raw, not in their JSON form.
+@pytest.mark.xfail(strict=True, reason="hole: a page logging the field as JSON per key shows the prefixes "
+                   "past a quote, JSON-escaped, in console_logs (hidden prefixes are scrubbed raw only)")
+def test_a_password_with_a_quote_logged_as_json_per_key_shows_no_prefix(served, pages, agents, alice_session):
+    alice, _ = agents
+    sid = alice_session
+    alice.tool("navigate", sessionId=sid, url=pages.url + "/state")
+    password = 'Js"' + stamp() + "\\qw"
+    ann = person(served, ALICE)
+    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
+    act(ann, sid, typed(password))
+    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
+    entries = alice.tool("console_logs", sessionId=sid)["entries"]
+    states = [e["message"][6:] for e in entries if e["message"].startswith("state:")]
+    assert len(states) >= len(password) - 1  # each key was logged (positive control)
+    shown = [json.loads(text)["v"] for text in states if text.startswith('{"v":') and text.endswith('"}')]
+    assert [v for v in shown if len(v) >= 4 and password.startswith(v)] == []
+
+
+# The title is no log: the hidden prefixes do not reach it, and the agent reads it in list_sessions while it moves.
+@pytest.mark.xfail(strict=True, reason="hole: a title that follows the field a little late shows the password's "
+                   "prefixes in list_sessions/snapshot (only the console and network logs hide them)")
+def test_a_title_following_the_field_late_shows_no_prefix(served, pages, agents, alice_session):
+    alice, _ = agents
+    sid = alice_session
+    alice.tool("navigate", sessionId=sid, url=pages.url + "/titled")
+    password = "Tt" + stamp() + "k"
+    ann = person(served, ALICE)
+    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
+    act(ann, sid, typed(password))
+    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
+    seen = []
+    until = time.monotonic() + 0.5 + 0.3 * len(password) + 1.5
+    while time.monotonic() < until:
+        seen.append(json.dumps(alice.tool("list_sessions")))
+        seen.append(json.dumps(alice.tool("snapshot", sessionId=sid)))
+    titles = "".join(seen).encode()
+    assert titles.count(b"title:") >= 10  # the agent saw the title move (positive control)
+    assert leaks(titles, password) == []
