@@ -203,18 +203,31 @@ def release(state, held):
 
 
 # A page that logs its field's value on each key would tell all of a secret typed key by key but its last
-# character: every prefix long enough to scrub is held until the call ends, and the console and network
-# entries that arrive until the next call are scrubbed of them as they come (events.py), so they stay
-# scrubbed once the hold ends. Only for a secret: a plain field's prefixes would blank common words.
+# character: every prefix long enough to scrub, in every form stored text carries it (as typed, URL- and
+# JSON-encoded: a page may send each key's text in a URL), is held, so scrubbed from every answer, row,
+# title and snapshot, and the console and network entries that arrive meanwhile are scrubbed of them as
+# they come (events.py), so they stay scrubbed after. Held past the call, HIDDEN_FOR_S after the typing,
+# and added to, not replaced by, what a next run types meanwhile: a page's echo of the last keys came
+# during the person's next action (ci-6, the attack review of 2026-11-27). Not for the session's life: a
+# password's 4-letter prefix ("pass") would blank that word in every log. Only for a secret: a plain
+# field's prefixes would blank common words.
 def typing_key_by_key(state, text):
     """A secret is about to be typed one key at a time: hide its prefixes too."""
-    prefixes = [text[:n] for n in range(MIN_SCRUBBED, len(text) + 1)]
-    hold(state, prefixes)
-    state.events.hidden = tuple(sorted(prefixes, key=len, reverse=True))
-    # Kept past this call: on loaded cores a page's console echo of the last keys came during the next
-    # call (the person's Enter), after a clearing at each call's start had let a prefix through (ci-6).
-    # Not for the session's life: a password's 4-letter prefix ("pass") would blank that word in every log.
+    forms = {form for n in range(MIN_SCRUBBED, len(text) + 1) for form in encodings(text[:n])}
+    if time.monotonic() < state.events.hidden_until:
+        forms.update(state.events.hidden)
+    stop_hiding(state)
+    state.secrets.hold(forms)
+    state.events.hidden = tuple(sorted(forms, key=len, reverse=True))
     state.events.hidden_until = time.monotonic() + HIDDEN_FOR_S
+
+
+def stop_hiding(state, only_if_due=False):
+    """End what typing_key_by_key hides (when its time is up, with only_if_due)."""
+    if not state.events.hidden or (only_if_due and time.monotonic() < state.events.hidden_until):
+        return
+    state.secrets.release(state.events.hidden)
+    state.events.hidden = ()
 
 
 def learn_secrets(state, values):

@@ -130,6 +130,7 @@ class SessionState(Acting):
         self.network_policy.narrow(allowed_domains)
 
     def close(self):
+        snapshots.stop_hiding(self)  # the client's book (the logs' scrubbing) holds them too: let go
         # Stopping this thread's Playwright ends its connection (the relay or the driver),
         # which is all that is ours: the browser is shared. Through a driver of our own,
         # browser.close() comes first: on a browser reached with connect() or
@@ -249,8 +250,7 @@ class SessionState(Acting):
         """The page-side state around one call (core/on_session.py's OnSession.run): its secret marked
         before it, its progress heard while it runs, the snapshots it held released after it."""
         snapshots.before_call(self, tool)
-        if time.monotonic() >= self.events.hidden_until:
-            self.events.hidden = ()  # a secret typed key by key in an earlier call: its late entries came by now
+        snapshots.stop_hiding(self, only_if_due=True)  # a secret typed key by key before: its late echoes came by now
         self.elements_counted = None
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
             snapshots.mark_secret(self, args["text"])

@@ -66,8 +66,12 @@ def person_input(state: Any, args: dict[str, Any]) -> dict[str, Any]:
         page.mouse.move(x, y)
         page.mouse.wheel(args.get("dx", 0), args.get("dy", 0))
     elif action == "key":
-        _RUNS[state] = _RUNS.get(state, "")[:-1] if args["key"] == "Backspace" else ""
-        page.keyboard.press(args["key"])
+        key = args["key"]
+        if key not in _EDITING:
+            _RUNS[state] = ""  # Enter, Tab, Escape, a page: what comes next is typed elsewhere, or nothing
+        page.keyboard.press(key)
+        if key in ("Backspace", "Delete"):
+            _learn_the_field(state)
     else:
         text = args.get("text", "")
         # A secret before it reaches the page: scrubbed from every answer, row, log and trace from now on.
@@ -82,7 +86,29 @@ def person_input(state: Any, args: dict[str, Any]) -> dict[str, Any]:
         state.withheld.update((text, typed))
         _RUNS[state] = typed
         page.keyboard.type(text)
+        _learn_the_field(state)
     return {"success": True}
+
+
+# Keys that edit the field in place or move its caret: the person's text goes on in the same field.
+_EDITING = frozenset(("Backspace", "Delete", "ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End"))
+_FOCUSED_VALUE = """() => { let e = document.activeElement;
+  while (e && e.contentDocument && e.contentDocument.activeElement) e = e.contentDocument.activeElement;
+  return e && typeof e.value === 'string' ? e.value : null; }"""
+
+
+def _learn_the_field(state: Any) -> None:
+    """What the focused field holds after the person's keys is a secret too: a person who fixes a typo in
+    the middle (arrows, then a key) never typed the final text as one run (the attack review of 2026-11-27:
+    the whole password was in every answer). One round trip, on the person's slow pace."""
+    try:
+        value = state.background(state.page, state.page, "evaluate", expression=_FOCUSED_VALUE)
+    except Exception:  # the key left the page (Enter sent a form): nothing to read
+        return
+    if isinstance(value, str) and value:
+        snapshots.learn_secrets(state, (value,))
+        state.withheld.add(value)
+        _RUNS[state] = value
 
 
 # SESSION THREAD (each session's own key): what the person typed since their last click or other key.
