@@ -143,11 +143,13 @@ fetch('/api/data', {headers: {'Authorization': 'Bearer SECRET-TOKEN-123', 'X-Api
 }
 
 
-class _Handler(BaseHTTPRequestHandler):
+class HtmlHandler(BaseHTTPRequestHandler):
+    """A test site's request handler: no access log; `_send` answers HTML."""
+
     def log_message(self, *args):
         pass
 
-    def _send(self, status, body, headers=()):
+    def _send(self, status, body="", headers=()):
         data = body.encode()
         self.send_response(status)
         self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -156,6 +158,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+
+class _Handler(HtmlHandler):
+    """The shared page server's routes (PAGES and the paths below)."""
 
     def do_GET(self):
         url = urlsplit(self.path)
@@ -305,6 +311,29 @@ class PageServer:
 
     def url(self, path):
         return f"http://127.0.0.1:{self.httpd.server_port}{path}"
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class HtmlSite:
+    """A test's own pages on 127.0.0.1, from a thread: `page(url)` gives the HTML for a GET of `url` (a
+    urllib.parse.urlsplit result), or an HtmlHandler class of its own (`handler`) answers; `url` is the
+    site's root. For a module's few pages of its own."""
+
+    def __init__(self, page=None, handler=None):
+        if handler is None:  # a site of GETs only
+            class Gets(HtmlHandler):
+                def do_GET(self):
+                    self._send(200, page(urlsplit(self.path)))
+
+            handler = Gets
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
 
     def close(self):
         self.httpd.shutdown()

@@ -13,13 +13,11 @@ import json
 import os
 import secrets
 import signal
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from support import HttpServer, SdkClient, wait_for
+from support import HtmlHandler, HtmlSite, HttpServer, SdkClient, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -29,21 +27,8 @@ PASSWORD = "pw-" + secrets.token_hex(8)
 THINK_S = 0.5  # between an answer and the agent's next call
 
 
-class _Shop(BaseHTTPRequestHandler):
+class _Shop(HtmlHandler):
     """A shop: /login takes a POSTed form and opens a session on this side; every other page needs it."""
-
-    def log_message(self, *args):
-        pass
-
-    def _send(self, status, body="", headers=()):
-        data = body.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in headers:
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
 
     def _account(self):
         cookies = dict(c.strip().split("=", 1) for c in self.headers.get("Cookie", "").split(";") if "=" in c)
@@ -85,13 +70,10 @@ class _Shop(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def shop():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Shop)
-    httpd.daemon_threads = True
-    httpd.accounts = {}
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield lambda path: f"http://127.0.0.1:{httpd.server_port}{path}"
-    httpd.shutdown()
-    httpd.server_close()
+    site = HtmlSite(handler=_Shop)
+    site.httpd.accounts = {}
+    yield lambda path: site.url + path
+    site.close()
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 from mcp.shared.exceptions import MCPError
 from playwright.sync_api import sync_playwright
-from support import HttpServer, SdkClient, wait_for
+from support import HtmlHandler, HtmlSite, HttpServer, SdkClient, wait_for
 
 from mcpbrowser.core.browser_process import find_executable
 
@@ -382,28 +382,16 @@ width:300px;height:40px;font-size:20px}</style><form method=post action=/login>
 <button style="top:300px">Sign in</button></form>"""
 
 
-class LoginSite:
+class LoginSite(HtmlSite):
     """A small site on 127.0.0.1: /login's form POSTs to itself and leads to /welcome, which greets by cookie."""
 
     def __init__(self):
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
         from urllib.parse import parse_qs
 
         site = self
         self.posted = []
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, status, body, headers=()):
-                data = body.encode()
-                self.send_response(status)
-                for name, value in [("Content-Type", "text/html"), ("Content-Length", str(len(data))), *headers]:
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(HtmlHandler):
             def do_GET(self):
                 if self.path.startswith("/welcome"):
                     user = (self.headers.get("Cookie") or "").partition("user=")[2]
@@ -416,14 +404,7 @@ class LoginSite:
                 site.posted.append(form)
                 self._send(303, "", [("Location", "/welcome"), ("Set-Cookie", f"user={form['user'][0]}")])
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(handler=Handler)
 
 
 def everything_stored(db_path):

@@ -17,10 +17,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from support import HttpServer, SdkClient, wait_for
+from support import HtmlSite, HttpServer, SdkClient, wait_for
 from test_view import Web, everything_stored
 
 pytestmark = pytest.mark.e2e
@@ -34,50 +33,29 @@ LATE = ("<!doctype html><title>Late</title><input id=p autofocus><script>p.addEv
         "{ const v = e.target.value; setTimeout(() => console.log('late:' + v), 1000); })</script>")
 
 
-class Site:
+class Site(HtmlSite):
     """/login (a form by GET, its second field echoed to the console key by key), /echo, /slow, /hostile."""
 
     def __init__(self, view_base=""):
-        site = self
         self.seen = []
         self.view_base = view_base
+        super().__init__(self.page)
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                url = urllib.parse.urlparse(self.path)
-                query = urllib.parse.parse_qs(url.query)
-                if url.path == "/slow":
-                    time.sleep(float(query["s"][0]))
-                    body = "<title>slow</title>done"
-                elif url.path == "/echo":
-                    site.seen.append(query)
-                    body = f"<title>echo {url.query}</title><pre>{query!r}</pre>"
-                elif url.path == "/late":
-                    body = LATE
-                elif url.path == "/title":
-                    body = "<title>&lt;img src=x onerror=alert(1)&gt;</title>"
-                elif url.path == "/hostile":
-                    body = HOSTILE.replace("VIEW", site.view_base).replace("SID", query["sid"][0])
-                else:
-                    body = LOGIN
-                data = body.encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def page(self, url):
+        query = urllib.parse.parse_qs(url.query)
+        if url.path == "/slow":
+            time.sleep(float(query["s"][0]))
+            return "<title>slow</title>done"
+        if url.path == "/echo":
+            self.seen.append(query)
+            return f"<title>echo {url.query}</title><pre>{query!r}</pre>"
+        if url.path == "/late":
+            return LATE
+        if url.path == "/title":
+            return "<title>&lt;img src=x onerror=alert(1)&gt;</title>"
+        if url.path == "/hostile":
+            return HOSTILE.replace("VIEW", self.view_base).replace("SID", query["sid"][0])
+        return LOGIN
 
 
 # A page the agent visits that tries the view from inside the session's browser: read the list, take the

@@ -9,11 +9,10 @@ import json
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import test_view_attacks
-from support import SdkClient, wait_for
+from support import HtmlSite, SdkClient, wait_for
 from test_view import everything_stored
 from test_view_attacks import ALICE, person, post
 
@@ -54,44 +53,26 @@ PAGES = {"/titled": TITLED, "/state": STATE, "/keys": KEYS, "/form": FORM, "/sug
          "/late2": LATE2}
 
 
-class Pages:
+class Pages(HtmlSite):
     """This module's honest pages on 127.0.0.1; /echo records its query."""
 
     def __init__(self):
-        pages = self
         self.seen = []
+        super().__init__(self.page)
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                url = urllib.parse.urlparse(self.path)
-                if url.path == "/echo":
-                    pages.seen.append(urllib.parse.parse_qs(url.query))
-                    body = f"<title>echo {url.query}</title>ok"
-                else:
-                    ms = urllib.parse.parse_qs(url.query).get("ms", ["2000"])[0]
-                    body = PAGES.get(url.path, "nothing").replace("MS", str(int(ms)))
-                data = body.encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+    def page(self, url):
+        if url.path == "/echo":
+            self.seen.append(urllib.parse.parse_qs(url.query))
+            return f"<title>echo {url.query}</title>ok"
+        ms = urllib.parse.parse_qs(url.query).get("ms", ["2000"])[0]
+        return PAGES.get(url.path, "nothing").replace("MS", str(int(ms)))
 
 
 @pytest.fixture(scope="module")
 def pages():
     pages = Pages()
     yield pages
-    pages.httpd.shutdown()
-    pages.httpd.server_close()
+    pages.close()
 
 
 def act(ann, sid, *inputs):
