@@ -225,6 +225,7 @@ class Store:
         # another server's clients): --http sets host:port once it listens.
         self.server = f"{socket.gethostname()} pid {os.getpid()}"
         self._lock_file = None
+        self._uri = False  # sqlite3.connect's: True for the in-memory history's shared cache (see _open)
         self.path = path
         # --db postgresql://…: the history on a database server (core/store_postgres.py); its URL is
         # shown only as `label`, without its password.
@@ -304,6 +305,13 @@ class Store:
             return store_postgres.Connection(self.path)
         conn = sqlite3.connect(self._target, uri=self._uri, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA busy_timeout = 5000")
+        if self._uri:
+            # The in-memory history is a shared cache, whose connections lock each other's tables, and such a
+            # lock is answered at once ("database table is locked"), never waited for as busy_timeout waits:
+            # a get_content that met the writer's batch failed, and a writer that met a read lost its batch
+            # ("history writes fail"). Read uncommitted, a reader takes no read lock: neither waits. It may
+            # see a batch the writer has not committed yet; in memory, that batch fails only with the process.
+            conn.execute("PRAGMA read_uncommitted = 1")
         return conn
 
     def _free_text(self):
