@@ -146,6 +146,34 @@ class RawPlaywright:
         # Timed on the Playwright thread itself: the hop to it is the benchmark's, not Playwright's.
         return await anyio.to_thread.run_sync(self._thread.submit(timed, fn).result)
 
+    def first_read(self, url, rounds):
+        """{op: stats}: what the first read through Playwright's injected script costs on a new document.
+
+        A page's first locator or aria snapshot waits for Playwright to set up its script in the
+        document: a fill right after goto pays it, a fill after a snapshot does not. Whoever reads a
+        new document pays it once: raw Playwright in its first action, @playwright/mcp in navigate
+        (its answer is a snapshot), mcpbrowser in the capture after navigate, which a call sent back
+        to back waits for. See docs/performance.md (issue 54)."""
+        page, samples = self.page, {}
+
+        def run():
+            for i in range(rounds + WARMUP_ROUNDS):
+                timings = []
+                page.goto(url)
+                timings.append(("fill, first read of the document", timed(lambda: page.locator("#q").fill("a"))))
+                page.goto(url)
+                timings.append(("aria snapshot, first read", timed(lambda: page.aria_snapshot(mode="ai"))))
+                timings.append(("fill after it", timed(lambda: page.locator("#q").fill("b"))))
+                if i >= WARMUP_ROUNDS:
+                    for op, took in timings:
+                        samples.setdefault(op, []).append(took)
+
+        self._thread.submit(run).result()
+        out = {op: stats(values) for op, values in samples.items()}
+        out["setup_ms"] = round(out["fill, first read of the document"]["median_ms"]
+                                - out["fill after it"]["median_ms"], 1)
+        return out
+
     def thread_cpu_s(self):
         """CPU seconds of the Playwright thread itself (Python's share of raw Playwright's work)."""
         return self._thread.submit(time.thread_time).result()
@@ -605,6 +633,7 @@ async def per_call(executable, url, rounds, think_s, databases, cli=None, create
         for key, pause in (("ops", think_s), ("ops_b2b", 0.0)):
             for name, ops in (await interleaved_rounds(rounds, pause, contenders)).items():
                 results.setdefault(name, {})[key] = ops
+        results["first_read"] = await anyio.to_thread.run_sync(raw.first_read, url, rounds)
     return results
 
 
@@ -667,6 +696,9 @@ def report(results):
                   f"{op} {results['vs_python_playwright_mcp']['ops'][op]}x "
                   f"({results['python_playwright_mcp']['ops'][op]['median_ms']} ms)" for op in OPS)]
                 if theirs else []),
+              "raw Playwright, the first read of a new document (Playwright's script set up in it): "
+              + ", ".join(f"{op} {v['median_ms']} ms" for op, v in results["first_read"].items() if op != "setup_ms")
+              + f"; the set-up {results['first_read']['setup_ms']} ms, paid once a document by whoever reads it",
               f"CPU per navigate (process trees, /proc): raw goto + title {results['cpu_per_navigate']['raw_ms']} ms, "
               f"ours {results['cpu_per_navigate']['mcpbrowser_ms']} ms, ratio {results['cpu_per_navigate']['ratio']} "
               f"(turns {min(results['cpu_per_navigate']['ratios'])}-{max(results['cpu_per_navigate']['ratios'])}); "

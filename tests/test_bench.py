@@ -36,6 +36,9 @@ def test_bench_runs_every_contender_and_reports_every_figure(pages):
     assert results["memory_more"]["sessions"] == 3 and results["memory_more"]["pss_mb"] > 0
     assert set(results["ratios"]["ops"]) == {"navigate", "type", "click", "snapshot"}
     assert results["one_session_ratio"] > 0
+    first = results["first_read"]
+    assert all(first[op]["n"] == 1 for op in ("fill, first read of the document", "aria snapshot, first read",
+                                              "fill after it")) and "setup_ms" in first
     assert all(value > 0 for value in results["policy_ratios"]["ops"].values())
     assert all(value > 0 for value in results["http_ratios"]["ops"].values()) and results["http_throughput_ratio"] > 0
     cpu = results["cpu_per_navigate"]

@@ -140,6 +140,29 @@ def took_whole_snapshot(state, text, secret_fields=None):
     return text
 
 
+def walk_page(state, options):
+    """The agent's walk of the whole page (snapshot): (text, title), INTERRUPTED for the text when a dialog
+    ended it. The secret fields' count (as capture_snapshot sends it) and, on Chromium, the tab's title go
+    out with the walk: one round trip instead of three, where the page was walked because it changed
+    (back to back after an action, the walk that also stores the action's page: on_session's fold)."""
+    reads = [(page_root(state), "aria_snapshot", options)]
+    counts = bool(state.refs) and state.refs_page is state.page and len(state.page.frames) == 1
+    if counts:
+        reads.append((state.page.locator(SECRET_FIELD), "count", {}))
+    if state.chromium:
+        reads.append((page_reading.cdp_session(state, state.page), "send", {"method": "Page.getNavigationHistory"}))
+    answers = state.act(Together(*reads), "run")
+    if answers is INTERRUPTED:
+        return INTERRUPTED, None
+    text, *rest = answers
+    if isinstance(text, Exception):
+        raise text
+    counted = rest.pop(0) if counts else None
+    history = rest[0] if rest and isinstance(rest[0], dict) else None
+    title = history["entries"][history["currentIndex"]]["title"] if history else None
+    return took_whole_snapshot(state, text, set() if counted == 0 else None), title
+
+
 def unchanged_snapshot(state):
     """(text, title): the tab's last whole-page snapshot if the page provably did not change since it was
     read, with the tab's title read in the same round trip (Chromium; else None); else (None, None).

@@ -82,7 +82,9 @@ def _whole_walk(state, options, refuse):
     """(options, huge) for walking the whole page. A page of more than HUGE_ELEMENTS is given the time
     its walk needs; one whose walk would outlast the navigation timeout is refused (when `refuse`),
     with what to read instead: a walk, once started, runs on in the page, which would look hung."""
-    count = page_reading.element_count(state)
+    # The count of the call before, when this one is its capture (core/on_session.py's fold): as the capture uses it.
+    counted = state.elements_counted
+    count = counted if counted is not None and counted >= 0 else page_reading.element_count(state)
     if count is None or count <= snapshots.HUGE_ELEMENTS:
         return options, False
     need_ms = round(count * WALK_MS_PER_ELEMENT)
@@ -113,16 +115,17 @@ def snapshot(state, args):
         by_ref = by_ref and not huge  # a ref on a huge page: its own element is read, not the page
     if whole is None and by_ref:
         state.full_snapshot = None
-        title = None
-        text = state.act(snapshots.page_root(state), "aria_snapshot", **options)
-        whole = snapshots.took_whole_snapshot(state, "" if text is INTERRUPTED else text)
+        whole, title = snapshots.walk_page(state, options)
+        whole = snapshots.took_whole_snapshot(state, "") if whole is INTERRUPTED else whole
     part = snapshot_text.section(whole, args["ref"], names=False) if by_ref and whole else None
     if by_ref and part is None:
         whole = None  # not in the page's snapshot (stale, or another tab's): the element read says why
     if whole is None:
         state.full_snapshot = None  # Playwright's refs are this read's from now on
         title = None
-        if page_level:
+        if page_level and "depth" not in args:
+            text, title = snapshots.walk_page(state, options)
+        elif page_level:
             text = state.act(snapshots.page_root(state), "aria_snapshot", **options)
         else:
             texts, walk_ms = [], options.pop("timeout", 0)  # a huge page's: its subtree may be huge too
@@ -132,7 +135,7 @@ def snapshot(state, args):
         if text is INTERRUPTED:
             whole = snapshots.took_snapshot(state, "")
         elif page_level and "depth" not in args:
-            whole = snapshots.took_whole_snapshot(state, text)
+            whole = text  # walk_page's, taken as a whole snapshot
         else:
             whole = snapshots.took_snapshot(state, text)
     if state.call is not None:
