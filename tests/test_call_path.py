@@ -52,8 +52,7 @@ class State:
         self.dialog = None
         self.secrets, self.withheld = (), set()
         self.elements_counted = elements
-        self.worker = types.SimpleNamespace(held_by=None, peek=lambda wait_s: self.queued)
-        self.queued = None  # what the worker's queue holds next, as peek gives it
+        self.worker = types.SimpleNamespace(held_by=None)
         self.ran = []
         self.browser = types.SimpleNamespace(is_connected=lambda: connected)
         self.context = types.SimpleNamespace(cookies=lambda url: [])
@@ -128,8 +127,7 @@ def dispatcher(closed=False, **settings):
         files=types.SimpleNamespace(remember=lambda sid, name, result: core.remembered.append(name)),
         session_memory=types.SimpleNamespace(after_call=lambda state: None))
     recorder = Recorder()
-    tools = {"act": tool(changes_page=True), "snapshot": tool("snapshot", read_only=True, stores_page=True),
-             "wait_for_user": tool("wait_for_user", waits_for_person=True),
+    tools = {"act": tool(changes_page=True), "wait_for_user": tool("wait_for_user", waits_for_person=True),
              "hands": tool("hands", person_only=True, group="person")}
     return Dispatcher(config, tools, Registry(closed), recorder, user, None, core), recorder, core
 
@@ -263,48 +261,3 @@ def test_a_call_queued_before_a_person_took_over_does_not_act_when_its_turn_come
     assert state.ran == [] and captured == []
     free = State({"success": True})  # positive control: the same call on a session nobody holds acts
     assert run(d, free, call()).result()["success"] is True and free.ran == ["act"]
-
-
-def queued_next(d, state, name="snapshot", args=None):
-    """A call queued on the session as the worker holds it: (future, fn, (tool, args, call))."""
-    following, fut = call(name), Future()
-    state.queued = (fut, d.on_session.run, (d.tools[name], {"sessionId": "s1", **(args or {})}, following))
-    return fut, following
-
-
-def test_a_snapshot_sent_right_after_is_the_capture_the_page_walked_once(captured):
-    d, recorder, core = dispatcher()
-    state, made = State({"success": True}), call()
-    next_fut, following = queued_next(d, state)
-    run(d, state, made)
-    # Not captured, not yet recorded: the snapshot, which can no longer be cancelled, walks the page for both.
-    assert captured == [] and recorder.after == [] and next_fut.running() and following.folded[1] is made
-    following.snapshot = "- page as walked"  # what the snapshot tool stores of its walk
-    next_fut.set_result({"snapshot": "- page as walked"})
-    d.on_session.after_answer(state, next_fut, following)
-    assert recorder.after == ["- page as walked", "- page as walked"]  # the call before first, then the snapshot's
-    assert captured == [] and core.remembered == ["act", "snapshot"]
-
-
-def test_a_snapshot_that_failed_leaves_the_call_before_captured_and_recorded(captured):
-    d, recorder, _ = dispatcher()
-    state, made = State({"success": True}), call()
-    next_fut, following = queued_next(d, state)
-    run(d, state, made)
-    next_fut.set_exception(ElementNotFound("the walk failed"))  # its text never came
-    d.on_session.after_answer(state, next_fut, following)
-    assert recorder.after == [None, None]  # recorded, without a page (as a capture that failed)
-
-
-@pytest.mark.parametrize("name, args, cancelled", [
-    ("snapshot", {"selector": "main"}, False), ("snapshot", {"ref": "e5"}, False), ("snapshot", {"depth": 2}, False),
-    ("act", {}, False), ("snapshot", {}, True)], ids=["a part", "a ref", "a depth", "another tool", "cancelled"])
-def test_anything_else_next_is_captured_for_first(captured, name, args, cancelled):
-    d, recorder, _ = dispatcher()
-    state, made = State({"success": True}), call()
-    next_fut, following = queued_next(d, state, name, args)
-    if cancelled:
-        next_fut.cancel()
-    run(d, state, made)
-    assert captured == [1] and recorder.after == ["- page"] and following.folded is None
-    assert next_fut.cancelled() == cancelled and not next_fut.running()

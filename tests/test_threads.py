@@ -4,7 +4,6 @@ import threading
 
 import pytest
 from fakes import FakeClock, FakeTimer, _Closable, fake_core, gate, last_timer
-from support import wait_for
 
 from mcpbrowser.errors import BrowserError, CircuitOpen, ElementNotFound, SessionExpired, SessionNotFound
 from mcpbrowser.guards import CircuitBreaker
@@ -316,27 +315,3 @@ def test_a_stop_during_the_browsers_launch_still_gives_it_the_grace(monkeypatch)
     assert not stopper.is_alive() and graces == [bs.BROWSER_STOP_GRACE_S]
     with pytest.raises(BrowserError, match="shutting down"):  # a session opening now is told, not left waiting
         supervisor.attach(object())
-
-
-def test_a_peek_from_after_work_sees_the_next_command_which_still_runs_next_and_once():
-    worker, _ = started_worker()
-    hold, entered, release = gate()
-    seen, ran = [], []
-
-    def after(state, fut):
-        following = worker.peek(1.0)  # the next command, already queued: it comes at once
-        seen.append(following)
-        if following is not None and following[2] == ("claimed",):
-            assert following[0].set_running_or_notify_cancel()  # marked running: it cannot be cancelled now
-
-    first = worker.submit(hold, after=after)
-    assert entered.wait(5)
-    claimed = worker.submit(lambda s, tag: ran.append(tag) or tag, "claimed")
-    last = worker.submit(lambda s, tag: ran.append(tag) or tag, "last",
-                         after=lambda s, f: seen.append(worker.peek(0.01)))  # nothing more queued: None
-    release.set()
-    assert first.result(5) == "released" and claimed.result(5) == "claimed" and last.result(5) == "last"
-    assert ran == ["claimed", "last"]  # each once, in their order
-    assert wait_for(lambda: len(seen) == 2) and seen[0][0] is claimed and not claimed.cancel() and seen[1] is None
-    worker.stop()
-    assert worker.join(5)

@@ -10,7 +10,6 @@ a `ServerClient` by the transport that serves the core (`McpConnection`, `http._
 import threading
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any, Protocol
 
 from mcpbrowser.errors import BrowserServerError, as_server_error
@@ -136,9 +135,6 @@ class Call:
         self.capture_after = False  # the page is captured after the answer went out (decided with capture)
         self.console: list[dict[str, Any]] | None = None
         self.snapshot: str | None = None
-        # (future, call) of the call before, whose capture this one's walk of the whole page is (see
-        # OnSession.after_answer): recorded once this one answered.
-        self.folded: tuple[Future, Call] | None = None
         self.expires_at: int | None = None  # the session's expiry after this call renewed it (epoch ms)
         self.ran = False        # set on the session thread when the call starts there
         self.secret = False     # its text is (or may be) a secret: stored withheld (see Dispatcher.dispatch)

@@ -5,8 +5,7 @@ the person's hold checked again (a call queued before a take-over), the tool's p
 (session/state.py's `running` and `run_tool`), then, each decided once here, what a failure means
 (the server stopping, the browser lost, a login wall and its cooldown, the tool's own), whether the
 page it left is stored, and the answer's notes. `after_answer` runs once the answer went out: the
-capture decided before it (or, when the next command is a snapshot of the whole page, that snapshot's
-walk: `_folds`), the call's rows, the files it named, the session's memory.
+capture decided before it, the call's rows, the files it named, the session's memory.
 """
 
 from concurrent.futures import Future
@@ -17,16 +16,10 @@ from mcpbrowser.core.recorder import Recorder
 from mcpbrowser.core.registry import SessionRegistry
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.errors import BrowserServerError, SessionHeldByPerson, as_server_error
-from mcpbrowser.logs import log
 from mcpbrowser.redaction import scrub_value
 from mcpbrowser.session import page_reading, snapshots
 from mcpbrowser.session.acting import COUNT_BEFORE_ANSWER_S
 from mcpbrowser.session.state import SessionState
-
-# How long a call's capture waits for the agent's next command, in case it is a snapshot of the whole page
-# (OnSession._folds): an agent calling back to back sends it within a round trip (about 1-2 ms over stdio); an
-# agent that thinks loses nothing, the capture still runs while it thinks.
-FOLD_WAIT_S = 0.005
 
 
 class OnSession:
@@ -98,47 +91,12 @@ class OnSession:
     # once the answer went out
     def after_answer(self, state: SessionState, fut: Future, call: Call) -> None:
         """The capture decided before the answer, the call's rows, the files it named, the session's memory."""
-        if call.folded is not None:  # the call before, whose capture is this call's walk of the page
-            (before_fut, before), call.folded = call.folded, None
-            before.snapshot = call.snapshot or None
-            self._finish(state, before_fut, before)
         succeeded = not fut.cancelled() and fut.exception() is None
-        folded = False
         try:
             if succeeded and call.capture_after:
-                folded = self._folds(state, fut, call)
-                if not folded:
-                    call.snapshot = snapshots.capture_snapshot(state)
-        except BaseException:
-            self._finish(state, fut, call)  # whatever the capture met, the answer promised a record (meta.recorded)
-            raise
-        if not folded:
-            self._finish(state, fut, call)
-
-    def _finish(self, state: SessionState, fut: Future, call: Call) -> None:
-        """The call's rows, the files it named, the session's memory."""
-        try:
+                call.snapshot = snapshots.capture_snapshot(state)
+        finally:  # whatever the capture met, the answer promised a record (meta.recorded): it is written
             self._recorder.after_call(state, fut, call)
-        finally:
-            if not fut.cancelled() and fut.exception() is None:
-                self._core.files.remember(call.session_id, call.tool, fut.result())
-            self._core.session_memory.after_call(state)
-
-    def _folds(self, state: SessionState, fut: Future, call: Call) -> bool:
-        """Whether the page this call left is stored as the next command's own walk: the next command, come
-        within FOLD_WAIT_S, is a snapshot of the whole page, which changes nothing and walks it anyway, so
-        the page is walked once, not twice back to back (issue 54). It then runs at once, marked running
-        (it can no longer be cancelled), and this call's record waits for it (meta.recorded still holds:
-        get_content waits for a record on its way). The page stored is the page a little later than the
-        answer, as any capture after the answer is: no command of this session ran in between."""
-        following = state.worker.peek(FOLD_WAIT_S)
-        if following is None:
-            return False
-        next_fut, fn, (tool, args, next_call) = following[0], following[1], following[2]
-        if fn != self.run or tool.name != "snapshot" or any(k in args for k in ("selector", "ref", "depth")) \
-                or not next_fut.set_running_or_notify_cancel():
-            return False
-        next_call.folded = (fut, call)
-        log.debug("capture folded", extra={"event": "capture_folded", "session": state.session_id,
-                                           "refId": call.ref_id})
-        return True
+        if succeeded:
+            self._core.files.remember(call.session_id, call.tool, fut.result())
+        self._core.session_memory.after_call(state)

@@ -144,7 +144,7 @@ def walk_page(state, options):
     """The agent's walk of the whole page (snapshot): (text, title), INTERRUPTED for the text when a dialog
     ended it. The secret fields' count (as capture_snapshot sends it) and, on Chromium, the tab's title go
     out with the walk: one round trip instead of three, where the page was walked because it changed
-    (back to back after an action, the walk that also stores the action's page: on_session's fold)."""
+    (back to back after an action, say)."""
     reads = [(page_root(state), "aria_snapshot", options)]
     counts = bool(state.refs) and state.refs_page is state.page and len(state.page.frames) == 1
     if counts:

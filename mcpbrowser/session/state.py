@@ -251,8 +251,7 @@ class SessionState(Acting):
         before it, its progress heard while it runs, the snapshots it held released after it."""
         snapshots.before_call(self, tool)
         snapshots.stop_hiding(self, only_if_due=True)  # a secret typed key by key before: its late echoes came by now
-        if call.folded is None:  # a folded snapshot is the call before's capture: it counts with that call's count
-            self.elements_counted = None
+        self.elements_counted = None
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
             snapshots.mark_secret(self, args["text"])
         # A person's input may run inside a long call (worker.between): it gives the outer call back its own.

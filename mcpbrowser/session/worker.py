@@ -43,7 +43,6 @@ class SessionWorker:
         self.secrets = KnownSecrets()
         self._opener = opener
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._next: Any = None  # SESSION THREAD: what `peek` took from _queue ahead of its turn; it runs next
         # A person's input (the live view): run before what waits in _queue, and in a long wait's
         # slices (`between`), so a person can act while the agent's wait_for_user holds the thread.
         self._urgent: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -172,9 +171,7 @@ class SessionWorker:
                 due = [t for t in (quiet_due, tick_due if ticker is not None else None) if t is not None]
                 timeout = None if not due else max(0.0, min(due) - time.monotonic())
                 try:
-                    item, self._next = self._next, None
-                    if item is None:
-                        item = self._queue.get(timeout=timeout)
+                    item = self._queue.get(timeout=timeout)
                 except queue.Empty:
                     now = time.monotonic()
                     if quiet_due is not None and now >= quiet_due:
@@ -226,21 +223,10 @@ class SessionWorker:
             self._execute(state, item, track=not nested)
             self.running = running
 
-    def peek(self, wait_s):
-        """The command next in line, waiting up to wait_s for one to come, as (future, fn, args): it still
-        runs next, in its turn. None when none came, or what came is no command (a person's input, a stop).
-        Its future may be cancelled meanwhile, unless the caller marks it running (it then cannot be)."""
-        if self._next is None:
-            try:
-                self._next = self._queue.get(timeout=wait_s)
-            except queue.Empty:
-                return None
-        return self._next[:3] if isinstance(self._next, tuple) else None
-
     def _execute(self, state, item, track=True):
         """Run one queued command and its after-work; `track`: the watchdog watches it (not when nested)."""
         fut, fn, args, after, budget_s, tag = item
-        if not (fut.running() or fut.set_running_or_notify_cancel()):  # running: marked so by a peek's caller
+        if not fut.set_running_or_notify_cancel():
             return
         if track:
             self.running = (fut, None if budget_s is None else time.monotonic() + budget_s, tag)
@@ -281,9 +267,6 @@ class SessionWorker:
             self.running = None
 
     def _fail_queued(self):
-        if self._next is not None and threading.current_thread() is self._thread:
-            self._queue.put(self._next)  # failed below with the rest (it was next in line)
-            self._next = None
         while True:
             try:
                 item = self._urgent.get_nowait()
@@ -298,8 +281,8 @@ class SessionWorker:
                 return
             if item is not _STOP and item is not _URGENT:
                 fut = item[0]
-                if fut.running() or fut.set_running_or_notify_cancel():
-                    _set_outcome(fut, exc=self._closed_error)
+                if fut.set_running_or_notify_cancel():
+                    fut.set_exception(self._closed_error)
 
 
 def _set_outcome(fut, result=None, exc=None):

@@ -82,9 +82,7 @@ def _whole_walk(state, options, refuse):
     """(options, huge) for walking the whole page. A page of more than HUGE_ELEMENTS is given the time
     its walk needs; one whose walk would outlast the navigation timeout is refused (when `refuse`),
     with what to read instead: a walk, once started, runs on in the page, which would look hung."""
-    # The count of the call before, when this one is its capture (core/on_session.py's fold): as the capture uses it.
-    counted = state.elements_counted
-    count = counted if counted is not None and counted >= 0 else page_reading.element_count(state)
+    count = page_reading.element_count(state)
     if count is None or count <= snapshots.HUGE_ELEMENTS:
         return options, False
     need_ms = round(count * WALK_MS_PER_ELEMENT)
