@@ -145,25 +145,29 @@ def test_a_password_fixed_in_the_middle_is_nowhere(served, pages, agents, alice_
     assert leaked(where, password) == {}
 
 
-# An autocomplete that asks its server on each key puts each prefix, URL-encoded, in the network log: the
-# prefixes are hidden as typed, not in their URL forms (only the whole password is known in all its forms).
-def test_a_password_with_characters_that_url_encode_echoed_by_url_per_key_is_nowhere(served, pages, agents,
-                                                                                     alice_session):
-    alice, _ = agents
-    sid = alice_session
-    alice.tool("navigate", sessionId=sid, url=pages.url + "/suggest")
-    password = "Gü " + stamp() + " ß&x"
+def suggest_typed_by_person(served, pages, agents, sid, password, *inputs):
+    """A person types `password` (as `inputs`) into /suggest, whose every key fetches /echo?k=<the field's
+    text>: the fetches arrive (positive control), and the password is nowhere."""
+    agents[0].tool("navigate", sessionId=sid, url=pages.url + "/suggest")
     ann = person(served, ALICE)
     pages.seen.clear()
     assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
-    act(ann, sid, typed(password))
+    act(ann, sid, *inputs)
     # Each key's fetch is its own request: they may reach the server in any order.
-    assert wait_for(lambda: [password] in [seen.get("k") for seen in pages.seen], seconds=10)  # positive control
+    assert wait_for(lambda: [password] in [seen.get("k") for seen in pages.seen], seconds=10)
     assert wait_for(lambda: len(pages.seen) >= len(password), seconds=10)
     assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
     where = everything(served, agents, ann, sid)
     assert where["network_logs"].count(b"/echo?k=") >= len(password) - 1
     assert leaked(where, password) == {}
+
+
+# An autocomplete that asks its server on each key puts each prefix, URL-encoded, in the network log: the
+# prefixes are hidden as typed, not in their URL forms (only the whole password is known in all its forms).
+def test_a_password_with_characters_that_url_encode_echoed_by_url_per_key_is_nowhere(served, pages, agents,
+                                                                                     alice_session):
+    password = "Gü " + stamp() + " ß&x"
+    suggest_typed_by_person(served, pages, agents, alice_session, password, typed(password))
 
 
 # Prefixes are hidden for one run: the next run (after a Tab, a click) hides its own and no longer the first's,
@@ -243,20 +247,8 @@ def test_an_echo_5_s_late_while_the_agent_reads_shows_no_prefix(served, pages, a
 
 # Held: one key a request (a slow typist), each run's text known whole in all its forms, echoed by URL per key.
 def test_a_password_typed_key_by_key_echoed_by_url_per_key_is_nowhere(served, pages, agents, alice_session):
-    alice, _ = agents
-    sid = alice_session
-    alice.tool("navigate", sessionId=sid, url=pages.url + "/suggest")
     password = "Kü " + stamp() + "&é"
-    ann = person(served, ALICE)
-    pages.seen.clear()
-    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
-    act(ann, sid, *[typed(c) for c in password])
-    assert wait_for(lambda: [password] in [seen.get("k") for seen in pages.seen], seconds=10)  # positive control
-    assert wait_for(lambda: len(pages.seen) >= len(password), seconds=10)  # the fetches may come in any order
-    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
-    where = everything(served, agents, ann, sid)
-    assert where["network_logs"].count(b"/echo?k=") >= len(password) - 1
-    assert leaked(where, password) == {}
+    suggest_typed_by_person(served, pages, agents, alice_session, password, *[typed(c) for c in password])
 
 
 # Held: Backspace fixes (the run follows them), then the form goes by GET with the fixed password.
