@@ -121,7 +121,8 @@ def snapshot(state, args):
     if whole is None:
         state.full_snapshot = None  # Playwright's refs are this read's from now on
         title = None
-        if page_level and "depth" not in args:
+        whole_page = page_level and "depth" not in args  # walk_page's text is taken as a whole snapshot
+        if whole_page:
             text, title = snapshots.walk_page(state, options)
         elif page_level:
             text = state.act(snapshots.page_root(state), "aria_snapshot", **options)
@@ -132,8 +133,8 @@ def snapshot(state, args):
             text = texts[0]
         if text is INTERRUPTED:
             whole = snapshots.took_snapshot(state, "")
-        elif page_level and "depth" not in args:
-            whole = text  # walk_page's, taken as a whole snapshot
+        elif whole_page:
+            whole = text
         else:
             whole = snapshots.took_snapshot(state, text)
     if state.call is not None:
