@@ -3,6 +3,7 @@
 Reuses test_view_attacks' real server, clients and person. A second small site of this module's own serves
 honest pages that echo what is typed in other ways: a URL per key, a DOM list, a late echo. Each test
 shows the echo happened (positive control) before it looks for the password or a 4+ character prefix.
+Two hostile ones answer words of their own as their field's text.
 """
 
 import json
@@ -49,7 +50,17 @@ STATE = ("<!doctype html><title>State</title><input id=p autofocus><script>"
 TITLED = ("<!doctype html><title>Titled</title><input id=p autofocus><script>"
           "p.addEventListener('input', e => { const v = e.target.value;"
           " setTimeout(() => { document.title = 'title:' + v; }, 500 + 300 * v.length); })</script>")
-PAGES = {"/titled": TITLED, "/state": STATE, "/keys": KEYS, "/form": FORM, "/suggest": SUGGEST, "/listed": LISTED,
+# A hostile page that wants words of its own scrubbed from the agent's answers as the person's secret: its field
+# answers them as its text, by a getter on the prototype or by setting its value after each key.
+CHOSEN = "Quarterly Revenue Report"
+GETTER = ("<!doctype html><title>Getter</title><h1>CHOSEN</h1><input id=p autofocus><script>"
+          "const real = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value');"
+          "Object.defineProperty(HTMLInputElement.prototype, 'value', {configurable: true, set: real.set,"
+          " get() { fetch('/echo?read=getter'); return 'CHOSEN'; }})</script>")
+SETTER = ("<!doctype html><title>Setter</title><h1>CHOSEN</h1><input id=p autofocus><script>"
+          "p.addEventListener('input', () => { p.value = 'CHOSEN'; fetch('/echo?read=setter'); })</script>")
+PAGES = {"/getter": GETTER.replace("CHOSEN", CHOSEN), "/setter": SETTER.replace("CHOSEN", CHOSEN),
+         "/titled": TITLED, "/state": STATE, "/keys": KEYS, "/form": FORM, "/suggest": SUGGEST, "/listed": LISTED,
          "/late2": LATE2}
 
 
@@ -160,6 +171,24 @@ def suggest_typed_by_person(served, pages, agents, sid, password, *inputs):
     where = everything(served, agents, ann, sid)
     assert where["network_logs"].count(b"/echo?k=") >= len(password) - 1
     assert leaked(where, password) == {}
+
+
+# The field's text after a person's keys is learned as their secret (the typo fixed in the middle, above): a page
+# that answers words of its choosing as that text must not get them scrubbed from the agent's answers.
+@pytest.mark.parametrize("path", ["/getter", "/setter"])
+def test_a_page_cannot_have_words_of_its_choosing_learned_as_the_persons_secret(served, pages, agents,
+                                                                               alice_session, path):
+    alice, _ = agents
+    sid = alice_session
+    alice.tool("navigate", sessionId=sid, url=pages.url + path)
+    ann = person(served, ALICE)
+    pages.seen.clear()
+    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
+    act(ann, sid, typed("ab"), key("Backspace"), typed("c"))
+    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
+    assert wait_for(lambda: {"read": [path[1:]]} in pages.seen, seconds=10)  # the page answered (positive control)
+    shown = json.dumps(alice.tool("snapshot", sessionId=sid))
+    assert CHOSEN in shown, shown
 
 
 # An autocomplete that asks its server on each key puts each prefix, URL-encoded, in the network log: the

@@ -10,6 +10,7 @@
 
 import json
 import weakref
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -60,7 +61,7 @@ def person_input(state: Any, args: dict[str, Any]) -> dict[str, Any]:
     size = page.viewport_size or page.evaluate("() => ({width: innerWidth, height: innerHeight})")
     x, y = args.get("x", 0.5) * size["width"], args.get("y", 0.5) * size["height"]
     if action == "click":
-        _RUNS[state] = ""  # a click may move the focus: what comes next is typed elsewhere
+        _RUNS[state] = _TYPED[state] = ""  # a click may move the focus: what comes next is typed elsewhere
         page.mouse.click(x, y)
     elif action == "scroll":  # the focus stays where it was
         page.mouse.move(x, y)
@@ -68,7 +69,7 @@ def person_input(state: Any, args: dict[str, Any]) -> dict[str, Any]:
     elif action == "key":
         key = args["key"]
         if key not in _EDITING:
-            _RUNS[state] = ""  # Enter, Tab, Escape, a page: what comes next is typed elsewhere, or nothing
+            _RUNS[state] = _TYPED[state] = ""  # Enter, Tab, Escape, a page: typed elsewhere next, or nothing
         page.keyboard.press(key)
         if key in ("Backspace", "Delete"):
             _learn_the_field(state)
@@ -85,6 +86,7 @@ def person_input(state: Any, args: dict[str, Any]) -> dict[str, Any]:
         snapshots.typing_key_by_key(state, typed)
         state.withheld.update((text, typed))
         _RUNS[state] = typed
+        _TYPED[state] = _TYPED.get(state, "") + text
         page.keyboard.type(text)
         _learn_the_field(state)
     return {"success": True}
@@ -105,14 +107,20 @@ def _learn_the_field(state: Any) -> None:
         value = state.background(state.page, state.page, "evaluate", expression=_FOCUSED_VALUE)
     except Exception:  # the key left the page (Enter sent a form): nothing to read
         return
-    if isinstance(value, str) and value:
+    # The page answers this read (a getter of its own, or a value it sets on each key): learned only when made
+    # of keys the person typed into this field, else a page could have words of its choosing scrubbed from
+    # every answer as the person's secret. A field the page pre-filled is not learned whole, as issue 49
+    # decided for pre-filled fields; the person's runs are secrets all the same.
+    if isinstance(value, str) and value and not Counter(value) - Counter(_TYPED.get(state, "")):
         snapshots.learn_secrets(state, (value,))
         state.withheld.add(value)
         _RUNS[state] = value
 
 
-# SESSION THREAD (each session's own key): what the person typed since their last click or other key.
+# SESSION THREAD (each session's own key), since the person's last click or other key: what they typed, as far
+# as the field's text goes (_RUNS), and every key they typed, the ones they erased since too (_TYPED).
 _RUNS: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+_TYPED: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
 
 
 PERSON_INPUT = SessionTool(
