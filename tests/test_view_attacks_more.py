@@ -59,7 +59,12 @@ GETTER = ("<!doctype html><title>Getter</title><h1>CHOSEN</h1><input id=p autofo
           " get() { fetch('/echo?read=getter'); return 'CHOSEN'; }})</script>")
 SETTER = ("<!doctype html><title>Setter</title><h1>CHOSEN</h1><input id=p autofocus><script>"
           "p.addEventListener('input', () => { p.value = 'CHOSEN'; fetch('/echo?read=setter'); })</script>")
-PAGES = {"/getter": GETTER.replace("CHOSEN", CHOSEN), "/setter": SETTER.replace("CHOSEN", CHOSEN),
+# Words made of the person's own keys: a field that keeps only some of what they typed.
+SUBSET = ("<!doctype html><title>Subset</title><h1>Sword</h1><input id=p autofocus><script>"
+          "p.addEventListener('input', () => { if (p.value.length > 3) { p.value = 'word';"
+          " fetch('/echo?read=subset'); } })</script>")
+SHORT = FORM.replace("<input id=p name=p autofocus>", "<input id=p name=p autofocus maxlength=13>")
+PAGES = {"/short": SHORT, "/getter": GETTER.replace("CHOSEN", CHOSEN), "/setter": SETTER.replace("CHOSEN", CHOSEN), "/subset": SUBSET,
          "/titled": TITLED, "/state": STATE, "/keys": KEYS, "/form": FORM, "/suggest": SUGGEST, "/listed": LISTED,
          "/late2": LATE2}
 
@@ -175,20 +180,46 @@ def suggest_typed_by_person(served, pages, agents, sid, password, *inputs):
 
 # The field's text after a person's keys is learned as their secret (the typo fixed in the middle, above): a page
 # that answers words of its choosing as that text must not get them scrubbed from the agent's answers.
-@pytest.mark.parametrize("path", ["/getter", "/setter"])
+# A field that keeps fewer characters than the person typed (a maxlength) holds a text no run was: it is learned
+# (a part of what they typed), and the form sends it by GET.
+def test_a_password_cut_short_by_the_fields_maxlength_is_nowhere(served, pages, agents, alice_session):
+    alice, _ = agents
+    sid = alice_session
+    alice.tool("navigate", sessionId=sid, url=pages.url + "/short")
+    password = "Ml" + stamp() + "Kept"
+    ann = person(served, ALICE)
+    pages.seen.clear()
+    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
+    act(ann, sid, typed(password + "Cut off"), key("Enter"))
+    assert wait_for(lambda: pages.seen, seconds=10)
+    assert pages.seen[0]["p"] == [password]  # the field kept 13 characters, sent (positive control)
+    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
+    time.sleep(HIDDEN_FOR_S + 0.5)  # the prefixes of what was typed no longer hidden
+    agents[0].tool("tabs", sessionId=sid)
+    where = everything(served, agents, ann, sid)
+    assert b"/echo" in where["network_logs"]
+    assert leaked(where, password) == {}
+
+
+# Made of the person's keys is not enough: a field holds at most one key fewer for each key that erased one.
+@pytest.mark.parametrize("path,chosen,keys", [
+    ("/getter", CHOSEN, [typed("ab"), key("Backspace"), typed("c")]),
+    ("/setter", CHOSEN, [typed("ab"), key("Backspace"), typed("c")]),
+    ("/subset", "Sword", [typed("xwordzq"), key("Backspace")]),
+])
 def test_a_page_cannot_have_words_of_its_choosing_learned_as_the_persons_secret(served, pages, agents,
-                                                                               alice_session, path):
+                                                                               alice_session, path, chosen, keys):
     alice, _ = agents
     sid = alice_session
     alice.tool("navigate", sessionId=sid, url=pages.url + path)
     ann = person(served, ALICE)
     pages.seen.clear()
     assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
-    act(ann, sid, typed("ab"), key("Backspace"), typed("c"))
+    act(ann, sid, *keys)
     assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
     assert wait_for(lambda: {"read": [path[1:]]} in pages.seen, seconds=10)  # the page answered (positive control)
     shown = json.dumps(alice.tool("snapshot", sessionId=sid))
-    assert CHOSEN in shown, shown
+    assert f'heading \\"{chosen}\\"' in shown, shown
 
 
 # An autocomplete that asks its server on each key puts each prefix, URL-encoded, in the network log: the

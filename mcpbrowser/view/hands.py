@@ -61,7 +61,7 @@ def person_input(state: Any, args: dict[str, Any]) -> dict[str, Any]:
     size = page.viewport_size or page.evaluate("() => ({width: innerWidth, height: innerHeight})")
     x, y = args.get("x", 0.5) * size["width"], args.get("y", 0.5) * size["height"]
     if action == "click":
-        _RUNS[state] = _TYPED[state] = ""  # a click may move the focus: what comes next is typed elsewhere
+        _FIELDS[state] = _Field()  # a click may move the focus: what comes next is typed elsewhere
         page.mouse.click(x, y)
     elif action == "scroll":  # the focus stays where it was
         page.mouse.move(x, y)
@@ -69,9 +69,10 @@ def person_input(state: Any, args: dict[str, Any]) -> dict[str, Any]:
     elif action == "key":
         key = args["key"]
         if key not in _EDITING:
-            _RUNS[state] = _TYPED[state] = ""  # Enter, Tab, Escape, a page: typed elsewhere next, or nothing
+            _FIELDS[state] = _Field()  # Enter, Tab, Escape, a page: typed elsewhere next, or nothing
         page.keyboard.press(key)
         if key in ("Backspace", "Delete"):
+            _field(state).erased += 1
             _learn_the_field(state)
     else:
         text = args.get("text", "")
@@ -80,13 +81,13 @@ def person_input(state: Any, args: dict[str, Any]) -> dict[str, Any]:
         # key a run, each too short to scrub. What they typed since their last click or other key (the
         # field's text, as far as the view can tell) is the secret, and, as it is typed key by key into a
         # page that may echo each key, its prefixes too.
-        typed = _RUNS.get(state, "") + text
+        field = _field(state)
+        typed = field.run + text
         snapshots.mark_secret(state, text)
         snapshots.learn_secrets(state, (typed,))
         snapshots.typing_key_by_key(state, typed)
         state.withheld.update((text, typed))
-        _RUNS[state] = typed
-        _TYPED[state] = _TYPED.get(state, "") + text
+        field.run, field.keys = typed, field.keys + text
         page.keyboard.type(text)
         _learn_the_field(state)
     return {"success": True}
@@ -107,20 +108,40 @@ def _learn_the_field(state: Any) -> None:
         value = state.background(state.page, state.page, "evaluate", expression=_FOCUSED_VALUE)
     except Exception:  # the key left the page (Enter sent a form): nothing to read
         return
-    # The page answers this read (a getter of its own, or a value it sets on each key): learned only when made
-    # of keys the person typed into this field, else a page could have words of its choosing scrubbed from
-    # every answer as the person's secret. A field the page pre-filled is not learned whole, as issue 49
-    # decided for pre-filled fields; the person's runs are secrets all the same.
-    if isinstance(value, str) and value and not Counter(value) - Counter(_TYPED.get(state, "")):
+    field = _field(state)
+    if isinstance(value, str) and value and field.could_hold(value):
         snapshots.learn_secrets(state, (value,))
         state.withheld.add(value)
-        _RUNS[state] = value
+        field.run = value
 
 
-# SESSION THREAD (each session's own key), since the person's last click or other key: what they typed, as far
-# as the field's text goes (_RUNS), and every key they typed, the ones they erased since too (_TYPED).
-_RUNS: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
-_TYPED: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+class _Field:
+    """The focused field as the person's keys made it, since their last click or other key: `run`, its text
+    as far as the view can tell; `keys`, every key they typed, the erased ones too; `erased`, how many
+    Backspace and Delete they pressed."""
+
+    def __init__(self) -> None:
+        self.run = self.keys = ""
+        self.erased = 0
+
+    def could_hold(self, value: str) -> bool:
+        """Whether the person's keys could have left `value` in the field: the page answers the read (a
+        getter of its own, or a value it sets on each key), and a value learned is scrubbed from every answer,
+        so a page that answered words of its choosing would hide them from the agent as the person's secret.
+        Their run cut short (a maxlength), or their keys less at most one a Backspace or Delete, rearranged
+        (a typo fixed in the middle). A field the page pre-filled is not learned whole, as issue 49 decided
+        for pre-filled fields; the person's runs are secrets all the same."""
+        if self.run.startswith(value):
+            return True
+        return len(value) >= len(self.keys) - self.erased and not Counter(value) - Counter(self.keys)
+
+
+def _field(state: Any) -> _Field:
+    return _FIELDS.setdefault(state, _Field())
+
+
+# SESSION THREAD (each session's own key).
+_FIELDS: "weakref.WeakKeyDictionary[Any, _Field]" = weakref.WeakKeyDictionary()
 
 
 PERSON_INPUT = SessionTool(
