@@ -12,6 +12,7 @@ import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from mcp.shared.exceptions import MCPError
 from strategies import notifications, raw_lines
 from support import RawServer
 
@@ -107,5 +108,32 @@ def test_notifications_are_never_answered(server, message):
 
 def test_oversized_line_is_refused_and_the_next_one_served(server):
     answers = exchange(server, b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":"' + b"y" * (LIMIT * 3) + b'"}}')
-    assert len(answers) == 1 and answers[0]["id"] is None and answers[0]["error"]["code"] == -32600
+    assert len(answers) == 1 and answers[0]["id"] == 7 and answers[0]["error"]["code"] == -32600
     assert "longer than" in answers[0]["error"]["message"]
+
+
+def test_an_oversized_request_is_answered_with_its_own_id_wherever_the_id_is(server):
+    """The client waits for its id: an answer with a null id left the official client waiting for ever."""
+    huge = b'"params":{"id":5,"x":"' + b"y" * (LIMIT * 2) + b'"}'
+    # The TypeScript SDK writes the id last, after the params (the tail of the line tells it).
+    ts_order = b'{"method":"tools/call",' + huge + b',"jsonrpc":"2.0","id":"ts-1"}'
+    assert [a["id"] for a in exchange(server, ts_order)] == ["ts-1"]
+    # No id of the message's own: a nested one (params.id) is not taken for it.
+    notification = b'{"jsonrpc":"2.0","method":"notifications/message",' + huge + b"}"
+    answers = exchange(server, notification)
+    assert len(answers) == 1 and answers[0]["id"] is None and answers[0]["error"]["code"] == -32600
+    # A response (the client's answer to a question of ours) is never answered with its id:
+    # that id is the server's own request's, and the client would take the error for another of its calls.
+    response = b'{"jsonrpc":"2.0","id":9,"result":{"x":"' + b"y" * (LIMIT * 2) + b'"}}'
+    answers = exchange(server, response)
+    assert len(answers) == 1 and answers[0]["id"] is None
+
+
+def test_the_official_client_hears_that_its_call_was_too_long(make_client):
+    """A huge argument (a long text to type) fails the call at once with the limit, instead of a hang."""
+    client = make_client("--max-message-bytes", "20000")
+    with pytest.raises(MCPError) as refused:
+        client.call("type", {"sessionId": "x", "selector": "#q", "text": "y" * 30000}, read_timeout_seconds=20)
+    assert refused.value.error.code == -32600, refused.value.error
+    assert "--max-message-bytes" in refused.value.error.message
+    assert client.tool("list_sessions")["count"] == 0  # the positive control: the server reads on

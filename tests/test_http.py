@@ -11,6 +11,7 @@ import time
 import httpx2
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 from support import SERVER_CMD, HttpServer, SdkClient, server_args, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -164,6 +165,25 @@ def test_a_body_over_the_limit_is_413_and_nothing_is_lost():
         assert answer.status_code == 413
         assert post(s, ping()).json()["result"]["resultType"] == "complete"
     finally:
+        s.close()
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_the_official_client_hears_that_its_body_was_too_long(mode):
+    """A huge argument (a long text to type) fails the call at once with the limit: the server answered
+    413 and closed while the client still sent, the reset threw the answer away, and the call hung."""
+    s = HttpServer("--max-message-bytes", "1000000", env={"MCPBROWSER_HTTP_TOKENS": TOKENS})
+    client = SdkClient(s.url, token=ALICE, mode=mode)
+    try:
+        started = time.monotonic()
+        with pytest.raises(MCPError) as refused:  # 3.5 MB: the server reads at most 4 MB (4 x the limit) away
+            client.call("type", {"sessionId": "x", "selector": "#q", "text": "y" * 3_500_000}, read_timeout_seconds=20)
+        assert refused.value.error.code == -32600, refused.value.error
+        assert "--max-message-bytes" in refused.value.error.message
+        assert time.monotonic() - started < 10
+        assert client.tool("list_sessions")["count"] == 0  # the positive control: the client goes on
+    finally:
+        client.close()
         s.close()
 
 

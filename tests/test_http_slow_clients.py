@@ -185,3 +185,28 @@ def test_one_client_cannot_hold_every_thread():
         for sock in socks:
             sock.close()
         server.close()
+
+
+def test_a_client_that_sends_on_after_its_413_is_closed_by_the_idle_timeout():
+    """Attack: the server reads a refused body away after its 413 (so the answer is not reset away),
+    but a client that never stops sending is closed all the same, within --http-idle-timeout."""
+    s = HttpServer("--max-message-bytes", "100000", env=TOKENS)
+    try:
+        sock = socket.create_connection(address(s), timeout=10)
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     + f"Authorization: Bearer {ALICE}\r\nContent-Length: 10000000\r\n\r\n".encode())
+        answer = b""
+        while not (b"\r\n\r\n" in answer and answer.endswith(b"}")):
+            chunk = sock.recv(4096)
+            assert chunk, answer
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 413")  # the positive control: refused, and told why
+        assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["code"] == -32600
+        started = time.monotonic()
+        with pytest.raises(OSError):
+            while time.monotonic() - started < 30:
+                sock.sendall(b"y" * 1024)  # 10 KB/s: 30 s stays under the 400 KB read away at most
+                time.sleep(0.1)
+        assert time.monotonic() - started < 10, "5 s idle timeout, checked every second"
+    finally:
+        s.close()

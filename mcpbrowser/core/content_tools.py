@@ -125,7 +125,8 @@ TOOLS = [
         text_field="content",
         title="Get stored page content",
         description="The page snapshot a call stored: whole on first read, then only what changed since "
-                    "your last read (reset_cursor: whole again); search_for: matching lines with context.",
+                    "your last read (reset_cursor: whole again); search_for: lines holding this plain text, "
+                    "with context.",
         input_schema=schema.obj({
             "ref_id": REF_ID,
             "search_for": {"type": "string", "minLength": 1},

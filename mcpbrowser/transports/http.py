@@ -138,6 +138,7 @@ class McpWsgiApp:
         self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.path = path
         self.max_body_bytes = max_body_bytes
+        self.too_large = f"A message may be at most {max_body_bytes} bytes (--max-message-bytes): send less in one call"
         self.rate = RateLimiter(rate_limit)
         self.client_requests = client_requests
         self._held: dict[str, int] = {}  # token client -> requests it has open now
@@ -284,8 +285,7 @@ class McpWsgiApp:
                            "(no Content-Encoding)", [("Accept-Encoding", "identity")])
         body = self._read_body(environ)
         if body == 413:
-            return _refuse(start_response, "413 Content Too Large",
-                           f"A message may be at most {self.max_body_bytes} bytes (--max-message-bytes)")
+            return _refuse(start_response, "413 Content Too Large", self.too_large)
         if isinstance(body, int):
             return _refuse(start_response, "400 Bad Request", "Unreadable Content-Length")
         try:
@@ -554,6 +554,8 @@ def serve(app, address, done, threads, limits):
         raise PermissionError(f"{host} is reachable from other machines, and no token was read")
     runner, listeners = create_server(app, host, int(port), threads, limits, app.vouches,
                                       max_request_body_size=app.max_body_bytes + 1,
+                                      too_large=protocol.dumps(protocol.error(None, protocol.INVALID_REQUEST,
+                                                                              app.too_large)),
                                       ident="mcpbrowser", clear_untrusted_proxy_headers=True,
                                       **_view_proxy(app))
     bound = listeners[0].effective_host, listeners[0].effective_port

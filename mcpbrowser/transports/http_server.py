@@ -26,6 +26,7 @@ waitress's socket thread (the main loop); a connection may also be closed by
 whoever stops the server, so the table of unvouched connections has a lock.
 """
 
+import socket
 import threading
 import time
 
@@ -33,7 +34,8 @@ from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
 from waitress.parser import HTTPRequestParser
 from waitress.server import MultiSocketServer, TcpWSGIServer
-from waitress.task import ThreadedTaskDispatcher
+from waitress.task import ErrorTask, ThreadedTaskDispatcher
+from waitress.utilities import RequestEntityTooLarge
 
 
 class _Parser(HTTPRequestParser):
@@ -52,13 +54,70 @@ class _Parser(HTTPRequestParser):
         return consumed
 
 
+class _RefusalTask(ErrorTask):
+    """waitress's answer to a request it refused (a WORKER THREAD runs it); a body too large to read
+    is answered with the server's own body for it (`too_large`: the client's JSON-RPC error)."""
+
+    def execute(self):
+        too_large = self.channel.server.too_large
+        if not isinstance(self.request.error, RequestEntityTooLarge):
+            return super().execute()
+        self.channel.refused_unread = True
+        if too_large is None:
+            return super().execute()
+        self.status = "413 Content Too Large"
+        self.response_headers.append(("Content-Type", "application/json"))
+        self.set_close_on_finish()
+        self.content_length = len(too_large)
+        self.write(too_large)
+
+
 class _Channel(HTTPChannel):
     """A connection that is unvouched for until a request head shows a valid token."""
+
+    error_task_class = _RefusalTask
+    refused_unread = False  # a refusal went out while the client was still sending its body
+    lingering = False
+    linger_bytes = 0  # what lingering may still read away
 
     def __init__(self, server, sock, addr, adj, map=None):
         self.vouched = False
         super().__init__(server, sock, addr, adj, map)
         self.parser_class = lambda adj: _Parser(adj, self._head)
+
+    def handle_close(self):
+        # A body refused unread is still coming: closing with its bytes unread makes the kernel reset
+        # the connection, and the reset throws our answer away before the client reads it (the
+        # official client then hung, or lost its whole connection). So the answer is sent, our side
+        # shut, and what still comes read away until the client closes, for at most four times the
+        # largest body; waitress's idle timeout (--http-idle-timeout: this reading is no activity)
+        # closes a client that never does.
+        if not (self.refused_unread and not self.lingering and self.connected):
+            return super().handle_close()
+        try:
+            self.socket.shutdown(socket.SHUT_WR)
+        except OSError:
+            return super().handle_close()
+        self.lingering = True
+        self.will_close = False
+        self.linger_bytes = 4 * self.adj.max_request_body_size
+
+    def close_now(self):
+        """Close without lingering: the connection makes room for another."""
+        super().handle_close()
+
+    def readable(self):
+        return self.lingering or super().readable()
+
+    def handle_read(self):
+        if not self.lingering:
+            return super().handle_read()
+        try:
+            self.linger_bytes -= len(self.recv(self.adj.recv_bytes))  # at the client's end, recv closes it
+        except OSError:
+            return super().handle_close()
+        if self.linger_bytes < 0:
+            super().handle_close()
 
     def _head(self, request):
         if not self.vouched and self.server.vouch(request.headers):
@@ -80,8 +139,8 @@ class _Server(TcpWSGIServer):
 
     channel_class = _Channel
 
-    def __init__(self, application, map, *, limits, vouch, unvouched, lock, **kw):
-        self.limits, self.vouch = limits, vouch
+    def __init__(self, application, map, *, limits, vouch, unvouched, lock, too_large, **kw):
+        self.limits, self.vouch, self.too_large = limits, vouch, too_large
         self._unvouched, self._unvouched_lock = unvouched, lock  # shared by every listening socket
         super().__init__(application, map, **kw)
 
@@ -99,7 +158,7 @@ class _Server(TcpWSGIServer):
             excess = len(self._unvouched) - self.limits.max_unauthenticated
             idle = [c for c in self._unvouched if not c.requests][:max(excess, 0)]
         for channel in idle:
-            channel.handle_close()  # on this thread, between its reads: no worker has it
+            channel.close_now()  # on this thread, between its reads: no worker has it
 
     def maintenance(self, now):
         """waitress's (close connections idle past channel_timeout), and the read deadlines."""
@@ -122,10 +181,11 @@ class Limits:
         self.max_connections, self.max_unauthenticated = max_connections, max_unauthenticated
 
 
-def create_server(app, host, port, threads, limits, vouch, **kw):
+def create_server(app, host, port, threads, limits, vouch, too_large=None, **kw):
     """(runner, listeners): waitress for `app` on host:port (every address the host resolves to), with
     the guards. `runner.run()` serves; closing the listeners stops taking connections, as
-    closing waitress's own server does (its worker threads are not waited for)."""
+    closing waitress's own server does (its worker threads are not waited for). `too_large`: the
+    JSON body of the 413 to a request over max_request_body_size (else waitress's text)."""
     adj = Adjustments(host=host, port=port, threads=threads, channel_timeout=limits.idle_timeout,
                       connection_limit=limits.max_connections,
                       # Deadlines are checked this often (the check walks the open connections).
@@ -136,7 +196,7 @@ def create_server(app, host, port, threads, limits, vouch, **kw):
     sockets: dict[int, object] = {}  # waitress's socket map: every listener and connection, by descriptor
     dispatcher = ThreadedTaskDispatcher()
     dispatcher.set_thread_count(adj.threads)
-    shared = {"limits": limits, "vouch": vouch, "unvouched": {}, "lock": threading.Lock()}
+    shared = {"limits": limits, "vouch": vouch, "unvouched": {}, "lock": threading.Lock(), "too_large": too_large}
     servers = [_Server(app, sockets, dispatcher=dispatcher, adj=adj, sockinfo=info, **shared)
                for info in adj.listen]
     runner = MultiSocketServer(sockets, adj, [(s.effective_host, s.effective_port) for s in servers], dispatcher)

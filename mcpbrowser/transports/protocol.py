@@ -98,6 +98,66 @@ def parse(line):
     return Message("request" if has_id else "notification", request_id, method, params, body)
 
 
+# A top-level member `"id": <string or integer>` that closes the line: the TypeScript SDK writes the
+# id after the params. Inside a string its quotes would be escaped; in a nested object a `}` follows.
+_TRAILING_ID = re.compile(rb',[ \t\r\n]*"id"[ \t\r\n]*:[ \t\r\n]*(-?\d{1,18}|"[^"\\]{0,200}")[ \t\r\n]*}[ \t\r\n]*$')
+
+
+def _skip_space(text, pos):
+    while text[pos:pos + 1] in (" ", "\t", "\r", "\n"):
+        pos += 1
+    return pos
+
+
+def _leading_members(text):
+    """Yield a JSON object's top-level (key, value) pairs in order, until the text is cut or breaks."""
+    decoder = json.JSONDecoder()
+    pos = _skip_space(text, 0)
+    if text[pos:pos + 1] != "{":
+        return
+    pos += 1
+    while True:
+        try:
+            key, pos = decoder.raw_decode(text, _skip_space(text, pos))
+            pos = _skip_space(text, pos)
+            if not isinstance(key, str) or text[pos:pos + 1] != ":":
+                return
+            value, pos = decoder.raw_decode(text, _skip_space(text, pos + 1))
+        except (ValueError, RecursionError):
+            return
+        yield key, value
+        pos = _skip_space(text, pos)
+        if text[pos:pos + 1] != ",":
+            return
+        pos += 1
+
+
+def oversized_request_id(head, tail):
+    """The id of a request too long to read, from its first bytes (head) and its last (tail), or None.
+
+    Answered with a null id, the client would wait for ever for its own: the official clients
+    write the id before the params (Python) or last (TypeScript). Only a message whose method
+    comes before the cut is a request; a response's id is the server's own request's.
+    """
+    method = request_id = None
+    for key, value in _leading_members(head.decode("utf-8", "replace")):
+        if key in ("result", "error"):
+            return None
+        if key == "method":
+            method = value
+        elif key == "id":
+            request_id = value
+        if method is not None and request_id is not None:
+            break
+    if not isinstance(method, str):
+        return None
+    if request_id is None:
+        found = _TRAILING_ID.search(tail)
+        if found is not None:
+            request_id = json.loads(found.group(1))
+    return request_id if _valid_id(request_id) else None
+
+
 def _notification(body):
     """A message with a method and no id. JSON-RPC never answers a notification, so one we
     cannot read (a wrong "jsonrpc", a method that is no string, params that are no object)

@@ -77,9 +77,11 @@ class StdioServer:
                 if not line:
                     break
                 if len(line) > limit and not line.endswith(b"\n"):
-                    self._discard_rest_of_line()
-                    self.send(protocol.error(None, protocol.INVALID_REQUEST,
-                                             f"Invalid request: message longer than {limit} bytes"))
+                    tail = self._discard_rest_of_line()
+                    request_id = protocol.oversized_request_id(line, line[-300:] + tail)
+                    self.send(protocol.error(request_id, protocol.INVALID_REQUEST,
+                                             f"Invalid request: message longer than {limit} bytes "
+                                             "(--max-message-bytes): send less in one call"))
                 elif line.strip():
                     self.connection.handle_line(line)
         except Exception:
@@ -88,7 +90,10 @@ class StdioServer:
             self.done.set()
 
     def _discard_rest_of_line(self):
+        """Read past the rest of an oversized line; return its last few hundred bytes (where an id may be)."""
+        tail = b""
         while True:
             chunk = self._in.readline(65536)
+            tail = (tail + chunk)[-300:]
             if not chunk or chunk.endswith(b"\n"):
-                return
+                return tail
