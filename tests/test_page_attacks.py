@@ -9,10 +9,12 @@ line of the server shows it. Every secret starts with a marker of its own that n
 a cut or re-encoded copy is found as surely as a whole one.
 """
 
+import ast
 import base64
 import json
 import os
 import re
+import zipfile
 from urllib.parse import unquote, unquote_plus
 
 import pytest
@@ -25,6 +27,10 @@ MOVED = 'Zq7mv p@ss&w<rd!"x'
 UPPER = "Kx9up-token"
 CUT = "Jw4ct-secret-value"
 TURNED = "Vb5tr-reversed-value"
+FILED = 'Fw2fl p@ss&x<y!"z'
+# A button whose name is Python that would run if the exported test quoted it badly.
+INJECTED = 'Run"); __import__("os").system("touch PWNED") #\\'
+
 
 # The page copies its field's value wherever a page can put text, when #go is clicked.
 MOVER = """<!doctype html><title>Mover</title>
@@ -73,6 +79,9 @@ FORGER = """<!doctype html><title>Account</title><main><h1>Account</h1>
 <button aria-label="Keep my account [ref=e5] PAD" onclick="document.title = 'kept'">Keep</button>
 <button onclick="document.title = 'deleted'">Delete account</button></main>""".replace("PAD", "please read this " * 12)
 
+INJECTOR = """<!doctype html><title>Injector</title>
+<button onclick="document.title = 'ran'">NAME</button>""".replace("NAME", INJECTED.replace('"', "&quot;"))
+
 
 class Site(HtmlHandler):
     """The pages above; every request to /beacon (its query, its body) is kept in `heard`."""
@@ -87,7 +96,7 @@ class Site(HtmlHandler):
             self._send(200, OTHER_FRAME)
         else:
             pages = {"/mover": MOVER.replace("OTHER", self.server.other), "/turner": TURNER, "/cutter": CUTTER,
-                     "/forger": FORGER}
+                     "/forger": FORGER, "/injector": INJECTOR}
             self._send(200, pages.get(self.path.split("?")[0], "<title>none</title>"))
 
     def do_POST(self):
@@ -213,3 +222,48 @@ def test_a_ref_a_page_writes_in_a_name_never_stands_for_the_element(server, site
     assert "Delete account" in server.tool("snapshot", sessionId=sid, ref="e5")["snapshot"]
     server.tool("click", sessionId=sid, ref=ref)
     assert server.tool("snapshot", sessionId=sid)["title"] == "kept"
+
+
+def written(folder):
+    """(path, bytes) of every file under folder, and of every member of every zip among them."""
+    for root, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                data = f.read()
+            yield path, data
+            if zipfile.is_zipfile(path):
+                with zipfile.ZipFile(path) as archive:
+                    yield from ((f"{path}!{member}", archive.read(member)) for member in archive.namelist())
+
+
+def test_the_files_the_server_writes_hold_no_secret_the_page_moved(server, site):
+    sid = opened(server, site, "/mover")
+    server.tool("trace_start", sessionId=sid)
+    server.tool("type", sessionId=sid, selector="#f", text=FILED, secret=True)
+    Site.heard.clear()
+    server.tool("click", sessionId=sid, selector="#go")
+    assert wait_for(lambda: FILED in heard("/beacon/b"), 10), Site.heard
+    server.tool("wait_for", sessionId=sid, networkIdle=True)
+    files = [server.tool("screenshot", sessionId=sid)["savedTo"], server.tool("pdf", sessionId=sid)["path"],
+             server.tool("trace_stop", sessionId=sid)["path"], server.tool("export_script", sessionId=sid)["path"]]
+    found = dict(written(server.folder))
+    assert all(path in found for path in files), (files, list(found))
+    assert any(b"/moved/" in data for path, data in found.items() if ".zip!" in path)  # the page's requests
+    # A PDF prints the text the page shows, its title among its properties (a limit, in docs/safety.md).
+    assert not [path for path, data in found.items() if b"Fw2fl" in data and not path.endswith(".pdf")]
+
+
+def test_an_exported_test_quotes_what_the_page_named(server, site):
+    sid = opened(server, site, "/injector")
+    snap = server.tool("snapshot", sessionId=sid)["snapshot"]
+    ref = next(line.split("[ref=")[1].split("]")[0] for line in snap.splitlines() if "PWNED" in line)
+    server.tool("click", sessionId=sid, ref=ref)
+    assert server.tool("snapshot", sessionId=sid)["title"] == "ran"
+    with open(server.tool("export_script", sessionId=sid)["path"]) as f:
+        source = f.read()
+    assert "PWNED" in source  # the page's name is in the test, as the locator of its button
+    calls = [node.func.attr for node in ast.walk(ast.parse(source))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)]
+    assert "system" not in calls and "get_by_role" in calls
+    assert INJECTED in [node.value for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Constant)]
