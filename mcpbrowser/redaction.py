@@ -270,6 +270,7 @@ EVERY = KnownSecrets()
 # character is %XX of its UTF-8 bytes. Python's quote keeps other characters than any of them: a secret
 # with a space and an `@` that a page put in its URL showed in the agent's answers (the page attack review).
 _ALNUM = frozenset(string.ascii_letters + string.digits)
+_HTML_SPACES = re.compile("[ \t\n\f\r]+")
 _KEPT_IN_PATH = "!$%&'()*+,-./:;=@[]_~"  # and a backslash becomes a slash there (an http or https URL's)
 _KEPT_IN_URLS = (("!$%&()*+,-./:;=?@[\\]^_`{|}~", "%20"),   # a query
                  ("!#$%&'()*+,-./:;=?@[\\]^_{|}~", "%20"),  # a fragment
@@ -285,12 +286,15 @@ def _percent(text, kept, space):
 
 def encodings(secret):
     """The forms a value takes in stored text: as is, JSON-escaped, URL-encoded (ours and the browser's: a form
-    post, a query, a page's own URL) and as a DOM snapshot escapes it (capture.DOM_SERIALISER)."""
-    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
-             quote(secret, safe=""), quote_plus(secret, safe=""),
-             secret.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;"),
-             _percent(secret.replace("\\", "/"), _KEPT_IN_PATH, "%20"),
-             *(_percent(secret, kept, space) for kept, space in _KEPT_IN_URLS)}
+    post, a query, a page's own URL) and as a DOM snapshot escapes it (capture.DOM_SERIALISER); and each of
+    those with its runs of spaces collapsed, as a title and an accessibility snapshot show text."""
+    texts = {secret, " ".join(_HTML_SPACES.split(secret.strip(" \t\n\f\r")))}
+    forms = {form for text in texts if len(text) >= MIN_SCRUBBED or text == secret for form in (
+        text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1],
+        quote(text, safe=""), quote_plus(text, safe=""),
+        text.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;"),
+        _percent(text.replace("\\", "/"), _KEPT_IN_PATH, "%20"),
+        *(_percent(text, kept, space) for kept, space in _KEPT_IN_URLS))}
     return sorted(forms, key=len, reverse=True)
 
 

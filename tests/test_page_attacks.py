@@ -11,6 +11,7 @@ a cut or re-encoded copy is found as surely as a whole one.
 
 import ast
 import base64
+import html
 import json
 import os
 import re
@@ -22,8 +23,9 @@ from support import HtmlHandler, HtmlSite, McpClient, stored_text, wait_for
 
 pytestmark = pytest.mark.e2e
 
-# A URL, an HTML serialisation and JSON each escape a different set of these.
-MOVED = 'Zq7mv p@ss&w<rd!"x'
+# A URL, an HTML serialisation and JSON each escape a different set of these; a title and a snapshot
+# collapse the double space.
+MOVED = 'Zq7mv  p@ss&w<rd!"x'
 UPPER = "Kx9up-token"
 CUT = "Jw4ct-secret-value"
 TURNED = "Vb5tr-reversed-value"
@@ -61,6 +63,7 @@ function move(v) {
   fetch('/beacon/s?' + new URLSearchParams({u: v}));
   fetch(location.href);
   navigator.sendBeacon('/beacon/b', location.href);
+  open('/titled?' + encodeURIComponent(v));  // a tab whose title is the value
 }
 </script>"""
 OTHER_FRAME = """<!doctype html><p id=got>waiting</p>
@@ -92,6 +95,8 @@ class Site(HtmlHandler):
         if self.path.startswith("/beacon") or self.path.startswith("/moved"):
             Site.heard.append(self.path)
             self._send(204)
+        elif self.path.startswith("/titled?"):
+            self._send(200, f"<title>{html.escape(unquote(self.path.split('?', 1)[1]))}</title>")
         elif self.path == "/frame":
             self._send(200, OTHER_FRAME)
         else:
@@ -160,7 +165,7 @@ def test_a_secret_the_page_moves_anywhere_stays_hidden(server, site):
         assert MOVED in heard(path), (path, Site.heard)
     answers += [server.tool("snapshot", sessionId=sid), server.tool("dom_snapshot", sessionId=sid),
                 server.tool("dom_snapshot", sessionId=sid, selector="#copy"),
-                server.tool("console_logs", sessionId=sid), server.tool("network_logs", sessionId=sid),
+                server.tool("console_logs", sessionId=sid), server.tool("network_logs", sessionId=sid, headers=True),
                 server.tool("evaluate", sessionId=sid, expression="[localStorage.k, document.cookie, location.href]"),
                 server.tool("tabs", sessionId=sid), server.tool("list_sessions")]
     for answer in list(answers):
@@ -168,6 +173,8 @@ def test_a_secret_the_page_moves_anywhere_stays_hidden(server, site):
             answers.append(server.tool("get_content", ref_id=answer["refId"]))
     text = shown(answers)
     assert "[REDACTED]" in text and "moved" in text  # it was there, hidden where it stood
+    tabs = server.tool("tabs", sessionId=sid)
+    assert "/titled?" in json.dumps(tabs) and "Zq7" not in json.dumps(tabs), tabs  # the page's new tab
     assert "Zq7" not in text, text
     assert "Zq7" not in stored(server)
 
