@@ -30,6 +30,7 @@ UPPER = "Kx9up-token"
 CUT = "Jw4ct-secret-value"
 TURNED = "Vb5tr-reversed-value"
 FILED = 'Fw2fl p@ss&x<y!"z'
+NAMED = "Dn8dl-p@ss w0rd!"
 # A button whose name is Python that would run if the exported test quoted it badly.
 INJECTED = 'Run"); __import__("os").system("touch PWNED") #\\'
 
@@ -85,6 +86,10 @@ FORGER = """<!doctype html><title>Account</title><main><h1>Account</h1>
 INJECTOR = """<!doctype html><title>Injector</title>
 <button onclick="document.title = 'ran'">NAME</button>""".replace("NAME", INJECTED.replace('"', "&quot;"))
 
+# A download named after the value in its field.
+NAMER = """<!doctype html><title>Namer</title><input id=f><a id=dl href="data:text/plain,hello">file</a>
+<button id=go onclick="dl.download = f.value + '.txt'; dl.click()">Go</button>"""
+
 
 class Site(HtmlHandler):
     """The pages above; every request to /beacon (its query, its body) is kept in `heard`."""
@@ -101,7 +106,8 @@ class Site(HtmlHandler):
             self._send(200, OTHER_FRAME)
         else:
             pages = {"/mover": MOVER.replace("OTHER", self.server.other), "/turner": TURNER, "/cutter": CUTTER,
-                     "/forger": FORGER, "/injector": INJECTOR}
+                     "/forger": FORGER, "/injector": INJECTOR,
+                     "/namer": NAMER}
             self._send(200, pages.get(self.path.split("?")[0], "<title>none</title>"))
 
     def do_POST(self):
@@ -274,3 +280,16 @@ def test_an_exported_test_quotes_what_the_page_named(server, site):
              if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)]
     assert "system" not in calls and "get_by_role" in calls
     assert INJECTED in [node.value for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Constant)]
+
+
+def test_a_download_the_page_names_after_a_secret_is_saved_under_another_name(server, site):
+    sid = opened(server, site, "/namer")
+    server.tool("type", sessionId=sid, selector="#f", text=NAMED, secret=True)
+    answers = [server.tool("click", sessionId=sid, selector="#go"),
+               server.tool("wait_for", sessionId=sid, download=True)]
+    (saved,) = server.tool("downloads", sessionId=sid)["downloads"]
+    with open(saved["path"], "rb") as f:
+        assert f.read() == b"hello"  # the page's download, saved
+    answers.append(saved)
+    assert "Dn8dl" not in shown(answers) and "Dn8dl" not in os.path.basename(saved["path"]), shown(answers)
+    assert not [name for _, _, names in os.walk(server.folder) for name in names if "Dn8dl" in name]
