@@ -15,6 +15,7 @@ import html
 import json
 import os
 import re
+import time
 import zipfile
 from urllib.parse import unquote, unquote_plus
 
@@ -90,6 +91,12 @@ INJECTOR = """<!doctype html><title>Injector</title>
 NAMER = """<!doctype html><title>Namer</title><input id=f><a id=dl href="data:text/plain,hello">file</a>
 <button id=go onclick="dl.download = f.value + '.txt'; dl.click()">Go</button>"""
 
+# Thousands of history entries a second (the History API), from the moment it loads.
+STORM = """<!doctype html><title>Storm</title><button id=b onclick="document.title = 'clicked'">b</button>
+<script>let n = 0;
+setInterval(() => { for (let i = 0; i < 50; i++) history.pushState(null, '', '?' + n++); }, 1)</script>"""
+QUIET = """<!doctype html><title>Quiet</title><button id=b onclick="document.title = 'clicked'">b</button>"""
+
 
 class Site(HtmlHandler):
     """The pages above; every request to /beacon (its query, its body) is kept in `heard`."""
@@ -107,7 +114,7 @@ class Site(HtmlHandler):
         else:
             pages = {"/mover": MOVER.replace("OTHER", self.server.other), "/turner": TURNER, "/cutter": CUTTER,
                      "/forger": FORGER, "/injector": INJECTOR,
-                     "/namer": NAMER}
+                     "/namer": NAMER, "/storm": STORM, "/quiet": QUIET}
             self._send(200, pages.get(self.path.split("?")[0], "<title>none</title>"))
 
     def do_POST(self):
@@ -293,3 +300,16 @@ def test_a_download_the_page_names_after_a_secret_is_saved_under_another_name(se
     answers.append(saved)
     assert "Dn8dl" not in shown(answers) and "Dn8dl" not in os.path.basename(saved["path"]), shown(answers)
     assert not [name for _, _, names in os.walk(server.folder) for name in names if "Dn8dl" in name]
+
+
+def test_a_history_storm_takes_down_no_session(server, site):
+    quiet = opened(server, site, "/quiet")
+    sid = opened(server, site, "/storm")
+    started = time.monotonic()
+    answers = [server.call(name, {"sessionId": sid, **args}) for name, args in
+               (("snapshot", {}), ("click", {"selector": "#b"}), ("snapshot", {}))]
+    assert time.monotonic() - started < 30, [a.content[0].text[:200] for a in answers]
+    assert all(not a.is_error for a in answers), [a.content[0].text[:200] for a in answers]
+    assert "?" in server.tool("snapshot", sessionId=sid)["url"]  # the storm went on
+    server.tool("click", sessionId=quiet, selector="#b")  # and the quiet session next to it was not hurt
+    server.tool("close_session", sessionId=sid)
