@@ -32,6 +32,7 @@ CUT = "Jw4ct-secret-value"
 TURNED = "Vb5tr-reversed-value"
 FILED = 'Fw2fl p@ss&x<y!"z'
 NAMED = "Dn8dl-p@ss w0rd!"
+ASKED = "Qd6dg  said & done"
 # A button whose name is Python that would run if the exported test quoted it badly.
 INJECTED = 'Run"); __import__("os").system("touch PWNED") #\\'
 
@@ -97,6 +98,11 @@ STORM = """<!doctype html><title>Storm</title><button id=b onclick="document.tit
 setInterval(() => { for (let i = 0; i < 50; i++) history.pushState(null, '', '?' + n++); }, 1)</script>"""
 QUIET = """<!doctype html><title>Quiet</title><button id=b onclick="document.title = 'clicked'">b</button>"""
 
+# Dialogs that quote the value: an alert, then a prompt whose default answer it is.
+ASKER = """<!doctype html><title>Asker</title><input id=f>
+<button id=go onclick="alert('your password: ' + f.value); prompt('again?', f.value);
+  fetch('/beacon/ask?' + f.value)">Go</button>"""
+
 
 class Site(HtmlHandler):
     """The pages above; every request to /beacon (its query, its body) is kept in `heard`."""
@@ -114,7 +120,8 @@ class Site(HtmlHandler):
         else:
             pages = {"/mover": MOVER.replace("OTHER", self.server.other), "/turner": TURNER, "/cutter": CUTTER,
                      "/forger": FORGER, "/injector": INJECTOR,
-                     "/namer": NAMER, "/storm": STORM, "/quiet": QUIET}
+                     "/namer": NAMER, "/storm": STORM, "/quiet": QUIET,
+                     "/asker": ASKER}
             self._send(200, pages.get(self.path.split("?")[0], "<title>none</title>"))
 
     def do_POST(self):
@@ -313,3 +320,15 @@ def test_a_history_storm_takes_down_no_session(server, site):
     assert "?" in server.tool("snapshot", sessionId=sid)["url"]  # the storm went on
     server.tool("click", sessionId=quiet, selector="#b")  # and the quiet session next to it was not hurt
     server.tool("close_session", sessionId=sid)
+
+
+def test_dialogs_that_quote_a_secret_hide_it(server, site):
+    sid = opened(server, site, "/asker")
+    server.tool("type", sessionId=sid, selector="#f", text=ASKED, secret=True)
+    answers = [server.tool("click", sessionId=sid, selector="#go")]
+    answers.append(server.tool("handle_dialog", sessionId=sid, accept=True))
+    answers.append(server.tool("handle_dialog", sessionId=sid, accept=True))
+    assert wait_for(lambda: ASKED in heard("/beacon/ask"), 10), Site.heard  # both dialogs were up and answered
+    text = shown(answers)
+    assert "your password: [REDACTED]" in text and "Qd6dg" not in text, text
+    assert "Qd6dg" not in stored(server)
