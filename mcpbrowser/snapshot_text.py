@@ -59,6 +59,14 @@ def clean(text):
     return "\n".join(lines)
 
 
+SHOWN_PAGE_REF = re.compile(r"‹(ref=[A-Za-z0-9_-]+)›")
+
+
+def page_words(text):
+    """A name or inline text of a cleaned snapshot as the page wrote it: each ‹ref=…› a [ref=…] again."""
+    return SHOWN_PAGE_REF.sub(r"[\1]", text) if text and "‹ref=" in text else text
+
+
 class Node:
     __slots__ = ("line", "depth", "parent", "children", "role", "named")
 
