@@ -103,6 +103,10 @@ ASKER = """<!doctype html><title>Asker</title><input id=f>
 <button id=go onclick="alert('your password: ' + f.value); prompt('again?', f.value);
   fetch('/beacon/ask?' + f.value)">Go</button>"""
 
+# A title of 2 MB, another on each click.
+BLOATER = """<!doctype html><title>Bloat</title>
+<button id=b onclick="document.title = Math.random() + 'x'.repeat(2000000)">b</button>"""
+
 
 class Site(HtmlHandler):
     """The pages above; every request to /beacon (its query, its body) is kept in `heard`."""
@@ -121,7 +125,7 @@ class Site(HtmlHandler):
             pages = {"/mover": MOVER.replace("OTHER", self.server.other), "/turner": TURNER, "/cutter": CUTTER,
                      "/forger": FORGER, "/injector": INJECTOR,
                      "/namer": NAMER, "/storm": STORM, "/quiet": QUIET,
-                     "/asker": ASKER}
+                     "/asker": ASKER, "/bloater": BLOATER}
             self._send(200, pages.get(self.path.split("?")[0], "<title>none</title>"))
 
     def do_POST(self):
@@ -332,3 +336,20 @@ def test_dialogs_that_quote_a_secret_hide_it(server, site):
     text = shown(answers)
     assert "your password: [REDACTED]" in text and "Qd6dg" not in text, text
     assert "Qd6dg" not in stored(server)
+
+
+@pytest.mark.xfail(strict=True, reason="each call's history row keeps the page's title whole: a page can write "
+                                       "megabytes of history per call (docs/history.md, Retention)")
+def test_a_page_cannot_write_megabytes_of_history_per_call(server, site):
+    sid = opened(server, site, "/bloater")
+    db = server.folder / "history.db"
+
+    def size():
+        return sum(os.path.getsize(f"{db}{end}") for end in ("", "-wal") if os.path.exists(f"{db}{end}"))
+
+    before = size()
+    answers = [server.call("click", {"sessionId": sid, "selector": "#b"}) for _ in range(3)]
+    assert all(len(a.content[0].text) < 2000 for a in answers)  # the answers stay small
+    server.tool("list_sessions")
+    wait_for(lambda: size() - before > 5_000_000, 5)
+    assert size() - before < 1_000_000, size() - before
