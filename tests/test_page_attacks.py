@@ -33,6 +33,7 @@ TURNED = "Vb5tr-reversed-value"
 FILED = 'Fw2fl p@ss&x<y!"z'
 NAMED = "Dn8dl-p@ss w0rd!"
 ASKED = "Qd6dg  said & done"
+UNFLAGGED = "Lx5pw-typed-bare"
 # A button whose name is Python that would run if the exported test quoted it badly.
 INJECTED = 'Run"); __import__("os").system("touch PWNED") #\\'
 
@@ -107,6 +108,11 @@ ASKER = """<!doctype html><title>Asker</title><input id=f>
 BLOATER = """<!doctype html><title>Bloat</title>
 <button id=b onclick="document.title = Math.random() + 'x'.repeat(2000000)">b</button>"""
 
+# A password field on a page that makes every element deny matching any selector, in its own world.
+LIAR = """<!doctype html><title>Liar</title><input id=pw type=password>
+<button id=go onclick="fetch('/beacon/liar?' + pw.value)">Go</button>
+<script>Element.prototype.matches = function () { return false; };</script>"""
+
 
 class Site(HtmlHandler):
     """The pages above; every request to /beacon (its query, its body) is kept in `heard`."""
@@ -125,7 +131,8 @@ class Site(HtmlHandler):
             pages = {"/mover": MOVER.replace("OTHER", self.server.other), "/turner": TURNER, "/cutter": CUTTER,
                      "/forger": FORGER, "/injector": INJECTOR,
                      "/namer": NAMER, "/storm": STORM, "/quiet": QUIET,
-                     "/asker": ASKER, "/bloater": BLOATER}
+                     "/asker": ASKER, "/bloater": BLOATER,
+                     "/liar": LIAR}
             self._send(200, pages.get(self.path.split("?")[0], "<title>none</title>"))
 
     def do_POST(self):
@@ -353,3 +360,14 @@ def test_a_page_cannot_write_megabytes_of_history_per_call(server, site):
     server.tool("list_sessions")
     wait_for(lambda: size() - before > 5_000_000, 5)
     assert size() - before < 1_000_000, size() - before
+
+
+def test_a_page_that_lies_about_its_fields_keeps_no_password_in_the_history(server, site):
+    sid = opened(server, site, "/liar")
+    answers = [server.tool("type", sessionId=sid, selector="#pw", text=UNFLAGGED),  # no flag: a password field
+               server.tool("click", sessionId=sid, selector="#go")]
+    assert wait_for(lambda: UNFLAGGED in heard("/beacon/liar"), 10)  # it reached the field
+    answers.append(server.tool("network_logs", sessionId=sid))
+    assert server.tool("evaluate", sessionId=sid, expression="document.body.matches('body')")["result"] is False
+    assert "Lx5pw" not in shown(answers)
+    assert "Lx5pw" not in stored(server)
