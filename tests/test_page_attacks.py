@@ -1,5 +1,6 @@
 """A hostile page against a real server, from outside: it moves a secret the agent typed, forges what the
-agent reads, and names what the server writes.
+agent reads (refs), names what the server writes (downloads, exported tests), lies to the server's checks
+in its own world, and floods the browser.
 
 The page is the attacker: once the agent typed a secret into it (`type {secret: true}`), it copies
 the value wherever it likes (other fields, attributes, its title, its URL, its console, its requests)
@@ -113,6 +114,11 @@ LIAR = """<!doctype html><title>Liar</title><input id=pw type=password>
 <button id=go onclick="fetch('/beacon/liar?' + pw.value)">Go</button>
 <script>Element.prototype.matches = function () { return false; };</script>"""
 
+# A card number field whose own style shows what it holds, over any sheet's rule.
+UNMASKER = """<!doctype html><title>Unmasker</title>
+<input id=card autocomplete=cc-number style="-webkit-text-security: none !important; font-size: 20px">
+<input id=plain style="font-size: 20px">"""
+
 
 class Site(HtmlHandler):
     """The pages above; every request to /beacon (its query, its body) is kept in `heard`."""
@@ -132,7 +138,7 @@ class Site(HtmlHandler):
                      "/forger": FORGER, "/injector": INJECTOR,
                      "/namer": NAMER, "/storm": STORM, "/quiet": QUIET,
                      "/asker": ASKER, "/bloater": BLOATER,
-                     "/liar": LIAR}
+                     "/liar": LIAR, "/unmasker": UNMASKER}
             self._send(200, pages.get(self.path.split("?")[0], "<title>none</title>"))
 
     def do_POST(self):
@@ -180,8 +186,20 @@ def stored(server):
     return history["rows"] + history["pages"] + json.dumps(server.server_log(), ensure_ascii=False)
 
 
+OPENED: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def closing(server):
+    """Each test's sessions close after it: the server opens 10 at most."""
+    yield
+    while OPENED:
+        server.call("close_session", {"sessionId": OPENED.pop()})
+
+
 def opened(server, site, path):
     sid = server.tool("create_session")["sessionId"]
+    OPENED.append(sid)
     server.tool("navigate", sessionId=sid, url=site.url + path)
     return sid
 
@@ -330,7 +348,6 @@ def test_a_history_storm_takes_down_no_session(server, site):
     assert all(not a.is_error for a in answers), [a.content[0].text[:200] for a in answers]
     assert "?" in server.tool("snapshot", sessionId=sid)["url"]  # the storm went on
     server.tool("click", sessionId=quiet, selector="#b")  # and the quiet session next to it was not hurt
-    server.tool("close_session", sessionId=sid)
 
 
 def test_dialogs_that_quote_a_secret_hide_it(server, site):
@@ -371,3 +388,16 @@ def test_a_page_that_lies_about_its_fields_keeps_no_password_in_the_history(serv
     assert server.tool("evaluate", sessionId=sid, expression="document.body.matches('body')")["result"] is False
     assert "Lx5pw" not in shown(answers)
     assert "Lx5pw" not in stored(server)
+
+
+@pytest.mark.xfail(strict=True, reason="a page's own style (inline !important) shows a secret field's value in "
+                                       "pictures, as it may show it as text: docs/safety.md, limits")
+def test_a_page_style_does_not_unmask_a_secret_field_in_a_screenshot(server, site):
+    sid = opened(server, site, "/unmasker")
+
+    def picture(selector, text):
+        server.tool("type", sessionId=sid, selector=selector, text=text)
+        return server.call("screenshot", {"sessionId": sid, "selector": selector}).content[1].data
+
+    assert picture("#plain", "1111222233334444") != picture("#plain", "9999888877776666")  # pictures show text
+    assert picture("#card", "1111222233334444") == picture("#card", "9999888877776666")
