@@ -279,15 +279,17 @@ _KEPT_IN_URLS = (("!$%&()*+,-./:;=?@[\\]^_`{|}~", "%20"),   # a query
                  ("!#$&'()*+,-./:;=?@_~", "%20"),             # encodeURI
                  ("*-._", "+"))                               # URLSearchParams, a form's body or query
 
+
 def _percent(text, kept, space):
+    """text percent-encoded as UTF-8, but for letters, digits and `kept`; a space as `space`."""
     return "".join(c if c in _ALNUM or c in kept else space if c == " " else
                    "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass")) for c in text)
 
 
 def encodings(secret):
-    """The forms a value takes in stored text: as is, JSON-escaped, URL-encoded (ours and the browser's: a form
-    post, a query, a page's own URL) and as a DOM snapshot escapes it (capture.DOM_SERIALISER); and each of
-    those with its runs of spaces collapsed, as a title and an accessibility snapshot show text."""
+    """The forms a value takes in stored text: as is, JSON-, HTML- and URL-encoded, its spaces collapsed or not."""
+    # HTML-escaped as a DOM snapshot shows text (capture.DOM_SERIALISER); URL-encoded as Python, forms and the
+    # browser do (above); runs of spaces collapsed as a title and an accessibility snapshot show text.
     texts = {secret, " ".join(_HTML_SPACES.split(secret.strip(" \t\n\f\r")))}
     forms = {form for text in texts if len(text) >= MIN_SCRUBBED or text == secret for form in (
         text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1],

@@ -142,13 +142,12 @@ def _scrub_event(line, forms, short):
     return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+# The trace splits a request's query (and a form body) at each `&` into decoded pairs: a secret that holds
+# one (a page put it in its URL) lost its whole forms from the URL, but its halves stayed in the pairs.
 def _pairs_again(event):
-    """A network event whose query pairs (and form body's) are parsed again from its scrubbed URL (and body).
-
-    The trace splits a query at each `&` into decoded pairs: a secret that holds one (a page put
-    it in its URL) lost its whole forms from the URL, but its halves stayed in the pairs.
-    """
-    request = event.get("snapshot", {}).get("request") if isinstance(event, dict) else None
+    """A network event whose query pairs (and form body's) are parsed again from its scrubbed URL (and body)."""
+    snapshot = event.get("snapshot") if isinstance(event, dict) else None
+    request = snapshot.get("request") if isinstance(snapshot, dict) else None
     if not isinstance(request, dict):
         return event
     if isinstance(request.get("queryString"), list) and isinstance(request.get("url"), str):
