@@ -12,6 +12,7 @@ in a snapshot, an answer, the history or a log: typing into it is recorded as
 import json
 import re
 import secrets
+import string
 import threading
 from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlunsplit
 
@@ -131,7 +132,29 @@ def redact_headers(headers, sensitive):
 def scrub_text(text, secrets):
     for secret in secrets:
         text = text.replace(secret, REDACTED)
+    if CUT in text and secrets:
+        text = _scrub_cut_starts(text, secrets)
     return text
+
+
+# Where the server's own cuts end a page's text in the page (the console guard keeps a string's first 10,000
+# characters, the DOM snapshot a text's 500 and an attribute's 200): a page that pads a secret to straddle the
+# cut would show the secret's start, which no whole form matches.
+CUT = "\u2026"
+
+
+def _scrub_cut_starts(text, secrets):
+    """text with the start (MIN_SCRUBBED characters or more) of a secret hidden where a cut ends it."""
+    parts = text.split(CUT)
+    for i, head in enumerate(parts[:-1]):
+        for secret in secrets:
+            if len(secret) <= MIN_SCRUBBED or secret[:MIN_SCRUBBED] not in head[-len(secret):]:
+                continue
+            n = next((n for n in range(min(len(secret), len(head) + 1) - 1, MIN_SCRUBBED - 1, -1)
+                      if head.endswith(secret[:n])), 0)
+            if n:
+                head = parts[i] = head[:-n] + REDACTED
+    return CUT.join(parts)
 
 
 class KnownSecrets:
@@ -241,10 +264,39 @@ class SecretBook:
 EVERY = KnownSecrets()
 
 
+# What the browser leaves as it is when a page writes text into a part of a URL (Chromium's, measured: a
+# `history.pushState` path, `location.search`, `location.hash`, a URL's password) or encodes it itself
+# (encodeURIComponent, encodeURI, URLSearchParams and forms), and what a space becomes; every other
+# character is %XX of its UTF-8 bytes. Python's quote keeps other characters than any of them: a secret
+# with a space and an `@` that a page put in its URL showed in the agent's answers (the page attack review).
+_ALNUM = frozenset(string.ascii_letters + string.digits)
+_HTML_SPACES = re.compile("[ \t\n\f\r]+")
+_KEPT_IN_PATH = "!$%&'()*+,-./:;=@[]_~"  # and a backslash becomes a slash there (an http or https URL's)
+_KEPT_IN_URLS = (("!$%&()*+,-./:;=?@[\\]^_`{|}~", "%20"),   # a query
+                 ("!#$%&'()*+,-./:;=?@[\\]^_{|}~", "%20"),  # a fragment
+                 ("!$%&()*+,-._~", "%20"),                    # a user name or password
+                 ("!'()*-._~", "%20"),                        # encodeURIComponent
+                 ("!#$&'()*+,-./:;=?@_~", "%20"),             # encodeURI
+                 ("*-._", "+"))                               # URLSearchParams, a form's body or query
+
+
+def _percent(text, kept, space):
+    """text percent-encoded as UTF-8, but for letters, digits and `kept`; a space as `space`."""
+    return "".join(c if c in _ALNUM or c in kept else space if c == " " else
+                   "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass")) for c in text)
+
+
 def encodings(secret):
-    """The forms a value takes in stored text: as is, JSON-escaped, and URL-encoded (a form post, a query)."""
-    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
-             quote(secret, safe=""), quote_plus(secret, safe="")}
+    """The forms a value takes in stored text: as is, JSON-, HTML- and URL-encoded, its spaces collapsed or not."""
+    # HTML-escaped as a DOM snapshot shows text (capture.DOM_SERIALISER); URL-encoded as Python, forms and the
+    # browser do (above); runs of spaces collapsed as a title and an accessibility snapshot show text.
+    texts = {secret, " ".join(_HTML_SPACES.split(secret.strip(" \t\n\f\r")))}
+    forms = {form for text in texts if len(text) >= MIN_SCRUBBED or text == secret for form in (
+        text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1],
+        quote(text, safe=""), quote_plus(text, safe=""),
+        text.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;"),
+        _percent(text.replace("\\", "/"), _KEPT_IN_PATH, "%20"),
+        *(_percent(text, kept, space) for kept, space in _KEPT_IN_URLS))}
     return sorted(forms, key=len, reverse=True)
 
 

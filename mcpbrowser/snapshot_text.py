@@ -34,9 +34,37 @@ HEADING_PREVIEW = 2  # see _titled
 MAX_LINE = 160  # a kept line is cut here in compact and query output ("…" marks the cut)
 
 
+# A node's line: its role (the key maybe single-quoted), its quoted name, the marks Playwright gives it
+# ([level=1] [checked] [ref=e5]), then its text. A "[ref=e5]" in a name or a text is the page's words: a
+# page that named its Keep button "Keep [ref=e5]", e5 being its Delete button, had an agent that looked
+# for Keep act on Delete (a cut line kept the page's marker and dropped the button's own; the outside
+# review of hostile pages).
+NODE_LINE = re.compile(r"""( *- '?[a-z]+)((?: "[^"\\]*(?:\\.[^"\\]*)*")?)((?: \[[^\]\[]*\])*)(.*)""")
+PAGE_REF = re.compile(r"\[(ref=[A-Za-z0-9_-]+)\]")
+
+
 def clean(text):
-    """The snapshot as stored and shown: without the pointer-cursor noise."""
-    return NOISE.sub("", text)
+    """The snapshot as stored and shown: without the pointer-cursor noise, a [ref=…] a page wrote shown as ‹ref=…›."""
+    text = NOISE.sub("", text)
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if "[ref=" not in line:
+            continue
+        node = NODE_LINE.match(line)
+        if node is None:
+            lines[i] = PAGE_REF.sub(r"‹\1›", line)
+        elif "[ref=" in node.group(2) or "[ref=" in node.group(4):
+            lines[i] = node.group(1) + PAGE_REF.sub(r"‹\1›", node.group(2)) + node.group(3) \
+                + PAGE_REF.sub(r"‹\1›", node.group(4))
+    return "\n".join(lines)
+
+
+SHOWN_PAGE_REF = re.compile(r"‹(ref=[A-Za-z0-9_-]+)›")
+
+
+def page_words(text):
+    """A name or inline text of a cleaned snapshot as the page wrote it: each ‹ref=…› a [ref=…] again."""
+    return SHOWN_PAGE_REF.sub(r"[\1]", text) if text and "‹ref=" in text else text
 
 
 class Node:

@@ -27,6 +27,7 @@ import os
 import re
 import tempfile
 import zipfile
+from urllib.parse import parse_qsl, urlsplit
 
 from mcpbrowser.redaction import REDACTED, SECRET_AUTOCOMPLETE, SECRET_MARK, encodings, redact_textboxes, scrub_value
 
@@ -137,8 +138,28 @@ def _scrub_event(line, forms, short):
             for secret in short:
                 event["message"] = event["message"].replace(json.dumps(secret), json.dumps(REDACTED))
     if known:
-        event = scrub_value(event, forms)
+        event = scrub_value(_pairs_again(scrub_value(event, forms)), forms)
     return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+# The trace splits a request's query (and a form body) at each `&` into decoded pairs: a secret that holds
+# one (a page put it in its URL) lost its whole forms from the URL, but its halves stayed in the pairs.
+def _pairs_again(event):
+    """A network event whose query pairs (and form body's) are parsed again from its scrubbed URL (and body)."""
+    snapshot = event.get("snapshot") if isinstance(event, dict) else None
+    request = snapshot.get("request") if isinstance(snapshot, dict) else None
+    if not isinstance(request, dict):
+        return event
+    if isinstance(request.get("queryString"), list) and isinstance(request.get("url"), str):
+        request["queryString"] = _pairs(urlsplit(request["url"]).query)
+    post = request.get("postData")
+    if isinstance(post, dict) and isinstance(post.get("params"), list) and isinstance(post.get("text"), str):
+        post["params"] = _pairs(post["text"])
+    return event
+
+
+def _pairs(query):
+    return [{"name": name, "value": value} for name, value in parse_qsl(query, keep_blank_values=True)]
 
 
 def _scrub_bytes(data, forms):

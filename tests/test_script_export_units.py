@@ -205,3 +205,10 @@ def test_a_persons_take_over_is_named_not_replayed():
     source, script = _body(calls)
     assert source.count("# a person took over in the live view here") == 1 and "REDACTED" not in source
     assert script.steps == 1
+
+
+def test_a_ref_the_page_wrote_in_a_name_is_its_words_again_in_the_locator():
+    # clean() shows a page's own "[ref=e5]" as ‹ref=e5› (snapshot_text); the button's name is what the page wrote.
+    elements = parse_snapshot('- button "Keep ‹ref=e5› now" [ref=e4]\n- paragraph [ref=e6]: see ‹ref=e5›\n')
+    assert locator_for(elements, "e4") == 'page.get_by_role("button", name="Keep [ref=e5] now")'
+    assert locator_for(elements, "e6") == 'page.get_by_text("see [ref=e5]", exact=True)'

@@ -434,3 +434,20 @@ def test_a_caption_brings_the_unnamed_control_beside_it():
     # what captions another control is not brought, nor a named control beside a match
     assert "e168" not in found and "File Description" not in found and matches == 5
     assert found.count("[ref=e170]") == 1
+
+
+def test_clean_shows_a_ref_a_page_wrote_as_its_words():
+    page = "\n".join([
+        '- button "Keep [ref=e5] \\" [ref=e1]" [level=1] [ref=e4] [cursor=pointer]: Keep [ref=e9]',
+        "- 'link \"Study: [ref=e5]\" [ref=e70]':",
+        "  - text: hi [ref=e5]",
+        '  - button "Delete" [ref=e5]',
+        "    - /url: /x/[ref=e3]",
+    ])
+    assert snapshot_text.clean(page).split("\n") == [
+        '- button "Keep ‹ref=e5› \\" ‹ref=e1›" [level=1] [ref=e4]: Keep ‹ref=e9›',
+        "- 'link \"Study: ‹ref=e5›\" [ref=e70]':",
+        "  - text: hi ‹ref=e5›",
+        '  - button "Delete" [ref=e5]',
+        "    - /url: /x/‹ref=e3›",
+    ]

@@ -52,6 +52,13 @@ function playwrightDisabledFeatures(packageDir) {
   return null;
 }
 
+// Playwright turns off Chromium's IPC flooding protection (--disable-ipc-flooding-protection), which
+// throttles a page's History API and fragment navigations (about 200 in 10 s, then it ignores them
+// and warns on its console). Without it, a page that pushed 50 history entries a millisecond sent
+// the browser server an event for each, until the whole browser went down with every session on
+// it (the outside review of hostile pages). Ours keeps it on.
+const FLOOD_GUARD = options.browser === 'chromium' ? ['--disable-ipc-flooding-protection'] : [];
+
 function featureArgs() {
   if (options.browser !== 'chromium' || options.tuned === false) return {};
   const theirs = playwrightDisabledFeatures(process.argv[2]);
@@ -116,7 +123,7 @@ function servePipe(socketPath, wsEndpoint) {
     executablePath: options.executablePath || undefined,
     headless: options.headless,
     args: [...options.args, ...(features.args || [])],
-    ignoreDefaultArgs: features.ignoreDefaultArgs,
+    ignoreDefaultArgs: [...(features.ignoreDefaultArgs || []), ...FLOOD_GUARD],
     host: '127.0.0.1',
     port: 0,
   });

@@ -16,6 +16,7 @@ import os
 import re
 import time
 
+from mcpbrowser import snapshot_text
 from mcpbrowser.redaction import REDACTED
 from mcpbrowser.session.opener import EMULATION
 
@@ -121,7 +122,9 @@ def parse_snapshot(text):
             except ValueError:
                 name = name[1:-1]
         ref = _REF.search(match.group("attrs"))
-        element = Element(match.group("role"), name, parsed[1], ref.group(1) if ref else None, frames)
+        # The page's own words, which clean() showed with a ‹ref=…›: the locator finds them as the page has them.
+        element = Element(match.group("role"), snapshot_text.page_words(name), snapshot_text.page_words(parsed[1]),
+                          ref.group(1) if ref else None, frames)
         out.append(element)
         frame = None
         if element.role == "iframe":

@@ -32,11 +32,12 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcpbrowser.errors import disk_fault
 from mcpbrowser.logs import log
+from mcpbrowser.redaction import scrub_text
 from mcpbrowser.session import playwright_internals
 from mcpbrowser.timers import now_ms
 
@@ -53,12 +54,14 @@ class Downloads:
     """The session's downloads as plain dicts, newest last, and which the agent has not heard of yet."""
 
     def __init__(self, session_id: str, directory: str, limit_mb: int, refused: Callable[[str], bool],
-                 request_for: Callable[[str], Any], submit: Callable[[Callable], Any]) -> None:
+                 request_for: Callable[[str], Any], submit: Callable[[Callable], Any],
+                 secrets: Callable[[], Iterable[str]]) -> None:
         self.session_id, self.directory = session_id, directory
         self.limit = limit_mb * 1024 * 1024
         self._refused = refused       # refused(url) -> bool: the session's domain policy
         self._request_for = request_for  # request_for(url): its latest Request in the network ring, or None
         self._submit = submit         # submit(fn): queue fn(state) for the session thread (the worker's)
+        self._secrets = secrets       # secrets(): the session's known secrets, kept out of file names
         # Downloads not yet whole and saved: [entry, download, the browser's file or None, our copy]
         self._flying: list[list] = []
         self._watch: Any = None       # the asyncio task that polices them while calls pump the loop
@@ -116,8 +119,11 @@ class Downloads:
             self._refuse(download, entry, reason)
             return
         os.makedirs(self.directory, mode=0o700, exist_ok=True)
-        # The server names the file: the page's suggestion keeps only its safe characters, as a suffix.
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(download.suggested_filename)).lstrip(".")[-80:]
+        # The server names the file: the page's suggestion keeps only its safe characters, as a suffix. Less the
+        # known secrets first: a page that named a download after the password typed into it had it in the
+        # file's name on disk, and in its `name` and `path` in answers as no form of it (`p@ss` became `p_ss`).
+        suggested = scrub_text(download.suggested_filename, self._secrets())
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(suggested)).lstrip(".")[-80:]
         name = f"{time.strftime('%Y%m%d-%H%M%S')}-{self.session_id[:8]}-{len(self.entries)}-{safe or 'download'}"
         path = os.path.join(self.directory, name)
         part = partial(path)

@@ -79,7 +79,8 @@ class SessionState(Acting):
                                    lambda: self.page)
         worker.events = self.events
         self.downloads = Downloads(worker.session_id, config.files_dir(), config.max_download_mb,
-                                   self.network_policy.refuses_download, self.events.request_for, worker.submit)
+                                   self.network_policy.refuses_download, self.events.request_for, worker.submit,
+                                   lambda: self.secrets)
         self.files_saved = 0      # files this session saved (screenshots, PDFs, traces): their names' counter
         self.tracing = False      # trace_start ran, trace_stop not yet: the trace's name
         self.traced_fields = set()  # secret fields' values its snapshots met while tracing: the trace hides them
