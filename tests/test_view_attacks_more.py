@@ -64,7 +64,8 @@ SUBSET = ("<!doctype html><title>Subset</title><h1>Sword</h1><input id=p autofoc
           "p.addEventListener('input', () => { if (p.value.length > 3) { p.value = 'word';"
           " fetch('/echo?read=subset'); } })</script>")
 SHORT = FORM.replace("<input id=p name=p autofocus>", "<input id=p name=p autofocus maxlength=13>")
-PAGES = {"/short": SHORT, "/getter": GETTER.replace("CHOSEN", CHOSEN), "/setter": SETTER.replace("CHOSEN", CHOSEN), "/subset": SUBSET,
+PAGES = {"/short": SHORT, "/getter": GETTER.replace("CHOSEN", CHOSEN), "/setter": SETTER.replace("CHOSEN", CHOSEN),
+         "/subset": SUBSET,
          "/titled": TITLED, "/state": STATE, "/keys": KEYS, "/form": FORM, "/suggest": SUGGEST, "/listed": LISTED,
          "/late2": LATE2}
 
