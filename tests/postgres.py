@@ -116,12 +116,14 @@ class Postgres:
 
 
 class SlowLink:
-    """A TCP relay in front of the cluster whose answers arrive `delay` seconds late, as over a network: the
-    time a client's work takes through it, in delays, is how many round trips it waited for. Point a URL at
+    """A TCP relay in front of the cluster whose answers arrive `delay` seconds late, as over a network, and
+    that counts the round trips its clients waited for (`turns`): a client's bytes that follow an answer
+    it was given start a turn, whatever it sends before the next answer belongs to it. Point a URL at
     `port` (url()) instead of the cluster's."""
 
     def __init__(self, upstream_port, delay):
         self.upstream, self.delay = upstream_port, delay
+        self.turns = 0
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
@@ -136,10 +138,11 @@ class SlowLink:
             for sock in (client, server):  # as libpq and PostgreSQL do: no Nagle wait on a run of small writes
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             late: queue.SimpleQueue = queue.SimpleQueue()
-            threading.Thread(target=self._pump, args=(client, server, late), daemon=True).start()
-            threading.Thread(target=self._deliver, args=(client, late), daemon=True).start()
+            answered = [True]  # this connection's client was given an answer since it last sent
+            threading.Thread(target=self._pump, args=(client, server, late, answered), daemon=True).start()
+            threading.Thread(target=self._deliver, args=(client, late, answered), daemon=True).start()
 
-    def _pump(self, client, server, late):
+    def _pump(self, client, server, late, answered):
         try:
             while True:
                 ready, _, _ = select.select([client, server], [], [])
@@ -148,6 +151,9 @@ class SlowLink:
                     if not data:
                         return
                     if sock is client:
+                        if answered[0]:
+                            answered[0] = False
+                            self.turns += 1
                         server.sendall(data)
                     else:
                         late.put((time.monotonic() + self.delay, data))
@@ -157,7 +163,7 @@ class SlowLink:
             late.put(None)
             server.close()
 
-    def _deliver(self, client, late):
+    def _deliver(self, client, late, answered):
         with client:
             while (item := late.get()) is not None:
                 wait = item[0] - time.monotonic()
@@ -167,6 +173,7 @@ class SlowLink:
                     client.sendall(item[1])
                 except OSError:
                     return
+                answered[0] = True
 
     def url(self, url):
         """The URL `url` through this relay."""

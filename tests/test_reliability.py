@@ -83,7 +83,9 @@ def test_a_session_without_saved_state_is_lost_without_a_resume_hint():
 
 
 def test_past_the_restart_budget_the_server_is_degraded_until_the_window_allows(pages):
-    c = McpClient("--max-restarts", "1", "--restart-window", "8", "--pool-size", "0")
+    # The window holds both crashes even on a loaded machine: with 8 s, the second came 8 s after the first
+    # restart once in CI (the restart and a create_session took that long) and the budget rightly allowed it.
+    c = McpClient("--max-restarts", "1", "--restart-window", "15", "--pool-size", "0")
     try:
         c.tool("create_session")
         kill_browser()
@@ -93,7 +95,7 @@ def test_past_the_restart_budget_the_server_is_degraded_until_the_window_allows(
         err = c.error("create_session")
         assert err["errorCode"] == "BROWSER_UNAVAILABLE", err
         retry_ms = err["details"]["retryAfterMs"]
-        assert 0 < retry_ms <= 8000 and "exited" in err["details"]["cause"]
+        assert 0 < retry_ms <= 15000 and "exited" in err["details"]["cause"]
         assert events(c, "browser_restart_scheduled")[-1]["degraded"] is True
         time.sleep(retry_ms / 1000 + 0.5)
         sid = wait_for(lambda: not c.call("create_session").is_error, 15, step=0.5)

@@ -317,7 +317,6 @@ def test_a_database_restarted_while_the_writer_idles_costs_no_write(postgres, ca
     assert "store_fault" not in [getattr(r, "event", None) for r in caplog.records]
 
 
-@pytest.mark.alone
 def test_on_postgresql_a_batch_of_writes_waits_for_one_round_trip_and_one_with_a_page_two(postgres, monkeypatch):
     import concurrent.futures
 
@@ -333,24 +332,26 @@ def test_on_postgresql_a_batch_of_writes_waits_for_one_round_trip_and_one_with_a
         return real(self, conn, writes)
 
     monkeypatch.setattr(Store, "_commit", counted)
-    link = SlowLink(postgres.port, delay=0.2)  # each round trip the writer waits for: 0.2 s
+    # The relay counts the round trips (not the time: the test runs beside others); its delay makes rows
+    # arrive while the writer waits, as over a network.
+    link = SlowLink(postgres.port, delay=0.05)
     store = Store(link.url(postgres.new_database()))
     history = History(store)
     page = "".join(f"- link \"Section {i}\" [ref=e{i}]\n" for i in range(300))
 
     def waits(write):
         """How many round trips a flush of `write`'s rows waited for, and in how many batches."""
-        batches, started = len(commits), time.monotonic()
+        batches, turns = len(commits), link.turns
         write()
         store.flush()
-        return (time.monotonic() - started) / link.delay, len(commits) - batches
+        return link.turns - turns, len(commits) - batches
 
     try:
         history.session_opened("s", 1, {})
         store.flush()
         for n in range(4):
             trips, batches = waits(lambda n=n: history.request(f"r{n}", "s", "navigate", {"url": f"http://x.test/{n}"}))
-            assert trips < 2 * batches  # BEGIN, the two rows and COMMIT waited for 4
+            assert trips <= batches  # BEGIN, the two rows and COMMIT waited for 4
 
             def answer(n=n):
                 done: concurrent.futures.Future = concurrent.futures.Future()
@@ -361,10 +362,10 @@ def test_on_postgresql_a_batch_of_writes_waits_for_one_round_trip_and_one_with_a
 
             trips, batches = waits(answer)
             # which of its pages are stored, then the batch: 2 (it was 9); the first learns the tables' columns
-            assert n == 0 or trips < 3 * batches
-        started = time.monotonic()
+            assert n == 0 or trips <= 2 * batches
+        turns = link.turns
         assert all(history.stored_page(f"r{n}")[1] == (page + f"- text: {n}\n").encode() for n in range(4))
-        assert time.monotonic() - started > 3 * link.delay  # the reads went through the slow link too
+        assert link.turns - turns >= 4  # the reads went through the slow link too
     finally:
         store.close()
         link.close()

@@ -124,9 +124,8 @@ TOOLS = [
         name="get_content",
         text_field="content",
         title="Get stored page content",
-        description="The page snapshot a call stored: whole on first read, then only what changed since "
-                    "your last read (reset_cursor: whole again); search_for: lines holding this plain text, "
-                    "with context.",
+        description="A call's stored page snapshot: whole at first, then what changed since your last read "
+                    "(reset_cursor: whole again); search_for: lines with this plain text, in context.",
         input_schema=schema.obj({
             "ref_id": REF_ID,
             "search_for": {"type": "string", "minLength": 1},
