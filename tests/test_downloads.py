@@ -23,10 +23,11 @@ pytestmark = pytest.mark.e2e
 MB = 1024 * 1024
 CHUNK = bytes(range(256)) * 256  # 64 KB
 # A download's bytes on disk may pass the 1 MB limit by what arrives before the session hears of
-# it, between two looks (WATCH_S) and while the cancel travels: 2-9 MB measured here. Before
-# issue 49, four 40 MB streams all finished (316 MB on disk with their copies) and an endless
-# one ran for ever.
-PEAK_BOUND = 12 * MB
+# it, between two looks (WATCH_S) and while the cancel travels: 2-9 MB measured here, 13.7 MB once
+# in a CI run whose cores were all busy (the local server streams on while the session waits for
+# a core). Before issue 49, four 40 MB streams all finished (316 MB on disk with their copies) and
+# an endless one ran for ever.
+PEAK_BOUND = 16 * MB
 
 
 class _Files(BaseHTTPRequestHandler):

@@ -140,26 +140,31 @@ def stamp():
 # A person who fixes a typo in the middle (ArrowLeft, a key, End) sends the fixed password in three runs: the
 # page's field then holds a text no run was, so nothing knows it as a secret.
 def test_a_password_fixed_in_the_middle_is_nowhere(served, pages, agents, alice_session):
-    alice, _ = agents
-    sid = alice_session
-    alice.tool("navigate", sessionId=sid, url=pages.url + "/form")
     password = "Fx" + stamp() + "Passw0rd"
     mistyped = password.replace("ss", "s")
+    where = sent_by_person(served, pages, agents, alice_session, "/form", password, typed(mistyped),
+                           *[key("ArrowLeft")] * 4, typed("s"), key("End"), key("Enter"), past_hiding=True)
+    assert b"typed:" in where["console_logs"] and b"/echo" in where["network_logs"]  # the echo and the URL came
+    assert leaked(where, password) == {}
+
+
+def sent_by_person(served, pages, agents, sid, path, password, *inputs, past_hiding=False):
+    """A person types into `path`'s form with `inputs`, which send it by GET: the page got `password` (positive
+    control). Then the hand-back and all that is read of the session, after the prefixes' hiding with
+    past_hiding (the prefixes of what was typed mask the sent text meanwhile: it must be known by then)."""
+    agents[0].tool("navigate", sessionId=sid, url=pages.url + path)
     ann = person(served, ALICE)
     pages.seen.clear()
     assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
-    act(ann, sid, typed(mistyped), *[key("ArrowLeft")] * 4, typed("s"), key("End"), key("Enter"))
+    act(ann, sid, *inputs)
     assert wait_for(lambda: pages.seen, seconds=10)
-    assert pages.seen[0]["p"] == [password]  # the page got the fixed password (positive control)
+    assert pages.seen[0]["p"] == [password]
     time.sleep(0.5)
     assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
-    # Past the 10 s the prefixes of what was typed stay hidden (they mask the fixed password meanwhile):
-    # the fixed password itself must be known by then.
-    time.sleep(HIDDEN_FOR_S + 0.5)
-    agents[0].tool("tabs", sessionId=sid)  # a call: the hiding's time is up
-    where = everything(served, agents, ann, sid)
-    assert b"typed:" in where["console_logs"] and b"/echo" in where["network_logs"]  # the echo and the URL came
-    assert leaked(where, password) == {}
+    if past_hiding:
+        time.sleep(HIDDEN_FOR_S + 0.5)
+        agents[0].tool("tabs", sessionId=sid)  # a call: the hiding's time is up
+    return everything(served, agents, ann, sid)
 
 
 def suggest_typed_by_person(served, pages, agents, sid, password, *inputs):
@@ -179,29 +184,18 @@ def suggest_typed_by_person(served, pages, agents, sid, password, *inputs):
     assert leaked(where, password) == {}
 
 
-# The field's text after a person's keys is learned as their secret (the typo fixed in the middle, above): a page
-# that answers words of its choosing as that text must not get them scrubbed from the agent's answers.
 # A field that keeps fewer characters than the person typed (a maxlength) holds a text no run was: it is learned
 # (a part of what they typed), and the form sends it by GET.
 def test_a_password_cut_short_by_the_fields_maxlength_is_nowhere(served, pages, agents, alice_session):
-    alice, _ = agents
-    sid = alice_session
-    alice.tool("navigate", sessionId=sid, url=pages.url + "/short")
-    password = "Ml" + stamp() + "Kept"
-    ann = person(served, ALICE)
-    pages.seen.clear()
-    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
-    act(ann, sid, typed(password + "Cut off"), key("Enter"))
-    assert wait_for(lambda: pages.seen, seconds=10)
-    assert pages.seen[0]["p"] == [password]  # the field kept 13 characters, sent (positive control)
-    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
-    time.sleep(HIDDEN_FOR_S + 0.5)  # the prefixes of what was typed no longer hidden
-    agents[0].tool("tabs", sessionId=sid)
-    where = everything(served, agents, ann, sid)
+    password = "Ml" + stamp() + "Kept"  # the field keeps these 13 characters
+    where = sent_by_person(served, pages, agents, alice_session, "/short", password, typed(password + "Cut off"),
+                           key("Enter"), past_hiding=True)
     assert b"/echo" in where["network_logs"]
     assert leaked(where, password) == {}
 
 
+# The field's text after a person's keys is learned as their secret (the typo fixed in the middle, above): a page
+# that answers words of its choosing as that text must not get them scrubbed from the agent's answers.
 # Made of the person's keys is not enough: a field holds at most one key fewer for each key that erased one.
 @pytest.mark.parametrize("path,chosen,keys", [
     ("/getter", CHOSEN, [typed("ab"), key("Backspace"), typed("c")]),
@@ -314,19 +308,9 @@ def test_a_password_typed_key_by_key_echoed_by_url_per_key_is_nowhere(served, pa
 
 # Held: Backspace fixes (the run follows them), then the form goes by GET with the fixed password.
 def test_a_password_fixed_with_backspace_is_nowhere(served, pages, agents, alice_session):
-    alice, _ = agents
-    sid = alice_session
-    alice.tool("navigate", sessionId=sid, url=pages.url + "/form")
     password = "Bk" + stamp() + "Secr3t"
-    ann = person(served, ALICE)
-    pages.seen.clear()
-    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
-    act(ann, sid, typed(password[:-2] + "xyz"), *[key("Backspace")] * 3, typed(password[-2:]), key("Enter"))
-    assert wait_for(lambda: pages.seen, seconds=10)
-    assert pages.seen[0]["p"] == [password]  # positive control
-    time.sleep(0.5)
-    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
-    where = everything(served, agents, ann, sid)
+    where = sent_by_person(served, pages, agents, alice_session, "/form", password, typed(password[:-2] + "xyz"),
+                           *[key("Backspace")] * 3, typed(password[-2:]), key("Enter"))
     assert b"typed:" in where["console_logs"] and b"/echo" in where["network_logs"]
     assert leaked(where, password) == {}
 

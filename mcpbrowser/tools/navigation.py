@@ -225,8 +225,9 @@ def _matches_seen(page, locator):
         return None
     try:
         # A count has no timeout of its own: ask only a page that answers a trivial script in
-        # 300 ms (one whose script never yields would hold the count, and the session, forever).
-        page.wait_for_function("true", timeout=300)
+        # 1 s (one whose script never yields would hold the count, and the session, forever). 300 ms
+        # was too short on a loaded machine: a live page's answer came later and the count was left out.
+        page.wait_for_function("true", timeout=1000)
         return {"matched": locator.count(), "visible": locator.filter(visible=True).count()}
     except Exception:
         return None  # a dialog, a navigation or a busy page in the way: the timeout says enough
