@@ -206,7 +206,7 @@ def wait_for(state, args):
             if "Timeout" not in str(exc):
                 raise
             details = {"waitedFor": what, "timeoutMs": timeout}
-            seen = _matches_seen(state.page, hidden_twins.get(what))
+            seen = None if state.events.navigation_pending() else _matches_seen(state.page, hidden_twins.get(what))
             if seen:
                 details.update(seen)
             note = (f" {seen['matched']} element(s) matched, {seen['visible']} of them visible."
@@ -227,6 +227,8 @@ def _matches_seen(page, locator):
         # A count has no timeout of its own: ask only a page that answers a trivial script in
         # 1 s (one whose script never yields would hold the count, and the session, forever). 300 ms
         # was too short on a loaded machine: a live page's answer came later and the count was left out.
+        # A page being left (its navigation pending) is not asked at all: it runs no script until the
+        # next document commits, so the ask would only wait out its second.
         page.wait_for_function("true", timeout=1000)
         return {"matched": locator.count(), "visible": locator.filter(visible=True).count()}
     except Exception:
