@@ -17,11 +17,11 @@ import json
 import os
 import re
 import time
-import zipfile
 from urllib.parse import unquote, unquote_plus
 
 import pytest
 from support import HtmlHandler, HtmlSite, McpClient, stored_text, wait_for
+from test_secret_attack import _files
 
 pytestmark = pytest.mark.e2e
 
@@ -288,19 +288,6 @@ def test_a_ref_a_page_writes_in_a_name_never_stands_for_the_element(server, site
     assert server.tool("snapshot", sessionId=sid)["title"] == "kept"
 
 
-def written(folder):
-    """(path, bytes) of every file under folder, and of every member of every zip among them."""
-    for root, _, names in os.walk(folder):
-        for name in names:
-            path = os.path.join(root, name)
-            with open(path, "rb") as f:
-                data = f.read()
-            yield path, data
-            if zipfile.is_zipfile(path):
-                with zipfile.ZipFile(path) as archive:
-                    yield from ((f"{path}!{member}", archive.read(member)) for member in archive.namelist())
-
-
 def test_the_files_the_server_writes_hold_no_secret_the_page_moved(server, site):
     sid = opened(server, site, "/mover")
     server.tool("trace_start", sessionId=sid)
@@ -311,7 +298,7 @@ def test_the_files_the_server_writes_hold_no_secret_the_page_moved(server, site)
     server.tool("wait_for", sessionId=sid, networkIdle=True)
     files = [server.tool("screenshot", sessionId=sid)["savedTo"], server.tool("pdf", sessionId=sid)["path"],
              server.tool("trace_stop", sessionId=sid)["path"], server.tool("export_script", sessionId=sid)["path"]]
-    found = dict(written(server.folder))
+    found = dict(_files(server.folder))  # the history's compressed snapshots read one by one too
     assert all(path in found for path in files), (files, list(found))
     assert any(b"/moved/" in data for path, data in found.items() if ".zip!" in path)  # the page's requests
     # A PDF prints the text the page shows, its title among its properties (a limit, in docs/safety.md).
