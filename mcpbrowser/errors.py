@@ -24,7 +24,8 @@ class BrowserServerError(Exception):
         super().__init__(self.message)
 
     def to_dict(self):
-        """The error object of a failed call: {errorCode, message, sessionId?, details?}."""
+        """The whole error object of a failed call, as the history keeps it (what the agent reads of it:
+        transports/tool_methods.agent_error)."""
         out = {"errorCode": self.code, "message": self.message}
         if self.session_id is not None:
             out["sessionId"] = self.session_id

@@ -191,9 +191,10 @@ def errors_page():
     """docs/reference/errors.md: every error code, its class and the groups an embedder catches."""
     out = [HEADER, "# Error codes\n\n",
            "A failed tool call is a result with `isError: true` whose text is "
-           "`{errorCode, message, sessionId?, details?}`. In the library each code is an exception "
-           "class of `mcpbrowser` (a subclass of `BrowserServerError`, whose `.code` is the code), in "
-           "groups to catch; a `Retryable` one has `retry_after_ms`. The message is the default one; "
+           "`{errorCode, message, details?, refId, meta?}`, less what the agent already knows (the history "
+           "keeps the whole object). In the library each code is an exception class of `mcpbrowser` (a "
+           "subclass of `BrowserServerError`, whose `.code` is the code), in groups to catch; a `Retryable` "
+           "one has `retry_after_ms`. The message is the default one; "
            "most calls say more. When each code comes: [Tools, errors](../tools.md#errors).\n\n",
            "| Code | Class | Catch as | Default message |\n|---|---|---|---|\n"]
     for error in errors.ALL_ERRORS:

@@ -401,6 +401,12 @@ class McpClient:
         if (whole.get("meta") or {}).get("samePage"):
             envelope.update(("url", "title"))
         assert not envelope & (shown.keys() - {"meta"}), shown
+        if "navigationError" in whole:  # create_session's, as an error reads (tool_methods.agent_error)
+            error, told = whole["navigationError"], shown["navigationError"]
+            assert told.keys() <= error.keys() and "sessionId" not in told, (error, told)
+            assert all(told[k] == error[k] for k in told if k != "details"), (error, told)
+            assert (told.get("details") or {}).items() <= (error.get("details") or {}).items(), (error, told)
+            envelope.add("navigationError")
         assert {k: v for k, v in whole.items() if k not in envelope} == \
             {k: v for k, v in shown.items() if k not in envelope}, (whole, shown)
         assert "meta" in whole

@@ -261,3 +261,30 @@ def test_a_call_queued_before_a_person_took_over_does_not_act_when_its_turn_come
     assert state.ran == [] and captured == []
     free = State({"success": True})  # positive control: the same call on a session nobody holds acts
     assert run(d, free, call()).result()["success"] is True and free.ran == ["act"]
+
+
+def test_an_error_tells_the_agent_only_what_it_did_not_know():
+    # tool_methods.agent_error: the answer's text of a failed call; the history keeps to_dict() whole.
+    from mcpbrowser.transports.tool_methods import agent_error
+
+    quiet = {"tool": "click", "hasSnapshot": False, "hasConsoleLogs": False, "consoleErrorCount": 0}
+    error = {"errorCode": "ELEMENT_NOT_FOUND", "message": "No element matches #nope: take a snapshot.",
+             "sessionId": "s1", "details": {"target": "#nope", "reason": "Timeout 500ms exceeded."},
+             "refId": "r1", "meta": quiet}
+    assert agent_error(error, "s1") == {"errorCode": "ELEMENT_NOT_FOUND", "message": error["message"],
+                                        "details": {"reason": "Timeout 500ms exceeded."}, "refId": "r1"}
+    assert agent_error(error, "s2")["sessionId"] == "s1"  # a session the agent did not name is news
+    # What the agent should look at stays: console entries, a call the history could not keep.
+    logged = {**quiet, "hasConsoleLogs": True, "consoleErrorCount": 1}
+    assert agent_error({**error, "meta": logged}, "s1")["meta"] == logged
+    unrecorded = {**quiet, "recorded": False, "notRecorded": {"errorCode": "DISK_FULL", "message": "full"}}
+    assert agent_error({**error, "meta": unrecorded}, "s1")["meta"] == unrecorded
+    # Echoes go only when the message quotes them whole; documented fields always stay.
+    wall = {"errorCode": "LOGIN_TIMEOUT", "message": "A captcha wall: WAIT_TIMEOUT", "details":
+            {"cause": "WAIT_TIMEOUT", "wall": "captcha", "reason": "not quoted"}}
+    assert agent_error(wall) == wall
+    schema = {"errorCode": "INVALID_PARAMETERS", "message": "a is required; b is unknown",
+              "details": {"problems": ["a is required", "b is unknown"]}}
+    assert "details" not in agent_error(schema)
+    assert agent_error({**schema, "details": {"problems": ["a is required", "c"]}}) == \
+        {**schema, "details": {"problems": ["a is required", "c"]}}

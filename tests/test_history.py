@@ -35,10 +35,17 @@ def test_every_result_has_ref_id_and_meta_and_rows_are_stored(make_client, pages
     assert nav["meta"]["hasSnapshot"] is True and nav["meta"]["hasConsoleLogs"] is True
     assert nav["meta"]["consoleErrorCount"] >= 1 and "snapshot" not in nav  # compact by default
     err = c.error("click", sessionId=sid, selector="#nope", timeout=200)
-    assert err["refId"] and err["meta"]["tool"] == "click" and err["meta"]["hasSnapshot"] is False
+    # The model reads no meta of a call that logged nothing, nor the sessionId it sent, nor the
+    # selector the message quotes (tool_methods.agent_error); the history keeps the whole error.
+    assert err["refId"] and not {"meta", "sessionId"} & err.keys() and "#nope" in err["message"], err
+    assert "target" not in err.get("details", {}) and "Timeout" in err["details"]["reason"], err
     c.tool("get_content", ref_id=nav["refId"])  # waits for the capture, so the rows are written
     stored = dict(rows(db, "SELECT ref_id, tool_name FROM requests"))
     assert stored[created["refId"]] == "create_session" and stored[err["refId"]] == "click"
+    (whole,) = rows(db, "SELECT error_message FROM responses WHERE ref_id = ?", (err["refId"],))[0]
+    whole = json.loads(whole)
+    assert whole["meta"]["tool"] == "click" and whole["meta"]["hasSnapshot"] is False
+    assert whole["sessionId"] == sid and whole["details"]["target"] == "#nope"
     status, result, packed, console = rows(db, "SELECT status, result, p.data, console_logs FROM responses s "
                                                "JOIN snapshots p ON p.hash = s.snapshot_hash WHERE ref_id = ?",
                                            (nav["refId"],))[0]

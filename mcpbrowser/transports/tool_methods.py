@@ -122,16 +122,17 @@ class ToolMethods:
                 raise ProtocolError(protocol.INVALID_PARAMS, unknown.message, msg.id, unknown.details)
             return fut
 
+        sent = (params.arguments or {}).get("sessionId")  # the session the agent named
         if isinstance(msg.params.get("task"), dict) and _tasks_on(caller.version):
             fut = submit()
             tool = core.tools[params.name]
             task = self._tasks.create(msg.params["task"], fut)
-            fut.add_done_callback(lambda f: self._tasks.finish(task, self.tool_result(tool, f, caller)))
+            fut.add_done_callback(lambda f: self._tasks.finish(task, self.tool_result(tool, f, caller, sent)))
             self.connection.send(protocol.result(msg.id, {"task": task.describe()}), msg.id)
             return
         fut = self.connection.track(msg.id, submit)
         tool = core.tools[params.name]
-        fut.add_done_callback(lambda f: self._call_done(msg.id, tool, f, caller))
+        fut.add_done_callback(lambda f: self._call_done(msg.id, tool, f, caller, sent))
 
     def _task_result(self, msg, caller):
         """tasks/result: the task's answer, now if it is finished, else as soon as it is."""
@@ -157,23 +158,24 @@ class ToolMethods:
 
     # -- SESSION THREAD or CORE POOL THREAD (whoever completes the Future) -------------
 
-    def _call_done(self, request_id, tool, fut, caller):
+    def _call_done(self, request_id, tool, fut, caller, sent):
         if self.connection.untrack(request_id):  # else the client cancelled it: no answer may go out
-            self.connection.answer(request_id, self.tool_result(tool, fut, caller), caller)
+            self.connection.answer(request_id, self.tool_result(tool, fut, caller, sent), caller)
 
-    def tool_result(self, tool, fut, caller):
+    def tool_result(self, tool, fut, caller, sent=None):
+        """The MCP result of a finished call; `sent`: the sessionId its arguments named."""
         if fut.cancelled():  # only shutdown cancels a call the client did not cancel
-            return _error_result(BrowserError("The server is shutting down."))
+            return _error_result(BrowserError("The server is shutting down."), sent)
         try:
             value = fut.result()
         except InputRequired as exc:
             if caller.modern:
                 return self._input_required(exc, tool, caller)
-            return _error_result(exc)
+            return _error_result(exc, sent)
         except Exception as exc:
             if not isinstance(exc, BrowserServerError):
                 log.exception("tool raised", extra={"event": "tool_bug", "tool": tool.name})
-            return _error_result(as_server_error(exc))
+            return _error_result(as_server_error(exc), sent)
         content = []
         if tool.returns_image:
             image = value["image"]
@@ -226,9 +228,44 @@ def agent_view(value, shows_expiry=False):
         drop.add("expiresAt")
     if meta.get("samePage"):
         drop.update(("url", "title"))
-    return {k: v for k, v in value.items() if k not in drop}
+    shown = {k: v for k, v in value.items() if k not in drop}
+    if isinstance(shown.get("navigationError"), dict):  # create_session's: the session is the answer's own
+        shown["navigationError"] = agent_error(shown["navigationError"], value.get("sessionId"))
+    return shown
 
 
-def _error_result(exc):
-    return {"content": [{"type": "text", "text": compact_json(clip_answer(exc.to_dict()))}], "isError": True}
+def agent_error(error, sent=None):
+    """What the model reads of a failed call's error object (it pays for every character).
+
+    Left out, as agent_view leaves them out of an answer: `meta` unless the call logged to the
+    console or could not be recorded, and the `sessionId` the agent sent. Of `details`, the echoes
+    that the message already quotes whole (`target`, the selector; `reason`, Playwright's words;
+    `problems`, the schema's list); the documented fields (`cause`, `domain`, `retryAfterMs`, ...)
+    always stay. The history keeps the whole object (the response row's error), and the
+    library's exceptions carry every field.
+    """
+    meta = error.get("meta") or {}
+    quiet = not meta.get("hasConsoleLogs") and meta.get("recorded", True)
+    out = {k: v for k, v in error.items() if not (k == "sessionId" and v == sent) and not (k == "meta" and quiet)}
+    details = out.get("details")
+    if isinstance(details, dict):
+        kept = {k: v for k, v in details.items() if k not in _ECHOES or not _quoted(v, out.get("message") or "")}
+        if kept:
+            out["details"] = kept
+        else:
+            del out["details"]
+    return out
+
+
+_ECHOES = ("target", "reason", "problems")  # details a message may quote whole
+
+
+def _quoted(value, message):
+    texts = value if isinstance(value, list) else [value]
+    return bool(texts) and all(isinstance(text, str) and text and text in message for text in texts)
+
+
+def _error_result(exc, sent=None):
+    text = compact_json(clip_answer(agent_error(exc.to_dict(), sent)))
+    return {"content": [{"type": "text", "text": text}], "isError": True}
 
