@@ -33,6 +33,7 @@ Speed is measured here, never in the test suite.
 """
 
 import argparse
+import atexit
 import functools
 import itertools
 import json
@@ -571,6 +572,7 @@ async def mcpbrowser_http_concurrent(url, clients, sessions, rounds, db):
 
 def python_pwmcp_params(executable):
     folder = tempfile.mkdtemp(prefix="mcpbrowser-bench-pypwmcp-")  # where it writes its snapshots
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     return StdioServerParameters(command=sys.executable, args=["-m", "playwright", "mcp", "--headless", "--isolated",
                                                                "--browser", "chromium", "--executable-path",
                                                                executable], cwd=folder)
@@ -880,6 +882,7 @@ def main():
                "rounds": args.rounds, "sessions": args.sessions, "think_ms": args.think_ms, "repeats": args.repeats,
                "http_clients": args.http_clients}
     folder = tempfile.mkdtemp(prefix="mcpbrowser-bench-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # a run that fails half-way leaves nothing either
     databases = (os.path.join(folder, f"history-{n}.db") for n in itertools.count())
 
     def progress(message):

@@ -7,6 +7,7 @@ folder and the files folder) is measured every few milliseconds from here.
 
 import glob
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -97,6 +98,7 @@ def limited():
     c.folder = folder
     yield c
     c.close()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 class DiskPeak:

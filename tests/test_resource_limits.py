@@ -6,6 +6,7 @@ Through the official MCP client over stdio, real Chromium, pages served on 127.0
 import glob
 import json
 import os
+import shutil
 import signal
 import tempfile
 import threading
@@ -75,6 +76,8 @@ def limited():
         c.close()
     except Exception:
         pass  # killed by the last test
+    for made in (folder, uploads):
+        shutil.rmtree(made, ignore_errors=True)
 
 
 def _cpu_ms(client, session_id, runs=2):
