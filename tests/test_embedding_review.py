@@ -1,6 +1,8 @@
 """An embedder's mistakes and shutdowns, as docs/library.md leads one to write them (a real Chromium)."""
 
+import os
 import threading
+import time
 
 import pytest
 
@@ -57,3 +59,46 @@ def test_the_browser_closed_by_another_thread_during_a_with_block(browser, pages
     worker.join(30)
     assert [type(exc) for exc in raised] == [mcpbrowser.ServerStopping]
     assert raised[0].__context__ is None  # not an error of the exit on top of the call's
+
+
+def _in_forked_child(work, seconds=20):
+    """Run work() in a forked child; what it returned (a str), or "HUNG" when it did not end in time."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never back into pytest
+        os.close(read)
+        threading.Timer(seconds, lambda: (os.write(write, b"HUNG"), os._exit(3))).start()
+        try:
+            os.write(write, work().encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        text = answer.read()
+    os.waitpid(pid, 0)
+    return text
+
+
+def test_a_browser_started_before_a_fork_refuses_the_child_at_once(browser, pages):
+    # gunicorn --preload and uWSGI without lazy-apps import the app, so start the Browser, in the
+    # master, then fork the workers: the Browser's threads stay in the master. A worker's first call
+    # waited for them for ever; it is told at once, and its close() leaves the master's browser alone.
+    with browser.create_session(pages.url("/form")) as session:
+        assert session.snapshot()["title"] == "Form"
+
+    def worker():
+        started = time.monotonic()
+        try:
+            browser.create_session(pages.url("/form"))
+            return "opened"
+        except mcpbrowser.BrowserServerError as exc:
+            return f"{exc.code} {time.monotonic() - started:.1f}"
+        finally:
+            browser.close()
+
+    answer = _in_forked_child(worker)
+    assert answer != "HUNG"
+    code, took = answer.split()
+    assert code == "BROWSER_ERROR" and float(took) < 1
+    with browser.create_session(pages.url("/form")) as session:  # the master's still works
+        assert session.snapshot()["title"] == "Form"

@@ -12,6 +12,7 @@ ANY THREAD: every public method. The parts, each in its module, name their own t
 Only plain data (dicts, str, bytes) and Futures cross between threads.
 """
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -35,7 +36,7 @@ from mcpbrowser.core.tool_registry import configured
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.core.warm_pool import WarmPool
 from mcpbrowser.core.watchdog import Watchdog
-from mcpbrowser.errors import ServerStopping
+from mcpbrowser.errors import BrowserError, ServerStopping
 from mcpbrowser.guards import DomainPolicy, MemoryGuard
 from mcpbrowser.library import Session, arguments
 from mcpbrowser.logs import log
@@ -75,6 +76,7 @@ class Browser:
         self.supervisor = supervisor or BrowserSupervisor(config)
         self.supervisor.bind(on_lost=self._browser_lost, on_restart=self._browser_restarted)
         self._started = False
+        self._pid: int | None = None  # the process start() ran in: its threads live there only
         self._start_lock = threading.Lock()
         self.registry = SessionRegistry(config, self.history, clock=clock, timer_factory=timer_factory,
                                         final_save=self.recorder.final_save, on_change=self._refill,
@@ -120,6 +122,7 @@ class Browser:
             if self.registry.closed or self._started:
                 return self
             self._started = True
+            self._pid = os.getpid()
         self.supervisor.start()
         if self._watchdog is not None:
             self._watchdog.start()
@@ -130,7 +133,9 @@ class Browser:
         return self
 
     def close(self) -> None:
-        """Close every session, then the browser. Idempotent."""
+        """Close every session, then the browser. Idempotent; nothing in a forked child (see forked())."""
+        if self.forked():  # the browser, the sessions and their threads are the parent's to close
+            return
         workers = self.registry.close_all()
         if workers is None:
             return
@@ -158,6 +163,10 @@ class Browser:
         log.info("core closed", extra={"event": "core_closed", "workers": len(workers)})
         log.removeHandler(self._server_log)
 
+    def forked(self) -> bool:
+        """Whether this process is a fork of the one start() ran in (a prefork WSGI server's worker)."""
+        return self._pid is not None and self._pid != os.getpid()
+
     def __enter__(self) -> "Browser":
         return self.start()
 
@@ -174,6 +183,13 @@ class Browser:
         caller: who calls (a transport's, the live view's); None is the library, whose
         progress(done, total, message), if given, hears how a long call is going.
         """
+        if self.forked():
+            failed: Future = Future()
+            failed.set_exception(BrowserError(
+                f"This Browser was started in process {self._pid}, and this process is a fork of it, where its "
+                "threads did not follow: start the Browser in the process that calls it (after the fork; "
+                "gunicorn without --preload, uWSGI with lazy-apps)."))
+            return failed
         return self.dispatcher.dispatch(name, args, caller or Embedder(lambda: self.user.client, progress))
 
     def call(self, name: str, args: Any = None) -> dict[str, Any]:
