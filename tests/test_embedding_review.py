@@ -1,6 +1,8 @@
 """An embedder's mistakes and shutdowns, as docs/library.md leads one to write them (a real Chromium)."""
 
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -102,3 +104,27 @@ def test_a_browser_started_before_a_fork_refuses_the_child_at_once(browser, page
     assert code == "BROWSER_ERROR" and float(took) < 1
     with browser.create_session(pages.url("/form")) as session:  # the master's still works
         assert session.snapshot()["title"] == "Form"
+
+
+EXIT_WITHOUT_CLOSE = """
+import glob, os, sys, tempfile
+import mcpbrowser
+browser = mcpbrowser.Browser(mcpbrowser.Config(headless=True, db=":memory:")).start()
+session = browser.create_session(sys.argv[1])
+session.screenshot()
+mine = glob.glob(os.path.join(tempfile.gettempdir(), f"mcpbrowser-run-{os.getpid()}-*"))
+print(os.getpid(), *mine, flush=True)
+if sys.argv[2] == "interrupt":
+    raise KeyboardInterrupt  # Ctrl-C in a dev server's serve_forever: the module's close() never runs
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "interrupt"])
+def test_an_interpreter_that_exits_without_close_leaves_nothing_in_tmp(pages, how):
+    # The browser's runtime folder (its profile, the sessions' downloads and unsaved trace events)
+    # stayed in /tmp until some later start swept it; the interpreter's exit closes the Browser now.
+    run = subprocess.run([sys.executable, "-c", EXIT_WITHOUT_CLOSE, pages.url("/form"), how],
+                         capture_output=True, text=True, timeout=120)
+    _, *folders = run.stdout.split()
+    assert folders, run.stderr[-2000:]  # positive control: it had one
+    assert [f for f in folders if os.path.exists(f)] == []

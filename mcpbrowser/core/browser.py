@@ -12,6 +12,7 @@ ANY THREAD: every public method. The parts, each in its module, name their own t
 Only plain data (dicts, str, bytes) and Futures cross between threads.
 """
 
+import atexit
 import os
 import threading
 import time
@@ -123,6 +124,10 @@ class Browser:
                 return self
             self._started = True
             self._pid = os.getpid()
+        # An embedder whose interpreter exits without close() (Ctrl-C in a dev server, sys.exit)
+        # would leave the browser's runtime folder in /tmp, with its sessions' downloads and
+        # unsaved trace events, until some later start swept it.
+        atexit.register(self.close)
         self.supervisor.start()
         if self._watchdog is not None:
             self._watchdog.start()
@@ -139,6 +144,7 @@ class Browser:
         workers = self.registry.close_all()
         if workers is None:
             return
+        atexit.unregister(self.close)
         workers += self.warm_pool.drain()
         self.user.cooldown.cancel_all()
         shutting_down = ServerStopping()
@@ -151,8 +157,11 @@ class Browser:
         # driver would otherwise outlive us, with its temporary files), within the budget.
         self._executor.shutdown(wait=False, cancel_futures=True)
         drained = threading.Thread(target=self._executor.shutdown, name="core-drain", daemon=True)
-        drained.start()
-        drained.join(max(0.0, deadline - time.monotonic()))
+        try:
+            drained.start()
+            drained.join(max(0.0, deadline - time.monotonic()))
+        except RuntimeError:  # Python 3.12.0-1 at exit (our atexit hook) starts no thread: the exit joined the pool
+            pass
         self.supervisor.stop(shutting_down)
         # A call that was still running fails now that its browser is gone (SERVER_STOPPING):
         # let its answer and its history rows go out before the process exits.
