@@ -5,6 +5,10 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -128,3 +132,39 @@ def test_an_interpreter_that_exits_without_close_leaves_nothing_in_tmp(pages, ho
     _, *folders = run.stdout.split()
     assert folders, run.stderr[-2000:]  # positive control: it had one
     assert [f for f in folders if os.path.exists(f)] == []
+
+
+def test_more_sessions_at_once_than_max_sessions_are_refused_not_queued(browser, pages):
+    """docs/library.md: a WSGI server needs no more threads than max_sessions (4 here)."""
+    from waitress.server import create_server
+
+    def app(environ, start_response):
+        try:
+            with browser.create_session() as session:
+                page = session.navigate(pages.url("/slow?ms=300"))
+        except mcpbrowser.SessionError as exc:
+            start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
+            return [f"{exc.code} {isinstance(exc, mcpbrowser.Retryable)}".encode()]
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [page["title"].encode()]
+
+    def answers(threads):
+        server = create_server(app, host="127.0.0.1", port=0, threads=threads)
+        threading.Thread(target=server.run, daemon=True).start()
+        try:
+            def get(_):
+                url = f"http://127.0.0.1:{server.effective_port}/"
+                try:
+                    with urllib.request.urlopen(url, timeout=60) as answer:
+                        return answer.read().decode()
+                except urllib.error.HTTPError as refused:
+                    return refused.read().decode()
+
+            with ThreadPoolExecutor(8) as pool:
+                return Counter(pool.map(get, range(16)))
+        finally:
+            server.close()
+
+    assert answers(threads=4) == {"Slow": 16}
+    over = answers(threads=8)
+    assert set(over) == {"Slow", "MAX_SESSIONS_REACHED False"} and over["Slow"] < 16, over
