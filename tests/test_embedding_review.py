@@ -168,3 +168,23 @@ def test_more_sessions_at_once_than_max_sessions_are_refused_not_queued(browser,
     assert answers(threads=4) == {"Slow": 16}
     over = answers(threads=8)
     assert set(over) == {"Slow", "MAX_SESSIONS_REACHED False"} and over["Slow"] < 16, over
+
+
+@pytest.mark.parametrize("call", ["click", "navigate", "wait_for"])
+def test_a_zero_timeout_is_refused_not_a_wait_without_end(browser, pages, call):
+    # Playwright reads timeout=0 as "no timeout": `click("#missing", timeout=0)` (meant as "do not
+    # wait") held the caller's thread 60 s, until the watchdog replaced the session's thread.
+    with browser.create_session(pages.url("/form")) as session:
+        act = {"click": lambda: session.click("#missing", timeout=0),
+               "navigate": lambda: session.navigate(pages.url("/slow?ms=8000"), timeout=0),
+               "wait_for": lambda: session.wait_for(selector="#missing", timeout=0)}[call]
+        with ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(act)
+            try:
+                error = answer.exception(timeout=5)
+            finally:
+                if not answer.done():
+                    browser.close()  # ends the wait, so that the pool can shut down
+        assert isinstance(error, mcpbrowser.InvalidParameters) and "timeout" in error.message
+        with pytest.raises(mcpbrowser.ElementNotFound):  # positive control: 1 ms is a short wait
+            session.click("#missing", timeout=1)
