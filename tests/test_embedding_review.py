@@ -1,8 +1,10 @@
 """An embedder's mistakes and shutdowns, as docs/library.md leads one to write them (a real Chromium)."""
 
+import glob
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -188,3 +190,30 @@ def test_a_zero_timeout_is_refused_not_a_wait_without_end(browser, pages, call):
         assert isinstance(error, mcpbrowser.InvalidParameters) and "timeout" in error.message
         with pytest.raises(mcpbrowser.ElementNotFound):  # positive control: 1 ms is a short wait
             session.click("#missing", timeout=1)
+
+
+def test_close_returns_once_the_browser_is_gone_in_every_thread_that_called_it(pages):
+    # A signal handler's thread and the main thread (or our atexit hook) both close: the second
+    # returned at once, while the first was still closing, and an exit then left the browser's files.
+    def runtime_dirs():
+        return set(glob.glob(os.path.join(tempfile.gettempdir(), f"mcpbrowser-run-{os.getpid()}-*")))
+
+    before = runtime_dirs()
+    b = mcpbrowser.Browser(Config(headless=True, db=":memory:")).start()
+    with b.create_session(pages.url("/form")) as session:
+        session.snapshot()
+    b.create_session(pages.url("/form"))  # left open: close() has a session to close
+    (mine,) = runtime_dirs() - before
+    start, seen = threading.Barrier(2), []
+
+    def closer():
+        start.wait()
+        b.close()
+        seen.append(os.path.exists(mine))
+
+    closers = [threading.Thread(target=closer) for _ in range(2)]
+    for thread in closers:
+        thread.start()
+    for thread in closers:
+        thread.join(30)
+    assert seen == [False, False]

@@ -49,6 +49,7 @@ from mcpbrowser.trace_scrub import artifact_roots
 
 SHUTDOWN_BUDGET_S = 5.0  # sessions get at most this long to close at shutdown, then the browser stops
 STOPPED_ANSWER_S = 2.0  # then what still ran gets this long to answer SERVER_STOPPING
+CLOSE_WAIT_S = 60.0  # a second close() waits this long at most for the first (whose waits are bounded well within)
 
 
 class Browser:
@@ -79,6 +80,7 @@ class Browser:
         self._started = False
         self._pid: int | None = None  # the process start() ran in: its threads live there only
         self._start_lock = threading.Lock()
+        self._closed = threading.Event()  # set once close() has done its work
         self.registry = SessionRegistry(config, self.history, clock=clock, timer_factory=timer_factory,
                                         final_save=self.recorder.final_save, on_change=self._refill,
                                         secrets=self.secrets)
@@ -143,7 +145,17 @@ class Browser:
             return
         workers = self.registry.close_all()
         if workers is None:
+            # Another thread is closing (a signal handler's, our atexit hook): return once it is
+            # done, not while the browser and its files are still there.
+            self._closed.wait(CLOSE_WAIT_S)
             return
+        try:
+            self._shut_down(workers)
+        finally:
+            self._closed.set()
+
+    def _shut_down(self, workers: list[Any]) -> None:
+        """The first close() caller's thread: stop the sessions, the pool, the browser, the store."""
         atexit.unregister(self.close)
         workers += self.warm_pool.drain()
         self.user.cooldown.cancel_all()
