@@ -217,3 +217,11 @@ def test_close_returns_once_the_browser_is_gone_in_every_thread_that_called_it(p
     for thread in closers:
         thread.join(30)
     assert seen == [False, False]
+
+
+def test_create_session_with_a_url_that_fails_keeps_the_session_and_says_why(browser):
+    """docs/library.md: create_session(url) raises nothing for its page; navigate(url) does."""
+    with browser.create_session("http://127.0.0.1:1/") as session:
+        assert session.created["navigationError"]["errorCode"] == "NAVIGATION_FAILED"
+        with pytest.raises(mcpbrowser.NavigationFailed):
+            session.navigate("http://127.0.0.1:1/")

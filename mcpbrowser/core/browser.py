@@ -227,6 +227,8 @@ class Browser:
                        has_touch: bool | None = None, throttle: dict[str, Any] | None = None) -> Session:
         """Open a session (and, with url, a page in it); a `Session` handle on it.
 
+        A url that fails to load raises nothing: its error is in `session.created["navigationError"]`.
+
         storage_state: a login saved with save_state; the rest emulate a device
         (`device="iPhone 13"`, or each option on its own), as create_session's schema says;
         throttle: {"cpuRate": 4, "network": "Slow 3G", ...}, as Session.throttle takes it.
