@@ -269,6 +269,12 @@ class FileRemoved(ContentNotFound):
                        "(--retention-days or --files-max-mb).")
 
 
+def stopped_error(session_id=None):
+    """SERVER_STOPPING for a call that came after the core closed (Browser.close(), the server told to stop)."""
+    return ServerStopping("The server is stopped (Browser.close() ran, or it was told to stop); no call runs on "
+                          "it any more.", session_id=session_id)
+
+
 def not_stored(fault, message):
     """The error for something that could not be written: DISK_FULL, or STORAGE_FAILED with its cause."""
     if fault == "DISK_FULL":

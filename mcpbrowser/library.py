@@ -11,7 +11,7 @@ against the tool registry, so a tool cannot be added without its method.
 from collections.abc import Callable
 from typing import Any, Literal
 
-from mcpbrowser.errors import SessionExpired, SessionLost, SessionNotFound
+from mcpbrowser.errors import ServerStopping, SessionExpired, SessionLost, SessionNotFound
 
 Result = dict[str, Any]
 WaitUntil = Literal["load", "domcontentloaded", "networkidle", "commit"]
@@ -204,10 +204,10 @@ class Session:
     # -- lifetime ------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the session; closing it again, or after it expired or was lost, does nothing."""
+        """Close the session; closing it again, or after it expired, was lost or the browser closed, does nothing."""
         try:
             self.browser.close_session(self.id)
-        except (SessionNotFound, SessionExpired, SessionLost):
+        except (SessionNotFound, SessionExpired, SessionLost, ServerStopping):
             pass
 
     def __enter__(self) -> "Session":

@@ -5,7 +5,14 @@ import threading
 import pytest
 from fakes import FakeClock, FakeTimer, _Closable, fake_core, gate, last_timer
 
-from mcpbrowser.errors import BrowserError, CircuitOpen, ElementNotFound, SessionExpired, SessionNotFound
+from mcpbrowser.errors import (
+    BrowserError,
+    CircuitOpen,
+    ElementNotFound,
+    ServerStopping,
+    SessionExpired,
+    SessionNotFound,
+)
 from mcpbrowser.guards import CircuitBreaker
 from mcpbrowser.session.worker import SessionWorker
 from mcpbrowser.timers import KeyedTimers
@@ -165,7 +172,7 @@ def test_close_session_cancels_its_timer_and_close_is_idempotent():
     assert timer.cancelled
     core.close()
     core.close()
-    with pytest.raises(BrowserError, match="shutting down"):
+    with pytest.raises(ServerStopping):
         core.create_session()
 
 

@@ -10,6 +10,10 @@ the session threads' work (the `session` package).
 Imported lazily, so `import mcpbrowser` stays cheap.
 """
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # what __getattr__ hands out, for type checkers (see mcpbrowser/__init__.py)
+    from mcpbrowser.core.browser import Browser  # noqa: F401
+
 
 def __getattr__(name):
     if name == "Browser":

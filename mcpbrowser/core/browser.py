@@ -12,6 +12,8 @@ ANY THREAD: every public method. The parts, each in its module, name their own t
 Only plain data (dicts, str, bytes) and Futures cross between threads.
 """
 
+import atexit
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -35,7 +37,7 @@ from mcpbrowser.core.tool_registry import configured
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.core.warm_pool import WarmPool
 from mcpbrowser.core.watchdog import Watchdog
-from mcpbrowser.errors import ServerStopping
+from mcpbrowser.errors import BrowserError, ServerStopping
 from mcpbrowser.guards import DomainPolicy, MemoryGuard
 from mcpbrowser.library import Session, arguments
 from mcpbrowser.logs import log
@@ -47,6 +49,7 @@ from mcpbrowser.trace_scrub import artifact_roots
 
 SHUTDOWN_BUDGET_S = 5.0  # sessions get at most this long to close at shutdown, then the browser stops
 STOPPED_ANSWER_S = 2.0  # then what still ran gets this long to answer SERVER_STOPPING
+CLOSE_WAIT_S = 60.0  # a second close() waits this long at most for the first (whose waits are bounded well within)
 
 
 class Browser:
@@ -75,7 +78,9 @@ class Browser:
         self.supervisor = supervisor or BrowserSupervisor(config)
         self.supervisor.bind(on_lost=self._browser_lost, on_restart=self._browser_restarted)
         self._started = False
+        self._pid: int | None = None  # the process start() ran in: its threads live there only
         self._start_lock = threading.Lock()
+        self._closed = threading.Event()  # set once close() has done its work
         self.registry = SessionRegistry(config, self.history, clock=clock, timer_factory=timer_factory,
                                         final_save=self.recorder.final_save, on_change=self._refill,
                                         secrets=self.secrets)
@@ -120,6 +125,11 @@ class Browser:
             if self.registry.closed or self._started:
                 return self
             self._started = True
+            self._pid = os.getpid()
+        # An embedder whose interpreter exits without close() (Ctrl-C in a dev server, sys.exit)
+        # would leave the browser's runtime folder in /tmp, with its sessions' downloads and
+        # unsaved trace events, until some later start swept it.
+        atexit.register(self.close)
         self.supervisor.start()
         if self._watchdog is not None:
             self._watchdog.start()
@@ -130,10 +140,23 @@ class Browser:
         return self
 
     def close(self) -> None:
-        """Close every session, then the browser. Idempotent."""
+        """Close every session, then the browser. Idempotent; nothing in a forked child (see forked())."""
+        if self.forked():  # the browser, the sessions and their threads are the parent's to close
+            return
         workers = self.registry.close_all()
         if workers is None:
+            # Another thread is closing (a signal handler's, our atexit hook): return once it is
+            # done, not while the browser and its files are still there.
+            self._closed.wait(CLOSE_WAIT_S)
             return
+        try:
+            self._shut_down(workers)
+        finally:
+            self._closed.set()
+
+    def _shut_down(self, workers: list[Any]) -> None:
+        """The first close() caller's thread: stop the sessions, the pool, the browser, the store."""
+        atexit.unregister(self.close)
         workers += self.warm_pool.drain()
         self.user.cooldown.cancel_all()
         shutting_down = ServerStopping()
@@ -146,8 +169,11 @@ class Browser:
         # driver would otherwise outlive us, with its temporary files), within the budget.
         self._executor.shutdown(wait=False, cancel_futures=True)
         drained = threading.Thread(target=self._executor.shutdown, name="core-drain", daemon=True)
-        drained.start()
-        drained.join(max(0.0, deadline - time.monotonic()))
+        try:
+            drained.start()
+            drained.join(max(0.0, deadline - time.monotonic()))
+        except RuntimeError:  # Python 3.12.0-1 at exit (our atexit hook) starts no thread: the exit joined the pool
+            pass
         self.supervisor.stop(shutting_down)
         # A call that was still running fails now that its browser is gone (SERVER_STOPPING):
         # let its answer and its history rows go out before the process exits.
@@ -157,6 +183,10 @@ class Browser:
         self.store.close()
         log.info("core closed", extra={"event": "core_closed", "workers": len(workers)})
         log.removeHandler(self._server_log)
+
+    def forked(self) -> bool:
+        """Whether this process is a fork of the one start() ran in (a prefork WSGI server's worker)."""
+        return self._pid is not None and self._pid != os.getpid()
 
     def __enter__(self) -> "Browser":
         return self.start()
@@ -174,6 +204,13 @@ class Browser:
         caller: who calls (a transport's, the live view's); None is the library, whose
         progress(done, total, message), if given, hears how a long call is going.
         """
+        if self.forked():
+            failed: Future = Future()
+            failed.set_exception(BrowserError(
+                f"This Browser was started in process {self._pid}, and this process is a fork of it, where its "
+                "threads did not follow: start the Browser in the process that calls it (after the fork; "
+                "gunicorn without --preload, uWSGI with lazy-apps)."))
+            return failed
         return self.dispatcher.dispatch(name, args, caller or Embedder(lambda: self.user.client, progress))
 
     def call(self, name: str, args: Any = None) -> dict[str, Any]:
@@ -189,6 +226,8 @@ class Browser:
                        device_scale_factor: float | None = None, is_mobile: bool | None = None,
                        has_touch: bool | None = None, throttle: dict[str, Any] | None = None) -> Session:
         """Open a session (and, with url, a page in it); a `Session` handle on it.
+
+        A url that fails to load raises nothing: its error is in `session.created["navigationError"]`.
 
         storage_state: a login saved with save_state; the rest emulate a device
         (`device="iPhone 13"`, or each option on its own), as create_session's schema says;

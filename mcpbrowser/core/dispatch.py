@@ -17,7 +17,6 @@ from mcpbrowser.core.recorder import Recorder
 from mcpbrowser.core.registry import SessionRegistry
 from mcpbrowser.core.user_channel import USER_ANSWER_S, UserChannel
 from mcpbrowser.errors import (
-    BrowserError,
     BrowserServerError,
     CircuitOpen,
     CooldownActive,
@@ -25,6 +24,7 @@ from mcpbrowser.errors import (
     SessionHeldByPerson,
     SessionNotFound,
     UnknownTool,
+    stopped_error,
 )
 from mcpbrowser.guards import CircuitBreaker, RateLimiter
 from mcpbrowser.logs import log
@@ -101,7 +101,7 @@ class Dispatcher:
         except BrowserServerError as exc:
             fut = _failed(call.annotate_error(exc))
         except RuntimeError:  # the pool refuses work once the core closed
-            fut = _failed(call.annotate_error(BrowserError("The server is shutting down.")))
+            fut = _failed(call.annotate_error(stopped_error(session_id)))
         fut.add_done_callback(lambda f: self._finished(f, call, started))
         return fut
 

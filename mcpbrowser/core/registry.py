@@ -15,7 +15,6 @@ from typing import Any
 from mcpbrowser.config import Config
 from mcpbrowser.core.history import History
 from mcpbrowser.errors import (
-    BrowserError,
     InvalidParameters,
     MaxSessionsReached,
     ServerStopping,
@@ -25,6 +24,7 @@ from mcpbrowser.errors import (
     SessionLost,
     SessionMemoryExceeded,
     SessionNotFound,
+    stopped_error,
 )
 from mcpbrowser.logs import log
 from mcpbrowser.redaction import SecretBook
@@ -97,7 +97,7 @@ class SessionRegistry:
         """Count a session as opening, or refuse: shutting down, --max-sessions reached, or resuming an open id."""
         with self._lock:
             if self.closed:
-                raise BrowserError("The server is shutting down.")
+                raise stopped_error()
             if len(self._sessions) + self._starting >= self.config.max_sessions:
                 raise MaxSessionsReached(
                     f"{self.config.max_sessions} sessions are open, the most allowed. "
@@ -132,7 +132,7 @@ class SessionRegistry:
         if closed or stale:
             worker.stop()
         if closed:
-            raise BrowserError("The server is shutting down.")
+            raise stopped_error()
         if stale:
             return None
         self.timers.schedule(worker.session_id, record.deadline - self._clock(), self._expire)
@@ -164,6 +164,9 @@ class SessionRegistry:
             how = self._ended.get(session_id) if record is None else None
             if renew and record is not None:
                 record.renew(self.config.session_timeout)
+            closed = self.closed
+        if closed:  # every session ended with the server: not "call create_session", which fails too
+            raise stopped_error(session_id)
         if record is None:
             if how == "expired":
                 raise self.expired_error(session_id)

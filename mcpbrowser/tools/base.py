@@ -19,7 +19,8 @@ SELECTOR = {"type": "string", "minLength": 1}
 REF = {"type": "string", "minLength": 1}
 TARGET = {"selector": SELECTOR, "ref": REF}
 WAIT_UNTIL = {"type": "string", "enum": ["load", "domcontentloaded", "networkidle", "commit"]}  # load first
-TIMEOUT = schema.integer("ms", minimum=0, maximum=600_000)
+# Not 0: Playwright reads it as "no timeout", a wait without end until the watchdog replaces the thread.
+TIMEOUT = schema.integer("ms", minimum=1, maximum=600_000)
 SUCCESS_MESSAGE = {
     "type": "object",
     "properties": {"success": {"type": "boolean"}, "message": {"type": "string"}},
