@@ -34,3 +34,20 @@ def test_a_navigation_after_two_failed_ones_in_a_row_just_works(client, session,
             assert err["errorCode"] == "NAVIGATION_FAILED" and "ERR_CONNECTION_REFUSED" in err["message"]
         ok = client.tool("navigate", sessionId=session, url=pages.url(f"/title/fixed{attempt}"))
         assert ok["title"] == f"fixed{attempt}"
+
+
+def test_an_error_quotes_what_the_agent_sent_once(client, session, pages):
+    """The address, the ref, the refId and what a wait waited for: each was in the message, and again
+    in details (the address three times: Playwright's reason ends with it too)."""
+    bad = refused_url()
+    text, err = error_text(client, "navigate", sessionId=session, url=bad)
+    assert err["errorCode"] == "NAVIGATION_FAILED" and "net::ERR_CONNECTION_REFUSED" in err["message"]
+    assert text.count(bad) == 2, text  # the message's and details.url (documented, so it stays)
+    client.tool("navigate", sessionId=session, url=pages.url("/form"))
+    text, err = error_text(client, "click", sessionId=session, ref="e99")
+    assert err["errorCode"] == "ELEMENT_NOT_FOUND" and "snapshot" in err["message"] and text.count("e99") == 1, text
+    text, err = error_text(client, "get_content", ref_id=session)  # a sessionId where a refId belongs
+    assert err["errorCode"] == "CONTENT_NOT_FOUND" and text.count(session) == 1, text
+    text, err = error_text(client, "wait_for", sessionId=session, text="Never here", timeout=300)
+    assert err["errorCode"] == "WAIT_TIMEOUT" and text.count("Never here") == 1, text
+    assert (err["details"]["matched"], err["details"]["visible"]) == (0, 0)  # documented: they stay

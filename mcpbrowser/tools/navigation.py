@@ -49,6 +49,7 @@ def _load(state, what, method, **kwargs):
         if "net::ERR_" in reason:
             page_reading.await_error_page(state, navigations)
         url = kwargs.get("url") or (state.page.url if state.page is not None else "")
+        reason = reason.removesuffix(f" at {url}")  # Playwright's, naming the address the message names
         offline = throttling.offline(state)
         failed = NavigationFailed(f"Could not load {what}: {reason}" + (
             ". The session is offline (throttle network 'offline'); throttle with network 'none' "
