@@ -3,6 +3,7 @@
 Runs on the session's own thread, inside tool handlers.
 """
 
+import re
 import time
 
 from mcpbrowser.errors import BrowserError, BrowserServerError, ElementNotEditable, ElementNotFound, InvalidParameters
@@ -181,10 +182,17 @@ def _await_navigation(state, before, timeout_ms):
 
 
 def not_found(state, label, waited_ms=None, why=None):
+    timeout = re.fullmatch(r"Timeout (\d+)ms exceeded\.", why or "")
+    if waited_ms is None and timeout:  # the call's own timeout ran out: the message says how long it waited
+        waited_ms = int(timeout[1])
     waited = f" (waited {waited_ms} ms; pass timeout to wait longer)" if waited_ms else ""
     hint = "the page changed since that snapshot; take a new one" if label.startswith("ref ") else \
         "take a snapshot (query narrows it) to see what the page has"
+    # Playwright's line for the miss (the grace's timeout, or its locator matching nothing) says what
+    # the message says, in the words of our own locator (">> nth=0"): the agent pays for it on its
+    # commonest mistake. Another one (the element went away during the action) is news, and stays.
+    said = why is None or why == f"Timeout {waited_ms}ms exceeded." or "does not match any element" in why
     return ElementNotFound(f"No element matches {label}{waited}: {hint}.", session_id=state.session_id,
-                           details={"target": label, "reason": why})
+                           details={"target": label} if said else {"target": label, "reason": why})
 
 
