@@ -66,3 +66,13 @@ def test_a_wrong_selector_is_told_once(client, session, pages):
         text, err = error_text(client, tool, sessionId=session, **arguments)
         assert err["errorCode"] == "ELEMENT_NOT_FOUND" and said in err["message"], text
         assert "snapshot" in err["message"] and set(err) == {"errorCode", "message", "refId"}, text
+
+
+def test_an_option_that_does_not_exist_is_answered_with_the_ones_that_do(client, session, pages):
+    """The answer was Playwright's "Timeout 3987ms exceeded. (did not find some options)": the agent
+    had to read the page again to learn what it could choose."""
+    client.tool("navigate", sessionId=session, url=pages.url("/widgets"))
+    text, err = error_text(client, "select", sessionId=session, selector="#fruit", values=["Kiwi"])
+    assert err["errorCode"] == "INVALID_PARAMETERS" and "#fruit" in err["message"], text
+    assert "it has: Apple, Banana, Cherry." in err["message"] and "Timeout" not in text, text
+    assert client.tool("select", sessionId=session, selector="#fruit", values=["Banana"])["title"] == "fruit=b"

@@ -8,6 +8,7 @@ import time
 
 from mcpbrowser.errors import BrowserError, BrowserServerError, ElementNotEditable, ElementNotFound, InvalidParameters
 from mcpbrowser.logs import log
+from mcpbrowser.page_strings import clip
 from mcpbrowser.session.acting import INTERRUPTED, PROBE_S, TIMED_OUT
 
 # Playwright's wording, matched in one place. Each marker is exercised by test_tools.py.
@@ -38,9 +39,9 @@ def classify(state, label, matches, exc, not_usable):
                                  session_id=state.session_id, details=details)
     if "Unknown key" in text:
         return InvalidParameters(why, session_id=state.session_id, details=details)
-    if "did not find some options" in text:
-        return InvalidParameters(f"{label} has no such option: {why}",
-                                 session_id=state.session_id, details=details)
+    if "did not find some options" in text:  # the ones it has are what the agent needs next, not the wait
+        return InvalidParameters(f"{label} has no such option{_options(state, matches)}.",
+                                 session_id=state.session_id, details={"target": label})
     is_ref = label.startswith("ref ")
     try:
         count = _count(state, matches)
@@ -56,6 +57,22 @@ def classify(state, label, matches, exc, not_usable):
         return BrowserError(why, session_id=state.session_id, details=details)
     return not_usable(f"{label} matched {count} element(s) but the first is not usable: {why}",
                       session_id=state.session_id, details=details)
+
+
+OPTIONS_SHOWN = 20  # a select's options named by the error of one it does not have
+
+
+def _options(state, matches):
+    """"; it has: Apple, Banana" (the first select's option labels), or "" when they cannot be read."""
+    try:
+        labels = state.act(matches.first, "evaluate", deadline_s=PROBE_S, timeout=PROBE_S * 1000,
+                           expression="s => Array.from(s.options || [], o => o.label)")
+    except Exception:
+        return ""
+    if not isinstance(labels, list) or not labels:  # TIMED_OUT, INTERRUPTED, or none at all
+        return ""
+    more = f", and {len(labels) - OPTIONS_SHOWN} more" if len(labels) > OPTIONS_SHOWN else ""
+    return "; it has: " + ", ".join(clip(str(name), 40) for name in labels[:OPTIONS_SHOWN]) + more
 
 
 # Without a `timeout` argument, an element that is not there is reported after this
