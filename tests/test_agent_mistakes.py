@@ -5,6 +5,7 @@ import json
 import socket
 
 import pytest
+from mcp.shared.exceptions import MCPError
 
 pytestmark = pytest.mark.e2e
 
@@ -76,3 +77,17 @@ def test_an_option_that_does_not_exist_is_answered_with_the_ones_that_do(client,
     assert err["errorCode"] == "INVALID_PARAMETERS" and "#fruit" in err["message"], text
     assert "it has: Apple, Banana, Cherry." in err["message"] and "Timeout" not in text, text
     assert client.tool("select", sessionId=session, selector="#fruit", values=["Banana"])["title"] == "fruit=b"
+
+
+def test_a_misspelt_tool_is_answered_with_the_one_meant(client):
+    """"Unknown tool: clik" left the agent to read the tool list again. Only a typo is answered: a name
+    of another meaning is not (a wrong guess costs more than none)."""
+    for wrong, meant in (("clik", "click"), ("snapshots", "snapshot"), ("navigte", "navigate")):
+        with pytest.raises(MCPError) as refused:
+            client.call(wrong, {"sessionId": "x"})
+        assert refused.value.error.code == -32602
+        assert refused.value.error.message == f"Unknown tool: {wrong}; did you mean {meant}?"
+    for wrong in ("teleport", "new_session", "execute_script", "browser_snapshot"):
+        with pytest.raises(MCPError) as refused:
+            client.call(wrong, {})
+        assert refused.value.error.message == f"Unknown tool: {wrong}"
