@@ -91,3 +91,15 @@ def test_a_misspelt_tool_is_answered_with_the_one_meant(client):
         with pytest.raises(MCPError) as refused:
             client.call(wrong, {})
         assert refused.value.error.message == f"Unknown tool: {wrong}"
+
+
+def test_an_action_behind_a_dialog_quotes_the_dialog_as_it_reads(client, session, pages):
+    """The message lowercased the dialog's own text (str.capitalize): "('hello there')" for
+    "Hello there"; a code in a dialog would have read wrong."""
+    client.tool("navigate", sessionId=session, url=pages.url("/dialogs"))
+    client.tool("click", sessionId=session, selector="#alert")
+    text, err = error_text(client, "click", sessionId=session, selector="#confirm")
+    assert err["errorCode"] == "DIALOG_OPEN" and "handle_dialog" in err["message"], text
+    assert err["message"].startswith("An alert dialog ('Hello there') is open"), text
+    client.tool("handle_dialog", sessionId=session, accept=True)
+    assert client.tool("click", sessionId=session, selector="#confirm")["success"]
