@@ -6,6 +6,8 @@ import socket
 
 import pytest
 from mcp.shared.exceptions import MCPError
+from support import HttpServer, SdkClient
+from test_view import ALICE, Web
 
 pytestmark = pytest.mark.e2e
 
@@ -103,3 +105,29 @@ def test_an_action_behind_a_dialog_quotes_the_dialog_as_it_reads(client, session
     assert err["message"].startswith("An alert dialog ('Hello there') is open"), text
     client.tool("handle_dialog", sessionId=session, accept=True)
     assert client.tool("click", sessionId=session, selector="#confirm")["success"]
+
+
+def test_an_action_on_a_session_a_person_holds_says_how_to_wait_for_them(tmp_path, pages):
+    """SESSION_HELD_BY_PERSON says "or call wait_for_user": with the logins group off (the default)
+    that call answered TOOL_NOT_ENABLED, and the agent learned the way only at its third call."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"alice {ALICE}\n")
+    server = HttpServer("--http-token-file", str(tokens), "--view", "http", "--caps", "")
+    agent = SdkClient(server.url, token=ALICE)
+    try:
+        sid = agent.tool("create_session", url=pages.url("/form"))["sessionId"]
+        person = Web(server.base)
+        person.sign_in(ALICE)
+        post = {"Origin": server.base, "X-CSRF-Token": person.csrf()}
+        assert person.request(f"/view/api/s/{sid}/takeover", b"{}", post)[0] == 200
+        held = agent.error("click", sessionId=sid, selector="#go")
+        assert held["errorCode"] == "SESSION_HELD_BY_PERSON" and held["details"] == {"heldBy": "alice"}
+        assert "wait_for_user (in the logins tool group: enable_tools turns it on)" in held["message"], held
+        agent.tool("enable_tools", groups=["logins"])
+        held = agent.error("click", sessionId=sid, selector="#go")
+        assert "wait_for_user." in held["message"] and "enable_tools" not in held["message"], held
+        assert person.request(f"/view/api/s/{sid}/handback", b"{}", post)[0] == 200
+        assert agent.tool("click", sessionId=sid, selector="#go")["success"]
+    finally:
+        agent.close()
+        server.close()

@@ -98,7 +98,8 @@ class Dispatcher:
                 budget = self.budget_s(args)
                 worker, call.expires_at = self._registry.renewed(args["sessionId"])  # validated: present
                 if worker.held_by is not None and not (caller.person or tool.read_only or tool.during_cooldown):
-                    raise SessionHeldByPerson(session_id=session_id, details={"heldBy": worker.held_by})
+                    raise SessionHeldByPerson(session_id=session_id, details={"heldBy": worker.held_by},
+                                              note=self._core.groups.off_note("wait_for_user", caller))
                 fut = worker.submit(self.on_session.run, tool, args, call,
                                     after=lambda state, f: self.on_session.after_answer(state, f, call),
                                     budget_s=budget, tag=(call, budget), urgent=caller.person)

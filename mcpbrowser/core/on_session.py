@@ -35,7 +35,9 @@ class OnSession:
         held = state.worker.held_by
         if held is not None and not (tool.read_only or tool.during_cooldown):
             # Queued before a person took the session over (the view), its turn came after: it must not act.
-            raise call.annotate_error(SessionHeldByPerson(session_id=state.session_id, details={"heldBy": held}))
+            note = self._core.groups.off_note("wait_for_user", call.caller)
+            raise call.annotate_error(SessionHeldByPerson(session_id=state.session_id, details={"heldBy": held},
+                                                          note=note))
         call.ran = True
         failure = None
         try:
