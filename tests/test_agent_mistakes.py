@@ -131,3 +131,16 @@ def test_an_action_on_a_session_a_person_holds_says_how_to_wait_for_them(tmp_pat
     finally:
         agent.close()
         server.close()
+
+
+def test_typing_or_selecting_on_the_wrong_kind_of_element_says_what_to_do(client, session, pages):
+    """Playwright's words ("Error: Element is not an <input>, <textarea>, <select> or [contenteditable]
+    and does not have a role allowing [aria-readonly]") said what was wrong, not where to type; a
+    select on a list made of divs (the common custom dropdown) is done by clicks."""
+    client.tool("navigate", sessionId=session, url=pages.url("/form"))
+    text, err = error_text(client, "type", sessionId=session, selector="#plain", text="x", timeout=300)
+    assert err["errorCode"] == "ELEMENT_NOT_EDITABLE" and "snapshot" in err["message"], text
+    assert "aria-readonly" not in text and len(err["message"]) < 120, text
+    client.tool("navigate", sessionId=session, url=pages.url("/widgets"))
+    text, err = error_text(client, "select", sessionId=session, selector="#hoverme", values=["a"], timeout=300)
+    assert err["errorCode"] == "ELEMENT_NOT_EDITABLE" and "click" in err["message"], text

@@ -55,6 +55,13 @@ def classify(state, label, matches, exc, not_usable):
         not_usable = ElementNotEditable
     if count is None:
         return BrowserError(why, session_id=state.session_id, details=details)
+    # The wrong kind of element: what to do instead, not Playwright's list of the right kinds.
+    if "is not an <input>" in text:
+        return ElementNotEditable(f"{label} is not a field to type into: take a snapshot (query narrows it) "
+                                  "and use a textbox's ref.", session_id=state.session_id, details={"target": label})
+    if "is not a <select>" in text:
+        return ElementNotEditable(f"{label} is not a <select>: choose from a list of another kind by clicking it, "
+                                  "then its option.", session_id=state.session_id, details={"target": label})
     return not_usable(f"{label} matched {count} element(s) but the first is not usable: {why}",
                       session_id=state.session_id, details=details)
 
