@@ -144,3 +144,16 @@ def test_typing_or_selecting_on_the_wrong_kind_of_element_says_what_to_do(client
     client.tool("navigate", sessionId=session, url=pages.url("/widgets"))
     text, err = error_text(client, "select", sessionId=session, selector="#hoverme", values=["a"], timeout=300)
     assert err["errorCode"] == "ELEMENT_NOT_EDITABLE" and "click" in err["message"], text
+
+
+@pytest.mark.parametrize("caps", ["", "logins"])
+def test_a_login_wall_names_enable_tools_only_when_wait_for_user_is_off(make_client, pages, caps):
+    """The cooldown's messages told every client "wait_for_user (in the logins tool group: enable_tools
+    turns it on)", a client with the group on too: a needless call, and 50 characters on each refusal."""
+    c = make_client("--caps", caps, "--login-cooldown", "60")
+    sid = c.tool("create_session", url=pages.url("/captcha"))["sessionId"]
+    _, tripped = error_text(c, "wait_for", sessionId=sid, text="Welcome back", timeout=500)
+    _, paused = error_text(c, "click", sessionId=sid, selector="#continue")
+    assert (tripped["errorCode"], paused["errorCode"]) == ("LOGIN_TIMEOUT", "COOLDOWN_ACTIVE")
+    for err in (tripped, paused):
+        assert "wait_for_user" in err["message"] and ("enable_tools" in err["message"]) is (caps == ""), err

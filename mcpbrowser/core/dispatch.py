@@ -136,7 +136,8 @@ class Dispatcher:
         # the person done ends it), and close_session. Everything that acts or opens
         # (create_session) waits.
         runs = tool.read_only or tool.during_cooldown
-        waiting = None if runs else cooldown.message(session_id, owner)
+        logins_on = not self._core.groups.off_note("wait_for_user", caller)
+        waiting = None if runs else cooldown.message(session_id, owner, logins_on)
         if waiting is not None:
             raise CooldownActive(waiting, session_id=session_id,
                                  details={"remainingMs": round(cooldown.remaining_s(session_id, owner) * 1000)})

@@ -69,7 +69,8 @@ class OnSession:
         if page_reading.browser_gone(state):
             self._core.supervisor.browser_gone(state.worker, str(error))
             return self._registry.session_lost(state)
-        failure = self._user.login_failure(state, tool.name, error, call)
+        failure = self._user.login_failure(state, tool.name, error, call,
+                                           not self._core.groups.off_note("wait_for_user", call.caller))
         return self._user.with_view(state.session_id, failure) if tool.waits_for_person else failure
 
     @staticmethod
