@@ -3,10 +3,11 @@ do next, costs few characters, and the agent's next, corrected call just works."
 
 import json
 import socket
+import time
 
 import pytest
 from mcp.shared.exceptions import MCPError
-from support import HttpServer, SdkClient
+from support import HttpServer, SdkClient, wait_for
 from test_view import ALICE, Web
 
 pytestmark = pytest.mark.e2e
@@ -157,3 +158,19 @@ def test_a_login_wall_names_enable_tools_only_when_wait_for_user_is_off(make_cli
     assert (tripped["errorCode"], paused["errorCode"]) == ("LOGIN_TIMEOUT", "COOLDOWN_ACTIVE")
     for err in (tripped, paused):
         assert "wait_for_user" in err["message"] and ("enable_tools" in err["message"]) is (caps == ""), err
+
+
+def test_the_browsers_own_favicon_request_is_not_the_pages_console_error(client, session, pages):
+    """A page without /favicon.ico: Chromium's 404 for the icon it asks for by itself came in after
+    the load's answer, so the agent's next call, an error too, carried meta with consoleErrorCount 1
+    (90 characters), inviting a console_logs call to read a line about nothing the page did."""
+    client.tool("navigate", sessionId=session, url=pages.url("/logs"))
+    assert wait_for(lambda: "/favicon.ico" in pages.hits, seconds=10)  # the request the test is about
+    client.tool("wait_for", sessionId=session, selector="#more")
+    entries = client.tool("console_logs", sessionId=session)["entries"]
+    assert any(e["message"] == "broken thing" for e in entries)  # positive control: the page's own error
+    assert not any("favicon" in e.get("location", "") for e in entries), entries
+    client.tool("navigate", sessionId=session, url=pages.url("/title/quiet"))
+    time.sleep(0.5)  # its icon's 404 comes in meanwhile
+    _, err = error_text(client, "click", sessionId=session, selector="#nope")
+    assert err["errorCode"] == "ELEMENT_NOT_FOUND" and "meta" not in err, err
