@@ -174,3 +174,18 @@ def test_the_browsers_own_favicon_request_is_not_the_pages_console_error(client,
     time.sleep(0.5)  # its icon's 404 comes in meanwhile
     _, err = error_text(client, "click", sessionId=session, selector="#nope")
     assert err["errorCode"] == "ELEMENT_NOT_FOUND" and "meta" not in err, err
+
+
+def test_get_content_of_an_elements_ref_says_it_takes_a_calls_refid(client, session, pages):
+    """ref (an element's, from a snapshot) and refId (a call's, from any answer) are near names:
+    "No call has refId 'e5'." did not say which one the agent had mixed up."""
+    client.tool("navigate", sessionId=session, url=pages.url("/form"))
+    snap = client.tool("snapshot", sessionId=session)
+    ref = snap["snapshot"].split("[ref=")[1].split("]")[0]
+    for wrong in (ref, "f1e2"):
+        text, err = error_text(client, "get_content", ref_id=wrong)
+        assert err["errorCode"] == "CONTENT_NOT_FOUND" and "element's ref" in err["message"], text
+        assert "refId" in err["message"] and len(err["message"]) < 130, text
+    text, err = error_text(client, "get_content", ref_id="0" * 32)  # a refId that is not stored: as before
+    assert err["message"] == f"No call has refId {'0' * 32!r}.", text
+    assert client.tool("get_content", ref_id=snap["refId"])["content"]  # the refId the answer gave
