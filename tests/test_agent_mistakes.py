@@ -189,3 +189,12 @@ def test_get_content_of_an_elements_ref_says_it_takes_a_calls_refid(client, sess
     text, err = error_text(client, "get_content", ref_id="0" * 32)  # a refId that is not stored: as before
     assert err["message"] == f"No call has refId {'0' * 32!r}.", text
     assert client.tool("get_content", ref_id=snap["refId"])["content"]  # the refId the answer gave
+
+
+def test_an_element_that_cannot_be_clicked_yet_says_what_to_do(client, session, pages):
+    """"#hidden matched 1 element(s) but the first is not usable: Timeout 300ms exceeded. (element is
+    not visible)" said why, not what next: the agent clicked again, or gave up."""
+    client.tool("navigate", sessionId=session, url=pages.url("/form"))
+    for selector, next_step in (("#hidden", "wait_for it"), ("#off", "disabled")):
+        text, err = error_text(client, "click", sessionId=session, selector=selector, timeout=300)
+        assert err["errorCode"] == "ELEMENT_NOT_CLICKABLE" and next_step in err["message"], text

@@ -15,6 +15,10 @@ from mcpbrowser.session.acting import INTERRUPTED, PROBE_S, TIMED_OUT
 _BAD_SELECTOR = ("is not a valid selector", "Unexpected token", "Unknown engine", "SyntaxError")
 _NOT_EDITABLE = ("is not an <input>", "not editable", "Cannot type", "is not a <select>",
                  "Node is not an HTMLInputElement", "Non-multiple file input")
+# What the agent can do about an element it cannot use yet, by Playwright's reason.
+_NEXT_STEPS = (("element is not visible", ". It is hidden: wait_for it, or open what holds it."),
+               ("element is not enabled", ". It is disabled until the page enables it (a field it needs, say)."),
+               ("intercepts pointer events", ". Another element covers it: close that one first."))
 _STALE_REF = ("Invalid frame in aria-ref", "aria-ref")
 _WHY_MARKERS = ("element is not", "intercepts pointer events", "not stable", "is not an <",
                 "did not find some options")
@@ -62,7 +66,8 @@ def classify(state, label, matches, exc, not_usable):
     if "is not a <select>" in text:
         return ElementNotEditable(f"{label} is not a <select>: choose from a list of another kind by clicking it, "
                                   "then its option.", session_id=state.session_id, details={"target": label})
-    return not_usable(f"{label} matched {count} element(s) but the first is not usable: {why}",
+    then = next((step for marker, step in _NEXT_STEPS if marker in why), "")
+    return not_usable(f"{label} matched {count} element(s) but the first is not usable: {why}{then}",
                       session_id=state.session_id, details=details)
 
 
