@@ -195,6 +195,6 @@ def test_an_element_that_cannot_be_clicked_yet_says_what_to_do(client, session, 
     """"#hidden matched 1 element(s) but the first is not usable: Timeout 300ms exceeded. (element is
     not visible)" said why, not what next: the agent clicked again, or gave up."""
     client.tool("navigate", sessionId=session, url=pages.url("/form"))
-    for selector, next_step in (("#hidden", "wait_for it"), ("#off", "disabled")):
+    for selector, next_step in (("#hidden", "wait_for it"), ("#off", "Disabled until")):
         text, err = error_text(client, "click", sessionId=session, selector=selector, timeout=300)
         assert err["errorCode"] == "ELEMENT_NOT_CLICKABLE" and next_step in err["message"], text

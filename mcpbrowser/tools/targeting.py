@@ -16,9 +16,9 @@ _BAD_SELECTOR = ("is not a valid selector", "Unexpected token", "Unknown engine"
 _NOT_EDITABLE = ("is not an <input>", "not editable", "Cannot type", "is not a <select>",
                  "Node is not an HTMLInputElement", "Non-multiple file input")
 # What the agent can do about an element it cannot use yet, by Playwright's reason.
-_NEXT_STEPS = (("element is not visible", ". It is hidden: wait_for it, or open what holds it."),
-               ("element is not enabled", ". It is disabled until the page enables it (a field it needs, say)."),
-               ("intercepts pointer events", ". Another element covers it: close that one first."))
+_NEXT_STEPS = (("element is not visible", ". Hidden: wait_for it, or open what holds it."),
+               ("element is not enabled", ". Disabled until the page enables it."),
+               ("intercepts pointer events", ". Something covers it: close that first."))
 _STALE_REF = ("Invalid frame in aria-ref", "aria-ref")
 _WHY_MARKERS = ("element is not", "intercepts pointer events", "not stable", "is not an <",
                 "did not find some options")
