@@ -7,7 +7,7 @@ import time
 
 import pytest
 from mcp.shared.exceptions import MCPError
-from support import HttpServer, SdkClient, wait_for
+from support import HtmlSite, HttpServer, SdkClient, wait_for
 from test_view import ALICE, Web
 
 pytestmark = pytest.mark.e2e
@@ -198,3 +198,24 @@ def test_an_element_that_cannot_be_clicked_yet_says_what_to_do(client, session, 
     for selector, next_step in (("#hidden", "wait_for it"), ("#off", "Disabled until")):
         text, err = error_text(client, "click", sessionId=session, selector=selector, timeout=300)
         assert err["errorCode"] == "ELEMENT_NOT_CLICKABLE" and next_step in err["message"], text
+
+
+def test_the_page_text_an_error_quotes_is_scrubbed_of_secrets(client, session):
+    """An option's label or a dialog's text is the page's, in an error, which the scrubbing of answers
+    did not reach: a page that shows what was typed into its password field showed it to the agent."""
+    site = HtmlSite(lambda url: "<title>Echo</title><input type=password id=pw "
+                                "oninput=\"document.getElementById('s').innerHTML = '<option>' + this.value + "
+                                "'</option><option>Other</option>'\"><select id=s></select>"
+                                "<button id=tell onclick=\"alert('You typed ' + pw.value)\">Tell</button>")
+    try:
+        client.tool("navigate", sessionId=session, url=site.url + "/")
+        client.tool("type", sessionId=session, selector="#pw", text="Hunter-Secret-42")
+        text, err = error_text(client, "select", sessionId=session, selector="#s", values=["Kiwi"])
+        assert err["errorCode"] == "INVALID_PARAMETERS" and "Other" in err["message"], text  # the options' list
+        assert "Hunter-Secret-42" not in text and "[REDACTED]" in err["message"], text
+        client.tool("click", sessionId=session, selector="#tell")
+        text, err = error_text(client, "click", sessionId=session, selector="#tell")
+        assert err["errorCode"] == "DIALOG_OPEN" and "You typed" in err["message"], text
+        assert "Hunter-Secret-42" not in text and "[REDACTED]" in err["message"], text
+    finally:
+        site.close()

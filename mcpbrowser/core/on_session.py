@@ -16,7 +16,7 @@ from mcpbrowser.core.recorder import Recorder
 from mcpbrowser.core.registry import SessionRegistry
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.errors import BrowserServerError, SessionHeldByPerson, as_server_error
-from mcpbrowser.redaction import scrub_value
+from mcpbrowser.redaction import scrub_text, scrub_value
 from mcpbrowser.session import page_reading, snapshots
 from mcpbrowser.session.acting import COUNT_BEFORE_ANSWER_S
 from mcpbrowser.session.state import SessionState
@@ -51,7 +51,8 @@ class OnSession:
             if call.secret and isinstance(args.get("text"), str):
                 state.withheld.add(args["text"])
         if failure is not None:
-            raise call.annotate_error(self._what_failed(state, tool, call, failure)) from None
+            raise call.annotate_error(_scrubbed(self._what_failed(state, tool, call, failure), state.secrets)) \
+                from None
         self._decide_capture(state, call, result)
         if not tool.waits_for_person:
             return call.annotate(result)
@@ -103,3 +104,14 @@ class OnSession:
         if succeeded:
             self._core.files.remember(call.session_id, call.tool, fut.result())
         self._core.session_memory.after_call(state)
+
+
+def _scrubbed(error: BrowserServerError, secrets: Any) -> BrowserServerError:
+    """The error of a call, its message and details scrubbed of the session's secrets (session thread):
+    they quote the page's text (a dialog's, an option's), which may show one, as an answer may."""
+    if secrets:
+        error.message = scrub_text(error.message, secrets)
+        error.args = (error.message,)
+        if error.details:
+            error.details = scrub_value(error.details, secrets)
+    return error
