@@ -186,6 +186,10 @@ class SessionHeldByPerson(PolicyError, Retryable):
     default_message = ("A person has taken over this session in the live view: retry after the person hands back, "
                        "or call wait_for_user.")
 
+    def __init__(self, message=None, *, note="", session_id=None, details=None):
+        """note: what calling wait_for_user takes first (ToolGroups.off_note), '' when nothing."""
+        super().__init__(message or f"{self.default_message[:-1]}{note}.", session_id=session_id, details=details)
+
 
 class PageCrashed(BrowserFailure):
     code = "PAGE_CRASHED"

@@ -337,12 +337,15 @@ MESSAGES = {
     "en": {
         "timeout": "{why}. To stop retrying against this wall while nobody is there, {whom} pause for "
                    "{left}; reading the page still works (snapshot, screenshot, logs, get_content). Ask the "
-                   "user to finish the login or verification in the browser window, then call wait_for_user "
-                   "(in the logins tool group: enable_tools turns it on): once it sees them done, the pause ends.",
+                   "user to finish the login or verification in the browser window, then call wait_for_user{note}: "
+                   "once it sees them done, the pause ends.",
         "cooldown": "Paused after {why}: {left} left for {whom}. Reading the page still works (snapshot, "
                     "screenshot, logs, get_content). Ask the user to finish the login or verification in the "
-                    "browser window, then call wait_for_user (in the logins tool group: enable_tools turns it "
-                    "on; the pause ends once it sees them done), or try again after the pause.",
+                    "browser window, then call wait_for_user ({note}the pause ends once it sees them done), or try "
+                    "again after the pause.",
+        # Said only to a client for which wait_for_user is off (ToolGroups.off_note).
+        "off_timeout": " (in the logins tool group: enable_tools turns it on)",
+        "off_cooldown": "in the logins tool group: enable_tools turns it on; ",
         "left": "{m} min {s} s",
         "ended": "The login cooldown ended; browser actions proceed again.",
         "finished": "The user finished the login or verification; the login cooldown ended.",
@@ -357,10 +360,12 @@ MESSAGES = {
     "zh": {
         "timeout": "{why}。为避免在无人值守时反复冲击该页面，{whom}将暂停 {left}；读取页面仍可进行"
                    "（snapshot、screenshot、日志、get_content）。请让用户在浏览器窗口中完成登录或验证，"
-                   "然后调用 wait_for_user（属于 logins 工具组，可用 enable_tools 开启）：确认用户完成后，暂停即结束。",
+                   "然后调用 wait_for_user{note}：确认用户完成后，暂停即结束。",
         "cooldown": "暂停原因：{why}。{whom}还剩 {left}。读取页面仍可进行（snapshot、screenshot、日志、"
                     "get_content）。请让用户在浏览器窗口中完成登录或验证，然后调用 wait_for_user"
-                    "（属于 logins 工具组，可用 enable_tools 开启；确认用户完成后暂停即结束），或在暂停结束后再试。",
+                    "（{note}确认用户完成后暂停即结束），或在暂停结束后再试。",
+        "off_timeout": "（属于 logins 工具组，可用 enable_tools 开启）",
+        "off_cooldown": "属于 logins 工具组，可用 enable_tools 开启；",
         "left": "{m} 分 {s} 秒",
         "ended": "登录冷却已结束，浏览器操作恢复。",
         "finished": "用户已完成登录或验证，登录冷却已结束。",
@@ -412,10 +417,11 @@ class Cooldown:
         shown = self.texts.get(wall, self.texts["title"])
         return self.texts["why"].format(tool=tool, wall=shown) + (self.texts["page"].format(page=page) if page else "")
 
-    def trigger(self, session_id, why, owner=None):
+    def trigger(self, session_id, why, owner=None, logins_on=False):
         """Start (or restart) the cooldown; returns the timeout message for the call that tripped it.
 
         owner: the client whose call tripped it (HTTP); other clients are not told its `why`.
+        logins_on: whether that client can call wait_for_user (else the message says how).
         """
         if not self.duration_s:
             return None
@@ -425,7 +431,8 @@ class Cooldown:
         with self._lock:
             self._started[key] = (self.clock(), why, owner)
         self.timers.schedule(key, self.duration_s, self._end)
-        return self.texts["timeout"].format(why=why, whom=self._whom(session_id), left=self._left(self.duration_s))
+        return self.texts["timeout"].format(why=why, whom=self._whom(session_id), left=self._left(self.duration_s),
+                                            note="" if logins_on else self.texts["off_timeout"])
 
     def remaining_s(self, session_id, owner=None):
         """Seconds left, or 0 when not cooling down (an expired window resets here too)."""
@@ -440,9 +447,10 @@ class Cooldown:
                 return 0.0
             return left
 
-    def message(self, session_id, owner=None):
+    def message(self, session_id, owner=None, logins_on=False):
         """The cooldown message while active, else None; `owner`, the asking client, hears the
-        reason only when its own call tripped it (or when the server has one client)."""
+        reason only when its own call tripped it (or when the server has one client); logins_on:
+        whether it can call wait_for_user (else the message says how)."""
         left = self.remaining_s(session_id, owner)
         if not left:
             return None
@@ -450,7 +458,8 @@ class Cooldown:
             _, why, tripped_by = self._started.get(self.key(session_id, owner), (0, self.texts["elsewhere"], None))
         if tripped_by is not None and tripped_by != owner:
             why = self.texts["elsewhere"]
-        return self.texts["cooldown"].format(why=why, whom=self._whom(session_id), left=self._left(left))
+        return self.texts["cooldown"].format(why=why, whom=self._whom(session_id), left=self._left(left),
+                                             note="" if logins_on else self.texts["off_cooldown"])
 
     def finish(self, session_id, owner=None):
         """The person finished (wait_for_user saw them done): end the cooldown that covers this call now.

@@ -14,6 +14,7 @@ from mcpbrowser.config import Config
 from mcpbrowser.core import on_session
 from mcpbrowser.core.call import Call, Embedder
 from mcpbrowser.core.dispatch import Dispatcher
+from mcpbrowser.core.tool_groups import ToolGroups
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.errors import (
     BrowserServerError,
@@ -121,14 +122,14 @@ def dispatcher(closed=False, **settings):
     config = Config(db=":memory:", **settings)
     user = UserChannel(config)
     user.cooldown.timers.factory, user.cooldown.clock = FakeTimer, lambda: 1000.0
-    core = types.SimpleNamespace(
-        lost=[], remembered=[],
-        supervisor=types.SimpleNamespace(browser_gone=lambda worker, why: core.lost.append(why)),
-        files=types.SimpleNamespace(remember=lambda sid, name, result: core.remembered.append(name)),
-        session_memory=types.SimpleNamespace(after_call=lambda state: None))
     recorder = Recorder()
     tools = {"act": tool(changes_page=True), "wait_for_user": tool("wait_for_user", waits_for_person=True),
              "hands": tool("hands", person_only=True, group="person")}
+    core = types.SimpleNamespace(
+        lost=[], remembered=[], groups=ToolGroups(config, tools),
+        supervisor=types.SimpleNamespace(browser_gone=lambda worker, why: core.lost.append(why)),
+        files=types.SimpleNamespace(remember=lambda sid, name, result: core.remembered.append(name)),
+        session_memory=types.SimpleNamespace(after_call=lambda state: None))
     return Dispatcher(config, tools, Registry(closed), recorder, user, None, core), recorder, core
 
 

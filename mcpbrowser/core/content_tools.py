@@ -20,6 +20,7 @@ from mcpbrowser.tools.base import CoreTool
 REF_ID = schema.string("From an earlier answer.", minLength=1)
 SEARCH_CONTEXT = 2  # lines kept around each match
 REF_MARKER = re.compile(r" ?\[ref=[A-Za-z0-9_-]+\]")
+ELEMENT_REF = re.compile(r"(f\d+)?e\d+")  # a snapshot's ref, near in name to a call's refId
 
 
 def _stored(core, ref_id, call):
@@ -29,7 +30,9 @@ def _stored(core, ref_id, call):
     foreign = call.owner is not None and (stored is None or stored[0] is None
                                           or core.registry.owner_of(stored[0]) != call.owner)
     if stored is None or foreign:
-        raise ContentNotFound(f"No call has refId {ref_id!r}.", details={"refId": ref_id})
+        mixed_up = " It is an element's ref (from a snapshot); give the refId an answer carries." \
+            if ELEMENT_REF.fullmatch(ref_id) else ""
+        raise ContentNotFound(f"No call has refId {ref_id!r}.{mixed_up}", details={"refId": ref_id})
     return stored
 
 

@@ -6,6 +6,7 @@ tool on the core pool (`_run_on_pool`); outcomes are counted and logged by Futur
 callbacks on whichever thread finishes the call.
 """
 
+import difflib
 import time
 from concurrent.futures import Executor, Future
 from typing import Any
@@ -63,7 +64,12 @@ class Dispatcher:
         tool = self.tools.get(name)
         if tool is None or (tool.person_only and not caller.person):  # no call at all: nothing recorded or counted
             known = [known for known, declared in self.tools.items() if not declared.person_only]
-            return _failed(UnknownTool(f"Unknown tool: {name}", details={"known": known}))
+            # A typo (clik): the name it meant saves a read of the tool list. Typos only: at 0.8 and
+            # below, names of another meaning come close enough (new_session: close_session;
+            # execute_script: export_script), and a wrong guess costs more than none.
+            meant = difflib.get_close_matches(str(name), known, n=1, cutoff=0.85)
+            return _failed(UnknownTool(f"Unknown tool: {name}" + (f"; did you mean {meant[0]}?" if meant else ""),
+                                       details={"known": known}))
         session_id = args.get("sessionId") if isinstance(args, dict) else None
         mode = self.config.response_mode
         call = Call(name, session_id, caller, inline=mode == "full",
@@ -92,7 +98,8 @@ class Dispatcher:
                 budget = self.budget_s(args)
                 worker, call.expires_at = self._registry.renewed(args["sessionId"])  # validated: present
                 if worker.held_by is not None and not (caller.person or tool.read_only or tool.during_cooldown):
-                    raise SessionHeldByPerson(session_id=session_id, details={"heldBy": worker.held_by})
+                    raise SessionHeldByPerson(session_id=session_id, details={"heldBy": worker.held_by},
+                                              note=self._core.groups.off_note("wait_for_user", caller))
                 fut = worker.submit(self.on_session.run, tool, args, call,
                                     after=lambda state, f: self.on_session.after_answer(state, f, call),
                                     budget_s=budget, tag=(call, budget), urgent=caller.person)
@@ -129,7 +136,8 @@ class Dispatcher:
         # the person done ends it), and close_session. Everything that acts or opens
         # (create_session) waits.
         runs = tool.read_only or tool.during_cooldown
-        waiting = None if runs else cooldown.message(session_id, owner)
+        logins_on = not self._core.groups.off_note("wait_for_user", caller)
+        waiting = None if runs else cooldown.message(session_id, owner, logins_on)
         if waiting is not None:
             raise CooldownActive(waiting, session_id=session_id,
                                  details={"remainingMs": round(cooldown.remaining_s(session_id, owner) * 1000)})

@@ -16,7 +16,7 @@ from mcpbrowser.core.recorder import Recorder
 from mcpbrowser.core.registry import SessionRegistry
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.errors import BrowserServerError, SessionHeldByPerson, as_server_error
-from mcpbrowser.redaction import scrub_value
+from mcpbrowser.redaction import scrub_text, scrub_value
 from mcpbrowser.session import page_reading, snapshots
 from mcpbrowser.session.acting import COUNT_BEFORE_ANSWER_S
 from mcpbrowser.session.state import SessionState
@@ -35,7 +35,9 @@ class OnSession:
         held = state.worker.held_by
         if held is not None and not (tool.read_only or tool.during_cooldown):
             # Queued before a person took the session over (the view), its turn came after: it must not act.
-            raise call.annotate_error(SessionHeldByPerson(session_id=state.session_id, details={"heldBy": held}))
+            note = self._core.groups.off_note("wait_for_user", call.caller)
+            raise call.annotate_error(SessionHeldByPerson(session_id=state.session_id, details={"heldBy": held},
+                                                          note=note))
         call.ran = True
         failure = None
         try:
@@ -49,7 +51,8 @@ class OnSession:
             if call.secret and isinstance(args.get("text"), str):
                 state.withheld.add(args["text"])
         if failure is not None:
-            raise call.annotate_error(self._what_failed(state, tool, call, failure)) from None
+            raise call.annotate_error(_scrubbed(self._what_failed(state, tool, call, failure), state.secrets)) \
+                from None
         self._decide_capture(state, call, result)
         if not tool.waits_for_person:
             return call.annotate(result)
@@ -67,7 +70,8 @@ class OnSession:
         if page_reading.browser_gone(state):
             self._core.supervisor.browser_gone(state.worker, str(error))
             return self._registry.session_lost(state)
-        failure = self._user.login_failure(state, tool.name, error, call)
+        failure = self._user.login_failure(state, tool.name, error, call,
+                                           not self._core.groups.off_note("wait_for_user", call.caller))
         return self._user.with_view(state.session_id, failure) if tool.waits_for_person else failure
 
     @staticmethod
@@ -100,3 +104,14 @@ class OnSession:
         if succeeded:
             self._core.files.remember(call.session_id, call.tool, fut.result())
         self._core.session_memory.after_call(state)
+
+
+def _scrubbed(error: BrowserServerError, secrets: Any) -> BrowserServerError:
+    """The error of a call, its message and details scrubbed of the session's secrets (session thread):
+    they quote the page's text (a dialog's, an option's), which may show one, as an answer may."""
+    if secrets:
+        error.message = scrub_text(error.message, secrets)
+        error.args = (error.message,)
+        if error.details:
+            error.details = scrub_value(error.details, secrets)
+    return error

@@ -49,6 +49,14 @@ class ToolGroups:
         groups = self.on(owner)
         return [tool for tool in self._tools.values() if tool.group in groups], groups
 
+    def off_note(self, name, caller):
+        """' (in the logins tool group: enable_tools turns it on)' for a message that names tool `name`,
+        when its group is off for `caller`; '' when it is on, or the caller reads no tool list."""
+        tool = self._tools.get(name)
+        if tool is None or not caller.lists_tools or tool.group in self.on(caller.owner):
+            return ""
+        return f" (in the {tool.group} tool group: enable_tools turns it on)"
+
     def check(self, tool, args, owner):
         """Raise TOOL_NOT_ENABLED for a tool, or an argument, whose group is off for `owner`."""
         groups = self.on(owner)

@@ -91,9 +91,9 @@ class UserChannel:
 
     # SESSION THREAD
     def login_failure(self, state: "SessionState", tool_name: str, exc: BrowserServerError,
-                      call: Call | None = None) -> BrowserServerError:
+                      call: Call | None = None, logins_on: bool = False) -> BrowserServerError:
         """Turn a failure that ran into a login wall into the cooldown (the rule: guards.wall_hit);
-        any other failure is returned as it is."""
+        any other failure is returned as it is. logins_on: whether the caller can call wait_for_user."""
         if not self.config.login_cooldown:
             return exc
         wall = wall_hit(tool_name, exc, lambda: page_reading.wall(state, self.config.login_keywords))
@@ -101,7 +101,7 @@ class UserChannel:
             return exc
         owner = None if call is None else call.owner
         why = self.cooldown.describe(tool_name, wall, _where(state))
-        text = self.cooldown.trigger(state.session_id, why, owner)
+        text = self.cooldown.trigger(state.session_id, why, owner, logins_on)
         if text is None:
             return exc  # no cooldown covers this call (a session-less one under the session scope)
         log.warning("login wall: cooldown started", extra={"event": "cooldown_started", "session": state.session_id,

@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Callable
 from itertools import islice
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcpbrowser.guards import BLOCKED_HEADER
 from mcpbrowser.redaction import scrub_text
@@ -85,6 +86,11 @@ CONSOLE_GUARD = """(() => {
 })();
 //# sourceURL=mcpbrowser-console-guard""".replace("BURST", str(CONSOLE_BURST)).replace("RATE", str(CONSOLE_RATE)) \
     .replace("CHARS", str(CONSOLE_CHARS)).replace("MARK", WHERE_MARK)
+
+
+def _icon_miss(text: str, url: str) -> bool:
+    """Whether a console line is Chromium's own failure to load the site's icon."""
+    return text.startswith("Failed to load resource") and urlsplit(url).path == "/favicon.ico"
 
 
 def _newest(buffer: deque, count: int) -> list:
@@ -268,6 +274,10 @@ class EventBuffers:
 
     def _on_console(self, message: Any) -> None:
         loc = message.location or {}
+        # Chromium asks a site for /favicon.ico by itself, and logs its 404 as the page's error after
+        # the load's answer: the agent's next call then reported a console error the page never made.
+        if _icon_miss(message.text, loc.get("url", "")):
+            return
         text, where = message.text, f"{loc.get('url', '')}:{loc.get('lineNumber', 0)}:{loc.get('columnNumber', 0)}"
         head, marked, caller = text.rpartition(WHERE_MARK)
         if marked:  # passed through the console guard, which names the caller last

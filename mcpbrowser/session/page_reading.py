@@ -163,8 +163,9 @@ def wall(state, keywords=()):
     return None
 
 
-def await_error_page(state):
-    """After a navigation failed with a network error, wait until Chromium's error page commits.
+def await_error_page(state, navigations):
+    """After a navigation failed with a network error, wait until Chromium's error page commits
+    (session thread); `navigations`: state.navigations before the load.
 
     Chromium commits chrome-error://chromewebdata/ some 100 ms after the failure
     is reported, and that commit interrupts whatever navigation started
@@ -172,10 +173,16 @@ def await_error_page(state):
     Playwright does the same). Waiting here, on the failure path only, lets the
     agent's next navigation just work.
     """
-    if not state.chromium or state.page is None or state.dialog is not None:
+    page = state.page
+    if not state.chromium or page is None or state.dialog is not None:
+        return
+    # This failure's own error page: after a failure before it, the tab shows that one's already,
+    # and its address is the same. No event is dispatched between this test and the wait.
+    if state.navigations != navigations and page.url.startswith("chrome-error:"):
         return
     try:
-        state.page.wait_for_url(lambda url: url.startswith("chrome-error:"), timeout=ERROR_PAGE_WAIT_MS)
+        page.wait_for_event("framenavigated", timeout=ERROR_PAGE_WAIT_MS, predicate=lambda frame: (
+            frame is page.main_frame and frame.url.startswith("chrome-error:")))
     except Exception:
         pass  # no error page (a download, an aborted load): nothing to wait for
 

@@ -165,8 +165,9 @@ class SessionState(Acting):
             self.catch_up()
         self.events.resume_network()
         if tool.page_tool and self.dialog is not None and not tool.leaves_page:
+            summary = self.dialog_summary()  # its first letter up, the dialog's own text as it reads
             raise DialogOpen(
-                f"{self.dialog_summary().capitalize()} is open; it blocks the page. "
+                f"{summary[:1].upper()}{summary[1:]} is open; it blocks the page. "
                 "Answer it with handle_dialog first.",
                 session_id=self.session_id, details=self.dialog_info())
         if self.page in self.crashed:  # it crashed between calls: this call meets it

@@ -47,8 +47,9 @@ def _load(state, what, method, **kwargs):
             raise state.network_policy.blocked_error(kwargs.get("url", state.page.url)) from None
         reason = str(exc).split("\n", 1)[0]
         if "net::ERR_" in reason:
-            page_reading.await_error_page(state)
+            page_reading.await_error_page(state, navigations)
         url = kwargs.get("url") or (state.page.url if state.page is not None else "")
+        reason = reason.removesuffix(f" at {url}")  # Playwright's, naming the address the message names
         offline = throttling.offline(state)
         failed = NavigationFailed(f"Could not load {what}: {reason}" + (
             ". The session is offline (throttle network 'offline'); throttle with network 'none' "

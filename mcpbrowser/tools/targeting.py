@@ -3,16 +3,22 @@
 Runs on the session's own thread, inside tool handlers.
 """
 
+import re
 import time
 
 from mcpbrowser.errors import BrowserError, BrowserServerError, ElementNotEditable, ElementNotFound, InvalidParameters
 from mcpbrowser.logs import log
+from mcpbrowser.page_strings import clip
 from mcpbrowser.session.acting import INTERRUPTED, PROBE_S, TIMED_OUT
 
 # Playwright's wording, matched in one place. Each marker is exercised by test_tools.py.
 _BAD_SELECTOR = ("is not a valid selector", "Unexpected token", "Unknown engine", "SyntaxError")
 _NOT_EDITABLE = ("is not an <input>", "not editable", "Cannot type", "is not a <select>",
                  "Node is not an HTMLInputElement", "Non-multiple file input")
+# What the agent can do about an element it cannot use yet, by Playwright's reason.
+_NEXT_STEPS = (("element is not visible", ". Hidden: wait_for it, or open what holds it."),
+               ("element is not enabled", ". Disabled until the page enables it."),
+               ("intercepts pointer events", ". Something covers it: close that first."))
 _STALE_REF = ("Invalid frame in aria-ref", "aria-ref")
 _WHY_MARKERS = ("element is not", "intercepts pointer events", "not stable", "is not an <",
                 "did not find some options")
@@ -37,9 +43,9 @@ def classify(state, label, matches, exc, not_usable):
                                  session_id=state.session_id, details=details)
     if "Unknown key" in text:
         return InvalidParameters(why, session_id=state.session_id, details=details)
-    if "did not find some options" in text:
-        return InvalidParameters(f"{label} has no such option: {why}",
-                                 session_id=state.session_id, details=details)
+    if "did not find some options" in text:  # the ones it has are what the agent needs next, not the wait
+        return InvalidParameters(f"{label} has no such option{_options(state, matches)}.",
+                                 session_id=state.session_id, details={"target": label})
     is_ref = label.startswith("ref ")
     try:
         count = _count(state, matches)
@@ -53,8 +59,32 @@ def classify(state, label, matches, exc, not_usable):
         not_usable = ElementNotEditable
     if count is None:
         return BrowserError(why, session_id=state.session_id, details=details)
-    return not_usable(f"{label} matched {count} element(s) but the first is not usable: {why}",
+    # The wrong kind of element: what to do instead, not Playwright's list of the right kinds.
+    if "is not an <input>" in text:
+        return ElementNotEditable(f"{label} is not a field to type into: take a snapshot (query narrows it) "
+                                  "and use a textbox's ref.", session_id=state.session_id, details={"target": label})
+    if "is not a <select>" in text:
+        return ElementNotEditable(f"{label} is not a <select>: choose from a list of another kind by clicking it, "
+                                  "then its option.", session_id=state.session_id, details={"target": label})
+    then = next((step for marker, step in _NEXT_STEPS if marker in why), "")
+    return not_usable(f"{label} matched {count} element(s) but the first is not usable: {why}{then}",
                       session_id=state.session_id, details=details)
+
+
+OPTIONS_SHOWN = 20  # a select's options named by the error of one it does not have
+
+
+def _options(state, matches):
+    """"; it has: Apple, Banana" (the first select's option labels), or "" when they cannot be read."""
+    try:
+        labels = state.act(matches.first, "evaluate", deadline_s=PROBE_S, timeout=PROBE_S * 1000,
+                           expression="s => Array.from(s.options || [], o => o.label)")
+    except Exception:
+        return ""
+    if not isinstance(labels, list) or not labels:  # TIMED_OUT, INTERRUPTED, or none at all
+        return ""
+    more = f", and {len(labels) - OPTIONS_SHOWN} more" if len(labels) > OPTIONS_SHOWN else ""
+    return "; it has: " + ", ".join(clip(str(name), 40) for name in labels[:OPTIONS_SHOWN]) + more
 
 
 # Without a `timeout` argument, an element that is not there is reported after this
@@ -181,10 +211,17 @@ def _await_navigation(state, before, timeout_ms):
 
 
 def not_found(state, label, waited_ms=None, why=None):
+    timeout = re.fullmatch(r"Timeout (\d+)ms exceeded\.", why or "")
+    if waited_ms is None and timeout:  # the call's own timeout ran out: the message says how long it waited
+        waited_ms = int(timeout[1])
     waited = f" (waited {waited_ms} ms; pass timeout to wait longer)" if waited_ms else ""
     hint = "the page changed since that snapshot; take a new one" if label.startswith("ref ") else \
         "take a snapshot (query narrows it) to see what the page has"
+    # Playwright's line for the miss (the grace's timeout, or its locator matching nothing) says what
+    # the message says, in the words of our own locator (">> nth=0"): the agent pays for it on its
+    # commonest mistake. Another one (the element went away during the action) is news, and stays.
+    said = why is None or why == f"Timeout {waited_ms}ms exceeded." or "does not match any element" in why
     return ElementNotFound(f"No element matches {label}{waited}: {hint}.", session_id=state.session_id,
-                           details={"target": label, "reason": why})
+                           details={"target": label} if said else {"target": label, "reason": why})
 
 

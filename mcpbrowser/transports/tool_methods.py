@@ -240,8 +240,8 @@ def agent_error(error, sent=None):
     Left out, as agent_view leaves them out of an answer: `meta` unless the call logged to the
     console or could not be recorded, and the `sessionId` the agent sent. Of `details`, the echoes
     that the message already quotes whole (`target`, the selector; `reason`, Playwright's words;
-    `problems`, the schema's list); the documented fields (`cause`, `domain`, `retryAfterMs`, ...)
-    always stay. The history keeps the whole object (the response row's error), and the
+    `problems`, the schema's list; `ref`, `refId`, `waitedFor`); the documented fields (`cause`,
+    `domain`, `retryAfterMs`, ...) always stay. The history keeps the whole object (the response row's error), and the
     library's exceptions carry every field.
     """
     meta = error.get("meta") or {}
@@ -257,7 +257,7 @@ def agent_error(error, sent=None):
     return out
 
 
-_ECHOES = ("target", "reason", "problems")  # details a message may quote whole
+_ECHOES = ("target", "reason", "problems", "ref", "refId", "waitedFor")  # details a message may quote whole
 
 
 def _quoted(value, message):
