@@ -36,10 +36,13 @@ def test_a_fleet_spreads_sessions_loses_only_one_endpoints_and_takes_it_back(fle
     assert sorted(Counter(placed.values()).values()) == [1, 1, 1], placed  # the most free capacity first
     assert set(endpoints) == {a.url, b.url, c.url}
     assert all(e["state"] == "up" and e["capacity"] == 2 and e["sessions"] == 1 for e in endpoints.values())
-    for sid in sessions:
-        client.tool("navigate", sessionId=sid, url=pages.url(f"/title/{sid[:8]}"))
+    loaded = {sid: client.tool("navigate", sessionId=sid, url=pages.url(f"/title/{sid[:8]}"))["refId"]
+              for sid in sessions}
 
     on_a = next(sid for sid, url in placed.items() if url == a.url)
+    # The navigate's after-call work (its capture, then the state resume needs) runs after its answer:
+    # reading its page waits for it, so A dies with the session's state saved, as after any pause.
+    client.tool("get_content", ref_id=loaded[on_a])
     a.stop(sig=9)  # the machine behind A is gone, browsers and all
     err = client.error("snapshot", sessionId=on_a)
     assert err["errorCode"] == "SESSION_LOST" and err["details"]["resumable"] is True, err

@@ -89,7 +89,7 @@ def test_navigate_timeout_is_navigation_failed(client, session, pages):
     ({"url": 42}, "arguments.url must be string"),
     ({}, "arguments.url is required"),
     ({"url": "http://x", "waitUntil": "soon"}, "must be one of"),
-    ({"url": "http://x", "timeout": -1}, "must be >= 0"),
+    ({"url": "http://x", "timeout": 0}, "must be >= 1"),  # Playwright's 0 is no timeout at all
     ({"url": "http://x", "bogus": 1}, "not a known argument"),
 ])
 def test_bad_arguments_are_invalid_parameters_before_browser_work(client, session, arguments, problem):
