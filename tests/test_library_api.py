@@ -5,7 +5,6 @@ calls go through a fake core to show the arguments arrive as the tool spells the
 """
 import inspect
 import os
-import re
 
 import pytest
 from fakes import fake_core
@@ -86,26 +85,3 @@ def test_methods_send_the_tools_own_names_and_leave_out_what_was_not_given():
         assert seen[-1] == ("get_content", {"ref_id": "abc", "search_for": "x"})
     finally:
         core.close()
-
-
-def test_a_type_checker_sees_the_packages_names(tmp_path, monkeypatch):
-    # py.typed is worth something only if `mcpbrowser.Browser` is not Any to a type checker (the
-    # lazy module __getattr__ alone makes it so): then a misspelt parameter is caught, the IDE shows docstrings.
-    api = pytest.importorskip("mypy.api")
-    script = tmp_path / "embedder.py"
-    script.write_text(
-        "import mcpbrowser\n"
-        "browser = mcpbrowser.Browser(mcpbrowser.Config(headless=True)).start()\n"
-        "with browser.create_session() as session:\n"
-        "    session.navigate('https://example.com', wait_untl='load')\n"
-        "try:\n"
-        "    pass\n"
-        "except mcpbrowser.ElementNotFound as exc:\n"
-        "    reveal_type(exc.code)\n"
-        "    reveal_type(mcpbrowser.Session.click)\n")
-    monkeypatch.setenv("MYPYPATH", os.path.dirname(os.path.dirname(mcpbrowser.__file__)))
-    out, _, _ = api.run([str(script), "--no-incremental", "--cache-dir", str(tmp_path / "cache"),
-                         "--no-error-summary"])
-    assert 'Unexpected keyword argument "wait_untl"' in out, out
-    assert re.search(r'Revealed type is "(builtins\.)?str"', out), out  # exc.code, not Any
-    assert 'def (self: mcpbrowser.library.Session, selector:' in out, out
