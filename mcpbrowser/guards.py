@@ -343,6 +343,9 @@ MESSAGES = {
                     "screenshot, logs, get_content). Ask the user to finish the login or verification in the "
                     "browser window, then call wait_for_user ({note}the pause ends once it sees them done), or try "
                     "again after the pause.",
+        # To a client already told the above in this cooldown (its wall's LOGIN_TIMEOUT, a refusal).
+        "again": "Still paused after {why}: {left} left for {whom}. Ask the user to finish the login or "
+                 "verification, then call wait_for_user{note}; reading the page works.",
         # Said only to a client for which wait_for_user is off (ToolGroups.off_note).
         "off_timeout": " (in the logins tool group: enable_tools turns it on)",
         "off_cooldown": "in the logins tool group: enable_tools turns it on; ",
@@ -364,6 +367,8 @@ MESSAGES = {
         "cooldown": "暂停原因：{why}。{whom}还剩 {left}。读取页面仍可进行（snapshot、screenshot、日志、"
                     "get_content）。请让用户在浏览器窗口中完成登录或验证，然后调用 wait_for_user"
                     "（{note}确认用户完成后暂停即结束），或在暂停结束后再试。",
+        "again": "仍在暂停（原因：{why}）：{whom}还剩 {left}。请让用户完成登录或验证，然后调用 wait_for_user{note}；"
+                 "读取页面仍可进行。",
         "off_timeout": "（属于 logins 工具组，可用 enable_tools 开启）",
         "off_cooldown": "属于 logins 工具组，可用 enable_tools 开启；",
         "left": "{m} 分 {s} 秒",
@@ -398,6 +403,7 @@ class Cooldown:
         self.clock = clock
         self.on_end = on_end  # on_end(key, text, owner): the owner of the call that tripped it
         self._started = {}  # scope key -> (monotonic start, why, owner of the call that tripped it)
+        self._told = {}  # scope key -> the owners told the whole text during this cooldown (refusal)
         self.timers = KeyedTimers(timer_factory, "cooldown")
         self._lock = threading.Lock()
 
@@ -430,6 +436,7 @@ class Cooldown:
             return None
         with self._lock:
             self._started[key] = (self.clock(), why, owner)
+            self._told[key] = {owner}  # this call's LOGIN_TIMEOUT tells it all
         self.timers.schedule(key, self.duration_s, self._end)
         return self.texts["timeout"].format(why=why, whom=self._whom(session_id), left=self._left(self.duration_s),
                                             note="" if logins_on else self.texts["off_timeout"])
@@ -444,6 +451,7 @@ class Cooldown:
             left = started[0] + self.duration_s - self.clock()
             if left <= 0:
                 del self._started[key]
+                self._told.pop(key, None)
                 return 0.0
             return left
 
@@ -461,6 +469,27 @@ class Cooldown:
         return self.texts["cooldown"].format(why=why, whom=self._whom(session_id), left=self._left(left),
                                              note="" if logins_on else self.texts["off_cooldown"])
 
+    def refusal(self, session_id, owner=None, logins_on=False):
+        """COOLDOWN_ACTIVE's message for a call of `owner` (the dispatcher's), or None when not cooling
+        down: the whole text once a cooldown to each client, then only what changes and what to do.
+        An agent that retries pays for each refusal, and the reads it may make are told already."""
+        whole = self.message(session_id, owner, logins_on)
+        if whole is None:
+            return None
+        key = self.key(session_id, owner)
+        with self._lock:
+            told = self._told.setdefault(key, set())
+            first = owner not in told
+            told.add(owner)
+            _, why, tripped_by = self._started.get(key, (0, self.texts["elsewhere"], None))
+        if first:
+            return whole
+        if tripped_by is not None and tripped_by != owner:
+            why = self.texts["elsewhere"]
+        return self.texts["again"].format(why=why, whom=self._whom(session_id),
+                                          left=self._left(self.remaining_s(session_id, owner)),
+                                          note="" if logins_on else self.texts["off_timeout"])
+
     def finish(self, session_id, owner=None):
         """The person finished (wait_for_user saw them done): end the cooldown that covers this call now.
 
@@ -473,6 +502,7 @@ class Cooldown:
             if started is None or started[2] not in (None, owner):
                 return
             del self._started[key]
+            self._told.pop(key, None)
         self.timers.cancel(key)
         if self.on_end is not None:
             self.on_end(key, self.texts["finished"], started[2])
@@ -493,6 +523,7 @@ class Cooldown:
             if started is None or self.clock() < started[0] + self.duration_s - 0.05:
                 return  # reset already, or restarted meanwhile
             del self._started[key]
+            self._told.pop(key, None)
         if self.on_end is not None:
             self.on_end(key, self.texts["ended"], started[2])
 

@@ -267,6 +267,31 @@ def test_server_scope_pauses_every_client_and_tells_only_the_tripper_why():
     assert "shop.test" not in other and "another client's call" in other and "this server" in other
 
 
+def test_a_refusal_is_told_whole_once_a_cooldown_to_each_client_then_short():
+    # An agent that retries pays for every refusal: the reads it may make and the pause's rules are
+    # told once (the tripper's LOGIN_TIMEOUT told them), then what changes (time left) and what to do.
+    clock = Clock()
+    c = cooldown(60, clock, scope="server")
+    c.trigger("a", "wait_for timed out on a page that shows a captcha (shop.test/x)", owner="alice")
+    again = c.refusal("a", "alice")
+    assert again.startswith("Still paused after wait_for timed out") and "shop.test" in again
+    assert "1 min 0 s left" in again and "wait_for_user (in the logins tool group" in again
+    assert len(again) < len(c.message("a", "alice")) - 100
+    first = c.refusal("b", "bob")  # told nothing yet: the whole text, without alice's page
+    assert first == c.message("b", "bob") and "shop.test" not in first
+    clock.now += 30
+    later = c.refusal("b", "bob")
+    assert later.startswith("Still paused after another client's call") and "0 min 30 s" in later
+    assert "shop.test" not in later and "enable_tools" not in c.refusal("b", "bob", logins_on=True)
+    c.trigger("a", "wait_for timed out", owner="alice")  # a new wall restarts it: bob hears all again
+    assert c.refusal("b", "bob") == c.message("b", "bob") and "1 min 0 s" in c.refusal("b", "bob")
+    clock.now += 61
+    assert c.refusal("b", "bob") is None  # over
+    zh = cooldown(60, Clock(), scope="server", locale="zh")
+    zh.trigger("a", "超时", owner="alice")
+    assert zh.refusal("a", "alice").startswith("仍在暂停")
+
+
 def test_the_person_finishing_ends_the_cooldown_at_once():
     ended = []
     c = Cooldown(60, "client", clock=Clock(), timer_factory=FakeTimer,

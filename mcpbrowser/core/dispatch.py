@@ -137,7 +137,7 @@ class Dispatcher:
         # (create_session) waits.
         runs = tool.read_only or tool.during_cooldown
         logins_on = not self._core.groups.off_note("wait_for_user", caller)
-        waiting = None if runs else cooldown.message(session_id, owner, logins_on)
+        waiting = None if runs else cooldown.refusal(session_id, owner, logins_on)
         if waiting is not None:
             raise CooldownActive(waiting, session_id=session_id,
                                  details={"remainingMs": round(cooldown.remaining_s(session_id, owner) * 1000)})
