@@ -241,12 +241,13 @@ def test_navigation_after_a_failed_one_just_works(client, session, pages):
 
 
 def test_an_expired_session_says_resume_session_brings_it_back(make_client, pages):
-    c = make_client("--session-timeout", "1500")
+    # 1.5 s of room for each call's own time (a loaded CI took the 0.7 s it once had).
+    c = make_client("--session-timeout", "2500")
     sid = c.tool("create_session", url=pages.url("/title/kept"))["sessionId"]
-    for _ in range(3):  # calls keep it alive past its first 1.5 s
-        time.sleep(0.8)
+    for _ in range(3):  # calls keep it alive past its first 2.5 s
+        time.sleep(1.0)
         c.tool("snapshot", sessionId=sid, depth=1)
-    time.sleep(3)
+    time.sleep(3.5)
     err = c.error("snapshot", sessionId=sid)
     assert err["errorCode"] == "SESSION_EXPIRED" and err["details"]["resumable"] is True
     assert "resume_session" in err["message"]

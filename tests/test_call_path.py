@@ -289,3 +289,8 @@ def test_an_error_tells_the_agent_only_what_it_did_not_know():
     assert "details" not in agent_error(schema)
     assert agent_error({**schema, "details": {"problems": ["a is required", "c"]}}) == \
         {**schema, "details": {"problems": ["a is required", "c"]}}
+    dialog = {"errorCode": "DIALOG_OPEN", "message": "An alert dialog ('Hi') is open; it blocks the page.",
+              "details": {"type": "alert", "message": "Hi", "defaultValue": ""}}
+    assert agent_error(dialog)["details"] == {"defaultValue": ""}
+    clipped = {**dialog, "details": {**dialog["details"], "message": "Hi, and much more than the message shows"}}
+    assert agent_error(clipped)["details"] == {"message": clipped["details"]["message"], "defaultValue": ""}

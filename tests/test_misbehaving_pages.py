@@ -131,7 +131,7 @@ def test_dialog_while_the_agent_thinks_is_reported_at_once_and_the_page_kept(cli
         error = client.error("click", sessionId=session, selector="#arm")
         took = time.monotonic() - started
         assert error["errorCode"] == "DIALOG_OPEN", error
-        assert error["details"]["message"] == "still there?"
+        assert "('still there?')" in error["message"], error
         assert took < 2.0, took
         assert "collect_garbage" not in str(error)
         answered = client.tool("handle_dialog", sessionId=session, accept=True)

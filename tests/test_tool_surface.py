@@ -171,7 +171,7 @@ def test_dialogs_are_reported_and_answered(full, sid, pages, button, accept, pro
     assert clicked["dialog"]["type"] in ("alert", "confirm", "prompt")
     assert "handle_dialog" in clicked["message"]
     blocked = full.error("click", sessionId=sid, selector="#alert")
-    assert blocked["errorCode"] == "DIALOG_OPEN" and blocked["details"]["message"]
+    assert blocked["errorCode"] == "DIALOG_OPEN" and f"{clicked['dialog']['type']} dialog ('" in blocked["message"]
     args = {"accept": accept} if prompt is None else {"accept": accept, "promptText": prompt}
     assert full.tool("handle_dialog", sessionId=sid, **args)["success"]
     assert title(full, sid) == expected

@@ -240,9 +240,9 @@ def agent_error(error, sent=None):
     Left out, as agent_view leaves them out of an answer: `meta` unless the call logged to the
     console or could not be recorded, and the `sessionId` the agent sent. Of `details`, the echoes
     that the message already quotes whole (`target`, the selector; `reason`, Playwright's words;
-    `problems`, the schema's list; `ref`, `refId`, `waitedFor`); the documented fields (`cause`,
-    `domain`, `retryAfterMs`, ...) always stay. The history keeps the whole object (the response row's error), and the
-    library's exceptions carry every field.
+    `problems`, the schema's list; `ref`, `refId`, `waitedFor`; a dialog's `type` and `message`);
+    the documented fields (`cause`, `domain`, `retryAfterMs`, ...) always stay. The history keeps
+    the whole object (the response row's error), and the library's exceptions carry every field.
     """
     meta = error.get("meta") or {}
     quiet = not meta.get("hasConsoleLogs") and meta.get("recorded", True)
@@ -257,7 +257,9 @@ def agent_error(error, sent=None):
     return out
 
 
-_ECHOES = ("target", "reason", "problems", "ref", "refId", "waitedFor")  # details a message may quote whole
+# Details a message may quote whole: the selector, Playwright's words, the schema's list, the ref,
+# the refId and the wait the agent sent, and an open dialog's type and text (DIALOG_OPEN names it).
+_ECHOES = ("target", "reason", "problems", "ref", "refId", "waitedFor", "type", "message")
 
 
 def _quoted(value, message):
