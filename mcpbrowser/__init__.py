@@ -10,16 +10,7 @@ types load only when first used, so the server answers `initialize` first.
 
 __version__ = "0.1.0"
 
-# What the lazy __getattr__ below hands out, for type checkers and IDEs, which cannot follow it
-# (to them `mcpbrowser.Browser` would be Any: no misspelt parameter caught, no docstring shown).
-# mypy and pyright take any name TYPE_CHECKING as true; at run time nothing is imported.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from mcpbrowser.config import Config, ConfigError  # noqa: F401
-    from mcpbrowser.core.browser import Browser  # noqa: F401
-    from mcpbrowser.errors import *  # noqa: F403
-    from mcpbrowser.library import Session  # noqa: F401
-
+# Type checkers and IDEs read what __getattr__ hands out from __init__.pyi.
 _LAZY = {"Browser": "mcpbrowser.core", "Session": "mcpbrowser.library", "Config": "mcpbrowser.config",
          "ConfigError": "mcpbrowser.config"}
 
