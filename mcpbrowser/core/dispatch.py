@@ -135,9 +135,10 @@ class Dispatcher:
         # declared during_cooldown: wait_for_user, the handover the cooldown asks for (seeing
         # the person done ends it), and close_session. Everything that acts or opens
         # (create_session) waits.
-        runs = tool.read_only or tool.during_cooldown
-        logins_on = not self._core.groups.off_note("wait_for_user", caller)
-        waiting = None if runs else cooldown.refusal(session_id, owner, logins_on)
+        # Whether the logins group is on matters only to a refusal's text: asked only then.
+        waiting = None
+        if not (tool.read_only or tool.during_cooldown) and cooldown.remaining_s(session_id, owner):
+            waiting = cooldown.refusal(session_id, owner, not self._core.groups.off_note("wait_for_user", caller))
         if waiting is not None:
             raise CooldownActive(waiting, session_id=session_id,
                                  details={"remainingMs": round(cooldown.remaining_s(session_id, owner) * 1000)})
