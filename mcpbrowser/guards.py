@@ -562,7 +562,8 @@ class MemoryGuard:
     def check(self):
         used = self.over()
         if used is not None:
+            used = math.ceil(used)  # rounded up: 64.3 MB over a 64 MB limit is not "64 MB, over 64"
             raise ResourceExhausted(
-                f"The browser's processes use {used:.0f} MB, over the {self.limit_mb} MB limit "
+                f"The browser's processes use {used} MB, over the {self.limit_mb} MB limit "
                 "(--max-memory-mb); close a session before creating another.",
-                details={"usedMb": round(used), "limitMb": self.limit_mb})
+                details={"usedMb": used, "limitMb": self.limit_mb})

@@ -9,11 +9,12 @@ from mcpbrowser.errors import (
     BrowserError,
     CircuitOpen,
     ElementNotFound,
+    ResourceExhausted,
     ServerStopping,
     SessionExpired,
     SessionNotFound,
 )
-from mcpbrowser.guards import CircuitBreaker
+from mcpbrowser.guards import CircuitBreaker, MemoryGuard
 from mcpbrowser.session.worker import SessionWorker
 from mcpbrowser.timers import KeyedTimers
 from mcpbrowser.tools.base import SessionTool
@@ -322,3 +323,13 @@ def test_a_stop_during_the_browsers_launch_still_gives_it_the_grace(monkeypatch)
     assert not stopper.is_alive() and graces == [bs.BROWSER_STOP_GRACE_S]
     with pytest.raises(BrowserError, match="shutting down"):  # a session opening now is told, not left waiting
         supervisor.attach(object())
+
+
+def test_the_memory_guard_never_says_the_limit_is_over_itself():
+    """64.3 MB over a 64 MB limit was told as "use 64 MB, over the 64 MB limit" (usedMb 64): rounded up now."""
+    guard = MemoryGuard(64, clock=lambda: 100.0)
+    guard._sample = (100.0, 64.3)  # sampled just now: used_mb reads it, not /proc
+    with pytest.raises(ResourceExhausted) as refused:
+        guard.check()
+    assert refused.value.details == {"usedMb": 65, "limitMb": 64}
+    assert "use 65 MB, over the 64 MB limit" in refused.value.message

@@ -20,7 +20,7 @@ from mcpbrowser.session import page_reading, playwright_internals, snapshots
 from mcpbrowser.session.acting import INTERRUPTED
 from mcpbrowser.session.downloads import partial
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
-from mcpbrowser.tools.targeting import on_element
+from mcpbrowser.tools.targeting import Act, on_element
 from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers, scrub_trace
 
 DEFAULT_MAX_NODES = 1000  # about 30k characters of YAML: a page an agent can still read whole
@@ -341,10 +341,9 @@ def screenshot(state, args):
         if args.get("fullPage"):
             raise InvalidParameters("fullPage applies to the page, not to an element.",
                                     session_id=state.session_id)
-        shots = []
-        on_element(state, args, ElementNotClickable, lambda first, timeout: shots.append(state.act(
-            first, "screenshot", timeout=timeout, **options)))
-        data = shots[0]
+        shot = Act(state, "screenshot", **options)
+        on_element(state, args, ElementNotClickable, shot)
+        data = shot.result
     if data is INTERRUPTED:
         raise InvalidParameters("A dialog opened during the screenshot; answer it with handle_dialog.",
                                 session_id=state.session_id)

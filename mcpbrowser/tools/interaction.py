@@ -20,22 +20,20 @@ from mcpbrowser.redaction import SECRET_FIELD, SECRET_OR_UNFOCUSED, WHERE_TEXT_W
 from mcpbrowser.session import snapshots
 from mcpbrowser.session.acting import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
-from mcpbrowser.tools.targeting import on_element, reason
+from mcpbrowser.tools.targeting import Act, on_element, reason
 
 # A target inside another argument (drag's ends, fill_form's fields): the same keys, described once in the tool.
 BARE_TARGET = {"selector": {"type": "string", "minLength": 1}, "ref": {"type": "string", "minLength": 1}}
 
 
 def click(state, args):
-    label = on_element(state, args, ElementNotClickable, lambda target, timeout: state.act(
-        target, "click", timeout=timeout, force=args.get("force", False),
-        click_count=args.get("clickCount", 1)))
+    label = on_element(state, args, ElementNotClickable, Act(
+        state, "click", force=args.get("force", False), click_count=args.get("clickCount", 1)))
     return {"success": True, "message": f"Clicked {label}"}
 
 
 def hover(state, args):
-    label = on_element(state, args, ElementNotClickable, lambda target, timeout: state.act(
-        target, "hover", timeout=timeout, force=args.get("force", False)))
+    label = on_element(state, args, ElementNotClickable, Act(state, "hover", force=args.get("force", False)))
     return {"success": True, "message": f"Hovering over {label}"}
 
 
@@ -68,10 +66,7 @@ def type_text(state, args):
     # releases it, a secret one makes it known (check).
     held = () if flagged else snapshots.hold(state, (text,))
 
-    def enter(target, timeout):
-        if clear and not delay:
-            check(target, state.act(target, "fill", value=text, timeout=timeout))  # the fast path
-            return
+    def enter(target, timeout):  # key by key, or after the text already there
         if not target.is_editable(timeout=timeout):
             raise ElementNotEditable("The element is disabled or read-only.", session_id=state.session_id)
         if clear:
@@ -107,7 +102,13 @@ def type_text(state, args):
         snapshots.release(state, held)
 
     # Filling replaces the content, so it may be tried again; typing key by key or appending may not.
-    label = on_element(state, args, ElementNotEditable, enter, repeatable=clear and not delay)
+    if clear and not delay:  # the fast path
+        fill = Act(state, "fill", value=text)
+        label = on_element(state, args, ElementNotEditable, fill)
+        if fill.target is not None:  # else it ran into a navigation it started: nothing to look at
+            check(fill.target, fill.result)
+    else:
+        label = on_element(state, args, ElementNotEditable, enter, repeatable=False)
     look = looks[-1] if looks else {}
     diverted(state, label, look)
     kept = partly_kept(label, text, look)
@@ -115,8 +116,7 @@ def type_text(state, args):
         return {"success": True, "message": f"Typed {typed} into {label}; Enter was not pressed"}
     if args.get("submit"):
         # Enter on the same element, as a person submits a search box or a one-field form.
-        on_element(state, args, ElementNotEditable, lambda target, timeout: state.act(
-            target, "press", key="Enter", timeout=timeout), repeatable=False)
+        on_element(state, args, ElementNotEditable, Act(state, "press", key="Enter"), repeatable=False)
         return {"success": True, "message": f"Typed {typed} into {label}{kept} and pressed Enter"}
     return {"success": True, "message": f"Typed {typed} into {label}{kept}"}
 
@@ -170,12 +170,10 @@ def select(state, args):
         raise InvalidParameters("Give values or labels (one of them).", session_id=state.session_id)
     chosen = []
 
-    def pick(target, timeout):
-        result = state.act(target, "select_option", value=values, label=labels, timeout=timeout)
-        if result is not INTERRUPTED:
-            chosen.extend(result)
-
+    pick = Act(state, "select_option", value=values, label=labels)
     label = on_element(state, args, ElementNotEditable, pick)
+    if pick.result is not None and pick.result is not INTERRUPTED:  # None: it ran into a navigation
+        chosen.extend(pick.result)
     return {"success": True, "message": f"Selected {', '.join(chosen) or 'nothing'} in {label}",
             "selected": chosen}
 
@@ -189,8 +187,7 @@ def press_key(state, args):
         except Exception as exc:
             raise InvalidParameters(f"Cannot press {key!r}: {reason(exc)}", session_id=state.session_id) from None
         return {"success": True, "message": f"Pressed {key}"}
-    on_element(state, args, ElementNotEditable, lambda target, timeout: state.act(
-        target, "press", key=key, timeout=timeout), repeatable=False)
+    on_element(state, args, ElementNotEditable, Act(state, "press", key=key), repeatable=False)
     return {"success": True, "message": f"Pressed {key} on {label}"}
 
 
@@ -198,7 +195,7 @@ def drag(state, args):
     source, target = args["source"], args["target"]
     _, drop = state.locate(target)
     label = on_element(state, {**source, **{k: args[k] for k in ("timeout",) if k in args}}, ElementNotClickable,
-                       lambda first, timeout: state.act(first, "drag_to", target=drop.first, timeout=timeout))
+                       Act(state, "drag_to", target=drop.first))
     return {"success": True, "message": f"Dragged {label} to {target.get('selector') or 'ref ' + target['ref']}"}
 
 
@@ -333,8 +330,7 @@ def _allowed_file(state, path):
 
 def upload_file(state, args):
     files = [_allowed_file(state, path) for path in args["paths"]]
-    label = on_element(state, args, ElementNotEditable, lambda target, timeout: state.act(
-        target, "set_input_files", files=files, timeout=timeout))
+    label = on_element(state, args, ElementNotEditable, Act(state, "set_input_files", files=files))
     return {"success": True, "message": f"Set {len(files)} file(s) on {label}"}
 
 

@@ -97,8 +97,27 @@ def _timed_out(exc):
     return type(exc).__name__ == "TimeoutError"
 
 
+class Act:
+    """One Playwright method called on the element on_element found: `Act(state, "click", force=True)`.
+
+    The action most tools hand on_element, as data rather than a callback into the tool's module:
+    `result` is the method's return (INTERRUPTED when a dialog opened), `target` the element it ran on
+    (None until the method returned).
+    """
+
+    def __init__(self, state, method, **kwargs):
+        self.state, self.method, self.kwargs = state, method, kwargs
+        self.result = self.target = None
+
+    def __call__(self, target, timeout):
+        self.result = self.state.act(target, self.method, timeout=timeout, **self.kwargs)
+        self.target = target  # once the method returned: None means it never did
+        return self.result
+
+
 def on_element(state, args, not_usable, action, repeatable=True):
-    """Locate the target and run action(first_match, timeout_ms); map failures to codes.
+    """Locate the target and run action(first_match, timeout_ms) (an `Act`, or a tool's own function
+    of several steps); map failures to codes.
 
     Fail fast: the first attempt waits at most FIND_GRACE_MS (unless the call gave
     its own timeout). If it times out and nothing matches, the answer is

@@ -245,14 +245,22 @@ class McpConnection:
                 "instructions": INSTRUCTIONS, "cacheScope": "public", "ttlMs": protocol.DISCOVER_TTL_MS,
                 "_meta": {protocol.SERVER_INFO_KEY: SERVER_INFO}}
 
-    def track(self, request_id, start):
-        """Start a request answered later (start() gives its Future, which the client may cancel:
-        notifications/cancelled, a closed stream); refused, unstarted, while its id is in use."""
+    def reserve(self, request_id):
+        """Hold the id of a request answered later, before it starts; refused while the id is in use."""
         with self._state_lock:
             if request_id in self._inflight:
                 raise ProtocolError(protocol.INVALID_REQUEST,
                                     f"Request id {request_id!r} is already in use by a running request", request_id)
-            fut = self._inflight[request_id] = start()
+            self._inflight[request_id] = None
+
+    def track(self, request_id, fut):
+        """The reserved request started: its Future, which the client may cancel (notifications/cancelled,
+        a closed stream), even between the reserve and now."""
+        with self._state_lock:
+            self._inflight[request_id] = fut
+            cancelled = request_id in self._suppressed
+        if cancelled:
+            fut.cancel()
         return fut
 
     def untrack(self, request_id):
@@ -267,12 +275,13 @@ class McpConnection:
     def cancel(self, request_id):
         """The client gave up on a call (notifications/cancelled, or its HTTP stream closed)."""
         with self._state_lock:
-            fut = self._inflight.get(request_id)
-            if fut is None:
+            if request_id not in self._inflight:
                 return  # unknown or already answered: nothing to do
+            fut = self._inflight[request_id]  # None: reserved, not started yet (track cancels it)
             # Whether it is still queued or already running, no answer may go out.
             self._suppressed.add(request_id)
         # Outside the lock: cancel() runs the done-callback, which takes the lock.
         # A queued call is dropped here; a running one finishes and its answer is discarded.
-        fut.cancel()
+        if fut is not None:
+            fut.cancel()
         log.info("call cancelled", extra={"event": "cancelled", "request": request_id})

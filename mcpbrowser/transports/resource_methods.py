@@ -198,7 +198,8 @@ class ResourceMethods:
     def _listen(self, msg, caller):
         params = protocol.validated("SubscriptionsListenRequestParams", msg.params, msg.id)
         listen = _Listen(self.connection, msg.id)
-        self.connection.track(msg.id, lambda: listen.done)  # cancellation (or a closed stream) ends it
+        self.connection.reserve(msg.id)
+        self.connection.track(msg.id, listen.done)  # cancellation (or a closed stream) ends it
 
         def ended(fut):
             with listen._lock:

@@ -130,7 +130,12 @@ class ToolMethods:
             fut.add_done_callback(lambda f: self._tasks.finish(task, self.tool_result(tool, f, caller, sent)))
             self.connection.send(protocol.result(msg.id, {"task": task.describe()}), msg.id)
             return
-        fut = self.connection.track(msg.id, submit)
+        self.connection.reserve(msg.id)
+        try:
+            fut = self.connection.track(msg.id, submit())
+        except BaseException:
+            self.connection.untrack(msg.id)  # refused before it started (an unknown tool): the id is free
+            raise
         tool = core.tools[params.name]
         fut.add_done_callback(lambda f: self._call_done(msg.id, tool, f, caller, sent))
 

@@ -1,0 +1,50 @@
+"""A real tools/call, traced through the server (scripts/call_path.py): the files it crosses to reach
+Playwright, each entered once, and the figures ARCHITECTURE.md quotes are today's."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from call_path import summary  # noqa: E402 (a script, not a package)
+
+
+@pytest.fixture(scope="module")
+def reports():
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "call_path.py"), "--json",
+                           "--tool", "click", "--tool", "type", "--tool", "navigate"],
+                          capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("tool", ["click", "type", "navigate"])
+def test_a_call_enters_each_file_on_its_line_once_and_reaches_playwright_through_the_session(reports, tool):
+    report = reports[tool]
+    line = report["line"]
+    assert report["reentries"] == [], f"{tool} leaves a file and comes back to it: {report['reentries']}"
+    # The stdio reader hands the call to the dispatcher, which queues it; the session thread runs it.
+    assert line[:2] == ["transports/stdio.py", "transports/mcp_connection.py"]
+    assert line.index("core/dispatch.py") < line.index("session/worker.py") < line.index("core/on_session.py")
+    assert line[-2:] == ["session/acting.py", "session/playwright_internals.py"]
+    assert len(line) <= 12 and len(line) == len(set(line))
+
+
+def test_architecture_md_quotes_the_trace_of_today(reports):
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    # A navigation's own files vary with the page's events and the machine's load (16 or 17 asked):
+    # its line is quoted, not its count.
+    assert " -> ".join(reports["navigate"]["line"]) in text
+    for tool in ("click", "type"):
+        today = summary(reports[tool])
+        assert today in text, f"ARCHITECTURE.md's figures for {tool} are stale; today: {today}"
+    click = reports["click"]
+    assert " -> ".join(click["line"]) in text
+    assert ", ".join(click["asked"]) in text
