@@ -4,6 +4,7 @@ import threading
 
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser import Browser
+from mcpbrowser.core.browser_supervisor import BrowserSupervisor
 from mcpbrowser.session.state import SessionState
 
 
@@ -106,10 +107,19 @@ def fake_opener(config=None):
     return open_state
 
 
+class NoBrowser(BrowserSupervisor):
+    """The supervisor of a core whose sessions have fake pages: nothing would use a browser, so none is
+    launched (a launch costs ~2.5 s of CPU: its Node.js launcher, Chromium, its GPU process)."""
+
+    def start(self):
+        return False
+
+
 def fake_core(**settings):
     """A real core whose sessions have fake pages and whose timers fire only on demand."""
     config = Config(**{"db": ":memory:", **settings})
-    return Browser(config, opener=fake_opener(config), timer_factory=FakeTimer, clock=FakeClock.monotonic)
+    return Browser(config, opener=fake_opener(config), timer_factory=FakeTimer, clock=FakeClock.monotonic,
+                   supervisor=NoBrowser(config))
 
 
 def gate():

@@ -3,7 +3,7 @@ import threading
 import time
 
 import pytest
-from fakes import FakeClock, FakeTimer, fake_core, fake_opener
+from fakes import FakeClock, FakeTimer, NoBrowser, fake_core, fake_opener
 from support import wait_for
 
 from mcpbrowser.config import Config
@@ -54,7 +54,8 @@ def test_a_session_asked_for_while_the_pool_fills_gets_that_worker():
             go.wait(5)  # the refill takes its time, as a real attach does
         return inner(worker)
 
-    core = Browser(config, opener=slow_first, timer_factory=FakeTimer, clock=FakeClock.monotonic)
+    core = Browser(config, opener=slow_first, timer_factory=FakeTimer, clock=FakeClock.monotonic,
+                   supervisor=NoBrowser(config))
     try:
         core.warm_pool.refill()
         assert wait_for(lambda: opened)
