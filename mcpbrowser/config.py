@@ -603,7 +603,7 @@ class Config:
             raise ConfigError(f"--http-max-unauthenticated must be less than --http-max-connections "
                               f"({self.http_max_connections}), to leave room for clients with tokens")
         if self.http:
-            from mcpbrowser.guards import is_loopback
+            from mcpbrowser.domains import is_loopback
 
             host = self.http.rpartition(":")[0].strip("[]")
             if not is_loopback(host):
@@ -623,7 +623,7 @@ class Config:
         if self.view == "http" and not self.http:
             raise ConfigError("--view http mounts the view beside --http: give --http HOST:PORT, or --view HOST:PORT")
         if self.view not in (None, "http"):
-            from mcpbrowser.guards import is_loopback
+            from mcpbrowser.domains import is_loopback
 
             if not is_loopback(self.view.rpartition(":")[0].strip("[]")) and not self.http_credentials():
                 raise ConfigError(f"--view {self.view} is reachable from other machines: give each person a "

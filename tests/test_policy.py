@@ -5,7 +5,7 @@ from hypothesis import given
 from strategies import ipv4_spellings
 
 from mcpbrowser.core.policy_proxy import PolicyProxy, Refused
-from mcpbrowser.guards import DomainPolicy, canonical_host, host_of, is_metadata_address
+from mcpbrowser.domains import DomainPolicy, canonical_host, host_of, is_metadata_address
 
 pytestmark = pytest.mark.unit
 

@@ -37,8 +37,9 @@ from mcpbrowser.core.tool_registry import configured
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.core.warm_pool import WarmPool
 from mcpbrowser.core.watchdog import Watchdog
+from mcpbrowser.domains import DomainPolicy
 from mcpbrowser.errors import BrowserError, ServerStopping
-from mcpbrowser.guards import DomainPolicy, MemoryGuard
+from mcpbrowser.guards import MemoryGuard
 from mcpbrowser.library import Session, arguments
 from mcpbrowser.logs import log
 from mcpbrowser.redaction import SecretBook

@@ -19,8 +19,9 @@ from mcpbrowser.config import Config
 from mcpbrowser.core.browser_supervisor import BrowserSupervisor
 from mcpbrowser.core.policy_proxy import PolicyProxy
 from mcpbrowser.core.registry import SessionRecord, SessionRegistry
+from mcpbrowser.domains import DomainPolicy, is_loopback
 from mcpbrowser.errors import BrowserError, BrowserFailure, BrowserServerError, BrowserUnavailable
-from mcpbrowser.guards import DomainPolicy, MemoryGuard, is_loopback
+from mcpbrowser.guards import MemoryGuard
 from mcpbrowser.logs import log
 from mcpbrowser.session.state import SessionState
 from mcpbrowser.session.worker import SessionWorker

@@ -14,7 +14,7 @@ from itertools import islice
 from typing import Any
 from urllib.parse import urlsplit
 
-from mcpbrowser.guards import BLOCKED_HEADER
+from mcpbrowser.domains import BLOCKED_HEADER
 from mcpbrowser.redaction import scrub_text
 from mcpbrowser.session.network_policy import NetworkPolicy
 from mcpbrowser.timers import now_ms

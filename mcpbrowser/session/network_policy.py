@@ -8,8 +8,8 @@ refused, as plain data, and asks the person about a new domain.
 from collections.abc import Callable
 from typing import Any
 
+from mcpbrowser.domains import DomainPolicy, host_of
 from mcpbrowser.errors import DomainNotAllowed, InvalidParameters
-from mcpbrowser.guards import DomainPolicy, host_of
 
 
 def _nobody_to_ask(session_id: str, host: str) -> None:

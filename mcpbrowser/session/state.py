@@ -352,8 +352,10 @@ class SessionState(Acting):
         return f"{_a(self.dialog.type)} dialog ({clip(self.dialog.message)!r})"
 
     def dialog_info(self):
+        """{type, message}, and a prompt's defaultValue (an alert, a confirm and a beforeunload have none)."""
         d = self.dialog
-        return {"type": d.type, "message": d.message, "defaultValue": d.default_value}
+        prompt = {"defaultValue": d.default_value} if d.type == "prompt" else {}
+        return {"type": d.type, "message": d.message, **prompt}
 
     def answer_dialog(self, accept, prompt_text=None):
         """Answer the open dialog; False when it had closed already (its tab closed or navigated)."""

@@ -4,8 +4,8 @@ import time
 from urllib.parse import urlsplit
 
 from mcpbrowser import schema
+from mcpbrowser.domains import BLOCKED_HEADER
 from mcpbrowser.errors import InvalidParameters, NavigationFailed, PageUnresponsive, WaitTimeout
-from mcpbrowser.guards import BLOCKED_HEADER
 from mcpbrowser.session import page_reading, throttling
 from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
 from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, page_result, session_schema

@@ -32,7 +32,8 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from mcpbrowser.guards import RateLimiter, is_loopback
+from mcpbrowser.domains import is_loopback
+from mcpbrowser.guards import RateLimiter
 from mcpbrowser.logs import log
 from mcpbrowser.transports import compression, protocol
 from mcpbrowser.transports.mcp_connection import McpConnection

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import parse_qs
 
-from mcpbrowser.guards import is_loopback
+from mcpbrowser.domains import is_loopback
 from mcpbrowser.logs import log
 from mcpbrowser.view import auth
 from mcpbrowser.view.auth import HEADERS, SignIns, Viewer, WhoMaySee

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from typing import Any
 
-from mcpbrowser.guards import is_loopback
+from mcpbrowser.domains import is_loopback
 
 COOKIE = "mcpbrowser_view"
 # On every answer of the view (its pages, their JSON, the live picture): what a browser is told to keep them safe.
