@@ -40,27 +40,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from demo import Page as DemoPage  # noqa: E402 (beside this script; after the path is set)
+
 PACKAGE = str(ROOT / "mcpbrowser") + os.sep
-PAGE = (b"<!doctype html><title>Form</title><label>Name <input id=name></label>"
-        b"<button id=go onclick=\"document.title='clicked'\">Go</button>")
 # The tool traced -> (its arguments beyond the session, Playwright's method that does its work).
 TOOLS = {
-    "click": ({"selector": "#go"}, "click"),
+    "click": ({"selector": "#sign"}, "click"),
     "type": ({"selector": "#name", "text": "Ada"}, "fill"),
     "navigate": ({"url": "PAGE"}, "goto"),  # PAGE: the page's own address
 }
-
-
-class _Page(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 (the stdlib's name)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args):
-        pass
 
 
 class Trace:
@@ -151,7 +139,7 @@ def trace_calls(tools):
     from mcpbrowser.core.browser import Browser
     from mcpbrowser.transports.stdio import StdioServer
 
-    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Page)
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), DemoPage)  # the demo's guest book
     threading.Thread(target=site.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{site.server_address[1]}/"
     folder = tempfile.mkdtemp(prefix="mcpb-path-")
