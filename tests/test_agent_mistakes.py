@@ -78,8 +78,26 @@ def test_an_option_that_does_not_exist_is_answered_with_the_ones_that_do(client,
     client.tool("navigate", sessionId=session, url=pages.url("/widgets"))
     text, err = error_text(client, "select", sessionId=session, selector="#fruit", values=["Kiwi"])
     assert err["errorCode"] == "INVALID_PARAMETERS" and "#fruit" in err["message"], text
-    assert "it has: Apple, Banana, Cherry." in err["message"] and "Timeout" not in text, text
+    assert "it has: Apple, Banana, Cherry (" in err["message"] and "Timeout" not in text, text
     assert client.tool("select", sessionId=session, selector="#fruit", values=["Banana"])["title"] == "fruit=b"
+
+
+def test_a_missing_option_is_told_after_the_grace_as_a_missing_element_is(client, session):
+    """An option that is not there held the call the whole action timeout (5 s: Playwright waits for
+    late options): now it is told after the grace, as an element that is not there, with the options
+    the list has; a list that fills itself later is waited for when the call gives its `timeout`."""
+    site = HtmlSite(lambda url: "<title>Late</title><select id=s><option>Early</option></select><script>"
+                                "setTimeout(() => s.add(new Option('Late')), 3500)</script>")
+    try:
+        client.tool("navigate", sessionId=session, url=site.url + "/")
+        text, err = error_text(client, "select", sessionId=session, selector="#s", values=["Late"])
+        assert err["errorCode"] == "INVALID_PARAMETERS" and "it has: Early" in err["message"], text
+        assert "timeout" in err["message"], text  # how to wait for a list that fills later
+        client.tool("navigate", sessionId=session, url=site.url + "/")
+        chosen = client.tool("select", sessionId=session, selector="#s", values=["Late"], timeout=10_000)
+        assert chosen["selected"] == ["Late"], chosen
+    finally:
+        site.close()
 
 
 def test_a_misspelt_tool_is_answered_with_the_one_meant(client):

@@ -44,7 +44,8 @@ def classify(state, label, matches, exc, not_usable):
     if "Unknown key" in text:
         return InvalidParameters(why, session_id=state.session_id, details=details)
     if "did not find some options" in text:  # the ones it has are what the agent needs next, not the wait
-        return InvalidParameters(f"{label} has no such option{_options(state, matches)}.",
+        return InvalidParameters(f"{label} has no such option{_options(state, matches)} (a list still filling "
+                                 "takes a longer timeout).",
                                  session_id=state.session_id, details={"target": label})
     is_ref = label.startswith("ref ")
     try:
@@ -163,7 +164,9 @@ def on_element(state, args, not_usable, action, repeatable=True):
         if _timed_out(exc) and _input_sent(exc):
             _await_handler(state, left())
             return label
-        if grace >= full or not _timed_out(exc):
+        if grace >= full or not _timed_out(exc) or "did not find some options" in str(exc):
+            # A missing option is told after the grace, as a missing element is (the options the list
+            # has, and the call's `timeout` for one that fills later), not after the whole timeout.
             raise classify(state, label, matches, exc, not_usable) from None
         try:
             count = _count(state, matches)
