@@ -20,11 +20,12 @@ the call meets them:
   none on the way in).
 
 Only files of the package count (`mcpbrowser/...`): the standard library, Playwright and
-mcp_types are where the call goes, not files it crosses. Nor do our listeners that Playwright's
-event dispatch runs while the call waits on it (a request routed, a page's console line): which of
-them run depends on the page and the machine's load; they are listed apart. What a newcomer reads is the line and
-the services; ARCHITECTURE.md quotes this script's figures. Threads: the main thread drives the
-pipes; the profile function runs on every thread, and keeps only the two threads of the call.
+mcp_types are where the call goes, not files it crosses. Nor does our code that Playwright runs while
+the call waits on it (its events' listeners, our hook in its transport, a coroutine its loop runs, and
+what they call): which of it runs depends on the page and the machine's load; it is listed apart.
+What a newcomer reads is the line and the services; ARCHITECTURE.md quotes this script's figures.
+Threads: the main thread drives the pipes; the profile function runs on every thread, and keeps
+only the two threads of the call (not another session's: the warm pool may open one meanwhile).
 """
 
 import argparse
@@ -66,8 +67,9 @@ class _Page(http.server.BaseHTTPRequestHandler):
 class Trace:
     """The profile function's record of one call (any thread writes; the main thread reads after)."""
 
-    def __init__(self, playwright_method):
+    def __init__(self, playwright_method, session_thread):
         self.method = playwright_method
+        self.session_thread = session_thread  # the call's session; the pool may be opening others meanwhile
         self.on = False
         self.events = []  # (thread name, "call"/"return", file) of the package's functions, in order
         self.request_line = None  # the package's files on the reader's stack at the session queue's put
@@ -81,7 +83,7 @@ class Trace:
         if not self.on or event not in ("call", "return"):
             return
         thread = threading.current_thread().name
-        if not (thread == "stdin-reader" or thread.startswith("session-")):
+        if thread not in ("stdin-reader", self.session_thread):
             return
         path = frame.f_code.co_filename
         if path.startswith(PACKAGE):
@@ -96,7 +98,7 @@ class Trace:
             if (event == "call" and thread == "stdin-reader" and self.request_line is None
                     and frame.f_code.co_name == "submit" and path.endswith("session/worker.py")):
                 self.request_line = _stack_files(frame)
-        elif (frame.f_code.co_name == self.method and thread.startswith("session-")
+        elif (frame.f_code.co_name == self.method and thread == self.session_thread
               and os.sep + "playwright" + os.sep in path and "sync_api" in path):
             if event == "call" and self.session_line is None:
                 self.session_line = _stack_files(frame.f_back)
@@ -106,17 +108,14 @@ class Trace:
 
 
 def _from_playwright(frame):
-    """Whether the package's function in `frame` was called by Playwright (an event's listener): up the
-    stack, a Playwright frame, or the greenlet's root, comes before any other frame of the package."""
-    caller = frame.f_back
-    while caller is not None:
-        path = caller.f_code.co_filename
-        if path.startswith(PACKAGE):
-            return False
-        if os.sep + "playwright" + os.sep in path:
+    """Whether the package's function in `frame` runs for Playwright: Playwright is on its stack (an
+    event's listener, our hook in its transport, and whatever they call), or the stack's root is not
+    the thread's start (a coroutine or callback the greenlet's event loop runs)."""
+    while frame.f_back is not None:
+        frame = frame.f_back
+        if os.sep + "playwright" + os.sep in frame.f_code.co_filename:
             return True
-        caller = caller.f_back
-    return True  # a greenlet or thread root with no frame of ours: Playwright's dispatch
+    return not (frame.f_code.co_name == "_bootstrap" and frame.f_code.co_filename == threading.__file__)
 
 
 def _stack_files(frame):
@@ -195,6 +194,7 @@ def trace_calls(tools):
         created = request("tools/call", {"name": "create_session", "arguments": {"url": url}})
         session = created["result"]["structuredContent"]["sessionId"]
         worker = core.registry.worker(session)
+        session_thread = worker.submit(lambda state: threading.current_thread().name).result(30)
         for tool in tools:
             arguments, method = TOOLS[tool]
             call = {"name": tool, "arguments": {"sessionId": session, **{
@@ -202,7 +202,7 @@ def trace_calls(tools):
             # A first call of the same tool, untraced: the first use of a code path imports and warms it.
             request("tools/call", call)
             worker.submit(lambda state: None).result(30)  # its after-answer work (a capture, the rows) is done
-            traces.append(Trace(method))
+            traces.append(Trace(method, session_thread))
             traces[-1].on = True
             request("tools/call", call)
             worker.submit(lambda state: None).result(30)  # ... and the traced call's too
@@ -233,6 +233,7 @@ def _report(trace, tool):
         "tool": tool, "playwright": trace.method,
         "line": line, "asked": asked, "back": back, "after_answer": after,
         "listeners": sorted(trace.listeners),
+        "threads": sorted({thread for thread, _, _ in trace.events}),
         "reentries": _reentries(trace.request_line) + _reentries(trace.session_line),
         "counts": {"line": len(line), "asked": len(asked), "to_playwright": len(line) + len(asked),
                    "back": len(back), "after_answer": len(after),
@@ -257,7 +258,7 @@ def main(argv=None):
         print("  asked on the way: " + ", ".join(report["asked"]))
         print(f"  on the way back ({report['counts']['back']}): " + ", ".join(report["back"]))
         print(f"  after the answer ({report['counts']['after_answer']}): " + ", ".join(report["after_answer"]))
-        print("  Playwright's events it handled meanwhile (not counted): " + ", ".join(report["listeners"]))
+        print("  ours that Playwright ran meanwhile (not counted): " + ", ".join(report["listeners"]))
         print("  re-entered on the line: " + (", ".join(report["reentries"]) or "none"))
     return 0
 
