@@ -1,6 +1,6 @@
 """Follow one real tools/call through the server and say which of its files the call crosses.
 
-    python scripts/call_path.py [--tool click|type|navigate] [--json]
+    python scripts/call_path.py [--tool click|type|navigate|hover|select] [--json]
 
 A stdio server runs in this process (as `mcpbrowser` builds it: a Browser core behind a
 StdioServer, its stdin and stdout a pair of pipes) on a real Chromium and a page served on
@@ -43,12 +43,15 @@ sys.path.insert(0, str(ROOT))
 
 PACKAGE = str(ROOT / "mcpbrowser") + os.sep
 PAGE = (b"<!doctype html><title>Form</title><label>Name <input id=name></label>"
-        b"<button id=go onclick=\"document.title='clicked'\">Go</button>")
+        b"<button id=go onclick=\"document.title='clicked'\">Go</button>"
+        b"<select id=size><option>S</option><option>M</option></select>")
 # The tool traced -> (its arguments beyond the session, Playwright's method that does its work).
 TOOLS = {
     "click": ({"selector": "#go"}, "click"),
     "type": ({"selector": "#name", "text": "Ada"}, "fill"),
     "navigate": ({"url": "PAGE"}, "goto"),  # PAGE: the page's own address
+    "hover": ({"selector": "#go"}, "hover"),
+    "select": ({"selector": "#size", "values": ["M"]}, "select_option"),
 }
 
 
@@ -155,7 +158,7 @@ def trace_calls(tools):
     url = f"http://127.0.0.1:{site.server_address[1]}/"
     folder = tempfile.mkdtemp(prefix="mcpb-path-")
     config, _ = Config.load(["--db", os.path.join(folder, "history.db"), "--output-dir", folder,
-                             "--log-level", "error"])
+                             "--log-level", "error", "--caps", "extra"])
     traces = []  # the one being taken, last
 
     def profile(frame, event, arg):

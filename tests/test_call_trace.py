@@ -19,13 +19,15 @@ from call_path import summary  # noqa: E402 (a script, not a package)
 @pytest.fixture(scope="module")
 def reports():
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "call_path.py"), "--json",
-                           "--tool", "click", "--tool", "type", "--tool", "navigate"],
+                           "--tool", "click", "--tool", "type", "--tool", "navigate",
+                           "--tool", "hover", "--tool", "select"],
                           capture_output=True, text=True, timeout=180, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
 
-@pytest.mark.parametrize("tool", ["click", "type", "navigate"])
+# hover and select: two more tools that hand targeting an Act (a function of their own re-enters).
+@pytest.mark.parametrize("tool", ["click", "type", "navigate", "hover", "select"])
 def test_a_call_enters_each_file_on_its_line_once_and_reaches_playwright_through_the_session(reports, tool):
     report = reports[tool]
     line = report["line"]
