@@ -1,6 +1,6 @@
 """Follow one real tools/call through the server and say which of its files the call crosses.
 
-    python scripts/call_path.py [--tool click|type|navigate] [--json]
+    python scripts/call_path.py [--tool click|type|navigate|hover|select] [--json]
 
 A stdio server runs in this process (as `mcpbrowser` builds it: a Browser core behind a
 StdioServer, its stdin and stdout a pair of pipes) on a real Chromium and a page served on
@@ -20,11 +20,12 @@ the call meets them:
   none on the way in).
 
 Only files of the package count (`mcpbrowser/...`): the standard library, Playwright and
-mcp_types are where the call goes, not files it crosses. Nor do our listeners that Playwright's
-event dispatch runs while the call waits on it (a request routed, a page's console line): which of
-them run depends on the page and the machine's load; they are listed apart. What a newcomer reads is the line and
-the services; ARCHITECTURE.md quotes this script's figures. Threads: the main thread drives the
-pipes; the profile function runs on every thread, and keeps only the two threads of the call.
+mcp_types are where the call goes, not files it crosses. Nor does our code that Playwright runs while
+the call waits on it (its events' listeners, our hook in its transport, a coroutine its loop runs, and
+what they call): which of it runs depends on the page and the machine's load; it is listed apart.
+What a newcomer reads is the line and the services; ARCHITECTURE.md quotes this script's figures.
+Threads: the main thread drives the pipes; the profile function runs on every thread, and keeps
+only the two threads of the call (not another session's: the warm pool may open one meanwhile).
 """
 
 import argparse
@@ -40,22 +41,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from demo import Page as DemoPage  # noqa: E402 (beside this script; after the path is set)
+from demo import Page  # noqa: E402 (beside this script; after the path is set)
 
 PACKAGE = str(ROOT / "mcpbrowser") + os.sep
+PAGE = (b"<!doctype html><title>Form</title><label>Name <input id=name></label>"
+        b"<button id=go onclick=\"document.title='clicked'\">Go</button>"
+        b"<select id=size><option>S</option><option>M</option></select>")
 # The tool traced -> (its arguments beyond the session, Playwright's method that does its work).
 TOOLS = {
-    "click": ({"selector": "#sign"}, "click"),
+    "click": ({"selector": "#go"}, "click"),
     "type": ({"selector": "#name", "text": "Ada"}, "fill"),
     "navigate": ({"url": "PAGE"}, "goto"),  # PAGE: the page's own address
+    "hover": ({"selector": "#go"}, "hover"),
+    "select": ({"selector": "#size", "values": ["M"]}, "select_option"),
 }
 
 
 class Trace:
     """The profile function's record of one call (any thread writes; the main thread reads after)."""
 
-    def __init__(self, playwright_method):
+    def __init__(self, playwright_method, session_thread):
         self.method = playwright_method
+        self.session_thread = session_thread  # the call's session; the pool may be opening others meanwhile
         self.on = False
         self.events = []  # (thread name, "call"/"return", file) of the package's functions, in order
         self.request_line = None  # the package's files on the reader's stack at the session queue's put
@@ -64,12 +71,13 @@ class Trace:
         self.back_from_playwright = None
         self.answered = None  # index in events when the answer was handed to stdout
         self.listeners = set()  # the package's files Playwright called back (events it dispatched meanwhile)
+        self.returns = set()  # "a -> b -> a": a stack on the way in that went back into a file it had left
 
     def profile(self, frame, event, arg):
         if not self.on or event not in ("call", "return"):
             return
         thread = threading.current_thread().name
-        if not (thread == "stdin-reader" or thread.startswith("session-")):
+        if thread not in ("stdin-reader", self.session_thread):
             return
         path = frame.f_code.co_filename
         if path.startswith(PACKAGE):
@@ -78,13 +86,17 @@ class Trace:
                     self.listeners.add(path[len(PACKAGE):])
                 return
             self.events.append((thread, event, path[len(PACKAGE):]))
+            if event == "call" and self.at_playwright is None:  # on the way in: every stack, not only the last
+                stack = _stack_files(frame)
+                if stack[-1] in stack[:-1]:
+                    self.returns.add(" -> ".join(stack[stack.index(stack[-1]):]))
             if (event == "call" and self.answered is None and self.at_playwright is not None
                     and frame.f_code.co_name == "send" and path.endswith("transports/stdio.py")):
                 self.answered = len(self.events)
             if (event == "call" and thread == "stdin-reader" and self.request_line is None
                     and frame.f_code.co_name == "submit" and path.endswith("session/worker.py")):
                 self.request_line = _stack_files(frame)
-        elif (frame.f_code.co_name == self.method and thread.startswith("session-")
+        elif (frame.f_code.co_name == self.method and thread == self.session_thread
               and os.sep + "playwright" + os.sep in path and "sync_api" in path):
             if event == "call" and self.session_line is None:
                 self.session_line = _stack_files(frame.f_back)
@@ -94,17 +106,14 @@ class Trace:
 
 
 def _from_playwright(frame):
-    """Whether the package's function in `frame` was called by Playwright (an event's listener): up the
-    stack, a Playwright frame, or the greenlet's root, comes before any other frame of the package."""
-    caller = frame.f_back
-    while caller is not None:
-        path = caller.f_code.co_filename
-        if path.startswith(PACKAGE):
-            return False
-        if os.sep + "playwright" + os.sep in path:
+    """Whether the package's function in `frame` runs for Playwright: Playwright is on its stack (an
+    event's listener, our hook in its transport, and whatever they call), or the stack's root is not
+    the thread's start (a coroutine or callback the greenlet's event loop runs)."""
+    while frame.f_back is not None:
+        frame = frame.f_back
+        if os.sep + "playwright" + os.sep in frame.f_code.co_filename:
             return True
-        caller = caller.f_back
-    return True  # a greenlet or thread root with no frame of ours: Playwright's dispatch
+    return not (frame.f_code.co_name == "_bootstrap" and frame.f_code.co_filename == threading.__file__)
 
 
 def _stack_files(frame):
@@ -139,12 +148,12 @@ def trace_calls(tools):
     from mcpbrowser.core.browser import Browser
     from mcpbrowser.transports.stdio import StdioServer
 
-    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), DemoPage)  # the demo's guest book
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("Form", (Page,), {"page": PAGE}))
     threading.Thread(target=site.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{site.server_address[1]}/"
     folder = tempfile.mkdtemp(prefix="mcpb-path-")
     config, _ = Config.load(["--db", os.path.join(folder, "history.db"), "--output-dir", folder,
-                             "--log-level", "error"])
+                             "--log-level", "error", "--caps", "extra"])
     traces = []  # the one being taken, last
 
     def profile(frame, event, arg):
@@ -183,6 +192,7 @@ def trace_calls(tools):
         created = request("tools/call", {"name": "create_session", "arguments": {"url": url}})
         session = created["result"]["structuredContent"]["sessionId"]
         worker = core.registry.worker(session)
+        session_thread = worker.submit(lambda state: threading.current_thread().name).result(30)
         for tool in tools:
             arguments, method = TOOLS[tool]
             call = {"name": tool, "arguments": {"sessionId": session, **{
@@ -190,7 +200,7 @@ def trace_calls(tools):
             # A first call of the same tool, untraced: the first use of a code path imports and warms it.
             request("tools/call", call)
             worker.submit(lambda state: None).result(30)  # its after-answer work (a capture, the rows) is done
-            traces.append(Trace(method))
+            traces.append(Trace(method, session_thread))
             traces[-1].on = True
             request("tools/call", call)
             worker.submit(lambda state: None).result(30)  # ... and the traced call's too
@@ -221,7 +231,9 @@ def _report(trace, tool):
         "tool": tool, "playwright": trace.method,
         "line": line, "asked": asked, "back": back, "after_answer": after,
         "listeners": sorted(trace.listeners),
+        "threads": sorted({thread for thread, _, _ in trace.events}),
         "reentries": _reentries(trace.request_line) + _reentries(trace.session_line),
+        "returns": sorted(trace.returns),
         "counts": {"line": len(line), "asked": len(asked), "to_playwright": len(line) + len(asked),
                    "back": len(back), "after_answer": len(after),
                    "all": len(line) + len(asked) + len(back) + len(after)},
@@ -245,8 +257,9 @@ def main(argv=None):
         print("  asked on the way: " + ", ".join(report["asked"]))
         print(f"  on the way back ({report['counts']['back']}): " + ", ".join(report["back"]))
         print(f"  after the answer ({report['counts']['after_answer']}): " + ", ".join(report["after_answer"]))
-        print("  Playwright's events it handled meanwhile (not counted): " + ", ".join(report["listeners"]))
+        print("  ours that Playwright ran meanwhile (not counted): " + ", ".join(report["listeners"]))
         print("  re-entered on the line: " + (", ".join(report["reentries"]) or "none"))
+        print("  gone back into on the way in: " + ("; ".join(report["returns"]) or "none"))
     return 0
 
 

@@ -21,12 +21,16 @@ PAGE = b"""<!doctype html><title>mcpbrowser demo</title>
 
 
 class Page(BaseHTTPRequestHandler):
+    """Serves `page` for every GET (scripts/call_path.py serves its own form with it)."""
+
+    page = PAGE
+
     def do_GET(self):
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(PAGE)))
+        self.send_header("Content-Length", str(len(self.page)))
         self.end_headers()
-        self.wfile.write(PAGE)
+        self.wfile.write(self.page)
 
     def log_message(self, *args):
         pass

@@ -238,3 +238,21 @@ def test_the_page_text_an_error_quotes_is_scrubbed_of_secrets(client, session):
         assert "Hunter-Secret-42" not in text and "[REDACTED]" in err["message"], text
     finally:
         site.close()
+
+
+def test_a_select_whose_change_opens_a_dialog_says_what_it_selected(client, session):
+    """A <select> whose onchange opens an alert answered "Selected nothing": the option was chosen (the
+    alert says so) and an agent told nothing was would choose it again, and change it twice."""
+    options = "<option value=s>Small</option><option value=m>Medium</option></select>"
+    site = HtmlSite(lambda url: "<!doctype html><title>Size</title><select id=size onchange=\"alert('now '"
+                    f" + this.value)\">{options}<select id=plain>{options}")
+    try:
+        client.tool("navigate", sessionId=session, url=site.url + "/")
+        answer = client.tool("select", sessionId=session, selector="#size", values=["m"])
+        assert "alert dialog opened ('now m')" in answer["message"], answer  # the dialog interrupted it
+        assert answer["selected"] == ["m"] and answer["message"].startswith("Selected m in #size"), answer
+        client.tool("handle_dialog", sessionId=session, accept=True)
+        plain = client.tool("select", sessionId=session, selector="#plain", labels=["Small"])  # no dialog:
+        assert plain["selected"] == ["s"] and plain["message"] == "Selected s in #plain", plain  # Playwright's list
+    finally:
+        site.close()

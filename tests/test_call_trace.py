@@ -19,13 +19,15 @@ from call_path import summary  # noqa: E402 (a script, not a package)
 @pytest.fixture(scope="module")
 def reports():
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "call_path.py"), "--json",
-                           "--tool", "click", "--tool", "type", "--tool", "navigate"],
+                           "--tool", "click", "--tool", "type", "--tool", "navigate",
+                           "--tool", "hover", "--tool", "select"],
                           capture_output=True, text=True, timeout=180, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
 
-@pytest.mark.parametrize("tool", ["click", "type", "navigate"])
+# hover and select: two more tools that hand targeting an Act (a function of their own re-enters).
+@pytest.mark.parametrize("tool", ["click", "type", "navigate", "hover", "select"])
 def test_a_call_enters_each_file_on_its_line_once_and_reaches_playwright_through_the_session(reports, tool):
     report = reports[tool]
     line = report["line"]
@@ -35,11 +37,13 @@ def test_a_call_enters_each_file_on_its_line_once_and_reaches_playwright_through
     assert line.index("core/dispatch.py") < line.index("session/worker.py") < line.index("core/on_session.py")
     assert line[-2:] == ["session/acting.py", "session/playwright_internals.py"]
     assert len(line) <= 12 and len(line) == len(set(line))
+    # Only the call's two threads: another session the warm pool opens meanwhile is not on its path.
+    assert len(report["threads"]) == 2 and "stdin-reader" in report["threads"], report["threads"]
 
 
 def test_architecture_md_quotes_the_trace_of_today(reports):
     text = (ROOT / "ARCHITECTURE.md").read_text()
-    # A navigation's own files vary with the page's events and the machine's load (16 or 17 asked):
+    # A navigation's own files vary with the page's events and the machine's load:
     # its line is quoted, not its count.
     assert " -> ".join(reports["navigate"]["line"]) in text
     for tool in ("click", "type"):

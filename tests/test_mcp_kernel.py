@@ -4,9 +4,10 @@ resource methods and subscriptions in both eras, and the watch's coalescing, on 
 import json
 import queue
 import threading
+from concurrent.futures import Future
 
 import pytest
-from fakes import FakeClock, FakeTimer, fake_core
+from fakes import FakeClock, FakeTimer, fake_core, gate
 
 from mcpbrowser.resources.watch import SessionWatch
 from mcpbrowser.session.events import EventBuffers
@@ -319,3 +320,32 @@ def test_a_listen_naming_a_session_twice_ends_once_with_it(core):
     assert wire.answer(9)["result"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 9}
     with pytest.raises(queue.Empty):
         wire.next(timeout=0.3)
+
+
+def test_a_request_id_is_held_while_its_call_runs_and_freed_when_the_tool_is_unknown(core):
+    connection, wire = connect(core)
+    request(connection, wire, 1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                "clientInfo": {"name": "t", "version": "1"}})
+    refused = request(connection, wire, 5, "tools/call", {"name": "no_such_tool", "arguments": {}})
+    assert refused["error"]["code"] == protocol.INVALID_PARAMS
+    sid = core.call("create_session")["sessionId"]
+    command, entered, release = gate()
+    core.registry.worker(sid).submit(command)
+    assert entered.wait(5)
+    # Id 5 is free again (the unknown tool never started); while its call waits, 5 is in use.
+    connection.handle_line(json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "console_logs", "arguments": {"sessionId": sid}}}).encode())
+    duplicate = request(connection, wire, 5, "tools/call", {"name": "console_logs", "arguments": {"sessionId": sid}})
+    assert duplicate["error"]["code"] == protocol.INVALID_REQUEST and "already in use" in duplicate["error"]["message"]
+    release.set()
+    assert "result" in wire.answer(5), "the first call with id 5 is answered once it ran"
+
+
+def test_a_cancel_between_reserving_an_id_and_starting_its_call_cancels_the_call(core):
+    connection, _ = connect(core)
+    connection.reserve(9)
+    connection.cancel(9)  # an HTTP stream closed while the dispatcher was still deciding
+    started: Future = Future()
+    assert connection.track(9, started) is started and started.cancelled()
+    assert connection.untrack(9) is False, "a cancelled call is never answered"
+    connection.reserve(9)  # and its id is free again

@@ -168,12 +168,12 @@ def select(state, args):
     values, labels = args.get("values"), args.get("labels")
     if (values is None) == (labels is None):
         raise InvalidParameters("Give values or labels (one of them).", session_id=state.session_id)
-    chosen = []
-
     pick = Act(state, "select_option", value=values, label=labels)
     label = on_element(state, args, ElementNotEditable, pick)
-    if pick.result is not None and pick.result is not INTERRUPTED:  # None: it ran into a navigation
-        chosen.extend(pick.result)
+    # No list from Playwright when the change opened a dialog (INTERRUPTED) or the time ran out after
+    # the act (None): the option was chosen all the same, and "nothing" would have the agent choose it
+    # again. What was asked is what it chose.
+    chosen = list(values or labels) if pick.result is None or pick.result is INTERRUPTED else pick.result
     return {"success": True, "message": f"Selected {', '.join(chosen) or 'nothing'} in {label}",
             "selected": chosen}
 
