@@ -52,3 +52,21 @@ def test_architecture_md_quotes_the_trace_of_today(reports):
     click = reports["click"]
     assert " -> ".join(click["line"]) in text
     assert ", ".join(click["asked"]) in text
+
+
+# What a call's way in may go back into, and why: the services of the objects it is handed.
+SERVICES = {
+    # the connection keeps the requests in flight (a cancel finds them there): the tool bridge reserves an id
+    "transports/mcp_connection.py -> transports/tool_methods.py -> transports/mcp_connection.py",
+    # a tool asks the session's state of its own: to clear the way for a load, the session's secrets
+    "session/state.py -> tools/navigation.py -> session/state.py",
+    "session/state.py -> tools/interaction.py -> session/snapshots.py -> session/state.py",
+}
+
+
+@pytest.mark.parametrize("tool", ["click", "type", "navigate", "hover", "select"])
+def test_on_the_way_in_a_call_goes_back_only_into_the_services_it_is_handed(reports, tool):
+    """Every stack on the way in, not only the last: a callback into a file the call left (a lambda
+    of browser.py's that the recorder called, a tool's own function) shows as a return."""
+    returns = set(reports[tool]["returns"])
+    assert returns <= SERVICES, returns - SERVICES

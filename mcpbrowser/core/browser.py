@@ -71,7 +71,7 @@ class Browser:
                            keys=config.db_keys())
         self.history = History(self.store)
         self.secrets = SecretBook(config.named_secrets())
-        self.recorder = Recorder(self.history, self.tools, lambda owner, sid: self.registry.secrets_of(owner, sid))
+        self.recorder = Recorder(self.history, self.tools)
         self.user = UserChannel(config)
         self._executor = ThreadPoolExecutor(config.max_sessions + 2, thread_name_prefix="core")
         # supervisor: one the caller started already (the CLI, so that the browser launches
@@ -85,6 +85,7 @@ class Browser:
         self.registry = SessionRegistry(config, self.history, clock=clock, timer_factory=timer_factory,
                                         final_save=self.recorder.final_save, on_change=self._refill,
                                         secrets=self.secrets)
+        self.recorder.secrets_of = self.registry.secrets_of  # each made the other's callback: wired once both are
         self.session_memory = SessionMemory(config, self.registry)
         self.files = FileKeeper(config, self.history, self._executor, self.registry.ids)
         self.memory = MemoryGuard(config.max_memory_mb)

@@ -11,14 +11,7 @@ import time
 from contextlib import contextmanager
 from typing import Any
 
-from mcpbrowser.errors import (
-    DialogOpen,
-    ElementNotFound,
-    InvalidParameters,
-    PageCrashed,
-    PageUnresponsive,
-    as_server_error,
-)
+from mcpbrowser.errors import DialogOpen, PageCrashed, PageUnresponsive, as_server_error
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import MARK_SECRET_FIELDS, scrub_text, scrub_value
@@ -310,27 +303,6 @@ class SessionState(Acting):
                 self._progress(done, total, scrub_text(message, self.secrets))
             except Exception:
                 log.debug("progress report failed", extra={"session": self.session_id})
-
-    def locate(self, args, required=True):
-        """(label, Locator) for the `selector` or `ref` in args; (None, None) when neither is given."""
-        selector, ref = args.get("selector"), args.get("ref")
-        if selector is not None and ref is not None:
-            raise InvalidParameters("Give selector or ref, not both.", session_id=self.session_id)
-        if ref is not None:
-            if ref not in self.refs or self.refs_page is not self.page:
-                raise ElementNotFound(
-                    f"Ref {ref} is not in the latest snapshot of this tab: the page changed or no "
-                    "snapshot was taken. Take a new snapshot and use its refs.",
-                    session_id=self.session_id, details={"ref": ref})
-            return f"ref {ref}", self.page.locator(f"aria-ref={ref}")
-        if selector is not None:
-            if selector.startswith("(//"):
-                selector = "xpath=" + selector  # Playwright auto-detects // and .. but not (//…)[n]
-            return args["selector"], self.page.locator(selector)
-        if required:
-            raise InvalidParameters("Give a selector, or a ref from the latest snapshot.",
-                                    session_id=self.session_id)
-        return None, None
 
     def remember_page(self, title):
         """Publish url and title as plain data for list_sessions (and the log resources' titles) while this

@@ -20,7 +20,7 @@ from mcpbrowser.session import page_reading, playwright_internals, snapshots
 from mcpbrowser.session.acting import INTERRUPTED
 from mcpbrowser.session.downloads import partial
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
-from mcpbrowser.tools.targeting import Act, on_element
+from mcpbrowser.tools.targeting import Act, locate, on_element
 from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers, scrub_trace
 
 DEFAULT_MAX_NODES = 1000  # about 30k characters of YAML: a page an agent can still read whole
@@ -101,7 +101,7 @@ def snapshot(state, args):
     options = {"mode": "ai"}
     if "depth" in args:
         options["depth"] = args["depth"]
-    page_level = state.locate(args, required=False)[1] is None
+    page_level = locate(state, args, required=False)[1] is None
     # A ref is read from the page's whole snapshot: the same subtree an element read gives,
     # and for a heading its section (see snapshot_text.section), without walking the page
     # again when it did not change since the read that gave the ref.
@@ -175,7 +175,7 @@ def snapshot(state, args):
 
 def dom_snapshot(state, args):
     limit = args.get("maxNodes", DEFAULT_MAX_NODES)
-    matches = state.locate(args, required=False)[1]
+    matches = locate(state, args, required=False)[1]
     root = None
     if matches is not None:
         handles = []
@@ -335,7 +335,7 @@ def screenshot(state, args):
             raise InvalidParameters("quality applies to jpeg only.", session_id=state.session_id)
         options["quality"] = args["quality"]
     state.report(0, 2, "Capturing")
-    if state.locate(args, required=False)[1] is None:
+    if locate(state, args, required=False)[1] is None:
         data = state.act(state.page, "screenshot", full_page=args.get("fullPage", False), **options)
     else:
         if args.get("fullPage"):

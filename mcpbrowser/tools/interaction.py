@@ -20,7 +20,7 @@ from mcpbrowser.redaction import SECRET_FIELD, SECRET_OR_UNFOCUSED, WHERE_TEXT_W
 from mcpbrowser.session import snapshots
 from mcpbrowser.session.acting import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
-from mcpbrowser.tools.targeting import Act, on_element, reason
+from mcpbrowser.tools.targeting import Act, locate, on_element, reason
 
 # A target inside another argument (drag's ends, fill_form's fields): the same keys, described once in the tool.
 BARE_TARGET = {"selector": {"type": "string", "minLength": 1}, "ref": {"type": "string", "minLength": 1}}
@@ -180,7 +180,7 @@ def select(state, args):
 
 def press_key(state, args):
     key = args["key"]
-    label, matches = state.locate(args, required=False)
+    label, matches = locate(state, args, required=False)
     if matches is None:
         try:
             state.act(state.page.keyboard, "press", key=key)
@@ -193,7 +193,7 @@ def press_key(state, args):
 
 def drag(state, args):
     source, target = args["source"], args["target"]
-    _, drop = state.locate(target)
+    _, drop = locate(state, target)
     label = on_element(state, {**source, **{k: args[k] for k in ("timeout",) if k in args}}, ElementNotClickable,
                        Act(state, "drag_to", target=drop.first))
     return {"success": True, "message": f"Dragged {label} to {target.get('selector') or 'ref ' + target['ref']}"}

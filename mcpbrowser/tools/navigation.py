@@ -9,6 +9,7 @@ from mcpbrowser.errors import InvalidParameters, NavigationFailed, PageUnrespons
 from mcpbrowser.session import page_reading, throttling
 from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
 from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, page_result, session_schema
+from mcpbrowser.tools.targeting import locate
 
 TABS_LISTED = 10  # a list shows the first tabs and the current one; "more" counts the rest
 HOLD_CHECK_S = 2.0  # a load still going after this long asks its page whether it answers, and again after as long
@@ -162,7 +163,7 @@ def _title(state, page):
 
 def wait_for(state, args):
     timeout = args.get("timeout", state.config.action_timeout)
-    label, locator = state.locate(args, required=False)
+    label, locator = locate(state, args, required=False)
     checks = []  # (what, wait(remaining_ms) -> INTERRUPTED or anything)
 
     hidden_twins = {}  # what -> its locator, to say on a timeout how many matches were there but hidden
@@ -249,7 +250,7 @@ def _download_done(state, timeout_ms):
 def wait_for_user(state, args):
     """A person finishes a login or captcha in the (headed) browser; we wait for the sign."""
     timeout, wanted = args["timeout"], args.get("urlContains")
-    label, matches = state.locate(args, required=False)
+    label, matches = locate(state, args, required=False)
     if (wanted is None) == (matches is None):
         raise InvalidParameters("Give urlContains or a selector/ref: the sign that the user is done.",
                                 session_id=state.session_id)

@@ -98,6 +98,27 @@ def _timed_out(exc):
     return type(exc).__name__ == "TimeoutError"
 
 
+def locate(state, args, required=True):
+    """(label, Locator) for the `selector` or `ref` in args; (None, None) when neither is given."""
+    selector, ref = args.get("selector"), args.get("ref")
+    if selector is not None and ref is not None:
+        raise InvalidParameters("Give selector or ref, not both.", session_id=state.session_id)
+    if ref is not None:
+        if ref not in state.refs or state.refs_page is not state.page:
+            raise ElementNotFound(
+                f"Ref {ref} is not in the latest snapshot of this tab: the page changed or no "
+                "snapshot was taken. Take a new snapshot and use its refs.",
+                session_id=state.session_id, details={"ref": ref})
+        return f"ref {ref}", state.page.locator(f"aria-ref={ref}")
+    if selector is not None:
+        if selector.startswith("(//"):
+            selector = "xpath=" + selector  # Playwright auto-detects // and .. but not (//…)[n]
+        return args["selector"], state.page.locator(selector)
+    if required:
+        raise InvalidParameters("Give a selector, or a ref from the latest snapshot.", session_id=state.session_id)
+    return None, None
+
+
 class Act:
     """One Playwright method called on the element on_element found: `Act(state, "click", force=True)`.
 
@@ -130,7 +151,7 @@ def on_element(state, args, not_usable, action, repeatable=True):
     a timeout may come half-way through it) is not retried: the element is first
     awaited for the grace, at the cost of one round trip, then acted on once.
     """
-    label, matches = state.locate(args)
+    label, matches = locate(state, args)
     before = state.page.url
     full = args.get("timeout", state.config.action_timeout)
     grace = full if "timeout" in args else min(full, FIND_GRACE_MS)
