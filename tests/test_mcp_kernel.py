@@ -349,3 +349,26 @@ def test_a_cancel_between_reserving_an_id_and_starting_its_call_cancels_the_call
     assert connection.track(9, started) is started and started.cancelled()
     assert connection.untrack(9) is False, "a cancelled call is never answered"
     connection.reserve(9)  # and its id is free again
+
+
+def test_a_request_cancelled_while_it_is_refused_gets_no_answer(core, monkeypatch):
+    """A cancel (an HTTP stream closed) that lands while the dispatcher refuses the call: the refusal
+    went out all the same, for a request the client had given up."""
+    connection, wire = connect(core)
+    request(connection, wire, 1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                "clientInfo": {"name": "t", "version": "1"}})
+    refuse = core.submit
+
+    def cancelled_meanwhile(*args, **kwargs):
+        connection.cancel(7)
+        return refuse(*args, **kwargs)
+
+    monkeypatch.setattr(core, "submit", cancelled_meanwhile)
+    connection.handle_line(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                                       "params": {"name": "no_such_tool", "arguments": {}}}).encode())
+    connection.handle_line(json.dumps({"jsonrpc": "2.0", "id": 8, "method": "ping"}).encode())
+    seen = [wire.next()]
+    while seen[-1].get("id") != 8:
+        seen.append(wire.next())
+    assert all(message.get("id") != 7 for message in seen), seen
+    connection.reserve(7)  # its id is free again

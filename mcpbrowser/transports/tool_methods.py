@@ -134,8 +134,11 @@ class ToolMethods:
         try:
             fut = self.connection.track(msg.id, submit())
         except BaseException:
-            self.connection.untrack(msg.id)  # refused before it started (an unknown tool): the id is free
-            raise
+            # Refused before it started (an unknown tool): the id is free, and the refusal is the
+            # answer, unless the client cancelled the request meanwhile (then none may go out).
+            if self.connection.untrack(msg.id):
+                raise
+            return
         tool = core.tools[params.name]
         fut.add_done_callback(lambda f: self._call_done(msg.id, tool, f, caller, sent))
 
