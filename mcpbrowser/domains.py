@@ -11,7 +11,6 @@ from urllib.parse import urlsplit
 
 import idna
 
-# Hosts, in one canonical form.
 # A host is compared only in one canonical form, the one the browser itself puts on the
 # wire, so that no other spelling of a blocked host gets through and no allowed host is
 # refused for its spelling: lower case, no trailing dot, IDNA names as punycode (UTS 46,
