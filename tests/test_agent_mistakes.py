@@ -215,7 +215,8 @@ def test_an_element_that_cannot_be_clicked_yet_says_what_to_do(client, session, 
     not visible)" said why, not what next: the agent clicked again, or gave up."""
     client.tool("navigate", sessionId=session, url=pages.url("/form"))
     for selector, next_step in (("#hidden", "wait_for it"), ("#off", "Disabled until")):
-        text, err = error_text(client, "click", sessionId=session, selector=selector, timeout=300)
+        # 1.5 s: under load, 300 ms ran out before Playwright's log said why (no reason, no next step).
+        text, err = error_text(client, "click", sessionId=session, selector=selector, timeout=1500)
         assert err["errorCode"] == "ELEMENT_NOT_CLICKABLE" and next_step in err["message"], text
 
 

@@ -33,7 +33,8 @@ PEAK_BOUND = 16 * MB
 
 class _Files(BaseHTTPRequestHandler):
     """/page?links=a,b (the links, with `download`, and a button that clicks them all, now or after
-    `later` ms); /chunked (40 MB), /endless, /sized (40 MB with its Content-Length), /small (300 KB)."""
+    `later` ms; with `together=N`, no stream sends its body before N have started); /chunked (40 MB),
+    /endless, /sized (40 MB with its Content-Length), /small (300 KB)."""
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args):
@@ -43,7 +44,8 @@ class _Files(BaseHTTPRequestHandler):
         url = urllib.parse.urlparse(self.path)
         query = dict(urllib.parse.parse_qsl(url.query))
         if url.path == "/page":
-            links = "".join(f'<a download="f{i}.bin" href="/{kind}?n={i}">{kind}</a>'
+            together = f"&together={query['together']}" if "together" in query else ""
+            links = "".join(f'<a download="f{i}.bin" href="/{kind}?n={i}{together}">{kind}</a>'
                             for i, kind in enumerate(query["links"].split(",")))
             click = "document.querySelectorAll('a').forEach(a => a.click())"
             body = (f'<title>files</title>{links}<button id=go onclick="setTimeout(() => {{ {click} }}, '
@@ -62,6 +64,11 @@ class _Files(BaseHTTPRequestHandler):
         self.end_headers()
         key, sent = self.path, 0
         self.server.started.add(key)
+        if "together" in query:  # no body until every stream of the set has started (a load must not let
+            deadline = time.monotonic() + 10  # the first ones end before the last one starts)
+            while (sum("together" in started for started in list(self.server.started)) < int(query["together"])
+                   and time.monotonic() < deadline):
+                time.sleep(0.01)
         try:
             while total is None or sent < total:
                 chunk = CHUNK[:total - sent] if total is not None else CHUNK
@@ -145,8 +152,8 @@ def _settled(client, sid, count):
 
 
 def test_downloads_at_once_share_the_limit_while_they_stream(limited, files_server):
-    sid = limited.tool("create_session", url=f"{files_server.url}/page?links=chunked,chunked,chunked,chunked")[
-        "sessionId"]
+    sid = limited.tool("create_session",
+                       url=f"{files_server.url}/page?links=chunked,chunked,chunked,chunked&together=4")["sessionId"]
     disk = DiskPeak(limited)
     try:
         limited.tool("click", sessionId=sid, selector="#go")
