@@ -81,7 +81,10 @@ class Postgres:
 
     def start(self):
         self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.root, "log"), "-w", "-o",
-                  f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+                  f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
+                  # 300: a core opens a connection per pool thread (max_sessions + 2) that reads; tests that
+                  # run two cores with 20 calls at once passed 100, the default
+                  "-c max_connections=300", "start")
 
     def stop(self):
         self._run("pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")

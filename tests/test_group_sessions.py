@@ -51,6 +51,12 @@ def test_a_client_sees_its_sessions_on_every_server_and_which_can_be_resumed(db_
         # bob's session there never made a call: nothing of it was saved, so nothing to resume
         assert bob_two.tool("list_sessions")["elsewhere"] == [{"sessionId": bobs, "server": address(one),
                                                               "resumable": False}]
+        # Another token, first: told the session does not exist, as for an id never made (issue 63's break (b):
+        # an owner check on open sessions only let bob resume alice's with her cookies), and nothing is opened.
+        refused = bob_two.error("resume_session", sessionId=there)
+        assert refused["errorCode"] == "SESSION_NOT_FOUND" and refused["message"] == bob_two.error(
+            "resume_session", sessionId="00000000-0000-4000-8000-000000000000")["message"], refused
+        assert bob_two.tool("list_sessions")["count"] == 0
         resumed = alice_two.tool("resume_session", sessionId=there)
         assert resumed["url"] == pages.url("/counter?n=1")
         after = alice_two.tool("list_sessions")

@@ -253,7 +253,8 @@ def test_a_session_closed_here_is_not_found_even_before_the_history_says_it_clos
         core.call("close_session", {"sessionId": sid})
         with pytest.raises(SessionNotFound):  # not SESSION_IN_USE: the history still says active, on this server
             core.call("snapshot", {"sessionId": sid})
-        assert core.history.session_server(sid) == ("active", True)  # the control: the window it guards
+        holder = core.history.session_holder(sid)
+        assert (holder["state"], holder["alive"]) == ("active", True)  # the control: the window it guards
     finally:
         core.close()
 
@@ -501,3 +502,55 @@ def test_the_in_memory_history_reads_while_the_writer_writes_and_neither_fails()
     assert len(set(reads)) >= 10  # positive control: the reads went on while the rows were being written
 
 
+
+
+def test_of_two_servers_resuming_a_dead_servers_sessions_at_once_exactly_one_wins_each(db_target):
+    """Issue 63: two servers on one history resume the same 20 sessions of a killed server at the same moment.
+    The history decides each in one step: one winner, the other told SESSION_IN_USE naming the winner, with
+    no session (no context) left open for it on the loser."""
+    from mcpbrowser.core.history import History
+    from mcpbrowser.errors import SessionInUse
+
+    sessions = [f"s{n:02d}" for n in range(20)]
+    dead = Store(db_target)  # the killed server: its sessions stay 'active' under its instance, a state saved
+    for sid in sessions:
+        History(dead).session_opened(sid, now_ms(), {})
+        History(dead).save_state(sid, {"cookies": [], "origins": []}, f"http://x.test/{sid}")
+    dead.close()  # its instance lock goes with it, as with kill -9
+    cores = [fake_core(db=db_target, max_sessions=25, pool_size=0) for _ in range(2)]
+    for n, core in enumerate(cores):
+        core.store.server = f"server-{n}"
+    try:
+        start = threading.Barrier(2 * len(sessions))
+        outcomes: dict[tuple[int, str], object] = {}
+
+        def resume(n, sid):
+            start.wait(10)
+            try:
+                outcomes[n, sid] = cores[n].call("resume_session", {"sessionId": sid})
+            except Exception as exc:
+                outcomes[n, sid] = exc
+
+        threads = [threading.Thread(target=resume, args=(n, sid)) for sid in sessions for n in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert len(outcomes) == 2 * len(sessions)
+        for sid in sessions:
+            won = [n for n in (0, 1) if isinstance(outcomes[n, sid], dict)]
+            assert len(won) == 1, (sid, outcomes[0, sid], outcomes[1, sid])
+            winner, loser = won[0], 1 - won[0]
+            refusal = outcomes[loser, sid]
+            assert isinstance(refusal, SessionInUse), refusal
+            assert refusal.details["server"] == f"server-{winner}" and f"server-{winner}" in str(refusal)
+            assert sid in cores[winner].registry.ids() and sid not in cores[loser].registry.ids()
+            assert outcomes[winner, sid]["sessionId"] == sid
+        holders = {sid: cores[0].history.session_holder(sid) for sid in sessions}
+        assert all(h["state"] == "active" and h["alive"] for h in holders.values())
+        for n in (0, 1):  # the history names the server that holds each, and each holds only its own
+            mine = {sid for sid, h in holders.items() if h["instance"] == cores[n].store.instance}
+            assert mine == cores[n].registry.ids()
+    finally:
+        for core in cores:
+            core.close()

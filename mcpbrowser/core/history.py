@@ -49,13 +49,33 @@ class History:
         rows = self.store.query("SELECT metadata FROM sessions WHERE session_id = ?", (session_id,))
         return json.loads(rows[0][0]) if rows else {}
 
-    def session_server(self, session_id):
-        """(state, whether the server that opened it still runs) of a recorded session, or None."""
-        rows = self.store.query("SELECT state, instance FROM sessions WHERE session_id = ?", (session_id,))
+    def session_holder(self, session_id):
+        """Who holds a recorded session, or None: {state, instance, server (its name), alive, closeReason}."""
+        rows = self.store.query("SELECT state, instance, metadata FROM sessions WHERE session_id = ?", (session_id,))
         if not rows:
             return None
-        state, instance = rows[0]
-        return state, bool(instance) and self.store.alive(instance)
+        state, instance, metadata = rows[0]
+        metadata = json.loads(metadata)
+        return {"state": state, "instance": instance, "server": metadata.get("server") or instance,
+                "alive": bool(instance) and self.store.alive(instance), "closeReason": metadata.get("closeReason")}
+
+    def claim_session(self, session_id, holder):
+        """Take a session for this server if its row is still as `holder` read it; whether it was taken.
+
+        One conditional UPDATE, so that of two servers (or two calls) resuming it at once exactly one
+        wins: the other finds the row changed. The row names this server as the holder from then on;
+        `session_opened` writes the rest once the context is open, `release_claim` if it fails to.
+        """
+        return self.store.swap("UPDATE sessions SET state = 'active', instance = ?, last_activity = ?, "
+                               "metadata = json_set(metadata, '$.server', ?) "
+                               "WHERE session_id = ? AND state = ? AND instance IS ?",
+                               (self.store.instance, now_ms(), self.store.server, session_id,
+                                holder["state"], holder["instance"])) == 1
+
+    def release_claim(self, session_id):
+        """A claimed session could not be opened here: closed again, for any server to resume."""
+        self.store.write("UPDATE sessions SET state = 'closed' WHERE session_id = ? AND state = 'active' "
+                         "AND instance = ?", (session_id, self.store.instance))
 
     def sessions_elsewhere(self, owner):
         """The owner's sessions that other servers sharing the history opened and have not closed:

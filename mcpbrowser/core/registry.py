@@ -176,20 +176,46 @@ class SessionRegistry:
                 raise self.memory_error(session_id)
             if how is None:  # never open here (a session this server closed may not be written closed yet)
                 raise self.elsewhere_error(session_id)
-            raise SessionNotFound(session_id=session_id)
+            raise self.closed_error(session_id)
         return record.worker, record.expires_at
 
     def elsewhere_error(self, session_id: str) -> SessionError:
-        """The error for a session not open here: SESSION_IN_USE, SESSION_LOST (its server gone), SESSION_NOT_FOUND."""
-        # Servers share a history: a client reaches another server than its session's after a failover.
-        server = self.history.session_server(session_id)  # HISTORY_UNAVAILABLE (retryable) while it cannot be read
-        if server is None or server[0] != "active":
+        """The error for a session not open here, read from the history: SESSION_IN_USE (another live
+        server holds it, named), SESSION_LOST (its server gone), or how it ended; each that can be resumed says so."""
+        # Servers share a history: a client reaches another server than its session's after a failover,
+        # or this server restarted (its old sessions were closed as 'server_restart' at start-up).
+        holder = self.history.session_holder(session_id)  # HISTORY_UNAVAILABLE (retryable) while it cannot be read
+        if holder is None:
             return SessionNotFound(session_id=session_id)
-        if server[1]:
-            return SessionInUse(session_id=session_id)
+        if holder["state"] == "active" and holder["alive"]:
+            return self.in_use_error(session_id, holder)
+        reason = holder["closeReason"] if holder["state"] != "active" else "server_gone"
+        if reason == "expired":
+            return self.expired_error(session_id)
+        if reason == "browser_crash":
+            return self.lost_error(session_id)
+        if reason == "memory_limit":
+            return self.memory_error(session_id)
+        if reason in ("server_gone", "server_restart", "shutdown"):
+            hint, resumable = self._resume_hint(session_id)
+            return SessionLost(f"The server that held this session stopped or died, so the session ended. {hint}",
+                               session_id=session_id, details={"reason": "server_gone", "resumable": resumable})
+        return self.closed_error(session_id)
+
+    def closed_error(self, session_id: str) -> SessionNotFound:
+        """SESSION_NOT_FOUND for a session its client closed, saying whether resume_session brings it back."""
         hint, resumable = self._resume_hint(session_id)
-        return SessionLost(f"The server that held this session stopped or died, so the session ended. {hint}",
-                           session_id=session_id, details={"reason": "server_gone", "resumable": resumable})
+        return SessionNotFound(f"This session was closed. {hint}", session_id=session_id,
+                               details={"resumable": resumable})
+
+    def in_use_error(self, session_id: str, holder: dict[str, Any]) -> SessionInUse:
+        """SESSION_IN_USE naming the server that holds the session (this one, when another call is opening it)."""
+        if holder["instance"] == self.history.store.instance:
+            return SessionInUse("Another call on this server is resuming this session now; use it once that "
+                                "call answers.", session_id=session_id, details={"server": holder["server"]})
+        return SessionInUse(f"This session is open on {holder['server']}, another mcpbrowser server that shares "
+                            "this history; call it through that server, or close it there before resuming it here.",
+                            session_id=session_id, details={"server": holder["server"]})
 
     def open_record(self, session_id: str) -> SessionRecord | None:
         """The record of an open session, or None; renews nothing."""

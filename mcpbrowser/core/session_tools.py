@@ -53,24 +53,34 @@ def create_session(core, args, call):
 
 def resume_session(core, args, call):
     session_id = args["sessionId"]
+    if session_id in core.registry.ids():
+        raise InvalidParameters("That session is open; there is nothing to resume.", session_id=session_id)
     # Several servers may share one history: a session another live server still runs is
     # its own; one whose server is gone (stopped, crashed, killed) may be resumed here.
-    server = core.history.session_server(session_id)
-    if server == ("active", True) and session_id not in core.registry.ids():
-        raise SessionInUse(session_id=session_id)
+    holder = core.history.session_holder(session_id)
+    if holder is not None and holder["state"] == "active" and holder["alive"]:
+        raise core.registry.in_use_error(session_id, holder)
     saved = core.history.saved_state(session_id)
     if saved is None and core.history.has_saved_state(session_id):
         # Another server of the group sealed it with a key this one does not have.
         raise SessionNotFound("This session's state was saved with another sealing key, so this server cannot "
                               "resume it (give every server the same --db-key-file). Call create_session.",
                               session_id=session_id)
-    if saved is None:
+    if saved is None or holder is None:
         raise SessionNotFound("Nothing is stored for this session, so it cannot be resumed. "
                               "Call create_session.", session_id=session_id)
+    # The history decides who resumes it, in one step, before any context opens: of two servers
+    # (or two calls) resuming it at once, the one that finds the row changed is told who holds it.
+    if not core.history.claim_session(session_id, holder):
+        raise core.registry.in_use_error(session_id, core.history.session_holder(session_id) or holder)
     metadata = core.history.session_metadata(session_id)
     context = {key: metadata[key] for key in ("emulation", "login", "throttle") if metadata.get(key)}
-    record = core.warm_pool.create_session(resume={"sessionId": session_id, "storageState": saved[0], "url": saved[1]},
-                                           owner=call.owner, context=context or None)
+    try:
+        record = core.warm_pool.create_session(resume={"sessionId": session_id, "storageState": saved[0],
+                                                       "url": saved[1]}, owner=call.owner, context=context or None)
+    except BaseException:
+        core.history.release_claim(session_id)
+        raise
     return {
         "sessionId": session_id,
         "expiresAt": record.expires_at,

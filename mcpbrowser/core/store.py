@@ -214,6 +214,14 @@ class _Write:
         self.sql, self.params, self.ref = sql, params, ref
 
 
+class _Swap:
+    """A conditional UPDATE whose caller waits for the number of rows it changed."""
+    __slots__ = ("sql", "params", "done")
+
+    def __init__(self, sql, params):
+        self.sql, self.params, self.done = sql, params, Future()
+
+
 class Store:
     """The history database."""
 
@@ -354,6 +362,28 @@ class Store:
             fault = self.fault or {"errorCode": "HISTORY_ERROR", "message": FAULT_TEXT["HISTORY_ERROR"]}
             raise HistoryUnavailable(fault)
 
+    def swap(self, sql, params=(), timeout=10.0):
+        """Run one conditional UPDATE on the writer's connection, in a transaction of its own after
+        everything queued before it; the number of rows it changed. Raises errors.HistoryUnavailable
+        when the database cannot decide now.
+
+        Who holds a session is decided here, in one statement (`UPDATE ... WHERE` what was read):
+        two servers (or two threads) that read the same row both try, the database serialises the
+        two statements on the row, and only the first still finds it as it was read.
+        """
+        from mcpbrowser import errors
+
+        item = _Swap(sql, params)
+        if not self._closed:
+            self._queue.put(item)
+        try:
+            return item.done.result(timeout) if not self._closed else 0
+        except Exception as exc:
+            code = fault_code(exc) if isinstance(exc, DB_ERRORS) else "HISTORY_ERROR"
+            raise errors.HistoryUnavailable(
+                f"The history cannot decide this now: {FAULT_TEXT.get(code, FAULT_TEXT['HISTORY_ERROR'])} "
+                f"({self.label}).", details={"cause": code, "retryAfterMs": int(RETRY_S * 1000)}) from None
+
     def query(self, sql, params=(), flush=True):
         """Rows for a SELECT, after queued writes are committed (flush=False: without waiting for them)."""
         if flush:
@@ -421,12 +451,14 @@ class Store:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            barriers = []
+            barriers, swaps = [], []
             for item in batch:
                 if item is None:
                     stop = True
                 elif isinstance(item, Future):
                     barriers.append(item)
+                elif isinstance(item, _Swap):
+                    swaps.append(item)
                 else:
                     pending.append(item)
             with self._dropped_lock:
@@ -447,6 +479,8 @@ class Store:
                     pending = self._trim(pending)
             for barrier in barriers:
                 barrier.set_result(self.fault is None)
+            for swap in swaps:  # after the writes queued before it (the rows it may test)
+                self._swap(conn, swap)
             if writes >= 1000 and self.fault is None:
                 writes = 0
                 try:
@@ -490,6 +524,21 @@ class Store:
                                                             "was": self.fault["errorCode"]})
             self.fault = None
         return True
+
+    def _swap(self, conn, item):
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            changed = conn.execute(item.sql, item.params).rowcount
+            conn.execute("COMMIT")
+        except DB_ERRORS as exc:
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except DB_ERRORS:
+                    pass  # the transaction is gone with the failure
+            item.done.set_exception(exc)
+        else:
+            item.done.set_result(changed)
 
     def _run(self, conn, writes, together):
         """The writes in one transaction (together: sent at once); raises the database's error."""
