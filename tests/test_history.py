@@ -9,7 +9,7 @@ import time
 import zlib
 
 import pytest
-from support import McpClient, RawServer, stored_text, tool_payload, wait_for
+from support import McpClient, RawServer, server_pid, stored_text, tool_payload, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -231,7 +231,10 @@ def test_resume_after_restart_keeps_the_login(pages, db_target):
     c.close()
     c = McpClient("--db", db)
     try:
-        assert c.error("navigate", sessionId=sid, url=pages.url("/whoami"))["errorCode"] == "SESSION_NOT_FOUND"
+        # Issue 63: the first call after a restart points to the way back (it said "call create_session").
+        gone = c.error("navigate", sessionId=sid, url=pages.url("/whoami"))
+        assert gone["errorCode"] == "SESSION_LOST" and "resume_session" in gone["message"], gone
+        assert gone["details"] == {"reason": "server_gone", "resumable": True}
         resumed = c.tool("resume_session", sessionId=sid)
         assert resumed["sessionId"] == sid and resumed["url"] == pages.url("/whoami")
         page = c.tool("navigate", sessionId=sid, url=pages.url("/whoami"))
@@ -240,5 +243,18 @@ def test_resume_after_restart_keeps_the_login(pages, db_target):
         assert again["errorCode"] == "INVALID_PARAMETERS"  # it is open
         unknown = c.error("resume_session", sessionId="00000000-0000-4000-8000-000000000000")
         assert unknown["errorCode"] == "SESSION_NOT_FOUND"
+        c.tool("get_content", ref_id=page["refId"])  # the after-call save has run
+        os.kill(server_pid(), signal.SIGKILL)  # a crash, and a supervisor that starts it again on the same history
+    finally:
+        c.close()
+    c = McpClient("--db", db)
+    try:
+        gone = c.error("snapshot", sessionId=sid)
+        assert gone["errorCode"] == "SESSION_LOST" and "resume_session" in gone["message"], gone
+        assert c.tool("resume_session", sessionId=sid)["url"] == pages.url("/whoami")
+        closed = c.tool("close_session", sessionId=sid)
+        assert closed["success"]
+        ended = c.error("snapshot", sessionId=sid)  # closed by its client: still says it can come back
+        assert ended["errorCode"] == "SESSION_NOT_FOUND" and "resume_session" in ended["message"], ended
     finally:
         c.close()
