@@ -104,6 +104,20 @@ class BrowserError(BrowserFailure):
     code = "BROWSER_ERROR"
 
 
+class InternalError(BrowserServerError):
+    """A bug of ours (a KeyError, a TypeError in the server's own code): no fault of the browser, the page or
+    the caller. Its traceback is logged where the call ends (core/dispatch.py), and the circuit breaker,
+    which counts the browser's failures, leaves it out: one bug must not shut every session out."""
+
+    code = "INTERNAL_ERROR"
+    default_message = ("The server failed on a bug in its own code (its log has the traceback). Retrying the same "
+                       "call will likely fail the same way: try another way to reach the goal.")
+
+    def __init__(self, message=None, *, bug=None, session_id=None, details=None):
+        super().__init__(message, session_id=session_id, details=details)
+        self.bug = bug  # the exception our code raised, its traceback with it: for the log, never on the wire
+
+
 class InvalidParameters(BrowserServerError):
     code = "INVALID_PARAMETERS"
     default_message = "The arguments are not valid for this tool."
@@ -311,6 +325,7 @@ ALL_ERRORS = (
     ElementNotClickable,
     ElementNotEditable,
     BrowserError,
+    InternalError,
     InvalidParameters,
     ToolNotEnabled,
     DialogOpen,
@@ -342,7 +357,14 @@ ALL_ERRORS = (
 
 
 def as_server_error(exc: BaseException) -> BrowserServerError:
-    """A failure as clients see it: our own errors as they are, anything else as BROWSER_ERROR."""
+    """A failure as clients see it: our own errors as they are, Playwright's as BROWSER_ERROR, and any
+    other exception (a bug in our code) as INTERNAL_ERROR, which carries it for the log. By the
+    exception's class, never its text."""
     if isinstance(exc, BrowserServerError):
         return exc
-    return BrowserError(f"{type(exc).__name__}: {exc}")
+    # Imported here, not above: importing mcpbrowser loads no Playwright (the server answers initialize first).
+    from playwright.sync_api import Error as PlaywrightError  # TimeoutError is one too
+
+    if isinstance(exc, PlaywrightError):
+        return BrowserError(f"{type(exc).__name__}: {exc}")
+    return InternalError(bug=exc, details={"exception": type(exc).__name__})

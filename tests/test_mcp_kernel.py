@@ -2,13 +2,16 @@
 resource methods and subscriptions in both eras, and the watch's coalescing, on a core with fake pages."""
 
 import json
+import logging
 import queue
 import threading
+import traceback
 from concurrent.futures import Future
 
 import pytest
 from fakes import FakeClock, FakeTimer, fake_core, gate
 
+from mcpbrowser.errors import BrowserError, InternalError
 from mcpbrowser.resources.watch import SessionWatch
 from mcpbrowser.session.events import EventBuffers
 from mcpbrowser.session.worker import SessionWorker
@@ -372,3 +375,67 @@ def test_a_request_cancelled_while_it_is_refused_gets_no_answer(core, monkeypatc
         seen.append(wire.next())
     assert all(message.get("id") != 7 for message in seen), seen
     connection.reserve(7)  # its id is free again
+
+
+class Records(logging.Handler):
+    """The server log's records, as its stderr handler would get them."""
+
+    def __init__(self):
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def test_a_bug_of_ours_in_a_tool_is_an_internal_error_logged_with_its_traceback_and_never_trips_the_breaker():
+    """A KeyError in a session tool's handler, an AttributeError in a core tool's: INTERNAL_ERROR on the wire,
+    the traceback in the log, and the breaker (here at one failure) not moved. Playwright's own error is
+    still BROWSER_ERROR, and counts."""
+    import playwright.sync_api
+
+    from mcpbrowser.logs import log
+    from mcpbrowser.tools.base import CoreTool, SessionTool
+
+    def session_bug(state, args):
+        return {}["a key our code forgot"]
+
+    def core_bug(core, args, call):
+        return core.no_such_part
+
+    def browser_failed(state, args):
+        raise playwright.sync_api.Error("Target page, context or browser has been closed")
+
+    schema = {"type": "object", "properties": {"sessionId": {"type": "string"}}, "required": ["sessionId"]}
+    core = fake_core(breaker_threshold=1, breaker_reset=60)
+    core.tools["session_bug"] = SessionTool("session_bug", "Bug", "fails", schema, session_bug)
+    core.tools["browser_failed"] = SessionTool("browser_failed", "Fails", "fails", schema, browser_failed)
+    core.tools["core_bug"] = CoreTool("core_bug", "Bug", "fails", {"type": "object"}, core_bug)
+    records = Records()
+    log.addHandler(records)
+    try:
+        connection, wire = connect(core)
+        request(connection, wire, 0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                    "clientInfo": {"name": "t", "version": "1"}})
+        sid = core.call("create_session")["sessionId"]
+        breaker = core.dispatcher.breaker
+        for request_id, (name, args, bug) in enumerate((("session_bug", {"sessionId": sid}, KeyError),
+                                                        ("core_bug", {}, AttributeError)), 1):
+            for _ in range(2):  # the second call ran too: no breaker opened on the first
+                answer = request(connection, wire, request_id, "tools/call", {"name": name, "arguments": args})
+                error = json.loads(answer["result"]["content"][0]["text"])
+                assert answer["result"]["isError"] and error["errorCode"] == "INTERNAL_ERROR", error
+            logged = [r for r in records.records if r.exc_info and r.exc_info[0] is bug]
+            assert len(logged) == 2 and logged[0].levelno == logging.ERROR and logged[0].tool == name
+            assert name in "".join(traceback.format_exception(*logged[0].exc_info))  # the handler's frame
+            assert breaker.check(name) is None and breaker._failures[name] == 0
+        for name, args in (("session_bug", {"sessionId": sid}), ("core_bug", {})):  # the library's view
+            with pytest.raises(InternalError) as raised:
+                core.call(name, args)
+            assert raised.value.ref_id and raised.value.details == {"exception": raised.value.bug.__class__.__name__}
+        with pytest.raises(BrowserError):
+            core.call("browser_failed", {"sessionId": sid})
+        assert breaker.check("browser_failed") is not None  # Playwright's failure counted: open at one
+    finally:
+        log.removeHandler(records)
+        core.close()

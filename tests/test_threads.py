@@ -2,6 +2,7 @@
 
 import threading
 
+import playwright.sync_api
 import pytest
 from fakes import FakeClock, FakeTimer, _Closable, fake_core, gate, last_timer
 
@@ -222,7 +223,8 @@ def test_circuit_breaker_opens_after_repeated_browser_errors_then_lets_one_trial
 
 def test_core_refuses_a_tool_with_circuit_open_and_other_failures_do_not_count():
     core = fake_core(breaker_threshold=2, breaker_reset=60)
-    outcomes = iter([RuntimeError("renderer went away"), RuntimeError("again")])
+    # Playwright's own failures: a bug of ours (a RuntimeError, a KeyError) would be INTERNAL_ERROR, never counted.
+    outcomes = iter([playwright.sync_api.Error("renderer went away"), playwright.sync_api.Error("again")])
 
     def flaky(state, args):
         raise next(outcomes)

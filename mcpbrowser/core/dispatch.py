@@ -21,10 +21,12 @@ from mcpbrowser.errors import (
     BrowserServerError,
     CircuitOpen,
     CooldownActive,
+    InternalError,
     RateLimited,
     SessionHeldByPerson,
     SessionNotFound,
     UnknownTool,
+    as_server_error,
     stopped_error,
 )
 from mcpbrowser.guards import CircuitBreaker, RateLimiter
@@ -158,22 +160,30 @@ class Dispatcher:
         """A session-less tool, with refId and meta added."""
         try:
             return call.annotate(tool.handler(self._core, args, call))
-        except BrowserServerError as exc:
+        except Exception as exc:  # a bug of ours too: INTERNAL_ERROR, logged in _finished
             raise call.annotate_error(exc) from None
 
     # THE THREAD THAT FINISHED THE CALL
     def _finished(self, fut: Future, call: Call, started: float) -> None:
-        """Log the call, feed the circuit breaker, and record any call its session thread did not."""
+        """Log the call (a bug of ours with its traceback), feed the circuit breaker, and record any call
+        its session thread did not."""
         if fut.cancelled():
             outcome = "cancelled"
         else:
             exc = fut.exception()
-            outcome = "ok" if exc is None else getattr(exc, "code", "BROWSER_ERROR")
-            if exc is None:
+            error = None if exc is None else as_server_error(exc)
+            outcome = "ok" if error is None else error.code
+            if error is None:
                 self.breaker.succeeded(call.tool)
-            elif getattr(exc, "code", None) == "BROWSER_ERROR" and self.breaker.failed(call.tool):
+            elif isinstance(error, InternalError):
+                # Our own bug, not the browser's: logged whole, and not counted (the breaker pauses a
+                # tool the browser keeps failing; a bug would pause it for every session, for nothing).
+                log.error("a tool failed on a bug of ours", exc_info=error.bug,
+                          extra={"event": "internal_error", "tool": call.tool, "session": call.session_id,
+                                 "owner": call.owner})
+            elif error.code == "BROWSER_ERROR" and self.breaker.failed(call.tool):
                 log.warning("circuit breaker opened", extra={"event": "breaker_opened", "tool": call.tool,
-                                                             "error": str(exc)[:200]})
+                                                             "error": str(error)[:200]})
         # owner: the caller's record, wherever its session id points (logs.record_owner).
         log.info("tool call", extra={"event": "tool_call", "tool": call.tool, "session": call.session_id,
                                      "owner": call.owner,

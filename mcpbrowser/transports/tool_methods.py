@@ -18,8 +18,7 @@ import os
 import time
 from typing import Any
 
-from mcpbrowser.errors import BrowserError, BrowserServerError, InputRequired, UnknownTool, as_server_error
-from mcpbrowser.logs import log
+from mcpbrowser.errors import BrowserError, InputRequired, UnknownTool, as_server_error
 from mcpbrowser.page_strings import clip_answer
 from mcpbrowser.schema import compact_json
 from mcpbrowser.transports import protocol
@@ -180,9 +179,7 @@ class ToolMethods:
             if caller.modern:
                 return self._input_required(exc, tool, caller)
             return _error_result(exc, sent)
-        except Exception as exc:
-            if not isinstance(exc, BrowserServerError):
-                log.exception("tool raised", extra={"event": "tool_bug", "tool": tool.name})
+        except Exception as exc:  # a bug of ours is INTERNAL_ERROR, its traceback logged by the dispatcher
             return _error_result(as_server_error(exc), sent)
         content = []
         if tool.returns_image:
