@@ -9,7 +9,7 @@ import json
 import os
 from urllib.parse import urlsplit
 
-from mcpbrowser.core.store import HistoryUnavailable, Snapshot, dumps, unpack_snapshot
+from mcpbrowser.core.store import Snapshot, WriteNotStored, dumps, unpack_snapshot
 from mcpbrowser.errors import BrowserServerError, not_stored
 from mcpbrowser.page_strings import utf8
 from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
@@ -156,7 +156,7 @@ class History:
             self.store.write_now("INSERT OR REPLACE INTO named_states VALUES (?, ?, ?, ?, ?)",
                                  (owner or "", name, self.store.seal(dumps(storage_state)), json.dumps(summary),
                                   summary["savedAt"]))
-        except HistoryUnavailable as exc:
+        except WriteNotStored as exc:
             raise not_stored(exc.fault["errorCode"], f"The login was not saved: "
                              f"{exc.fault['message'].split(' (')[0]}.") from None
         return summary

@@ -356,11 +356,11 @@ class Store:
         return done.result(timeout)
 
     def write_now(self, sql, params=()):
-        """Queue one statement and wait for it; raises HistoryUnavailable when it could not be stored."""
+        """Queue one statement and wait for it; raises WriteNotStored when it could not be stored."""
         self.write(sql, params)
         if not self.flush() or self.fault is not None:
             fault = self.fault or {"errorCode": "HISTORY_ERROR", "message": FAULT_TEXT["HISTORY_ERROR"]}
-            raise HistoryUnavailable(fault)
+            raise WriteNotStored(fault)
 
     def swap(self, sql, params=(), timeout=10.0):
         """Run one conditional UPDATE on the writer's connection, in a transaction of its own after
@@ -715,8 +715,9 @@ class Store:
         return dropped
 
 
-class HistoryUnavailable(Exception):
-    """A write that the caller waits for could not be stored; `fault` says why."""
+class WriteNotStored(Exception):
+    """A write that the caller waits for could not be stored; `fault` says why (not errors.HistoryUnavailable,
+    which is a read the history cannot answer now)."""
 
     def __init__(self, fault):
         self.fault = fault
