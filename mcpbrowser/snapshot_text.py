@@ -13,7 +13,10 @@ import time
 # Playwright's ai-mode marker for elements with a pointer cursor: on every link and
 # button, it tells an agent nothing their role does not (17 characters each).
 NOISE = re.compile(r" \[cursor=pointer\]")
-REF = re.compile(r" ?\[ref=[A-Za-z0-9_-]+\]")
+# The one pattern of a [ref=e5] marker (the space before it included), its id the group: every module
+# that finds, drops or reads a ref imports it.
+REF_ID = r"[A-Za-z0-9_-]+"
+REF = re.compile(rf" ?\[ref=({REF_ID})\]")
 ROLE = re.compile(r"- ([a-z]+)")
 LANDMARKS = frozenset({"banner", "navigation", "main", "contentinfo", "complementary", "search", "form",
                        "region", "dialog", "alertdialog", "alert", "tablist", "menu", "menubar", "toolbar",
@@ -40,7 +43,12 @@ MAX_LINE = 160  # a kept line is cut here in compact and query output ("…" mar
 # for Keep act on Delete (a cut line kept the page's marker and dropped the button's own; the outside
 # review of hostile pages).
 NODE_LINE = re.compile(r"""( *- '?[a-z]+)((?: "[^"\\]*(?:\\.[^"\\]*)*")?)((?: \[[^\]\[]*\])*)(.*)""")
-PAGE_REF = re.compile(r"\[(ref=[A-Za-z0-9_-]+)\]")
+SHOWN_PAGE_REF = re.compile(rf"‹ref=({REF_ID})›")
+
+
+def _shown_as_page_words(text):
+    """Each [ref=…] in a page's own words shown as ‹ref=…›."""
+    return REF.sub(lambda ref: ref.group(0).replace("[", "‹").replace("]", "›"), text)
 
 
 def clean(text):
@@ -52,19 +60,16 @@ def clean(text):
             continue
         node = NODE_LINE.match(line)
         if node is None:
-            lines[i] = PAGE_REF.sub(r"‹\1›", line)
+            lines[i] = _shown_as_page_words(line)
         elif "[ref=" in node.group(2) or "[ref=" in node.group(4):
-            lines[i] = node.group(1) + PAGE_REF.sub(r"‹\1›", node.group(2)) + node.group(3) \
-                + PAGE_REF.sub(r"‹\1›", node.group(4))
+            lines[i] = node.group(1) + _shown_as_page_words(node.group(2)) + node.group(3) \
+                + _shown_as_page_words(node.group(4))
     return "\n".join(lines)
-
-
-SHOWN_PAGE_REF = re.compile(r"‹(ref=[A-Za-z0-9_-]+)›")
 
 
 def page_words(text):
     """A name or inline text of a cleaned snapshot as the page wrote it: each ‹ref=…› a [ref=…] again."""
-    return SHOWN_PAGE_REF.sub(r"[\1]", text) if text and "‹ref=" in text else text
+    return SHOWN_PAGE_REF.sub(r"[ref=\1]", text) if text and "‹ref=" in text else text
 
 
 class Node:

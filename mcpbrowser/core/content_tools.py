@@ -15,11 +15,11 @@ import time
 from mcpbrowser import schema
 from mcpbrowser.errors import ContentNotFound, FileRemoved
 from mcpbrowser.session.snapshots import HUGE_ELEMENTS
+from mcpbrowser.snapshot_text import REF
 from mcpbrowser.tools.base import CoreTool
 
 REF_ID = schema.string("From an earlier answer.", minLength=1)
 SEARCH_CONTEXT = 2  # lines kept around each match
-REF_MARKER = re.compile(r" ?\[ref=[A-Za-z0-9_-]+\]")
 ELEMENT_REF = re.compile(r"(f\d+)?e\d+")  # a snapshot's ref, near in name to a call's refId
 
 
@@ -53,14 +53,14 @@ def _search(lines, term):
 def _diff(old, new):
     """Changed lines only. Refs are renumbered on every new document, so lines are
     compared without their [ref=…] markers; added lines keep theirs, to act on."""
-    matcher = difflib.SequenceMatcher(None, [REF_MARKER.sub("", line) for line in old],
-                                      [REF_MARKER.sub("", line) for line in new], autojunk=False)
+    matcher = difflib.SequenceMatcher(None, [REF.sub("", line) for line in old],
+                                      [REF.sub("", line) for line in new], autojunk=False)
     out = []
     for op, a1, a2, b1, b2 in matcher.get_opcodes():
         if op == "equal":
             continue
         out.append(f"@@ -{a1 + 1},{a2 - a1} +{b1 + 1},{b2 - b1} @@")
-        out += ["-" + REF_MARKER.sub("", line) for line in old[a1:a2]]
+        out += ["-" + REF.sub("", line) for line in old[a1:a2]]
         out += ["+" + line for line in new[b1:b2]]
     return "\n".join(out)
 

@@ -35,7 +35,6 @@ LOADS = {"navigate": "goto", "go_back": "go_back", "go_forward": "go_forward", "
 
 # One line of an aria snapshot: `- role "name" [attr] [ref=e3]: inline text`, the key maybe single-quoted.
 _KEY = re.compile(r'^(?P<role>[a-z][a-z-]*)(?: (?P<name>"(?:[^"\\]|\\.)*"))?(?P<attrs>(?: \[[^\]]*\])*)$')
-_REF = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
 _ID = re.compile(r"^#[A-Za-z_][\w-]*$")
 TAB_HELPER = [
     "def tab(context, index):",
@@ -121,7 +120,7 @@ def parse_snapshot(text):
                 name = json.loads(name)
             except ValueError:
                 name = name[1:-1]
-        ref = _REF.search(match.group("attrs"))
+        ref = snapshot_text.REF.search(match.group("attrs"))
         # The page's own words, which clean() showed with a ‹ref=…›: the locator finds them as the page has them.
         element = Element(match.group("role"), snapshot_text.page_words(name), snapshot_text.page_words(parsed[1]),
                           ref.group(1) if ref else None, frames)

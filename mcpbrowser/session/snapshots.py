@@ -6,7 +6,6 @@ are scrubbed from all output.
 """
 
 import itertools
-import re
 import time
 
 from mcpbrowser import snapshot_text
@@ -24,7 +23,6 @@ from mcpbrowser.session import page_reading, page_watch
 from mcpbrowser.session.acting import INTERRUPTED
 from mcpbrowser.session.playwright_internals import Together
 
-REF_MARKER = re.compile(r"\[ref=([A-Za-z0-9_-]+)\]")
 _ARMINGS = itertools.count(1)  # the page watch's tokens (see page_watch.arm)
 
 
@@ -106,7 +104,7 @@ def _reused(state, held):
     current ones (nothing read an aria snapshot since), and it stays held for the next call."""
     state.full_snapshot = held
     text = scrub_text(held[1], state.secrets)
-    state.refs = frozenset(REF_MARKER.findall(text))
+    state.refs = frozenset(snapshot_text.REF.findall(text))
     state.refs_page = state.page
     return text
 
@@ -267,7 +265,7 @@ def took_snapshot(state, text, secret_fields=None):
     """A fresh aria snapshot as shown and stored: cleaned, redacted; its refs become the current ones.
     secret_fields: the secret fields' values, when read with the walk (else read here if needed)."""
     text = redact_snapshot(state, snapshot_text.clean(text), secret_fields)
-    state.refs = frozenset(REF_MARKER.findall(text))
+    state.refs = frozenset(snapshot_text.REF.findall(text))
     state.refs_page = state.page
     return text
 
