@@ -83,3 +83,62 @@ def test_a_lone_servers_answer_carries_nothing_of_the_group(tmp_path, pages):
     finally:
         alice.close()
         server.close()
+
+
+def test_resumes_of_a_killed_servers_sessions_sent_to_two_servers_at_once_have_one_winner_each(db_target, pages):
+    """Issue 63: ten sessions of a killed server, each resumed through two other servers at the same moment (20
+    resumes at once): exactly one wins each, the other answers SESSION_IN_USE naming the winner, and opens
+    nothing (its list_sessions has none of them, and no server but the winner logs the session created again)."""
+    import threading
+
+    servers = [HttpServer("--db", db_target, "--max-sessions", "12", env=ENV) for _ in range(3)]
+    clients = []
+    try:
+        alice = [SdkClient(s.url, token=ALICE) for s in servers]
+        clients += alice
+        made = [alice[0].tool("create_session", url=pages.url(f"/counter?n={n}")) for n in range(10)]
+        for answer in made:
+            alice[0].tool("get_content", ref_id=answer["pageRefId"])  # the after-call save has run
+        sessions = [answer["sessionId"] for answer in made]
+        servers[0].proc.kill()  # SIGKILL: its sessions stay 'active' in the history, their server gone
+        servers[0].proc.wait(10)
+        assert wait_for(lambda: alice[1].error("snapshot", sessionId=sessions[0])["errorCode"] == "SESSION_LOST",
+                        20, 0.2)  # its instance lock is gone: the sessions are free to resume
+        logs_before = [open(s.stderr.name).read().count('"session_created"') for s in servers[1:]]
+        start = threading.Barrier(2 * len(sessions))
+        outcomes = {}
+
+        def resume(n, sid):
+            start.wait(20)
+            result = alice[n].call("resume_session", {"sessionId": sid})
+            outcomes[n, sid] = (result.is_error, json.loads(result.content[0].text))
+
+        threads = [threading.Thread(target=resume, args=(n, sid)) for sid in sessions for n in (1, 2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert len(outcomes) == 2 * len(sessions), outcomes
+        won = {1: set(), 2: set()}
+        for sid in sessions:
+            winners = [n for n in (1, 2) if not outcomes[n, sid][0]]
+            assert len(winners) == 1, (outcomes[1, sid], outcomes[2, sid])
+            winner, loser = winners[0], 3 - winners[0]
+            refusal = outcomes[loser, sid][1]
+            assert refusal["errorCode"] == "SESSION_IN_USE", refusal
+            assert refusal["details"]["server"] == address(servers[winner]), (refusal, [address(s) for s in servers])
+            assert address(servers[winner]) in refusal["message"]
+            won[winner].add(sid)
+        for n in (1, 2):
+            listed = alice[n].tool("list_sessions")
+            assert {s["sessionId"] for s in listed["sessions"]} == won[n]
+            created = open(servers[n].stderr.name).read().count('"session_created"') - logs_before[n - 1]
+            assert created == len(won[n]), (n, created, won[n])
+    finally:
+        for c in clients:
+            try:
+                c.close()
+            except Exception:
+                pass  # the first: its server was killed
+        for s in servers:
+            s.close()

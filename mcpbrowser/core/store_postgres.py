@@ -36,7 +36,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 from mcpbrowser.config import POSTGRES_INSTALL
 from mcpbrowser.logs import log
-from mcpbrowser.redaction import db_url_shown
+from mcpbrowser.redaction import scrub_urls, shown_url
 
 CONNECT_TIMEOUT_S = 5  # unless the URL says otherwise: a database that is away is said within this
 # Which columns identify a row: where INSERT OR REPLACE / OR IGNORE meet a conflict.
@@ -56,16 +56,6 @@ FUNCTIONS = [
 ]
 def is_url(target):
     return target.startswith(("postgresql://", "postgres://"))
-
-
-def scrub(text, url):
-    """Text of an error with the URL's password taken out, should a driver ever echo it."""
-    parts = urlsplit(url)
-    secrets = [parts.password] if parts.password else []
-    secrets += [v for k, v in parse_qsl(parts.query) if k == "password" and v]
-    for secret in secrets:
-        text = text.replace(secret, "***").replace(quote(secret, safe=""), "***")
-    return text
 
 
 class StoreError(Exception):
@@ -285,7 +275,7 @@ def _store_error(exc, url):
     if isinstance(exc, StoreError):
         return exc
     code, statement = _fault(exc)
-    return StoreError(code, statement, scrub(str(exc).strip(), url))
+    return StoreError(code, statement, scrub_urls(str(exc).strip(), url))
 
 
 def instance_key(instance):
@@ -299,7 +289,7 @@ def open_writer(url, instance, migrate):
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        raise RuntimeError(f"--db {db_url_shown(url)} needs psycopg: {POSTGRES_INSTALL}") from None
+        raise RuntimeError(f"--db {shown_url(url)} needs psycopg: {POSTGRES_INSTALL}") from None
     conn = Connection(url, instance)
     conn._ready()
     # Servers starting together: one creates and migrates, the others wait and find it current.
@@ -326,9 +316,11 @@ class Registry:
             conn = self._local.conn = Connection(self.url)
         key = instance_key(instance)
         try:
-            got = conn.execute("SELECT pg_try_advisory_lock(?)", (key,)).fetchone()[0]
+            # Shared: two servers probing the same gone server at once both find it free (an exclusive
+            # probe held by one made the other see it alive, and name a dead server as the holder).
+            got = conn.execute("SELECT pg_try_advisory_lock_shared(?)", (key,)).fetchone()[0]
             if got:
-                conn.execute("SELECT pg_advisory_unlock(?)", (key,))
+                conn.execute("SELECT pg_advisory_unlock_shared(?)", (key,))
         except StoreError as exc:
             # Unknown is alive: closing a live server's sessions is the harm to avoid.
             log.warning("instance check failed", extra={"event": "store_instance_unknown", "error": str(exc)})
