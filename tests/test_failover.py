@@ -95,7 +95,7 @@ class Group:
     """Two servers on one PostgreSQL database and one key file, each with a data directory of its own (two
     machines), behind HAProxy; `clients` are closed after the test."""
 
-    def __init__(self, postgres, program, tmp_path):
+    def __init__(self, postgres, program, tmp_path, count=2):
         from haproxy import Haproxy
 
         key_file = tmp_path / "db.key"
@@ -107,7 +107,7 @@ class Group:
         self.balancer = None
         self.servers = [HttpServer("--db", url, "--db-key-file", str(key_file),
                                    env={"MCPBROWSER_HTTP_TOKENS": TOKENS, "XDG_DATA_HOME": str(tmp_path / f"m{i}")})
-                        for i in (1, 2)]
+                        for i in range(1, count + 1)]
         self.balancer = Haproxy(program, {f"mcp{i}": s.base.split("//", 1)[1] for i, s in enumerate(self.servers, 1)})
 
     def client(self, token, mode):
@@ -145,6 +145,13 @@ class Group:
 @pytest.fixture
 def group(postgres, haproxy_program, tmp_path):
     made = Group(postgres, haproxy_program, tmp_path)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def group_of_three(postgres, haproxy_program, tmp_path):
+    made = Group(postgres, haproxy_program, tmp_path, count=3)
     yield made
     made.close()
 
@@ -303,3 +310,56 @@ def test_the_database_away_under_the_group_pauses_recording_and_its_return_resum
         else:
             assert elsewhere.error("get_content", ref_id=ref)["errorCode"] == "CONTENT_NOT_FOUND"
     assert False in recorded.values() and list(recorded.values())[-1] is True
+
+
+def test_two_clients_reconnecting_through_haproxy_at_once_after_a_kill_resume_the_session_once(group_of_three, shop):
+    """Issue 63: after its server is killed, the same token's two clients initialize again through HAProxy at the
+    same moment (landing where HAProxy sends them) and both resume the session: one wins, the other is told
+    who holds it; the session is open on one server only."""
+    import threading
+
+    group = group_of_three
+    alice = group.client(ALICE, "legacy")
+    sid = alice.tool("create_session")["sessionId"]
+    alice.tool("navigate", sessionId=sid, url=shop("/login"))
+    assert wait_for(lambda: group.saved_url(sid) == shop("/login"), 10, 0.01)
+    home, _ = group.home_of(sid)
+    survivors = [s for s in group.servers if s is not home]
+    os.kill(home.proc.pid, signal.SIGKILL)
+    time.sleep(THINK_S)
+    again, start = [None, None], threading.Barrier(2)
+
+    def reconnect(n):
+        start.wait(20)
+        again[n] = SdkClient(group.balancer.url, token=ALICE, mode="legacy")
+
+    threads = [threading.Thread(target=reconnect, args=(n,)) for n in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    group.clients += [c for c in again if c is not None]
+    assert all(again), again
+    assert wait_for(lambda: again[0].error("snapshot", sessionId=sid)["errorCode"] == "SESSION_LOST", 20, 0.1)
+    outcomes, start = [None, None], threading.Barrier(2)
+
+    def resume(n):
+        start.wait(20)
+        result = again[n].call("resume_session", {"sessionId": sid})
+        outcomes[n] = (result.is_error, json.loads(result.content[0].text))
+
+    threads = [threading.Thread(target=resume, args=(n,)) for n in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sum(not failed for failed, _ in outcomes) == 1, outcomes
+    (refusal,) = [answer for failed, answer in outcomes if failed]
+    direct = [SdkClient(s.url, token=ALICE) for s in survivors]  # each survivor asked itself
+    group.clients += direct
+    opened = [s for s, c in zip(survivors, direct) if sid in {x["sessionId"] for x in c.tool("list_sessions")["sessions"]}]
+    assert len(opened) == 1, opened  # one live copy
+    if refusal["errorCode"] == "SESSION_IN_USE":  # the two landed on two servers, or met while it was opening
+        assert refusal["details"]["server"] == opened[0].base.split("//", 1)[1], (refusal, opened[0].base)
+    else:  # the two on one server, the loser after the winner's answer: it is open there already
+        assert refusal["errorCode"] == "INVALID_PARAMETERS" and "open" in refusal["message"], refusal
