@@ -300,6 +300,7 @@ TOOL_GROUPS = {
     "pdf": "save the page as PDF (headless Chromium)",
     "tracing": "Playwright traces",
     "export": "a session's history written out as a pytest test",
+    "performance": "Core Web Vitals with their causes, measured and compared across runs",
 }
 CAPS = (*[name for name in TOOL_GROUPS if name != "core"], "all")
 

@@ -153,6 +153,13 @@ class Session:
         """Slow the session's tabs down as Chrome DevTools does (Chromium only); {throttle}: what holds now."""
         return self._send("throttle", locals())
 
+    def measure_performance(self, url: str | None = None, load: bool | None = None, selector: str | None = None,
+                            ref: str | None = None, key: str | None = None, runs: int | None = None,
+                            timeout: int | None = None) -> Result:
+        """Load the page (url, else a reload) and measure LCP, CLS, FCP, TTFB and TBT with their causes, and
+        INP of a click (selector, ref) or key; {url, summary}; its detail is get_content(refId)'s."""
+        return self._send("measure_performance", locals())
+
     # -- reading -----------------------------------------------------------------
 
     def snapshot(self, selector: str | None = None, ref: str | None = None, query: str | None = None,

@@ -58,7 +58,7 @@ def test_every_tool_is_a_session_tool_or_a_core_tool():
         assert isinstance(tool, (SessionTool, CoreTool)) and isinstance(tool, SessionTool) == tool.needs_session
     assert {t.name for t in tools.ALL if isinstance(t, CoreTool)} == {
         "create_session", "resume_session", "close_session", "list_sessions", "get_content", "get_console_content",
-        "save_state", "saved_states", "enable_tools", "export_script"}
+        "save_state", "saved_states", "enable_tools", "export_script", "compare_performance"}
 
 
 def test_the_package_is_typed():

@@ -251,6 +251,16 @@ class History:
                                 f"ON s.ref_id = r.ref_id {STORED} WHERE r.ref_id = ?", (ref_id,))
         return (rows[0][0], _page(*rows[0][1:])) if rows else None
 
+    def pages_before(self, tool, ref_id, limit=50):
+        """[(ref_id, session_id, page bytes)] of a tool's successful calls made before call `ref_id`, with the
+        page each stored, newest first (compare_performance's earlier measurements)."""
+        rows = self.store.query(
+            f"SELECT r.ref_id, r.session_id, {PAGE} FROM requests r JOIN responses s ON s.ref_id = r.ref_id "
+            f"{STORED} WHERE r.tool_name = ? AND s.status = 'ok' AND r.ref_id != ? "
+            "AND r.timestamp <= (SELECT timestamp FROM requests WHERE ref_id = ?) "
+            "ORDER BY r.timestamp DESC, r.rowid DESC LIMIT ?", (tool, ref_id, ref_id, limit))
+        return [(ref, session_id, _page(*page)) for ref, session_id, *page in rows]
+
     def session_calls(self, session_id):
         """[(ref_id, tool, params, status, result, page)] of a session's calls, oldest first (export_script).
 

@@ -15,7 +15,7 @@ import threading
 
 from mcpbrowser import schema
 from mcpbrowser.config import TOOL_GROUPS
-from mcpbrowser.errors import ToolNotEnabled
+from mcpbrowser.errors import InvalidParameters, ToolNotEnabled
 
 
 class ToolGroups:
@@ -83,6 +83,11 @@ def _signature(tool, groups):
 
 
 def enable_tools(core, args, call):
+    unknown = [name for name in args["groups"] if name == "core" or name not in TOOL_GROUPS]
+    if unknown:  # checked here, not by an enum in the schema: the description names every group already
+        raise InvalidParameters(f"No tool group {unknown[0]!r} to enable; the groups: "
+                                f"{', '.join(name for name in TOOL_GROUPS if name != 'core')}.",
+                                details={"groups": unknown})
     owner = call.owner
     new = core.groups.enable(owner, args["groups"])
     tools, groups = core.groups.listed(owner)
@@ -111,8 +116,9 @@ def declare(all_tools):
         name="enable_tools",
         title="Enable tool groups",
         description=f"More tools, by group: {listing}.",
-        input_schema=schema.obj({"groups": {"type": "array", "minItems": 1,
-                                            "items": {"type": "string", "enum": list(members)}}}, ("groups",)),
+        # The groups' names are the description's: an enum of them too would say them twice in every tools/list.
+        input_schema=schema.obj({"groups": {"type": "array", "minItems": 1, "items": {"type": "string"}}},
+                                ("groups",)),
         handler=enable_tools,
         idempotent=True,
         during_cooldown=True,  # it changes only which tools the client sees

@@ -8,11 +8,12 @@ configuration offers; tool_groups.py decides which of those each MCP client sees
 by each tool's `group`.
 """
 
-from mcpbrowser.core import content_tools, export_tools, session_tools, tool_groups
-from mcpbrowser.tools import capture, emulation, interaction, monitoring, navigation
+from mcpbrowser.core import content_tools, export_tools, performance_tools, session_tools, tool_groups
+from mcpbrowser.tools import capture, emulation, interaction, monitoring, navigation, performance
 
 ALL = [*session_tools.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS,
-       *emulation.TOOLS, *content_tools.TOOLS, *export_tools.TOOLS]
+       *emulation.TOOLS, *performance.TOOLS, *content_tools.TOOLS, *export_tools.TOOLS,
+       *performance_tools.TOOLS]
 ALL.append(tool_groups.declare(ALL))
 
 
