@@ -10,6 +10,9 @@ again. A workload whose session is lost (SESSION_LOST) creates a new one. A
 call that gets no answer within --call-timeout counts as unanswered; there
 must be none. The server runs with a restart budget large enough for every
 trial (--max-restarts), since the default allows 3 restarts in 5 minutes.
+Where each recovery's time went comes from the server's own log: when it
+noticed the crash, how long it waited before the restart (the back-off), and
+when the new browser was up; the rest is the sessions opening again.
 Prints a table (or JSON) and exits non-zero on an unanswered call or a
 trial that did not recover.
 """
@@ -21,7 +24,9 @@ import os
 import signal
 import statistics
 import sys
+import tempfile
 import time
+from datetime import datetime
 
 import anyio
 from mcp import ClientSession
@@ -93,6 +98,37 @@ async def wait_all_progress(seen, since, limit):
     return False
 
 
+def restart_log(errlog):
+    """The server's restart events, in order: [(event, wall-clock time, record)]."""
+    errlog.flush()
+    errlog.seek(0)
+    found = []
+    for line in errlog:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("event") in ("browser_crashed", "browser_restart_scheduled", "browser_restarted"):
+            found.append((record["event"], datetime.strptime(record["time"], "%Y-%m-%d %H:%M:%S,%f").timestamp(),
+                          record))
+    return found
+
+
+def where_time_went(results, events):
+    """Add to each trial, from the server's log: noticed_s, backoff_s, browser_up_s (seconds after the kill)."""
+    crashed = [t for name, t, _ in events if name == "browser_crashed"]
+    waits = [r["in_s"] for name, _, r in events if name == "browser_restart_scheduled"]
+    up = [t for name, t, _ in events if name == "browser_restarted"]
+    for n, trial in enumerate(results):
+        killed = trial.pop("killed_at")
+        if n < len(crashed):
+            trial["noticed_s"] = round(crashed[n] - killed, 2)
+        if n < len(waits):
+            trial["backoff_s"] = waits[n]
+        if n < len(up):
+            trial["browser_up_s"] = round(up[n] - killed, 2)
+
+
 async def chaos(trials, sessions, call_timeout):
     httpd, url = serve_page()
     params = StdioServerParameters(command=sys.executable, args=[
@@ -100,7 +136,8 @@ async def chaos(trials, sessions, call_timeout):
         "--max-sessions", str(sessions + 2), "--max-restarts", str(trials + 5)])
     seen = Workloads(sessions)
     results = []
-    async with stdio_client(params, errlog=open(os.devnull, "w")) as (read, write):
+    errlog = tempfile.TemporaryFile("w+")
+    async with stdio_client(params, errlog=errlog) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             server = child_pids("mcpbrowser")[0]
@@ -122,13 +159,18 @@ async def chaos(trials, sessions, call_timeout):
                     recovered = await wait_all_progress(seen, before, RECOVERY_LIMIT_S)
                     results.append({"trial": trial, "recovered": recovered,
                                     "recovery_s": round(time.monotonic() - killed, 2),
-                                    "sessions_lost": seen.codes["SESSION_LOST"] - lost_before})
+                                    "sessions_lost": seen.codes["SESSION_LOST"] - lost_before,
+                                    "killed_at": time.time() - (time.monotonic() - killed)})
                     print(f"trial {trial:2}: recovered in {results[-1]['recovery_s']:.2f} s, "
                           f"{results[-1]['sessions_lost']} SESSION_LOST answers", file=sys.stderr)
                     if not recovered:
                         break
                 seen.stop = True
     httpd.shutdown()
+    for trial in results:
+        trial.setdefault("killed_at", 0.0)
+    where_time_went(results, restart_log(errlog))
+    errlog.close()
     return results, seen
 
 
@@ -144,7 +186,8 @@ def main():
     times = [r["recovery_s"] for r in results if r.get("recovered")]
     summary = {
         "trials": len(results), "recovered": len(times),
-        "recovery_s": {"median": round(statistics.median(times), 2) if times else None,
+        "recovery_s": {"first": times[0] if times else None,
+                       "median": round(statistics.median(times), 2) if times else None,
                        "max": max(times) if times else None},
         "calls": seen.calls, "unanswered": seen.unanswered, "answers": dict(seen.codes),
         "examples": {code: {"tool": tool, "message": message} for code, (tool, message) in seen.examples.items()},
@@ -153,12 +196,18 @@ def main():
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        print(f"{'trial':>5}  {'recovery s':>10}  {'SESSION_LOST':>12}")
+        # noticed: the server saw the crash; back-off: its wait before the restart; browser up: the
+        # new browser published (all seconds after the kill); the rest of the recovery is the
+        # workloads' sessions opening again and each answering a call.
+        print(f"{'trial':>5}  {'recovery s':>10}  {'noticed':>7}  {'back-off':>8}  {'browser up':>10}"
+              f"  {'SESSION_LOST':>12}")
         for r in results:
-            print(f"{r['trial']:>5}  {r.get('recovery_s', '-'):>10}  {r.get('sessions_lost', '-'):>12}"
+            print(f"{r['trial']:>5}  {r.get('recovery_s', '-'):>10}  {r.get('noticed_s', '-'):>7}"
+                  f"  {r.get('backoff_s', '-'):>8}  {r.get('browser_up_s', '-'):>10}  {r.get('sessions_lost', '-'):>12}"
                   + ("" if r["recovered"] else f"  NOT RECOVERED {r.get('note', '')}"))
-        print(f"\n{summary['recovered']}/{args.trials} trials recovered; recovery median "
-              f"{summary['recovery_s']['median']} s, max {summary['recovery_s']['max']} s")
+        print(f"\n{summary['recovered']}/{args.trials} trials recovered; recovery first "
+              f"{summary['recovery_s']['first']} s, median {summary['recovery_s']['median']} s, "
+              f"max {summary['recovery_s']['max']} s")
         print(f"{seen.calls} calls, {seen.unanswered} unanswered; answers: {dict(seen.codes)}")
         for code, (tool, message) in seen.examples.items():
             print(f"  first {code} ({tool}): {message}")

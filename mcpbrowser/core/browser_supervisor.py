@@ -2,9 +2,9 @@
 
 Threads: the browser-supervisor thread runs `_run` (launch, watch, restart);
 `attach` runs on a session thread; the rest may be called from any thread, under
-this object's lock. Remote browsers (--ws-endpoint, --cdp-endpoint, --selenium-grid)
-are never launched or restarted: the fleet (fleet.py) places sessions on them, and
-sessions learn on their own when theirs goes.
+this object's lock (`RestartBackoff` too). Remote browsers (--ws-endpoint,
+--cdp-endpoint, --selenium-grid) are never launched or restarted: the fleet
+(fleet.py) places sessions on them, and sessions learn on their own when theirs goes.
 """
 
 import threading
@@ -23,6 +23,44 @@ from mcpbrowser.session.attach import attach
 CRASH_NOTICE_S = 2.0        # how long a failure waits to learn whether the browser died under it
 BROWSER_STOP_GRACE_S = 2.0  # at shutdown the browser is sent SIGTERM, and SIGKILL this long after
 PING_TIMEOUT_S = 10.0       # a browser that cannot open a context in this long is hung
+# The wait before a restart (RestartBackoff): each crash counts 1, and what the crashes before
+# it count halves with every BACKOFF_HALF_LIFE_S the browser ran since; the wait is
+# BACKOFF_BASE_S * (2 ** (count - 1) - 1), at most BACKOFF_MAX_S. So the first crash, or one
+# after a run of seconds, restarts at once; a browser that keeps dying within a second of its
+# start waits 0.25, 0.75, 1.75 s, then 4 s (until --max-restarts stops it). Measured: a restart
+# takes ~1 s, of which the old fixed 1, 2 then 4 s wait was most (scripts/chaos.py).
+BACKOFF_BASE_S = 0.25
+BACKOFF_HALF_LIFE_S = 1.0
+BACKOFF_MAX_S = 4.0
+
+
+class RestartBackoff:
+    """When to restart a crashed browser: at once, unless it keeps dying soon after it starts.
+
+    Past max_restarts within window seconds the budget is spent, and the wait is
+    until the oldest restart leaves the window. Not thread-safe: the supervisor
+    calls it under its lock; clock is time.monotonic, or a test's.
+    """
+
+    def __init__(self, max_restarts: int, window: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_restarts, self.window, self._clock = max_restarts, window, clock
+        self._restarts: deque[float] = deque()  # when the restarts within the window are (or were) due
+        self._count = 0.0  # recent crashes, each worth less the longer the browser ran after it
+
+    def crashed(self, ran_s: float) -> tuple[float, bool]:
+        """A browser that ran ran_s seconds died: (seconds until its restart, whether the budget is spent)."""
+        now = self._clock()
+        self._count = self._count * 0.5 ** (max(0.0, ran_s) / BACKOFF_HALF_LIFE_S) + 1
+        while self._restarts and self._restarts[0] <= now - self.window:
+            self._restarts.popleft()
+        if len(self._restarts) < self.max_restarts:
+            delay = min(BACKOFF_MAX_S, BACKOFF_BASE_S * (2 ** min(self._count - 1, 16) - 1))
+            spent = False
+        else:  # with --max-restarts 0, a restart once a window
+            delay = (self._restarts[0] if self._restarts else now) + self.window - now
+            spent = True
+        self._restarts.append(now + delay)
+        return delay, spent
 
 
 class BrowserCrashed(Exception):
@@ -39,7 +77,8 @@ class BrowserSupervisor:
     """
 
     def __init__(self, config: Config, on_lost: Callable[[str, int], None] = lambda cause, generation: None,
-                 on_restart: Callable[[str | None], None] = lambda cause: None) -> None:
+                 on_restart: Callable[[str | None], None] = lambda cause: None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         endpoints = config.remote_endpoints()
         self.remote = bool(endpoints)
@@ -52,9 +91,16 @@ class BrowserSupervisor:
         self._thread: threading.Thread | None = None
         self._headless: bool | None = None
         self.stopping = threading.Event()
-        self._wake = threading.Event()          # stop asked, or the browser server exited
-        self._restarts: deque[float] = deque()  # monotonic times of restarts, within --restart-window
+        self._wake = threading.Event()          # stop asked, or the browser exited
+        self._clock = clock
+        self._backoff = RestartBackoff(config.max_restarts, config.restart_window, clock)
         self._degraded_until: float | None = None  # monotonic time of the next restart while degraded
+        # The supervisor thread's own: the launcher (alive, or kept for the next browser after a
+        # crash), whether its browser is published and serving, since when, and how long the last ran.
+        self._shared: SharedBrowser | None = None
+        self._serving = False
+        self._up_since = 0.0
+        self._ran_s = 0.0
         self.crash_cause: str | None = None
         self.fleet = None
         if endpoints:
@@ -108,7 +154,7 @@ class BrowserSupervisor:
         with self._lock:
             until = self._degraded_until
         if until is not None:
-            retry = max(1, round((until - time.monotonic()) * 1000))
+            retry = max(1, round((until - self._clock()) * 1000))
             raise BrowserUnavailable(
                 f"The browser crashed {self.config.max_restarts} times within {self.config.restart_window} s "
                 f"({self.crash_cause}); the next restart is in {retry / 1000:.0f} s. Retry then.",
@@ -117,7 +163,7 @@ class BrowserSupervisor:
     def crash_noticed(self, generation: int, within_s: float = CRASH_NOTICE_S) -> bool:
         """True once browser life `generation` is over, waiting up to within_s for this supervisor to see it.
 
-        A crash is noticed within milliseconds, when the launcher's pipe closes.
+        A crash is noticed within milliseconds, when the launcher says its browser exited.
         """
         deadline = time.monotonic() + within_s
         while True:
@@ -163,7 +209,7 @@ class BrowserSupervisor:
             return
         try:  # a browser that never started is not restarted: the error says how to install one
             executable = find_executable(self.config.browser, self.config.executable_path)
-            shared = self._launch(executable)
+            self._launch(executable)
         except BaseException as exc:
             if not self.stopping.is_set():
                 log.error("browser unavailable", extra={"event": "browser_unavailable", "error": str(exc)})
@@ -172,24 +218,43 @@ class BrowserSupervisor:
             except InvalidStateError:
                 pass
             return
-        # Each crash is followed by a restart after 1, 2, then 4 s; past --max-restarts in
-        # --restart-window the server is degraded until the oldest restart leaves the
-        # window. tenacity runs the loop; _restart_wait decides.
+        # Each crash is followed by a restart, at once or after a back-off (RestartBackoff); past
+        # --max-restarts in --restart-window the server is degraded until the oldest restart
+        # leaves the window. tenacity runs the loop; _restart_wait decides.
         from tenacity import Retrying, retry_if_exception_type  # after the launch, which does not wait for it
 
         retrying = Retrying(retry=retry_if_exception_type((BrowserCrashed, BrowserError)),
                             wait=self._restart_wait, sleep=self._restart_sleep,
                             stop=lambda _: self.stopping.is_set(), reraise=True)
         try:
-            retrying(self._life, executable, [shared])
+            retrying(self._life, executable)
         except (BrowserCrashed, BrowserError):
             pass  # stopping while the browser was down
+        finally:
+            self._release(BROWSER_STOP_GRACE_S)
+
+    def _release(self, grace: float) -> None:
+        """Stop the launcher and whatever browser it runs (SIGKILL after `grace`), if there is one."""
+        shared, self._shared, self._serving = self._shared, None, False
+        if shared is not None:
+            shared.stop(grace)
 
     def _launch(self, executable: str) -> SharedBrowser:
-        """Start the browser server and make it the current life; raises BrowserError."""
-        shared = SharedBrowser(self.config.browser, executable, self._headless, on_exit=self._wake.set,
-                               spare_renderer=self.config.spare_renderer)
-        endpoint = shared.start(abort=self.stopping)
+        """Start a browser and make it the current life; raises BrowserError.
+
+        After a crash the launcher that ran the dead browser starts the next one, when it
+        still runs (see SharedBrowser.relaunch); else a new launcher does.
+        """
+        previous, self._shared, self._serving, self._ran_s = self._shared, None, False, 0.0
+        if previous is not None and previous.can_relaunch():
+            shared = previous
+            endpoint = shared.relaunch(abort=self.stopping)  # stopped if it fails: the next try starts afresh
+        else:
+            if previous is not None:
+                previous.stop(0)
+            shared = SharedBrowser(self.config.browser, executable, self._headless, on_exit=self._wake.set,
+                                   spare_renderer=self.config.spare_renderer)
+            endpoint = shared.start(abort=self.stopping)
         with self._lock:
             stopped = self.stopping.is_set()
             if not stopped:
@@ -209,58 +274,57 @@ class BrowserSupervisor:
             # instant SIGKILL, and is not published (a stopped supervisor's future stays failed).
             shared.stop(BROWSER_STOP_GRACE_S)
             raise BrowserError("The server is shutting down.") from None
+        self._shared, self._serving, self._up_since = shared, True, self._clock()
         if generation > 1:
             log.warning("browser restarted", extra={"event": "browser_restarted", "cause": self.crash_cause,
-                                                    "generation": generation})
+                                                    "generation": generation,
+                                                    "relaunched": shared is previous})
             self._on_restart(self.crash_cause)
         return shared
 
-    def _life(self, executable: str, first: list[SharedBrowser]) -> None:
+    def _life(self, executable: str) -> None:
         """One life of the shared browser: serve until stop (return) or a crash (raise BrowserCrashed)."""
-        if self.stopping.is_set():
-            if first:  # launched, published, and stop() came before this life began
-                first.pop().stop(BROWSER_STOP_GRACE_S)
+        if self.stopping.is_set():  # launched and published (or down), and stop() came before this life began
+            self._release(BROWSER_STOP_GRACE_S)
             return
-        shared = first.pop() if first else self._launch(executable)
+        shared = self._shared if self._serving and self._shared is not None else self._launch(executable)
         ping = self.config.browser_ping or None
         cause = None
         while cause is None:
             self._wake.wait(ping)
             if self.stopping.is_set():
-                shared.stop(BROWSER_STOP_GRACE_S)
+                self._release(BROWSER_STOP_GRACE_S)
                 return
             self._wake.clear()
             if shared.ended.is_set():
                 cause = shared.exit_cause()
             elif ping:  # a short interval asks for quick detection: wait 2 intervals, 2 to 10 s
                 cause = shared.ping(min(PING_TIMEOUT_S, max(2.0, 2.0 * ping)))
-        shared.stop(0)  # whatever is left of it
+        # The life is retired first: a session opening now waits for the next browser rather than
+        # attach to the dead one's endpoint. Then the sessions go; then what is left of the browser.
         with self._lock:
             self.crash_cause = cause
             if self._endpoint.done():
                 self._endpoint = Future()
             ended = self._generation
             self._generation += 1  # retire the dead life's number: sessions still opening on it are stale
+        self._serving, self._ran_s = False, self._clock() - self._up_since
         self._on_lost(cause, ended)
+        if not shared.can_relaunch():  # hung, or its launcher died: all of it goes
+            self._release(0)
         raise BrowserCrashed(cause)
 
     def _restart_sleep(self, seconds: float) -> None:
         self.stopping.wait(seconds)  # a stop wakes the wait early
 
     def _restart_wait(self, retry_state: Any) -> float:
-        """Seconds before the next restart: 1, 2, 4 while the window allows, else until it does."""
-        now, window = time.monotonic(), self.config.restart_window
+        """Seconds before the next restart (RestartBackoff's), degraded while the budget is spent."""
         with self._lock:
-            while self._restarts and self._restarts[0] <= now - window:
-                self._restarts.popleft()
-            if len(self._restarts) < self.config.max_restarts:
-                delay = float(min(4, 2 ** len(self._restarts)))
-            else:
-                delay = self._restarts[0] + window - now
-                self._degraded_until = now + delay
-            self._restarts.append(now + delay)
+            delay, spent = self._backoff.crashed(self._ran_s)
+            if spent:
+                self._degraded_until = self._clock() + delay
             degraded = self._degraded_until is not None
         log.warning("browser restart scheduled", extra={
-            "event": "browser_restart_scheduled", "in_s": round(delay, 1), "cause": self.crash_cause,
-            "degraded": degraded, "attempt": retry_state.attempt_number})
+            "event": "browser_restart_scheduled", "in_s": round(delay, 2), "cause": self.crash_cause,
+            "ran_s": round(self._ran_s, 2), "degraded": degraded, "attempt": retry_state.attempt_number})
         return delay
