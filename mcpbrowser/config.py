@@ -478,8 +478,9 @@ class Config:
         "remote endpoint (one HTTP request); a crash is noticed at once anyway. 0 turns the check off.")
     max_restarts: int = _option(
         3, _int_at_least(0),
-        "Browser restarts allowed within --restart-window, after 1, 2 and 4 s; past "
-        "that the server is degraded and calls answer BROWSER_UNAVAILABLE until the window allows one.")
+        "Browser restarts allowed within --restart-window (at once, unless the browser keeps dying soon "
+        "after it starts: then after up to 4 s); past that the server is degraded and calls answer "
+        "BROWSER_UNAVAILABLE until the window allows one.")
     restart_window: int = _option(
         300, _int_at_least(1), "Seconds over which --max-restarts counts restarts.")
     watchdog_grace: int = _option(
