@@ -25,8 +25,9 @@ HEADERS = [
     ("Referrer-Policy", "same-origin"),  # no-referrer would make a form's Origin "null"
     ("X-Frame-Options", "DENY"),
     # Titles, URLs and logs come from the pages the agents visit: whatever they hold, no script
-    # but ours runs here (the page fills itself with textContent, never innerHTML).
-    ("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    # but ours runs here (the page fills itself with textContent, never innerHTML). blob: images are the
+    # live picture's frames: only a script of this origin can make a blob: URL, and only ours runs.
+    ("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; "
                                 "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'"),
 ]
 SIGN_IN_HOURS = 12  # a sign-in lasts this long, then the person signs in again

@@ -22,6 +22,9 @@ from mcpbrowser.session import page_reading
 FPS = 5  # frames a second at most, for every viewer of a session together
 QUALITY = 60  # JPEG quality: a 1280x720 login page is 30-60 KB
 MAX_SIZE = (1280, 960)
+# An idle session thread takes the browser's frames in (and acks them) only when it ticks: a frame waits
+# for the next tick, up to this long, before a viewer gets it.
+TICK_S = 0.05
 
 
 class Cast:
@@ -82,7 +85,7 @@ class Screencasts:
             first = cast.viewers == 1
         if first:
             worker = record.worker
-            worker.tickers["screencast"] = (self.interval / 2, lambda state: self._tick(state, cast))
+            worker.tickers["screencast"] = (TICK_S, lambda state: self._tick(state, cast))
             worker.submit(self._tick, cast)  # wakes an idle session thread to start it
         return cast
 
@@ -118,13 +121,19 @@ class Screencasts:
             cdp = page_reading.cdp_session(state, page)
             cast.handler = lambda params: self._on_frame(cast, cdp, params)
             cdp.on("Page.screencastFrame", cast.handler)
+            # One frame in flight, and the last one drawn meanwhile kept and sent on the ack: with the
+            # default (3 in flight, frames drawn while they wait dropped) a change made while the acks
+            # were held back to the frame rate was never sent on a page that then stayed still, and
+            # the person saw the page before it until something else moved.
             cdp.send("Page.startScreencast", {"format": "jpeg", "quality": QUALITY, "maxWidth": MAX_SIZE[0],
-                                              "maxHeight": MAX_SIZE[1]})
+                                              "maxHeight": MAX_SIZE[1], "maxFramesInFlight": 1,
+                                              "sendLastFrame": True})
             cast.page, cast.cdp = page, cdp
             self.starts += 1
             log.info("screencast started", extra={"event": "screencast_started", "session": state.session_id})
         state.flush_events()  # frames the browser sent arrive now, through _on_frame
-        _ack(cast, self.interval)
+        if _ack(cast, self.interval):
+            state.flush_events()  # the frame kept back until the ack comes right behind it: in now, not a tick later
 
     # SESSION THREAD (a CDP event)
     def _on_frame(self, cast: Cast, cdp: Any, params: dict[str, Any]) -> None:
@@ -135,16 +144,18 @@ class Screencasts:
         _ack(cast, self.interval)
 
 
-def _ack(cast: Cast, interval: float) -> None:
-    """SESSION THREAD: let Chromium send its next frame, at most once a frame interval."""
+def _ack(cast: Cast, interval: float) -> bool:
+    """SESSION THREAD: let Chromium send its next frame, at most once a frame interval; whether it did."""
     now = time.monotonic()
     if cast.unacked is None or cast.cdp is None or now < cast.ack_due:
-        return
+        return False
     frame, cast.unacked, cast.ack_due = cast.unacked, None, now + interval
     try:
         cast.cdp.send("Page.screencastFrameAck", {"sessionId": frame})
     except Exception as exc:  # the page closed meanwhile: the next tick follows the new one
         log.debug("screencast ack failed", extra={"session": cast.session_id, "error": str(exc)})
+        return False
+    return True
 
 
 def _stop(state: Any, cast: Cast) -> None:

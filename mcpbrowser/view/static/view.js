@@ -126,17 +126,84 @@
   }
 
   // -- the page live ---------------------------------------------------------------------
+  // The picture: this script reads the live stream (multipart JPEG frames) and paints each frame as
+  // soon as its last byte is in. An <img> on the stream itself drew a frame only when the next one
+  // began to arrive: after a change, the keep-alive 2 s later. The newest frame wins: one still
+  // decoding when others arrive is followed by the last of them only. A part larger than
+  // MAX_FRAME ends the stream; it is opened again after a pause, unless the session is gone.
+  const BOUNDARY = "--frame", MAX_FRAME = 16 << 20, MAX_HEAD = 1024;
+  function showFrames(picture, url) {
+    let waiting = null, painting = false, shown = null;
+    async function paint() {
+      painting = true;
+      while (waiting) {
+        const blob = waiting; waiting = null;
+        const next = URL.createObjectURL(blob), probe = new Image();
+        probe.src = next;
+        try { await probe.decode(); } catch (e) { URL.revokeObjectURL(next); continue; }
+        picture.src = next;  // decoded already: shown at the next paint
+        if (shown) URL.revokeObjectURL(shown);
+        shown = next;
+      }
+      painting = false;
+    }
+    const find = (bytes, text, from) => {
+      outer: for (let i = from; i <= bytes.length - text.length; i++) {
+        for (let j = 0; j < text.length; j++) if (bytes[i + j] !== text.charCodeAt(j)) continue outer;
+        return i;
+      }
+      return -1;
+    };
+    async function read() {
+      const answer = await fetch(url, { credentials: "same-origin" });
+      if (!answer.ok || !answer.body) return answer.status;
+      const reader = answer.body.getReader();
+      let buffer = new Uint8Array(0);
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return 0;
+        const joined = new Uint8Array(buffer.length + value.length);
+        joined.set(buffer); joined.set(value, buffer.length);
+        buffer = joined;
+        for (;;) {
+          let start = 0;
+          while (start < buffer.length && (buffer[start] === 13 || buffer[start] === 10)) start++;  // keep-alives
+          const end = find(buffer, "\r\n\r\n", start);
+          if (end < 0) {
+            if (buffer.length - start > MAX_HEAD) { reader.cancel(); return 0; }
+            buffer = buffer.subarray(start);
+            break;
+          }
+          const head = new TextDecoder().decode(buffer.subarray(start, end));
+          const size = Number((/content-length:\s*(\d+)/i.exec(head) || [])[1]);
+          if (!head.startsWith(BOUNDARY) || !(size >= 0) || size > MAX_FRAME) { reader.cancel(); return 0; }
+          if (buffer.length < end + 4 + size) { buffer = buffer.subarray(start); break; }
+          waiting = new Blob([buffer.subarray(end + 4, end + 4 + size)], { type: "image/jpeg" });
+          buffer = buffer.subarray(end + 4 + size);
+          if (!painting) paint();
+        }
+      }
+    }
+    (async function watch() {
+      let status = 0;
+      try { status = await read(); } catch (e) { /* the connection broke: open it again */ }
+      if (status === 401 || status === 403 || status === 404) return;  // signed out, or the session is gone
+      setTimeout(watch, status === 429 ? 5000 : 2000);
+    })();
+  }
+
   // Take over, hand back, and the person's clicks, scrolls and keys on the picture. Typed text is
   // sent in runs (one call each, a secret to the server), a special key or a click ends a run.
   const KEYS = ["Enter", "Tab", "Backspace", "Delete", "Escape", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight",
                 "Home", "End", "PageUp", "PageDown"];
   window.mcpbrowserLive = function (live) {
     const sid = encodeURIComponent(sessionId);
-    const picture = el("img", { id: "live-picture", alt: "The session's page, live", src: `${base}api/s/${sid}/live` });
+    const picture = el("img", { id: "live-picture", alt: "The session's page, live" });
     const take = el("button", { id: "take-over" }, "Take over");
     const give = el("button", { id: "hand-back" }, "Hand back");
     const note = el("span", { id: "hands-note" });
     live.append(el("div", { class: "controls" }, take, give, note), picture);
+    showFrames(picture, `${base}api/s/${sid}/live`);
     let mine = false, typed = "", timer = null, queue = Promise.resolve();
     const send = (action) => { queue = queue.then(() => post(`api/s/${sid}/input`, action)).then((r) => {
       note.textContent = r.error ? `Not done: ${r.error}` : ""; return r; }); return queue; };
