@@ -32,7 +32,7 @@ pytestmark = pytest.mark.unit
 
 def tool(name="act", **flags):
     return SessionTool(name=name, title=name, description=name, input_schema=session_schema(),
-                       handler=lambda state, args: {}, **flags)
+                       handler=lambda state, args, response: {}, **flags)
 
 
 class Frame:
@@ -63,11 +63,11 @@ class State:
                                             navigation_pending=lambda: False)
 
     @contextlib.contextmanager
-    def running(self, tool, call, args):
-        self.ran.append(call.tool)
+    def running(self, tool, response, args):
+        self.ran.append(tool.name)
         yield
 
-    def run_tool(self, tool, args):
+    def run_tool(self, tool, args, response):
         if self.dialog_after:
             self.dialog = object()
         if isinstance(self.outcome, BaseException):

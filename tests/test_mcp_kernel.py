@@ -397,13 +397,13 @@ def test_a_bug_of_ours_in_a_tool_is_an_internal_error_logged_with_its_traceback_
     from mcpbrowser.logs import log
     from mcpbrowser.tools.base import CoreTool, SessionTool
 
-    def session_bug(state, args):
+    def session_bug(state, args, response):
         return {}["a key our code forgot"]
 
     def core_bug(core, args, call):
         return core.no_such_part
 
-    def browser_failed(state, args):
+    def browser_failed(state, args, response):
         raise playwright.sync_api.Error("Target page, context or browser has been closed")
 
     schema = {"type": "object", "properties": {"sessionId": {"type": "string"}}, "required": ["sessionId"]}

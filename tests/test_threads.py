@@ -226,10 +226,10 @@ def test_core_refuses_a_tool_with_circuit_open_and_other_failures_do_not_count()
     # Playwright's own failures: a bug of ours (a RuntimeError, a KeyError) would be INTERNAL_ERROR, never counted.
     outcomes = iter([playwright.sync_api.Error("renderer went away"), playwright.sync_api.Error("again")])
 
-    def flaky(state, args):
+    def flaky(state, args, response):
         raise next(outcomes)
 
-    def picky(state, args):
+    def picky(state, args, response):
         raise ElementNotFound("no such element")
 
     schema = {"type": "object", "properties": {"sessionId": {"type": "string"}}, "required": ["sessionId"]}

@@ -125,7 +125,8 @@ class Embedder:
 class Call:
     """Plain data about one tool call, filled in by whichever thread runs it."""
 
-    def __init__(self, tool: str, session_id: str | None, caller: Caller, capture: bool, inline: bool) -> None:
+    def __init__(self, tool: str, session_id: str | None, caller: Caller, capture: bool, inline: bool,
+                 secret: bool = False) -> None:
         self.ref_id = uuid.uuid4().hex
         self.tool = tool
         self.session_id = session_id
@@ -137,7 +138,7 @@ class Call:
         self.snapshot: str | None = None
         self.expires_at: int | None = None  # the session's expiry after this call renewed it (epoch ms)
         self.ran = False        # set on the session thread when the call starts there
-        self.secret = False     # its text is (or may be) a secret: stored withheld (see Dispatcher.dispatch)
+        self.secret = secret    # its text is (or may be) a secret: stored withheld (decided by OnSession.run)
         self.snapshot_reused = False  # a snapshot answered from the page's last one (see page_watch)
         self.same_page = False  # a read of the page the agent's last answer named (url, title): see agent_view
         self.record_request: Callable[[], None] | None = None  # the deferred request row, see Dispatcher.dispatch

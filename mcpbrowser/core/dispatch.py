@@ -74,17 +74,16 @@ class Dispatcher:
                                        details={"known": known}))
         session_id = args.get("sessionId") if isinstance(args, dict) else None
         mode = self.config.response_mode
+        # Whether its text is a secret is known only once the target field was looked at, on the
+        # session thread (OnSession.run decides it): the row is written then, so a password typed
+        # without `secret` never reaches the database (or its WAL) in clear. Until then the text
+        # counts as secret: a call that fails before (no such element, a detached one, a dialog in
+        # the way, a refused call) is stored with its text withheld.
         call = Call(name, session_id, caller, inline=mode == "full",
-                    capture=tool.stores_page or (tool.changes_page and mode != "lean"))
+                    capture=tool.stores_page or (tool.changes_page and mode != "lean"),
+                    secret=tool.may_carry_secret)
         call.claim = self._recorder.claim
         if tool.may_carry_secret:
-            # Whether its text is a secret is known only once the target field was looked at,
-            # on the session thread: the row is written then, so a password typed without
-            # `secret` never reaches the database (or its WAL) in clear. Until a handler looked
-            # at the field and found it plain, the text counts as secret: a call that fails
-            # before (no such element, a detached one, a dialog in the way, a refused call)
-            # is stored with its text withheld.
-            call.secret = True
             call.record_request = lambda: self._recorder.request(call, args)
         else:
             self._recorder.request(call, args)

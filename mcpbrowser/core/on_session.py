@@ -15,10 +15,11 @@ from mcpbrowser.core.call import Call
 from mcpbrowser.core.recorder import Recorder
 from mcpbrowser.core.registry import SessionRegistry
 from mcpbrowser.core.user_channel import UserChannel
-from mcpbrowser.errors import BrowserServerError, SessionHeldByPerson, as_server_error
+from mcpbrowser.errors import BrowserServerError, InternalError, SessionHeldByPerson, as_server_error
 from mcpbrowser.redaction import scrub_text, scrub_value
 from mcpbrowser.session import page_reading, snapshots
 from mcpbrowser.session.acting import COUNT_BEFORE_ANSWER_S
+from mcpbrowser.session.response import Response
 from mcpbrowser.session.state import SessionState
 
 
@@ -40,24 +41,35 @@ class OnSession:
                                                           note=note))
         call.ran = True
         failure = None
+        response = Response(call.caller, call.capture and not call.inline)
         try:
-            with state.running(tool, call, args):
-                result = scrub_value(state.run_tool(tool, args), state.secrets)
+            with state.running(tool, response, args):
+                result = scrub_value(state.run_tool(tool, args, response), state.secrets)
         except Exception as exc:
-            failure = as_server_error(state.dismissals_told(exc))
+            failure = state.dismissals_told(as_server_error(exc))
         finally:
             call.console = state.events.take_console()
+            self._decide_secrecy(tool, args, call, response)
             call.flush_request()  # a tool that may carry a secret is recorded once that is known
             if call.secret and isinstance(args.get("text"), str):
                 state.withheld.add(args["text"])
+            call.snapshot_reused = response.reused
         if failure is not None:
             raise call.annotate_error(_scrubbed(self._what_failed(state, tool, call, failure), state.secrets)) \
                 from None
-        self._decide_capture(state, call, result)
+        call.same_page = response.same_page
+        self._decide_capture(state, call, result, response)
         if not tool.waits_for_person:
             return call.annotate(result)
         self._user.user_finished(state.session_id, call)
         return self._user.with_view(state.session_id, call.annotate(result))
+
+    @staticmethod
+    def _decide_secrecy(tool: Any, args: dict[str, Any], call: Call, response: Response) -> None:
+        """Whether the call's text is a secret, from what its handler saw: a secret field (or the caller's
+        `secret`), a plain field looked at, or nothing known (a tool that may carry one: then it is)."""
+        call.secret = bool(args.get("secret")) or response.secret is True or \
+            (tool.may_carry_secret and response.secret is None)
 
     def _what_failed(self, state: SessionState, tool: Any, call: Call,
                      error: BrowserServerError) -> BrowserServerError:
@@ -67,6 +79,8 @@ class OnSession:
             # The server is stopping and takes the browser down with it: that is no
             # crash, and no resume_session can reach this server any more.
             return self._registry.stopping_error(state.session_id)
+        if isinstance(error, InternalError):
+            return error  # a bug of ours: no browser lost, no login wall (core/dispatch.py logs it)
         if page_reading.browser_gone(state):
             self._core.supervisor.browser_gone(state.worker, str(error))
             return self._registry.session_lost(state)
@@ -75,12 +89,16 @@ class OnSession:
         return self._user.with_view(state.session_id, failure) if tool.waits_for_person else failure
 
     @staticmethod
-    def _decide_capture(state: SessionState, call: Call, result: dict[str, Any]) -> None:
-        """Whether the page the call left is stored (the answer's meta.hasSnapshot says so): now, into
-        the answer (--response-mode full), or after the answer (`call.capture_after`)."""
+    def _decide_capture(state: SessionState, call: Call, result: dict[str, Any], response: Response) -> None:
+        """Whether the page the call left is stored (the answer's meta.hasSnapshot says so): the page its
+        handler read, now into the answer (--response-mode full), or after the answer (`call.capture_after`)."""
+        if response.page is not None:
+            call.snapshot = response.page  # the history keeps all of it: get_content(refId) reads it
+            if not response.page_is_snapshot:
+                call.inline = False  # a report of the handler's own: the answer is already its summary
         if state.dialog is not None:
             call.capture = False  # no script runs behind a dialog: nothing to store, and meta must not promise it
-        if call.capture and call.inline and "snapshot" not in result:
+        if call.capture and call.inline and call.snapshot is None and "snapshot" not in result:
             call.snapshot = snapshots.capture_snapshot(state)
             result["snapshot"] = call.snapshot
             call.capture = call.snapshot is not None

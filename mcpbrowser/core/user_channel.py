@@ -35,26 +35,26 @@ class UserChannel:
         self.cooldown = Cooldown(config.login_cooldown, config.cooldown_scope, config.locale,
                                  on_end=self._cooldown_ended)
 
-    def _asked(self, call: Call | None) -> Caller | ServerClient | None:
-        """Whom to ask or tell: the call's caller, else (no call: a session opening) the server's client."""
-        return call.caller if call is not None else self.client
+    def _asked(self, caller: Caller | None) -> Caller | ServerClient | None:
+        """Whom to ask or tell: the running call's caller, else (no call: a session opening) the server's client."""
+        return caller if caller is not None else self.client
 
-    def notify(self, level: str, data: dict[str, Any], call: Call | None = None) -> None:
-        """Tell the person: through `call`'s caller when given, else the server's client (all of them, on HTTP)."""
-        client = self._asked(call)
+    def notify(self, level: str, data: dict[str, Any], caller: Caller | None = None) -> None:
+        """Tell the person: through the call's `caller` when given, else the server's client (all of them, on HTTP)."""
+        client = self._asked(caller)
         if client is not None:
             client.notify(level, data)
 
     # SESSION THREAD
-    def ask_about_domain(self, session_id: str, host: str, call: Call | None = None) -> None:
+    def ask_about_domain(self, session_id: str, host: str, caller: Caller | None = None) -> None:
         """Ask whether this session may visit `host` (MCP elicitation); raises DomainNotAllowed unless allowed.
 
-        `call` is the call being run (the session's `state.call`): its caller is asked.
+        `caller`: who made the call being run (the session's `state.caller`): it is asked.
         """
         if not self.config.ask_new_domains:
             raise DomainNotAllowed(f"{host} is not in the server's allowed domains.", session_id=session_id,
                                    details={"domain": host})
-        client = self._asked(call)
+        client = self._asked(caller)
         if client is None or not client.can_elicit:
             raise DomainNotAllowed(
                 f"{host} is not in the allowed domains, and the user cannot be asked: the client did not "
@@ -67,7 +67,7 @@ class UserChannel:
         log.info("domain allowed by the user", extra={"event": "domain_granted", "session": session_id})
 
     # SESSION THREAD
-    def hand_over(self, session_id: str, message: str, call: Call | None = None) -> None:
+    def hand_over(self, session_id: str, message: str, caller: Caller | None = None) -> None:
         """wait_for_user's word to the person before it waits for their sign.
 
         A 2026-07-28 client that can ask its user does so between calls (the person
@@ -75,11 +75,11 @@ class UserChannel:
         a notice ("alert"), since on that revision a notice is only delivered to a
         request that opted in to logs. A person who declines ends the wait at once.
         """
-        client = self._asked(call)
-        if call is None or client is None or not (call.caller.modern and client.can_elicit):
+        client = self._asked(caller)
+        if caller is None or client is None or not (caller.modern and client.can_elicit):
             where = self.where_to_help(session_id)
             self.notify("alert", {"event": "wait_for_user", "session": session_id, "message": message,
-                                  **({"view": where} if where else {})}, call)
+                                  **({"view": where} if where else {})}, caller)
             return
         answer = client.elicit(f"The agent hands over to you: {message} Do it in the browser window, then accept.",
                                timeout=USER_ANSWER_S, key=f"handover:{session_id}")
@@ -107,7 +107,7 @@ class UserChannel:
         log.warning("login wall: cooldown started", extra={"event": "cooldown_started", "session": state.session_id,
                                                            "tool": tool_name, "wall": wall})
         # To the client whose call tripped it: its text quotes that call and page.
-        self.notify("warning", {"event": "cooldown_started", "message": text}, call)
+        self.notify("warning", {"event": "cooldown_started", "message": text}, None if call is None else call.caller)
         return LoginTimeout(text, session_id=state.session_id,
                             details={"cause": exc.code, "wall": wall, "cooldownSeconds": self.config.login_cooldown})
 

@@ -59,8 +59,8 @@ class SessionOpener:
             state.disconnect_at_close = driven
             state.watching = watching
             state.network_policy.policy, state.network_policy.proxy = options["policy"], proxy
-            state.network_policy.ask_user = lambda session_id, host: self._ask_user(session_id, host, state.call)
-            state.tell_user = lambda message: self._tell_user(worker.session_id, message, state.call)
+            state.network_policy.ask_user = lambda session_id, host: self._ask_user(session_id, host, state.caller)
+            state.tell_user = lambda message: self._tell_user(worker.session_id, message, state.caller)
             state.listen()
             if state.chromium:
                 page_reading.cdp_session(state, page)  # for navigate's title (see loaded_title)

@@ -30,7 +30,7 @@ WALL_PROBE = """(keywords) => {
 WALL_FRAMES = 20  # frames probed at most (ads can bring dozens; a login widget is near the top)
 
 
-def loaded_title(state):
+def loaded_title(state, count=False):
     """The current tab's title, right after a page loaded.
 
     On Chromium it comes from the browser's own record of the tab (CDP
@@ -42,14 +42,14 @@ def loaded_title(state):
     event, so it is current when a load has just finished. (A dialog that
     opens while the parser runs can hold that message back: then "".)
     Other browsers, or a CDP failure, fall back to page.title() ("" behind
-    a dialog). A call the history will capture the page after (snapshots.too_large)
-    reads the title with the page's element count instead, in one evaluation: the
-    count costs no round trip of its own.
+    a dialog). `count`: the call's page will be captured after the answer (its
+    Response says so), and the history decides on the page's element count
+    (snapshots.too_large): the title is read with the count, in one evaluation, so
+    the count costs no round trip of its own.
     """
     page = state.page
     if state.chromium:
-        call = state.call
-        if call is not None and call.capture and not call.inline and call.snapshot is None and state.dialog is None:
+        if count and state.dialog is None:
             title = _title_and_count(state, page)
             if title is not None:
                 return title

@@ -161,7 +161,7 @@ def walk_page(state, options):
     return took_whole_snapshot(state, text, set() if counted == 0 else None), title
 
 
-def unchanged_snapshot(state):
+def unchanged_snapshot(state, response):
     """(text, title): the tab's last whole-page snapshot if the page provably did not change since it was
     read, with the tab's title read in the same round trip (Chromium; else None); else (None, None).
 
@@ -188,19 +188,17 @@ def unchanged_snapshot(state):
     title = None
     if len(answers) > 1 and isinstance(answers[1], dict):
         title = answers[1]["entries"][answers[1]["currentIndex"]]["title"]
-    if state.call is not None:
-        state.call.snapshot_reused = True  # the call's log line says so
+    response.reused_snapshot()  # the call's log line says so
     return _reused(state, held), title  # a secret typed since is scrubbed from it too
 
 
-def mark_secret(state, text):
+def mark_secret(state, response, text):
     """The running call's text is a secret: recorded as [REDACTED], and scrubbed from all output.
 
     Values shorter than MIN_SCRUBBED are not scrubbed from everything (a one-letter
     secret would blank every "a" of a page); the field still never shows them.
     """
-    if state.call is not None:
-        state.call.secret = True
+    response.text_is_secret()
     learn_secrets(state, (text,))
 
 

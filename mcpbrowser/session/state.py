@@ -11,7 +11,7 @@ import time
 from contextlib import contextmanager
 from typing import Any
 
-from mcpbrowser.errors import DialogOpen, PageCrashed, PageUnresponsive, as_server_error
+from mcpbrowser.errors import DialogOpen, PageCrashed, PageUnresponsive
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import MARK_SECRET_FIELDS, scrub_text, scrub_value
@@ -83,7 +83,7 @@ class SessionState(Acting):
         # Texts typed where no field could be looked at (stored withheld): a trace's parameters hide them too.
         self.withheld = set()
         self.held = []            # what the running call holds as possibly secret (snapshots.hold)
-        self.call = None          # the Call running now, while a tool runs
+        self.caller = None        # who made the call running now (asked about a domain, told a notice), or None
         self.elements_counted = None  # the page's element count, when this call's settle or title read had it
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
@@ -152,7 +152,7 @@ class SessionState(Acting):
 
     # -- running tools -----------------------------------------------------------
 
-    def run_tool(self, tool, args):
+    def run_tool(self, tool, args, response):
         """Run one tool's handler with the checks and notes every page tool shares."""
         if self.dialog is None and time.monotonic() - self.quiet_since > CATCH_UP_AFTER_S:
             self.catch_up()
@@ -173,7 +173,7 @@ class SessionState(Acting):
         url_changes_before, tabs_before = self.url_changes, self.tabs_opened
         started = time.monotonic()
         try:
-            result = tool.handler(self, args)
+            result = tool.handler(self, args, response)
         except Exception as exc:
             if self.page in self.crashed:
                 raise self._replace_crashed_page() from None
@@ -196,7 +196,8 @@ class SessionState(Acting):
         if tool.changes_page:
             navigated = self.page is not page_before or self.navigations != navigations_before
             if "url" not in result:
-                self._add_page_state(result, navigated, title if self.navigations == navigations_before else None)
+                self._add_page_state(result, navigated, title if self.navigations == navigations_before else None,
+                                     count=response.stores_after)
             if not navigated and self.url_changes != url_changes_before:
                 # The same document, its URL changed (the History API, a fragment): refs stay valid.
                 result.update(url=self.page.url, navigated=False, urlChanged=True)
@@ -247,37 +248,38 @@ class SessionState(Acting):
             log.debug("catch-up round trip failed", extra={"session": self.session_id, "error": str(exc)})
 
     @contextmanager
-    def running(self, tool, call, args):
+    def running(self, tool, response, args):
         """The page-side state around one call (core/on_session.py's OnSession.run): its secret marked
         before it, its progress heard while it runs, the snapshots it held released after it."""
         snapshots.before_call(self, tool)
         snapshots.stop_hiding(self, only_if_due=True)  # a secret typed key by key before: its late echoes came by now
         self.elements_counted = None
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
-            snapshots.mark_secret(self, args["text"])
+            snapshots.mark_secret(self, response, args["text"])
         # A person's input may run inside a long call (worker.between): it gives the outer call back its own.
-        outer = self._progress, self.call
-        self._progress, self.call = call.caller.progress, call
+        outer = self._progress, self.caller
+        self._progress, self.caller = response.caller.progress, response.caller
         try:
             yield
         finally:
-            self._progress, self.call = outer
+            self._progress, self.caller = outer
             self.quiet_since = time.monotonic()
             for held in list(self.held):
                 snapshots.release(self, held)
 
-    def dismissals_told(self, exc):
-        """A failed call's error, with the dialogs the server dismissed since the last answer (see run_tool)."""
+    def dismissals_told(self, error):
+        """A failed call's error (classified by core/on_session.py), with the dialogs the server dismissed
+        since the last answer (see run_tool)."""
         if not self.dialogs_dismissed:
-            return exc
-        error, count = as_server_error(exc), self.dialogs_dismissed
+            return error
+        count = self.dialogs_dismissed
         self.dialogs_dismissed = 0
         error.details = {**(error.details or {}), "dialogsDismissed": count}
         error.message += (f" (Meanwhile the server dismissed {count} dialog(s) itself: a dialog loop, or dialogs "
                           "in the way of leaving the page.)")
         return error
 
-    def _add_page_state(self, result, navigated, title=None):
+    def _add_page_state(self, result, navigated, title=None, count=False):
         """Where an action left the agent: url, title, and whether it navigated, so the agent needs no extra call.
 
         A navigation the action started has committed by now (Playwright waits for
@@ -292,7 +294,7 @@ class SessionState(Acting):
             except Exception as exc:  # a slow page: answer with what is there
                 log.debug("load after action not reached", extra={"session": self.session_id, "error": str(exc)})
         if title is None or navigated or self.dialog is not None:  # else the settle's, read just now
-            title = page_reading.loaded_title(self)
+            title = page_reading.loaded_title(self, count)
         self.remember_page(title)
         result.update(url=self.page.url, title=title, navigated=navigated)
 

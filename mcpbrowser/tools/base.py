@@ -1,6 +1,8 @@
 """The Tool declaration and helpers shared by the tool modules; imported on any thread.
 
-A session tool's handler runs on its session's thread as handler(state, args);
+A session tool's handler runs on its session's thread as handler(state, args, response): the session's
+page state, its validated arguments, and the call's `Response` (session/response.py), on which it says
+what it did (the page it read, that its text was secret or plain) for core/on_session.py to decide from;
 a session-less tool's handler runs on the core's worker pool as handler(core, args, call)
 (the call says who is calling: `call.owner`).
 """
@@ -113,7 +115,7 @@ class Tool:
 
 @dataclass(frozen=True)
 class SessionTool(Tool):
-    """A tool that acts in a session: handler(state, args) runs on that session's own thread."""
+    """A tool that acts in a session: handler(state, args, response) runs on that session's own thread."""
 
     needs_session: ClassVar[bool] = True
 
@@ -125,12 +127,13 @@ class CoreTool(Tool):
     needs_session: ClassVar[bool] = False
 
 
-def page_result(state, response=None):
-    """{success, title, url, status} for tools that load a page."""
-    title = page_reading.loaded_title(state)
+def page_result(state, loaded=None, count=False):
+    """{success, title, url, status} for tools that load a page; `loaded`: Playwright's HTTP response, if any;
+    `count`: read the page's element count with the title (the call's page is captured after: Response)."""
+    title = page_reading.loaded_title(state, count)
     state.remember_page(title)
     return {"success": True, "title": title, "url": state.page.url,
-            "status": response.status if response is not None else None}
+            "status": loaded.status if loaded is not None else None}
 
 
 PAGE_RESULT = {

@@ -96,7 +96,7 @@ def _whole_walk(state, options, refuse):
     return {**options, "timeout": max(state.config.action_timeout, round(budget_ms))}, True
 
 
-def snapshot(state, args):
+def snapshot(state, args, response):
     limit = args.get("maxNodes", DEFAULT_MAX_NODES)
     options = {"mode": "ai"}
     if "depth" in args:
@@ -106,7 +106,7 @@ def snapshot(state, args):
     # and for a heading its section (see snapshot_text.section), without walking the page
     # again when it did not change since the read that gave the ref.
     by_ref = "ref" in args and "depth" not in args
-    whole, title = snapshots.unchanged_snapshot(state) if (page_level or by_ref) and "depth" not in args \
+    whole, title = snapshots.unchanged_snapshot(state, response) if (page_level or by_ref) and "depth" not in args \
         else (None, None)
     if whole is None:
         options, huge = _whole_walk(state, options, refuse=page_level)
@@ -137,14 +137,13 @@ def snapshot(state, args):
             whole = text
         else:
             whole = snapshots.took_snapshot(state, text)
-    if state.call is not None:
-        state.call.snapshot = whole  # the history keeps all of it: get_content(refId) reads it
+    response.store_page(whole)  # the history keeps all of it: get_content(refId) reads it
     if title is None:  # else read with the check that the page did not change, and nothing was walked since
         title = page_reading.loaded_title(state)
     state.remember_page(title)
     result = {"url": state.page.url, "title": title}
-    if state.call is not None and state.told == (result["url"], title):
-        state.call.same_page = True  # the agent was just told both: its view of the answer omits them
+    if state.told == (result["url"], title):
+        response.read_same_page()  # the agent was just told both: its view of the answer omits them
     if part is not None:
         whole = part
     if "section" in args:
@@ -173,7 +172,7 @@ def snapshot(state, args):
     return {**result, "snapshot": shown, "truncated": left_out}
 
 
-def dom_snapshot(state, args):
+def dom_snapshot(state, args, response):
     limit = args.get("maxNodes", DEFAULT_MAX_NODES)
     matches = locate(state, args, required=False)[1]
     root = None
@@ -271,7 +270,7 @@ def write_file(path, write):
         raise not_stored(cause, f"{os.path.basename(path)} was not saved: {why}.") from None
 
 
-def pdf(state, args):
+def pdf(state, args, response):
     if not state.chromium:
         raise InvalidParameters("pdf needs Chromium (this server runs another browser).", session_id=state.session_id)
     path = file_path(state, "pdf")
@@ -288,7 +287,7 @@ def pdf(state, args):
     return {"path": path, "bytes": len(data), "message": f"Saved the page as PDF to {path}."}
 
 
-def trace_start(state, args):
+def trace_start(state, args, response):
     if state.tracing:
         raise InvalidParameters("A trace is already being recorded; stop it with trace_stop first.",
                                 session_id=state.session_id)
@@ -300,7 +299,7 @@ def trace_start(state, args):
     return {"success": True, "message": "Recording a trace of this session's pages; trace_stop saves it."}
 
 
-def trace_stop(state, args):
+def trace_stop(state, args, response):
     if not state.tracing:
         raise InvalidParameters("No trace is being recorded; start one with trace_start.", session_id=state.session_id)
     path, name = file_path(state, "zip"), state.tracing
@@ -327,7 +326,7 @@ def trace_stop(state, args):
             "message": f"Trace saved; open it with: playwright show-trace {path}"}
 
 
-def screenshot(state, args):
+def screenshot(state, args, response):
     fmt = args.get("format", "png")
     options = {"type": fmt, "style": HIDE_SECRET_FIELDS}
     if "quality" in args:

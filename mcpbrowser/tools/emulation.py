@@ -4,7 +4,7 @@ from mcpbrowser.session import throttling
 from mcpbrowser.tools.base import SessionTool, session_schema
 
 
-def throttle(state, args):
+def throttle(state, args, response):
     settings = throttling.settings(args, state.throttle)
     throttling.change(state, settings)
     return {"throttle": settings,

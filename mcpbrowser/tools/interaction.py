@@ -26,13 +26,13 @@ from mcpbrowser.tools.targeting import Act, locate, on_element, reason
 BARE_TARGET = {"selector": {"type": "string", "minLength": 1}, "ref": {"type": "string", "minLength": 1}}
 
 
-def click(state, args):
+def click(state, args, response):
     label = on_element(state, args, ElementNotClickable, Act(
         state, "click", force=args.get("force", False), click_count=args.get("clickCount", 1)))
     return {"success": True, "message": f"Clicked {label}"}
 
 
-def hover(state, args):
+def hover(state, args, response):
     label = on_element(state, args, ElementNotClickable, Act(state, "hover", force=args.get("force", False)))
     return {"success": True, "message": f"Hovering over {label}"}
 
@@ -49,7 +49,7 @@ def named_secret(state, name):
     return named[name]
 
 
-def type_text(state, args):
+def type_text(state, args, response):
     name = args.get("secretName")
     if (name is None) == ("text" not in args):
         raise InvalidParameters("Give text, or secretName (a server secret typed by name), not both.",
@@ -58,7 +58,7 @@ def type_text(state, args):
     text = args["text"] if name is None else named_secret(state, name)
     delay, clear, flagged = args.get("delay", 0), args.get("clear", True), args.get("secret") or name is not None
     if name is not None:
-        snapshots.mark_secret(state, text)
+        snapshots.mark_secret(state, response, text)
     typed = f"secret {name}" if name is not None else f"{len(text)} character(s)"
     # A secret is known before its first key reaches the page: a page that logs its field on each input
     # is read live (the log resources, list_sessions) while this call runs. Until the field is looked at
@@ -78,7 +78,7 @@ def type_text(state, args):
         # Key by key, each prefix reaches the page: a secret's are hidden too, so whether the field is a
         # secret one is asked first (one count, on a path that waits `delay` ms per key anyway).
         if flagged or state.act(target.locator(SECRET_ONE), "count"):
-            snapshots.mark_secret(state, text)
+            snapshots.mark_secret(state, response, text)
             snapshots.typing_key_by_key(state, text)
         check(target, state.act(target, "press_sequentially", text=text, delay=delay, timeout=timeout))
 
@@ -89,16 +89,16 @@ def type_text(state, args):
         # answer, the call's record and the next capture all come later. When a dialog opened while typing,
         # no script can run in the page, so the text counts as secret; so it does when the check fails.
         if typed is INTERRUPTED or state.dialog is not None:
-            snapshots.mark_secret(state, text)
+            snapshots.mark_secret(state, response, text)
             return
         look = where_text_went(target, text)
         looks.append(look)
         if flagged:
             return
         if look["secret"]:
-            snapshots.mark_secret(state, text)  # a password (or card, or one-time code) field: never recorded in clear
-        elif state.call is not None:
-            state.call.secret = False  # a plain field, looked at: its text is stored (less the known secrets)
+            snapshots.mark_secret(state, response, text)  # a password (or card, or one-time code) field: never recorded in clear
+        else:
+            response.text_is_plain()  # a plain field, looked at: its text is stored (less the known secrets)
         snapshots.release(state, held)
 
     # Filling replaces the content, so it may be tried again; typing key by key or appending may not.
@@ -164,7 +164,7 @@ def partly_kept(label, text, look):
             "character each: type them with delay to enter them key by key)")
 
 
-def select(state, args):
+def select(state, args, response):
     values, labels = args.get("values"), args.get("labels")
     if (values is None) == (labels is None):
         raise InvalidParameters("Give values or labels (one of them).", session_id=state.session_id)
@@ -178,7 +178,7 @@ def select(state, args):
             "selected": chosen}
 
 
-def press_key(state, args):
+def press_key(state, args, response):
     key = args["key"]
     label, matches = locate(state, args, required=False)
     if matches is None:
@@ -191,7 +191,7 @@ def press_key(state, args):
     return {"success": True, "message": f"Pressed {key} on {label}"}
 
 
-def drag(state, args):
+def drag(state, args, response):
     source, target = args["source"], args["target"]
     _, drop = locate(state, target)
     label = on_element(state, {**source, **{k: args[k] for k in ("timeout",) if k in args}}, ElementNotClickable,
@@ -199,7 +199,7 @@ def drag(state, args):
     return {"success": True, "message": f"Dragged {label} to {target.get('selector') or 'ref ' + target['ref']}"}
 
 
-def fill_form(state, args):
+def fill_form(state, args, response):
     """Each field by the kind of control it is: a checkbox or radio is checked, a <select> chooses, else fill.
 
     A dialog that a field opens stops the form there: nothing can reach the page behind it.
@@ -222,7 +222,7 @@ def fill_form(state, args):
     for field, holding in zip(fields, held, strict=True):
         if state.dialog is not None:
             break
-        filler = _filler(state, field)
+        filler = _filler(state, response, field)
         try:
             label = on_element(state, {**{k: field[k] for k in ("selector", "ref") if k in field},
                                        **timeout}, ElementNotEditable, filler)
@@ -232,7 +232,7 @@ def fill_form(state, args):
             raise
         look = filler.looks[-1] if filler.looks else {}
         if look.get("secret") and isinstance(field.get("value"), str):
-            snapshots.mark_secret(state, field["value"])  # a secret field once filled (it became one on focus)
+            snapshots.mark_secret(state, response, field["value"])  # a secret field once filled (it became one on focus)
         snapshots.release(state, holding)
         diverted(state, label, look, filled)
         filled.append(label)
@@ -252,7 +252,7 @@ CHECKABLE = "input[type=checkbox i], input[type=radio i]"
 SPECIAL = f":scope:is(select, {CHECKABLE}, {SECRET_FIELD})"
 
 
-def _filler(state, field):
+def _filler(state, response, field):
     name = field.get("secretName")
     value = field["value"] if name is None else named_secret(state, name)
     secret = field.get("secret", False) or name is not None
@@ -276,7 +276,7 @@ def _filler(state, field):
             return state.act(target, kind, checked=value in (True, "true", "on", "1"), timeout=timeout)
         text = str(value).lower() if isinstance(value, bool) else value
         if secret or kind == "secret":
-            snapshots.mark_secret(state, text)  # scrubbed from every answer, as type's secrets
+            snapshots.mark_secret(state, response, text)  # scrubbed from every answer, as type's secrets
         if kind == "select_option":
             return state.act(target, kind, value=text, timeout=timeout)
         done = state.act(target, "fill", value=text, timeout=timeout)
@@ -290,7 +290,7 @@ def _filler(state, field):
     return fill
 
 
-def mouse(state, args):
+def mouse(state, args, response):
     action, x, y = args["action"], args.get("x"), args.get("y")
     pointer = state.page.mouse
     if action == "wheel":
@@ -311,7 +311,7 @@ def mouse(state, args):
     return {"success": True, "message": f"Mouse {action}{where}"}
 
 
-def resize(state, args):
+def resize(state, args, response):
     state.page.set_viewport_size({"width": args["width"], "height": args["height"]})
     return {"success": True, "message": f"Viewport is {args['width']}x{args['height']}"}
 
@@ -328,13 +328,13 @@ def _allowed_file(state, path):
                             f"({', '.join(state.config.upload_dir)}).", session_id=state.session_id)
 
 
-def upload_file(state, args):
+def upload_file(state, args, response):
     files = [_allowed_file(state, path) for path in args["paths"]]
     label = on_element(state, args, ElementNotEditable, Act(state, "set_input_files", files=files))
     return {"success": True, "message": f"Set {len(files)} file(s) on {label}"}
 
 
-def handle_dialog(state, args):
+def handle_dialog(state, args, response):
     if state.dialog is None:
         raise NoDialogOpen(session_id=state.session_id)
     accept, dialog, navigations = args["accept"], state.dialog, state.navigations
@@ -360,7 +360,7 @@ def handle_dialog(state, args):
     return {"success": True, "message": f"{verb} the {dialog.type} dialog ({clip(dialog.message)!r})"}
 
 
-def evaluate(state, args):
+def evaluate(state, args, response):
     try:
         value = state.act(state.page, "evaluate", expression=args["expression"])
     except Exception as exc:

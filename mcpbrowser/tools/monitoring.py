@@ -19,7 +19,7 @@ RESOURCE_TYPES = ["document", "stylesheet", "image", "media", "font", "script", 
                   "eventsource", "websocket", "manifest", "other"]
 
 
-def downloads(state, args):
+def downloads(state, args, response):
     state.flush_events()  # a download that finished while the session was idle is saved now
     state.downloads.news()  # this answer tells of them all
     entries = [dict(e) for e in state.downloads.entries]
@@ -29,7 +29,7 @@ def downloads(state, args):
     return {"downloads": entries, "count": len(entries)}
 
 
-def console_logs(state, args):
+def console_logs(state, args, response):
     state.flush_events()
     entries = list(state.events.console)
     if "level" in args:
@@ -68,7 +68,7 @@ def lean(entry):
     return {k: v for k, v in entry.items() if v is not None and v is not False and k != "timestamp"}
 
 
-def network_logs(state, args):
+def network_logs(state, args, response):
     state.flush_events()
     picked = list(state.events.network) if args.get("allPages") else state.events.page_requests()
     if "urlContains" in args:

@@ -65,7 +65,7 @@ def _load(state, what, method, **kwargs):
     return response
 
 
-def navigate(state, args):
+def navigate(state, args, response):
     url = args["url"]
     _check_url(url)
     state.network_policy.check_navigation(url)
@@ -73,12 +73,12 @@ def navigate(state, args):
     # beforeunload prompt) is answered by the server, and the answer says how many.
     state.clear_the_way()
     try:
-        return _navigate(state, url, args)
+        return _navigate(state, url, args, response.stores_after)
     finally:
         state.leaving = False
 
 
-def _navigate(state, url, args):
+def _navigate(state, url, args, count):
     state.report(0, 3, f"Navigating to {url}")
     page, reporting = state.page, [True]
 
@@ -101,33 +101,33 @@ def _navigate(state, url, args):
     finally:
         reporting[0] = False  # a listener left by a failed goto must not speak later
     state.report(2, 3, "Page loaded")
-    result = page_result(state, None if response is INTERRUPTED else response)
+    result = page_result(state, None if response is INTERRUPTED else response, count)
     state.report(3, 3, "Done")
     return result
 
 
 def _history(method, word):
-    def handler(state, args):
+    def handler(state, args, response):
         before = state.page.url
-        response = _load(state, f"the {word} page", method, **_options(args))
-        if response is None and state.page.url == before:
+        loaded = _load(state, f"the {word} page", method, **_options(args))
+        if loaded is None and state.page.url == before:
             raise NavigationFailed(f"There is no {word} page in this tab's history.",
                                    session_id=state.session_id, details={"url": before})
-        return page_result(state, None if response is INTERRUPTED else response)
+        return page_result(state, None if loaded is INTERRUPTED else loaded, response.stores_after)
 
     return handler
 
 
-def reload(state, args):
-    response = _load(state, "the page again", "reload", **_options(args))
-    return page_result(state, None if response is INTERRUPTED else response)
+def reload(state, args, response):
+    loaded = _load(state, "the page again", "reload", **_options(args))
+    return page_result(state, None if loaded is INTERRUPTED else loaded, response.stores_after)
 
 
 def _options(args):
     return {k: args[k] for k in ("waitUntil", "timeout") if k in args}
 
 
-def tabs(state, args):
+def tabs(state, args, response):
     action = args.get("action", "list")
     index = args.get("index")
     if action in ("select", "close"):
@@ -161,7 +161,7 @@ def _title(state, page):
     return title if isinstance(title, str) else ""
 
 
-def wait_for(state, args):
+def wait_for(state, args, response):
     timeout = args.get("timeout", state.config.action_timeout)
     label, locator = locate(state, args, required=False)
     checks = []  # (what, wait(remaining_ms) -> INTERRUPTED or anything)
@@ -247,7 +247,7 @@ def _download_done(state, timeout_ms):
     downloads.waited = len(downloads.entries)
 
 
-def wait_for_user(state, args):
+def wait_for_user(state, args, response):
     """A person finishes a login or captcha in the (headed) browser; we wait for the sign."""
     timeout, wanted = args["timeout"], args.get("urlContains")
     label, matches = locate(state, args, required=False)

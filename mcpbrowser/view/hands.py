@@ -55,7 +55,7 @@ class Person:
 
 
 # SESSION THREAD
-def person_input(state: Any, args: dict[str, Any]) -> dict[str, Any]:
+def person_input(state: Any, args: dict[str, Any], response: Any) -> dict[str, Any]:
     """One action of the person on the page, at viewport coordinates given as fractions of it."""
     page, action = state.page, args["action"]
     size = page.viewport_size or page.evaluate("() => ({width: innerWidth, height: innerHeight})")
@@ -83,7 +83,7 @@ def person_input(state: Any, args: dict[str, Any]) -> dict[str, Any]:
         # page that may echo each key, its prefixes too.
         field = _field(state)
         typed = field.run + text
-        snapshots.mark_secret(state, text)
+        snapshots.mark_secret(state, response, text)
         snapshots.learn_secrets(state, (typed,))
         snapshots.typing_key_by_key(state, typed)
         state.withheld.update((text, typed))

@@ -1,0 +1,53 @@
+"""One call's `Response`: what its handler says it did. SESSION THREAD only.
+
+core/on_session.py's `OnSession.run` makes one for each call on a session and hands it to the
+tool's handler as `handler(state, args, response)`; the handler (and the helpers it calls)
+say on it what happened: the page text it read and wants stored, that the text it typed is
+secret or plain, that it answered from the page's last snapshot, that it read the page the
+agent was just told. `OnSession.run` alone reads it, once the handler returned, and decides
+from it what the call's record, capture and answer are (@playwright/mcp's `Response`: the
+handler adds, `finish` decides). Nothing here decides anything; nothing else reads it.
+"""
+
+from typing import Any
+
+
+class Response:
+    """What one call's handler did, as it says so."""
+
+    __slots__ = ("caller", "stores_after", "page", "page_is_snapshot", "secret", "same_page", "reused")
+
+    def __init__(self, caller: Any, stores_after: bool) -> None:
+        # Who made the call: the handler may ask its user (a domain, a hand-over) and tell it progress.
+        self.caller = caller
+        # The page the call leaves will be stored after the answer (the call's function decided it from
+        # the tool's declaration and the response mode): a read of the title may count the page's
+        # elements in the same round trip (page_reading.loaded_title), which that capture needs.
+        self.stores_after = stores_after
+        self.page: str | None = None   # page text the handler read and wants stored under the call's refId
+        self.page_is_snapshot = True   # that text is the page's snapshot (else a report: answered as it is)
+        self.secret: bool | None = None  # its text: True secret, False looked at and plain, None not known
+        self.same_page = False         # it read the page the agent's last answer named (url, title)
+        self.reused = False            # it answered from the page's last snapshot, unchanged
+
+    def store_page(self, text: str | None, snapshot: bool = True) -> None:
+        """Keep `text` as the page this call read (get_content(refId) reads it); `snapshot`: it is the page's
+        aria snapshot (else a report of the handler's own, such as a measurement)."""
+        self.page, self.page_is_snapshot = text, snapshot
+
+    def text_is_secret(self) -> None:
+        """The text this call typed went into a secret field (or may have): never stored in clear."""
+        self.secret = True
+
+    def text_is_plain(self) -> None:
+        """The text this call typed went into a plain field, looked at: stored, less the known secrets."""
+        if self.secret is None:
+            self.secret = False
+
+    def read_same_page(self) -> None:
+        """The page read is the one the agent's last answer named: its view of the answer omits url and title."""
+        self.same_page = True
+
+    def reused_snapshot(self) -> None:
+        """The snapshot came from the page's last one, the page provably unchanged (the call's log says so)."""
+        self.reused = True
