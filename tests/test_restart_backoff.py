@@ -78,9 +78,13 @@ def test_with_no_restarts_allowed_a_crash_waits_a_whole_window():
 
 
 class FakeLauncher:
-    """A launcher with one fake browser at a time: the supervisor's side of SharedBrowser."""
+    """A launcher with one fake browser at a time: the supervisor's side of SharedBrowser.
+
+    pipe: its sessions' socket (None: sessions use the WebSocket); hold: an Event each relaunch waits for."""
 
     made = []
+    pipe = None
+    hold = None
 
     def __init__(self, browser, executable, headless, on_exit=None, spare_renderer=False):
         self.on_exit = on_exit
@@ -93,16 +97,21 @@ class FakeLauncher:
 
     def start(self, abort=None):
         self.starts += 1
-        return bs.Endpoint("ws://127.0.0.1:1/fake", None, None)
+        return self.endpoint()
+
+    def endpoint(self):
+        return bs.Endpoint("ws://127.0.0.1:1/fake", self.pipe, "relay" if self.pipe else None)
 
     def can_relaunch(self):
         return self.exit_line is not None and not self.gone and not self.stops
 
     def relaunch(self, abort=None):
+        if self.hold is not None:
+            assert self.hold.wait(5)
         self.relaunches += 1
         self.exit_line = None
         self.ended.clear()
-        return bs.Endpoint("ws://127.0.0.1:1/fake", None, None)
+        return self.endpoint()
 
     def crash(self, launcher_too=False):
         """The browser dies: the launcher says so (or dies with it)."""
@@ -125,7 +134,7 @@ class FakeLauncher:
 def supervised(monkeypatch):
     """A started supervisor over FakeLaunchers, its clock, its sleeps (recorded, the clock moved by them;
     a wait of a minute or more blocks until stop), and what it told the core. Stopped at the end."""
-    FakeLauncher.made = []
+    FakeLauncher.made, FakeLauncher.pipe, FakeLauncher.hold = [], None, None
     monkeypatch.setattr(bs, "SharedBrowser", FakeLauncher)
     monkeypatch.setattr(bs, "find_executable", lambda *args: "/bin/true")
     made = []
@@ -195,6 +204,46 @@ def test_a_crash_loop_stops_at_the_restart_limit_with_a_clear_error(supervised):
     assert "crashed 2 times within 120 s" in refused.value.message
     assert 0 < refused.value.details["retryAfterMs"] <= 120_000
     assert refused.value.details["cause"] == "the browser process exited (null SIGKILL)"
+
+
+class FakePlaywright:
+    stopped = False
+
+    def stop(self):
+        self.stopped = True
+
+
+def test_a_session_opening_during_a_restart_starts_its_playwright_while_the_browser_does(supervised, monkeypatch):
+    """Its relay connects to the launcher's socket, which holds it until the next browser is up: the
+    relay's and Playwright's start overlap the browser's. The session belongs to that next browser."""
+    FakeLauncher.pipe, FakeLauncher.hold = "/fake/sessions.sock", threading.Event()
+    supervisor, clock, sleeps, lost = supervised()
+    attached = []
+
+    def fake_attach(config, endpoint, headless=True):
+        attached.append((endpoint.pipe, supervisor._endpoint.done()))
+        return "manager", FakePlaywright(), "browser", False
+
+    monkeypatch.setattr(bs, "attach", fake_attach)
+    FakeLauncher.made[0].crash()
+    assert wait_generation(supervisor, 2, published=False)
+    worker = type("Worker", (), {"generation": None})()
+    opening = threading.Thread(target=lambda: worker.__dict__.update(result=supervisor.attach(worker)))
+    opening.start()
+    assert wait_for(lambda: attached)
+    assert attached == [("/fake/sessions.sock", False)]  # before the next browser was published
+    FakeLauncher.hold.set()
+    opening.join(5)
+    assert worker.generation == 3 and worker.result[0] == "manager" and len(attached) == 1
+
+
+def wait_for(check, within=5.0):
+    pause = threading.Event()
+    for _ in range(int(within / 0.01)):
+        if check():
+            return True
+        pause.wait(0.01)
+    return False
 
 
 class FakeLauncherProcess:

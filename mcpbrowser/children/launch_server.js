@@ -76,50 +76,59 @@ function featureArgs() {
 // is bridged to a WebSocket connection of its own to our browser server, in this process,
 // so a session sees only the contexts it creates, and its contexts close when its relay
 // goes. (Browser.bind's pipe server would spare the bridge, but it shows every context
-// to every client and closes none of them on disconnect.)
-function servePipe(socketPath, wsEndpoint) {
+// to every client and closes none of them on disconnect.) The socket outlives a browser
+// that dies: a session that connects while none runs (one opening during a restart)
+// waits, its messages held, and is bridged to the next browser as soon as it is up, so
+// its Playwright starts while the browser does. `pipes.serve(life)` bridges to a new browser.
+function servePipe(socketPath) {
   const WS = globalThis.WebSocket || require(path.join(process.argv[2], 'lib/utilsBundle')).ws;
   try {
     fs.unlinkSync(socketPath);
   } catch (error) {}
-  const sockets = new Set();
+  const waiting = new Set();  // for each socket with no browser yet, the function that bridges it
   const pipes = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    const ws = new WS(wsEndpoint);
+    let ws = null;
     const early = [];   // messages that came before the WebSocket opened
     let partial = [];   // the start of a message whose NUL has not come yet
     const end = () => {
+      waiting.delete(bridge);
       socket.destroy();
       try {
-        ws.close();
+        if (ws) ws.close();
       } catch (error) {}
     };
+    function bridge(current) {
+      waiting.delete(bridge);
+      current.sockets.add(socket);
+      socket.on('close', () => current.sockets.delete(socket));
+      ws = new WS(current.server.wsEndpoint());
+      ws.addEventListener('open', () => {
+        for (const message of early.splice(0)) ws.send(message);
+      });
+      ws.addEventListener('message', (event) => socket.write(String(event.data) + '\0'));
+      ws.addEventListener('close', end);
+      ws.addEventListener('error', end);
+    }
     socket.on('data', (chunk) => {
       let start = 0;
       for (let stop = chunk.indexOf(0); stop !== -1; stop = chunk.indexOf(0, start)) {
         partial.push(chunk.subarray(start, stop));
         const message = Buffer.concat(partial).toString('utf8');
         partial = [];
-        if (ws.readyState === 1) ws.send(message);
+        if (ws && ws.readyState === 1) ws.send(message);
         else early.push(message);
         start = stop + 1;
       }
       if (start < chunk.length) partial.push(chunk.subarray(start));
     });
-    ws.addEventListener('open', () => {
-      for (const message of early.splice(0)) ws.send(message);
-    });
-    ws.addEventListener('message', (event) => socket.write(String(event.data) + '\0'));
-    ws.addEventListener('close', end);
-    ws.addEventListener('error', end);
     socket.on('close', end);
     socket.on('error', end);
+    if (life && life.bridged) bridge(life);
+    else waiting.add(bridge);
   });
-  // End: no new session, and every session's relay is cut at once.
-  pipes.end = () => {
-    pipes.close();
-    for (const socket of sockets) socket.destroy();
+  pipes.serve = (current) => {
+    current.bridged = true;
+    for (const bridge of [...waiting]) bridge(current);
   };
   return new Promise((resolve, reject) => {
     pipes.on('error', reject);
@@ -127,11 +136,11 @@ function servePipe(socketPath, wsEndpoint) {
   });
 }
 
-// The running browser's {server, pipes, probe}; null between a browser's death and the next launch.
+// The running browser's {server, sockets, probe, bridged}; null between a browser's death and the next launch.
 let life = null;
 let launching = false;
 let closing = false;
-let devicesWritten = false;
+let pipes = null;  // the sessions' socket server, once it listens (see servePipe)
 
 // One browser's life. When the browser dies unasked, this process stays: the next browser
 // starts on it (a "launch" line), without loading Node.js and playwright-core again (0.2 s
@@ -146,7 +155,7 @@ async function launch() {
     host: '127.0.0.1',
     port: 0,
   });
-  const current = { server, pipes: null, probe: null };
+  const current = { server, sockets: new Set(), probe: null, bridged: false };
   life = current;
   const browserPid = server.process().pid;
   server.process().on('exit', (code, signal) => {
@@ -157,28 +166,28 @@ async function launch() {
     try {
       process.kill(-browserPid, 'SIGKILL');
     } catch (error) {}
-    if (current.pipes) current.pipes.end();
+    for (const socket of current.sockets) socket.destroy();
     process.stdout.write(`exited ${code} ${signal}\n`);
   });
-  if (options.pipePath) {
+  if (options.pipePath && !pipes) {
     // A relayed client gets no device list from the server (a Node.js driver would bring
     // its own): write it beside the socket, for create_session's `device`.
-    if (!devicesWritten) {
-      try {
-        fs.writeFileSync(path.join(path.dirname(options.pipePath), 'devices.json'), JSON.stringify(playwright.devices));
-        devicesWritten = true;
-      } catch (error) {
-        process.stderr.write(`no device list for sessions: ${error && error.message}\n`);
-      }
+    try {
+      fs.writeFileSync(path.join(path.dirname(options.pipePath), 'devices.json'), JSON.stringify(playwright.devices));
+    } catch (error) {
+      process.stderr.write(`no device list for sessions: ${error && error.message}\n`);
     }
     try {
-      current.pipes = await servePipe(options.pipePath, server.wsEndpoint());
-      process.stdout.write(`pipe ${options.pipePath}\n`);
+      pipes = await servePipe(options.pipePath);
     } catch (error) {
       process.stderr.write(`no pipe for sessions, they use the WebSocket: ${error && error.message}\n`);
     }
   }
   if (life !== current) return;  // it died while the pipe opened: its exited line is out
+  if (pipes) {
+    pipes.serve(current);
+    process.stdout.write(`pipe ${options.pipePath}\n`);
+  }
   process.stdout.write(server.wsEndpoint() + '\n');
   // Our own client, for health checks only: it holds no pages between pings. It connects
   // once the endpoint is out, which comes 70 ms sooner here (the first session's attach

@@ -101,6 +101,10 @@ class BrowserSupervisor:
         self._serving = False
         self._up_since = 0.0
         self._ran_s = 0.0
+        self._published: Endpoint | None = None  # the serving browser's endpoint
+        # Under the lock: while the next browser starts on the launcher that ran the dead one,
+        # that launcher's endpoint (its sessions' socket waits for the next browser); else None.
+        self._kept: Endpoint | None = None
         self.crash_cause: str | None = None
         self.fleet = None
         if endpoints:
@@ -191,12 +195,39 @@ class BrowserSupervisor:
         while True:
             with self._lock:
                 life = self._endpoint
+                kept = None if life.done() else self._kept
+            if kept is not None:
+                attached = self._attach_early(worker, life, kept)
+                if attached is not None:
+                    return attached
             worker.generation, endpoint = life.result()
             try:
                 return attach(self.config, endpoint)
             except Exception:
                 if not self.crash_noticed(worker.generation):
                     raise  # the browser is fine: this is our error
+
+    def _attach_early(self, worker: Any, life: Future, kept: Endpoint) -> tuple[Any, Any, Any, bool] | None:
+        """Start Playwright through the restarting launcher's socket, while its next browser starts.
+
+        The launcher holds the connection until that browser is up, so the relay's and
+        Playwright's start (0.1-0.4 s) overlap the browser's. None when that launcher
+        went meanwhile (its next browser did not start): the caller waits for the next life.
+        """
+        try:
+            attached = attach(self.config, kept)
+        except Exception:
+            return None
+        try:
+            generation, endpoint = life.result()
+        except BaseException:
+            attached[1].stop()
+            raise
+        if endpoint.pipe != kept.pipe:  # a new launcher: this connection went nowhere
+            attached[1].stop()
+            return None
+        worker.generation = generation  # a socket is bridged to the first browser up after it connected
+        return attached
 
     # -- BROWSER-SUPERVISOR THREAD ---------------------------------------------------
     # It forks Chromium and lives until stop(), so the browser's parent-death signal
@@ -235,9 +266,14 @@ class BrowserSupervisor:
 
     def _release(self, grace: float) -> None:
         """Stop the launcher and whatever browser it runs (SIGKILL after `grace`), if there is one."""
+        self._keep(None)
         shared, self._shared, self._serving = self._shared, None, False
         if shared is not None:
             shared.stop(grace)
+
+    def _keep(self, endpoint: Endpoint | None) -> None:
+        with self._lock:
+            self._kept = endpoint
 
     def _launch(self, executable: str) -> SharedBrowser:
         """Start a browser and make it the current life; raises BrowserError.
@@ -248,8 +284,12 @@ class BrowserSupervisor:
         previous, self._shared, self._serving, self._ran_s = self._shared, None, False, 0.0
         if previous is not None and previous.can_relaunch():
             shared = previous
-            endpoint = shared.relaunch(abort=self.stopping)  # stopped if it fails: the next try starts afresh
+            try:
+                endpoint = shared.relaunch(abort=self.stopping)  # stopped if it fails: the next try starts afresh
+            finally:
+                self._keep(None)
         else:
+            self._keep(None)
             if previous is not None:
                 previous.stop(0)
             shared = SharedBrowser(self.config.browser, executable, self._headless, on_exit=self._wake.set,
@@ -274,7 +314,7 @@ class BrowserSupervisor:
             # instant SIGKILL, and is not published (a stopped supervisor's future stays failed).
             shared.stop(BROWSER_STOP_GRACE_S)
             raise BrowserError("The server is shutting down.") from None
-        self._shared, self._serving, self._up_since = shared, True, self._clock()
+        self._shared, self._serving, self._up_since, self._published = shared, True, self._clock(), endpoint
         if generation > 1:
             log.warning("browser restarted", extra={"event": "browser_restarted", "cause": self.crash_cause,
                                                     "generation": generation,
@@ -302,15 +342,17 @@ class BrowserSupervisor:
                 cause = shared.ping(min(PING_TIMEOUT_S, max(2.0, 2.0 * ping)))
         # The life is retired first: a session opening now waits for the next browser rather than
         # attach to the dead one's endpoint. Then the sessions go; then what is left of the browser.
+        relaunchable = shared.can_relaunch()
         with self._lock:
             self.crash_cause = cause
             if self._endpoint.done():
                 self._endpoint = Future()
             ended = self._generation
             self._generation += 1  # retire the dead life's number: sessions still opening on it are stale
+            self._kept = self._published if relaunchable and self._published and self._published.pipe else None
         self._serving, self._ran_s = False, self._clock() - self._up_since
         self._on_lost(cause, ended)
-        if not shared.can_relaunch():  # hung, or its launcher died: all of it goes
+        if not relaunchable:  # hung, or its launcher died: all of it goes
             self._release(0)
         raise BrowserCrashed(cause)
 
