@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from mcpbrowser.backends import BACKENDS
-from mcpbrowser.redaction import db_url_shown
+from mcpbrowser.redaction import shown_url
 
 BROWSERS = ("chromium", "firefox", "webkit")
 ENV_PREFIX = "MCPBROWSER_"
@@ -101,15 +101,15 @@ def _database(name, value):
         parts = urlsplit(value)
         if not value.lower().startswith(("postgresql://", "postgres://")):
             raise ConfigError(f"{_flag(name)} must look like postgresql://user:password@host:port/database, "
-                              f"got {db_url_shown(value)!r}")
+                              f"got {shown_url(value)!r}")
         try:
             parts.port  # noqa: B018  (a bad port raises)
         except ValueError:
-            raise ConfigError(f"{_flag(name)} {db_url_shown(value)}: the port is not a number") from None
+            raise ConfigError(f"{_flag(name)} {shown_url(value)}: the port is not a number") from None
         try:
             import psycopg  # noqa: F401
         except ImportError:
-            raise ConfigError(f"{_flag(name)} {db_url_shown(value)}: PostgreSQL needs psycopg: "
+            raise ConfigError(f"{_flag(name)} {shown_url(value)}: PostgreSQL needs psycopg: "
                               f"{POSTGRES_INSTALL}") from None
         return "postgresql" + value[value.index(":"):]
     if scheme and value[len(scheme.group(0)):].startswith("//"):
@@ -193,11 +193,8 @@ class RemoteEndpoint:
         return BACKENDS[self.kind]
 
     def shown(self):
-        """The URL as logs and answers may show it: no user name, password or query (tokens live there)."""
-        parts = urlsplit(self.url)
-        host = parts.hostname or ""
-        host = f"[{host}]" if ":" in host else host
-        return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
+        """The URL as logs and answers may show it (redaction.shown_url)."""
+        return shown_url(self.url)
 
 
 def _endpoints(kind):
@@ -255,16 +252,6 @@ def _endpoint(name, kind, item):
     if capacity is not None:
         capacity = _int_at_least(1)(name, capacity)
     return RemoteEndpoint(url, kind, tuple(pairs), capacity)
-
-
-def shown_url(url):
-    """Any URL as an error message or a log may show it, without what may be a secret (user info, query)."""
-    if not isinstance(url, str):
-        return url
-    try:
-        return RemoteEndpoint(url, "ws").shown()
-    except ValueError:  # a port that is not a number, say
-        return url.split("?")[0].rsplit("@", 1)[-1]
 
 
 def _json_object(name, value):
@@ -676,7 +663,7 @@ class Config:
                          for e in getattr(self, name)]
         out["http_tokens"] = [t.split(":", 1)[0] + ":***" for t in self.http_tokens]
         if self.db.startswith("postgresql://"):
-            out["db"] = db_url_shown(self.db)
+            out["db"] = shown_url(self.db)
         if self.selenium_capabilities:  # a cloud grid's credentials travel here (sauce:options, say)
             out["selenium_capabilities"] = dict.fromkeys(self.selenium_capabilities, "***")
         return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}

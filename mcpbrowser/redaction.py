@@ -14,7 +14,7 @@ import re
 import secrets
 import string
 import threading
-from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 REDACTED = "[REDACTED]"
 # Shorter secret values are not scrubbed from all text (a one-letter secret would blank every "a"
@@ -332,12 +332,38 @@ def secret_values(page):
     return values
 
 
-def db_url_shown(url):
-    """The URL as logs, answers and errors may show it: the password replaced by ***."""
-    parts = urlsplit(url)
-    query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query)], safe="/:")
-    netloc = parts.netloc
-    if parts.password is not None:
-        user, _, host = netloc.rpartition("@")
-        netloc = f"{user.split(':', 1)[0]}:***@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+# The one rule for a URL that logs, answers, errors and --print-config show (a remote browser's, the
+# history's database): its scheme, host, port and path, and nothing else. The user name and password
+# go (a cloud Grid's user:key@ is its account and key), and so do the query (tokens and libpq's
+# password= travel there) and the fragment. A URL that does not parse shows its scheme only.
+def shown_url(url):
+    """The URL as anyone may see it: scheme://host:port/path, without user, password, query or fragment."""
+    if not isinstance(url, str):
+        return url
+    parts = None
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:  # a port that is not a number, an unclosed [
+        return f"{parts.scheme if parts else url.partition(':')[0]}://…"
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}{f':{port}' if port else ''}{parts.path}"
+
+
+URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.IGNORECASE)
+
+
+def scrub_urls(text, url=None):
+    """text with each URL in it as shown_url shows it, and the password of `url` (the one the text is
+    about: its userinfo's, or its query's password=) masked wherever else it stands, should a driver
+    or a browser echo it alone."""
+    text = URL.sub(lambda match: shown_url(match.group(0)), text)
+    try:
+        parts = urlsplit(url or "")
+        hidden = [parts.password, *(v for k, v in parse_qsl(parts.query) if k == "password")]
+    except ValueError:
+        hidden = []
+    for secret in filter(None, hidden):
+        for form in (secret, unquote(secret), quote(unquote(secret), safe="")):
+            text = text.replace(form, "***")
+    return text

@@ -1,7 +1,9 @@
 """Hypothesis strategies shared by the property tests."""
 
 import json
+import string
 import uuid
+from urllib.parse import quote
 
 from hypothesis import strategies as st
 
@@ -86,3 +88,29 @@ def store_fault_plans(faults):
         st.just("heal"),
         st.just("settle"),  # let the writer try (and fail) before the next call
     ), max_size=18)
+
+
+# -- URLs with a password: in their userinfo (as written, or percent-encoded) and in their query --------------
+
+# What the parts of a shown URL other than a secret are drawn from (and the ellipsis of one that does not parse):
+# a password holds at least one other character, so finding it whole in what is shown means it went through.
+# Never a "*": the mask is "***".
+SHOWN_URL_CHARS = set(string.ascii_lowercase + string.digits + ":/.-…")
+url_passwords = st.text(min_size=1, max_size=16).filter(lambda p: not set(p) <= SHOWN_URL_CHARS and "*" not in p)
+
+
+@st.composite
+def urls_with_passwords(draw):
+    """(url, password): a remote browser's or a database's URL whose userinfo holds the password, percent-encoded
+    as a URL must (the sub-delims left as they are, or not), maybe again as the query's password=; its port a
+    number, none, or letters (a URL that does not parse)."""
+    password = draw(url_passwords)
+    scheme = draw(st.sampled_from(["ws", "wss", "http", "https", "postgresql", "postgres"]))
+    user = draw(st.text(string.ascii_lowercase + string.digits, max_size=8))
+    host = draw(st.from_regex(r"[a-z][a-z0-9-]{0,10}(\.[a-z]{2,5}){0,2}", fullmatch=True))
+    port = draw(st.one_of(st.none(), st.integers(1, 65535).map(str), st.text(string.ascii_lowercase, min_size=1,
+                                                                               max_size=3)))
+    path = draw(st.from_regex(r"(/[a-z0-9]{0,6}){0,3}", fullmatch=True))
+    encoded = quote(password, safe=draw(st.sampled_from(["", "!$&'()+,;="])))
+    query = draw(st.sampled_from(["", f"?password={quote(password, safe='')}", "?sslmode=require"]))
+    return f"{scheme}://{user}:{encoded}@{host}{f':{port}' if port else ''}{path}{query}", password

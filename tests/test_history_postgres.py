@@ -14,6 +14,8 @@ import time
 import pytest
 from support import SERVER_CMD, HttpServer, McpClient, SdkClient, server_pid, wait_for
 
+from mcpbrowser.redaction import shown_url
+
 pytestmark = pytest.mark.e2e
 
 ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
@@ -62,7 +64,7 @@ def test_two_servers_on_one_postgresql_read_each_others_calls_and_never_show_its
     env = {"MCPBROWSER_DB": url}
     shown = subprocess.run([*SERVER_CMD, "--print-config"], env={**os.environ, **env},
                            capture_output=True, text=True, timeout=60)
-    assert json.loads(shown.stdout)["db"] == url.replace(postgres.password, "***")
+    assert json.loads(shown.stdout)["db"] == shown_url(url) and "@" not in shown_url(url)
     helped = subprocess.run([*SERVER_CMD, "--help"], env={**os.environ, **env},
                             capture_output=True, text=True, timeout=60)
     assert "postgresql://" in helped.stdout and postgres.password not in helped.stdout + helped.stderr

@@ -6,12 +6,15 @@ The end-to-end attack is test_secret_attack.py; these pin each part on its own.
 import io
 import json
 import zipfile
+from urllib.parse import quote
 
 import pytest
+from hypothesis import given
+from strategies import urls_with_passwords
 
 from mcpbrowser import logs
 from mcpbrowser.config import Config, ConfigError
-from mcpbrowser.redaction import REDACTED, SecretBook
+from mcpbrowser.redaction import REDACTED, SecretBook, scrub_urls, shown_url
 from mcpbrowser.trace_scrub import scrub_trace
 
 pytestmark = pytest.mark.unit
@@ -112,3 +115,21 @@ def test_a_trace_is_rewritten_member_by_member_and_keeps_its_shape(tmp_path):
     body = events[4]["snapshot"]["html"][2]
     assert body[2][1]["__playwright_value_"] == REDACTED and body[3][1]["__playwright_value_"] == "kept"
     assert body[4][1]["value"] == REDACTED and body[5] == [[3, 1]]
+
+
+@given(urls_with_passwords())
+def test_the_url_masker_never_shows_a_password(case):
+    """redaction.shown_url, the one rule for a URL shown anywhere (an endpoint's, the history's database's),
+    and scrub_urls, for text that quotes a URL (a driver's error) or its password alone."""
+    url, password = case
+    forms = {password, quote(password, safe=""), quote(password, safe="!$&'()+,;=")}
+    shown = shown_url(url)
+    assert not any(form in shown for form in forms), shown
+    scrubbed = scrub_urls(f"could not connect to {url} (password {password}, {quote(password, safe='')})", url)
+    assert not any(form in scrubbed for form in forms), scrubbed
+
+
+def test_a_shown_url_keeps_where_it_goes_and_nothing_else():
+    assert shown_url("wss://user:pw@grid.example:443/wd/hub?token=T0KEN#x") == "wss://grid.example:443/wd/hub"
+    assert shown_url("postgresql://mcp:pw@127.0.0.1:5432/db?sslmode=require") == "postgresql://127.0.0.1:5432/db"
+    assert shown_url("http://[::1]:9222/") == "http://[::1]:9222/" and shown_url("ws://u:pw@h:port/") == "ws://…"

@@ -13,7 +13,6 @@ their next call (SESSION_LOST) and a resume places them again among the live one
 
 import base64
 import http.client
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -22,9 +21,10 @@ from urllib.parse import unquote, urlsplit
 
 from tenacity import Retrying, retry_if_result, wait_exponential
 
-from mcpbrowser.config import RemoteEndpoint, shown_url
+from mcpbrowser.config import RemoteEndpoint
 from mcpbrowser.errors import BrowserError, BrowserUnavailable, MaxSessionsReached
 from mcpbrowser.logs import log
+from mcpbrowser.redaction import scrub_urls
 
 PROBE_TIMEOUT_S = 5.0
 
@@ -216,12 +216,9 @@ def _first_line(error: Any) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
 
 
-URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.IGNORECASE)
-
-
 def scrub(text: str, spec: RemoteEndpoint) -> str:
-    """text without what may be secret: URLs lose user, password and query; header values are masked."""
-    text = URL.sub(lambda match: shown_url(match.group(0)), text)
+    """text without what may be secret: its URLs as redaction.scrub_urls shows them; header values masked."""
+    text = scrub_urls(text, spec.url)
     for _, value in spec.headers:  # the value whole, and the token of `Bearer TOKEN`
         for secret in (value, value.split()[-1] if value.split() else ""):
             if len(secret) >= 4:

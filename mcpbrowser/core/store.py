@@ -28,7 +28,7 @@ from mcpbrowser.core import instances, store_postgres
 from mcpbrowser.core.store_postgres import StoreError
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import valid_text
-from mcpbrowser.redaction import db_url_shown
+from mcpbrowser.redaction import shown_url
 from mcpbrowser.sealing import is_legacy, key_id, load_key, seal, unseal_any
 from mcpbrowser.timers import now_ms
 
@@ -236,9 +236,9 @@ class Store:
         self._uri = False  # sqlite3.connect's: True for the in-memory history's shared cache (see _open)
         self.path = path
         # --db postgresql://…: the history on a database server (core/store_postgres.py); its URL is
-        # shown only as `label`, without its password.
+        # shown only as `label`, without its user, password or query (redaction.shown_url).
         self.remote = store_postgres.is_url(path)
-        self.label = db_url_shown(path) if self.remote else path
+        self.label = shown_url(path) if self.remote else path
         self.retention_days = retention_days
         self.max_mb = max_mb
         self._local = threading.local()

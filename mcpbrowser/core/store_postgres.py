@@ -32,7 +32,6 @@ import hashlib
 import re
 import threading
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit
 
 from mcpbrowser.config import POSTGRES_INSTALL
 from mcpbrowser.logs import log
