@@ -182,7 +182,9 @@ def main():
                         help="seconds after which a call with no answer counts as unanswered")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     results, seen = anyio.run(chaos, args.trials, args.sessions, args.call_timeout)
+    load_after = os.getloadavg()[0]
     times = [r["recovery_s"] for r in results if r.get("recovered")]
     summary = {
         "trials": len(results), "recovered": len(times),
@@ -192,6 +194,8 @@ def main():
         "calls": seen.calls, "unanswered": seen.unanswered, "answers": dict(seen.codes),
         "examples": {code: {"tool": tool, "message": message} for code, (tool, message) in seen.examples.items()},
         "per_trial": results,
+        # The machine's 1-minute load average around the run: the times scale with it.
+        "load_average": {"before": round(load_before, 1), "after": round(load_after, 1), "cpus": os.cpu_count()},
     }
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -209,6 +213,7 @@ def main():
               f"{summary['recovery_s']['first']} s, median {summary['recovery_s']['median']} s, "
               f"max {summary['recovery_s']['max']} s")
         print(f"{seen.calls} calls, {seen.unanswered} unanswered; answers: {dict(seen.codes)}")
+        print(f"load average (1 min) {load_before:.1f} before, {load_after:.1f} after, on {os.cpu_count()} CPUs")
         for code, (tool, message) in seen.examples.items():
             print(f"  first {code} ({tool}): {message}")
     ok = seen.unanswered == 0 and len(times) == args.trials
