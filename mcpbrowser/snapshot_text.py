@@ -7,6 +7,7 @@ agent needs to act is usually the headings, the landmarks and the controls, or
 the few nodes that mention what it looks for, or the one section it is after.
 """
 
+import json
 import re
 import time
 
@@ -87,15 +88,24 @@ class Node:
         return self.line.lstrip().startswith("- /")
 
 
-# A node whose key holds ": " is a YAML single-quoted string: `- 'link "Study Direction: MAX" [ref=e70]':`
-QUOTED = re.compile(r"- '(.*)'(:?)$")
+def _unquoted(body):
+    """A node line's body read as the node it is: a key that holds ": " is a YAML single-quoted string
+    (`- 'link "Study Direction: MAX" [ref=e70]': text`, its quotes doubled inside), read without its
+    quotes; any other body as it is (an unclosed quote too)."""
+    if not body.startswith("- '"):
+        return body
+    end = 3
+    while (end := body.find("'", end)) >= 0 and body[end + 1:end + 2] == "'":
+        end += 2
+    return body if end < 0 else "- " + body[3:end].replace("''", "'") + body[end + 1:]
 
 
 def parse(text):
     """The YAML lines as a tree of Nodes; lines that do not start a node belong to the node before.
 
     A single-quoted node line is read unquoted (its role, name and ref as any other's): a link
-    or button whose name holds ": " is still a control.
+    or button whose name holds ": " is still a control. The one reader of an aria snapshot: what
+    reads one (core/script_export.py too) walks these Nodes, and `element` reads a node's line.
     """
     root = Node("", -1, None)
     stack = [root]
@@ -108,10 +118,7 @@ def parse(text):
         depth = (len(line) - len(body)) // 2
         while stack[-1].depth >= depth:
             stack.pop()
-        quoted = QUOTED.match(body)
-        if quoted:
-            line = line[:len(line) - len(body)] + "- " + quoted.group(1).replace("''", "'") + quoted.group(2)
-        node = Node(line, depth, stack[-1])
+        node = Node(line[:len(line) - len(body)] + _unquoted(body), depth, stack[-1])
         stack[-1].children.append(node)
         stack.append(node)
     return root
@@ -481,15 +488,38 @@ def _terms(query):
     return terms or [_Term(query)]
 
 
+def element(node):
+    """(role, name, ref, text) of a node's line: `- button "Say \\"hi\\"" [ref=e9]: more` is ('button',
+    'Say "hi"', 'e9', 'more'); the name and the text read from their YAML quotes (None when the line has
+    none), the ref None without one. None for a line that is no element (a property, `- /url: …`). A
+    page's own ‹ref=…› stays so (page_words gives its words back)."""
+    found = NODE_LINE.match(node.line.split("\n", 1)[0])
+    if found is None or found.group(1).lstrip()[2:3] == "'":
+        return None
+    ref = REF.search(found.group(3))
+    rest = found.group(4)
+    return (found.group(1).lstrip()[2:], _scalar(found.group(2)[1:]) if found.group(2) else None,
+            ref.group(1) if ref else None, _scalar(rest[2:].strip()) if rest.startswith(": ") else None)
+
+
+def _scalar(text):
+    """A YAML scalar of a snapshot line: a double-quoted one (JSON's escapes) unquoted, a plain one as it is."""
+    if text.startswith('"'):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text.strip('"')
+    return text
+
+
 def _name(node):
-    parts = node.line.split('"')
-    return parts[1] if node.named and len(parts) > 2 else None
+    return element(node)[1] if node.named else None
 
 
 def _text(node):
     """A plain node's own text (`- generic [ref=e5]: "Username:"` -> Username:), or None."""
-    _, colon, rest = REF.sub("", node.line.split("\n", 1)[0]).partition(": ")
-    return rest.strip().strip('"') if colon else None
+    read = element(node)
+    return None if read is None else read[3]
 
 
 def _headings_before(root):

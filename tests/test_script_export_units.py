@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from mcpbrowser import snapshot_text
 from mcpbrowser.core import script_export
 from mcpbrowser.core.script_export import build, locator_for, parse_snapshot
 
@@ -212,3 +213,12 @@ def test_a_ref_the_page_wrote_in_a_name_is_its_words_again_in_the_locator():
     elements = parse_snapshot('- button "Keep ‹ref=e5› now" [ref=e4]\n- paragraph [ref=e6]: see ‹ref=e5›\n')
     assert locator_for(elements, "e4") == 'page.get_by_role("button", name="Keep [ref=e5] now")'
     assert locator_for(elements, "e6") == 'page.get_by_text("see [ref=e5]", exact=True)'
+
+
+def test_one_reader_gives_the_outline_and_the_replay_the_same_element_of_a_quoted_line():
+    """A key YAML had to quote, with inline text after it: snapshot_text's outline lists the link and the
+    replay finds it by the same role and name (the two read snapshots apart, and the outline lost it)."""
+    page = "- main [ref=e1]:\n  - 'link \"Up: it''s MAX\" [ref=e70]': \"say \\\"hi\\\"\"\n  - button \"Go\" [ref=e2]\n"
+    assert 'link "Up: it\'s MAX" [ref=e70]' in snapshot_text.compact(page)
+    assert locator_for(parse_snapshot(page), "e70") == 'page.get_by_role("link", name="Up: it\'s MAX")'
+    assert [e.text for e in parse_snapshot(page) if e.ref == "e70"] == ['say "hi"']

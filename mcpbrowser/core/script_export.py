@@ -33,8 +33,6 @@ READS = {"snapshot", "dom_snapshot", "screenshot", "console_logs", "network_logs
          "get_content", "get_console_content", "tabs", "wait_for_user", "save_state"}
 LOADS = {"navigate": "goto", "go_back": "go_back", "go_forward": "go_forward", "reload": "reload"}
 
-# One line of an aria snapshot: `- role "name" [attr] [ref=e3]: inline text`, the key maybe single-quoted.
-_KEY = re.compile(r'^(?P<role>[a-z][a-z-]*)(?: (?P<name>"(?:[^"\\]|\\.)*"))?(?P<attrs>(?: \[[^\]]*\])*)$')
 _ID = re.compile(r"^#[A-Za-z_][\w-]*$")
 TAB_HELPER = [
     "def tab(context, index):",
@@ -60,34 +58,6 @@ FILL_HELPER = [
 ]
 
 
-def _key_and_text(line):
-    """(key, inline text) of a snapshot line's item, or None for what is no element."""
-    body = line.lstrip()
-    if not body.startswith("- "):
-        return None
-    body = body[2:]
-    if body.startswith("'"):  # a YAML single-quoted key: '' is a quote
-        end = 1
-        while True:
-            end = body.find("'", end)
-            if end < 0:
-                return None
-            if body[end + 1:end + 2] != "'":
-                break
-            end += 2
-        key, rest = body[1:end].replace("''", "'"), body[end + 1:]
-    else:
-        key, sep, text = body.partition(": ")
-        key, rest = (key, sep + text) if sep else (body.rstrip(":"), "")
-    text = rest[2:].strip() if rest.startswith(": ") else ""
-    if text.startswith('"'):  # a YAML double-quoted scalar: JSON's escapes
-        try:
-            text = json.loads(text)
-        except ValueError:
-            text = text.strip('"')
-    return key.rstrip(":"), text
-
-
 class Element:
     """One element of a snapshot: role, accessible name, inline text, the iframes it sits in."""
 
@@ -98,38 +68,25 @@ class Element:
 
 
 def parse_snapshot(text):
-    """[Element] of an aria snapshot, in document order."""
+    """[Element] of an aria snapshot, in document order (read by snapshot_text, the one reader)."""
     out: list[Element] = []
-    stack: list[tuple[int, int | None]] = []  # (indent, frame index or None) of the open items
     iframes: dict = {}  # frames path -> how many iframes seen in it
-    for line in text.splitlines():
-        parsed = _key_and_text(line)
-        if parsed is None:
-            continue
-        indent = len(line) - len(line.lstrip())
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        frames = tuple(f for _, f in stack if f is not None)
-        match = _KEY.match(parsed[0])
-        if match is None:
-            stack.append((indent, None))
-            continue
-        name = match.group("name")
-        if name is not None:
-            try:
-                name = json.loads(name)
-            except ValueError:
-                name = name[1:-1]
-        ref = snapshot_text.REF.search(match.group("attrs"))
-        # The page's own words, which clean() showed with a ‹ref=…›: the locator finds them as the page has them.
-        element = Element(match.group("role"), snapshot_text.page_words(name), snapshot_text.page_words(parsed[1]),
-                          ref.group(1) if ref else None, frames)
-        out.append(element)
-        frame = None
-        if element.role == "iframe":
-            frame = iframes.get(frames, 0)
-            iframes[frames] = frame + 1
-        stack.append((indent, frame))
+
+    def walk(node, frames):
+        for child in node.children:
+            read = snapshot_text.element(child)
+            inside = frames
+            if read is not None:
+                role, name, ref, text = read
+                # The page's own words, clean() showed with a ‹ref=…›: the locator finds them as the page has them.
+                out.append(Element(role, snapshot_text.page_words(name), snapshot_text.page_words(text or ""), ref,
+                                   frames))
+                if role == "iframe":
+                    inside = (*frames, iframes.get(frames, 0))
+                    iframes[frames] = inside[-1] + 1
+            walk(child, inside)
+
+    walk(snapshot_text.parse(text), ())
     return out
 
 
