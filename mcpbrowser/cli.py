@@ -4,7 +4,6 @@ import os
 import signal
 import sys
 import threading
-from typing import Any
 
 from mcpbrowser import logs
 from mcpbrowser.config import Config, ConfigError
@@ -59,10 +58,11 @@ def main(argv=None):
     # first, so that it overlaps the server's own imports and the history's opening.
     supervisor = BrowserSupervisor(config)
     supervisor.start()
+    from mcpbrowser.core.face import CoreFace
     from mcpbrowser.transports.stdio import StdioServer
 
     # Answer initialize first: the reader starts before the core is built.
-    core_ready: Future[Any] = Future()
+    core_ready: Future[CoreFace] = Future()  # the core's typed face: mypy checks that Browser is one
     server = StdioServer(core_ready, sys.stdin.buffer, out, config.max_message_bytes).start()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: server.done.set())

@@ -30,7 +30,8 @@ def modules():
 
 def names_a_call(node):
     """`call`, `self.call`, `state.call`: the call, or the running call read off something else."""
-    return (isinstance(node, ast.Name) and node.id == "call") or (isinstance(node, ast.Attribute) and node.attr == "call")
+    return (isinstance(node, ast.Name) and node.id == "call") or \
+        (isinstance(node, ast.Attribute) and node.attr == "call")
 
 
 def decision_writes(tree):

@@ -357,7 +357,8 @@ def test_two_clients_reconnecting_through_haproxy_at_once_after_a_kill_resume_th
     (refusal,) = [answer for failed, answer in outcomes if failed]
     direct = [SdkClient(s.url, token=ALICE) for s in survivors]  # each survivor asked itself
     group.clients += direct
-    opened = [s for s, c in zip(survivors, direct) if sid in {x["sessionId"] for x in c.tool("list_sessions")["sessions"]}]
+    opened = [s for s, c in zip(survivors, direct, strict=True)
+              if sid in {x["sessionId"] for x in c.tool("list_sessions")["sessions"]}]
     assert len(opened) == 1, opened  # one live copy
     if refusal["errorCode"] == "SESSION_IN_USE":  # the two landed on two servers, or met while it was opening
         assert refusal["details"]["server"] == opened[0].base.split("//", 1)[1], (refusal, opened[0].base)

@@ -6,6 +6,7 @@ shows the echo happened (positive control) before it looks for the password or a
 Two hostile ones answer words of their own as their field's text.
 """
 
+import hashlib
 import json
 import threading
 import time
@@ -63,11 +64,18 @@ SETTER = ("<!doctype html><title>Setter</title><h1>CHOSEN</h1><input id=p autofo
 SUBSET = ("<!doctype html><title>Subset</title><h1>Sword</h1><input id=p autofocus><script>"
           "p.addEventListener('input', () => { if (p.value.length > 3) { p.value = 'word';"
           " fetch('/echo?read=subset'); } })</script>")
+# A rich-text field: its text is in its DOM, it has no value for the view to read back after the keys, so the
+# person's runs alone make it a secret. The page tells its server the SHA-256 of what it holds after each key.
+EDITABLE = ("<!doctype html><title>Notes</title><h1>Private notes</h1><div id=p contenteditable "
+            "style='min-height:3em;border:1px solid'></div><script>p.focus(); p.addEventListener('input', async () => "
+            "{ const sum = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(p.textContent));"
+            " fetch('/echo?sha=' + Array.from(new Uint8Array(sum), b => b.toString(16).padStart(2, '0')).join('')); "
+            "})</script>")
 SHORT = FORM.replace("<input id=p name=p autofocus>", "<input id=p name=p autofocus maxlength=13>")
 PAGES = {"/short": SHORT, "/getter": GETTER.replace("CHOSEN", CHOSEN), "/setter": SETTER.replace("CHOSEN", CHOSEN),
          "/subset": SUBSET,
          "/titled": TITLED, "/state": STATE, "/keys": KEYS, "/form": FORM, "/suggest": SUGGEST, "/listed": LISTED,
-         "/late2": LATE2}
+         "/late2": LATE2, "/editable": EDITABLE}
 
 
 class Pages(HtmlSite):
@@ -181,6 +189,29 @@ def suggest_typed_by_person(served, pages, agents, sid, password, *inputs):
     assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
     where = everything(served, agents, ann, sid)
     assert where["network_logs"].count(b"/echo?k=") >= len(password) - 1
+    assert leaked(where, password) == {}
+
+
+# Typed into a contenteditable (issue 63): the tests typed only into <input>s, whose value the view reads back
+# and learns, so with the registration of the person's text broken they all passed, and the password typed
+# into a rich-text field was in the agent's snapshot once the prefixes' hiding was over.
+def test_a_password_typed_into_a_contenteditable_is_nowhere(served, pages, agents, alice_session):
+    alice, _ = agents
+    sid = alice_session
+    password = "Ce" + stamp() + "Secr3t"
+    alice.tool("navigate", sessionId=sid, url=pages.url + "/editable")
+    ann = person(served, ALICE)
+    pages.seen.clear()
+    assert post(ann, f"/view/api/s/{sid}/takeover")[0] == 200
+    act(ann, sid, typed(password[:6]), typed(password[6:]))  # two runs: the view sends one per pause
+    digest = hashlib.sha256(password.encode()).hexdigest()
+    assert wait_for(lambda: [digest] in [seen.get("sha") for seen in pages.seen], seconds=10)  # the page holds it
+    assert post(ann, f"/view/api/s/{sid}/handback")[0] == 200
+    time.sleep(HIDDEN_FOR_S + 0.5)
+    alice.tool("tabs", sessionId=sid)  # a call: the hiding's time is up
+    where = everything(served, agents, ann, sid)
+    assert b'heading \\"Private notes\\"' in where["snapshot"], where["snapshot"]  # the snapshot was read
+    assert b"/editable" in where["history"] and b"person_input" in where["history"]  # and the history
     assert leaked(where, password) == {}
 
 

@@ -4,7 +4,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from mcpbrowser import errors, schema
-from mcpbrowser.errors import BrowserError, BrowserServerError, InvalidParameters, SessionInUse, SessionNotFound
+from mcpbrowser.errors import BrowserError, BrowserServerError, InvalidParameters, SessionNotFound
 from mcpbrowser.page_strings import clip
 from mcpbrowser.session import page_reading, throttling
 from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, CoreTool, session_schema

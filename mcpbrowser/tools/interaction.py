@@ -96,7 +96,8 @@ def type_text(state, args, response):
         if flagged:
             return
         if look["secret"]:
-            snapshots.mark_secret(state, response, text)  # a password (or card, or one-time code) field: never recorded in clear
+            # A password (or card, or one-time code) field: never recorded in clear.
+            snapshots.mark_secret(state, response, text)
         else:
             response.text_is_plain()  # a plain field, looked at: its text is stored (less the known secrets)
         snapshots.release(state, held)
@@ -232,7 +233,8 @@ def fill_form(state, args, response):
             raise
         look = filler.looks[-1] if filler.looks else {}
         if look.get("secret") and isinstance(field.get("value"), str):
-            snapshots.mark_secret(state, response, field["value"])  # a secret field once filled (it became one on focus)
+            # A secret field once filled (it became one on focus).
+            snapshots.mark_secret(state, response, field["value"])
         snapshots.release(state, holding)
         diverted(state, label, look, filled)
         filled.append(label)

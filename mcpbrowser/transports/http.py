@@ -32,6 +32,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
+from mcpbrowser.core.face import CoreFace
 from mcpbrowser.domains import is_loopback
 from mcpbrowser.guards import RateLimiter
 from mcpbrowser.logs import log
@@ -131,7 +132,7 @@ class McpWsgiApp:
     client_requests: requests one token's client may hold open at once.
     """
 
-    def __init__(self, core, *, credentials=None, allowed_origins=(), path="/mcp",
+    def __init__(self, core: CoreFace, *, credentials=None, allowed_origins=(), path="/mcp",
                  max_body_bytes=4 * 1024 * 1024, rate_limit=600, client_requests=16, on_close=None):
         self.core = core
         self._on_close = on_close
@@ -146,7 +147,7 @@ class McpWsgiApp:
         self._clients: dict[str, _Client] = {}
         self._lock = threading.Lock()
         self.everyone = _Everyone(self)
-        self.view = None  # the live view (view.ViewApp) mounted beside the endpoint, or None
+        self.view: Any = None  # the live view (view.ViewApp) mounted beside the endpoint, or None
 
     def clients(self):
         with self._lock:

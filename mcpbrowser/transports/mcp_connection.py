@@ -33,6 +33,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from mcpbrowser import __version__
+from mcpbrowser.core.face import CoreFace
 from mcpbrowser.logs import log
 from mcpbrowser.transports import protocol
 from mcpbrowser.transports.log_methods import LogMethods
@@ -61,20 +62,20 @@ class McpConnection:
     clientInfo's). owner: the client whose sessions it may see (HTTP); None sees all.
     """
 
-    def __init__(self, core, send, name=None, owner=None):
+    def __init__(self, core: "CoreFace | Future[CoreFace]", send, name=None, owner=None):
         # `core` may be a Future: initialize is answered before the core (store, thread
         # pools, browser start) exists. Requests that need it wait.
         self._core = core
         self.send = send
         self._state_lock = threading.Lock()
-        self._inflight = {}      # request id -> Future of a running or queued tools/call
-        self._suppressed = set()  # ids the client cancelled: their answers are dropped
+        self._inflight: dict[Any, Future | None] = {}  # request id -> Future of a running or queued tools/call
+        self._suppressed: set[Any] = set()  # ids the client cancelled: their answers are dropped
         self.version = protocol.LATEST_VERSION
-        self.client_capabilities = {}
+        self.client_capabilities: dict[str, Any] = {}
         self.name = name
         self._fixed_name = name is not None
         self.owner = owner
-        self._pending = {}        # id of a request we sent the client -> Future of its answer
+        self._pending: dict[Any, Future] = {}  # id of a request we sent the client -> Future of its answer
         self._next_request = 0
         self.logs = LogMethods(self)
         self.tools = ToolMethods(self)
@@ -93,7 +94,8 @@ class McpConnection:
         return table
 
     @property
-    def core(self):
+    def core(self) -> CoreFace:
+        """The core, once built (the typed face every method of this connection reaches it through)."""
         return self._core.result() if isinstance(self._core, Future) else self._core
 
     def open(self):
@@ -251,7 +253,7 @@ class McpConnection:
             if request_id in self._inflight:
                 raise ProtocolError(protocol.INVALID_REQUEST,
                                     f"Request id {request_id!r} is already in use by a running request", request_id)
-            self._inflight[request_id] = None
+            self._inflight[request_id] = None  # reserved: its Future comes with track
 
     def track(self, request_id, fut):
         """The reserved request started: its Future, which the client may cancel (notifications/cancelled,

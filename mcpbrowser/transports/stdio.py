@@ -11,7 +11,9 @@ Threads:
 """
 
 import threading
+from concurrent.futures import Future
 
+from mcpbrowser.core.face import CoreFace
 from mcpbrowser.logs import log
 from mcpbrowser.transports import protocol
 from mcpbrowser.transports.mcp_connection import McpConnection
@@ -20,7 +22,7 @@ from mcpbrowser.transports.mcp_connection import McpConnection
 class StdioServer:
     """One MCP connection over a pair of byte streams."""
 
-    def __init__(self, core, infile, outfile, max_message_bytes):
+    def __init__(self, core: "CoreFace | Future[CoreFace]", infile, outfile, max_message_bytes):
         """max_message_bytes: the longest line accepted (--max-message-bytes)."""
         self._in = infile
         self._out = outfile

@@ -1,14 +1,16 @@
 """A person's hands on a session: take over, their clicks, scrolls and keys on the live picture, hand back.
 
 - ANY THREAD (the view's request threads): the routes. Taking over and handing back set plain
-  data on the session's worker (`held_by`, `handed_back`), which the dispatcher's guard and
-  wait_for_user read. The person's input enters as a call through `Browser.submit`, the agent's
-  own path, with a `Person` caller: recorded in the history as `person_input`, its text withheld.
+  data on the session's worker (`held_by`, `handed_back`) under the view's lock, which the
+  dispatcher's guard and wait_for_user read. The person's input enters as a call through
+  `Browser.submit`, the agent's own path, with a `Person` caller: recorded in the history as
+  `person_input`, its text withheld.
 - SESSION THREAD: `person_input`, the handler, run ahead of queued calls and inside a waiting
   wait_for_user's slices (worker.between). What a person types is a secret before it reaches the page.
 """
 
 import json
+import threading
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -169,6 +171,13 @@ class Hands:
     def __init__(self, core: Any) -> None:
         self.core = core
         core.tools.setdefault(PERSON_INPUT.name, PERSON_INPUT)  # the dispatcher's table: never listed
+        # Who holds a session is read and written under this lock, in one step: read, then written without
+        # it, ten people pressing Take over at once were each told they held the session (issue 63).
+        # A lock of this process is the whole of it: the view takes over only sessions open on its own
+        # server (registry.open_record; a session open on another server of the same history answers 404
+        # here, and its page says "closed"), and a session is open on one server at a time (resume_session
+        # claims it in the history in one conditional UPDATE). So one person holds a session, across servers too.
+        self._holding = threading.Lock()
 
     def routes(self) -> dict[tuple[str, str], Callable[..., Any]]:
         return {("POST", "takeover"): self.take_over, ("POST", "handback"): self.hand_back,
@@ -176,23 +185,26 @@ class Hands:
 
     def take_over(self, environ: dict[str, Any], start_response: Callable[..., Any], viewer: Viewer,
                   session_id: str) -> Iterable[bytes]:
-        worker = self._worker(session_id)
-        if worker is None:
-            return _json(start_response, "404 Not Found", {"error": "No such session."})
-        if worker.held_by not in (None, viewer.name):
-            return _json(start_response, "409 Conflict", {"error": f"{worker.held_by} holds this session."})
-        worker.held_by = viewer.name
+        with self._holding:
+            record = self.core.registry.open_record(session_id)
+            if record is None:
+                return _json(start_response, "404 Not Found", {"error": "No such session."})
+            holder = record.worker.held_by
+            if holder not in (None, viewer.name):
+                return _json(start_response, "409 Conflict", {"error": f"{holder} holds this session."})
+            _on_worker(record, held_by=viewer.name)
         log.info("a person took over", extra={"event": "person_took_over", "session": session_id,
                                                "viewer": viewer.name})
         return _json(start_response, "200 OK", {"heldBy": viewer.name})
 
     def hand_back(self, environ: dict[str, Any], start_response: Callable[..., Any], viewer: Viewer,
                   session_id: str) -> Iterable[bytes]:
-        worker = self._worker(session_id)
-        if worker is None or worker.held_by is None:
-            return _json(start_response, "409 Conflict", {"error": "Nobody holds this session."})
-        worker.held_by = None
-        worker.handed_back = True  # a waiting wait_for_user returns, finished by the person
+        with self._holding:
+            record = self.core.registry.open_record(session_id)
+            if record is None or record.worker.held_by is None:
+                return _json(start_response, "409 Conflict", {"error": "Nobody holds this session."})
+            # handed_back: a waiting wait_for_user returns, finished by the person
+            _on_worker(record, held_by=None, handed_back=True)
         # The person solved the wall: a cooldown it started ends (seed 000), as wait_for_user's success ends it.
         self.core.cooldown.finish(session_id, self.core.registry.owner_of(session_id))
         log.info("a person handed back", extra={"event": "person_handed_back", "session": session_id,
@@ -225,6 +237,16 @@ class Hands:
     def _worker(self, session_id: str) -> Any:
         record = self.core.registry.open_record(session_id)
         return None if record is None else record.worker
+
+
+def _on_worker(record: Any, **values: Any) -> None:
+    """Set who holds the session on its worker, and again on the one the watchdog put in its place meanwhile
+    (registry.replace_worker copies `held_by` from the old worker, under the registry's lock)."""
+    worker = None
+    while worker is not record.worker:
+        worker = record.worker
+        for name, value in values.items():
+            setattr(worker, name, value)
 
 
 def _json(start_response: Callable[..., Any], status: str, value: Any) -> Iterable[bytes]:

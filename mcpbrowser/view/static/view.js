@@ -36,6 +36,24 @@
     const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
     return s < 60 ? `${s} s ago` : s < 3600 ? `${Math.round(s / 60)} min ago` : `${Math.round(s / 3600)} h ago`;
   };
+  // What a person reads: a time of day (the date and the milliseconds on hover), a duration in ms or s,
+  // and a long value (a URL, a call's arguments) cut to `max` characters, the whole on hover and on a click.
+  const pad = (n, width) => String(n).padStart(width || 2, "0");
+  function when(ms) {
+    const d = new Date(ms);
+    return el("time", { datetime: d.toISOString(), title: `${d.toLocaleDateString()} ${d.toLocaleTimeString()}.${pad(d.getMilliseconds(), 3)}` },
+      `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`);
+  }
+  const took = (ms) => ms === null || ms === undefined ? "" : ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+  const cut = (text, max) => (text = String(text === null || text === undefined ? "" : text)).length <= max ? text : text.slice(0, max - 1) + "…";
+  function long(text, max) {
+    text = String(text === null || text === undefined ? "" : text);
+    if (text.length <= max) return el("span", {}, text);
+    const whole = el("details", { class: "long" },
+      el("summary", { title: text.slice(0, 4000) }, el("span", { class: "short" }, text.slice(0, max - 1) + "…")), el("span", {}, text));
+    whole.addEventListener("click", (event) => event.stopPropagation());  // not the call row's click
+    return whole;
+  }
   function stateBadge(s) {
     let text = s.state, cls = "state";
     if (s.heldBy) { text = `held by ${s.heldBy}`; cls += " held"; }
@@ -57,12 +75,12 @@
       try { data = await get("api/sessions"); } catch (e) { return; }
       body.replaceChildren(...data.sessions.map((s) => el("tr", { "data-session": s.sessionId },
         el("td", {}, el("a", { href: base + "s/" + encodeURIComponent(s.sessionId) }, s.sessionId.slice(0, 8))),
-        el("td", { class: "url" }, el("div", {}, s.title || "(no title)"), el("div", {}, s.url)),
+        el("td", { class: "url" }, el("div", {}, s.title || "(no title)"), el("div", { title: s.url }, cut(s.url, 120))),
         el("td", {}, stateBadge(s), s.waitingFor ? el("div", {}, s.waitingFor) : null),
         el("td", {}, s.throttle ? JSON.stringify(s.throttle) : "none"),
         el("td", {}, s.memoryMb ? `${s.memoryMb} MB` : ""),
         el("td", {}, s.lastCall ? el("span", { class: s.lastCall.error ? "error" : "" },
-          `${s.lastCall.tool}${s.lastCall.error ? " " + s.lastCall.error : ""}, ${ago(s.lastCall.at)}`) : ""))));
+          `${s.lastCall.tool}${s.lastCall.error ? " " + s.lastCall.error : ""} at `, when(s.lastCall.at), ` (${ago(s.lastCall.at)})`) : ""))));
       if (!data.sessions.length) body.append(el("tr", {}, el("td", { colspan: "6" }, "No open sessions.")));
     }
     await refresh();
@@ -70,18 +88,50 @@
   }
 
   // -- a session ------------------------------------------------------------------------
+  // Its console and network logs as rows: a time, a level and a text; a method, a status, a URL and a duration.
+  const LOG_ROWS = 500;  // rows a pane keeps, the oldest dropped first
+  function logPane(id, heads) {
+    const body = el("tbody");
+    const box = el("div", { class: "logs", id }, el("table", {}, el("thead", {}, el("tr", {}, ...heads.map((h) => el("th", {}, h)))), body));
+    function add(...rows) {
+      const atEnd = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;  // follow the newest, unless scrolled up
+      body.append(...rows);
+      while (body.rows.length > LOG_ROWS) body.rows[0].remove();
+      if (atEnd) box.scrollTop = box.scrollHeight;
+    }
+    return { box, add, note: (text) => add(el("tr", { class: "note" }, el("td", { colspan: String(heads.length) }, text))) };
+  }
+  const LEVELS = ["error", "warning", "info", "debug", "log"];
+  function consoleRow(entry) {
+    if (!entry || typeof entry !== "object") return el("tr", {}, el("td", { colspan: "3" }, String(entry)));
+    const level = String(entry.level || "");
+    return el("tr", { class: `level-${LEVELS.includes(level) ? level : "other"}` },
+      el("td", { class: "time" }, entry.timestamp ? when(entry.timestamp) : ""), el("td", { class: "level" }, level),
+      el("td", { class: "text" }, long(entry.message, 300), entry.location ? el("div", { class: "where" }, long(entry.location, 100)) : null));
+  }
+  function networkRow(entry) {
+    if (!entry || typeof entry !== "object") return el("tr", {}, el("td", { colspan: "5" }, String(entry)));
+    const failed = Boolean(entry.failure || entry.blocked || entry.status >= 400);
+    const status = entry.blocked ? "blocked" : entry.status === undefined ? (entry.failure ? "failed" : "") : entry.status;
+    return el("tr", { class: failed ? "failed" : "" }, el("td", {}, entry.method || ""),
+      el("td", { class: failed ? "error" : "" }, String(status), entry.failure ? el("div", { class: "where" }, long(entry.failure, 100)) : null),
+      el("td", { class: "url" }, long(entry.url, 80)), el("td", {}, entry.resourceType || ""), el("td", { class: "num" }, took(entry.durationMs)));
+  }
+
   async function showSession() {
     const banner = el("div", { class: "banner", id: "banner" });
     const info = el("div", { id: "info" });
     const calls = el("tbody");
     const page = el("pre", { id: "stored-page" }, "Click a call to read the page it stored.");
-    const logs = { console: el("div", { class: "logs", id: "console-log" }), network: el("div", { class: "logs", id: "network-log" }) };
+    const logs = { console: logPane("console-log", ["Time", "Level", "Message"]),
+                   network: logPane("network-log", ["Method", "Status", "URL", "Type", "Duration"]) };
+    const rowOf = { console: consoleRow, network: networkRow };
     const live = el("div", { class: "live", id: "live" });
     main.replaceChildren(el("h1", {}, "Session ", sessionId.slice(0, 8)), banner, info,
       el("div", { class: "columns" },
         el("div", {}, live, el("h2", {}, "Calls"), el("table", { id: "calls" },
-          el("thead", {}, el("tr", {}, ...["Tool", "Arguments", "Result", "Duration", "refId"].map((h) => el("th", {}, h)))), calls)),
-        el("div", {}, el("h2", {}, "Stored page"), page, el("h2", {}, "Console"), logs.console, el("h2", {}, "Network"), logs.network)));
+          el("thead", {}, el("tr", {}, ...["Time", "Tool", "Arguments", "Result", "Duration", "refId"].map((h) => el("th", {}, h)))), calls)),
+        el("div", {}, el("h2", {}, "Stored page"), page, el("h2", {}, "Console"), logs.console.box, el("h2", {}, "Network"), logs.network.box)));
     if (window.mcpbrowserLive) window.mcpbrowserLive(live, { base, csrf, sessionId, el, post });
     let after = 0;
     const rows = new Map();
@@ -89,7 +139,7 @@
     async function refresh() {
       let data;
       try { data = await get(`api/s/${encodeURIComponent(sessionId)}?after=${after}`); } catch (e) { return; }
-      info.replaceChildren(stateBadge(data), " ", data.lastCall ? `last call ${data.lastCall.tool}, ${ago(data.lastCall.at)}` : "");
+      info.replaceChildren(stateBadge(data), " ", ...(data.lastCall ? [`last call ${data.lastCall.tool} at `, when(data.lastCall.at), ` (${ago(data.lastCall.at)})`] : []));
       let words = "";
       if (data.heldBy) words = `${data.heldBy} holds this session: the agent's actions wait until it is handed back.`;
       else if (data.waitingFor !== undefined) words = `The agent waits for a person: ${data.waitingFor}`;
@@ -103,10 +153,11 @@
         if (!call.status && unfinished === null) unfinished = call.seq - 1;
         after = unfinished === null ? Math.max(after, call.seq) : unfinished;
         const old = rows.get(call.refId);
+        const args = JSON.stringify(Object.fromEntries(Object.entries(call.params).filter(([k]) => k !== "sessionId")));
         const row = el("tr", { class: "call", "data-ref": call.refId },
-          el("td", {}, call.tool), el("td", { class: "args" }, JSON.stringify(Object.fromEntries(Object.entries(call.params).filter(([k]) => k !== "sessionId")))),
+          el("td", { class: "time" }, when(call.at)), el("td", { class: "tool" }, call.tool), el("td", { class: "args" }, long(args, 80)),
           el("td", { class: call.error ? "error" : "" }, call.error || call.status || "running"),
-          el("td", {}, call.durationMs === null ? "" : `${call.durationMs} ms`), el("td", {}, call.refId.slice(0, 8)));
+          el("td", { class: "num" }, took(call.durationMs)), el("td", { title: call.refId }, call.refId.slice(0, 8)));
         if (call.hasPage) row.addEventListener("click", async () => {
           try { page.textContent = await get(`api/page/${encodeURIComponent(call.refId)}`); } catch (e) { page.textContent = "Not stored."; }
         });
@@ -117,7 +168,8 @@
         try {
           const got = await get(`api/s/${encodeURIComponent(sessionId)}/logs/${name}?after=${cursors[name]}`);
           cursors[name] = got.cursor;
-          for (const entry of got.entries) logs[name].append(el("div", {}, typeof entry === "string" ? entry : JSON.stringify(entry)));
+          if (got.dropped) logs[name].note(`${got.dropped} earlier entries were dropped before the view read them.`);
+          if (got.entries.length) logs[name].add(...got.entries.map(rowOf[name]));
         } catch (e) { /* the session closed */ }
       }
     }
