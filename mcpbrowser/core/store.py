@@ -219,7 +219,8 @@ class _Swap:
     __slots__ = ("sql", "params", "done")
 
     def __init__(self, sql, params):
-        self.sql, self.params, self.done = sql, params, Future()
+        self.sql, self.params = sql, params
+        self.done: Future[int] = Future()
 
 
 class Store:
