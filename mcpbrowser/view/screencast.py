@@ -5,10 +5,10 @@
   the stop. `Cast.next` waits for a newer frame (JPEG bytes) under the cast's condition.
 - SESSION THREAD: `_tick` (the ticker, between calls and in a long wait's slices) starts the
   screencast on the current page (CDP `Page.startScreencast`), follows the page when the tab
-  changes, dispatches the browser's events and acknowledges the last frame once the frame
-  interval has passed; `_on_frame` (a CDP event, dispatched on the session thread) keeps a frame.
-  Chromium sends its next frame only after the ack: acking at most FPS times a second caps
-  its encoding work there, not only what we pass on.
+  changes, dispatches the browser's events and acknowledges the last frame when the frame rate
+  allows; `_on_frame` (a CDP event, dispatched on the session thread) keeps a frame.
+  Chromium sends its next frame only after the ack: acking at most FPS times a second (after a
+  burst of BURST) caps its encoding work there, not only what we pass on.
 """
 
 import base64
@@ -20,6 +20,9 @@ from mcpbrowser.logs import log
 from mcpbrowser.session import page_reading
 
 FPS = 5  # frames a second at most, for every viewer of a session together
+# Frames let through at once before the rate holds them: a page that changes now and then (an agent's
+# action) has each change sent as it comes; one that never stops (an animation) gets FPS frames a second.
+BURST = 2
 QUALITY = 60  # JPEG quality: a 1280x720 login page is 30-60 KB
 MAX_SIZE = (1280, 960)
 # An idle session thread takes the browser's frames in (and acks them) only when it ticks: a frame waits
@@ -42,7 +45,8 @@ class Cast:
         self.cdp: Any = None
         self.handler: Any = None
         self.unacked: Any = None
-        self.ack_due = 0.0
+        self.allowance = float(BURST)  # frames that may go now (a token bucket, refilled at FPS)
+        self.counted = 0.0  # monotonic time of the allowance
 
     def put(self, frame: bytes) -> None:
         with self._cond:
@@ -145,11 +149,13 @@ class Screencasts:
 
 
 def _ack(cast: Cast, interval: float) -> bool:
-    """SESSION THREAD: let Chromium send its next frame, at most once a frame interval; whether it did."""
+    """SESSION THREAD: let Chromium send its next frame, once a frame interval after a burst; whether it did."""
     now = time.monotonic()
-    if cast.unacked is None or cast.cdp is None or now < cast.ack_due:
+    cast.allowance, cast.counted = min(BURST, cast.allowance + (now - cast.counted) / interval), now
+    if cast.unacked is None or cast.cdp is None or cast.allowance < 1:
         return False
-    frame, cast.unacked, cast.ack_due = cast.unacked, None, now + interval
+    frame, cast.unacked = cast.unacked, None
+    cast.allowance -= 1
     try:
         cast.cdp.send("Page.screencastFrameAck", {"sessionId": frame})
     except Exception as exc:  # the page closed meanwhile: the next tick follows the new one
