@@ -352,7 +352,7 @@ def detail(measured):
     items = list(measured.items())
     for i, (key, value) in enumerate(items):
         comma = "," if i < len(items) - 1 else ""
-        if isinstance(value, list) and value:
+        if isinstance(value, list) and value and isinstance(value[0], dict):
             lines.append(f" {json.dumps(key)}: [")
             lines += [f"  {_compact(item)}{',' if j < len(value) - 1 else ''}" for j, item in enumerate(value)]
             lines.append(f" ]{comma}")
