@@ -222,8 +222,9 @@ def test_a_handover_that_saw_the_person_done_ends_the_cooldown(captured):
 
 def test_an_unknown_tool_is_one_code_decided_before_anything_is_recorded():
     d, recorder, _ = dispatcher()
-    fut = d.dispatch("no_such_tool", {}, Embedder(lambda: None))
-    assert fut.exception().code == "INVALID_PARAMETERS" and "act" in fut.exception().details["known"]
+    with pytest.raises(BrowserServerError) as refused:  # raised, not a Future: there is no call
+        d.dispatch("no_such_tool", {}, Embedder(lambda: None))
+    assert refused.value.code == "INVALID_PARAMETERS" and "act" in refused.value.details["known"]
     assert recorder.requests == [] and recorder.responses == []
     d.dispatch("act", {}, Embedder(lambda: None))  # positive control: a known tool's call is recorded
     assert recorder.requests == ["act"]
@@ -232,7 +233,9 @@ def test_an_unknown_tool_is_one_code_decided_before_anything_is_recorded():
 def test_a_persons_own_tool_is_unknown_to_an_agent_and_to_the_library():
     d, recorder, _ = dispatcher()
     for caller in (Embedder(lambda: None), types.SimpleNamespace(person=False, lists_tools=True)):
-        refused = d.dispatch("hands", {"sessionId": "s1"}, caller).exception()
+        with pytest.raises(BrowserServerError) as raised:
+            d.dispatch("hands", {"sessionId": "s1"}, caller)
+        refused = raised.value
         assert refused.code == "INVALID_PARAMETERS" and refused.message == "Unknown tool: hands"
         assert "hands" not in refused.details["known"] and "act" in refused.details["known"]
     assert recorder.requests == []

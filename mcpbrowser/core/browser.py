@@ -202,6 +202,7 @@ class Browser:
                progress: Callable[[float, float | None, str | None], None] | None = None,
                caller: Caller | None = None) -> Future:
         """Validate, record and dispatch one tool call; a Future of its result dict (see Dispatcher.dispatch).
+        Raises UnknownTool (INVALID_PARAMETERS) at once for a name that is no tool's.
 
         caller: who calls (a transport's, the live view's); None is the library, whose
         progress(done, total, message), if given, hears how a long call is going.

@@ -56,7 +56,8 @@ class Dispatcher:
     def dispatch(self, name: str, args: Any, caller: Caller) -> Future:
         """Validate, record and dispatch one tool call; returns a Future of its result dict.
 
-        Every failure, validation included, arrives through the Future. The request
+        Every failure of a call, validation included, arrives through the Future; a name that is no
+        tool's (an unknown tool, a person's own to anyone else) is no call and raises UnknownTool. The request
         row is queued before the call runs, the response row after. caller: who calls
         (its `name` for rate limits, its `owner` for which sessions it may touch, how to
         ask its user and tell it how a long call goes: see core/call.py).
@@ -70,8 +71,10 @@ class Dispatcher:
             # below, names of another meaning come close enough (new_session: close_session;
             # execute_script: export_script), and a wrong guess costs more than none.
             meant = difflib.get_close_matches(str(name), known, n=1, cutoff=0.85)
-            return _failed(UnknownTool(f"Unknown tool: {name}" + (f"; did you mean {meant[0]}?" if meant else ""),
-                                       details={"known": known}))
+            # No call at all, so no Future of one: refused here, once, before anything is recorded; the
+            # library gets the exception, the MCP layer answers it as -32602 (transports/tool_methods.py).
+            raise UnknownTool(f"Unknown tool: {name}" + (f"; did you mean {meant[0]}?" if meant else ""),
+                              details={"known": known})
         session_id = args.get("sessionId") if isinstance(args, dict) else None
         mode = self.config.response_mode
         # Whether its text is a secret is known only once the target field was looked at, on the

@@ -115,11 +115,10 @@ class ToolMethods:
             caller.answers = self._user_answers(msg, params.name)
 
         def submit():
-            fut = core.submit(params.name, params.arguments or {}, caller=caller)
-            unknown = fut.exception() if fut.done() and not fut.cancelled() else None
-            if isinstance(unknown, UnknownTool):  # the dispatcher's decision, in MCP's words
-                raise ProtocolError(protocol.INVALID_PARAMS, unknown.message, msg.id, unknown.details)
-            return fut
+            try:
+                return core.submit(params.name, params.arguments or {}, caller=caller)
+            except UnknownTool as unknown:  # the dispatcher's refusal, in MCP's words
+                raise ProtocolError(protocol.INVALID_PARAMS, unknown.message, msg.id, unknown.details) from None
 
         sent = (params.arguments or {}).get("sessionId")  # the session the agent named
         if isinstance(msg.params.get("task"), dict) and _tasks_on(caller.version):
