@@ -251,3 +251,47 @@ def test_the_stored_measurement_is_scrubbed_of_secrets(browser, session, site):
     stored = browser.get_content(answer["refId"], reset_cursor=True)["content"]
     assert "Zq7-perf-secret" not in stored and "Zq7-perf-secret" not in json.dumps(answer)
     assert "[REDACTED]" in detail["url"]
+
+
+# The arithmetic on the entries, on made-up ones (no browser).
+
+def test_ratings_at_the_published_thresholds():
+    from mcpbrowser.perf_report import rating
+    assert [rating("LCP", v) for v in (2500, 2501, 4000, 4001)] == ["good", "needs improvement",
+                                                                    "needs improvement", "poor"]
+    assert [rating("CLS", v) for v in (0.1, 0.11, 0.26)] == ["good", "needs improvement", "poor"]
+    assert [rating("TBT", v) for v in (200, 600, 601)] == ["good", "needs improvement", "poor"]
+
+
+def test_cls_is_the_largest_session_window_and_tbt_counts_after_fcp():
+    from mcpbrowser.perf_report import cls, total_blocking_time
+    shifts = [{"time": 0, "value": 0.1}, {"time": 900, "value": 0.1},  # one window: 0.2
+              {"time": 2000, "value": 0.15},  # over 1 s after the last: a window of its own
+              {"time": 2500, "value": 0.01}]
+    assert cls(shifts) == pytest.approx(0.2)
+    steady = [{"time": t, "value": 0.05} for t in range(0, 6001, 600)]  # every 600 ms: windows of 5 s at most
+    assert cls(steady) == pytest.approx(0.05 * 9)
+    tasks = [{"start": 0, "duration": 90}, {"start": 100, "duration": 300}, {"start": 500, "duration": 40}]
+    assert total_blocking_time(tasks, fcp=200) == 150  # the first ended before FCP; the second counts from it
+
+
+def test_third_parties_are_weighed_by_requests_bytes_and_their_scripts_main_thread_time():
+    from mcpbrowser.perf_report import analyse
+    raw = {"url": "https://shop.example.com/", "supported": ["long-animation-frame", "longtask"],
+           "nav": {"ttfb": 10}, "fcp": 100, "lcp": None,
+           "resources": [{"url": "https://cdn.tracker.net/t.js", "start": 20, "end": 80, "duration": 60,
+                          "transfer": 3000},
+                         {"url": "https://img.tracker.net/p.gif", "start": 30, "end": 50, "duration": 20,
+                          "transfer": 500},
+                         {"url": "https://static.example.com/app.js", "start": 20, "end": 40, "duration": 20,
+                          "transfer": 9000}],
+           "tasks": [{"start": 200, "duration": 120}],
+           "frames": [{"start": 200, "duration": 120, "scripts": [
+               {"url": "https://cdn.tracker.net/t.js", "fn": "track", "invoker": "x", "start": 200, "duration": 110}]}]}
+    out = analyse(raw)
+    assert out["thirdParties"] == [{"site": "tracker.net", "requests": 2, "transferKB": 3.5, "mainThreadMs": 110}]
+    assert out["longTasks"][0]["script"]["fn"] == "track"
+    # What this made-up engine lacks is named, not given as zero.
+    assert out["missing"] == {"LCP": "this browser has no largest-contentful-paint entries",
+                              "CLS": "this browser has no layout-shift entries"}
+    assert "LCP" not in out["metrics"] and "CLS" not in out["metrics"]
