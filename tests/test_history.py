@@ -9,9 +9,12 @@ import time
 import zlib
 
 import pytest
-from support import McpClient, RawServer, server_pid, stored_text, tool_payload, wait_for
+from support import HttpServer, McpClient, RawServer, SdkClient, server_pid, stored_text, tool_payload, wait_for
 
 pytestmark = pytest.mark.e2e
+
+
+ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
 
 
 def rows(db, sql, params=()):
@@ -258,3 +261,103 @@ def test_resume_after_restart_keeps_the_login(pages, db_target):
         assert ended["errorCode"] == "SESSION_NOT_FOUND" and "resume_session" in ended["message"], ended
     finally:
         c.close()
+
+
+def execute(target, sql, params=()):
+    """Run one statement on a history, a SQLite file's or a PostgreSQL database's (db_target)."""
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target) as conn:
+            conn.execute(sql.replace("?", "%s"), params)
+    else:
+        with sqlite3.connect(target) as conn:
+            conn.execute(sql, params)
+
+
+def server_log(client, after=None):
+    """The server's log as this client may read it (its own records): {entries, cursor}."""
+    uri = "mcpbrowser://server/log" + (f"?after={after}" if after is not None else "")
+    (content,) = client.run("read_resource", uri).contents
+    return json.loads(content.text)
+
+
+def as_asked(error, ref_id):
+    """A read's error as it reads for any refId: its own refId (each call's) left out, the one asked blanked."""
+    return json.loads(json.dumps({k: v for k, v in error.items() if k != "refId"}).replace(ref_id, "<refId>"))
+
+
+def test_every_refid_handed_out_reads_back_for_its_client_and_as_never_handed_out_for_another(pages, db_target):
+    """Issue 63, item 3. A call without a session (create_session's own, list_sessions, get_content) has a refId
+    like every call: its client reads it back, on the server that handed it out and on another sharing the
+    history, and is told exactly what it stored (no page) instead of "No call has refId". Another token's client
+    asking for the same refIds gets word for word what a refId never handed out gets."""
+    tokens = {"MCPBROWSER_HTTP_TOKENS": f"alice:{ALICE},bob:{BOB}"}
+    one = HttpServer("--db", db_target, env=tokens)
+    two = HttpServer("--db", db_target, env=tokens)
+    clients = []
+    try:
+        alice, alice_two, bob = (SdkClient(s.url, token=t) for s, t in ((one, ALICE), (two, ALICE), (one, BOB)))
+        clients += [alice, alice_two, bob]
+        created = alice.tool("create_session")
+        sid = created["sessionId"]
+        nav = alice.tool("navigate", sessionId=sid, url=pages.url("/counter?n=63"))
+        listed = alice.tool("list_sessions")
+        read = alice.tool("get_content", ref_id=nav["refId"])
+        refused = alice.error("click", sessionId="no-such-session", selector="h1")  # no session to run in
+        assert refused["errorCode"] == "SESSION_NOT_FOUND" and refused["refId"]
+        sessionless = {created["refId"]: "create_session", listed["refId"]: "list_sessions",
+                       read["refId"]: "get_content"}
+        for reader in (alice, alice_two):  # the server that handed them out, and another on the same history
+            for ref_id, tool in sessionless.items():
+                said = reader.error("get_content", ref_id=ref_id)
+                assert said["errorCode"] == "CONTENT_NOT_FOUND", said
+                assert "No call has" not in said["message"] and f"({tool})" in said["message"], said
+                assert "without a session" in said["message"] and "no page" in said["message"], said
+                assert reader.tool("get_console_content", ref_id=ref_id)["count"] == 0
+            said = reader.error("get_content", ref_id=refused["refId"])
+            assert "No call has" not in said["message"] and "(click)" in said["message"], said
+            assert "SESSION_NOT_FOUND" in said["message"] and "no page" in said["message"], said
+            page = reader.tool("get_content", ref_id=nav["refId"], reset_cursor=True)["content"]
+            assert 'heading "Count 63"' in page
+        # Bob's own refId of a call without a session reads back for him, through the same path (the control).
+        own = bob.tool("list_sessions")
+        cursor = server_log(bob)["cursor"]
+        assert "(list_sessions)" in bob.error("get_content", ref_id=own["refId"])["message"]
+        # Another token's client: every one of alice's refIds answers as one never handed out.
+        never = "0" * 32
+        unknown = {tool: as_asked(bob.error(tool, ref_id=never), never)
+                   for tool in ("get_content", "get_console_content")}
+        assert unknown["get_content"]["errorCode"] == "CONTENT_NOT_FOUND", unknown
+        asked = [*sessionless, refused["refId"], nav["refId"]]
+        for ref_id in asked:
+            for tool in ("get_content", "get_console_content"):
+                assert as_asked(bob.error(tool, ref_id=ref_id), ref_id) == unknown[tool], (tool, ref_id)
+        # And alice's client on the other side: bob's refId is as foreign to her.
+        assert as_asked(alice.error("get_content", ref_id=own["refId"]), own["refId"]) == unknown["get_content"]
+        # The attempts happened: bob's own server log holds each of his reads, run and answered
+        # CONTENT_NOT_FOUND by the tool itself (not refused before it).
+        bobs = [e["data"] for e in server_log(bob, cursor)["entries"] if e["data"].get("event") == "tool_call"]
+        assert sorted((d["tool"], d["outcome"]) for d in bobs) == sorted(
+            [("get_content", "CONTENT_NOT_FOUND")] * (2 + len(asked))
+            + [("get_console_content", "CONTENT_NOT_FOUND")] * (1 + len(asked))), bobs
+        # A call recorded before calls named their client (an upgraded history) is its session's owner's.
+        execute(db_target, "DELETE FROM call_owners WHERE ref_id = ?", (nav["refId"],))
+        assert 'heading "Count 63"' in alice_two.tool("get_content", ref_id=nav["refId"], reset_cursor=True)["content"]
+        assert as_asked(bob.error("get_content", ref_id=nav["refId"]), nav["refId"]) == unknown["get_content"]
+    finally:
+        for c in clients:
+            c.close()
+        one.close()
+        two.close()
+
+
+def test_a_call_without_a_session_says_what_it_stored_over_stdio(make_client, db):
+    """Over stdio (no tokens: the client sees every call), the same refIds say why they hold no page."""
+    c = make_client("--db", db)
+    created = c.tool("create_session")
+    listed = c.tool("list_sessions")
+    for ref_id, tool in ((created["refId"], "create_session"), (listed["refId"], "list_sessions")):
+        said = c.error("get_content", ref_id=ref_id)
+        assert said["errorCode"] == "CONTENT_NOT_FOUND" and f"({tool})" in said["message"], said
+        assert "without a session" in said["message"] and "no page" in said["message"], said

@@ -116,6 +116,64 @@ def test_large_answers_arrive_gzipped_when_accepted_and_plain_otherwise(server, 
     raw.tool("close_session", sessionId=sid)
 
 
+def bare(raw, method, body=None, **headers):
+    """Send a request with no Accept-Encoding header at all (http.client sends `identity` unless told to skip
+    it): (the open connection, the request's bytes as sent). Its socket times out after 20 s, so an answer
+    that never comes fails the test instead of hanging it."""
+    conn = http.client.HTTPConnection(raw.host, raw.port, timeout=20)
+    sent = []
+    send = conn.send
+    conn.send = lambda data: (sent.append(bytes(data)), send(data))[1]
+    data = json.dumps(body).encode() if body is not None else None
+    conn.putrequest(method, raw.path, skip_accept_encoding=True)
+    for name, value in {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                        "Mcp-Session-Id": raw.session_id, **({"Content-Length": str(len(data))} if data else {}),
+                        **headers}.items():
+        conn.putheader(name, value)
+    conn.endheaders(data)
+    return conn, b"".join(sent)
+
+
+def test_a_client_that_sends_no_accept_encoding_gets_no_gzip(server, pages):
+    """Issue 63, 6(c): only a client that asks for gzip gets it. http.client and the official client always
+    send an Accept-Encoding; a client that sends none (curl, a bare socket) reads answers as they are."""
+    raw = Raw(server.url)
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    conn, sent = bare(raw, "POST", listing)
+    try:
+        assert b"accept-encoding" not in sent.lower() and b"tools/list" in sent  # the header really is absent
+        answer = conn.getresponse()
+        body = answer.read()
+    finally:
+        conn.close()
+    assert answer.status == 200 and answer.getheader("Content-Encoding") is None, answer.getheaders()
+    assert answer.getheader("Vary") == "Accept-Encoding"
+    assert len(body) > 1024 and json.loads(body)["result"]["tools"]  # large enough to be compressed, and plain
+    # The control: the same answer, asked for gzip, comes gzipped.
+    packed, packed_body = raw.send(listing, encoding="gzip")
+    assert packed.getheader("Content-Encoding") == "gzip" and json.loads(gzip.decompress(packed_body))["result"]
+
+    # The client's own event stream too: plain events, the first as it comes.
+    sid = raw.tool("create_session", url=pages.url("/compressible"))["sessionId"]
+    assert "result" in decoded(*raw.rpc("resources/subscribe", {"uri": f"mcpbrowser://sessions/{sid}/console"}))
+    conn, sent = bare(raw, "GET", Accept="text/event-stream")
+    try:
+        assert b"accept-encoding" not in sent.lower()
+        raw.tool("click", sessionId=sid, selector="#ticker")  # ten lines over 2 s: updates on the stream
+        stream = conn.getresponse()  # its headers go out with its first event
+        assert stream.status == 200 and stream.getheader("Content-Type") == "text/event-stream"
+        assert stream.getheader("Content-Encoding") is None, stream.getheaders()
+        first = stream.read1(65536)
+        assert first.startswith(b"event: message\ndata: {"), first  # text as it was written, not gzip's bytes
+    finally:
+        conn.close()
+        raw.tool("close_session", sessionId=sid)
+        ended = raw.connect()
+        ended.request("DELETE", raw.path, headers={"Mcp-Session-Id": raw.session_id})
+        assert ended.getresponse().status == 204
+        ended.close()
+
+
 def test_a_compressed_stream_brings_each_notification_as_it_comes(server, pages):
     """The client's own event stream, gzipped: each notification decodes as it arrives, not when the stream ends."""
     raw = Raw(server.url)

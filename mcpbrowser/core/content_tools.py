@@ -24,16 +24,53 @@ ELEMENT_REF = re.compile(r"(f\d+)?e\d+")  # a snapshot's ref, near in name to a 
 
 
 def _stored(core, ref_id, call):
-    """(session id, page snapshot) of a call; a client sees only its own sessions' calls."""
+    """What the history holds of a call (History.stored_call); a client sees only its own calls.
+
+    Whose a call is: the client that made it, as its row says; for the server's own calls and rows
+    written before calls named their client, its session's owner. A call without a session (create_session's
+    own, list_sessions, get_content) has no session to ask: before its row named its client, its refId read
+    back as never handed out. Another client's refId answers word for word as one never handed out.
+    """
     core.recorder.wait_recorded(ref_id)
-    stored = core.history.stored_page(ref_id)
-    foreign = call.owner is not None and (stored is None or stored[0] is None
-                                          or core.registry.owner_of(stored[0]) != call.owner)
-    if stored is None or foreign:
+    stored = core.history.stored_call(ref_id)
+    if stored is not None and call.owner is not None:
+        owner = stored["owner"]
+        if owner is None and stored["sessionId"] is not None:
+            owner = core.registry.owner_of(stored["sessionId"])
+        if owner != call.owner:
+            stored = None
+    if stored is None:
         mixed_up = " It is an element's ref (from a snapshot); give the refId an answer carries." \
             if ELEMENT_REF.fullmatch(ref_id) else ""
         raise ContentNotFound(f"No call has refId {ref_id!r}.{mixed_up}", details={"refId": ref_id})
     return stored
+
+
+def _no_page(core, ref_id, stored):
+    """Why a call that exists has no page to read: exactly what it did store."""
+    call = f"Call {ref_id} ({stored['tool']})"
+    status = stored["status"]
+    if status is None:
+        return f"{call} has no answer in the history: it is still running, or its server stopped before it " \
+               "answered. It stored no page."
+    if stored["unrecorded"] is not None:
+        return f"{call} was not recorded whole ({stored['unrecorded']}): the history keeps that it ran and how " \
+               "it ended, and no page."
+    if stored["sessionId"] is None:
+        opened = " The page it opened (its url) is under its answer's pageRefId." \
+            if stored["tool"] == "create_session" else ""
+        return f"{call} ran without a session, so it stored no page: the history keeps its request and its " \
+               f"answer. Pages are stored by calls in a session.{opened}"
+    if status == "cancelled":
+        return f"{call} was cancelled, and stored no page."
+    if status == "error":
+        code = f" ({stored['errorCode']})" if stored["errorCode"] else ""
+        return f"{call} failed{code}, and stored no page: a page is stored after a call that succeeded."
+    which = "snapshot and wait_for do (--response-mode lean)" if core.config.response_mode == "lean" else \
+        "successful page-changing calls (navigate, click, type, …), snapshot and wait_for do"
+    return (f"{call} stored no page snapshot; {which}, unless the page was too large to capture after a call "
+            f"(over {HUGE_ELEMENTS:,} elements: read it with snapshot and a selector), behind a dialog, or not "
+            "answering.")
 
 
 def _search(lines, term):
@@ -67,7 +104,8 @@ def _diff(old, new):
 
 def get_content(core, args, call):
     ref_id = args["ref_id"]
-    session_id, blob = _stored(core, ref_id, call)
+    stored = _stored(core, ref_id, call)
+    session_id, blob = stored["sessionId"], stored["page"]
     removed = core.history.removed_files(ref_id)
     if blob is None and removed:
         flag = "--retention-days" if removed[0]["reason"] == "retention_days" else "--files-max-mb"
@@ -75,11 +113,7 @@ def get_content(core, args, call):
                           f"retention ({flag}); the call stored no page snapshot either.",
                           details={"refId": ref_id, "files": removed})
     if blob is None:
-        which = "snapshot and wait_for do (--response-mode lean)" if core.config.response_mode == "lean" else \
-            "successful page-changing calls (navigate, click, type, …), snapshot and wait_for do"
-        raise ContentNotFound(f"Call {ref_id} stored no page snapshot; {which}, unless the page was too large "
-                              f"to capture after a call (over {HUGE_ELEMENTS:,} elements: read it with snapshot and a "
-                              "selector), behind a dialog, or not answering.", details={"refId": ref_id})
+        raise ContentNotFound(_no_page(core, ref_id, stored), details={"refId": ref_id})
     text = blob.decode()
     digest = hashlib.sha256(blob).hexdigest()
     lines = text.splitlines()

@@ -20,6 +20,7 @@ from mcpbrowser.timers import now_ms
 # written before snapshots were stored once.
 PAGE = "s.page_snapshot, p.data, b.data"
 STORED = "LEFT JOIN snapshots p ON p.hash = s.snapshot_hash LEFT JOIN snapshots b ON b.hash = p.base"
+UNRECORDED = "not recorded whole: "  # a response row's error_message, then why (response_unrecorded)
 
 
 def _page(inline, packed, base):
@@ -190,8 +191,12 @@ class History:
 
     # -- calls ------------------------------------------------------------------
 
-    def request(self, ref_id, session_id, tool, args, secret=False, secrets=()):
-        """The request row, written before the call runs; a secret `text`, and known `secrets`, never in clear."""
+    def request(self, ref_id, session_id, tool, args, secret=False, secrets=(), owner=None):
+        """The request row, written before the call runs; a secret `text`, and known `secrets`, never in clear.
+
+        owner: the client that makes the call (HTTP's), whose alone its refId is; None for the server's own
+        (stdio, the library). Written first: a request row another server reads always has it.
+        """
         params = scrub_value(dict(args) if isinstance(args, dict) else {"arguments": args}, secrets)
         if (params.get("secret") or secret) and "text" in params:
             params["text"] = REDACTED
@@ -201,6 +206,8 @@ class History:
             params["fields"] = [{**f, "value": REDACTED} if isinstance(f, dict) and "value" in f else f
                                 for f in params["fields"]]
         at = now_ms()
+        if owner is not None:
+            self.store.write("INSERT INTO call_owners (ref_id, owner) VALUES (?, ?)", (ref_id, owner), ref=ref_id)
         self.store.write("INSERT INTO requests VALUES (?, ?, ?, ?, ?)",
                          (ref_id, session_id, tool, json.dumps(params, default=str), at), ref=ref_id)
         if session_id:
@@ -241,7 +248,7 @@ class History:
         """A finished call's response row without its result, snapshot or console: what could not be stored."""
         status = "cancelled" if fut.cancelled() else "error" if fut.exception() is not None else "ok"
         self.store.write("INSERT OR REPLACE INTO responses (ref_id, status, error_message, timestamp) "
-                         "VALUES (?, ?, ?, ?)", (ref_id, status, f"not recorded whole: {why}", now_ms()), ref=ref_id)
+                         "VALUES (?, ?, ?, ?)", (ref_id, status, f"{UNRECORDED}{why}", now_ms()), ref=ref_id)
 
     # -- reading it back ---------------------------------------------------------
 
@@ -260,6 +267,30 @@ class History:
             "AND r.timestamp <= (SELECT timestamp FROM requests WHERE ref_id = ?) "
             "ORDER BY r.timestamp DESC, r.rowid DESC LIMIT ?", (tool, ref_id, ref_id, limit))
         return [(ref, session_id, _page(*page)) for ref, session_id, *page in rows]
+
+    def stored_call(self, ref_id):
+        """What the history holds of a call, or None when no call has that refId:
+        {sessionId, owner, tool, status, errorCode, unrecorded, page}.
+
+        owner: the client that made it, as recorded; None for the server's own calls and for rows
+        written before calls named their client (whose session's owner is theirs). status: ok, error,
+        cancelled, or None while no answer is recorded; errorCode: a failed call's, when it had one;
+        unrecorded: why its answer was not recorded whole, or None; page: the snapshot it stored, as
+        bytes, or None.
+        """
+        rows = self.store.query(f"SELECT r.session_id, o.owner, r.tool_name, s.status, s.error_message, {PAGE} "
+                                "FROM requests r LEFT JOIN call_owners o ON o.ref_id = r.ref_id "
+                                f"LEFT JOIN responses s ON s.ref_id = r.ref_id {STORED} WHERE r.ref_id = ?", (ref_id,))
+        if not rows:
+            return None
+        session_id, owner, tool, status, error, *page = rows[0]
+        try:
+            code = json.loads(error).get("errorCode") if error else None
+        except (ValueError, AttributeError):
+            code = None  # an error that was not ours (its text), or a row not recorded whole
+        return {"sessionId": session_id, "owner": owner, "tool": tool, "status": status, "errorCode": code,
+                "unrecorded": error[len(UNRECORDED):] if error and error.startswith(UNRECORDED) else None,
+                "page": _page(*page)}
 
     def session_calls(self, session_id):
         """[(ref_id, tool, params, status, result, page)] of a session's calls, oldest first (export_script).

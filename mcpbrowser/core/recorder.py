@@ -36,7 +36,7 @@ class Recorder:
 
     def request(self, call: Any, args: Any) -> None:
         self.history.request(call.ref_id, call.session_id, call.tool, args, secret=call.secret,
-                             secrets=self.secrets_of(call.owner, call.session_id))
+                             secrets=self.secrets_of(call.owner, call.session_id), owner=call.owner)
 
     def claim(self, ref_id: str) -> dict[str, Any] | None:
         """Whether a call being answered is recorded: None, or why not (see Store.claim)."""

@@ -80,6 +80,13 @@ MIGRATIONS = {
            NOT NULL, removed_at INTEGER, removed_reason TEXT)""",
         "CREATE INDEX files_by_ref ON files (ref_id)",
     ],
+    6: [
+        # Which client made a call (issue 63): a call without a session (create_session's own,
+        # list_sessions, get_content) has no session row to tell whose it is, so its refId read
+        # back for nobody. A client's calls (HTTP's owners) have a row; the server's own (stdio,
+        # the library, which see every call) none.
+        "CREATE TABLE call_owners (ref_id TEXT PRIMARY KEY, owner TEXT NOT NULL)",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 BATCH = 200  # statements per commit at most: bounds how long a flush waits
@@ -346,6 +353,7 @@ class Store:
                 del self._dropped[next(iter(self._dropped))]
         # Its request row may be in already: take it out, so no row says the call happened.
         self.write("DELETE FROM requests WHERE ref_id = ?", (ref,))
+        self.write("DELETE FROM call_owners WHERE ref_id = ?", (ref,))
         return fault
 
     def flush(self, timeout=10.0):
@@ -703,7 +711,7 @@ class Store:
         old = ("SELECT ref_id FROM requests WHERE timestamp < ? AND (session_id IS NULL OR "
                "session_id NOT IN (SELECT session_id FROM temp.kept_sessions))")
         conn.execute("BEGIN IMMEDIATE")
-        for table in ("responses", "console_logs", "diff_cursors"):
+        for table in ("responses", "console_logs", "diff_cursors", "call_owners"):
             conn.execute(f"DELETE FROM {table} WHERE ref_id IN ({old})", (cutoff,))
         dropped = conn.execute(f"DELETE FROM requests WHERE ref_id IN ({old})", (cutoff,)).rowcount
         # A file's row goes only once the file is gone: the row is how the files folder's limits
