@@ -9,7 +9,7 @@ import time
 import zlib
 
 import pytest
-from support import HttpServer, McpClient, RawServer, SdkClient, server_pid, stored_text, tool_payload, wait_for
+from support import HttpServer, McpClient, RawServer, SdkClient, stored_text, tool_payload, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -204,7 +204,9 @@ def test_crash_keeps_committed_rows_and_restart_marks_sessions(pages, db):
             if ref in {r for r, _, _ in committed}:
                 content = c.tool("get_content", ref_id=ref, reset_cursor=True)["content"]
                 assert "Count" in content
-        assert c.error("navigate", sessionId=sid, url=pages.url("/"))["errorCode"] == "SESSION_NOT_FOUND"
+        gone = c.error("navigate", sessionId=sid, url=pages.url("/"))  # its server died: the way back is named
+        assert gone["errorCode"] == "SESSION_LOST" and gone["details"]["reason"] == "server_gone", gone
+        assert ("resume_session" in gone["message"]) == gone["details"]["resumable"], gone
     finally:
         c.close()
 
@@ -232,7 +234,11 @@ def test_resume_after_restart_keeps_the_login(pages, db_target):
     assert landed["title"] == "Logged in as ada"
     c.tool("get_content", ref_id=landed["refId"])  # the after-call save has run
     c.close()
+    from mcpbrowser.process_tree import child_pids
+
+    others = set(child_pids("mcpbrowser"))  # the module's own server, say
     c = McpClient("--db", db)
+    (pid,) = set(child_pids("mcpbrowser")) - others
     try:
         # Issue 63: the first call after a restart points to the way back (it said "call create_session").
         gone = c.error("navigate", sessionId=sid, url=pages.url("/whoami"))
@@ -247,7 +253,7 @@ def test_resume_after_restart_keeps_the_login(pages, db_target):
         unknown = c.error("resume_session", sessionId="00000000-0000-4000-8000-000000000000")
         assert unknown["errorCode"] == "SESSION_NOT_FOUND"
         c.tool("get_content", ref_id=page["refId"])  # the after-call save has run
-        os.kill(server_pid(), signal.SIGKILL)  # a crash, and a supervisor that starts it again on the same history
+        os.kill(pid, signal.SIGKILL)  # a crash, and a supervisor that starts it again on the same history
     finally:
         c.close()
     c = McpClient("--db", db)

@@ -48,8 +48,10 @@ class Dispatcher:
         self.config = config
         self.tools = tools
         self._registry, self._recorder, self._user, self._pool = registry, recorder, user, pool
-        self._core = core  # what a core tool's handler gets
-        self.on_session = OnSession(registry, recorder, user, core)
+        self._core = core  # what a core tool's handler gets: handler(core, args, call)
+        self._groups = core.groups  # which tools each client enabled (tools/list, a refusal's note)
+        self.on_session = OnSession(registry, recorder, user, groups=core.groups, supervisor=core.supervisor,
+                                    files=core.files, session_memory=core.session_memory)
         self.rate = RateLimiter(config.rate_limit)
         self.breaker = CircuitBreaker(config.breaker_threshold, config.breaker_reset)
 
@@ -93,7 +95,7 @@ class Dispatcher:
         self._recorder.pending(call)
         try:
             if caller.lists_tools:  # an MCP client: the library and a person read no tool list
-                self._core.groups.check(tool, args, call.owner)
+                self._groups.check(tool, args, call.owner)
             self._check_guards(tool, session_id, caller)
             validate(tool.input_schema, args)
             if call.owner is not None and session_id is not None and self._registry.owner_of(session_id) != call.owner:
@@ -103,7 +105,7 @@ class Dispatcher:
                 worker, call.expires_at = self._registry.renewed(args["sessionId"])  # validated: present
                 if worker.held_by is not None and not (caller.person or tool.read_only or tool.during_cooldown):
                     raise SessionHeldByPerson(session_id=session_id, details={"heldBy": worker.held_by},
-                                              note=self._core.groups.off_note("wait_for_user", caller))
+                                              note=self._groups.off_note("wait_for_user", caller))
                 fut = worker.submit(self.on_session.run, tool, args, call,
                                     after=lambda state, f: self.on_session.after_answer(state, f, call),
                                     budget_s=budget, tag=(call, budget), urgent=caller.person)
@@ -142,7 +144,7 @@ class Dispatcher:
         # Whether the logins group is on matters only to a refusal's text: asked only then.
         waiting = None
         if not (tool.read_only or tool.during_cooldown) and cooldown.remaining_s(session_id, owner):
-            waiting = cooldown.refusal(session_id, owner, not self._core.groups.off_note("wait_for_user", caller))
+            waiting = cooldown.refusal(session_id, owner, not self._groups.off_note("wait_for_user", caller))
         if waiting is not None:
             raise CooldownActive(waiting, session_id=session_id,
                                  details={"remainingMs": round(cooldown.remaining_s(session_id, owner) * 1000)})

@@ -26,9 +26,12 @@ from mcpbrowser.session.state import SessionState
 class OnSession:
     """A call's life on its session thread; one per Dispatcher, shared by every session's thread."""
 
-    def __init__(self, registry: SessionRegistry, recorder: Recorder, user: UserChannel, core: Any) -> None:
+    def __init__(self, registry: SessionRegistry, recorder: Recorder, user: UserChannel, *, groups: Any,
+                 supervisor: Any, files: Any, session_memory: Any) -> None:
         self._registry, self._recorder, self._user = registry, recorder, user
-        self._core = core  # its supervisor (a browser lost), files and session memory
+        # The core's parts a call's end reaches, handed down (never the core itself): the tool groups (what a
+        # refusal suggests), the browser's supervisor (a browser lost), the files kept, each session's memory.
+        self._groups, self._supervisor, self._files, self._session_memory = groups, supervisor, files, session_memory
 
     def run(self, state: SessionState, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:
         """The whole life of a call on its session: the tool's page-side work, then, each decided once
@@ -36,7 +39,7 @@ class OnSession:
         held = state.worker.held_by
         if held is not None and not (tool.read_only or tool.during_cooldown):
             # Queued before a person took the session over (the view), its turn came after: it must not act.
-            note = self._core.groups.off_note("wait_for_user", call.caller)
+            note = self._groups.off_note("wait_for_user", call.caller)
             raise call.annotate_error(SessionHeldByPerson(session_id=state.session_id, details={"heldBy": held},
                                                           note=note))
         call.ran = True
@@ -82,10 +85,10 @@ class OnSession:
         if isinstance(error, InternalError):
             return error  # a bug of ours: no browser lost, no login wall (core/dispatch.py logs it)
         if page_reading.browser_gone(state):
-            self._core.supervisor.browser_gone(state.worker, str(error))
+            self._supervisor.browser_gone(state.worker, str(error))
             return self._registry.session_lost(state)
         failure = self._user.login_failure(state, tool.name, error, call,
-                                           not self._core.groups.off_note("wait_for_user", call.caller))
+                                           not self._groups.off_note("wait_for_user", call.caller))
         return self._user.with_view(state.session_id, failure) if tool.waits_for_person else failure
 
     @staticmethod
@@ -120,8 +123,8 @@ class OnSession:
         finally:  # whatever the capture met, the answer promised a record (meta.recorded): it is written
             self._recorder.after_call(state, fut, call)
         if succeeded:
-            self._core.files.remember(call.session_id, call.tool, fut.result())
-        self._core.session_memory.after_call(state)
+            self._files.remember(call.session_id, call.tool, fut.result())
+        self._session_memory.after_call(state)
 
 
 def _scrubbed(error: BrowserServerError, secrets: Any) -> BrowserServerError:
