@@ -295,3 +295,21 @@ def test_third_parties_are_weighed_by_requests_bytes_and_their_scripts_main_thre
     assert out["missing"] == {"LCP": "this browser has no largest-contentful-paint entries",
                               "CLS": "this browser has no layout-shift entries"}
     assert "LCP" not in out["metrics"] and "CLS" not in out["metrics"]
+
+
+def test_an_exported_session_replays_a_measurements_load_and_interaction():
+    from mcpbrowser.core.script_export import build
+    rows = [("r1", "navigate", {"sessionId": "s", "url": "http://127.0.0.1:1/a"}, "ok",
+             {"url": "http://127.0.0.1:1/a", "title": "A"}, None),
+            ("r2", "measure_performance", {"sessionId": "s", "url": "http://127.0.0.1:1/b", "selector": "#go"}, "ok",
+             {"url": "http://127.0.0.1:1/b", "summary": "LCP 40 ms good."}, b'{"url": "http://127.0.0.1:1/b"}'),
+            ("r3", "measure_performance", {"sessionId": "s"}, "ok", {"url": "http://127.0.0.1:1/b", "summary": ""},
+             None),
+            ("r4", "click", {"sessionId": "s", "selector": "#next"}, "ok", {"url": "http://127.0.0.1:1/b"}, None)]
+    source, script = build(rows, "s", {})
+    lines = [line.strip() for line in source.splitlines()]
+    start = lines.index('page.goto("http://127.0.0.1:1/b")')  # the measured page, then what the agent did there
+    assert lines[start + 1:start + 5] == ['page.locator("#go").click()', "page.reload()",
+                                          'expect(page).to_have_url("http://127.0.0.1:1/b")',
+                                          'page.locator("#next").click()']
+    assert script.steps == 5

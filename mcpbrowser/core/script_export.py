@@ -298,6 +298,7 @@ def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None,
           filename="FILE"):
     """(source, script) for a session's calls (History.session_calls), to be saved as `filename`."""
     script = Script(session_id, metadata, upload_roots, storage_state_path)
+    calls = [step for call in calls for step in _measured(call)]
     answers = _dialog_answers(calls)
     reads: list[str] = []
     for index, (_, tool, args, status, result, page) in enumerate(calls):
@@ -321,6 +322,23 @@ def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None,
     if reads:
         script.comment(f"the agent read the page here ({', '.join(dict.fromkeys(reads))})")
     return script.render(exported_at, filename), script
+
+
+def _measured(call):
+    """A measure_performance call as the page actions it took (its load, then the click or key it measured),
+    so that the steps after it replay on the page it left; any other call as it is."""
+    ref_id, tool, args, status, result, page = call
+    if tool != "measure_performance" or status != "ok":
+        return [call]
+    steps = []
+    acts = {k: args[k] for k in ("selector", "ref", "key") if k in args}
+    if args.get("load", True):
+        shown = {} if acts else {"url": (result or {}).get("url")}  # an interaction may move it on
+        steps.append((ref_id, "navigate", {"url": args["url"]}, status, shown, None) if "url" in args
+                     else (ref_id, "reload", {}, status, shown, None))
+    if acts:
+        steps.append((ref_id, "press_key" if "key" in acts else "click", acts, status, {}, None))
+    return [*steps[:-1], (*steps[-1][:5], page)] if steps else [call]
 
 
 def _dialog_answers(calls):
