@@ -28,7 +28,20 @@ class _ScrubSecrets(logging.Filter):
             for key, value in list(vars(record).items()):
                 if key not in _STANDARD and isinstance(value, (str, dict, list, tuple)):
                     setattr(record, key, scrub_value(value, EVERY))
+            # A traceback (a bug of ours, logged with exc_info) quotes its exception's message and its
+            # frames' source lines, which may hold a secret the code was handling: it is formatted here,
+            # scrubbed, and kept as the record's text, in place of the exception a formatter would format again.
+            if record.exc_info and record.exc_info[0] is not None:
+                text = _FORMAT.formatException(record.exc_info)
+                scrubbed = scrub_value(text, EVERY)
+                if scrubbed != text:
+                    record.exc_text, record.exc_info = scrubbed, None
+            if record.stack_info:
+                record.stack_info = scrub_value(record.stack_info, EVERY)
         return True
+
+
+_FORMAT = logging.Formatter()
 
 
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}

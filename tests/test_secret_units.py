@@ -133,3 +133,31 @@ def test_a_shown_url_keeps_where_it_goes_and_nothing_else():
     assert shown_url("wss://user:pw@grid.example:443/wd/hub?token=T0KEN#x") == "wss://grid.example:443/wd/hub"
     assert shown_url("postgresql://mcp:pw@127.0.0.1:5432/db?sslmode=require") == "postgresql://127.0.0.1:5432/db"
     assert shown_url("http://[::1]:9222/") == "http://[::1]:9222/" and shown_url("ws://u:pw@h:port/") == "ws://…"
+
+
+def test_a_logged_traceback_never_shows_a_known_secret():
+    """A bug of ours is logged with its traceback (INTERNAL_ERROR): an exception whose message holds a secret, or
+    a frame handling one, reaches stderr scrubbed; the rest of the traceback is there (the control)."""
+    import io
+    import logging
+
+    from mcpbrowser import logs
+    from mcpbrowser.redaction import EVERY
+
+    secret = "hunter2-" + "x" * 8
+    EVERY.hold([secret])
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logs.log.addHandler(handler)
+    try:
+        try:
+            {}[secret]  # a KeyError quoting the value
+        except KeyError:
+            logs.log.error("a tool failed on a bug of ours", exc_info=True)
+    finally:
+        logs.log.removeHandler(handler)
+        EVERY.release([secret])
+    out = stream.getvalue()
+    assert "Traceback" in out and "KeyError" in out and "test_a_logged_traceback_never_shows" in out
+    assert secret not in out
