@@ -250,6 +250,15 @@ def ms(value):
     return f"{value / 1000:.2f} s" if value >= 1000 else f"{round(value)} ms"
 
 
+def _spread(name, low, high):
+    """The range several runs gave: 32-44 ms, 1.02-1.10 s, 0.01-0.03."""
+    if name == "CLS":
+        return f"{low:.2f}-{high:.2f}"
+    if high >= 1000:
+        return f"{low / 1000:.2f}-{high / 1000:.2f} s"
+    return f"{round(low)}-{round(high)} ms"
+
+
 def _value(name, entry):
     if name == "CLS":
         return f"{entry['value']:.2f}" if entry["value"] >= 0.01 or entry["value"] == 0 else f"{entry['value']:.3f}"
@@ -295,8 +304,8 @@ def summary(measured):
     for name in METRICS:
         if name in metrics:
             entry = metrics[name]
-            spread = f" ({_value(name, {'value': entry['spread'][0]})}-{_value(name, {'value': entry['spread'][1]})})" \
-                if "spread" in entry else ""
+            spread = f" ({_spread(name, *entry['spread'])})" if "spread" in entry \
+                and round(entry["spread"][0], 2) != round(entry["spread"][1], 2) else ""
             head.append(f"{name} {_value(name, entry)}{spread} {entry['rating']}")
     lines.append("; ".join(head) + ".")
     lcp = measured.get("lcp")
@@ -336,11 +345,12 @@ def summary(measured):
         lines.append("Third parties: " + ", ".join(
             f"{p['site']} {p['requests']} req {p['transferKB']:g} kB {ms(p['mainThreadMs'])} main thread"
             for p in parties[:SHOWN]) + ".")
-    missing = measured.get("notMeasured") or {}
-    said = [f"{name}: {why}" for name, why in missing.items()
-            if not (name == "INP" and why.startswith("no interaction"))]
-    if said:
-        lines.append("Not measured: " + "; ".join(said) + ".")
+    reasons: dict[str, list[str]] = {}  # one reason, the metrics it holds for
+    for name, why in (measured.get("notMeasured") or {}).items():
+        if not (name == "INP" and why.startswith("no interaction")):
+            reasons.setdefault(why, []).append(name)
+    if reasons:
+        lines.append("Not measured: " + "; ".join(f"{', '.join(names)}: {why}" for why, names in reasons.items()) + ".")
     if measured.get("scriptsUnknown"):
         lines.append(measured["scriptsUnknown"][0].upper() + measured["scriptsUnknown"][1:] + ".")
     return "\n".join(lines)
