@@ -295,11 +295,20 @@ def script_words(script, page_url):
     return where + (f" {script['fn']}()" if script.get("fn") else "")
 
 
+def throttle_words(throttle):
+    """cpuRate 4, network Slow 3G; or none."""
+    if not throttle:
+        return "none"
+    custom = throttle.get("network") == "custom"  # its figures are the throttling; a preset's name says them
+    shown = {k: v for k, v in throttle.items() if k in ("cpuRate", "network") or custom}
+    return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in shown.items())
+
+
 def summary(measured):
     """The answer's few hundred characters: each metric, its rating and its cause."""
     page = measured["url"]
     metrics = measured["metrics"]
-    lines = []
+    lines = [f"Throttled: {throttle_words(measured['throttle'])}."] if measured.get("throttle") else []
     head = []
     for name in METRICS:
         if name in metrics:
@@ -408,8 +417,8 @@ def compare(before, after):
     if before["url"] != after["url"]:
         lines.append(f"Different pages: {before['url']} then {after['url']}.")
     if before.get("throttle") != after.get("throttle"):
-        lines.append(f"Not alike: throttling {before.get('throttle') or 'none'} "
-                     f"then {after.get('throttle') or 'none'}.")
+        lines.append(f"Not alike: throttling {throttle_words(before.get('throttle'))} "
+                     f"then {throttle_words(after.get('throttle'))}.")
     moved, steady = [], []
     for name in METRICS:
         if name not in before["metrics"] or name not in after["metrics"]:

@@ -200,8 +200,9 @@ def _at_once(browser, sessions, url):
     """Each session's stored measurement of `url`, all measured at the same time: whatever else loads the
     machine then loads each of them alike, so their ratio is the throttling's."""
     futures = [browser.submit("measure_performance", {"sessionId": s.id, "url": url}) for s in sessions]
-    return [json.loads(browser.get_content(f.result(timeout=60)["refId"], reset_cursor=True)["content"])
-            for f in futures]
+    answers = [f.result(timeout=60) for f in futures]
+    return [{**json.loads(browser.get_content(a["refId"], reset_cursor=True)["content"]), "answer": a["summary"]}
+            for a in answers]
 
 
 def test_throttling_slows_what_it_should_and_not_the_neighbour(browser, site):
@@ -212,6 +213,7 @@ def test_throttling_slows_what_it_should_and_not_the_neighbour(browser, site):
         a.throttle(cpu_rate=4)
         pairs = [_at_once(browser, (a, b), site.url + "/work") for _ in range(2)]
         assert all(slowed["throttle"] == {"cpuRate": 4} and neighbour["throttle"] == {} for slowed, neighbour in pairs)
+        assert pairs[0][0]["answer"].startswith("Throttled: cpuRate 4.\n") and "Throttled" not in pairs[0][1]["answer"]
         # The same work, at the same time, twice: 4x CPU makes the throttled session's task several times the
         # neighbour's, which a throttle reaching the neighbour too would not. Chromium's throttle adds idle time
         # in proportion to the CPU time a task used, so other load on the machine thins the factor (1.9 seen
