@@ -57,3 +57,26 @@ def test_private_playwright_names_stay_in_one_module():
                     and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
                 leaks.append(f"{path.relative_to(PACKAGE)}:{node.lineno} .{node.attr}")
     assert not leaks, leaks
+
+
+def test_a_session_package_module_says_it_runs_on_session_threads():
+    """ARCHITECTURE.md's rule for session/: its lines run on session threads only, and each module says so."""
+    import re
+
+    modules = [p for p in _modules() if p.relative_to(PACKAGE).parts[0] == "session"]
+    assert len(modules) > 10  # the control: the package was read
+    silent = [str(p.relative_to(PACKAGE)) for p in modules
+              if not re.search(r"session('s)?\s+threads?", ast.get_docstring(ast.parse(p.read_text())) or "", re.I)]
+    assert not silent, f"session/ modules whose docstring does not say they run on session threads: {silent}"
+
+
+def test_every_file_the_architecture_page_names_exists():
+    """ARCHITECTURE.md names files by path (core/on_session.py, view/hands.py): each is there (a rename or a
+    deleted module leaves the page false otherwise)."""
+    import re
+
+    text = (PACKAGE.parent / "ARCHITECTURE.md").read_text()
+    named = set(re.findall(r"\b((?:core|session|tools|transports|view|resources|children)/[\w/]+\.(?:py|js))", text))
+    assert len(named) > 30  # the control: the page was read
+    missing = sorted(path for path in named if not (PACKAGE / path).exists())
+    assert not missing, f"ARCHITECTURE.md names files that do not exist: {missing}"
