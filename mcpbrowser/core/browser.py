@@ -3,13 +3,13 @@
 ANY THREAD: every public method. The parts, each in its module, name their own threads:
 - dispatch.py: one call from request to answer (guards, routing, outcome counting);
 - recorder.py: the history's rows for each call, the page it left, what resume needs;
-- registry.py: the open sessions, expiry, and what a closed id answers;
+- sessions.py: the open sessions, expiry, and what a closed id answers;
 - warm_pool.py: where sessions come from (the warm pool, cold starts, resumes);
 - browser_supervisor.py: the shared browser's launch, watch and restarts;
 - watchdog.py: stuck commands; user_channel.py: the line to the person;
 - download_watch.py: wakes the sessions when the browser starts a download;
-- session_tools.py and content_tools.py: the tools that run on the core pool.
-Only plain data (dicts, str, bytes) and Futures cross between threads.
+- lifecycle_tools.py (create, resume, list, close sessions) and content_tools.py: tools run on the core pool.
+Plain data, Futures and a call's record (written only by the call's function: see ARCHITECTURE.md) cross threads.
 """
 
 import atexit
@@ -29,8 +29,8 @@ from mcpbrowser.core.download_watch import DownloadWatch
 from mcpbrowser.core.file_keeper import FileKeeper
 from mcpbrowser.core.history import History
 from mcpbrowser.core.recorder import Recorder
-from mcpbrowser.core.registry import SessionRegistry
 from mcpbrowser.core.session_memory import SessionMemory
+from mcpbrowser.core.sessions import SessionRegistry
 from mcpbrowser.core.store import Store
 from mcpbrowser.core.tool_groups import ToolGroups
 from mcpbrowser.core.tool_registry import configured

@@ -15,7 +15,7 @@ from mcpbrowser.config import Config
 from mcpbrowser.core.call import Call, Caller
 from mcpbrowser.core.on_session import OnSession
 from mcpbrowser.core.recorder import Recorder
-from mcpbrowser.core.registry import SessionRegistry
+from mcpbrowser.core.sessions import SessionRegistry
 from mcpbrowser.core.user_channel import USER_ANSWER_S, UserChannel
 from mcpbrowser.errors import (
     BrowserServerError,

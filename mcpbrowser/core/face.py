@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from mcpbrowser.config import Config
     from mcpbrowser.core.call import Caller, ServerClient
     from mcpbrowser.core.history import History
-    from mcpbrowser.core.registry import SessionRegistry
     from mcpbrowser.core.session_memory import SessionMemory
+    from mcpbrowser.core.sessions import SessionRegistry
     from mcpbrowser.core.store import Store
     from mcpbrowser.core.tool_groups import ToolGroups
     from mcpbrowser.guards import Cooldown

@@ -2,7 +2,7 @@
 
 Writes are queued to the store's writer thread (`Store.write`); reads wait
 until what was queued before them is committed (`Store.query`). The schema and
-its migrations are `store.py`'s; the core records (core/recorder.py, core/registry.py), core/content_tools.py reads.
+its migrations are `store.py`'s; the core records (core/recorder.py, core/sessions.py), core/content_tools.py reads.
 """
 
 import json

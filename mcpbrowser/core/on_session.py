@@ -13,7 +13,7 @@ from typing import Any
 
 from mcpbrowser.core.call import Call
 from mcpbrowser.core.recorder import Recorder
-from mcpbrowser.core.registry import SessionRegistry
+from mcpbrowser.core.sessions import SessionRegistry
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.errors import BrowserServerError, InternalError, SessionHeldByPerson, as_server_error
 from mcpbrowser.redaction import scrub_text, scrub_value

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from mcpbrowser.config import Config
-from mcpbrowser.core.registry import SessionRegistry
+from mcpbrowser.core.sessions import SessionRegistry
 from mcpbrowser.logs import log
 from mcpbrowser.session import page_reading
 

@@ -2,16 +2,16 @@
 
 The area modules of `mcpbrowser/tools/` declare the session tools, whose handlers run
 on a session's thread (`SessionTool`); the core's own (`CoreTool`, run on the core
-pool) are declared in session_tools.py, content_tools.py, export_tools.py and
+pool) are declared in lifecycle_tools.py, content_tools.py, export_tools.py and
 tool_groups.py beside this one. `configured(config)` narrows `ALL` to the tools a
 configuration offers; tool_groups.py decides which of those each MCP client sees,
 by each tool's `group`.
 """
 
-from mcpbrowser.core import content_tools, export_tools, performance_tools, session_tools, tool_groups
+from mcpbrowser.core import content_tools, export_tools, lifecycle_tools, performance_tools, tool_groups
 from mcpbrowser.tools import capture, emulation, interaction, monitoring, navigation, performance
 
-ALL = [*session_tools.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS,
+ALL = [*lifecycle_tools.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS,
        *emulation.TOOLS, *performance.TOOLS, *content_tools.TOOLS, *export_tools.TOOLS,
        *performance_tools.TOOLS]
 ALL.append(tool_groups.declare(ALL))

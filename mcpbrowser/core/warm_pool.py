@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser_supervisor import BrowserSupervisor
 from mcpbrowser.core.policy_proxy import PolicyProxy
-from mcpbrowser.core.registry import SessionRecord, SessionRegistry
+from mcpbrowser.core.sessions import SessionRecord, SessionRegistry
 from mcpbrowser.domains import DomainPolicy, is_loopback
 from mcpbrowser.errors import BrowserError, BrowserFailure, BrowserServerError, BrowserUnavailable
 from mcpbrowser.guards import MemoryGuard

@@ -14,7 +14,7 @@ from concurrent.futures import InvalidStateError
 from typing import Any
 
 from mcpbrowser.core.history import History
-from mcpbrowser.core.registry import SessionRecord, SessionRegistry
+from mcpbrowser.core.sessions import SessionRecord, SessionRegistry
 from mcpbrowser.errors import CommandTimeout
 from mcpbrowser.logs import log
 from mcpbrowser.session.worker import SessionWorker
