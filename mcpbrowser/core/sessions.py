@@ -168,15 +168,9 @@ class SessionRegistry:
         if closed:  # every session ended with the server: not "call create_session", which fails too
             raise stopped_error(session_id)
         if record is None:
-            if how == "expired":
-                raise self.expired_error(session_id)
-            if how == "lost":
-                raise self.lost_error(session_id)
-            if how == "memory":
-                raise self.memory_error(session_id)
             if how is None:  # never open here (a session this server closed may not be written closed yet)
                 raise self.elsewhere_error(session_id)
-            raise self.closed_error(session_id)
+            raise self.ended_error(session_id, how)
         return record.worker, record.expires_at
 
     def elsewhere_error(self, session_id: str) -> SessionError:
@@ -189,14 +183,18 @@ class SessionRegistry:
             return SessionNotFound(session_id=session_id)
         if holder["state"] == "active" and holder["alive"]:
             return self.in_use_error(session_id, holder)
-        reason = holder["closeReason"] if holder["state"] != "active" else "server_gone"
-        if reason == "expired":
+        return self.ended_error(session_id, holder["closeReason"] if holder["state"] != "active" else "server_gone")
+
+    def ended_error(self, session_id: str, how: str | None) -> SessionError:
+        """The error for a session that ended `how`: this registry's word for it, or the history's closeReason
+        (another server's, or this server's before a restart). Each says whether resume_session brings it back."""
+        if how == "expired":
             return self.expired_error(session_id)
-        if reason == "browser_crash":
+        if how in ("lost", "browser_crash"):
             return self.lost_error(session_id)
-        if reason == "memory_limit":
+        if how in ("memory", "memory_limit"):
             return self.memory_error(session_id)
-        if reason in ("server_gone", "server_restart", "shutdown"):
+        if how in ("server_gone", "server_restart", "shutdown"):
             hint, resumable = self._resume_hint(session_id)
             return SessionLost(f"The server that held this session stopped or died, so the session ended. {hint}",
                                session_id=session_id, details={"reason": "server_gone", "resumable": resumable})
