@@ -290,6 +290,9 @@ TOOL_GROUPS = {
     "performance": "Core Web Vitals with their causes, measured and compared across runs",
 }
 CAPS = (*[name for name in TOOL_GROUPS if name != "core"], "all")
+# Where the server's own live view (--view) is served, on --http's port or its own: the view's
+# routes, and the page wait_for_user's answers name (core/user_channel.py derives it from --view).
+VIEW_PATH = "/view"
 
 
 @dataclass(frozen=True)

@@ -67,3 +67,30 @@ def test_cookie_is_secure_behind_a_trusted_tls_proxy_only(trusted, forwarded, se
     assert seen["status"] == "303 See Other"
     assert ("; Secure" in seen["headers"]["Set-Cookie"]) is secure
     assert auth.plain_http_exposed(environ, trusted) is not secure
+
+
+def _what_the_core_holds(core):
+    """Every attribute of the core and of its parts the view reaches (a copy), and its tool table."""
+    return {"core": dict(vars(core)), "tools": dict(core.tools), "user": dict(vars(core.user))}
+
+
+@pytest.mark.parametrize("view", [None, "127.0.0.1:0"])
+def test_building_views_changes_nothing_in_the_core(view):
+    """The tool table is the same with or without a view, and two views leave the core as they found it:
+    building one used to add person_input to the table and write its own path into the core, so which tools
+    existed depended on whether a view was built, and a second view's path overwrote the first's."""
+    from mcpbrowser.core.browser import Browser
+
+    core = Browser(Config(view=view, db=":memory:"))  # the real core, never started: no browser
+    try:
+        assert "person_input" in core.tools and core.tools["person_input"].person_only
+        assert [t.name for t in core.groups.listed(None)[0] if t.person_only] == []  # never listed
+        where = core.user.where_to_help("s1")
+        assert where == (None if view is None else "/view/s/s1")  # the server's own view, from its setting
+        before = _what_the_core_holds(core)
+        ViewApp(core, sign_ins=SignIns({TOKEN: "alice"}, set()))
+        ViewApp(core, who_may_see=lambda environ: None, path="/ops/view")
+        assert _what_the_core_holds(core) == before
+        assert core.user.where_to_help("s1") == where
+    finally:
+        core.close()

@@ -6,7 +6,7 @@ IDE's jump-to-definition) follows a call from the transport to the session throu
 Each attribute is the core's own part, named by its class: the face adds no behaviour.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,13 +27,17 @@ class CoreFace(Protocol):
     """The server's core as a transport or the view sees it."""
 
     config: "Config"
-    tools: "dict[str, Tool]"            # every tool this configuration offers, by name
     groups: "ToolGroups"                # which of them each MCP client sees (tools/list)
     registry: "SessionRegistry"         # the open sessions: owners, records, closing
     history: "History"                  # every call's rows, read by the view
     store: "Store"                      # the history's database (its server name, for list_sessions)
     resources: "ResourceHub"            # the sessions' log resources
     session_memory: "SessionMemory"     # each session's renderer memory (the view's list)
+
+    @property
+    def tools(self) -> "Mapping[str, Tool]":
+        """Every tool this configuration offers, by name, a person's own included (person_input): the same
+        table whether or not a view is built. Read-only here: nothing that holds the face adds a tool."""
 
     @property
     def client(self) -> "ServerClient | None":

@@ -12,7 +12,7 @@ every client); an embedder may leave it None, and then nobody can be asked.
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from mcpbrowser.config import Config
+from mcpbrowser.config import VIEW_PATH, Config
 from mcpbrowser.core.call import Call, Caller, ServerClient
 from mcpbrowser.errors import BrowserServerError, DomainNotAllowed, LoginTimeout, WaitTimeout
 from mcpbrowser.guards import Cooldown, wall_hit
@@ -31,7 +31,13 @@ class UserChannel:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.client: ServerClient | None = None  # the transport sets it (Browser.client)
-        self.view_path: str | None = None  # the live view's path when one is served (view/app.py sets it)
+        # Where the live view is, for wait_for_user's answers to name a session's page there: configuration,
+        # read here once. The server serves its own view (--view http, or HOST:PORT) at VIEW_PATH. Building
+        # a view writes nothing into the core: the view used to set this attribute as it was built, so two
+        # views overwrote each other's path and the answers depended on which was built last. An embedder
+        # who mounts a view of its own (view.create_app) at a path the server does not know tells its
+        # agents where it is.
+        self.view_path: str | None = VIEW_PATH if config.view else None
         self.cooldown = Cooldown(config.login_cooldown, config.cooldown_scope, config.locale,
                                  on_end=self._cooldown_ended)
 

@@ -10,6 +10,8 @@ Runs on the WSGI server's request threads (see app.py); it never touches Playwri
 
 from typing import Any
 
+from mcpbrowser.config import VIEW_PATH
+from mcpbrowser.core.face import CoreFace
 from mcpbrowser.view.app import ViewApp
 from mcpbrowser.view.auth import SignIns, Viewer, WhoMaySee
 
@@ -18,7 +20,7 @@ ALONE_THREADS = 8  # --view HOST:PORT's own server
 __all__ = ["ViewApp", "Viewer", "WhoMaySee", "create_app", "from_config", "serve_alone"]
 
 
-def create_app(browser: Any, *, who_may_see: WhoMaySee, path: str = "/view", trust_proxy: bool = False,
+def create_app(browser: CoreFace, *, who_may_see: WhoMaySee, path: str = VIEW_PATH, trust_proxy: bool = False,
                max_live: int | None = None) -> ViewApp:
     """The view over `browser` for an embedder: `who_may_see(environ)` says who the request's person is
     (a Viewer: owner=None sees every session), or None (not signed in: they get a page saying so).
@@ -26,14 +28,15 @@ def create_app(browser: Any, *, who_may_see: WhoMaySee, path: str = "/view", tru
     return ViewApp(browser, who_may_see=who_may_see, path=path, trust_proxy=trust_proxy, max_live=max_live)
 
 
-def from_config(browser: Any, credentials: dict[str, str], path: str = "/view", max_live: int | None = None) -> ViewApp:
+def from_config(browser: CoreFace, credentials: dict[str, str], path: str = VIEW_PATH,
+                max_live: int | None = None) -> ViewApp:
     """The view with its own sign-in: the token file's tokens (operators marked), or a one-time key."""
     config = browser.config
     return ViewApp(browser, sign_ins=SignIns(credentials, config.view_operators()), path=path,
                    trust_proxy=config.view_trusted_proxy, max_live=max_live)
 
 
-def serve_alone(browser: Any, address: str, credentials: dict[str, str]) -> Any:
+def serve_alone(browser: CoreFace, address: str, credentials: dict[str, str]) -> Any:
     """--view HOST:PORT: the view alone on its own waitress server, on a thread; returns its runner."""
     import threading
 

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import parse_qs
 
+from mcpbrowser.config import VIEW_PATH
+from mcpbrowser.core.face import CoreFace
 from mcpbrowser.domains import is_loopback
 from mcpbrowser.logs import log
 from mcpbrowser.view import auth
@@ -38,14 +40,16 @@ PLAIN_HTTP_WARNING = ("This view is reached over plain HTTP from another machine
 class ViewApp:
     """`app(environ, start_response)`: the view under `path` (give "" when your router strips the prefix).
 
-    core: the Browser; sign_ins: the view's own sign-in (tokens or a one-time key), or
-    who_may_see: an embedder's hook deciding it from the request (then no sign-in page here);
+    core: the server's core, as its typed face (core/face.py): the view reads it and submits calls through
+    it, and writes nothing into it (building a view, or two, leaves the core as it was);
+    sign_ins: the view's own sign-in (tokens or a one-time key), or who_may_see: an embedder's hook
+    deciding it from the request (then no sign-in page here);
     trust_proxy: believe X-Forwarded-Proto (the view sits behind a TLS proxy); max_live: live pictures
     open at once (each holds a thread of the WSGI server: keep it well under the server's threads).
     """
 
-    def __init__(self, core: Any, *, sign_ins: SignIns | None = None, who_may_see: WhoMaySee | None = None,
-                 path: str = "/view", trust_proxy: bool = False, max_live: int | None = None) -> None:
+    def __init__(self, core: CoreFace, *, sign_ins: SignIns | None = None, who_may_see: WhoMaySee | None = None,
+                 path: str = VIEW_PATH, trust_proxy: bool = False, max_live: int | None = None) -> None:
         if (sign_ins is None) == (who_may_see is None):
             raise ValueError("give the view one way to know who looks: sign_ins or who_may_see")
         self.core = core
@@ -55,15 +59,13 @@ class ViewApp:
         self.path = path.rstrip("/")
         self.trust_proxy = trust_proxy
         self._secret = secrets.token_bytes(32)  # the hook's CSRF tokens are keyed by it
-        self.casts = Screencasts(core.registry)
+        self.casts = Screencasts(core)
         self.max_live = max_live or max(4, 2 * core.config.max_sessions)
         self._live_lock = threading.Lock()
         self._watching: dict[str, int] = {}  # viewer name -> live pictures open
         self.sign_in_guesses = auth.Guesses()
         self.routes: dict[tuple[str, str], Callable[..., Any]] = {("GET", "live"): self._live,
                                                                  **Hands(core).routes()}
-        if self.path:
-            core.user.view_path = self.path  # wait_for_user's answers name the session's page here
 
     # -- A REQUEST THREAD ------------------------------------------------------------
 

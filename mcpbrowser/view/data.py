@@ -7,6 +7,7 @@ hub, the calls from the history's rows (recorded with their secrets scrubbed).
 
 from typing import Any
 
+from mcpbrowser.core.face import CoreFace
 from mcpbrowser.resources.hub import ResourceNotFound
 from mcpbrowser.view.auth import Viewer
 
@@ -16,7 +17,7 @@ LOGS = ("console", "network")
 class Looking:
     """The core as a person may see it: every answer is cut to the sessions the viewer may see."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: CoreFace) -> None:
         self.core = core
 
     def may_see(self, viewer: Viewer, session_id: str) -> bool:

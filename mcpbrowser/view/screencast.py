@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any
 
+from mcpbrowser.core.face import CoreFace
 from mcpbrowser.logs import log
 from mcpbrowser.session import page_reading
 
@@ -68,8 +69,8 @@ class Cast:
 class Screencasts:
     """The screencasts the view runs: one per watched session, whatever the number of its viewers."""
 
-    def __init__(self, registry: Any, fps: float = FPS) -> None:
-        self._registry = registry
+    def __init__(self, core: CoreFace, fps: float = FPS) -> None:
+        self._registry = core.registry  # the open sessions, read through the core's face
         self.interval = 1 / fps
         self._lock = threading.Lock()
         self._casts: dict[str, Cast] = {}
