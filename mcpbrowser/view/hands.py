@@ -5,8 +5,9 @@ session's worker (`held_by`, `handed_back`) under the view's lock, which the dis
 wait_for_user read. The person's input enters as a call through the core's face (`CoreFace.submit`),
 the agent's own path, with a `Person` caller: the `person_input` tool (tools/person.py, declared with
 every other tool), run on the session thread ahead of queued calls and inside a waiting wait_for_user's
-slices, recorded in the history as `person_input`, its text withheld. Nothing here runs on a session
-thread, and building the view adds no tool to the core.
+slices, recorded in the history as `person_input`, its text withheld. No line here acts on a page:
+the `Person` caller's methods are the only ones the core calls on other threads (a session thread's
+notices and progress), and they do nothing. Building the view adds no tool to the core.
 """
 
 import json
