@@ -34,7 +34,7 @@ def raw(target):
 
 
 def tables(store):
-    if store.remote:
+    if store_postgres.is_url(store.path):
         return {r[0] for r in store.query("SELECT table_name FROM information_schema.tables "
                                           "WHERE table_schema = 'public'")}
     return {r[0] for r in store.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -44,7 +44,7 @@ def test_forward_migration_from_an_older_schema(db_target):
     path = db_target
     with raw(path) as conn:  # a database left by a release that had only version 1
         conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-        for statement in store_module.MIGRATIONS[1]:
+        for statement in store_module.open_backend(path).MIGRATIONS[1]:  # in the database's dialect
             conn.execute(statement)
         conn.execute("INSERT INTO schema_version VALUES (1)")
         conn.execute("INSERT INTO requests VALUES ('keep', 's', 'navigate', '{}', 1)")
@@ -110,11 +110,11 @@ def test_db_max_mb_prunes_oldest_until_it_fits(db_target):
     path = db_target
     _fill(path, 400, age_days=1, size=8000)  # about 3 MB
     with raw(path) as conn:
-        assert (conn.size_mb() if store_postgres.is_url(path) else Store._size_mb(conn)) > 3
+        assert store_module.open_backend(path).size_mb(conn) > 3
     s = Store(path, max_mb=1)
     try:
         with raw(path) as conn:
-            assert (conn.size_mb() if store_postgres.is_url(path) else Store._size_mb(conn)) <= 1
+            assert store_module.open_backend(path).size_mb(conn) <= 1
         left = [r[0] for r in s.query("SELECT ref_id FROM requests ORDER BY timestamp")]
         assert left and left[-1] == "1-399"  # the newest survive
     finally:
@@ -554,3 +554,125 @@ def test_of_two_servers_resuming_a_dead_servers_sessions_at_once_exactly_one_win
     finally:
         for core in cores:
             core.close()
+
+
+# The modules that are the store's backends: the only ones that know which database the history is on.
+BACKEND_MODULES = {"store_backend.py", "store_sqlite.py", "store_postgres.py"}
+
+
+def backend_switches(core_dir):
+    """Where a module of core/ other than the backends switches on the database: ["file:line what"]."""
+    import ast
+    import pathlib
+
+    found = []
+    for path in sorted(pathlib.Path(core_dir).glob("*.py")):
+        if path.name in BACKEND_MODULES:
+            continue
+        tree = ast.parse(path.read_text())
+        choosing = set()  # the one place that chooses a backend by its --db target
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and path.name == "store.py" and node.name == "open_backend":
+                choosing = {id(n) for n in ast.walk(node)}
+        for node in ast.walk(tree):
+            where = f"{path.name}:{getattr(node, 'lineno', '?')}"
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in ("getattr", "hasattr") and \
+                    len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "remote":
+                node = ast.Attribute(value=node.args[0], attr="remote")  # getattr(store, "remote"): as store.remote
+            if isinstance(node, ast.Attribute) and node.attr == "remote" and (
+                    path.name in ("store.py", "history.py") or "store" in ast.unparse(node.value)):
+                found.append(f"{where} reads {ast.unparse(node)}")
+            elif (node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)) in \
+                    ("is_url", "SqliteBackend", "PostgresBackend") and id(node) not in choosing:
+                found.append(f"{where} names {ast.unparse(node)}")
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) else [])
+                found += [f"{where} imports {n}" for n in names if n and n.split(".")[0] in ("sqlite3", "psycopg")]
+            elif isinstance(node, ast.Compare) and any(isinstance(c, ast.Constant) and c.value == ":memory:"
+                                                       for c in [node.left, *node.comparators]):
+                found.append(f"{where} compares with ':memory:'")
+    return found
+
+
+def test_no_module_but_the_backends_switches_on_the_database(tmp_path):
+    # One Store that switched on `self.remote` in 12 places, and History asked whether the path was
+    # ':memory:': what differs by database is now a backend's (SQLite's, PostgreSQL's), asked, not tested.
+    core_dir = os.path.dirname(store_module.__file__)
+    assert backend_switches(core_dir) == []
+    # The control: the check sees a switch put back, in each form it looks for.
+    for name, line in (("store.py", "    if self.remote:\n        pass\n"),
+                       ("history.py", "    if core.store.remote:\n        pass\n"),
+                       ("recorder.py", "    if getattr(self.store, 'remote', False):\n        pass\n"),
+                       ("recorder.py", "    if store_postgres.is_url(path):\n        pass\n"),
+                       ("history.py", "    if self.store.path == ':memory:':\n        pass\n"),
+                       ("history.py", "    import sqlite3\n")):
+        copy = tmp_path / name
+        copy.write_text(open(os.path.join(core_dir, name)).read() + f"\n\ndef put_back(self, core, path):\n{line}")
+        assert len(backend_switches(tmp_path)) == 1, (name, line)
+        copy.unlink()
+    store = Store(":memory:")
+    try:
+        assert not hasattr(store, "remote")
+        sqlite, postgres = store_module.open_backend(str(tmp_path / "h.db")), store_module.open_backend(
+            "postgresql://u:secret@127.0.0.1:1/db")
+        assert postgres.label == "postgresql://127.0.0.1:1/db"
+        for backend in (sqlite, postgres):  # every step of the schema, in each one's dialect
+            assert sorted(backend.MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
+            assert all(getattr(backend, s) for s in ("SCHEMA_TABLE", "BEGIN", "CLAIM_SESSION", "CLOSE_SESSION",
+                                                      "KEEP_THROTTLE", "CLOSE_ORPHAN", "MARK_READ"))
+    finally:
+        store.close()
+
+
+def test_each_backends_own_statements_do_what_history_asks(db_target, monkeypatch):
+    """The row statements whose SQL is the backend's (its JSON functions, its upsert), on each database."""
+    from mcpbrowser.core import history as history_module
+
+    monkeypatch.setattr(history_module, "now_ms", lambda: 5)  # cursors marked in one millisecond: the rowid decides
+    store = Store(db_target)
+    history = history_module.History(store)
+    try:
+        # A row written before sessions named their server (schema 4): its instance is NULL, and still matches.
+        store.write("INSERT INTO sessions (session_id, created_at, last_activity, state) VALUES ('s', 1, 1, 'closed')")
+        holder = history.session_holder("s")
+        assert holder["instance"] is None
+        assert history.claim_session("s", holder) and not history.claim_session("s", holder)
+        assert history.session_holder("s")["instance"] == store.instance
+        history.session_closed("s", "closed_by_client", throttle={"cpu": 4})
+        assert history.session_metadata("s") == {"server": store.server, "closeReason": "closed_by_client",
+                                                 "throttle": {"cpu": 4}}
+        history.session_closed("s", "expired")
+        assert history.session_metadata("s") == {"server": store.server, "closeReason": "expired"}
+        for ref in ("a", "b"):
+            store.write("INSERT INTO requests VALUES (?, 's', 'snapshot', '{}', 1)", (ref,))
+        for ref, digest in (("a", "first"), ("b", "second"), ("a", "third")):
+            history.mark_read(ref, 1, digest)
+        assert history.last_read("s")[0] == "third"  # the cursor marked again is the newest
+        assert history.last_read(None) is None
+    finally:
+        store.close()
+
+
+def test_a_read_the_database_fails_is_a_retryable_answer_and_a_wrong_one_the_stores_error(db_target):
+    from mcpbrowser.core.store_backend import StoreError
+
+    store = Store(db_target)
+    try:
+        with pytest.raises(StoreError) as wrong:  # the statement's own: the store's error, not the driver's
+            store.query("SELECT nothing FROM no_such_table")
+        assert wrong.value.statement and wrong.value.code == "HISTORY_ERROR"
+        if store_postgres.is_url(db_target):
+            return  # a database away: test_a_database_server_that_goes_away_pauses_recording_and_...
+        busy = sqlite3.OperationalError("database is locked")
+        busy.sqlite_errorcode = 5  # SQLITE_BUSY, past the busy timeout: a person's `BEGIN EXCLUSIVE`, say
+
+        class Locked:
+            def execute(self, sql, params=()):
+                raise busy
+
+        store._local.conn = Locked()  # this thread's reader connection
+        with pytest.raises(HistoryUnavailable) as raised:
+            store.query("SELECT 1")
+        assert raised.value.details["cause"] == "HISTORY_BUSY"
+    finally:
+        store.close()

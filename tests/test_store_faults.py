@@ -19,6 +19,7 @@ from strategies import store_fault_plans
 from mcpbrowser.core import store as store_module
 from mcpbrowser.core import store_postgres
 from mcpbrowser.core.store import Snapshot, Store
+from mcpbrowser.core.store_sqlite import SqliteBackend
 from mcpbrowser.timers import now_ms
 
 pytestmark = pytest.mark.unit
@@ -55,7 +56,7 @@ def faulty(monkeypatch):
     def connect(*args, **kwargs):
         return real(*args, factory=FaultyConnection, **kwargs)
 
-    monkeypatch.setattr(store_module.sqlite3, "connect", connect)
+    monkeypatch.setattr(sqlite3, "connect", connect)
     monkeypatch.setattr(store_module, "RETRY_S", 0.05)
     Faults.kind = None
     yield Faults
@@ -206,7 +207,7 @@ def test_a_snapshot_written_inline_by_an_earlier_version_still_reads(tmp_path):
     with sqlite3.connect(path) as conn:  # version 3: snapshots inline in responses
         conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
         for version in (1, 2, 3):
-            for statement in store_module.MIGRATIONS[version]:
+            for statement in SqliteBackend.MIGRATIONS[version]:
                 conn.execute(statement)
             conn.execute("INSERT INTO schema_version VALUES (?)", (version,))
         conn.execute("INSERT INTO requests VALUES ('old', 's', 'navigate', '{}', 1)")

@@ -2,7 +2,10 @@
 
 Writes are queued to the store's writer thread (`Store.write`); reads wait
 until what was queued before them is committed (`Store.query`). The schema and
-its migrations are `store.py`'s; the core records (core/recorder.py, core/sessions.py), core/content_tools.py reads.
+its migrations are the store's backends' (core/store_sqlite.py, core/store_postgres.py), and so
+are the few row statements whose SQL differs by database (`self.sql.CLOSE_SESSION`, ...): every
+statement written here is one that SQLite and PostgreSQL both run as written, its upserts as
+`INSERT ... ON CONFLICT`; the core records (core/recorder.py, core/sessions.py), core/content_tools.py reads.
 """
 
 import json
@@ -21,6 +24,13 @@ from mcpbrowser.timers import now_ms
 PAGE = "s.page_snapshot, p.data, b.data"
 STORED = "LEFT JOIN snapshots p ON p.hash = s.snapshot_hash LEFT JOIN snapshots b ON b.hash = p.base"
 UNRECORDED = "not recorded whole: "  # a response row's error_message, then why (response_unrecorded)
+# A call's response row, replacing one written before whole (a page snapshot inline, of rows
+# written before snapshots were stored once, goes too).
+RESPONSE = ("INSERT INTO responses (ref_id, status, result, console_logs, error_message, timestamp, snapshot_hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (ref_id) DO UPDATE SET status = excluded.status, "
+            "result = excluded.result, page_snapshot = NULL, console_logs = excluded.console_logs, "
+            "error_message = excluded.error_message, timestamp = excluded.timestamp, "
+            "snapshot_hash = excluded.snapshot_hash")
 
 
 def _page(inline, packed, base):
@@ -32,12 +42,15 @@ class History:
 
     def __init__(self, store):
         self.store = store
+        self.sql = store.backend  # the statements whose SQL is the backend's own
 
     # -- sessions ---------------------------------------------------------------
 
     def session_opened(self, session_id, created_at, metadata):
-        self.store.write("INSERT OR REPLACE INTO sessions (session_id, created_at, last_activity, state, metadata, "
-                         "instance) VALUES (?, ?, ?, 'active', ?, ?)",
+        self.store.write("INSERT INTO sessions (session_id, created_at, last_activity, state, metadata, instance) "
+                         "VALUES (?, ?, ?, 'active', ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+                         "created_at = excluded.created_at, last_activity = excluded.last_activity, "
+                         "state = excluded.state, metadata = excluded.metadata, instance = excluded.instance",
                          (session_id, created_at, created_at, json.dumps({**metadata, "server": self.store.server}),
                           self.store.instance))
 
@@ -67,11 +80,8 @@ class History:
         wins: the other finds the row changed. The row names this server as the holder from then on;
         `session_opened` writes the rest once the context is open, `release_claim` if it fails to.
         """
-        return self.store.swap("UPDATE sessions SET state = 'active', instance = ?, last_activity = ?, "
-                               "metadata = json_set(metadata, '$.server', ?) "
-                               "WHERE session_id = ? AND state = ? AND instance IS ?",
-                               (self.store.instance, now_ms(), self.store.server, session_id,
-                                holder["state"], holder["instance"])) == 1
+        return self.store.swap(self.sql.CLAIM_SESSION, (self.store.instance, now_ms(), self.store.server, session_id,
+                                                        holder["state"], holder["instance"])) == 1
 
     def release_claim(self, session_id):
         """A claimed session could not be opened here: closed again, for any server to resume."""
@@ -81,7 +91,7 @@ class History:
     def sessions_elsewhere(self, owner):
         """The owner's sessions that other servers sharing the history opened and have not closed:
         [{sessionId, server}], and `resumable` on those whose server is gone (whether a state was saved)."""
-        if self.store.path == ":memory:":
+        if not self.store.backend.shared:
             return []  # no other server can open it (and its shared cache locks a reader out while the writer writes)
         # Without waiting for this server's queued writes: the rows read are other servers'.
         rows = self.store.query("SELECT s.session_id, s.instance, s.metadata, st.session_id IS NOT NULL "
@@ -104,12 +114,9 @@ class History:
 
     def session_closed(self, session_id, reason, throttle=None):
         """The session ended for `reason`; `throttle`: its throttling then, which resume_session restores."""
-        self.store.write("UPDATE sessions SET state = 'closed', last_activity = ?, metadata = "
-                         "json_set(json_remove(metadata, '$.throttle'), '$.closeReason', ?) WHERE session_id = ?",
-                         (now_ms(), reason, session_id))
+        self.store.write(self.sql.CLOSE_SESSION, (now_ms(), reason, session_id))
         if throttle:
-            self.store.write("UPDATE sessions SET metadata = json_set(metadata, '$.throttle', json(?)) "
-                             "WHERE session_id = ?", (json.dumps(throttle), session_id))
+            self.store.write(self.sql.KEEP_THROTTLE, (json.dumps(throttle), session_id))
 
     def save_state(self, session_id, storage_state, url):
         """Keep what resume_session needs, sealed: the storage state holds cookies, the URL may hold a secret.
@@ -117,7 +124,9 @@ class History:
         The URL is sealed as it is (resume goes back to it): scrubbed, it would lead nowhere.
         Rows of earlier versions hold it as text.
         """
-        self.store.write("INSERT OR REPLACE INTO session_state VALUES (?, ?, ?, ?)",
+        self.store.write("INSERT INTO session_state (session_id, storage_state, url, updated_at) VALUES (?, ?, ?, ?) "
+                         "ON CONFLICT (session_id) DO UPDATE SET storage_state = excluded.storage_state, "
+                         "url = excluded.url, updated_at = excluded.updated_at",
                          (session_id, self.store.seal(dumps(storage_state)), self.store.seal(url.encode()),
                           now_ms()))
 
@@ -154,7 +163,10 @@ class History:
         summary = {"cookies": len(cookies), "domains": sorted(d for d in domains if d), "savedAt": now_ms()}
         # Its answer says "saved": so it waits for the row, and says why when it could not be stored.
         try:
-            self.store.write_now("INSERT OR REPLACE INTO named_states VALUES (?, ?, ?, ?, ?)",
+            self.store.write_now("INSERT INTO named_states (owner, name, storage_state, summary, updated_at) "
+                                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner, name) DO UPDATE SET "
+                                 "storage_state = excluded.storage_state, summary = excluded.summary, "
+                                 "updated_at = excluded.updated_at",
                                  (owner or "", name, self.store.seal(dumps(storage_state)), json.dumps(summary),
                                   summary["savedAt"]))
         except WriteNotStored as exc:
@@ -230,15 +242,13 @@ class History:
             result = utf8(compact_json(value))
             for path in files_named(value):
                 # The first answer that named it owns the row (a later listing, such as downloads', does not).
-                self.store.write("INSERT OR IGNORE INTO files (path, ref_id, session_id, created_at) "
-                                 "VALUES (?, ?, ?, ?)", (path, ref_id, session_id, now_ms()), ref=ref_id)
+                self.store.write("INSERT INTO files (path, ref_id, session_id, created_at) VALUES (?, ?, ?, ?) "
+                                 "ON CONFLICT (path) DO NOTHING", (path, ref_id, session_id, now_ms()), ref=ref_id)
         # The page was redacted as it was captured; a secret learned since is scrubbed from it too.
         # It is stored once by its hash, compressed, on the writer thread (store.Snapshot).
         page = Snapshot(scrub_text(snapshot, secrets), session_id) if snapshot is not None else None
-        self.store.write("INSERT OR REPLACE INTO responses (ref_id, status, result, console_logs, error_message, "
-                         "timestamp, snapshot_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (ref_id, status, result, json.dumps(console).encode() if console else None, error,
-                          now_ms(), page), ref=ref_id)
+        self.store.write(RESPONSE, (ref_id, status, result, json.dumps(console).encode() if console else None, error,
+                                    now_ms(), page), ref=ref_id)
         for entry in console:
             self.store.write("INSERT INTO console_logs (ref_id, level, message, timestamp, location) "
                              "VALUES (?, ?, ?, ?, ?)", (ref_id, entry["level"], entry["message"],
@@ -247,8 +257,7 @@ class History:
     def response_unrecorded(self, ref_id, fut, why):
         """A finished call's response row without its result, snapshot or console: what could not be stored."""
         status = "cancelled" if fut.cancelled() else "error" if fut.exception() is not None else "ok"
-        self.store.write("INSERT OR REPLACE INTO responses (ref_id, status, error_message, timestamp) "
-                         "VALUES (?, ?, ?, ?)", (ref_id, status, f"{UNRECORDED}{why}", now_ms()), ref=ref_id)
+        self.store.write(RESPONSE, (ref_id, status, None, None, f"{UNRECORDED}{why}", now_ms(), None), ref=ref_id)
 
     # -- reading it back ---------------------------------------------------------
 
@@ -329,11 +338,12 @@ class History:
         rows = self.store.query(
             f"SELECT c.last_snapshot_hash, {PAGE} FROM diff_cursors c "
             f"JOIN requests r ON r.ref_id = c.ref_id LEFT JOIN responses s ON s.ref_id = c.ref_id {STORED} "
-            "WHERE r.session_id IS ? ORDER BY c.last_read DESC, c.rowid DESC LIMIT 1", (session_id,))
+            f"WHERE {'r.session_id IS NULL' if session_id is None else 'r.session_id = ?'} "
+            "ORDER BY c.last_read DESC, c.rowid DESC LIMIT 1", () if session_id is None else (session_id,))
         return (rows[0][0], _page(*rows[0][1:])) if rows else None
 
     def mark_read(self, ref_id, lines, digest):
-        self.store.write("INSERT OR REPLACE INTO diff_cursors VALUES (?, ?, ?, ?)", (ref_id, lines, digest, now_ms()))
+        self.store.write(self.sql.MARK_READ, (ref_id, lines, digest, now_ms()))
 
     # -- files the answers named (core/file_keeper.py removes them) ------------------------
 

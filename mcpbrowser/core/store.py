@@ -1,4 +1,4 @@
-"""SQLite history of every tool call: one writer thread, readers on any thread.
+"""The history of every tool call: one writer thread, readers on any thread, on a backend of its --db.
 
 Threads: `write` and `flush` may be called from any thread; the store-writer
 thread owns the only write connection and commits queued statements in
@@ -6,6 +6,10 @@ batches, so a session thread never waits on the disk. Readers call `query`
 from any thread on their own connection; it first waits for queued writes, so
 a read sees every write enqueued before it (read-your-writes).
 Blobs are stored exactly as produced; parsing happens only on read.
+
+What differs between databases is the backend's (core/store_backend.py): SQLite's
+(core/store_sqlite.py) or PostgreSQL's (core/store_postgres.py), chosen in `open_backend`
+and asked, never switched on. The store's own statements that both run as written are here.
 """
 
 import contextlib
@@ -15,7 +19,6 @@ import json
 import os
 import queue
 import socket
-import sqlite3
 import threading
 import time
 import uuid
@@ -23,96 +26,16 @@ import zlib
 from concurrent.futures import Future
 from typing import Any
 
-from mcpbrowser.config import default_path
-from mcpbrowser.core import instances, store_postgres
-from mcpbrowser.core.store_postgres import StoreError
+from mcpbrowser.core.store_backend import SCHEMA_VERSION, StoreError  # noqa: F401 (SCHEMA_VERSION: the store's)
+from mcpbrowser.core.store_postgres import PostgresBackend, is_url
+from mcpbrowser.core.store_sqlite import SqliteBackend
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import valid_text
-from mcpbrowser.redaction import shown_url
-from mcpbrowser.sealing import is_legacy, key_id, load_key, seal, unseal_any
+from mcpbrowser.sealing import is_legacy, key_id, seal, unseal_any
 from mcpbrowser.timers import now_ms
 
-# Forward migrations: version -> statements. A database is brought from its
-# recorded version to the newest in one transaction per step; never edit a
-# released step, add a new one.
-MIGRATIONS = {
-    1: [
-        """CREATE TABLE sessions (session_id TEXT PRIMARY KEY, created_at INTEGER NOT NULL,
-           last_activity INTEGER NOT NULL, state TEXT NOT NULL, metadata TEXT NOT NULL DEFAULT '{}')""",
-        """CREATE TABLE requests (ref_id TEXT PRIMARY KEY, session_id TEXT, tool_name TEXT NOT NULL,
-           params TEXT NOT NULL, timestamp INTEGER NOT NULL)""",
-        """CREATE TABLE responses (ref_id TEXT PRIMARY KEY, status TEXT NOT NULL, result BLOB,
-           page_snapshot BLOB, console_logs BLOB, error_message TEXT, timestamp INTEGER NOT NULL)""",
-        """CREATE TABLE console_logs (id INTEGER PRIMARY KEY AUTOINCREMENT, ref_id TEXT NOT NULL,
-           level TEXT NOT NULL, message TEXT NOT NULL, timestamp INTEGER NOT NULL, location TEXT)""",
-        """CREATE TABLE diff_cursors (ref_id TEXT PRIMARY KEY, cursor_position INTEGER NOT NULL,
-           last_snapshot_hash TEXT NOT NULL, last_read INTEGER NOT NULL)""",
-        "CREATE INDEX requests_by_session ON requests (session_id, timestamp)",
-        "CREATE INDEX requests_by_time ON requests (timestamp)",
-        "CREATE INDEX console_by_ref ON console_logs (ref_id)",
-    ],
-    2: [
-        # Beyond the seed: what resume_session needs to bring a session back.
-        """CREATE TABLE session_state (session_id TEXT PRIMARY KEY, storage_state BLOB NOT NULL,
-           url TEXT NOT NULL, updated_at INTEGER NOT NULL)""",
-    ],
-    3: [
-        # Logins saved by name (save_state), per client: owner '' is the server's own.
-        """CREATE TABLE named_states (owner TEXT NOT NULL, name TEXT NOT NULL, storage_state BLOB NOT NULL,
-           summary TEXT NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (owner, name))""",
-    ],
-    4: [
-        # Each distinct page snapshot once, zlib-compressed, addressed by the SHA-256 of its
-        # text (the hash get_content answers). A response names it in snapshot_hash; rows
-        # written before keep their text in page_snapshot, and readers take either. `base`:
-        # the whole snapshot this one is stored as a change of (see snapshot_delta), or NULL.
-        "CREATE TABLE snapshots (hash TEXT PRIMARY KEY, data BLOB NOT NULL, size INTEGER NOT NULL, base TEXT)",
-        "ALTER TABLE responses ADD COLUMN snapshot_hash TEXT",
-        "CREATE INDEX responses_by_snapshot ON responses (snapshot_hash)",
-        # The server process that opened the session (see Store.instance): several servers
-        # may share one history, and each closes or prunes only what no live server owns.
-        "ALTER TABLE sessions ADD COLUMN instance TEXT",
-    ],
-    5: [
-        # The files a call's answer named (screenshot, pdf, trace, download), so that the file
-        # retention (core/file_keeper.py) can say on the call's record that one was removed.
-        """CREATE TABLE files (path TEXT PRIMARY KEY, ref_id TEXT NOT NULL, session_id TEXT, created_at INTEGER
-           NOT NULL, removed_at INTEGER, removed_reason TEXT)""",
-        "CREATE INDEX files_by_ref ON files (ref_id)",
-    ],
-    6: [
-        # Which client made a call (issue 63): a call without a session (create_session's own,
-        # list_sessions, get_content) has no session row to tell whose it is, so its refId read
-        # back for nobody. A client's calls (HTTP's owners) have a row; the server's own (stdio,
-        # the library, which see every call) none.
-        "CREATE TABLE call_owners (ref_id TEXT PRIMARY KEY, owner TEXT NOT NULL)",
-    ],
-}
-SCHEMA_VERSION = max(MIGRATIONS)
 BATCH = 200  # statements per commit at most: bounds how long a flush waits
-
-
-def migrate(conn):
-    """Bring the schema to SCHEMA_VERSION; returns the version found."""
-    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
-    found = row[0] or 0
-    if found > SCHEMA_VERSION:
-        raise RuntimeError(f"the database has schema version {found}, newer than this "
-                           f"mcpbrowser understands ({SCHEMA_VERSION}); upgrade mcpbrowser")
-    for version in range(found + 1, SCHEMA_VERSION + 1):
-        conn.execute("BEGIN")
-        for statement in MIGRATIONS[version]:
-            conn.execute(statement)
-        conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
-        conn.execute("COMMIT")
-    return found
-
-
-# What a failed write means, from SQLite's primary result code (the low byte): the
-# code an answer carries when its call could not be recorded.
-FAULTS = {13: "DISK_FULL", 10: "HISTORY_IO_ERROR", 8: "HISTORY_READ_ONLY", 5: "HISTORY_BUSY", 6: "HISTORY_BUSY",
-          14: "HISTORY_IO_ERROR"}
+# What a fault code says, in the answer of a call that could not be recorded and in the log.
 FAULT_TEXT = {
     "DISK_FULL": "the disk under the history database is full",
     "HISTORY_IO_ERROR": "the history database cannot be written (an I/O error)",
@@ -121,8 +44,6 @@ FAULT_TEXT = {
     "HISTORY_UNREACHABLE": "the history database server cannot be reached",
     "HISTORY_ERROR": "the history database refused a write",
 }
-STATEMENT_CODES = {1, 12, 19, 20, 25}  # SQLITE_ERROR, NOTFOUND, CONSTRAINT, MISMATCH, RANGE
-DB_ERRORS = (sqlite3.Error, StoreError)  # what a backend's statement raises (PostgreSQL's are StoreErrors)
 RETRY_S = 2.0  # while writes fail, how often the writer tries again (the queue's wait)
 PENDING_MAX = 5000  # writes kept for a retry that no answer depended on (session rows, cursors); oldest go first
 DROPPED_MEMORY = 20_000  # refIds answered "not recorded" that the writer still skips
@@ -130,31 +51,13 @@ BASES_KEPT = 64  # sessions whose last whole snapshot the writer keeps, for delt
 ZLIB_LEVEL = 6  # the docs walk (scripts/history_cost.py): 1 stores 23% more, 9 saves 5% for 3.3 times the time
 
 
-def fault_code(exc):
-    """The fault code of a sqlite3 error or a StoreError (DISK_FULL, HISTORY_BUSY, ...)."""
-    if isinstance(exc, StoreError):
-        return exc.code
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is None:
-        return "HISTORY_ERROR"
-    return FAULTS.get(code & 0xFF, "HISTORY_ERROR")
+# A page stored once by its hash (a second time, nothing happens): the same SQL on every backend.
+STORE_PAGE = "INSERT INTO snapshots (hash, data, size, base) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING"
 
 
-def statement_error(exc):
-    """Whether a sqlite3 error or a StoreError is the statement's own (wrong SQL, a constraint), not the database's."""
-    if isinstance(exc, StoreError):
-        return exc.statement
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code is None or code & 0xFF in STATEMENT_CODES
-
-
-def free_bytes(path):
-    """Bytes free to this user on the filesystem that holds path, or None when unknown."""
-    try:
-        st = os.statvfs(os.path.dirname(os.path.abspath(path)))
-    except (OSError, AttributeError):
-        return None
-    return st.f_bavail * st.f_frsize
+def open_backend(target):
+    """The backend of a --db target: PostgreSQL's for a postgresql:// URL, else SQLite's (a file, or :memory:)."""
+    return PostgresBackend(target) if is_url(target) else SqliteBackend(target)
 
 
 class Snapshot:
@@ -231,22 +134,17 @@ class _Swap:
 
 
 class Store:
-    """The history database."""
+    """The history database, on the backend its --db target names (`backend`)."""
 
     def __init__(self, path, *, retention_days=0, max_mb=0, keys=None):
-        """keys: the sealing keys of --db-key-file (the first seals, every one opens); None: the store's own."""
-        self._keys = keys
+        """keys: the sealing keys of --db-key-file (the first seals, every one opens); None: the backend's own."""
         self.instance = uuid.uuid4().hex  # this server process, as the sessions it opens record it
         # This server as a person knows it, in the sessions it opens (list_sessions shows it to
         # another server's clients): --http sets host:port once it listens.
         self.server = f"{socket.gethostname()} pid {os.getpid()}"
-        self._lock_file = None
-        self._uri = False  # sqlite3.connect's: True for the in-memory history's shared cache (see _open)
         self.path = path
-        # --db postgresql://…: the history on a database server (core/store_postgres.py); its URL is
-        # shown only as `label`, without its user, password or query (redaction.shown_url).
-        self.remote = store_postgres.is_url(path)
-        self.label = shown_url(path) if self.remote else path
+        self.backend = open_backend(path)
+        self.label = self.backend.label  # the database as logs and messages show it (a URL without its password)
         self.retention_days = retention_days
         self.max_mb = max_mb
         self._local = threading.local()
@@ -263,76 +161,27 @@ class Store:
         # and how much is free (a server without its history would hand out refIds that no
         # restart reads back). Once open, a full disk only pauses recording (see _write_loop).
         try:
-            writer = self._open(path)
-        except (*DB_ERRORS, OSError) as exc:
-            cause = FAULT_TEXT[fault_code(exc)] if isinstance(exc, DB_ERRORS) else exc.strerror or str(exc)
-            if self.remote:
-                raise RuntimeError(f"the history database {self.label} cannot be opened: {cause} ({exc})") from None
-            raise RuntimeError(f"the history database {path} cannot be opened: {cause} ({self._free_text()}); "
-                               "free space there, or point --db elsewhere") from None
+            self._keys = keys if keys is not None else self.backend.own_keys()
+            if self.backend.shared:
+                # Which key seals, by a hash of it: servers that must open each other's logins show one id.
+                log.info("sealing key", extra={"event": "sealing_key", "keyId": key_id(self._keys[0]),
+                                               "keys": len(self._keys)})
+            writer = self.backend.open(self.instance)
+        except (*self.backend.errors, OSError) as exc:
+            cause = FAULT_TEXT[self.backend.fault_code(exc)] if isinstance(exc, self.backend.errors) \
+                else exc.strerror or str(exc)
+            raise RuntimeError(self.backend.cannot_open(cause, exc)) from None
         self.restarted = 0
         try:
             self.restarted = self._close_orphans(writer)
             self._prune(writer)
-        except DB_ERRORS as exc:
+        except self.backend.errors as exc:
             self._faulted(exc)
         if self.fault is None:
             self._commit(writer, [])  # a probe: a full disk is said now, not at the first call
         self._writer = threading.Thread(target=self._write_loop, args=(writer,),
                                         name="store-writer", daemon=True)
         self._writer.start()
-
-    def _open(self, path):
-        """The writer's connection, on a database with the current schema."""
-        if self.remote:
-            # Without --db-key-file the sealing key stays on this machine, beside where the default
-            # history would be: only this machine's servers open what they sealed.
-            if self._keys is None:
-                os.makedirs(os.path.dirname(default_path()), mode=0o700, exist_ok=True)
-                self._keys = [load_key(os.path.join(os.path.dirname(default_path()), "postgresql.key"))]
-            self._log_key()
-            self._registry = store_postgres.Registry(path)
-            return store_postgres.open_writer(path, self.instance, migrate)
-        if path == ":memory:":
-            # Several connections must see one in-memory database: a named shared cache.
-            self._target, self._uri = f"file:mcpbrowser-{uuid.uuid4().hex}?mode=memory&cache=shared", True
-            self._keys = self._keys or [os.urandom(32)]
-        else:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            self._target, self._uri = path, False
-            if self._keys is None:
-                self._keys = [load_key(path + ".key")]
-            self._log_key()
-            if not os.path.exists(path):
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))  # history is private
-            self._lock_file = instances.claim(path, self.instance)
-        writer = self._connect()
-        if not writer.execute("PRAGMA page_count").fetchone()[0]:  # a new database (on another, it writes)
-            writer.execute("PRAGMA auto_vacuum = INCREMENTAL")
-        if path != ":memory:":
-            writer.execute("PRAGMA journal_mode=WAL")
-            writer.execute("PRAGMA synchronous=NORMAL")  # durable across a process crash, fast
-        migrate(writer)
-        return writer
-
-    def _connect(self):
-        # Autocommit mode: the writer opens and commits its own batches explicitly.
-        if self.remote:
-            return store_postgres.Connection(self.path)
-        conn = sqlite3.connect(self._target, uri=self._uri, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout = 5000")
-        if self._uri:
-            # The in-memory history is a shared cache, whose connections lock each other's tables, and such a
-            # lock is answered at once ("database table is locked"), never waited for as busy_timeout waits:
-            # a get_content that met the writer's batch failed, and a writer that met a read lost its batch
-            # ("history writes fail"). Read uncommitted, a reader takes no read lock: neither waits. It may
-            # see a batch the writer has not committed yet; in memory, that batch fails only with the process.
-            conn.execute("PRAGMA read_uncommitted = 1")
-        return conn
-
-    def _free_text(self):
-        free = free_bytes(self.path) if self.path != ":memory:" and not self.remote else None
-        return "free space unknown" if free is None else f"{free // 1024} KB free"
 
     # -- ANY THREAD ------------------------------------------------------------
 
@@ -388,7 +237,7 @@ class Store:
         try:
             return item.done.result(timeout) if not self._closed else 0
         except Exception as exc:
-            code = fault_code(exc) if isinstance(exc, DB_ERRORS) else "HISTORY_ERROR"
+            code = self.backend.fault_code(exc) if isinstance(exc, self.backend.errors) else "HISTORY_ERROR"
             raise errors.HistoryUnavailable(
                 f"The history cannot decide this now: {FAULT_TEXT.get(code, FAULT_TEXT['HISTORY_ERROR'])} "
                 f"({self.label}).", details={"cause": code, "retryAfterMs": int(RETRY_S * 1000)}) from None
@@ -399,21 +248,17 @@ class Store:
             self.flush()
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._local.conn = self._connect()
+            conn = self._local.conn = self.backend.connect()
         try:
             return conn.execute(sql, params).fetchall()
-        except StoreError as exc:  # PostgreSQL's: the database away, say. A tool answers it, retryable
-            if exc.statement:
-                raise
+        except self.backend.errors as exc:  # the database away or locked, say: a tool answers it, retryable
+            code = self.backend.fault_code(exc)
+            if self.backend.statement_error(exc):  # the statement's own: the caller's to fix
+                raise StoreError(code, True, str(exc)) from None
             from mcpbrowser import errors
 
-            raise errors.HistoryUnavailable(f"The history cannot be read now: {FAULT_TEXT[exc.code]} ({self.label}).",
-                                            details={"cause": exc.code, "retryAfterMs": int(RETRY_S * 1000)}) from None
-
-    def _log_key(self):
-        # Which key seals, by a hash of it: servers that must open each other's logins show one id.
-        log.info("sealing key", extra={"event": "sealing_key", "keyId": key_id(self._keys[0]),
-                                       "keys": len(self._keys)})
+            raise errors.HistoryUnavailable(f"The history cannot be read now: {FAULT_TEXT[code]} ({self.label}).",
+                                            details={"cause": code, "retryAfterMs": int(RETRY_S * 1000)}) from None
 
     def seal(self, data):
         return seal(self._keys[0], data)
@@ -425,11 +270,7 @@ class Store:
 
     def alive(self, instance):
         """Whether the server process that recorded `instance` still runs."""
-        if instance == self.instance:
-            return True
-        if self.remote:
-            return self._registry.alive(instance)
-        return self._lock_file is not None and instances.alive(self.path, instance)
+        return instance == self.instance or self.backend.alive(instance)
 
     def close(self):
         """Commit what is queued and stop the writer. Idempotent."""
@@ -439,7 +280,7 @@ class Store:
         self._closed = True
         self._queue.put(None)
         self._writer.join(5)
-        instances.release(self._lock_file)
+        self.backend.release()
 
     # -- STORE-WRITER THREAD ---------------------------------------------------
 
@@ -494,7 +335,7 @@ class Store:
                 writes = 0
                 try:
                     self._prune(conn)
-                except DB_ERRORS as exc:
+                except self.backend.errors as exc:
                     self._faulted(exc)
         if pending:
             log.error("history writes lost at shutdown", extra={
@@ -504,26 +345,27 @@ class Store:
     def _commit(self, conn, writes):
         """Run writes in one transaction; True when committed. A statement that is itself wrong
         (a constraint, say) is logged and skipped; a fault of the database rolls back and keeps them."""
-        # On PostgreSQL the batch goes out at once (its pipeline): one round trip, where one a
+        # On a pipelined backend (PostgreSQL) the batch goes out at once: one round trip, where one a
         # statement cost about 1/25 of SQLite's rate. A statement's own error there aborts the
         # whole batch, so it is run again a statement at a time, to skip just that one; and a
-        # connection found gone at the first try is opened again once (outside a transaction,
-        # nothing of it ran).
-        together = self.remote
-        reopen = self.remote and conn.is_open
+        # connection that opens again by itself, found gone at the first try, is opened again once
+        # (outside a transaction, nothing of it ran).
+        backend = self.backend
+        together = backend.pipelined
+        reopen = backend.reconnects(conn)
         while True:
             try:
                 self._run(conn, writes, together)
                 break
-            except DB_ERRORS as exc:
+            except backend.errors as exc:
                 if conn.in_transaction:
                     try:
                         conn.execute("ROLLBACK")
-                    except DB_ERRORS:
+                    except backend.errors:
                         pass  # the transaction is gone with the failure
-                if together and statement_error(exc):
+                if together and backend.statement_error(exc):
                     together = False
-                elif reopen and fault_code(exc) == "HISTORY_UNREACHABLE":
+                elif reopen and backend.fault_code(exc) == "HISTORY_UNREACHABLE":
                     reopen = False
                 else:
                     self._faulted(exc)
@@ -536,14 +378,14 @@ class Store:
 
     def _swap(self, conn, item):
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(self.backend.BEGIN)
             changed = conn.execute(item.sql, item.params).rowcount
             conn.execute("COMMIT")
-        except DB_ERRORS as exc:
+        except self.backend.errors as exc:
             if conn.in_transaction:
                 try:
                     conn.execute("ROLLBACK")
-                except DB_ERRORS:
+                except self.backend.errors:
                     pass  # the transaction is gone with the failure
             item.done.set_exception(exc)
         else:
@@ -552,7 +394,7 @@ class Store:
     def _run(self, conn, writes, together):
         """The writes in one transaction (together: sent at once); raises the database's error."""
         with conn.together() if together else contextlib.nullcontext():
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(self.backend.BEGIN)
             # In the transaction: on SQLite, under its write lock, so that no other server prunes a
             # page between this read and the rows that name it. Together, this read is the one wait
             # before the end's.
@@ -560,8 +402,8 @@ class Store:
             for item in writes:
                 try:
                     self._execute(conn, item, known)
-                except DB_ERRORS as exc:
-                    if together or not statement_error(exc):
+                except self.backend.errors as exc:
+                    if together or not self.backend.statement_error(exc):
                         raise
                     # A statement that is itself wrong: one bad row must not lose the batch.
                     log.error("history write failed", extra={"event": "store_error", "error": str(exc)})
@@ -632,11 +474,10 @@ class Store:
             return snap.hash
         size = len(snap.text.encode())
         if snap.delta is not None and known.get(snap.delta[1]):
-            conn.execute("INSERT OR IGNORE INTO snapshots VALUES (?, ?, ?, ?)", (snap.hash, snap.delta[0], size,
-                                                                                snap.delta[1]))
+            conn.execute(STORE_PAGE, (snap.hash, snap.delta[0], size, snap.delta[1]))
             known[snap.hash] = False
         else:
-            conn.execute("INSERT OR IGNORE INTO snapshots VALUES (?, ?, ?, NULL)", (snap.hash, snap.whole, size))
+            conn.execute(STORE_PAGE, (snap.hash, snap.whole, size, None))
             known[snap.hash] = True
             if snap.session:
                 self._bases[snap.session] = (snap.hash, snap.text)
@@ -654,33 +495,30 @@ class Store:
 
     def _faulted(self, exc):
         """Writes fail: log it once (with its cause and the free space), answer calls 'not recorded'."""
-        code = fault_code(exc)
-        if code == "HISTORY_IO_ERROR" and not self.remote and (free_bytes(self.path) or 1 << 20) < 1 << 20:
-            code = "DISK_FULL"  # SQLite reports some writes on a full disk as a plain I/O error
+        code = self.backend.fault_code(exc)
         if self.fault is not None and self.fault["errorCode"] == code:
             return
-        self.fault = {"errorCode": code, "message": f"{FAULT_TEXT[code]} ({self._free_text()}), so this call "
+        self.fault = {"errorCode": code, "message": f"{FAULT_TEXT[code]} ({self.backend.free_text()}), so this call "
                       "was not recorded: its refId will not read back. Recording resumes by itself."}
         log.error("history writes fail; calls are answered but not recorded until they succeed again", extra={
-            "event": "store_fault", "code": code, "error": str(exc), "path": self.label, "free": self._free_text()})
+            "event": "store_fault", "code": code, "error": str(exc), "path": self.label,
+            "free": self.backend.free_text()})
 
     def _close_orphans(self, conn):
         """Close the sessions whose server is gone (all but those of live instances); how many."""
         rows = conn.execute("SELECT session_id, instance FROM sessions WHERE state = 'active'").fetchall()
         gone = [sid for sid, instance in rows if not (instance and self.alive(instance))]
-        if self._lock_file is not None:
-            instances.sweep(self.path)
+        self.backend.sweep()
         if gone:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executemany("UPDATE sessions SET state = 'closed', metadata = json_set(metadata, "
-                             "'$.closeReason', 'server_restart') WHERE session_id = ?", [(s,) for s in gone])
+            conn.execute(self.backend.BEGIN)
+            conn.executemany(self.backend.CLOSE_ORPHAN, [(s,) for s in gone])
             conn.execute("COMMIT")
         return len(gone)
 
     def _prune(self, conn):
         """Drop the oldest history past --retention-days or --db-max-mb, but never a live server's
         other than this one's open sessions."""
-        if not (self.retention_days or (self.max_mb and self.path != ":memory:")):
+        if not (self.retention_days or self.max_mb):
             return
         rows = conn.execute("SELECT session_id, instance FROM sessions WHERE state = 'active' "
                             "AND instance IS NOT NULL AND instance != ?", (self.instance,)).fetchall()
@@ -688,29 +526,25 @@ class Store:
         if self.retention_days:
             cutoff = now_ms() - self.retention_days * 86_400_000
             self._drop_before(conn, cutoff, kept)
-        if self.max_mb and self.path != ":memory:":
-            while (conn.size_mb() if self.remote else self._size_mb(conn)) > self.max_mb:
-                row = conn.execute("SELECT timestamp FROM requests ORDER BY timestamp "
-                                   "LIMIT 1 OFFSET (SELECT COUNT(*) / 10 FROM requests)").fetchone()
-                if row is None or not self._drop_before(conn, row[0] + 1, kept):
-                    break
-                if not self.remote:  # PostgreSQL's autovacuum gives the room back
-                    conn.execute("PRAGMA incremental_vacuum")
+        # A backend that does not measure its size (an in-memory history) is not pruned by it.
+        while self.max_mb and (self.backend.size_mb(conn) or 0) > self.max_mb:
+            row = conn.execute("SELECT timestamp FROM requests ORDER BY timestamp "
+                               "LIMIT 1 OFFSET (SELECT COUNT(*) / 10 FROM requests)").fetchone()
+            if row is None or not self._drop_before(conn, row[0] + 1, kept):
+                break
+            self.backend.vacuum(conn)
 
-    @staticmethod
-    def _size_mb(conn):
-        pages = conn.execute("PRAGMA page_count").fetchone()[0] - conn.execute("PRAGMA freelist_count").fetchone()[0]
-        return pages * conn.execute("PRAGMA page_size").fetchone()[0] / 1_048_576
-
-    @staticmethod
-    def _drop_before(conn, cutoff, kept=()):
+    def _drop_before(self, conn, cutoff, kept=()):
         """Delete calls older than cutoff, except those of the sessions in kept; how many."""
+        # The temporary table named without its schema: SQLite and PostgreSQL both look among the
+        # connection's temporary tables first.
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS kept_sessions (session_id TEXT PRIMARY KEY)")
-        conn.execute("DELETE FROM temp.kept_sessions")
-        conn.executemany("INSERT OR IGNORE INTO temp.kept_sessions VALUES (?)", [(s,) for s in kept])
+        conn.execute("DELETE FROM kept_sessions")
+        conn.executemany("INSERT INTO kept_sessions (session_id) VALUES (?) ON CONFLICT (session_id) DO NOTHING",
+                         [(s,) for s in kept])
         old = ("SELECT ref_id FROM requests WHERE timestamp < ? AND (session_id IS NULL OR "
-               "session_id NOT IN (SELECT session_id FROM temp.kept_sessions))")
-        conn.execute("BEGIN IMMEDIATE")
+               "session_id NOT IN (SELECT session_id FROM kept_sessions))")
+        conn.execute(self.backend.BEGIN)
         for table in ("responses", "console_logs", "diff_cursors", "call_owners"):
             conn.execute(f"DELETE FROM {table} WHERE ref_id IN ({old})", (cutoff,))
         dropped = conn.execute(f"DELETE FROM requests WHERE ref_id IN ({old})", (cutoff,)).rowcount
