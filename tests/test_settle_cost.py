@@ -14,6 +14,7 @@ from support import PAGES
 
 import mcpbrowser
 from mcpbrowser.config import Config
+from mcpbrowser.session import settle as settle_module
 
 pytestmark = pytest.mark.e2e
 
@@ -39,11 +40,11 @@ def sent(monkeypatch):
     return out
 
 
-def clicked(browser, session, sent):
+def clicked(browser, session, sent, selector="#b"):
     """The methods sent from the click's action on until its answer."""
     done = []
     del sent[:]
-    fut = browser.submit("click", {"sessionId": session.id, "selector": "#b"})
+    fut = browser.submit("click", {"sessionId": session.id, "selector": selector})
     fut.add_done_callback(lambda _: done.append(time.monotonic()))  # on the session thread, as it answers
     fut.result(timeout=30)
     ours = f"session-{session.id[:8]}"  # the warm pool opens others meanwhile
@@ -74,3 +75,54 @@ def test_a_click_whose_page_reacts_later_is_waited_for_in_the_same_round_trip(br
         after = clicked(browser, session, sent)
         assert after == ["click", "send"], after  # the settle waits in the page, not in round trips
         assert "after" in session.snapshot()["snapshot"]
+
+
+# A page whose background never stops: a status poll every 50 ms that writes what it got into the page, and
+# a long-poll begun at load that asks again as soon as it is answered (a kernel's status, a chat's feed).
+POLLING = """<!doctype html><title>Polling</title><p id=status>idle</p><p id=feed></p><main id=view></main>
+<button id=nothing onclick="">Nothing</button>
+<button id=load onclick="fetch('/slow?ms=300').then(r => r.text()).then(() => {
+  document.getElementById('view').innerHTML = '<h2>Loaded view</h2><button>Act on it</button>' })">Load</button>
+<script>
+  setInterval(() => fetch('/title/status').then(r => r.text())
+    .then(() => { document.getElementById('status').textContent = 'polled ' + Date.now() }), 50);
+  (function poll(n) { fetch('/slow?ms=400').then(r => r.text())
+    .then(() => { document.getElementById('feed').textContent = 'event ' + n; poll(n + 1) }) })(0)
+</script>"""
+
+
+@pytest.fixture
+def waits(monkeypatch):
+    """The ms each settle waited in the page, as the session logs them."""
+    out = []
+    original = settle_module.log.debug
+
+    def debug(message, *args, extra=None, **kwargs):
+        if message == "settled":
+            out.append(extra["waited"])
+        return original(message, *args, extra=extra, **kwargs)
+
+    monkeypatch.setattr(settle_module.log, "debug", debug)
+    return out
+
+
+@pytest.mark.alone
+def test_a_background_that_polls_for_ever_holds_no_action_and_hides_no_render(browser, pages, sent, waits):
+    # The poll's requests and timers began in the page's own loop, not in the click's event: before the settle
+    # told them apart, a click that did nothing waited for the poll's requests and then for a quiet DOM that
+    # never came (300-2,000 ms, each click).
+    PAGES["/polling"] = POLLING
+    try:
+        with browser.create_session() as session:
+            session.navigate(pages.url("/polling"))
+            time.sleep(0.3)  # the poll and the long-poll are running
+            for _ in range(3):
+                del waits[:]
+                assert clicked(browser, session, sent, "#nothing") == ["click", "send"]
+                assert waits and waits[0] < 60, waits  # nothing follows the click: answered at once
+            del waits[:]
+            clicked(browser, session, sent, "#load")
+            # What the click's own request rendered is there, read at once (no half-rendered read).
+            assert "Loaded view" in session.snapshot()["snapshot"]
+    finally:
+        del PAGES["/polling"]

@@ -9,18 +9,23 @@ once (or not at all) costs one round trip, about 1-2 ms.
 The rule. A small script in every document of a session's context (an init script;
 for a document older than the session's, it installs itself on the first settle)
 notes, without changing what the page sees:
-  - each short timer (`setTimeout` of at most CAP_MS) and each `fetch`/XHR, with the
-    time it started and whether it is still pending;
+  - each short timer (`setTimeout` of at most TIMER_MS) and each `fetch`/XHR, with the
+    time it started, whether it is still pending, and its origin: when the chain of work
+    that started it began (see INSTALL's comment). An input event of the action (a key, a
+    click, a field's input or change, a focus) begins a chain; a timer's, an interval's,
+    a frame's callback, the reactions to a request's answer and a socket's messages carry
+    the chain of the code that set them up. So a kernel's status poll, a long-poll, a
+    websocket or a ticker begun before the action is never the action's, however often it
+    runs, while what the action's event set off, and what that set off in turn, is;
   - the time of the last DOM change (a MutationObserver) and of the last scroll.
 After an action that did not load a new document, the session asks the page to
-settle, counting from the action's start: it answers at once when nothing the
-action started is pending and no timer or request was started since; otherwise it
-waits until what was started has ended (a timer that cannot fire within the cap is
-not waited for: a slow poll) and the DOM has then been quiet for QUIET_MS (for at most
+settle, counting from the action's start: it answers at once when nothing of the
+action's chains is pending and none was started since; otherwise it waits until what
+was started has ended and the DOM has then been quiet for QUIET_MS (for at most
 LINGER_MS: a page whose clock or ticker changes the DOM all the time is never quiet), or
-the cap (CAP_MS, or less when the action's own timeout ends first). A timer set by a
-timer's callback belongs to that timer's chain: a ticker's setTimeout chain, begun before
-the action, is not the action's, while the action's own chained timers are waited for. An action that scrolled
+the cap (CAP_MS, or less when the action's own timeout ends first). A timer longer than
+TIMER_MS is not waited for (a timeout, a race's loser, a toast's end, a debounced save:
+JupyterLab sets 500 and 1,000 ms ones on every key). An action that scrolled
 (a key, the wheel, a click that brought its target into view) waits until neither the
 scroll nor the DOM has moved for QUIET_MS: a virtualised list renders its rows then. Recurring timers
 (`setInterval`), animation frames and WebSocket messages are not waited for.
@@ -39,8 +44,10 @@ import time
 from mcpbrowser.logs import log
 
 QUIET_MS = 100   # the DOM quiet this long after the action's timers and requests ended
-CAP_MS = 2000    # at most this long after the action: a page that never quiets down answers anyway
+CAP_MS = 1500    # at most this long after the action: a slow request or a page that never quiets down answers anyway
 LINGER_MS = 300  # at most this long after the action's last timer or request (or scroll) waiting for the quiet
+TIMER_MS = 300   # a timer the action set is waited for when it fires within this long (longer: a timeout, a toast)
+LAG_MS = 250     # an input event this long before the action's start, as the page reckons it, is the action's
 POPUP_WAIT_S = 2.0  # at most this long for the next of the tabs the action asked for (within its timeout)
 
 # Defines window.__mcpbSettle(elapsedMs, quietMs, capMs) -> Promise of [ms waited, windows the action asked
@@ -51,11 +58,42 @@ INSTALL = r"""(() => {
     const clock = () => performance.now();
     const pending = new Set();   // {started, due, origin} of short timers and requests not ended yet
     const ended = [];            // {origin, at} of the last jobs that ended
-    // A job's origin: when the chain it belongs to began. A timer set by a timer's callback is of
-    // that timer's chain, so a ticker's setTimeout chain, begun before the action, is not the action's.
-    let running = null, lastMutation = -1, lastScroll = -1;
+    // THE RULE: a job (a short timer, a request) is the action's when its chain of work began with the
+    // action. A job's origin is when that chain began, told by what runs the code that starts the job:
+    //  - an input event (a key, a click, a field's input or change, a submit, a focus) that the page's own
+    //    code did not dispatch: that event's time. This is what an action causes;
+    //  - a timer's, an interval's, an animation frame's or an idle callback's code, a microtask queued with
+    //    queueMicrotask: the origin of the code that set it;
+    //  - what runs when a request answers (the reactions to a fetch's promise and to its body's reads, an
+    //    XHR's events): the origin of the code that sent it;
+    //  - a WebSocket's or an EventSource's events: the origin of the code that opened it;
+    //  - anything else (a script the page adds, an observer's callback): that code's own start.
+    // So a kernel's status poll, a ticker, a long-poll or a socket begun before the action stays of its own
+    // chain however often it runs, while what the action's event set off, and what that set off in turn
+    // through timers and requests, is the action's. A promise the page awaits is not followed itself: the
+    // work after it is found by the request or timer that resolved it.
+    let running = null;                // the origin of the callback running now (null: not known)
+    let depth = 0;                     // callbacks of ours on the stack (a timer's, a frame's...)
+    let acting = null, actingAt = 0;   // the input event being dispatched, and when it came
+    let scoped = null, scopedAt = 0;   // a socket's or a request's event being dispatched, and its origin
+    let lastMutation = -1, lastScroll = -1;
+    const acted = [];                  // when the last input events came
+    const originOf = (now) => {
+      if (acting !== null && acting.eventPhase !== 0) return actingAt;
+      if (scoped !== null && scoped.eventPhase !== 0) return scopedAt;
+      return running === null ? now : running;
+    };
+    // A request's reactions run as microtasks after ours, in the same turn: the origin holds until the
+    // next turn of the event loop (or the next callback of ours that sets its own).
+    const turn = new MessageChannel();
+    let turning = false;
+    turn.port1.onmessage = () => { turning = false; running = null; };
+    const enter = (origin) => {
+      running = origin;
+      if (!turning) { turning = true; turn.port2.postMessage(0); }
+    };
     const begin = (due) => {
-      const now = clock(), job = {started: now, due, origin: running === null ? now : running};
+      const now = clock(), job = {started: now, due, origin: originOf(now)};
       pending.add(job);
       return job;
     };
@@ -64,17 +102,28 @@ INSTALL = r"""(() => {
       ended.push({origin: job.origin, at: clock()});
       if (ended.length > 64) ended.shift();
     };
+    // fn, to be called later, run with the origin of the code that asked for it now.
+    const carried = (fn) => {
+      const origin = originOf(clock());
+      return function () {
+        const outer = running;
+        running = origin;
+        depth++;
+        try { return Reflect.apply(fn, this, arguments); } finally { running = outer; depth--; }
+      };
+    };
     const timers = new Map();
-    const setT = window.setTimeout, clearT = window.clearTimeout, cap = CAP_MS;
+    const setT = window.setTimeout, clearT = window.clearTimeout, timerMs = TIMER_MS;
     window.setTimeout = function (fn, ms, ...rest) {
-      const delay = Number(ms) || 0;
-      if (typeof fn !== "function" || delay > cap) return Reflect.apply(setT, window, [fn, ms, ...rest]);
+      if (typeof fn !== "function") return Reflect.apply(setT, window, [fn, ms, ...rest]);
+      const delay = Number(ms) || 0, run = carried(fn);
+      // A timer longer than TIMER_MS is not waited for (a timeout, a race's loser, a toast's end, a slow
+      // poll): it only carries its chain's origin.
+      if (delay > timerMs) return Reflect.apply(setT, window, [run, ms, ...rest]);
       const job = begin(clock() + delay);
       const id = Reflect.apply(setT, window, [function () {
         timers.delete(id); end(job);
-        const outer = running;
-        running = job.origin;
-        try { return Reflect.apply(fn, this, arguments); } finally { running = outer; }
+        return Reflect.apply(run, this, arguments);
       }, ms, ...rest]);
       timers.set(id, job);
       return id;
@@ -84,20 +133,80 @@ INSTALL = r"""(() => {
       if (job) { timers.delete(id); end(job); }
       return Reflect.apply(clearT, window, arguments);
     };
+    const carry = (name) => {
+      const original = window[name];
+      if (original) window[name] = function (fn, ...rest) {
+        return Reflect.apply(original, window, [typeof fn === "function" ? carried(fn) : fn, ...rest]);
+      };
+    };
+    ["setInterval", "requestAnimationFrame", "requestIdleCallback", "queueMicrotask"].forEach(carry);
+    const bodies = new WeakMap();  // a fetch's Response: the origin of the code that sent it
     const fetch0 = window.fetch;
     if (fetch0) window.fetch = function () {
       const job = begin(clock());  // a request: waited for, up to the cap
       let answer;
       try { answer = Reflect.apply(fetch0, this, arguments); } catch (e) { end(job); throw e; }
-      answer.then(() => end(job), () => end(job));
+      answer.then((response) => { end(job); bodies.set(response, job.origin); enter(job.origin); },
+                  () => { end(job); enter(job.origin); });
       return answer;
     };
-    const send0 = XMLHttpRequest.prototype.send;
+    if (window.Response) for (const name of ["json", "text", "arrayBuffer", "blob", "formData"]) {
+      const read0 = Response.prototype[name];
+      if (read0) Response.prototype[name] = function () {
+        const read = Reflect.apply(read0, this, arguments), origin = bodies.get(this);
+        if (origin !== undefined) read.then(() => enter(origin), () => enter(origin));
+        return read;
+      };
+    }
+    // Events of a request or a socket run with the origin of the code that sent or opened it: ours is
+    // added first (as the object is made or opened), so it runs before the page's listeners.
+    const scope = (target, types, origin) => {
+      const mark = (e) => { scoped = e; scopedAt = origin.at; };
+      for (const type of types) target.addEventListener(type, mark);
+    };
+    const xhrs = new WeakMap();
+    const xopen0 = XMLHttpRequest.prototype.open, send0 = XMLHttpRequest.prototype.send;
+    XMLHttpRequest.prototype.open = function () {
+      if (!xhrs.has(this)) {
+        const origin = {at: originOf(clock())};
+        xhrs.set(this, origin);
+        scope(this, ["readystatechange", "load", "loadend", "error", "abort", "timeout", "progress"], origin);
+      }
+      return Reflect.apply(xopen0, this, arguments);
+    };
     XMLHttpRequest.prototype.send = function () {
       const job = begin(clock());  // a request: waited for, up to the cap
+      const origin = xhrs.get(this);
+      if (origin) origin.at = job.origin;
       this.addEventListener("loadend", () => end(job));
       try { return Reflect.apply(send0, this, arguments); } catch (e) { end(job); throw e; }
     };
+    for (const [name, types] of [["WebSocket", ["open", "message", "error", "close"]],
+                                 ["EventSource", ["open", "message", "error"]]]) {
+      const original = window[name];
+      if (original) window[name] = new Proxy(original, {construct(target, args, newTarget) {
+        const made = Reflect.construct(target, args, newTarget);
+        scope(made, types, {at: originOf(clock())});
+        return made;
+      }});
+    }
+    // The action's own events: the first listeners of all (this script runs before the page's), in the
+    // capture phase. One the page dispatches itself from a timer, a frame or a socket's event (a focus()
+    // call, a synthetic change) stays of that chain; one within the action's event stays the action's.
+    for (const type of ["pointerdown", "pointerup", "mousedown", "mouseup", "click", "dblclick", "auxclick",
+                        "contextmenu", "keydown", "keypress", "keyup", "beforeinput", "input", "change",
+                        "submit", "reset", "focus", "blur", "focusin", "focusout", "wheel", "touchstart",
+                        "touchend", "paste", "cut", "copy", "drop", "dragstart", "dragend", "compositionend",
+                        "select", "selectionchange"]) {
+      addEventListener(type, (e) => {
+        if (depth === 0 && !(scoped !== null && scoped.eventPhase !== 0)
+            && !(acting !== null && acting.eventPhase !== 0)) {
+          acting = e; actingAt = clock();
+          acted.push(actingAt);
+          if (acted.length > 16) acted.shift();
+        }
+      }, {capture: true, passive: true});
+    }
     // A scroll starts a frame after the key or wheel that asks for it: those count as scrolls at once
     // (not a key typed into a field).
     const scrolls = new Set(["End", "Home", "PageDown", "PageUp", "ArrowDown", "ArrowUp", " "]);
@@ -131,7 +240,11 @@ INSTALL = r"""(() => {
     new MutationObserver(() => { lastMutation = clock(); }).observe(document,
       {subtree: true, childList: true, attributes: true, characterData: true});
     Object.defineProperty(window, "__mcpbSettle", {value: (elapsed, quiet, capMs) => new Promise((resolve) => {
-      const askedAt = clock(), since = askedAt - elapsed;
+      const askedAt = clock();
+      // The action's start, as "elapsed ms before this settle was asked", is late by the time the question
+      // took to arrive: an input event up to LAG_MS before it is the action's own.
+      let since = askedAt - elapsed;
+      since = Math.min(since, ...acted.filter((at) => at >= since - LAG_MS));
       const busy = (now) => {
         let started = false, lastEnded = -1;
         for (const job of pending) {
@@ -156,7 +269,8 @@ INSTALL = r"""(() => {
       check();
     })});
   } catch (e) { /* a page that locked these names down is not settled, only answered */ }
-})()""".replace("CAP_MS", str(CAP_MS)).replace("LINGER_MS", str(LINGER_MS))
+})()""".replace("TIMER_MS", str(TIMER_MS)).replace("LINGER_MS", str(LINGER_MS)).replace(
+    "LAG_MS", str(LAG_MS))
 
 SETTLE = ("([elapsed, quiet, cap]) => window.__mcpbSettle ? window.__mcpbSettle(elapsed, quiet, cap) : "
           f"({INSTALL}, [-1, 0])")
