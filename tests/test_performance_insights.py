@@ -6,11 +6,10 @@ a known time. Each test bounds times the browser measures, so the module runs al
 """
 
 import json
-import random
-import struct
+import sys
 import time
-import zlib
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -20,26 +19,15 @@ import mcpbrowser
 from mcpbrowser.config import Config
 from mcpbrowser.errors import ContentNotFound, InvalidParameters
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from perf_compare import PNG  # noqa: E402  the LCP image: the comparison script's, served the same way
+
 pytestmark = [pytest.mark.e2e, pytest.mark.alone]
 
 SCRIPT_MS, IMAGE_MS, CSS_MS, TASK_MS, HANDLER_MS = 400, 300, 800, 300, 200
 SLACK_MS = 200  # a request's own time on 127.0.0.1, the script's run, a frame: on a loaded 2-core machine
 
 
-def _noise_png(width=100, height=75):
-    """A grayscale PNG of random pixels: enough bits per pixel for Chromium to take it as an LCP candidate
-    (it skips images under 0.05 bits per displayed pixel)."""
-    rows = random.Random(7).randbytes(width * height)
-    raw = b"".join(b"\0" + rows[y * width:(y + 1) * width] for y in range(height))
-
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
-
-
-PNG = _noise_png()
 PAGES = {
     # The image is found late (a script the server holds SCRIPT_MS inserts it) and loads slowly (IMAGE_MS).
     "/lcp": "<!doctype html><title>lcp</title><p>A short line.</p>"
