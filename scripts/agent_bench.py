@@ -42,6 +42,14 @@ so that the tracker refuses the form; read why, mend that field and submit again
 with the tracker's search and read it back from its page; change its status with a comment;
 log out.
 
+The notebook task runs a notebook IDE, JupyterLab with a Python kernel (from PyPI, installed
+into a virtual environment of its own; scripts/notebook_site.py), whose background never stops
+(the kernel's WebSocket, polls, timers), each step checked in the folder it serves: open the
+application, make a notebook from the launcher, type a code cell, run it and read its output, make
+the next cell Markdown, type and render it, rename the notebook through the File menu and its
+dialog, save it with Control+s (the file on disk holds both cells and the output), open a text
+file from the file browser and read it.
+
 @playwright/mcp is installed from npm into a temporary folder and run with
 --headless --isolated on the same Chromium. It has one browser context per
 server, so its second session is a second server. Characters are those of the
@@ -51,7 +59,8 @@ counted beside the answers, and "all in" is both. Speed is measured, not
 asserted; the test suite runs this script on a tiny local site (--site) and on
 Django's admin (ours only) so that it cannot rot.
 
-    .venv/bin/python scripts/agent_bench.py [--task docs|admin|spa|tracker|all] [--json] [--site DIR] [--ours-only]
+    .venv/bin/python scripts/agent_bench.py [--task docs|admin|spa|tracker|notebook|all] [--json] [--site DIR]
+        [--ours-only]
 
 AGENT_BENCH_SHOW=1 prints every answer to stderr, to see where the characters go.
 """
@@ -77,6 +86,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from admin_site import PASSWORD, USERNAME, AdminSite, query  # noqa: E402
 from bench import QuietHandler, install_playwright_mcp, pwmcp_params  # noqa: E402
+from notebook_site import README, NotebookSite  # noqa: E402
 from spa_site import SpaSite  # noqa: E402
 from tracker_site import TrackerSite  # noqa: E402
 
@@ -104,6 +114,7 @@ NO_PLAYWRIGHT_MCP = 3  # exit code: @playwright/mcp could not be installed
 NO_DJANGO = 4  # exit code: Django (the admin task's application) could not be installed
 NO_SPA = 5  # exit code: optuna-dashboard (the spa task's application) could not be installed
 NO_TRACKER = 6  # exit code: Roundup (the tracker task's application) could not be installed
+NO_NOTEBOOK = 7  # exit code: JupyterLab (the notebook task's application) could not be installed
 STEPS = ("open", "look", "follow", "search", "results", "open_hit", "read", "shot", "back", "logs", "second")
 SHOW = os.environ.get("AGENT_BENCH_SHOW") == "1"  # print every answer to stderr, to see what costs
 # ours/theirs at most: the answers, the tool list a model reads, and both together; calls: at most theirs
@@ -922,6 +933,178 @@ async def theirs_tracker(meter, sessions, base, task):
     finished(meter, started)
 
 
+# -- the notebook task: JupyterLab, a notebook IDE whose background never stops ---------------
+# A kernel's status and output over a WebSocket, the sessions' and kernels' polls, the activity
+# timers: every key and click lands on a page that is never quiet. Each step as an agent does it,
+# checked in the folder JupyterLab serves (the notebook file it writes, read outside both servers;
+# notebook_site.py). A kernel answers when it answers: the output is waited for with each
+# server's wait tool, the same call on both sides.
+
+NOTEBOOK_STEPS = ("open", "new", "code", "markdown", "rename", "save", "open_file")
+CODE = "print(6 * 7)"
+MARKDOWN = "# Results\nThe answer is 42."
+NOTEBOOK = "bench.ipynb"
+
+
+def notebook_checks(root):
+    """What the folder JupyterLab serves must show (read outside both servers)."""
+    def cells():
+        try:
+            with open(os.path.join(root, NOTEBOOK)) as f:
+                return json.load(f)["cells"]
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def saved():
+        got = cells() or []
+        code = [c for c in got if c["cell_type"] == "code" and "".join(c["source"]) == CODE]
+        outputs = "".join("".join(o.get("text", "")) for c in code for o in c.get("outputs", []))
+        return bool(code) and "42" in outputs and any(
+            c["cell_type"] == "markdown" and "".join(c["source"]) == MARKDOWN for c in got)
+
+    return {
+        "new": lambda: os.path.exists(os.path.join(root, "Untitled.ipynb")),
+        "renamed": lambda: os.path.exists(os.path.join(root, NOTEBOOK))
+        and not os.path.exists(os.path.join(root, "Untitled.ipynb")),
+        "saved": saved,
+    }
+
+
+async def eventually(check, within_s=5.0):
+    """Whether check() holds within a few seconds: an answer may come before the server wrote the file,
+    and the time until it did is the step's (counted in the task's wall time)."""
+    deadline = time.perf_counter() + within_s
+    while not check():
+        if time.perf_counter() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+def active_ref(text, role):
+    """The ref of the focused `role` line (the cell the notebook moved to)."""
+    for line in text.splitlines():
+        if f"- {role}" in line and "[active]" in line and "[ref=" in line:
+            return line.split("[ref=", 1)[1].split("]", 1)[0]
+    raise StepFailed(f"no focused {role} in: {text[:300]}")
+
+
+async def ours_notebook(meter, sessions, base, task):
+    """Read with `snapshot {query}`, act by ref, keys with press_key; the kernel's output with wait_for."""
+    s, m = sessions[0], meter.call
+    checks, started = notebook_checks(task["root"]), time.perf_counter()
+
+    async def read(sid, query_text):
+        return await m(s, "snapshot", {"sessionId": sid, "query": query_text})
+
+    async def act(sid, tool, **args):
+        return answer(await m(s, tool, {"sessionId": sid, **args}))
+
+    meter.step = "open"  # the application builds its launcher after the load
+    sid = answer(await m(s, "create_session", {"url": base + "/lab"}))["sessionId"]
+    await act(sid, "wait_for", text="ipykernel")
+    launcher = await read(sid, "Python 3")
+
+    meter.step = "new"  # a notebook with a kernel, from the launcher's card
+    got = await act(sid, "click", ref=ref_of(launcher, "Python 3 (ipykernel)", "img"))
+    expect(got["url"].endswith("/lab/tree/Untitled.ipynb") and checks["new"](), f"new: {got}")
+
+    meter.step = "code"  # type a cell, run it, read its output
+    cell = await read(sid, "textbox")
+    await act(sid, "type", ref=active_ref(cell, "textbox"), text=CODE)
+    await act(sid, "press_key", key="Shift+Enter")
+    await act(sid, "wait_for", text="42")
+
+    meter.step = "markdown"  # the next cell made Markdown in the toolbar's select, typed, rendered
+    toolbar = await read(sid, "Cell type")
+    await act(sid, "select", ref=ref_of(toolbar, "Cell type", "combobox"), labels=["Markdown"])
+    cell = await read(sid, "textbox")
+    await act(sid, "type", ref=active_ref(cell, "textbox"), text=MARKDOWN)
+    await act(sid, "press_key", key="Shift+Enter")
+    shown = await read(sid, "Results")
+    expect("heading" in shown and "Results" in shown, f"markdown: {shown[:300]}")
+
+    meter.step = "rename"  # File, Rename Notebook…, its dialog
+    menu = await read(sid, "File")
+    await act(sid, "click", ref=ref_of(menu, '"File"', "menuitem"))
+    items = await read(sid, "Rename Notebook")
+    await act(sid, "click", ref=ref_of(items, "Rename Notebook", "menuitem"))
+    dialog = await read(sid, "textbox|Rename File")
+    await act(sid, "type", ref=active_ref(dialog, "textbox"), text=NOTEBOOK, submit=True)
+    expect(checks["renamed"](), "rename: the folder has no renamed notebook")
+
+    meter.step = "save"
+    got = await act(sid, "press_key", key="Control+s")
+    expect(await eventually(checks["saved"]), f"save: the notebook on disk lacks a cell or the output: {got}")
+
+    meter.step = "open_file"  # a text file from the file browser, read in its editor
+    files = await read(sid, README)
+    await act(sid, "click", ref=ref_of(files, README), clickCount=2)
+    text = await read(sid, "forty-two")
+    expect("forty-two" in text, f"open_file: {text[:300]}")
+    await m(s, "close_session", {"sessionId": sid})
+    finished(meter, started)
+
+
+async def theirs_notebook(meter, sessions, base, task):
+    """The same steps with @playwright/mcp's tools: browser_find (a regular expression) to read,
+    browser_click, browser_type, browser_select_option and browser_press_key to act,
+    browser_wait_for for the launcher and the kernel's output."""
+    s, m = sessions[0], meter.call
+    checks, started = notebook_checks(task["root"]), time.perf_counter()
+
+    async def find(pattern):
+        return await m(s, "browser_find", {"regex": f"/{pattern}/i"})
+
+    meter.step = "open"
+    await m(s, "browser_navigate", {"url": base + "/lab"})
+    await m(s, "browser_wait_for", {"text": "ipykernel"})
+    launcher = await find("Python 3")
+
+    meter.step = "new"
+    got = await m(s, "browser_click", {"element": "Python 3 (ipykernel)",
+                                       "target": ref_of(launcher, "Python 3 (ipykernel)", "img")})
+    expect("/lab/tree/Untitled.ipynb" in got and checks["new"](), f"new: {got[:300]}")
+
+    meter.step = "code"
+    cell = await find("textbox")
+    await m(s, "browser_type", {"element": "cell", "target": active_ref(cell, "textbox"), "text": CODE})
+    await m(s, "browser_press_key", {"key": "Shift+Enter"})
+    await m(s, "browser_wait_for", {"text": "42"})
+
+    meter.step = "markdown"
+    toolbar = await find("Cell type")
+    await m(s, "browser_select_option", {"element": "Cell type", "target": ref_of(toolbar, "Cell type", "combobox"),
+                                         "values": ["Markdown"]})
+    cell = await find("textbox")
+    await m(s, "browser_type", {"element": "cell", "target": active_ref(cell, "textbox"), "text": MARKDOWN})
+    await m(s, "browser_press_key", {"key": "Shift+Enter"})
+    shown = await find("Results")
+    expect("heading" in shown and "Results" in shown, f"markdown: {shown[:300]}")
+
+    meter.step = "rename"
+    menu = await find("File")
+    await m(s, "browser_click", {"element": "File", "target": ref_of(menu, '"File"', "menuitem")})
+    items = await find("Rename Notebook")
+    await m(s, "browser_click", {"element": "Rename Notebook…", "target": ref_of(items, "Rename Notebook", "menuitem")})
+    dialog = await find("textbox|Rename File")
+    await m(s, "browser_type", {"element": "new name", "target": active_ref(dialog, "textbox"), "text": NOTEBOOK,
+                                "submit": True})
+    expect(checks["renamed"](), "rename: the folder has no renamed notebook")
+
+    meter.step = "save"
+    got = await m(s, "browser_press_key", {"key": "Control+s"})
+    expect(await eventually(checks["saved"]), f"save: the notebook on disk lacks a cell or the output: {got[:300]}")
+
+    meter.step = "open_file"
+    files = await find(README.replace(".", "\\."))
+    await m(s, "browser_click", {"element": README, "target": ref_of(files, README, "listitem"), "doubleClick": True})
+    text = await find("forty-two")
+    expect("forty-two" in text, f"open_file: {text[:300]}")
+    await m(s, "browser_close", {})
+    finished(meter, started)
+
+
 # -- running it ---------------------------------------------------------------------------
 
 def ensure_site(site):
@@ -997,10 +1180,11 @@ def compare(result):
         "calls": ot["calls"] <= tt["calls"], "all_ok": ot["all_ok"] and tt["all_ok"]}
 
 
-TASKS = ("docs", "admin", "spa", "tracker")
+TASKS = ("docs", "admin", "spa", "tracker", "notebook")
 ADMIN_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-admin")
 SPA_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-spa")
 TRACKER_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-tracker")
+NOTEBOOK_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-notebook")
 
 
 def main():
@@ -1008,7 +1192,8 @@ def main():
     parser.add_argument("--site", default=SPHINX_DOC, help="folder of the docs task's site (default: Sphinx's manual)")
     parser.add_argument("--task", choices=(*TASKS, "all"), default="all",
                         help="docs (a documentation site), admin (Django's admin application), spa (optuna-dashboard, "
-                             "a single-page application), tracker (Roundup, an issue tracker), or all (default)")
+                             "a single-page application), tracker (Roundup, an issue tracker), notebook (JupyterLab, "
+                             "a notebook IDE with a kernel), or all (default)")
     parser.add_argument("--admin-folder", default=ADMIN_FOLDER,
                         help="where Django is installed for the admin task, and its database kept "
                              f"(default {ADMIN_FOLDER})")
@@ -1018,6 +1203,9 @@ def main():
     parser.add_argument("--tracker-folder", default=TRACKER_FOLDER,
                         help="where Roundup is installed for the tracker task, and its tracker kept "
                              f"(default {TRACKER_FOLDER})")
+    parser.add_argument("--notebook-folder", default=NOTEBOOK_FOLDER,
+                        help="where JupyterLab is installed (a venv) for the notebook task, and its folders kept "
+                             f"(default {NOTEBOOK_FOLDER})")
     parser.add_argument("--ours-only", action="store_true", help="skip @playwright/mcp")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--playwright-mcp-version", default=PLAYWRIGHT_MCP_VERSION,
@@ -1093,6 +1281,19 @@ def main():
                 with tracker.serve() as (base, home):  # each server on a fresh copy of the tracker
                     fn = ours_tracker if side == "ours" else theirs_tracker
                     meter = asyncio.run(measure(params, fn, base, {"home": home}, TRACKER_STEPS))
+                result[side] = {"steps": meter.steps, "total": totals(meter), "error": meter.error}
+        if "notebook" in tasks:
+            print("setting up JupyterLab…", file=sys.stderr)
+            try:
+                notebook = NotebookSite.build(args.notebook_folder)
+            except subprocess.CalledProcessError as exc:
+                print(f"could not set up JupyterLab (pip from PyPI): {exc}", file=sys.stderr)
+                return NO_NOTEBOOK
+            result = results["tasks"]["notebook"] = {"site": "JupyterLab", "steps": list(NOTEBOOK_STEPS)}
+            for side, params in sides:
+                with notebook.serve() as (base, root):  # each server on a fresh folder and a fresh JupyterLab
+                    fn = ours_notebook if side == "ours" else theirs_notebook
+                    meter = asyncio.run(measure(params, fn, base, {"root": root}, NOTEBOOK_STEPS))
                 result[side] = {"steps": meter.steps, "total": totals(meter), "error": meter.error}
         for result in results["tasks"].values():
             if "theirs" in result:
