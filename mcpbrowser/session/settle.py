@@ -73,23 +73,26 @@ INSTALL = r"""(() => {
     // through timers and requests, is the action's. A promise the page awaits is not followed itself: the
     // work after it is found by the request or timer that resolved it.
     let running = null;                // the origin of the callback running now (null: not known)
+    let turnOrigin = null;             // the origin of the callback that began this turn of the event loop
     let depth = 0;                     // callbacks of ours on the stack (a timer's, a frame's...)
     let acting = null, actingAt = 0;   // the input event being dispatched, and when it came
     let scoped = null, scopedAt = 0;   // a socket's or a request's event being dispatched, and its origin
-    let lastMutation = -1, lastScroll = -1;
+    let lastScroll = -1;
     const acted = [];                  // when the last input events came
     const originOf = (now) => {
       if (acting !== null && acting.eventPhase !== 0) return actingAt;
       if (scoped !== null && scoped.eventPhase !== 0) return scopedAt;
-      return running === null ? now : running;
+      if (running !== null) return running;
+      return turnOrigin === null ? now : turnOrigin;
     };
-    // A request's reactions run as microtasks after ours, in the same turn: the origin holds until the
-    // next turn of the event loop (or the next callback of ours that sets its own).
+    // The microtasks after a callback (the promise reactions it set off, the DOM's change records) and a
+    // request's reactions, which run after ours, are of the same turn: its origin holds until the next
+    // turn of the event loop (or the next callback of ours, which sets its own).
     const turn = new MessageChannel();
     let turning = false;
-    turn.port1.onmessage = () => { turning = false; running = null; };
+    turn.port1.onmessage = () => { turning = false; turnOrigin = null; };
     const enter = (origin) => {
-      running = origin;
+      turnOrigin = origin;
       if (!turning) { turning = true; turn.port2.postMessage(0); }
     };
     const begin = (due) => {
@@ -109,7 +112,7 @@ INSTALL = r"""(() => {
         const outer = running;
         running = origin;
         depth++;
-        try { return Reflect.apply(fn, this, arguments); } finally { running = outer; depth--; }
+        try { return Reflect.apply(fn, this, arguments); } finally { running = outer; depth--; enter(origin); }
       };
     };
     const timers = new Map();
@@ -161,7 +164,7 @@ INSTALL = r"""(() => {
     // Events of a request or a socket run with the origin of the code that sent or opened it: ours is
     // added first (as the object is made or opened), so it runs before the page's listeners.
     const scope = (target, types, origin) => {
-      const mark = (e) => { scoped = e; scopedAt = origin.at; };
+      const mark = (e) => { scoped = e; scopedAt = origin.at; enter(origin.at); };
       for (const type of types) target.addEventListener(type, mark);
     };
     const xhrs = new WeakMap();
@@ -201,7 +204,7 @@ INSTALL = r"""(() => {
       addEventListener(type, (e) => {
         if (depth === 0 && !(scoped !== null && scoped.eventPhase !== 0)
             && !(acting !== null && acting.eventPhase !== 0)) {
-          acting = e; actingAt = clock();
+          acting = e; actingAt = clock(); enter(actingAt);
           acted.push(actingAt);
           if (acted.length > 16) acted.shift();
         }
@@ -237,7 +240,14 @@ INSTALL = r"""(() => {
     // asked up to a second before it are the action's too.
     const popups = (since) => opened.splice(0).filter((o) => o.at >= since - 1000
                                                       && !(o.event && o.event.defaultPrevented)).length;
-    new MutationObserver(() => { lastMutation = clock(); }).observe(document,
+    // The DOM's changes, each batch with the origin of the code that made it (its records are delivered in
+    // the same turn): a change of the page's own background is not the action's, and is not waited out.
+    const changes = [];  // {at, origin}
+    new MutationObserver(() => {
+      const now = clock(), origin = originOf(now), last = changes[changes.length - 1];
+      if (last && last.origin === origin) last.at = now;
+      else { changes.push({at: now, origin}); if (changes.length > 64) changes.shift(); }
+    }).observe(document,
       {subtree: true, childList: true, attributes: true, characterData: true});
     Object.defineProperty(window, "__mcpbSettle", {value: (elapsed, quiet, capMs) => new Promise((resolve) => {
       const askedAt = clock();
@@ -246,7 +256,8 @@ INSTALL = r"""(() => {
       let since = askedAt - elapsed;
       since = Math.min(since, ...acted.filter((at) => at >= since - LAG_MS));
       const busy = (now) => {
-        let started = false, lastEnded = -1;
+        let started = false, lastEnded = -1, lastMutation = -1;
+        for (const change of changes) if (change.origin >= since) lastMutation = Math.max(lastMutation, change.at);
         for (const job of pending) {
           if (job.origin < since) continue;  // not the action's: a ticker's chain, a poll
           if (job.due <= since + capMs) return true;
