@@ -12,9 +12,9 @@ notes, without changing what the page sees:
   - each short timer (`setTimeout` of at most TIMER_MS) and each `fetch`/XHR, with the
     time it started, whether it is still pending, and its origin: when the chain of work
     that started it began (see INSTALL's comment). An input event of the action (a key, a
-    click, a field's input or change, a focus) begins a chain; a timer's, an interval's,
-    a frame's callback, the reactions to a request's answer and a socket's messages carry
-    the chain of the code that set them up. So a kernel's status poll, a long-poll, a
+    click, a field's input or change, a focus) begins a chain; a timer's and an interval's
+    callback, the reactions to a request's answer and a socket's messages carry the chain
+    of the code that set them up. So a kernel's status poll, a long-poll, a
     websocket or a ticker begun before the action is never the action's, however often it
     runs, while what the action's event set off, and what that set off in turn, is;
   - the time of the last DOM change (a MutationObserver) and of the last scroll.
@@ -62,19 +62,20 @@ INSTALL = r"""(() => {
     // action. A job's origin is when that chain began, told by what runs the code that starts the job:
     //  - an input event (a key, a click, a field's input or change, a submit, a focus) that the page's own
     //    code did not dispatch: that event's time. This is what an action causes;
-    //  - a timer's, an interval's, an animation frame's or an idle callback's code, a microtask queued with
-    //    queueMicrotask: the origin of the code that set it;
+    //  - a timer's or an interval's code, a microtask queued with queueMicrotask, and the promise reactions
+    //    in the same turn of the event loop: the origin of the code that set it;
     //  - what runs when a request answers (the reactions to a fetch's promise and to its body's reads, an
     //    XHR's events): the origin of the code that sent it;
     //  - a WebSocket's or an EventSource's events: the origin of the code that opened it;
-    //  - anything else (a script the page adds, an observer's callback): that code's own start.
+    //  - anything else (a script the page adds, an observer's callback, an animation frame): that code's
+    //    own start.
     // So a kernel's status poll, a ticker, a long-poll or a socket begun before the action stays of its own
     // chain however often it runs, while what the action's event set off, and what that set off in turn
     // through timers and requests, is the action's. A promise the page awaits is not followed itself: the
     // work after it is found by the request or timer that resolved it.
     let running = null;                // the origin of the callback running now (null: not known)
     let turnOrigin = null;             // the origin of the callback that began this turn of the event loop
-    let depth = 0;                     // callbacks of ours on the stack (a timer's, a frame's...)
+    let depth = 0;                     // callbacks of ours on the stack (a timer's, an interval's...)
     let acting = null, actingAt = 0;   // the input event being dispatched, and when it came
     let scoped = null, scopedAt = 0;   // a socket's or a request's event being dispatched, and its origin
     let lastScroll = -1;
@@ -142,7 +143,10 @@ INSTALL = r"""(() => {
         return Reflect.apply(original, window, [typeof fn === "function" ? carried(fn) : fn, ...rest]);
       };
     };
-    ["setInterval", "requestAnimationFrame", "requestIdleCallback", "queueMicrotask"].forEach(carry);
+    // Animation frames and idle callbacks are left alone: the browser names the script of a long frame's
+    // callback by the function it called (performance insights read it), and ours would hide it. Their
+    // code is of the turn before, or known only by its own start.
+    ["setInterval", "queueMicrotask"].forEach(carry);
     const bodies = new WeakMap();  // a fetch's Response: the origin of the code that sent it
     const fetch0 = window.fetch;
     if (fetch0) window.fetch = function () {
