@@ -198,8 +198,9 @@ INSTALL = r"""(() => {
       }});
     }
     // The action's own events: the first listeners of all (this script runs before the page's), in the
-    // capture phase. One the page dispatches itself from a timer, a frame or a socket's event (a focus()
-    // call, a synthetic change) stays of that chain; one within the action's event stays the action's.
+    // capture phase. One the page dispatches itself from a timer's or a socket's event (a focus() call, a
+    // synthetic change) stays of that chain; one within the action's event stays the action's. One from
+    // code of unknown origin (a frame, an observer, a request's answer) counts as an input: waited for.
     for (const type of ["pointerdown", "pointerup", "mousedown", "mouseup", "click", "dblclick", "auxclick",
                         "contextmenu", "keydown", "keypress", "keyup", "beforeinput", "input", "change",
                         "submit", "reset", "focus", "blur", "focusin", "focusout", "wheel", "touchstart",
