@@ -206,6 +206,19 @@ def test_a_crash_loop_stops_at_the_restart_limit_with_a_clear_error(supervised):
     assert refused.value.details["cause"] == "the browser process exited (null SIGKILL)"
 
 
+def test_a_crash_that_spends_the_budget_is_refused_before_anyone_hears_of_it(supervised):
+    """The core hears of a crash (on_lost: the browser_crashed notice, the sessions lost); a create_session
+    that comes right after must be refused at once, not held for a browser the window brings back later."""
+    supervisor, clock, sleeps, lost = supervised(max_restarts=1, restart_window=120)
+    degraded_when_told = []
+    supervisor._on_lost = lambda cause, gen: degraded_when_told.append(supervisor.degraded)
+    FakeLauncher.made[0].crash()
+    assert wait_generation(supervisor, 3)
+    FakeLauncher.made[0].crash()
+    assert wait_generation(supervisor, 4, published=False)
+    assert degraded_when_told == [False, True]  # the first restart is allowed; the second spends it
+
+
 class FakePlaywright:
     stopped = False
 

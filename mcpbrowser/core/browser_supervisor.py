@@ -95,6 +95,7 @@ class BrowserSupervisor:
         self._clock = clock
         self._backoff = RestartBackoff(config.max_restarts, config.restart_window, clock)
         self._degraded_until: float | None = None  # monotonic time of the next restart while degraded
+        self._next_wait: tuple[float, bool] | None = None  # a noticed crash's (wait, budget spent), for the retry
         # The supervisor thread's own: the launcher (alive, or kept for the next browser after a
         # crash), whether its browser is published and serving, since when, and how long the last ran.
         self._shared: SharedBrowser | None = None
@@ -343,6 +344,7 @@ class BrowserSupervisor:
         # The life is retired first: a session opening now waits for the next browser rather than
         # attach to the dead one's endpoint. Then the sessions go; then what is left of the browser.
         relaunchable = shared.can_relaunch()
+        self._serving, self._ran_s = False, self._clock() - self._up_since
         with self._lock:
             self.crash_cause = cause
             if self._endpoint.done():
@@ -350,7 +352,12 @@ class BrowserSupervisor:
             ended = self._generation
             self._generation += 1  # retire the dead life's number: sessions still opening on it are stale
             self._kept = self._published if relaunchable and self._published and self._published.pipe else None
-        self._serving, self._ran_s = False, self._clock() - self._up_since
+            # The restart's wait is decided now, before anyone hears of the crash: a create_session that
+            # comes right after a crash that spent the budget is refused at once (check_available), not
+            # held for a browser that comes back only when the window allows.
+            self._next_wait = self._backoff.crashed(self._ran_s)
+            if self._next_wait[1]:
+                self._degraded_until = self._clock() + self._next_wait[0]
         self._on_lost(cause, ended)
         if not relaunchable:  # hung, or its launcher died: all of it goes
             self._release(0)
@@ -362,7 +369,9 @@ class BrowserSupervisor:
     def _restart_wait(self, retry_state: Any) -> float:
         """Seconds before the next restart (RestartBackoff's), degraded while the budget is spent."""
         with self._lock:
-            delay, spent = self._backoff.crashed(self._ran_s)
+            # A crash's wait was decided as it was noticed (_life); a launch that failed is decided here.
+            decided, self._next_wait = self._next_wait, None
+            delay, spent = decided if decided is not None else self._backoff.crashed(self._ran_s)
             if spent:
                 self._degraded_until = self._clock() + delay
             degraded = self._degraded_until is not None
