@@ -367,3 +367,25 @@ def test_a_call_without_a_session_says_what_it_stored_over_stdio(make_client, db
         said = c.error("get_content", ref_id=ref_id)
         assert said["errorCode"] == "CONTENT_NOT_FOUND" and f"({tool})" in said["message"], said
         assert "without a session" in said["message"] and "no page" in said["message"], said
+
+
+def test_a_resume_whose_last_page_no_longer_loads_says_so(tmp_path):
+    """The site of the session's last page is gone: resume_session opens the session (cookies and storage)
+    and says its last page did not load, as create_session's navigationError does; it said only "resumed"."""
+    from support import HtmlSite
+
+    site = HtmlSite(page=lambda url: "<title>There</title><h1>There</h1>")
+    c = McpClient("--db", str(tmp_path / "h.db"))
+    try:
+        made = c.tool("create_session", url=site.url + "/there")
+        assert made["title"] == "There"
+        c.tool("get_content", ref_id=made["pageRefId"])  # the after-call save has run
+        c.tool("close_session", sessionId=made["sessionId"])
+        site.close()  # its last page's server is gone
+        back = c.tool("resume_session", sessionId=made["sessionId"])
+        assert back["navigationError"]["errorCode"] == "NAVIGATION_FAILED", back
+        assert "ERR_CONNECTION_REFUSED" in back["navigationError"]["message"]
+        assert "did not load" in back["message"]
+        assert c.tool("list_sessions")["count"] == 1  # the session itself is open
+    finally:
+        c.close()

@@ -73,7 +73,8 @@ class SessionOpener:
             if options.get("url", "about:blank") != "about:blank":
                 try:
                     page.goto(options["url"])
-                except Exception as exc:  # the session still opens; the caller sees where it is
+                except Exception as exc:  # the session still opens; resume_session's answer says why it is not there
+                    worker.options["url_failed"] = str(exc).split("\n", 1)[0]
                     log.warning("resume navigation failed", extra={"session": worker.session_id,
                                                                     "error": str(exc)})
         except BaseException:
