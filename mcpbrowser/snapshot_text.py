@@ -47,6 +47,60 @@ NODE_LINE = re.compile(r"""( *- '?[a-z]+)((?: "[^"\\]*(?:\\.[^"\\]*)*")?)((?: \[
 SHOWN_PAGE_REF = re.compile(rf"‹ref=({REF_ID})›")
 
 
+# Playwright's rendering of a value in YAML (its isomorphic/yaml.ts, yamlStringNeedsQuotes), for with_field_value.
+_NEEDS_QUOTES = re.compile(r"""^-|:( |$)| #|^[&*\],?!>|@"'#%]|[{}`]|^\[|^[-+]?\.(inf|nan)$""", re.IGNORECASE)
+_YAML_WORDS = frozenset({"y", "n", "yes", "no", "true", "false", "on", "off", "null", "~"})
+# What JavaScript's Number() reads as a number (then Playwright quotes it).
+_JS_NUMBER = re.compile(r"[+-]?(\d+\.?\d*(e[+-]?\d+)?|\.\d+(e[+-]?\d+)?|(?-i:Infinity))|0x[0-9a-f]+|0o[0-7]+|0b[01]+",
+                        re.IGNORECASE)
+# The marks Playwright writes after [active] on a line (ariaSnapshotRenderer.ts's createKey order).
+_AFTER_ACTIVE = ("[invalid", "[level=", "[pressed", "[selected]", "[aria-hidden]", "[ref=")
+ACTIVE = " [active]"
+
+
+def yaml_value(text):
+    """A field's value as Playwright writes it after a line's colon: its whitespace collapsed, quoted where
+    YAML would misread it. None where that is not certain (a character other than a printable one or a
+    space, whose normalising differs between JavaScript and Python); "" for an empty one, shown bare."""
+    if not text.isprintable():
+        return None
+    text = re.sub(" +", " ", text).strip(" ")
+    if not text or not (_NEEDS_QUOTES.search(text) or text.lower() in _YAML_WORDS or _JS_NUMBER.fullmatch(text)):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def with_field_value(text, ref, value):
+    """The stored snapshot `text` as Playwright would write it after its text field `ref` was filled with
+    `value` and took the focus: that field's line showing the value and [active], the mark gone from
+    the line that had it. None where that is not certain: the field's line is not one plain textbox line
+    (it has children, such as a placeholder), a secret field shows [REDACTED], the value has characters
+    yaml_value leaves alone. The page watch proved the rest unchanged (page_watch.typed)."""
+    if ": [REDACTED]" in text:  # a secret field's value: the walk's redaction reads the fields again
+        return None
+    shown = yaml_value(value)
+    lines = text.split("\n")
+    at = [i for i, line in enumerate(lines) if f"[ref={ref}]" in line]
+    if shown is None or len(at) != 1:
+        return None
+    match = NODE_LINE.fullmatch(lines[at[0]])
+    if not match or match.group(1).lstrip(" -") not in ("textbox", "searchbox"):
+        return None
+    head, name, marks, rest = match.groups()
+    if not marks.endswith(f" [ref={ref}]") or (rest and not rest.startswith(": ")):
+        return None
+    for i, line in enumerate(lines):
+        if ACTIVE in line and i != at[0]:
+            other = NODE_LINE.fullmatch(line)
+            if other and ACTIVE in other.group(3):
+                lines[i] = other.group(1) + other.group(2) + other.group(3).replace(ACTIVE, "") + other.group(4)
+    marks = marks.replace(ACTIVE, "")
+    cut = min(marks.find(" " + mark) for mark in _AFTER_ACTIVE if " " + mark in marks)
+    marks = marks[:cut] + ACTIVE + marks[cut:]
+    lines[at[0]] = head + name + marks + (f": {shown}" if shown else "")
+    return "\n".join(lines)
+
+
 def _shown_as_page_words(text):
     """Each [ref=…] in a page's own words shown as ‹ref=…›."""
     return REF.sub(lambda ref: ref.group(0).replace("[", "‹").replace("]", "›"), text)

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.unit
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "mcpbrowser"
 # What a call's record and answer are made of, written on the Call.
-DECISIONS = {"capture", "capture_after", "snapshot", "inline", "secret", "same_page", "snapshot_reused"}
+DECISIONS = {"capture", "capture_after", "snapshot", "inline", "secret", "same_page", "snapshot_reused", "field_edit"}
 CALLS_FUNCTION = "core/on_session.py"
 # Where a failure gets its class (errors.as_server_error: ours as they are, Playwright's BROWSER_ERROR, a bug
 # of ours INTERNAL_ERROR): a call on a session in OnSession.run, a session-less call in the dispatcher's pool

@@ -57,6 +57,7 @@ class OnSession:
             if call.secret and isinstance(args.get("text"), str):
                 state.withheld.add(args["text"])
             call.snapshot_reused = response.reused
+            call.field_edit = response.field_edit
         if failure is not None:
             raise call.annotate_error(_scrubbed(self._what_failed(state, tool, call, failure), state.secrets)) \
                 from None
@@ -119,7 +120,7 @@ class OnSession:
         succeeded = not fut.cancelled() and fut.exception() is None
         try:
             if succeeded and call.capture_after:
-                call.snapshot = snapshots.capture_snapshot(state)
+                call.snapshot = snapshots.capture_snapshot(state, call.field_edit)
         finally:  # whatever the capture met, the answer promised a record (meta.recorded): it is written
             self._recorder.after_call(state, fut, call)
         if succeeded:

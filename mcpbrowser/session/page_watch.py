@@ -43,6 +43,16 @@ drops the held snapshot as it starts (snapshots.before_call): its page is walked
 the events would have made it anyway, and a forged quiet costs the page
 nothing but a walk. So does `evaluate`: the agent's script may change what
 the watch cannot see (the CSSOM, Web Animations).
+
+`type` keeps it (issue 65: a capture that costs what changed). A `type` that filled one plain
+text field by its ref sends no pointer input; what it changes is that field's value and the
+focus, which the watch reads itself rather than trusting events for. After it, `typed` asks, in
+the one count that replaces the walk: armed as the held snapshot's token, no mutation, the URL
+and the document's roots as they were, every event the watch heard aimed at that field alone
+(a focus move's events anywhere), the focus on it, every other control's value as it was, and its value
+the one typed (a hash of it). Then the stored page is the held snapshot with that field's line
+rewritten (snapshots.capture_snapshot), and the watch re-armed for it. What this accepts, beside
+the risks above: CSS that shows content on `:focus-within` of the field's ancestors, as `:hover`.
 """
 
 from mcpbrowser.logs import log
@@ -70,6 +80,21 @@ def clean(token):
     return f"{ENGINE_NAME}=clean:{token}"
 
 
+def typed(token, held, value):
+    """Scoped to a text field: that field, the watch re-armed as `token`, when since the arming `held` nothing
+    changed on the page but the focus (now on the field) and the field's value, which is `value`; else none."""
+    return f"{ENGINE_NAME}=typed:{token}:{held}:{value_hash(value)}"
+
+
+def value_hash(text):
+    """FNV-1a (32 bits) over the text's UTF-16 code units, as the engine computes it of a field's value."""
+    h = 0x811C9DC5
+    data = text.encode("utf-16-le")
+    for i in range(0, len(data), 2):
+        h = ((h ^ (data[i] | data[i + 1] << 8)) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
 ENGINE = r"""({
   queryAll(root, body) {
     const [op, token] = body.split(':');
@@ -93,44 +118,84 @@ ENGINE = r"""({
       while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
       return a;
     };
-    const forms = (roots) => {
-      let s = '';
-      for (const r of roots)
-        for (const e of r.querySelectorAll('input,textarea,select')) {
-          s += e.value + (e.checked ? '+' : '-') + (e.indeterminate ? '+' : '-');
-          if (e.options) for (const o of e.options) s += o.selected ? '+' : '-';
-          s += '\u0000';
-        }
+    const controls = (roots) => roots.flatMap(r => [...r.querySelectorAll('input,textarea,select')]);
+    const state = (e) => {  // what a control shows beside its value
+      let s = (e.checked ? '+' : '-') + (e.indeterminate ? '+' : '-');
+      if (e.options) for (const o of e.options) s += o.selected ? '+' : '-';
       return s;
     };
-    let w = globalThis[KEY];
-    const clean = () => {
-      if (!w || !w.armed || w.dirty || location.href !== w.url || active() !== w.active) return false;
-      const roots = scan();
-      return !!roots && roots.length === w.roots && forms(roots) === w.forms;
+    const forms = (list) => list.map(e => e.value + state(e));
+    const hash = (text) => {  // snapshots' value_hash
+      let h = 0x811c9dc5;
+      for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+      return h;
     };
+    // What a move of the focus fires wherever it goes: the field left commits its value (`change`), which
+    // `typed` reads for itself; `clean` counts them as any event.
+    const FOCUS = new Set(['focusin', 'focusout', 'change']);
+    let w = globalThis[KEY];
+    const quiet = (field) => w && w.armed && !w.dirty && location.href === w.url &&
+      w.heard.every(t => t === field);
+    const clean = () => {
+      if (!quiet(undefined) || w.focusMoved || active() !== w.active) return false;
+      const roots = scan();
+      return !!roots && roots.length === w.roots && forms(controls(roots)).join('\u0000') === w.forms.join('\u0000');
+    };
+    // Only the field's value and the focus moved: nothing else of the page's reads it into a name (a label
+    // holding another control, an aria-labelledby over it), and it is a text field whose line shows its value.
+    const typed = (field, held, want) => {
+      if (!w || w.token !== held || !quiet(field) || active() !== field || !doc.hasFocus() || !w.hasFocus) return false;
+      if (!(field instanceof HTMLTextAreaElement || (field instanceof HTMLInputElement &&
+            ['text', 'search', 'email', 'url', 'tel'].includes(field.type)))) return false;
+      for (let a = field.closest('label'); a; a = a.parentElement && a.parentElement.closest('label'))
+        if (a.control !== field) return false;
+      for (const e of doc.querySelectorAll('[aria-labelledby]'))
+        for (const id of e.getAttribute('aria-labelledby').split(/\s+/)) {
+          const by = id && doc.getElementById(id);
+          if (by && by !== e && by.contains(field)) return false;
+        }
+      const roots = scan();
+      if (!roots || roots.length !== w.roots) return false;
+      const list = controls(roots), now = forms(list);
+      return list.length === w.controls.length && list.every((e, i) => e === w.controls[i] &&
+        (e === field ? w.forms[i].endsWith(state(e)) : now[i] === w.forms[i])) &&
+        list.includes(field) && hash(field.value) === Number(want);
+    };
+    const [, , held, want] = body.split(':');
     if (op === 'clean') return w && w.token === token && clean() ? [doc.documentElement] : [];
     if (op === 'changed' && clean()) return [];
-    if (op !== 'arm' && op !== 'changed') throw new Error('mcpbrowser_watch: arm, changed or clean');
+    if (op === 'typed' && !typed(root, held, want)) return [];
+    if (!['arm', 'changed', 'typed'].includes(op)) throw new Error('mcpbrowser_watch: arm, changed, clean or typed');
     if (!w) {
       w = globalThis[KEY] = {};
       w.observer = new MutationObserver(() => { w.dirty = true; w.observer.disconnect(); });
-      for (const type of EVENTS) addEventListener(type, () => { w.dirty = true; }, true);
+      // What each event was aimed at (its first target, through shadow roots), kept for `typed`; so many
+      // that nothing reads them is a change of its own.
+      const heard = (e) => {
+        if (w.dirty) return;
+        if (FOCUS.has(e.type)) w.focusMoved = true;
+        else if (w.heard.push(e.composedPath()[0] || e.target) > 64) w.dirty = true;
+      };
+      for (const type of EVENTS) addEventListener(type, heard, true);
     }
     w.observer.disconnect();
     const roots = scan();
     w.armed = !!roots;
     w.dirty = !roots;
     w.token = token;
+    w.heard = [];
+    w.focusMoved = false;
     if (roots) {
       for (const r of roots)
         w.observer.observe(r, {subtree: true, childList: true, attributes: true, characterData: true});
+      w.controls = controls(roots);
       w.url = location.href;
       w.active = active();
+      w.hasFocus = doc.hasFocus();
       w.roots = roots.length;
-      w.forms = forms(roots);
+      w.forms = forms(w.controls);
     }
-    return doc.body ? [doc.body] : [];
+    return op === 'typed' ? [root] : doc.body ? [doc.body] : [];
   }
 })"""
 

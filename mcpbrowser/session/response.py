@@ -15,7 +15,7 @@ from typing import Any
 class Response:
     """What one call's handler did, as it says so."""
 
-    __slots__ = ("caller", "stores_after", "page", "page_is_snapshot", "secret", "same_page", "reused")
+    __slots__ = ("caller", "stores_after", "page", "page_is_snapshot", "secret", "same_page", "reused", "field_edit")
 
     def __init__(self, caller: Any, stores_after: bool) -> None:
         # Who made the call: the handler may ask its user (a domain, a hand-over) and tell it progress.
@@ -29,6 +29,7 @@ class Response:
         self.secret: bool | None = None  # its text: True secret, False looked at and plain, None not known
         self.same_page = False         # it read the page the agent's last answer named (url, title)
         self.reused = False            # it answered from the page's last snapshot, unchanged
+        self.field_edit: tuple[str, str] | None = None  # (ref, value): it filled one plain text field, see filled
 
     def store_page(self, text: str | None, snapshot: bool = True) -> None:
         """Keep `text` as the page this call read (get_content(refId) reads it); `snapshot`: it is the page's
@@ -47,6 +48,11 @@ class Response:
     def read_same_page(self) -> None:
         """The page read is the one the agent's last answer named: its view of the answer omits url and title."""
         self.same_page = True
+
+    def filled(self, ref: str, value: str) -> None:
+        """It filled the plain text field `ref` (of the page's last snapshot) with `value` and did nothing else:
+        the capture after it may be that snapshot with the field's line changed (snapshots.capture_snapshot)."""
+        self.field_edit = (ref, value)
 
     def reused_snapshot(self) -> None:
         """The snapshot came from the page's last one, the page provably unchanged (the call's log says so)."""

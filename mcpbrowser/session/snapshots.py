@@ -36,18 +36,25 @@ HUGE_ELEMENTS = 15_000
 HIDDEN_FOR_S = 10.0
 
 
-def capture_snapshot(state):
+def capture_snapshot(state, field_edit=None):
     """The page as YAML with refs, for the history; None when a dialog, failure or a huge page prevents it.
 
     When the tab's last whole snapshot is held (state.full_snapshot) and the page provably did not
     change since it was read, that snapshot is the capture: the walk and the check are one evaluation
     through the page watch (page_watch.changed), which walks and re-arms only a page that changed.
+    After a `type` that filled one plain field (`field_edit`, its ref and value: Response.filled), it is
+    that snapshot with the field's line changed, where the watch proves nothing else changed (_edited).
     """
     if state.dialog is not None or state.page is None:
         return None
     held, state.full_snapshot = state.full_snapshot, None
     if held is not None and held[0] is not state.page:
         held = None
+    if held is not None and field_edit is not None:
+        edited = _edited(state, held, *field_edit)
+        if edited is not None:
+            return edited
+        held = None  # the watch saw more than the field change, or the line is not certain: a walk
     try:  # a dialog that opens meanwhile, or a page that hangs, ends the capture, not the session thread's wait
         # The count this call's settle or title read had (OnSession.run decided on it before the answer): no round
         # trip of its own. A page that grew past HUGE_ELEMENTS since, within the call, is walked once more.
@@ -84,9 +91,29 @@ def capture_snapshot(state):
 
 def before_call(state, tool):
     """A call that may send the page input drops the held whole snapshot: its page is walked again (see
-    page_watch: input a page's own listener keeps from the watch, and its CSS, would go unseen)."""
-    if not (tool.read_only or tool.name in page_watch.SENDS_NO_INPUT):
+    page_watch: input a page's own listener keeps from the watch, and its CSS, would go unseen). Not
+    `type`'s: the field's value and the focus it changes are read, not heard (page_watch.typed)."""
+    if not (tool.read_only or tool.name in page_watch.SENDS_NO_INPUT or tool.name == "type"):
         state.full_snapshot = None
+
+
+def _edited(state, held, ref, value):
+    """The held whole snapshot with the filled field's line showing `value` (snapshot_text.with_field_value),
+    when the page watch proves that the field's value and the focus are all that changed since it was read:
+    one count (about 1 ms) where a walk costs the page's size. None where it cannot say so."""
+    text = snapshot_text.with_field_value(held[1], ref, value)
+    if text is None:
+        return None
+    token = next(_ARMINGS)
+    proof = state.page.locator(f"aria-ref={ref}").locator(page_watch.typed(token, held[2], value))
+    try:
+        if state.background(state.page, proof, "count") != 1:
+            return None
+    except Exception:  # a page navigating away, a ref gone: the walk decides
+        return None
+    state.arming = token
+    log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
+    return _reused(state, (held[0], text, token))
 
 
 def _still_clean(state, held):

@@ -113,6 +113,9 @@ def type_text(state, args, response):
     look = looks[-1] if looks else {}
     diverted(state, label, look)
     kept = partly_kept(label, text, look)
+    if clear and not delay and not args.get("submit") and args.get("ref") and response.secret is False \
+            and not any(look.get(key) for key in ("secret", "went", "kept", "focus")):
+        response.filled(args["ref"], text)  # a plain field by its ref, all of the text in, the focus kept
     if args.get("submit") and state.dialog is not None:
         return {"success": True, "message": f"Typed {typed} into {label}; Enter was not pressed"}
     if args.get("submit"):
