@@ -70,34 +70,46 @@ def yaml_value(text):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def with_field_value(text, ref, value):
-    """The stored snapshot `text` as Playwright would write it after its text field `ref` was filled with
-    `value` and took the focus: that field's line showing the value and [active], the mark gone from
-    the line that had it. None where that is not certain: the field's line is not one plain textbox line
-    (it has children, such as a placeholder), a secret field shows [REDACTED], the value has characters
+def field_lines(text):
+    """{ref: line index} of the snapshot's text fields whose one line shows their value (a textbox or searchbox
+    without children, such as a placeholder): the lines with_field_value can change. None when the snapshot
+    shows a secret field's value as [REDACTED]: the walk's redaction reads the fields again."""
+    if ": [REDACTED]" in text:
+        return None
+    fields = {}
+    for i, line in enumerate(text.split("\n")):
+        if "box " in line and "[ref=" in line:
+            match = NODE_LINE.fullmatch(line)
+            if match and match.group(1).lstrip(" -") in ("textbox", "searchbox") and \
+                    (not match.group(4) or match.group(4).startswith(": ")):
+                ref = REF.search(match.group(3))
+                if ref and match.group(3).endswith(ref.group(0)):
+                    fields[ref.group(1)] = i
+    return fields
+
+
+def with_field_value(text, at, value):
+    """The stored snapshot `text` as Playwright would write it after the text field on line `at` (one of
+    field_lines) was filled with `value` and took the focus: that line showing the value and [active], the
+    mark gone from the line that had it. None where that is not certain: the value has characters
     yaml_value leaves alone. The page watch proved the rest unchanged (page_watch.typed)."""
-    if ": [REDACTED]" in text:  # a secret field's value: the walk's redaction reads the fields again
-        return None
     shown = yaml_value(value)
+    if shown is None:
+        return None
     lines = text.split("\n")
-    at = [i for i, line in enumerate(lines) if f"[ref={ref}]" in line]
-    if shown is None or len(at) != 1:
+    line = NODE_LINE.fullmatch(lines[at])
+    if line is None:
         return None
-    match = NODE_LINE.fullmatch(lines[at[0]])
-    if not match or match.group(1).lstrip(" -") not in ("textbox", "searchbox"):
-        return None
-    head, name, marks, rest = match.groups()
-    if not marks.endswith(f" [ref={ref}]") or (rest and not rest.startswith(": ")):
-        return None
+    head, name, marks, _ = line.groups()
     for i, line in enumerate(lines):
-        if ACTIVE in line and i != at[0]:
+        if ACTIVE in line and i != at:
             other = NODE_LINE.fullmatch(line)
             if other and ACTIVE in other.group(3):
                 lines[i] = other.group(1) + other.group(2) + other.group(3).replace(ACTIVE, "") + other.group(4)
     marks = marks.replace(ACTIVE, "")
     cut = min(marks.find(" " + mark) for mark in _AFTER_ACTIVE if " " + mark in marks)
     marks = marks[:cut] + ACTIVE + marks[cut:]
-    lines[at[0]] = head + name + marks + (f": {shown}" if shown else "")
+    lines[at] = head + name + marks + (f": {shown}" if shown else "")
     return "\n".join(lines)
 
 

@@ -161,7 +161,7 @@ def run(d, state, made, name="act"):
 def captured(monkeypatch):
     """The page captures the path makes (each a whole-page walk), counted."""
     made = []
-    monkeypatch.setattr(on_session.snapshots, "capture_snapshot", lambda state: made.append(1) or "- page")
+    monkeypatch.setattr(on_session.snapshots, "capture_snapshot", lambda state, edit=None: made.append(1) or "- page")
     return made
 
 
@@ -268,8 +268,8 @@ def test_a_call_queued_before_a_person_took_over_does_not_act_when_its_turn_come
 
 
 def test_an_error_tells_the_agent_only_what_it_did_not_know():
-    # tool_methods.agent_error: the answer's text of a failed call; the history keeps to_dict() whole.
-    from mcpbrowser.transports.tool_methods import agent_error
+    # core/answer.agent_error: the answer's text of a failed call; the history keeps to_dict() whole.
+    from mcpbrowser.core.answer import agent_error
 
     quiet = {"tool": "click", "hasSnapshot": False, "hasConsoleLogs": False, "consoleErrorCount": 0}
     error = {"errorCode": "ELEMENT_NOT_FOUND", "message": "No element matches #nope: take a snapshot.",

@@ -1,4 +1,4 @@
-"""End to end: after a `type` that filled one plain field by its ref, the history's capture is the last whole
+"""End to end: after a `type` that filled one plain text field, the history's capture is the last whole
 snapshot with that field's line changed (snapshots._edited), not a new walk; and wherever the page did more
 than take the value, or the line is not certain, it is walked as before.
 
@@ -59,15 +59,15 @@ TRICKS = {
 
 @pytest.fixture(scope="module")
 def browser(pages):
-    PAGES["/form"] = FORM
+    PAGES["/edit-form"] = FORM
     for name, body in TRICKS.items():
-        PAGES[f"/trick-{name}"] = f"<!doctype html><title>{name}</title>{body}"
+        PAGES[f"/edit-trick-{name}"] = f"<!doctype html><title>{name}</title>{body}"
     # Each value costs four calls: beyond the default 60 a minute per tool.
     with mcpbrowser.Browser(Config(headless=True, db=":memory:", allow_evaluate=True, rate_limit=100_000)) as b:
         yield b
-    del PAGES["/form"]
+    del PAGES["/edit-form"]
     for name in TRICKS:
-        del PAGES[f"/trick-{name}"]
+        del PAGES[f"/edit-trick-{name}"]
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def ref_of(text, line):
 def form(browser, pages):
     """One session on the form, its refs read once (by a real walk)."""
     with browser.create_session() as session:
-        session.navigate(pages.url("/form"))
+        session.navigate(pages.url("/edit-form"))
         page = walked(browser, session)
         yield session, {name: ref_of(page, line) for name, line in
                         [("name", 'textbox "Name"'), ("city", 'textbox "City"'), ("find", 'searchbox "Find"'),
@@ -153,7 +153,7 @@ def test_the_focus_mark_moves_with_the_typing(browser, form, edits):
 @pytest.mark.parametrize("trick", sorted(TRICKS))
 def test_a_page_that_does_more_than_take_the_value_is_walked(browser, pages, edits, trick):
     with browser.create_session() as session:
-        session.navigate(pages.url(f"/trick-{trick}"))
+        session.navigate(pages.url(f"/edit-trick-{trick}"))
         page = walked(browser, session)
         ref = ref_of(page, 'textbox "Days"' if trick == "label" else 'textbox "Note"')
         typed = session.call("type", ref=ref, text="seven words")
@@ -161,15 +161,17 @@ def test_a_page_that_does_more_than_take_the_value_is_walked(browser, pages, edi
         assert not edits, trick  # walked, as the page did more than take the value
 
 
-def test_typed_by_selector_or_key_by_key_is_walked(browser, form, edits):
+def test_a_field_typed_by_selector_is_found_and_key_by_key_is_walked(browser, form, edits):
     session, refs = form
-    by_selector = session.call("type", selector="#city", text="Rome")
-    assert content(browser, by_selector) == walked(browser, session)
+    by_selector = session.call("type", selector="#city", text="Rome")  # its line found by the ref on it
+    assert content(browser, by_selector) == walked(browser, session) and len(edits) == 1
+    by_xpath = session.call("type", selector="(//textarea)[1]", text="Notes")
+    assert content(browser, by_xpath) == walked(browser, session) and len(edits) == 2
     slowly = session.call("type", ref=refs["city"], text="Oslo", delay=1)
-    assert content(browser, slowly) == walked(browser, session)
-    assert not edits
-    control = session.call("type", ref=refs["city"], text="Lima")  # the same field by ref: edited
-    assert content(browser, control) == walked(browser, session) and len(edits) == 1
+    appended = session.call("type", ref=refs["name"], text=" more", clear=False)
+    assert content(browser, slowly) != content(browser, appended)
+    assert content(browser, appended) == walked(browser, session)
+    assert len(edits) == 2  # key by key: walked
 
 
 def test_back_to_back_typing_reads_back_each_page_as_it_was(browser, form, edits):

@@ -330,7 +330,7 @@ def test_a_failure_in_the_after_call_work_still_writes_the_calls_record(tmp_path
     # was never written, though the answer had promised it (meta.recorded).
     from mcpbrowser.session import snapshots
 
-    def broken(state):
+    def broken(state, field_edit=None):
         raise RuntimeError("capture broke")
 
     monkeypatch.setattr(snapshots, "capture_snapshot", broken)

@@ -140,9 +140,9 @@ class Call:
         self.ran = False        # set on the session thread when the call starts there
         self.secret = secret    # its text is (or may be) a secret: stored withheld (decided by OnSession.run)
         self.snapshot_reused = False  # a snapshot answered from the page's last one (see page_watch)
-        # (ref, value): one plain field filled, so the capture may be the last page with that line changed
+        # (selector, value): one plain field filled, so the capture may be the last page with that line changed
         self.field_edit: tuple[str, str] | None = None
-        self.same_page = False  # a read of the page the agent's last answer named (url, title): see agent_view
+        self.same_page = False  # a read of the page the agent's last answer named (url, title): see answer.agent_view
         self.record_request: Callable[[], None] | None = None  # the deferred request row, see Dispatcher.dispatch
         self.recorded = threading.Event()
         self.claim: Callable[[str], dict[str, Any] | None] | None = None  # the store's, see not_recorded

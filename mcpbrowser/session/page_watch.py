@@ -45,14 +45,16 @@ nothing but a walk. So does `evaluate`: the agent's script may change what
 the watch cannot see (the CSSOM, Web Animations).
 
 `type` keeps it (issue 65: a capture that costs what changed). A `type` that filled one plain
-text field by its ref sends no pointer input; what it changes is that field's value and the
-focus, which the watch reads itself rather than trusting events for. After it, `typed` asks, in
-the one count that replaces the walk: armed as the held snapshot's token, no mutation, the URL
-and the document's roots as they were, every event the watch heard aimed at that field alone
-(a focus move's events anywhere), the focus on it, every other control's value as it was, and its value
-the one typed (a hash of it). Then the stored page is the held snapshot with that field's line
-rewritten (snapshots.capture_snapshot), and the watch re-armed for it. What this accepts, beside
-the risks above: CSS that shows content on `:focus-within` of the field's ancestors, as `:hover`.
+text field sends no pointer input; what it changes is that field's value and the focus, which
+the watch reads itself rather than trusting events for. After it, `typed` asks, in the one count
+that replaces the walk: armed as the held snapshot's token, no mutation, the URL and the
+document's roots as they were, every event the watch heard aimed at that field alone (a focus
+move's events anywhere), the focus on it, every other control's value as it was, and its value
+the one typed (a hash of it). The count's number says which of the snapshot's field lines it
+is, by the ref Playwright's walk left on the element (so a field typed by selector is found
+too). Then the stored page is the held snapshot with that line rewritten
+(snapshots.capture_snapshot), and the watch re-armed for it. What this accepts, beside the
+risks above: CSS that shows content on `:focus-within` of the field's ancestors, as `:hover`.
 """
 
 from mcpbrowser.logs import log
@@ -80,10 +82,12 @@ def clean(token):
     return f"{ENGINE_NAME}=clean:{token}"
 
 
-def typed(token, held, value):
-    """Scoped to a text field: that field, the watch re-armed as `token`, when since the arming `held` nothing
-    changed on the page but the focus (now on the field) and the field's value, which is `value`; else none."""
-    return f"{ENGINE_NAME}=typed:{token}:{held}:{value_hash(value)}"
+def typed(token, held, value, refs):
+    """Scoped to the text field a `type` filled: when since the arming `held` nothing changed on the page but
+    the focus (now on the field) and the field's value, which is `value`, and the field is one of `refs` (of
+    the snapshot read with that arming), as many elements as its place among them (1 for the first), the
+    watch re-armed as `token`; else none. A count of it says which line to change, in one round trip."""
+    return f"{ENGINE_NAME}=typed:{token}:{held}:{value_hash(value)}:{'.'.join(refs)}"
 
 
 def value_hash(text):
@@ -161,10 +165,12 @@ ENGINE = r"""({
         (e === field ? w.forms[i].endsWith(state(e)) : now[i] === w.forms[i])) &&
         list.includes(field) && hash(field.value) === Number(want);
     };
-    const [, , held, want] = body.split(':');
+    const [, , held, want, refs] = body.split(':');
+    // The field's ref, as the held snapshot's walk (in this world) marked it: its place among the lines.
+    const at = op === 'typed' && root._ariaRef ? refs.split('.').indexOf(root._ariaRef.ref) : -1;
     if (op === 'clean') return w && w.token === token && clean() ? [doc.documentElement] : [];
     if (op === 'changed' && clean()) return [];
-    if (op === 'typed' && !typed(root, held, want)) return [];
+    if (op === 'typed' && (at < 0 || !typed(root, held, want))) return [];
     if (!['arm', 'changed', 'typed'].includes(op)) throw new Error('mcpbrowser_watch: arm, changed, clean or typed');
     if (!w) {
       w = globalThis[KEY] = {};
@@ -195,7 +201,7 @@ ENGINE = r"""({
       w.roots = roots.length;
       w.forms = forms(w.controls);
     }
-    return op === 'typed' ? [root] : doc.body ? [doc.body] : [];
+    return op === 'typed' ? [...doc.querySelectorAll('*')].slice(0, at + 1) : doc.body ? [doc.body] : [];
   }
 })"""
 

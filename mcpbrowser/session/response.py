@@ -29,7 +29,7 @@ class Response:
         self.secret: bool | None = None  # its text: True secret, False looked at and plain, None not known
         self.same_page = False         # it read the page the agent's last answer named (url, title)
         self.reused = False            # it answered from the page's last snapshot, unchanged
-        self.field_edit: tuple[str, str] | None = None  # (ref, value): it filled one plain text field, see filled
+        self.field_edit: tuple[str, str] | None = None  # (selector, value): it filled one plain field, see filled
 
     def store_page(self, text: str | None, snapshot: bool = True) -> None:
         """Keep `text` as the page this call read (get_content(refId) reads it); `snapshot`: it is the page's
@@ -49,10 +49,11 @@ class Response:
         """The page read is the one the agent's last answer named: its view of the answer omits url and title."""
         self.same_page = True
 
-    def filled(self, ref: str, value: str) -> None:
-        """It filled the plain text field `ref` (of the page's last snapshot) with `value` and did nothing else:
-        the capture after it may be that snapshot with the field's line changed (snapshots.capture_snapshot)."""
-        self.field_edit = (ref, value)
+    def filled(self, selector: str, value: str) -> None:
+        """It filled the plain text field at `selector` (Playwright's, a ref's or the agent's) with `value` and did
+        nothing else: the capture after it may be the page's last snapshot with that field's line changed
+        (snapshots.capture_snapshot)."""
+        self.field_edit = (selector, value)
 
     def reused_snapshot(self) -> None:
         """The snapshot came from the page's last one, the page provably unchanged (the call's log says so)."""

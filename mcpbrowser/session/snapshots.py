@@ -97,20 +97,23 @@ def before_call(state, tool):
         state.full_snapshot = None
 
 
-def _edited(state, held, ref, value):
+def _edited(state, held, selector, value):
     """The held whole snapshot with the filled field's line showing `value` (snapshot_text.with_field_value),
     when the page watch proves that the field's value and the focus are all that changed since it was read:
     one count (about 1 ms) where a walk costs the page's size. None where it cannot say so."""
-    text = snapshot_text.with_field_value(held[1], ref, value)
-    if text is None:
+    fields = snapshot_text.field_lines(held[1])
+    if not fields or snapshot_text.yaml_value(value) is None:
         return None
+    refs = list(fields)
     token = next(_ARMINGS)
-    proof = state.page.locator(f"aria-ref={ref}").locator(page_watch.typed(token, held[2], value))
+    proof = state.page.locator(selector).locator(page_watch.typed(token, held[2], value, refs))
     try:
-        if state.background(state.page, proof, "count") != 1:
-            return None
+        place = state.background(state.page, proof, "count")
     except Exception:  # a page navigating away, a ref gone: the walk decides
         return None
+    if not place or place > len(refs):
+        return None
+    text = snapshot_text.with_field_value(held[1], fields[refs[place - 1]], value)
     state.arming = token
     log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
     return _reused(state, (held[0], text, token))

@@ -20,7 +20,7 @@ from mcpbrowser.redaction import SECRET_FIELD, SECRET_OR_UNFOCUSED, WHERE_TEXT_W
 from mcpbrowser.session import snapshots
 from mcpbrowser.session.acting import INTERRUPTED
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
-from mcpbrowser.tools.targeting import Act, locate, on_element, reason
+from mcpbrowser.tools.targeting import Act, locate, on_element, playwright_selector, reason
 
 # A target inside another argument (drag's ends, fill_form's fields): the same keys, described once in the tool.
 BARE_TARGET = {"selector": {"type": "string", "minLength": 1}, "ref": {"type": "string", "minLength": 1}}
@@ -113,9 +113,9 @@ def type_text(state, args, response):
     look = looks[-1] if looks else {}
     diverted(state, label, look)
     kept = partly_kept(label, text, look)
-    if clear and not delay and not args.get("submit") and args.get("ref") and response.secret is False \
+    if clear and not delay and not args.get("submit") and response.secret is False \
             and not any(look.get(key) for key in ("secret", "went", "kept", "focus")):
-        response.filled(args["ref"], text)  # a plain field by its ref, all of the text in, the focus kept
+        response.filled(playwright_selector(args), text)  # a plain field, all of the text in, the focus kept
     if args.get("submit") and state.dialog is not None:
         return {"success": True, "message": f"Typed {typed} into {label}; Enter was not pressed"}
     if args.get("submit"):

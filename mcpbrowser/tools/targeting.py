@@ -98,6 +98,14 @@ def _timed_out(exc):
     return type(exc).__name__ == "TimeoutError"
 
 
+def playwright_selector(args):
+    """The Playwright selector of the element the agent named by `ref` or `selector` (checked by locate)."""
+    if args.get("ref") is not None:
+        return f"aria-ref={args['ref']}"
+    selector = args["selector"]
+    return "xpath=" + selector if selector.startswith("(//") else selector  # Playwright finds // but not (//…)[n]
+
+
 def locate(state, args, required=True):
     """(label, Locator) for the `selector` or `ref` in args; (None, None) when neither is given."""
     selector, ref = args.get("selector"), args.get("ref")
@@ -109,11 +117,9 @@ def locate(state, args, required=True):
                 f"Ref {ref} is not in the latest snapshot of this tab: the page changed or no "
                 "snapshot was taken. Take a new snapshot and use its refs.",
                 session_id=state.session_id, details={"ref": ref})
-        return f"ref {ref}", state.page.locator(f"aria-ref={ref}")
+        return f"ref {ref}", state.page.locator(playwright_selector(args))
     if selector is not None:
-        if selector.startswith("(//"):
-            selector = "xpath=" + selector  # Playwright auto-detects // and .. but not (//…)[n]
-        return args["selector"], state.page.locator(selector)
+        return args["selector"], state.page.locator(playwright_selector(args))
     if required:
         raise InvalidParameters("Give a selector, or a ref from the latest snapshot.", session_id=state.session_id)
     return None, None
