@@ -25,7 +25,7 @@ class BrowserServerError(Exception):
 
     def to_dict(self):
         """The whole error object of a failed call, as the history keeps it (what the agent reads of it:
-        transports/tool_methods.agent_error)."""
+        core/answer.agent_error)."""
         out = {"errorCode": self.code, "message": self.message}
         if self.session_id is not None:
             out["sessionId"] = self.session_id

@@ -380,7 +380,7 @@ class McpClient:
         """Call a tool that must succeed; return its whole result (structuredContent when there is one).
 
         The text the model reads must agree with it: the same values, less meta and hash
-        (see mcp_connection.agent_view), with page text in a block of its own.
+        (see core/answer.agent_view), with page text in a block of its own.
         """
         result = self.call(name, arguments)
         texts = [c.text for c in result.content if c.type == "text"]
@@ -393,7 +393,7 @@ class McpClient:
         whole = result.structured_content
         if whole is None:
             return shown
-        # The model's view leaves out the envelope it does not need (agent_view): meta, the hash,
+        # The model's view leaves out the envelope it does not need (core/answer.agent_view): meta, the hash,
         # the expiry but on the session's own answers, url and title already told.
         envelope = {"meta", "hash"}
         if name not in ("create_session", "resume_session"):
@@ -401,7 +401,7 @@ class McpClient:
         if (whole.get("meta") or {}).get("samePage"):
             envelope.update(("url", "title"))
         assert not envelope & (shown.keys() - {"meta"}), shown
-        if "navigationError" in whole:  # create_session's, as an error reads (tool_methods.agent_error)
+        if "navigationError" in whole:  # create_session's, as an error reads (core/answer.agent_error)
             error, told = whole["navigationError"], shown["navigationError"]
             assert told.keys() <= error.keys() and "sessionId" not in told, (error, told)
             assert all(told[k] == error[k] for k in told if k != "details"), (error, told)

@@ -19,8 +19,9 @@ DECISIONS = {"capture", "capture_after", "snapshot", "inline", "secret", "same_p
 CALLS_FUNCTION = "core/on_session.py"
 # Where a failure gets its class (errors.as_server_error: ours as they are, Playwright's BROWSER_ERROR, a bug
 # of ours INTERNAL_ERROR): a call on a session in OnSession.run, a session-less call in the dispatcher's pool
-# runner, through Call.annotate_error; the transport's answer of a Future that ended otherwise (none does).
-CLASSIFIERS = {"errors.py", "core/call.py", CALLS_FUNCTION, "core/dispatch.py", "transports/tool_methods.py"}
+# runner, through Call.annotate_error; the agent's answer of a Future that ended otherwise (none does), rendered
+# in core/answer.py. The transports classify nothing: they wrap what core/answer.py rendered.
+CLASSIFIERS = {"errors.py", "core/call.py", CALLS_FUNCTION, "core/dispatch.py", "core/answer.py"}
 
 
 def modules():

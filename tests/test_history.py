@@ -39,7 +39,7 @@ def test_every_result_has_ref_id_and_meta_and_rows_are_stored(make_client, pages
     assert nav["meta"]["consoleErrorCount"] >= 1 and "snapshot" not in nav  # compact by default
     err = c.error("click", sessionId=sid, selector="#nope", timeout=200)
     # The model reads no meta of a call that logged nothing, nor the sessionId it sent, nor the
-    # selector the message quotes (tool_methods.agent_error); the history keeps the whole error.
+    # selector the message quotes (core/answer.agent_error); the history keeps the whole error.
     assert err["refId"] and not {"meta", "sessionId"} & err.keys() and "#nope" in err["message"], err
     assert "details" not in err and "waited 200 ms" in err["message"], err
     c.tool("get_content", ref_id=nav["refId"])  # waits for the capture, so the rows are written

@@ -164,7 +164,7 @@ def test_offline_fails_a_navigation_with_a_clear_error(client, pages):
     assert client.tool("throttle", sessionId=sid, network="offline")["throttle"] == {"network": "offline"}
     error = client.error("navigate", sessionId=sid, url=pages.url("/title/elsewhere"))
     assert error["errorCode"] == "NAVIGATION_FAILED"
-    # The reason, which the message quotes whole, is told once (tool_methods.agent_error).
+    # The reason, which the message quotes whole, is told once (core/answer.agent_error).
     assert error["details"]["offline"] is True and "reason" not in error["details"], error
     assert "ERR_INTERNET_DISCONNECTED" in error["message"]
     assert "offline" in error["message"] and "none" in error["message"]

@@ -1,8 +1,8 @@
 """tools/* and tasks/* for one MCP connection: the protocol face of the core's tool calls (`Browser.submit`).
 
 It lists a client's tools, hands each tools/call to the core with the request's `McpCaller`,
-and turns the call's Future into the answer: the result's content blocks (what the model
-reads of it: `agent_view`), an error result, or, on 2026-07-28, an InputRequiredResult whose
+and wraps the call's Future into the answer: the content blocks the core rendered for the model
+(core/answer.py), an error result, or, on 2026-07-28, an InputRequiredResult whose
 sealed `requestState` (`RequestStates`) the client's retry brings back with its user's answers.
 Calls run as tasks (2025-11-25) are kept in `tasks.py`'s TaskTable.
 
@@ -18,9 +18,8 @@ import os
 import time
 from typing import Any
 
-from mcpbrowser.errors import BrowserError, InputRequired, UnknownTool, as_server_error
-from mcpbrowser.page_strings import clip_answer
-from mcpbrowser.schema import compact_json
+from mcpbrowser.core import answer
+from mcpbrowser.errors import InputRequired, UnknownTool
 from mcpbrowser.transports import protocol
 from mcpbrowser.transports.protocol import ProtocolError
 from mcpbrowser.transports.tasks import TaskTable
@@ -67,9 +66,6 @@ class RequestStates:
 
     def _sign(self, body):
         return hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()
-
-
-_STATES = RequestStates()  # one per process: a state from one connection is good on another of the same client
 
 
 _STATES = RequestStates()  # one per process: a state from one connection is good on another of the same client
@@ -169,35 +165,17 @@ class ToolMethods:
             self.connection.answer(request_id, self.tool_result(tool, fut, caller, sent), caller)
 
     def tool_result(self, tool, fut, caller, sent=None):
-        """The MCP result of a finished call; `sent`: the sessionId its arguments named."""
-        if fut.cancelled():  # only shutdown cancels a call the client did not cancel
-            return _error_result(BrowserError("The server is shutting down."), sent)
+        """The MCP result of a finished call (`sent`: the sessionId its arguments named): what the core rendered
+        for the agent (core/answer.py) wrapped, with what this protocol era adds (structuredContent), or, on
+        2026-07-28, the question a call asks its user between calls."""
         try:
-            value = fut.result()
+            content, value, failed = answer.rendered(tool, fut, sent)
         except InputRequired as exc:
             if caller.modern:
                 return self._input_required(exc, tool, caller)
-            return _error_result(exc, sent)
-        except Exception as exc:  # a bug of ours is INTERNAL_ERROR, its traceback logged by the dispatcher
-            return _error_result(as_server_error(exc), sent)
-        content = []
-        if tool.returns_image:
-            image = value["image"]
-            value = {k: v for k, v in value.items() if k != "image"}
-            content.append({"type": "image", "data": base64.b64encode(image).decode("ascii"),
-                            "mimeType": f"image/{value['format']}"})
-        value = clip_answer(value, tool.text_field)  # the history keeps the call's own result whole
-        shown = agent_view(value, tool.shows_expiry)
-        field = tool.text_field
-        if field is not None and isinstance(shown.get(field), str) and shown[field]:
-            # Page text goes as it is, in a block of its own: inside JSON every line
-            # break and quote would cost the agent an escape (about 9% of a snapshot).
-            content[0:0] = [{"type": "text", "text": compact_json({k: v for k, v in shown.items() if k != field})},
-                            {"type": "text", "text": shown[field]}]
-        else:
-            content.insert(0, {"type": "text", "text": compact_json(shown)})
-        out = {"content": content, "isError": False}
-        if tool.output_schema is not None and caller.version >= protocol.STRUCTURED_OUTPUT_SINCE:
+            content, value, failed = answer.failed(exc, sent)
+        out = {"content": content, "isError": failed}
+        if not failed and tool.output_schema is not None and caller.version >= protocol.STRUCTURED_OUTPUT_SINCE:
             out["structuredContent"] = value
         return out
 
@@ -211,67 +189,3 @@ class ToolMethods:
 def _tasks_on(version):
     """Whether a request of this version may run tools/call as a task (2025-11-25's form)."""
     return version >= TASKS_SINCE and version not in protocol.MODERN_VERSIONS
-
-
-def agent_view(value, shows_expiry=False):
-    """What the model reads of an answer (it pays for every character).
-
-    `meta` is there only when the call logged to the console (its counts are then
-    worth a look with get_console_content); a content hash is for machines;
-    `expiresAt` only when the tool `shows_expiry`; a snapshot's url and title not
-    when the agent's previous answer on the session named the same (`meta.samePage`).
-    All stay in structuredContent, and in the history, whole.
-    """
-    meta = value.get("meta")
-    if meta is None:
-        return {k: v for k, v in value.items() if k != "hash"} if "hash" in value else value
-    drop = {"hash"}
-    if not meta.get("hasConsoleLogs"):
-        drop.add("meta")
-    if not shows_expiry:
-        drop.add("expiresAt")
-    if meta.get("samePage"):
-        drop.update(("url", "title"))
-    shown = {k: v for k, v in value.items() if k not in drop}
-    if isinstance(shown.get("navigationError"), dict):  # create_session's: the session is the answer's own
-        shown["navigationError"] = agent_error(shown["navigationError"], value.get("sessionId"))
-    return shown
-
-
-def agent_error(error, sent=None):
-    """What the model reads of a failed call's error object (it pays for every character).
-
-    Left out, as agent_view leaves them out of an answer: `meta` unless the call logged to the
-    console or could not be recorded, and the `sessionId` the agent sent. Of `details`, the echoes
-    that the message already quotes whole (`target`, the selector; `reason`, Playwright's words;
-    `problems`, the schema's list; `ref`, `refId`, `waitedFor`; a dialog's `type` and `message`);
-    the documented fields (`cause`, `domain`, `retryAfterMs`, ...) always stay. The history keeps
-    the whole object (the response row's error), and the library's exceptions carry every field.
-    """
-    meta = error.get("meta") or {}
-    quiet = not meta.get("hasConsoleLogs") and meta.get("recorded", True)
-    out = {k: v for k, v in error.items() if not (k == "sessionId" and v == sent) and not (k == "meta" and quiet)}
-    details = out.get("details")
-    if isinstance(details, dict):
-        kept = {k: v for k, v in details.items() if k not in _ECHOES or not _quoted(v, out.get("message") or "")}
-        if kept:
-            out["details"] = kept
-        else:
-            del out["details"]
-    return out
-
-
-# Details a message may quote whole: the selector, Playwright's words, the schema's list, the ref,
-# the refId and the wait the agent sent, and an open dialog's type and text (DIALOG_OPEN names it).
-_ECHOES = ("target", "reason", "problems", "ref", "refId", "waitedFor", "type", "message")
-
-
-def _quoted(value, message):
-    texts = value if isinstance(value, list) else [value]
-    return bool(texts) and all(isinstance(text, str) and text and text in message for text in texts)
-
-
-def _error_result(exc, sent=None):
-    text = compact_json(clip_answer(agent_error(exc.to_dict(), sent)))
-    return {"content": [{"type": "text", "text": text}], "isError": True}
-

@@ -1,0 +1,112 @@
+"""What the agent reads of a finished call: its answer's content blocks, rendered once, here.
+
+ANY THREAD: whoever answers the call's Future (its session thread, or a core pool thread, through the
+transport's done-callback). The call's result stays whole for the library (`Browser.call`'s dict) and
+the history's row; the model pays for every character it reads, so its view leaves out what it does
+not need (agent_view, agent_error), cuts the page's own long fields (page_strings.clip_answer), and
+gives page text a block of its own. The transports wrap what this renders in their protocol's
+envelope (transports/tool_methods.py: an MCP tools/call result, with structuredContent where the
+protocol era has it) and decide nothing of it.
+"""
+
+import base64
+from concurrent.futures import Future
+from typing import Any
+
+from mcpbrowser.errors import BrowserError, BrowserServerError, InputRequired, as_server_error
+from mcpbrowser.page_strings import clip_answer
+from mcpbrowser.schema import compact_json
+
+
+def rendered(tool: Any, fut: Future, sent: str | None = None) -> tuple[list[dict[str, Any]], Any, bool]:
+    """(content blocks, the call's result as answered, whether it failed) of a finished call; `sent`: the
+    sessionId its arguments named. Raises InputRequired: a question for its user, which the transport asks
+    its own way."""
+    if fut.cancelled():  # only shutdown cancels a call the client did not cancel
+        return failed(BrowserError("The server is shutting down."), sent)
+    try:
+        value = fut.result()
+    except InputRequired:
+        raise
+    except Exception as exc:  # a bug of ours is INTERNAL_ERROR, its traceback logged by the dispatcher
+        return failed(as_server_error(exc), sent)
+    content = []
+    if tool.returns_image:
+        image = value["image"]
+        value = {k: v for k, v in value.items() if k != "image"}
+        content.append({"type": "image", "data": base64.b64encode(image).decode("ascii"),
+                        "mimeType": f"image/{value['format']}"})
+    value = clip_answer(value, tool.text_field)  # the history keeps the call's own result whole
+    shown = agent_view(value, tool.shows_expiry)
+    field = tool.text_field
+    if field is not None and isinstance(shown.get(field), str) and shown[field]:
+        # Page text goes as it is, in a block of its own: inside JSON every line
+        # break and quote would cost the agent an escape (about 9% of a snapshot).
+        content[0:0] = [{"type": "text", "text": compact_json({k: v for k, v in shown.items() if k != field})},
+                        {"type": "text", "text": shown[field]}]
+    else:
+        content.insert(0, {"type": "text", "text": compact_json(shown)})
+    return content, value, False
+
+
+def failed(exc: BrowserServerError, sent: str | None = None) -> tuple[list[dict[str, Any]], None, bool]:
+    """The content of a failed call's answer: its error object as the model reads it."""
+    return [{"type": "text", "text": compact_json(clip_answer(agent_error(exc.to_dict(), sent)))}], None, True
+
+
+def agent_view(value, shows_expiry=False):
+    """What the model reads of an answer (it pays for every character).
+
+    `meta` is there only when the call logged to the console (its counts are then
+    worth a look with get_console_content); a content hash is for machines;
+    `expiresAt` only when the tool `shows_expiry`; a snapshot's url and title not
+    when the agent's previous answer on the session named the same (`meta.samePage`).
+    All stay in structuredContent, and in the history, whole.
+    """
+    meta = value.get("meta")
+    if meta is None:
+        return {k: v for k, v in value.items() if k != "hash"} if "hash" in value else value
+    drop = {"hash"}
+    if not meta.get("hasConsoleLogs"):
+        drop.add("meta")
+    if not shows_expiry:
+        drop.add("expiresAt")
+    if meta.get("samePage"):
+        drop.update(("url", "title"))
+    shown = {k: v for k, v in value.items() if k not in drop}
+    if isinstance(shown.get("navigationError"), dict):  # create_session's: the session is the answer's own
+        shown["navigationError"] = agent_error(shown["navigationError"], value.get("sessionId"))
+    return shown
+
+
+def agent_error(error, sent=None):
+    """What the model reads of a failed call's error object (it pays for every character).
+
+    Left out, as agent_view leaves them out of an answer: `meta` unless the call logged to the
+    console or could not be recorded, and the `sessionId` the agent sent. Of `details`, the echoes
+    that the message already quotes whole (`target`, the selector; `reason`, Playwright's words;
+    `problems`, the schema's list; `ref`, `refId`, `waitedFor`; a dialog's `type` and `message`);
+    the documented fields (`cause`, `domain`, `retryAfterMs`, ...) always stay. The history keeps
+    the whole object (the response row's error), and the library's exceptions carry every field.
+    """
+    meta = error.get("meta") or {}
+    quiet = not meta.get("hasConsoleLogs") and meta.get("recorded", True)
+    out = {k: v for k, v in error.items() if not (k == "sessionId" and v == sent) and not (k == "meta" and quiet)}
+    details = out.get("details")
+    if isinstance(details, dict):
+        kept = {k: v for k, v in details.items() if k not in _ECHOES or not _quoted(v, out.get("message") or "")}
+        if kept:
+            out["details"] = kept
+        else:
+            del out["details"]
+    return out
+
+
+# Details a message may quote whole: the selector, Playwright's words, the schema's list, the ref,
+# the refId and the wait the agent sent, and an open dialog's type and text (DIALOG_OPEN names it).
+_ECHOES = ("target", "reason", "problems", "ref", "refId", "waitedFor", "type", "message")
+
+
+def _quoted(value, message):
+    texts = value if isinstance(value, list) else [value]
+    return bool(texts) and all(isinstance(text, str) and text and text in message for text in texts)
