@@ -157,8 +157,8 @@ def _die_with_parent():
 class SharedBrowser:
     """A launcher running one browser at a time behind a Playwright browser server, shared by every session."""
 
-    def __init__(self, browser, executable, headless, on_exit=None, spare_renderer=False, tuned=True):
-        self.browser = browser
+    def __init__(self, engine, executable, headless, on_exit=None, spare_renderer=False, tuned=True):
+        self.engine = engine  # chromium, firefox or webkit (--browser)
         self.spare_renderer = spare_renderer
         self.tuned = tuned  # False: Playwright's own launch arguments (the benchmark's raw contender)
         self.executable = executable
@@ -190,7 +190,7 @@ class SharedBrowser:
             driver, "node.exe" if sys.platform == "win32" else "node")
         _sweep_runtime_dirs()
         self.runtime_dir = tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{os.getpid()}-")
-        options = {"browser": self.browser, "executablePath": self.executable,
+        options = {"browser": self.engine, "executablePath": self.executable,
                    "headless": self.headless, "args": self._args(),
                    "tuned": self.tuned, "spareRenderer": self.spare_renderer,
                    "pipePath": os.path.join(self.runtime_dir, "sessions.sock"),
@@ -249,7 +249,7 @@ class SharedBrowser:
             self.stop()
             raise BrowserError(self._failure_message())
         log.info("browser started", extra={"event": "browser_started", "pid": self.process.pid,
-                                           "browser": self.browser, "executable": self.executable,
+                                           "browser": self.engine, "executable": self.executable,
                                            "headless": self.headless, "pipe": bool(self.pipe_endpoint),
                                            "relaunched": relaunched})
         relay = _write_relay_script(self.runtime_dir) if self.pipe_endpoint else None
@@ -257,7 +257,7 @@ class SharedBrowser:
 
     def _args(self):
         """Chromium switches of ours (none for the benchmark's untuned raw contender)."""
-        return [WEBRTC_UDP_FLAG] if self.tuned and self.browser == "chromium" else []
+        return [WEBRTC_UDP_FLAG] if self.tuned and self.engine == "chromium" else []
 
     def _scratch_env(self):
         """The launcher's environment: TMPDIR inside our runtime directory, on Linux.
@@ -341,13 +341,13 @@ class SharedBrowser:
     def _failure_message(self):
         tail = " | ".join(self._stderr_tail)
         if "Executable doesn't exist" in tail or "executable doesn't exist" in tail.lower():
-            return (f"{self.browser} is not installed. Install it with "
-                    f"`python -m playwright install {self.browser}`, or pass --executable-path.")
+            return (f"{self.engine} is not installed. Install it with "
+                    f"`python -m playwright install {self.engine}`, or pass --executable-path.")
         where = f" at {self.executable}" if self.executable else ""
         if self._exit_line is not None:
             why = f"{self.exit_cause()}. {tail[-1500:]}".rstrip()
-            return f"The {self.browser} browser{where} exited as it started: {why}"
-        return f"The {self.browser} browser{where} did not start: {tail[-1500:] or 'no output'}"
+            return f"The {self.engine} browser{where} exited as it started: {why}"
+        return f"The {self.engine} browser{where} did not start: {tail[-1500:] or 'no output'}"
 
     def _signal_group(self, sig):
         try:

@@ -40,11 +40,11 @@ LOOP_GAP_S = 1.0
 class SessionState(Acting):
     """Playwright objects and per-session buffers; created by the opener, used by tool handlers."""
 
-    def __init__(self, worker, config, playwright, browser, context, page):
+    def __init__(self, worker, config, playwright, playwright_browser, context, page):
         self.worker = worker
         self.config = config
         self.playwright = playwright
-        self.browser = browser
+        self.playwright_browser = playwright_browser  # the shared browser, as this Playwright holds it
         self.context = context
         self.page: Any = page  # the current tab; None only while its last tab closes
         self.pages = [page]
@@ -91,7 +91,7 @@ class SessionState(Acting):
         self.storage_saved_at = 0.0   # monotonic time of the last resume save (0: never)
         self.storage_saved_url = None
         # Chromium only: a CDP session per page, for loaded_title() (see there).
-        self.chromium = browser.browser_type.name == "chromium"
+        self.chromium = playwright_browser.browser_type.name == "chromium"
         self.cdp_sessions = {}
         self.throttle = {}        # its CPU and network throttling (throttling.settings), {} for none
         self.throttled = set()    # pages that were sent a throttling, so that "none" reaches them
@@ -139,7 +139,7 @@ class SessionState(Acting):
         steps = [self.context.tracing.stop] if self.tracing else []
         steps.append(self.context.close)
         if self.disconnect_at_close:
-            steps.append(self.browser.close)
+            steps.append(self.playwright_browser.close)
         steps += [self.playwright.stop, self.network_policy.close]
         if self.tracing:  # a trace never saved: the browser server's own files of it go too
             steps.append(lambda: scrub_leftovers(self.tracing, artifact_roots(), self.secrets))

@@ -183,7 +183,7 @@ def measure_performance(state, args, response):
         load_ms += took
     interaction = _interaction(state, args, response, deadline) if {"selector", "ref", "key"} & set(args) else None
     context = {"url": state.page.url, "measuredAt": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               "browser": f"{state.browser.browser_type.name} {state.browser.version}",
+               "browser": f"{state.playwright_browser.browser_type.name} {state.playwright_browser.version}",
                "load": ("navigate" if "url" in args else "reload") if load else "none",
                "cache": "off (a cold load)" if load and state.chromium else "as the browser has it",
                "throttle": dict(state.throttle)}
@@ -233,7 +233,7 @@ def _one_load(state, response, url, left_ms):
 def _interaction(state, args, response, deadline):
     """The interaction's event entries and long animation frames, with what it was done on."""
     if not state.act(state.page, "evaluate", expression=WATCH):
-        return {"why": f"this browser ({state.browser.browser_type.name}) has no event timing entries"}
+        return {"why": f"this browser ({state.playwright_browser.browser_type.name}) has no event timing entries"}
     target = {k: args[k] for k in ("selector", "ref") if k in args}
     timeout = {"timeout": min(_left_ms(deadline), state.config.action_timeout)}
     if "key" in args:
