@@ -16,11 +16,12 @@ from mcpbrowser.core.recorder import Recorder
 from mcpbrowser.core.sessions import SessionRegistry
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.errors import BrowserServerError, InternalError, SessionHeldByPerson, as_server_error
+from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import scrub_text, scrub_value
 from mcpbrowser.session import page_reading, snapshots
 from mcpbrowser.session.acting import COUNT_BEFORE_ANSWER_S
 from mcpbrowser.session.response import Response
-from mcpbrowser.session.state import SessionState
+from mcpbrowser.session.state import SessionState, a_
 
 
 class OnSession:
@@ -47,7 +48,7 @@ class OnSession:
         response = Response(call.caller, call.capture and not call.inline)
         try:
             with state.running(tool, response, args):
-                result = scrub_value(state.run_tool(tool, args, response), state.secrets)
+                result = scrub_value(_with_news(state.run_tool(tool, args, response), response.news), state.secrets)
         except Exception as exc:
             failure = state.dismissals_told(as_server_error(exc))
         finally:
@@ -126,6 +127,28 @@ class OnSession:
         if succeeded:
             self._files.remember(call.session_id, call.tool, fut.result())
         self._session_memory.after_call(state)
+
+
+def _with_news(result: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
+    """The answer with what the page did that the agent was not told (Response.page_news): each a field, and
+    where the answer has a message, a clause of it saying what to do."""
+    result.update(news)
+    if "message" not in result:
+        return result
+    if "dialog" in news:
+        dialog = news["dialog"]
+        result["message"] += (f"; {a_(dialog['type'])} dialog opened ({clip(dialog['message'])!r}): "
+                              "answer it with handle_dialog")
+    if "newTabs" in news:
+        count = news["newTabs"]
+        result["message"] += f"; the page opened {count} new tab{'s' if count > 1 else ''}: see tabs"
+    if "tabReplaced" in news:
+        result["message"] += ("; the tab was held by its page (a dialog loop or a script that never yields), "
+                              "so it was closed and this is a fresh tab (same cookies and storage, no back history)")
+    if "dialogsDismissed" in news:
+        result["message"] += (f"; the server dismissed {news['dialogsDismissed']} dialog(s) itself "
+                              "(a dialog loop, or dialogs in the way of leaving the page)")
+    return result
 
 
 def _scrubbed(error: BrowserServerError, secrets: Any) -> BrowserServerError:

@@ -4,7 +4,8 @@ core/on_session.py's `OnSession.run` makes one for each call on a session and ha
 tool's handler as `handler(state, args, response)`; the handler (and the helpers it calls)
 say on it what happened: the page text it read and wants stored, that the text it typed is
 secret or plain, that it answered from the page's last snapshot, that it read the page the
-agent was just told. `OnSession.run` alone reads it, once the handler returned, and decides
+agent was just told, that it filled one field; the page-side checks (state.run_tool) what the
+page did that the agent was not told yet. `OnSession.run` alone reads it, once the handler returned, and decides
 from it what the call's record, capture and answer are (@playwright/mcp's `Response`: the
 handler adds, `finish` decides). Nothing here decides anything; nothing else reads it.
 """
@@ -15,7 +16,8 @@ from typing import Any
 class Response:
     """What one call's handler did, as it says so."""
 
-    __slots__ = ("caller", "stores_after", "page", "page_is_snapshot", "secret", "same_page", "reused", "field_edit")
+    __slots__ = ("caller", "stores_after", "page", "page_is_snapshot", "secret", "same_page", "reused", "field_edit",
+                 "news")
 
     def __init__(self, caller: Any, stores_after: bool) -> None:
         # Who made the call: the handler may ask its user (a domain, a hand-over) and tell it progress.
@@ -30,6 +32,7 @@ class Response:
         self.same_page = False         # it read the page the agent's last answer named (url, title)
         self.reused = False            # it answered from the page's last snapshot, unchanged
         self.field_edit: tuple[str, str] | None = None  # (selector, value): it filled one plain field, see filled
+        self.news: dict[str, Any] = {}  # what the page did that the agent was not told yet, see page_news
 
     def store_page(self, text: str | None, snapshot: bool = True) -> None:
         """Keep `text` as the page this call read (get_content(refId) reads it); `snapshot`: it is the page's
@@ -54,6 +57,11 @@ class Response:
         nothing else: the capture after it may be the page's last snapshot with that field's line changed
         (snapshots.capture_snapshot)."""
         self.field_edit = (selector, value)
+
+    def page_news(self, news: dict[str, Any]) -> None:
+        """What the page did that the agent was not told yet (session/state.py's run_tool reads it off the
+        session): a dialog that opened, new tabs, a replaced tab, dialogs dismissed, downloads."""
+        self.news = news
 
     def reused_snapshot(self) -> None:
         """The snapshot came from the page's last one, the page provably unchanged (the call's log says so)."""

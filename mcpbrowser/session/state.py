@@ -23,7 +23,7 @@ from mcpbrowser.session.network_policy import NetworkPolicy
 from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers
 
 
-def _a(word):
+def a_(word):
     """'an alert', 'a confirm': the article a dialog's type takes."""
     return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
 
@@ -201,37 +201,28 @@ class SessionState(Acting):
             if not navigated and self.url_changes != url_changes_before:
                 # The same document, its URL changed (the History API, a fragment): refs stay valid.
                 result.update(url=self.page.url, navigated=False, urlChanged=True)
-        if self.dialog is not None and self.dialog is not dialog_before:
-            result["dialog"] = self.dialog_info()
-            if "message" in result:
-                result["message"] += (f"; {_a(self.dialog.type)} dialog opened ({clip(self.dialog.message)!r}): "
-                                      "answer it with handle_dialog")
-        # Tabs may open between calls too (events are dispatched during any Playwright
-        # call, the after-call capture included): report each one on the next answer.
-        if self.tabs_opened > self._tabs_reported:
-            result["newTabs"] = self.tabs_opened - self._tabs_reported
-            self._tabs_reported = self.tabs_opened
-            if "message" in result:
-                count = result["newTabs"]
-                result["message"] += f"; the page opened {count} new tab{'s' if count > 1 else ''}: see tabs"
-        if self.replaced_tab:
-            self.replaced_tab = False
-            result["tabReplaced"] = True
-            if "message" in result:
-                result["message"] += ("; the tab was held by its page (a dialog loop or a script that never yields), "
-                                      "so it was closed and this is a fresh tab (same cookies and storage, no back "
-                                      "history)")
-        if self.dialogs_dismissed:
-            result["dialogsDismissed"], self.dialogs_dismissed = self.dialogs_dismissed, 0
-            if "message" in result:
-                result["message"] += (f"; the server dismissed {result['dialogsDismissed']} dialog(s) itself "
-                                      "(a dialog loop, or dialogs in the way of leaving the page)")
-        downloads = self.downloads.news()
-        if downloads:
-            result["downloads"] = downloads
+        response.page_news(self._news(dialog_before))  # OnSession.run words them into the answer
         if "url" in result and "title" in result:
             self.told = (result["url"], result["title"])
         return result
+
+    def _news(self, dialog_before):
+        """What the page did that the agent was not told yet, each told once: a dialog that opened during the
+        call, the tabs it opened (between calls too: events are dispatched during any Playwright call, the
+        after-call capture included), a tab navigate replaced, the dialogs the server dismissed, downloads."""
+        news = {}
+        if self.dialog is not None and self.dialog is not dialog_before:
+            news["dialog"] = self.dialog_info()
+        if self.tabs_opened > self._tabs_reported:
+            news["newTabs"], self._tabs_reported = self.tabs_opened - self._tabs_reported, self.tabs_opened
+        if self.replaced_tab:
+            news["tabReplaced"], self.replaced_tab = True, False
+        if self.dialogs_dismissed:
+            news["dialogsDismissed"], self.dialogs_dismissed = self.dialogs_dismissed, 0
+        downloads = self.downloads.news()
+        if downloads:
+            news["downloads"] = downloads
+        return news
 
     def catch_up(self):
         """Dispatch what the browser said while the session was quiet: a dialog above all.
@@ -323,7 +314,7 @@ class SessionState(Acting):
 
     def dialog_summary(self):
         """'an alert dialog ('Hello')': the open dialog, as an answer names it."""
-        return f"{_a(self.dialog.type)} dialog ({clip(self.dialog.message)!r})"
+        return f"{a_(self.dialog.type)} dialog ({clip(self.dialog.message)!r})"
 
     def dialog_info(self):
         """{type, message}, and a prompt's defaultValue (an alert, a confirm and a beforeunload have none)."""
