@@ -94,12 +94,21 @@ WHERE_TEXT_WENT = """(e, text) => {
           focus: a && a !== e && !e.contains(a) && a !== document.body ? name(a) : null};
 }""".replace("SECRET_FIELD", json.dumps(SECRET_FIELD))
 # A textbox line of an aria snapshot and its value: `- textbox "Name" [ref=e3]: value`.
-_TEXTBOX_VALUE = re.compile(r'^(\s*- textbox(?: "(?:[^"\\]|\\.)*")?(?: \[[^\]]*\])*): (.+)$')
+# The lines whose value is an input's own (Playwright writes an <input>'s or <textarea>'s value after the colon):
+# a text field is a textbox, but a search field a searchbox, a number field a spinbutton, and one with a list
+# (<datalist>) a combobox; a secret field may be any of them (a one-time code typed into type=search showed in
+# clear, the outside review of issue 65's capture).
+VALUE_ROLES = ("textbox", "searchbox", "spinbutton", "combobox")
+_TEXTBOX_VALUE = re.compile(rf'^(\s*- (?:{"|".join(VALUE_ROLES)})(?: "(?:[^"\\]|\\.)*")?(?: \[[^\]]*\])*): (.+)$')
+
+
+def _shows_value(line):
+    return any(role in line for role in VALUE_ROLES)
 
 
 def has_textbox_values(snapshot):
     """Whether any textbox in the snapshot shows a value (only then is a probe worth its round trip)."""
-    return any(_TEXTBOX_VALUE.match(line) for line in snapshot.splitlines() if "textbox" in line)
+    return any(_TEXTBOX_VALUE.match(line) for line in snapshot.splitlines() if _shows_value(line))
 
 
 def _yaml_scalar(text):
@@ -117,7 +126,7 @@ def redact_textboxes(snapshot, values):
         return snapshot
     out = []
     for line in snapshot.splitlines():
-        match = _TEXTBOX_VALUE.match(line) if "textbox" in line else None
+        match = _TEXTBOX_VALUE.match(line) if _shows_value(line) else None
         if match and _yaml_scalar(match.group(2)) in values:
             line = f"{match.group(1)}: {REDACTED}"
         out.append(line)

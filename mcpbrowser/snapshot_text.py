@@ -52,7 +52,7 @@ _NEEDS_QUOTES = re.compile(r"""^-|:( |$)| #|^[&*\],?!>|@"'#%]|[{}`]|^\[|^[-+]?\.
 _YAML_WORDS = frozenset({"y", "n", "yes", "no", "true", "false", "on", "off", "null", "~"})
 # What JavaScript's Number() reads as a number (then Playwright quotes it).
 _JS_NUMBER = re.compile(r"[+-]?(\d+\.?\d*(e[+-]?\d+)?|\.\d+(e[+-]?\d+)?|(?-i:Infinity))|0x[0-9a-f]+|0o[0-7]+|0b[01]+",
-                        re.IGNORECASE)
+                        re.IGNORECASE | re.ASCII)  # JavaScript's digits are ASCII's: '١٢٣' is no number
 # The marks Playwright writes after [active] on a line (ariaSnapshotRenderer.ts's createKey order).
 _AFTER_ACTIVE = ("[invalid", "[level=", "[pressed", "[selected]", "[aria-hidden]", "[ref=")
 ACTIVE = " [active]"
@@ -94,13 +94,13 @@ def with_field_value(text, at, value):
     mark gone from the line that had it. None where that is not certain: the value has characters
     yaml_value leaves alone. The page watch proved the rest unchanged (page_watch.typed)."""
     shown = yaml_value(value)
-    if shown is None:
-        return None
     lines = text.split("\n")
     line = NODE_LINE.fullmatch(lines[at])
-    if line is None:
+    if shown is None or line is None:
         return None
     head, name, marks, _ = line.groups()
+    if name and shown.strip('"') and json.loads(name.strip()) == re.sub(" +", " ", value).strip(" "):
+        return None  # a value that says the field's name: Playwright leaves it out, the walk decides
     for i, line in enumerate(lines):
         if ACTIVE in line and i != at:
             other = NODE_LINE.fullmatch(line)

@@ -72,7 +72,9 @@ def _exact(value, short):
     So does a textbox's value in an aria snapshot (the result of the server's own snapshot calls).
     """
     if isinstance(value, str):
-        return REDACTED if value in short else redact_textboxes(value, short) if "textbox" in value else value
+        if value in short:
+            return REDACTED
+        return redact_textboxes(value, short) if "box" in value or "spinbutton" in value else value
     if isinstance(value, dict):
         return {k: _exact(v, short) for k, v in value.items()}
     if isinstance(value, list):

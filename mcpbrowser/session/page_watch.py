@@ -53,8 +53,14 @@ move's events anywhere), the focus on it, every other control's value as it was,
 the one typed (a hash of it). The count's number says which of the snapshot's field lines it
 is, by the ref Playwright's walk left on the element (so a field typed by selector is found
 too). Then the stored page is the held snapshot with that line rewritten
-(snapshots.capture_snapshot), and the watch re-armed for it. What this accepts, beside the
-risks above: CSS that shows content on `:focus-within` of the field's ancestors, as `:hover`.
+(snapshots.capture_snapshot), and the watch re-armed for it. Refused besides (the outside review of
+2026-11-28 found each edited wrongly): a field in a shadow root, or inside anything but plain
+containers (a link, a button, a cell takes its value into its name), or owned by another element;
+another control holding the same text (a secret field out of sight, which the walk hides); a style
+sheet rule that shows, hides or writes content by the focus, a value's validity or :has().
+Every arming also notes the style sheets (each one's rule count, whether disabled) and the open
+popovers, and no page is clean while an animation that shows or hides runs: changes that make
+no mutation and whose events a page may stop.
 """
 
 from mcpbrowser.logs import log
@@ -113,10 +119,23 @@ ENGINE = r"""({
       const roots = [doc];
       for (let i = 0; i < roots.length; i++) {
         if (roots[i].querySelector('iframe,frame,object,embed,:not(:defined)')) return null;
+        if (roots[i].slotAssignment === 'manual') return null;  // slot.assign() moves content without a mutation
         for (const e of roots[i].querySelectorAll('*')) if (e.shadowRoot) roots.push(e.shadowRoot);
       }
       return roots;
     };
+    // The style sheets (each one's rule count and whether it is disabled, neither a mutation: insertRule, a
+    // <style>'s .disabled) and the open popovers (showPopover, whose toggle events a page may stop first).
+    const sheets = (r) => [...r.styleSheets, ...(r.adoptedStyleSheets || [])];
+    const rules = (sheet) => { try { return sheet.cssRules; } catch (e) { return null; } };  // another origin's
+    const popovers = (r) => { try { return r.querySelectorAll(':popover-open').length; } catch (e) { return 0; } };
+    const looks = (roots) => roots.map(r => sheets(r).map(s => (s.disabled ? 'd' : 'e') + (rules(s) || []).length)
+      .join(',') + '/' + popovers(r)).join(';');
+    // An animation whose keyframes show or hide (display, visibility, content): it changes the page later
+    // without a mutation, and a page may stop its events; while one runs, no page is clean.
+    const SHOWING = ['display', 'visibility', 'content', 'contentVisibility'];
+    const revealing = () => doc.getAnimations().some(a => a.playState !== 'finished' && a.effect &&
+      a.effect.getKeyframes && a.effect.getKeyframes().some(k => SHOWING.some(p => p in k)));
     const active = () => {
       let a = doc.activeElement;
       while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
@@ -141,9 +160,36 @@ ENGINE = r"""({
     const quiet = (field) => w && w.armed && !w.dirty && location.href === w.url &&
       w.heard.every(t => t === field);
     const clean = () => {
-      if (!quiet(undefined) || w.focusMoved || active() !== w.active) return false;
+      if (!quiet(undefined) || w.focusMoved || active() !== w.active || revealing()) return false;
       const roots = scan();
-      return !!roots && roots.length === w.roots && forms(controls(roots)).join('\u0000') === w.forms.join('\u0000');
+      return !!roots && roots.length === w.roots && forms(controls(roots)).join('\u0000') === w.forms.join('\u0000')
+        && looks(roots) === w.looks;
+    };
+    // Rules that show or hide (or write text) by what typing changes: the focus, a value's validity, the
+    // placeholder shown, :has() over them, custom states. A sheet of another origin cannot be read: it may.
+    const REACTS =
+      /:(focus|valid|invalid|user-valid|user-invalid|placeholder-shown|has|in-range|out-of-range|state|blank|autofill)\b/i;
+    const reactive = (roots) => {
+      const visit = (list) => {
+        for (const rule of list) {
+          if (rule.cssRules && visit(rule.cssRules)) return true;
+          if (rule.selectorText && REACTS.test(rule.selectorText) && rule.style &&
+              (SHOWING.some(p => rule.style[p]) || rule.style.getPropertyValue('all'))) return true;
+        }
+        return false;
+      };
+      return roots.some(r => sheets(r).some(s => { const list = rules(s); return !list || visit(list); }));
+    };
+    // Elements an embedded field's value may name (ARIA's name from content: a link, a button, a heading, a
+    // cell, an option, a legend's fieldset, a figcaption's figure, any element with a role): only plain
+    // containers may hold the field, and a <label> only its own.
+    const PLAIN = new Set(['BODY', 'DIV', 'SPAN', 'FORM', 'P', 'SECTION', 'MAIN', 'ARTICLE', 'NAV', 'HEADER',
+      'FOOTER', 'ASIDE', 'LABEL', 'UL', 'OL', 'LI', 'DL', 'DD', 'DT', 'FIELDSET', 'B', 'I', 'EM', 'STRONG', 'SMALL']);
+    const plainly = (field) => {
+      for (let a = field.parentElement; a && a !== doc.documentElement; a = a.parentElement)
+        if (!PLAIN.has(a.tagName) || a.hasAttribute('role') || a.hasAttribute('aria-owns') ||
+            (a.tagName === 'LABEL' && a.control !== field)) return false;
+      return true;
     };
     // Only the field's value and the focus moved: nothing else of the page's reads it into a name (a label
     // holding another control, an aria-labelledby over it), and it is a text field whose line shows its value.
@@ -151,19 +197,24 @@ ENGINE = r"""({
       if (!w || w.token !== held || !quiet(field) || active() !== field || !doc.hasFocus() || !w.hasFocus) return false;
       if (!(field instanceof HTMLTextAreaElement || (field instanceof HTMLInputElement &&
             ['text', 'search', 'email', 'url', 'tel'].includes(field.type)))) return false;
-      for (let a = field.closest('label'); a; a = a.parentElement && a.parentElement.closest('label'))
-        if (a.control !== field) return false;
-      for (const e of doc.querySelectorAll('[aria-labelledby]'))
-        for (const id of e.getAttribute('aria-labelledby').split(/\s+/)) {
-          const by = id && doc.getElementById(id);
-          if (by && by !== e && by.contains(field)) return false;
-        }
+      // In the document itself (a field in a shadow root: its host holds the focus mark) and plainly held.
+      if (field.getRootNode() !== doc || field.hasAttribute('role') || !plainly(field) || revealing()) return false;
       const roots = scan();
-      if (!roots || roots.length !== w.roots) return false;
+      if (!roots || roots.length !== w.roots || looks(roots) !== w.looks) return false;
+      for (const r of roots)  // named by another element, or owned into it
+        for (const e of r.querySelectorAll('[aria-labelledby],[aria-owns]'))
+          for (const id of ((e.getAttribute('aria-labelledby') || '') + ' ' + (e.getAttribute('aria-owns') || ''))
+                 .split(/\s+/)) {
+            const by = id && r.getElementById(id);
+            if (by && by.contains(field)) return false;
+          }
       const list = controls(roots), now = forms(list);
+      // Another control holding the same text (a secret field, shown or not, whose value the walk hides
+      // wherever it stands): the walk decides.
+      if (field.value && list.some(e => e !== field && e.value === field.value)) return false;
       return list.length === w.controls.length && list.every((e, i) => e === w.controls[i] &&
         (e === field ? w.forms[i].endsWith(state(e)) : now[i] === w.forms[i])) &&
-        list.includes(field) && hash(field.value) === Number(want);
+        list.includes(field) && hash(field.value) === Number(want) && !reactive(roots);
     };
     const [, , held, want, refs] = body.split(':');
     // The field's ref, as the held snapshot's walk (in this world) marked it: its place among the lines.
@@ -186,8 +237,8 @@ ENGINE = r"""({
     }
     w.observer.disconnect();
     const roots = scan();
-    w.armed = !!roots;
-    w.dirty = !roots;
+    w.armed = !!roots && !revealing();
+    w.dirty = !w.armed;
     w.token = token;
     w.heard = [];
     w.focusMoved = false;
@@ -200,8 +251,12 @@ ENGINE = r"""({
       w.hasFocus = doc.hasFocus();
       w.roots = roots.length;
       w.forms = forms(w.controls);
+      w.looks = looks(roots);
     }
-    return op === 'typed' ? [...doc.querySelectorAll('*')].slice(0, at + 1) : doc.body ? [doc.body] : [];
+    // The field's place as a count: one element each, from every root (the lines may be more than the
+    // document's own elements when fields sit in shadow roots).
+    if (op === 'typed') return roots ? roots.flatMap(r => [...r.querySelectorAll('*')]).slice(0, at + 1) : [];
+    return doc.body ? [doc.body] : [];
   }
 })"""
 

@@ -114,6 +114,8 @@ def _edited(state, held, selector, value):
     if not place or place > len(refs):
         return None
     text = snapshot_text.with_field_value(held[1], fields[refs[place - 1]], value)
+    if text is None:  # a line the walk writes otherwise (a value that says the field's name): it walks, and arms
+        return None
     state.arming = token
     log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
     return _reused(state, (held[0], text, token))
