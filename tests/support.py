@@ -1,8 +1,10 @@
 """Test helpers: a local page server, the official MCP client made synchronous, and a raw pipe driver."""
 
+import contextlib
 import functools
 import hashlib
 import json
+import logging
 import os
 import queue
 import sqlite3
@@ -19,6 +21,34 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 SERVER_CMD = [sys.executable, "-m", "mcpbrowser", "--headless"]
+
+
+@contextlib.contextmanager
+def logged_events(event):
+    """The in-process server's log records of one `event` (a DEBUG one too) while the block runs, as a list
+    that grows: proof that a path ran (or did not). The library resets the log level as a Browser starts,
+    so enter this after that."""
+    from mcpbrowser.logs import log
+    seen = []
+
+    class Catch(logging.Handler):
+        def emit(self, record):
+            if getattr(record, "event", None) == event:
+                seen.append(record)
+
+    handler, level = Catch(logging.DEBUG), log.level
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    try:
+        yield seen
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+
+
+def stored_page(browser, answer):
+    """The page a call stored in the history, read whole (get_content from the start) through a library Browser."""
+    return browser.call("get_content", {"ref_id": answer["refId"], "reset_cursor": True})["content"]
 
 
 def server_args(args):

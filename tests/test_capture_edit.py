@@ -7,17 +7,15 @@ capture always walks. Whether the capture was edited is read from the server's l
 each test shows that the path it guards ran, or did not.
 """
 
-import logging
 import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import PAGES
+from support import PAGES, logged_events, stored_page
 
 import mcpbrowser
 from mcpbrowser.config import Config
-from mcpbrowser.logs import log
 
 pytestmark = pytest.mark.e2e
 
@@ -120,23 +118,10 @@ def browser(pages):
 @pytest.fixture
 def edits():
     """The capture_edited events the server logs while the test runs, as a list that grows."""
-    seen = []
+    with logged_events("capture_edited") as seen:
+        yield seen
 
-    class Catch(logging.Handler):
-        def emit(self, record):
-            if getattr(record, "event", None) == "capture_edited":
-                seen.append(record)
-
-    handler, level = Catch(logging.DEBUG), log.level
-    log.addHandler(handler)
-    log.setLevel(logging.DEBUG)
-    yield seen
-    log.removeHandler(handler)
-    log.setLevel(level)
-
-
-def content(browser, answer):
-    return browser.call("get_content", {"ref_id": answer["refId"], "reset_cursor": True})["content"]
+content = stored_page
 
 
 def walked(browser, session):

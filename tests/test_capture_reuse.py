@@ -6,15 +6,13 @@ previous call's capture, as back-to-back calls from a fast agent do. Whether a c
 read from the server's log (`capture_reused`), so each test also shows that the reuse it guards happened.
 """
 
-import logging
 import time
 
 import pytest
-from support import PAGES
+from support import PAGES, logged_events, stored_page
 
 import mcpbrowser
 from mcpbrowser.config import Config
-from mcpbrowser.logs import log
 
 pytestmark = pytest.mark.e2e
 
@@ -59,23 +57,10 @@ def browser(pages):
 @pytest.fixture
 def reuses():
     """The capture_reused events the server logs while the test runs, as a list that grows."""
-    seen = []
+    with logged_events("capture_reused") as seen:
+        yield seen
 
-    class Catch(logging.Handler):
-        def emit(self, record):
-            if getattr(record, "event", None) == "capture_reused":
-                seen.append(record)
-
-    handler, level = Catch(logging.DEBUG), log.level
-    log.addHandler(handler)
-    log.setLevel(logging.DEBUG)
-    yield seen
-    log.removeHandler(handler)
-    log.setLevel(level)
-
-
-def content(browser, answer):
-    return browser.call("get_content", {"ref_id": answer["refId"], "reset_cursor": True})["content"]
+content = stored_page
 
 
 def later(session, script):
