@@ -152,7 +152,7 @@ VALUES = ["hello", "hello world", "a: b", "a:b", "#x", "a #b", "'q'", '"dq"', " 
           "a" * 300]
 
 
-@pytest.mark.parametrize("field", ["name", "city", "find", "area", "hinted"])
+@pytest.mark.parametrize("field", ["name", "find", "area"])
 def test_a_filled_field_is_captured_as_a_walk_reads_it(browser, form, edits, field):
     session, refs = form
     for value in VALUES:
@@ -163,7 +163,7 @@ def test_a_filled_field_is_captured_as_a_walk_reads_it(browser, form, edits, fie
         assert len(edits) == before + 1, (field, value)  # the capture was the edit, not a walk
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40))
 def test_any_text_is_captured_as_a_walk_reads_it(browser, form, value):
     # Whatever the text (controls, other spaces, quotes, YAML's words): edited where certain, else walked;
