@@ -88,14 +88,19 @@ def _cpu_ms(client, session_id, runs=2):
 @pytest.mark.alone
 def test_cpu_rate_slows_scripts_by_about_its_factor_in_every_tab(client, pages):
     sid = client.tool("create_session", url=CPU_PAGE)["sessionId"]
-    base = _cpu_ms(client, sid, runs=3)
-    shown = client.tool("throttle", sessionId=sid, cpuRate=10)
-    assert shown["throttle"] == {"cpuRate": 10}
-    slowed = _cpu_ms(client, sid)
     # About 10x. Chromium throttles by suspending the page's thread for a share of wall time, so
     # when other work keeps the cores busy (c times slower), the base run is slowed c-fold and
     # the throttled one barely: about N/c. On our shared 2-core machine c reaches 3: a wide band.
-    assert 2.5 < slowed / base < 25, (base, slowed)
+    # And up to three tries, unthrottled then throttled: a fresh clone's run beside another test's
+    # busy pages read 1.87 once (24.5 ms, then 45.8).
+    tries = []
+    while len(tries) < 3 and not any(2.5 < slowed / base < 25 for base, slowed in tries):
+        client.tool("throttle", sessionId=sid, cpuRate=1)
+        base = _cpu_ms(client, sid, runs=3)
+        shown = client.tool("throttle", sessionId=sid, cpuRate=10)
+        assert shown["throttle"] == {"cpuRate": 10}
+        tries.append((base, _cpu_ms(client, sid)))
+    assert 2.5 < tries[-1][1] / tries[-1][0] < 25, tries
     # A tab the page opens is as slow as the session's others.
     client.tool("navigate", sessionId=sid, url=pages.url("/popup"))
     client.tool("click", sessionId=sid, selector="#win")
