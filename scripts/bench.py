@@ -791,7 +791,7 @@ async def http_per_call(url, rounds, think_s, databases):
             read, write = await stack.enter_async_context(streamable_http_client(endpoint, http_client=client))
             session = await stack.enter_async_context(ClientSession(read, write))
             await session.initialize()
-            await anyio.sleep(2.0)  # the browser and the warm pool start in the background
+            await anyio.sleep(START_S)  # the browser and the warm pool start in the background
             before = wire.bytes
             await session.list_tools()
             result = out[encoding] = {"tools_list_bytes": wire.bytes - before, "bytes": {}}
@@ -839,7 +839,7 @@ def median_run(runs, key):
 
 
 def main():
-    global IDLE_S, START_S, REFILL_S, CPU_THINK_S, WARMUP_ROUNDS  # --quick shortens them
+    global IDLE_S, START_S, REFILL_S, CPU_THINK_S, WARMUP_ROUNDS, CPU_NAVIGATES  # --quick shortens them
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=30, help="measured rounds of the workload (default 30)")
     parser.add_argument("--sessions", type=int, default=8, help="concurrent sessions (default 8)")
@@ -868,12 +868,12 @@ def main():
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--quick", action="store_true",
                         help=f"for the test suite: every pause {QUICK_PAUSE_S:g} s (the pool's start and refill, "
-                             "the idle time before memory, the CPU phase's think time) and one warm-up round; "
-                             "every phase runs, but the figures are not worth quoting")
+                             "the idle time before memory, the CPU phase's think time), one warm-up round and "
+                             "2 navigates a CPU turn; every phase runs, but the figures are not worth quoting")
     args = parser.parse_args()
     if args.quick:
         IDLE_S = START_S = REFILL_S = CPU_THINK_S = QUICK_PAUSE_S
-        WARMUP_ROUNDS = 1
+        WARMUP_ROUNDS, CPU_NAVIGATES = 1, 2
 
     executable = find_executable("chromium")
     httpd, url = serve_page()
