@@ -53,7 +53,8 @@ def test_bench_runs_every_contender_and_reports_every_figure(pages):
 
 def test_the_http_run_alone_reports_time_and_wire_bytes_with_and_without_gzip():
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench.py"), "--http-only", "--rounds", "1",
-                           "--think-ms", "0", "--quick", "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+                           "--think-ms", "0", "--quick", "--json"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     runs = json.loads(done.stdout)["http_only"]
     ops = {"navigate", "type", "click", "snapshot", "navigate_long", "snapshot_long"}
