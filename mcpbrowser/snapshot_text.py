@@ -113,6 +113,46 @@ def with_field_value(text, at, value):
     return "\n".join(lines)
 
 
+# A native select's option as Playwright writes it under its combobox: a name, perhaps [disabled] and [selected]
+# (ariaSnapshotRenderer's order), no ref, no children.
+OPTION_LINE = re.compile(r"""( *- option(?: "[^"\\]*(?:\\.[^"\\]*)*")?(?: \[disabled\])?)( \[selected\])?""")
+
+
+def option_lists(text):
+    """{ref: [line index of each option]} of the snapshot's comboboxes whose children are option lines alone
+    (a native <select>, one choice): the lists with_option_selected can change."""
+    lists: dict[str, list[int]] = {}
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        match = NODE_LINE.fullmatch(line) if "- combobox" in line and line.endswith(":") else None
+        ref = REF.search(match.group(3)) if match else None
+        if not (match and ref and match.group(1).lstrip(" -") == "combobox" and match.group(4) == ":"
+                and match.group(3).endswith(ref.group(0))):
+            continue
+        child, options = match.group(1).index("-") + 2, list[int]()
+        for at in range(i + 1, len(lines)):
+            indent = len(lines[at]) - len(lines[at].lstrip(" "))
+            if indent < child:
+                break
+            if indent > child or not OPTION_LINE.fullmatch(lines[at]):
+                options = []
+                break
+            options.append(at)
+        if options:
+            lists[ref.group(1)] = options
+    return lists
+
+
+def with_option_selected(text, options, chosen):
+    """The stored snapshot `text` as Playwright writes it after the select whose option lines are `options`
+    (one of option_lists) came to have its option `chosen` (an index among them) selected, and only it.
+    The page watch proved the rest unchanged and every option shown (page_watch.chose)."""
+    lines = text.split("\n")
+    for n, at in enumerate(options):
+        lines[at] = OPTION_LINE.sub(r"\1", lines[at]) + (" [selected]" if n == chosen else "")
+    return "\n".join(lines)
+
+
 def _shown_as_page_words(text):
     """Each [ref=…] in a page's own words shown as ‹ref=…›."""
     return REF.sub(lambda ref: ref.group(0).replace("[", "‹").replace("]", "›"), text)

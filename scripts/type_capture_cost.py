@@ -1,4 +1,4 @@
-"""What a `type`'s capture costs the next call: the history's page edited (one field's line) against walked.
+"""What a `type`'s or `select`'s capture costs the next call: the history's page edited (one line) against walked.
 
 Runs in this process, through the library, on one page served on 127.0.0.1: a form field above a table of
 --rows rows (a link and a text each). Each round types into the field and then calls `wait_for` on
@@ -6,8 +6,9 @@ something already there, back to back: the wait_for starts only after the type's
 thread does one thing at a time), so its time is the capture's plus its own small answer. The two ways
 alternate round by round: the capture as built (edited where the page watch proves that only the field
 changed) and forced to walk (snapshots._edited patched to decline). Prints the medians and the ratio.
+With --select, each round chooses an option of a native select instead (snapshots._chosen).
 
-    .venv/bin/python scripts/type_capture_cost.py --rows 2000 --rounds 30
+    .venv/bin/python scripts/type_capture_cost.py --rows 2000 --rounds 30 [--select]
 """
 
 import argparse
@@ -24,6 +25,7 @@ from mcpbrowser.session import snapshots
 def page(rows):
     body = "".join(f"<tr><td><a href='#r{i}'>row {i}</a></td><td>text {i}</td></tr>" for i in range(rows))
     return (f"<!doctype html><title>Form over a table</title><label>Query <input id=q></label>"
+            f"<label>Size <select id=s><option>Small</option><option>Large</option></select></label>"
             f"<table>{body}</table>").encode()
 
 
@@ -47,9 +49,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=2000, help="table rows under the field (default 2000)")
     parser.add_argument("--rounds", type=int, default=30, help="rounds of each way, alternating (default 30)")
+    parser.add_argument("--select", action="store_true", help="choose in a select each round instead of typing")
     options = parser.parse_args()
     server = serve(page(options.rows))
-    edited = snapshots._edited
+    name = "_chosen" if options.select else "_edited"
+    edited = getattr(snapshots, name)
     times = {"edited": [], "walked": []}
     with mcpbrowser.Browser(Config(headless=True, db=":memory:", rate_limit=0)) as browser:
         with browser.create_session() as session:
@@ -57,15 +61,19 @@ def main():
             session.call("wait_for", selector="#q")  # its capture is the whole page: the one the edits start from
             for n in range(options.rounds * 2 + 2):
                 way = "edited" if n % 2 else "walked"
-                snapshots._edited = edited if way == "edited" else (lambda *args: None)
-                session.call("type", selector="#q", text=f"query {n}")
+                setattr(snapshots, name, edited if way == "edited" else (lambda *args: None))
+                if options.select:
+                    session.call("select", selector="#s", labels=[("Small", "Large")[n % 2]])
+                else:
+                    session.call("type", selector="#q", text=f"query {n}")
                 started = time.perf_counter()
                 session.call("wait_for", selector="#q")  # waits for the type's capture, then reads nothing new
                 if n >= 2:  # the first two warm up
                     times[way].append((time.perf_counter() - started) * 1000)
-    snapshots._edited = edited
+    setattr(snapshots, name, edited)
     medians = {way: statistics.median(values) for way, values in times.items()}
-    print(f"{options.rows} rows, {options.rounds} rounds each: the call after a type waited "
+    print(f"{options.rows} rows, {options.rounds} rounds each: the call after a {'select' if options.select else 'type'} "
+          "waited "
           f"{medians['edited']:.1f} ms with the capture edited, {medians['walked']:.1f} ms walked "
           f"({medians['edited'] / medians['walked']:.2f}x)")
 

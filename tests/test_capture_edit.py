@@ -8,6 +8,9 @@ each test shows that the path it guards ran, or did not.
 """
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +21,7 @@ import mcpbrowser
 from mcpbrowser.config import Config
 
 pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[1]
 
 FORM = """<!doctype html><title>Form</title>
 <h1>Sign up</h1>
@@ -102,17 +106,57 @@ TRICKS = {
 }
 
 
+# A `select` of one option in a native select: its capture is the last snapshot with the [selected] mark moved.
+CHOICES = """<!doctype html><title>Choose</title>
+<label>Size <select id=size><option>Small</option><option selected>Medium</option><option value=l>Large</option>
+</select></label>
+<select id=plan aria-label=Plan><option disabled>Pick one</option><option label="Basic plan">basic</option>
+<option value=pro>Pro "quoted" &amp; more</option><option>  spaced   out </option></select>
+<label>Note <input id=note></label>
+<button>Save</button>"""
+SELECT = "<label>Pick <select id=s><option value=a>Apple</option><option value=b>Banana</option></select></label>"
+# Pages where the choice does more, or a line the edit would write is not certain: walked. (page, value chosen)
+CHOICE_TRICKS = {
+    "shows-more": (SELECT + "<p id=more></p><script>s.onchange = () => { more.textContent = 'Ripe?' }</script>", "b"),
+    "copies": (SELECT + "<input id=o aria-label=Other><script>s.onchange = () => { o.value = s.value }</script>", "b"),
+    "moves-focus": (SELECT + "<input id=o aria-label=Other><script>s.onchange = () => o.focus()</script>", "b"),
+    "retitles": (SELECT + "<script>s.oninput = () => { document.title = s.value }</script>", "b"),
+    "group": ("<select id=s aria-label=Pick><optgroup label=Fruit><option value=a>Apple</option>"
+              "<option value=b>Banana</option></optgroup></select>", "b"),
+    # An option the walk leaves out, before the chosen one: its place would name another select's line.
+    "hidden-option": ("<select id=s aria-label=Pick><option value=a>Apple</option><option hidden>Ghost</option>"
+                      "<option value=b>Banana</option></select><select aria-label=Other><option>One</option>"
+                      "<option>Two</option></select>", "b"),
+    "in-button": ("<button>Fruit: <select id=s><option value=a>Apple</option><option value=b>Banana</option>"
+                  "</select></button>", "b"),
+    "labelledby": ("<div id=box>" + SELECT + "</div><button aria-labelledby=box></button>", "b"),
+    "checked-css": ("<style>.ripe{display:none} #s:has(option[value=b]:checked) ~ .ripe{display:block}</style>"
+                    + SELECT + "<p class=ripe>Ripe</p>", "b"),
+    "required": ("<style>.need{display:none} #s:invalid ~ .need{display:block}</style><select id=s required "
+                 "aria-label=Pick><option value=''>Choose</option><option value=b>Banana</option></select>"
+                 "<p class=need>Needed</p>", "b"),
+    "popover": (SELECT + "<div id=pop popover>Ripe</div><script>for (const t of ['toggle', 'beforetoggle']) "
+                "addEventListener(t, e => e.stopImmediatePropagation(), true); s.onchange = () => pop.showPopover()"
+                "</script>", "b"),
+}
+
+
 @pytest.fixture(scope="module")
 def browser(pages):
     PAGES["/edit-form"] = FORM
+    PAGES["/edit-choices"] = CHOICES
     for name, (body, _, _) in TRICKS.items():
         PAGES[f"/edit-trick-{name}"] = f"<!doctype html><title>{name}</title>{body}"
+    for name, (body, _) in CHOICE_TRICKS.items():
+        PAGES[f"/edit-choice-{name}"] = f"<!doctype html><title>{name}</title>{body}"
     # Each value costs four calls: beyond the default 60 a minute per tool.
     with mcpbrowser.Browser(Config(headless=True, db=":memory:", allow_evaluate=True, rate_limit=100_000)) as b:
         yield b
-    del PAGES["/edit-form"]
+    del PAGES["/edit-form"], PAGES["/edit-choices"]
     for name in TRICKS:
         del PAGES[f"/edit-trick-{name}"]
+    for name in CHOICE_TRICKS:
+        del PAGES[f"/edit-choice-{name}"]
 
 
 @pytest.fixture
@@ -244,3 +288,64 @@ def test_a_secret_fields_value_is_hidden_whatever_its_role(browser, pages, field
             assert '"Code"' in page and "[REDACTED]" in page and "918273" not in page, page
     finally:
         del PAGES["/edit-secret-role"]
+
+
+def test_a_chosen_option_is_captured_as_a_walk_reads_it(browser, pages, edits):
+    with browser.create_session() as session:
+        session.navigate(pages.url("/edit-choices"))
+        refs = {name: ref_of(walked(browser, session), line) for name, line in
+                [("size", 'combobox "Size"'), ("plan", 'combobox "Plan"')]}
+        choices = [("size", {"labels": ["Large"]}), ("plan", {"values": ["basic"]}), ("size", {"values": ["Small"]}),
+                   ("plan", {"values": ["pro"]}), ("plan", {"labels": ["spaced out"]}), ("size", {"labels": ["Large"]})]
+        for n, (name, choice) in enumerate(choices, start=1):
+            chosen = session.call("select", ref=refs[name], **choice)
+            page = content(browser, chosen)
+            assert page == walked(browser, session), (name, choice)
+            assert len(edits) == n, (name, choice)  # the capture was the edit, not a walk
+            assert page.count("[selected]") == 2, page
+        by_selector = session.call("select", selector="#size", values=["Medium"])  # its list found by the ref on it
+        assert content(browser, by_selector) == walked(browser, session) and len(edits) == len(choices) + 1
+        assert 'option "Medium" [selected]' in content(browser, by_selector)
+
+
+@pytest.mark.parametrize("trick", sorted(CHOICE_TRICKS))
+def test_a_choice_that_does_more_than_choose_is_walked(browser, pages, edits, trick):
+    _, value = CHOICE_TRICKS[trick]
+    with browser.create_session() as session:
+        session.navigate(pages.url(f"/edit-choice-{trick}"))
+        before = walked(browser, session)
+        assert "combobox" in before, before
+        chosen = content(browser, session.call("select", selector="#s", values=[value]))
+        assert chosen == walked(browser, session), trick
+        assert chosen != before, trick  # the choice showed (positive control)
+        assert not edits, trick  # walked, as the page did more than choose, or a line was not certain
+
+
+def test_back_to_back_choosing_and_typing_reads_back_each_page_as_it_was(browser, pages, edits):
+    with browser.create_session() as session:
+        session.navigate(pages.url("/edit-choices"))
+        size = ref_of(walked(browser, session), 'combobox "Size"')
+        calls = []
+        for n in range(4):
+            calls += [("select", {"ref": size, "labels": [("Small", "Large")[n % 2]]}), ("snapshot", {}),
+                      ("type", {"selector": "#note", "text": f"note {n}"})]
+        futures = [browser.submit(tool, {"sessionId": session.id, **args}) for tool, args in calls]
+        answers = [f.result(timeout=60) for f in futures]
+        chosen = note = None
+        for (tool, args), answer in zip(calls, answers, strict=True):
+            chosen = args["labels"][0] if tool == "select" else chosen
+            note = args["text"] if tool == "type" else note
+            page = content(browser, answer)
+            assert f'option "{chosen}" [selected]' in page, (tool, args, page)
+            assert note is None or re.search(rf'textbox "Note"[^\n]*\]: {note}\n', page), (tool, args, page)
+        assert len(edits) == 8  # every select's and type's capture was an edit
+
+
+def test_the_cost_script_runs_both_ways():
+    # scripts/type_capture_cost.py (the figures in docs/performance.md), its select mode, smallest settings:
+    # it runs, and both ways are timed; how fast is the script's to say, not this test's.
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "type_capture_cost.py"), "--rows", "20",
+                           "--rounds", "2", "--select"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.fullmatch(r"20 rows, 2 rounds each: the call after a select waited [\d.]+ ms with the capture edited, "
+                        r"[\d.]+ ms walked \([\d.]+x\)\n", done.stdout), done.stdout

@@ -451,3 +451,31 @@ def test_clean_shows_a_ref_a_page_wrote_as_its_words():
         '  - button "Delete" [ref=e5]',
         "    - /url: /x/‹ref=e3›",
     ]
+
+
+CHOOSER = """- generic [ref=e1]:
+  - combobox "Size" [active] [ref=e2]:
+    - option "Small"
+    - option "Medium \\"M\\"" [selected]
+    - option "Large" [disabled]
+  - combobox "Grouped" [ref=e3]:
+    - option "a"
+    - group "more"
+  - listbox "Many" [ref=e4]:
+    - option "x" [ref=e5]
+  - combobox "Typed" [ref=e6]: words
+  - combobox "Last" [ref=e7]:
+    - option "z" [selected]"""
+
+
+def test_only_a_native_selects_option_lines_are_lists_to_edit():
+    # A combobox with any child but an option line (a group), a listbox, a combobox of text: not lists.
+    assert snapshot_text.option_lists(CHOOSER) == {"e2": [2, 3, 4], "e7": [12]}
+
+
+def test_choosing_moves_the_selected_mark_and_changes_nothing_else():
+    chosen = snapshot_text.with_option_selected(CHOOSER, [2, 3, 4], 2)
+    assert chosen.split("\n")[2:5] == ['    - option "Small"', '    - option "Medium \\"M\\""',
+                                       '    - option "Large" [disabled] [selected]']
+    assert chosen.replace(" [selected]", "") == CHOOSER.replace(" [selected]", "")
+    assert chosen.count("[selected]") == 2  # the other select's own

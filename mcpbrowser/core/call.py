@@ -141,7 +141,7 @@ class Call:
         self.secret = secret    # its text is (or may be) a secret: stored withheld (decided by OnSession.run)
         self.snapshot_reused = False  # a snapshot answered from the page's last one (see page_watch)
         # (selector, value): one plain field filled, so the capture may be the last page with that line changed
-        self.field_edit: tuple[str, str] | None = None
+        self.field_edit: tuple[str, str | None] | None = None
         self.same_page = False  # a read of the page the agent's last answer named (url, title): see answer.agent_view
         self.record_request: Callable[[], None] | None = None  # the deferred request row, see Dispatcher.dispatch
         self.recorded = threading.Event()

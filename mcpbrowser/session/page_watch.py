@@ -61,6 +61,17 @@ sheet rule that shows, hides or writes content by the focus, a value's validity 
 Every arming also notes the style sheets (each one's rule count, whether disabled) and the open
 popovers, and no page is clean while an animation that shows or hides runs: changes that make
 no mutation and whose events a page may stop.
+
+`select` keeps it too. Playwright's select_option sets a native select's choice and fires its
+`input` and `change` events, no pointer input and no focus move. After a choice of one option,
+`chose` asks, in one count as `typed` does: nothing changed but that select's choice (every event
+aimed at it, the focus where it was, every other control as it was, no mutation, the style sheets
+and popovers as they were), a plain native select of one choice, held in plain containers and named
+after nothing else's container, every option of it a line of the held snapshot (an option the walk
+leaves out would shift the lines), no option group, and no style sheet rule that shows, hides or
+writes content by :checked, :default, a validity or :has(). The count's number is the chosen
+option's place among every such select's option lines; the stored page is the held snapshot with
+the [selected] mark moved to it (snapshot_text.with_option_selected).
 """
 
 from mcpbrowser.logs import log
@@ -94,6 +105,15 @@ def typed(token, held, value, refs):
     the snapshot read with that arming), as many elements as its place among them (1 for the first), the
     watch re-armed as `token`; else none. A count of it says which line to change, in one round trip."""
     return f"{ENGINE_NAME}=typed:{token}:{held}:{value_hash(value)}:{'.'.join(refs)}"
+
+
+def chose(token, held, lists):
+    """Scoped to the native select a `select` set to one option: when since the arming `held` nothing changed on
+    the page but that select's choice, the focus where it was, and the select is one of `lists` ((ref, its
+    option lines' count) of the snapshot read with that arming) with every option shown, as many elements as
+    the chosen option's place among all of their options (1 for the first list's first), the watch re-armed as
+    `token`; else none. A count of it says which line to mark, in one round trip."""
+    return f"{ENGINE_NAME}=chose:{token}:{held}:-:{'.'.join(f'{ref}/{count}' for ref, count in lists)}"
 
 
 def value_hash(text):
@@ -169,11 +189,13 @@ ENGINE = r"""({
     // placeholder shown, :has() over them, custom states. A sheet of another origin cannot be read: it may.
     const REACTS =
       /:(focus|valid|invalid|user-valid|user-invalid|placeholder-shown|has|in-range|out-of-range|state|blank|autofill)\b/i;
-    const reactive = (roots) => {
+    // A choice changes what :checked and :default match (an option's), and a required select's validity.
+    const CHOICE_REACTS = /:(checked|default|valid|invalid|user-valid|user-invalid|has|state)\b/i;
+    const reactive = (roots, reacts = REACTS) => {
       const visit = (list) => {
         for (const rule of list) {
           if (rule.cssRules && visit(rule.cssRules)) return true;
-          if (rule.selectorText && REACTS.test(rule.selectorText) && rule.style &&
+          if (rule.selectorText && reacts.test(rule.selectorText) && rule.style &&
               (SHOWING.some(p => rule.style[p]) || rule.style.getPropertyValue('all'))) return true;
         }
         return false;
@@ -191,6 +213,12 @@ ENGINE = r"""({
             (a.tagName === 'LABEL' && a.control !== field)) return false;
       return true;
     };
+    // Whether another element is named after the field's container, or owns it into its own name.
+    const named = (roots, field) => roots.some(r => [...r.querySelectorAll('[aria-labelledby],[aria-owns]')].some(e =>
+      ((e.getAttribute('aria-labelledby') || '') + ' ' + (e.getAttribute('aria-owns') || '')).split(/\s+/).some(id => {
+        const by = id && r.getElementById(id);
+        return by && by.contains(field);
+      })));
     // Only the field's value and the focus moved: nothing else of the page's reads it into a name (a label
     // holding another control, an aria-labelledby over it), and it is a text field whose line shows its value.
     const typed = (field, held, want) => {
@@ -200,14 +228,7 @@ ENGINE = r"""({
       // In the document itself (a field in a shadow root: its host holds the focus mark) and plainly held.
       if (field.getRootNode() !== doc || field.hasAttribute('role') || !plainly(field) || revealing()) return false;
       const roots = scan();
-      if (!roots || roots.length !== w.roots || looks(roots) !== w.looks) return false;
-      for (const r of roots)  // named by another element, or owned into it
-        for (const e of r.querySelectorAll('[aria-labelledby],[aria-owns]'))
-          for (const id of ((e.getAttribute('aria-labelledby') || '') + ' ' + (e.getAttribute('aria-owns') || ''))
-                 .split(/\s+/)) {
-            const by = id && r.getElementById(id);
-            if (by && by.contains(field)) return false;
-          }
+      if (!roots || roots.length !== w.roots || looks(roots) !== w.looks || named(roots, field)) return false;
       const list = controls(roots), now = forms(list);
       // Another control holding the same text (a secret field, shown or not, whose value the walk hides
       // wherever it stands): the walk decides.
@@ -216,13 +237,34 @@ ENGINE = r"""({
         (e === field ? w.forms[i].endsWith(state(e)) : now[i] === w.forms[i])) &&
         list.includes(field) && hash(field.value) === Number(want) && !reactive(roots);
     };
+    // Only the select's choice moved (the focus stayed where it was): a plain native select of one choice, every
+    // option of it a line of the held snapshot (`count` of them: none hidden, no group), nothing reading its
+    // choice into a name (a label holding another control, an aria-labelledby over it).
+    const chose = (field, held, count) => {
+      if (!w || w.token !== held || !quiet(field) || active() !== w.active || doc.hasFocus() !== w.hasFocus)
+        return false;
+      if (!(field instanceof HTMLSelectElement) || field.multiple || field.size > 1 || field.selectedIndex < 0 ||
+          field.options.length !== count || field.querySelector('optgroup')) return false;
+      if (field.getRootNode() !== doc || field.hasAttribute('role') || !plainly(field) || revealing()) return false;
+      const roots = scan();
+      if (!roots || roots.length !== w.roots || looks(roots) !== w.looks || named(roots, field)) return false;
+      const list = controls(roots), now = forms(list);
+      return list.length === w.controls.length && list.every((e, i) => e === w.controls[i] &&
+        (e === field || now[i] === w.forms[i])) && list.includes(field) && !reactive(roots, CHOICE_REACTS);
+    };
     const [, , held, want, refs] = body.split(':');
-    // The field's ref, as the held snapshot's walk (in this world) marked it: its place among the lines.
-    const at = op === 'typed' && root._ariaRef ? refs.split('.').indexOf(root._ariaRef.ref) : -1;
+    // The field's ref, as the held snapshot's walk (in this world) marked it: its place among the lines. For a
+    // select, its list among the lists (ref/count) and the options before it.
+    const mine = root._ariaRef && root._ariaRef.ref;
+    const at = op === 'typed' && mine ? refs.split('.').indexOf(mine) : -1;
+    const lists = op === 'chose' ? refs.split('.').map(l => l.split('/')) : [];
+    const list = lists.findIndex(([ref]) => mine && ref === mine);
     if (op === 'clean') return w && w.token === token && clean() ? [doc.documentElement] : [];
     if (op === 'changed' && clean()) return [];
     if (op === 'typed' && (at < 0 || !typed(root, held, want))) return [];
-    if (!['arm', 'changed', 'typed'].includes(op)) throw new Error('mcpbrowser_watch: arm, changed, clean or typed');
+    if (op === 'chose' && (list < 0 || !chose(root, held, Number(lists[list][1])))) return [];
+    if (!['arm', 'changed', 'typed', 'chose'].includes(op))
+      throw new Error('mcpbrowser_watch: arm, changed, clean, typed or chose');
     if (!w) {
       w = globalThis[KEY] = {};
       w.observer = new MutationObserver(() => { w.dirty = true; w.observer.disconnect(); });
@@ -255,7 +297,9 @@ ENGINE = r"""({
     }
     // The field's place as a count: one element each, from every root (the lines may be more than the
     // document's own elements when fields sit in shadow roots).
-    if (op === 'typed') return roots ? roots.flatMap(r => [...r.querySelectorAll('*')]).slice(0, at + 1) : [];
+    const place = op === 'typed' ? at + 1 :
+      op === 'chose' ? lists.slice(0, list).reduce((n, [, c]) => n + Number(c), 0) + root.selectedIndex + 1 : 0;
+    if (place) return roots ? roots.flatMap(r => [...r.querySelectorAll('*')]).slice(0, place) : [];
     return doc.body ? [doc.body] : [];
   }
 })"""

@@ -31,7 +31,8 @@ class Response:
         self.secret: bool | None = None  # its text: True secret, False looked at and plain, None not known
         self.same_page = False         # it read the page the agent's last answer named (url, title)
         self.reused = False            # it answered from the page's last snapshot, unchanged
-        self.field_edit: tuple[str, str] | None = None  # (selector, value): it filled one plain field, see filled
+        # (selector, value): it filled one plain field, see filled; (selector, None): it chose in a select, see chose
+        self.field_edit: tuple[str, str | None] | None = None
         self.news: dict[str, Any] = {}  # what the page did that the agent was not told yet, see page_news
 
     def store_page(self, text: str | None, snapshot: bool = True) -> None:
@@ -57,6 +58,11 @@ class Response:
         nothing else: the capture after it may be the page's last snapshot with that field's line changed
         (snapshots.capture_snapshot)."""
         self.field_edit = (selector, value)
+
+    def chose(self, selector: str) -> None:
+        """It chose one option in the select at `selector` and did nothing else: the capture after it may be the
+        page's last snapshot with that select's [selected] mark moved (snapshots.capture_snapshot)."""
+        self.field_edit = (selector, None)
 
     def page_news(self, news: dict[str, Any]) -> None:
         """What the page did that the agent was not told yet (session/state.py's run_tool reads it off the

@@ -42,8 +42,10 @@ def capture_snapshot(state, field_edit=None):
     When the tab's last whole snapshot is held (state.full_snapshot) and the page provably did not
     change since it was read, that snapshot is the capture: the walk and the check are one evaluation
     through the page watch (page_watch.changed), which walks and re-arms only a page that changed.
-    After a `type` that filled one plain field (`field_edit`, its ref and value: Response.filled), it is
-    that snapshot with the field's line changed, where the watch proves nothing else changed (_edited).
+    After a `type` that filled one plain field (`field_edit`, its selector and value: Response.filled), it is
+    that snapshot with the field's line changed, where the watch proves nothing else changed (_edited); after a
+    `select` of one option in a native select (its selector and None: Response.chose), the same with the
+    select's [selected] mark moved (_chosen).
     """
     if state.dialog is not None or state.page is None:
         return None
@@ -51,7 +53,8 @@ def capture_snapshot(state, field_edit=None):
     if held is not None and held[0] is not state.page:
         held = None
     if held is not None and field_edit is not None:
-        edited = _edited(state, held, *field_edit)
+        selector, value = field_edit
+        edited = _chosen(state, held, selector) if value is None else _edited(state, held, selector, value)
         if edited is not None:
             return edited
         held = None  # the watch saw more than the field change, or the line is not certain: a walk
@@ -92,8 +95,9 @@ def capture_snapshot(state, field_edit=None):
 def before_call(state, tool):
     """A call that may send the page input drops the held whole snapshot: its page is walked again (see
     page_watch: input a page's own listener keeps from the watch, and its CSS, would go unseen). Not
-    `type`'s: the field's value and the focus it changes are read, not heard (page_watch.typed)."""
-    if not (tool.read_only or tool.name in page_watch.SENDS_NO_INPUT or tool.name == "type"):
+    `type`'s or `select`'s: the field's value, a select's choice and the focus they change are read, not heard
+    (page_watch.typed, page_watch.chose)."""
+    if not (tool.read_only or tool.name in page_watch.SENDS_NO_INPUT or tool.name in ("type", "select")):
         state.full_snapshot = None
 
 
@@ -119,6 +123,29 @@ def _edited(state, held, selector, value):
     state.arming = token
     log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
     return _reused(state, (held[0], text, token))
+
+
+def _chosen(state, held, selector):
+    """The held whole snapshot with the [selected] mark on the select's chosen option line alone
+    (snapshot_text.with_option_selected), when the page watch proves that the select's choice is all that changed
+    since it was read, and that its every option is a line: one count, as _edited. None where it cannot say so."""
+    lists = snapshot_text.option_lists(held[1])
+    if not lists:
+        return None
+    token = next(_ARMINGS)
+    proof = state.page.locator(selector).locator(page_watch.chose(token, held[2], [(ref, len(at))
+                                                                                  for ref, at in lists.items()]))
+    try:
+        place = state.background(state.page, proof, "count")
+    except Exception:  # a page navigating away, a ref gone: the walk decides
+        return None
+    for options in lists.values():
+        if 0 < place <= len(options):
+            state.arming = token
+            log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
+            return _reused(state, (held[0], snapshot_text.with_option_selected(held[1], options, place - 1), token))
+        place -= len(options)
+    return None
 
 
 def _still_clean(state, held):

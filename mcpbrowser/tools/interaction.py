@@ -178,6 +178,8 @@ def select(state, args, response):
     # the act (None): the option was chosen all the same, and "nothing" would have the agent choose it
     # again. What was asked is what it chose.
     chosen = list(values or labels) if pick.result is None or pick.result is INTERRUPTED else pick.result
+    if isinstance(pick.result, list) and len(pick.result) == 1 and state.dialog is None:
+        response.chose(playwright_selector(args))  # one option: a native select's, the page watch checks the rest
     return {"success": True, "message": f"Selected {', '.join(chosen) or 'nothing'} in {label}",
             "selected": chosen}
 
