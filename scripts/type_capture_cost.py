@@ -72,8 +72,8 @@ def main():
                     times[way].append((time.perf_counter() - started) * 1000)
     setattr(snapshots, name, edited)
     medians = {way: statistics.median(values) for way, values in times.items()}
-    print(f"{options.rows} rows, {options.rounds} rounds each: the call after a {'select' if options.select else 'type'} "
-          "waited "
+    call = "select" if options.select else "type"
+    print(f"{options.rows} rows, {options.rounds} rounds each: the call after a {call} waited "
           f"{medians['edited']:.1f} ms with the capture edited, {medians['walked']:.1f} ms walked "
           f"({medians['edited'] / medians['walked']:.2f}x)")
 
