@@ -182,7 +182,8 @@ class HtmlHandler(BaseHTTPRequestHandler):
     def _send(self, status, body="", headers=()):
         data = body.encode()
         self.send_response(status)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
+        css = self.path.split("?")[0].endswith(".css")  # a style sheet a page imports or links
+        self.send_header("Content-Type", "text/css" if css else "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
         for name, value in headers:
             self.send_header(name, value)

@@ -24,6 +24,8 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[1]
 
 FORM = """<!doctype html><title>Form</title>
+<style>input:focus, textarea:focus { outline: 2px solid blue; border-color: #86b7fe; box-shadow: 0 0 0 4px #ccf }
+input:invalid { background-color: #fee }</style>
 <h1>Sign up</h1>
 <label>Name <input id=name></label>
 <input id=city aria-label=City>
@@ -99,6 +101,15 @@ TRICKS = {
                      " constructor() { super(); this.i = this.attachInternals() } }); f.oninput = () => "
                      "document.querySelector('x-s').i.states.add('on')</script>", "Note", "seven words"),
     # An animation that will show text later, its events stopped by the page: no page is clean while it runs.
+    # A custom property set by the focus, read by a rule that shows (the outside review of 2026-11-28).
+    "focus-custom-property": ("<style>.hint{display:var(--h,none)} #f:focus + .hint{--h:block}</style>"
+                              "<input id=f aria-label=Note><p class=hint>Your public handle</p>", "Note",
+                              "seven words"),
+    # A field sized by its content moves the boxes beside it.
+    "field-sizing": ("<style>.row{display:flex;width:300px} #f{field-sizing:content;flex:none} .side{flex:1 1 0;"
+                     "min-width:0;container-type:inline-size} @container (width < 60px){ .tip{display:none} }</style>"
+                     "<div class=row><input id=f aria-label=Note><div class=side><p class=tip>Tip</p></div></div>",
+                     "Note", "a text long enough to push the tip out of the row beside it"),
     "late-animation": ("<style>@keyframes show{from{visibility:hidden}to{visibility:visible}} .late{visibility:hidden;"
                        "animation:show 0.01s 60s forwards}</style><input id=f aria-label=Note><p class=late>Late</p>"
                        "<script>for (const t of ['animationstart', 'animationend']) addEventListener(t, e => "
@@ -108,6 +119,8 @@ TRICKS = {
 
 # A `select` of one option in a native select: its capture is the last snapshot with the [selected] mark moved.
 CHOICES = """<!doctype html><title>Choose</title>
+<style>select:invalid, select:focus { border-color: red; outline: 2px solid blue; box-shadow: 0 0 2px red;
+background: #fee; color: #600; opacity: 0.9 } option:checked { color: green } input:focus { outline: 0 }</style>
 <label>Size <select id=size><option>Small</option><option selected>Medium</option><option value=l>Large</option>
 </select></label>
 <select id=plan aria-label=Plan><option disabled>Pick one</option><option label="Basic plan">basic</option>
@@ -138,6 +151,40 @@ CHOICE_TRICKS = {
     "popover": (SELECT + "<div id=pop popover>Ripe</div><script>for (const t of ['toggle', 'beforetoggle']) "
                 "addEventListener(t, e => e.stopImmediatePropagation(), true); s.onchange = () => pop.showPopover()"
                 "</script>", "b"),
+    # The outside review of the select's edit (2026-11-28) found each of these edited wrongly before its guard.
+    # An element owned into the select stands in for an option the walk leaves out: the wrong line was marked.
+    "owns": ("<select id=s aria-label=Pick aria-owns=fake><option value=a>Apple</option><option hidden>Ghost</option>"
+             "<option value=b>Banana</option></select><div id=fake role=option style=pointer-events:none>Fake</div>",
+             "b"),
+    # Rules that apply by the choice and change what a walk writes, however they say it.
+    "custom-property": ("<style>.need{display:var(--show,none)} #s:invalid ~ .need{--show:block}</style><select id=s "
+                        "required aria-label=Pick><option value=''>Choose</option><option value=b>Banana</option>"
+                        "</select><p class=need>Needed</p>", "b"),
+    "nested": ("<style>.need{display:none} #s:invalid { & ~ .need{display:block} }</style><select id=s required "
+               "aria-label=Pick><option value=''>Choose</option><option value=b>Banana</option></select>"
+               "<p class=need>Needed</p>", "b"),
+    "scope": ("<style>.ripe{display:none} @scope (body:has(#s option[value=b]:checked)) { .ripe{display:block} }"
+              "</style>" + SELECT + "<p class=ripe>Ripe</p>", "b"),
+    "import": ("<style>@import url(/edit-choice.css);</style>" + SELECT + "<p class=ripe>Ripe</p>", "b"),
+    "container-style": ("<style>.ripe{display:none} body:has(option[value=b]:checked){--ripe:1} "
+                        "@container style(--ripe: 1) { .ripe{display:block} }</style>" + SELECT +
+                        "<div><p class=ripe>Ripe</p></div>", "b"),
+    "option-text": ("<style>option:checked{--m:'* '} option::before{content:var(--m)}</style>" + SELECT, "b"),
+    "pointer-events": ("<style>#s:invalid ~ button{pointer-events:none}</style><form><select id=s required "
+                       "aria-label=Pick><option value=''>Choose</option><option value=b>Banana</option></select>"
+                       "<button>Submit</button></form>", "b"),
+    # Changes no mutation shows: a sheet's media, an animation finished at once that keeps its end.
+    "sheet-media": ("<style>.ripe{display:none}</style>" + SELECT + "<p class=ripe>Ripe</p><script>s.onchange = () => "
+                    "{ document.styleSheets[0].media.mediaText = 'print' }</script>", "b"),
+    "finished-animation": ("<style>.ripe{visibility:hidden}</style>" + SELECT + "<p class=ripe id=r>Ripe</p><script>"
+                           "s.onchange = () => r.animate([{visibility: 'visible'}], {duration: 1, fill: 'forwards'})"
+                           ".finish()</script>", "b"),
+    # A select sized by its choice moves the boxes beside it: a ref gone, a container query applied.
+    "field-sizing": ("<style>.row{display:flex;width:300px} #s{field-sizing:content;flex:none} .side{flex:1 1 0;"
+                     "min-width:0;container-type:inline-size} @container (width < 60px){ .tip{display:none} }</style>"
+                     "<div class=row><select id=s aria-label=Pick><option value=a>A</option><option value=b>Banana "
+                     "split with extra whipped cream and sprinkles on top</option></select><div class=side>"
+                     "<p class=tip>Tip</p></div></div>", "b"),
 }
 
 
@@ -145,6 +192,7 @@ CHOICE_TRICKS = {
 def browser(pages):
     PAGES["/edit-form"] = FORM
     PAGES["/edit-choices"] = CHOICES
+    PAGES["/edit-choice.css"] = ".ripe{display:none} #s:has(option[value=b]:checked) ~ .ripe{display:block}"
     for name, (body, _, _) in TRICKS.items():
         PAGES[f"/edit-trick-{name}"] = f"<!doctype html><title>{name}</title>{body}"
     for name, (body, _) in CHOICE_TRICKS.items():
@@ -152,7 +200,7 @@ def browser(pages):
     # Each value costs four calls: beyond the default 60 a minute per tool.
     with mcpbrowser.Browser(Config(headless=True, db=":memory:", allow_evaluate=True, rate_limit=100_000)) as b:
         yield b
-    del PAGES["/edit-form"], PAGES["/edit-choices"]
+    del PAGES["/edit-form"], PAGES["/edit-choices"], PAGES["/edit-choice.css"]
     for name in TRICKS:
         del PAGES[f"/edit-trick-{name}"]
     for name in CHOICE_TRICKS:

@@ -75,6 +75,19 @@ leaves out would shift the lines), no option group, and no style sheet rule that
 writes content by :checked, :default, a validity or :has(). The count's number is the chosen
 option's place among every such select's option lines; the stored page is the held snapshot with
 the [selected] mark moved to it (snapshot_text.with_option_selected).
+
+A rule "reacts" when its selector, a nested rule's parent, an @scope or a condition (@container)
+applies by what the action changes, in any sheet or a sheet it imports, and it sets a property
+that may change what a walk writes: anything but colours, backgrounds, outlines, shadows,
+decorations, opacity, cursor and transitions (a custom property may feed any other through
+var(); pointer events and a box's size decide a line's ref). A field or select sized by its
+content (field-sizing) moves the boxes beside it, so it walks; a select that owns other elements
+(aria-owns) or draws its choice itself (appearance: base-select) too. Every arming also notes each
+sheet's media and the animations that show or hide, finished ones that keep their end included.
+The outside review of the select's edit (2026-11-28) found each of these edited wrongly before
+its guard. Still unseen by every check here, as said above: a sheet's rule edited in place or a
+sheet replaced with as many rules (replaceSync) by the page's own handler, and a closed shadow
+root it attaches.
 """
 
 from mcpbrowser.logs import log
@@ -147,18 +160,21 @@ ENGINE = r"""({
       }
       return roots;
     };
-    // The style sheets (each one's rule count and whether it is disabled, neither a mutation: insertRule, a
-    // <style>'s .disabled) and the open popovers (showPopover, whose toggle events a page may stop first).
+    // The style sheets (each one's rule count, media and whether it is disabled, none a mutation: insertRule, a
+    // <style>'s .disabled, sheet.media), the open popovers (showPopover, whose toggle events a page may stop
+    // first) and the animations that show or hide, finished ones that still apply their end included.
     const sheets = (r) => [...r.styleSheets, ...(r.adoptedStyleSheets || [])];
     const rules = (sheet) => { try { return sheet.cssRules; } catch (e) { return null; } };  // another origin's
     const popovers = (r) => { try { return r.querySelectorAll(':popover-open').length; } catch (e) { return 0; } };
-    const looks = (roots) => roots.map(r => sheets(r).map(s => (s.disabled ? 'd' : 'e') + (rules(s) || []).length)
-      .join(',') + '/' + popovers(r)).join(';');
+    const looks = (roots) => roots.map(r => sheets(r).map(s => (s.disabled ? 'd' : 'e') + (rules(s) || []).length +
+      (s.media && s.media.mediaText ? '@' + s.media.mediaText : '')).join(',') + '/' + popovers(r)).join(';') +
+      '|' + doc.getAnimations().filter(shows).length;
     // An animation whose keyframes show or hide (display, visibility, content): it changes the page later
     // without a mutation, and a page may stop its events; while one runs, no page is clean.
     const SHOWING = ['display', 'visibility', 'content', 'contentVisibility'];
-    const revealing = () => doc.getAnimations().some(a => a.playState !== 'finished' && a.effect &&
-      a.effect.getKeyframes && a.effect.getKeyframes().some(k => SHOWING.some(p => p in k)));
+    const shows = (a) => a.effect && a.effect.getKeyframes &&
+      a.effect.getKeyframes().some(k => SHOWING.some(p => p in k));
+    const revealing = () => doc.getAnimations().some(a => a.playState !== 'finished' && shows(a));
     const active = () => {
       let a = doc.activeElement;
       while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
@@ -188,26 +204,43 @@ ENGINE = r"""({
       return !!roots && roots.length === w.roots && forms(controls(roots)).join('\u0000') === w.forms.join('\u0000')
         && looks(roots) === w.looks;
     };
-    // Rules that show or hide (or write text) by what typing changes: the focus, a value's validity, the
-    // placeholder shown, :has() over them, custom states. A sheet of another origin cannot be read: it may.
+    // Rules that apply by what typing changes: the focus, a value's validity, the placeholder shown, :has() over
+    // them, custom states. A sheet of another origin cannot be read: it may.
     const REACTS =
       /:(focus|valid|invalid|user-valid|user-invalid|placeholder-shown|has|in-range|out-of-range|state|blank|autofill)\b/i;
     // A choice changes what :checked and :default match (an option's), and a required select's validity.
     const CHOICE_REACTS = /:(checked|default|valid|invalid|user-valid|user-invalid|has|state)\b/i;
-    // Read once a document for each look of its style sheets (w.looks, the callers' check that they are as
-    // armed): a page of 30,000 rules took 40 ms a scan, more than the walk the edit saves on a small page.
+    // Whether a rule that applies by them may change what a walk writes: any property but these, which change
+    // neither a box's size, its visibility, its pointer events nor its text (a custom property may feed any of
+    // those through var()). Under a selector, a nested rule's parent, an @scope or a condition that applies by
+    // them; an imported sheet read too. Read once a document for each look of its style sheets (w.looks, the
+    // callers' check that they are as armed): a page of 30,000 rules took 40 ms a scan, more than the walk the
+    // edit saves on a small page.
+    const HARMLESS = new RegExp('^(color|opacity|caret-color|accent-color|cursor|box-shadow|text-shadow|filter|' +
+      'fill|stroke|scrollbar-color|background-.*|border-(top|right|bottom|left|block-start|block-end|' +
+      'inline-start|inline-end)-color|outline-.*|text-decoration-.*|text-underline-offset|transition-.*)$');
+    const harmless = (style) => { for (let i = 0; i < style.length; i++) if (!HARMLESS.test(style[i])) return false;
+      return true; };
     const reactive = (roots, reacts = REACTS) => {
       const key = w.looks + '|' + reacts.source;
       if (w.reacting && w.reacting.has(key)) return w.reacting.get(key);
-      const visit = (list) => {
+      const visit = (list, under) => {
         for (const rule of list) {
-          if (rule.cssRules && visit(rule.cssRules)) return true;
-          if (rule.selectorText && reacts.test(rule.selectorText) && rule.style &&
-              (SHOWING.some(p => rule.style[p]) || rule.style.getPropertyValue('all'))) return true;
+          const applies = under || [rule.selectorText, rule.conditionText, rule.start, rule.end]
+            .some(t => t && reacts.test(t));
+          if (applies && rule.style && !harmless(rule.style)) return true;
+          if (rule.styleSheet) {  // @import
+            const imported = rules(rule.styleSheet);
+            if (!imported || visit(imported, applies)) return true;
+          }
+          if (rule.cssRules && visit(rule.cssRules, applies)) return true;
         }
         return false;
       };
-      const found = roots.some(r => sheets(r).some(s => { const list = rules(s); return !list || visit(list); }));
+      const found = roots.some(r => sheets(r).some(s => {
+        const list = rules(s);
+        return !list || visit(list, false);
+      }));
       if (!w.reacting || w.reacting.size > 16) w.reacting = new Map();
       w.reacting.set(key, found);
       return found;
@@ -223,6 +256,8 @@ ENGINE = r"""({
             (a.tagName === 'LABEL' && a.control !== field)) return false;
       return true;
     };
+    // A field sized by its content: its value moves the boxes around it (a ref may go, a container query apply).
+    const sized = (field) => getComputedStyle(field).fieldSizing === 'content';
     // Whether another element is named after the field's container, or owns it into its own name.
     const named = (roots, field) => roots.some(r => [...r.querySelectorAll('[aria-labelledby],[aria-owns]')].some(e =>
       ((e.getAttribute('aria-labelledby') || '') + ' ' + (e.getAttribute('aria-owns') || '')).split(/\s+/).some(id => {
@@ -236,7 +271,8 @@ ENGINE = r"""({
       if (!(field instanceof HTMLTextAreaElement || (field instanceof HTMLInputElement &&
             ['text', 'search', 'email', 'url', 'tel'].includes(field.type)))) return false;
       // In the document itself (a field in a shadow root: its host holds the focus mark) and plainly held.
-      if (field.getRootNode() !== doc || field.hasAttribute('role') || !plainly(field) || revealing()) return false;
+      if (field.getRootNode() !== doc || field.hasAttribute('role') || !plainly(field) || revealing() ||
+          sized(field)) return false;
       const roots = scan();
       if (!roots || roots.length !== w.roots || looks(roots) !== w.looks || named(roots, field)) return false;
       const list = controls(roots), now = forms(list);
@@ -254,8 +290,10 @@ ENGINE = r"""({
       if (!w || w.token !== held || !quiet(field) || active() !== w.active || doc.hasFocus() !== w.hasFocus)
         return false;
       if (!(field instanceof HTMLSelectElement) || field.multiple || field.size > 1 || field.selectedIndex < 0 ||
-          field.options.length !== count || field.querySelector('optgroup')) return false;
-      if (field.getRootNode() !== doc || field.hasAttribute('role') || !plainly(field) || revealing()) return false;
+          field.options.length !== count || field.querySelector('optgroup') || field.hasAttribute('aria-owns') ||
+          getComputedStyle(field).appearance === 'base-select') return false;
+      if (field.getRootNode() !== doc || field.hasAttribute('role') || !plainly(field) || revealing() ||
+          sized(field)) return false;
       const roots = scan();
       if (!roots || roots.length !== w.roots || looks(roots) !== w.looks || named(roots, field)) return false;
       const list = controls(roots), now = forms(list);
