@@ -110,6 +110,26 @@ TRICKS = {
                      "min-width:0;container-type:inline-size} @container (width < 60px){ .tip{display:none} }</style>"
                      "<div class=row><input id=f aria-label=Note><div class=side><p class=tip>Tip</p></div></div>",
                      "Note", "a text long enough to push the tip out of the row beside it"),
+    # The second outside review (2026-11-28): a direction the text gives the field, the scroll its focus makes
+    # (a scroll-state query, a scroll-driven animation), a filter that makes a box hold fixed ones, an
+    # animation of a size or of pointer events (started by the field's handler, or running all along).
+    "direction": ("<style>p{display:none} #f:dir(rtl) ~ p{display:block}</style><input id=f dir=auto aria-label=Note>"
+                  "<p>Right to left</p>", "Note", "\u05e9\u05dc\u05d5\u05dd"),
+    "scroll-state": ("<style>html{container-type:scroll-state} .up{display:none} @container scroll-state(scrollable: "
+                     "top){ .up{display:block} }</style><p class=up>Back to top</p><div style='height:3000px'></div>"
+                     "<input id=f aria-label=Note>", "Note", "seven words"),
+    "scroll-timeline": ("<style>@keyframes p{from{pointer-events:auto} to{pointer-events:none}} button{animation:p "
+                        "linear both;animation-timeline:scroll(root)}</style><button>Top</button><div "
+                        "style='height:3000px'></div><input id=f aria-label=Note>", "Note", "seven words"),
+    "filter": ("<style>.wrap{width:0;height:0} .wrap button{position:fixed;left:0;top:0;width:100%;height:100%;"
+               "padding:0;border:0;min-width:0} #f:focus ~ .wrap{filter:blur(0)}</style><input id=f aria-label=Note>"
+               "<div class=wrap><button>Go</button></div>", "Note", "seven words"),
+    "animated-width": ("<input id=f aria-label=Note><button id=g style='padding:0;border:0'>Go</button><script>"
+                       "f.oninput = () => g.animate([{width: '0px'}], {duration: 1, fill: 'forwards'}).finish()"
+                       "</script>", "Note", "seven words"),
+    # (Its keyframes hold one value: a walk a moment later reads the same page; the edit is refused all the same.)
+    "pointer-animation": ("<style>@keyframes p{0%,100%{pointer-events:auto}} button{animation:p 60s infinite}</style>"
+                          "<input id=f aria-label=Note><button>Go</button>", "Note", "seven words"),
     "late-animation": ("<style>@keyframes show{from{visibility:hidden}to{visibility:visible}} .late{visibility:hidden;"
                        "animation:show 0.01s 60s forwards}</style><input id=f aria-label=Note><p class=late>Late</p>"
                        "<script>for (const t of ['animationstart', 'animationend']) addEventListener(t, e => "
@@ -179,6 +199,23 @@ CHOICE_TRICKS = {
     "finished-animation": ("<style>.ripe{visibility:hidden}</style>" + SELECT + "<p class=ripe id=r>Ripe</p><script>"
                            "s.onchange = () => r.animate([{visibility: 'visible'}], {duration: 1, fill: 'forwards'})"
                            ".finish()</script>", "b"),
+    # The second outside review: a handler that scrolls (a scroll-state query), a filter that makes a box hold
+    # fixed ones, a handler's animation of pointer events.
+    # (The window's scroll, its events stopped by the page; a box's scroll, heard.)
+    "scrolls": ("<style>html{container-type:scroll-state} .up{display:none} @container scroll-state(scrollable: top)"
+                "{ .up{display:block} }</style>" + SELECT + "<p class=up>Back to top</p><div style='height:3000px'>"
+                "</div><script>addEventListener('scroll', e => e.stopImmediatePropagation(), true);"
+                "s.onchange = () => scrollTo(0, 2000)</script>", "b"),
+    "scrolls-box": ("<style>#box{height:100px;overflow:auto;container-type:scroll-state} .up{display:none} "
+                    "@container scroll-state(scrollable: top){ .up{display:block} }</style>" + SELECT +
+                    "<div id=box><p class=up>Back to top</p><div style='height:3000px'></div></div>"
+                    "<script>s.onchange = () => box.scrollTo(0, 2000)</script>", "b"),
+    "filter": ("<style>.wrap{width:0;height:0} .wrap button{position:fixed;left:0;top:0;width:100%;height:100%;"
+               "padding:0;border:0;min-width:0} #s:invalid ~ .wrap{filter:blur(0)}</style><select id=s required "
+               "aria-label=Pick><option value=''>Choose</option><option value=b>Banana</option></select>"
+               "<div class=wrap><button>Go</button></div>", "b"),
+    "animated-pointer": (SELECT + "<button id=g>Go</button><script>s.onchange = () => g.animate([{pointerEvents: "
+                         "'none'}], {duration: 1, fill: 'forwards'}).finish()</script>", "b"),
     # A select sized by its choice moves the boxes beside it: a ref gone, a container query applied.
     "field-sizing": ("<style>.row{display:flex;width:300px} #s{field-sizing:content;flex:none} .side{flex:1 1 0;"
                      "min-width:0;container-type:inline-size} @container (width < 60px){ .tip{display:none} }</style>"

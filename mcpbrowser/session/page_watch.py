@@ -85,9 +85,15 @@ content (field-sizing) moves the boxes beside it, so it walks; a select that own
 (aria-owns) or draws its choice itself (appearance: base-select) too. Every arming also notes each
 sheet's media and the animations that show or hide, finished ones that keep their end included.
 The outside review of the select's edit (2026-11-28) found each of these edited wrongly before
-its guard. Still unseen by every check here, as said above: a sheet's rule edited in place or a
-sheet replaced with as many rules (replaceSync) by the page's own handler, and a closed shadow
-root it attaches.
+its guard. A second review found more, each now refused and tested: :dir() (a dir=auto field's text
+sets its direction), a filter (it makes a box hold fixed ones, so it is not harmless), the scroll
+(the window's position is part of the look, and a box's scroll event is heard: scroll-state
+queries and scroll-driven animations follow it; a field's own text scrolling is not), and an
+animation of any property but the harmless ones, running or finished and kept (a size, pointer
+events), not only of display, visibility and content. Still unseen by every check here, as said
+above: a sheet's rule edited in place, a sheet replaced with as many rules (replaceSync), a custom
+property registered (CSS.registerProperty) or a closed shadow root attached, by the page's own
+handler.
 """
 
 from mcpbrowser.logs import log
@@ -149,7 +155,7 @@ ENGINE = r"""({
       'pointerdown', 'pointerup', 'pointerover', 'pointerout', 'mousedown', 'mouseup', 'mouseover', 'mouseout',
       'click', 'dblclick', 'keydown', 'keyup', 'wheel', 'submit', 'reset', 'hashchange', 'popstate',
       'animationstart', 'animationend', 'animationcancel', 'transitionrun', 'transitionend', 'transitioncancel',
-      'fullscreenchange', 'resize'];
+      'fullscreenchange', 'resize', 'scroll'];
     const doc = document;
     const scan = () => {
       const roots = [doc];
@@ -163,17 +169,23 @@ ENGINE = r"""({
     // The style sheets (each one's rule count, media and whether it is disabled, none a mutation: insertRule, a
     // <style>'s .disabled, sheet.media), the open popovers (showPopover, whose toggle events a page may stop
     // first) and the animations that show or hide, finished ones that still apply their end included.
+    // The properties that change neither a box's size, its visibility, its pointer events nor its text (a
+    // custom property may feed any of those through var(); a filter makes a box hold fixed ones).
+    const HARMLESS = new RegExp('^(color|opacity|caret-color|accent-color|cursor|box-shadow|text-shadow|' +
+      'fill|stroke|scrollbar-color|background-.*|border-(top|right|bottom|left|block-start|block-end|' +
+      'inline-start|inline-end)-color|outline-.*|text-decoration-.*|text-underline-offset|transition-.*)$');
     const sheets = (r) => [...r.styleSheets, ...(r.adoptedStyleSheets || [])];
     const rules = (sheet) => { try { return sheet.cssRules; } catch (e) { return null; } };  // another origin's
     const popovers = (r) => { try { return r.querySelectorAll(':popover-open').length; } catch (e) { return 0; } };
     const looks = (roots) => roots.map(r => sheets(r).map(s => (s.disabled ? 'd' : 'e') + (rules(s) || []).length +
       (s.media && s.media.mediaText ? '@' + s.media.mediaText : '')).join(',') + '/' + popovers(r)).join(';') +
-      '|' + doc.getAnimations().filter(shows).length;
-    // An animation whose keyframes show or hide (display, visibility, content): it changes the page later
-    // without a mutation, and a page may stop its events; while one runs, no page is clean.
-    const SHOWING = ['display', 'visibility', 'content', 'contentVisibility'];
-    const shows = (a) => a.effect && a.effect.getKeyframes &&
-      a.effect.getKeyframes().some(k => SHOWING.some(p => p in k));
+      '|' + doc.getAnimations().filter(shows).length + '|' + scrollX + ',' + scrollY;
+    // An animation whose keyframes may change what a walk writes (any property but HARMLESS's: display,
+    // visibility, a size, pointer events): it changes the page later without a mutation, and a page may stop
+    // its events; while one runs, no page is clean. A scroll-driven one moves with the scroll, which is heard.
+    const KEYFRAME = new Set(['offset', 'computedOffset', 'easing', 'composite']);
+    const shows = (a) => a.effect && a.effect.getKeyframes && a.effect.getKeyframes().some(k => Object.keys(k)
+      .some(p => !KEYFRAME.has(p) && !HARMLESS.test(p.replace(/[A-Z]/g, c => '-' + c.toLowerCase()))));
     const revealing = () => doc.getAnimations().some(a => a.playState !== 'finished' && shows(a));
     const active = () => {
       let a = doc.activeElement;
@@ -205,20 +217,17 @@ ENGINE = r"""({
         && looks(roots) === w.looks;
     };
     // Rules that apply by what typing changes: the focus, a value's validity, the placeholder shown, :has() over
-    // them, custom states. A sheet of another origin cannot be read: it may.
-    const REACTS =
-      /:(focus|valid|invalid|user-valid|user-invalid|placeholder-shown|has|in-range|out-of-range|state|blank|autofill)\b/i;
+    // them, custom states, the direction a dir=auto field takes from its text. A sheet of another origin
+    // cannot be read: it may.
+    const REACTS = new RegExp(':(focus|valid|invalid|user-valid|user-invalid|placeholder-shown|has|in-range|' +
+      'out-of-range|state|blank|autofill|dir)\\b', 'i');
     // A choice changes what :checked and :default match (an option's), and a required select's validity.
     const CHOICE_REACTS = /:(checked|default|valid|invalid|user-valid|user-invalid|has|state)\b/i;
-    // Whether a rule that applies by them may change what a walk writes: any property but these, which change
-    // neither a box's size, its visibility, its pointer events nor its text (a custom property may feed any of
-    // those through var()). Under a selector, a nested rule's parent, an @scope or a condition that applies by
+    // Whether a rule that applies by them may change what a walk writes: any property but HARMLESS's. Under a
+    // selector, a nested rule's parent, an @scope or a condition that applies by
     // them; an imported sheet read too. Read once a document for each look of its style sheets (w.looks, the
     // callers' check that they are as armed): a page of 30,000 rules took 40 ms a scan, more than the walk the
     // edit saves on a small page.
-    const HARMLESS = new RegExp('^(color|opacity|caret-color|accent-color|cursor|box-shadow|text-shadow|filter|' +
-      'fill|stroke|scrollbar-color|background-.*|border-(top|right|bottom|left|block-start|block-end|' +
-      'inline-start|inline-end)-color|outline-.*|text-decoration-.*|text-underline-offset|transition-.*)$');
     const harmless = (style) => { for (let i = 0; i < style.length; i++) if (!HARMLESS.test(style[i])) return false;
       return true; };
     const reactive = (roots, reacts = REACTS) => {
@@ -320,8 +329,11 @@ ENGINE = r"""({
       // that nothing reads them is a change of its own.
       const heard = (e) => {
         if (w.dirty) return;
+        const at = e.composedPath()[0] || e.target;
+        // A field's own text scrolling (a long value, put back to its start as the focus leaves) moves no box.
+        if (e.type === 'scroll' && (at instanceof HTMLInputElement || at instanceof HTMLTextAreaElement)) return;
         if (FOCUS.has(e.type)) w.focusMoved = true;
-        else if (w.heard.push(e.composedPath()[0] || e.target) > 64) w.dirty = true;
+        else if (w.heard.push(at) > 64) w.dirty = true;
       };
       for (const type of EVENTS) addEventListener(type, heard, true);
     }
