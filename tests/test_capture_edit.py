@@ -434,3 +434,24 @@ def test_the_cost_script_runs_both_ways():
     assert done.returncode == 0, done.stderr[-2000:]
     assert re.fullmatch(r"20 rows, 2 rounds each: the call after a select waited [\d.]+ ms with the capture edited, "
                         r"[\d.]+ ms walked \([\d.]+x\)\n", done.stdout), done.stdout
+
+
+def test_a_secret_in_an_options_text_stays_hidden_in_the_edited_capture(browser, pages, edits):
+    # A password typed in this session is a known secret; a select whose option says the same text: the held
+    # snapshot was scrubbed, and the edit that moves the [selected] mark to that option keeps it scrubbed.
+    secret = "Hunter22xq"
+    PAGES["/edit-choice-secret"] = ("<!doctype html><title>secret</title><label>Password <input type=password "
+                                    f"id=p></label><select id=s aria-label=Pick><option value=a>Apple</option>"
+                                    f"<option value=b>{secret}</option></select>")
+    try:
+        with browser.create_session() as session:
+            session.navigate(pages.url("/edit-choice-secret"))
+            session.call("type", selector="#p", text=secret)
+            held = walked(browser, session)
+            assert 'option "[REDACTED]"' in held and secret not in held, held  # scrubbed where it stands
+            chosen = content(browser, session.call("select", selector="#s", values=["b"]))
+            assert len(edits) == 1  # the edit ran (the attempt happened)
+            assert 'option "[REDACTED]" [selected]' in chosen and secret not in chosen, chosen
+            assert chosen == walked(browser, session)
+    finally:
+        del PAGES["/edit-choice-secret"]
