@@ -110,19 +110,13 @@ def _edited(state, held, selector, value):
         return None
     refs = list(fields)
     token = next(_ARMINGS)
-    proof = state.page.locator(selector).locator(page_watch.typed(token, held[2], value, refs))
-    try:
-        place = state.background(state.page, proof, "count")
-    except Exception:  # a page navigating away, a ref gone: the walk decides
-        return None
+    place = _proved(state, selector, page_watch.typed(token, held[2], value, refs))
     if not place or place > len(refs):
         return None
     text = snapshot_text.with_field_value(held[1], fields[refs[place - 1]], value)
     if text is None:  # a line the walk writes otherwise (a value that says the field's name): it walks, and arms
         return None
-    state.arming = token
-    log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
-    return _reused(state, (held[0], text, token))
+    return _edit_taken(state, held, text, token)
 
 
 def _chosen(state, held, selector):
@@ -133,19 +127,27 @@ def _chosen(state, held, selector):
     if not lists:
         return None
     token = next(_ARMINGS)
-    proof = state.page.locator(selector).locator(page_watch.chose(token, held[2], [(ref, len(at))
-                                                                                  for ref, at in lists.items()]))
-    try:
-        place = state.background(state.page, proof, "count")
-    except Exception:  # a page navigating away, a ref gone: the walk decides
-        return None
+    place = _proved(state, selector, page_watch.chose(token, held[2], [(ref, len(at)) for ref, at in lists.items()]))
     for options in lists.values():
         if 0 < place <= len(options):
-            state.arming = token
-            log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
-            return _reused(state, (held[0], snapshot_text.with_option_selected(held[1], options, place - 1), token))
+            return _edit_taken(state, held, snapshot_text.with_option_selected(held[1], options, place - 1), token)
         place -= len(options)
     return None
+
+
+def _proved(state, selector, proof):
+    """The page watch's count of `proof` scoped to the element at `selector`: 0 where it cannot say."""
+    try:
+        return state.background(state.page, state.page.locator(selector).locator(proof), "count") or 0
+    except Exception:  # a page navigating away, a ref gone: the walk decides
+        return 0
+
+
+def _edit_taken(state, held, text, token):
+    """The edited `text` as this capture, the watch re-armed as `token` (the proof's count armed it)."""
+    state.arming = token
+    log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
+    return _reused(state, (held[0], text, token))
 
 
 def _still_clean(state, held):
