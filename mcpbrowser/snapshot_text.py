@@ -342,19 +342,41 @@ TITLED = LANDMARKS | {"group", "list", "article", "tabpanel", "figure"}
 SECTION_NODES = 200  # a section read's default bound: a card, a fieldset, a list of recent actions
 
 
+READ_ON = "- … {} more nodes: a larger maxNodes, a query, or get_content with this refId and search_for reads them"
+ROW_LINE = re.compile(r"- row\b")
+
+
 def first_nodes(text, limit):
-    """(text, nodes, totalNodes): the first `limit` nodes of a snapshot, with their property lines."""
-    kept, nodes, total = [], 0, 0
+    """(text, nodes, totalNodes): the first `limit` nodes of a snapshot, with their property lines.
+
+    A cut never leaves half a table row: the row it would cut goes whole to the rest (a bare
+    `- row [ref=…]:` told an agent nothing, issue 74), and a last line says how to read on.
+    """
+    kept: list[str] = []
+    nodes = total = 0
+    open_rows: list[tuple[int, int, int]] = []  # (depth, its index in kept, nodes before it)
+    cut_at = None
     for line in text.splitlines():
         body = line.lstrip()
         if body.startswith("- ") and not body.startswith("- /"):  # "- /url: …" is a property
             total += 1
+            depth = (len(line) - len(body)) // 2
+            while open_rows and open_rows[-1][0] >= depth:
+                open_rows.pop()
             if nodes >= limit:
+                if cut_at is None and open_rows and open_rows[0][1] > 0:
+                    cut_at = open_rows[0]
+                cut_at = cut_at or (0, len(kept), nodes)
                 continue
+            if ROW_LINE.match(body):
+                open_rows.append((depth, len(kept), nodes))
             nodes += 1
         elif nodes >= limit:
             continue
         kept.append(line)
+    if cut_at is not None:
+        kept, nodes = kept[:cut_at[1]], cut_at[2]
+        kept.append(READ_ON.format(total - nodes))
     return "\n".join(kept), nodes, total
 
 
@@ -629,17 +651,18 @@ def _text(node):
 
 
 def _headings_before(root):
-    """node id -> the last caption before it in document order, for telling twins apart: a
-    heading's text, or a group's first named child (a <details>' summary, a fieldset's legend)."""
-    last: list[str | None] = [None]
-    out: dict[int, str | None] = {}
+    """node id -> the last caption before it in document order, for telling twins apart and for
+    saying where a match stands: a heading, or a group's first named child (a <details>' summary,
+    a fieldset's legend)."""
+    last: list[Node | None] = [None]
+    out: dict[int, Node | None] = {}
 
     def walk(node):
         for child in node.children:
             if child.role == "heading":
-                last[0] = _name(child)
+                last[0] = child
             elif child.role == "group" and child.children and _name(child.children[0]):
-                last[0] = _name(child.children[0])
+                last[0] = child.children[0]
             out[id(child)] = last[0]
             walk(child)
 
@@ -647,6 +670,81 @@ def _headings_before(root):
     return out
 
 
+def _caption(headings, node):
+    caption = headings.get(id(node))
+    return None if caption is None else _name(caption)
+
+
+def _within(node, ancestor):
+    up = node.parent
+    while up is not None and up is not ancestor:
+        up = up.parent
+    return up is ancestor
+
+
+CELLS = frozenset({"cell", "gridcell", "rowheader", "columnheader"})
+ROW_CELL_CHARS = 60  # a cell's text in a row shown for a match (a long description is cut)
+ROW_CONTROLS = 3  # the controls a cell shows by their refs (a row's actions: edit, delete, a link)
+
+
+def _row(node):
+    """The table row a node stands in (a cell, or what a cell holds), or None."""
+    up = node
+    while up is not None and up.depth >= 0 and up.role not in ("table", "grid", "treegrid"):
+        if up.role == "row":
+            return up
+        up = up.parent
+    return None
+
+
+def _cells(row):
+    return [child for child in row.children if child.role in CELLS]
+
+
+def _descendants(node):
+    for child in node.children:
+        if not child.is_property:
+            yield child
+            yield from _descendants(child)
+
+
+def _header_names(row):
+    """The column names of the table a row stands in: its first row of column headers, or []."""
+    table = row.parent
+    while table is not None and table.depth >= 0 and table.role not in ("table", "grid", "treegrid"):
+        table = table.parent
+    if table is None or table.depth < 0:
+        return []
+    for other in _descendants(table):
+        if other.role == "row" and any(cell.role == "columnheader" for cell in other.children):
+            return [_cell_words(cell) or "" for cell in _cells(other)]
+    return []
+
+
+def _cell_words(cell):
+    """A cell as a row line shows it: its controls with their refs, else its name or its text."""
+    controls = [n for n in _descendants(cell) if n.role in CONTROLS][:ROW_CONTROLS]
+    if controls:
+        return " ".join(_shown(control, 0)[2:] for control in controls)
+    words = _name(cell) or _text(cell) or " ".join(
+        w for w in (_name(n) or _text(n) for n in _descendants(cell)) if w)
+    return _cut(words, ROW_CELL_CHARS, None) if words else ""
+
+
+def _row_line(row, depth):
+    """A row as one line, each cell under its column's name: what a match in a cell needs beside it
+    (the row's other values, its links' refs) without a second read of the table."""
+    cells = _cells(row)
+    if not cells or all(cell.role == "columnheader" for cell in cells):
+        return None
+    names = _header_names(row)
+    shown = []
+    for at, cell in enumerate(cells):
+        words = _cell_words(cell)
+        name = names[at] if at < len(names) else ""
+        shown.append(f"{name}: {words}" if name and words else words or (f"{name}: -" if name else "-"))
+    ref = REF.search(row.line.split("\n", 1)[0])
+    return "  " * depth + "- row" + (ref.group(0) if ref else "") + ": " + " | ".join(shown)
 
 
 def _matched(root, term, deadline):
@@ -722,7 +820,7 @@ def find(text, query, limit):
     for term in terms:
         nodes, stopped = _matched(root, term, deadline) if not stopped else ([], True)
         found.append(nodes)
-    headings: dict[int, str | None] = {}
+    headings: dict[int, Node | None] = {}
     listed: set[int] = set()
     out: list[str] = []
     # An ancestor (`- main [ref=e20]:`) is not printed again while it is the open one at its depth,
@@ -730,8 +828,10 @@ def find(text, query, limit):
     # Printing it again in every group cost the admin task's answers 6% more characters.
     ancestors: list[int] = []  # ids of the ancestors open at each depth
     for term, nodes in zip(terms, found, strict=True):
-        fresh = [node for node in nodes if id(node) not in listed]
-        listed.update(id(node) for node in fresh)
+        # A row another term's match showed is listed already (each match in a row shows it).
+        keys = {id(node): id(_row(node) or node) for node in nodes}
+        fresh = [node for node in nodes if keys[id(node)] not in listed]
+        listed.update(keys[id(node)] for node in fresh)
         if len(terms) > 1:
             # The header says what its lines cannot: that a term found nothing, or found what an
             # earlier term listed. A count would be paid for on every term of every query.
@@ -762,9 +862,18 @@ def _render(matched, term, limit, headings, ancestors, more_hint):
     unique: list[Node] = []
     repeats: dict[str, list] = {}
     twins: dict[str, int] = {}
+    # A match in a table's row is answered with the row, each cell under its column's name: "540
+    # rows" alone, or an author's name alone, cost the agent a second read for what stands beside
+    # it (issue 74). Matches in one row show it once.
+    rows = {id(node): row for node in matched if (row := _row(node)) is not None and _row_line(row, 0)}
+    rows_shown: set[int] = set()
     for node in matched:
         k = key(node)
-        if node.role in CONTROLS:
+        if id(node) in rows:
+            if id(rows[id(node)]) not in rows_shown:
+                rows_shown.add(id(rows[id(node)]))
+                unique.append(node)
+        elif node.role in CONTROLS:
             twins[REF.sub("", node.line).strip()] = twins.get(REF.sub("", node.line).strip(), 0) + 1
             unique.append(node)
         elif k in repeats:
@@ -774,13 +883,14 @@ def _render(matched, term, limit, headings, ancestors, more_hint):
             unique.append(node)
     # A twin names its heading only where the headings tell the twins apart.
     telling = {name for name in twins if twins[name] > 1 and len(
-        {headings.get(id(n)) for n in matched if n.role in CONTROLS and REF.sub("", n.line).strip() == name}) > 1}
+        {_caption(headings, n) for n in matched if n.role in CONTROLS and REF.sub("", n.line).strip() == name}) > 1}
     shown, out, printed = unique[:limit], [], {}  # printed: this term's lines
     matched_ids = {id(node) for node in matched}
     for node in shown:
-        chain, up = [], node.parent
+        row = rows.get(id(node))
+        chain, up = [], (row or node).parent
         while up is not None and up.depth >= 0:
-            if _kept(up):
+            if _kept(up) or (up.role == "list" and up.named):  # a list item's list says what it is in
                 chain.append(up)
             up = up.parent
         for depth, ancestor in enumerate(reversed(chain)):
@@ -793,10 +903,23 @@ def _render(matched, term, limit, headings, ancestors, more_hint):
         if id(node) in printed:  # shown already as an ancestor of an earlier match
             continue
         del ancestors[depth:]  # a line at this depth closes what was open below it
+        # What a match that is no control or heading stands under: the heading before it, once
+        # (Datasette's "48 rows" under its table's heading, with the heading's ref to follow).
+        caption = headings.get(id(row or node))
+        if (caption is not None and caption.role == "heading" and id(caption) not in printed
+                and (row is not None or node.role not in CONTROLS and node.role != "heading")
+                and (not chain or _within(caption, chain[0]))):
+            printed[id(caption)] = depth
+            # A heading named by its link (`<h3><a>facetable</a></h3>`) shows the link: its ref is the way on.
+            out.append(_shown(caption, depth) + ("" if caption.named else f": {_cell_words(caption)}".rstrip(": ")))
+        if row is not None:
+            printed[id(row)] = printed[id(node)] = depth
+            out.append(_row_line(row, depth))
+            continue
         printed[id(node)] = depth
         line = _shown(node, depth, term)
         if node.role in CONTROLS:
-            heading = headings.get(id(node)) if REF.sub("", node.line).strip() in telling else None
+            heading = _caption(headings, node) if REF.sub("", node.line).strip() in telling else None
             line += f' (under "{heading}")' if heading else ""
         else:
             more = repeats[key(node)][1]

@@ -90,8 +90,9 @@ def test_a_filtered_read_hides_and_merges_no_target_on_an_admin_page(client, ses
         out = client.tool("snapshot", sessionId=session, query=query)
         return out["snapshot"], out["matches"]
 
-    text, _ = found("Users")
-    assert '- link "Users"' in text and "rowheader" not in text
+    text, _ = found("Users")  # its row, with the link's ref and the cell beside it (issue 74)
+    assert text.splitlines()[-1].strip().startswith('- row [ref=') and 'link "Users" [ref=' in text
+    assert text.splitlines()[-1].endswith("] | Add") and "rowheader" not in text
     text, _ = found("Search")
     assert 'textbox "Search"' in text and 'button "Search"' in text
     text, matches = found("Yes")
@@ -298,3 +299,60 @@ def test_one_query_finds_a_form_steps_controls_and_a_section_read_reads_what_a_h
 
     for query in ("save(", "(a+)+b"):
         assert client.error("snapshot", sessionId=session, query=query)["errorCode"] == "INVALID_PARAMETERS"
+
+
+# -- a match with the context it needs (issue 74) --------------------------------------------
+
+DATA_PAGE = """<!doctype html><title>Data</title><main>
+<h2>Authors</h2>
+<table><thead><tr><th>Name</th><th>Country</th><th>Login</th></tr></thead><tbody>
+<tr><td><a href="/a/1">Ursula Le Guin</a></td><td>USA</td><td><input type="password" aria-label="pin 1"></td></tr>
+<tr><td><a href="/a/2">Stanislaw Lem</a></td><td>Poland</td><td><input type="password" aria-label="pin 2"></td></tr>
+</tbody></table>
+<h2>Tables</h2>
+<div><h3><a href="/fixtures/facetable">facetable</a></h3><p>15 rows</p></div>
+<div><h3><a href="/fixtures/roadside">roadside_attractions</a></h3><p>4 rows</p></div>
+<h2>Shadow</h2><x-grid></x-grid>
+<h2>Frame</h2><iframe srcdoc="<ul aria-label='Framed'><li>kiwi in frame</li><li>fig</li></ul>"></iframe>
+</main><script>
+customElements.define('x-grid', class extends HTMLElement { constructor() { super();
+  this.attachShadow({mode: 'open'}).innerHTML =
+    '<table><tr><th>Fruit</th><th>Price</th></tr><tr><td>mango</td><td>3</td></tr></table>'; } });
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def data_site():
+    from support import HtmlSite
+    site = HtmlSite(lambda url: DATA_PAGE)
+    yield site
+    site.close()
+
+
+def test_a_query_answers_each_match_with_its_row_its_heading_or_its_list(client, session, data_site):
+    client.tool("navigate", sessionId=session, url=data_site.url + "/")
+    secret = "pin-7Qx93-typed"
+    client.tool("type", sessionId=session, selector="input[aria-label='pin 2']", text=secret)
+
+    def query(words):
+        answer = client.tool("snapshot", sessionId=session, query=words)
+        assert secret not in json.dumps(answer)  # a password field's value is never a row's context
+        return answer["snapshot"].splitlines()
+
+    row = query("Poland")
+    assert row[1].startswith('  - heading "Authors" [level=2] [ref=')
+    assert row[2].startswith("  - row [ref=") and row[2].split("]: ", 1)[1].split(" | ")[1:] == [
+        "Country: Poland", "Login: " + row[2].split("Login: ")[1]]
+    assert row[2].split(" | ")[0].split("]: ")[1].startswith('Name: link "Stanislaw Lem" [ref=')
+    assert row[2].split("Login: ")[1].startswith('textbox "pin 2"')
+    # The link's ref in the row is the way on.
+    ref = row[2].split('link "Stanislaw Lem" [ref=')[1].split("]")[0]
+    rows = query(r"\d+ rows")
+    assert [line.split(" [ref=")[0].strip() for line in rows[1:]] == [
+        "- heading [level=3]", "- paragraph", "- heading [level=3]", "- paragraph"]
+    assert 'link "facetable" [ref=' in rows[1] and rows[2].endswith(": 15 rows")
+    shadow = query("mango")  # a row inside a shadow root, with its own table's headers
+    assert shadow[-1].strip().split(": ", 1)[1] == "Fruit: mango | Price: 3"
+    framed = query("kiwi")  # a list item inside an iframe names its list
+    assert framed[-2].strip().startswith('- list "Framed" [ref=f') and "kiwi in frame" in framed[-1]
+    assert client.tool("click", sessionId=session, ref=ref)["url"] == data_site.url + "/a/2"

@@ -439,3 +439,19 @@ def test_a_bug_of_ours_in_a_tool_is_an_internal_error_logged_with_its_traceback_
     finally:
         log.removeHandler(records)
         core.close()
+
+
+def test_the_instructions_name_only_tools_and_parameters_that_exist():
+    """What initialize teaches the model (issue 74: the cheap reads) names real tools and their
+    parameters: a renamed tool or parameter must not leave the model a wrong lesson."""
+    import re
+
+    from mcpbrowser.core.tool_registry import ALL
+    from mcpbrowser.transports.mcp_connection import INSTRUCTIONS
+    tools = {tool.name: tool.input_schema.get("properties", {}) for tool in ALL}
+    named = [word for word in re.findall(r"[a-z]+_[a-z_]+|\b[a-z]+(?=\()|\bsnapshot\b", INSTRUCTIONS)]
+    assert {"create_session", "snapshot", "fill_form", "get_content", "close_session"} <= set(named)
+    assert all(word in tools or any(word in props for props in tools.values()) for word in named), named
+    for parameter in ("query", "section", "ref", "sessionId", "ref_id", "search_for"):
+        assert parameter in INSTRUCTIONS
+        assert any(parameter in props for props in tools.values()), parameter

@@ -479,3 +479,86 @@ def test_choosing_moves_the_selected_mark_and_changes_nothing_else():
                                        '    - option "Large" [disabled] [selected]']
     assert chosen.replace(" [selected]", "") == CHOOSER.replace(" [selected]", "")
     assert chosen.count("[selected]") == 2  # the other select's own
+
+
+# -- a match with the context it needs (issue 74) --------------------------------------------
+
+DATA_PAGE = """- generic [ref=e1]:
+  - main [ref=e3]:
+    - heading "Authors" [level=2] [ref=e4]
+    - table [ref=e5]:
+      - rowgroup [ref=e6]:
+        - row [ref=e7]:
+          - columnheader "Name" [ref=e8]
+          - columnheader "Country" [ref=e9]
+          - columnheader "Books" [ref=e10]
+      - rowgroup [ref=e11]:
+        - row [ref=e12]:
+          - cell [ref=e13]:
+            - link "Ursula Le Guin" [ref=e14]:
+              - /url: /a/1
+          - cell "USA" [ref=e15]
+          - cell "23" [ref=e16]
+        - row [ref=e17]:
+          - cell [ref=e18]:
+            - link "Stanislaw Lem" [ref=e19]:
+              - /url: /a/2
+          - cell "Poland" [ref=e20]
+          - cell "17" [ref=e21]
+    - heading "Tables" [level=2] [ref=e24]
+    - generic [ref=e25]:
+      - heading [level=3] [ref=e26]:
+        - link "facetable" [ref=e27]:
+          - /url: /fixtures/facetable
+      - paragraph [ref=e28]: 15 rows
+    - generic [ref=e29]:
+      - heading [level=3] [ref=e30]:
+        - link "roadside_attractions" [ref=e31]:
+          - /url: /fixtures/roadside
+      - paragraph [ref=e32]: 4 rows
+    - list "Saved queries" [ref=e33]:
+      - listitem [ref=e34]:
+        - link "neighborhood_search" [ref=e35]:
+          - /url: /q/1
+        - text: by simon"""
+
+
+def test_a_cells_match_is_its_row_with_the_headers_names_and_the_links_refs():
+    found, matches = snapshot_text.find(DATA_PAGE, "Poland", 30)
+    assert matches == 1
+    assert found.splitlines() == [
+        "- main [ref=e3]:",
+        '  - heading "Authors" [level=2] [ref=e4]',
+        '  - row [ref=e17]: Name: link "Stanislaw Lem" [ref=e19] | Country: Poland | Books: 17']
+    # Two matches in one row show it once; a column's header alone is no row.
+    both, _ = snapshot_text.find(DATA_PAGE, "Lem|17", 30)
+    assert both.count("- row [ref=e17]") == 1
+    header, _ = snapshot_text.find(DATA_PAGE, "Country", 30)
+    assert '- columnheader "Country" [ref=e9]' in header and "- row" not in header
+
+
+def test_a_text_match_says_the_heading_above_it_with_the_headings_link():
+    found, matches = snapshot_text.find(DATA_PAGE, r"\d+ rows", 30)
+    assert matches == 2
+    assert found.splitlines() == [
+        "- main [ref=e3]:",
+        '  - heading [level=3] [ref=e26]: link "facetable" [ref=e27]',
+        "  - paragraph [ref=e28]: 15 rows",
+        '  - heading [level=3] [ref=e30]: link "roadside_attractions" [ref=e31]',
+        "  - paragraph [ref=e32]: 4 rows"]
+
+
+def test_a_list_items_match_names_its_list():
+    found, _ = snapshot_text.find(DATA_PAGE, "simon", 30)
+    assert found.splitlines()[1] == '  - list "Saved queries" [ref=e33]:'
+    assert "link \"neighborhood_search\" [ref=e35]" in found
+
+
+def test_a_cut_read_ends_at_a_whole_row_and_says_how_to_read_on():
+    for limit in range(15, 20):  # at the second row, and every cut inside its five nodes
+        shown, nodes, total = snapshot_text.first_nodes(DATA_PAGE, limit)
+        assert total == 33 and nodes == 15, limit
+        assert shown.splitlines()[-2].strip() == '- cell "23" [ref=e16]'  # the first row, whole
+        assert shown.splitlines()[-1] == snapshot_text.READ_ON.format(total - nodes)
+    assert snapshot_text.first_nodes(DATA_PAGE, 20)[0].splitlines()[-2].strip() == '- cell "17" [ref=e21]'
+    assert snapshot_text.first_nodes(DATA_PAGE, 33) == (DATA_PAGE, 33, 33)  # no cut: no line added

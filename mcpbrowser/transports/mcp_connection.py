@@ -43,12 +43,17 @@ from mcpbrowser.transports.protocol import ProtocolError
 from mcpbrowser.transports.resource_methods import ResourceMethods
 from mcpbrowser.transports.tool_methods import ToolMethods
 
+# What initialize tells the model once: the reads that keep an agent cheap (a query's match comes
+# with its row, list or heading; a section; refs to act on; one fill_form), since a tool's
+# description alone did not teach them (issue 74: agents read whole snapshots first).
 INSTRUCTIONS = (
-    "Browser automation. Call create_session first and pass its sessionId to every "
-    "browser tool; each session has its own cookies and storage and expires after a "
-    "while. Use navigate to load a page, then click and type with CSS or XPath "
-    "selectors. Close sessions you no longer need with close_session. Failed calls "
-    "return isError with a JSON {errorCode, message}."
+    "Browser automation. Call create_session first and pass its sessionId to every browser tool; "
+    "each session has its own cookies and storage. Read only what you need: snapshot with query "
+    "(a regex; each match comes with its table row, its list or the heading above it) or section "
+    "(what a heading or landmark titles) before a whole snapshot. Act on its [ref=e12] marks "
+    "(ref), or on CSS or XPath selectors; fill_form fills a whole form in one call. Answers carry a "
+    "refId: get_content with it as ref_id (and search_for) reads more of that page later. Close sessions you no "
+    "longer need with close_session. Failed calls return isError with a JSON {errorCode, message}."
 )
 
 SERVER_INFO = {"name": "mcpbrowser", "title": "mcpbrowser", "version": __version__}
