@@ -109,7 +109,7 @@ SPHINX_TASK = {
     "second": "glossary.html",
     "second_find": "environment",
 }
-PLAYWRIGHT_MCP_VERSION = "0.0.83"
+PLAYWRIGHT_MCP_VERSION = "0.0.86"
 NO_PLAYWRIGHT_MCP = 3  # exit code: @playwright/mcp could not be installed
 NO_DJANGO = 4  # exit code: Django (the admin task's application) could not be installed
 NO_SPA = 5  # exit code: optuna-dashboard (the spa task's application) could not be installed

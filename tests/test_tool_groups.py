@@ -35,9 +35,10 @@ OPTIONS = {"logins": {("create_session", "storageState")},
            "emulation": {("create_session", name) for name in (
                "device", "viewport", "userAgent", "locale", "timezoneId", "geolocation", "colorScheme",
                "deviceScaleFactor", "isMobile", "hasTouch", "throttle")}}
-# @playwright/mcp 0.0.83's default tools/list as a model sees it (name, description, input
-# schema; json.dumps with its default separators), measured here by scripts/agent_bench.py.
-PLAYWRIGHT_MCP_DEFAULT_CHARS = 18_412
+# @playwright/mcp 0.0.86's default tools/list as a model sees it (name, description, input
+# schema; json.dumps with its default separators), measured here by scripts/agent_bench.py
+# (25 tools, 2026-12-06; 0.0.83's was 18,412).
+PLAYWRIGHT_MCP_DEFAULT_CHARS = 19_340
 
 
 def model_visible(listed):
