@@ -684,7 +684,7 @@ def _within(node, ancestor):
 
 CELLS = frozenset({"cell", "gridcell", "rowheader", "columnheader"})
 ROW_CELL_CHARS = 60  # a cell's text in a row shown for a match (a long description is cut)
-ROW_CONTROLS = 3  # the controls a cell shows by their refs (a row's actions: edit, delete, a link)
+ROW_CONTROLS = 5  # the controls a row lists under it with their refs (its links, its actions, its checkbox)
 
 
 def _row(node):
@@ -717,23 +717,21 @@ def _header_names(row):
         return []
     for other in _descendants(table):
         if other.role == "row" and any(cell.role == "columnheader" for cell in other.children):
-            return [_cell_words(cell) or "" for cell in _cells(other)]
+            return [_cell_words(cell) for cell in _cells(other)]
     return []
 
 
 def _cell_words(cell):
-    """A cell as a row line shows it: its controls with their refs, else its name or its text."""
-    controls = [n for n in _descendants(cell) if n.role in CONTROLS][:ROW_CONTROLS]
-    if controls:
-        return " ".join(_shown(control, 0)[2:] for control in controls)
+    """A cell's words as a row line shows them: its name, its text, or its nodes' names and texts."""
     words = _name(cell) or _text(cell) or " ".join(
         w for w in (_name(n) or _text(n) for n in _descendants(cell)) if w)
     return _cut(words, ROW_CELL_CHARS, None) if words else ""
 
 
-def _row_line(row, depth):
-    """A row as one line, each cell under its column's name: what a match in a cell needs beside it
-    (the row's other values, its links' refs) without a second read of the table."""
+def _row_lines(row, depth):
+    """A row as one line, each cell under its column's name, then the controls it holds with their
+    refs: what a match in a cell needs beside it (the row's other values, its links and actions)
+    without a second read of the table. None for a row of column headers."""
     cells = _cells(row)
     if not cells or all(cell.role == "columnheader" for cell in cells):
         return None
@@ -744,7 +742,9 @@ def _row_line(row, depth):
         name = names[at] if at < len(names) else ""
         shown.append(f"{name}: {words}" if name and words else words or (f"{name}: -" if name else "-"))
     ref = REF.search(row.line.split("\n", 1)[0])
-    return "  " * depth + "- row" + (ref.group(0) if ref else "") + ": " + " | ".join(shown)
+    controls = [n for n in _descendants(row) if n.role in CONTROLS][:ROW_CONTROLS]
+    return ["  " * depth + "- row" + (ref.group(0) if ref else "") + ": " + " | ".join(shown),
+            *(_shown(control, depth + 1) for control in controls)]
 
 
 def _matched(root, term, deadline):
@@ -865,7 +865,7 @@ def _render(matched, term, limit, headings, ancestors, more_hint):
     # A match in a table's row is answered with the row, each cell under its column's name: "540
     # rows" alone, or an author's name alone, cost the agent a second read for what stands beside
     # it (issue 74). Matches in one row show it once.
-    rows = {id(node): row for node in matched if (row := _row(node)) is not None and _row_line(row, 0)}
+    rows = {id(node): row for node in matched if (row := _row(node)) is not None and _row_lines(row, 0)}
     rows_shown: set[int] = set()
     for node in matched:
         k = key(node)
@@ -911,10 +911,12 @@ def _render(matched, term, limit, headings, ancestors, more_hint):
                 and (not chain or _within(caption, chain[0]))):
             printed[id(caption)] = depth
             # A heading named by its link (`<h3><a>facetable</a></h3>`) shows the link: its ref is the way on.
-            out.append(_shown(caption, depth) + ("" if caption.named else f": {_cell_words(caption)}".rstrip(": ")))
+            out.append(_shown(caption, depth))
+            if not caption.named:
+                out += [_shown(c, depth + 1) for c in _descendants(caption) if c.role in CONTROLS][:ROW_CONTROLS]
         if row is not None:
             printed[id(row)] = printed[id(node)] = depth
-            out.append(_row_line(row, depth))
+            out += _row_lines(row, depth)
             continue
         printed[id(node)] = depth
         line = _shown(node, depth, term)

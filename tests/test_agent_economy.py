@@ -91,8 +91,8 @@ def test_a_filtered_read_hides_and_merges_no_target_on_an_admin_page(client, ses
         return out["snapshot"], out["matches"]
 
     text, _ = found("Users")  # its row, with the link's ref and the cell beside it (issue 74)
-    assert text.splitlines()[-1].strip().startswith('- row [ref=') and 'link "Users" [ref=' in text
-    assert text.splitlines()[-1].endswith("] | Add") and "rowheader" not in text
+    assert text.splitlines()[-2].strip().startswith('- row [ref=') and text.splitlines()[-2].endswith(": Users | Add")
+    assert text.splitlines()[-1].strip().startswith('- link "Users" [ref=') and "rowheader" not in text
     text, _ = found("Search")
     assert 'textbox "Search"' in text and 'button "Search"' in text
     text, matches = found("Yes")
@@ -341,18 +341,17 @@ def test_a_query_answers_each_match_with_its_row_its_heading_or_its_list(client,
 
     row = query("Poland")
     assert row[1].startswith('  - heading "Authors" [level=2] [ref=')
-    assert row[2].startswith("  - row [ref=") and row[2].split("]: ", 1)[1].split(" | ")[1:] == [
-        "Country: Poland", "Login: " + row[2].split("Login: ")[1]]
-    assert row[2].split(" | ")[0].split("]: ")[1].startswith('Name: link "Stanislaw Lem" [ref=')
-    assert row[2].split("Login: ")[1].startswith('textbox "pin 2"')
-    # The link's ref in the row is the way on.
-    ref = row[2].split('link "Stanislaw Lem" [ref=')[1].split("]")[0]
+    assert row[2].startswith("  - row [ref=") and row[2].split("]: ", 1)[1] == \
+        "Name: Stanislaw Lem | Country: Poland | Login: pin 2"
+    assert row[3].startswith('    - link "Stanislaw Lem" [ref=') and row[4].startswith('    - textbox "pin 2"')
+    ref = row[3].split("[ref=")[1].split("]")[0]  # the link's ref in the row is the way on
     rows = query(r"\d+ rows")
     assert [line.split(" [ref=")[0].strip() for line in rows[1:]] == [
-        "- heading [level=3]", "- paragraph", "- heading [level=3]", "- paragraph"]
-    assert 'link "facetable" [ref=' in rows[1] and rows[2].endswith(": 15 rows")
+        "- heading [level=3]", '- link "facetable"', "- paragraph", "- heading [level=3]",
+        '- link "roadside_attractions"', "- paragraph"]
+    assert rows[3].endswith(": 15 rows") and rows[6].endswith(": 4 rows")
     shadow = query("mango")  # a row inside a shadow root, with its own table's headers
-    assert shadow[-1].strip().split(": ", 1)[1] == "Fruit: mango | Price: 3"
+    assert shadow[-1].strip().split("]: ", 1)[1] == "Fruit: mango | Price: 3"
     framed = query("kiwi")  # a list item inside an iframe names its list
     assert framed[-2].strip().startswith('- list "Framed" [ref=f') and "kiwi in frame" in framed[-1]
     assert client.tool("click", sessionId=session, ref=ref)["url"] == data_site.url + "/a/2"

@@ -523,13 +523,14 @@ DATA_PAGE = """- generic [ref=e1]:
         - text: by simon"""
 
 
-def test_a_cells_match_is_its_row_with_the_headers_names_and_the_links_refs():
+def test_a_cells_match_is_its_row_under_the_headers_names_with_its_links_refs():
     found, matches = snapshot_text.find(DATA_PAGE, "Poland", 30)
     assert matches == 1
     assert found.splitlines() == [
         "- main [ref=e3]:",
         '  - heading "Authors" [level=2] [ref=e4]',
-        '  - row [ref=e17]: Name: link "Stanislaw Lem" [ref=e19] | Country: Poland | Books: 17']
+        "  - row [ref=e17]: Name: Stanislaw Lem | Country: Poland | Books: 17",
+        '    - link "Stanislaw Lem" [ref=e19]']
     # Two matches in one row show it once; a column's header alone is no row.
     both, _ = snapshot_text.find(DATA_PAGE, "Lem|17", 30)
     assert both.count("- row [ref=e17]") == 1
@@ -542,9 +543,11 @@ def test_a_text_match_says_the_heading_above_it_with_the_headings_link():
     assert matches == 2
     assert found.splitlines() == [
         "- main [ref=e3]:",
-        '  - heading [level=3] [ref=e26]: link "facetable" [ref=e27]',
+        "  - heading [level=3] [ref=e26]",
+        '    - link "facetable" [ref=e27]',
         "  - paragraph [ref=e28]: 15 rows",
-        '  - heading [level=3] [ref=e30]: link "roadside_attractions" [ref=e31]',
+        "  - heading [level=3] [ref=e30]",
+        '    - link "roadside_attractions" [ref=e31]',
         "  - paragraph [ref=e32]: 4 rows"]
 
 
