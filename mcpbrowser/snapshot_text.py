@@ -717,7 +717,9 @@ def _header_names(row):
         return []
     for other in _descendants(table):
         if other.role == "row" and any(cell.role == "columnheader" for cell in other.children):
-            return [_cell_words(cell) for cell in _cells(other)]
+            # A column whose header is a control of its own (a "Select all" checkbox) has no name.
+            return ["" if any(n.role in CONTROLS and n.role != "link" and _name(n) == _name(cell)
+                              for n in _descendants(cell)) else _cell_words(cell) for cell in _cells(other)]
     return []
 
 
@@ -726,6 +728,14 @@ def _cell_words(cell):
     words = _name(cell) or _text(cell) or " ".join(
         w for w in (_name(n) or _text(n) for n in _descendants(cell)) if w)
     return _cut(words, ROW_CELL_CHARS, None) if words else ""
+
+
+def _only_controls(node):
+    """Whether all a node says is its controls' names (a cell of a checkbox, or of action links)."""
+    if _name(node) or _text(node):
+        return node.role in CONTROLS
+    return any(child.role in CONTROLS for child in node.children) and all(
+        child.is_property or child.role in CONTROLS or _only_controls(child) for child in node.children)
 
 
 def _row_lines(row, depth):
@@ -740,6 +750,8 @@ def _row_lines(row, depth):
     for at, cell in enumerate(cells):
         words = _cell_words(cell)
         name = names[at] if at < len(names) else ""
+        if not name and _only_controls(cell):
+            continue  # a row's checkbox, its View / Edit / Delete: listed under the line with their refs
         shown.append(f"{name}: {words}" if name and words else words or (f"{name}: -" if name else "-"))
     ref = REF.search(row.line.split("\n", 1)[0])
     controls = [n for n in _descendants(row) if n.role in CONTROLS][:ROW_CONTROLS]

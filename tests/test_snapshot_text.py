@@ -565,3 +565,38 @@ def test_a_cut_read_ends_at_a_whole_row_and_says_how_to_read_on():
         assert shown.splitlines()[-1] == snapshot_text.READ_ON.format(total - nodes)
     assert snapshot_text.first_nodes(DATA_PAGE, 20)[0].splitlines()[-2].strip() == '- cell "17" [ref=e21]'
     assert snapshot_text.first_nodes(DATA_PAGE, 33) == (DATA_PAGE, 33, 33)  # no cut: no line added
+
+
+ADMIN_LIST = """- table [ref=e47]:
+  - rowgroup [ref=e48]:
+    - row [ref=e49]:
+      - columnheader "Select all" [ref=e50]:
+        - checkbox "Select all" [ref=e51]
+      - columnheader [ref=e52]
+      - columnheader "title" [ref=e54]:
+        - link "title" [ref=e55]:
+          - /url: /admin/book/list?sortBy=title&sort=asc
+      - columnheader "author" [ref=e61]
+  - rowgroup [ref=e62]:
+    - row [ref=e63]:
+      - cell [ref=e64]:
+        - checkbox "Select item" [ref=e65]
+      - cell [ref=e66]:
+        - link "View" [ref=e67]:
+          - /url: /admin/book/details/1
+        - link "Edit" [ref=e70]:
+          - /url: /admin/book/edit/1
+      - cell "Moon and Harbour" [ref=e78]
+      - cell [ref=e82]:
+        - link "Author 03 Tanaka" [ref=e83]:
+          - /url: /admin/author/details/3"""
+
+
+def test_a_rows_line_leaves_out_columns_of_controls_alone_and_lists_the_controls_under_it():
+    # The select-all column and the unnamed column of actions say nothing the controls' lines do not;
+    # a sortable column's header link is its name.
+    found, _ = snapshot_text.find(ADMIN_LIST, "Moon", 30)
+    assert found.splitlines() == [
+        "- row [ref=e63]: title: Moon and Harbour | author: Author 03 Tanaka",
+        '  - checkbox "Select item" [ref=e65]', '  - link "View" [ref=e67]', '  - link "Edit" [ref=e70]',
+        '  - link "Author 03 Tanaka" [ref=e83]']
