@@ -79,6 +79,7 @@ import time
 from contextlib import AsyncExitStack
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -86,6 +87,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from admin_site import PASSWORD, USERNAME, AdminSite, query  # noqa: E402
 from bench import QuietHandler, install_playwright_mcp, pwmcp_params  # noqa: E402
+from data_site import DataSite  # noqa: E402
 from notebook_site import README, NotebookSite  # noqa: E402
 from spa_site import SpaSite  # noqa: E402
 from tracker_site import TrackerSite  # noqa: E402
@@ -115,6 +117,7 @@ NO_DJANGO = 4  # exit code: Django (the admin task's application) could not be i
 NO_SPA = 5  # exit code: optuna-dashboard (the spa task's application) could not be installed
 NO_TRACKER = 6  # exit code: Roundup (the tracker task's application) could not be installed
 NO_NOTEBOOK = 7  # exit code: JupyterLab (the notebook task's application) could not be installed
+NO_DATA = 8  # exit code: SQLAdmin (the data task's application) could not be installed
 STEPS = ("open", "look", "follow", "search", "results", "open_hit", "read", "shot", "back", "logs", "second")
 SHOW = os.environ.get("AGENT_BENCH_SHOW") == "1"  # print every answer to stderr, to see what costs
 # ours/theirs at most: the answers, the tool list a model reads, and both together; calls: at most theirs
@@ -1105,6 +1108,201 @@ async def theirs_notebook(meter, sessions, base, task):
     finished(meter, started)
 
 
+# -- the data task: SQLAdmin, a real data-browsing application ------------------------------
+# A data analyst's questions on a catalogue of 137 books by 18 authors, each answered the
+# cheapest way each server's tools allow on an application it has not seen, and each answer
+# checked against the application's own database (data_site.py, read with sqlite3 outside
+# both servers): how many books, the newest and its author's country (a related row), the
+# first book of the third page by title (sorting and paging), how many poems and how many of
+# them by one author (facets), and a search's hits with the first one's page count.
+
+DATA_STEPS = ("count", "sort", "related", "page", "filter", "facet", "search", "detail")
+SEARCHED = "Lantern"
+FACET_AUTHOR = "Author 07"
+
+
+def data_truth(db, url=""):
+    """The database's answers; `url`'s filters and search (genre, author_id, search) narrow the count."""
+    params = parse_qs(urlsplit(url).query)
+    where, args = [], []
+    if "genre" in params:
+        where.append("b.genre = ?")
+        args.append(params["genre"][0])
+    if "author_id" in params:
+        where.append("b.author_id = ?")
+        args.append(int(params["author_id"][0]))
+    if "search" in params:
+        where.append("b.title LIKE ?")
+        args.append(f"%{params['search'][0]}%")
+    sql = "SELECT count(*) FROM books b" + (" WHERE " + " AND ".join(where) if where else "")
+    return query(db, sql, args)[0][0]
+
+
+def book_of(db, column, book_id):
+    return query(db, f"SELECT {column} FROM books WHERE id = ?", (book_id,))[0][0]
+
+
+def our_row(text):
+    """{column: value} of the first row line a query answered with (`- row [ref=…]: id: 3 | title: …`)."""
+    line = next(line for line in text.splitlines() if line.strip().startswith("- row"))
+    return dict(cell.split(": ", 1) for cell in line.split("]: ", 1)[1].split(" | ") if ": " in cell)
+
+
+def their_cells(text):
+    """The cells of a row as @playwright/mcp's snapshot of it shows them, in order."""
+    import re
+    return [(m.group(1) if m.group(1) is not None else (m.group(2) or "").strip())
+            for m in re.finditer(r'^\s*- cell(?: "([^"]*)")?(?: \[[^\]]*\])*(?::(?: (.*))?)?$', text, re.MULTILINE)]
+
+
+def items_count(text):
+    import re
+    found = re.search(r"of (\d+) items", text)
+    expect(found is not None, f"no count in: {text[:300]}")
+    return int(found.group(1))
+
+
+async def ours_data(meter, sessions, base, task):
+    s, m, db = sessions[0], meter.call, task["db"]
+    started = time.perf_counter()
+
+    async def read(sid, pattern, **extra):
+        return await m(s, "snapshot", {"sessionId": sid, "query": pattern, **extra})
+
+    async def act(sid, tool, **args):
+        return answer(await m(s, tool, {"sessionId": sid, **args}))
+
+    meter.step = "count"
+    sid = answer(await m(s, "create_session", {"url": base + "/admin/"}))["sessionId"]
+    await act(sid, "click", ref=ref_of(await read(sid, "^Books$"), '"Books"', "link"))
+    counted = await read(sid, r"of \d+ items|^year$")  # the count, and the next step's column
+    expect(items_count(counted) == data_truth(db), f"count: {counted[:300]}")
+
+    meter.step = "sort"  # the newest book: the year column sorted twice (ascending, then descending)
+    await act(sid, "click", ref=ref_of(counted, '"year"', "link"))
+    got = await act(sid, "click", ref=ref_of(await read(sid, "^year$"), '"year"', "link"))
+    first = await read(sid, "^View$", maxNodes=1)  # a row's View link: its row, under the headers
+    newest = our_row(first)
+    expect("sort=desc" in got["url"] and int(newest["year"]) == query(db, "SELECT max(year) FROM books")[0][0],
+           f"sort: {first[:300]}")
+
+    meter.step = "related"  # the newest book's author, one link away
+    got = await act(sid, "click", ref=ref_of(first, newest["author"], "link"))
+    country = our_row(await read(sid, "^country$"))["Value"]
+    book_id = query(db, "SELECT id FROM books WHERE title = ?", (newest["title"],))[0][0]
+    expect(country == query(db, "SELECT a.country FROM authors a JOIN books b ON b.author_id = a.id "
+                                "WHERE b.id = ?", (book_id,))[0][0], f"related: {country}")
+
+    meter.step = "page"  # the first book of the third page, by title
+    await act(sid, "click", ref=ref_of(await read(sid, "^Books$"), '"Books"', "link"))
+    await act(sid, "click", ref=ref_of(await read(sid, "^title$"), '"title"', "link"))
+    got = await act(sid, "click", ref=ref_of(await read(sid, "^3$"), '"3"', "link"))
+    title = our_row(await read(sid, "^View$", maxNodes=1))["title"]
+    expect(title == query(db, "SELECT title FROM books ORDER BY title LIMIT 1 OFFSET 40")[0][0], f"page: {title}")
+
+    meter.step = "filter"  # how many poems: the genre facet
+    filters = await read(sid, "^Poetry$", section="Filters")
+    got = await act(sid, "click", ref=ref_of(filters, '"Poetry"', "link"))
+    counted = await read(sid, r"of \d+ items")
+    expect(items_count(counted) == data_truth(db, got["url"]) and "genre" in got["url"], f"filter: {got['url']}")
+
+    meter.step = "facet"  # and how many of them by one author
+    filters = await read(sid, f"^{FACET_AUTHOR}", section="Filters")
+    got = await act(sid, "click", ref=ref_of(filters, FACET_AUTHOR, "link"))
+    counted = await read(sid, r"of \d+ items|^Books$")  # the count, and the way back to the whole list
+    expect(items_count(counted) == data_truth(db, got["url"]) and "author_id" in got["url"], f"facet: {got['url']}")
+
+    meter.step = "search"  # in the whole catalogue: the list again, without its filters
+    await act(sid, "click", ref=ref_of(counted, '"Books"', "link"))
+    box = await read(sid, "Search")
+    got = await act(sid, "type", ref=ref_of(box, "Search", "textbox"), text=SEARCHED, submit=True)
+    hits = await read(sid, r"of \d+ items|^View$", maxNodes=1)
+    expect(items_count(hits) == data_truth(db, got["url"]) and SEARCHED in our_row(hits)["title"],
+           f"search: {hits[:300]}")
+
+    meter.step = "detail"  # the first hit's page count, on its own page
+    got = await act(sid, "click", ref=ref_of(hits, '"View"', "link"))
+    pages = our_row(await read(sid, "^pages$"))["Value"]
+    expect(int(pages) == book_of(db, "pages", int(got["url"].rsplit("/", 1)[1])), f"detail: {pages}")
+    await m(s, "close_session", {"sessionId": sid})
+    finished(meter, started)
+
+
+async def theirs_data(meter, sessions, base, task):
+    """The same questions with @playwright/mcp's tools: browser_find (a regular expression, with a few
+    lines of context) to read, browser_snapshot of one row (by the ref find shows above a match),
+    browser_click and browser_type to act; an action's answer carries the page's URL."""
+    s, m, db = sessions[0], meter.call, task["db"]
+    started = time.perf_counter()
+
+    async def find(pattern, **extra):
+        return await m(s, "browser_find", {"regex": f"/{pattern}/", **extra})
+
+    async def click(text, name, role="link"):
+        got = await m(s, "browser_click", {"element": name, "target": ref_of(text, name, role)})
+        return got.split("Page URL: ", 1)[1].split("\n", 1)[0] if "Page URL: " in got else ""
+
+    async def first_row():
+        found = await find('link "View"', maxResults=1)
+        row = next(line for line in found.splitlines() if line.strip().startswith("- row [ref="))
+        return await m(s, "browser_snapshot", {"target": row.split("[ref=", 1)[1].split("]", 1)[0]})
+
+    meter.step = "count"
+    await m(s, "browser_navigate", {"url": base + "/admin/"})
+    await click(await find('link "Books"'), '"Books"')
+    counted = await find(r"of \d+ items")
+    expect(items_count(counted) == data_truth(db), f"count: {counted[:300]}")
+
+    meter.step = "sort"
+    await click(await find('link "year"'), '"year"')
+    url = await click(await find('link "year"'), '"year"')
+    row = await first_row()
+    cells = their_cells(row)  # select, actions, id, title, year, genre, pages, author
+    expect("sort=desc" in url and int(cells[4]) == query(db, "SELECT max(year) FROM books")[0][0],
+           f"sort: {cells}")
+
+    meter.step = "related"
+    await click(row, "Author")  # the author's link, in the row's last cell
+    found = await find("country")
+    book_id = int(cells[2])
+    expect(query(db, "SELECT a.country FROM authors a JOIN books b ON b.author_id = a.id WHERE b.id = ?",
+                 (book_id,))[0][0] in found, f"related: {found[:300]}")
+
+    meter.step = "page"
+    await click(await find('link "Books"'), '"Books"')
+    await click(await find('link "title"'), '"title"')
+    await click(await find('link "3"'), '"3"')
+    cells = their_cells(await first_row())
+    expect(cells[3] == query(db, "SELECT title FROM books ORDER BY title LIMIT 1 OFFSET 40")[0][0], f"page: {cells}")
+
+    meter.step = "filter"
+    url = await click(await find('link "Poetry"'), '"Poetry"')
+    counted = await find(r"of \d+ items")
+    expect(items_count(counted) == data_truth(db, url) and "genre" in url, f"filter: {url}")
+
+    meter.step = "facet"
+    url = await click(await find(f'link "{FACET_AUTHOR}'), FACET_AUTHOR)
+    counted = await find(r"of \d+ items")
+    expect(items_count(counted) == data_truth(db, url) and "author_id" in url, f"facet: {url}")
+
+    meter.step = "search"
+    await click(await find('link "Books"'), '"Books"')
+    box = await find("Search")
+    got = await m(s, "browser_type", {"element": "Search", "target": ref_of(box, "Search", "textbox"),
+                                      "text": SEARCHED, "submit": True})
+    url = got.split("Page URL: ", 1)[1].split("\n", 1)[0] if "Page URL: " in got else ""
+    counted = await find(r"of \d+ items")
+    hit = await find('link "View"', maxResults=1)
+    expect(items_count(counted) == data_truth(db, url), f"search: {counted[:300]}")
+
+    meter.step = "detail"
+    url = await click(hit, '"View"')
+    found = await find("pages")
+    expect(str(book_of(db, "pages", int(url.rsplit("/", 1)[1]))) in found, f"detail: {found[:300]}")
+    await m(s, "browser_close", {})
+    finished(meter, started)
+
+
 # -- running it ---------------------------------------------------------------------------
 
 def ensure_site(site):
@@ -1180,11 +1378,12 @@ def compare(result):
         "calls": ot["calls"] <= tt["calls"], "all_ok": ot["all_ok"] and tt["all_ok"]}
 
 
-TASKS = ("docs", "admin", "spa", "tracker", "notebook")
+TASKS = ("docs", "admin", "spa", "tracker", "notebook", "data")
 ADMIN_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-admin")
 SPA_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-spa")
 TRACKER_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-tracker")
 NOTEBOOK_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-notebook")
+DATA_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-data")
 
 
 def main():
@@ -1193,7 +1392,8 @@ def main():
     parser.add_argument("--task", choices=(*TASKS, "all"), default="all",
                         help="docs (a documentation site), admin (Django's admin application), spa (optuna-dashboard, "
                              "a single-page application), tracker (Roundup, an issue tracker), notebook (JupyterLab, "
-                             "a notebook IDE with a kernel), or all (default)")
+                             "a notebook IDE with a kernel), data (SQLAdmin, a data-browsing application), or all "
+                             "(default)")
     parser.add_argument("--admin-folder", default=ADMIN_FOLDER,
                         help="where Django is installed for the admin task, and its database kept "
                              f"(default {ADMIN_FOLDER})")
@@ -1206,6 +1406,9 @@ def main():
     parser.add_argument("--notebook-folder", default=NOTEBOOK_FOLDER,
                         help="where JupyterLab is installed (a venv) for the notebook task, and its folders kept "
                              f"(default {NOTEBOOK_FOLDER})")
+    parser.add_argument("--data-folder", default=DATA_FOLDER,
+                        help="where SQLAdmin is installed for the data task, and its database kept "
+                             f"(default {DATA_FOLDER})")
     parser.add_argument("--ours-only", action="store_true", help="skip @playwright/mcp")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--playwright-mcp-version", default=PLAYWRIGHT_MCP_VERSION,
@@ -1294,6 +1497,19 @@ def main():
                 with notebook.serve() as (base, root):  # each server on a fresh folder and a fresh JupyterLab
                     fn = ours_notebook if side == "ours" else theirs_notebook
                     meter = asyncio.run(measure(params, fn, base, {"root": root}, NOTEBOOK_STEPS))
+                result[side] = {"steps": meter.steps, "total": totals(meter), "error": meter.error}
+        if "data" in tasks:
+            print("setting up SQLAdmin…", file=sys.stderr)
+            try:
+                data = DataSite.build(args.data_folder)
+            except subprocess.CalledProcessError as exc:
+                print(f"could not set up SQLAdmin (pip from PyPI, seeding): {exc}", file=sys.stderr)
+                return NO_DATA
+            result = results["tasks"]["data"] = {"site": "SQLAdmin", "steps": list(DATA_STEPS)}
+            for side, params in sides:
+                with data.serve() as (base, db):  # each server on a fresh copy of the catalogue
+                    fn = ours_data if side == "ours" else theirs_data
+                    meter = asyncio.run(measure(params, fn, base, {"db": db}, DATA_STEPS))
                 result[side] = {"steps": meter.steps, "total": totals(meter), "error": meter.error}
         for result in results["tasks"].values():
             if "theirs" in result:
