@@ -135,29 +135,33 @@ def test_a_shown_url_keeps_where_it_goes_and_nothing_else():
     assert shown_url("http://[::1]:9222/") == "http://[::1]:9222/" and shown_url("ws://u:pw@h:port/") == "ws://…"
 
 
-def test_a_logged_traceback_never_shows_a_known_secret():
+@pytest.mark.parametrize("formatter", ["the servers json", "an embedders plain"])
+def test_a_logged_traceback_never_shows_a_known_secret(log_stream, formatter):
     """A bug of ours is logged with its traceback (INTERNAL_ERROR): an exception whose message holds a secret, or
-    a frame handling one, reaches stderr scrubbed; the rest of the traceback is there (the control)."""
-    import io
+    a frame handling one, reaches stderr scrubbed, through the server's own JSON formatter (which formats a
+    record's exception again whenever it still has one) and through an embedder's plain handler; the rest of
+    the traceback is there (the control)."""
     import logging
 
-    from mcpbrowser import logs
     from mcpbrowser.redaction import EVERY
 
     secret = "hunter2-" + "x" * 8
+    stream = log_stream
+    if formatter == "an embedders plain":
+        stream = io.StringIO()
+        handler = logging.StreamHandler(stream)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logs.log.handlers[:] = [handler]
     EVERY.hold([secret])
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    logs.log.addHandler(handler)
     try:
         try:
             {}[secret]  # a KeyError quoting the value
         except KeyError:
             logs.log.error("a tool failed on a bug of ours", exc_info=True)
     finally:
-        logs.log.removeHandler(handler)
         EVERY.release([secret])
     out = stream.getvalue()
+    if formatter == "the servers json":
+        out = json.loads(out)["exc_info"]
     assert "Traceback" in out and "KeyError" in out and "test_a_logged_traceback_never_shows" in out
-    assert secret not in out
+    assert secret not in out and "hunter2" not in out
