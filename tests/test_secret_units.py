@@ -43,6 +43,25 @@ def test_no_log_line_carries_a_known_secret_whatever_field_it_is_in(log_stream):
     assert lines[1]["text"] == "ordinary"
 
 
+def test_a_logged_stack_or_a_message_that_is_no_string_never_shows_a_known_secret(log_stream):
+    """A stack (stack_info) quotes its frames' source lines; an exception or a dict logged as the message is
+    turned into text only by the formatter, after the filter: each reaches the JSON lines scrubbed."""
+    from mcpbrowser.redaction import EVERY
+
+    secret = "stack-Secret-4242"
+    EVERY.hold([secret])
+    try:
+        logs.log.warning("a stack", stack_info=True)  # this frame's line quotes stack-Secret-4242
+        logs.log.warning(KeyError(secret))
+        logs.log.warning({"event": "a dict", "token": secret})
+    finally:
+        EVERY.release([secret])
+    lines = [json.loads(line) for line in log_stream.getvalue().splitlines()]
+    assert "test_a_logged_stack" in lines[0]["stack_info"] and "quotes" in lines[0]["stack_info"]
+    assert lines[1]["message"] == f"'{REDACTED}'" and lines[2]["token"] == REDACTED, lines
+    assert secret not in log_stream.getvalue()
+
+
 def test_each_client_knows_its_own_secrets_and_its_named_ones():
     book = SecretBook({None: {"SHARED": "shared-value"}, "alice": {"MINE": "alice-value", "SHARED": "hers"}})
     book.of("bob").add("bob-typed-this")
