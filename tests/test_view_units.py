@@ -96,11 +96,11 @@ def test_building_views_changes_nothing_in_the_core(view):
         core.close()
 
 
-def _get(app, path, address):
+def _get(app, path, address, headers=None):
     seen = {}
     path, _, query = path.partition("?")
     app({"REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": query, "REMOTE_ADDR": address,
-         "HTTP_HOST": "127.0.0.1:8000", "wsgi.url_scheme": "http"},
+         "HTTP_HOST": "127.0.0.1:8000", "wsgi.url_scheme": "http", **(headers or {})},
         lambda status, headers: seen.update(status=status, headers=dict(headers)))
     return seen
 
@@ -110,11 +110,13 @@ def test_wrong_one_time_keys_by_get_are_counted_as_refused_sign_ins():
     core = SimpleNamespace(registry=None, tools={}, user=SimpleNamespace(view_path=None),
                            config=SimpleNamespace(max_sessions=10))
     signs = SignIns({}, set())
-    app = ViewApp(core, sign_ins=signs)
+    app = ViewApp(core, sign_ins=signs, trust_proxy=True)  # behind a proxy, whose address every guess shares
     key = signs.one_time_key
     plain = [_get(app, "/view/signin", "10.0.0.9")["status"] for _ in range(12)]
     assert plain == ["403 Forbidden"] * 12  # opening the page without a key is no guess
-    guesses = [_get(app, f"/view/signin?key={'x' * len(key)}{n}", "10.0.0.9") for n in range(12)]
+    # One address, whatever it says it forwards for: a header the guesser writes names no one.
+    guesses = [_get(app, f"/view/signin?key={'x' * len(key)}{n}", "10.0.0.9", {"HTTP_X_FORWARDED_FOR": f"10.1.0.{n}"})
+               for n in range(12)]
     assert [g["status"] for g in guesses[:auth.GUESSES]] == ["403 Forbidden"] * auth.GUESSES
     assert [g["status"] for g in guesses[auth.GUESSES:]] == ["429 Too Many Requests"] * 2
     assert int(guesses[-1]["headers"]["Retry-After"]) > 0
