@@ -219,10 +219,14 @@ def test_one_tenant_watching_many_times_cannot_starve_the_server(served, agents,
         statuses = [head for _, head in streams]
         assert statuses[0] == b"HTTP/1.1 200 OK"  # the first ones watch (positive control)
         # The server's six live pictures (two a session it allows): bob's name opens half of them, and
-        # another person still watches hers.
+        # another person still watches hers, as many as his; then a third finds all six open.
         assert statuses.count(b"HTTP/1.1 200 OK") == 3
-        streams.append(open_live(served, person(served, ALICE), alice_session))
-        assert streams[-1][1] == b"HTTP/1.1 200 OK"
+        ann = person(served, ALICE)
+        hers = [open_live(served, ann, alice_session) for _ in range(4)]
+        streams += hers
+        assert [head for _, head in hers] == [b"HTTP/1.1 200 OK"] * 3 + [b"HTTP/1.1 429 Too Many Requests"]
+        streams.append(open_live(served, person(served, OPS), sid))
+        assert streams[-1][1] == b"HTTP/1.1 429 Too Many Requests"
         started = time.monotonic()
         with urllib.request.urlopen(served.base + "/healthz", timeout=10) as answer:
             assert answer.status == 200
