@@ -21,7 +21,9 @@ class _ScrubSecrets(logging.Filter):
         from mcpbrowser.redaction import EVERY, scrub_value
 
         if len(EVERY):
-            record.msg = scrub_value(record.msg, EVERY) if isinstance(record.msg, str) else record.msg
+            # A message that is no string (an exception logged as is) becomes text only in the formatter,
+            # after this: it is made text here. A dict stays one (the JSON formatter spreads its fields).
+            record.msg = scrub_value(record.msg if isinstance(record.msg, (str, dict)) else str(record.msg), EVERY)
             if record.args:
                 record.args = tuple(scrub_value(a, EVERY) for a in record.args) \
                     if isinstance(record.args, tuple) else scrub_value(record.args, EVERY)

@@ -276,6 +276,31 @@ def test_cls_is_the_largest_session_window_and_tbt_counts_after_fcp():
     assert total_blocking_time(tasks, fcp=200) == 150  # the first ended before FCP; the second counts from it
 
 
+def test_inp_is_the_worst_interaction_with_its_own_phases_and_scripts():
+    # The measurement reads every event entry of 16 ms or more while it waits for the paint: a page may have
+    # had more than one interaction (a handler it ran before, a key and its click). INP is the worst of them,
+    # described by its own events and the scripts that ran within it; an entry of no interaction (a hover's,
+    # interactionId 0) is none, however long.
+    from mcpbrowser.perf_report import interaction_of
+
+    def events(interaction_id, start, duration, names=("pointerdown", "pointerup", "click")):
+        return [{"name": name, "interactionId": interaction_id, "start": start + n, "duration": duration - n,
+                 "processingStart": start + 5 + n, "processingEnd": start + duration - 20} for n, name in
+                enumerate(names)]
+
+    raw = {"events": [*events(1, 100, 40), *events(2, 400, 300), *events(3, 900, 120),
+                      {"name": "pointerover", "interactionId": 0, "start": 1200, "duration": 500,
+                       "processingStart": 1205, "processingEnd": 1690}],
+           "frames": [{"start": 100, "duration": 60, "scripts": [{"fn": "light", "start": 105, "duration": 15}]},
+                      {"start": 400, "duration": 300, "scripts": [{"fn": "heavy", "start": 405, "duration": 270}]},
+                      {"start": 1200, "duration": 500, "scripts": [{"fn": "hover", "start": 1205, "duration": 480}]}]}
+    inp = interaction_of(raw)
+    assert (inp["value"], inp["event"]) == (300, "pointerdown")
+    assert inp["phases"] == {"inputDelay": 5, "processing": 275, "presentationDelay": 20}
+    assert [s["fn"] for s in inp["scripts"]] == ["heavy"]
+    assert interaction_of({"events": raw["events"][-1:]}) is None  # a hover alone: no interaction
+
+
 def test_third_parties_are_weighed_by_requests_bytes_and_their_scripts_main_thread_time():
     from mcpbrowser.perf_report import analyse
     raw = {"url": "https://shop.example.com/", "supported": ["long-animation-frame", "longtask"],

@@ -1,4 +1,4 @@
-"""Issue 36's pure parts: throttling settings, the engine check, and the files folder's retention by age."""
+"""Issue 36's pure parts: throttling settings, the engine check, and the files folder's retention by age and quota."""
 
 import os
 import time
@@ -61,6 +61,45 @@ def test_files_past_the_retention_days_go_and_their_rows_say_so(tmp_path):
         assert sorted(os.listdir(tmp_path)) == ["fresh.png", "kept.pdf"]
         (row,) = history.removed_files("ref-old")
         assert row["path"] == old and row["reason"] == "retention_days" and row["removedAt"] > 0
+    finally:
+        executor.shutdown()
+        history.store.close()
+
+
+def test_the_files_quota_keeps_the_file_an_open_sessions_latest_answer_named(tmp_path):
+    # The agent may be about to read the file its last answer named: over the quota, the oldest files go
+    # but that one. Only while it is the session's latest answer's, and only while the session is open.
+    config = Config(db=":memory:", output_dir=str(tmp_path), retention_days=0, files_max_mb=1)
+    history = History(Store(":memory:"))
+    executor = ThreadPoolExecutor(1)
+    open_ids = {"s1"}
+    try:
+        keeper = FileKeeper(config, history, executor, lambda: set(open_ids))
+        history.request("ref-1", None, "pdf", {})
+
+        def saved(name, age_s):
+            path = str(tmp_path / name)
+            (tmp_path / name).write_bytes(b"s" * 400_000)
+            os.utime(path, (time.time() - age_s,) * 2)
+            history.store.write("INSERT INTO files (path, ref_id, created_at) VALUES (?, 'ref-1', 0)", (path,))
+            return path
+
+        def swept():
+            executor.submit(lambda: None).result()  # the sweep remember() queued ran on the pool before this
+            return sorted(os.listdir(tmp_path))
+
+        named, middle, newest = saved("a.pdf", 300), saved("b.pdf", 200), saved("c.pdf", 100)
+        keeper.remember("s1", "pdf", {"path": named})  # 1.2 MB over 1 MB: a sweep, the oldest kept
+        assert swept() == ["a.pdf", "c.pdf"]
+        keeper.remember("s1", "downloads", {"downloads": [{"path": newest}]})  # a listing names no file to read
+        keeper.remember("s1", "screenshot", {"savedTo": newest})  # the session's latest answer names another
+        saved("d.pdf", 50)
+        assert swept() == ["c.pdf", "d.pdf"]  # the first is no longer kept
+        open_ids.clear()  # the session closed: its latest file is kept no longer
+        saved("e.pdf", 10)
+        keeper.sweep_soon()
+        assert swept() == ["d.pdf", "e.pdf"]
+        assert sorted(r["path"] for r in history.removed_files("ref-1")) == [named, middle, newest]
     finally:
         executor.shutdown()
         history.store.close()

@@ -43,6 +43,25 @@ def test_no_log_line_carries_a_known_secret_whatever_field_it_is_in(log_stream):
     assert lines[1]["text"] == "ordinary"
 
 
+def test_a_logged_stack_or_a_message_that_is_no_string_never_shows_a_known_secret(log_stream):
+    """A stack (stack_info) quotes its frames' source lines; an exception or a dict logged as the message is
+    turned into text only by the formatter, after the filter: each reaches the JSON lines scrubbed."""
+    from mcpbrowser.redaction import EVERY
+
+    secret = "stack-Secret-4242"
+    EVERY.hold([secret])
+    try:
+        logs.log.warning("a stack", stack_info=True)  # this frame's line quotes stack-Secret-4242
+        logs.log.warning(KeyError(secret))
+        logs.log.warning({"event": "a dict", "token": secret})
+    finally:
+        EVERY.release([secret])
+    lines = [json.loads(line) for line in log_stream.getvalue().splitlines()]
+    assert "test_a_logged_stack" in lines[0]["stack_info"] and "quotes" in lines[0]["stack_info"]
+    assert lines[1]["message"] == f"'{REDACTED}'" and lines[2]["token"] == REDACTED, lines
+    assert secret not in log_stream.getvalue()
+
+
 def test_each_client_knows_its_own_secrets_and_its_named_ones():
     book = SecretBook({None: {"SHARED": "shared-value"}, "alice": {"MINE": "alice-value", "SHARED": "hers"}})
     book.of("bob").add("bob-typed-this")
@@ -135,29 +154,33 @@ def test_a_shown_url_keeps_where_it_goes_and_nothing_else():
     assert shown_url("http://[::1]:9222/") == "http://[::1]:9222/" and shown_url("ws://u:pw@h:port/") == "ws://…"
 
 
-def test_a_logged_traceback_never_shows_a_known_secret():
+@pytest.mark.parametrize("formatter", ["the servers json", "an embedders plain"])
+def test_a_logged_traceback_never_shows_a_known_secret(log_stream, formatter):
     """A bug of ours is logged with its traceback (INTERNAL_ERROR): an exception whose message holds a secret, or
-    a frame handling one, reaches stderr scrubbed; the rest of the traceback is there (the control)."""
-    import io
+    a frame handling one, reaches stderr scrubbed, through the server's own JSON formatter (which formats a
+    record's exception again whenever it still has one) and through an embedder's plain handler; the rest of
+    the traceback is there (the control)."""
     import logging
 
-    from mcpbrowser import logs
     from mcpbrowser.redaction import EVERY
 
     secret = "hunter2-" + "x" * 8
+    stream = log_stream
+    if formatter == "an embedders plain":
+        stream = io.StringIO()
+        handler = logging.StreamHandler(stream)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logs.log.handlers[:] = [handler]
     EVERY.hold([secret])
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    logs.log.addHandler(handler)
     try:
         try:
             {}[secret]  # a KeyError quoting the value
         except KeyError:
             logs.log.error("a tool failed on a bug of ours", exc_info=True)
     finally:
-        logs.log.removeHandler(handler)
         EVERY.release([secret])
     out = stream.getvalue()
+    if formatter == "the servers json":
+        out = json.loads(out)["exc_info"]
     assert "Traceback" in out and "KeyError" in out and "test_a_logged_traceback_never_shows" in out
-    assert secret not in out
+    assert secret not in out and "hunter2" not in out

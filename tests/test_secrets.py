@@ -284,7 +284,13 @@ def test_a_named_secret_is_typed_by_name_and_never_seen(make_client, site, tmp_p
     assert wrong["details"]["known"] == ["OTHER", "SITE_PASSWORD"] and "OTHER, SITE_PASSWORD" in wrong["message"]
     assert c.error("fill_form", sessionId=sid, fields=[{"selector": "#user", "value": "a", "secretName": "OTHER"}]
                    )["errorCode"] == "INVALID_PARAMETERS"
-    assert c.error("type", sessionId=sid, selector="#pw")["errorCode"] == "INVALID_PARAMETERS"  # neither
+    # Neither a value nor a secret's name: the agent is told what is missing, where (not "not both").
+    empty = c.error("fill_form", sessionId=sid, fields=[{"selector": "#user", "value": "a"}, {"selector": "#pw"}])
+    assert empty["errorCode"] == "INVALID_PARAMETERS" and empty["details"] == {"field": "#pw"}, empty
+    assert "#pw has no value" in empty["message"] and "not both" not in empty["message"], empty
+    neither = c.error("type", sessionId=sid, selector="#pw")
+    assert neither["errorCode"] == "INVALID_PARAMETERS" and "not both" not in neither["message"], neither
+    assert "no text" in neither["message"] and "secretName" in neither["message"], neither
     # The page has the values; the agent's view of it does not.
     snap = c.tool("snapshot", sessionId=sid)["snapshot"]
     assert NAMED not in snap and "x y z w" not in snap and '"User" [ref=e4]: [REDACTED]' in snap.replace(

@@ -94,3 +94,32 @@ def test_building_views_changes_nothing_in_the_core(view):
         assert core.user.where_to_help("s1") == where
     finally:
         core.close()
+
+
+def _get(app, path, address, headers=None):
+    seen = {}
+    path, _, query = path.partition("?")
+    app({"REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": query, "REMOTE_ADDR": address,
+         "HTTP_HOST": "127.0.0.1:8000", "wsgi.url_scheme": "http", **(headers or {})},
+        lambda status, headers: seen.update(status=status, headers=dict(headers)))
+    return seen
+
+
+def test_wrong_one_time_keys_by_get_are_counted_as_refused_sign_ins():
+    """The one-time key comes by GET: guessing it from one address is slowed down as a token's POST is."""
+    core = SimpleNamespace(registry=None, tools={}, user=SimpleNamespace(view_path=None),
+                           config=SimpleNamespace(max_sessions=10))
+    signs = SignIns({}, set())
+    app = ViewApp(core, sign_ins=signs, trust_proxy=True)  # behind a proxy, whose address every guess shares
+    key = signs.one_time_key
+    plain = [_get(app, "/view/signin", "10.0.0.9")["status"] for _ in range(12)]
+    assert plain == ["403 Forbidden"] * 12  # opening the page without a key is no guess
+    # One address, whatever it says it forwards for: a header the guesser writes names no one.
+    guesses = [_get(app, f"/view/signin?key={'x' * len(key)}{n}", "10.0.0.9", {"HTTP_X_FORWARDED_FOR": f"10.1.0.{n}"})
+               for n in range(12)]
+    assert [g["status"] for g in guesses[:auth.GUESSES]] == ["403 Forbidden"] * auth.GUESSES
+    assert [g["status"] for g in guesses[auth.GUESSES:]] == ["429 Too Many Requests"] * 2
+    assert int(guesses[-1]["headers"]["Retry-After"]) > 0
+    # the right key from the guessing address waits too (a right guess must not pass); from another, it signs in
+    assert _get(app, f"/view/signin?key={key}", "10.0.0.9")["status"] == "429 Too Many Requests"
+    assert _get(app, f"/view/signin?key={key}", "10.0.0.7")["status"] == "303 See Other"

@@ -164,7 +164,9 @@ def on_main_frame_navigated(page, handler):
 
     def navigated(event):
         if not event.get("error"):
-            handler(bool(event.get("newDocument")))
+            # Set is what counts, not its content: a document no request loaded (about:blank, a data: URL)
+            # comes with an empty one, which read as false made it the same document, its old refs kept.
+            handler(event.get("newDocument") is not None)
 
     emitter.on("navigated", navigated)
 

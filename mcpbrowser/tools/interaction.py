@@ -51,7 +51,10 @@ def named_secret(state, name):
 
 def type_text(state, args, response):
     name = args.get("secretName")
-    if (name is None) == ("text" not in args):
+    if name is None and "text" not in args:
+        raise InvalidParameters("There is no text to type: give text, or secretName (a server secret typed by "
+                                "name).", session_id=state.session_id)
+    if name is not None and "text" in args:
         raise InvalidParameters("Give text, or secretName (a server secret typed by name), not both.",
                                 session_id=state.session_id)
     # A named secret is typed as a flagged one; answers and the history say its name, never its value.
@@ -213,10 +216,14 @@ def fill_form(state, args, response):
     timeout = {k: args[k] for k in ("timeout",) if k in args}
     fields, filled = args["fields"], list[str]()
     for field in fields:  # every field's value is known before the first is filled
-        if ("secretName" in field) == ("value" in field):
+        where = field.get("selector") or field.get("ref")
+        if "secretName" in field and "value" in field:
             raise InvalidParameters("Each field takes a value, or a secretName (a server secret), not both.",
-                                    session_id=state.session_id, details={"field": field.get("selector")
-                                                                          or field.get("ref")})
+                                    session_id=state.session_id, details={"field": where})
+        if "secretName" not in field and "value" not in field:
+            label = field.get("selector") or (f"ref {field['ref']}" if "ref" in field else "a field")
+            raise InvalidParameters(f"The field {label} has no value: give it a value, or a secretName (a server "
+                                    "secret).", session_id=state.session_id, details={"field": where})
         if "secretName" in field:
             named_secret(state, field["secretName"])
     # Every value is held as a secret before the first field is filled, as type holds its text: a field
