@@ -1,0 +1,111 @@
+"""End to end: measure_memory on local pages built to leak a known amount with each click, and one that does not.
+
+One page server and one core for the module. Each leaking page keeps a known number of objects a click
+(detached divs in a global array, a listener on window holding a closure, entries of a cache map);
+the clean page makes as much garbage and keeps none of it.
+"""
+
+import json
+
+import pytest
+from support import HtmlSite
+
+import mcpbrowser
+from mcpbrowser.config import Config
+from mcpbrowser.errors import InvalidParameters
+
+pytestmark = pytest.mark.e2e
+
+REPEAT = 4
+DIVS, ENTRIES = 200, 50
+
+APP = {
+    "/divs.js": "window.kept = []; document.getElementById('go').addEventListener('click', function keep() { "
+                f"for (let i = 0; i < {DIVS}; i++) {{ const d = document.createElement('div'); "
+                "document.body.appendChild(d); d.remove(); kept.push(d); } });",
+    "/listener.js": "document.getElementById('go').addEventListener('click', function add() { "
+                    "const data = new Array(100).fill(Math.random()); "
+                    "window.addEventListener('resize', function onResize() { return data.length; }); });",
+    "/cache.js": "class Entry { constructor(i) { this.i = i; this.at = Date.now(); } } const cache = new Map(); "
+                 "let next = 0; document.getElementById('go').addEventListener('click', function fill() { "
+                 f"for (let i = 0; i < {ENTRIES}; i++) {{ cache.set('k' + next, new Entry(next)); next++; }} }});",
+    "/clean.js": "class Entry { constructor(i) { this.i = i; } } document.getElementById('go').addEventListener("
+                 "'click', function churn() { const made = []; for (let i = 0; i < 200; i++) { "
+                 "made.push(new Entry(i), document.createElement('div')); } "
+                 "document.getElementById('out').textContent = made.length; });",
+}
+
+
+@pytest.fixture(scope="module")
+def site():
+    pages = {f"/{name[1:-3]}": f"<!doctype html><title>{name[1:-3]}</title><button id=go>Go</button><p id=out></p>"
+                               f"<a id=away href='/clean'>Away</a><script src='{name}'></script>" for name in APP}
+    every = {**pages, **APP}
+    s = HtmlSite(lambda url: every.get(url.path, ""))
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with mcpbrowser.Browser(Config(headless=True, db=":memory:")) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def session(browser):
+    s = browser.create_session()
+    yield s
+    s.close()
+
+
+def measured(browser, session, site, path, **args):
+    session.navigate(site.url + path)
+    answer = session.measure_memory(selector="#go", repeat=REPEAT, **args)
+    return answer, json.loads(browser.get_content(answer["refId"], reset_cursor=True)["content"])
+
+
+def leak(detail, kind, name):
+    found = [row for row in detail["leaks"] if row["kind"] == kind and row["name"] == name]
+    assert found, [(row["kind"], row["name"]) for row in detail["leaks"]]
+    return found[0]
+
+
+def test_detached_divs_kept_in_a_global_array_are_named_with_their_count_and_holder(browser, session, site):
+    answer, detail = measured(browser, session, site, "/divs")
+    row = leak(detail, "detached", "<div>")
+    assert row["perRepetition"] == pytest.approx(DIVS, rel=0.05) and row["grew"] == [DIVS * REPEAT] * 2
+    assert row["heldBy"].startswith("window.kept[")
+    assert f"detached <div>: +{DIVS}" in answer["summary"] and "held by window.kept[" in answer["summary"]
+
+
+def test_a_listener_added_on_every_click_is_named_with_its_function_script_and_holder(browser, session, site):
+    answer, detail = measured(browser, session, site, "/listener")
+    row = leak(detail, "closure", "onResize")
+    assert row["perRepetition"] == pytest.approx(1, rel=0.05)
+    assert row["script"].startswith(site.url + "/listener.js:1:")
+    assert row["heldBy"].startswith("window") and "listener" in row["heldBy"]
+    assert "closure onResize(): +1 each" in answer["summary"]
+
+
+def test_a_cache_map_growing_by_a_known_count_is_named_with_its_constructor(browser, session, site):
+    answer, detail = measured(browser, session, site, "/cache")
+    row = leak(detail, "", "Entry")
+    assert row["perRepetition"] == pytest.approx(ENTRIES, rel=0.05)
+    assert row["heldBy"] == "cache (a variable)", row
+    assert f"Entry: +{ENTRIES} each" in answer["summary"]
+    assert len(answer["summary"]) < 900, answer["summary"]
+
+
+def test_a_page_that_keeps_nothing_says_nothing_grew(browser, session, site):
+    answer, detail = measured(browser, session, site, "/clean")
+    assert detail["leaks"] == [], detail["leaks"]
+    assert "Nothing grew with each repetition" in answer["summary"]
+
+
+def test_an_interaction_that_leaves_the_page_is_refused_with_why(browser, session, site):
+    session.navigate(site.url + "/divs")
+    with pytest.raises(InvalidParameters, match="another page"):
+        session.measure_memory(selector="#away", repeat=1)
+    with pytest.raises(InvalidParameters, match="interaction to repeat"):
+        session.measure_memory(repeat=1)
