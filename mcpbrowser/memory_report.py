@@ -103,3 +103,33 @@ def summary(measured):
         if len(leaks) > SHOWN:
             lines.append(f"- and {len(leaks) - SHOWN} more (get_content).")
     return "\n".join(lines)
+
+
+def _growth(measured):
+    """The heap's growth a repetition over the two rounds, in bytes."""
+    first, _, last = measured["heapBytes"]
+    return (last - first) / (2 * measured["repeat"])
+
+
+def compare(before, after):
+    """What a change did to what an interaction leaks: the leaks gone, come and still there, and the heap's growth."""
+    lines = []
+    if (before["url"], before["interaction"]) != (after["url"], after["interaction"]):
+        lines.append(f"Not alike: {before['interaction']} on {before['url']} then {after['interaction']} "
+                     f"on {after['url']}.")
+    old = {(r["kind"], r["name"]): r for r in before["leaks"]}
+    new = {(r["kind"], r["name"]): r for r in after["leaks"]}
+    was, now = _growth(before), _growth(after)
+    lines.append(f"Heap growth a repetition: {'-' if was < 0 else ''}{kb(abs(was))} -> "
+                 f"{'-' if now < 0 else ''}{kb(abs(now))}.")
+    gone = [f"{label(*key)} (+{row['perRepetition']:g} each before)" for key, row in old.items() if key not in new]
+    came = [f"{label(*key)} +{row['perRepetition']:g} each" for key, row in new.items() if key not in old]
+    still = [f"{label(*key)} +{old[key]['perRepetition']:g} -> +{row['perRepetition']:g} each"
+             for key, row in new.items() if key in old]
+    for words, rows in (("No longer grows", gone), ("New leak", came), ("Still growing", still)):
+        if rows:
+            more = f"; and {len(rows) - SHOWN} more" if len(rows) > SHOWN else ""
+            lines.append(f"{words}: " + "; ".join(rows[:SHOWN]) + more + ".")
+    if not (gone or came or still):
+        lines.append("Nothing grew with each repetition, before or after.")
+    return "\n".join(lines)

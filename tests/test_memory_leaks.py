@@ -12,7 +12,7 @@ from support import HtmlSite
 
 import mcpbrowser
 from mcpbrowser.config import Config
-from mcpbrowser.errors import InvalidParameters
+from mcpbrowser.errors import ContentNotFound, InvalidParameters
 
 pytestmark = pytest.mark.e2e
 
@@ -42,6 +42,7 @@ def site():
                                f"<a id=away href='/clean'>Away</a><script src='{name}'></script>" for name in APP}
     every = {**pages, **APP}
     s = HtmlSite(lambda url: every.get(url.path, ""))
+    s.pages = every
     yield s
     s.close()
 
@@ -60,7 +61,7 @@ def session(browser):
 
 
 def measured(browser, session, site, path, **args):
-    session.navigate(site.url + path)
+    session.navigate(path if path.startswith("http") else site.url + path)
     answer = session.measure_memory(selector="#go", repeat=REPEAT, **args)
     return answer, json.loads(browser.get_content(answer["refId"], reset_cursor=True)["content"])
 
@@ -109,3 +110,38 @@ def test_an_interaction_that_leaves_the_page_is_refused_with_why(browser, sessio
         session.measure_memory(selector="#away", repeat=1)
     with pytest.raises(InvalidParameters, match="interaction to repeat"):
         session.measure_memory(repeat=1)
+
+
+def test_a_fix_compared_with_the_leaking_run_says_the_leak_is_gone(browser, session, site):
+    url = site.url + "/divs?compared"
+    leaking = measured(browser, session, site, url)[0]
+    with pytest.raises(ContentNotFound):
+        browser.compare_performance(leaking["refId"])  # no earlier memory measurement of this page
+    keep = site.pages["/divs.js"]
+    site.pages["/divs.js"] = keep.replace("kept.push(d);", "")
+    try:
+        fixed = measured(browser, session, site, url)[0]
+    finally:
+        site.pages["/divs.js"] = keep
+    compared = browser.compare_performance(fixed["refId"])
+    assert compared["baseline"] == leaking["refId"]
+    text = compared["summary"]
+    assert f"No longer grows: detached <div> (+{DIVS} each before)" in text, text
+    assert "Heap growth a repetition:" in text and "New leak" not in text
+    # A load's measurement is not a memory one: named as the baseline, refused with why.
+    with pytest.raises(InvalidParameters, match="memory measurement"):
+        browser.compare_performance(fixed["refId"], baseline=session.measure_performance(url=url)["refId"])
+
+
+def test_growth_counts_as_a_leak_only_when_both_rounds_grew_by_one_a_repetition():
+    from mcpbrowser.memory_report import grown
+    first = {("", "A"): [10, 100, []], ("", "B"): [10, 100, []], ("", "C"): [10, 100, []],
+             ("string", "(strings)"): [10, 100, []], ("", "D"): [10, 100, []]}
+    second = {("", "A"): [18, 180, []], ("", "B"): [13, 130, []], ("", "C"): [18, 180, []],
+              ("string", "(strings)"): [50, 500, []], ("", "D"): [30, 300, []]}
+    third = {("", "A"): [26, 260, []], ("", "B"): [16, 160, []], ("", "C"): [18, 180, []],
+             ("string", "(strings)"): [90, 900, []], ("", "D"): [35, 350, []]}
+    leaks, noise = grown(first, second, third, repeat=4)
+    # A: 8 and 8 in rounds of 4; B: under one a repetition; C: only once; strings never; D: 20 then 5.
+    assert [row["name"] for row in leaks] == ["A"] and leaks[0]["perRepetition"] == 2
+    assert sorted(row["name"] for row in noise) == ["(strings)", "B", "C", "D"]
