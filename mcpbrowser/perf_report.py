@@ -326,7 +326,11 @@ def summary(measured):
     """The answer's few hundred characters: each metric, its rating and its cause."""
     page = measured["url"]
     metrics = measured["metrics"]
-    lines = [f"Throttled: {throttle_words(measured['throttle'])}."] if measured.get("throttle") else []
+    lines = []
+    if measured.get("left"):  # the page measured is not where the session is now: both are named
+        lines.append(f"Measured {page}; the interaction left for {measured['left']}.")
+    if measured.get("throttle"):
+        lines.append(f"Throttled: {throttle_words(measured['throttle'])}.")
     head = []
     for name in METRICS:
         if name in metrics:
@@ -334,7 +338,8 @@ def summary(measured):
             spread = f" ({_spread(name, *entry['spread'])})" if "spread" in entry \
                 and round(entry["spread"][0], 2) != round(entry["spread"][1], 2) else ""
             head.append(f"{name} {_value(name, entry)}{spread} {entry['rating']}")
-    lines.append("; ".join(head) + ".")
+    if head:
+        lines.append("; ".join(head) + ".")
     lcp = measured.get("lcp")
     if lcp and "LCP" in metrics:
         p = lcp["phases"]

@@ -145,3 +145,15 @@ def test_growth_counts_as_a_leak_only_when_both_rounds_grew_by_one_a_repetition(
     # A: 8 and 8 in rounds of 4; B: under one a repetition; C: only once; strings never; D: 20 then 5.
     assert [row["name"] for row in leaks] == ["A"] and leaks[0]["perRepetition"] == 2
     assert sorted(row["name"] for row in noise) == ["(strings)", "B", "C", "D"]
+
+
+def test_an_exported_session_replays_the_interactions_a_memory_measurement_did():
+    from mcpbrowser.core.script_export import build
+    rows = [("r1", "navigate", {"sessionId": "s", "url": "http://127.0.0.1:1/a"}, "ok",
+             {"url": "http://127.0.0.1:1/a", "title": "A"}, None),
+            ("r2", "measure_memory", {"sessionId": "s", "selector": "#go", "repeat": 2}, "ok",
+             {"url": "http://127.0.0.1:1/a", "summary": "Nothing grew."}, b'{"url": "http://127.0.0.1:1/a"}')]
+    source, script = build(rows, "s", {})
+    lines = [line.strip() for line in source.splitlines()]
+    assert lines.count('page.locator("#go").click()') == 5  # the warm-up and two rounds of two
+    assert "measure_memory is not replayed" not in source

@@ -57,6 +57,12 @@ PAGES = {
               "document.getElementById('go').onclick = function block() { const t = performance.now(); "
               f"while (performance.now() - t < {HANDLER_MS}) {{}} this.textContent = 'Done'; }}</script>",
     "/field": "<!doctype html><title>field</title><input id=f type=password>",
+    # A dashboard whose link leaves it (for a page the server holds a moment: the old page paints meanwhile), and
+    # a form whose submit does.
+    "/dashboard": "<!doctype html><title>dashboard</title><h1>Dashboard</h1><a href='/search?ms=300'>Search</a>",
+    "/search": "<!doctype html><title>search</title><p>Results.</p>",
+    "/form": "<!doctype html><title>form</title><form action='/search'><input name=q value=x>"
+             "<button id=send>Send</button></form>",
     # A long task after the load event, scheduled by the page's own timer, interval or event listener: each
     # named with the page's function and script, whatever the server's settle does with timers.
     "/timer": "<!doctype html><title>timer</title><p>Timed.</p><script src='/timer.js'></script>",
@@ -212,6 +218,33 @@ def test_a_click_that_blocks_is_measured_as_inp(browser, session, site):
     ref = session.snapshot(query="Done")["snapshot"].split("[ref=")[1].split("]")[0]
     again = session.measure_performance(load=False, ref=ref)
     assert "INP" in again["summary"] and "LCP" not in again["summary"].split("\n")[0]
+
+
+def test_a_click_that_leaves_the_page_is_measured_on_the_page_it_left(browser, session, site):
+    dashboard = site.url + "/dashboard"
+    answer, detail = measured(browser, session, url=dashboard, selector="text=Search")
+    # The answer names the page whose load it measured, and where the click went.
+    assert answer["url"] == detail["url"] == dashboard
+    assert detail["left"] == site.url + "/search?ms=300"
+    assert answer["summary"].startswith(f"Measured {dashboard}; the interaction left for {site.url}/search?ms=300.\n")
+    assert "LCP" in detail["metrics"] and detail["lcp"]["element"]["selector"] == "body > h1"
+    # INP as the browser reported it before the page unloaded, or why not.
+    inp = detail["metrics"].get("INP")
+    assert inp is not None or "unloaded" in detail["notMeasured"]["INP"], detail.get("notMeasured")
+    if inp is not None:
+        assert detail["interaction"]["event"] in ("pointerdown", "pointerup", "click", "mousedown", "mouseup")
+    # A comparison finds the dashboard's earlier measurement.
+    again = session.measure_performance(url=dashboard)
+    assert browser.compare_performance(again["refId"])["baseline"] == answer["refId"]
+
+
+def test_a_submit_measured_without_a_load_names_the_page_and_its_inp_or_why_not(browser, session, site):
+    session.navigate(site.url + "/form")
+    answer, detail = measured(browser, session, load=False, selector="#send")
+    first = answer["summary"].split("\n")[0]
+    assert first == f"Measured {site.url}/form; the interaction left for {site.url}/search?q=x.", answer["summary"]
+    assert detail["url"] == site.url + "/form"
+    assert "INP" in detail["metrics"] or "unloaded" in detail["notMeasured"]["INP"], detail
 
 
 def test_a_ref_cannot_outlive_the_load_it_asks_for(session, site):
