@@ -104,6 +104,15 @@ def test_a_page_that_keeps_nothing_says_nothing_grew(browser, session, site):
     assert "Nothing grew with each repetition" in answer["summary"]
 
 
+def test_a_heap_over_the_limit_is_refused_before_it_is_read(browser, session, site, monkeypatch):
+    from mcpbrowser.tools import memory
+    monkeypatch.setattr(memory, "MAX_HEAP_BYTES", 100_000)  # any page's heap is larger
+    session.navigate(site.url + "/clean")
+    with pytest.raises(InvalidParameters, match="over the 0 MB this server reads") as refused:
+        session.measure_memory(selector="#go", repeat=1)
+    assert refused.value.details["heapBytes"] > 100_000
+
+
 def test_an_interaction_that_leaves_the_page_is_refused_with_why(browser, session, site):
     session.navigate(site.url + "/divs")
     with pytest.raises(InvalidParameters, match="another page"):

@@ -22,17 +22,34 @@ from mcpbrowser.tools.base import TARGET, TIMEOUT, SessionTool, session_schema
 MAX_REPEAT = 50
 SNAPSHOT_S = 60.0   # a heap snapshot of a large page takes seconds; a page that never yields, for ever
 CHUNK_EVENT = "HeapProfiler.addHeapSnapshotChunk"
+# A snapshot's JSON and its parsed arrays cost the server several times the heap they describe: a page
+# (or an attacker's page) with a huge heap is refused before a snapshot, and a snapshot whose JSON passes
+# MAX_SNAPSHOT_CHARS (the heap grew meanwhile) is dropped as it streams in.
+MAX_HEAP_BYTES = 64_000_000
+MAX_SNAPSHOT_CHARS = 150_000_000
+
+
+def _too_large(state, size):
+    return InvalidParameters(f"The page's JavaScript heap is {size / 1e6:.0f} MB, over the {MAX_HEAP_BYTES / 1e6:.0f} "
+                             "MB this server reads into snapshots (each costs it several times that in memory).",
+                             session_id=state.session_id, details={"heapBytes": size})
 
 
 def _snapshot(state, cdp):
     """The page's heap after a garbage collection, read from the chunks the browser streams."""
     chunks = []
+    size = [0]
 
     def take(event):
-        chunks.append(event["chunk"])
+        size[0] += len(event["chunk"])
+        if size[0] <= MAX_SNAPSHOT_CHARS:
+            chunks.append(event["chunk"])
 
     cdp.on(CHUNK_EVENT, take)
     try:
+        used = cdp.send("Runtime.getHeapUsage")["usedSize"]
+        if used > MAX_HEAP_BYTES:
+            raise _too_large(state, used)
         for method, params in (("HeapProfiler.collectGarbage", {}),
                                ("HeapProfiler.takeHeapSnapshot", {"reportProgress": False,
                                                                   "captureNumericValue": False})):
@@ -46,6 +63,8 @@ def _snapshot(state, cdp):
                                    "keep it busy.", session_id=state.session_id)
     finally:
         cdp.remove_listener(CHUNK_EVENT, take)
+    if size[0] > MAX_SNAPSHOT_CHARS:
+        raise _too_large(state, used)
     return heap_snapshot.Snapshot("".join(chunks))
 
 
