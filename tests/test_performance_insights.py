@@ -60,6 +60,9 @@ PAGES = {
     # A dashboard whose link leaves it (for a page the server holds a moment: the old page paints meanwhile), and
     # a form whose submit does.
     "/dashboard": "<!doctype html><title>dashboard</title><h1>Dashboard</h1><a href='/search?ms=300'>Search</a>",
+    # A link whose own handler blocks before the browser leaves: its entries come with the old page's last paint.
+    "/slowlink": "<!doctype html><title>slow link</title><h1>Slow link</h1><a href='/search?ms=300' onclick='"
+                 f"const t = performance.now(); while (performance.now() - t < {HANDLER_MS}) {{}}'>Search</a>",
     "/search": "<!doctype html><title>search</title><p>Results.</p>",
     "/form": "<!doctype html><title>form</title><form action='/search'><input name=q value=x>"
              "<button id=send>Send</button></form>",
@@ -236,6 +239,13 @@ def test_a_click_that_leaves_the_page_is_measured_on_the_page_it_left(browser, s
     # A comparison finds the dashboard's earlier measurement.
     again = session.measure_performance(url=dashboard)
     assert browser.compare_performance(again["refId"])["baseline"] == answer["refId"]
+
+
+def test_inp_of_a_click_that_leaves_is_the_one_the_browser_reported_before_the_page_unloaded(browser, session, site):
+    answer, detail = measured(browser, session, url=site.url + "/slowlink", selector="text=Search")
+    assert detail["left"] == site.url + "/search?ms=300"
+    assert HANDLER_MS <= value(detail, "INP") <= HANDLER_MS + SLACK_MS, detail.get("notMeasured")
+    assert detail["interaction"]["phases"]["processing"] >= HANDLER_MS
 
 
 def test_a_submit_measured_without_a_load_names_the_page_and_its_inp_or_why_not(browser, session, site):
