@@ -6,6 +6,8 @@ the clean page makes as much garbage and keeps none of it.
 """
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from support import HtmlSite
@@ -14,33 +16,15 @@ import mcpbrowser
 from mcpbrowser.config import Config
 from mcpbrowser.errors import ContentNotFound, InvalidParameters
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from perf_compare import DIVS, ENTRIES, LEAK_PAGES, REPEAT  # noqa: E402  the comparison script's pages
+
 pytestmark = pytest.mark.e2e
-
-REPEAT = 4
-DIVS, ENTRIES = 200, 50
-
-APP = {
-    "/divs.js": "window.kept = []; document.getElementById('go').addEventListener('click', function keep() { "
-                f"for (let i = 0; i < {DIVS}; i++) {{ const d = document.createElement('div'); "
-                "document.body.appendChild(d); d.remove(); kept.push(d); } });",
-    "/listener.js": "document.getElementById('go').addEventListener('click', function add() { "
-                    "const data = new Array(100).fill(Math.random()); "
-                    "window.addEventListener('resize', function onResize() { return data.length; }); });",
-    "/cache.js": "class Entry { constructor(i) { this.i = i; this.at = Date.now(); } } const cache = new Map(); "
-                 "let next = 0; document.getElementById('go').addEventListener('click', function fill() { "
-                 f"for (let i = 0; i < {ENTRIES}; i++) {{ cache.set('k' + next, new Entry(next)); next++; }} }});",
-    "/clean.js": "class Entry { constructor(i) { this.i = i; } } document.getElementById('go').addEventListener("
-                 "'click', function churn() { const made = []; for (let i = 0; i < 200; i++) { "
-                 "made.push(new Entry(i), document.createElement('div')); } "
-                 "document.getElementById('out').textContent = made.length; });",
-}
 
 
 @pytest.fixture(scope="module")
 def site():
-    pages = {f"/{name[1:-3]}": f"<!doctype html><title>{name[1:-3]}</title><button id=go>Go</button><p id=out></p>"
-                               f"<a id=away href='/clean'>Away</a><script src='{name}'></script>" for name in APP}
-    every = {**pages, **APP}
+    every = dict(LEAK_PAGES)
     s = HtmlSite(lambda url: every.get(url.path, ""))
     s.pages = every
     yield s
