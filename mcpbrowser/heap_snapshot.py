@@ -73,9 +73,9 @@ class Snapshot:
         name = self.name(offset)
         if kind == "object":
             name = name.split(" / ", 1)[0]  # "Window / http://...": the constructor alone
-        if name.startswith("system / ") or name.startswith("(") or not name:
+        if name.startswith("system") or name.startswith("(") or not name:  # V8's own: contexts, maps, roots
             return None
-        if kind == "native" and ("::" in name or name in ("system", "V8EventListener")):
+        if kind == "native" and ("::" in name or name == "V8EventListener"):
             return None  # the browser's own containers; a listener is counted once, as its EventListener
         if kind == "native" and self.detached(offset):
             return ("detached", name)
@@ -165,6 +165,9 @@ def path_words(snapshot, path):
     words, last, previous, previous_kind = "window", "window", "", "object"
     for edge, offset in path[1:]:
         kind, name = snapshot.kind(offset), snapshot.name(offset).split(" / ", 1)[0]
+        if kind == "native" and name.startswith("Window"):  # the global's own native half: still "window"
+            previous, previous_kind = snapshot.name(offset), kind
+            continue
         if edge.startswith(".") and previous.startswith("system / Context"):
             words, name = f"{edge[1:]} (a variable)", edge[1:]
         elif edge.startswith((".", "[")) and previous_kind in ("object", "closure"):

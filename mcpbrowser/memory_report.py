@@ -15,8 +15,15 @@ KINDS = {"": "", "closure": "closure ", "detached": "detached ", "string": ""}
 
 
 def label(kind, name):
-    """Entry, closure onResize(), detached <div>, (strings)."""
-    return f"closure {name}()" if kind == "closure" else f"{KINDS.get(kind, '')}{name}"
+    """Entry, closure onResize(), detached <div>, event listeners, (strings)."""
+    if kind == "closure":
+        return f"closure {name}()"
+    return "event listeners" if name == "EventListener" else f"{KINDS.get(kind, '')}{name}"
+
+
+def _timeline(name):
+    """A performance timeline entry's class: PerformanceEventTiming, LargestContentfulPaint, LayoutShift..."""
+    return name.startswith("Performance") or name.endswith("ContentfulPaint") or name == "LayoutShift"
 
 
 def grown(first, second, third, repeat):
@@ -32,8 +39,10 @@ def grown(first, second, third, repeat):
             continue
         row = {"kind": key[0], "name": key[1], "count": count, "grew": [d1, d2],
                "perRepetition": round((d1 + d2) / (2 * repeat), 1), "selfBytes": size - before[1]}
-        # Strings are not judged: the engine's own caches (numbers as strings, names) grow them by a few.
-        steady = key[0] != "string" and min(d1, d2) >= repeat and min(d1, d2) >= STEADY * max(d1, d2)
+        # Strings are not judged: the engine's own caches (numbers as strings, names) grow them by a few. Nor
+        # the browser's performance timeline entries (an event's, a paint's): its buffers, bounded, not the page's.
+        judged = key[0] != "string" and not _timeline(key[1])
+        steady = judged and min(d1, d2) >= repeat and min(d1, d2) >= STEADY * max(d1, d2)
         (leaks if steady else noise).append(row)
     leaks.sort(key=lambda r: (-r["selfBytes"], -r["perRepetition"]))
     noise.sort(key=lambda r: -max(r["grew"]))
@@ -86,9 +95,8 @@ def kb(size):
 def summary(measured):
     """The answer: the verdict, each leak with its count a repetition, its size and its holder."""
     leaks = measured["leaks"]
-    rounds = f"2 rounds of {measured['repeat']}"
-    lines = [f"Measured: {measured['url']}, {measured['interaction']} x{measured['repeat']} "
-             f"after a warm-up, {rounds}."]
+    lines = [f"Measured: {measured['url']}, {measured['interaction']}: a warm-up, then 2 rounds of "
+             f"{measured['repeat']}."]
     if not leaks:
         lines.append("Nothing grew with each repetition (beyond run-to-run noise).")
     else:

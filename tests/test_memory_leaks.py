@@ -134,10 +134,12 @@ def test_growth_counts_as_a_leak_only_when_both_rounds_grew_by_one_a_repetition(
               ("string", "(strings)"): [50, 500, []], ("", "D"): [30, 300, []]}
     third = {("", "A"): [26, 260, []], ("", "B"): [16, 160, []], ("", "C"): [18, 180, []],
              ("string", "(strings)"): [90, 900, []], ("", "D"): [35, 350, []]}
+    first[("", "PerformanceEventTiming")], second[("", "PerformanceEventTiming")] = [1, 1, []], [9, 9, []]
+    third[("", "PerformanceEventTiming")] = [17, 17, []]  # the browser's timeline: its buffer, not the page's
     leaks, noise = grown(first, second, third, repeat=4)
     # A: 8 and 8 in rounds of 4; B: under one a repetition; C: only once; strings never; D: 20 then 5.
     assert [row["name"] for row in leaks] == ["A"] and leaks[0]["perRepetition"] == 2
-    assert sorted(row["name"] for row in noise) == ["(strings)", "B", "C", "D"]
+    assert sorted(row["name"] for row in noise) == ["(strings)", "B", "C", "D", "PerformanceEventTiming"]
 
 
 def test_an_exported_session_replays_the_interactions_a_memory_measurement_did():
