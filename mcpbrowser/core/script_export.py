@@ -334,7 +334,7 @@ def _measured(call):
     steps = []
     acts = {k: args[k] for k in ("selector", "ref", "key") if k in args}
     if tool == "measure_memory":
-        act = (ref_id, "press_key" if "key" in acts else "click", acts, status, {}, None)
+        act: tuple = (ref_id, "press_key" if "key" in acts else "click", acts, status, {}, None)
         return [act] * (2 * args.get("repeat", 5)) + [(*act[:5], page)]
     if args.get("load", True):
         shown = {} if acts else {"url": (result or {}).get("url")}  # an interaction may move it on
