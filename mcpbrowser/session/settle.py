@@ -155,7 +155,12 @@ INSTALL = r"""(() => {
       const original = window[name];
       window[name] = function (id) {
         const at = timers.get(id);
-        if (at) { clearT(at.before); clearT(at.after); leave(at, id); }
+        if (at) {
+          clearT(at.before); clearT(at.after); timers.delete(id);
+          // Cleared from inside its own callback (an interval that stops itself, then sends a request): the
+          // callback goes on with its chain's origin until it returns.
+          if (at.inside) setT(() => leave(at, null), 0); else leave(at, null);
+        }
         return Reflect.apply(original, window, arguments);
       };
     }
