@@ -14,7 +14,7 @@ from support import HtmlSite
 
 import mcpbrowser
 from mcpbrowser.config import Config
-from mcpbrowser.errors import ContentNotFound, InvalidParameters
+from mcpbrowser.errors import ContentNotFound, DialogOpen, InvalidParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from perf_compare import DIVS, ENTRIES, LEAK_PAGES, REPEAT  # noqa: E402  the comparison script's pages
@@ -95,6 +95,15 @@ def test_a_heap_over_the_limit_is_refused_before_it_is_read(browser, session, si
     with pytest.raises(InvalidParameters, match="over the 0 MB this server reads") as refused:
         session.measure_memory(selector="#go", repeat=1)
     assert refused.value.details["heapBytes"] > 100_000
+
+
+def test_an_interaction_that_opens_a_dialog_is_named_and_the_session_goes_on(session, site):
+    site.pages["/alert"] = "<!doctype html><title>alert</title><button id=go onclick=\"alert('hi')\">Go</button>"
+    session.navigate(site.url + "/alert")
+    with pytest.raises(DialogOpen, match="handle_dialog"):
+        session.measure_memory(selector="#go", repeat=1)
+    session.handle_dialog(accept=True)
+    assert session.navigate(site.url + "/clean")["url"] == site.url + "/clean"
 
 
 def test_an_interaction_that_leaves_the_page_is_refused_with_why(browser, session, site):

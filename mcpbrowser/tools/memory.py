@@ -70,7 +70,12 @@ def _snapshot(state, cdp):
 
 def _document(state):
     """The current document's time origin: another one after the interaction means it left the page."""
-    return state.act(state.page, "evaluate", expression="performance.timeOrigin")
+    origin = state.act(state.page, "evaluate", expression="performance.timeOrigin")
+    if origin is INTERRUPTED:
+        raise DialogOpen(f"{state.dialog_summary()} opened while the interaction was repeated. Answer it with "
+                         "handle_dialog, then measure an interaction that opens none.", session_id=state.session_id,
+                         details=state.dialog_info())
+    return origin
 
 
 def _interact(state, args, response, document):
