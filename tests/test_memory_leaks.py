@@ -97,6 +97,26 @@ def test_a_heap_over_the_limit_is_refused_before_it_is_read(browser, session, si
     assert refused.value.details["heapBytes"] > 100_000
 
 
+def test_a_navigation_inside_the_app_and_a_key_are_repeated_too(browser, session, site):
+    # A router that keeps every view it showed (a link's click: history.pushState, the same document)...
+    site.pages["/router"] = (
+        "<!doctype html><title>router</title><a id=go href='/router/next'>Next</a><main id=view></main><script>"
+        "class View { constructor(n) { this.n = n; } } const views = []; "
+        "document.getElementById('go').addEventListener('click', function route(e) { e.preventDefault(); "
+        "history.pushState({}, '', '/router/' + views.length); views.push(new View(views.length)); "
+        "document.getElementById('view').textContent = 'View ' + views.length; });</script>")
+    answer, detail = measured(browser, session, site, "/router")
+    assert leak(detail, "", "View")["perRepetition"] == 1 and "held by views (a variable)" in answer["summary"]
+    # ...and a key handler that keeps each key's record.
+    site.pages["/keys"] = ("<!doctype html><title>keys</title><p>Type.</p><script>window.typed = []; "
+                           "class Stroke { constructor(k) { this.k = k; } } addEventListener('keydown', "
+                           "function note(e) { typed.push(new Stroke(e.key)); });</script>")
+    session.navigate(site.url + "/keys")
+    keyed = session.measure_memory(key="k", repeat=REPEAT)
+    assert "Stroke: +1 each" in keyed["summary"] and "held by window.typed[" in keyed["summary"], keyed["summary"]
+    assert keyed["summary"].startswith(f"Measured: {site.url}/keys, key k:")
+
+
 def test_an_interaction_that_opens_a_dialog_is_named_and_the_session_goes_on(session, site):
     site.pages["/alert"] = "<!doctype html><title>alert</title><button id=go onclick=\"alert('hi')\">Go</button>"
     session.navigate(site.url + "/alert")
