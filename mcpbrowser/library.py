@@ -160,6 +160,12 @@ class Session:
         INP of a click (selector, ref) or key; {url, summary}; its detail is get_content(refId)'s."""
         return self._send("measure_performance", locals())
 
+    def measure_memory(self, selector: str | None = None, ref: str | None = None, key: str | None = None,
+                       repeat: int | None = None, timeout: int | None = None) -> Result:
+        """Repeat a click (selector, ref) or key and name what the page's heap kept each time, with what holds
+        it; {url, summary}; its detail is get_content(refId)'s."""
+        return self._send("measure_memory", locals())
+
     # -- reading -----------------------------------------------------------------
 
     def snapshot(self, selector: str | None = None, ref: str | None = None, query: str | None = None,

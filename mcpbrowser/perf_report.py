@@ -81,6 +81,20 @@ def _script_of(task, frames):
     return max(scripts, key=lambda s: s["duration"], default=None)
 
 
+def _work_of(task, frames, nav):
+    """What a long task without a script was, from its long animation frame: rendering, parsing, or neither."""
+    end = task["start"] + task["duration"]
+    frame = next((f for f in frames if f["start"] < end and f["start"] + f["duration"] > task["start"]), None)
+    if frame is not None and frame.get("layout") is not None:
+        frame_end = frame["start"] + frame["duration"]
+        layout = frame_end - max(frame["layout"], task["start"])
+        if layout >= task["duration"] / 2:
+            return f"style and layout {ms(layout)}"
+    if nav.get("domContentLoaded") and task["start"] < nav["domContentLoaded"]:
+        return "parsing the HTML"
+    return "the browser's own work: no script ran"
+
+
 def analyse(raw):
     """One load's entries (tools/performance.py's COLLECT) as metrics and causes."""
     supported = set(raw["supported"])
@@ -123,8 +137,12 @@ def analyse(raw):
         tasks = [{"start": f["start"], "duration": f["duration"]} for f in frames]
     if "longtask" in supported or "long-animation-frame" in supported:
         metrics["TBT"] = total_blocking_time(tasks, fcp)
-        out["longTasks"] = [{"start": _r(t["start"]), "duration": _r(t["duration"]), "script": _script_of(t, frames)}
-                            for t in sorted(tasks, key=lambda t: -t["duration"])]
+        out["longTasks"] = []
+        for t in sorted(tasks, key=lambda t: -t["duration"]):
+            task = {"start": _r(t["start"]), "duration": _r(t["duration"]), "script": _script_of(t, frames)}
+            if task["script"] is None and "long-animation-frame" in supported:
+                task["work"] = _work_of(t, frames, nav)
+            out["longTasks"].append(task)
     else:
         missing["TBT"] = "this browser has no longtask entries"
     if "long-animation-frame" not in supported:
@@ -286,10 +304,10 @@ def element_words(element):
     return words
 
 
-def script_words(script, page_url):
+def script_words(script, page_url, work=None):
     if not script:
-        return "no script named"
-    if not script.get("url"):  # a callback of a function without a script (a timer the server's settle wraps)
+        return work or "no script named"
+    if not script.get("url"):  # code with no URL of its own (eval, new Function), or a promise of the settle's fetch
         return f"{script.get('invoker') or '?'} (script not named)"
     where = short_url(script["url"], page_url)
     return where + (f" {script['fn']}()" if script.get("fn") else "")
@@ -308,7 +326,11 @@ def summary(measured):
     """The answer's few hundred characters: each metric, its rating and its cause."""
     page = measured["url"]
     metrics = measured["metrics"]
-    lines = [f"Throttled: {throttle_words(measured['throttle'])}."] if measured.get("throttle") else []
+    lines = []
+    if measured.get("left"):  # the page measured is not where the session is now: both are named
+        lines.append(f"Measured {page}; the interaction left for {measured['left']}.")
+    if measured.get("throttle"):
+        lines.append(f"Throttled: {throttle_words(measured['throttle'])}.")
     head = []
     for name in METRICS:
         if name in metrics:
@@ -316,7 +338,8 @@ def summary(measured):
             spread = f" ({_spread(name, *entry['spread'])})" if "spread" in entry \
                 and round(entry["spread"][0], 2) != round(entry["spread"][1], 2) else ""
             head.append(f"{name} {_value(name, entry)}{spread} {entry['rating']}")
-    lines.append("; ".join(head) + ".")
+    if head:
+        lines.append("; ".join(head) + ".")
     lcp = measured.get("lcp")
     if lcp and "LCP" in metrics:
         p = lcp["phases"]
@@ -335,7 +358,7 @@ def summary(measured):
                                                       for r in blocking[:SHOWN]) + ".")
     tasks = [t for t in measured.get("longTasks") or [] if t["duration"] > LONG_TASK_MS]
     if tasks:
-        lines.append("Long tasks: " + ", ".join(f"{ms(t['duration'])} {script_words(t['script'], page)}"
+        lines.append("Long tasks: " + ", ".join(f"{ms(t['duration'])} {script_words(t['script'], page, t.get('work'))}"
                                                  for t in tasks[:SHOWN]) + ".")
     interaction = measured.get("interaction")
     if interaction and "phases" in interaction:

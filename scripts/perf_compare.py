@@ -1,6 +1,6 @@
 """Side by side: our measure_performance against chrome-devtools-mcp's performance trace, on the same local pages.
 
-    .venv/bin/python scripts/perf_compare.py [--version 1.11.0] [--cdm-dir DIR] [--json FILE]
+    .venv/bin/python scripts/perf_compare.py [--version 1.11.0] [--cdm-dir DIR] [--json FILE] [--leaks]
 
 Installs chrome-devtools-mcp with npm into a temporary folder (never into the repository; --cdm-dir reuses
 one), serves pages on 127.0.0.1 whose answers are known by construction (a late LCP image, a stylesheet
@@ -14,6 +14,14 @@ with whether they agree (the goal: within 15 % or 50 ms; CLS within 15 % or 0.01
 answer (the goal: ours at most half of theirs; theirs also with the LCPBreakdown insight that names the
 element), and the time each took against our plain navigate of the same page. The main thread runs it;
 the MCP client is the SDK's (asyncio, in this script only).
+
+With --leaks it asks instead "what does this click leak", on pages built to leak a known amount a click
+(LEAK_PAGES: 200 detached divs kept in a global array, a listener on window holding a closure, 50 entries
+of a cache map; and a clean page): ours measure_memory {selector: "#go", repeat: 4} (a warm-up click, two
+rounds of four, three snapshots read in memory); theirs (started with --memoryDebugging) a warm-up click
+and four more through evaluate_script, take_heapsnapshot before and after them, and compare_heapsnapshots.
+It prints whether each names the leak (ours: its group, within 5 % of the count a click; theirs: the class's
+name in its comparison), the characters of all of each one's answers, and the time each took.
 """
 
 import argparse
@@ -72,6 +80,31 @@ PAGES = {
               "width:100vw;height:50vh;background:#ccc}</style><div id=box>Box</div>"
               "<script>setTimeout(() => { document.getElementById('box').style.top = '25vh' }, 300)</script>",
 }
+DIVS, ENTRIES, REPEAT = 200, 50, 4
+# Each page's button keeps a known amount with every click, or (the clean page) makes as much garbage and
+# keeps none of it. tests/test_memory_leaks.py measures these pages.
+LEAK_SCRIPTS = {
+    "/divs.js": "window.kept = []; document.getElementById('go').addEventListener('click', function keep() { "
+                f"for (let i = 0; i < {DIVS}; i++) {{ const d = document.createElement('div'); "
+                "document.body.appendChild(d); d.remove(); kept.push(d); } });",
+    "/listener.js": "document.getElementById('go').addEventListener('click', function add() { "
+                    "const data = new Array(100).fill(Math.random()); "
+                    "window.addEventListener('resize', function onResize() { return data.length; }); });",
+    "/cache.js": "class Entry { constructor(i) { this.i = i; this.at = Date.now(); } } const cache = new Map(); "
+                 "let next = 0; document.getElementById('go').addEventListener('click', function fill() { "
+                 f"for (let i = 0; i < {ENTRIES}; i++) {{ cache.set('k' + next, new Entry(next)); next++; }} }});",
+    "/clean.js": "class Entry { constructor(i) { this.i = i; } } document.getElementById('go').addEventListener("
+                 "'click', function churn() { const made = []; for (let i = 0; i < 200; i++) { "
+                 "made.push(new Entry(i), document.createElement('div')); } "
+                 "document.getElementById('out').textContent = made.length; });",
+}
+LEAK_PAGES = {**{f"/{name[1:-3]}": f"<!doctype html><title>{name[1:-3]}</title><button id=go>Go</button>"
+                                   f"<p id=out></p><a id=away href='/clean'>Away</a><script src='{name}'></script>"
+                 for name in LEAK_SCRIPTS}, **LEAK_SCRIPTS}
+# What each page leaks a click: ours names its group (kind, name) with the count; theirs, the class's name.
+LEAKS = {"/divs": ("detached", "<div>", DIVS, r"<div>|HTMLDivElement"),
+         "/listener": ("closure", "onResize", 1, r"onResize"),
+         "/cache": ("", "Entry", ENTRIES, r"\bEntry\b"), "/clean": None}
 TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png"}
 
 
@@ -84,7 +117,7 @@ class Handler(BaseHTTPRequestHandler):
         query = parse_qs(url.query)
         if "ms" in query:
             time.sleep(int(query["ms"][0]) / 1000)
-        body = PNG if url.path == "/noise.png" else PAGES.get(url.path, "").encode()
+        body = PNG if url.path == "/noise.png" else (PAGES.get(url.path) or LEAK_PAGES.get(url.path, "")).encode()
         self.send_response(200 if body else 404)
         self.send_header("Content-Type", next((t for end, t in TYPES.items() if url.path.endswith(end)),
                                               "text/html; charset=utf-8"))
@@ -152,24 +185,29 @@ def agree(name, ours, theirs):
     return abs(ours - theirs) <= max(0.15 * abs(theirs), 0.01 if name == "CLS" else 50)
 
 
+async def servers(stack, cli, *extra):
+    """(ours, theirs, our session's id): both servers started and initialized, ours with a session open."""
+    env = {**os.environ, "TMPDIR": tempfile.mkdtemp(prefix="mcpb-")}
+    ours_params = StdioServerParameters(command=sys.executable, env=env, args=[
+        "-m", "mcpbrowser", "--headless", "--caps", "performance", "--db", ":memory:", "--rate-limit", "0"])
+    theirs_params = StdioServerParameters(command="node", cwd=os.path.dirname(cli), args=[
+        cli, "--headless", "--isolated", "--executablePath", CHROMIUM, "--chromeArg=--no-sandbox",
+        "--viewport", VIEWPORT, "--no-usage-statistics", "--no-performance-crux", *extra])
+    devnull = stack.enter_context(open(os.devnull, "w"))
+    ours = await stack.enter_async_context(ClientSession(*await stack.enter_async_context(
+        stdio_client(ours_params, errlog=devnull))))
+    theirs = await stack.enter_async_context(ClientSession(*await stack.enter_async_context(
+        stdio_client(theirs_params, errlog=devnull))))
+    await ours.initialize()
+    await theirs.initialize()
+    created, _ = await call(ours, "create_session", {})
+    return ours, theirs, json.loads(created.split("\n")[0])["sessionId"]
+
+
 async def run(cli, base, pages):
     out = []
     async with AsyncExitStack() as stack:
-        env = {**os.environ, "TMPDIR": tempfile.mkdtemp(prefix="mcpb-")}
-        ours_params = StdioServerParameters(command=sys.executable, env=env, args=[
-            "-m", "mcpbrowser", "--headless", "--caps", "performance", "--db", ":memory:", "--rate-limit", "0"])
-        theirs_params = StdioServerParameters(command="node", cwd=os.path.dirname(cli), args=[
-            cli, "--headless", "--isolated", "--executablePath", CHROMIUM, "--chromeArg=--no-sandbox",
-            "--viewport", VIEWPORT, "--no-usage-statistics", "--no-performance-crux"])
-        devnull = stack.enter_context(open(os.devnull, "w"))
-        ours = await stack.enter_async_context(ClientSession(*await stack.enter_async_context(
-            stdio_client(ours_params, errlog=devnull))))
-        theirs = await stack.enter_async_context(ClientSession(*await stack.enter_async_context(
-            stdio_client(theirs_params, errlog=devnull))))
-        await ours.initialize()
-        await theirs.initialize()
-        created, _ = await call(ours, "create_session", {})
-        session_id = json.loads(created.split("\n")[0])["sessionId"]
+        ours, theirs, session_id = await servers(stack, cli)
         for path in pages:
             url = base + path
             _, navigate_ms = await call(ours, "navigate", {"sessionId": session_id, "url": url})
@@ -188,6 +226,67 @@ async def run(cli, base, pages):
                         "theirsMs": round(theirs_ms), "theirsInsightMs": round(insight_ms),
                         "oursAnswer": answer, "theirsSummary": summary})
     return out
+
+
+async def run_leaks(cli, base, pages):
+    out = []
+    folder = tempfile.mkdtemp(prefix="cdm-heap-")
+    async with AsyncExitStack() as stack:
+        ours, theirs, session_id = await servers(stack, cli, "--memoryDebugging")
+        for path in pages:
+            url = base + path
+            await call(ours, "navigate", {"sessionId": session_id, "url": url})
+            answer, ours_ms = await call(ours, "measure_memory", {"sessionId": session_id, "selector": "#go",
+                                                                  "repeat": REPEAT})
+            ref_id = json.loads(answer.split("\n")[0])["refId"]
+            detail, _ = await call(ours, "get_content", {"ref_id": ref_id, "reset_cursor": True})
+            detail = json.loads(detail.split("\n", 1)[1])
+            await call(theirs, "navigate_page", {"pageId": 1, "type": "url", "url": url})
+            before, after = (os.path.join(folder, f"{path[1:]}-{n}.heapsnapshot") for n in ("before", "after"))
+            click = ("evaluate_script", {"pageId": 1, "function": "() => document.getElementById('go').click()"})
+            steps = [click, ("take_heapsnapshot", {"pageId": 1, "filePath": before}), *[click] * REPEAT,
+                     ("take_heapsnapshot", {"pageId": 1, "filePath": after}),
+                     ("compare_heapsnapshots", {"baseFilePath": before, "currentFilePath": after})]
+            texts, theirs_ms = [], 0.0
+            for tool, args in steps:
+                text, ms = await call(theirs, tool, args)
+                texts.append(text)
+                theirs_ms += ms
+            out.append({"page": path, "oursLeaks": [{k: row[k] for k in ("kind", "name", "perRepetition")}
+                                                    for row in detail["leaks"]],
+                        "oursChars": len(answer), "theirsChars": sum(len(t) for t in texts),
+                        "oursMs": round(ours_ms), "theirsMs": round(theirs_ms),
+                        "oursAnswer": answer, "theirsComparison": texts[-1]})
+    return out
+
+
+def leak_found(row):
+    """(ours, theirs): whether each named the page's leak (the clean page: ours said nothing grew)."""
+    expected = LEAKS[row["page"]]
+    if expected is None:
+        return not row["oursLeaks"], None
+    kind, name, count, pattern = expected
+    ours = any(leak["kind"] == kind and leak["name"] == name and abs(leak["perRepetition"] - count) <= 0.05 * count
+               for leak in row["oursLeaks"])
+    return ours, re.search(pattern, row["theirsComparison"]) is not None
+
+
+def report_leaks(rows):
+    lines = ["| page | leak named: ours / theirs | answer chars: ours / theirs | ms: ours / theirs |",
+             "|---|---|---|---|"]
+    misses = []
+    for row in rows:
+        ours, theirs = leak_found(row)
+        if not ours:
+            misses.append(f"{row['page']}: ours did not name it")
+        if row["oursChars"] * 2 > row["theirsChars"]:
+            misses.append(f"{row['page']} characters: ours {row['oursChars']}, theirs {row['theirsChars']}")
+        if row["oursMs"] > row["theirsMs"]:
+            misses.append(f"{row['page']} time: ours {row['oursMs']} ms, theirs {row['theirsMs']} ms")
+        words = {True: "yes", False: "**no**", None: "n/a"}
+        lines.append(f"| {row['page']} | {words[ours]} / {words[theirs]} | {row['oursChars']} / {row['theirsChars']} | "
+                     f"{row['oursMs']} / {row['theirsMs']} |")
+    return "\n".join(lines), misses
 
 
 def report(rows):
@@ -223,6 +322,7 @@ def main():
     parser.add_argument("--version", default="1.11.0", help="chrome-devtools-mcp's version (npm)")
     parser.add_argument("--cdm-dir", help="a folder to install it into and reuse (default: a new temporary one)")
     parser.add_argument("--json", help="also write every figure and both answers to this file")
+    parser.add_argument("--leaks", action="store_true", help="compare what a click leaks instead of a page's load")
     args = parser.parse_args()
     folder = args.cdm_dir or tempfile.mkdtemp(prefix="cdm-")
     cli = install(folder, args.version)
@@ -234,8 +334,12 @@ def main():
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {platform.platform()}, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}; {chromium}; chrome-devtools-mcp {args.version}; "
           f"command: {' '.join(sys.argv)}")
-    rows = asyncio.run(run(cli, base, ["/lcp", "/css", "/busy", "/shift"]))
-    table, misses = report(rows)
+    if args.leaks:
+        rows = asyncio.run(run_leaks(cli, base, list(LEAKS)))
+        table, misses = report_leaks(rows)
+    else:
+        rows = asyncio.run(run(cli, base, ["/lcp", "/css", "/busy", "/shift"]))
+        table, misses = report(rows)
     print(table)
     print("Goals missed: " + ("; ".join(misses) if misses else "none"))
     for row in rows:

@@ -57,6 +57,27 @@ PAGES = {
               "document.getElementById('go').onclick = function block() { const t = performance.now(); "
               f"while (performance.now() - t < {HANDLER_MS}) {{}} this.textContent = 'Done'; }}</script>",
     "/field": "<!doctype html><title>field</title><input id=f type=password>",
+    # A dashboard whose link leaves it (for a page the server holds a moment: the old page paints meanwhile), and
+    # a form whose submit does.
+    "/dashboard": "<!doctype html><title>dashboard</title><h1>Dashboard</h1><a href='/search?ms=300'>Search</a>",
+    # A link whose own handler blocks before the browser leaves: its entries come with the old page's last paint.
+    "/slowlink": "<!doctype html><title>slow link</title><h1>Slow link</h1><a href='/search?ms=300' onclick='"
+                 f"const t = performance.now(); while (performance.now() - t < {HANDLER_MS}) {{}}'>Search</a>",
+    "/search": "<!doctype html><title>search</title><p>Results.</p>",
+    "/form": "<!doctype html><title>form</title><form action='/search'><input name=q value=x>"
+             "<button id=send>Send</button></form>",
+    # A long task after the load event, scheduled by the page's own timer, interval or event listener: each
+    # named with the page's function and script, whatever the server's settle does with timers.
+    "/timer": "<!doctype html><title>timer</title><p>Timed.</p><script src='/timer.js'></script>",
+    "/timer.js": "addEventListener('load', () => setTimeout(function longTask300() { "
+                 f"const t = performance.now(); while (performance.now() - t < {TASK_MS}) {{}} }}, 100));",
+    "/interval": "<!doctype html><title>interval</title><p>Ticking.</p><script src='/tick.js'></script>",
+    "/tick.js": "let ticks = 0; addEventListener('load', () => setInterval(function tick() { if (++ticks === 2) { "
+                f"const t = performance.now(); while (performance.now() - t < {TASK_MS}) {{}} }} }}, 100));",
+    "/listener": "<!doctype html><title>listener</title><p>Listening.</p><script src='/listen.js'></script>",
+    "/listen.js": "addEventListener('message', function onMessage() { const t = performance.now(); "
+                  f"while (performance.now() - t < {TASK_MS}) {{}} }}); "
+                  "addEventListener('load', () => postMessage('go', '*'));",
 }
 TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png"}
 
@@ -166,6 +187,27 @@ def test_a_long_task_is_named_with_its_script(browser, session, site):
     assert "busy.js spin()" in answer["summary"]
 
 
+@pytest.mark.parametrize("cpu_rate", [1, 4])
+@pytest.mark.parametrize("path, script, function", [("/timer", "timer.js", "longTask300"),
+                                                    ("/interval", "tick.js", "tick"),
+                                                    ("/listener", "listen.js", "onMessage")])
+def test_a_long_task_is_named_with_its_function_whoever_scheduled_it(browser, session, site, path, script,
+                                                                      function, cpu_rate):
+    # The settle (an init script in every document) notes the page's timers: the browser must still credit
+    # the task to the page's function, not to anything of ours.
+    if cpu_rate != 1:
+        session.throttle(cpu_rate=cpu_rate)
+    answer, detail = measured(browser, session, url=site.url + path)
+    task = detail["longTasks"][0]
+    assert TASK_MS <= task["duration"] <= TASK_MS * cpu_rate + SLACK_MS, task
+    assert task["script"]["url"].endswith("/" + script) and task["script"]["fn"] == function, task
+    assert f"{script} {function}()" in answer["summary"]
+    # And after the measured load: the same page, settled by an action, then measured again without a load.
+    session.click("p")
+    again = measured(browser, session, url=site.url + path)[1]["longTasks"][0]["script"]
+    assert again["fn"] == function and again["url"].endswith("/" + script), again
+
+
 def test_a_click_that_blocks_is_measured_as_inp(browser, session, site):
     answer, detail = measured(browser, session, url=site.url + "/click", selector="#go")
     inp = value(detail, "INP")
@@ -179,6 +221,40 @@ def test_a_click_that_blocks_is_measured_as_inp(browser, session, site):
     ref = session.snapshot(query="Done")["snapshot"].split("[ref=")[1].split("]")[0]
     again = session.measure_performance(load=False, ref=ref)
     assert "INP" in again["summary"] and "LCP" not in again["summary"].split("\n")[0]
+
+
+def test_a_click_that_leaves_the_page_is_measured_on_the_page_it_left(browser, session, site):
+    dashboard = site.url + "/dashboard"
+    answer, detail = measured(browser, session, url=dashboard, selector="text=Search")
+    # The answer names the page whose load it measured, and where the click went.
+    assert answer["url"] == detail["url"] == dashboard
+    assert detail["left"] == site.url + "/search?ms=300"
+    assert answer["summary"].startswith(f"Measured {dashboard}; the interaction left for {site.url}/search?ms=300.\n")
+    assert "LCP" in detail["metrics"] and detail["lcp"]["element"]["selector"] == "body > h1"
+    # INP as the browser reported it before the page unloaded, or why not.
+    inp = detail["metrics"].get("INP")
+    assert inp is not None or "unloaded" in detail["notMeasured"]["INP"], detail.get("notMeasured")
+    if inp is not None:
+        assert detail["interaction"]["event"] in ("pointerdown", "pointerup", "click", "mousedown", "mouseup")
+    # A comparison finds the dashboard's earlier measurement.
+    again = session.measure_performance(url=dashboard)
+    assert browser.compare_performance(again["refId"])["baseline"] == answer["refId"]
+
+
+def test_inp_of_a_click_that_leaves_is_the_one_the_browser_reported_before_the_page_unloaded(browser, session, site):
+    answer, detail = measured(browser, session, url=site.url + "/slowlink", selector="text=Search")
+    assert detail["left"] == site.url + "/search?ms=300"
+    assert HANDLER_MS <= value(detail, "INP") <= HANDLER_MS + SLACK_MS, detail.get("notMeasured")
+    assert detail["interaction"]["phases"]["processing"] >= HANDLER_MS
+
+
+def test_a_submit_measured_without_a_load_names_the_page_and_its_inp_or_why_not(browser, session, site):
+    session.navigate(site.url + "/form")
+    answer, detail = measured(browser, session, load=False, selector="#send")
+    first = answer["summary"].split("\n")[0]
+    assert first == f"Measured {site.url}/form; the interaction left for {site.url}/search?q=x.", answer["summary"]
+    assert detail["url"] == site.url + "/form"
+    assert "INP" in detail["metrics"] or "unloaded" in detail["notMeasured"]["INP"], detail
 
 
 def test_a_ref_cannot_outlive_the_load_it_asks_for(session, site):
@@ -339,3 +415,19 @@ def test_an_exported_session_replays_a_measurements_load_and_interaction():
                                           'expect(page).to_have_url("http://127.0.0.1:1/b")',
                                           'page.locator("#next").click()']
     assert script.steps == 5
+
+
+def test_a_long_task_without_a_script_says_what_it_was():
+    from mcpbrowser.perf_report import analyse, summary
+    frames = [{"start": 1000, "duration": 200, "layout": 1020, "render": 1010, "scripts": []},
+              {"start": 2000, "duration": 100, "layout": 2090, "render": 2090, "scripts": []}]
+    raw = {"url": "http://127.0.0.1:1/", "supported": ["long-animation-frame", "longtask"],
+           "nav": {"ttfb": 5, "domContentLoaded": 500}, "fcp": 50, "lcp": None, "resources": [], "frames": frames,
+           "tasks": [{"start": 1000, "duration": 200}, {"start": 100, "duration": 120},
+                     {"start": 2000, "duration": 100}]}
+    works = {t["start"]: t["work"] for t in analyse(raw)["longTasks"]}
+    assert works == {1000: "style and layout 180 ms", 100: "parsing the HTML",
+                     2000: "the browser's own work: no script ran"}
+    tasks = analyse(raw)
+    text = summary({"url": raw["url"], "metrics": {}, "longTasks": tasks["longTasks"]})
+    assert "Long tasks: 200 ms style and layout 180 ms, 120 ms parsing the HTML" in text

@@ -181,3 +181,29 @@ def test_a_page_whose_clock_never_stops_does_not_make_every_action_wait_the_cap(
         took.append(time.monotonic() - started)
     assert found(client, session, "Ticked view") >= 1
     assert sorted(took)[1] < 1.2, took  # the cap is 2 s; the click's own timer ends at once
+
+
+PAGES["/poller"] = """<!doctype html><title>Poller</title><main id="view"></main>
+<button id="go" onclick="document.getElementById('view').textContent = 'Polled view'">Go</button>
+<script>
+  // A poll that stops its interval, starts the next one and sends a request from inside each tick.
+  (function poll() {
+    const id = setInterval(() => { clearInterval(id); poll(); fetch('/slow?ms=300'); }, 60);
+  })();
+</script>"""
+
+
+@pytest.mark.alone
+def test_a_poll_that_stops_its_own_interval_is_not_the_actions(client, session, pages):
+    # The request sent after the interval cleared itself is still of the poll's chain (begun at load), not
+    # the click's: the click answers without waiting for it (the settle's cap is 1.5 s).
+    import time
+
+    client.tool("navigate", sessionId=session, url=pages.url("/poller"))
+    took = []
+    for _ in range(3):
+        started = time.monotonic()
+        client.tool("click", sessionId=session, selector="#go")
+        took.append(time.monotonic() - started)
+    assert found(client, session, "Polled view") >= 1
+    assert sorted(took)[1] < 1.2, took

@@ -29,7 +29,7 @@ GROUPS = {
     "pdf": {"pdf"},
     "tracing": {"trace_start", "trace_stop"},
     "export": {"export_script"},
-    "performance": {"measure_performance", "compare_performance"},
+    "performance": {"measure_performance", "measure_memory", "compare_performance"},
 }
 OPTIONS = {"logins": {("create_session", "storageState")},
            "emulation": {("create_session", name) for name in (

@@ -270,8 +270,8 @@ class Browser:
         return self.call("get_console_content", arguments(locals(), spell=str))
 
     def compare_performance(self, ref_id: str, baseline: str | None = None) -> dict[str, Any]:
-        """What moved between two measure_performance runs (baseline: by default the last earlier one of the
-        same URL); {baseline, summary}."""
+        """What moved between two measure_performance runs, or two measure_memory runs (baseline: by default the
+        last earlier one of the same URL); {baseline, summary}."""
         return self.call("compare_performance", arguments(locals(), spell=str))
 
     def export_script(self, session_id: str, storage_state_path: str | None = None) -> dict[str, Any]:

@@ -326,12 +326,16 @@ def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None,
 
 def _measured(call):
     """A measure_performance call as the page actions it took (its load, then the click or key it measured),
-    so that the steps after it replay on the page it left; any other call as it is."""
+    a measure_memory call as its interaction as many times as it did it (a warm-up, two rounds), so that the
+    steps after it replay on the page it left; any other call as it is."""
     ref_id, tool, args, status, result, page = call
-    if tool != "measure_performance" or status != "ok":
+    if tool not in ("measure_performance", "measure_memory") or status != "ok":
         return [call]
     steps = []
     acts = {k: args[k] for k in ("selector", "ref", "key") if k in args}
+    if tool == "measure_memory":
+        act: tuple = (ref_id, "press_key" if "key" in acts else "click", acts, status, {}, None)
+        return [act] * (2 * args.get("repeat", 5)) + [(*act[:5], page)]
     if args.get("load", True):
         shown = {} if acts else {"url": (result or {}).get("url")}  # an interaction may move it on
         steps.append((ref_id, "navigate", {"url": args["url"]}, status, shown, None) if "url" in args

@@ -75,7 +75,7 @@ INSTALL = r"""(() => {
     // work after it is found by the request or timer that resolved it.
     let running = null;                // the origin of the callback running now (null: not known)
     let turnOrigin = null;             // the origin of the callback that began this turn of the event loop
-    let depth = 0;                     // callbacks of ours on the stack (a timer's, an interval's...)
+    let depth = 0;                     // callbacks carried by us running (a microtask, a timer between its two)
     let acting = null, actingAt = 0;   // the input event being dispatched, and when it came
     let scoped = null, scopedAt = 0;   // a socket's or a request's event being dispatched, and its origin
     let lastScroll = -1;
@@ -116,37 +116,64 @@ INSTALL = r"""(() => {
         try { return Reflect.apply(fn, this, arguments); } finally { running = outer; depth--; enter(origin); }
       };
     };
-    const timers = new Map();
-    const setT = window.setTimeout, clearT = window.clearTimeout, timerMs = TIMER_MS;
-    window.setTimeout = function (fn, ms, ...rest) {
-      if (typeof fn !== "function") return Reflect.apply(setT, window, [fn, ms, ...rest]);
-      const delay = Number(ms) || 0, run = carried(fn);
-      // A timer longer than TIMER_MS is not waited for (a timeout, a race's loser, a toast's end, a slow
-      // poll): it only carries its chain's origin.
-      if (delay > timerMs) return Reflect.apply(setT, window, [run, ms, ...rest]);
-      const job = begin(clock() + delay);
-      const id = Reflect.apply(setT, window, [function () {
-        timers.delete(id); end(job);
-        return Reflect.apply(run, this, arguments);
-      }, ms, ...rest]);
-      timers.set(id, job);
+    // The page's timers and intervals are handed to the browser as they are: the browser credits a task to
+    // the function it calls (a long task's script and function, in performance insights), and a wrapper of
+    // ours would be that function. Two timers of ours with the same delay go around each instead, one set
+    // just before it and one just after (the browser runs timers of one delay in the order they were set):
+    // the first gives the callback its chain's origin, the second takes it back and ends the job.
+    const timers = new Map();          // the page's timer id: {before, after, job, outer, inside}
+    const setT = window.setTimeout, clearT = window.clearTimeout, setI = window.setInterval, timerMs = TIMER_MS;
+    const around = (set, fn, ms, rest, waited) => {
+      const origin = originOf(clock()), at = {job: waited ? begin(clock() + (Number(ms) || 0)) : null,
+                                              outer: null, inside: false};
+      at.before = Reflect.apply(set, window, [() => {
+        if (at.inside) return;
+        at.inside = true; at.outer = running; running = origin; depth++;
+      }, ms]);
+      const id = Reflect.apply(set, window, [fn, ms, ...rest]);
+      at.after = Reflect.apply(set, window, [() => leave(at, set === setT ? id : null), ms]);
+      timers.set(id, at);
       return id;
     };
-    window.clearTimeout = function (id) {
-      const job = timers.get(id);
-      if (job) { timers.delete(id); end(job); }
-      return Reflect.apply(clearT, window, arguments);
+    const leave = (at, id) => {
+      if (at.inside) { at.inside = false; running = at.outer; depth--; }
+      if (at.job) { end(at.job); at.job = null; }
+      if (id !== null) timers.delete(id);
     };
+    window.setTimeout = function (fn, ms, ...rest) {
+      if (typeof fn !== "function") return Reflect.apply(setT, window, [fn, ms, ...rest]);
+      // A timer longer than TIMER_MS is not waited for (a timeout, a race's loser, a toast's end, a slow
+      // poll): it only carries its chain's origin.
+      return around(setT, fn, ms, rest, (Number(ms) || 0) <= timerMs);
+    };
+    window.setInterval = function (fn, ms, ...rest) {
+      if (typeof fn !== "function") return Reflect.apply(setI, window, [fn, ms, ...rest]);
+      return around(setI, fn, ms, rest, false);
+    };
+    // One list of ids for both kinds, as the browser keeps them: either call clears either.
+    for (const name of ["clearTimeout", "clearInterval"]) {
+      const original = window[name];
+      window[name] = function (id) {
+        const at = timers.get(id);
+        if (at) {
+          clearT(at.before); clearT(at.after); timers.delete(id);
+          // Cleared from inside its own callback (an interval that stops itself, then sends a request): the
+          // callback goes on with its chain's origin until it returns.
+          if (at.inside) setT(() => leave(at, null), 0); else leave(at, null);
+        }
+        return Reflect.apply(original, window, arguments);
+      };
+    }
+    // A microtask runs inside the task that queued it, and the browser credits it to that task's script:
+    // carrying its origin changes nothing the browser names. Animation frames and idle callbacks are left
+    // alone; their code is of the turn before, or known only by its own start.
     const carry = (name) => {
       const original = window[name];
       if (original) window[name] = function (fn, ...rest) {
         return Reflect.apply(original, window, [typeof fn === "function" ? carried(fn) : fn, ...rest]);
       };
     };
-    // Animation frames and idle callbacks are left alone: the browser names the script of a long frame's
-    // callback by the function it called (performance insights read it), and ours would hide it. Their
-    // code is of the turn before, or known only by its own start.
-    ["setInterval", "queueMicrotask"].forEach(carry);
+    carry("queueMicrotask");
     const bodies = new WeakMap();  // a fetch's Response: the origin of the code that sent it
     const fetch0 = window.fetch;
     if (fetch0) window.fetch = function () {

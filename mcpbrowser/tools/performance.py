@@ -10,6 +10,7 @@ page (get_content reads it whole), and core/performance_tools.py compares two of
 
 import time
 from datetime import datetime, timezone
+from urllib.parse import urlsplit
 
 from mcpbrowser import perf_report, schema, snapshot_text
 from mcpbrowser.errors import DialogOpen, InvalidParameters
@@ -106,7 +107,8 @@ COLLECT = """async ([quietMs, capMs]) => {
         return d && {...d, from: rect(s.previousRect), to: rect(s.currentRect)}; }).filter(Boolean)})),
     tasks: (got.longtask || []).map(e => ({start: r(e.startTime), duration: r(e.duration)})),
     frames: (got['long-animation-frame'] || []).map(e => ({start: r(e.startTime), duration: r(e.duration),
-      blocking: r(e.blockingDuration), scripts: e.scripts.map(script)})),
+      blocking: r(e.blockingDuration), render: e.renderStart ? r(e.renderStart) : null,
+      layout: e.styleAndLayoutStart ? r(e.styleAndLayoutStart) : null, scripts: e.scripts.map(script)})),
     resources: (got.resource || []).map(e => ({url: e.name, type: e.initiatorType, start: r(e.startTime),
       requestStart: r(e.requestStart), end: r(e.responseEnd), duration: r(e.duration), transfer: e.transferSize,
       blocking: e.renderBlockingStatus, status: e.responseStatus})),
@@ -115,30 +117,11 @@ COLLECT = """async ([quietMs, capMs]) => {
 }"""
 
 # The interaction's entries: observers set before it (events of 16 ms or more, the least the browser
-# reports; the long animation frames that ran its handlers), read once its paint came.
-WATCH = """() => {
-  const box = window.__mcpbrowserPerf = {events: [], frames: [], last: 0};
-  const supported = PerformanceObserver.supportedEntryTypes || [];
-  for (const [type, into] of [['event', 'events'], ['long-animation-frame', 'frames']]) {
-    if (!supported.includes(type)) continue;
-    new PerformanceObserver(list => { box[into].push(...list.getEntries()); box.last = performance.now(); })
-      .observe(type === 'event' ? {type, durationThreshold: 16} : {type});
-  }
-  return supported.includes('event');
-}"""
-TAKE = """async ([quietMs, nothingMs, capMs]) => {
-  const box = window.__mcpbrowserPerf;
-  if (!box) return null;
-  const began = performance.now();
-  await new Promise(done => {
-    const tick = () => {
-      const now = performance.now(), has = box.events.some(e => e.interactionId);
-      if ((has && now - box.last >= quietMs) || (!has && now - began >= nothingMs) || now - began >= capMs) done();
-      else setTimeout(tick, 25);
-    };
-    setTimeout(tick, 25);
-  });
-  delete window.__mcpbrowserPerf;
+# reports; the long animation frames that ran its handlers), read once its paint came. An interaction that
+# leaves the page (a link, a submit): what the browser reported before the page unloaded is kept for the
+# next document of the same origin (sessionStorage, under KEPT, removed as it is read).
+KEPT = "__mcpbrowserPerf"
+SHAPE = """box => {
   const r = x => Math.round(x * 10) / 10;
   return {
     events: box.events.map(e => ({name: e.name, interactionId: e.interactionId, start: r(e.startTime),
@@ -148,6 +131,43 @@ TAKE = """async ([quietMs, nothingMs, capMs]) => {
       duration: r(s.duration)}))})),
   };
 }"""
+WATCH = """() => {
+  const box = window.__mcpbrowserPerf = {events: [], frames: [], last: 0, observers: []};
+  const supported = PerformanceObserver.supportedEntryTypes || [];
+  for (const [type, into] of [['event', 'events'], ['long-animation-frame', 'frames']]) {
+    if (!supported.includes(type)) continue;
+    const o = new PerformanceObserver(list => { box[into].push(...list.getEntries()); box.last = performance.now(); });
+    o.observe(type === 'event' ? {type, durationThreshold: 16} : {type});
+    box.observers.push([into, o]);
+  }
+  box.hide = () => {
+    for (const [into, o] of box.observers) box[into].push(...o.takeRecords());
+    try { sessionStorage.setItem('KEPT', JSON.stringify((SHAPE)(box))); } catch (e) {}
+  };
+  addEventListener('pagehide', box.hide, {once: true});
+  return supported.includes('event');
+}""".replace("KEPT", KEPT).replace("SHAPE", SHAPE)
+TAKE = """async ([quietMs, nothingMs, capMs]) => {
+  const box = window.__mcpbrowserPerf;
+  if (!box) {
+    let kept = null;
+    try { kept = sessionStorage.getItem('KEPT'); sessionStorage.removeItem('KEPT'); } catch (e) {}
+    return kept === null ? null : {...JSON.parse(kept), unloaded: true};
+  }
+  const began = performance.now();
+  await new Promise(done => {
+    const tick = () => {
+      const now = performance.now(), has = box.events.some(e => e.interactionId);
+      if ((has && now - box.last >= quietMs) || (!has && now - began >= nothingMs) || now - began >= capMs) done();
+      else setTimeout(tick, 25);
+    };
+    setTimeout(tick, 25);
+  });
+  removeEventListener('pagehide', box.hide);
+  for (const [, o] of box.observers) o.disconnect();
+  delete window.__mcpbrowserPerf;
+  return (SHAPE)(box);
+}""".replace("KEPT", KEPT).replace("SHAPE", SHAPE)
 
 
 def _check(state, args):
@@ -181,16 +201,21 @@ def measure_performance(state, args, response):
         raw, took = _one_load(state, response, args.get("url") if run == 0 else None, left)
         loads.append(perf_report.analyse(raw))
         load_ms += took
+    # The page measured: the one loaded, or the one the interaction was done on (it may leave it).
+    page_url = loads[0]["url"] if loads else state.page.url
     interaction = _interaction(state, args, response, deadline) if {"selector", "ref", "key"} & set(args) else None
-    context = {"url": state.page.url, "measuredAt": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    context = {"url": page_url, "measuredAt": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "browser": f"{state.playwright_browser.browser_type.name} {state.playwright_browser.version}",
                "load": ("navigate" if "url" in args else "reload") if load else "none",
                "cache": "off (a cold load)" if load and state.chromium else "as the browser has it",
                "throttle": dict(state.throttle)}
     if runs > 1:
         context["runsAsked"] = runs
+    if interaction is not None and "left" in interaction:
+        context["left"] = interaction.pop("left")
     measured = perf_report.report(loads, interaction, context)
-    _give_refs(state, measured)
+    if "left" not in measured:  # the elements' refs are read on the page measured, not one it left for
+        _give_refs(state, measured)
     measured["cost"] = {"loadMs": round(load_ms), "measureMs": round((time.monotonic() - began) * 1000)}
     measured = scrub_value(measured, state.secrets)
     # The history keeps the whole measurement (get_content(refId) reads it): a report, not the page's snapshot.
@@ -236,22 +261,50 @@ def _interaction(state, args, response, deadline):
         return {"why": f"this browser ({state.playwright_browser.browser_type.name}) has no event timing entries"}
     target = {k: args[k] for k in ("selector", "ref") if k in args}
     timeout = {"timeout": min(_left_ms(deadline), state.config.action_timeout)}
+    before = state.page.url
     if "key" in args:
         acting_tools.press_key(state, {"key": args["key"], **target, **timeout}, response)
         label = args["key"] + (f" on {args.get('selector') or 'ref ' + args['ref']}" if target else "")
     else:
         acting_tools.click(state, {**target, **timeout}, response)
         label = args.get("selector") or f"ref {args['ref']}"
-    try:
-        raw = state.act(state.page, "evaluate", expression=TAKE,
-                        arg=[INTERACTION_QUIET_MS, INTERACTION_NOTHING_MS, INTERACTION_CAP_MS])
-    except Exception as exc:
-        log.debug("interaction not read", extra={"session": state.session_id, "error": str(exc).splitlines()[0]})
-        raw = None
-    if raw is None or raw is INTERRUPTED:
-        return {"why": "the interaction left the page (a navigation, or a dialog): INP is measured on one page"}
+    raw = _take(state, timeout["timeout"])
+    if raw is INTERRUPTED:
+        return {"why": "a dialog opened: answer it (handle_dialog), then measure again"}
+    left = raw is None or raw.get("unloaded")
+    if left and not any(e.get("interactionId") for e in (raw or {}).get("events", ())):
+        why = ("the interaction left the page, and the browser reported no event entry for it before the page "
+               "unloaded (it reports one with the next paint, and the new page came first)")
+        if raw is None and _origin(state.page.url) != _origin(before):
+            why = ("the interaction left the page for another origin, where the browser's entries of the page it "
+                   "left cannot be read")
+        return {"why": why, "left": state.page.url, "target": {"label": label}}
     raw["target"] = {"label": label}
+    if left:
+        raw["left"] = state.page.url
     return raw
+
+
+def _origin(url):
+    parts = urlsplit(url)
+    return parts.scheme, parts.netloc
+
+
+def _take(state, timeout_ms):
+    """The interaction's entries (TAKE's): on the page, or kept by the page it left; None when neither has them."""
+    for attempt in range(2):
+        try:
+            return state.act(state.page, "evaluate", expression=TAKE,
+                             arg=[INTERACTION_QUIET_MS, INTERACTION_NOTHING_MS, INTERACTION_CAP_MS])
+        except Exception as exc:  # the page it read was replaced meanwhile: read the next one once it loaded
+            log.debug("interaction not read", extra={"session": state.session_id, "error": str(exc).splitlines()[0]})
+            if attempt == 0:
+                try:
+                    state.page.wait_for_load_state("domcontentloaded", timeout=timeout_ms)
+                except Exception as wait:
+                    log.debug("no page after the interaction", extra={"session": state.session_id,
+                                                                      "error": str(wait).splitlines()[0]})
+    return None
 
 
 def _give_refs(state, measured):
