@@ -160,6 +160,17 @@ class Session:
         INP of a click (selector, ref) or key; {url, summary}; its detail is get_content(refId)'s."""
         return self._send("measure_performance", locals())
 
+    def route(self, url: str | None = None, status: int | None = None, headers: dict[str, str] | None = None,
+              body: str | None = None, abort: bool | None = None,
+              request_headers: dict[str, str | None] | None = None) -> Result:
+        """Answer, abort, or send on with changed request headers the requests matching url (a glob); {routes}: the
+        session's routes (all of them, without url)."""
+        return self._send("route", locals())
+
+    def unroute(self, url: str | None = None) -> Result:
+        """Remove the route of url, or all; {removed, routes}."""
+        return self._send("unroute", locals())
+
     # -- reading -----------------------------------------------------------------
 
     def snapshot(self, selector: str | None = None, ref: str | None = None, query: str | None = None,
