@@ -288,7 +288,7 @@ TOOL_GROUPS = {
     "tracing": "Playwright traces",
     "export": "a session's history written out as a pytest test",
     "performance": "Core Web Vitals with their causes, measured and compared across runs",
-    "network": "routes: answer, abort or change a page's requests, behind the domain policy",
+    "site": "what a site is sent and keeps: routes (answer, abort or change its requests), cookies, web storage",
 }
 CAPS = (*[name for name in TOOL_GROUPS if name != "core"], "all")
 # Where the server's own live view (--view) is served, on --http's port or its own: the view's

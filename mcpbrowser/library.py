@@ -167,6 +167,21 @@ class Session:
         session's routes (all of them, without url)."""
         return self._send("route", locals())
 
+    def cookies(self, action: Literal["list", "set", "delete"] | None = None, name: str | None = None,
+                value: str | None = None, domain: str | None = None, path: str | None = None, url: str | None = None,
+                expires: float | None = None, http_only: bool | None = None, secure: bool | None = None,
+                same_site: Literal["Strict", "Lax", "None"] | None = None) -> Result:
+        """List (filtered by name, domain, path), set or delete the session's cookies; a secret one's value
+        masked unless named; {cookies, count}, {set} or {deleted}."""
+        return self._send("cookies", locals())
+
+    def storage(self, action: Literal["list", "set", "delete"] | None = None,
+                kind: Literal["local", "session"] | None = None, name: str | None = None,
+                value: str | None = None) -> Result:
+        """List, set or delete localStorage (kind session: sessionStorage) entries of the current page's origin;
+        {entries, count, kind, origin}, {set} or {deleted}."""
+        return self._send("storage", locals())
+
     def unroute(self, url: str | None = None) -> Result:
         """Remove the route of url, or all; {removed, routes}."""
         return self._send("unroute", locals())

@@ -30,7 +30,7 @@ GROUPS = {
     "tracing": {"trace_start", "trace_stop"},
     "export": {"export_script"},
     "performance": {"measure_performance", "compare_performance"},
-    "network": {"route", "unroute"},
+    "site": {"route", "unroute", "cookies", "storage"},
 }
 OPTIONS = {"logins": {("create_session", "storageState")},
            "emulation": {("create_session", name) for name in (
@@ -62,7 +62,7 @@ def test_the_default_list_is_at_most_half_of_playwright_mcps():
     assert model_visible([t.describe(False, on) for t in listed]) <= PLAYWRIGHT_MCP_DEFAULT_CHARS // 2
 
 
-# The default list before the network and webmcp groups came (routes, cookies, storage, page tools): they
+# The default list before the site group came (routes, cookies, storage, page tools): they
 # are off by default, and the list every conversation pays for did not grow with them.
 DEFAULT_CHARS_BEFORE_NEW_GROUPS = 9_180
 

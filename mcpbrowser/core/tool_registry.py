@@ -11,10 +11,20 @@ answers anyone but a person as if they did not exist (never listed, never docume
 """
 
 from mcpbrowser.core import content_tools, export_tools, lifecycle_tools, performance_tools, tool_groups
-from mcpbrowser.tools import capture, emulation, interaction, monitoring, navigation, network, performance, person
+from mcpbrowser.tools import (
+    capture,
+    emulation,
+    interaction,
+    monitoring,
+    navigation,
+    network,
+    performance,
+    person,
+    storage,
+)
 
 ALL = [*lifecycle_tools.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS,
-       *emulation.TOOLS, *network.TOOLS, *performance.TOOLS, *content_tools.TOOLS, *export_tools.TOOLS,
+       *emulation.TOOLS, *network.TOOLS, *storage.TOOLS, *performance.TOOLS, *content_tools.TOOLS, *export_tools.TOOLS,
        *performance_tools.TOOLS]
 ALL.append(tool_groups.declare(ALL))
 # Declared here with the others rather than added by the view as it is built: which tools exist must not

@@ -35,7 +35,7 @@ def unroute(state, args, response):
 TOOLS = [
     SessionTool(
         name="route",
-        group="network",
+        group="site",
         title="Route requests",
         description="Answer requests matching url with status, headers and body; or abort them; or send them "
                     "on with requestHeaders changed (null removes one). No url: list the routes.",
@@ -54,7 +54,7 @@ TOOLS = [
     ),
     SessionTool(
         name="unroute",
-        group="network",
+        group="site",
         title="Remove routes",
         description="Remove the route of url, or all.",
         input_schema=session_schema({"url": URL}),
