@@ -182,6 +182,12 @@ class Session:
         {entries, count, kind, origin}, {set} or {deleted}."""
         return self._send("storage", locals())
 
+    def page_tools(self, name: str | None = None, input: dict[str, Any] | None = None, frame: str | None = None,
+                   timeout: int | None = None) -> Result:
+        """The page's own tools (WebMCP): {tools, count} without name; with name, call one (input, frame: the
+        origin of the frame that offers it) as an action: {tool, url, untrustedResult}."""
+        return self._send("page_tools", locals())
+
     def unroute(self, url: str | None = None) -> Result:
         """Remove the route of url, or all; {removed, routes}."""
         return self._send("unroute", locals())

@@ -30,7 +30,7 @@ GROUPS = {
     "tracing": {"trace_start", "trace_stop"},
     "export": {"export_script"},
     "performance": {"measure_performance", "compare_performance"},
-    "site": {"route", "unroute", "cookies", "storage"},
+    "site": {"route", "unroute", "cookies", "storage", "page_tools"},
 }
 OPTIONS = {"logins": {("create_session", "storageState")},
            "emulation": {("create_session", name) for name in (

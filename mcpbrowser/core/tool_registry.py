@@ -18,14 +18,15 @@ from mcpbrowser.tools import (
     monitoring,
     navigation,
     network,
+    page_tools,
     performance,
     person,
     storage,
 )
 
 ALL = [*lifecycle_tools.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS,
-       *emulation.TOOLS, *network.TOOLS, *storage.TOOLS, *performance.TOOLS, *content_tools.TOOLS, *export_tools.TOOLS,
-       *performance_tools.TOOLS]
+       *emulation.TOOLS, *network.TOOLS, *storage.TOOLS, *page_tools.TOOLS, *performance.TOOLS,
+       *content_tools.TOOLS, *export_tools.TOOLS, *performance_tools.TOOLS]
 ALL.append(tool_groups.declare(ALL))
 # Declared here with the others rather than added by the view as it is built: which tools exist must not
 # depend on whether (or how many times) a view was built. Apart from ALL, which is what an agent or the
