@@ -61,6 +61,8 @@ def test_a_cookie_is_set_read_and_deleted(world, sid):
     error = client.error("cookies", sessionId=sid, action="set", name="x", value="1", domain="127.0.0.2")
     assert error["errorCode"] == "DOMAIN_NOT_ALLOWED"
     assert client.error("cookies", sessionId=sid, action="delete")["errorCode"] == "INVALID_PARAMETERS"
+    refused = client.error("cookies", sessionId=sid, action="set", name="x", value="1", sameSite="None", secure=False)
+    assert refused["errorCode"] == "INVALID_PARAMETERS" and "did not keep the cookie" in refused["message"]
 
 
 def test_storage_entries_are_set_read_and_deleted(world, sid):

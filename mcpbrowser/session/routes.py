@@ -8,6 +8,8 @@ against the policy as it is when the request is made: a route never opens what i
 from typing import Any
 
 from mcpbrowser.errors import InvalidParameters
+from mcpbrowser.logs import log
+from mcpbrowser.redaction import scrub_urls
 from mcpbrowser.session.events import EventBuffers
 from mcpbrowser.session.network_policy import NetworkPolicy
 
@@ -74,22 +76,27 @@ class Routes:
     def _handler(self, spec: dict[str, Any]) -> Any:
         def handle(route: Any) -> None:
             request = route.request
-            # The policy first, asked now: a pattern like ** matches a forbidden host too, and the
-            # policy may have changed since the route was set. A forbidden request goes on to the
-            # network unchanged, where the session's policy proxy refuses it as it refuses any other.
-            if not self._policy.allows(request.url):
-                self._events.routed(request, "refused by the domain policy")
-                route.fallback()
-                return
-            self._events.routed(request, spec["action"])
-            if spec["action"] == "abort":
-                route.abort("blockedbyclient")
-            elif spec["action"] == "headers":
-                headers = {k: v for k, v in request.headers.items()
-                           if k.lower() not in {name.lower() for name in spec["requestHeaders"]}}
-                headers.update({k: v for k, v in spec["requestHeaders"].items() if v is not None})
-                route.continue_(headers=headers)
-            else:
-                route.fulfill(status=spec["status"], headers=spec["headers"], body=spec["body"])
+            try:
+                # The policy first, asked now: a pattern like ** matches a forbidden host too, and the
+                # policy may have changed since the route was set. A forbidden request goes on to the
+                # network unchanged, where the session's policy proxy refuses it as it refuses any other.
+                if not self._policy.allows(request.url):
+                    self._events.routed(request, "refused by the domain policy")
+                    route.fallback()
+                    return
+                self._events.routed(request, spec["action"])
+                if spec["action"] == "abort":
+                    route.abort("blockedbyclient")
+                elif spec["action"] == "headers":
+                    headers = {k: v for k, v in request.headers.items()
+                               if k.lower() not in {name.lower() for name in spec["requestHeaders"]}}
+                    headers.update({k: v for k, v in spec["requestHeaders"].items() if v is not None})
+                    route.continue_(headers=headers)
+                else:
+                    route.fulfill(status=spec["status"], headers=spec["headers"], body=spec["body"])
+            except Exception as exc:
+                # Playwright runs this during whatever call is running: a request whose page closed
+                # meanwhile must not fail that call, which is not about this request.
+                log.debug("a route could not answer", extra={"event": "route_failed", "error": scrub_urls(str(exc))})
 
         return handle

@@ -67,7 +67,14 @@ def cookies(state, args, response):
         if not state.network_policy.allows_host(host):
             raise DomainNotAllowed(f"{host} is not allowed: no cookie is set for it.", session_id=state.session_id,
                                    details={"domain": host})
-        state.context.add_cookies([cookie])
+        try:
+            state.context.add_cookies([cookie])
+        except Exception as exc:  # the browser refused its fields (SameSite=None without secure, say)
+            raise InvalidParameters(f"The browser refused the cookie: {str(exc).splitlines()[0]}",
+                                    session_id=state.session_id) from None
+        if not any(c["name"] == args["name"] and host.endswith(c["domain"].lstrip(".")) for c in state.context.cookies()):
+            raise InvalidParameters("The browser did not keep the cookie (SameSite=None needs secure: true; an "
+                                    "expires in the past deletes it).", session_id=state.session_id)
         return {"set": {k: v for k, v in cookie.items() if k != "value"}}
     response.text_is_plain()
     if action == "delete":
