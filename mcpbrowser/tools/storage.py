@@ -72,7 +72,8 @@ def cookies(state, args, response):
         except Exception as exc:  # the browser refused its fields (SameSite=None without secure, say)
             raise InvalidParameters(f"The browser refused the cookie: {str(exc).splitlines()[0]}",
                                     session_id=state.session_id) from None
-        if not any(c["name"] == args["name"] and host.endswith(c["domain"].lstrip(".")) for c in state.context.cookies()):
+        kept = state.context.cookies()
+        if not any(c["name"] == args["name"] and host.endswith(c["domain"].lstrip(".")) for c in kept):
             raise InvalidParameters("The browser did not keep the cookie (SameSite=None needs secure: true; an "
                                     "expires in the past deletes it).", session_id=state.session_id)
         return {"set": {k: v for k, v in cookie.items() if k != "value"}}
