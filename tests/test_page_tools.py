@@ -8,7 +8,10 @@ session's policy to 127.0.0.1, on the session's thread, as a pooled session's al
 """
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 from support import HtmlSite, stored_page, stored_text, wait_for
@@ -31,7 +34,7 @@ document.modelContext.registerTool({name: 'frameTool', description: 'A frame too
 </script>"""
     return f"""<title>Tools</title><h1 id=h>start</h1><p id=log>fetched: nothing</p><p id=fr>frame: none</p>
 <button id=add onclick="addLate()">add</button><button id=drop onclick="ac.abort()">drop</button>
-<button id=fetch onclick="go()">fetch</button><iframe allow="tools" src="http://localhost:{port}/frame"></iframe>
+<button id=fetch onclick="go()">fetch</button><button id=show onclick="show()">show</button><p id=kept></p><iframe allow="tools" src="http://localhost:{port}/frame"></iframe>
 <script>
 const mc = document.modelContext, ac = new AbortController();
 let count = 0;
@@ -50,6 +53,7 @@ mc.registerTool({{name: 'big', description: 'A long answer.',
 function addLate() {{
   mc.registerTool({{name: 'late', description: 'Came late.', execute: async () => 'late answer'}});
 }}
+function show() {{ kept.textContent = 'kept: ' + document.cookie + ' ' + localStorage.getItem('note'); }}
 addEventListener('message', e => {{ document.getElementById('fr').textContent = 'frame: ' + e.data; }});
 async function go() {{
   try {{ const r = await fetch('http://localhost:{port}/secret'); log.textContent = 'fetched: ' + await r.text(); }}
@@ -150,6 +154,32 @@ def test_a_route_set_before_the_policy_narrowed_answers_no_forbidden_host(world,
     session.click("#fetch")
     session.wait_for(text_gone=f"fetched: {LEAK}")
     assert LEAK not in session.snapshot()["snapshot"]
+
+
+def test_a_session_of_routes_cookies_storage_and_page_tools_exports_as_a_passing_test(world, tmp_path):
+    browser, site, _ = world
+    s = browser.create_session()
+    s.navigate(site.url + "/tools")
+    s.route("**/secret", body=LEAK, headers={"Access-Control-Allow-Origin": "*"})
+    s.cookies(action="set", name="theme", value="blue")
+    s.storage(action="set", name="note", value="kept-note")
+    s.page_tools(name="setTitle", input={"text": "Replayed"})
+    s.wait_for(text="Replayed")
+    s.click("#fetch")
+    s.wait_for(text=f"fetched: {LEAK}")
+    s.click("#show")
+    s.wait_for(text="kept: theme=blue kept-note")
+    s.close()
+    path = browser.call("export_script", {"sessionId": s.id})["path"]
+    text = open(path).read()
+    assert 'args=["--enable-features=WebMCP"]' in text and 'page.webmcp.call_tool("setTitle"' in text
+    target = tmp_path / os.path.basename(path)
+    target.write_text(text)
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", target.name],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+                              "MCPBROWSER_BROWSER_PATH": "/usr/bin/chromium"})
+    assert ran.returncode == 0 and "1 passed" in ran.stdout, ran.stdout + ran.stderr
 
 
 def test_without_webmcp_page_tools_says_why(world, short_tmp):
