@@ -34,7 +34,8 @@ document.modelContext.registerTool({name: 'frameTool', description: 'A frame too
 </script>"""
     return f"""<title>Tools</title><h1 id=h>start</h1><p id=log>fetched: nothing</p><p id=fr>frame: none</p>
 <button id=add onclick="addLate()">add</button><button id=drop onclick="ac.abort()">drop</button>
-<button id=fetch onclick="go()">fetch</button><button id=show onclick="show()">show</button><p id=kept></p><iframe allow="tools" src="http://localhost:{port}/frame"></iframe>
+<button id=fetch onclick="go()">fetch</button><button id=show onclick="show()">show</button><p id=kept></p>
+<iframe allow="tools" src="http://localhost:{port}/frame"></iframe>
 <script>
 const mc = document.modelContext, ac = new AbortController();
 let count = 0;
