@@ -33,7 +33,7 @@ ACTIONS = {"navigate", "go_back", "go_forward", "reload", "tabs", "click", "hove
 READS = {"snapshot", "dom_snapshot", "screenshot", "console_logs", "network_logs", "downloads", "pdf", "evaluate",
          "get_content", "get_console_content", "tabs", "wait_for_user", "save_state", "route", "cookies", "storage",
          "page_tools"}
-# The site group's tools whose call only reads (a list): by the argument that makes one act.
+# Tools whose call lists (a read) unless an argument makes it act: that argument, per tool.
 LISTS = {"tabs": lambda args: args.get("action", "list") != "list",
          "cookies": lambda args: args.get("action", "list") != "list",
          "storage": lambda args: args.get("action", "list") != "list",
