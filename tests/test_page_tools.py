@@ -1,7 +1,7 @@
 """Page tools (WebMCP) in a real Chromium on pages of our own, through the library: found (late ones, aborted
 ones), called as actions under the domain policy and the call's timeout, their text marked as the page's, their
-answers bounded, the calls in the history (its SQLite file read raw); and what a policy that narrows after a
-frame loaded or a route was set leaves reachable (nothing it forbids).
+answers bounded, the calls in the history (its SQLite file read raw) and the live view's timeline; and what a
+policy that narrows after a frame loaded or a route was set leaves reachable (nothing it forbids).
 
 The page is on 127.0.0.1 with a frame on localhost (the same server): both allowed until a test narrows its
 session's policy to 127.0.0.1, on the session's thread, as a pooled session's allowedDomains narrow it.
@@ -19,6 +19,7 @@ from support import HtmlSite, stored_page, stored_text, wait_for
 import mcpbrowser
 from mcpbrowser.config import Config
 from mcpbrowser.errors import DomainNotAllowed, InvalidParameters, PageToolFailed, WaitTimeout
+from mcpbrowser.view.data import Looking
 
 pytestmark = pytest.mark.e2e
 
@@ -111,6 +112,10 @@ def test_page_tools_are_found_marked_called_and_change_the_page(world, session):
     with sqlite3.connect(db) as conn:
         (params,) = conn.execute("SELECT params FROM requests WHERE ref_id = ?", (called["refId"],)).fetchone()
     assert json.loads(params) == {"sessionId": session.id, "name": "setTitle", "input": {"text": "Hello"}}
+    # The live view's timeline of the session (what a person watching reads): the call, done, with the page it left.
+    row = next(r for r in Looking(browser).timeline(session.id, 0) if r["refId"] == called["refId"])
+    assert row["tool"] == "page_tools" and row["status"] == "ok" and row["hasPage"]
+    assert row["params"]["name"] == "setTitle"
 
 
 def test_a_late_tool_and_an_aborted_one_are_followed(session):
