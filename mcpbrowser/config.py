@@ -288,6 +288,8 @@ TOOL_GROUPS = {
     "tracing": "Playwright traces",
     "export": "a session's history written out as a pytest test",
     "performance": "Core Web Vitals with their causes, measured and compared across runs",
+    "site": "what a site offers and keeps, and what it is sent: its page tools (WebMCP), cookies, web storage, "
+            "routes (answer, abort or change its requests)",
 }
 CAPS = (*[name for name in TOOL_GROUPS if name != "core"], "all")
 # Where the server's own live view (--view) is served, on --http's port or its own: the view's
@@ -348,6 +350,10 @@ class Config:
     redact_headers: tuple = _option(
         ("authorization", "cookie", "set-cookie", "x-api-key", "proxy-authorization"), _lower_list,
         "Comma-separated header names whose values are shown as [REDACTED]; \"\" shows all.")
+    webmcp: bool = _option(
+        True, _boolean,
+        "Launch Chromium able to run the tools a page registers (WebMCP), which page_tools lists and calls "
+        "(tool group site). Off: the browser runs none, and page_tools says so.")
     allow_evaluate: bool = _option(
         False, _boolean,
         "Offer the evaluate tool, which runs arbitrary JavaScript in the page. Off by default: "

@@ -155,6 +155,11 @@ class EvaluationFailed(BrowserServerError):
     default_message = "The JavaScript expression threw or returned something that is not JSON."
 
 
+class PageToolFailed(BrowserServerError):
+    code = "PAGE_TOOL_FAILED"
+    default_message = "The page's tool threw, or the browser runs no page tools (WebMCP is off)."
+
+
 class ContentNotFound(BrowserServerError):
     code = "CONTENT_NOT_FOUND"
     default_message = "Nothing is stored under that refId."
@@ -332,6 +337,7 @@ ALL_ERRORS = (
     NoDialogOpen,
     WaitTimeout,
     EvaluationFailed,
+    PageToolFailed,
     ContentNotFound,
     DomainNotAllowed,
     RateLimited,

@@ -166,6 +166,38 @@ class Session:
         it; {url, summary}; its detail is get_content(refId)'s."""
         return self._send("measure_memory", locals())
 
+    def route(self, url: str | None = None, status: int | None = None, headers: dict[str, str] | None = None,
+              body: str | None = None, abort: bool | None = None,
+              request_headers: dict[str, str | None] | None = None) -> Result:
+        """Answer, abort, or send on with changed request headers the requests matching url (a glob); {routes}: the
+        session's routes (all of them, without url)."""
+        return self._send("route", locals())
+
+    def cookies(self, action: Literal["list", "set", "delete"] | None = None, name: str | None = None,
+                value: str | None = None, domain: str | None = None, path: str | None = None, url: str | None = None,
+                expires: float | None = None, http_only: bool | None = None, secure: bool | None = None,
+                same_site: Literal["Strict", "Lax", "None"] | None = None) -> Result:
+        """List (filtered by name, domain, path), set or delete the session's cookies; a secret one's value
+        masked unless named; {cookies, count}, {set} or {deleted}."""
+        return self._send("cookies", locals())
+
+    def storage(self, action: Literal["list", "set", "delete"] | None = None,
+                kind: Literal["local", "session"] | None = None, name: str | None = None,
+                value: str | None = None) -> Result:
+        """List, set or delete localStorage (kind session: sessionStorage) entries of the current page's origin;
+        {entries, count, kind, origin}, {set} or {deleted}."""
+        return self._send("storage", locals())
+
+    def page_tools(self, name: str | None = None, input: dict[str, Any] | None = None, frame: str | None = None,
+                   timeout: int | None = None) -> Result:
+        """The page's own tools (WebMCP): {tools, count} without name; with name, call one (input, frame: the
+        origin of the frame that offers it) as an action: {tool, url, untrustedResult}."""
+        return self._send("page_tools", locals())
+
+    def unroute(self, url: str | None = None) -> Result:
+        """Remove the route of url, or all; {removed, routes}."""
+        return self._send("unroute", locals())
+
     # -- reading -----------------------------------------------------------------
 
     def snapshot(self, selector: str | None = None, ref: str | None = None, query: str | None = None,

@@ -133,6 +133,11 @@ def redact_textboxes(snapshot, values):
     return "\n".join(out)
 
 
+# A cookie or storage entry named like this holds a login (a session id, a token, a key): its value is a
+# secret, as a cookie marked HttpOnly is (a page's own scripts may not read that one either).
+SECRET_NAME = re.compile(r"sess|sid|token|auth|jwt|csrf|xsrf|secret|key|pass|cred|login", re.IGNORECASE)
+
+
 def redact_headers(headers, sensitive):
     """Headers with the values of the `sensitive` names (lower case) shown as [REDACTED]."""
     return {name: (REDACTED if name.lower() in sensitive else value) for name, value in headers.items()}

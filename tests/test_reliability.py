@@ -233,7 +233,8 @@ def test_shutdown_kills_a_browser_that_ignores_sigterm_after_2_s():
 
 def test_contexts_carry_no_omnibox_webui_renderer_and_keep_playwrights_defaults(pages):
     """Each context used to cost an extra ~40 MB WebUI renderer; the flags that
-    remove it must add to Playwright's own --disable-features, not replace them."""
+    remove it must add to Playwright's own --disable-features, not replace them (and WebMCP to its
+    --enable-features)."""
     c = McpClient("--pool-size", "0")
     try:
         for _ in range(2):
@@ -245,6 +246,10 @@ def test_contexts_carry_no_omnibox_webui_renderer_and_keep_playwrights_defaults(
         disabled = flags[0].split("=", 1)[1].split(",")
         assert {"WebUIOmniboxPopup", "WebUIOmniboxAimPopup"} <= set(disabled)
         assert {"PaintHolding", "ThirdPartyStoragePartitioning"} <= set(disabled)  # Playwright's own
+        # WebMCP (--webmcp, on by default) joins Playwright's own enabled features the same way.
+        enabled = [a for a in cmdline(main).split() if a.startswith("--enable-features=")]
+        assert len(enabled) == 1
+        assert {"CDPScreenshotNewSurface", "WebMCP"} <= set(enabled[0].split("=", 1)[1].split(","))
         renderers = [cmdline(p) for p in descendants(main) if "--type=renderer" in cmdline(p)]
         assert len(renderers) >= 2 and not [r for r in renderers if "--top-chrome-webui" in r]
     finally:

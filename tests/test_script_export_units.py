@@ -222,3 +222,26 @@ def test_one_reader_gives_the_outline_and_the_replay_the_same_element_of_a_quote
     assert 'link "Up: it\'s MAX" [ref=e70]' in snapshot_text.compact(page)
     assert locator_for(parse_snapshot(page), "e70") == 'page.get_by_role("link", name="Up: it\'s MAX")'
     assert [e.text for e in parse_snapshot(page) if e.ref == "e70"] == ['say "hi"']
+
+
+def test_the_site_groups_lists_are_reads_and_their_secrets_environment_variables():
+    calls = [_call("route", {}, {"routes": []}), _call("cookies", {}, {"cookies": []}),
+             _call("page_tools", {}, {"tools": []}), _call("storage", {"kind": "session"}, {"entries": []}),
+             _call("route", {"url": "**/api", "requestHeaders": {"Authorization": "[REDACTED]", "Accept": None}},
+                   {"routes": []}),
+             _call("cookies", {"action": "set", "name": "sid", "value": "[REDACTED]", "httpOnly": True},
+                   {"set": {"name": "sid", "url": "http://x.test/", "httpOnly": True}}),
+             _call("cookies", {"action": "delete", "name": "sid"}, {"deleted": 1}),
+             _call("storage", {"action": "delete", "kind": "session", "name": "n"}, {"deleted": 1}),
+             _call("unroute", {}, {"removed": [], "routes": []}),
+             _call("page_tools", {"name": "t", "input": {"a": 1}, "frame": "http://f.test"}, {"untrustedResult": ""})]
+    source, script = _body(calls)
+    assert script.steps == 6 and script.secrets == ["MCPBROWSER_SECRET_1", "MCPBROWSER_SECRET_2"]
+    assert "the agent read the page here (route, cookies, page_tools, storage)" in source
+    assert '"Authorization": os.environ["MCPBROWSER_SECRET_1"]' in source and "[REDACTED]" not in source
+    assert 'context.add_cookies([{"name": "sid", "url": "http://x.test/", "httpOnly": True, ' \
+           '"value": os.environ["MCPBROWSER_SECRET_2"]}])' in source
+    assert 'context.clear_cookies(name="sid")' in source and "context.unroute_all()" in source
+    assert 'sessionStorage.removeItem(name)", "n")' in source
+    assert 'next(f for f in page.frames if f.url.startswith("http://f.test/")).webmcp.call_tool("t", {"a": 1})' \
+        in source and 'args=["--enable-features=WebMCP"]' in source

@@ -30,6 +30,7 @@ GROUPS = {
     "tracing": {"trace_start", "trace_stop"},
     "export": {"export_script"},
     "performance": {"measure_performance", "measure_memory", "compare_performance"},
+    "site": {"route", "unroute", "cookies", "storage", "page_tools"},
 }
 OPTIONS = {"logins": {("create_session", "storageState")},
            "emulation": {("create_session", name) for name in (
@@ -60,6 +61,18 @@ def test_the_default_list_is_at_most_half_of_playwright_mcps():
     listed, on = groups.listed(None)
     assert on == {"core"}
     assert model_visible([t.describe(False, on) for t in listed]) <= PLAYWRIGHT_MCP_DEFAULT_CHARS // 2
+
+
+# The default list before the site group came (routes, cookies, storage, page tools): they
+# are off by default, and the list every conversation pays for did not grow with them.
+DEFAULT_CHARS_BEFORE_NEW_GROUPS = 9_180
+
+
+def test_new_groups_leave_the_default_list_no_longer():
+    config = Config(db=":memory:")
+    groups = ToolGroups(config, {t.name: t for t in tools.ALL if t.enabled(config)})
+    listed, on = groups.listed(None)
+    assert model_visible([t.describe(False, on) for t in listed]) <= DEFAULT_CHARS_BEFORE_NEW_GROUPS
 
 
 def test_published_schemas_leave_out_only_what_the_server_still_enforces():

@@ -37,7 +37,9 @@ require('module').flushCompileCache?.();  // now, not at exit: a killed launcher
 const EXTRA_DISABLED = ['WebUIOmniboxPopup', 'WebUIOmniboxAimPopup',
   ...(options.spareRenderer ? [] : ['SpareRendererForSitePerProcess'])];
 
-function playwrightDisabledFeatures(packageDir) {
+// Playwright's own list of disabled (`disabledFeatures = [`) or enabled (`enabledFeatures = () => [`)
+// features, read from its source; null when it cannot be read.
+function playwrightFeatures(packageDir, listStart) {
   for (const file of ['lib/coreBundle.js', 'lib/server/chromium/chromiumSwitches.js']) {
     let source;
     try {
@@ -45,7 +47,9 @@ function playwrightDisabledFeatures(packageDir) {
     } catch (error) {
       continue;
     }
-    const list = source.match(/disabledFeatures = \[([\s\S]*?)\]/);
+    const at = source.indexOf(listStart);
+    if (at < 0) continue;
+    const list = source.slice(at + listStart.length).match(/^([\s\S]*?)\]/);
     if (!list) continue;
     const code = list[1].replace(/\/\/[^\n]*/g, '');  // drop the comments
     const names = [...code.matchAll(/["']([A-Za-z0-9_]+)["']/g)].map((m) => m[1]);
@@ -61,14 +65,26 @@ function playwrightDisabledFeatures(packageDir) {
 // it (the outside review of hostile pages). Ours keeps it on.
 const FLOOD_GUARD = options.browser === 'chromium' ? ['--disable-ipc-flooding-protection'] : [];
 
+// Features we turn on (options.args' --enable-features: WebMCP, with --webmcp) join Playwright's own
+// in one --enable-features, for the same reason as the disabled ones: Chromium keeps only the last.
+const ENABLE = '--enable-features=';
+
 function featureArgs() {
-  if (options.browser !== 'chromium' || options.tuned === false) return {};
-  const theirs = playwrightDisabledFeatures(process.argv[2]);
-  if (!theirs) return {};
-  return {
-    ignoreDefaultArgs: ['--disable-features=' + theirs.join(',')],
-    args: ['--disable-features=' + [...theirs, ...EXTRA_DISABLED].join(',')],
-  };
+  const ours = options.args.filter((arg) => arg.startsWith(ENABLE)).flatMap((arg) => arg.slice(ENABLE.length).split(','));
+  const args = options.args.filter((arg) => !arg.startsWith(ENABLE));
+  const ignoreDefaultArgs = [];
+  if (options.browser !== 'chromium') return { args: options.args, ignoreDefaultArgs };
+  if (ours.length) {
+    const theirs = playwrightFeatures(process.argv[2], 'enabledFeatures = () => [');
+    if (theirs) ignoreDefaultArgs.push(ENABLE + theirs.join(','));
+    args.push(ENABLE + [...(theirs || []), ...ours].join(','));
+  }
+  const theirs = options.tuned === false ? null : playwrightFeatures(process.argv[2], 'disabledFeatures = [');
+  if (theirs) {
+    ignoreDefaultArgs.push('--disable-features=' + theirs.join(','));
+    args.push('--disable-features=' + [...theirs, ...EXTRA_DISABLED].join(','));
+  }
+  return { args, ignoreDefaultArgs };
 }
 
 // Sessions attach through a Unix socket, each by a small relay (pipe_relay.py) instead of
@@ -150,8 +166,8 @@ async function launch() {
   const server = await playwright[options.browser].launchServer({
     executablePath: options.executablePath || undefined,
     headless: options.headless,
-    args: [...options.args, ...(features.args || [])],
-    ignoreDefaultArgs: [...(features.ignoreDefaultArgs || []), ...FLOOD_GUARD],
+    args: features.args,
+    ignoreDefaultArgs: [...features.ignoreDefaultArgs, ...FLOOD_GUARD],
     host: '127.0.0.1',
     port: 0,
   });

@@ -62,6 +62,9 @@ NODE_MEMORY_FLAG = "--max-semi-space-size=1"
 # 0 with; --force-webrtc-ip-handling-policy did not stop them). TCP candidates go through the
 # context's proxy, where the policy checks them.
 WEBRTC_UDP_FLAG = "--webrtc-ip-handling-policy=disable_non_proxied_udp"
+# Chromium runs the tools a page registers (document.modelContext, WebMCP) only with this feature on,
+# and Playwright lists and calls them only when it sees it among the launch arguments (--webmcp).
+WEBMCP_FLAG = "--enable-features=WebMCP"
 
 
 def tune_driver_memory(environ=os.environ):
@@ -157,8 +160,9 @@ def _die_with_parent():
 class SharedBrowser:
     """A launcher running one browser at a time behind a Playwright browser server, shared by every session."""
 
-    def __init__(self, engine, executable, headless, on_exit=None, spare_renderer=False, tuned=True):
+    def __init__(self, engine, executable, headless, on_exit=None, spare_renderer=False, tuned=True, webmcp=False):
         self.engine = engine  # chromium, firefox or webkit (--browser)
+        self.webmcp = webmcp  # Chromium runs page tools (--webmcp)
         self.spare_renderer = spare_renderer
         self.tuned = tuned  # False: Playwright's own launch arguments (the benchmark's raw contender)
         self.executable = executable
@@ -256,8 +260,10 @@ class SharedBrowser:
         return Endpoint(self.ws_endpoint, self.pipe_endpoint, relay)
 
     def _args(self):
-        """Chromium switches of ours (none for the benchmark's untuned raw contender)."""
-        return [WEBRTC_UDP_FLAG] if self.tuned and self.engine == "chromium" else []
+        """Chromium switches of ours (the benchmark's untuned raw contender: only WebMCP, when asked)."""
+        if self.engine != "chromium":
+            return []
+        return [*([WEBRTC_UDP_FLAG] if self.tuned else []), *([WEBMCP_FLAG] if self.webmcp else [])]
 
     def _scratch_env(self):
         """The launcher's environment: TMPDIR inside our runtime directory, on Linux.

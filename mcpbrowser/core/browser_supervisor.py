@@ -294,7 +294,7 @@ class BrowserSupervisor:
             if previous is not None:
                 previous.stop(0)
             shared = SharedBrowser(self.config.browser, executable, self._headless, on_exit=self._wake.set,
-                                   spare_renderer=self.config.spare_renderer)
+                                   spare_renderer=self.config.spare_renderer, webmcp=self.config.webmcp)
             endpoint = shared.start(abort=self.stopping)
         with self._lock:
             stopped = self.stopping.is_set()

@@ -210,8 +210,9 @@ class History:
         (stdio, the library). Written first: a request row another server reads always has it.
         """
         params = scrub_value(dict(args) if isinstance(args, dict) else {"arguments": args}, secrets)
-        if (params.get("secret") or secret) and "text" in params:
-            params["text"] = REDACTED
+        for key in ("text", "value"):  # a typed text, a cookie's or a storage entry's value
+            if (params.get("secret") or secret) and key in params:
+                params[key] = REDACTED
         if isinstance(params.get("fields"), list):
             # fill_form: a field may turn out to be a password only once it is reached, and a call that
             # fails before it would be recorded first, so no field's value is kept.

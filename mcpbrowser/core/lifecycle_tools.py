@@ -249,8 +249,7 @@ TOOLS = [
     CoreTool(
         name="list_sessions",
         title="List browser sessions",
-        description="Open sessions: URL, title, expiry (and endpoints, on remote browsers; elsewhere: on other "
-                    "servers of a shared history).",
+        description="Open sessions: URL, title, expiry (on a shared history, other servers' too).",
         input_schema=schema.obj({}),
         handler=list_sessions,
         read_only=True,

@@ -48,7 +48,15 @@ class OnSession:
         response = Response(call.caller, call.capture and not call.inline)
         try:
             with state.running(tool, response, args):
-                result = scrub_value(_with_news(state.run_tool(tool, args, response), response.news), state.secrets)
+                result = _with_news(state.run_tool(tool, args, response), response.news)
+                # What the agent asked for by name (a session cookie) is left in this answer alone, and learned
+                # now: the call's history row (written after the answer), and every log and answer after, hide it.
+                if response.revealed:
+                    shown = snapshots.secret_forms(response.revealed)
+                    result = scrub_value(result, [s for s in state.secrets if s not in shown])
+                    snapshots.learn_secrets(state, response.revealed)
+                else:
+                    result = scrub_value(result, state.secrets)
         except Exception as exc:
             failure = state.dismissals_told(as_server_error(exc))
         finally:

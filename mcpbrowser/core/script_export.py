@@ -27,10 +27,17 @@ BROWSER_ENV = "MCPBROWSER_BROWSER_PATH"
 EXPECT_ENV = "MCPBROWSER_EXPECT_TIMEOUT"
 # The page actions a replay repeats; handle_dialog is replayed as a handler set before its dialog opens.
 ACTIONS = {"navigate", "go_back", "go_forward", "reload", "tabs", "click", "hover", "type", "select", "press_key",
-           "drag", "fill_form", "mouse", "resize", "upload_file", "wait_for"}
+           "drag", "fill_form", "mouse", "resize", "upload_file", "wait_for", "route", "unroute", "cookies", "storage",
+           "page_tools"}
 # What an agent read or did beside the page: left out, named in a comment where the agent was.
 READS = {"snapshot", "dom_snapshot", "screenshot", "console_logs", "network_logs", "downloads", "pdf", "evaluate",
-         "get_content", "get_console_content", "tabs", "wait_for_user", "save_state"}
+         "get_content", "get_console_content", "tabs", "wait_for_user", "save_state", "route", "cookies", "storage",
+         "page_tools"}
+# Tools whose call lists (a read) unless an argument makes it act: that argument, per tool.
+LISTS = {"tabs": lambda args: args.get("action", "list") != "list",
+         "cookies": lambda args: args.get("action", "list") != "list",
+         "storage": lambda args: args.get("action", "list") != "list",
+         "route": lambda args: "url" in args, "page_tools": lambda args: "name" in args}
 LOADS = {"navigate": "goto", "go_back": "go_back", "go_forward": "go_forward", "reload": "reload"}
 
 _ID = re.compile(r"^#[A-Za-z_][\w-]*$")
@@ -144,6 +151,7 @@ class Script:
         self.steps = 0
         # What the file needs beside its steps: `re`, `pytest`, the tab() and fill() helpers.
         self.uses_re = self.uses_pytest = self.tabs = self.fills = self.uploads = False
+        self.webmcp = False  # it calls a page's tools: Chromium is launched able to run them
         self.snapshots: list[str] = []  # pages the calls so far stored, newest last
 
     # -- values ----------------------------------------------------------------------
@@ -268,7 +276,7 @@ class Script:
                  '        path = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", '
                  '"google-chrome"))), None)',
                  '    return engine.launch(executable_path=path or None, headless=os.environ.get("MCPBROWSER_HEADED")'
-                 ' != "1")', "", "",
+                 ' != "1"' + (', args=["--enable-features=WebMCP"]' if self.webmcp else "") + ")", "", "",
                  *(TAB_HELPER if self.tabs else []),
                  *(FILL_HELPER if self.fills else []),
                  f"def {name}():",
@@ -289,8 +297,8 @@ def _call(subject, method, *arguments):
 
 def _replayed(tool, args):
     """Whether a successful call acted on the page (replayed), rather than read it."""
-    if tool == "tabs":
-        return args.get("action", "list") != "list"
+    if tool in LISTS:
+        return LISTS[tool](args)
     return tool in ACTIONS
 
 
@@ -384,6 +392,8 @@ def _step(script, tool, args, result):
                 script.fills = True
                 script.line(f"fill({target}, {value})")
         _after_action(script, result)
+    elif tool in ("route", "unroute", "cookies", "storage", "page_tools"):
+        _site(script, tool, args, result)
     elif tool == "drag":
         source, drop = script.target(args["source"], tool), script.target(args["target"], tool)
         if source and drop:
@@ -393,6 +403,54 @@ def _step(script, tool, args, result):
         if target is not None:
             _on_element(script, tool, args, target, timeout)
             _after_action(script, result)
+
+
+def _headers(script, headers, what):
+    return "{" + ", ".join(f"{_q(k)}: {script.text(v, what)}" for k, v in headers.items()) + "}"
+
+
+def _site(script, tool, args, result):
+    """A route, a cookie or storage entry set or deleted, a page tool called: as Playwright's own calls."""
+    if tool == "unroute":
+        script.line(f"context.unroute({_q(args['url'])})" if "url" in args else "context.unroute_all()")
+    elif tool == "route":  # a pattern routed again replaces its route, as the server's do
+        pattern = _q(args["url"])
+        if args.get("abort"):
+            answer = 'route.abort("blockedbyclient")'
+        elif "requestHeaders" in args:
+            changed = args["requestHeaders"]
+            gone = _py([k.lower() for k in changed])
+            kept = f"{{k: v for k, v in route.request.headers.items() if k.lower() not in {gone}}}"
+            added = _headers(script, {k: v for k, v in changed.items() if v is not None}, "a route's header")
+            answer = f"route.continue_(headers={{**{kept}, **{added}}})"
+        else:
+            answer = _call("route", "fulfill", f"status={args.get('status', 200)}",
+                           f"headers={_headers(script, args.get('headers') or {}, 'a route header')}",
+                           f"body={script.text(args.get('body', ''), 'a route body')}")
+        script.line(f"context.unroute({pattern})")
+        script.line(f"context.route({pattern}, lambda route: {answer})")
+    elif tool == "cookies" and args.get("action") == "delete":
+        script.line(_call("context", "clear_cookies", *(f"{k}={_q(args[k])}" for k in ("name", "domain", "path")
+                                                        if k in args)))
+    elif tool == "cookies":
+        cookie = {**(result.get("set") or {}), "value": REDACTED}
+        fields = ", ".join(f"{_q(k)}: {script.text(args['value'], 'a cookie value') if k == 'value' else _py(v)}"
+                           for k, v in cookie.items())
+        script.line(f"context.add_cookies([{{{fields}}}])")
+    elif tool == "storage":
+        where = "sessionStorage" if args.get("kind") == "session" else "localStorage"
+        if args.get("action") == "delete":
+            script.line(f'page.evaluate("name => {where}.removeItem(name)", {_q(args["name"])})')
+        else:
+            value = script.text(args["value"], "a storage value")
+            script.line(f'page.evaluate("([name, value]) => {where}.setItem(name, value)", '
+                        f'[{_q(args["name"])}, {value}])')
+    else:
+        script.webmcp = True
+        frame = "page" if "frame" not in args else \
+            f"next(f for f in page.frames if f.url.startswith({_q(args['frame'] + '/')}))"
+        script.line(_call(f"{frame}.webmcp", "call_tool", _q(args["name"]), _py(args.get("input") or {}),
+                          f"timeout={args['timeout']}" if "timeout" in args else ""))
 
 
 def _on_element(script, tool, args, target, timeout):

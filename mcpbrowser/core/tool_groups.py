@@ -109,13 +109,14 @@ def declare(all_tools):
         options: dict[str, list[str]] = {}
         for option, group in tool.option_groups.items():
             options.setdefault(group, []).append(option)
-        for group, names in options.items():  # the first few: enable_tools' answer names them all
-            members[group].append(f"{tool.name}'s {', '.join(names[:3])}{', ...' if len(names) > 3 else ''}")
+        for group, names in options.items():  # the first: enable_tools' answer names them all
+            members[group].append(f"{tool.name}'s {names[0]}{', ...' if len(names) > 1 else ''}")
     listing = "; ".join(f"{group}: {', '.join(names)}" for group, names in members.items() if names)
     return CoreTool(
         name="enable_tools",
         title="Enable tool groups",
-        description=f"More tools, by group: {listing}.",
+        # Its name says what the listing is: "Groups: " before it cost every conversation 8 characters.
+        description=f"{listing}.",
         # The groups' names are the description's: an enum of them too would say them twice in every tools/list.
         input_schema=schema.obj({"groups": {"type": "array", "minItems": 1, "items": {"type": "string"}}},
                                 ("groups",)),

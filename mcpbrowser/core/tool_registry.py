@@ -11,11 +11,23 @@ answers anyone but a person as if they did not exist (never listed, never docume
 """
 
 from mcpbrowser.core import content_tools, export_tools, lifecycle_tools, performance_tools, tool_groups
-from mcpbrowser.tools import capture, emulation, interaction, memory, monitoring, navigation, performance, person
+from mcpbrowser.tools import (
+    capture,
+    emulation,
+    interaction,
+    memory,
+    monitoring,
+    navigation,
+    network,
+    page_tools,
+    performance,
+    person,
+    storage,
+)
 
 ALL = [*lifecycle_tools.TOOLS, *navigation.TOOLS, *interaction.TOOLS, *capture.TOOLS, *monitoring.TOOLS,
-       *emulation.TOOLS, *performance.TOOLS, *memory.TOOLS, *content_tools.TOOLS, *export_tools.TOOLS,
-       *performance_tools.TOOLS]
+       *emulation.TOOLS, *network.TOOLS, *storage.TOOLS, *page_tools.TOOLS, *performance.TOOLS, *memory.TOOLS,
+       *content_tools.TOOLS, *export_tools.TOOLS, *performance_tools.TOOLS]
 ALL.append(tool_groups.declare(ALL))
 # Declared here with the others rather than added by the view as it is built: which tools exist must not
 # depend on whether (or how many times) a view was built. Apart from ALL, which is what an agent or the

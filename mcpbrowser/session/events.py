@@ -226,6 +226,12 @@ class EventBuffers:
                     return True
         return False
 
+    def routed(self, request: Any, how: str) -> None:
+        """A route of the session's (routes.py) took this request: its entry says how."""
+        entry = self._requests.get(request)
+        if entry is not None:
+            entry["routed"] = how
+
     def on_websocket(self, ws: Any) -> None:
         """A page opened a WebSocket (a page event, so the state subscribes it per page)."""
         entry = {"method": "GET", "url": ws.url, "resourceType": "websocket", "status": None,

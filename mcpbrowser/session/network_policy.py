@@ -43,6 +43,14 @@ class NetworkPolicy:
             self.ask_user(self.session_id, host)  # raises DomainNotAllowed unless the person accepts
             self.policy.grant(host)
 
+    def allows(self, url: str) -> bool:
+        """Whether this session may request `url` now (its scheme and host); a route asks before it answers."""
+        return self.policy.allows(url)
+
+    def allows_host(self, host: str) -> bool:
+        """Whether this session may reach `host` (a cookie's domain) now."""
+        return self.policy.host_allowed(host)
+
     def refusals(self) -> int:
         """How many requests the policy proxy has refused so far (0 without one)."""
         return self.proxy.refusals if self.proxy is not None else 0

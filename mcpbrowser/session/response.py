@@ -17,7 +17,7 @@ class Response:
     """What one call's handler did, as it says so."""
 
     __slots__ = ("caller", "stores_after", "page", "page_is_snapshot", "secret", "same_page", "reused", "field_edit",
-                 "news")
+                 "news", "revealed")
 
     def __init__(self, caller: Any, stores_after: bool) -> None:
         # Who made the call: the handler may ask its user (a domain, a hand-over) and tell it progress.
@@ -34,6 +34,7 @@ class Response:
         # (selector, value): it filled one plain field, see filled; (selector, None): it chose in a select, see chose
         self.field_edit: tuple[str, str | None] | None = None
         self.news: dict[str, Any] = {}  # what the page did that the agent was not told yet, see page_news
+        self.revealed: list[str] = []  # secrets this answer shows because the agent asked for them, see reveal
 
     def store_page(self, text: str | None, snapshot: bool = True) -> None:
         """Keep `text` as the page this call read (get_content(refId) reads it); `snapshot`: it is the page's
@@ -68,6 +69,11 @@ class Response:
         """What the page did that the agent was not told yet (session/state.py's run_tool reads it off the
         session): a dialog that opened, new tabs, a replaced tab, dialogs dismissed, downloads."""
         self.news = news
+
+    def reveal(self, value: str) -> None:
+        """The agent asked for this secret by name (a session cookie): this answer shows it, and it is a secret of
+        the session's from then on, scrubbed from the history's row of this call and from everything after."""
+        self.revealed.append(value)
 
     def reused_snapshot(self) -> None:
         """The snapshot came from the page's last one, the page provably unchanged (the call's log says so)."""

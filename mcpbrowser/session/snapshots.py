@@ -313,11 +313,16 @@ def stop_hiding(state, only_if_due=False):
 def learn_secrets(state, values):
     """Values known to be secret from now on: scrubbed everywhere, or (shorter ones) where they stand alone."""
     values = {v for v in values if v}
-    # In every form stored text carries them: a form sent by GET puts `p=Zq7%24ecret+p%40ss` in the URL. And
-    # upper- and lower-cased, as many a field keeps a code or a key (its page's script changes its value).
-    state.secrets.update(form for v in values if len(v) >= MIN_SCRUBBED
-                         for case in {v, v.upper(), v.lower()} for form in encodings(case))
+    state.secrets.update(secret_forms(values))
     state.short_secrets.update(v for v in values if len(v) < MIN_SCRUBBED)
+
+
+def secret_forms(values):
+    """The forms a secret is scrubbed in: in every form stored text carries them (a form sent by GET puts
+    `p=Zq7%24ecret+p%40ss` in the URL), and upper- and lower-cased, as many a field keeps a code or a key
+    (its page's script changes its value)."""
+    return {form for v in values if v and len(v) >= MIN_SCRUBBED
+            for case in {v, v.upper(), v.lower()} for form in encodings(case)}
 
 
 def took_snapshot(state, text, secret_fields=None):

@@ -20,6 +20,7 @@ from mcpbrowser.session.acting import PROBE_AFTER_S, Acting
 from mcpbrowser.session.downloads import Downloads
 from mcpbrowser.session.events import EventBuffers
 from mcpbrowser.session.network_policy import NetworkPolicy
+from mcpbrowser.session.routes import Routes
 from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers
 
 
@@ -71,6 +72,7 @@ class SessionState(Acting):
         self.events = EventBuffers(config.console_buffer, config.network_buffer, self.network_policy,
                                    lambda: self.page)
         worker.events = self.events
+        self.routes = Routes(context, self.network_policy, self.events)
         self.downloads = Downloads(worker.session_id, config.files_dir(), config.max_download_mb,
                                    self.network_policy.refuses_download, self.events.request_for, worker.submit,
                                    lambda: self.secrets)

@@ -87,7 +87,7 @@ def network_logs(state, args, response):
         # What an agent debugging a page wants by default: documents, API calls and
         # anything that failed; the page's own scripts, styles and images that loaded
         # fine are counted, not listed (a docs page has dozens).
-        kept = [p for p in picked if p[0]["resourceType"] not in STATIC or _failed(p[0])]
+        kept = [p for p in picked if p[0]["resourceType"] not in STATIC or _failed(p[0]) or "routed" in p[0]]
         hidden, picked = len(picked) - len(kept), kept
     picked = picked[-args.get("limit", DEFAULT_LIMIT):]
     out = {"entries": [], "count": len(picked), "dropped": state.events.network_dropped}

@@ -1,0 +1,86 @@
+"""The tools a page registers (WebMCP), found in its frames and called under the domain policy.
+
+SESSION THREAD ONLY: through Playwright's `frame.webmcp` of the session's own pages.
+
+Frames: a frame's tools are offered labelled with its origin (`frame`), never mixed with the page's
+own, and only while the domain policy allows the frame's URL; a frame it forbids is not even asked
+what it offers (its descriptions are text from where the session may not go), and a call naming it
+is refused before anything reaches it. Left out entirely, a site whose tools live in a frame of its
+own (a checkout, a map) would offer the agent nothing; labelled, the agent sees whose tool it calls.
+"""
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcpbrowser.errors import DomainNotAllowed, InvalidParameters
+
+NOT_ENABLED = "WebMCP is not enabled"
+
+
+class WebMcpOff(Exception):
+    """The browser was launched without WebMCP (--no-webmcp, or a remote browser without the feature)."""
+
+
+def origin(url: str) -> str:
+    """scheme://host[:port] of a frame's URL; the URL's scheme alone for one without a host (about:, data:)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else f"{parts.scheme}:"
+
+
+def offering_frames(state: Any) -> tuple[list[tuple[Any, str | None]], int]:
+    """([(frame, its label: None for the page itself, else its origin)], how many frames the policy left out)."""
+    page = state.page
+    kept, left_out = [], 0
+    for frame in page.frames:
+        if frame.is_detached():
+            continue
+        if not state.network_policy.allows(frame.url):
+            left_out += 1
+            continue
+        kept.append((frame, None if frame is page.main_frame else origin(frame.url)))
+    return kept, left_out
+
+
+def tools_of(frame: Any, timeout_ms: int) -> list[Any]:
+    """What a frame registers now (a late tool, an unregistered one: each read asks afresh)."""
+    try:
+        return frame.webmcp.tools(timeout=timeout_ms)
+    except Exception as exc:
+        if NOT_ENABLED in str(exc):
+            raise WebMcpOff(str(exc)) from None
+        raise
+
+
+def found(state: Any, timeout_ms: int) -> tuple[list[tuple[dict[str, Any], str | None]], int]:
+    """Every page tool the session's current tab offers now, with its frame's label; and the frames left out."""
+    frames, left_out = offering_frames(state)
+    out: list[tuple[dict[str, Any], str | None]] = []
+    for frame, label in frames:
+        try:
+            registered = tools_of(frame, timeout_ms)
+        except WebMcpOff:
+            raise
+        except Exception:  # a frame that navigated or closed meanwhile offers nothing
+            if label is None:
+                raise
+            continue
+        out.extend((tool, label) for tool in registered)
+    return out, left_out
+
+
+def frame_for(state: Any, label: str | None) -> Any:
+    """The frame a call names (None: the page itself), once the domain policy allows it."""
+    page = state.page
+    if label is None:
+        frame = page.main_frame
+    else:
+        frame = next((f for f in page.frames if f is not page.main_frame and not f.is_detached()
+                      and origin(f.url) == label), None)
+        if frame is None:
+            raise InvalidParameters(f"No frame of {label} on this page: page_tools lists the frames with tools.",
+                                    session_id=state.session_id, details={"field": "frame"})
+    if not state.network_policy.allows(frame.url) or not state.network_policy.allows(page.url):
+        host = urlsplit(frame.url).hostname or frame.url
+        raise DomainNotAllowed(f"{host} is not allowed: its page tools are never called.",
+                               session_id=state.session_id, details={"domain": host})
+    return frame

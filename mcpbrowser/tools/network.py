@@ -1,0 +1,67 @@
+"""Network routes of a session (answer, abort or change requests a URL pattern matches); handlers run on the
+session thread, through session/routes.py, where the domain policy decides first."""
+
+from mcpbrowser import schema
+from mcpbrowser.errors import InvalidParameters
+from mcpbrowser.session import snapshots
+from mcpbrowser.tools.base import SessionTool, session_schema
+
+URL = {"type": "string", "minLength": 1, "description": "Glob, as Playwright's: **/api/*"}
+ROUTES = {"type": "object", "properties": {"routes": {"type": "array"}}, "required": ["routes"]}
+
+
+def route(state, args, response):
+    if "url" not in args:
+        if set(args) - {"sessionId"}:
+            raise InvalidParameters("arguments.url is required to set a route (without url, route lists them).",
+                                    details={"field": "url"})
+        return {"routes": state.routes.listed()}
+    # A credential a route sends or answers with (an Authorization header) is the agent's secret like a
+    # password it types: into the session's secret book, so no answer, log or history row shows it.
+    sensitive = state.config.redact_headers
+    secrets = [value for headers in (args.get("headers") or {}, args.get("requestHeaders") or {})
+               for name, value in headers.items() if name.lower() in sensitive and isinstance(value, str)]
+    for value in secrets:
+        snapshots.mark_secret(state, response, value)
+    response.text_is_plain()
+    state.routes.add(args)
+    return {"routes": state.routes.listed()}
+
+
+def unroute(state, args, response):
+    return {"removed": state.routes.remove(args.get("url")), "routes": state.routes.listed()}
+
+
+TOOLS = [
+    SessionTool(
+        name="route",
+        group="site",
+        title="Route requests",
+        description="Answer requests matching url with status, headers and body; or abort them; or send them "
+                    "on with requestHeaders changed (null removes one). No url: list the routes.",
+        input_schema=session_schema({
+            "url": URL,
+            "status": schema.integer(None, minimum=100, maximum=599),
+            "headers": {"type": "object"},
+            "body": {"type": "string", "maxLength": 5_000_000},
+            "abort": {"type": "boolean"},
+            "requestHeaders": {"type": "object"},
+        }),
+        handler=route,
+        page_tool=False,
+        may_carry_secret=True,
+        output_schema=ROUTES,
+    ),
+    SessionTool(
+        name="unroute",
+        group="site",
+        title="Remove routes",
+        description="Remove the route of url, or all.",
+        input_schema=session_schema({"url": URL}),
+        handler=unroute,
+        idempotent=True,
+        page_tool=False,
+        output_schema={"type": "object", "properties": {"removed": {"type": "array"}, "routes": {"type": "array"}},
+                       "required": ["removed", "routes"]},
+    ),
+]

@@ -1,0 +1,160 @@
+"""Cookies and localStorage/sessionStorage entries of a session, one by one; handlers run on the session thread.
+
+A value is a secret where the policy says so (a cookie marked HttpOnly, a name like a session token's,
+redaction.SECRET_NAME): it enters the session's secret book as typed text does, shown masked unless the
+agent asks for it by name, never in a log, scrubbed in the history.
+"""
+
+from urllib.parse import urlsplit
+
+from mcpbrowser.errors import DomainNotAllowed, InvalidParameters
+from mcpbrowser.redaction import REDACTED, SECRET_NAME
+from mcpbrowser.session import snapshots
+from mcpbrowser.tools.base import SessionTool, session_schema
+
+ACTION = {"type": "string", "enum": ["list", "set", "delete"]}
+NAME = {"type": "string", "minLength": 1}
+COOKIE_FIELDS = ("name", "value", "domain", "path", "expires", "httpOnly", "secure", "sameSite")
+
+
+def _is_secret(name, http_only=False):
+    return bool(http_only) or SECRET_NAME.search(name) is not None
+
+
+def _needs(args, *names):
+    for name in names:
+        if name not in args:
+            raise InvalidParameters(f"arguments.{name} is required to {args.get('action', 'list')} one.",
+                                    details={"field": name})
+
+
+def _shown(state, response, entry, secret, asked):
+    """`entry` as the answer shows it: a secret value masked (and known to the book) unless asked for by name."""
+    value = entry["value"]
+    if not secret or not value:
+        return entry
+    if asked:
+        response.reveal(value)
+        return {**entry, "secret": True}
+    snapshots.learn_secrets(state, (value,))
+    return {**entry, "value": REDACTED, "secret": True}
+
+
+def _plain_or_secret(state, response, value, secret):
+    """The value the call sets: a secret (request row and all output scrubbed of it) or plain, as typed text."""
+    if secret:
+        snapshots.mark_secret(state, response, value)
+    else:
+        response.text_is_plain()
+
+
+def cookies(state, args, response):
+    action = args.get("action", "list")
+    if action == "set":
+        _needs(args, "name", "value")
+        cookie = {k: args[k] for k in COOKIE_FIELDS if k in args}
+        if "domain" in args:
+            cookie.setdefault("path", "/")
+            host = args["domain"].lstrip(".")
+        else:
+            url = args.get("url") or state.page.url
+            if urlsplit(url).scheme not in ("http", "https"):
+                raise InvalidParameters("Give url or domain: the current page has no site to set a cookie for.",
+                                        details={"field": "url"})
+            cookie["url"] = url
+            host = urlsplit(url).hostname or ""
+        _plain_or_secret(state, response, args["value"], _is_secret(args["name"], args.get("httpOnly")))
+        if not state.network_policy.allows_host(host):
+            raise DomainNotAllowed(f"{host} is not allowed: no cookie is set for it.", session_id=state.session_id,
+                                   details={"domain": host})
+        try:
+            state.context.add_cookies([cookie])
+        except Exception as exc:  # the browser refused its fields (SameSite=None without secure, say)
+            raise InvalidParameters(f"The browser refused the cookie: {str(exc).splitlines()[0]}",
+                                    session_id=state.session_id) from None
+        kept = state.context.cookies()
+        if not any(c["name"] == args["name"] and host.endswith(c["domain"].lstrip(".")) for c in kept):
+            raise InvalidParameters("The browser did not keep the cookie (SameSite=None needs secure: true; an "
+                                    "expires in the past deletes it).", session_id=state.session_id)
+        return {"set": {k: v for k, v in cookie.items() if k != "value"}}
+    response.text_is_plain()
+    if action == "delete":
+        _needs(args, "name")
+        wanted = {k: args[k] for k in ("name", "domain", "path") if k in args}
+        before = len(state.context.cookies())
+        state.context.clear_cookies(**wanted)
+        return {"deleted": before - len(state.context.cookies())}
+    found = [c for c in state.context.cookies()
+             if all(c[k] == args[k] for k in ("name", "domain", "path") if k in args)]
+    shown = [_shown(state, response, {k: c[k] for k in COOKIE_FIELDS if k in c},
+                    _is_secret(c["name"], c.get("httpOnly")), "name" in args) for c in found]
+    return {"cookies": shown, "count": len(shown)}
+
+
+def storage(state, args, response):
+    action = args.get("action", "list")
+    origin = urlsplit(state.page.url)
+    if origin.scheme not in ("http", "https"):
+        raise InvalidParameters(f"The current page ({state.page.url[:40]}) has no origin with storage: navigate "
+                                "to the site first.", details={"url": state.page.url[:200]})
+    kind = args.get("kind", "local")
+    store = state.page.local_storage if kind == "local" else state.page.session_storage
+    where = f"{origin.scheme}://{origin.netloc}"
+    if action == "set":
+        _needs(args, "name", "value")
+        _plain_or_secret(state, response, args["value"], _is_secret(args["name"]))
+        store.set_item(args["name"], args["value"])
+        return {"set": args["name"], "kind": kind, "origin": where}
+    response.text_is_plain()
+    if action == "delete":
+        _needs(args, "name")
+        present = store.get_item(args["name"]) is not None
+        store.remove_item(args["name"])
+        return {"deleted": int(present), "kind": kind, "origin": where}
+    items = [item for item in store.items() if "name" not in args or item["name"] == args["name"]]
+    shown = [_shown(state, response, {"name": i["name"], "value": i["value"]}, _is_secret(i["name"]), "name" in args)
+             for i in items]
+    return {"entries": shown, "count": len(shown), "kind": kind, "origin": where}
+
+
+TOOLS = [
+    SessionTool(
+        name="cookies",
+        group="site",
+        title="Cookies",
+        description="List (filter: name, domain, path), set or delete the session's cookies. HttpOnly ones and "
+                    "names like a session's or a token's are secrets: masked unless named.",
+        input_schema=session_schema({
+            "action": ACTION,
+            "name": NAME,
+            "value": {"type": "string"},
+            "domain": NAME,
+            "path": NAME,
+            "url": NAME,
+            "expires": {"type": "number", "description": "epoch s"},
+            "httpOnly": {"type": "boolean"},
+            "secure": {"type": "boolean"},
+            "sameSite": {"type": "string", "enum": ["Strict", "Lax", "None"]},
+        }),
+        handler=cookies,
+        page_tool=False,
+        may_carry_secret=True,
+        output_schema={"type": "object"},
+    ),
+    SessionTool(
+        name="storage",
+        group="site",
+        title="Web storage",
+        description="List, set or delete localStorage (kind: session, sessionStorage) entries of the current "
+                    "page's origin. Names like a token's are secrets: masked unless named.",
+        input_schema=session_schema({
+            "action": ACTION,
+            "kind": {"type": "string", "enum": ["local", "session"]},
+            "name": NAME,
+            "value": {"type": "string"},
+        }),
+        handler=storage,
+        may_carry_secret=True,
+        output_schema={"type": "object"},
+    ),
+]
