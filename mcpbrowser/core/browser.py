@@ -45,7 +45,9 @@ from mcpbrowser.logs import log
 from mcpbrowser.redaction import SecretBook
 from mcpbrowser.resources.hub import ResourceHub
 from mcpbrowser.resources.server_log import ServerLog
+from mcpbrowser.session import screencast
 from mcpbrowser.session.opener import SessionOpener
+from mcpbrowser.tools.person import HAND_BACK, PERSON_INPUT, TAKE_OVER, WATCH, Person
 from mcpbrowser.trace_scrub import artifact_roots
 
 SHUTDOWN_BUDGET_S = 5.0  # sessions get at most this long to close at shutdown, then the browser stops
@@ -216,6 +218,44 @@ class Browser:
             return failed
         return self.dispatcher.dispatch(name, args, caller or Embedder(lambda: self.user.client, progress))
 
+    # -- ANY THREAD: a person's calls (the live view's), each logged and recorded as theirs ------------
+
+    def take_over(self, session_id: str, person: str, timeout: float) -> dict[str, Any]:
+        """The person holds the session; {heldBy}. Raises SessionHeldByPerson when another does."""
+        result = self._as_person(TAKE_OVER.name, session_id, person).result(timeout)
+        return {"heldBy": result["heldBy"]}
+
+    def hand_back(self, session_id: str, person: str, timeout: float) -> dict[str, Any]:
+        """The person hands the session back; {heldBy: None}. Raises InvalidParameters when nobody holds it."""
+        self._as_person(HAND_BACK.name, session_id, person).result(timeout)
+        # The person solved the wall: a cooldown it started ends, as wait_for_user's success ends it.
+        self.user.cooldown.finish(session_id, self.registry.owner_of(session_id))
+        return {"heldBy": None}
+
+    def act(self, session_id: str, person: str, action: dict[str, Any]) -> Future:
+        """A person's click, scroll, key or text on the session's page (person_input); a Future of it."""
+        args = {k: v for k, v in action.items() if k != "sessionId"}
+        return self._as_person(PERSON_INPUT.name, session_id, person, args)
+
+    def watch(self, session_id: str, person: str) -> screencast.Cast | None:
+        """The session's live picture, its start a call of the person's; None when the session is not open here."""
+        if self.registry.open_record(session_id) is None:
+            return None
+        cast = screencast.cast_of(session_id)
+        started = self._as_person(WATCH.name, session_id, person)
+        started.add_done_callback(lambda f: _end_if_failed(f, cast))
+        return cast
+
+    def held_by(self, session_id: str) -> str | None:
+        """The person who holds an open session, or None."""
+        record = self.registry.open_record(session_id)
+        return None if record is None else record.worker.held_by
+
+    def _as_person(self, tool: str, session_id: str, person: str, args: dict[str, Any] | None = None) -> Future:
+        caller = Person(person, self.registry.owner_of(session_id))
+        named = {} if tool == PERSON_INPUT.name else {"person": person}
+        return self.submit(tool, {**(args or {}), **named, "sessionId": session_id}, caller=caller)
+
     def call(self, name: str, args: Any = None) -> dict[str, Any]:
         """Run one tool call and return its result dict; raises BrowserServerError."""
         return self.submit(name, args).result()
@@ -337,3 +377,9 @@ class Browser:
     def _browser_restarted(self, cause: str | None) -> None:
         self.user.notify("notice", {"event": "browser_restarted", "cause": cause})
         self._refill()
+
+
+def _end_if_failed(started: Future, cast: screencast.Cast) -> None:
+    """A picture whose start failed (the session closed, a limit) ends: its viewers' streams end with it."""
+    if started.cancelled() or started.exception() is not None:
+        cast.end()

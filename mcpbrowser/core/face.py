@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from mcpbrowser.core.tool_groups import ToolGroups
     from mcpbrowser.guards import Cooldown
     from mcpbrowser.resources.hub import ResourceHub
+    from mcpbrowser.session.screencast import Cast
     from mcpbrowser.tools.base import Tool
 
 
@@ -54,6 +55,21 @@ class CoreFace(Protocol):
                progress: Callable[[float, float | None, str | None], None] | None = None,
                caller: "Caller | None" = None) -> "Future[Any]":
         """Start one tool call: a Future of its result, or of the error it raised (a BrowserServerError)."""
+
+    def take_over(self, session_id: str, person: str, timeout: float) -> dict[str, Any]:
+        """A person holds the session (their call, tools/person.py); {heldBy}, or the error of another holding it."""
+
+    def hand_back(self, session_id: str, person: str, timeout: float) -> dict[str, Any]:
+        """The person hands the session back (their call): the agent acts again, a cooldown it started ends."""
+
+    def act(self, session_id: str, person: str, action: dict[str, Any]) -> "Future[Any]":
+        """A person's click, scroll, key or text on the page (their call, its text a secret)."""
+
+    def watch(self, session_id: str, person: str) -> "Cast | None":
+        """The session's live picture (its start the person's call); None when it is not open here."""
+
+    def held_by(self, session_id: str) -> str | None:
+        """The person who holds an open session, or None."""
 
     def close(self) -> None:
         """Close every session and the browser; idempotent."""

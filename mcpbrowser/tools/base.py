@@ -54,6 +54,9 @@ class Tool:
     stores_page: bool = False
     # False for tools that still work while a dialog blocks the page (logs, tabs, handle_dialog).
     page_tool: bool = True
+    # It does nothing with the page (a person's hold, the start of their picture): a page that crashed
+    # between calls waits for the next call that does, which tells the agent.
+    page_free: bool = False
     # Runs during a login cooldown although it is not read_only: it attempts nothing against
     # the wall (see Dispatcher._check_guards).
     during_cooldown: bool = False
