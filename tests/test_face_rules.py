@@ -106,3 +106,121 @@ def test_no_module_outside_the_session_writes_a_workers_or_a_states_attributes(p
     life, its memory figure) from other threads and packages. Each now passes the value when the worker is
     made, submits a command, or calls the worker's own method for it."""
     assert session_writes(path.read_text()) == [], f"{_name(path)} writes a session's worker or state"
+
+
+# -- the transports and the view reach the core through its face only ------------------------------------------
+
+FACE_USERS = ("transports", "view")
+# What of the core they may import: its face, and the agent's rendering of an answer (a pure function the
+# transports wrap). Nothing of the session's package or of the tools' handlers.
+FACE_IMPORTS = ("mcpbrowser.core.face", "mcpbrowser.core.answer")
+BEYOND_THE_FACE = ("mcpbrowser.core", "mcpbrowser.session", "mcpbrowser.tools")
+
+
+def _face_class():
+    tree = ast.parse((PACKAGE / "core" / "face.py").read_text())
+    return next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "CoreFace")
+
+
+def face_members():
+    return {node.name for node in _face_class().body if isinstance(node, ast.FunctionDef)}
+
+
+def _is_core(node):
+    """`core`, `self.core`, `app.core`, `self.connection.core`: how the transports and the view name the face."""
+    return (isinstance(node, ast.Name) and node.id == "core") or \
+        (isinstance(node, ast.Attribute) and node.attr == "core")
+
+
+def core_reads(source):
+    """(line, name) of each attribute taken of the core in `source`."""
+    return [(node.lineno, node.attr) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Attribute) and _is_core(node.value)]
+
+
+def core_imports(source):
+    """(line, module) of each import of the core beyond its face, the session's package or the tools'."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found += [(node.lineno, name) for name in names
+                  if name.startswith(BEYOND_THE_FACE) and not name.startswith(FACE_IMPORTS)]
+    return found
+
+
+def test_the_face_is_verbs():
+    """CoreFace declares methods and read-only properties only: no part of the core (a registry, a history, a
+    store) handed out as an attribute, as the seven it declared before issue 71 were."""
+    parts = [ast.unparse(node) for node in _face_class().body
+             if isinstance(node, (ast.AnnAssign, ast.Assign))]
+    assert parts == []
+    assert {"submit", "list_tools", "sessions", "timeline", "take_over", "hand_back", "watch", "announce",
+            "close"} <= face_members()
+
+
+def test_the_face_rules_see_a_reach_past_the_face():
+    """The walks themselves, on what issue 71 found (positive controls), and on what they must let pass."""
+    assert core_reads("app.core.store.server = x") == [(1, "store")]
+    assert core_reads("self.connection.core.registry.owner_of(sid)") == [(1, "registry")]
+    assert core_reads("core = self.core\ncore.groups.listed(owner)") == [(2, "groups")]
+    assert core_imports("from mcpbrowser.core.sessions import SessionRegistry") == [
+        (1, "mcpbrowser.core.sessions.SessionRegistry")]
+    assert core_imports("from mcpbrowser.tools.person import MAX_TEXT") == [(1, "mcpbrowser.tools.person.MAX_TEXT")]
+    assert core_imports("from mcpbrowser.core import answer\nfrom mcpbrowser.core.face import CoreFace") == []
+
+
+@pytest.mark.parametrize("path", _modules(*FACE_USERS), ids=_name)
+def test_the_transports_and_the_view_reach_the_core_through_its_face_only(path):
+    """Issue 71: `http.py` wrote `core.store.server`, the view read the registry's records and wrote their
+    workers. Every attribute they take of the core is a member of CoreFace, and they import nothing of the
+    core beyond it (mypy checks the same of the types: `tox -e type`)."""
+    source = path.read_text()
+    members = face_members()
+    assert [(line, name) for line, name in core_reads(source) if name not in members] == [], \
+        f"{_name(path)} reaches past the core's face"
+    assert core_imports(source) == [], f"{_name(path)} imports the core beyond its face"
+
+
+# -- a core tool's handler gets a narrow context -------------------------------------------------------------
+
+CORE_TOOL_MODULES = ("lifecycle_tools", "content_tools", "export_tools", "performance_tools", "tool_groups")
+
+
+def test_a_core_tools_handler_uses_only_its_context():
+    """Every attribute a session-less tool's handler (handler(core, args, call)) takes of `core` is a field of
+    browser.ToolContext: the handlers are read, and the context is what the dispatcher hands them."""
+    from mcpbrowser.core.browser import ToolContext
+
+    used = set()
+    for module in CORE_TOOL_MODULES:
+        for function in ast.walk(ast.parse((PACKAGE / "core" / f"{module}.py").read_text())):
+            if isinstance(function, ast.FunctionDef) and function.args.args and function.args.args[0].arg == "core":
+                used |= {node.attr for node in ast.walk(function) if isinstance(node, ast.Attribute)
+                         and isinstance(node.value, ast.Name) and node.value.id == "core"}
+    assert "history" in used and "warm_pool" in used  # the walk reads the handlers (positive control)
+    assert used <= set(ToolContext._fields)
+    assert not {"close", "start", "client", "dispatcher", "user", "files"} & set(ToolContext._fields)
+
+
+def test_a_core_tools_handler_is_handed_the_context_not_the_browser():
+    """A core tool run through a real core (built, never started: no browser) gets the ToolContext."""
+    import dataclasses
+
+    from mcpbrowser.config import Config
+    from mcpbrowser.core.browser import Browser, ToolContext
+
+    core = Browser(Config(db=":memory:"))
+    try:
+        seen = []
+        tool = core.tools["saved_states"]
+        core.tools["saved_states"] = dataclasses.replace(
+            tool, handler=lambda context, args, call: seen.append(context) or tool.handler(context, args, call))
+        assert core.call("saved_states")["count"] == 0
+        assert len(seen) == 1 and isinstance(seen[0], ToolContext) and seen[0] is not core
+    finally:
+        core.close()

@@ -78,7 +78,7 @@ class Tool:
     # Arguments that belong to another group than the tool (create_session's emulation):
     # name -> group. Shown and accepted from MCP clients only while that group is on.
     option_groups: dict = field(default_factory=dict)
-    # Only a person in the live view calls it (view/hands.py's person_input): to an agent or the
+    # Only a person in the live view calls it (tools/person.py: their input, take-over, picture): to an agent or the
     # library it does not exist (an unknown tool, left out of the known ones).
     person_only: bool = False
     # The handler's result carries PNG/JPEG bytes under "image", sent as MCP image content.

@@ -60,7 +60,7 @@ class ViewApp:
         self.trust_proxy = trust_proxy
         self._secret = secrets.token_bytes(32)  # the hook's CSRF tokens are keyed by it
         self.casts = Screencasts(core)
-        self.max_live = max_live or max(4, 2 * core.config.max_sessions)
+        self.max_live = max_live or max(4, 2 * core.max_sessions)
         self._live_lock = threading.Lock()
         self._watching: dict[str, int] = {}  # viewer name -> live pictures open
         self.sign_in_guesses = auth.Guesses()
@@ -173,7 +173,7 @@ class ViewApp:
             self._unwatch(viewer)
 
         start_response("200 OK", [("Content-Type", f"multipart/x-mixed-replace; boundary={BOUNDARY}"), *HEADERS])
-        return _Frames(cast, leave, lambda: self.core.registry.open_record(session_id))
+        return _Frames(cast, leave, lambda: self.core.session(session_id))
 
     def _unwatch(self, viewer: Viewer) -> None:
         with self._live_lock:

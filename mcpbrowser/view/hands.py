@@ -13,13 +13,14 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from mcpbrowser.errors import BrowserServerError, InvalidParameters, SessionNotFound
-from mcpbrowser.tools.person import MAX_TEXT
 from mcpbrowser.view.auth import HEADERS, Viewer
 
 if TYPE_CHECKING:
     from mcpbrowser.core.face import CoreFace
 
 INPUT_WAIT_S = 30.0
+# A person's action as JSON: four bytes a character of person_input's longest text (1000, which the core checks).
+MAX_BODY = 4_000
 
 
 class Hands:
@@ -45,11 +46,11 @@ class Hands:
 
     def input(self, environ: dict[str, Any], start_response: Callable[..., Any], viewer: Viewer,
               session_id: str) -> Iterable[bytes]:
-        if self.core.held_by(session_id) != viewer.name:
+        if (self.core.session(session_id) or {}).get("heldBy") != viewer.name:
             return _json(start_response, "409 Conflict", {"error": "Take over the session first."})
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
-            args = json.loads(environ["wsgi.input"].read(length)) if 0 < length <= 4 * MAX_TEXT else None
+            args = json.loads(environ["wsgi.input"].read(length)) if 0 < length <= MAX_BODY else None
         except (ValueError, UnicodeDecodeError):
             args = None
         if not isinstance(args, dict):

@@ -8,32 +8,30 @@ one ends it (`Cast.end`), and the session thread stops it at its next tick (sess
 import threading
 from typing import TYPE_CHECKING
 
-from mcpbrowser.session.screencast import Cast
-
 if TYPE_CHECKING:
-    from mcpbrowser.core.face import CoreFace
+    from mcpbrowser.core.face import CoreFace, Picture
 
 
 class Screencasts:
     """The sessions' casts the view's viewers watch, counted."""
 
     def __init__(self, core: "CoreFace") -> None:
-        self._core = core
+        self.core = core
         self._lock = threading.Lock()
-        self._casts: dict[str, tuple[Cast, int]] = {}  # session id -> (its cast, its viewers)
+        self._casts: dict[str, tuple[Picture, int]] = {}  # session id -> (its cast, its viewers)
 
-    def watch(self, session_id: str, person: str) -> Cast | None:
+    def watch(self, session_id: str, person: str) -> "Picture | None":
         """One more viewer of an open session: its cast (started by the first); None when it is not open."""
         with self._lock:
             cast, viewers = self._casts.get(session_id, (None, 0))
             if cast is None or cast.ended:
-                cast, viewers = self._core.watch(session_id, person), 0
+                cast, viewers = self.core.watch(session_id, person), 0
                 if cast is None:
                     return None
             self._casts[session_id] = (cast, viewers + 1)
         return cast
 
-    def leave(self, cast: Cast) -> None:
+    def leave(self, cast: "Picture") -> None:
         """A viewer left; the last one ends the screencast."""
         with self._lock:
             held, viewers = self._casts.get(cast.session_id, (None, 0))
