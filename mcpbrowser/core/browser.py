@@ -47,12 +47,27 @@ from mcpbrowser.resources.hub import ResourceHub
 from mcpbrowser.resources.server_log import ServerLog
 from mcpbrowser.session import screencast
 from mcpbrowser.session.opener import SessionOpener
-from mcpbrowser.tools.person import HAND_BACK, PERSON_INPUT, TAKE_OVER, WATCH, Person
+from mcpbrowser.tools.person import HAND_BACK, PERSON_INPUT, TAKE_OVER, WATCH
 from mcpbrowser.trace_scrub import artifact_roots
 
 SHUTDOWN_BUDGET_S = 5.0  # sessions get at most this long to close at shutdown, then the browser stops
 STOPPED_ANSWER_S = 2.0  # then what still ran gets this long to answer SERVER_STOPPING
 CLOSE_WAIT_S = 60.0  # a second close() waits this long at most for the first (whose waits are bounded well within)
+
+
+class Person(Embedder):
+    """A person's caller in the live view (core/call.py's `Caller`): their name, for the limits; the session's
+    owner, so the owner check holds; `person`, past the hold and ahead of the queue. Nobody to ask: they see it."""
+
+    person = True
+
+    def __init__(self, person: str, owner: str | None) -> None:
+        super().__init__(lambda: None)
+        self.owner, self._name = owner, f"person:{person}"
+
+    @property
+    def name(self) -> str:
+        return self._name
 
 
 class ToolContext(NamedTuple):

@@ -1,8 +1,8 @@
 """A person's own tools in the live view: take over, their click, scroll, key or text on the picture, hand back,
-and the start of the picture itself; and `Person`, the caller of each.
+and the start of the picture itself.
 
 Their handlers run on the session's thread, as every session tool's does: the core's face verbs
-(core/browser.py) submit them as calls of a `Person` caller, ahead of the agent's queued calls and in a
+(core/browser.py) submit them as calls of the person's (`browser.Person`), ahead of the agent's queued calls and in a
 waiting wait_for_user's slices; each is logged and recorded in the history as the person's row, under
 the limits of every call. They are `person_only`: declared with every other tool in core/tool_registry.py,
 so the core's tool table is the same whether or not a view is built, and the dispatcher answers an agent
@@ -18,34 +18,6 @@ from mcpbrowser import schema
 from mcpbrowser.errors import InvalidParameters, SessionHeldByPerson
 from mcpbrowser.session import screencast, snapshots
 from mcpbrowser.tools.base import SessionTool, session_schema
-
-
-class Person:
-    """The caller of a person's call (core/call.py's `Caller`): their name; the session's owner, so the
-    dispatcher's owner check holds; `person`, which lets it past the hold and ahead of the queue. The
-    core calls its methods on the session thread (notices, progress): they do nothing."""
-
-    person = True
-    lists_tools = False
-    can_elicit = False
-    modern = False
-
-    def __init__(self, person: str, owner: str | None) -> None:
-        self.name = f"person:{person}"
-        self.owner = owner
-
-    def notify(self, level: str, data: dict[str, Any]) -> None:
-        """Notices meant for the agent's client are not the person's: they see the page."""
-
-    def elicit(self, message: str, timeout: float, key: str) -> str:
-        """Never asked (can_elicit is False): the person acts on the page itself."""
-        return "cancel"
-
-    def progress(self, done: float, total: float | None, message: str | None) -> None:
-        """A person's call is one short action: nothing to report."""
-
-    def tools_changed(self) -> None:
-        """The person calls no tools list."""
 
 
 # SESSION THREAD
