@@ -61,3 +61,34 @@ def test_every_test_the_architecture_page_names_exists():
     page = (ROOT / "ARCHITECTURE.md").read_text()
     assert NAMED.search(page)
     assert gone(page) == [], "tests ARCHITECTURE.md names that are gone (renamed or deleted)"
+
+
+# -- rules the page states that had no test -----------------------------------------------------------------
+
+PACKAGE = ROOT / "mcpbrowser"
+# The coroutines we run, on Playwright's own event loop, on the session thread (none of ours runs a loop).
+ASYNCIO = {"session/downloads.py", "session/acting.py", "session/playwright_internals.py"}
+
+
+def _imports(path):
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+
+
+def _modules_importing(prefix):
+    return {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
+            if any(name == prefix or name.startswith(prefix + ".") for name in _imports(path))}
+
+
+def test_asyncio_only_runs_on_playwrights_loop_in_three_session_modules():
+    assert _modules_importing("asyncio") == ASYNCIO
+    assert _modules_importing("threading")  # the walk reads imports (positive control)
+
+
+def test_the_server_never_imports_its_child_processes():
+    assert _modules_importing("mcpbrowser.children") == set()
+    assert _modules_importing("mcpbrowser.session")  # the walk reads imports (positive control)
