@@ -14,9 +14,24 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from mcpbrowser.core.call import Caller, ServerClient
-    from mcpbrowser.resources.hub import ResourceHub
     from mcpbrowser.session.screencast import Cast as Picture  # a session's live picture: JPEG frames, numbered
     from mcpbrowser.tools.base import Tool
+
+
+class LogResources(Protocol):
+    """The logs as MCP resources (resources/hub.py's `ResourceHub`), as its verbs only."""
+
+    def listed(self, owner: str | None) -> list[dict[str, Any]]: ...
+
+    def templates(self) -> list[dict[str, Any]]: ...
+
+    def visible(self, uri: str, owner: str | None) -> bool: ...
+
+    def read(self, uri: str, owner: str | None) -> "Future[Any]": ...
+
+    def subscribe(self, uri: str, owner: str | None, listener: Any) -> tuple[object, str]: ...
+
+    def unsubscribe(self, token: object) -> None: ...
 
 
 class CoreFace(Protocol):
@@ -38,8 +53,8 @@ class CoreFace(Protocol):
     def client(self, connection: "ServerClient | None") -> None: ...
 
     @property
-    def resources(self) -> "ResourceHub":
-        """The logs as MCP resources: listed, read, subscribed to (verbs only)."""
+    def resources(self) -> LogResources:
+        """The logs as MCP resources: listed, read, subscribed to."""
 
     @property
     def max_sessions(self) -> int:
