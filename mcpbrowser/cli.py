@@ -76,7 +76,7 @@ def main(argv=None):
         if config.view:  # --view HOST:PORT: the live view alone, on loopback unless tokens guard it
             from mcpbrowser.view import serve_alone
 
-            serve_alone(core, config.view, config.http_credentials())
+            serve_alone(core, config, config.http_credentials())
     except Exception as exc:  # an unusable database, say: say why and stop
         logs.log.error("cannot start", extra={"event": "startup_failed", "error": str(exc)})
         print(f"mcpbrowser: error: {exc}", file=sys.stderr)
@@ -155,7 +155,7 @@ def _serve_http(config):
         if config.view not in (None, "http"):
             from mcpbrowser.view import serve_alone
 
-            serve_alone(app.core, config.view, app.credentials)
+            serve_alone(app.core, config, app.credentials)
     except (ConfigError, OSError, RuntimeError) as exc:
         print(f"mcpbrowser: error: {exc}", file=sys.stderr)
         return 2

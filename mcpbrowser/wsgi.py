@@ -41,7 +41,7 @@ def create_app(config: Config | None = None, *, core: Any = None, path: str | No
     if config.view == "http":
         from mcpbrowser.view import from_config
 
-        app.view = from_config(core, app.credentials)
+        app.view = from_config(core, config, app.credentials)
     if core.client is None:
         core.client = app.everyone  # server-wide notices (the cooldown's end) reach every client
     return app

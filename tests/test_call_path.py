@@ -130,7 +130,7 @@ def dispatcher(closed=False, **settings):
         supervisor=types.SimpleNamespace(browser_gone=lambda worker, why: core.lost.append(why)),
         files=types.SimpleNamespace(remember=lambda sid, name, result: core.remembered.append(name)),
         session_memory=types.SimpleNamespace(after_call=lambda state: None))
-    return Dispatcher(config, tools, Registry(closed), recorder, user, None, core), recorder, core
+    return Dispatcher(config, tools, Registry(closed), recorder, user, None, core, core.files), recorder, core
 
 
 def call(name="act", capture=True):

@@ -10,14 +10,18 @@ from support import wait_for
 from mcpbrowser.config import Config, ConfigError, RemoteEndpoint
 from mcpbrowser.core.fleet import Fleet, probe, scrub
 from mcpbrowser.errors import BrowserError, BrowserUnavailable, MaxSessionsReached
+from mcpbrowser.session.worker import SessionWorker
 
 pytestmark = pytest.mark.unit
 
 
-class Worker:
+class Worker(SessionWorker):
+    """A session's worker, its thread never started: alive for the fleet's count."""
+
+    alive = True
+
     def __init__(self):
-        self.alive = True
-        self.endpoint = None
+        super().__init__("0123456789abcdef", None)
 
 
 def fleet_of(*capacities, ping=0):

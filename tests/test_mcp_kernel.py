@@ -261,10 +261,10 @@ def test_a_worker_ticks_while_idle_only_while_its_ticker_is_set():
 
     worker = SessionWorker("0123456789abcdef", lambda w: object())
     assert worker.start().result(5) is True
-    worker.ticker = (0.01, tick)
+    worker.tick("logs", 0.01, tick)
     worker.submit(lambda state: None).result(5)  # a command wakes the idle loop to see the ticker
     assert ticked.wait(5)
-    worker.ticker = None
+    worker.untick("logs")
     worker.submit(lambda state: None).result(5)
     stopped_at = len(count)
     assert worker.submit(lambda state: len(count)).result(5) == stopped_at

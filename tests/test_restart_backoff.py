@@ -11,6 +11,7 @@ from mcpbrowser.config import Config
 from mcpbrowser.core import browser_supervisor as bs
 from mcpbrowser.core.browser_supervisor import RestartBackoff
 from mcpbrowser.errors import BrowserError, BrowserUnavailable
+from mcpbrowser.session.worker import SessionWorker
 
 pytestmark = pytest.mark.unit
 
@@ -240,7 +241,7 @@ def test_a_session_opening_during_a_restart_starts_its_playwright_while_the_brow
     monkeypatch.setattr(bs, "attach", fake_attach)
     FakeLauncher.made[0].crash()
     assert wait_generation(supervisor, 2, published=False)
-    worker = type("Worker", (), {"generation": None})()
+    worker = SessionWorker("0123456789abcdef", None)
     opening = threading.Thread(target=lambda: worker.__dict__.update(result=supervisor.attach(worker)))
     opening.start()
     assert wait_for(lambda: attached)

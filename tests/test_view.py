@@ -7,6 +7,7 @@ Chromium driven by Playwright on the view's pages, and raw HTTP for the attacks.
 import http.cookiejar
 import json
 import os
+import re
 import threading
 import time
 import urllib.error
@@ -130,7 +131,9 @@ def test_signed_in_person_sees_their_session_its_calls_page_and_logs(served, ali
         page.screenshot(path=os.path.join(images, "view-list.png"))
         row.locator("a").click()
         calls = page.locator("#calls tr.call")
-        wait_for(lambda: calls.count() >= 3, seconds=10)
+        wait_for(lambda: calls.count() >= 4, seconds=10)  # the agent's three, and the person's picture started
+        assert "person_watch" in [calls.nth(i).locator("td.tool").inner_text() for i in range(calls.count())]
+        calls = agents_calls(page)
         assert [calls.nth(i).locator("td.tool").inner_text() for i in range(3)] == ["click", "type", "navigate"]
         calls.filter(has_text="navigate").first.click()
         page.locator("#stored-page", has_text="Go").wait_for(timeout=10_000)
@@ -142,6 +145,11 @@ def test_signed_in_person_sees_their_session_its_calls_page_and_logs(served, ali
         assert view_cookie["httpOnly"] and view_cookie["sameSite"] == "Strict" and not view_cookie["secure"]
         assert ALICE not in page.content()
         browser.close()
+
+
+def agents_calls(page):
+    """The session page's rows of the agent's calls: the person's own (their picture started) passed over."""
+    return page.locator("#calls tr.call").filter(has_not=page.locator("td.tool", has_text=re.compile("^person_")))
 
 
 # A shop's page that logs at three levels (one line a hostile page's markup), asks an API and misses a file.
@@ -156,7 +164,6 @@ def test_the_session_page_reads_as_a_person_reads(served, pages, monkeypatch, tm
     """The console and network logs as rows (time, level, text; method, status, URL, duration), the calls with
     their time of day, long values cut short with the whole on hover and on a click: in a real browser, all put
     in as text under the view's Content-Security-Policy (issue 63, item 5). The manual's picture of a session."""
-    import re
 
     monkeypatch.setitem(__import__("support").PAGES, "/shop", SHOP)
     images = IMAGES if os.environ.get("TEST_DOC_IMAGES") == "1" else str(tmp_path)
@@ -204,7 +211,7 @@ def test_the_session_page_reads_as_a_person_reads(served, pages, monkeypatch, tm
             assert document.inner_text().endswith("…") and len(document.inner_text()) <= 80
             assert document.locator("summary").get_attribute("title") == long_url
             # the calls: a time of day each; the long argument cut short, the whole on a click
-            calls = page.locator("#calls tr.call")
+            calls = agents_calls(page)
             assert [calls.nth(i).locator("td.tool").inner_text() for i in range(3)] == ["click", "wait_for", "navigate"]
             assert all(re.match(CLOCK, calls.nth(i).locator("td.time").inner_text()) for i in range(3))
             navigate_args = calls.nth(2).locator("td.args")
@@ -668,6 +675,13 @@ def test_a_person_takes_over_a_login_wall_and_hands_back(tmp_path):
         timeline = json.loads(view_answers[1])["calls"]
         typed = [c for c in timeline if c["tool"] == "person_input" and c["params"]["action"] == "type"]
         assert len(typed) == 2 and all(c["params"]["text"] != password for c in typed)
+        # The person's take-over, hand-back and the start of their picture are calls of theirs, as their input is:
+        # rows of the history and lines of the call log (issue 71), the password in none (checked below).
+        mine = ("person_take_over", "person_hand_back", "person_watch")
+        assert {c["tool"] for c in timeline} >= set(mine)
+        with open(server.stderr.name) as log_file:
+            logged = [json.loads(line) for line in log_file if '"tool_call"' in line]
+        assert {line["tool"] for line in logged if line.get("session") == sid and line["outcome"] == "ok"} >= set(mine)
         stored = everything_stored(db)
         assert b"/login" in stored  # the search reads the history (positive control)
         for where in (json.dumps(answers).encode(), stored, open(server.stderr.name, "rb").read(), *view_answers):

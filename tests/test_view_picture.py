@@ -14,7 +14,7 @@ from playwright.sync_api import sync_playwright
 from support import HtmlSite, HttpServer, SdkClient
 
 from mcpbrowser.core.browser_process import find_executable
-from mcpbrowser.view.screencast import FPS
+from mcpbrowser.session.screencast import FPS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.alone]  # it bounds a time
 

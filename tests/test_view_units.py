@@ -53,8 +53,7 @@ def test_one_time_key_signs_in_once():
 @pytest.mark.parametrize("trusted, forwarded, secure", [(False, "https", False), (True, "https", True),
                                                          (True, None, False)])
 def test_cookie_is_secure_behind_a_trusted_tls_proxy_only(trusted, forwarded, secure):
-    core = SimpleNamespace(registry=None, tools={}, user=SimpleNamespace(view_path=None),
-                           config=SimpleNamespace(max_sessions=10))
+    core = SimpleNamespace(tools={}, max_sessions=10)
     app = ViewApp(core, sign_ins=SignIns({TOKEN: "alice"}, set()), trust_proxy=trusted)
     environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/view/signin", "HTTP_HOST": "view.example",
                "wsgi.url_scheme": "http", "CONTENT_LENGTH": str(len(f"token={TOKEN}")),

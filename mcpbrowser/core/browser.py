@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from mcpbrowser import resources
 from mcpbrowser.config import Config
@@ -45,12 +45,44 @@ from mcpbrowser.logs import log
 from mcpbrowser.redaction import SecretBook
 from mcpbrowser.resources.hub import ResourceHub
 from mcpbrowser.resources.server_log import ServerLog
+from mcpbrowser.session import screencast
 from mcpbrowser.session.opener import SessionOpener
+from mcpbrowser.tools.person import HAND_BACK, PERSON_INPUT, TAKE_OVER, WATCH
 from mcpbrowser.trace_scrub import artifact_roots
 
 SHUTDOWN_BUDGET_S = 5.0  # sessions get at most this long to close at shutdown, then the browser stops
 STOPPED_ANSWER_S = 2.0  # then what still ran gets this long to answer SERVER_STOPPING
 CLOSE_WAIT_S = 60.0  # a second close() waits this long at most for the first (whose waits are bounded well within)
+
+
+class Person(Embedder):
+    """A person's caller in the live view (core/call.py's `Caller`): their name, for the limits; the session's
+    owner, so the owner check holds; `person`, past the hold and ahead of the queue. Nobody to ask: they see it."""
+
+    person = True
+
+    def __init__(self, person: str, owner: str | None) -> None:
+        super().__init__(lambda: None)
+        self.owner, self._name = owner, f"person:{person}"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+
+class ToolContext(NamedTuple):
+    """What a session-less tool's handler(core, args, call) may use of the core, on the core pool."""
+
+    config: Config
+    groups: ToolGroups
+    history: History
+    recorder: Recorder
+    registry: SessionRegistry
+    warm_pool: WarmPool
+    session_memory: SessionMemory
+    supervisor: BrowserSupervisor
+    memory: MemoryGuard
+    submit: Callable[..., Future]
 
 
 class Browser:
@@ -94,13 +126,16 @@ class Browser:
         log.addHandler(self._server_log)
         self.resources = ResourceHub(self.registry, resources.RESOURCES, self._server_log)
         self.registry.on_ended = self.resources.session_ended
-        self.dispatcher = Dispatcher(config, self.tools, self.registry, self.recorder, self.user,
-                                     self._executor, core=self)
         self._opener = opener or SessionOpener(
             config, self._connect, self.user.ask_about_domain, self.user.hand_over,
             quiet_budget=self._quiet_budget)
         self.warm_pool = WarmPool(config, self.registry, self.supervisor, self.memory,
                                   self._executor, self._opener, self.policy, timer_factory=timer_factory)
+        # A session-less tool's handler gets the parts it reads and calls, never this Browser (its close, its client).
+        tools_see = ToolContext(config, self.groups, self.history, self.recorder, self.registry, self.warm_pool,
+                                self.session_memory, self.supervisor, self.memory, self.submit)
+        self.dispatcher = Dispatcher(config, self.tools, self.registry, self.recorder, self.user,
+                                     self._executor, tools_see, self.files)
         self._watchdog = (Watchdog(self.registry, self.history, self._opener, self.warm_pool.options,
                                    self.supervisor.stopping) if config.watchdog_grace else None)
         self._download_watch = (DownloadWatch(artifact_roots, self._wake_sessions, self.supervisor.stopping)
@@ -215,6 +250,77 @@ class Browser:
                 "gunicorn without --preload, uWSGI with lazy-apps)."))
             return failed
         return self.dispatcher.dispatch(name, args, caller or Embedder(lambda: self.user.client, progress))
+
+    # -- ANY THREAD: the face's verbs (core/face.py says what each does), for the transports and the view ----
+
+    def list_tools(self, owner: str | None) -> tuple[list[Any], Any, bool]:
+        tools, groups = self.groups.listed(owner)
+        return tools, groups, self.groups.is_default(groups)
+
+    def owner_of(self, session_id: str) -> str | None:
+        return self.registry.owner_of(session_id)
+
+    def sessions(self, owner: str | None) -> list[dict[str, Any]]:
+        return self.registry.list_sessions(owner, self.session_memory.probe)
+
+    def session(self, session_id: str) -> dict[str, Any] | None:
+        record = self.registry.open_record(session_id)
+        if record is None:
+            return None
+        running = record.worker.running
+        tag = running[2] if running is not None else None
+        call = tag[0] if isinstance(tag, tuple) and tag else None
+        left = self.user.cooldown.remaining_s(session_id, record.owner)
+        return {"owner": record.owner, "heldBy": record.worker.held_by, "running": getattr(call, "tool", None),
+                "crashed": record.worker.page_crashed, "cooldownS": left,
+                "cooldownMessage": self.user.cooldown.message(session_id, record.owner) if left > 0 else None}
+
+    def timeline(self, session_id: str, after: int = 0, newest: bool = False) -> list[dict[str, Any]]:
+        return self.history.timeline(session_id, after, newest=newest)
+
+    def stored_page(self, ref_id: str) -> tuple[str | None, Any] | None:
+        return self.history.stored_page(ref_id)
+
+    def close_sessions_of(self, owner: str) -> None:
+        for record in self.registry.records():
+            if record.owner == owner:
+                try:
+                    self.registry.close_session(record.session_id)
+                except Exception:  # closed meanwhile
+                    pass
+
+    def announce(self, address: str) -> None:
+        self.store.server = address
+
+    @property
+    def max_sessions(self) -> int:
+        return self.config.max_sessions
+
+    # A person's calls (the live view's): each logged and recorded as theirs, under the limits of every call.
+    def take_over(self, session_id: str, person: str, timeout: float) -> dict[str, Any]:
+        return {"heldBy": self._as_person(TAKE_OVER.name, session_id, person).result(timeout)["heldBy"]}
+
+    def hand_back(self, session_id: str, person: str, timeout: float) -> dict[str, Any]:
+        self._as_person(HAND_BACK.name, session_id, person).result(timeout)
+        # The person solved the wall: a cooldown it started ends, as wait_for_user's success ends it.
+        self.user.cooldown.finish(session_id, self.registry.owner_of(session_id))
+        return {"heldBy": None}
+
+    def act(self, session_id: str, person: str, action: dict[str, Any]) -> Future:
+        return self._as_person(PERSON_INPUT.name, session_id, person,
+                               {k: v for k, v in action.items() if k != "sessionId"})
+
+    def watch(self, session_id: str, person: str) -> screencast.Cast | None:
+        if self.registry.open_record(session_id) is None:
+            return None
+        cast = screencast.cast_of(session_id)
+        self._as_person(WATCH.name, session_id, person).add_done_callback(lambda f: _end_if_failed(f, cast))
+        return cast
+
+    def _as_person(self, tool: str, session_id: str, person: str, args: dict[str, Any] | None = None) -> Future:
+        named = {} if tool == PERSON_INPUT.name else {"person": person}
+        return self.submit(tool, {**(args or {}), **named, "sessionId": session_id},
+                           caller=Person(person, self.registry.owner_of(session_id)))
 
     def call(self, name: str, args: Any = None) -> dict[str, Any]:
         """Run one tool call and return its result dict; raises BrowserServerError."""
@@ -337,3 +443,9 @@ class Browser:
     def _browser_restarted(self, cause: str | None) -> None:
         self.user.notify("notice", {"event": "browser_restarted", "cause": cause})
         self._refill()
+
+
+def _end_if_failed(started: Future, cast: screencast.Cast) -> None:
+    """A picture whose start failed (the session closed, a limit) ends: its viewers' streams end with it."""
+    if started.cancelled() or started.exception() is not None:
+        cast.end()

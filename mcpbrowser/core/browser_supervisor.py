@@ -201,11 +201,12 @@ class BrowserSupervisor:
                 attached = self._attach_early(worker, life, kept)
                 if attached is not None:
                     return attached
-            worker.generation, endpoint = life.result()
+            generation, endpoint = life.result()
+            worker.on_browser(generation=generation)
             try:
                 return attach(self.config, endpoint)
             except Exception:
-                if not self.crash_noticed(worker.generation):
+                if not self.crash_noticed(generation):
                     raise  # the browser is fine: this is our error
 
     def _attach_early(self, worker: Any, life: Future, kept: Endpoint) -> tuple[Any, Any, Any, bool] | None:
@@ -227,7 +228,7 @@ class BrowserSupervisor:
         if endpoint.pipe != kept.pipe:  # a new launcher: this connection went nowhere
             attached[1].stop()
             return None
-        worker.generation = generation  # a socket is bridged to the first browser up after it connected
+        worker.on_browser(generation=generation)  # a socket is bridged to the first browser up after it connected
         return attached
 
     # -- BROWSER-SUPERVISOR THREAD ---------------------------------------------------

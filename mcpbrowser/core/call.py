@@ -3,7 +3,7 @@
 ANY THREAD: a `Call` is made on the thread that submits it and filled in by the
 thread that runs it (a session thread or the core pool); only plain data rides on it.
 A `Caller` is implemented by the MCP layer for each request (`transports/mcp_caller.py`'s
-`McpCaller`), by the library (`Embedder`, below) and by the live view (`view/hands.Person`);
+`McpCaller`), by the library (`Embedder`, below) and by the live view (`browser.Person`);
 a `ServerClient` by the transport that serves the core (`McpConnection`, `http._Everyone`).
 """
 
@@ -86,7 +86,7 @@ class Embedder:
     message), if given, hears how a long call is going, on the session thread.
     """
 
-    owner = None
+    owner: str | None = None
     modern = False
     person = False
     lists_tools = False

@@ -44,14 +44,14 @@ class Dispatcher:
     """Routes each call and feeds the guards: cooldown, circuit breaker, rate limit, watchdog budget."""
 
     def __init__(self, config: Config, tools: dict[str, Any], registry: SessionRegistry, recorder: Recorder,
-                 user: UserChannel, pool: Executor, core: Any) -> None:
+                 user: UserChannel, pool: Executor, core: Any, files: Any) -> None:
         self.config = config
         self.tools = tools
         self._registry, self._recorder, self._user, self._pool = registry, recorder, user, pool
-        self._core = core  # what a core tool's handler gets: handler(core, args, call)
+        self._core = core  # what a core tool's handler gets: handler(core, args, call), browser.ToolContext
         self._groups = core.groups  # which tools each client enabled (tools/list, a refusal's note)
         self.on_session = OnSession(registry, recorder, user, groups=core.groups, supervisor=core.supervisor,
-                                    files=core.files, session_memory=core.session_memory)
+                                    files=files, session_memory=core.session_memory)
         self.rate = RateLimiter(config.rate_limit)
         self.breaker = CircuitBreaker(config.breaker_threshold, config.breaker_reset)
 

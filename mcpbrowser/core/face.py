@@ -1,9 +1,11 @@
 """The core's typed face: what the transports (transports/) and the live view (view/) may use of it. Any thread.
 
-`core/browser.Browser` implements it (mypy checks that it does: `tox -e type`); a transport or
-the view is handed a `CoreFace`, never an untyped `core`, so that a reader (or a checker, or an
-IDE's jump-to-definition) follows a call from the transport to the session through `submit`.
-Each attribute is the core's own part, named by its class: the face adds no behaviour.
+Verbs, in the style of @playwright/mcp's `ServerBackend` (initialize, callTool, dispose): submit a call,
+list tools, sessions, a session's timeline, take over, hand back, watch the screen, announce an address.
+`core/browser.Browser` implements it (mypy checks that it does: `tox -e type`); a transport or the view is
+handed a `CoreFace`, never the `Browser`, and nothing of the core's parts is handed out: no registry, no
+history, no store (tests/test_face_rules.py holds both). Only plain data, Futures, the declared tools, the
+log resources and a session's live picture come back.
 """
 
 from collections.abc import Callable, Mapping
@@ -11,33 +13,37 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from mcpbrowser.config import Config
     from mcpbrowser.core.call import Caller, ServerClient
-    from mcpbrowser.core.history import History
-    from mcpbrowser.core.session_memory import SessionMemory
-    from mcpbrowser.core.sessions import SessionRegistry
-    from mcpbrowser.core.store import Store
-    from mcpbrowser.core.tool_groups import ToolGroups
-    from mcpbrowser.guards import Cooldown
-    from mcpbrowser.resources.hub import ResourceHub
+    from mcpbrowser.session.screencast import Cast as Picture  # a session's live picture: JPEG frames, numbered
     from mcpbrowser.tools.base import Tool
 
 
-class CoreFace(Protocol):
-    """The server's core as a transport or the view sees it."""
+class LogResources(Protocol):
+    """The logs as MCP resources (resources/hub.py's `ResourceHub`), as its verbs only."""
 
-    config: "Config"
-    groups: "ToolGroups"                # which of them each MCP client sees (tools/list)
-    registry: "SessionRegistry"         # the open sessions: owners, records, closing
-    history: "History"                  # every call's rows, read by the view
-    store: "Store"                      # the history's database (its server name, for list_sessions)
-    resources: "ResourceHub"            # the sessions' log resources
-    session_memory: "SessionMemory"     # each session's renderer memory (the view's list)
+    def listed(self, owner: str | None) -> list[dict[str, Any]]: ...
+
+    def templates(self) -> list[dict[str, Any]]: ...
+
+    def visible(self, uri: str, owner: str | None) -> bool: ...
+
+    def read(self, uri: str, owner: str | None) -> "Future[Any]": ...
+
+    def subscribe(self, uri: str, owner: str | None, listener: Any) -> tuple[object, str]: ...
+
+    def unsubscribe(self, token: object) -> None: ...
+
+
+class CoreFace(Protocol):
+    """The server's core as a transport or the view sees it: verbs, and read-only views."""
 
     @property
     def tools(self) -> "Mapping[str, Tool]":
         """Every tool this configuration offers, by name, a person's own included (person_input): the same
         table whether or not a view is built. Read-only here: nothing that holds the face adds a tool."""
+
+    def list_tools(self, owner: str | None) -> "tuple[list[Tool], Any, bool]":
+        """(tools, groups, shared): what `owner` sees in tools/list, its groups, whether every client sees the same."""
 
     @property
     def client(self) -> "ServerClient | None":
@@ -47,13 +53,50 @@ class CoreFace(Protocol):
     def client(self, connection: "ServerClient | None") -> None: ...
 
     @property
-    def cooldown(self) -> "Cooldown":
-        """The login cooldown: the view shows it and a person's hand-back ends it."""
+    def resources(self) -> LogResources:
+        """The logs as MCP resources: listed, read, subscribed to."""
+
+    @property
+    def max_sessions(self) -> int:
+        """Sessions open at once at most (--max-sessions)."""
 
     def submit(self, name: str, args: Any = None,
                progress: Callable[[float, float | None, str | None], None] | None = None,
                caller: "Caller | None" = None) -> "Future[Any]":
         """Start one tool call: a Future of its result, or of the error it raised (a BrowserServerError)."""
+
+    def owner_of(self, session_id: str) -> str | None:
+        """The client a session belongs to, open or ended; None for the server's own."""
+
+    def sessions(self, owner: str | None) -> list[dict[str, Any]]:
+        """The open sessions of `owner` (None: all), as list_sessions shows them."""
+
+    def session(self, session_id: str) -> dict[str, Any] | None:
+        """An open session's plain state ({owner, heldBy, running, crashed, cooldownS, cooldownMessage}), or None."""
+
+    def timeline(self, session_id: str, after: int = 0, newest: bool = False) -> list[dict[str, Any]]:
+        """A session's calls as recorded, secrets scrubbed."""
+
+    def stored_page(self, ref_id: str) -> "tuple[str | None, Any] | None":
+        """(session id, the page a call stored or None), or None when no call has that refId."""
+
+    def take_over(self, session_id: str, person: str, timeout: float) -> dict[str, Any]:
+        """A person holds the session (their call, tools/person.py); {heldBy}, or the error of another holding it."""
+
+    def hand_back(self, session_id: str, person: str, timeout: float) -> dict[str, Any]:
+        """The person hands the session back (their call): the agent acts again, a cooldown it started ends."""
+
+    def act(self, session_id: str, person: str, action: dict[str, Any]) -> "Future[Any]":
+        """A person's click, scroll, key or text on the page (their call, its text a secret)."""
+
+    def watch(self, session_id: str, person: str) -> "Picture | None":
+        """The session's live picture (its start the person's call); None when it is not open here."""
+
+    def close_sessions_of(self, owner: str) -> None:
+        """Close every open session of a client gone for good."""
+
+    def announce(self, address: str) -> None:
+        """Where this server listens (host:port), for the servers sharing its history."""
 
     def close(self) -> None:
         """Close every session and the browser; idempotent."""

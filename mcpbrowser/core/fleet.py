@@ -110,7 +110,7 @@ class Fleet:
                 continue
             with self._lock:
                 member.workers[member.workers.index(slot)] = worker
-            worker.endpoint = member.spec.shown()
+            worker.on_browser(endpoint=member.spec.shown())
             return attached
 
     def _place(self, tried: set[int]) -> tuple[Member, "_Slot"]:

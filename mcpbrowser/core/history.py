@@ -316,12 +316,13 @@ class History:
 
     def timeline(self, session_id, after=0, limit=200, newest=False):
         """The live view's rows of a session's calls after request rowid `after`, oldest first (newest:
-        its last call alone): [{seq, refId, tool, params, status, error, at, endedAt, hasPage}], as
-        recorded (secrets scrubbed)."""
+        the agent's last call alone, a person's own calls passed over): [{seq, refId, tool, params, status,
+        error, at, endedAt, hasPage}], as recorded (secrets scrubbed)."""
+        agents = "AND substr(r.tool_name, 1, 7) <> 'person_' " if newest else ""
         rows = self.store.query(
             "SELECT r.rowid, r.ref_id, r.tool_name, r.params, r.timestamp, s.status, s.error_message, s.timestamp, "
             "s.snapshot_hash IS NOT NULL OR s.page_snapshot IS NOT NULL FROM requests r "
-            "LEFT JOIN responses s ON s.ref_id = r.ref_id WHERE r.session_id = ? AND r.rowid > ? "
+            f"LEFT JOIN responses s ON s.ref_id = r.ref_id WHERE r.session_id = ? AND r.rowid > ? {agents}"
             f"ORDER BY r.rowid {'DESC' if newest else ''} LIMIT ?", (session_id, after, 1 if newest else limit))
         out = []
         for seq, ref_id, tool, params, at, status, error, ended, has_page in rows:

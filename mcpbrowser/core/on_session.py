@@ -64,7 +64,7 @@ class OnSession:
             self._decide_secrecy(tool, args, call, response)
             call.flush_request()  # a tool that may carry a secret is recorded once that is known
             if call.secret and isinstance(args.get("text"), str):
-                state.withheld.add(args["text"])
+                state.withhold(args["text"])
             call.snapshot_reused = response.reused
             call.field_edit = response.field_edit
         if failure is not None:

@@ -94,7 +94,7 @@ class Recorder:
         saved = page_reading.storage_state(state)
         if saved is None:
             return
-        state.storage_saved_at, state.storage_saved_url = time.monotonic(), saved[1]
+        state.storage_saved(saved[1])
         # Sealed: the storage state holds cookies, which must not sit in the database in clear.
         self.history.save_state(state.session_id, saved[0], saved[1])
 

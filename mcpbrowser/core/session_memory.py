@@ -39,10 +39,9 @@ class SessionMemory:
         """
         used = page_reading.heap_bytes(state)
         worker = state.worker
-        worker.memory_checked = time.monotonic()
+        worker.measured(None if used is None else round(used / 1_048_576, 1))
         if used is None:
             return worker.memory_mb
-        worker.memory_mb = round(used / 1_048_576, 1)
         if self.limit_mb and worker.memory_mb > self.limit_mb:
             log.warning("session over its memory limit", extra={
                 "event": "session_memory_exceeded", "session": state.session_id, "usedMb": worker.memory_mb,

@@ -119,7 +119,7 @@ class SessionRegistry:
         The worker is stopped when it is not kept. Raises when the server closed meanwhile.
         """
         created = now_ms()
-        worker.secrets = self.secrets.of(owner)  # before its first call: its client's secrets are its own
+        worker.handed_out(self.secrets.of(owner))
         record = SessionRecord(worker.session_id, worker, created, self.config.session_timeout,
                                self.config.session_max_age, self._clock, owner)
         with self._lock:
@@ -273,9 +273,7 @@ class SessionRegistry:
         with self._lock:
             if self._sessions.get(record.session_id) is not record or record.worker is not old:
                 return False
-            new.secrets = old.secrets
-            new.tickers = dict(old.tickers)  # its subscribers and watchers go on hearing from the new thread
-            new.held_by = old.held_by  # and a person who holds it still does
+            new.succeed(old)
             record.worker = new
             return True
 

@@ -90,7 +90,6 @@ class WarmPool:
                 worker = self.start_worker(resume, allowed_domains, context)
             elif allowed_domains:
                 worker.submit(SessionState.narrow, allowed_domains).result(SESSION_START_TIMEOUT_S)
-                worker.options["allowed_domains"] = allowed_domains  # a watchdog restart keeps them
         except BrowserServerError as exc:
             self._registry.release()
             # A session attaches in ~30 ms, so it can fail on a browser that just died

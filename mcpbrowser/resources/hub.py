@@ -132,7 +132,7 @@ class ResourceHub:
                     record.session_id, self.resources, record.worker.events, self._coalesce_s)
             watch.add(resource.name, token, listener)
             self._tokens[token] = record.session_id
-        record.worker.ticker = (self._tick_s, watch.tick)
+        record.worker.tick("logs", self._tick_s, watch.tick)
         record.worker.submit(watch.tick)  # wakes an idle session thread to start ticking
         if self._registry.open_record(record.session_id) is None:  # it ended meanwhile
             self.session_ended(record.session_id)
@@ -152,7 +152,7 @@ class ResourceHub:
                 return
             record = self._registry.open_record(key)
             if record is not None:
-                record.worker.ticker = None  # nobody listens: the session thread sleeps between calls again
+                record.worker.untick("logs")  # nobody listens: the session thread sleeps between calls again
 
     def session_ended(self, session_id: str) -> None:
         """The registry's on_ended: every subscription to the session ends."""

@@ -121,9 +121,18 @@ class SessionState(Acting):
         settle.install(self)
         self.context.add_init_script(script=MARK_SECRET_FIELDS)  # a password field stays one (redaction.py)
 
+    def storage_saved(self, url):
+        """A resume save of the page at `url` was written now (core/recorder.py's save_storage)."""
+        self.storage_saved_at, self.storage_saved_url = time.monotonic(), url
+
+    def withhold(self, text):
+        """A text typed where no field could be looked at, stored withheld: a trace's parameters hide it too."""
+        self.withheld.add(text)
+
     def narrow(self, allowed_domains):
         """Apply a session's own allowedDomains (a pooled session gets them when handed out)."""
         self.network_policy.narrow(allowed_domains)
+        self.worker.options["allowed_domains"] = allowed_domains  # a watchdog restart keeps them
 
     def close(self):
         snapshots.stop_hiding(self)  # the client's book (the logs' scrubbing) holds them too: let go
@@ -165,7 +174,7 @@ class SessionState(Acting):
                 f"{summary[:1].upper()}{summary[1:]} is open; it blocks the page. "
                 "Answer it with handle_dialog first.",
                 session_id=self.session_id, details=self.dialog_info())
-        if self.page in self.crashed:  # it crashed between calls: this call meets it
+        if self.page in self.crashed and not tool.page_free:  # it crashed between calls: this call meets it
             raise self._replace_crashed_page()
         if self.page is None or self.page.is_closed():
             self._open_blank_tab()

@@ -31,10 +31,10 @@ class SessionWorker:
         self.ready: Future[bool] = Future()
         # Plain data about the page, written on the session thread and read anywhere.
         self.info = {"url": "about:blank", "title": ""}
-        self.generation = 0      # which life of the shared browser this session is on (set by the opener)
+        self.generation = 0      # which life of the shared browser this session is on (see on_browser)
         self.driver_pid = None   # its Playwright driver process, which the watchdog may kill
-        self.endpoint = None     # the remote endpoint it runs on, as shown (set by the fleet)
-        self.memory_mb = None    # its pages' renderer memory when last measured (core/session_memory.py)
+        self.endpoint = None     # the remote endpoint it runs on, as shown (see on_browser)
+        self.memory_mb = None    # its pages' renderer memory when last measured (see measured)
         self.memory_checked = float("-inf")  # monotonic time of that measurement
         # (future, monotonic deadline, tag) of the command now running, for the watchdog; or None
         self.running = None
@@ -65,10 +65,10 @@ class SessionWorker:
         self.quiet_after_s = 1.0
         self.quiet_budget = (None, None)
         # tickers: {name: (interval_s, fn(state))}, each run on the session thread every interval_s
-        # while it is idle, and after a command when one is due. The log resources' watch sets
-        # "logs" (as `ticker`) while anyone subscribes (see resources/watch.py), the live view
-        # "screencast" while anyone watches (view/screencast.py): they make the browser's events
-        # dispatch between calls. Set and deleted from any thread; the loop reads them on each turn.
+        # while it is idle, and after a command when one is due. The log resources' hub sets
+        # "logs" while anyone subscribes (see resources/watch.py), the person's `person_watch` call
+        # "screencast" while anyone watches (session/screencast.py): they make the browser's events
+        # dispatch between calls. Set (`tick`) and removed (`untick`) from any thread; the loop reads them on each turn.
         self.tickers: dict[str, Any] = {}
         self._tick_due: dict[str, float] = {}
         # Its state's EventBuffers (set by the state as it opens): their numbered logs may be read from
@@ -86,13 +86,35 @@ class SessionWorker:
             return None
         return min(interval for interval, _ in tickers.values()), lambda state: self._tick_all(state, tickers)
 
-    @ticker.setter
-    def ticker(self, value):
-        """The log resources' ticker (None: nobody subscribes)."""
-        if value is None:
-            self.tickers.pop("logs", None)
-        else:
-            self.tickers["logs"] = value
+    def handed_out(self, secrets):
+        """The registry hands the session to its client, before its first call: the client's secrets are its own."""
+        self.secrets = secrets
+
+    def succeed(self, old):
+        """A fresh thread for the session (the watchdog's): its secrets, its subscribers and watchers and the
+        person who holds it go on from the old one (under the registry's lock)."""
+        self.secrets, self.tickers, self.held_by = old.secrets, dict(old.tickers), old.held_by
+
+    def on_browser(self, generation=None, endpoint=None):
+        """SESSION THREAD, as it opens: the shared browser's life it attached to, or the remote endpoint (shown)."""
+        if generation is not None:
+            self.generation = generation
+        if endpoint is not None:
+            self.endpoint = endpoint
+
+    def measured(self, memory_mb):
+        """SESSION THREAD: its pages' renderer memory was measured now (None: no tab could be read)."""
+        self.memory_checked = time.monotonic()
+        if memory_mb is not None:
+            self.memory_mb = memory_mb
+
+    def tick(self, name, interval_s, fn):
+        """Run fn(state) on the session thread every interval_s while it is idle, as the ticker `name`."""
+        self.tickers[name] = (interval_s, fn)
+
+    def untick(self, name):
+        """The ticker `name` runs no more (nobody listens, or watches)."""
+        self.tickers.pop(name, None)
 
     def start(self):
         self._thread.start()
@@ -183,8 +205,8 @@ class SessionWorker:
                     continue
                 if item is _STOP:
                     break
+                self._run_urgent(state)  # a person's input, or take-over, queued meanwhile goes first
                 if item is _URGENT:
-                    self._run_urgent(state)
                     continue
                 self._execute(state, item)
                 self.running = None

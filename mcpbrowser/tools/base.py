@@ -54,6 +54,9 @@ class Tool:
     stores_page: bool = False
     # False for tools that still work while a dialog blocks the page (logs, tabs, handle_dialog).
     page_tool: bool = True
+    # It does nothing with the page (a person's hold, the start of their picture): a page that crashed
+    # between calls waits for the next call that does, which tells the agent.
+    page_free: bool = False
     # Runs during a login cooldown although it is not read_only: it attempts nothing against
     # the wall (see Dispatcher._check_guards).
     during_cooldown: bool = False
@@ -75,7 +78,7 @@ class Tool:
     # Arguments that belong to another group than the tool (create_session's emulation):
     # name -> group. Shown and accepted from MCP clients only while that group is on.
     option_groups: dict = field(default_factory=dict)
-    # Only a person in the live view calls it (view/hands.py's person_input): to an agent or the
+    # Only a person in the live view calls it (tools/person.py: their input, take-over, picture): to an agent or the
     # library it does not exist (an unknown tool, left out of the known ones).
     person_only: bool = False
     # The handler's result carries PNG/JPEG bytes under "image", sent as MCP image content.

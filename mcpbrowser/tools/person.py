@@ -1,11 +1,13 @@
-"""A person's own tool: `person_input`, their click, scroll, key or text on the live view's picture.
+"""A person's own tools in the live view: take over, their click, scroll, key or text on the picture, hand back,
+and the start of the picture itself.
 
-Its handler runs on the session's thread, as every session tool's does: the live view (view/hands.py)
-submits it through the core as a call of a `Person` caller, ahead of the agent's queued calls and in a
-waiting wait_for_user's slices. It is `person_only`: declared with every other tool in
-core/tool_registry.py, so the core's tool table is the same whether or not a view is built, and the
-dispatcher answers an agent or the library that names it as it answers an unknown tool, and leaves it
-out of tools/list. What a person types is a secret before it reaches the page.
+Their handlers run on the session's thread, as every session tool's does: the core's face verbs
+(core/browser.py) submit them as calls of the person's (`browser.Person`), ahead of the agent's queued calls and in a
+waiting wait_for_user's slices; each is logged and recorded in the history as the person's row, under
+the limits of every call. They are `person_only`: declared with every other tool in core/tool_registry.py,
+so the core's tool table is the same whether or not a view is built, and the dispatcher answers an agent
+or the library that names one as it answers an unknown tool, and leaves them out of tools/list. What a
+person types is a secret before it reaches the page.
 """
 
 import weakref
@@ -13,8 +15,38 @@ from collections import Counter
 from typing import Any
 
 from mcpbrowser import schema
-from mcpbrowser.session import snapshots
+from mcpbrowser.errors import InvalidParameters, SessionHeldByPerson
+from mcpbrowser.session import screencast, snapshots
 from mcpbrowser.tools.base import SessionTool, session_schema
+
+
+# SESSION THREAD
+def take_over(state: Any, args: dict[str, Any], response: Any) -> dict[str, Any]:
+    """The person holds the session: the agent's acting calls wait until they hand it back. One person at a
+    time: the session thread runs the take-overs of people who pressed at once one after the other."""
+    holder, person = state.worker.held_by, args["person"]
+    if holder not in (None, person):
+        raise SessionHeldByPerson(f"{holder} holds this session.", session_id=state.session_id,
+                                  details={"heldBy": holder})
+    state.worker.held_by = person
+    return {"heldBy": person}
+
+
+# SESSION THREAD
+def hand_back(state: Any, args: dict[str, Any], response: Any) -> dict[str, Any]:
+    """The person lets go: the agent acts again, and a waiting wait_for_user returns, finished by the person."""
+    if state.worker.held_by is None:
+        raise InvalidParameters("Nobody holds this session.", session_id=state.session_id)
+    state.worker.held_by, state.worker.handed_back = None, True
+    return {"heldBy": None}
+
+
+# SESSION THREAD
+def watch(state: Any, args: dict[str, Any], response: Any) -> dict[str, Any]:
+    """The session's live picture starts (session/screencast.py), until its last viewer leaves."""
+    screencast.start(state)
+    return {"success": True}
+
 
 KEYS = ("Enter", "Tab", "Backspace", "Delete", "Escape", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight",
         "Home", "End", "PageUp", "PageDown")
@@ -129,4 +161,18 @@ PERSON_INPUT = SessionTool(
     during_cooldown=True,  # the person solving the wall is what the cooldown waits for
 )
 
-TOOLS = [PERSON_INPUT]
+
+def _person_tool(name: str, handler: Any, title: str, description: str) -> SessionTool:
+    return SessionTool(name=name, group="person", person_only=True, title=title, description=description,
+                       input_schema=session_schema({"person": schema.string("", minLength=1)}, required=("person",)),
+                       handler=handler, page_tool=False, page_free=True, during_cooldown=True)
+
+
+TAKE_OVER = _person_tool("person_take_over", take_over, "A person takes over in the live view",
+                         "The person named takes the session over; the agent's acting calls wait.")
+HAND_BACK = _person_tool("person_hand_back", hand_back, "A person hands back in the live view",
+                         "The person who holds the session hands it back to the agent.")
+WATCH = _person_tool("person_watch", watch, "A person watches the page live",
+                     "The session's live picture starts, for its first viewer in the live view.")
+
+TOOLS = [PERSON_INPUT, TAKE_OVER, HAND_BACK, WATCH]

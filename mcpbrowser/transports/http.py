@@ -437,13 +437,7 @@ class McpWsgiApp:
             if client.own_stream is not None:
                 client.own_stream.put(_END)
         if client.owner_is_own:
-            core = client.connection.core
-            for record in core.registry.records():
-                if record.owner == client.connection.owner:
-                    try:
-                        core.registry.close_session(record.session_id)
-                    except Exception:  # closed meanwhile
-                        pass
+            client.connection.core.close_sessions_of(client.connection.owner)
         log.info("http client ended", extra={"event": "http_client_end", "client": client.connection.name})
 
 
@@ -563,7 +557,7 @@ def serve(app, address, done, threads, limits):
     bound = listeners[0].effective_host, listeners[0].effective_port
     # Servers sharing a history name each other to their clients (list_sessions) by where they listen.
     shown_host = socket.gethostname() if bound[0] in ("0.0.0.0", "::") else bound[0]
-    app.core.store.server = f"[{shown_host}]:{bound[1]}" if ":" in shown_host else f"{shown_host}:{bound[1]}"
+    app.core.announce(f"[{shown_host}]:{bound[1]}" if ":" in shown_host else f"{shown_host}:{bound[1]}")
     log.info("serving MCP over HTTP", extra={"event": "http_serving",
                                              "url": f"http://{bound[0]}:{bound[1]}{app.path}"})
     if app.view is not None:

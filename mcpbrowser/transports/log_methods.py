@@ -28,7 +28,7 @@ class ClientLogHandler(logging.Handler):
         if owner is not None:
             # One client of many (HTTP): only records about its own sessions. Others' would
             # tell it their session ids, pages and timings.
-            about, whose = record_owner(record, self.connection.core.registry.owner_of)
+            about, whose = record_owner(record, self.connection.core.owner_of)
             if not about or whose != owner:
                 return
         level, data = client_view(record)

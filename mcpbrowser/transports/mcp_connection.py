@@ -70,7 +70,7 @@ class McpConnection:
     def __init__(self, core: "CoreFace | Future[CoreFace]", send, name=None, owner=None):
         # `core` may be a Future: initialize is answered before the core (store, thread
         # pools, browser start) exists. Requests that need it wait.
-        self._core = core
+        self._given = core
         self.send = send
         self._state_lock = threading.Lock()
         self._inflight: dict[Any, Future | None] = {}  # request id -> Future of a running or queued tools/call
@@ -101,7 +101,7 @@ class McpConnection:
     @property
     def core(self) -> CoreFace:
         """The core, once built (the typed face every method of this connection reaches it through)."""
-        return self._core.result() if isinstance(self._core, Future) else self._core
+        return self._given.result() if isinstance(self._given, Future) else self._given
 
     def open(self):
         """Start forwarding log records to the client (once it sets a level)."""

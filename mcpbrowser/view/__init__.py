@@ -10,7 +10,7 @@ Runs on the WSGI server's request threads (see app.py); it never touches Playwri
 
 from typing import Any
 
-from mcpbrowser.config import VIEW_PATH
+from mcpbrowser.config import VIEW_PATH, Config
 from mcpbrowser.core.face import CoreFace
 from mcpbrowser.view.app import ViewApp
 from mcpbrowser.view.auth import SignIns, Viewer, WhoMaySee
@@ -28,24 +28,22 @@ def create_app(browser: CoreFace, *, who_may_see: WhoMaySee, path: str = VIEW_PA
     return ViewApp(browser, who_may_see=who_may_see, path=path, trust_proxy=trust_proxy, max_live=max_live)
 
 
-def from_config(browser: CoreFace, credentials: dict[str, str], path: str = VIEW_PATH,
+def from_config(browser: CoreFace, config: Config, credentials: dict[str, str], path: str = VIEW_PATH,
                 max_live: int | None = None) -> ViewApp:
     """The view with its own sign-in: the token file's tokens (operators marked), or a one-time key."""
-    config = browser.config
     return ViewApp(browser, sign_ins=SignIns(credentials, config.view_operators()), path=path,
                    trust_proxy=config.view_trusted_proxy, max_live=max_live)
 
 
-def serve_alone(browser: CoreFace, address: str, credentials: dict[str, str]) -> Any:
-    """--view HOST:PORT: the view alone on its own waitress server, on a thread; returns its runner."""
+def serve_alone(browser: CoreFace, config: Config, credentials: dict[str, str]) -> Any:
+    """--view HOST:PORT (config.view): the view alone on its own waitress server, on a thread; returns its runner."""
     import threading
 
     from mcpbrowser.transports.http_server import Limits, create_server
     from mcpbrowser.view.app import MAX_FORM_BYTES
 
-    host, _, port = address.rpartition(":")
-    app = from_config(browser, credentials, max_live=ALONE_THREADS // 2)  # half for the pages and their JSON
-    config = browser.config
+    host, _, port = config.view.rpartition(":")
+    app = from_config(browser, config, credentials, max_live=ALONE_THREADS // 2)  # half for the pages and their JSON
     # The --http guards (review of issue 53): a plain waitress read a body of up to 1 GB before the view
     # saw it, and 100 sockets sending half a request filled its connections for two minutes. A connection
     # counts as a person's once its request shows a signed-in cookie.

@@ -60,7 +60,7 @@ class ViewApp:
         self.trust_proxy = trust_proxy
         self._secret = secrets.token_bytes(32)  # the hook's CSRF tokens are keyed by it
         self.casts = Screencasts(core)
-        self.max_live = max_live or max(4, 2 * core.config.max_sessions)
+        self.max_live = max_live or max(4, 2 * core.max_sessions)
         self._live_lock = threading.Lock()
         self._watching: dict[str, int] = {}  # viewer name -> live pictures open
         self.sign_in_guesses = auth.Guesses()
@@ -142,7 +142,7 @@ class ViewApp:
         if method == "GET" and not action:
             return self._json(start_response, "200 OK", {
                 "sessionId": session_id, **self.looking.state(session_id),
-                "screencast": {"viewers": self.casts.viewers(session_id), "starts": self.casts.starts},
+                "screencast": self.casts.viewers(session_id),
                 "calls": self.looking.timeline(session_id, after)})
         if method == "GET" and len(action) == 2 and action[0] == "logs":
             logs = self.looking.logs(viewer, session_id, action[1], after)
@@ -163,7 +163,7 @@ class ViewApp:
                 return self._send(start_response, "429 Too Many Requests", b'{"error": "Too many live pictures open."}',
                                   "application/json", [("Retry-After", "5")])
             self._watching[viewer.name] = mine + 1
-        cast = self.casts.watch(session_id)
+        cast = self.casts.watch(session_id, viewer.name)
         if cast is None:
             self._unwatch(viewer)
             return self._json(start_response, "404 Not Found", {"error": "No such session."})
@@ -173,7 +173,7 @@ class ViewApp:
             self._unwatch(viewer)
 
         start_response("200 OK", [("Content-Type", f"multipart/x-mixed-replace; boundary={BOUNDARY}"), *HEADERS])
-        return _Frames(cast, leave, lambda: self.core.registry.open_record(session_id))
+        return _Frames(cast, leave, lambda: self.core.session(session_id))
 
     def _unwatch(self, viewer: Viewer) -> None:
         with self._live_lock:

@@ -22,55 +22,46 @@ class Looking:
 
     def may_see(self, viewer: Viewer, session_id: str) -> bool:
         """Whether the session (open or ended) is the viewer's to see; an unknown id is no one's."""
-        return viewer.may_see(self.core.registry.owner_of(session_id))
+        return viewer.may_see(self.core.owner_of(session_id))
 
     def sessions(self, viewer: Viewer) -> list[dict[str, Any]]:
         """The open sessions the viewer may see, each with its state, throttling, memory and last call."""
-        core = self.core
-        out = []
-        for session in core.registry.list_sessions(viewer.owner, core.session_memory.probe):
-            out.append({**session, **self.state(session["sessionId"])})
-        return out
+        return [{**session, **self.state(session["sessionId"])} for session in self.core.sessions(viewer.owner)]
 
     def state(self, session_id: str) -> dict[str, Any]:
         """{state, waitingFor?, cooldownMs?, lastCall?} of an open session (closed: {state: closed})."""
-        core = self.core
-        record = core.registry.open_record(session_id)
-        if record is None:
+        session = self.core.session(session_id)
+        if session is None:
             return {"state": "closed"}
-        out: dict[str, Any] = {"state": "idle", "heldBy": record.worker.held_by}
-        running = record.worker.running
-        tag = running[2] if running is not None else None
-        call = tag[0] if isinstance(tag, tuple) and tag else None
-        if call is not None and getattr(call, "tool", None):
+        out: dict[str, Any] = {"state": "idle", "heldBy": session["heldBy"]}
+        if session["running"]:
             out["state"] = "working"
-        elif record.worker.page_crashed:
+        elif session["crashed"]:
             out["state"] = "crashed"  # until the agent's next call, which answers PAGE_CRASHED and opens a fresh page
-        calls = core.history.timeline(session_id, newest=True)
+        calls = self.core.timeline(session_id, newest=True)
         if calls:
             last = calls[-1]
             out["lastCall"] = {"tool": last["tool"], "at": last["at"], "error": last["error"],
                                "status": last["status"]}
-            if getattr(call, "tool", None) == "wait_for_user" and last["tool"] == "wait_for_user":
+            if session["running"] == "wait_for_user" and last["tool"] == "wait_for_user":
                 out["state"] = "waiting for a person"
                 out["waitingFor"] = str(last["params"].get("message", ""))
-        left = core.cooldown.remaining_s(session_id, record.owner)
-        if left > 0:
+        if session["cooldownS"] > 0:
             out["state"] = "cooldown"
-            out["cooldownMs"] = round(left * 1000)
-            out["cooldownMessage"] = core.cooldown.message(session_id, record.owner)
+            out["cooldownMs"] = round(session["cooldownS"] * 1000)
+            out["cooldownMessage"] = session["cooldownMessage"]
         return out
 
     def timeline(self, session_id: str, after: int) -> list[dict[str, Any]]:
         """The session's calls after `after` (a row's seq), with each call's duration."""
-        rows = self.core.history.timeline(session_id, after)
+        rows = self.core.timeline(session_id, after)
         for row in rows:
             row["durationMs"] = None if row["endedAt"] is None else row["endedAt"] - row["at"]
         return rows
 
     def page(self, viewer: Viewer, ref_id: str) -> str | None:
         """The page snapshot a call stored, if the viewer may see its session; else None."""
-        found = self.core.history.stored_page(ref_id)
+        found = self.core.stored_page(ref_id)
         if found is None or found[1] is None or found[0] is None or not self.may_see(viewer, found[0]):
             return None
         page = found[1]
