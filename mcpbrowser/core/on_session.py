@@ -50,7 +50,7 @@ class OnSession:
             with state.running(tool, response, args):
                 result = scrub_value(_with_news(state.run_tool(tool, args, response), response.news), state.secrets)
         except Exception as exc:
-            failure = state.dismissals_told(as_server_error(exc))
+            failure = state.dismissals_told(_classified(state, exc, response))
         finally:
             call.console = state.events.take_console()
             self._decide_secrecy(tool, args, call, response)
@@ -127,6 +127,16 @@ class OnSession:
         if succeeded:
             self._files.remember(call.session_id, call.tool, fut.result())
         self._session_memory.after_call(state)
+
+
+def _classified(state: SessionState, exc: Exception, response: Response) -> BrowserServerError:
+    """The failure's class, from the exception and what the handler saw of its page: a bug of ours stays one
+    (its traceback logged where the call ends) though the page crashed or hung meanwhile; any other failure on
+    a page that crashed is PAGE_CRASHED (the session given a fresh page), on one that hung PAGE_UNRESPONSIVE."""
+    error = as_server_error(exc)
+    if isinstance(error, InternalError) or response.page_crash is None:
+        return error
+    return state.replace_crashed_page() if response.page_crash else state.unresponsive_error()
 
 
 def _with_news(result: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ class Response:
     """What one call's handler did, as it says so."""
 
     __slots__ = ("caller", "stores_after", "page", "page_is_snapshot", "secret", "same_page", "reused", "field_edit",
-                 "news")
+                 "news", "page_crash")
 
     def __init__(self, caller: Any, stores_after: bool) -> None:
         # Who made the call: the handler may ask its user (a domain, a hand-over) and tell it progress.
@@ -34,6 +34,7 @@ class Response:
         # (selector, value): it filled one plain field, see filled; (selector, None): it chose in a select, see chose
         self.field_edit: tuple[str, str | None] | None = None
         self.news: dict[str, Any] = {}  # what the page did that the agent was not told yet, see page_news
+        self.page_crash: bool | None = None  # as the handler failed: True its page had crashed, False it hung
 
     def store_page(self, text: str | None, snapshot: bool = True) -> None:
         """Keep `text` as the page this call read (get_content(refId) reads it); `snapshot`: it is the page's
@@ -72,3 +73,8 @@ class Response:
     def reused_snapshot(self) -> None:
         """The snapshot came from the page's last one, the page provably unchanged (the call's log says so)."""
         self.reused = True
+
+    def page_failed(self, crashed: bool) -> None:
+        """As the handler failed, its page had crashed (`crashed`), or stopped answering: a fact the call's end
+        classifies the failure with, the handler's exception kept as it is."""
+        self.page_crash = crashed

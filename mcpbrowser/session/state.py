@@ -164,7 +164,7 @@ class SessionState(Acting):
                 "Answer it with handle_dialog first.",
                 session_id=self.session_id, details=self.dialog_info())
         if self.page in self.crashed:  # it crashed between calls: this call meets it
-            raise self._replace_crashed_page()
+            raise self.replace_crashed_page()
         if self.page is None or self.page.is_closed():
             self._open_blank_tab()
         if tool.page_tool and not tool.leaves_page and self.page in self.unresponsive and not self.responsive():
@@ -175,12 +175,14 @@ class SessionState(Acting):
         try:
             result = tool.handler(self, args, response)
         except Exception as exc:
+            # What the page did meanwhile, as facts: the call's end classifies the failure from them and the
+            # exception (core/on_session.py), which goes on as it is.
             if self.page in self.crashed:
-                raise self._replace_crashed_page() from None
-            if tool.page_tool and not tool.leaves_page and not isinstance(exc, PageUnresponsive) \
+                response.page_failed(crashed=True)
+            elif tool.page_tool and not tool.leaves_page and not isinstance(exc, PageUnresponsive) \
                     and time.monotonic() - started > PROBE_AFTER_S and self.page is page_before \
                     and not self.responsive():
-                raise self.unresponsive_error() from None
+                response.page_failed(crashed=False)
             raise
         title = None
         stayed = tool.changes_page and tool.page_tool and not tool.leaves_page and self.dialog is None \
@@ -391,7 +393,7 @@ class SessionState(Acting):
         if page is self.page:
             self.worker.page_crashed = True
 
-    def _replace_crashed_page(self):
+    def replace_crashed_page(self):
         """Give the session a fresh page in the same context; return the PAGE_CRASHED error."""
         dead, url = self.page, self.page.url
         self.crashed.discard(dead)
