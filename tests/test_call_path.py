@@ -94,6 +94,9 @@ class Registry:
     def session_lost(self, state):
         return SessionLost(session_id=state.session_id)
 
+    def book(self, owner, session_id):
+        return ()
+
     def renewed(self, session_id):
         raise SessionNotFound(session_id=session_id)
 

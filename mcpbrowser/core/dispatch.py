@@ -88,6 +88,7 @@ class Dispatcher:
                     capture=tool.stores_page or (tool.changes_page and mode != "lean"),
                     secret=tool.may_carry_secret)
         call.claim = self._recorder.claim
+        call.secrets = self._registry.book(caller.owner, session_id)
         if tool.may_carry_secret:
             call.record_request = lambda: self._recorder.request(call, args)
         else:

@@ -91,7 +91,7 @@ def resume_session(core, args, call):
     }
     failed = record.worker.options.get("url_failed")
     if failed:  # as create_session's navigationError: the session is open, its last page is not
-        failed = scrub_text(failed, core.registry.secrets_of(call.owner, session_id))  # it quotes the URL
+        failed = scrub_text(failed, call.secrets)  # it quotes the URL
         out["navigationError"] = {"errorCode": "NAVIGATION_FAILED", "message": f"Its last page did not load: {failed}"}
         out["message"] += " Its last page did not load (see navigationError): navigate to it again."
     return out

@@ -48,7 +48,7 @@ class OnSession:
         response = Response(call.caller, call.capture and not call.inline)
         try:
             with state.running(tool, response, args):
-                result = scrub_value(_with_news(state.run_tool(tool, args, response), response.news), state.secrets)
+                result = scrub_value(_with_news(state.run_tool(tool, args, response), response.news), call.secrets)
         except Exception as exc:
             failure = state.dismissals_told(_classified(state, exc, response))
         finally:
@@ -60,7 +60,7 @@ class OnSession:
             call.snapshot_reused = response.reused
             call.field_edit = response.field_edit
         if failure is not None:
-            raise call.annotate_error(_scrubbed(self._what_failed(state, tool, call, failure), state.secrets)) \
+            raise call.annotate_error(_scrubbed(self._what_failed(state, tool, call, failure), call.secrets)) \
                 from None
         call.same_page = response.same_page
         self._decide_capture(state, call, result, response)

@@ -229,8 +229,10 @@ class SessionRegistry:
             record = self._sessions.get(session_id)
         return record.owner if record is not None else self.history.session_owner(session_id)
 
-    def secrets_of(self, owner: str | None, session_id: str | None) -> Any:
-        """The known secrets a call's rows are scrubbed with: its client's, else (the library, stdio) its session's."""
+    def book(self, owner: str | None, session_id: str | None) -> Any:
+        """The one secret book of a call (core/call.py's `Call.secrets`): its client's, else (the library, stdio)
+        its session's; the book its session's worker holds. A value its client met once stays secret in every
+        later answer and row: a password retried into a selector that matches nothing, a search box, a URL."""
         if owner is None and session_id is not None:
             owner = self.owner_of(session_id)
         return self.secrets.of(owner)
