@@ -11,13 +11,13 @@ capture decided before it, the call's rows, the files it named, the session's me
 from concurrent.futures import Future
 from typing import Any
 
+from mcpbrowser.core import answer
 from mcpbrowser.core.call import Call
 from mcpbrowser.core.recorder import Recorder
 from mcpbrowser.core.sessions import SessionRegistry
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.errors import BrowserServerError, InternalError, SessionHeldByPerson, as_server_error
 from mcpbrowser.page_strings import clip
-from mcpbrowser.redaction import scrub_text, scrub_value
 from mcpbrowser.session import page_reading, snapshots
 from mcpbrowser.session.acting import COUNT_BEFORE_ANSWER_S
 from mcpbrowser.session.response import Response
@@ -48,7 +48,7 @@ class OnSession:
         response = Response(call.caller, call.capture and not call.inline)
         try:
             with state.running(tool, response, args):
-                result = scrub_value(_with_news(state.run_tool(tool, args, response), response.news), call.secrets)
+                result = answer.scrubbed(_with_news(state.run_tool(tool, args, response), response.news), call.secrets)
         except Exception as exc:
             failure = state.dismissals_told(_classified(state, exc, response))
         finally:
@@ -60,8 +60,8 @@ class OnSession:
             call.snapshot_reused = response.reused
             call.field_edit = response.field_edit
         if failure is not None:
-            raise call.annotate_error(_scrubbed(self._what_failed(state, tool, call, failure), call.secrets)) \
-                from None
+            raise call.annotate_error(answer.scrubbed_error(self._what_failed(state, tool, call, failure),
+                                                           call.secrets)) from None
         call.same_page = response.same_page
         self._decide_capture(state, call, result, response)
         if not tool.waits_for_person:
@@ -160,13 +160,3 @@ def _with_news(result: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
                               "(a dialog loop, or dialogs in the way of leaving the page)")
     return result
 
-
-def _scrubbed(error: BrowserServerError, secrets: Any) -> BrowserServerError:
-    """The error of a call, its message and details scrubbed of the session's secrets (session thread):
-    they quote the page's text (a dialog's, an option's), which may show one, as an answer may."""
-    if secrets:
-        error.message = scrub_text(error.message, secrets)
-        error.args = (error.message,)
-        if error.details:
-            error.details = scrub_value(error.details, secrets)
-    return error

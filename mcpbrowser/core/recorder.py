@@ -10,6 +10,7 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
+from mcpbrowser.core import answer
 from mcpbrowser.core.history import History
 from mcpbrowser.logs import log
 from mcpbrowser.session import page_reading
@@ -29,8 +30,8 @@ class Recorder:
     # -- ANY THREAD ------------------------------------------------------------------
 
     def request(self, call: Any, args: Any) -> None:
-        self.history.request(call.ref_id, call.session_id, call.tool, args, secret=call.secret,
-                             secrets=call.secrets, owner=call.owner)
+        self.history.request(call.ref_id, call.session_id, call.tool,
+                             answer.history_request(args, call.secret, call.secrets), owner=call.owner)
 
     def claim(self, ref_id: str) -> dict[str, Any] | None:
         """Whether a call being answered is recorded: None, or why not (see Store.claim)."""
@@ -43,8 +44,8 @@ class Recorder:
 
     def response(self, call: Any, fut: Future) -> None:
         try:
-            self.history.response(call.ref_id, fut, call.snapshot, call.console or [],
-                                  call.secrets, call.session_id)
+            self.history.response(call.ref_id, answer.history_response(fut, call.snapshot, call.console or [],
+                                                                       call.secrets), call.session_id)
         except Exception as exc:
             # The answer promised a record (meta.recorded), and a reader of its refId waits for it:
             # a row that cannot be built whole is written without what it could not hold.
