@@ -37,6 +37,12 @@ def scrubbed_error(error: BrowserServerError, secrets: Any) -> BrowserServerErro
     return error
 
 
+def progress_to(caller: Any, secrets: Any) -> Any:
+    """How a long call is going, told its caller without the values of its secret book (a step names the URL
+    it loads, the message the person was shown)."""
+    return lambda done, total, message: caller.progress(done, total, scrub_text(message, secrets))
+
+
 def history_request(args: Any, secret: bool, secrets: Any) -> dict[str, Any]:
     """A call's arguments as its request row keeps them: known secrets scrubbed, a secret `text` withheld."""
     params = scrub_value(dict(args) if isinstance(args, dict) else {"arguments": args}, secrets)

@@ -45,7 +45,8 @@ class OnSession:
                                                           note=note))
         call.ran = True
         failure = None
-        response = Response(call.caller, call.capture and not call.inline)
+        response = Response(call.caller, call.capture and not call.inline,
+                            answer.progress_to(call.caller, call.secrets))
         try:
             with state.running(tool, response, args):
                 result = answer.scrubbed(_with_news(state.run_tool(tool, args, response), response.news), call.secrets)

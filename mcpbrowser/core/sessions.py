@@ -75,9 +75,9 @@ class SessionRegistry:
 
     def __init__(self, config: Config, history: History, *, clock: Callable[[], float],
                  timer_factory: Callable[..., Any], final_save: Callable[[Any], None],
-                 on_change: Callable[[], None], secrets: SecretBook | None = None) -> None:
+                 on_change: Callable[[], None], secrets: SecretBook) -> None:
         self.config = config
-        self.secrets = secrets or SecretBook()  # known secret values by client (owner)
+        self.secrets = secrets  # the core's one secret book: known secret values by client (owner)
         self.history = history
         self.timers = KeyedTimers(timer_factory, "expire")
         self._clock = clock  # session deadlines (injectable, like the timers, for tests)

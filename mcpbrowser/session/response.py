@@ -10,18 +10,22 @@ from it what the call's record, capture and answer are (@playwright/mcp's `Respo
 handler adds, `finish` decides). Nothing here decides anything; nothing else reads it.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 
 class Response:
     """What one call's handler did, as it says so."""
 
-    __slots__ = ("caller", "stores_after", "page", "page_is_snapshot", "secret", "same_page", "reused", "field_edit",
-                 "news", "page_crash")
+    __slots__ = ("caller", "progress", "stores_after", "page", "page_is_snapshot", "secret", "same_page", "reused",
+                 "field_edit", "news", "page_crash")
 
-    def __init__(self, caller: Any, stores_after: bool) -> None:
-        # Who made the call: the handler may ask its user (a domain, a hand-over) and tell it progress.
+    def __init__(self, caller: Any, stores_after: bool,
+                 progress: Callable[[float, float | None, str], None] | None = None) -> None:
+        # Who made the call: the handler may ask its user (a domain, a hand-over), and tell it how the call goes
+        # through `progress`, the caller's own scrubbed of the call's secret book (core/answer.py's progress_to).
         self.caller = caller
+        self.progress = progress or caller.progress
         # The page the call leaves will be stored after the answer (the call's function decided it from
         # the tool's declaration and the response mode): a read of the title may count the page's
         # elements in the same round trip (page_reading.loaded_title), which that capture needs.

@@ -14,11 +14,11 @@ from typing import Any
 from mcpbrowser.errors import DialogOpen, PageCrashed, PageUnresponsive
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip
-from mcpbrowser.redaction import MARK_SECRET_FIELDS, scrub_text, scrub_value
+from mcpbrowser.redaction import MARK_SECRET_FIELDS
 from mcpbrowser.session import page_reading, playwright_internals, settle, snapshots, throttling
 from mcpbrowser.session.acting import PROBE_AFTER_S, Acting
 from mcpbrowser.session.downloads import Downloads
-from mcpbrowser.session.events import EventBuffers
+from mcpbrowser.session.events import EventBuffers, page_shown
 from mcpbrowser.session.network_policy import NetworkPolicy
 from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers
 
@@ -77,9 +77,6 @@ class SessionState(Acting):
         self.files_saved = 0      # files this session saved (screenshots, PDFs, traces): their names' counter
         self.tracing = False      # trace_start ran, trace_stop not yet: the trace's name
         self.traced_fields = set()  # secret fields' values its snapshots met while tracing: the trace hides them
-        # Secret values too short to scrub from any text (see snapshots.mark_secret): a trace's
-        # action parameters and results that are exactly one of them are hidden all the same.
-        self.short_secrets = set()
         # Texts typed where no field could be looked at (stored withheld): a trace's parameters hide them too.
         self.withheld = set()
         self.held = []            # what the running call holds as possibly secret (snapshots.hold)
@@ -251,7 +248,7 @@ class SessionState(Acting):
             snapshots.mark_secret(self, response, args["text"])
         # A person's input may run inside a long call (worker.between): it gives the outer call back its own.
         outer = self._progress, self.caller
-        self._progress, self.caller = response.caller.progress, response.caller
+        self._progress, self.caller = response.progress, response.caller
         try:
             yield
         finally:
@@ -295,15 +292,14 @@ class SessionState(Acting):
         """Tell the caller how a long call is going, when it asked (MCP progressToken)."""
         if self._progress is not None:
             try:
-                self._progress(done, total, scrub_text(message, self.secrets))
+                self._progress(done, total, message)
             except Exception:
                 log.debug("progress report failed", extra={"session": self.session_id})
 
     def remember_page(self, title):
         """Publish url and title as plain data for list_sessions (and the log resources' titles) while this
-        thread is busy; scrubbed of the session's secrets, as every answer is (a GET form's password in the
-        URL, a title that echoes a field)."""
-        self.worker.info = scrub_value({"url": self.page.url, "title": title}, self.secrets)
+        thread is busy (events.page_shown)."""
+        self.worker.info = page_shown(self.page.url, title, self.secrets)
 
     def describe(self):
         if self.dialog is None and self.usable():
@@ -430,9 +426,8 @@ class SessionState(Acting):
     def _follow_page(self, page):
         def navigated(new_document):
             if page is self.page:
-                # Scrubbed now (list_sessions and the resource list read it while this thread is busy):
-                # a page may put what is being typed into its URL, key by key.
-                self.worker.info = {"url": scrub_text(page.url, self.secrets), "title": self.worker.info["title"]}
+                # Published now (list_sessions and the resource list read it while this thread is busy).
+                self.worker.info = page_shown(page.url, self.worker.info["title"], self.secrets)
             if not new_document:  # the History API or a fragment: the document, its refs and dialogs stay
                 if page is self.page:
                     self.url_changes += 1

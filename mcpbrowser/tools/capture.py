@@ -313,7 +313,7 @@ def trace_stop(state, args, response):
         playwright_internals.stop_trace_into(state.context, part)
         # Playwright records action parameters, field values and bodies as they were: the zip is
         # rewritten without the session's secrets before it is given its name (trace_scrub.py).
-        scrub_trace(part, scrubbed, state.short_secrets | state.withheld | fields,
+        scrub_trace(part, scrubbed, state.secrets.short | state.withheld | fields,
                     headers=state.config.redact_headers)
 
     write_file(path, write)

@@ -3,7 +3,7 @@
 import os
 
 from mcpbrowser import schema
-from mcpbrowser.redaction import redact_headers
+from mcpbrowser.session.events import headers_shown
 from mcpbrowser.tools.base import SessionTool, session_schema
 
 LOG_RESULT = {
@@ -47,15 +47,6 @@ def shown_console(entries, locations=False):
         return list(entries)
     return [e if e["level"] in ("error", "warning") else {k: v for k, v in e.items() if k != "location"}
             for e in entries]
-
-
-def _all_headers(source, fallback):
-    # Full headers (cookies included) cost a round trip each, so they are read
-    # only for the entries returned, and redacted before they leave this thread.
-    try:
-        return source.all_headers()
-    except Exception:
-        return fallback
 
 
 def _failed(entry):
@@ -109,8 +100,8 @@ def network_logs(state, args, response):
                 response = None
         out["entries"].append({
             **entry,
-            "requestHeaders": redact_headers(_all_headers(request, request.headers), sensitive),
-            "responseHeaders": redact_headers(_all_headers(response, response.headers), sensitive) if response else {},
+            "requestHeaders": headers_shown(request, sensitive),
+            "responseHeaders": headers_shown(response, sensitive) if response else {},
         })
     return out
 
