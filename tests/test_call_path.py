@@ -32,7 +32,7 @@ pytestmark = pytest.mark.unit
 
 def tool(name="act", **flags):
     return SessionTool(name=name, title=name, description=name, input_schema=session_schema(),
-                       handler=lambda state, args, response: {}, **flags)
+                       handler=lambda state, args, response: response.answer({}), **flags)
 
 
 class Frame:

@@ -3,6 +3,7 @@
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from support import wait_for
 
 import mcpbrowser
 from mcpbrowser.config import Config
@@ -98,7 +99,8 @@ def test_a_bug_of_ours_on_a_page_that_crashed_is_an_internal_error_with_its_trac
             with pytest.raises(mcpbrowser.BrowserServerError) as raised:
                 browser.call("crash_then_bug", {"sessionId": session.id})
             assert raised.value.code == "INTERNAL_ERROR", raised.value.to_dict()
-            bugs = [r for r in logged if r.exc_info and r.exc_info[0] is KeyError]
+            # Logged by the Future's done-callback, which may run just after the caller woke.
+            bugs = wait_for(lambda: [r for r in logged if r.exc_info and r.exc_info[0] is KeyError])
             assert len(bugs) == 1 and bugs[0].levelno == logging.ERROR and bugs[0].tool == "crash_then_bug"
             with pytest.raises(mcpbrowser.BrowserServerError) as crashed:
                 session.snapshot()

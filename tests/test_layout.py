@@ -148,3 +148,45 @@ def test_one_secret_book():
         "session/downloads.py self._secrets = secrets",  # the session's, read as a download is named
         "session/worker.py self.secrets = KnownSecrets()",
     ], held
+
+
+def _session_handlers(tree):
+    """The functions a module declares as session tools' handlers (a factory's: the functions it defines)."""
+    defs = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "SessionTool":
+            handler = ([k.value for k in node.keywords if k.arg == "handler"] or node.args[4:5])[0]
+            if isinstance(handler, ast.Call):
+                yield from (n for n in defs[handler.func.id].body if isinstance(n, ast.FunctionDef))
+            else:
+                yield defs[handler.id]
+
+
+def _returns(function):
+    """The return statements of a function's own body (not of the functions it defines)."""
+    for child in ast.iter_child_nodes(function):
+        if isinstance(child, ast.Return):
+            yield child
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            yield from _returns(child)
+
+
+def test_a_session_tool_handler_says_everything_on_its_response():
+    """A session tool's handler answers on its Response (`response.answer`) as it says all else there: it returns
+    no value, and what runs it reads none (issue 71: one channel, not a flag, a return value and an exception)."""
+    handlers, valued = 0, []
+    for path in _modules():
+        if path.relative_to(PACKAGE).parts[0] == "tools":
+            for function in _session_handlers(ast.parse(path.read_text())):
+                handlers += 1
+                valued += [f"{path.name}:{r.lineno} {function.name}" for r in _returns(function) if r.value is not None]
+                # A name of its own `response` (a Playwright one) would hide its Response from what it says next.
+                valued += [f"{path.name}:{n.lineno} {function.name} rebinds response" for n in ast.walk(function)
+                           if isinstance(n, ast.Name) and n.id == "response" and isinstance(n.ctx, ast.Store)]
+    assert handlers > 25  # the control: the tools were read
+    assert not valued, f"session tool handlers that return a value (say it with response.answer): {valued}"
+    runs = ast.parse((PACKAGE / "session" / "state.py").read_text())
+    calls = [node for node in ast.walk(runs) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+             and node.func.attr == "handler"]
+    unread = [node.value for node in ast.walk(runs) if isinstance(node, ast.Expr)]
+    assert calls and all(call in unread for call in calls), "run_tool reads a value of the handler it runs"

@@ -1,13 +1,14 @@
 """One call's `Response`: what its handler says it did. SESSION THREAD only.
 
 core/on_session.py's `OnSession.run` makes one for each call on a session and hands it to the
-tool's handler as `handler(state, args, response)`; the handler (and the helpers it calls)
-say on it what happened: the page text it read and wants stored, that the text it typed is
-secret or plain, that it answered from the page's last snapshot, that it read the page the
-agent was just told, that it filled one field; the page-side checks (state.run_tool) what the
-page did that the agent was not told yet. `OnSession.run` alone reads it, once the handler returned, and decides
-from it what the call's record, capture and answer are (@playwright/mcp's `Response`: the
-handler adds, `finish` decides). Nothing here decides anything; nothing else reads it.
+tool's handler as `handler(state, args, response)`; the handler (and the helpers it calls) say on it
+what happened, and nowhere else (it returns nothing): its answer, the page text it read and wants
+stored, that the text it typed is secret or plain, that it answered from the page's last snapshot,
+that it read the page the agent was just told, that it filled one field; the page-side checks
+(state.run_tool) what the page did that the agent was not told yet, and that its page crashed or
+hung as it failed. `OnSession.run` alone reads it, once the handler returned, and decides from it
+what the call's record, capture and answer are (@playwright/mcp's `Response`: the handler adds,
+`finish` decides). Nothing here decides anything; nothing else reads it.
 """
 
 from collections.abc import Callable
@@ -17,8 +18,8 @@ from typing import Any
 class Response:
     """What one call's handler did, as it says so."""
 
-    __slots__ = ("caller", "progress", "stores_after", "page", "page_is_snapshot", "secret", "same_page", "reused",
-                 "field_edit", "news", "page_crash")
+    __slots__ = ("caller", "progress", "stores_after", "result", "page", "page_is_snapshot", "secret", "same_page",
+                 "reused", "field_edit", "news", "page_crash")
 
     def __init__(self, caller: Any, stores_after: bool,
                  progress: Callable[[float, float | None, str], None] | None = None) -> None:
@@ -30,6 +31,7 @@ class Response:
         # the tool's declaration and the response mode): a read of the title may count the page's
         # elements in the same round trip (page_reading.loaded_title), which that capture needs.
         self.stores_after = stores_after
+        self.result: dict[str, Any] | None = None  # what the call answers, see answer
         self.page: str | None = None   # page text the handler read and wants stored under the call's refId
         self.page_is_snapshot = True   # that text is the page's snapshot (else a report: answered as it is)
         self.secret: bool | None = None  # its text: True secret, False looked at and plain, None not known
@@ -39,6 +41,11 @@ class Response:
         self.field_edit: tuple[str, str | None] | None = None
         self.news: dict[str, Any] = {}  # what the page did that the agent was not told yet, see page_news
         self.page_crash: bool | None = None  # as the handler failed: True its page had crashed, False it hung
+
+    def answer(self, result: dict[str, Any]) -> None:
+        """What the call answers: the agent's and the library's result, the history's row (a handler returns
+        nothing; a later answer replaces an earlier one, as measure_performance's replaces the navigate's it ran)."""
+        self.result = result
 
     def store_page(self, text: str | None, snapshot: bool = True) -> None:
         """Keep `text` as the page this call read (get_content(refId) reads it); `snapshot`: it is the page's

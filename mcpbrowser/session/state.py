@@ -170,7 +170,7 @@ class SessionState(Acting):
         url_changes_before, tabs_before = self.url_changes, self.tabs_opened
         started = time.monotonic()
         try:
-            result = tool.handler(self, args, response)
+            tool.handler(self, args, response)
         except Exception as exc:
             # What the page did meanwhile, as facts: the call's end classifies the failure from them and the
             # exception (core/on_session.py), which goes on as it is.
@@ -181,6 +181,7 @@ class SessionState(Acting):
                     and not self.responsive():
                 response.page_failed(crashed=False)
             raise
+        result = response.result
         title = None
         stayed = tool.changes_page and tool.page_tool and not tool.leaves_page and self.dialog is None \
             and self.page is page_before

@@ -26,7 +26,7 @@ def downloads(state, args, response):
     for entry in entries:  # removed since by the file retention (--files-max-mb, --retention-days)
         if entry["status"] == "saved" and not os.path.exists(entry["path"]):
             entry["status"] = "removed"
-    return {"downloads": entries, "count": len(entries)}
+    response.answer({"downloads": entries, "count": len(entries)})
 
 
 def console_logs(state, args, response):
@@ -37,7 +37,7 @@ def console_logs(state, args, response):
     if "since" in args:
         entries = [e for e in entries if e["timestamp"] > args["since"]]
     entries = shown_console(entries[-args.get("limit", DEFAULT_LIMIT):], args.get("locations", False))
-    return {"entries": entries, "count": len(entries), "dropped": state.events.console_dropped}
+    response.answer({"entries": entries, "count": len(entries), "dropped": state.events.console_dropped})
 
 
 def shown_console(entries, locations=False):
@@ -86,24 +86,25 @@ def network_logs(state, args, response):
         out["hiddenStatic"] = hidden
     if not args.get("headers"):
         out["entries"] = [lean(entry) for entry, _ in picked]
-        return out
+        response.answer(out)
+        return
     sensitive = state.config.redact_headers
     for entry, request in picked:
         if request is None:  # a blocked WebSocket: there is no request object
             out["entries"].append({**entry, "requestHeaders": {}, "responseHeaders": {}})
             continue
-        response = None
+        got = None  # the request's response
         if entry["status"] is not None:
             try:
-                response = request.response()
+                got = request.response()
             except Exception:
-                response = None
+                got = None
         out["entries"].append({
             **entry,
             "requestHeaders": headers_shown(request, sensitive),
-            "responseHeaders": headers_shown(response, sensitive) if response else {},
+            "responseHeaders": headers_shown(got, sensitive) if got else {},
         })
-    return out
+    response.answer(out)
 
 
 TOOLS = [

@@ -195,7 +195,7 @@ def measure_performance(state, args, response):
     # not the page's snapshot.
     response.store_page(perf_report.detail(measured), snapshot=False)
     state.remember_page(page_reading.loaded_title(state))
-    return {"url": measured["url"], "summary": perf_report.summary(measured)}
+    response.answer({"url": measured["url"], "summary": perf_report.summary(measured)})
 
 
 def _left_ms(deadline):

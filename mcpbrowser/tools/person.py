@@ -57,7 +57,7 @@ def person_input(state: Any, args: dict[str, Any], response: Any) -> dict[str, A
         field.run, field.keys = typed, field.keys + text
         page.keyboard.type(text)
         _learn_the_field(state)
-    return {"success": True}
+    response.answer({"success": True})
 
 
 # Keys that edit the field in place or move its caret: the person's text goes on in the same field.
