@@ -16,7 +16,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from mcpbrowser.errors import BrowserError, BrowserServerError, InputRequired, as_server_error
-from mcpbrowser.page_strings import clip_answer
+from mcpbrowser.page_strings import a_, clip, clip_answer
 from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
 from mcpbrowser.schema import compact_json
 
@@ -41,6 +41,39 @@ def progress_to(caller: Any, secrets: Any) -> Any:
     """How a long call is going, told its caller without the values of its secret book (a step names the URL
     it loads, the message the person was shown)."""
     return lambda done, total, message: caller.progress(done, total, scrub_text(message, secrets))
+
+
+def with_news(result: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
+    """The answer with what the page did that the agent was not told (Response.page_news): each a field, and
+    where the answer has a message, a clause of it saying what to do."""
+    result = {**result, **news}
+    if "message" not in result:
+        return result
+    if "pageUnresponsive" in news:
+        result["message"] += "; the page has not answered since (a script of its own keeps it busy): navigate elsewhere"
+    if "dialog" in news:
+        dialog = news["dialog"]
+        result["message"] += (f"; {a_(dialog['type'])} dialog opened ({clip(dialog['message'])!r}): "
+                              "answer it with handle_dialog")
+    if "newTabs" in news:
+        count = news["newTabs"]
+        result["message"] += f"; the page opened {count} new tab{'s' if count > 1 else ''}: see tabs"
+    if "tabReplaced" in news:
+        result["message"] += ("; the tab was held by its page (a dialog loop or a script that never yields), "
+                              "so it was closed and this is a fresh tab (same cookies and storage, no back history)")
+    if "dialogsDismissed" in news:
+        result["message"] += (f"; the server dismissed {news['dialogsDismissed']} dialog(s) itself "
+                              "(a dialog loop, or dialogs in the way of leaving the page)")
+    return result
+
+
+def told_dismissals(error: BrowserServerError, count: int) -> BrowserServerError:
+    """A failed call's error, with the dialogs the server dismissed since the last answer (`count`)."""
+    if count:
+        error.details = {**(error.details or {}), "dialogsDismissed": count}
+        error.message += (f" (Meanwhile the server dismissed {count} dialog(s) itself: a dialog loop, or dialogs "
+                          "in the way of leaving the page.)")
+    return error
 
 
 def history_request(args: Any, secret: bool, secrets: Any) -> dict[str, Any]:

@@ -17,11 +17,10 @@ from mcpbrowser.core.recorder import Recorder
 from mcpbrowser.core.sessions import SessionRegistry
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.errors import BrowserServerError, InternalError, SessionHeldByPerson, as_server_error
-from mcpbrowser.page_strings import clip
 from mcpbrowser.session import page_reading, snapshots
 from mcpbrowser.session.acting import COUNT_BEFORE_ANSWER_S
 from mcpbrowser.session.response import Response
-from mcpbrowser.session.state import SessionState, a_
+from mcpbrowser.session.state import SessionState
 
 
 class OnSession:
@@ -49,9 +48,10 @@ class OnSession:
                             answer.progress_to(call.caller, call.secrets))
         try:
             with state.running(tool, response, args):
-                result = answer.scrubbed(_with_news(state.run_tool(tool, args, response), response.news), call.secrets)
+                state.run_tool(tool, args, response)
+            result = answer.scrubbed(answer.with_news(response.result, response.news), call.secrets)
         except Exception as exc:
-            failure = state.dismissals_told(_classified(state, exc, response))
+            failure = answer.told_dismissals(_classified(state, exc, response), state.dismissals_untold())
         finally:
             call.console = state.events.take_console()
             self._decide_secrecy(tool, args, call, response)
@@ -138,26 +138,4 @@ def _classified(state: SessionState, exc: Exception, response: Response) -> Brow
     if isinstance(error, InternalError) or response.page_crash is None:
         return error
     return state.replace_crashed_page() if response.page_crash else state.unresponsive_error()
-
-
-def _with_news(result: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
-    """The answer with what the page did that the agent was not told (Response.page_news): each a field, and
-    where the answer has a message, a clause of it saying what to do."""
-    result.update(news)
-    if "message" not in result:
-        return result
-    if "dialog" in news:
-        dialog = news["dialog"]
-        result["message"] += (f"; {a_(dialog['type'])} dialog opened ({clip(dialog['message'])!r}): "
-                              "answer it with handle_dialog")
-    if "newTabs" in news:
-        count = news["newTabs"]
-        result["message"] += f"; the page opened {count} new tab{'s' if count > 1 else ''}: see tabs"
-    if "tabReplaced" in news:
-        result["message"] += ("; the tab was held by its page (a dialog loop or a script that never yields), "
-                              "so it was closed and this is a fresh tab (same cookies and storage, no back history)")
-    if "dialogsDismissed" in news:
-        result["message"] += (f"; the server dismissed {news['dialogsDismissed']} dialog(s) itself "
-                              "(a dialog loop, or dialogs in the way of leaving the page)")
-    return result
 

@@ -77,8 +77,10 @@ class Response:
         self.field_edit = (selector, None)
 
     def page_news(self, news: dict[str, Any]) -> None:
-        """What the page did that the agent was not told yet (session/state.py's run_tool reads it off the
-        session): a dialog that opened, new tabs, a replaced tab, dialogs dismissed, downloads."""
+        """Where the call left the page and what it did that the agent was not told yet, as the answer's fields
+        (session/state.py's run_tool reads it off the session; core/answer.py's with_news words it): url, title,
+        whether it navigated, a page that stopped answering, a dialog that opened, new tabs, a replaced tab,
+        dialogs dismissed, downloads."""
         self.news = news
 
     def reused_snapshot(self) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from mcpbrowser.errors import DialogOpen, PageCrashed, PageUnresponsive
 from mcpbrowser.logs import log
-from mcpbrowser.page_strings import clip
+from mcpbrowser.page_strings import a_, clip
 from mcpbrowser.redaction import MARK_SECRET_FIELDS
 from mcpbrowser.session import page_reading, playwright_internals, settle, snapshots, throttling
 from mcpbrowser.session.acting import PROBE_AFTER_S, Acting
@@ -21,12 +21,6 @@ from mcpbrowser.session.downloads import Downloads
 from mcpbrowser.session.events import EventBuffers, page_shown
 from mcpbrowser.session.network_policy import NetworkPolicy
 from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers
-
-
-def a_(word):
-    """'an alert', 'a confirm': the article a dialog's type takes."""
-    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
-
 
 # A call that comes after this many quiet seconds first dispatches what the browser sent meanwhile.
 CATCH_UP_AFTER_S = 0.2
@@ -181,30 +175,27 @@ class SessionState(Acting):
                     and not self.responsive():
                 response.page_failed(crashed=False)
             raise
-        result = response.result
-        title = None
+        title, facts = None, {}
         stayed = tool.changes_page and tool.page_tool and not tool.leaves_page and self.dialog is None \
             and self.page is page_before
         if stayed and time.monotonic() - started > PROBE_AFTER_S and not self.responsive():
             # A slow action, then a page that does not answer: a link whose page holds its own unload, say.
-            result["pageUnresponsive"] = True
-            if "message" in result:
-                result["message"] += ("; the page has not answered since (a script of its own keeps it busy): "
-                                      "navigate elsewhere")
+            facts["pageUnresponsive"] = True
         elif stayed and self.navigations == navigations_before:
             title = settle.settle(self, time.monotonic() - started, self.config.action_timeout / 1000, tabs_before)
         if tool.changes_page:
             navigated = self.page is not page_before or self.navigations != navigations_before
-            if "url" not in result:
-                self._add_page_state(result, navigated, title if self.navigations == navigations_before else None,
-                                     count=response.stores_after)
+            if "url" not in response.result:
+                facts.update(self._page_state(navigated, title if self.navigations == navigations_before else None,
+                                              count=response.stores_after))
             if not navigated and self.url_changes != url_changes_before:
                 # The same document, its URL changed (the History API, a fragment): refs stay valid.
-                result.update(url=self.page.url, navigated=False, urlChanged=True)
-        response.page_news(self._news(dialog_before))  # OnSession.run words them into the answer
-        if "url" in result and "title" in result:
-            self.told = (result["url"], result["title"])
-        return result
+                facts.update(url=self.page.url, navigated=False, urlChanged=True)
+        facts.update(self._news(dialog_before))
+        response.page_news(facts)  # the call's end words them into the answer (core/answer.py's with_news)
+        shown = {**response.result, **facts}
+        if "url" in shown and "title" in shown:
+            self.told = (shown["url"], shown["title"])
 
     def _news(self, dialog_before):
         """What the page did that the agent was not told yet, each told once: a dialog that opened during the
@@ -258,19 +249,13 @@ class SessionState(Acting):
             for held in list(self.held):
                 snapshots.release(self, held)
 
-    def dismissals_told(self, error):
-        """A failed call's error (classified by core/on_session.py), with the dialogs the server dismissed
-        since the last answer (see run_tool)."""
-        if not self.dialogs_dismissed:
-            return error
-        count = self.dialogs_dismissed
-        self.dialogs_dismissed = 0
-        error.details = {**(error.details or {}), "dialogsDismissed": count}
-        error.message += (f" (Meanwhile the server dismissed {count} dialog(s) itself: a dialog loop, or dialogs "
-                          "in the way of leaving the page.)")
-        return error
+    def dismissals_untold(self):
+        """How many dialogs the server dismissed since the last answer (see run_tool), told now by a failed call's
+        error (core/answer.py's told_dismissals)."""
+        count, self.dialogs_dismissed = self.dialogs_dismissed, 0
+        return count
 
-    def _add_page_state(self, result, navigated, title=None, count=False):
+    def _page_state(self, navigated, title=None, count=False):
         """Where an action left the agent: url, title, and whether it navigated, so the agent needs no extra call.
 
         A navigation the action started has committed by now (Playwright waits for
@@ -287,7 +272,7 @@ class SessionState(Acting):
         if title is None or navigated or self.dialog is not None:  # else the settle's, read just now
             title = page_reading.loaded_title(self, count)
         self.remember_page(title)
-        result.update(url=self.page.url, title=title, navigated=navigated)
+        return {"url": self.page.url, "title": title, "navigated": navigated}
 
     def report(self, done, total, message):
         """Tell the caller how a long call is going, when it asked (MCP progressToken)."""
