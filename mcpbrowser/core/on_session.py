@@ -43,15 +43,17 @@ class OnSession:
             raise call.annotate_error(SessionHeldByPerson(session_id=state.session_id, details={"heldBy": held},
                                                           note=note))
         call.ran = True
-        failure = None
+        failure: Exception | None = None
         response = Response(call.caller, call.capture and not call.inline,
                             answer.progress_to(call.caller, call.secrets))
         try:
             with state.running(tool, response, args):
                 state.run_tool(tool, args, response)
+            if response.result is None:  # a bug of ours: INTERNAL_ERROR, like any other
+                raise TypeError(f"{tool.name}'s handler answered nothing on its Response")
             result = answer.scrubbed(answer.with_news(response.result, response.news), call.secrets)
         except Exception as exc:
-            failure = answer.told_dismissals(_classified(state, exc, response), state.dismissals_untold())
+            failure = exc
         finally:
             call.console = state.events.take_console()
             self._decide_secrecy(tool, args, call, response)
@@ -61,8 +63,8 @@ class OnSession:
             call.snapshot_reused = response.reused
             call.field_edit = response.field_edit
         if failure is not None:
-            raise call.annotate_error(answer.scrubbed_error(self._what_failed(state, tool, call, failure),
-                                                           call.secrets)) from None
+            error = self._what_failed(state, tool, call, failure, response)
+            raise call.annotate_error(answer.scrubbed_error(error, call.secrets)) from None
         call.same_page = response.same_page
         self._decide_capture(state, call, result, response)
         if not tool.waits_for_person:
@@ -77,16 +79,21 @@ class OnSession:
         call.secret = bool(args.get("secret")) or response.secret is True or \
             (tool.may_carry_secret and response.secret is None)
 
-    def _what_failed(self, state: SessionState, tool: Any, call: Call,
-                     error: BrowserServerError) -> BrowserServerError:
-        """A failure on a session, classified: the server stopping, the browser lost, a login wall
-        (which starts the cooldown), or the tool's own error."""
+    def _what_failed(self, state: SessionState, tool: Any, call: Call, exc: Exception,
+                     response: Response) -> BrowserServerError:
+        """A failure on a session, classified from the exception and what the handler saw of its page: the server
+        stopping, a bug of ours (though its page crashed or hung meanwhile), the page crashed (the session given a
+        fresh page) or hung, the browser lost, a login wall (which starts the cooldown), or the tool's own error."""
         if self._registry.closed:
             # The server is stopping and takes the browser down with it: that is no
             # crash, and no resume_session can reach this server any more.
             return self._registry.stopping_error(state.session_id)
+        error = as_server_error(exc)
         if isinstance(error, InternalError):
             return error  # a bug of ours: no browser lost, no login wall (core/dispatch.py logs it)
+        if response.page_crash is not None:
+            error = state.replace_crashed_page() if response.page_crash else state.unresponsive_error()
+        error = answer.told_dismissals(error, state.dismissals_untold())
         if page_reading.browser_gone(state):
             self._supervisor.browser_gone(state.worker, str(error))
             return self._registry.session_lost(state)
@@ -128,14 +135,4 @@ class OnSession:
         if succeeded:
             self._files.remember(call.session_id, call.tool, fut.result())
         self._session_memory.after_call(state)
-
-
-def _classified(state: SessionState, exc: Exception, response: Response) -> BrowserServerError:
-    """The failure's class, from the exception and what the handler saw of its page: a bug of ours stays one
-    (its traceback logged where the call ends) though the page crashed or hung meanwhile; any other failure on
-    a page that crashed is PAGE_CRASHED (the session given a fresh page), on one that hung PAGE_UNRESPONSIVE."""
-    error = as_server_error(exc)
-    if isinstance(error, InternalError) or response.page_crash is None:
-        return error
-    return state.replace_crashed_page() if response.page_crash else state.unresponsive_error()
 

@@ -116,15 +116,14 @@ def type_text(state, args, response):
     if clear and not delay and not args.get("submit") and response.secret is False \
             and not any(look.get(key) for key in ("secret", "went", "kept", "focus")):
         response.filled(playwright_selector(args), text)  # a plain field, all of the text in, the focus kept
+    message = f"Typed {typed} into {label}{kept}"
     if args.get("submit") and state.dialog is not None:
-        response.answer({"success": True, "message": f"Typed {typed} into {label}; Enter was not pressed"})
-        return
-    if args.get("submit"):
+        message = f"Typed {typed} into {label}; Enter was not pressed"
+    elif args.get("submit"):
         # Enter on the same element, as a person submits a search box or a one-field form.
         on_element(state, args, ElementNotEditable, Act(state, "press", key="Enter"), repeatable=False)
-        response.answer({"success": True, "message": f"Typed {typed} into {label}{kept} and pressed Enter"})
-        return
-    response.answer({"success": True, "message": f"Typed {typed} into {label}{kept}"})
+        message += " and pressed Enter"
+    response.answer({"success": True, "message": message})
 
 
 def where_text_went(target, text):
@@ -194,10 +193,9 @@ def press_key(state, args, response):
             state.act(state.page.keyboard, "press", key=key)
         except Exception as exc:
             raise InvalidParameters(f"Cannot press {key!r}: {reason(exc)}", session_id=state.session_id) from None
-        response.answer({"success": True, "message": f"Pressed {key}"})
-        return
-    on_element(state, args, ElementNotEditable, Act(state, "press", key=key), repeatable=False)
-    response.answer({"success": True, "message": f"Pressed {key} on {label}"})
+    else:
+        on_element(state, args, ElementNotEditable, Act(state, "press", key=key), repeatable=False)
+    response.answer({"success": True, "message": f"Pressed {key}" + (f" on {label}" if matches is not None else "")})
 
 
 def drag(state, args, response):
@@ -378,14 +376,11 @@ def evaluate(state, args, response):
         value = state.act(state.page, "evaluate", expression=args["expression"])
     except Exception as exc:
         raise EvaluationFailed(f"The expression failed: {reason(exc)}", session_id=state.session_id) from None
-    if value is INTERRUPTED:
-        response.answer({"result": None})
-        return
     try:
-        json.dumps(value)
+        json.dumps(None if value is INTERRUPTED else value)
     except (TypeError, ValueError):
         raise EvaluationFailed("The result is not JSON-serialisable.", session_id=state.session_id) from None
-    response.answer({"result": value})
+    response.answer({"result": None if value is INTERRUPTED else value})
 
 
 SECRET_ONE = f":scope:is({SECRET_FIELD})"  # the target itself, when it is a secret field

@@ -74,7 +74,6 @@ def navigate(state, args, response):
     state.clear_the_way()
     try:
         response.answer(_navigate(state, url, args, response.stores_after))
-        return
     finally:
         state.leaving = False
 

@@ -22,7 +22,7 @@ MAX_TEXT = 1000
 
 
 # SESSION THREAD
-def person_input(state: Any, args: dict[str, Any], response: Any) -> dict[str, Any]:
+def person_input(state: Any, args: dict[str, Any], response: Any) -> None:
     """One action of the person on the page, at viewport coordinates given as fractions of it."""
     page, action = state.page, args["action"]
     size = page.viewport_size or page.evaluate("() => ({width: innerWidth, height: innerHeight})")
