@@ -30,15 +30,7 @@ import tempfile
 import zipfile
 from urllib.parse import parse_qsl, urlsplit
 
-from mcpbrowser.redaction import (
-    REDACTED,
-    SECRET_AUTOCOMPLETE,
-    SECRET_MARK,
-    encodings,
-    redact_textboxes,
-    scrub_text,
-    scrub_value,
-)
+from mcpbrowser.redaction import REDACTED, SECRET_AUTOCOMPLETE, SECRET_MARK, encodings, redact_textboxes, scrub_value
 
 JSON_LINES = (".trace", ".network")
 # A body's file as the network log names it: `_sha1` in the browser server's copy, `_file` in an archive.
@@ -53,7 +45,7 @@ def download_name(suggested, secrets):
     """The part of a download's file name the page suggested: its safe characters, as a suffix. Less the known
     secrets first: a page that named a download after the password typed into it had it in the file's name on
     disk, and in its `name` and `path` in answers as no form of it (`p@ss` became `p_ss`)."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(scrub_text(suggested, secrets))).lstrip(".")[-80:]
+    return re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(scrub_value(suggested, secrets))).lstrip(".")[-80:]
 
 
 def _is_secret_field(name, attrs):
