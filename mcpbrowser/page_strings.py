@@ -29,6 +29,11 @@ REPLACEMENT = "\ufffd"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def a_(word):
+    """'an alert', 'a confirm': the article a dialog's type takes."""
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
+
+
 def clip(text: str, limit: int = PAGE_STRING_CHARS) -> str:
     """text, or its first `limit` characters and a marker of how many more there are."""
     if len(text) <= limit:

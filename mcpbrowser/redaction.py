@@ -188,6 +188,9 @@ class KnownSecrets:
         self._values: tuple[str, ...] = ()
         self._parent = parent  # every client's, for the logs (see SecretBook)
         self.named = named or {}  # {NAME: value}: the --secrets this client may type by name
+        # Secret values too short to scrub from any text (see snapshots.mark_secret): a trace's action parameters
+        # and results that are exactly one of them are hidden all the same.
+        self.short: frozenset[str] = frozenset()
         self.update(v for v in self.named.values() if len(v) >= MIN_SCRUBBED)
 
     def add(self, value):
@@ -203,6 +206,10 @@ class KnownSecrets:
             self._sort()
         if self._parent is not None:
             self._parent.update(new)
+
+    def add_short(self, values):
+        with self._lock:
+            self.short = self.short | {v for v in values if isinstance(v, str) and v}
 
     def hold(self, values):
         """Scrub these values as known ones until `release`d (as many times as held)."""

@@ -1,4 +1,5 @@
-"""A saved Playwright trace without secrets: every member of its zip rewritten. Any thread (pure, files only).
+"""The files the server writes, without secrets: a download's name, a saved Playwright trace (every member of its
+zip rewritten). Any thread (pure, files only).
 
 Playwright records what a secret-aware server would never store: the parameters of each
 action (`fill("Hunter2")`), their results (an `inputValue`), a log line per action, DOM
@@ -38,6 +39,13 @@ _PAGE_ID = re.compile(rb'"pageId":\s*"(page@[0-9a-f]+)"')  # whose screencast fr
 _VALUE_ATTRIBUTES = ("__playwright_value_", "value")
 # + our pid + "-": a directory in the temp dir per browser life (core/browser_process.py makes them)
 RUNTIME_PREFIX = "mcpbrowser-run-"
+
+
+def download_name(suggested, secrets):
+    """The part of a download's file name the page suggested: its safe characters, as a suffix. Less the known
+    secrets first: a page that named a download after the password typed into it had it in the file's name on
+    disk, and in its `name` and `path` in answers as no form of it (`p@ss` became `p_ss`)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(scrub_value(suggested, secrets))).lstrip(".")[-80:]
 
 
 def _is_secret_field(name, attrs):

@@ -13,7 +13,6 @@ Speed is measured here, never in the test suite.
 """
 
 import argparse
-import concurrent.futures
 import os
 import sys
 import tempfile
@@ -38,9 +37,8 @@ def calls(history, n, session, flush_each):
     for i in range(n):
         ref = uuid.uuid4().hex[:12]
         history.request(ref, session, "navigate", {"url": f"http://x.test/{i}"})
-        done: concurrent.futures.Future = concurrent.futures.Future()
-        done.set_result({"url": f"http://x.test/{i}", "title": "t"})
-        history.response(ref, done, PAGE + f"\n- text {uuid.uuid4().hex}", CONSOLE, session_id=session)
+        row = ("ok", {"url": f"http://x.test/{i}", "title": "t"}, None, PAGE + f"\n- text {uuid.uuid4().hex}", CONSOLE)
+        history.response(ref, row, session_id=session)
         history.save_state(session, {"cookies": [], "origins": []}, f"http://x.test/{i}")
         if flush_each:
             history.store.flush(600)

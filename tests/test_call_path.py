@@ -32,7 +32,7 @@ pytestmark = pytest.mark.unit
 
 def tool(name="act", **flags):
     return SessionTool(name=name, title=name, description=name, input_schema=session_schema(),
-                       handler=lambda state, args, response: {}, **flags)
+                       handler=lambda state, args, response: response.answer({}), **flags)
 
 
 class Frame:
@@ -72,10 +72,10 @@ class State:
             self.dialog = object()
         if isinstance(self.outcome, BaseException):
             raise self.outcome
-        return dict(self.outcome)
+        response.answer(dict(self.outcome))
 
-    def dismissals_told(self, exc):
-        return exc
+    def dismissals_untold(self):
+        return 0
 
     def usable(self, page=None):
         return True
@@ -93,6 +93,9 @@ class Registry:
 
     def session_lost(self, state):
         return SessionLost(session_id=state.session_id)
+
+    def book(self, owner, session_id):
+        return ()
 
     def renewed(self, session_id):
         raise SessionNotFound(session_id=session_id)

@@ -3,6 +3,7 @@
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from support import wait_for
 
 import mcpbrowser
 from mcpbrowser.config import Config
@@ -63,3 +64,48 @@ def test_every_session_tool_is_a_method(browser):
                 assert callable(getattr(session, name))
         with pytest.raises(AttributeError):
             _ = session.no_such_tool
+
+
+def test_a_bug_of_ours_on_a_page_that_crashed_is_an_internal_error_with_its_traceback_logged(browser, pages):
+    """A handler's own KeyError stays the answer though its page crashed meanwhile: INTERNAL_ERROR, the
+    traceback in the log (no PAGE_CRASHED in its place); the crash is told by the next call, which gets
+    the fresh page."""
+    import logging
+
+    from mcpbrowser.logs import log
+    from mcpbrowser.tools.base import SessionTool
+
+    def crash_then_bug(state, args, response):
+        try:
+            state.page.goto("chrome://crash", timeout=5000)
+        except Exception:
+            pass  # Playwright: "Navigation failed because page crashed!"
+        for _ in range(100):
+            if state.page in state.crashed:
+                break
+            state.flush_events()
+        assert state.page in state.crashed
+        return {}["a key our code forgot"]
+
+    schema = {"type": "object", "properties": {"sessionId": {"type": "string"}}, "required": ["sessionId"]}
+    browser.tools["crash_then_bug"] = SessionTool("crash_then_bug", "Bug", "fails", schema, crash_then_bug)
+    logged = []
+    handler = logging.Handler()
+    handler.emit = logged.append
+    log.addHandler(handler)
+    try:
+        with browser.create_session() as session:
+            session.navigate(pages.url("/form"))
+            with pytest.raises(mcpbrowser.BrowserServerError) as raised:
+                browser.call("crash_then_bug", {"sessionId": session.id})
+            assert raised.value.code == "INTERNAL_ERROR", raised.value.to_dict()
+            # Logged by the Future's done-callback, which may run just after the caller woke.
+            bugs = wait_for(lambda: [r for r in logged if r.exc_info and r.exc_info[0] is KeyError])
+            assert len(bugs) == 1 and bugs[0].levelno == logging.ERROR and bugs[0].tool == "crash_then_bug"
+            with pytest.raises(mcpbrowser.BrowserServerError) as crashed:
+                session.snapshot()
+            assert crashed.value.code == "PAGE_CRASHED"
+            assert session.navigate(pages.url("/form"))["title"] == "Form"
+    finally:
+        log.removeHandler(handler)
+        del browser.tools["crash_then_bug"]

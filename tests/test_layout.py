@@ -80,3 +80,114 @@ def test_every_file_the_architecture_page_names_exists():
     assert len(named) > 30  # the control: the page was read
     missing = sorted(path for path in named if not (PACKAGE / path).exists())
     assert not missing, f"ARCHITECTURE.md names files that do not exist: {missing}"
+
+
+def _calls_of(tree, names):
+    """(name, line) of each call of a function in `names`, by its own name or as an attribute."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if name in names:
+                yield name, node.lineno
+
+
+# Where secrets leave, one place per kind of exit (issue 71, DESIGN.md's "One outcome per call"): a call's
+# outcome (its answer, the library's result and error, the history's rows), every log line, the event buffers
+# behind the log streams and the view, and the files the server writes. Every other module hands raw values
+# to one of them.
+SECRET_EXITS = {"core/answer.py", "logs.py", "session/events.py", "trace_scrub.py"}
+SCRUBBERS = {"scrub_text", "scrub_value", "redact_textboxes", "redact_headers", "scrub_urls"}
+# Two redactions that are not the secret book's, each in the one module that knows what it hides: a secret
+# field's value, hidden where it stands as the page is read (the page alone knows it; it is never learned
+# into the book), and the credentials of the server's own configured URLs (a remote browser's, the history's
+# database), masked in the errors of the module that reaches them.
+# Not the secret book: a field's value only the page knows, and the credentials of a URL (the server's own
+# configured ones, a request's a route could not answer) that no book holds.
+OWN_REDACTIONS = {("session/snapshots.py", "redact_textboxes"), ("core/fleet.py", "scrub_urls"),
+                  ("core/store_postgres.py", "scrub_urls"), ("session/routes.py", "scrub_urls")}
+
+
+def test_secrets_are_scrubbed_where_data_leaves_and_nowhere_else():
+    """redaction.py's scrub and redact functions are called from the four exits only (14 modules called them;
+    a new path that scrubbed for itself could forget to, and leak)."""
+    callers = {}
+    for path in _modules():
+        module = str(path.relative_to(PACKAGE))
+        if module != "redaction.py":
+            for name, line in _calls_of(ast.parse(path.read_text()), SCRUBBERS):
+                callers.setdefault((module, name), []).append(line)
+    assert {module for module, _ in callers} >= SECRET_EXITS  # the control: each exit was read, and scrubs
+    stray = {f"{module}:{lines} {name}" for (module, name), lines in callers.items()
+             if module not in SECRET_EXITS and (module, name) not in OWN_REDACTIONS}
+    assert not stray, f"scrubbed outside the exits (hand the raw value to one of {sorted(SECRET_EXITS)}): {stray}"
+
+
+def test_one_secret_book():
+    """The secret values a client met live in one book per client (redaction.SecretBook, made once per core),
+    which its sessions' workers and calls hold: no module keeps a second store, or a second way to reach it."""
+    made, held = [], []
+    for path in _modules():
+        module = str(path.relative_to(PACKAGE))
+        tree = ast.parse(path.read_text())
+        made += [f"{module} {name}" for name, _ in _calls_of(tree, {"SecretBook", "KnownSecrets"})]
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+            held += [f"{module} {ast.unparse(target)} = {ast.unparse(node.value)}" for target in targets
+                     if isinstance(target, ast.Attribute) and target.attr.endswith("secrets") and node.value]
+    # The one book of the core, a client's page of it (SecretBook.of), every client's for the log (EVERY), and a
+    # worker's placeholder until the registry gives it its client's page (a warm session meets no secret).
+    assert sorted(made) == ["core/browser.py SecretBook", "redaction.py KnownSecrets", "redaction.py KnownSecrets",
+                            "session/worker.py KnownSecrets"], made
+    assert sorted(held) == [
+        "core/browser.py self.secrets = SecretBook(config.named_secrets())",
+        "core/call.py self.secrets = ()",
+        "core/dispatch.py call.secrets = self._registry.book(caller.owner, session_id)",
+        "core/sessions.py self.secrets = secrets",
+        "session/downloads.py self._secrets = secrets",  # the session's, read as a download is named
+        "session/worker.py self.secrets = KnownSecrets()",
+        "session/worker.py self.secrets = secrets",  # handed_out: the registry's page of its client's book
+    ], held
+
+
+def _session_handlers(tree):
+    """The functions a module declares as session tools' handlers (a factory's: the functions it defines)."""
+    defs = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "SessionTool":
+            handler = ([k.value for k in node.keywords if k.arg == "handler"] or node.args[4:5])[0]
+            if isinstance(handler, ast.Call):
+                yield from (n for n in defs[handler.func.id].body if isinstance(n, ast.FunctionDef))
+            else:
+                yield defs[handler.id]
+
+
+def _returns(function):
+    """The return statements of a function's own body (not of the functions it defines)."""
+    for child in ast.iter_child_nodes(function):
+        if isinstance(child, ast.Return):
+            yield child
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            yield from _returns(child)
+
+
+def test_a_session_tool_handler_says_everything_on_its_response():
+    """A session tool's handler answers on its Response (`response.answer`) as it says all else there: it returns
+    no value, and what runs it reads none (issue 71: one channel, not a flag, a return value and an exception)."""
+    handlers, valued = 0, []
+    for path in _modules():
+        if path.relative_to(PACKAGE).parts[0] == "tools":
+            for function in _session_handlers(ast.parse(path.read_text())):
+                handlers += 1
+                valued += [f"{path.name}:{r.lineno} {function.name}" for r in _returns(function) if r.value is not None]
+                # A name of its own `response` (a Playwright one) would hide its Response from what it says next.
+                valued += [f"{path.name}:{n.lineno} {function.name} rebinds response" for n in ast.walk(function)
+                           if isinstance(n, ast.Name) and n.id == "response" and isinstance(n.ctx, ast.Store)]
+    assert handlers > 25  # the control: the tools were read
+    assert not valued, f"session tool handlers that return a value (say it with response.answer): {valued}"
+    runs = ast.parse((PACKAGE / "session" / "state.py").read_text())
+    calls = [node for node in ast.walk(runs) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+             and node.func.attr == "handler"]
+    unread = [node.value for node in ast.walk(runs) if isinstance(node, ast.Expr)]
+    assert calls and all(call in unread for call in calls), "run_tool reads a value of the handler it runs"

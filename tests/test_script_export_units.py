@@ -83,7 +83,7 @@ def test_secrets_become_environment_variables_and_never_text():
     ]
     source, script = _body(calls)
     assert "[REDACTED]" not in source
-    assert script.secrets == ["MCPBROWSER_SECRET_1", "MCPBROWSER_SECRET_2", "BANK_OTP", "MCPBROWSER_SECRET_3", "PIN"]
+    assert script.env_names == ["MCPBROWSER_SECRET_1", "MCPBROWSER_SECRET_2", "BANK_OTP", "MCPBROWSER_SECRET_3", "PIN"]
     assert 'page.goto("http://x.test/?token=" + os.environ["MCPBROWSER_SECRET_1"])' in source
     assert 'expect(page).to_have_url(re.compile(r"^http://x\\.test/\\?token=.+$"))' in source
     assert 'page.locator("#otp").fill(os.environ["BANK_OTP"])' in source

@@ -172,6 +172,9 @@ def test_no_stream_a_client_reads_carries_a_secret_while_it_is_typed(make_client
         done.set()
         for thread in [*threads, heard]:
             thread.join(30)
+    # The title the page set from the field, as the session publishes it once type answered (the resource list).
+    titles = json.dumps([r.title for r in c.run("list_resources").resources])
+    seen.append(("resources after", titles, ended))
     assert not [name for name, text, _ in seen if leaked(text, secret)], \
         sorted({name for name, text, _ in seen if leaked(text, secret)})
     # Positive controls: each stream was read while the page logged what was typed, before type answered.
@@ -179,6 +182,7 @@ def test_no_stream_a_client_reads_carries_a_secret_while_it_is_typed(make_client
     assert by["console"].count("pw input [REDACTED]") >= 5, by["console"][:2000]
     assert "pw=[REDACTED]" in by["network"], by["network"][:2000]
     assert "#pw=[REDACTED]" in by["list_sessions"], by["list_sessions"][:2000]  # the URL, live
+    assert "pw [REDACTED]" in titles, titles
     assert "tool_call" in by["log"] and "tool_call" in by["notifications/message"], sorted(by)
     assert "Navigating to" in by["progress"] and "q=[REDACTED]" in by["progress"], by["progress"][:2000]
     assert "q=[REDACTED]" in by["parallel answer"], by["parallel answer"][:2000]

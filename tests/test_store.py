@@ -319,7 +319,6 @@ def test_a_database_restarted_while_the_writer_idles_costs_no_write(postgres, ca
 
 
 def test_on_postgresql_a_batch_of_writes_waits_for_one_round_trip_and_one_with_a_page_two(postgres, monkeypatch):
-    import concurrent.futures
 
     from postgres import SlowLink
 
@@ -357,10 +356,9 @@ def test_on_postgresql_a_batch_of_writes_waits_for_one_round_trip_and_one_with_a
             assert trips <= batches  # BEGIN, the two rows and COMMIT waited for 4
 
             def answer(n=n):
-                done: concurrent.futures.Future = concurrent.futures.Future()
-                done.set_result({"url": f"http://x.test/{n}", "title": "x"})
                 entry = {"level": "log", "message": "hello", "timestamp": 1, "location": ""}
-                history.response(f"r{n}", done, page + f"- text: {n}\n", [entry, entry], session_id="s")
+                row = ("ok", {"url": f"http://x.test/{n}", "title": "x"}, None, page + f"- text: {n}\n", [entry, entry])
+                history.response(f"r{n}", row, session_id="s")
                 history.save_state("s", {"cookies": [], "origins": []}, f"http://x.test/{n}")
 
             trips, batches = waits(answer)

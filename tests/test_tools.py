@@ -25,8 +25,8 @@ def test_every_tool_is_declared_with_schema_title_and_annotations(client):
         "snapshot", "dom_snapshot", "screenshot", "console_logs", "network_logs", "get_content",
         "get_console_content", "resume_session", "wait_for_user", "save_state", "saved_states", "downloads",
         "drag", "fill_form", "resize", "mouse", "pdf", "trace_start", "trace_stop", "throttle",
-        "export_script", "measure_performance", "compare_performance", "route", "unroute", "cookies", "storage",
-        "page_tools"}  # --caps all (support.py)
+        "export_script", "measure_performance", "measure_memory", "compare_performance", "route", "unroute",
+        "cookies", "storage", "page_tools"}  # --caps all (support.py)
     for tool in listed:
         assert tool.title and tool.description
         assert tool.input_schema["type"] == "object"

@@ -1,7 +1,8 @@
-"""What the agent reads of a finished call: its answer's content blocks, rendered once, here.
+"""What a finished call leaves, scrubbed of its session's secret book here and nowhere else: its answer's
+content blocks (what the agent reads), its result and error (the library's), its rows (the history's).
 
 ANY THREAD: whoever answers the call's Future (its session thread, or a core pool thread, through the
-transport's done-callback). The call's result stays whole for the library (`Browser.call`'s dict) and
+transport's done-callback), and the recorder. The call's result stays whole for the library (`Browser.call`'s dict) and
 the history's row; the model pays for every character it reads, so its view leaves out what it does
 not need (agent_view, agent_error), cuts the page's own long fields (page_strings.clip_answer), and
 gives page text a block of its own. The transports wrap what this renders in their protocol's
@@ -10,12 +11,102 @@ protocol era has it) and decide nothing of it.
 """
 
 import base64
+import json
 from concurrent.futures import Future
 from typing import Any
 
 from mcpbrowser.errors import BrowserError, BrowserServerError, InputRequired, as_server_error
-from mcpbrowser.page_strings import clip_answer
+from mcpbrowser.page_strings import a_, clip, clip_answer
+from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
 from mcpbrowser.schema import compact_json
+
+
+def scrubbed(result: dict[str, Any], secrets: Any) -> dict[str, Any]:
+    """A call's result as it leaves (the answer, the library's dict): without the values of its secret book."""
+    return scrub_value(result, secrets)
+
+
+def scrubbed_error(error: BrowserServerError, secrets: Any) -> BrowserServerError:
+    """A call's error as it leaves, its message and details without the values of its secret book: they quote
+    the page's text (a dialog's, an option's, a URL), which may show one, as an answer may."""
+    if secrets:
+        error.message = scrub_text(error.message, secrets)
+        error.args = (error.message,)
+        if error.details:
+            error.details = scrub_value(error.details, secrets)
+    return error
+
+
+def progress_to(caller: Any, secrets: Any) -> Any:
+    """How a long call is going, told its caller without the values of its secret book (a step names the URL
+    it loads, the message the person was shown)."""
+    return lambda done, total, message: caller.progress(done, total, scrub_text(message, secrets))
+
+
+def with_news(result: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
+    """The answer with what the page did that the agent was not told (Response.page_news): each a field, and
+    where the answer has a message, a clause of it saying what to do."""
+    result = {**result, **news}
+    if "message" not in result:
+        return result
+    if "pageUnresponsive" in news:
+        result["message"] += "; the page has not answered since (a script of its own keeps it busy): navigate elsewhere"
+    if "dialog" in news:
+        dialog = news["dialog"]
+        result["message"] += (f"; {a_(dialog['type'])} dialog opened ({clip(dialog['message'])!r}): "
+                              "answer it with handle_dialog")
+    if "newTabs" in news:
+        count = news["newTabs"]
+        result["message"] += f"; the page opened {count} new tab{'s' if count > 1 else ''}: see tabs"
+    if "tabReplaced" in news:
+        result["message"] += ("; the tab was held by its page (a dialog loop or a script that never yields), "
+                              "so it was closed and this is a fresh tab (same cookies and storage, no back history)")
+    if "dialogsDismissed" in news:
+        result["message"] += (f"; the server dismissed {news['dialogsDismissed']} dialog(s) itself "
+                              "(a dialog loop, or dialogs in the way of leaving the page)")
+    return result
+
+
+def told_dismissals(error: BrowserServerError, count: int) -> BrowserServerError:
+    """A failed call's error, with the dialogs the server dismissed since the last answer (`count`)."""
+    if count:
+        error.details = {**(error.details or {}), "dialogsDismissed": count}
+        error.message += (f" (Meanwhile the server dismissed {count} dialog(s) itself: a dialog loop, or dialogs "
+                          "in the way of leaving the page.)")
+    return error
+
+
+def history_request(args: Any, secret: bool, secrets: Any) -> dict[str, Any]:
+    """A call's arguments as its request row keeps them: known secrets scrubbed, a secret `text` (or a cookie's
+    or a storage entry's `value`) withheld."""
+    params = scrub_value(dict(args) if isinstance(args, dict) else {"arguments": args}, secrets)
+    for key in ("text", "value"):  # a typed text, a cookie's or a storage entry's value
+        if (params.get("secret") or secret) and key in params:
+            params[key] = REDACTED
+    if isinstance(params.get("fields"), list):
+        # fill_form: a field may turn out to be a password only once it is reached, and a call that
+        # fails before it would be recorded first, so no field's value is kept.
+        params["fields"] = [{**f, "value": REDACTED} if isinstance(f, dict) and "value" in f else f
+                            for f in params["fields"]]
+    return params
+
+
+def history_response(fut: Future, snapshot: str | None, console: list[dict[str, Any]],
+                     secrets: Any) -> tuple[str, dict[str, Any] | None, str | None, str | None, Any]:
+    """(status, result, error, page, console) of a finished call (its Future) as its response row keeps them,
+    scrubbed of its book: the console's messages and locations (a URL may carry a secret), the error whole
+    (to_dict), the result without its image, and the page, redacted as it was captured, of a secret learned
+    since too."""
+    console = scrub_value(console, secrets)
+    page = scrub_text(snapshot, secrets) if snapshot is not None else None
+    if fut.cancelled():
+        return "cancelled", None, None, page, console
+    exc = fut.exception()
+    if exc is not None:
+        error = json.dumps(scrub_value(exc.to_dict(), secrets)) if isinstance(exc, BrowserServerError) \
+            else scrub_text(str(exc), secrets)
+        return "error", None, error, page, console
+    return "ok", scrub_value({k: v for k, v in fut.result().items() if k != "image"}, secrets), None, page, console
 
 
 def rendered(tool: Any, fut: Future, sent: str | None = None) -> tuple[list[dict[str, Any]], Any, bool]:

@@ -117,7 +117,6 @@ class Browser:
         self.registry = SessionRegistry(config, self.history, clock=clock, timer_factory=timer_factory,
                                         final_save=self.recorder.final_save, on_change=self._refill,
                                         secrets=self.secrets)
-        self.recorder.secrets_of = self.registry.secrets_of  # each made the other's callback: wired once both are
         self.session_memory = SessionMemory(config, self.registry)
         self.files = FileKeeper(config, self.history, self._executor, self.registry.ids)
         self.memory = MemoryGuard(config.max_memory_mb)

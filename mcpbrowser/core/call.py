@@ -139,6 +139,9 @@ class Call:
         self.expires_at: int | None = None  # the session's expiry after this call renewed it (epoch ms)
         self.ran = False        # set on the session thread when the call starts there
         self.secret = secret    # its text is (or may be) a secret: stored withheld (decided by OnSession.run)
+        # Its session's one secret book (its client's: sessions.SessionRegistry.book), chosen as the call is made:
+        # its answer, error and rows are scrubbed of what it holds then.
+        self.secrets: Any = ()
         self.snapshot_reused = False  # a snapshot answered from the page's last one (see page_watch)
         # (selector, value): one plain field filled, so the capture may be the last page with that line changed
         self.field_edit: tuple[str, str | None] | None = None

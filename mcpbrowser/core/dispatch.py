@@ -12,6 +12,7 @@ from concurrent.futures import Executor, Future
 from typing import Any
 
 from mcpbrowser.config import Config
+from mcpbrowser.core import answer
 from mcpbrowser.core.call import Call, Caller
 from mcpbrowser.core.on_session import OnSession
 from mcpbrowser.core.recorder import Recorder
@@ -88,6 +89,7 @@ class Dispatcher:
                     capture=tool.stores_page or (tool.changes_page and mode != "lean"),
                     secret=tool.may_carry_secret)
         call.claim = self._recorder.claim
+        call.secrets = self._registry.book(caller.owner, session_id)
         if tool.may_carry_secret:
             call.record_request = lambda: self._recorder.request(call, args)
         else:
@@ -161,11 +163,11 @@ class Dispatcher:
 
     # CORE POOL THREAD
     def _run_on_pool(self, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:
-        """A session-less tool, with refId and meta added."""
+        """A session-less tool, scrubbed of its call's secret book, with refId and meta added."""
         try:
-            return call.annotate(tool.handler(self._core, args, call))
+            return call.annotate(answer.scrubbed(tool.handler(self._core, args, call), call.secrets))
         except Exception as exc:  # a bug of ours too: INTERNAL_ERROR, logged in _finished
-            raise call.annotate_error(exc) from None
+            raise call.annotate_error(answer.scrubbed_error(as_server_error(exc), call.secrets)) from None
 
     # THE THREAD THAT FINISHED THE CALL
     def _finished(self, fut: Future, call: Call, started: float) -> None:

@@ -51,12 +51,12 @@ def export_session(config, history, session_id, owner=None, storage_state_path=N
     except OSError as exc:
         fault = disk_fault(folder + "/", exc)
         raise not_stored(fault, f"The test could not be saved in {folder}.") from None
-    env = " ".join(f"{name}=..." for name in script.secrets)
+    env = " ".join(f"{name}=..." for name in script.env_names)
     message = (f"Saved a pytest test of {script.steps} step(s). Run it with: {env + ' ' if env else ''}"
                f"python -m pytest {path} (needs playwright; {script_export.BROWSER_ENV} names a browser "
-               "executable)." + (f" Set {', '.join(script.secrets)} to what it types that the history never kept "
-                                 "(secrets, form values)." if script.secrets else ""))
-    out = {"path": path, "steps": script.steps, "secrets": script.secrets, "message": message}
+               "executable)." + (f" Set {', '.join(script.env_names)} to what it types that the history never kept "
+                                 "(secrets, form values)." if script.env_names else ""))
+    out = {"path": path, "steps": script.steps, "secrets": script.env_names, "message": message}
     if script.warnings:
         out["warnings"] = script.warnings
     return out

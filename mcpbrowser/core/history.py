@@ -13,9 +13,8 @@ import os
 from urllib.parse import urlsplit
 
 from mcpbrowser.core.store import Snapshot, WriteNotStored, dumps, unpack_snapshot
-from mcpbrowser.errors import BrowserServerError, not_stored
+from mcpbrowser.errors import not_stored
 from mcpbrowser.page_strings import utf8
-from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
 from mcpbrowser.schema import compact_json
 from mcpbrowser.timers import now_ms
 
@@ -203,21 +202,12 @@ class History:
 
     # -- calls ------------------------------------------------------------------
 
-    def request(self, ref_id, session_id, tool, args, secret=False, secrets=(), owner=None):
-        """The request row, written before the call runs; a secret `text`, and known `secrets`, never in clear.
+    def request(self, ref_id, session_id, tool, params, owner=None):
+        """The request row, written before the call runs: its `params` as core/answer.py's history_request keeps them.
 
         owner: the client that makes the call (HTTP's), whose alone its refId is; None for the server's own
         (stdio, the library). Written first: a request row another server reads always has it.
         """
-        params = scrub_value(dict(args) if isinstance(args, dict) else {"arguments": args}, secrets)
-        for key in ("text", "value"):  # a typed text, a cookie's or a storage entry's value
-            if (params.get("secret") or secret) and key in params:
-                params[key] = REDACTED
-        if isinstance(params.get("fields"), list):
-            # fill_form: a field may turn out to be a password only once it is reached, and a call that
-            # fails before it would be recorded first, so no field's value is kept.
-            params["fields"] = [{**f, "value": REDACTED} if isinstance(f, dict) and "value" in f else f
-                                for f in params["fields"]]
         at = now_ms()
         if owner is not None:
             self.store.write("INSERT INTO call_owners (ref_id, owner) VALUES (?, ?)", (ref_id, owner), ref=ref_id)
@@ -226,28 +216,17 @@ class History:
         if session_id:
             self.store.write("UPDATE sessions SET last_activity = ? WHERE session_id = ?", (at, session_id))
 
-    def response(self, ref_id, fut, snapshot, console, secrets=(), session_id=None):
-        """The response row of a finished call (its Future), with its page snapshot and console entries."""
-        console = scrub_value(console, secrets)  # messages and locations (a URL may carry a secret)
-        if fut.cancelled():
-            status, result, error = "cancelled", None, None
-        elif fut.exception() is not None:
-            exc = fut.exception()
-            status, result = "error", None
-            error = json.dumps(scrub_value(exc.to_dict(), secrets)) if isinstance(exc, BrowserServerError) \
-                else scrub_text(str(exc), secrets)
-        else:
-            status, error = "ok", None
-            value = {k: v for k, v in fut.result().items() if k != "image"}  # images are not kept
-            value = scrub_value(value, secrets)
-            result = utf8(compact_json(value))
-            for path in files_named(value):
-                # The first answer that named it owns the row (a later listing, such as downloads', does not).
-                self.store.write("INSERT INTO files (path, ref_id, session_id, created_at) VALUES (?, ?, ?, ?) "
-                                 "ON CONFLICT (path) DO NOTHING", (path, ref_id, session_id, now_ms()), ref=ref_id)
-        # The page was redacted as it was captured; a secret learned since is scrubbed from it too.
-        # It is stored once by its hash, compressed, on the writer thread (store.Snapshot).
-        page = Snapshot(scrub_text(snapshot, secrets), session_id) if snapshot is not None else None
+    def response(self, ref_id, row, session_id=None):
+        """The response row of a finished call, with its page snapshot and console entries: `row` as core/answer.py's
+        history_response keeps them, (status, result, error, page, console)."""
+        status, value, error, page, console = row
+        result = None if value is None else utf8(compact_json(value))
+        for path in files_named(value or {}):
+            # The first answer that named it owns the row (a later listing, such as downloads', does not).
+            self.store.write("INSERT INTO files (path, ref_id, session_id, created_at) VALUES (?, ?, ?, ?) "
+                             "ON CONFLICT (path) DO NOTHING", (path, ref_id, session_id, now_ms()), ref=ref_id)
+        # Stored once by its hash, compressed, on the writer thread (store.Snapshot).
+        page = Snapshot(page, session_id) if page is not None else None
         self.store.write(RESPONSE, (ref_id, status, result, json.dumps(console).encode() if console else None, error,
                                     now_ms(), page), ref=ref_id)
         for entry in console:

@@ -6,7 +6,6 @@ from typing import Any
 from mcpbrowser import errors, schema
 from mcpbrowser.errors import BrowserError, BrowserServerError, InvalidParameters, SessionNotFound
 from mcpbrowser.page_strings import clip
-from mcpbrowser.redaction import scrub_text
 from mcpbrowser.session import page_reading, throttling
 from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, CoreTool, session_schema
 
@@ -91,7 +90,6 @@ def resume_session(core, args, call):
     }
     failed = record.worker.options.get("url_failed")
     if failed:  # as create_session's navigationError: the session is open, its last page is not
-        failed = scrub_text(failed, core.registry.secrets_of(call.owner, session_id))  # it quotes the URL
         out["navigationError"] = {"errorCode": "NAVIGATION_FAILED", "message": f"Its last page did not load: {failed}"}
         out["message"] += " Its last page did not load (see navigationError): navigate to it again."
     return out

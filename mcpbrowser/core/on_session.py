@@ -11,17 +11,16 @@ capture decided before it, the call's rows, the files it named, the session's me
 from concurrent.futures import Future
 from typing import Any
 
+from mcpbrowser.core import answer
 from mcpbrowser.core.call import Call
 from mcpbrowser.core.recorder import Recorder
 from mcpbrowser.core.sessions import SessionRegistry
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.errors import BrowserServerError, InternalError, SessionHeldByPerson, as_server_error
-from mcpbrowser.page_strings import clip
-from mcpbrowser.redaction import scrub_text, scrub_value
 from mcpbrowser.session import page_reading, snapshots
 from mcpbrowser.session.acting import COUNT_BEFORE_ANSWER_S
 from mcpbrowser.session.response import Response
-from mcpbrowser.session.state import SessionState, a_
+from mcpbrowser.session.state import SessionState
 
 
 class OnSession:
@@ -44,21 +43,25 @@ class OnSession:
             raise call.annotate_error(SessionHeldByPerson(session_id=state.session_id, details={"heldBy": held},
                                                           note=note))
         call.ran = True
-        failure = None
-        response = Response(call.caller, call.capture and not call.inline)
+        failure: Exception | None = None
+        response = Response(call.caller, call.capture and not call.inline,
+                            answer.progress_to(call.caller, call.secrets))
         try:
             with state.running(tool, response, args):
-                result = _with_news(state.run_tool(tool, args, response), response.news)
-                # What the agent asked for by name (a session cookie) is left in this answer alone, and learned
-                # now: the call's history row (written after the answer), and every log and answer after, hide it.
-                if response.revealed:
-                    shown = snapshots.secret_forms(response.revealed)
-                    result = scrub_value(result, [s for s in state.secrets if s not in shown])
-                    snapshots.learn_secrets(state, response.revealed)
-                else:
-                    result = scrub_value(result, state.secrets)
+                state.run_tool(tool, args, response)
+            if response.result is None:  # a bug of ours: INTERNAL_ERROR, like any other
+                raise TypeError(f"{tool.name}'s handler answered nothing on its Response")
+            result = answer.with_news(response.result, response.news)
+            # What the agent asked for by name (a session cookie) is left in this answer alone, and learned
+            # now: the call's history row (written after the answer), and every log and answer after, hide it.
+            if response.revealed:
+                shown = snapshots.secret_forms(response.revealed)
+                result = answer.scrubbed(result, [s for s in call.secrets if s not in shown])
+                snapshots.learn_secrets(state, response.revealed)
+            else:
+                result = answer.scrubbed(result, call.secrets)
         except Exception as exc:
-            failure = state.dismissals_told(as_server_error(exc))
+            failure = exc
         finally:
             call.console = state.events.take_console()
             self._decide_secrecy(tool, args, call, response)
@@ -68,8 +71,8 @@ class OnSession:
             call.snapshot_reused = response.reused
             call.field_edit = response.field_edit
         if failure is not None:
-            raise call.annotate_error(_scrubbed(self._what_failed(state, tool, call, failure), state.secrets)) \
-                from None
+            error = self._what_failed(state, tool, call, failure, response)
+            raise call.annotate_error(answer.scrubbed_error(error, call.secrets)) from None
         call.same_page = response.same_page
         self._decide_capture(state, call, result, response)
         if not tool.waits_for_person:
@@ -84,16 +87,21 @@ class OnSession:
         call.secret = bool(args.get("secret")) or response.secret is True or \
             (tool.may_carry_secret and response.secret is None)
 
-    def _what_failed(self, state: SessionState, tool: Any, call: Call,
-                     error: BrowserServerError) -> BrowserServerError:
-        """A failure on a session, classified: the server stopping, the browser lost, a login wall
-        (which starts the cooldown), or the tool's own error."""
+    def _what_failed(self, state: SessionState, tool: Any, call: Call, exc: Exception,
+                     response: Response) -> BrowserServerError:
+        """A failure on a session, classified from the exception and what the handler saw of its page: the server
+        stopping, a bug of ours (though its page crashed or hung meanwhile), the page crashed (the session given a
+        fresh page) or hung, the browser lost, a login wall (which starts the cooldown), or the tool's own error."""
         if self._registry.closed:
             # The server is stopping and takes the browser down with it: that is no
             # crash, and no resume_session can reach this server any more.
             return self._registry.stopping_error(state.session_id)
+        error = as_server_error(exc)
         if isinstance(error, InternalError):
             return error  # a bug of ours: no browser lost, no login wall (core/dispatch.py logs it)
+        if response.page_crash is not None:
+            error = state.replace_crashed_page() if response.page_crash else state.unresponsive_error()
+        error = answer.told_dismissals(error, state.dismissals_untold())
         if page_reading.browser_gone(state):
             self._supervisor.browser_gone(state.worker, str(error))
             return self._registry.session_lost(state)
@@ -136,35 +144,3 @@ class OnSession:
             self._files.remember(call.session_id, call.tool, fut.result())
         self._session_memory.after_call(state)
 
-
-def _with_news(result: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
-    """The answer with what the page did that the agent was not told (Response.page_news): each a field, and
-    where the answer has a message, a clause of it saying what to do."""
-    result.update(news)
-    if "message" not in result:
-        return result
-    if "dialog" in news:
-        dialog = news["dialog"]
-        result["message"] += (f"; {a_(dialog['type'])} dialog opened ({clip(dialog['message'])!r}): "
-                              "answer it with handle_dialog")
-    if "newTabs" in news:
-        count = news["newTabs"]
-        result["message"] += f"; the page opened {count} new tab{'s' if count > 1 else ''}: see tabs"
-    if "tabReplaced" in news:
-        result["message"] += ("; the tab was held by its page (a dialog loop or a script that never yields), "
-                              "so it was closed and this is a fresh tab (same cookies and storage, no back history)")
-    if "dialogsDismissed" in news:
-        result["message"] += (f"; the server dismissed {news['dialogsDismissed']} dialog(s) itself "
-                              "(a dialog loop, or dialogs in the way of leaving the page)")
-    return result
-
-
-def _scrubbed(error: BrowserServerError, secrets: Any) -> BrowserServerError:
-    """The error of a call, its message and details scrubbed of the session's secrets (session thread):
-    they quote the page's text (a dialog's, an option's), which may show one, as an answer may."""
-    if secrets:
-        error.message = scrub_text(error.message, secrets)
-        error.args = (error.message,)
-        if error.details:
-            error.details = scrub_value(error.details, secrets)
-    return error

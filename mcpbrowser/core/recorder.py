@@ -7,10 +7,10 @@ The SQL itself is history.py's.
 
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
+from mcpbrowser.core import answer
 from mcpbrowser.core.history import History
 from mcpbrowser.logs import log
 from mcpbrowser.session import page_reading
@@ -21,13 +21,8 @@ STORAGE_SAVE_INTERVAL_S = 5.0  # see save_storage
 class Recorder:
     """Writes calls to the history, and lets get_content wait for a call still being recorded."""
 
-    def __init__(self, history: History, tools: dict[str, Any],
-                 secrets_of: Callable[[str | None, str | None], Any] = lambda owner, session_id: ()) -> None:
+    def __init__(self, history: History, tools: dict[str, Any]) -> None:
         self.history = history
-        # secrets_of(owner, session_id): the values every row of a call is scrubbed of (the
-        # registry's). A value its client met once stays secret in every later row: a password
-        # retried into a selector that matches nothing, a search box, a URL.
-        self.secrets_of = secrets_of
         self._tools = tools
         self._lock = threading.Lock()
         self._pending: dict[str, Any] = {}  # ref_id -> Call not yet recorded
@@ -35,8 +30,8 @@ class Recorder:
     # -- ANY THREAD ------------------------------------------------------------------
 
     def request(self, call: Any, args: Any) -> None:
-        self.history.request(call.ref_id, call.session_id, call.tool, args, secret=call.secret,
-                             secrets=self.secrets_of(call.owner, call.session_id), owner=call.owner)
+        self.history.request(call.ref_id, call.session_id, call.tool,
+                             answer.history_request(args, call.secret, call.secrets), owner=call.owner)
 
     def claim(self, ref_id: str) -> dict[str, Any] | None:
         """Whether a call being answered is recorded: None, or why not (see Store.claim)."""
@@ -49,8 +44,8 @@ class Recorder:
 
     def response(self, call: Any, fut: Future) -> None:
         try:
-            self.history.response(call.ref_id, fut, call.snapshot, call.console or [],
-                                  self.secrets_of(call.owner, call.session_id), call.session_id)
+            self.history.response(call.ref_id, answer.history_response(fut, call.snapshot, call.console or [],
+                                                                       call.secrets), call.session_id)
         except Exception as exc:
             # The answer promised a record (meta.recorded), and a reader of its refId waits for it:
             # a row that cannot be built whole is written without what it could not hold.

@@ -146,7 +146,7 @@ class Script:
         self.upload_roots = [os.path.realpath(r) for r in upload_roots]
         self.storage_state_path = storage_state_path
         self.body: list[str] = []
-        self.secrets: list[str] = []  # environment variables it reads, in order
+        self.env_names: list[str] = []  # environment variables it reads, in order
         self.warnings: list[str] = []
         self.steps = 0
         # What the file needs beside its steps: `re`, `pytest`, the tab() and fill() helpers.
@@ -159,10 +159,10 @@ class Script:
     def secret(self, what, name=None, why="a secret, never stored"):
         """The read of an environment variable that holds a value the history has only as [REDACTED] (or a
         secret by its --secrets name), with a comment saying so."""
-        numbered = sum(1 for s in self.secrets if s.startswith(SECRET_ENV.format("")))
+        numbered = sum(1 for s in self.env_names if s.startswith(SECRET_ENV.format("")))
         env = name or SECRET_ENV.format(numbered + 1)
-        if env not in self.secrets:
-            self.secrets.append(env)
+        if env not in self.env_names:
+            self.env_names.append(env)
         self.comment(f"{what}: {why}; the test reads it from {env}")
         return f"os.environ[{_q(env)}]"
 
@@ -249,15 +249,15 @@ class Script:
         name = "test_session_" + re.sub(r"\W", "_", self.session_id[:8])
         options, notes = self.context_options()
         engine = self.metadata.get("browser", "chromium")
-        run = " ".join([*(f"{env}=..." for env in self.secrets),
+        run = " ".join([*(f"{env}=..." for env in self.env_names),
                         *([f"{STATE_ENV}=state.json"] if self.metadata.get("login") and not self.storage_state_path
                           else []), f"python -m pytest {filename}"])
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(exported_at))
         head = [f'"""Replays mcpbrowser session {self.session_id} (exported {stamp}): {self.steps} steps.', "",
                 f"Run it: {run}"]
-        if self.secrets:
+        if self.env_names:
             head.append(f"What it types that the history never kept (secrets, form values): "
-                        f"set {', '.join(self.secrets)}.")
+                        f"set {', '.join(self.env_names)}.")
         head += notes
         head += [f"Browser: {BROWSER_ENV}, else Playwright's own {engine}, else one on PATH; "
                  "MCPBROWSER_HEADED=1 shows it.", '"""', "", "import os"]

@@ -75,9 +75,9 @@ class SessionRegistry:
 
     def __init__(self, config: Config, history: History, *, clock: Callable[[], float],
                  timer_factory: Callable[..., Any], final_save: Callable[[Any], None],
-                 on_change: Callable[[], None], secrets: SecretBook | None = None) -> None:
+                 on_change: Callable[[], None], secrets: SecretBook) -> None:
         self.config = config
-        self.secrets = secrets or SecretBook()  # known secret values by client (owner)
+        self.secrets = secrets  # the core's one secret book: known secret values by client (owner)
         self.history = history
         self.timers = KeyedTimers(timer_factory, "expire")
         self._clock = clock  # session deadlines (injectable, like the timers, for tests)
@@ -229,8 +229,10 @@ class SessionRegistry:
             record = self._sessions.get(session_id)
         return record.owner if record is not None else self.history.session_owner(session_id)
 
-    def secrets_of(self, owner: str | None, session_id: str | None) -> Any:
-        """The known secrets a call's rows are scrubbed with: its client's, else (the library, stdio) its session's."""
+    def book(self, owner: str | None, session_id: str | None) -> Any:
+        """The one secret book of a call (core/call.py's `Call.secrets`): its client's, else (the library, stdio)
+        its session's; the book its session's worker holds. A value its client met once stays secret in every
+        later answer and row: a password retried into a selector that matches nothing, a search box, a URL."""
         if owner is None and session_id is not None:
             owner = self.owner_of(session_id)
         return self.secrets.of(owner)

@@ -7,7 +7,6 @@ console_logs and network_logs tools show them (their formatting, the session's k
 
 from typing import Any
 
-from mcpbrowser.redaction import scrub_value
 from mcpbrowser.resources.base import SessionResource
 from mcpbrowser.tools.monitoring import lean, shown_console
 
@@ -16,11 +15,10 @@ READ_LIMIT = 500  # entries per read at most; `more` says when the reader should
 
 def _reader(name: str, shown: Any) -> Any:
     def read(events: Any, secrets: Any, after: int) -> dict[str, Any]:
-        entries, cursor, skipped, more = events.log_since(name, after, READ_LIMIT)
+        entries, cursor, skipped, more = events.log_since(name, after, READ_LIMIT, secrets)
         # dropped: entries pushed out of the session's ring (--console-buffer, --network-buffer) before
         # this reader came for them; the page's own flood limit is said in the log itself (events.py).
-        return scrub_value({"entries": shown(entries), "cursor": cursor, "dropped": skipped, "more": more},
-                           secrets)
+        return {"entries": shown(entries), "cursor": cursor, "dropped": skipped, "more": more}
 
     return read
 

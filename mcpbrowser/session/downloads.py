@@ -29,15 +29,14 @@ the whole file hold (and the number at once).
 import asyncio
 import mimetypes
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mcpbrowser import trace_scrub
 from mcpbrowser.errors import disk_fault
 from mcpbrowser.logs import log
-from mcpbrowser.redaction import scrub_text
 from mcpbrowser.session import playwright_internals
 from mcpbrowser.timers import now_ms
 
@@ -119,11 +118,7 @@ class Downloads:
             self._refuse(download, entry, reason)
             return
         os.makedirs(self.directory, mode=0o700, exist_ok=True)
-        # The server names the file: the page's suggestion keeps only its safe characters, as a suffix. Less the
-        # known secrets first: a page that named a download after the password typed into it had it in the
-        # file's name on disk, and in its `name` and `path` in answers as no form of it (`p@ss` became `p_ss`).
-        suggested = scrub_text(download.suggested_filename, self._secrets())
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(suggested)).lstrip(".")[-80:]
+        safe = trace_scrub.download_name(download.suggested_filename, self._secrets())
         name = f"{time.strftime('%Y%m%d-%H%M%S')}-{self.session_id[:8]}-{len(self.entries)}-{safe or 'download'}"
         path = os.path.join(self.directory, name)
         part = partial(path)

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mcpbrowser.domains import BLOCKED_HEADER
-from mcpbrowser.redaction import scrub_text
+from mcpbrowser.redaction import redact_headers, scrub_text, scrub_value
 from mcpbrowser.session.network_policy import NetworkPolicy
 from mcpbrowser.timers import now_ms
 
@@ -91,6 +91,23 @@ CONSOLE_GUARD = """(() => {
 def _icon_miss(text: str, url: str) -> bool:
     """Whether a console line is Chromium's own failure to load the site's icon."""
     return text.startswith("Failed to load resource") and urlsplit(url).path == "/favicon.ico"
+
+
+def headers_shown(source: Any, sensitive: Any) -> dict[str, str]:
+    """A buffered request's (or its response's) headers as they leave: the full ones (cookies included: a round
+    trip each, so read only for the entries returned), the values of the `sensitive` names [REDACTED]."""
+    try:
+        headers = source.all_headers()
+    except Exception:
+        headers = source.headers
+    return redact_headers(headers, sensitive)
+
+
+def page_shown(url: str, title: str, secrets: Any) -> dict[str, str]:
+    """The page a session is on as it leaves for other threads (list_sessions while the session is busy, the log
+    resources' titles): without the values of its secret book (a GET form's password in the URL, a title that
+    echoes a field; a page may put what is being typed into its URL, key by key)."""
+    return scrub_value({"url": url, "title": title}, secrets)
 
 
 def _newest(buffer: deque, count: int) -> list:
@@ -188,10 +205,10 @@ class EventBuffers:
         with self._log_lock:
             return self._console_total if name == "console" else self._finished_total
 
-    def log_since(self, name: str, after: int, limit: int) -> tuple[list[dict], int, int, bool]:
+    def log_since(self, name: str, after: int, limit: int, secrets: Any = ()) -> tuple[list[dict], int, int, bool]:
         """(entries, cursor, skipped, more): up to `limit` entries of a log numbered after `after` (1 is the
-        first), the newest one's number, how many were pushed out of the ring before anyone read them,
-        and whether newer ones wait."""
+        first), without the values of the session's secret book (they leave for the log streams), the newest
+        one's number, how many were pushed out of the ring before anyone read them, and whether newer ones wait."""
         with self._log_lock:
             ring = self.console if name == "console" else self.finished
             total = self._console_total if name == "console" else self._finished_total
@@ -200,7 +217,7 @@ class EventBuffers:
             start = max(after + 1, first)
             picked = list(islice(ring, start - first, start - first + limit))
         cursor = start - 1 + len(picked)
-        return picked, cursor, start - (after + 1), cursor < total
+        return scrub_value(picked, secrets), cursor, start - (after + 1), cursor < total
 
     def request_for(self, url: str) -> Any:
         """The newest Request to this URL still in the ring, or None (a download looks up its response)."""

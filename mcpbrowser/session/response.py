@@ -1,31 +1,37 @@
 """One call's `Response`: what its handler says it did. SESSION THREAD only.
 
 core/on_session.py's `OnSession.run` makes one for each call on a session and hands it to the
-tool's handler as `handler(state, args, response)`; the handler (and the helpers it calls)
-say on it what happened: the page text it read and wants stored, that the text it typed is
-secret or plain, that it answered from the page's last snapshot, that it read the page the
-agent was just told, that it filled one field; the page-side checks (state.run_tool) what the
-page did that the agent was not told yet. `OnSession.run` alone reads it, once the handler returned, and decides
-from it what the call's record, capture and answer are (@playwright/mcp's `Response`: the
-handler adds, `finish` decides). Nothing here decides anything; nothing else reads it.
+tool's handler as `handler(state, args, response)`; the handler (and the helpers it calls) say on it
+what happened, and nowhere else (it returns nothing): its answer, the page text it read and wants
+stored, that the text it typed is secret or plain, that it answered from the page's last snapshot,
+that it read the page the agent was just told, that it filled one field; the page-side checks
+(state.run_tool) what the page did that the agent was not told yet, and that its page crashed or
+hung as it failed. `OnSession.run` alone reads it, once the handler returned, and decides from it
+what the call's record, capture and answer are (@playwright/mcp's `Response`: the handler adds,
+`finish` decides). Nothing here decides anything; nothing else reads it.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 
 class Response:
     """What one call's handler did, as it says so."""
 
-    __slots__ = ("caller", "stores_after", "page", "page_is_snapshot", "secret", "same_page", "reused", "field_edit",
-                 "news", "revealed")
+    __slots__ = ("caller", "progress", "stores_after", "result", "page", "page_is_snapshot", "secret", "same_page",
+                 "reused", "field_edit", "news", "page_crash", "revealed")
 
-    def __init__(self, caller: Any, stores_after: bool) -> None:
-        # Who made the call: the handler may ask its user (a domain, a hand-over) and tell it progress.
+    def __init__(self, caller: Any, stores_after: bool,
+                 progress: Callable[[float, float | None, str], None] | None = None) -> None:
+        # Who made the call: the handler may ask its user (a domain, a hand-over), and tell it how the call goes
+        # through `progress`, the caller's own scrubbed of the call's secret book (core/answer.py's progress_to).
         self.caller = caller
+        self.progress = progress or caller.progress
         # The page the call leaves will be stored after the answer (the call's function decided it from
         # the tool's declaration and the response mode): a read of the title may count the page's
         # elements in the same round trip (page_reading.loaded_title), which that capture needs.
         self.stores_after = stores_after
+        self.result: dict[str, Any] | None = None  # what the call answers, see answer
         self.page: str | None = None   # page text the handler read and wants stored under the call's refId
         self.page_is_snapshot = True   # that text is the page's snapshot (else a report: answered as it is)
         self.secret: bool | None = None  # its text: True secret, False looked at and plain, None not known
@@ -35,6 +41,12 @@ class Response:
         self.field_edit: tuple[str, str | None] | None = None
         self.news: dict[str, Any] = {}  # what the page did that the agent was not told yet, see page_news
         self.revealed: list[str] = []  # secrets this answer shows because the agent asked for them, see reveal
+        self.page_crash: bool | None = None  # as the handler failed: True its page had crashed, False it hung
+
+    def answer(self, result: dict[str, Any]) -> None:
+        """What the call answers: the agent's and the library's result, the history's row (a handler returns
+        nothing; a later answer replaces an earlier one, as measure_performance's replaces the navigate's it ran)."""
+        self.result = result
 
     def store_page(self, text: str | None, snapshot: bool = True) -> None:
         """Keep `text` as the page this call read (get_content(refId) reads it); `snapshot`: it is the page's
@@ -66,8 +78,10 @@ class Response:
         self.field_edit = (selector, None)
 
     def page_news(self, news: dict[str, Any]) -> None:
-        """What the page did that the agent was not told yet (session/state.py's run_tool reads it off the
-        session): a dialog that opened, new tabs, a replaced tab, dialogs dismissed, downloads."""
+        """Where the call left the page and what it did that the agent was not told yet, as the answer's fields
+        (session/state.py's run_tool reads it off the session; core/answer.py's with_news words it): url, title,
+        whether it navigated, a page that stopped answering, a dialog that opened, new tabs, a replaced tab,
+        dialogs dismissed, downloads."""
         self.news = news
 
     def reveal(self, value: str) -> None:
@@ -78,3 +92,8 @@ class Response:
     def reused_snapshot(self) -> None:
         """The snapshot came from the page's last one, the page provably unchanged (the call's log says so)."""
         self.reused = True
+
+    def page_failed(self, crashed: bool) -> None:
+        """As the handler failed, its page had crashed (`crashed`), or stopped answering: a fact the call's end
+        classifies the failure with, the handler's exception kept as it is."""
+        self.page_crash = crashed

@@ -16,7 +16,6 @@ from mcpbrowser.redaction import (
     encodings,
     has_textbox_values,
     redact_textboxes,
-    scrub_text,
     secret_values,
 )
 from mcpbrowser.session import page_reading, page_watch
@@ -161,10 +160,11 @@ def _still_clean(state, held):
 
 
 def _reused(state, held):
-    """The held whole snapshot as this capture: scrubbed of secrets learned since; its refs are Playwright's
-    current ones (nothing read an aria snapshot since), and it stays held for the next call."""
+    """The held whole snapshot as this capture (scrubbed of secrets learned since as it leaves, core/answer.py);
+    its refs are Playwright's current ones (nothing read an aria snapshot since), and it stays held for the next
+    call."""
     state.full_snapshot = held
-    text = scrub_text(held[1], state.secrets)
+    text = held[1]
     state.refs = frozenset(snapshot_text.REF.findall(text))
     state.refs_page = state.page
     return text
@@ -314,7 +314,7 @@ def learn_secrets(state, values):
     """Values known to be secret from now on: scrubbed everywhere, or (shorter ones) where they stand alone."""
     values = {v for v in values if v}
     state.secrets.update(secret_forms(values))
-    state.short_secrets.update(v for v in values if len(v) < MIN_SCRUBBED)
+    state.secrets.add_short(v for v in values if len(v) < MIN_SCRUBBED)
 
 
 def secret_forms(values):
@@ -335,11 +335,12 @@ def took_snapshot(state, text, secret_fields=None):
 
 
 def redact_snapshot(state, text, secret_fields=None):
-    """An aria snapshot with known secrets scrubbed and every secret field's value hidden.
+    """An aria snapshot with every secret field's value hidden where it stands: the page alone knows those
+    values, never learned into the secret book (below), so they are hidden as the page is read; the book's
+    known values are scrubbed as the snapshot leaves (core/answer.py).
 
     The fields' values are read only when some textbox in the snapshot shows a value.
     """
-    text = scrub_text(text, state.secrets)
     if state.page is None or state.dialog is not None or not has_textbox_values(text):
         return text
     # What "a secret the client met" means (issue 49), decided here: a value the client's agent typed or

@@ -13,21 +13,15 @@ from typing import Any
 
 from mcpbrowser.errors import DialogOpen, PageCrashed, PageUnresponsive
 from mcpbrowser.logs import log
-from mcpbrowser.page_strings import clip
-from mcpbrowser.redaction import MARK_SECRET_FIELDS, scrub_text, scrub_value
+from mcpbrowser.page_strings import a_, clip
+from mcpbrowser.redaction import MARK_SECRET_FIELDS
 from mcpbrowser.session import page_reading, playwright_internals, settle, snapshots, throttling
 from mcpbrowser.session.acting import PROBE_AFTER_S, Acting
 from mcpbrowser.session.downloads import Downloads
-from mcpbrowser.session.events import EventBuffers
+from mcpbrowser.session.events import EventBuffers, page_shown
 from mcpbrowser.session.network_policy import NetworkPolicy
 from mcpbrowser.session.routes import Routes
 from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers
-
-
-def a_(word):
-    """'an alert', 'a confirm': the article a dialog's type takes."""
-    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
-
 
 # A call that comes after this many quiet seconds first dispatches what the browser sent meanwhile.
 CATCH_UP_AFTER_S = 0.2
@@ -79,9 +73,6 @@ class SessionState(Acting):
         self.files_saved = 0      # files this session saved (screenshots, PDFs, traces): their names' counter
         self.tracing = False      # trace_start ran, trace_stop not yet: the trace's name
         self.traced_fields = set()  # secret fields' values its snapshots met while tracing: the trace hides them
-        # Secret values too short to scrub from any text (see snapshots.mark_secret): a trace's
-        # action parameters and results that are exactly one of them are hidden all the same.
-        self.short_secrets = set()
         # Texts typed where no field could be looked at (stored withheld): a trace's parameters hide them too.
         self.withheld = set()
         self.held = []            # what the running call holds as possibly secret (snapshots.hold)
@@ -175,7 +166,7 @@ class SessionState(Acting):
                 "Answer it with handle_dialog first.",
                 session_id=self.session_id, details=self.dialog_info())
         if self.page in self.crashed and not tool.page_free:  # it crashed between calls: this call meets it
-            raise self._replace_crashed_page()
+            raise self.replace_crashed_page()
         if self.page is None or self.page.is_closed():
             self._open_blank_tab()
         if tool.page_tool and not tool.leaves_page and self.page in self.unresponsive and not self.responsive():
@@ -184,38 +175,38 @@ class SessionState(Acting):
         url_changes_before, tabs_before = self.url_changes, self.tabs_opened
         started = time.monotonic()
         try:
-            result = tool.handler(self, args, response)
+            tool.handler(self, args, response)
         except Exception as exc:
+            # What the page did meanwhile, as facts: the call's end classifies the failure from them and the
+            # exception (core/on_session.py), which goes on as it is.
             if self.page in self.crashed:
-                raise self._replace_crashed_page() from None
-            if tool.page_tool and not tool.leaves_page and not isinstance(exc, PageUnresponsive) \
+                response.page_failed(crashed=True)
+            elif tool.page_tool and not tool.leaves_page and not isinstance(exc, PageUnresponsive) \
                     and time.monotonic() - started > PROBE_AFTER_S and self.page is page_before \
                     and not self.responsive():
-                raise self.unresponsive_error() from None
+                response.page_failed(crashed=False)
             raise
-        title = None
+        title, facts = None, {}
         stayed = tool.changes_page and tool.page_tool and not tool.leaves_page and self.dialog is None \
             and self.page is page_before
         if stayed and time.monotonic() - started > PROBE_AFTER_S and not self.responsive():
             # A slow action, then a page that does not answer: a link whose page holds its own unload, say.
-            result["pageUnresponsive"] = True
-            if "message" in result:
-                result["message"] += ("; the page has not answered since (a script of its own keeps it busy): "
-                                      "navigate elsewhere")
+            facts["pageUnresponsive"] = True
         elif stayed and self.navigations == navigations_before:
             title = settle.settle(self, time.monotonic() - started, self.config.action_timeout / 1000, tabs_before)
         if tool.changes_page:
             navigated = self.page is not page_before or self.navigations != navigations_before
-            if "url" not in result:
-                self._add_page_state(result, navigated, title if self.navigations == navigations_before else None,
-                                     count=response.stores_after)
+            if "url" not in response.result:
+                facts.update(self._page_state(navigated, title if self.navigations == navigations_before else None,
+                                              count=response.stores_after))
             if not navigated and self.url_changes != url_changes_before:
                 # The same document, its URL changed (the History API, a fragment): refs stay valid.
-                result.update(url=self.page.url, navigated=False, urlChanged=True)
-        response.page_news(self._news(dialog_before))  # OnSession.run words them into the answer
-        if "url" in result and "title" in result:
-            self.told = (result["url"], result["title"])
-        return result
+                facts.update(url=self.page.url, navigated=False, urlChanged=True)
+        facts.update(self._news(dialog_before))
+        response.page_news(facts)  # the call's end words them into the answer (core/answer.py's with_news)
+        shown = {**response.result, **facts}
+        if "url" in shown and "title" in shown:
+            self.told = (shown["url"], shown["title"])
 
     def _news(self, dialog_before):
         """What the page did that the agent was not told yet, each told once: a dialog that opened during the
@@ -260,7 +251,7 @@ class SessionState(Acting):
             snapshots.mark_secret(self, response, args["text"])
         # A person's input may run inside a long call (worker.between): it gives the outer call back its own.
         outer = self._progress, self.caller
-        self._progress, self.caller = response.caller.progress, response.caller
+        self._progress, self.caller = response.progress, response.caller
         try:
             yield
         finally:
@@ -269,19 +260,13 @@ class SessionState(Acting):
             for held in list(self.held):
                 snapshots.release(self, held)
 
-    def dismissals_told(self, error):
-        """A failed call's error (classified by core/on_session.py), with the dialogs the server dismissed
-        since the last answer (see run_tool)."""
-        if not self.dialogs_dismissed:
-            return error
-        count = self.dialogs_dismissed
-        self.dialogs_dismissed = 0
-        error.details = {**(error.details or {}), "dialogsDismissed": count}
-        error.message += (f" (Meanwhile the server dismissed {count} dialog(s) itself: a dialog loop, or dialogs "
-                          "in the way of leaving the page.)")
-        return error
+    def dismissals_untold(self):
+        """How many dialogs the server dismissed since the last answer (see run_tool), told now by a failed call's
+        error (core/answer.py's told_dismissals)."""
+        count, self.dialogs_dismissed = self.dialogs_dismissed, 0
+        return count
 
-    def _add_page_state(self, result, navigated, title=None, count=False):
+    def _page_state(self, navigated, title=None, count=False):
         """Where an action left the agent: url, title, and whether it navigated, so the agent needs no extra call.
 
         A navigation the action started has committed by now (Playwright waits for
@@ -298,21 +283,20 @@ class SessionState(Acting):
         if title is None or navigated or self.dialog is not None:  # else the settle's, read just now
             title = page_reading.loaded_title(self, count)
         self.remember_page(title)
-        result.update(url=self.page.url, title=title, navigated=navigated)
+        return {"url": self.page.url, "title": title, "navigated": navigated}
 
     def report(self, done, total, message):
         """Tell the caller how a long call is going, when it asked (MCP progressToken)."""
         if self._progress is not None:
             try:
-                self._progress(done, total, scrub_text(message, self.secrets))
+                self._progress(done, total, message)
             except Exception:
                 log.debug("progress report failed", extra={"session": self.session_id})
 
     def remember_page(self, title):
         """Publish url and title as plain data for list_sessions (and the log resources' titles) while this
-        thread is busy; scrubbed of the session's secrets, as every answer is (a GET form's password in the
-        URL, a title that echoes a field)."""
-        self.worker.info = scrub_value({"url": self.page.url, "title": title}, self.secrets)
+        thread is busy (events.page_shown)."""
+        self.worker.info = page_shown(self.page.url, title, self.secrets)
 
     def describe(self):
         if self.dialog is None and self.usable():
@@ -402,7 +386,7 @@ class SessionState(Acting):
         if page is self.page:
             self.worker.page_crashed = True
 
-    def _replace_crashed_page(self):
+    def replace_crashed_page(self):
         """Give the session a fresh page in the same context; return the PAGE_CRASHED error."""
         dead, url = self.page, self.page.url
         self.crashed.discard(dead)
@@ -439,9 +423,8 @@ class SessionState(Acting):
     def _follow_page(self, page):
         def navigated(new_document):
             if page is self.page:
-                # Scrubbed now (list_sessions and the resource list read it while this thread is busy):
-                # a page may put what is being typed into its URL, key by key.
-                self.worker.info = {"url": scrub_text(page.url, self.secrets), "title": self.worker.info["title"]}
+                # Published now (list_sessions and the resource list read it while this thread is busy).
+                self.worker.info = page_shown(page.url, self.worker.info["title"], self.secrets)
             if not new_document:  # the History API or a fragment: the document, its refs and dialogs stay
                 if page is self.page:
                     self.url_changes += 1

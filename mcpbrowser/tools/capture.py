@@ -151,25 +151,28 @@ def snapshot(state, args, response):
         # element); a query or the outline then narrows the section.
         part = snapshot_text.section(whole, args["section"])
         if part is None:
-            return {**result, "snapshot": f'No heading, landmark or ref is named "{args["section"]}". On this page: '
-                                          + (snapshot_text.titles(whole) or "no headings or named landmarks."),
-                    "matches": 0, "truncated": False}
+            named = snapshot_text.titles(whole) or "no headings or named landmarks."
+            response.answer({**result, "snapshot": f'No heading, landmark or ref is named "{args["section"]}". '
+                                                   f"On this page: {named}", "matches": 0, "truncated": False})
+            return
         whole, limit = part, args.get("maxNodes", snapshot_text.SECTION_NODES)
     if "query" in args:
         try:
             found, matches = snapshot_text.find(whole, args["query"], args.get("maxNodes", DEFAULT_MATCHES))
         except snapshot_text.QueryError as exc:
             raise InvalidParameters(str(exc), session_id=state.session_id) from None
-        return {**result, "snapshot": found, "matches": matches,
-                "truncated": matches > args.get("maxNodes", DEFAULT_MATCHES)}
+        response.answer({**result, "snapshot": found, "matches": matches,
+                         "truncated": matches > args.get("maxNodes", DEFAULT_MATCHES)})
+        return
     if args.get("compact"):
         whole = snapshot_text.compact(whole)
     shown, nodes, total = snapshot_text.first_nodes(whole, limit)
     if total > nodes:
-        return {**result, "snapshot": shown, "nodes": nodes, "totalNodes": total, "truncated": True}
+        response.answer({**result, "snapshot": shown, "nodes": nodes, "totalNodes": total, "truncated": True})
+        return
     # A compact view that left a section's entries out is not the whole list either.
     left_out = bool(args.get("compact") and snapshot_text.MORE_LINE.search(shown))
-    return {**result, "snapshot": shown, "truncated": left_out}
+    response.answer({**result, "snapshot": shown, "truncated": left_out})
 
 
 def dom_snapshot(state, args, response):
@@ -184,7 +187,7 @@ def dom_snapshot(state, args, response):
     result = state.act(state.page, "evaluate", expression=DOM_SERIALISER, arg=[root, limit])
     if result is INTERRUPTED:
         result = {"html": "", "nodes": 0, "totalNodes": 0}
-    return {**result, "truncated": result["totalNodes"] > result["nodes"], "url": state.page.url}
+    response.answer({**result, "truncated": result["totalNodes"] > result["nodes"], "url": state.page.url})
 
 
 def image_size(data):
@@ -284,7 +287,7 @@ def pdf(state, args, response):
     finally:
         _mask_secret_fields(state, False)
     write_file(path, lambda part: _write_bytes(part, data))
-    return {"path": path, "bytes": len(data), "message": f"Saved the page as PDF to {path}."}
+    response.answer({"path": path, "bytes": len(data), "message": f"Saved the page as PDF to {path}."})
 
 
 def trace_start(state, args, response):
@@ -296,7 +299,7 @@ def trace_start(state, args, response):
     state.context.tracing.start(screenshots=args.get("screenshots", True), snapshots=args.get("snapshots", True),
                                 sources=args.get("sources", False), title=state.session_id, name=name)
     state.tracing, state.traced_fields = name, set()
-    return {"success": True, "message": "Recording a trace of this session's pages; trace_stop saves it."}
+    response.answer({"success": True, "message": "Recording a trace of this session's pages; trace_stop saves it."})
 
 
 def trace_stop(state, args, response):
@@ -313,7 +316,7 @@ def trace_stop(state, args, response):
         playwright_internals.stop_trace_into(state.context, part)
         # Playwright records action parameters, field values and bodies as they were: the zip is
         # rewritten without the session's secrets before it is given its name (trace_scrub.py).
-        scrub_trace(part, scrubbed, state.short_secrets | state.withheld | fields,
+        scrub_trace(part, scrubbed, state.secrets.short | state.withheld | fields,
                     headers=state.config.redact_headers)
 
     write_file(path, write)
@@ -322,8 +325,8 @@ def trace_stop(state, args, response):
     except OSError as exc:  # the zip is saved and scrubbed: say so, and let the operator know
         log.warning("a trace's raw files were not removed", extra={"event": "trace_leftovers",
                                                                     "session": state.session_id, "error": str(exc)})
-    return {"path": path, "bytes": os.path.getsize(path),
-            "message": f"Trace saved; open it with: playwright show-trace {path}"}
+    response.answer({"path": path, "bytes": os.path.getsize(path),
+                     "message": f"Trace saved; open it with: playwright show-trace {path}"})
 
 
 def screenshot(state, args, response):
@@ -358,8 +361,8 @@ def screenshot(state, args, response):
         except BrowserServerError as exc:
             saved, failed = None, {"errorCode": exc.code, "message": exc.message}
     state.report(2, 2, "Done")
-    return {"width": width, "height": height, "format": fmt, "bytes": len(data), "savedTo": saved,
-            **({"notSaved": failed} if failed else {}), "image": data}
+    response.answer({"width": width, "height": height, "format": fmt, "bytes": len(data), "savedTo": saved,
+                     **({"notSaved": failed} if failed else {}), "image": data})
 
 
 def _write_bytes(path, data):

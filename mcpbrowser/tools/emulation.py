@@ -7,9 +7,9 @@ from mcpbrowser.tools.base import SessionTool, session_schema
 def throttle(state, args, response):
     settings = throttling.settings(args, state.throttle)
     throttling.change(state, settings)
-    return {"throttle": settings,
-            "message": "Throttling ended." if not settings else "Applied to every tab of the session, "
-                       "new ones too, until changed (network none, cpuRate 1 end it)."}
+    response.answer({"throttle": settings,
+                     "message": "Throttling ended." if not settings else "Applied to every tab of the session, "
+                                "new ones too, until changed (network none, cpuRate 1 end it)."})
 
 
 TOOLS = [

@@ -29,12 +29,12 @@ BARE_TARGET = {"selector": {"type": "string", "minLength": 1}, "ref": {"type": "
 def click(state, args, response):
     label = on_element(state, args, ElementNotClickable, Act(
         state, "click", force=args.get("force", False), click_count=args.get("clickCount", 1)))
-    return {"success": True, "message": f"Clicked {label}"}
+    response.answer({"success": True, "message": f"Clicked {label}"})
 
 
 def hover(state, args, response):
     label = on_element(state, args, ElementNotClickable, Act(state, "hover", force=args.get("force", False)))
-    return {"success": True, "message": f"Hovering over {label}"}
+    response.answer({"success": True, "message": f"Hovering over {label}"})
 
 
 def named_secret(state, name):
@@ -119,13 +119,14 @@ def type_text(state, args, response):
     if clear and not delay and not args.get("submit") and response.secret is False \
             and not any(look.get(key) for key in ("secret", "went", "kept", "focus")):
         response.filled(playwright_selector(args), text)  # a plain field, all of the text in, the focus kept
+    message = f"Typed {typed} into {label}{kept}"
     if args.get("submit") and state.dialog is not None:
-        return {"success": True, "message": f"Typed {typed} into {label}; Enter was not pressed"}
-    if args.get("submit"):
+        message = f"Typed {typed} into {label}; Enter was not pressed"
+    elif args.get("submit"):
         # Enter on the same element, as a person submits a search box or a one-field form.
         on_element(state, args, ElementNotEditable, Act(state, "press", key="Enter"), repeatable=False)
-        return {"success": True, "message": f"Typed {typed} into {label}{kept} and pressed Enter"}
-    return {"success": True, "message": f"Typed {typed} into {label}{kept}"}
+        message += " and pressed Enter"
+    response.answer({"success": True, "message": message})
 
 
 def where_text_went(target, text):
@@ -183,8 +184,8 @@ def select(state, args, response):
     chosen = list(values or labels) if pick.result is None or pick.result is INTERRUPTED else pick.result
     if isinstance(pick.result, list) and len(pick.result) == 1 and state.dialog is None:
         response.chose(playwright_selector(args))  # one option: a native select's, the page watch checks the rest
-    return {"success": True, "message": f"Selected {', '.join(chosen) or 'nothing'} in {label}",
-            "selected": chosen}
+    response.answer({"success": True, "message": f"Selected {', '.join(chosen) or 'nothing'} in {label}",
+                     "selected": chosen})
 
 
 def press_key(state, args, response):
@@ -195,9 +196,9 @@ def press_key(state, args, response):
             state.act(state.page.keyboard, "press", key=key)
         except Exception as exc:
             raise InvalidParameters(f"Cannot press {key!r}: {reason(exc)}", session_id=state.session_id) from None
-        return {"success": True, "message": f"Pressed {key}"}
-    on_element(state, args, ElementNotEditable, Act(state, "press", key=key), repeatable=False)
-    return {"success": True, "message": f"Pressed {key} on {label}"}
+    else:
+        on_element(state, args, ElementNotEditable, Act(state, "press", key=key), repeatable=False)
+    response.answer({"success": True, "message": f"Pressed {key}" + (f" on {label}" if matches is not None else "")})
 
 
 def drag(state, args, response):
@@ -205,7 +206,8 @@ def drag(state, args, response):
     _, drop = locate(state, target)
     label = on_element(state, {**source, **{k: args[k] for k in ("timeout",) if k in args}}, ElementNotClickable,
                        Act(state, "drag_to", target=drop.first))
-    return {"success": True, "message": f"Dragged {label} to {target.get('selector') or 'ref ' + target['ref']}"}
+    dropped = target.get("selector") or "ref " + target["ref"]
+    response.answer({"success": True, "message": f"Dragged {label} to {dropped}"})
 
 
 def fill_form(state, args, response):
@@ -253,10 +255,11 @@ def fill_form(state, args, response):
         notes.append(partly_kept(label, str(field.get("value", "")), look))
     if len(filled) < len(fields):
         # run_tool adds which dialog opened and that handle_dialog comes next.
-        return {"success": True, "message": f"Filled {len(filled)} of {len(fields)} field(s) ({', '.join(filled)}); "
-                                            "the rest were not filled"}
-    return {"success": True, "message": f"Filled {len(filled)} field(s): {', '.join(filled)}" + "".join(
-        f"; {label}{note}" for label, note in zip(filled, notes, strict=True) if note)}
+        response.answer({"success": True, "message": f"Filled {len(filled)} of {len(fields)} field(s) "
+                                                     f"({', '.join(filled)}); the rest were not filled"})
+        return
+    response.answer({"success": True, "message": f"Filled {len(filled)} field(s): {', '.join(filled)}" + "".join(
+        f"; {label}{note}" for label, note in zip(filled, notes, strict=True) if note)})
 
 
 # A field's kind, asked by counting the target against CSS lists in Playwright's own world, as
@@ -309,7 +312,8 @@ def mouse(state, args, response):
     pointer = state.page.mouse
     if action == "wheel":
         state.act(pointer, "wheel", delta_x=args.get("deltaX", 0), delta_y=args.get("deltaY", 0))
-        return {"success": True, "message": f"Scrolled by {args.get('deltaX', 0)},{args.get('deltaY', 0)}"}
+        response.answer({"success": True, "message": f"Scrolled by {args.get('deltaX', 0)},{args.get('deltaY', 0)}"})
+        return
     if action in ("click", "move") and (x is None or y is None):
         raise InvalidParameters(f"{action} needs x and y.", session_id=state.session_id)
     button = args.get("button", "left")
@@ -322,12 +326,12 @@ def mouse(state, args, response):
             state.act(pointer, "move", x=x, y=y)
         state.act(pointer, action, button=button)
     where = f" at {x},{y}" if x is not None and y is not None else ""
-    return {"success": True, "message": f"Mouse {action}{where}"}
+    response.answer({"success": True, "message": f"Mouse {action}{where}"})
 
 
 def resize(state, args, response):
     state.page.set_viewport_size({"width": args["width"], "height": args["height"]})
-    return {"success": True, "message": f"Viewport is {args['width']}x{args['height']}"}
+    response.answer({"success": True, "message": f"Viewport is {args['width']}x{args['height']}"})
 
 
 def _allowed_file(state, path):
@@ -345,7 +349,7 @@ def _allowed_file(state, path):
 def upload_file(state, args, response):
     files = [_allowed_file(state, path) for path in args["paths"]]
     label = on_element(state, args, ElementNotEditable, Act(state, "set_input_files", files=files))
-    return {"success": True, "message": f"Set {len(files)} file(s) on {label}"}
+    response.answer({"success": True, "message": f"Set {len(files)} file(s) on {label}"})
 
 
 def handle_dialog(state, args, response):
@@ -371,7 +375,7 @@ def handle_dialog(state, args, response):
                 state.page.wait_for_timeout(25)  # events are dispatched meanwhile
         except Exception as exc:  # the tab closed (a close it guarded): run_tool says where the session is
             log.debug("after beforeunload", extra={"session": state.session_id, "error": str(exc)})
-    return {"success": True, "message": f"{verb} the {dialog.type} dialog ({clip(dialog.message)!r})"}
+    response.answer({"success": True, "message": f"{verb} the {dialog.type} dialog ({clip(dialog.message)!r})"})
 
 
 def evaluate(state, args, response):
@@ -379,13 +383,11 @@ def evaluate(state, args, response):
         value = state.act(state.page, "evaluate", expression=args["expression"])
     except Exception as exc:
         raise EvaluationFailed(f"The expression failed: {reason(exc)}", session_id=state.session_id) from None
-    if value is INTERRUPTED:
-        return {"result": None}
     try:
-        json.dumps(value)
+        json.dumps(None if value is INTERRUPTED else value)
     except (TypeError, ValueError):
         raise EvaluationFailed("The result is not JSON-serialisable.", session_id=state.session_id) from None
-    return {"result": value}
+    response.answer({"result": None if value is INTERRUPTED else value})
 
 
 SECRET_ONE = f":scope:is({SECRET_FIELD})"  # the target itself, when it is a secret field

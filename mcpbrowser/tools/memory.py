@@ -13,7 +13,6 @@ from datetime import datetime, timezone
 
 from mcpbrowser import heap_snapshot, memory_report, perf_report, schema
 from mcpbrowser.errors import BrowserError, DialogOpen, InvalidParameters
-from mcpbrowser.redaction import scrub_value
 from mcpbrowser.session import page_reading
 from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
 from mcpbrowser.tools import interaction as acting_tools
@@ -120,9 +119,8 @@ def measure_memory(state, args, response):
                "browser": f"{state.playwright_browser.browser_type.name} {state.playwright_browser.version}"}
     measured = memory_report.report(groups[0], groups[1], snapshot, totals, repeat, context)
     measured["cost"] = {"measureMs": round((time.monotonic() - began) * 1000)}
-    measured = scrub_value(measured, state.secrets)
     response.store_page(perf_report.detail(measured), snapshot=False)
-    return {"url": measured["url"], "summary": memory_report.summary(measured)}
+    response.answer({"url": measured["url"], "summary": memory_report.summary(measured)})
 
 
 TOOLS = [

@@ -3,7 +3,7 @@
 import os
 
 from mcpbrowser import schema
-from mcpbrowser.redaction import redact_headers
+from mcpbrowser.session.events import headers_shown
 from mcpbrowser.tools.base import SessionTool, session_schema
 
 LOG_RESULT = {
@@ -26,7 +26,7 @@ def downloads(state, args, response):
     for entry in entries:  # removed since by the file retention (--files-max-mb, --retention-days)
         if entry["status"] == "saved" and not os.path.exists(entry["path"]):
             entry["status"] = "removed"
-    return {"downloads": entries, "count": len(entries)}
+    response.answer({"downloads": entries, "count": len(entries)})
 
 
 def console_logs(state, args, response):
@@ -37,7 +37,7 @@ def console_logs(state, args, response):
     if "since" in args:
         entries = [e for e in entries if e["timestamp"] > args["since"]]
     entries = shown_console(entries[-args.get("limit", DEFAULT_LIMIT):], args.get("locations", False))
-    return {"entries": entries, "count": len(entries), "dropped": state.events.console_dropped}
+    response.answer({"entries": entries, "count": len(entries), "dropped": state.events.console_dropped})
 
 
 def shown_console(entries, locations=False):
@@ -47,15 +47,6 @@ def shown_console(entries, locations=False):
         return list(entries)
     return [e if e["level"] in ("error", "warning") else {k: v for k, v in e.items() if k != "location"}
             for e in entries]
-
-
-def _all_headers(source, fallback):
-    # Full headers (cookies included) cost a round trip each, so they are read
-    # only for the entries returned, and redacted before they leave this thread.
-    try:
-        return source.all_headers()
-    except Exception:
-        return fallback
 
 
 def _failed(entry):
@@ -95,24 +86,25 @@ def network_logs(state, args, response):
         out["hiddenStatic"] = hidden
     if not args.get("headers"):
         out["entries"] = [lean(entry) for entry, _ in picked]
-        return out
+        response.answer(out)
+        return
     sensitive = state.config.redact_headers
     for entry, request in picked:
         if request is None:  # a blocked WebSocket: there is no request object
             out["entries"].append({**entry, "requestHeaders": {}, "responseHeaders": {}})
             continue
-        response = None
+        got = None  # the request's response
         if entry["status"] is not None:
             try:
-                response = request.response()
+                got = request.response()
             except Exception:
-                response = None
+                got = None
         out["entries"].append({
             **entry,
-            "requestHeaders": redact_headers(_all_headers(request, request.headers), sensitive),
-            "responseHeaders": redact_headers(_all_headers(response, response.headers), sensitive) if response else {},
+            "requestHeaders": headers_shown(request, sensitive),
+            "responseHeaders": headers_shown(got, sensitive) if got else {},
         })
-    return out
+    response.answer(out)
 
 
 TOOLS = [

@@ -73,7 +73,7 @@ def navigate(state, args, response):
     # beforeunload prompt) is answered by the server, and the answer says how many.
     state.clear_the_way()
     try:
-        return _navigate(state, url, args, response.stores_after)
+        response.answer(_navigate(state, url, args, response.stores_after))
     finally:
         state.leaving = False
 
@@ -113,14 +113,14 @@ def _history(method, word):
         if loaded is None and state.page.url == before:
             raise NavigationFailed(f"There is no {word} page in this tab's history.",
                                    session_id=state.session_id, details={"url": before})
-        return page_result(state, None if loaded is INTERRUPTED else loaded, response.stores_after)
+        response.answer(page_result(state, None if loaded is INTERRUPTED else loaded, response.stores_after))
 
     return handler
 
 
 def reload(state, args, response):
     loaded = _load(state, "the page again", "reload", **_options(args))
-    return page_result(state, None if loaded is INTERRUPTED else loaded, response.stores_after)
+    response.answer(page_result(state, None if loaded is INTERRUPTED else loaded, response.stores_after))
 
 
 def _options(args):
@@ -152,7 +152,7 @@ def tabs(state, args, response):
     if state.dialog is None and state.usable():
         state.remember_page(listing[shown.index(current)]["title"])
     more = len(state.pages) - len(shown)
-    return {"tabs": listing, "current": current, **({"more": more} if more else {})}
+    response.answer({"tabs": listing, "current": current, **({"more": more} if more else {})})
 
 
 def _title(state, page):
@@ -217,8 +217,8 @@ def wait_for(state, args, response):
                               details=details) from None
     elapsed = round((time.monotonic() - started) * 1000)
     state.report(len(checks), len(checks), "Condition met")
-    return {"success": True, "message": f"Waited {elapsed} ms for " + " and ".join(c[0] for c in checks),
-            "elapsedMs": elapsed}
+    response.answer({"success": True, "message": f"Waited {elapsed} ms for " + " and ".join(c[0] for c in checks),
+                     "elapsedMs": elapsed})
 
 
 def _matches_seen(page, locator):
@@ -293,10 +293,12 @@ def wait_for_user(state, args, response):
     state.report(timeout, timeout, "The user finished")
     state.remember_page(state.page.title())
     if by_person:
-        return {"success": True, "message": f"The person finished in the live view and handed back after {waited} ms.",
-                "waitedMs": waited, "url": state.page.url, "finishedBy": "person"}
-    return {"success": True, "message": f"The user finished: saw {what} after {waited} ms.",
-            "waitedMs": waited, "url": state.page.url}
+        message = f"The person finished in the live view and handed back after {waited} ms."
+        response.answer({"success": True, "message": message, "waitedMs": waited, "url": state.page.url,
+                         "finishedBy": "person"})
+        return
+    response.answer({"success": True, "message": f"The user finished: saw {what} after {waited} ms.",
+                     "waitedMs": waited, "url": state.page.url})
 
 
 LOAD_OPTIONS = {"waitUntil": WAIT_UNTIL, "timeout": TIMEOUT}

@@ -15,7 +15,8 @@ def route(state, args, response):
         if set(args) - {"sessionId"}:
             raise InvalidParameters("arguments.url is required to set a route (without url, route lists them).",
                                     details={"field": "url"})
-        return {"routes": state.routes.listed()}
+        response.answer({"routes": state.routes.listed()})
+        return
     # A credential a route sends or answers with (an Authorization header) is the agent's secret like a
     # password it types: into the session's secret book, so no answer, log or history row shows it.
     sensitive = state.config.redact_headers
@@ -25,11 +26,11 @@ def route(state, args, response):
         snapshots.mark_secret(state, response, value)
     response.text_is_plain()
     state.routes.add(args)
-    return {"routes": state.routes.listed()}
+    response.answer({"routes": state.routes.listed()})
 
 
 def unroute(state, args, response):
-    return {"removed": state.routes.remove(args.get("url")), "routes": state.routes.listed()}
+    response.answer({"removed": state.routes.remove(args.get("url")), "routes": state.routes.listed()})
 
 
 TOOLS = [

@@ -111,8 +111,9 @@ def page_tools_handler(state, args, response):
         if set(args) - {"sessionId", "timeout"}:
             raise InvalidParameters("arguments.name is required to call a page tool (without name, page_tools "
                                     "lists them).", details={"field": "name"})
-        return _listed(state, args, response, timeout)
-    return _called(state, args, response, timeout)
+        response.answer(_listed(state, args, response, timeout))
+        return
+    response.answer(_called(state, args, response, timeout))
 
 
 TOOLS = [

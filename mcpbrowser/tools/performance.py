@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 from mcpbrowser import perf_report, schema, snapshot_text
 from mcpbrowser.errors import DialogOpen, InvalidParameters
 from mcpbrowser.logs import log
-from mcpbrowser.redaction import scrub_value
 from mcpbrowser.session import page_reading, snapshots
 from mcpbrowser.session.acting import INTERRUPTED
 from mcpbrowser.tools import interaction as acting_tools
@@ -217,11 +216,11 @@ def measure_performance(state, args, response):
     if "left" not in measured:  # the elements' refs are read on the page measured, not one it left for
         _give_refs(state, measured)
     measured["cost"] = {"loadMs": round(load_ms), "measureMs": round((time.monotonic() - began) * 1000)}
-    measured = scrub_value(measured, state.secrets)
-    # The history keeps the whole measurement (get_content(refId) reads it): a report, not the page's snapshot.
+    # The history keeps the whole measurement (get_content(refId) reads it), scrubbed as it leaves: a report,
+    # not the page's snapshot.
     response.store_page(perf_report.detail(measured), snapshot=False)
     state.remember_page(page_reading.loaded_title(state))
-    return {"url": measured["url"], "summary": perf_report.summary(measured)}
+    response.answer({"url": measured["url"], "summary": perf_report.summary(measured)})
 
 
 def _left_ms(deadline):

@@ -21,7 +21,7 @@ from mcpbrowser.tools.base import SessionTool, session_schema
 
 
 # SESSION THREAD
-def take_over(state: Any, args: dict[str, Any], response: Any) -> dict[str, Any]:
+def take_over(state: Any, args: dict[str, Any], response: Any) -> None:
     """The person holds the session: the agent's acting calls wait until they hand it back. One person at a
     time: the session thread runs the take-overs of people who pressed at once one after the other."""
     holder, person = state.worker.held_by, args["person"]
@@ -29,23 +29,23 @@ def take_over(state: Any, args: dict[str, Any], response: Any) -> dict[str, Any]
         raise SessionHeldByPerson(f"{holder} holds this session.", session_id=state.session_id,
                                   details={"heldBy": holder})
     state.worker.held_by = person
-    return {"heldBy": person}
+    response.answer({"heldBy": person})
 
 
 # SESSION THREAD
-def hand_back(state: Any, args: dict[str, Any], response: Any) -> dict[str, Any]:
+def hand_back(state: Any, args: dict[str, Any], response: Any) -> None:
     """The person lets go: the agent acts again, and a waiting wait_for_user returns, finished by the person."""
     if state.worker.held_by is None:
         raise InvalidParameters("Nobody holds this session.", session_id=state.session_id)
     state.worker.held_by, state.worker.handed_back = None, True
-    return {"heldBy": None}
+    response.answer({"heldBy": None})
 
 
 # SESSION THREAD
-def watch(state: Any, args: dict[str, Any], response: Any) -> dict[str, Any]:
+def watch(state: Any, args: dict[str, Any], response: Any) -> None:
     """The session's live picture starts (session/screencast.py), until its last viewer leaves."""
     screencast.start(state)
-    return {"success": True}
+    response.answer({"success": True})
 
 
 KEYS = ("Enter", "Tab", "Backspace", "Delete", "Escape", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight",
@@ -54,7 +54,7 @@ MAX_TEXT = 1000
 
 
 # SESSION THREAD
-def person_input(state: Any, args: dict[str, Any], response: Any) -> dict[str, Any]:
+def person_input(state: Any, args: dict[str, Any], response: Any) -> None:
     """One action of the person on the page, at viewport coordinates given as fractions of it."""
     page, action = state.page, args["action"]
     size = page.viewport_size or page.evaluate("() => ({width: innerWidth, height: innerHeight})")
@@ -89,7 +89,7 @@ def person_input(state: Any, args: dict[str, Any], response: Any) -> dict[str, A
         field.run, field.keys = typed, field.keys + text
         page.keyboard.type(text)
         _learn_the_field(state)
-    return {"success": True}
+    response.answer({"success": True})
 
 
 # Keys that edit the field in place or move its caret: the person's text goes on in the same field.
@@ -162,17 +162,21 @@ PERSON_INPUT = SessionTool(
 )
 
 
-def _person_tool(name: str, handler: Any, title: str, description: str) -> SessionTool:
-    return SessionTool(name=name, group="person", person_only=True, title=title, description=description,
-                       input_schema=session_schema({"person": schema.string("", minLength=1)}, required=("person",)),
-                       handler=handler, page_tool=False, page_free=True, during_cooldown=True)
+def _person_tool(name: str, title: str, description: str) -> dict[str, Any]:
+    """What the person's calls declare alike: a person's name, no page (a crash waits for the agent's call)."""
+    return {"name": name, "group": "person", "person_only": True, "title": title, "description": description,
+            "input_schema": session_schema({"person": schema.string("", minLength=1)}, required=("person",)),
+            "page_tool": False, "page_free": True, "during_cooldown": True}
 
 
-TAKE_OVER = _person_tool("person_take_over", take_over, "A person takes over in the live view",
-                         "The person named takes the session over; the agent's acting calls wait.")
-HAND_BACK = _person_tool("person_hand_back", hand_back, "A person hands back in the live view",
-                         "The person who holds the session hands it back to the agent.")
-WATCH = _person_tool("person_watch", watch, "A person watches the page live",
-                     "The session's live picture starts, for its first viewer in the live view.")
+TAKE_OVER = SessionTool(**_person_tool("person_take_over", "A person takes over in the live view",
+                                       "The person named takes the session over; the agent's acting calls wait."),
+                        handler=take_over)
+HAND_BACK = SessionTool(**_person_tool("person_hand_back", "A person hands back in the live view",
+                                       "The person who holds the session hands it back to the agent."),
+                        handler=hand_back)
+WATCH = SessionTool(**_person_tool("person_watch", "A person watches the page live",
+                                   "The session's live picture starts, for its first viewer in the live view."),
+                    handler=watch)
 
 TOOLS = [PERSON_INPUT, TAKE_OVER, HAND_BACK, WATCH]

@@ -76,19 +76,21 @@ def cookies(state, args, response):
         if not any(c["name"] == args["name"] and host.endswith(c["domain"].lstrip(".")) for c in kept):
             raise InvalidParameters("The browser did not keep the cookie (SameSite=None needs secure: true; an "
                                     "expires in the past deletes it).", session_id=state.session_id)
-        return {"set": {k: v for k, v in cookie.items() if k != "value"}}
+        response.answer({"set": {k: v for k, v in cookie.items() if k != "value"}})
+        return
     response.text_is_plain()
     if action == "delete":
         _needs(args, "name")
         wanted = {k: args[k] for k in ("name", "domain", "path") if k in args}
         before = len(state.context.cookies())
         state.context.clear_cookies(**wanted)
-        return {"deleted": before - len(state.context.cookies())}
+        response.answer({"deleted": before - len(state.context.cookies())})
+        return
     found = [c for c in state.context.cookies()
              if all(c[k] == args[k] for k in ("name", "domain", "path") if k in args)]
     shown = [_shown(state, response, {k: c[k] for k in COOKIE_FIELDS if k in c},
                     _is_secret(c["name"], c.get("httpOnly")), "name" in args) for c in found]
-    return {"cookies": shown, "count": len(shown)}
+    response.answer({"cookies": shown, "count": len(shown)})
 
 
 def storage(state, args, response):
@@ -104,17 +106,19 @@ def storage(state, args, response):
         _needs(args, "name", "value")
         _plain_or_secret(state, response, args["value"], _is_secret(args["name"]))
         store.set_item(args["name"], args["value"])
-        return {"set": args["name"], "kind": kind, "origin": where}
+        response.answer({"set": args["name"], "kind": kind, "origin": where})
+        return
     response.text_is_plain()
     if action == "delete":
         _needs(args, "name")
         present = store.get_item(args["name"]) is not None
         store.remove_item(args["name"])
-        return {"deleted": int(present), "kind": kind, "origin": where}
+        response.answer({"deleted": int(present), "kind": kind, "origin": where})
+        return
     items = [item for item in store.items() if "name" not in args or item["name"] == args["name"]]
     shown = [_shown(state, response, {"name": i["name"], "value": i["value"]}, _is_secret(i["name"]), "name" in args)
              for i in items]
-    return {"entries": shown, "count": len(shown), "kind": kind, "origin": where}
+    response.answer({"entries": shown, "count": len(shown), "kind": kind, "origin": where})
 
 
 TOOLS = [
