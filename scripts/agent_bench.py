@@ -50,17 +50,29 @@ the next cell Markdown, type and render it, rename the notebook through the File
 dialog, save it with Control+s (the file on disk holds both cells and the output), open a text
 file from the file browser and read it.
 
+The webmcp task runs a shop's order page of our own (scripts/webmcp_site.py, a threaded HTTP
+server on 127.0.0.1) that registers three page tools (WebMCP): search_products (read-only),
+add_to_cart and checkout, each step checked in the shop's own state: open the page, discover its
+tools (ours: enable_tools for the site group, then page_tools' list; theirs: no call, its
+navigation grows them into its tools/list as webmcp_*), search, add to the cart, check out, read
+the pickup code the page shows. @playwright/mcp runs with a --config that launches Chromium with
+--enable-features=WebMCP: its WebMCP is on by default, but without the feature it finds no tools.
+
 @playwright/mcp is installed from npm into a temporary folder and run with
 --headless --isolated on the same Chromium. It has one browser context per
 server, so its second session is a second server. Characters are those of the
 tools' text content (what a client hands its model); images are counted in
 bytes. The model-visible tools/list (names, descriptions, input schemas) is
-counted beside the answers, and "all in" is both. Speed is measured, not
-asserted; the test suite runs this script on a tiny local site (--site) and on
-Django's admin (ours only) so that it cannot rot.
+counted beside the answers, and "all in" is both. That counts the list once, as it stands
+before the first call; a model reads it on every turn, and in the webmcp task it grows (ours after
+enable_tools, theirs after the page's tools arrive), so that task also reads tools/list before
+every call (those reads are not counted as calls) and reports the sum, tools_list_turns_chars,
+and all_in_turns_chars, the answers plus that sum. Speed is measured, not
+asserted; the test suite runs this script on a tiny local site (--site), on
+Django's admin and on the webmcp task (ours only) so that it cannot rot.
 
-    .venv/bin/python scripts/agent_bench.py [--task docs|admin|spa|tracker|notebook|all] [--json] [--site DIR]
-        [--ours-only]
+    .venv/bin/python scripts/agent_bench.py [--task docs|admin|spa|tracker|notebook|data|webmcp|all] [--json]
+        [--site DIR] [--ours-only]
 
 AGENT_BENCH_SHOW=1 prints every answer to stderr, to see where the characters go.
 """
@@ -1513,8 +1525,8 @@ def main():
     parser.add_argument("--task", choices=(*TASKS, "all"), default="all",
                         help="docs (a documentation site), admin (Django's admin application), spa (optuna-dashboard, "
                              "a single-page application), tracker (Roundup, an issue tracker), notebook (JupyterLab, "
-                             "a notebook IDE with a kernel), data (SQLAdmin, a data-browsing application), webmcp (a shop's "
-                             "page that offers page tools, ours: scripts/webmcp_site.py), or all (default)")
+                             "a notebook IDE with a kernel), data (SQLAdmin, a data-browsing application), webmcp "
+                             "(a shop's page that offers page tools, ours: scripts/webmcp_site.py), or all (default)")
     parser.add_argument("--admin-folder", default=ADMIN_FOLDER,
                         help="where Django is installed for the admin task, and its database kept "
                              f"(default {ADMIN_FOLDER})")

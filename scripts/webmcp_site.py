@@ -1,9 +1,10 @@
-"""A shop's order page that offers page tools (WebMCP), for scripts/agent_bench.py's webmcp task; served by a thread.
+"""A shop's order page that offers page tools (WebMCP), for scripts/agent_bench.py's webmcp task.
 
 One page on 127.0.0.1 registers three tools with `document.modelContext.registerTool`:
 search_products (read-only), add_to_cart and checkout, whose `execute` calls the shop's JSON API
 and shows what it did on the page. The server keeps the searches, the cart and the orders in
 memory, so that the task's steps are checked in the shop's own state, outside both MCP servers.
+Threads: a ThreadingHTTPServer's serving thread and one thread per request; the Shop is under its lock.
 
     with WebMcpSite.serve() as (base, shop): …   # a fresh shop, on a free port
 """
