@@ -50,17 +50,29 @@ the next cell Markdown, type and render it, rename the notebook through the File
 dialog, save it with Control+s (the file on disk holds both cells and the output), open a text
 file from the file browser and read it.
 
+The webmcp task runs a shop's order page of our own (scripts/webmcp_site.py, a threaded HTTP
+server on 127.0.0.1) that registers three page tools (WebMCP): search_products (read-only),
+add_to_cart and checkout, each step checked in the shop's own state: open the page, discover its
+tools (ours: enable_tools for the site group, then page_tools' list; theirs: no call, its
+navigation grows them into its tools/list as webmcp_*), search, add to the cart, check out, read
+the pickup code the page shows. @playwright/mcp runs with a --config that launches Chromium with
+--enable-features=WebMCP: its WebMCP is on by default, but without the feature it finds no tools.
+
 @playwright/mcp is installed from npm into a temporary folder and run with
 --headless --isolated on the same Chromium. It has one browser context per
 server, so its second session is a second server. Characters are those of the
 tools' text content (what a client hands its model); images are counted in
 bytes. The model-visible tools/list (names, descriptions, input schemas) is
-counted beside the answers, and "all in" is both. Speed is measured, not
-asserted; the test suite runs this script on a tiny local site (--site) and on
-Django's admin (ours only) so that it cannot rot.
+counted beside the answers, and "all in" is both. That counts the list once, as it stands
+before the first call; a model reads it on every turn, and in the webmcp task it grows (ours after
+enable_tools, theirs after the page's tools arrive), so that task also reads tools/list before
+every call (those reads are not counted as calls) and reports the sum, tools_list_turns_chars,
+and all_in_turns_chars, the answers plus that sum. Speed is measured, not
+asserted; the test suite runs this script on a tiny local site (--site), on
+Django's admin and on the webmcp task (ours only) so that it cannot rot.
 
-    .venv/bin/python scripts/agent_bench.py [--task docs|admin|spa|tracker|notebook|all] [--json] [--site DIR]
-        [--ours-only]
+    .venv/bin/python scripts/agent_bench.py [--task docs|admin|spa|tracker|notebook|data|webmcp|all] [--json]
+        [--site DIR] [--ours-only]
 
 AGENT_BENCH_SHOW=1 prints every answer to stderr, to see where the characters go.
 """
@@ -91,6 +103,7 @@ from data_site import DataSite  # noqa: E402
 from notebook_site import README, NotebookSite  # noqa: E402
 from spa_site import SpaSite  # noqa: E402
 from tracker_site import TrackerSite  # noqa: E402
+from webmcp_site import WebMcpSite  # noqa: E402
 
 from mcpbrowser.core.browser_process import find_executable  # noqa: E402
 
@@ -131,11 +144,15 @@ class StepFailed(Exception):
 class Meter:
     """Counts what one server's answers cost, per step."""
 
-    def __init__(self, steps=STEPS):
+    def __init__(self, steps=STEPS, per_turn=False):
         self.steps = {name: {"chars": 0, "image_bytes": 0, "calls": 0, "ms": 0.0, "ok": False} for name in steps}
         self.step = None
+        self.per_turn = per_turn  # read tools/list before every call, as it stands at that turn (uncounted calls)
+        self.turn_lists: list[int] = []
 
     async def call(self, session, tool, args, step=None):
+        if self.per_turn:
+            self.turn_lists.append(model_list_chars(await session.list_tools()))
         started = time.perf_counter()
         result = await session.call_tool(tool, args)
         row = self.steps[step or self.step]
@@ -149,6 +166,13 @@ class Meter:
         if result.is_error:
             raise StepFailed(f"{tool} failed: {text[:300]}")
         return text
+
+
+def model_list_chars(listed):
+    """What a client hands its model of tools/list: each tool's name, description and input schema
+    (json.dumps' default separators)."""
+    tools = [t.model_dump(by_alias=True, exclude_none=True) for t in listed.tools]
+    return len(json.dumps([{k: t[k] for k in ("name", "description", "inputSchema")} for t in tools]))
 
 
 def answer(text):
@@ -1303,6 +1327,101 @@ async def theirs_data(meter, sessions, base, task):
     finished(meter, started)
 
 
+# -- the webmcp task: a shop's order page that offers page tools (WebMCP) ------------------
+# Each side uses the page's tools where it can: ours turns the site group on (enable_tools), lists
+# the page's tools (page_tools) and calls them; theirs finds them grown into its tools/list after
+# its navigation (webmcp_*), which it reads with every turn: the per-turn count is what makes that fair.
+# Every step is checked in the shop's own state (webmcp_site.Shop), kept by its HTTP server.
+
+WEBMCP_STEPS = ("open", "discover", "search", "add", "checkout", "confirm")
+PAGE_TOOLS = ("search_products", "add_to_cart", "checkout")
+ORDER = {"query": "lantern", "product": "Storm lantern", "quantity": 2, "name": "Ada Lovelace"}
+
+
+def webmcp_checks(shop):
+    """What the shop must hold after each step (read outside both servers)."""
+    return {
+        "search": lambda: shop.searches == [ORDER["query"]],
+        "add": lambda: [(line["name"], line["quantity"]) for line in shop.cart_answer()["lines"]]
+        == [(ORDER["product"], ORDER["quantity"])],
+        "checkout": lambda: len(shop.orders) == 1 and shop.orders[0]["name"] == ORDER["name"]
+        and [(line["name"], line["quantity"]) for line in shop.orders[0]["lines"]]
+        == [(ORDER["product"], ORDER["quantity"])],
+    }
+
+
+def product_id(found_json):
+    """The id of the wanted product in search_products' answer (the page's JSON list)."""
+    return next((p["id"] for p in json.loads(found_json) if p["name"] == ORDER["product"]), None)
+
+
+def pickup_code(text):
+    return text.split("Pickup code: ", 1)[1].split(".", 1)[0] if "Pickup code: " in text else None
+
+
+async def ours_webmcp(meter, sessions, base, task):
+    s, m, shop = sessions[0], meter.call, task["shop"]
+    checks, started = webmcp_checks(shop), time.perf_counter()
+
+    async def call(sid, name, /, **tool_input):
+        return answer(await m(s, "page_tools", {"sessionId": sid, "name": name, "input": tool_input}))
+
+    meter.step = "open"
+    opened = answer(await m(s, "create_session", {"url": base}))
+    sid = opened["sessionId"]
+    expect("Corner Shop" in opened.get("title", ""), f"open: {opened}")
+    meter.step = "discover"
+    await m(s, "enable_tools", {"groups": ["site"]})
+    listed = answer(await m(s, "page_tools", {"sessionId": sid}))
+    expect({t["name"] for t in listed["tools"]} == set(PAGE_TOOLS), f"discover: {listed}")
+    meter.step = "search"
+    found = await call(sid, "search_products", query=ORDER["query"])
+    wanted = product_id(found["untrustedResult"])
+    expect(wanted is not None and checks["search"](), f"search: {found}")
+    meter.step = "add"
+    await call(sid, "add_to_cart", productId=wanted, quantity=ORDER["quantity"])
+    expect(checks["add"](), f"add: {shop.cart}")
+    meter.step = "checkout"
+    await call(sid, "checkout", name=ORDER["name"])
+    expect(checks["checkout"](), f"checkout: {shop.orders}")
+    meter.step = "confirm"
+    shown = await m(s, "snapshot", {"sessionId": sid, "query": "Pickup code"})
+    expect(pickup_code(shown) == shop.orders[0]["pickupCode"], f"confirm: {shown[:300]}")
+    await m(s, "close_session", {"sessionId": sid})
+    finished(meter, started)
+
+
+async def theirs_webmcp(meter, sessions, base, task):
+    s, m, shop = sessions[0], meter.call, task["shop"]
+    checks, started = webmcp_checks(shop), time.perf_counter()
+
+    async def call(name, /, **tool_input):
+        text = await m(s, "webmcp_" + name, tool_input)
+        # Its answer: a preamble, then the page's result as JSON ({content: [{type: text, text}]}).
+        return json.loads(text.split("untrusted:\n", 1)[1].split("\n###", 1)[0])["content"][0]["text"]
+
+    meter.step = "open"
+    opened = await m(s, "browser_navigate", {"url": base})
+    expect("Corner Shop" in opened, f"open: {opened[:300]}")
+    meter.step = "discover"  # no call: its navigation grew the page's tools into the tools/list it reads
+    grown = {t.name for t in (await s.list_tools()).tools if t.name.startswith("webmcp_")}
+    expect(grown == {"webmcp_" + name for name in PAGE_TOOLS}, f"discover: {grown}")
+    meter.step = "search"
+    wanted = product_id(await call("search_products", query=ORDER["query"]))
+    expect(wanted is not None and checks["search"](), f"search: {shop.searches}")
+    meter.step = "add"
+    await call("add_to_cart", productId=wanted, quantity=ORDER["quantity"])
+    expect(checks["add"](), f"add: {shop.cart}")
+    meter.step = "checkout"
+    await call("checkout", name=ORDER["name"])
+    expect(checks["checkout"](), f"checkout: {shop.orders}")
+    meter.step = "confirm"
+    shown = await m(s, "browser_find", {"text": "Pickup code"})
+    expect(pickup_code(shown) == shop.orders[0]["pickupCode"], f"confirm: {shown[:300]}")
+    await m(s, "browser_close", {})
+    finished(meter, started)
+
+
 # -- running it ---------------------------------------------------------------------------
 
 def ensure_site(site):
@@ -1323,14 +1442,24 @@ class _Quiet(QuietHandler, SimpleHTTPRequestHandler):
     pass
 
 
+def pwmcp_webmcp_params(cli, executable, temp):
+    """@playwright/mcp as for the other tasks, its Chromium able to run page tools: its WebMCP is on by
+    default, but it does not launch Chromium with the feature, so without this it finds no page tools."""
+    config = os.path.join(temp, "pwmcp-webmcp.json")
+    with open(config, "w") as f:
+        json.dump({"browser": {"launchOptions": {"args": ["--enable-features=WebMCP"]}}}, f)
+    params = pwmcp_params(cli, executable)
+    return params.model_copy(update={"args": [*params.args, "--config", config]})
+
+
 def serve(site):
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=site))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_port}/"
 
 
-async def measure(params_pair, task_fn, base, task, steps=STEPS):
-    meter = Meter(steps)
+async def measure(params_pair, task_fn, base, task, steps=STEPS, per_turn=False):
+    meter = Meter(steps, per_turn)
     async with AsyncExitStack() as stack:
         sessions = []
         for params in params_pair:
@@ -1338,13 +1467,12 @@ async def measure(params_pair, task_fn, base, task, steps=STEPS):
             session = await stack.enter_async_context(ClientSession(read, write))
             await session.initialize()
             sessions.append(session)
-        tools = [t.model_dump(by_alias=True, exclude_none=True) for t in (await sessions[0].list_tools()).tools]
-        # What a client hands its model on every turn: each tool's name, description and input
-        # schema (json.dumps' default separators). The whole JSON (titles, annotations, output
-        # schemas) is what crosses the wire, reported beside it.
-        meter.tools_list_chars = len(json.dumps([{k: t[k] for k in ("name", "description", "inputSchema")}
-                                                 for t in tools]))
-        meter.tools_list_json_chars = len(json.dumps(tools))
+        listed = await sessions[0].list_tools()
+        # What a client hands its model on every turn (model_list_chars). The whole JSON (titles,
+        # annotations, output schemas) is what crosses the wire, reported beside it.
+        meter.tools_list_chars = model_list_chars(listed)
+        meter.tools_list_json_chars = len(json.dumps([t.model_dump(by_alias=True, exclude_none=True)
+                                                      for t in listed.tools]))
         await asyncio.sleep(1.0)  # both servers start their browsers at their own pace; not the agent's cost
         try:
             await task_fn(meter, sessions, base, task)
@@ -1358,10 +1486,14 @@ async def measure(params_pair, task_fn, base, task, steps=STEPS):
 def totals(meter):
     rows = meter.steps.values()
     chars = sum(r["chars"] for r in rows)
-    return {"chars": chars, "image_bytes": sum(r["image_bytes"] for r in rows),
-            "calls": sum(r["calls"] for r in rows), "ms": round(meter.wall_ms) if meter.wall_ms else None,
-            "all_ok": meter.error is None, "tools_list_chars": meter.tools_list_chars,
-            "tools_list_json_chars": meter.tools_list_json_chars, "all_in_chars": chars + meter.tools_list_chars}
+    out = {"chars": chars, "image_bytes": sum(r["image_bytes"] for r in rows),
+           "calls": sum(r["calls"] for r in rows), "ms": round(meter.wall_ms) if meter.wall_ms else None,
+           "all_ok": meter.error is None, "tools_list_chars": meter.tools_list_chars,
+           "tools_list_json_chars": meter.tools_list_json_chars, "all_in_chars": chars + meter.tools_list_chars}
+    if meter.per_turn:
+        out["tools_list_turns_chars"] = sum(meter.turn_lists)
+        out["all_in_turns_chars"] = chars + out["tools_list_turns_chars"]
+    return out
 
 
 def ratio(a, b):
@@ -1372,13 +1504,14 @@ def compare(result):
     """Ratios of ours to theirs, and which targets one task met."""
     ot, tt = result["ours"]["total"], result["theirs"]["total"]
     result["ratios"] = {k: ratio(ot[k], tt[k]) for k in (
-        "chars", "tools_list_chars", "all_in_chars", "image_bytes", "calls", "ms")}
+        "chars", "tools_list_chars", "all_in_chars", "tools_list_turns_chars", "all_in_turns_chars", "image_bytes",
+        "calls", "ms") if k in ot}
     result["targets_met"] = {
         **{k: result["ratios"][k] is not None and result["ratios"][k] <= limit for k, limit in TARGETS.items()},
         "calls": ot["calls"] <= tt["calls"], "all_ok": ot["all_ok"] and tt["all_ok"]}
 
 
-TASKS = ("docs", "admin", "spa", "tracker", "notebook", "data")
+TASKS = ("docs", "admin", "spa", "tracker", "notebook", "data", "webmcp")
 ADMIN_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-admin")
 SPA_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-spa")
 TRACKER_FOLDER = os.path.join(os.path.expanduser("~"), ".cache", "mcpbrowser", "agent-bench-tracker")
@@ -1392,8 +1525,8 @@ def main():
     parser.add_argument("--task", choices=(*TASKS, "all"), default="all",
                         help="docs (a documentation site), admin (Django's admin application), spa (optuna-dashboard, "
                              "a single-page application), tracker (Roundup, an issue tracker), notebook (JupyterLab, "
-                             "a notebook IDE with a kernel), data (SQLAdmin, a data-browsing application), or all "
-                             "(default)")
+                             "a notebook IDE with a kernel), data (SQLAdmin, a data-browsing application), webmcp "
+                             "(a shop's page that offers page tools, ours: scripts/webmcp_site.py), or all (default)")
     parser.add_argument("--admin-folder", default=ADMIN_FOLDER,
                         help="where Django is installed for the admin task, and its database kept "
                              f"(default {ADMIN_FOLDER})")
@@ -1511,6 +1644,15 @@ def main():
                     fn = ours_data if side == "ours" else theirs_data
                     meter = asyncio.run(measure(params, fn, base, {"db": db}, DATA_STEPS))
                 result[side] = {"steps": meter.steps, "total": totals(meter), "error": meter.error}
+        if "webmcp" in tasks:
+            result = results["tasks"]["webmcp"] = {"site": "a shop's page tools", "steps": list(WEBMCP_STEPS)}
+            for side, params in sides:
+                if side == "theirs":
+                    params = [pwmcp_webmcp_params(cli, executable, temp)]
+                with WebMcpSite.serve() as (base, shop):  # each server on a fresh shop
+                    fn = ours_webmcp if side == "ours" else theirs_webmcp
+                    meter = asyncio.run(measure(params, fn, base, {"shop": shop}, WEBMCP_STEPS, per_turn=True))
+                result[side] = {"steps": meter.steps, "total": totals(meter), "error": meter.error}
         for result in results["tasks"].values():
             if "theirs" in result:
                 compare(result)
@@ -1545,6 +1687,8 @@ def report(results):
             t = result[side]["total"]
             print(f"{side}: image bytes {t['image_bytes']}, tools/list {t['tools_list_chars']} characters as a "
                   f"model reads it ({t['tools_list_json_chars']} as JSON), all in {t['all_in_chars']}"
+                  + (f"; tools/list at every call {t['tools_list_turns_chars']}, all in so {t['all_in_turns_chars']}"
+                     if "tools_list_turns_chars" in t else "")
                   + (f", FAILED at {result[side]['error']}" if result[side]["error"] else ""))
         if "ratios" in result:
             print("ours/theirs:", ", ".join(f"{k} {v}" for k, v in result["ratios"].items()))

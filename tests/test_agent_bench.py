@@ -1,5 +1,5 @@
-"""Smoke test of scripts/agent_bench.py on a tiny local site and on three real applications
-(Django's admin, optuna-dashboard, Roundup; mcpbrowser only), so that it cannot rot.
+"""Smoke test of scripts/agent_bench.py on a tiny local site, on three real applications (Django's admin,
+optuna-dashboard, Roundup) and on a shop's page tools (mcpbrowser only), so that it cannot rot.
 
 It checks that every intention runs and is counted, never how fast (speed stays
 out of the tests). The real measure runs on Sphinx's manual: see docs/performance.md.
@@ -136,3 +136,17 @@ def test_the_tracker_task_runs_through_mcpbrowser_on_roundup(site):
     ours = json.loads(done.stdout)["tasks"]["tracker"]["ours"]
     assert ours["error"] is None and list(ours["steps"]) == ["login", "report", "recover", "find", "edit", "logout"]
     assert all(step["ok"] and step["calls"] >= 1 and step["chars"] > 0 for step in ours["steps"].values())
+
+
+def test_the_webmcp_task_runs_through_mcpbrowser_on_a_shops_page_tools(site):
+    """A shop's page of our own that registers page tools (scripts/webmcp_site.py): each step is checked in the
+    shop's state, and tools/list is counted at every call, grown once enable_tools turned the site group on."""
+    done = run(site, "--ours-only", "--task", "webmcp")
+    assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
+    ours = json.loads(done.stdout)["tasks"]["webmcp"]["ours"]
+    assert ours["error"] is None and list(ours["steps"]) == ["open", "discover", "search", "add", "checkout",
+                                                             "confirm"]
+    assert all(step["ok"] and step["calls"] >= 1 and step["chars"] > 0 for step in ours["steps"].values())
+    total = ours["total"]
+    assert total["tools_list_turns_chars"] > total["tools_list_chars"] * total["calls"]  # the list grew
+    assert total["all_in_turns_chars"] == total["chars"] + total["tools_list_turns_chars"]
