@@ -78,6 +78,14 @@ PAGES = {
     "/listen.js": "addEventListener('message', function onMessage() { const t = performance.now(); "
                   f"while (performance.now() - t < {TASK_MS}) {{}} }}); "
                   "addEventListener('load', () => postMessage('go', '*'));",
+    "/frame": "<!doctype html><title>frame</title><p>Framed.</p><script src='/frame.js'></script>",
+    "/frame.js": "addEventListener('load', () => setTimeout(() => requestAnimationFrame(function onFrame() { "
+                 f"const t = performance.now(); while (performance.now() - t < {TASK_MS}) {{}} }}), 100));",
+    "/promise": "<!doctype html><title>promise</title><p>Promised.</p><script src='/promise.js'></script>",
+    # A promise's reaction runs as a microtask of the task that settled it: the browser names that task's
+    # function (the timer's), in the page's script.
+    "/promise.js": "addEventListener('load', () => setTimeout(function settle() { Promise.resolve().then(() => { "
+                   f"const t = performance.now(); while (performance.now() - t < {TASK_MS}) {{}} }}); }}, 100));",
 }
 TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png"}
 
@@ -190,7 +198,9 @@ def test_a_long_task_is_named_with_its_script(browser, session, site):
 @pytest.mark.parametrize("cpu_rate", [1, 4])
 @pytest.mark.parametrize("path, script, function", [("/timer", "timer.js", "longTask300"),
                                                     ("/interval", "tick.js", "tick"),
-                                                    ("/listener", "listen.js", "onMessage")])
+                                                    ("/listener", "listen.js", "onMessage"),
+                                                    ("/frame", "frame.js", "onFrame"),
+                                                    ("/promise", "promise.js", "settle")])
 def test_a_long_task_is_named_with_its_function_whoever_scheduled_it(browser, session, site, path, script,
                                                                       function, cpu_rate):
     # The settle (an init script in every document) notes the page's timers: the browser must still credit
