@@ -41,6 +41,16 @@ def test_the_configuration_reference_lists_every_setting():
     assert "`--http-tokens`" in page and "`--http-allowed-origins`" in page and "`--http-path`" in page
 
 
+def test_the_configuration_pages_table_of_areas_names_every_flag():
+    """docs/configuration.md's table says where each area's flags are explained: a flag left out is a setting
+    a reader of that page never meets (--view and --view-trusted-proxy were)."""
+    page = (ROOT / "docs/configuration.md").read_text()
+    table = page.split("| Area |", 1)[1].split("\n\n", 1)[0]
+    named = set(re.findall(r"`(--[a-z-]+)`", table))
+    flags = {"--" + f.name.replace("_", "-") for f in dataclasses.fields(Config)}
+    assert len(flags) > 60 and flags <= named, sorted(flags - named)
+
+
 def test_every_error_code_has_a_when_row_in_the_manual():
     """The errors table of docs/tools.md says when each code comes; a new code without a row fails here."""
     page = (ROOT / "docs/tools.md").read_text()
