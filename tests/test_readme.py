@@ -1,5 +1,6 @@
-"""The README's commands as a new user runs them: the Quick start's demo, the library's example, the test command CI runs."""
+"""The README's commands as a new user runs them: the Quick start's demo, the library example, the test command."""
 
+import os
 import pathlib
 import re
 import subprocess
@@ -21,21 +22,23 @@ def blocks(text, language):
     return re.findall(rf"```{language}\n(.*?)```", text, re.S)
 
 
-def test_the_quick_start_runs_as_written():
+def test_the_quick_start_runs_as_written(tmp_path):
     first = section("Quick start")
     assert README.index("\n## Quick start\n") < README.index("\n## Measured\n")  # how to start, before the figures
     demo, tests = blocks(first, "sh")
     # The demo sets up what the server needs (setup.sh, idempotent), then drives a page it serves on 127.0.0.1.
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", demo], cwd=ROOT, capture_output=True, text=True,
-                          timeout=180)
+                          timeout=180, env={**os.environ, "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr[-3000:]
     said = done.stdout.splitlines()
     assert [line.split("] ", 1)[1].split(":", 1)[0] for line in said[:-1]] == [
         "initialize", "tools/list", "create_session", "navigate", "type", "click", "list_sessions",
         "click (error)", "close_session"], said
-    assert "'title': 'Signed by Ada Lovelace'" in said[5] and "http://127.0.0.1:" in said[3]
+    assert '"title": "Signed by Ada Lovelace"' in said[5] and "http://127.0.0.1:" in said[3]
     assert "ELEMENT_NOT_FOUND" in said[7]
     assert said[-1] in first  # the line the README says it ends with
+    # It kept no history where the user's own lives (the MCP client passes the server HOME, not XDG_DATA_HOME).
+    assert not (tmp_path / ".local" / "share" / "mcpbrowser").exists()
     # The test command is the one CI runs, and it installs the test tools the demo does not.
     assert tests.strip() == "bash scripts/test.sh"
     assert (ROOT / ".ci" / "run").read_text().rstrip().endswith("\nbash scripts/test.sh")
