@@ -78,6 +78,17 @@ def test_the_readme_is_a_front_door_whose_links_lead_somewhere():
     assert not broken, broken
 
 
+def test_the_readmes_figures_follow_its_quick_start_one_dated_linked_line_each():
+    readme = (ROOT / "README.md").read_text()
+    assert readme.index("\n## Quick start\n") < readme.index("\n## Measured\n")  # what it is and how to start first
+    measured = readme.split("\n## Measured\n", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in measured.splitlines() if line.startswith("- ")]
+    assert len(lines) >= 8
+    for line in lines:
+        assert re.search(r"\(20\d\d-\d\d-\d\d[^)]*\[[^]]+\]\(docs/[^)]+\)\)\.$", line), line  # (date, [what](link)).
+        assert "#issue" not in line and "previous" not in line, line  # a figure, not a note about an issue
+
+
 def test_a_default_named_in_a_description_keeps_its_parenthesis():
     """The reference's Default column: a default with a parenthesised note comes whole (snapshot's maxNodes)."""
     assert gen_docs.default_of({"description": "Default 1000 (section 200, 30 a query term)."}) == \

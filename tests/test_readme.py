@@ -24,7 +24,6 @@ def blocks(text, language):
 
 def test_the_quick_start_runs_as_written(tmp_path):
     first = section("Quick start")
-    assert README.index("\n## Quick start\n") < README.index("\n## Measured\n")  # how to start, before the figures
     demo, tests = blocks(first, "sh")
     # The demo sets up what the server needs (setup.sh, idempotent), then drives a page it serves on 127.0.0.1.
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", demo], cwd=ROOT, capture_output=True, text=True,
@@ -56,3 +55,4 @@ def test_the_librarys_example_runs_without_the_internet(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["ELEMENT_NOT_FOUND", "Hello"]
     assert list(tmp_path.iterdir()) == []  # db=":memory:": no history file
+
