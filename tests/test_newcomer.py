@@ -55,25 +55,23 @@ def test_a_run_with_db_memory_writes_no_history_file_and_reads_its_calls(tmp_pat
     assert not [f for f in files_under(home) if f.endswith((".db", ".db-wal", ".db-shm"))]
 
 
-def test_chromiums_own_advice_on_a_password_field_is_not_the_pages_console(site):
-    c = McpClient()
-    try:
-        sid = c.tool("create_session")["sessionId"]
-        quiet = c.tool("navigate", sessionId=sid, url=site.url + "/login")
-        assert quiet["meta"]["hasConsoleLogs"] is False, quiet
-        assert c.tool("console_logs", sessionId=sid)["entries"] == []
-        # The positive control: the same field on a page that does log, at its lowest level (debug).
-        spoke = c.tool("navigate", sessionId=sid, url=site.url + "/speaks")
-        assert spoke["meta"]["hasConsoleLogs"] is True
-        assert [e["message"] for e in c.tool("console_logs", sessionId=sid)["entries"]] == ["the page"]
+def test_chromiums_own_advice_on_a_password_field_is_not_the_pages_console(client, session, site):
+    quiet = client.tool("navigate", sessionId=session, url=site.url + "/login")
+    assert quiet["meta"]["hasConsoleLogs"] is False, quiet
+    assert client.tool("console_logs", sessionId=session)["entries"] == []
+    # The positive control: the same field on a page that does log, at its lowest level (debug).
+    spoke = client.tool("navigate", sessionId=session, url=site.url + "/speaks")
+    assert spoke["meta"]["hasConsoleLogs"] is True
+    assert [e["message"] for e in client.tool("console_logs", sessionId=session)["entries"]] == ["the page"]
 
-        # A session its agent closed: SESSION_NOT_FOUND names both ways on, a new session and this one back.
-        c.tool("close_session", sessionId=sid)
-        gone = c.error("navigate", sessionId=sid, url=site.url + "/login")
-        assert gone["errorCode"] == "SESSION_NOT_FOUND" and gone["details"]["resumable"] is True, gone
-        assert "create_session" in gone["message"] and "resume_session" in gone["message"], gone
-        back = c.tool("resume_session", sessionId=sid)  # the way it names works
-        assert back["url"] == site.url + "/speaks", back
-        c.tool("close_session", sessionId=sid)
-    finally:
-        c.close()
+
+def test_a_closed_sessions_error_names_a_new_session_and_resuming_it(client, site):
+    sid = client.tool("create_session")["sessionId"]
+    client.tool("navigate", sessionId=sid, url=site.url + "/speaks")
+    client.tool("close_session", sessionId=sid)
+    gone = client.error("navigate", sessionId=sid, url=site.url + "/login")
+    assert gone["errorCode"] == "SESSION_NOT_FOUND" and gone["details"]["resumable"] is True, gone
+    assert "create_session" in gone["message"] and "resume_session" in gone["message"], gone
+    back = client.tool("resume_session", sessionId=sid)  # the way it names works
+    assert back["url"] == site.url + "/speaks", back
+    client.tool("close_session", sessionId=sid)
