@@ -353,7 +353,8 @@ def test_the_origin_rule_both_ways(served, agents, alice_session):
     foreign = "http://127.0.0.1:9"  # the same host on another port: the same site, another origin
     for named in ({"Origin": foreign}, {"Referer": foreign + "/page"}, {"Referer": "not a url"},
                   {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"},
-                  {"Origin": foreign, "Referer": served.base + "/view/"}):
+                  {"Origin": foreign, "Referer": served.base + "/view/"}, {"Origin": "http://\u00e9.example"},
+                  {"Referer": "http://\u00e9.example/"}):
         assert ann.request(take, b"", {**token, **named})[0] == 403, named
     for unsigned in ({}, {"Origin": served.base}, {"X-CSRF-Token": ""}):
         assert ann.request(take, b"", unsigned)[0] == 403, unsigned
