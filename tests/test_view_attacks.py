@@ -356,7 +356,8 @@ def test_the_origin_rule_both_ways(served, agents, alice_session):
                   {"Origin": foreign, "Referer": served.base + "/view/"}, {"Origin": "http://\u00e9.example"},
                   {"Referer": "http://\u00e9.example/"}):
         assert ann.request(take, b"", {**token, **named})[0] == 403, named
-    for unsigned in ({}, {"Origin": served.base}, {"X-CSRF-Token": ""}):
+    for unsigned in ({}, {"Origin": served.base}, {"X-CSRF-Token": ""},
+                     {"X-CSRF-Token": "\u00e9", "Origin": served.base}):
         assert ann.request(take, b"", unsigned)[0] == 403, unsigned
     assert held_by(ann, alice_session) is None  # nothing refused took it
     for own in ({"Origin": served.base}, {"Referer": served.base + f"/view/s/{alice_session}"}, {}):
