@@ -1,7 +1,8 @@
 """Demo: start mcpbrowser through the official MCP client and drive a local page, printing each step.
 
-Run with `bash scripts/demo.sh` (it sets everything up first). Extra arguments
-are passed to the server, for example `--headless` or `--log-level debug`.
+Run with `bash scripts/demo.sh` (it sets everything up first). Extra arguments are passed to the
+server instead of the default `--headless --db :memory:`, for example `--db demo.db --log-level debug`
+(a window, and the history kept in demo.db).
 """
 
 import json
@@ -57,8 +58,8 @@ async def main(server_args):
 
                 async def call(name, **arguments):
                     result = await session.call_tool(name, arguments)
-                    payload = json.loads(result.content[0].text)
-                    step(name + (" (error)" if result.is_error else ""), started, payload)
+                    payload = json.loads(result.content[0].text)  # the text the model reads
+                    step(name + (" (error)" if result.is_error else ""), started, json.dumps(payload))
                     return payload
 
                 sid = (await call("create_session"))["sessionId"]
@@ -73,5 +74,6 @@ async def main(server_args):
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:] or ["--headless"]
+    # A demo keeps no history: the user's own (~/.local/share/mcpbrowser/history.db) is for their agents.
+    args = sys.argv[1:] or ["--headless", "--db", ":memory:"]
     anyio.run(main, args)

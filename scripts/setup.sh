@@ -1,23 +1,32 @@
 #!/usr/bin/env bash
-# Install everything mcpbrowser needs on a fresh machine; safe to run again.
-#   - a virtualenv in .venv with mcpbrowser and its test extra (from PyPI)
-#   - a Chromium, if none is found: Debian's package when root, else Playwright's own
+# Install what mcpbrowser needs on a fresh machine; safe to run again.
+#   bash scripts/setup.sh        the server: a virtualenv in .venv with mcpbrowser, its HTTP server
+#                                (waitress, for --http) and the MCP client the demo drives it with
+#   bash scripts/setup.sh test   that, and the test tools: the test extra, tox (scripts/test.sh)
+# and either way a Chromium, if none is found: Debian's package when root, else Playwright's own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
-stamp=.venv/.mcpbrowser-installed
+case "${1:-server}" in
+  server) extras=http,demo; tools="" ;;
+  # tox-uv: tox's environments built by uv, 3-7 s each instead of ~26 s with pip, which keeps
+  # the whole suite (four tox environments of other Pythons and checks) inside its budget.
+  test) extras=http,demo,test; tools="tox tox-uv" ;;
+  *) echo "setup: unknown argument '$1' (give nothing for the server and the demo, or 'test')" >&2; exit 2 ;;
+esac
+# One stamp per level: what was installed, for these setup files. A test setup holds the server's too.
 want=$(cat setup.cfg setup.py scripts/setup.sh | sha1sum | cut -d' ' -f1)
+stamp=".venv/.mcpbrowser-${1:-server}"
 
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($PYTHON --version)" >&2
   "$PYTHON" -m venv .venv
 fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "setup: installing mcpbrowser and its test dependencies into .venv" >&2
-  # tox-uv: tox's environments built by uv, 3-7 s each instead of ~26 s with pip, which keeps
-  # the whole suite (four tox environments of other Pythons and checks) inside its budget.
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]' tox tox-uv
+  echo "setup: installing mcpbrowser[$extras]${tools:+ $tools} into .venv" >&2
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[$extras]" $tools
+  echo "$want" > .venv/.mcpbrowser-server
   echo "$want" > "$stamp"
 fi
 

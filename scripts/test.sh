@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up (idempotent), then run the whole test suite:
+# Set up with the test tools (idempotent: `scripts/setup.sh test`), then run the whole test suite:
 #   1. the full suite on the project's .venv (extra arguments go to pytest, and
 #      then only this step runs, one test at a time): the modules in parallel worker
 #      processes, then the tests marked `alone` (they bound a time or a CPU share) two at a time;
@@ -8,7 +8,7 @@
 #      site (`mkdocs build --strict`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh test
 
 if [ "$#" -gt 0 ]; then
   exec .venv/bin/python -m pytest "$@"

@@ -41,6 +41,16 @@ def test_the_configuration_reference_lists_every_setting():
     assert "`--http-tokens`" in page and "`--http-allowed-origins`" in page and "`--http-path`" in page
 
 
+def test_the_configuration_pages_table_of_areas_names_every_flag():
+    """docs/configuration.md's table says where each area's flags are explained: a flag left out is a setting
+    a reader of that page never meets (--view and --view-trusted-proxy were)."""
+    page = (ROOT / "docs/configuration.md").read_text()
+    table = page.split("| Area |", 1)[1].split("\n\n", 1)[0]
+    named = set(re.findall(r"`(--[a-z-]+)`", table))
+    flags = {"--" + f.name.replace("_", "-") for f in dataclasses.fields(Config)}
+    assert len(flags) > 60 and flags <= named, sorted(flags - named)
+
+
 def test_every_error_code_has_a_when_row_in_the_manual():
     """The errors table of docs/tools.md says when each code comes; a new code without a row fails here."""
     page = (ROOT / "docs/tools.md").read_text()
@@ -66,6 +76,17 @@ def test_the_readme_is_a_front_door_whose_links_lead_somewhere():
     assert any(link.startswith("docs/") for link in local)  # the attempt: it links into the manual
     broken = [link for link in local if not (ROOT / link).exists()]
     assert not broken, broken
+
+
+def test_the_readmes_figures_follow_its_quick_start_one_dated_linked_line_each():
+    readme = (ROOT / "README.md").read_text()
+    assert readme.index("\n## Quick start\n") < readme.index("\n## Measured\n")  # what it is and how to start first
+    measured = readme.split("\n## Measured\n", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in measured.splitlines() if line.startswith("- ")]
+    assert len(lines) >= 8
+    for line in lines:
+        assert re.search(r"\(20\d\d-\d\d-\d\d[^)]*\[[^]]+\]\(docs/[^)]+\)\)\.$", line), line  # (date, [what](link)).
+        assert "#issue" not in line and "previous" not in line, line  # a figure, not a note about an issue
 
 
 def test_a_default_named_in_a_description_keeps_its_parenthesis():

@@ -10,8 +10,11 @@ same request with the right credentials did what the attack could not.
 import http.client
 import json
 import os
+import pathlib
+import re
 import signal
 import socket
+import subprocess
 import threading
 import time
 import urllib.error
@@ -358,6 +361,54 @@ def test_a_same_site_page_on_another_port_cannot_take_over(served, site, agents,
     assert held_by(ann, alice_session) is None
     assert post(ann, take)[0] == 200 and held_by(ann, alice_session) == "alice"  # positive control
     assert post(ann, f"/view/api/s/{alice_session}/handback")[0] == 200
+
+
+def test_the_origin_rule_both_ways(served, agents, alice_session):
+    """docs/view.md's rule (auth.same_origin says why): a change that names an origin must name the view's;
+    one that names none (a script: curl sends no Origin) is accepted with the CSRF token, never without."""
+    ann = person(served, ALICE)
+    take, back = f"/view/api/s/{alice_session}/takeover", f"/view/api/s/{alice_session}/handback"
+    token = {"X-CSRF-Token": ann.token}
+    foreign = "http://127.0.0.1:9"  # the same host on another port: the same site, another origin
+    for named in ({"Origin": foreign}, {"Referer": foreign + "/page"}, {"Referer": "not a url"},
+                  {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"},
+                  {"Origin": foreign, "Referer": served.base + "/view/"}, {"Origin": "http://\u00e9.example"},
+                  {"Referer": "http://\u00e9.example/"}):
+        assert ann.request(take, b"", {**token, **named})[0] == 403, named
+    for unsigned in ({}, {"Origin": served.base}, {"X-CSRF-Token": ""},
+                     {"X-CSRF-Token": "\u00e9", "Origin": served.base}):
+        assert ann.request(take, b"", unsigned)[0] == 403, unsigned
+    assert held_by(ann, alice_session) is None  # nothing refused took it
+    for own in ({"Origin": served.base}, {"Referer": served.base + f"/view/s/{alice_session}"}, {}):
+        assert ann.request(take, b"", {**token, **own})[0] == 200, own
+        assert held_by(ann, alice_session) == "alice"
+        assert ann.request(back, b"", {**token, **own})[0] == 200, own
+        assert held_by(ann, alice_session) is None
+
+
+def test_the_manuals_curl_commands_take_over_and_hand_back(served, site, agents, alice_session, tmp_path):
+    """docs/view.md's curl lines, as written (the port the manual names made this server's), run by bash."""
+    alice, _ = agents
+    alice.tool("navigate", sessionId=alice_session, url=f"{site.url}/login")
+    manual = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "view.md").read_text()
+    section = manual.split("\n## From a script (curl)\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```sh\n(.*?)```", section, re.S)
+    lines = block.replace("127.0.0.1:8931", served.base.split("://", 1)[1]).strip().splitlines()
+    assert len(lines) == 6 and "8931" not in "".join(lines)
+    script = "".join(f"{line}\necho; echo '--- {n}'\n" for n, line in enumerate(lines))
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "TOKEN": ALICE, "SESSION": alice_session}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    said = [part.strip() for part in re.split(r"^--- \d+$", done.stdout, flags=re.M)][:6]
+    assert said[0] == "" and said[1] == ""  # the sign-in's 303 and the CSRF line say nothing
+    assert alice_session in [s["sessionId"] for s in json.loads(said[2])["sessions"]]
+    assert json.loads(said[3]) == {"heldBy": "alice"}
+    assert json.loads(said[4]) == {"done": True}
+    assert json.loads(said[5]) == {"heldBy": None}
+    ann = person(served, ALICE)
+    assert held_by(ann, alice_session) is None
+    calls = json.loads(ann.request(f"/view/api/s/{alice_session}")[2])["calls"]
+    assert [c["tool"] for c in calls if c["tool"] == "person_input"] == ["person_input"]  # the click reached the page
 
 
 def test_a_hostile_page_in_the_agents_browser_reaches_nothing(served, site, agents, alice_session):

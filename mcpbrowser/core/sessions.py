@@ -406,8 +406,9 @@ class SessionRegistry:
     def _resume_hint(self, session_id: str) -> tuple[str, bool]:
         """(hint, resumable): whether resume_session can bring a closed session back."""
         if self.history.has_saved_state(session_id):
-            return ("Call resume_session with this sessionId to reopen it in a fresh context with its "
-                    "cookies, local storage and last URL.", True)
+            # Both ways on: an agent that closed the session on purpose wants a new one, not this one back.
+            return ("Call create_session for a new session, or resume_session with this sessionId to reopen "
+                    "this one in a fresh context with its cookies, local storage and last URL.", True)
         return "Nothing was saved for it, so it cannot be resumed: call create_session.", False
 
     def expired_error(self, session_id: str) -> SessionExpired:

@@ -301,6 +301,12 @@ class EventBuffers:
         # the load's answer: the agent's next call then reported a console error the page never made.
         if _icon_miss(message.text, loc.get("url", "")):
             return
+        # Chromium's own advice to developers ("[DOM] Input elements should have autocomplete attributes" on
+        # every page with a password field, "[Violation] …") comes at the level `verbose`, which no console
+        # call of a page has (console.debug is `debug`). It made every login page answer hasConsoleLogs:true;
+        # DevTools hides that level unless asked, and so do we.
+        if message.type == "verbose":
+            return
         text, where = message.text, f"{loc.get('url', '')}:{loc.get('lineNumber', 0)}:{loc.get('columnNumber', 0)}"
         head, marked, caller = text.rpartition(WHERE_MARK)
         if marked:  # passed through the console guard, which names the caller last

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcpbrowser.domains import is_loopback
 
@@ -66,10 +67,23 @@ def own_origin(environ: dict[str, Any], trust_proxy: bool) -> str:
 
 
 def same_origin(environ: dict[str, Any], trust_proxy: bool) -> bool:
-    """Whether a state-changing request came from the view's own pages (Origin, else Fetch metadata)."""
+    """Whether a state-changing request may be from the view's own pages: Origin, else Referer, else Fetch metadata."""
+    # As OWASP's CSRF cheat sheet has it: verify the source origin when the request names one (Origin,
+    # else Referer), and refuse one that is not ours. When it names none, accept, and let the CSRF token
+    # decide (the caller checks it on every change): that token is the primary defence, and it is read
+    # only from a page of the view served to a signed-in cookie. Every browser sends Origin on a POST
+    # (same-origin fetches and forms too), so a request without Origin or Referer is not a browser's page
+    # acting with a person's cookie but a script (curl, a monitor) that holds its own cookie and token,
+    # which docs/view.md tells operators to use. Refusing it would protect nothing and lock scripts out.
+    # Plain ==: an origin is no secret, and hmac.compare_digest raised (a 500) on a header of non-ASCII text.
+    own = own_origin(environ, trust_proxy)
     origin = environ.get("HTTP_ORIGIN")
     if origin is not None:
-        return hmac.compare_digest(origin.rstrip("/").lower(), own_origin(environ, trust_proxy))
+        return origin.rstrip("/").lower() == own
+    referer = environ.get("HTTP_REFERER")
+    if referer is not None:
+        parts = urlsplit(referer)
+        return f"{parts.scheme}://{parts.netloc}".lower() == own
     return environ.get("HTTP_SEC_FETCH_SITE", "same-origin") in ("same-origin", "none")
 
 
