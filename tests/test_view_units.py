@@ -106,8 +106,7 @@ def _get(app, path, address, headers=None):
 
 def test_wrong_one_time_keys_by_get_are_counted_as_refused_sign_ins():
     """The one-time key comes by GET: guessing it from one address is slowed down as a token's POST is."""
-    core = SimpleNamespace(registry=None, tools={}, user=SimpleNamespace(view_path=None),
-                           config=SimpleNamespace(max_sessions=10))
+    core = SimpleNamespace(tools={}, max_sessions=10)  # the face's: the view reads nothing else of it here
     signs = SignIns({}, set())
     app = ViewApp(core, sign_ins=signs, trust_proxy=True)  # behind a proxy, whose address every guess shares
     key = signs.one_time_key
