@@ -118,6 +118,15 @@ TRICKS = {
     "scroll-state": ("<style>html{container-type:scroll-state} .up{display:none} @container scroll-state(scrollable: "
                      "top){ .up{display:block} }</style><p class=up>Back to top</p><div style='height:3000px'></div>"
                      "<input id=f aria-label=Note>", "Note", "seven words"),
+    # A text field that is a secret one (a one-time code): the page watch would prove the edit, the look after the
+    # typing refuses it; a code too short to scrub from every text is hidden in its field by the walk alone.
+    "one-time-code": ("<input id=f aria-label=Note autocomplete=one-time-code>", "Note", "739"),
+    # What the typing set off, later than the settle's first look (a timer, a request): the proof sent with the
+    # settle saw only the value, and the settle then waited for the rest (issue 75).
+    "late-write": ("<input id=f aria-label=Note><p id=o></p><script>f.oninput = () => setTimeout(() => "
+                   "{ o.textContent = 'Saved ' + f.value }, 60)</script>", "Note", "seven words"),
+    "late-request": ("<input id=f aria-label=Note><p id=o></p><script>f.oninput = () => fetch('/title/saved')"
+                     ".then(r => r.text()).then(() => { o.textContent = 'Saved' })</script>", "Note", "seven words"),
     "scroll-timeline": ("<style>@keyframes p{from{pointer-events:auto} to{pointer-events:none}} button{animation:p "
                         "linear both;animation-timeline:scroll(root)}</style><button>Top</button><div "
                         "style='height:3000px'></div><input id=f aria-label=Note>", "Note", "seven words"),
@@ -154,6 +163,8 @@ CHOICE_TRICKS = {
     "copies": (SELECT + "<input id=o aria-label=Other><script>s.onchange = () => { o.value = s.value }</script>", "b"),
     "moves-focus": (SELECT + "<input id=o aria-label=Other><script>s.onchange = () => o.focus()</script>", "b"),
     "retitles": (SELECT + "<script>s.oninput = () => { document.title = s.value }</script>", "b"),
+    "shows-later": (SELECT + "<p id=more></p><script>s.onchange = () => setTimeout(() => { more.textContent = "
+                    "'Ripe?' }, 60)</script>", "b"),
     "group": ("<select id=s aria-label=Pick><optgroup label=Fruit><option value=a>Apple</option>"
               "<option value=b>Banana</option></optgroup></select>", "b"),
     # An option the walk leaves out, before the chosen one: its place would name another select's line.

@@ -85,6 +85,8 @@ class SessionState(Acting):
         self.held = []            # what the running call holds as possibly secret (snapshots.hold)
         self.caller = None        # who made the call running now (asked about a domain, told a notice), or None
         self.elements_counted = None  # the page's element count, when this call's settle or title read had it
+        self.settled = None       # (page, navigations, title): the handler settled already this call (settle.now)
+        self.proven = 0           # the page watch's token at which a settle proved the held snapshot (take_proof)
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
         self.crashed = set()      # pages whose renderer died (replaced by a fresh page on the next call)
@@ -244,7 +246,7 @@ class SessionState(Acting):
         before it, its progress heard while it runs, the snapshots it held released after it."""
         snapshots.before_call(self, tool)
         snapshots.stop_hiding(self, only_if_due=True)  # a secret typed key by key before: its late echoes came by now
-        self.elements_counted = None
+        self.elements_counted = self.settled = None
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
             snapshots.mark_secret(self, response, args["text"])
         # A person's input may run inside a long call (worker.between): it gives the outer call back its own.
