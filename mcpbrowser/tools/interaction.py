@@ -19,6 +19,7 @@ from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import SECRET_FIELD, SECRET_OR_UNFOCUSED, WHERE_TEXT_WENT
 from mcpbrowser.session import settle, snapshots
 from mcpbrowser.session.acting import INTERRUPTED
+from mcpbrowser.session.playwright_internals import Together
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
 from mcpbrowser.tools.targeting import Act, locate, on_element, playwright_selector, reason
 
@@ -295,9 +296,11 @@ def fill_form(state, args, response):
 
 # A field's kind, asked by counting the target against CSS lists in Playwright's own world, as
 # type's secret check: an evaluate in the page's world cost about 30 ms on each fresh page here.
-# A plain text field, the common one, matches none of SPECIAL: one count tells.
+# The counts go out together (one round trip), with whether the target is there yet (":scope"): one
+# that is not is awaited, then counted again.
 CHECKABLE = "input[type=checkbox i], input[type=radio i]"
 SPECIAL = f":scope:is(select, {CHECKABLE}, {SECRET_FIELD})"
+KINDS = (":scope", SPECIAL, ":scope:is(select)", f":scope:is({CHECKABLE})")
 
 
 def _filler(state, response, field, marked=None):
@@ -307,17 +310,25 @@ def _filler(state, response, field, marked=None):
 
     # Every step goes through state.act, which starts nothing behind a dialog that opened
     # meanwhile (it answers INTERRUPTED at once) and stops waiting when one opens.
-    def matches(target, css):
-        return state.act(target.locator(css), "count")
+    def counted(target):
+        counts = state.act(Together(*[(target.locator(css), "count", {}) for css in KINDS]), "run")
+        for count in () if counts is INTERRUPTED else counts:
+            if isinstance(count, Exception):  # a selector Playwright refuses, a ref gone: on_element says which
+                raise count
+        return counts
 
     def fill(target, timeout):
-        if state.act(target, "wait_for", state="attached", timeout=timeout) is INTERRUPTED:
+        counts = counted(target)
+        if counts is not INTERRUPTED and not counts[0]:
+            if state.act(target, "wait_for", state="attached", timeout=timeout) is INTERRUPTED:
+                return INTERRUPTED
+            counts = counted(target)
+        if counts is INTERRUPTED:
             return INTERRUPTED
-        special = matches(target, SPECIAL)
+        _, special, choice, checkable = counts
         kind = "fill"
         if special:
-            kind = ("select_option" if matches(target, ":scope:is(select)") else
-                    "set_checked" if matches(target, f":scope:is({CHECKABLE})") else "secret")
+            kind = "select_option" if choice else "set_checked" if checkable else "secret"
         if state.dialog is not None:  # it opened during a count (which then answered INTERRUPTED)
             return INTERRUPTED
         if kind == "set_checked":
