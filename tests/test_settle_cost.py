@@ -209,6 +209,22 @@ def test_after_a_type_or_a_select_one_round_trip_and_no_capture_of_its_own(brows
         del PAGES["/form"]
 
 
+def test_a_type_whose_page_reacts_for_a_second_is_not_probed_after_its_settle(browser, pages, trips):
+    # The settle sent with the look waited for the request the typing started (over a second): the page answered
+    # it, so no probe of a page that may hang follows (run_tool's, after a slow handler); the capture walks.
+    PAGES["/saving"] = ("<!doctype html><title>Saving</title><input id=f aria-label=Note><p id=o></p><script>"
+                        "f.oninput = () => fetch('/slow?ms=1100').then(r => r.text())"
+                        ".then(() => { o.textContent = 'Saved' })</script>")
+    try:
+        with browser.create_session() as session:
+            session.navigate(pages.url("/saving"))
+            session.call("wait_for", selector="#f")
+            typed = trips(browser, session, "type", "fill", selector="#f", text="Ada")
+            assert len(typed) == 2 and "ariaSnapshot" in typed[1], typed
+            assert "Saved" in session.snapshot()["snapshot"]
+    finally:
+        del PAGES["/saving"]
+
 def test_the_round_trip_script_counts_each_action():
     # scripts/round_trips.py (the table in docs/performance.md): it runs, and says what this module asserts.
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "round_trips.py"), "--json"], capture_output=True,

@@ -187,7 +187,8 @@ class SessionState(Acting):
         title = None
         stayed = tool.changes_page and tool.page_tool and not tool.leaves_page and self.dialog is None \
             and self.page is page_before
-        if stayed and time.monotonic() - started > PROBE_AFTER_S and not self.responsive():
+        # (A handler that settled already heard the page answer: settle.now.)
+        if stayed and self.settled is None and time.monotonic() - started > PROBE_AFTER_S and not self.responsive():
             # A slow action, then a page that does not answer: a link whose page holds its own unload, say.
             result["pageUnresponsive"] = True
             if "message" in result:
