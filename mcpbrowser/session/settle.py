@@ -303,7 +303,7 @@ INSTALL = r"""(() => {
           started = true;
         }
         // A scroll (a key, the wheel, a smooth scroll's frames) renders what comes into view: a virtualised list.
-        if (place() !== lastPlace) return true;
+        if (place() !== lastPlace && now - askedAt < quiet) return true;  // (an event never sent holds it no longer)
         if (lastScroll >= since && now - Math.max(lastScroll, lastMutation) < quiet && now - lastScroll < LINGER_MS)
           return true;
         for (const job of ended) if (job.origin >= since) { started = true; lastEnded = Math.max(lastEnded, job.at); }
@@ -355,8 +355,8 @@ def settle(state, elapsed_s, timeout_s, tabs_before):
     early, state.settled = state.settled, None
     if early is not None and early[0] is state.page and early[1] == state.navigations:
         return early[2]
-    read, deadline_s = _read(state, elapsed_s, timeout_s)
     try:
+        read, deadline_s = _read(state, elapsed_s, timeout_s)
         settled = _answered(state, state.act(read[0], read[1], deadline_s=deadline_s, **read[2]))
     except Exception as exc:  # it navigated or closed meanwhile: the caller reports where it is
         log.debug("settle ended by the page", extra={"session": state.session_id, "error": str(exc)})
