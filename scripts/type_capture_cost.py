@@ -5,8 +5,8 @@ Runs in this process, through the library, on one page served on 127.0.0.1: a fo
 something already there, back to back: the wait_for starts only after the type's capture (the session
 thread does one thing at a time), so its time is the capture's plus its own small answer. The two ways
 alternate round by round: the capture as built (edited where the page watch proves that only the field
-changed) and forced to walk (snapshots._edited patched to decline). Prints the medians and the ratio.
-With --select, each round chooses an option of a native select instead (snapshots._chosen).
+changed) and forced to walk (snapshots.Proof.of patched to make no proof). Prints the medians and the ratio.
+With --select, each round chooses an option of a native select instead.
 
     .venv/bin/python scripts/type_capture_cost.py --rows 2000 --rounds 30 [--select]
 """
@@ -52,8 +52,7 @@ def main():
     parser.add_argument("--select", action="store_true", help="choose in a select each round instead of typing")
     options = parser.parse_args()
     server = serve(page(options.rows))
-    name = "_chosen" if options.select else "_edited"
-    edited = getattr(snapshots, name)
+    edited = snapshots.Proof.of
     times = {"edited": [], "walked": []}
     with mcpbrowser.Browser(Config(headless=True, db=":memory:", rate_limit=0)) as browser:
         with browser.create_session() as session:
@@ -61,7 +60,7 @@ def main():
             session.call("wait_for", selector="#q")  # its capture is the whole page: the one the edits start from
             for n in range(options.rounds * 2 + 2):
                 way = "edited" if n % 2 else "walked"
-                setattr(snapshots, name, edited if way == "edited" else (lambda *args: None))
+                snapshots.Proof.of = edited if way == "edited" else (lambda *args: None)  # type: ignore[method-assign]
                 if options.select:
                     session.call("select", selector="#s", labels=[("Small", "Large")[n % 2]])
                 else:
@@ -70,7 +69,7 @@ def main():
                 session.call("wait_for", selector="#q")  # waits for the type's capture, then reads nothing new
                 if n >= 2:  # the first two warm up
                     times[way].append((time.perf_counter() - started) * 1000)
-    setattr(snapshots, name, edited)
+    snapshots.Proof.of = edited  # type: ignore[method-assign]
     medians = {way: statistics.median(values) for way, values in times.items()}
     call = "select" if options.select else "type"
     print(f"{options.rows} rows, {options.rounds} rounds each: the call after a {call} waited "

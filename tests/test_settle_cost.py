@@ -5,8 +5,12 @@ on its way to the driver) with the time each left; the click's own answer marks 
 so the history's capture, which runs after it, is not counted.
 """
 
+import json
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from playwright._impl.transport import Transport
@@ -17,6 +21,7 @@ from mcpbrowser.config import Config
 from mcpbrowser.session import settle as settle_module
 
 pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[1]
 
 PLAIN = """<!doctype html><title>Plain</title><p>Nothing happens here.</p>
 <button id=b onclick="document.title = 'clicked'">Press</button>"""
@@ -132,3 +137,100 @@ def test_a_background_that_polls_for_ever_holds_no_action_and_hides_no_render(br
             assert "Loaded view" in session.snapshot()["snapshot"]
     finally:
         del PAGES["/polling"]
+
+
+FORM = """<!doctype html><title>Form</title><label>Name <input id=name></label><label>City <input id=city></label>
+<label>Size <select id=size><option>S</option><option>M</option></select></label>
+<button id=go onclick="document.getElementById('out').textContent = 'clicked'">Go</button><p id=out></p>"""
+
+
+@pytest.fixture
+def trips(monkeypatch):
+    """The session thread's round trips: each a list of the methods sent before the next answer came."""
+    wire, session = [], []
+    send, receive = Transport.serialize_message, Transport.deserialize_message
+
+    def serialize_message(self, message):
+        if session and threading.current_thread().name == session[0]:
+            wire.append(message.get("method"))
+        return send(self, message)
+
+    def deserialize_message(self, data):
+        parsed = receive(self, data)
+        if session and threading.current_thread().name == session[0] and "id" in parsed:
+            wire.append(None)  # an answer
+        return parsed
+
+    monkeypatch.setattr(Transport, "serialize_message", serialize_message)
+    monkeypatch.setattr(Transport, "deserialize_message", deserialize_message)
+
+    def after(browser, s, tool, method, **args):
+        """The round trips of one call after its act (Playwright's `method`), its capture after the answer included."""
+        session[:] = [f"session-{s.id[:8]}"]
+        del wire[:]
+        browser.submit(tool, {"sessionId": s.id, **args}).result(timeout=30)
+        time.sleep(0.3)  # the capture after the answer; the next call, after a quiet spell, would ask for news first
+        sent, out, current = wire[wire.index(method) + 1:], [], []
+        for name in sent:
+            if name is not None:
+                current.append(name)
+            elif current:
+                out, current = [*out, current], []
+        return out + ([current] if current else [])
+
+    return after
+
+
+def test_after_a_type_or_a_select_one_round_trip_and_no_capture_of_its_own(browser, pages, trips):
+    # Issue 75. Before: a type's secret field check, its settle, then (after the answer) the capture's proof, one
+    # after another; a select's settle, then the proof. Now each is answered in the settle's round trip, and the
+    # capture is the proved edit.
+    PAGES["/form"] = FORM
+    try:
+        with browser.create_session() as session:
+            session.navigate(pages.url("/form"))
+            session.call("wait_for", selector="#go")  # the navigate's capture is held
+            typed = trips(browser, session, "type", "fill", selector="#name", text="Ada")
+            assert len(typed) == 1, typed
+            chosen = trips(browser, session, "select", "selectOption", selector="#size", values=["M"])
+            assert len(chosen) == 1, chosen
+            # fill_form, from its first fill on: that field's look; the next field's kind (its counts together); its
+            # fill; its look with the settle; the capture's walk (fill_form may send input the watch cannot see).
+            filled = trips(browser, session, "fill_form", "fill", fields=[{"selector": "#name", "value": "Bo"},
+                                                                          {"selector": "#city", "value": "Oslo"}])
+            assert len(filled) == 5 and "send" in filled[3] and "ariaSnapshot" in filled[4], filled
+            # The click's capture walks (it may have sent the page input the watch cannot see): the settle, then it.
+            clicked_trips = trips(browser, session, "click", "click", selector="#go")
+            assert len(clicked_trips) == 2 and "ariaSnapshot" in clicked_trips[1], clicked_trips
+            page = session.snapshot()["snapshot"]
+            assert 'textbox "Name" [ref=e3]: Bo' in page and 'option "M" [selected]' in page, page
+            assert "clicked" in page, page
+    finally:
+        del PAGES["/form"]
+
+
+def test_a_type_whose_page_reacts_for_a_second_is_not_probed_after_its_settle(browser, pages, trips):
+    # The settle sent with the look waited for the request the typing started (over a second): the page answered
+    # it, so no probe of a page that may hang follows (run_tool's, after a slow handler); the capture walks.
+    PAGES["/saving"] = ("<!doctype html><title>Saving</title><input id=f aria-label=Note><p id=o></p><script>"
+                        "f.oninput = () => fetch('/slow?ms=1100').then(r => r.text())"
+                        ".then(() => { o.textContent = 'Saved' })</script>")
+    try:
+        with browser.create_session() as session:
+            session.navigate(pages.url("/saving"))
+            session.call("wait_for", selector="#f")
+            typed = trips(browser, session, "type", "fill", selector="#f", text="Ada")
+            assert len(typed) == 2 and "ariaSnapshot" in typed[1], typed
+            assert "Saved" in session.snapshot()["snapshot"]
+    finally:
+        del PAGES["/saving"]
+
+def test_the_round_trip_script_counts_each_action():
+    # scripts/round_trips.py (the table in docs/performance.md): it runs, and says what this module asserts.
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "round_trips.py"), "--json"], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    counts = json.loads(done.stdout)
+    assert set(counts) == {"click", "type", "select", "press_key", "fill_form"}
+    assert len(counts["type"]["after"]) == 1 and counts["type"]["capture"] == [], counts["type"]
+    assert len(counts["click"]["after"]) == 1, counts["click"]

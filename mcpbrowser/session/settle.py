@@ -246,8 +246,15 @@ INSTALL = r"""(() => {
     // (not a key typed into a field).
     const scrolls = new Set(["End", "Home", "PageDown", "PageUp", "ArrowDown", "ArrowUp", " "]);
     const editable = (t) => t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
-    const scrolled = () => { lastScroll = clock(); };
-    addEventListener("scroll", scrolled, {capture: true, passive: true});
+    // The window's place at the last scroll event: one that moved since has its event at the next frame (the act
+    // scrolled its target into view), and what that scroll renders is waited for as any other's.
+    const place = () => scrollX + "," + scrollY;
+    let lastPlace = place();
+    const scrolled = () => { lastScroll = clock(); lastPlace = place(); };
+    // A field's own text scrolling (a long value typed, its caret kept in view) renders nothing new: not waited for.
+    addEventListener("scroll", (e) => {
+      if (!(e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement)) scrolled();
+    }, {capture: true, passive: true});
     addEventListener("wheel", scrolled, {capture: true, passive: true});
     addEventListener("keydown", (e) => { if (scrolls.has(e.key) && !editable(e.target)) scrolled(); },
                      {capture: true, passive: true});
@@ -296,6 +303,7 @@ INSTALL = r"""(() => {
           started = true;
         }
         // A scroll (a key, the wheel, a smooth scroll's frames) renders what comes into view: a virtualised list.
+        if (place() !== lastPlace && now - askedAt < quiet) return true;  // (an event never sent holds it no longer)
         if (lastScroll >= since && now - Math.max(lastScroll, lastMutation) < quiet && now - lastScroll < LINGER_MS)
           return true;
         for (const job of ended) if (job.origin >= since) { started = true; lastEnded = Math.max(lastEnded, job.at); }
@@ -304,12 +312,15 @@ INSTALL = r"""(() => {
         // time is never quiet, and what the action's timers and requests rendered is there by now.
         return now - Math.max(lastEnded, lastMutation) < quiet && now - lastEnded < LINGER_MS;
       };
-      const check = () => {
-        const now = clock();
-        if (!busy(now) || now - since >= capMs) resolve([Math.round(now - askedAt), popups(since)]);
-        else setT(check, 20);
+      // 0 ms waited says the action had nothing pending at the first look: a read sent with the settle saw the
+      // page as it answers (settle.now); one that waited, or ran into the cap, says 1 ms at least.
+      const check = (first) => {
+        const now = clock(), done = !busy(now);
+        if (done || now - since >= capMs)
+          resolve([first && done ? 0 : Math.max(1, Math.round(now - askedAt)), popups(since)]);
+        else setT(() => check(false), 20);
       };
-      check();
+      check(true);
     })});
   } catch (e) { /* a page that locked these names down is not settled, only answered */ }
 })()""".replace("TIMER_MS", str(TIMER_MS)).replace("LINGER_MS", str(LINGER_MS)).replace(
@@ -338,36 +349,97 @@ def settle(state, elapsed_s, timeout_s, tabs_before):
     navigates, closes or hangs ends it too. Returns the page's title when it settled
     (on Chromium, where the settle runs through the page's CDP session: one round trip
     for both, 1 ms instead of 3 for a settle and a title read), else None. On Chromium
-    it also leaves the page's element count in state.elements_counted.
+    it also leaves the page's element count in state.elements_counted. A handler that
+    settled already (`now`) is answered its title, with no round trip.
     """
-    from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
+    early, state.settled = state.settled, None
+    if early is not None and early[0] is state.page and early[1] == state.navigations:
+        return early[2]
+    try:
+        read, deadline_s = _read(state, elapsed_s, timeout_s)
+        settled = _answered(state, state.act(read[0], read[1], deadline_s=deadline_s, **read[2]))
+    except Exception as exc:  # it navigated or closed meanwhile: the caller reports where it is
+        log.debug("settle ended by the page", extra={"session": state.session_id, "error": str(exc)})
+        return None
+    if settled is None:
+        return None
+    _after(state, settled, tabs_before, timeout_s - elapsed_s)
+    return settled[2]
+
+
+def mark(state):
+    """A handler's act about to start, as `now` counts from it: (monotonic time, page, navigations, tabs opened)."""
+    return time.monotonic(), state.page, state.navigations, state.tabs_opened
+
+
+# Issue 75: after an action, one round trip to the page. A handler whose act is followed by reads of its own (type's
+# secret field check, the capture's proof through the page watch) sends them with the settle, which run_tool would
+# send next anyway: Playwright's calls gathered in one task (Together), answered together. The reads run as the
+# settle's first look does, not after its wait: the settle's answer says whether the action had anything pending
+# then (0 ms waited); only then do they tell the page as the call leaves it (the proof's use, snapshots.take_proof).
+def now(state, marked, reads):
+    """Settle right after the handler's act (`marked` before it), `reads` ((target, method, kwargs) each) sent in
+    the same round trip: (ms waited, or None when it did not settle; their answers, an exception for one that
+    failed). None where it cannot run now (a dialog, another page or document, an act slower than PROBE_AFTER_S,
+    which run_tool probes first; the page did not answer): the caller reads for itself, and run_tool settles."""
+    from mcpbrowser.session.acting import INTERRUPTED, PROBE_AFTER_S, TIMED_OUT
+    from mcpbrowser.session.playwright_internals import Together
+
+    started, page, navigations, tabs_before = marked
+    elapsed_s, timeout_s = time.monotonic() - started, state.config.action_timeout / 1000
+    if state.dialog is not None or state.page is not page or state.navigations != navigations \
+            or elapsed_s > PROBE_AFTER_S:
+        return None
+    try:
+        read, deadline_s = _read(state, elapsed_s, timeout_s)
+        answers = state.act(Together(read, *reads), "run", deadline_s=deadline_s)
+    except Exception as exc:  # its CDP session would not open (the page closing): the caller reads for itself
+        log.debug("settle with reads failed", extra={"session": state.session_id, "error": str(exc)})
+        return None
+    if answers is INTERRUPTED or answers is TIMED_OUT:
+        return None
+    settled = None if isinstance(answers[0], Exception) else _answered(state, answers[0])
+    if settled is None or state.page is not page or state.navigations != navigations:
+        return None, answers[1:]
+    state.settled = (page, navigations, settled[2])
+    _after(state, settled, tabs_before, timeout_s - elapsed_s)
+    return settled[0], answers[1:]
+
+
+def _read(state, elapsed_s, timeout_s):
+    """The settle's read ((target, method, kwargs)) for an action that started elapsed_s ago, and its deadline."""
     from mcpbrowser.session.page_reading import cdp_session
 
     # An action that used up its timeout is not waited for, but still asked (at once) what it opened.
     cap_ms = max(0, min(CAP_MS, int(timeout_s * 1000 - elapsed_s * 1000)))
     since_ms, deadline_s = int(elapsed_s * 1000) + 5, cap_ms / 1000 + 1.0
-    try:
-        if state.chromium:
-            answer = state.act(cdp_session(state, state.page), "send", deadline_s=deadline_s,
-                               method="Runtime.evaluate",
-                               params={"expression": SETTLE_CDP % (since_ms, QUIET_MS, cap_ms),
-                                       "awaitPromise": True, "returnByValue": True})
-            if answer is INTERRUPTED or answer is TIMED_OUT or "exceptionDetails" in answer:
-                return None
-            waited, popups, title, state.elements_counted = answer["result"]["value"]
-        else:
-            settled = state.act(state.page, "evaluate", deadline_s=deadline_s, expression=SETTLE,
-                                arg=[since_ms, QUIET_MS, cap_ms])
-            if settled is INTERRUPTED or settled is TIMED_OUT:
-                return None
-            (waited, popups), title = settled, None
-    except Exception as exc:  # it navigated or closed meanwhile: the caller reports where it is
-        log.debug("settle ended by the page", extra={"session": state.session_id, "error": str(exc)})
+    if state.chromium:
+        return (cdp_session(state, state.page), "send", {
+            "method": "Runtime.evaluate", "params": {"expression": SETTLE_CDP % (since_ms, QUIET_MS, cap_ms),
+                                                     "awaitPromise": True, "returnByValue": True}}), deadline_s
+    return (state.page, "evaluate", {"expression": SETTLE, "arg": [since_ms, QUIET_MS, cap_ms]}), deadline_s
+
+
+def _answered(state, answer):
+    """(ms waited, windows asked for, title or None) from the settle's answer; None when it did not settle.
+    On Chromium the element count goes to state.elements_counted."""
+    from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
+
+    if answer is INTERRUPTED or answer is TIMED_OUT:
         return None
-    log.debug("settled", extra={"session": state.session_id, "waited": waited, "popups": popups})
-    if popups:
-        _await_tabs(state, tabs_before + popups, max(POPUP_WAIT_S, timeout_s - elapsed_s))
-    return title
+    if not state.chromium:
+        return (*answer, None)
+    if "exceptionDetails" in answer:
+        return None
+    waited, popups, title, state.elements_counted = answer["result"]["value"]
+    return waited, popups, title
+
+
+def _after(state, settled, tabs_before, left_s):
+    """Once settled: logged, and the tabs the action asked for awaited."""
+    log.debug("settled", extra={"session": state.session_id, "waited": settled[0], "popups": settled[1]})
+    if settled[1]:
+        _await_tabs(state, tabs_before + settled[1], max(POPUP_WAIT_S, left_s))
 
 
 def _await_tabs(state, count, wait_s):

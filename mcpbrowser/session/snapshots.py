@@ -44,16 +44,18 @@ def capture_snapshot(state, field_edit=None):
     After a `type` that filled one plain field (`field_edit`, its selector and value: Response.filled), it is
     that snapshot with the field's line changed, where the watch proves nothing else changed (_edited); after a
     `select` of one option in a native select (its selector and None: Response.chose), the same with the
-    select's [selected] mark moved (_chosen).
+    select's [selected] mark moved (_edited).
     """
     if state.dialog is not None or state.page is None:
         return None
     held, state.full_snapshot = state.full_snapshot, None
     if held is not None and held[0] is not state.page:
         held = None
+    if held is not None and held[2] == state.proven:  # the call's settle proved it (take_proof): no round trip
+        log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
+        return _reused(state, held)
     if held is not None and field_edit is not None:
-        selector, value = field_edit
-        edited = _chosen(state, held, selector) if value is None else _edited(state, held, selector, value)
+        edited = _edited(state, held, *field_edit)
         if edited is not None:
             return edited
         held = None  # the watch saw more than the field change, or the line is not certain: a walk
@@ -96,50 +98,87 @@ def before_call(state, tool):
     page_watch: input a page's own listener keeps from the watch, and its CSS, would go unseen). Not
     `type`'s or `select`'s: the field's value, a select's choice and the focus they change are read, not heard
     (page_watch.typed, page_watch.chose)."""
+    state.proven = 0  # proved by a settle of this call, if any: not of another's
     if not (tool.read_only or tool.name in page_watch.SENDS_NO_INPUT or tool.name in ("type", "select")):
         state.full_snapshot = None
 
 
 def _edited(state, held, selector, value):
-    """The held whole snapshot with the filled field's line showing `value` (snapshot_text.with_field_value),
-    when the page watch proves that the field's value and the focus are all that changed since it was read:
-    one count (about 1 ms) where a walk costs the page's size. None where it cannot say so."""
-    fields = snapshot_text.field_lines(held[1])
-    if not fields or snapshot_text.yaml_value(value) is None:
+    """The held whole snapshot with the filled field's line showing `value` (snapshot_text.with_field_value), or
+    with the [selected] mark on a select's chosen option line alone (value None: snapshot_text.with_option_selected),
+    when the page watch proves that the field's value (the select's choice) and the focus are all that changed
+    since it was read: one count (about 1 ms) where a walk costs the page's size. None where it cannot say so."""
+    proof = Proof.of(state, held, selector, value)
+    if proof is None:
         return None
-    refs = list(fields)
-    token = next(_ARMINGS)
-    place = _proved(state, selector, page_watch.typed(token, held[2], value, refs))
-    if not place or place > len(refs):
-        return None
-    text = snapshot_text.with_field_value(held[1], fields[refs[place - 1]], value)
-    if text is None:  # a line the walk writes otherwise (a value that says the field's name): it walks, and arms
-        return None
-    return _edit_taken(state, held, text, token)
-
-
-def _chosen(state, held, selector):
-    """The held whole snapshot with the [selected] mark on the select's chosen option line alone
-    (snapshot_text.with_option_selected), when the page watch proves that the select's choice is all that changed
-    since it was read, and that its every option is a line: one count, as _edited. None where it cannot say so."""
-    lists = snapshot_text.option_lists(held[1])
-    if not lists:
-        return None
-    token = next(_ARMINGS)
-    place = _proved(state, selector, page_watch.chose(token, held[2], [(ref, len(at)) for ref, at in lists.items()]))
-    for options in lists.values():
-        if 0 < place <= len(options):
-            return _edit_taken(state, held, snapshot_text.with_option_selected(held[1], options, place - 1), token)
-        place -= len(options)
-    return None
-
-
-def _proved(state, selector, proof):
-    """The page watch's count of `proof` scoped to the element at `selector`: 0 where it cannot say."""
     try:
-        return state.background(state.page, state.page.locator(selector).locator(proof), "count") or 0
+        place = state.background(state.page, proof.read[0], proof.read[1]) or 0
     except Exception:  # a page navigating away, a ref gone: the walk decides
-        return 0
+        place = 0
+    text = proof.text(place)
+    return None if text is None else _edit_taken(state, held, text, proof.token)
+
+
+class Proof:
+    """The page watch's proof that a `type` (a value) or a `select` (None) changed nothing but its field, for the
+    field at `selector`: `read`, a count scoped to the field (its answer a line's place, 0 for a refusal, the
+    watch re-armed as `token` when it proved), and `text(place)`, the held snapshot so edited (None: walk)."""
+
+    def __init__(self, read, token, text):
+        self.read, self.token, self.text = read, token, text
+
+    @classmethod
+    def of(cls, state, held, selector, value):
+        """The proof against `held` (the tab's whole snapshot), None where none can be made."""
+        if value is None:
+            lists = snapshot_text.option_lists(held[1])
+            if not lists:
+                return None
+
+            def chosen(place):
+                for options in lists.values():
+                    if 0 < place <= len(options):
+                        return snapshot_text.with_option_selected(held[1], options, place - 1)
+                    place -= len(options)
+                return None
+            token = next(_ARMINGS)
+            proof = page_watch.chose(token, held[2], [(ref, len(at)) for ref, at in lists.items()])
+            return cls((state.page.locator(selector).locator(proof), "count", {}), token, chosen)
+        fields = snapshot_text.field_lines(held[1])
+        if not fields or snapshot_text.yaml_value(value) is None:
+            return None
+        refs = list(fields)
+
+        def edited(place):
+            # None for a line the walk writes otherwise (a value that says the field's name): it walks, and arms
+            return snapshot_text.with_field_value(held[1], fields[refs[place - 1]], value) \
+                if 0 < place <= len(refs) else None
+        token = next(_ARMINGS)
+        proof = page_watch.typed(token, held[2], value, refs)
+        return cls((state.page.locator(selector).locator(proof), "count", {}), token, edited)
+
+
+def proof_to_settle(state, selector, value):
+    """The capture's Proof for a `type` of `value` (a `select`: None) into the field at `selector`, to send with
+    the action's settle (settle.now, then take_proof); None when the tab holds no whole snapshot to edit."""
+    held = state.full_snapshot
+    if held is None or held[0] is not state.page:
+        return None
+    return Proof.of(state, held, selector, value)
+
+
+def take_proof(state, proof, answer, waited, usable):
+    """The answer of a Proof sent with the settle. Where it proved, the settle found nothing of the action pending
+    at its first look (`waited` 0: the proof saw the page as the call leaves it) and the handler found the edit
+    `usable` (a plain field that kept all its text and the focus), the held snapshot so edited is the page the
+    capture stores, with no round trip of its own (capture_snapshot). Else, where the proof re-armed the watch,
+    the capture walks."""
+    text = proof.text(answer) if isinstance(answer, int) and usable and waited == 0 else None
+    if text is None:
+        if isinstance(answer, int) and answer > 0:
+            state.full_snapshot = None  # the watch is armed as the proof's, no longer as the held snapshot's
+        return
+    state.full_snapshot, state.arming, state.proven = (state.page, text, proof.token), proof.token, proof.token
 
 
 def _edit_taken(state, held, text, token):

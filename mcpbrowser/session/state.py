@@ -78,6 +78,8 @@ class SessionState(Acting):
         self.held = []            # what the running call holds as possibly secret (snapshots.hold)
         self.caller = None        # who made the call running now (asked about a domain, told a notice), or None
         self.elements_counted = None  # the page's element count, when this call's settle or title read had it
+        self.settled = None       # (page, navigations, title): the handler settled already this call (settle.now)
+        self.proven = 0           # the page watch's token at which a settle proved the held snapshot (take_proof)
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
         self.crashed = set()      # pages whose renderer died (replaced by a fresh page on the next call)
@@ -189,7 +191,8 @@ class SessionState(Acting):
         title, facts = None, {}
         stayed = tool.changes_page and tool.page_tool and not tool.leaves_page and self.dialog is None \
             and self.page is page_before
-        if stayed and time.monotonic() - started > PROBE_AFTER_S and not self.responsive():
+        # (A handler that settled already heard the page answer: settle.now.)
+        if stayed and self.settled is None and time.monotonic() - started > PROBE_AFTER_S and not self.responsive():
             # A slow action, then a page that does not answer: a link whose page holds its own unload, say.
             facts["pageUnresponsive"] = True
         elif stayed and self.navigations == navigations_before:
@@ -246,7 +249,7 @@ class SessionState(Acting):
         before it, its progress heard while it runs, the snapshots it held released after it."""
         snapshots.before_call(self, tool)
         snapshots.stop_hiding(self, only_if_due=True)  # a secret typed key by key before: its late echoes came by now
-        self.elements_counted = None
+        self.elements_counted = self.settled = None
         if args.get("secret") and isinstance(args.get("text"), str) and args["text"]:
             snapshots.mark_secret(self, response, args["text"])
         # A person's input may run inside a long call (worker.between): it gives the outer call back its own.

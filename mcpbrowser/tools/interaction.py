@@ -17,8 +17,9 @@ from mcpbrowser.errors import (
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import SECRET_FIELD, SECRET_OR_UNFOCUSED, WHERE_TEXT_WENT
-from mcpbrowser.session import snapshots
+from mcpbrowser.session import settle, snapshots
 from mcpbrowser.session.acting import INTERRUPTED
+from mcpbrowser.session.playwright_internals import Together
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
 from mcpbrowser.tools.targeting import Act, locate, on_element, playwright_selector, reason
 
@@ -68,6 +69,7 @@ def type_text(state, args, response):
     # (after typing, on the hot path: no round trip more), the text is held as a secret; a plain field
     # releases it, a secret one makes it known (check).
     held = () if flagged else snapshots.hold(state, (text,))
+    marked = settle.mark(state)
 
     def enter(target, timeout):  # key by key, or after the text already there
         if not target.is_editable(timeout=timeout):
@@ -86,15 +88,21 @@ def type_text(state, args, response):
         check(target, state.act(target, "press_sequentially", text=text, delay=delay, timeout=timeout))
 
     looks: list[dict] = []
+    proofs: list = []  # the capture's proof sent with the settle, and its answer and the settle's wait
 
-    def check(target, typed):
+    def check(target, typed, with_settle=False):
         # After the text is in: the element is there for sure then (a count does not wait for it), and the
         # answer, the call's record and the next capture all come later. When a dialog opened while typing,
         # no script can run in the page, so the text counts as secret; so it does when the check fails.
         if typed is INTERRUPTED or state.dialog is not None:
             snapshots.mark_secret(state, response, text)
             return
-        look = where_text_went(target, text)
+        proof = snapshots.proof_to_settle(state, playwright_selector(args), text) \
+            if with_settle and not flagged else None
+        look, sent = look_and_settle(state, marked, target, text, proof) if with_settle else \
+            (where_text_went(target, text), None)
+        if proof is not None and sent is not None:
+            proofs.append((proof, *sent))
         looks.append(look)
         if flagged:
             return
@@ -110,15 +118,20 @@ def type_text(state, args, response):
         fill = Act(state, "fill", value=text)
         label = on_element(state, args, ElementNotEditable, fill)
         if fill.target is not None:  # else it ran into a navigation it started: nothing to look at
-            check(fill.target, fill.result)
+            # Without Enter to press after it, the look goes with the settle (and the capture's proof): one round trip.
+            check(fill.target, fill.result, with_settle=not args.get("submit"))
     else:
         label = on_element(state, args, ElementNotEditable, enter, repeatable=False)
     look = looks[-1] if looks else {}
+    editable = clear and not delay and not args.get("submit") and response.secret is False \
+        and not any(look.get(key) for key in ("secret", "went", "kept", "focus"))
+    if proofs:
+        proof, answer, waited = proofs[-1]
+        snapshots.take_proof(state, proof, answer, waited, usable=editable)
+    elif editable:
+        response.filled(playwright_selector(args), text)  # a plain field, all of the text in, the focus kept
     diverted(state, label, look)
     kept = partly_kept(label, text, look)
-    if clear and not delay and not args.get("submit") and response.secret is False \
-            and not any(look.get(key) for key in ("secret", "went", "kept", "focus")):
-        response.filled(playwright_selector(args), text)  # a plain field, all of the text in, the focus kept
     message = f"Typed {typed} into {label}{kept}"
     if args.get("submit") and state.dialog is not None:
         message = f"Typed {typed} into {label}; Enter was not pressed"
@@ -127,6 +140,20 @@ def type_text(state, args, response):
         on_element(state, args, ElementNotEditable, Act(state, "press", key="Enter"), repeatable=False)
         message += " and pressed Enter"
     response.answer({"success": True, "message": message})
+
+
+def look_and_settle(state, marked, target, text, proof=None):
+    """(where_text_went's look, (the proof's answer, the settle's ms waited)): the look's count sent with the
+    action's settle (settle.now) and the capture's proof when given, one round trip; apart where the settle cannot
+    run now, and then None for the second (nothing was sent)."""
+    reads = [(target.locator(SECRET_OR_UNFOCUSED), "count", {})] + ([proof.read] if proof is not None else [])
+    got = settle.now(state, marked, reads)
+    if got is None:
+        return where_text_went(target, text), None
+    waited, answers = got
+    # Past the common case (a plain field that kept the focus), or a count that failed: asked again, as before.
+    look = {"secret": False} if answers[0] == 0 else where_text_went(target, text)
+    return look, (answers[1] if proof is not None else None, waited)
 
 
 def where_text_went(target, text):
@@ -177,13 +204,20 @@ def select(state, args, response):
     if (values is None) == (labels is None):
         raise InvalidParameters("Give values or labels (one of them).", session_id=state.session_id)
     pick = Act(state, "select_option", value=values, label=labels)
+    marked = settle.mark(state)
     label = on_element(state, args, ElementNotEditable, pick)
     # No list from Playwright when the change opened a dialog (INTERRUPTED) or the time ran out after
     # the act (None): the option was chosen all the same, and "nothing" would have the agent choose it
     # again. What was asked is what it chose.
     chosen = list(values or labels) if pick.result is None or pick.result is INTERRUPTED else pick.result
     if isinstance(pick.result, list) and len(pick.result) == 1 and state.dialog is None:
-        response.chose(playwright_selector(args))  # one option: a native select's, the page watch checks the rest
+        # One option: a native select's, the page watch checks the rest, in the settle's round trip where it can.
+        proof = snapshots.proof_to_settle(state, playwright_selector(args), None)
+        sent = None if proof is None else settle.now(state, marked, [proof.read])
+        if sent is None:
+            response.chose(playwright_selector(args))
+        else:
+            snapshots.take_proof(state, proof, sent[1][0], sent[0], usable=True)
     response.answer({"success": True, "message": f"Selected {', '.join(chosen) or 'nothing'} in {label}",
                      "selected": chosen})
 
@@ -233,11 +267,12 @@ def fill_form(state, args, response):
     # released once its field was filled and found plain (the rest at the call's end, state.running).
     held = [snapshots.hold(state, [field["value"]] if isinstance(field.get("value"), str) else ())
             for field in fields]
-    notes = []
-    for field, holding in zip(fields, held, strict=True):
+    notes, marked = [], settle.mark(state)
+    for n, (field, holding) in enumerate(zip(fields, held, strict=True)):
         if state.dialog is not None:
             break
-        filler = _filler(state, response, field)
+        # The last field's look goes with the settle (settle.now): one round trip after the last fill.
+        filler = _filler(state, response, field, marked if n == len(fields) - 1 else None)
         try:
             label = on_element(state, {**{k: field[k] for k in ("selector", "ref") if k in field},
                                        **timeout}, ElementNotEditable, filler)
@@ -264,29 +299,39 @@ def fill_form(state, args, response):
 
 # A field's kind, asked by counting the target against CSS lists in Playwright's own world, as
 # type's secret check: an evaluate in the page's world cost about 30 ms on each fresh page here.
-# A plain text field, the common one, matches none of SPECIAL: one count tells.
+# The counts go out together (one round trip), with whether the target is there yet (":scope"): one
+# that is not is awaited, then counted again.
 CHECKABLE = "input[type=checkbox i], input[type=radio i]"
 SPECIAL = f":scope:is(select, {CHECKABLE}, {SECRET_FIELD})"
+KINDS = (":scope", SPECIAL, ":scope:is(select)", f":scope:is({CHECKABLE})")
 
 
-def _filler(state, response, field):
+def _filler(state, response, field, marked=None):
     name = field.get("secretName")
     value = field["value"] if name is None else named_secret(state, name)
     secret = field.get("secret", False) or name is not None
 
     # Every step goes through state.act, which starts nothing behind a dialog that opened
     # meanwhile (it answers INTERRUPTED at once) and stops waiting when one opens.
-    def matches(target, css):
-        return state.act(target.locator(css), "count")
+    def counted(target):
+        counts = state.act(Together(*[(target.locator(css), "count", {}) for css in KINDS]), "run")
+        for count in () if counts is INTERRUPTED else counts:
+            if isinstance(count, Exception):  # a selector Playwright refuses, a ref gone: on_element says which
+                raise count
+        return counts
 
     def fill(target, timeout):
-        if state.act(target, "wait_for", state="attached", timeout=timeout) is INTERRUPTED:
+        counts = counted(target)
+        if counts is not INTERRUPTED and not counts[0]:
+            if state.act(target, "wait_for", state="attached", timeout=timeout) is INTERRUPTED:
+                return INTERRUPTED
+            counts = counted(target)
+        if counts is INTERRUPTED:
             return INTERRUPTED
-        special = matches(target, SPECIAL)
+        _, special, choice, checkable = counts
         kind = "fill"
         if special:
-            kind = ("select_option" if matches(target, ":scope:is(select)") else
-                    "set_checked" if matches(target, f":scope:is({CHECKABLE})") else "secret")
+            kind = "select_option" if choice else "set_checked" if checkable else "secret"
         if state.dialog is not None:  # it opened during a count (which then answered INTERRUPTED)
             return INTERRUPTED
         if kind == "set_checked":
@@ -298,7 +343,9 @@ def _filler(state, response, field):
             return state.act(target, kind, value=text, timeout=timeout)
         done = state.act(target, "fill", value=text, timeout=timeout)
         if done is not INTERRUPTED and state.dialog is None:
-            looks.append(where_text_went(target, text))  # a page that took the focus back, as type sees it
+            # A page that took the focus back, as type sees it.
+            looks.append(where_text_went(target, text) if marked is None else
+                         look_and_settle(state, marked, target, text)[0])
         return done
 
     looks: list[dict] = []
