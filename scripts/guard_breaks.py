@@ -134,7 +134,8 @@ BREAKS = [
           "docs/safety.md", ("tests/test_security.py::test_blocked_domains_win",)),
     Break("session-narrows-never-widens", "mcpbrowser/domains.py",
           "if self.allowed and not any(domain_matches(host, p) for p in self.allowed):",
-          "if self.allowed and self.session_allowed is None and not any(domain_matches(host, p) for p in self.allowed):",
+          "if self.allowed and self.session_allowed is None and "
+          "not any(domain_matches(host, p) for p in self.allowed):",
           "create_session {allowedDomains} narrows the lists for one session, and can never widen them.",
           "docs/safety.md", ("tests/test_security.py::test_session_narrows_but_never_widens",)),
     Break("session-list-lifts-private-block", "mcpbrowser/domains.py",
@@ -172,16 +173,11 @@ BREAKS = [
           "    if (!e.isTrusted) return;", "    if (false) return;",
           "Only the browser's own (trusted) input makes a field a secret one: a page's scripted typing does not.",
           "docs/safety.md", ("tests/test_secrets.py::test_a_page_cannot_choose_words_to_hide",)),
-    Break("typing-into-a-secret-field-is-secret", "mcpbrowser/core/on_session.py",
-          "call.secret = bool(args.get(\"secret\")) or response.secret is True or \\",
-          "call.secret = bool(args.get(\"secret\")) or \\",
-          "Typing into a secret field is noticed without any flag: the call's stored params say [REDACTED].",
-          "docs/safety.md", ("tests/test_secrets.py::test_secret_values_never_leave_the_page",)),
     Break("unknown-target-is-secret", "mcpbrowser/core/on_session.py",
           "(tool.may_carry_secret and response.secret is None)", "(False and response.secret is None)",
           "Unknown targets count as secret: until type has looked at its field and found a plain one, its text is "
           "stored withheld.", "docs/safety.md",
-          ("tests/test_history.py::test_request_row_is_written_before_the_call_runs",)),
+          ("tests/test_secrets.py::test_a_secret_stays_secret_in_every_later_call",)),
     Break("secret-upper-lower-cased", "mcpbrowser/session/snapshots.py",
           "for case in {v, v.upper(), v.lower()} for form in encodings(case))",
           "for case in {v} for form in encodings(case))",
@@ -201,6 +197,30 @@ BREAKS = [
           "                    setattr(record, key, value)",
           "The server's log is scrubbed of every client's secrets, in every field of a line.", "docs/safety.md",
           ("tests/test_secret_units.py::test_no_log_line_carries_a_known_secret_whatever_field_it_is_in",)),
+    Break("known-before-it-is-typed", "mcpbrowser/session/snapshots.py",
+          "    state.secrets.hold(held)", "    pass",
+          "Known before it is typed: a client reading the live streams while a type or fill_form runs never meets "
+          "its secret.", "docs/safety.md",
+          ("tests/test_secret_race.py::test_a_password_filled_at_once_is_hidden_from_a_live_reader",)),
+    Break("typed-key-by-key-prefixes", "mcpbrowser/session/snapshots.py",
+          "    state.secrets.hold(forms)", "    pass",
+          "Typed key by key, a secret's prefixes of 4 characters or more are hidden as well, for 10 s after.",
+          "docs/safety.md",
+          ("tests/test_secret_race.py::test_a_named_secret_typed_key_by_key_is_hidden_from_a_live_reader",)),
+    Break("named-secrets-per-client", "mcpbrowser/redaction.py",
+          "return {**self._named.get(None, {}), **(self._named.get(owner, {}) if owner is not None else {})}",
+          "return {name: value for names in self._named.values() for name, value in names.items()}",
+          "A client with a token may type its own client:NAME secrets; other clients never see those names.",
+          "docs/safety.md", ("tests/test_secret_units.py::test_each_client_knows_its_own_secrets_and_its_named_ones",)),
+    Break("redact-headers", "mcpbrowser/redaction.py",
+          "    return {name: (REDACTED if name.lower() in sensitive else value) for name, value in headers.items()}",
+          "    return dict(headers)",
+          "The headers in --redact-headers show as [REDACTED] in tool output.", "docs/safety.md",
+          ("tests/test_security.py::test_planted_secrets_appear_nowhere",)),
+    Break("pictures-mask-secret-fields", "mcpbrowser/tools/capture.py",
+          "{{ -webkit-text-security: disc !important; }}", "{{ -webkit-text-security: none !important; }}",
+          "Screenshots and PDFs show secret fields as dots (one-time codes and card numbers too).",
+          "docs/safety.md", ("tests/test_secrets.py::test_screenshots_and_pdfs_show_secret_fields_as_dots",)),
     Break("rate-limit-boundary", "mcpbrowser/guards.py",
           "            if len(calls) >= self.per_minute:", "            if len(calls) > self.per_minute:",
           "--rate-limit N allows N calls a minute per client, session and tool; past it, RATE_LIMITED.",
@@ -290,6 +310,11 @@ BREAKS = [
           "        os.chmod(part, 0o600)  # as the history database", "        os.chmod(part, 0o644)  # as the history",
           "Files the server writes (traces, screenshots, PDFs, ...) are 0600.", "docs/history.md",
           ("tests/test_secrets.py::test_a_trace_keeps_no_secret_and_still_opens",)),
+    Break("fill-form-stores-no-value", "mcpbrowser/core/history.py",
+          "params[\"fields\"] = [{**f, \"value\": REDACTED} if isinstance(f, dict) and \"value\" in f else f",
+          "params[\"fields\"] = [f if isinstance(f, dict) and \"value\" in f else f",
+          "fill_form never stores a value.", "docs/safety.md",
+          ("tests/test_history.py::test_fill_form_stores_no_value_not_even_a_plain_fields",)),
     Break("session-in-use-elsewhere", "mcpbrowser/core/lifecycle_tools.py",
           "    if holder is not None and holder[\"state\"] == \"active\" and holder[\"alive\"]:",
           "    if False:",
@@ -338,11 +363,21 @@ BREAKS = [
           "The circuit breaker counts BROWSER_ERROR failures; the agent's own mistakes do not count.",
           "docs/reliability.md",
           ("tests/test_threads.py::test_core_refuses_a_tool_with_circuit_open_and_other_failures_do_not_count",)),
+    Break("memory-guard", "mcpbrowser/guards.py",
+          "        return used if used > self.limit_mb else None", "        return None",
+          "The memory guard refuses new sessions while the browser's processes use more than --max-memory-mb.",
+          "docs/reliability.md",
+          ("tests/test_reliability.py::test_memory_guard_refuses_new_sessions_over_the_limit",)),
     Break("alert-loop-dismissed", "mcpbrowser/session/state.py",
           "        if self._dialog_run > LOOP_DIALOGS and page is not None:", "        if False:",
           "An alert loop: past 3 dialogs in a row, the server dismisses that page's further dialogs itself.",
           "docs/reliability.md",
           ("tests/test_misbehaving_pages.py::test_an_alert_loop_is_answered_by_the_server_and_handle_dialog_never_fails",)),
+    Break("page-strings-shortened", "mcpbrowser/page_strings.py",
+          "    if len(text) <= limit:", "    if True:",
+          "A page's own strings are shortened in what the agent reads (a title to 500 characters, a URL to 200), "
+          "and kept whole in the history.", "docs/reliability.md",
+          ("tests/test_misbehaving_pages.py::test_page_controlled_strings_are_shortened_in_answers_and_whole_in_the_history",)),
     Break("lone-surrogates-replaced", "mcpbrowser/page_strings.py",
           "        return _LONE_SURROGATE.sub(REPLACEMENT, value) if _LONE_SURROGATE.search(value) else value",
           "        return value",
@@ -523,7 +558,8 @@ def run(breaks: list[Break], jobs: int, timeout: float) -> int:
         say(f"{len(breaks)} breaks, {len(sets)} sets of tests, {jobs} job(s), scratch {scratch}")
         bases: dict[tuple[str, ...], Outcome] = {}
         with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-            for tests, outcome in zip(sets, pool.map(with_copy(lambda c, t: baseline(c, t, timeout)), sets)):
+            unbroken = pool.map(with_copy(lambda copy, tests: baseline(copy, tests, timeout)), sets)
+            for tests, outcome in zip(sets, unbroken, strict=True):
                 bases[tests] = outcome
                 say(f"  baseline {outcome.verdict:<7} {outcome.seconds:6.1f} s  {' '.join(tests)}"
                     + (f"\n{outcome.detail}" if outcome.detail else ""))
@@ -535,7 +571,7 @@ def run(breaks: list[Break], jobs: int, timeout: float) -> int:
 
         outcomes = {}
         with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-            for brk, outcome in zip(breaks, pool.map(with_copy(one), breaks)):
+            for brk, outcome in zip(breaks, pool.map(with_copy(one), breaks), strict=True):
                 outcomes[brk.id] = outcome
                 say(f"{outcome.verdict:<10} {outcome.seconds:6.1f} s  {brk.id}: {outcome.detail}")
     finally:
@@ -546,12 +582,15 @@ def run(breaks: list[Break], jobs: int, timeout: float) -> int:
     minutes, seconds = divmod(round(time.monotonic() - started), 60)
     say(f"{len(breaks)} breaks: " + ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items()))
         + f"; {minutes} min {seconds:02d} s with {jobs} job(s)")
+    missed = [brk_id for brk_id, outcome in outcomes.items() if outcome.verdict != "caught"]
+    if missed:
+        say("Not caught: " + " ".join(missed))
     return 0 if counts.get("caught", 0) == len(breaks) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="The unbroken baseline runs once per distinct set of tests (breaks naming the same tests share "
                "it), before any break; a break whose baseline did not pass is an ERROR.")
     parser.add_argument("--list", action="store_true", help="print the catalog (id, file, promise, tests) and exit")

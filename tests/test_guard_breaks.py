@@ -1,4 +1,4 @@
-"""The catalog of guard breaks (scripts/guard_breaks.py) fits the code: each break applies, each test it names exists."""
+"""The catalog of guard breaks (scripts/guard_breaks.py) fits the code: each break applies, its tests exist."""
 
 import ast
 import pathlib

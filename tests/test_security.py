@@ -89,6 +89,10 @@ def test_blocked_domains_win(make_client, pages, forbidden):
     sid = c.tool("create_session")["sessionId"]
     assert c.tool("navigate", sessionId=sid, url=pages.url("/title/ok"))["title"] == "ok"
     assert c.error("navigate", sessionId=sid, url=f"{base(forbidden)}/z")["errorCode"] == "DOMAIN_NOT_ALLOWED"
+    # A block list alone gives the session its filtering proxy: the page's own requests (iframe, image,
+    # script, fetch, XHR, WebSocket) are refused too, not only the navigations.
+    c.tool("navigate", sessionId=sid, url=pages.url(f"/attack?to={base(forbidden)}"))
+    time.sleep(1.5)
     assert forbidden.hits == []
 
 
