@@ -52,12 +52,15 @@ def test_every_named_test_exists():
 
 
 def test_a_find_text_that_moved_or_repeats_is_refused_loudly(tmp_path):
-    """The script's own check, which stops a run before any copy is made: text gone, or found twice."""
+    """The script's own check, which stops a run before any copy is made: text gone, found twice, or a break
+    that does not compile (its tests would fail for that alone)."""
     (tmp_path / "m.py").write_text("a = 1\nb = 1\n")
     gone = guard_breaks.Break("x", "m.py", "c = 1", "c = 2", "p", "docs/safety.md", ("tests/test_x.py::test_y",))
     twice = guard_breaks.Break("y", "m.py", " = 1", " = 2", "p", "docs/safety.md", ("tests/test_x.py::test_y",))
     assert "occurs 0 times" in " ".join(guard_breaks.problems(gone, tmp_path))
     assert "occurs 2 times" in " ".join(guard_breaks.problems(twice, tmp_path))
+    broken = guard_breaks.Break("w", "m.py", "b = 1", "b = (", "p", "docs/safety.md", ("tests/test_x.py::test_y",))
+    assert "does not compile" in " ".join(guard_breaks.problems(broken, tmp_path))
     with pytest.raises(guard_breaks.CatalogError, match="occurs 2 times"):
         guard_breaks.apply(twice, tmp_path)
     once = guard_breaks.Break("z", "m.py", "b = 1", "b = 2", "p", "docs/safety.md", ("tests/test_x.py::test_y",))

@@ -167,7 +167,7 @@ def test_planted_secrets_appear_nowhere(tmp_path, pages):
         sid = call("create_session")["sessionId"]
         call("navigate", sessionId=sid, url=pages.url("/logs"))  # sends Authorization and X-Api-Key
         call("wait_for", sessionId=sid, selector="#more")
-        call("network_logs", sessionId=sid)
+        call("network_logs", sessionId=sid, headers=True)  # the headers as --redact-headers shows them
         call("navigate", sessionId=sid, url=pages.url("/counter?n=1"))
         ref = call("type", sessionId=sid, selector="#secret-box", text="PLANTED-PASSWORD", secret=True)["refId"]
         call("get_content", ref_id=ref)
