@@ -111,7 +111,7 @@ BREAKS = [
           "list.includes(field) && !reactive(roots);",
           "A type's capture is edited, not walked, only when one check proves the field holds exactly the text "
           "typed and nothing else changed.", "docs/history.md",
-          ("tests/test_capture_edit.py::test_a_page_that_does_more_than_take_the_value_is_walked",)),
+          ("tests/test_capture_edit.py::test_a_page_that_does_more_than_take_the_value_is_walked[upper]",)),
     Break("gzip-identity-preferred", "mcpbrowser/transports/compression.py",
           "return gzip > 0 and (identity is None or gzip >= identity)", "return gzip > 0",
           "Answers are gzipped only when the client accepts gzip at least as much as identity (RFC 9110).",
