@@ -178,6 +178,19 @@ def test_secrets_never_reach_the_database(make_client, pages, db):
     assert "[REDACTED]" in stored["rows"]
 
 
+def test_fill_form_stores_no_value_not_even_a_plain_fields(make_client, db):
+    """A field may turn out to be a password only once it is reached, and a call that fails before it is
+    recorded first: fill_form's request row keeps the selectors, never a value."""
+    c = make_client("--db", db)
+    sid = c.tool("create_session")["sessionId"]
+    c.tool("navigate", sessionId=sid, url="data:text/html,<input id=name aria-label=Name>")
+    c.tool("fill_form", sessionId=sid, fields=[{"selector": "#name", "value": "plain-Vq3-value"}])
+    c.close()
+    stored = stored_text(db)
+    assert "#name" in stored["rows"] and "plain-Vq3-value" in stored["pages"]  # the call's row; the field filled
+    assert "plain-Vq3-value" not in stored["rows"]
+
+
 def test_crash_keeps_committed_rows_and_restart_marks_sessions(pages, db):
     server = RawServer("--db", db)
     server.initialize()

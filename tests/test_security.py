@@ -89,6 +89,10 @@ def test_blocked_domains_win(make_client, pages, forbidden):
     sid = c.tool("create_session")["sessionId"]
     assert c.tool("navigate", sessionId=sid, url=pages.url("/title/ok"))["title"] == "ok"
     assert c.error("navigate", sessionId=sid, url=f"{base(forbidden)}/z")["errorCode"] == "DOMAIN_NOT_ALLOWED"
+    # A block list alone gives the session its filtering proxy: the page's own requests (iframe, image,
+    # script, fetch, XHR, WebSocket) are refused too, not only the navigations.
+    c.tool("navigate", sessionId=sid, url=pages.url(f"/attack?to={base(forbidden)}"))
+    time.sleep(1.5)
     assert forbidden.hits == []
 
 
@@ -163,7 +167,7 @@ def test_planted_secrets_appear_nowhere(tmp_path, pages):
         sid = call("create_session")["sessionId"]
         call("navigate", sessionId=sid, url=pages.url("/logs"))  # sends Authorization and X-Api-Key
         call("wait_for", sessionId=sid, selector="#more")
-        call("network_logs", sessionId=sid)
+        call("network_logs", sessionId=sid, headers=True)  # the headers as --redact-headers shows them
         call("navigate", sessionId=sid, url=pages.url("/counter?n=1"))
         ref = call("type", sessionId=sid, selector="#secret-box", text="PLANTED-PASSWORD", secret=True)["refId"]
         call("get_content", ref_id=ref)

@@ -1,0 +1,653 @@
+"""Break each guard the docs promise, one at a time in a scratch copy, and see its test fail.
+
+Not part of the test suite (it runs each break's tests: 9 to 17 minutes on 2 cores). Each entry of
+BREAKS below is a one-line change to the code that undoes one promise of the manual, and the
+tests that must notice it. The script copies the repository's files (tracked, and untracked
+ones git does not ignore) to a scratch directory per job, with the repository's .venv linked
+in, and runs pytest there with PYTHONPATH set to the copy (a probe plugin refuses the run when
+`mcpbrowser` is imported from anywhere else). First, once per distinct set of tests, it runs
+that set on the unbroken copy: it must pass, or a failure with the break would prove nothing.
+Then, for each break: apply it, run its tests with a timeout, restore the file.
+
+    .venv/bin/python scripts/guard_breaks.py [--list] [--only ID ...] [--jobs 1] [--timeout 300]
+
+Each break is reported `caught` (a named test failed), `NOT CAUGHT` (they all passed),
+`TIMEOUT` or `ERROR` (the baseline failed, the find-text is gone or not unique, or pytest
+could not run the tests); the exit code is 1 unless every break was caught.
+
+To add a break, add a Break(...) to BREAKS: its find-text must occur exactly once in its file
+(`tests/test_guard_breaks.py` checks that, the ids and the test names, in the unit run).
+"""
+
+import argparse
+import concurrent.futures
+import dataclasses
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@dataclasses.dataclass(frozen=True)
+class Break:
+    id: str
+    file: str  # relative to the repository's root
+    find: str  # one line (or part of one), found exactly once in the file
+    replace: str
+    promise: str  # what the break undoes, in the words of the doc below
+    doc: str
+    tests: tuple[str, ...]  # pytest node ids; the break is caught when one of them fails
+
+
+BREAKS = [
+    # -- the outside audit's twelve (issue 70) ---------------------------------------------------------------
+    Break("http-session-id-owner", "mcpbrowser/transports/http.py",
+          "if client is None or client.token_client != name:", "if client is None:",
+          "An Mcp-Session-Id belongs to the token that opened it: another token presenting it gets what an "
+          "unknown id gets.", "docs/http.md",
+          ("tests/test_http.py::test_an_mcp_session_id_belongs_to_the_token_that_opened_it",)),
+    Break("view-csrf", "mcpbrowser/view/app.py",
+          "if not auth.same_origin(environ, self.trust_proxy) or not secrets.compare_digest(given, csrf):",
+          "if not auth.same_origin(environ, self.trust_proxy):",
+          "Every request that changes something must carry the page's CSRF token.", "docs/view.md",
+          ("tests/test_view.py::test_post_without_csrf_or_from_another_origin_is_refused_and_does_nothing",)),
+    Break("view-origin", "mcpbrowser/view/app.py",
+          "if not auth.same_origin(environ, self.trust_proxy) or not secrets.compare_digest(given, csrf):",
+          "if not secrets.compare_digest(given, csrf):",
+          "Every request that changes something must come from the view's own origin.", "docs/view.md",
+          ("tests/test_view.py::test_post_without_csrf_or_from_another_origin_is_refused_and_does_nothing",)),
+    Break("news-scrubbed", "mcpbrowser/core/on_session.py",
+          "result = scrub_value(_with_news(state.run_tool(tool, args, response), response.news), state.secrets)",
+          "result = _with_news(scrub_value(state.run_tool(tool, args, response), state.secrets), response.news)",
+          "A secret stays known: scrubbed from every later answer, the page's news (a dialog's text, a download's "
+          "name) too.", "docs/safety.md",
+          ("tests/test_page_attacks.py::test_dialogs_that_quote_a_secret_hide_it",)),
+    Break("request-row-after-field", "mcpbrowser/core/dispatch.py",
+          "            call.record_request = lambda: self._recorder.request(call, args)",
+          "            call.secret = False; self._recorder.request(call, args)",
+          "The request row is written only after the field was looked at, so the clear text never reaches the "
+          "database or its WAL.", "docs/safety.md",
+          ("tests/test_secrets.py::test_secret_values_never_leave_the_page",)),
+    Break("wildcard-subdomains-only", "mcpbrowser/domains.py",
+          "return host.endswith(pattern[1:])", "return host.endswith(pattern[2:])",
+          "`*.example.com` matches its subdomains, not a host that merely ends in its letters.", "docs/safety.md",
+          ("tests/test_policy.py::test_a_wildcard_does_not_match_a_look_alike_host",)),
+    Break("resume-claim", "mcpbrowser/core/store_sqlite.py",
+          "\"WHERE session_id = ? AND state = ? AND instance IS ?\")",
+          "\"WHERE session_id = ? AND (state = ? OR 1) AND (instance IS ? OR 1)\")",
+          "One live copy: a session is resumed by one server, decided by a conditional UPDATE.", "docs/history.md",
+          ("tests/test_store.py::test_of_two_servers_resuming_a_dead_servers_sessions_at_once_exactly_one_wins_each",)),
+    Break("resume-owner", "mcpbrowser/core/dispatch.py",
+          "if call.owner is not None and session_id is not None and self._registry.owner_of(session_id) != call.owner:",
+          "if tool.needs_session and call.owner is not None and session_id is not None and "
+          "self._registry.owner_of(session_id) != call.owner:",
+          "Another client's session answers as one that does not exist, to resume_session too.", "docs/http.md",
+          ("tests/test_http.py::test_clients_at_once_each_with_their_own_sessions",)),
+    Break("sessionless-refid-owner", "mcpbrowser/core/content_tools.py",
+          "        if owner != call.owner:", "        if owner != call.owner and stored[\"sessionId\"] is not None:",
+          "Every call's refId reads back for the client that got it, session-less calls too; for another client "
+          "it answers as one never handed out.", "docs/history.md",
+          ("tests/test_history.py::test_every_refid_handed_out_reads_back_for_its_client_and_as_never_handed_out_for_another",)),
+    Break("bug-is-internal-error", "mcpbrowser/errors.py",
+          "return InternalError(bug=exc, details={\"exception\": type(exc).__name__})",
+          "return BrowserError(f\"{type(exc).__name__}: {exc}\")",
+          "A bug in the server's own code is INTERNAL_ERROR, its traceback in the log, and never trips the "
+          "circuit breaker.", "docs/reliability.md",
+          ("tests/test_mcp_kernel.py::test_a_bug_of_ours_in_a_tool_is_an_internal_error_logged_with_its_traceback_and_never_trips_the_breaker",)),
+    Break("cooldown-owner", "mcpbrowser/core/user_channel.py",
+          "owner = None if call is None else call.owner", "owner = None",
+          "Cooldown scope `client`: over HTTP a client is its token; one client's wall pauses nobody else.",
+          "docs/safety.md",
+          ("tests/test_cooldown.py::test_over_http_one_clients_wall_never_pauses_another",)),
+    Break("typed-capture-proof", "mcpbrowser/session/page_watch.py",
+          "list.includes(field) && hash(field.value) === Number(want) && !reactive(roots);",
+          "list.includes(field) && !reactive(roots);",
+          "A type's capture is edited, not walked, only when one check proves the field holds exactly the text "
+          "typed and nothing else changed.", "docs/history.md",
+          ("tests/test_capture_edit.py::test_a_page_that_does_more_than_take_the_value_is_walked[upper]",)),
+    Break("gzip-identity-preferred", "mcpbrowser/transports/compression.py",
+          "return gzip > 0 and (identity is None or gzip >= identity)", "return gzip > 0",
+          "Answers are gzipped only when the client accepts gzip at least as much as identity (RFC 9110).",
+          "docs/http.md",
+          ("tests/test_http_units.py::test_accept_encoding_is_read_as_rfc_9110_says",)),
+
+    # -- docs/safety.md: domains --------------------------------------------------------------------------------
+    Break("ipv4-spellings", "mcpbrowser/domains.py",
+          "    number = _ipv4_number(host)", "    number = None",
+          "Hosts and rules are compared in one canonical form: a rule for 127.0.0.1 also matches 2130706433, "
+          "0x7f.1, 0177.0.0.1, 127.1.", "docs/safety.md",
+          ("tests/test_policy.py::test_every_numeric_spelling_of_an_ipv4_address_is_that_address",)),
+    Break("idna-names", "mcpbrowser/domains.py",
+          "    if not host.isascii():", "    if False:",
+          "IDNA names are compared as punycode: a rule for bücher.example matches xn--bcher-kva.example.",
+          "docs/safety.md", ("tests/test_policy.py::test_rules_are_canonical_too",)),
+    Break("blocked-only-gets-a-proxy", "mcpbrowser/domains.py",
+          "return bool(self.allowed or self.blocked or self.session_allowed or self.block_private)",
+          "return bool(self.allowed or self.session_allowed or self.block_private)",
+          "--blocked-domains holds for every request: a session with any host rule gets the filtering proxy.",
+          "docs/safety.md", ("tests/test_security.py::test_blocked_domains_win",)),
+    Break("session-narrows-never-widens", "mcpbrowser/domains.py",
+          "if self.allowed and not any(domain_matches(host, p) for p in self.allowed):",
+          "if self.allowed and self.session_allowed is None and "
+          "not any(domain_matches(host, p) for p in self.allowed):",
+          "create_session {allowedDomains} narrows the lists for one session, and can never widen them.",
+          "docs/safety.md", ("tests/test_security.py::test_session_narrows_but_never_widens",)),
+    Break("session-list-lifts-private-block", "mcpbrowser/domains.py",
+          "        return host in self.allowed", "        return host in self.allowed + (self.session_allowed or ())",
+          "A session's own allowedDomains may not reach a private address under --block-private-networks; only "
+          "the server's --allowed-domains may.", "docs/safety.md",
+          ("tests/test_policy.py::test_a_sessions_own_allowed_domains_do_not_lift_the_private_block",)),
+    Break("metadata-address-always-refused", "mcpbrowser/core/policy_proxy.py",
+          "            if metadata:  # whatever names it: see METADATA_NAMES",
+          "            if metadata and self.policy.block_private:",
+          "Cloud metadata services are always refused in a session with any host rule, whatever names them.",
+          "docs/safety.md",
+          ("tests/test_policy.py::test_cloud_metadata_services_are_refused_whatever_names_them",)),
+    Break("metadata-names-before-dns", "mcpbrowser/core/policy_proxy.py",
+          "            if host in METADATA_NAMES:", "            if False:",
+          "metadata.google.internal and metadata.goog are refused before any DNS query.", "docs/safety.md",
+          ("tests/test_policy.py::test_cloud_metadata_services_are_refused_whatever_names_them",)),
+    Break("url-schemes", "mcpbrowser/domains.py",
+          "        return urlsplit(url).scheme.lower() in self.schemes", "        return True",
+          "URL schemes: http, https, about and data by default; file and chrome must be added with --url-schemes.",
+          "docs/safety.md", ("tests/test_security.py::test_schemes_need_an_explicit_flag",)),
+    Break("webrtc-no-udp", "mcpbrowser/core/browser_process.py",
+          "WEBRTC_UDP_FLAG = \"--webrtc-ip-handling-policy=disable_non_proxied_udp\"",
+          "WEBRTC_UDP_FLAG = \"--webrtc-ip-handling-policy=default\"",
+          "WebRTC sends no UDP from our browser: UDP would pass by any proxy.", "docs/safety.md",
+          ("tests/test_policy_attacks.py::test_webrtc_sends_nothing_to_a_forbidden_host",)),
+    Break("ask-user-decline-refuses", "mcpbrowser/core/user_channel.py",
+          "        answer = client.elicit(f\"The agent wants to open {host}",
+          "        answer = \"accept\" or client.elicit(f\"The agent wants to open {host}",
+          "With --ask-new-domains, a navigate outside the list asks the user; decline or cancel answers "
+          "DOMAIN_NOT_ALLOWED.", "docs/safety.md",
+          ("tests/test_security.py::test_new_domains_are_asked_through_elicitation",)),
+    Break("ask-user-needs-elicitation", "mcpbrowser/core/user_channel.py",
+          "        if client is None or not client.can_elicit:", "        if client is None:",
+          "A client without the elicitation capability gets DOMAIN_NOT_ALLOWED, with a message that says so.",
+          "docs/safety.md", ("tests/test_security.py::test_without_elicitation_the_answer_says_why",)),
+    # -- docs/safety.md: secrets ---------------------------------------------------------------------------------
+    Break("one-time-code-is-a-secret-field", "mcpbrowser/redaction.py",
+          "SECRET_AUTOCOMPLETE = (\"current-password\", \"new-password\", \"one-time-code\", ",
+          "SECRET_AUTOCOMPLETE = (\"current-password\", \"new-password\", ",
+          "A secret field is a password input, or one whose autocomplete names one-time-code, cc-number, ...",
+          "docs/safety.md",
+          ("tests/test_capture_edit.py::test_a_secret_fields_value_is_hidden_whatever_its_role",)),
+    Break("only-trusted-input-marks-a-field", "mcpbrowser/redaction.py",
+          "    if (!e.isTrusted) return;", "    if (false) return;",
+          "Only the browser's own (trusted) input makes a field a secret one: a page's scripted typing does not.",
+          "docs/safety.md", ("tests/test_secrets.py::test_a_page_cannot_choose_words_to_hide",)),
+    Break("unknown-target-is-secret", "mcpbrowser/core/on_session.py",
+          "(tool.may_carry_secret and response.secret is None)", "(False and response.secret is None)",
+          "Unknown targets count as secret: until type has looked at its field and found a plain one, its text is "
+          "stored withheld.", "docs/safety.md",
+          ("tests/test_secrets.py::test_a_secret_stays_secret_in_every_later_call",)),
+    Break("secret-upper-lower-cased", "mcpbrowser/session/snapshots.py",
+          "for case in {v, v.upper(), v.lower()} for form in encodings(case))",
+          "for case in {v} for form in encodings(case))",
+          "A secret is scrubbed upper- and lower-cased too (a field that upper-cases a code).", "docs/safety.md",
+          ("tests/test_page_attacks.py::test_a_secret_its_field_upper_cases_stays_hidden",)),
+    Break("secret-cut-start", "mcpbrowser/redaction.py",
+          "    if CUT in text and secrets:", "    if False:",
+          "Where the server cuts a page's long text, a secret's start of 4 characters or more that the cut ends "
+          "is hidden too.", "docs/safety.md",
+          ("tests/test_page_attacks.py::test_the_servers_own_cuts_do_not_leave_a_secrets_start",)),
+    Break("secrets-per-client", "mcpbrowser/redaction.py",
+          "            known = self._owners.get(owner)", "            known = next(iter(self._owners.values()), None)",
+          "Known secrets are per client: one client's secret never turns into a [REDACTED] in another's answers.",
+          "docs/safety.md", ("tests/test_secret_units.py::test_each_client_knows_its_own_secrets_and_its_named_ones",)),
+    Break("log-fields-scrubbed", "mcpbrowser/logs.py",
+          "                    setattr(record, key, scrub_value(value, EVERY))",
+          "                    setattr(record, key, value)",
+          "The server's log is scrubbed of every client's secrets, in every field of a line.", "docs/safety.md",
+          ("tests/test_secret_units.py::test_no_log_line_carries_a_known_secret_whatever_field_it_is_in",)),
+    Break("known-before-it-is-typed", "mcpbrowser/session/snapshots.py",
+          "    state.secrets.hold(held)", "    pass",
+          "Known before it is typed: a client reading the live streams while a type or fill_form runs never meets "
+          "its secret.", "docs/safety.md",
+          ("tests/test_secret_race.py::test_a_password_filled_at_once_is_hidden_from_a_live_reader",)),
+    Break("typed-key-by-key-prefixes", "mcpbrowser/session/snapshots.py",
+          "    state.secrets.hold(forms)", "    pass",
+          "Typed key by key, a secret's prefixes of 4 characters or more are hidden as well, for 10 s after "
+          "(a title that follows the field as it fills).", "docs/safety.md",
+          ("tests/test_view_attacks_more.py::test_a_title_following_the_field_late_shows_no_prefix",)),
+    Break("named-secrets-per-client", "mcpbrowser/redaction.py",
+          "return {**self._named.get(None, {}), **(self._named.get(owner, {}) if owner is not None else {})}",
+          "return {name: value for names in self._named.values() for name, value in names.items()}",
+          "A client with a token may type its own client:NAME secrets; other clients never see those names.",
+          "docs/safety.md", ("tests/test_secret_units.py::test_each_client_knows_its_own_secrets_and_its_named_ones",)),
+    Break("redact-headers", "mcpbrowser/redaction.py",
+          "    return {name: (REDACTED if name.lower() in sensitive else value) for name, value in headers.items()}",
+          "    return dict(headers)",
+          "The headers in --redact-headers show as [REDACTED] in tool output.", "docs/safety.md",
+          ("tests/test_security.py::test_planted_secrets_appear_nowhere",)),
+    Break("pictures-mask-secret-fields", "mcpbrowser/tools/capture.py",
+          "{{ -webkit-text-security: disc !important; }}", "{{ -webkit-text-security: none !important; }}",
+          "Screenshots and PDFs show secret fields as dots (one-time codes and card numbers too).",
+          "docs/safety.md", ("tests/test_secrets.py::test_screenshots_and_pdfs_show_secret_fields_as_dots",)),
+    Break("rate-limit-boundary", "mcpbrowser/guards.py",
+          "            if len(calls) >= self.per_minute:", "            if len(calls) > self.per_minute:",
+          "--rate-limit N allows N calls a minute per client, session and tool; past it, RATE_LIMITED.",
+          "docs/safety.md", ("tests/test_cooldown.py::test_rate_limit_window_boundary",)),
+    # -- docs/safety.md: the login cooldown ----------------------------------------------------------------------
+    Break("cooldown-only-timeouts", "mcpbrowser/guards.py",
+          "    if error.code not in (\"WAIT_TIMEOUT\", \"NAVIGATION_FAILED\") or not error.timed_out:",
+          "    if not error.timed_out:",
+          "Actions never start the cooldown: only a wait or a load whose own timeout ran out, on a wall.",
+          "docs/safety.md",
+          ("tests/test_cooldown.py::test_property_1_every_code_on_a_login_page_is_classified_by_the_rule",)),
+    Break("cooldown-reading-goes-on", "mcpbrowser/core/dispatch.py",
+          "if not (tool.read_only or tool.during_cooldown) and cooldown.remaining_s(session_id, owner):",
+          "if not tool.during_cooldown and cooldown.remaining_s(session_id, owner):",
+          "Reading goes on: tools declared read-only run during a cooldown.", "docs/safety.md",
+          ("tests/test_cooldown.py::test_property_4_every_acting_call_is_refused_without_browser_work",)),
+    Break("cooldown-client-scope", "mcpbrowser/guards.py",
+          "            return f\"client:{owner}\"", "            return \"server\"",
+          "--cooldown-scope client (the default) pauses the calls of the client whose call ran into the wall, "
+          "and nobody else's.", "docs/safety.md",
+          ("tests/test_cooldown.py::test_client_scope_pauses_only_that_client_and_all_of_a_one_client_server",)),
+    # -- docs/view.md --------------------------------------------------------------------------------------------
+    Break("view-own-sessions-only", "mcpbrowser/view/auth.py",
+          "        return self.owner is None or owner == self.owner", "        return True",
+          "A token's view shows that client's sessions only; the operator mark sees every session.",
+          "docs/view.md", ("tests/test_view_units.py::test_operator_sees_all_and_a_client_its_own",)),
+    Break("view-one-time-key-once", "mcpbrowser/view/auth.py",
+          "            self.one_time_key = None", "            pass",
+          "Without tokens, the one-time sign-in URL works once.", "docs/view.md",
+          ("tests/test_view_units.py::test_one_time_key_signs_in_once",)),
+    Break("view-forwarded-proto-trusted-only", "mcpbrowser/view/auth.py",
+          "    if trust_proxy:", "    if True:",
+          "X-Forwarded-Proto counts only with --view-trusted-proxy; without it the header is ignored.",
+          "docs/view.md", ("tests/test_view_units.py::test_cookie_is_secure_behind_a_trusted_tls_proxy_only",)),
+    Break("view-no-framing", "mcpbrowser/view/auth.py",
+          "(\"X-Frame-Options\", \"DENY\"),", "(\"X-Frame-Options\", \"SAMEORIGIN\"),",
+          "Every answer says X-Frame-Options: DENY.", "docs/view.md",
+          ("tests/test_view_attacks.py::test_the_views_answers_refuse_framing_and_foreign_scripts",)),
+    Break("view-cookie-httponly", "mcpbrowser/view/auth.py",
+          "f\"Path={path}\", \"HttpOnly\", \"SameSite=Strict\"]", "f\"Path={path}\", \"SameSite=Strict\"]",
+          "Signing in sets a cookie that is HttpOnly and SameSite=Strict.", "docs/view.md",
+          ("tests/test_view_attacks.py::test_the_sign_in_cookie_and_the_token_stay_out_of_urls_and_referers",)),
+    Break("view-sign-out-ends-the-sign-in", "mcpbrowser/view/app.py",
+          "self.sign_ins.end(auth.cookie_of(environ) or \"\")", "auth.cookie_of(environ)",
+          "Sign out ends the sign-in on the server, so a copied cookie stops working too.", "docs/view.md",
+          ("tests/test_view.py::test_a_cookie_from_before_sign_out_is_refused",)),
+    Break("view-sign-ins-kept", "mcpbrowser/view/auth.py",
+          "SIGN_INS_KEPT = 32", "SIGN_INS_KEPT = 1_000_000",
+          "A token keeps its 32 newest sign-ins; signing in a 33rd time ends the oldest.", "docs/view.md",
+          ("tests/test_view_attacks.py::test_signing_in_again_and_again_keeps_a_bounded_number_of_sign_ins",)),
+    Break("view-sign-in-lockout", "mcpbrowser/view/app.py",
+          "        if wait > 0:", "        if False:",
+          "Guessing tokens: after 10 refused sign-ins from one address within a minute, every sign-in from that "
+          "address answers 429 until the minute is over.", "docs/view.md",
+          ("tests/test_view_attacks.py::test_guessing_tokens_at_the_sign_in_is_slowed_down",)),
+    Break("view-one-person-holds", "mcpbrowser/view/hands.py",
+          "            if holder not in (None, viewer.name):", "            if False:",
+          "People who press Take over at the same moment: one holds the session, the others are told who does "
+          "(409).", "docs/view.md",
+          ("tests/test_view.py::test_people_pressing_take_over_at_once_only_one_holds_the_session",)),
+    Break("view-hand-back-ends-cooldown", "mcpbrowser/view/hands.py",
+          "        self.core.cooldown.finish(session_id, self.core.registry.owner_of(session_id))",
+          "        self.core.registry.owner_of(session_id)",
+          "Hand back: a login cooldown on the session ends.", "docs/view.md",
+          ("tests/test_view.py::test_handing_back_ends_the_cooldown_the_wall_started",)),
+    Break("view-queued-call-held", "mcpbrowser/core/on_session.py",
+          "        if held is not None and not (tool.read_only or tool.during_cooldown):", "        if False:",
+          "An agent's call accepted before the take-over and still queued answers SESSION_HELD_BY_PERSON when "
+          "its turn comes.", "docs/view.md",
+          ("tests/test_view_attacks.py::test_an_agent_call_queued_before_the_take_over_does_not_act_after_it",)),
+    Break("view-person-field-learned", "mcpbrowser/tools/person.py",
+          "        snapshots.learn_secrets(state, (value,))", "        pass",
+          "What a person types is a secret: what the field holds after their keys too (a typo fixed in the "
+          "middle).", "docs/view.md",
+          ("tests/test_view_attacks_more.py::test_a_password_fixed_in_the_middle_is_nowhere",)),
+    Break("view-person-field-could-hold", "mcpbrowser/tools/person.py",
+          "if isinstance(value, str) and value and field.could_hold(value):", "if isinstance(value, str) and value:",
+          "Only a text the person's keys could have left in the field is learned: a page cannot have words of its "
+          "choosing scrubbed from the agent's answers.", "docs/view.md",
+          ("tests/test_view_attacks_more.py::test_a_page_cannot_have_words_of_its_choosing_learned_as_the_persons_secret",)),
+    Break("view-person-prefixes", "mcpbrowser/tools/person.py",
+          "        snapshots.typing_key_by_key(state, typed)", "        pass",
+          "A person's typing: its prefixes of 4 characters or more are hidden until 10 s after (a page that "
+          "echoes each key).", "docs/view.md",
+          ("tests/test_view_attacks.py::test_a_page_that_echoes_each_key_late_shows_no_prefix_after_the_typing",)),
+    # -- docs/history.md -----------------------------------------------------------------------------------------
+    Break("history-file-private", "mcpbrowser/core/store_sqlite.py",
+          "os.O_WRONLY | os.O_CREAT, 0o600))  # history is private", "os.O_WRONLY | os.O_CREAT, 0o644))",
+          "The key file is readable only by you, and the database file is 0600 too.", "docs/history.md",
+          ("tests/test_store.py::test_database_and_key_file_are_private",)),
+    Break("saved-files-private", "mcpbrowser/tools/capture.py",
+          "        os.chmod(part, 0o600)  # as the history database", "        os.chmod(part, 0o644)  # as the history",
+          "Files the server writes (traces, screenshots, PDFs, ...) are 0600.", "docs/history.md",
+          ("tests/test_secrets.py::test_a_trace_keeps_no_secret_and_still_opens",)),
+    Break("fill-form-stores-no-value", "mcpbrowser/core/history.py",
+          "params[\"fields\"] = [{**f, \"value\": REDACTED} if isinstance(f, dict) and \"value\" in f else f",
+          "params[\"fields\"] = [f if isinstance(f, dict) and \"value\" in f else f",
+          "fill_form never stores a value.", "docs/safety.md",
+          ("tests/test_history.py::test_fill_form_stores_no_value_not_even_a_plain_fields",)),
+    Break("session-in-use-elsewhere", "mcpbrowser/core/lifecycle_tools.py",
+          "    if holder is not None and holder[\"state\"] == \"active\" and holder[\"alive\"]:",
+          "    if False:",
+          "resume_session on a session another live server has open answers SESSION_IN_USE, naming that server.",
+          "docs/history.md", ("tests/test_shared_history.py::test_two_servers_share_one_history",)),
+    Break("start-closes-only-gone-servers", "mcpbrowser/core/store.py",
+          "gone = [sid for sid, instance in rows if not (instance and self.alive(instance))]",
+          "gone = [sid for sid, instance in rows]",
+          "At start, a server closes only the sessions whose server is gone; another live server's stay active.",
+          "docs/history.md",
+          ("tests/test_store_faults.py::test_pruning_and_start_up_leave_a_live_servers_sessions_alone",)),
+    Break("pruning-skips-live-servers", "mcpbrowser/core/store.py",
+          "        kept = [sid for sid, instance in rows if self.alive(instance)]", "        kept = []",
+          "Pruning never drops the calls of a session that another live server has open.", "docs/history.md",
+          ("tests/test_store_faults.py::test_pruning_and_start_up_leave_a_live_servers_sessions_alone",)),
+    Break("only-own-files-counted", "mcpbrowser/core/file_keeper.py",
+          "        return [f for f in self._files() if f[0] in own]", "        return self._files()",
+          "The limits count and remove only the files the server saved; a file it did not write is never "
+          "counted, aged or removed.", "docs/history.md",
+          ("tests/test_resource_units.py::test_files_the_server_did_not_save_are_neither_counted_nor_removed",)),
+    Break("only-gone-writers-part-files", "mcpbrowser/core/file_keeper.py",
+          "    return match is not None and not alive(int(match.group(1)))", "    return match is not None",
+          "At start the server removes the .part files a killed server left, and only those.", "docs/history.md",
+          ("tests/test_resource_units.py::test_at_start_the_partial_files_of_gone_writers_go_and_a_live_ones_stay",)),
+    # -- docs/reliability.md -------------------------------------------------------------------------------------
+    Break("restart-budget", "mcpbrowser/core/browser_supervisor.py",
+          "        if len(self._restarts) < self.max_restarts:", "        if True:",
+          "At most --max-restarts restarts within --restart-window: past that the server is degraded.",
+          "docs/reliability.md",
+          ("tests/test_restart_backoff.py::test_a_crash_loop_stops_at_the_restart_limit_until_the_window_allows_one",)),
+    Break("restart-wait-at-most-4-s", "mcpbrowser/core/browser_supervisor.py",
+          "delay = min(BACKOFF_MAX_S, BACKOFF_BASE_S * (2 ** min(self._count - 1, 16) - 1))",
+          "delay = BACKOFF_BASE_S * (2 ** min(self._count - 1, 16) - 1)",
+          "A browser that keeps dying as it starts waits 0, 0.25, 0.75, 1.75, then 4 s at most.",
+          "docs/reliability.md",
+          ("tests/test_restart_backoff.py::test_a_browser_that_keeps_dying_as_it_starts_waits_longer_each_time_up_to_4_s",)),
+    Break("restart-crashes-decay", "mcpbrowser/core/browser_supervisor.py",
+          "self._count = self._count * 0.5 ** (max(0.0, ran_s) / BACKOFF_HALF_LIFE_S) + 1",
+          "self._count = self._count + 1",
+          "A browser that crashed once, or once a minute, restarts at once: earlier crashes count half as much "
+          "for every second the browser ran since.", "docs/reliability.md",
+          ("tests/test_restart_backoff.py::test_a_browser_that_ran_a_while_restarts_at_once_however_often_it_crashed_before",)),
+    Break("breaker-counts-browser-errors-only", "mcpbrowser/core/dispatch.py",
+          "elif error.code == \"BROWSER_ERROR\" and self.breaker.failed(call.tool):",
+          "elif self.breaker.failed(call.tool):",
+          "The circuit breaker counts BROWSER_ERROR failures; the agent's own mistakes do not count.",
+          "docs/reliability.md",
+          ("tests/test_threads.py::test_core_refuses_a_tool_with_circuit_open_and_other_failures_do_not_count",)),
+    Break("memory-guard", "mcpbrowser/guards.py",
+          "        return used if used > self.limit_mb else None", "        return None",
+          "The memory guard refuses new sessions while the browser's processes use more than --max-memory-mb.",
+          "docs/reliability.md",
+          ("tests/test_reliability.py::test_memory_guard_refuses_new_sessions_over_the_limit",)),
+    Break("alert-loop-dismissed", "mcpbrowser/session/state.py",
+          "        if self._dialog_run > LOOP_DIALOGS and page is not None:", "        if False:",
+          "An alert loop: past 3 dialogs in a row, the server dismisses that page's further dialogs itself.",
+          "docs/reliability.md",
+          ("tests/test_misbehaving_pages.py::test_an_alert_loop_is_answered_by_the_server_and_handle_dialog_never_fails",)),
+    Break("page-strings-shortened", "mcpbrowser/page_strings.py",
+          "    if len(text) <= limit:", "    if True:",
+          "A page's own strings are shortened in what the agent reads (a title to 500 characters, a URL to 200), "
+          "and kept whole in the history.", "docs/reliability.md",
+          ("tests/test_misbehaving_pages.py::test_page_controlled_strings_are_shortened_in_answers_and_whole_in_the_history",)),
+    Break("lone-surrogates-replaced", "mcpbrowser/page_strings.py",
+          "        return _LONE_SURROGATE.sub(REPLACEMENT, value) if _LONE_SURROGATE.search(value) else value",
+          "        return value",
+          "Text JSON cannot carry (a lone surrogate) reaches you as U+FFFD in every answer, log line and row.",
+          "docs/safety.md",
+          ("tests/test_page_text_units.py::test_valid_text_replaces_only_lone_surrogates_and_keeps_what_is_clean",)),
+]
+
+
+class CatalogError(Exception):
+    pass
+
+
+def problems(brk: Break, root: pathlib.Path = ROOT) -> list[str]:
+    """What is wrong with one entry against the code under `root` (empty when it can be applied)."""
+    found = []
+    path = root / brk.file
+    if not path.is_file():
+        return [f"{brk.id}: {brk.file} does not exist"]
+    text = path.read_text(encoding="utf-8")
+    count = text.count(brk.find)
+    if count != 1:
+        found.append(f"{brk.id}: the find-text occurs {count} times in {brk.file}, not once: {brk.find!r}")
+    elif path.suffix == ".py":
+        # A break that does not compile would fail its tests for that alone (a server that cannot start).
+        try:
+            compile(text.replace(brk.find, brk.replace), str(path), "exec")
+        except SyntaxError as exc:
+            found.append(f"{brk.id}: {brk.file} does not compile with the break: {exc.msg} (line {exc.lineno})")
+    if "\n" in brk.find or "\n" in brk.replace:
+        found.append(f"{brk.id}: a break is a change within one line (no newline in find or replace)")
+    if brk.find == brk.replace:
+        found.append(f"{brk.id}: find and replace are the same")
+    if not brk.tests:
+        found.append(f"{brk.id}: names no test")
+    return found
+
+
+def apply(brk: Break, root: pathlib.Path) -> str:
+    """Write the break into the copy under `root`; the file's text before it, to restore."""
+    errors = problems(brk, root)
+    if errors:
+        raise CatalogError("; ".join(errors))
+    path = root / brk.file
+    before = path.read_text(encoding="utf-8")
+    write_source(path, before.replace(brk.find, brk.replace))
+    return before
+
+
+def restore(brk: Break, root: pathlib.Path, before: str) -> None:
+    write_source(root / brk.file, before)
+
+
+def write_source(path: pathlib.Path, text: str) -> None:
+    # A broken and a restored file can have the same size and second: drop the bytecode either left.
+    path.write_text(text, encoding="utf-8")
+    for cached in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
+        cached.unlink()
+
+
+PROBE = '''"""guard_breaks' probe: the run must test the scratch copy's mcpbrowser, not an installed one."""
+import os
+
+import mcpbrowser
+import pytest
+
+
+def pytest_configure(config):
+    here = os.path.realpath(os.path.dirname(__file__))
+    if not os.path.realpath(mcpbrowser.__file__).startswith(here + os.sep):
+        raise pytest.UsageError(f"mcpbrowser imported from {mcpbrowser.__file__}, not from {here}")
+'''
+
+
+def make_copy(parent: pathlib.Path, n: int) -> pathlib.Path:
+    """A copy of the repository's files under `parent`, the .venv linked in."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, check=True, capture_output=True).stdout.decode().split("\0")
+    copy = parent / f"copy{n}"
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():  # a tracked file deleted in the work tree is left out
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy / name)
+    (copy / ".venv").symlink_to(ROOT / ".venv")
+    (copy / "_guard_breaks_probe.py").write_text(PROBE, encoding="utf-8")
+    return copy
+
+
+@dataclasses.dataclass
+class Outcome:
+    verdict: str  # caught, NOT CAUGHT, TIMEOUT, ERROR (and passed / FAILED for a baseline)
+    seconds: float
+    detail: str = ""
+
+
+def run_tests(copy: pathlib.Path, tests: tuple[str, ...], timeout: float) -> tuple[int | None, str, float]:
+    """pytest on `tests` in the copy: (exit code or None on timeout, its output's tail, seconds)."""
+    env = dict(os.environ, PYTHONPATH=str(copy), COLUMNS="400")  # wide enough for the summary to say why
+    env.pop("PYTEST_ADDOPTS", None)
+    command = [str(copy / ".venv" / "bin" / "python"), "-m", "pytest", "-p", "_guard_breaks_probe",
+               "-p", "no:cacheprovider", "-x", "-q", "-rf", "--no-header", *tests]
+    started = time.monotonic()
+    # A session of its own, so that a timeout ends the servers and browsers the tests started too.
+    proc = subprocess.Popen(command, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        code: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        code = None
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever the tests left behind
+        except ProcessLookupError:
+            pass
+    return code, out.decode(errors="replace"), time.monotonic() - started
+
+
+def failed_tests(output: str) -> list[str]:
+    """The summary's failed tests (-rf: `FAILED tests/x.py::test_y[param] - why`), each with the start of its why."""
+    found = []
+    for line in output.splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            node, _, why = line.split(" ", 1)[1].partition(" - ")
+            if ".py" in node.split("::")[0]:
+                found.append(f"{node} ({why[:100]})" if why else node)
+    return found
+
+
+def baseline(copy: pathlib.Path, tests: tuple[str, ...], timeout: float) -> Outcome:
+    code, out, seconds = run_tests(copy, tests, timeout)
+    if code == 0:
+        return Outcome("passed", seconds)
+    if code is None:
+        return Outcome("TIMEOUT", seconds, f"the tests took over {timeout:.0f} s unbroken")
+    return Outcome("FAILED", seconds, f"pytest exit {code} unbroken:\n{tail(out)}")
+
+
+def try_break(copy: pathlib.Path, brk: Break, timeout: float) -> Outcome:
+    try:
+        before = apply(brk, copy)
+    except CatalogError as exc:
+        return Outcome("ERROR", 0.0, str(exc))
+    try:
+        code, out, seconds = run_tests(copy, brk.tests, timeout)
+    finally:
+        restore(brk, copy, before)
+    if code == 1:
+        return Outcome("caught", seconds, "failed: " + " ".join(failed_tests(out)))
+    if code == 0:
+        return Outcome("NOT CAUGHT", seconds, "every named test passed with the break")
+    if code is None:
+        return Outcome("TIMEOUT", seconds, f"over {timeout:.0f} s with the break")
+    return Outcome("ERROR", seconds, f"pytest exit {code} (not a test failure):\n{tail(out)}")
+
+
+def tail(output: str, lines: int = 15) -> str:
+    return "\n".join("    " + line for line in output.rstrip().splitlines()[-lines:])
+
+
+def run(breaks: list[Break], jobs: int, timeout: float) -> int:
+    started = time.monotonic()
+    scratch = pathlib.Path(tempfile.mkdtemp(prefix="guard-breaks-"))
+    copies = [make_copy(scratch, n) for n in range(jobs)]
+    free = list(copies)
+    lock = threading.Lock()
+    say_lock = threading.Lock()
+    outcomes: dict[str, Outcome] = {}
+
+    def with_copy(work):
+        def job(*args):
+            with lock:
+                copy = free.pop()
+            try:
+                return work(copy, *args)
+            finally:
+                with lock:
+                    free.append(copy)
+        return job
+
+    def say(text: str) -> None:
+        with say_lock:
+            print(text, flush=True)
+
+    try:
+        sets = sorted({brk.tests for brk in breaks})
+        say(f"{len(breaks)} breaks, {len(sets)} sets of tests, {jobs} job(s), scratch {scratch}")
+        bases: dict[tuple[str, ...], Outcome] = {}
+        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+            unbroken = pool.map(with_copy(lambda copy, tests: baseline(copy, tests, timeout)), sets)
+            for tests, outcome in zip(sets, unbroken, strict=True):
+                bases[tests] = outcome
+                say(f"  baseline {outcome.verdict:<7} {outcome.seconds:6.1f} s  {' '.join(tests)}"
+                    + (f"\n{outcome.detail}" if outcome.detail else ""))
+
+        def one(copy: pathlib.Path, brk: Break) -> Outcome:
+            if bases[brk.tests].verdict != "passed":
+                return Outcome("ERROR", 0.0, "its tests do not pass unbroken (baseline above)")
+            return try_break(copy, brk, timeout)
+
+        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+            for brk, outcome in zip(breaks, pool.map(with_copy(one), breaks), strict=True):
+                outcomes[brk.id] = outcome
+                say(f"{outcome.verdict:<10} {outcome.seconds:6.1f} s  {brk.id}: {outcome.detail}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    counts: dict[str, int] = {}
+    for outcome in outcomes.values():
+        counts[outcome.verdict] = counts.get(outcome.verdict, 0) + 1
+    minutes, seconds = divmod(round(time.monotonic() - started), 60)
+    say(f"{len(breaks)} breaks: " + ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items()))
+        + f"; {minutes} min {seconds:02d} s with {jobs} job(s)")
+    missed = [brk_id for brk_id, outcome in outcomes.items() if outcome.verdict != "caught"]
+    if missed:
+        say("Not caught: " + " ".join(missed))
+    return 0 if counts.get("caught", 0) == len(breaks) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="The unbroken baseline runs once per distinct set of tests (breaks naming the same tests share "
+               "it), before any break; a break whose baseline did not pass is an ERROR.")
+    parser.add_argument("--list", action="store_true", help="print the catalog (id, file, promise, tests) and exit")
+    parser.add_argument("--only", action="append", metavar="ID",
+                        help="run only this break (repeat for several, or give ids separated by commas)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="breaks run at once, each in its own copy (default 1: the tests start browsers)")
+    parser.add_argument("--timeout", type=float, default=300,
+                        help="seconds one run of a break's tests may take before it counts as TIMEOUT (default 300)")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    breaks = BREAKS
+    if args.only:
+        wanted = {one.strip() for given in args.only for one in given.split(",") if one.strip()}
+        unknown = wanted - {brk.id for brk in BREAKS}
+        if unknown:
+            parser.error(f"no break with the id {', '.join(sorted(unknown))} (--list shows them)")
+        breaks = [brk for brk in BREAKS if brk.id in wanted]
+    if args.list:
+        for brk in breaks:
+            print(f"{brk.id}  ({brk.file}; {brk.doc})\n    {brk.promise}\n    tests: {' '.join(brk.tests)}")
+        print(f"{len(breaks)} breaks")
+        return 0
+    bad = [problem for brk in breaks for problem in problems(brk)]
+    if bad:
+        print("The catalog no longer fits the code:\n" + "\n".join("  " + p for p in bad), file=sys.stderr)
+        return 2
+    return run(breaks, args.jobs, args.timeout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
