@@ -197,6 +197,21 @@ def ref_of(text, name, role="", before=False):
     raise StepFailed(f"no ref for {name!r} in: {text[:300]}")
 
 
+def ref_in_row(text, row_has, name):
+    """The ref of the control `name` that our query lists under the row (`- row [ref=…]: Groups | Add`) holding
+    `row_has`: a match in a table comes with its row, the row's links listed under it."""
+    lines = text.splitlines()
+    for at, line in enumerate(lines):
+        if line.lstrip().startswith("- row") and row_has in line:
+            depth = len(line) - len(line.lstrip())
+            for below in lines[at + 1:]:
+                if len(below) - len(below.lstrip()) <= depth:
+                    break
+                if name in below and "[ref=" in below:
+                    return below.split("[ref=", 1)[1].split("]", 1)[0]
+    raise StepFailed(f"no {name} in a row of {row_has!r} in: {text[:300]}")
+
+
 def expect(condition, what):
     if not condition:
         raise StepFailed(what)
@@ -410,7 +425,7 @@ async def ours_admin(meter, sessions, base, task):
     expect(f"{staff_count(task['db'])} result" in counted, f"count: {counted[:300]}")
 
     meter.step = "group"
-    await act(sid, "click", ref=ref_of(counted, "/admin/auth/group/add/", "", before=True))
+    await act(sid, "click", ref=ref_in_row(counted, "Groups", 'link "Add"'))
     form = await read(sid, "Name|Available permissions|Choose|Save")
     await act(sid, "type", ref=ref_of(form, "Name", "textbox"), text="Auditors")
     await act(sid, "select", ref=ref_of(form, "Available permissions", "listbox"), labels=list(PERMISSIONS))

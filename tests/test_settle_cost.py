@@ -185,10 +185,12 @@ def test_after_a_type_or_a_select_one_round_trip_and_no_capture_of_its_own(brows
     # Issue 75. Before: a type's secret field check, its settle, then (after the answer) the capture's proof, one
     # after another; a select's settle, then the proof. Now each is answered in the settle's round trip, and the
     # capture is the proved edit.
-    PAGES["/form"] = FORM
+    # A page of its own: support.PAGES' "/form" is every module's in this worker process (changed, then deleted
+    # here, it was gone for the modules that ran after).
+    PAGES["/round-trip-form"] = FORM
     try:
         with browser.create_session() as session:
-            session.navigate(pages.url("/form"))
+            session.navigate(pages.url("/round-trip-form"))
             session.call("wait_for", selector="#go")  # the navigate's capture is held
             typed = trips(browser, session, "type", "fill", selector="#name", text="Ada")
             assert len(typed) == 1, typed
@@ -206,7 +208,7 @@ def test_after_a_type_or_a_select_one_round_trip_and_no_capture_of_its_own(brows
             assert 'textbox "Name" [ref=e3]: Bo' in page and 'option "M" [selected]' in page, page
             assert "clicked" in page, page
     finally:
-        del PAGES["/form"]
+        del PAGES["/round-trip-form"]
 
 
 def test_a_type_whose_page_reacts_for_a_second_is_not_probed_after_its_settle(browser, pages, trips):
