@@ -236,7 +236,7 @@ def test_the_site_groups_lists_are_reads_and_their_secrets_environment_variables
              _call("unroute", {}, {"removed": [], "routes": []}),
              _call("page_tools", {"name": "t", "input": {"a": 1}, "frame": "http://f.test"}, {"untrustedResult": ""})]
     source, script = _body(calls)
-    assert script.steps == 6 and script.secrets == ["MCPBROWSER_SECRET_1", "MCPBROWSER_SECRET_2"]
+    assert script.steps == 6 and script.env_names == ["MCPBROWSER_SECRET_1", "MCPBROWSER_SECRET_2"]
     assert "the agent read the page here (route, cookies, page_tools, storage)" in source
     assert '"Authorization": os.environ["MCPBROWSER_SECRET_1"]' in source and "[REDACTED]" not in source
     assert 'context.add_cookies([{"name": "sid", "url": "http://x.test/", "httpOnly": True, ' \
