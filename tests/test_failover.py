@@ -257,6 +257,9 @@ def test_a_2026_client_keeps_to_one_server_by_its_token_and_resumes_its_session_
     for step in ("/login", "/login?again=1", "/login?again=2", "/login?again=3"):
         carol.tool("navigate", sessionId=sid, url=shop(step))  # each on the server that holds the session
         time.sleep(THINK_S)  # the agent's pause: the resume state of each page is saved meanwhile
+    # Saved after the answer and the page's capture: on a loaded machine (a fresh clone's run) later than the
+    # pause, and a kill before it loses the last page, as the docs say a crash may.
+    assert wait_for(lambda: group.saved_url(sid) == shop("/login?again=3"), 10, 0.01)
     home, survivor = group.home_of(sid)
     os.kill(home.proc.pid, signal.SIGKILL)
     time.sleep(THINK_S)
