@@ -52,6 +52,9 @@ def found(client, session, text):
     return client.tool("snapshot", sessionId=session, query=text)["matches"]
 
 
+# Alone: the settle waits for the view at most CAP_MS after the click, and a 400 ms request on a machine
+# loaded by the parallel run's browsers once took longer (a fresh clone's run, 2026-12-06).
+@pytest.mark.alone
 @pytest.mark.parametrize("button, view", [("#later", "Report view"), ("#fetched", "Fetched view")])
 def test_a_view_built_after_the_click_is_there_when_the_click_answers(client, session, pages, button, view):
     client.tool("navigate", sessionId=session, url=pages.url("/spa"))
