@@ -93,33 +93,40 @@ class AdminSite:
     def _django(self, args, db, **kwargs):
         return subprocess.run([sys.executable, "-m", "django", *args], env=self._env(db), check=True, **kwargs)
 
-    @contextlib.contextmanager
     def serve(self):
         """A fresh copy of the seeded database behind Django's runserver: yields (base URL, db path)."""
-        db = os.path.join(self.folder, f"run-{time.monotonic_ns()}.db")
-        shutil.copy(self.template, db)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        proc = subprocess.Popen([sys.executable, "-m", "django", "runserver", f"127.0.0.1:{port}", "--noreload",
-                                 "--insecure"], env=self._env(db), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    urllib.request.urlopen(base + "/admin/login/", timeout=2).read()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        raise RuntimeError("Django's runserver did not answer within 30 s") from None
-                    time.sleep(0.2)
-            yield base, db
-        finally:
-            proc.terminate()
-            proc.wait(10)
-            os.unlink(db)
+        return serving(self.folder, self.template, "/admin/login/", "Django's runserver", 30, lambda port, db: (
+            [sys.executable, "-m", "django", "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"],
+            self._env(db)))
+
+
+@contextlib.contextmanager
+def serving(folder, template, probe, name, wait_s, start):
+    """A fresh copy of `template` in `folder`, behind the server `start(port, db)` gives as (argv, env), once
+    `probe` answers: yields (base URL, db path); the server stopped and the copy removed after."""
+    db = os.path.join(folder, f"run-{time.monotonic_ns()}.db")
+    shutil.copy(template, db)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv, env = start(port, db)
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                urllib.request.urlopen(base + probe, timeout=2).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError(f"{name} did not answer within {wait_s} s") from None
+                time.sleep(0.2)
+        yield base, db
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        os.unlink(db)
 
 
 def query(db, sql, params=()):

@@ -11,14 +11,11 @@ database, read with sqlite3 outside both MCP servers.
     with site.serve() as (base, db): …  # a fresh copy of the database, on a free port
 """
 
-import contextlib
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
+
+from admin_site import serving
 
 SQLADMIN = ("sqladmin==0.32.0", "uvicorn==0.55.0", "sqlalchemy==2.1.9")  # the task is written for these pages
 GENRES = ("Novel", "Poetry", "Essay", "Drama", "Memoir")
@@ -142,30 +139,8 @@ class DataSite:
         return {**os.environ, "PYTHONPATH": os.pathsep.join([self.lib, self.app]), "BENCH_DB": db,
                 "BENCH_APP": self.app}
 
-    @contextlib.contextmanager
     def serve(self):
         """A fresh copy of the seeded database behind uvicorn: yields (base URL, db path)."""
-        db = os.path.join(self.folder, f"run-{time.monotonic_ns()}.db")
-        shutil.copy(self.template, db)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "catalogue:app", "--host", "127.0.0.1",
-                                 "--port", str(port), "--log-level", "warning"], env=self._env(db),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    urllib.request.urlopen(base + "/admin/", timeout=2).read()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        raise RuntimeError("SQLAdmin (uvicorn) did not answer within 30 s") from None
-                    time.sleep(0.2)
-            yield base, db
-        finally:
-            proc.terminate()
-            proc.wait(10)
-            os.unlink(db)
+        return serving(self.folder, self.template, "/admin/", "SQLAdmin (uvicorn)", 30, lambda port, db: (
+            [sys.executable, "-m", "uvicorn", "catalogue:app", "--host", "127.0.0.1", "--port", str(port),
+             "--log-level", "warning"], self._env(db)))

@@ -11,14 +11,11 @@ read with sqlite3 outside both MCP servers.
     with site.serve() as (base, db): ...  # a fresh copy of the storage, on a free port
 """
 
-import contextlib
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
+
+from admin_site import serving
 
 # The dashboard's pages differ between releases: the task is written for these.
 PACKAGES = ("optuna-dashboard>=0.21,<0.22", "optuna>=4.5,<5.1")
@@ -62,29 +59,8 @@ class SpaSite:
             os.replace(seeding, site.template)
         return site
 
-    @contextlib.contextmanager
     def serve(self):
         """A fresh copy of the seeded storage behind optuna-dashboard: yields (base URL, db path)."""
-        db = os.path.join(self.folder, f"run-{time.monotonic_ns()}.db")
-        shutil.copy(self.template, db)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        proc = subprocess.Popen([os.path.join(self.bin, "optuna-dashboard"), f"sqlite:///{db}", "--host", "127.0.0.1",
-                                 "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    urllib.request.urlopen(base + "/api/studies", timeout=2).read()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        raise RuntimeError("optuna-dashboard did not answer within 60 s") from None
-                    time.sleep(0.2)
-            yield base, db
-        finally:
-            proc.terminate()
-            proc.wait(10)
-            os.unlink(db)
+        return serving(self.folder, self.template, "/api/studies", "optuna-dashboard", 60, lambda port, db: (
+            [os.path.join(self.bin, "optuna-dashboard"), f"sqlite:///{db}", "--host", "127.0.0.1", "--port",
+             str(port)], None))
