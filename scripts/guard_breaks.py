@@ -63,9 +63,9 @@ BREAKS = [
           "            if not mine:",
           "Every request that changes something must come from the view's own origin.", "docs/view.md",
           ("tests/test_view.py::test_post_without_csrf_or_from_another_origin_is_refused_and_does_nothing",)),
-    Break("news-scrubbed", "mcpbrowser/core/on_session.py",
-          "                result = answer.scrubbed(result, call.secrets)",
-          "                result = answer.with_news(answer.scrubbed(response.result, call.secrets), response.news)",
+    Break("news-scrubbed", "mcpbrowser/core/answer.py",
+          "    return Outcome(call.ref_id, scrub_value(result, secrets), None,",
+          "    return Outcome(call.ref_id, result, None,",
           "A secret stays known: scrubbed from every later answer, the page's news (a dialog's text, a download's "
           "name) too.", "docs/safety.md",
           ("tests/test_page_attacks.py::test_dialogs_that_quote_a_secret_hide_it",)),

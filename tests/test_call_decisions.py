@@ -18,10 +18,13 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "mcpbrowser"
 DECISIONS = {"capture", "capture_after", "snapshot", "inline", "secret", "same_page", "snapshot_reused", "field_edit"}
 CALLS_FUNCTION = "core/on_session.py"
 # Where a failure gets its class (errors.as_server_error: ours as they are, Playwright's BROWSER_ERROR, a bug
-# of ours INTERNAL_ERROR): a call on a session in OnSession.run, a session-less call in the dispatcher's pool
-# runner, through Call.annotate_error; the agent's answer of a Future that ended otherwise (none does), rendered
-# in core/answer.py. The transports classify nothing: they wrap what core/answer.py rendered.
-CLASSIFIERS = {"errors.py", "core/call.py", CALLS_FUNCTION, "core/dispatch.py", "core/answer.py"}
+# of ours INTERNAL_ERROR): where a call ends, core/answer.py's `finish` (and `outcome_of`, for a Future the session
+# closed under), and OnSession.run, which reads the class to tell a bug of ours from the page's facts. The
+# transports classify nothing: they wrap what core/answer.py rendered.
+CLASSIFIERS = {"errors.py", CALLS_FUNCTION, "core/answer.py"}
+# Where a call ends in its Outcome (answer.finish): on its session thread, on the core pool or refused by the
+# dispatcher, and by the watchdog for a stuck command.
+ENDS = {CALLS_FUNCTION, "core/dispatch.py", "core/watchdog.py"}
 
 
 def modules():
@@ -70,13 +73,16 @@ def test_a_failure_is_classified_only_where_a_call_ends():
             if isinstance(node, ast.Call):
                 func = node.func
                 called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-                if called in ("as_server_error", "annotate_error", "InternalError"):
+                if called == "finish" and not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                                               and func.value.id == "answer"):
+                    continue  # another's finish (a task's, a cooldown's)
+                if called in ("as_server_error", "InternalError", "finish"):
                     where.setdefault(name, set()).add(called)
-    stray = {name: calls for name, calls in where.items() if name not in CLASSIFIERS | {"core/watchdog.py"}}
-    assert not stray, f"a failure classified outside the call's function and the dispatcher: {stray}"
-    assert "as_server_error" in where[CALLS_FUNCTION] and "annotate_error" in where[CALLS_FUNCTION]
-    # The watchdog ends a stuck command with its own error (COMMAND_TIMEOUT): annotated, never classified.
-    assert where.get("core/watchdog.py", set()) <= {"annotate_error"}
+    classified = {name for name, calls in where.items() if calls & {"as_server_error", "InternalError"}}
+    assert classified <= CLASSIFIERS, f"a failure classified outside where a call ends: {classified - CLASSIFIERS}"
+    ended = {name for name, calls in where.items() if "finish" in calls}
+    assert ended == ENDS, f"a call ended in its Outcome outside its ends: {ended ^ ENDS}"  # each end is there
+    assert "as_server_error" in where["core/answer.py"]  # the control: the one classification was read
 
 
 def test_every_session_handler_takes_the_calls_response():

@@ -1,5 +1,6 @@
 """The call's one path on its session (core/on_session.py `OnSession.run`, queued by core/dispatch.py),
-with injected fakes: capture decided once, each failure class annotated once, the unknown tool one code. No browser."""
+with injected fakes: capture decided once, each call ended once in its Outcome (core/answer.py's finish), the unknown
+tool one code. No browser."""
 
 import contextlib
 import json
@@ -11,7 +12,7 @@ from fakes import FakeTimer
 from test_mcp_kernel import Wire
 
 from mcpbrowser.config import Config
-from mcpbrowser.core import on_session
+from mcpbrowser.core import answer, on_session
 from mcpbrowser.core.call import Call, Embedder
 from mcpbrowser.core.dispatch import Dispatcher
 from mcpbrowser.core.tool_groups import ToolGroups
@@ -114,10 +115,10 @@ class Recorder:
     def pending(self, call):
         pass
 
-    def response(self, call, fut):
+    def response(self, call, outcome):
         self.responses.append(call.tool)
 
-    def after_call(self, state, fut, call):
+    def after_call(self, state, outcome, call):
         self.after.append(call.snapshot)
 
 
@@ -126,7 +127,7 @@ def dispatcher(closed=False, **settings):
     user = UserChannel(config)
     user.cooldown.timers.factory, user.cooldown.clock = FakeTimer, lambda: 1000.0
     recorder = Recorder()
-    tools = {"act": tool(changes_page=True), "wait_for_user": tool("wait_for_user", waits_for_person=True),
+    tools = {"act": tool(changes_page=True), "look": tool("look"), "wait_for_user": tool("wait_for_user", waits_for_person=True),
              "hands": tool("hands", person_only=True, group="person")}
     core = types.SimpleNamespace(
         lost=[], remembered=[], groups=ToolGroups(config, tools),
@@ -136,28 +137,30 @@ def dispatcher(closed=False, **settings):
     return Dispatcher(config, tools, Registry(closed), recorder, user, None, core, core.files), recorder, core
 
 
-def call(name="act", capture=True):
-    made = Call(name, "s1", Embedder(lambda: None), capture=capture, inline=False)
-    made.annotated = 0
-    annotate_error = made.annotate_error
+def call(name="act"):
+    return Call(name, "s1", Embedder(lambda: None))
 
-    def counted(exc):
-        made.annotated += 1
-        return annotate_error(exc)
 
-    made.annotate_error = counted
-    return made
+@pytest.fixture(autouse=True)
+def finished(monkeypatch):
+    """The calls each call's end made (answer.finish), counted by refId."""
+    ends = {}
+    finish = answer.finish
+
+    def counted(made, *args, **kwargs):
+        ends[made.ref_id] = ends.get(made.ref_id, 0) + 1
+        return finish(made, *args, **kwargs)
+
+    monkeypatch.setattr(answer, "finish", counted)
+    return ends
 
 
 def run(d, state, made, name="act"):
-    """The call on its session, then the after-answer work, as the worker runs them."""
+    """The call on its session, then the after-answer work, as the worker runs them; the library's Future of it."""
     fut: Future = Future()
-    try:
-        fut.set_result(d.on_session.run(state, d.tools[name], {"sessionId": "s1"}, made))
-    except BrowserServerError as exc:
-        fut.set_exception(exc)
+    fut.set_result(d.on_session.run(state, d.tools[name], {"sessionId": "s1"}, made))
     d.on_session.after_answer(state, fut, made)
-    return fut
+    return answer.library_future(fut)
 
 
 @pytest.fixture
@@ -190,7 +193,7 @@ def test_no_capture_is_promised_or_made_when_it_cannot_be(captured, state):
 
 def test_a_call_that_stores_nothing_is_not_captured(captured):
     d, recorder, _ = dispatcher()
-    fut = run(d, State({"success": True}), call(capture=False))
+    fut = run(d, State({"success": True}), call("look"), "look")
     assert fut.result()["meta"]["hasSnapshot"] is False and captured == [] and recorder.after == [None]
 
 
@@ -200,13 +203,13 @@ def test_a_call_that_stores_nothing_is_not_captured(captured):
     (False, True, "password", WaitTimeout("no #done"), "LOGIN_TIMEOUT"),
     (False, True, None, ElementNotFound("no #go"), "ELEMENT_NOT_FOUND"),
 ], ids=["server stopping", "browser lost", "login wall", "the tool's own"])
-def test_each_failure_is_classified_and_annotated_once(captured, closed, connected, wall, error, code):
+def test_each_failure_is_classified_and_ended_once(captured, finished, closed, connected, wall, error, code):
     d, recorder, core = dispatcher(closed=closed, login_cooldown=60)
     error.timed_out = True
     made = call()
     fut = run(d, State(error, connected=connected, wall=wall), made)
     exc = fut.exception()
-    assert exc.code == code and made.annotated == 1
+    assert exc.code == code and finished == {made.ref_id: 1}
     assert exc.ref_id == made.ref_id and exc.meta["consoleErrorCount"] == 1 and exc.meta["hasSnapshot"] is False
     assert core.lost == ([str(error)] if code == "SESSION_LOST" else [])
     assert d._user.cooldown.remaining_s("s1") == (60 if code == "LOGIN_TIMEOUT" else 0)
@@ -243,13 +246,13 @@ def test_a_persons_own_tool_is_unknown_to_an_agent_and_to_the_library():
         assert "hands" not in refused.details["known"] and "act" in refused.details["known"]
     assert recorder.requests == []
     person = types.SimpleNamespace(person=True, lists_tools=False, name="person:ann", owner=None)
-    went_on = d.dispatch("hands", {"sessionId": "s1"}, person).exception()
+    went_on = d.dispatch("hands", {"sessionId": "s1"}, person).result().error
     assert went_on.code == "SESSION_NOT_FOUND" and recorder.requests == ["hands"]  # positive control: past the name
 
 
 def test_the_mcp_layer_answers_the_dispatchers_unknown_tool_as_invalid_params():
     d, recorder, _ = dispatcher()
-    core = types.SimpleNamespace(submit=lambda name, args, caller: d.dispatch(name, args, caller), tools=d.tools)
+    core = types.SimpleNamespace(call_tool=lambda name, args, caller: d.dispatch(name, args, caller), tools=d.tools)
     wire = Wire()
     connection = McpConnection(core, wire.send)
     connection.handle_line(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -259,12 +262,12 @@ def test_the_mcp_layer_answers_the_dispatchers_unknown_tool_as_invalid_params():
     assert recorder.requests == []
 
 
-def test_a_call_queued_before_a_person_took_over_does_not_act_when_its_turn_comes(captured):
+def test_a_call_queued_before_a_person_took_over_does_not_act_when_its_turn_comes(captured, finished):
     d, recorder, _ = dispatcher()
     state, made = State({"success": True}), call()
     state.worker = types.SimpleNamespace(held_by="operator")
     fut = run(d, state, made)
-    assert fut.exception().code == "SESSION_HELD_BY_PERSON" and made.annotated == 1
+    assert fut.exception().code == "SESSION_HELD_BY_PERSON" and finished == {made.ref_id: 1}
     assert state.ran == [] and captured == []
     free = State({"success": True})  # positive control: the same call on a session nobody holds acts
     assert run(d, free, call()).result()["success"] is True and free.ran == ["act"]

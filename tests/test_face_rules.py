@@ -159,7 +159,7 @@ def test_the_face_is_verbs():
     parts = [ast.unparse(node) for node in _face_class().body
              if isinstance(node, (ast.AnnAssign, ast.Assign))]
     assert parts == []
-    assert {"submit", "list_tools", "sessions", "timeline", "take_over", "hand_back", "watch", "announce",
+    assert {"call_tool", "list_tools", "sessions", "timeline", "take_over", "hand_back", "watch", "announce",
             "close"} <= face_members()
 
 

@@ -360,13 +360,13 @@ def test_a_request_cancelled_while_it_is_refused_gets_no_answer(core, monkeypatc
     connection, wire = connect(core)
     request(connection, wire, 1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                                 "clientInfo": {"name": "t", "version": "1"}})
-    refuse = core.submit
+    refuse = core.call_tool
 
     def cancelled_meanwhile(*args, **kwargs):
         connection.cancel(7)
         return refuse(*args, **kwargs)
 
-    monkeypatch.setattr(core, "submit", cancelled_meanwhile)
+    monkeypatch.setattr(core, "call_tool", cancelled_meanwhile)
     connection.handle_line(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                                        "params": {"name": "no_such_tool", "arguments": {}}}).encode())
     connection.handle_line(json.dumps({"jsonrpc": "2.0", "id": 8, "method": "ping"}).encode())

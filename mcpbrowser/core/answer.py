@@ -1,18 +1,21 @@
-"""What a finished call leaves, scrubbed of its session's secret book here and nowhere else: its answer's
-content blocks (what the agent reads), its result and error (the library's), its rows (the history's).
+"""One call's end: the `Outcome` it finishes into, scrubbed of its session's secret book here and nowhere else,
+and the three renderings of it: the agent's content blocks (`for_agent`), the library's dict or exception
+(`for_library`), the history's rows (`history_request`, `for_history`).
 
-ANY THREAD: whoever answers the call's Future (its session thread, or a core pool thread, through the
-transport's done-callback), and the recorder. The call's result stays whole for the library (`Browser.call`'s dict) and
-the history's row; the model pays for every character it reads, so its view leaves out what it does
-not need (agent_view, agent_error), cuts the page's own long fields (page_strings.clip_answer), and
-gives page text a block of its own. The transports wrap what this renders in their protocol's
-envelope (transports/tool_methods.py: an MCP tools/call result, with structuredContent where the
-protocol era has it) and decide nothing of it.
+ANY THREAD: `finish` runs where a call ends (its session thread in core/on_session.py, a core pool thread in
+core/dispatch.py, the dispatcher for a refusal, the watchdog for a stuck command); the renderings run on
+whoever reads the Outcome (a transport's done-callback, the library's caller, the recorder). The call's result
+stays whole for the library and the history's row; the model pays for every character it reads, so its view
+leaves out what it does not need (agent_view, agent_error), cuts the page's own long fields
+(page_strings.clip_answer), and gives page text a block of its own. The transports wrap what this renders in
+their protocol's envelope (transports/tool_methods.py) and decide nothing of it.
 """
 
 import base64
 import json
+from collections.abc import Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from mcpbrowser.errors import BrowserError, BrowserServerError, InputRequired, as_server_error
@@ -21,20 +24,96 @@ from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
 from mcpbrowser.schema import compact_json
 
 
-def scrubbed(result: dict[str, Any], secrets: Any) -> dict[str, Any]:
-    """A call's result as it leaves (the answer, the library's dict): without the values of its secret book."""
-    return scrub_value(result, secrets)
+@dataclass(frozen=True)
+class Outcome:
+    """One finished call as plain data, scrubbed of its secret book: what its three renderings read."""
+
+    ref_id: str | None
+    result: Mapping[str, Any] | None        # what it answered (None: it failed)
+    error: BrowserServerError | None        # why it failed, its class decided (None: it succeeded)
+    meta: Mapping[str, Any]                 # {tool, hasSnapshot, hasConsoleLogs, consoleErrorCount, ...}
+    expires_at: int | None = None           # its session's expiry after this call renewed it (epoch ms)
+    not_recorded: Mapping[str, Any] | None = None  # why its refId reads nothing back, when it does not
+    cancelled: bool = False                 # the server shut down before it ran
 
 
-def scrubbed_error(error: BrowserServerError, secrets: Any) -> BrowserServerError:
-    """A call's error as it leaves, its message and details without the values of its secret book: they quote
-    the page's text (a dialog's, an option's, a URL), which may show one, as an answer may."""
-    if secrets:
-        error.message = scrub_text(error.message, secrets)
-        error.args = (error.message,)
-        if error.details:
-            error.details = scrub_value(error.details, secrets)
-    return error
+def finish(call: Any, result: dict[str, Any] | None = None, error: BaseException | None = None,
+           shown: Any = ()) -> Outcome:
+    """The one end of a call (core/call.py's `Call`): its result, or its failure classified (as_server_error: a bug
+    of ours INTERNAL_ERROR, with its traceback for the dispatcher's log), scrubbed once of its secret book, but for
+    the values in `shown` (what the agent asked for by name, a session cookie: shown in this answer alone)."""
+    secrets = [s for s in call.secrets if s not in shown] if shown else call.secrets
+    fault = call.not_recorded()
+    meta = _meta(call, error is None, fault)
+    if error is not None:
+        failure = as_server_error(error)
+        if secrets:  # the message and details quote the page (a dialog's text, an option, a URL)
+            failure.message = scrub_text(failure.message, secrets)
+            failure.args = (failure.message,)
+            if failure.details:
+                failure.details = scrub_value(failure.details, secrets)
+        failure.ref_id, failure.meta = call.ref_id, meta  # the library's exception carries them
+        return Outcome(call.ref_id, None, failure, meta, call.expires_at, fault)
+    return Outcome(call.ref_id, scrub_value(result, secrets), None, meta, call.expires_at, fault)
+
+
+def _meta(call: Any, succeeded: bool, fault: Mapping[str, Any] | None) -> dict[str, Any]:
+    console = call.console or []
+    out = {"tool": call.tool, "hasSnapshot": call.capture and succeeded, "hasConsoleLogs": bool(console),
+           "consoleErrorCount": sum(1 for e in console if e["level"] == "error")}
+    if call.same_page:
+        out["samePage"] = True
+    if fault is not None:
+        out.update(hasSnapshot=False, recorded=False, notRecorded=fault)
+    return out
+
+
+def outcome_of(fut: Future) -> Outcome:
+    """The Outcome a call's Future holds, or one of what ended it before the core could finish it: the server
+    shutting down (it cancels a queued call), the session closed under a queued call (its worker's error)."""
+    if fut.cancelled():  # only shutdown cancels a call the client did not cancel
+        error: BrowserServerError = BrowserError("The server is shutting down.")
+    else:
+        exc = fut.exception()
+        if exc is None:
+            return fut.result()
+        error = as_server_error(exc)
+    return Outcome(error.ref_id, None, error, error.meta or {}, cancelled=fut.cancelled())
+
+
+def for_library(outcome: Outcome) -> dict[str, Any]:
+    """The library's rendering (`Browser.call`'s dict): the result whole with its refId, meta and expiry; a failure
+    raises its error, which carries the same."""
+    if outcome.error is not None:
+        raise outcome.error
+    out = dict(outcome.result or {})
+    if outcome.expires_at is not None:
+        out["expiresAt"] = outcome.expires_at
+    out["refId"] = outcome.ref_id
+    out["meta"] = dict(outcome.meta)
+    if outcome.not_recorded is not None:
+        out["notRecorded"] = outcome.not_recorded  # meta is not always shown to the model: this is
+    return out
+
+
+def library_future(fut: Future) -> Future:
+    """A Future of the library's rendering of a call's Future (`Browser.submit`); cancelling it cancels the call
+    while it is queued, as shutdown does."""
+    out: Future = Future()
+    keep_cancel = out.cancel
+
+    def done(f: Future) -> None:
+        if f.cancelled():
+            keep_cancel()
+            return
+        try:
+            out.set_result(for_library(outcome_of(f)))
+        except BaseException as exc:
+            out.set_exception(exc)
+
+    out.cancel = fut.cancel  # type: ignore[method-assign]
+    fut.add_done_callback(done)
+    return out
 
 
 def progress_to(caller: Any, secrets: Any) -> Any:
@@ -91,40 +170,34 @@ def history_request(args: Any, secret: bool, secrets: Any) -> dict[str, Any]:
     return params
 
 
-def history_response(fut: Future, snapshot: str | None, console: list[dict[str, Any]],
-                     secrets: Any) -> tuple[str, dict[str, Any] | None, str | None, str | None, Any]:
-    """(status, result, error, page, console) of a finished call (its Future) as its response row keeps them,
-    scrubbed of its book: the console's messages and locations (a URL may carry a secret), the error whole
-    (to_dict), the result without its image, and the page, redacted as it was captured, of a secret learned
-    since too."""
+def for_history(outcome: Outcome, page: str | None, console: list[dict[str, Any]],
+                secrets: Any) -> tuple[str, dict[str, Any] | None, str | None, str | None, Any]:
+    """The history's rendering: (status, result, error, page, console) as the call's response row keeps them. The
+    page is captured after the answer, and a secret may be learned meanwhile (one the agent asked for by name is
+    shown in its answer alone), so all of it is scrubbed again of the book as it stands now: the console's
+    messages and locations (a URL may carry a secret), the error whole (to_dict), the result without its image,
+    and the page, redacted as it was captured."""
     console = scrub_value(console, secrets)
-    page = scrub_text(snapshot, secrets) if snapshot is not None else None
-    if fut.cancelled():
+    page = scrub_text(page, secrets) if page is not None else None
+    if outcome.cancelled:
         return "cancelled", None, None, page, console
-    exc = fut.exception()
-    if exc is not None:
-        error = json.dumps(scrub_value(exc.to_dict(), secrets)) if isinstance(exc, BrowserServerError) \
-            else scrub_text(str(exc), secrets)
-        return "error", None, error, page, console
-    return "ok", scrub_value({k: v for k, v in fut.result().items() if k != "image"}, secrets), None, page, console
+    if outcome.error is not None:
+        return "error", None, json.dumps(scrub_value(outcome.error.to_dict(), secrets)), page, console
+    kept = {k: v for k, v in for_library(outcome).items() if k != "image"}
+    return "ok", scrub_value(kept, secrets), None, page, console
 
 
-def rendered(tool: Any, fut: Future, sent: str | None = None) -> tuple[list[dict[str, Any]], Any, bool]:
-    """(content blocks, the call's result as answered, whether it failed) of a finished call; `sent`: the
-    sessionId its arguments named. Raises InputRequired: a question for its user, which the transport asks
-    its own way."""
-    if fut.cancelled():  # only shutdown cancels a call the client did not cancel
-        return failed(BrowserError("The server is shutting down."), sent)
-    try:
-        value = fut.result()
-    except InputRequired:
-        raise
-    except Exception as exc:  # a bug of ours is INTERNAL_ERROR, its traceback logged by the dispatcher
-        return failed(as_server_error(exc), sent)
+def for_agent(tool: Any, outcome: Outcome, sent: str | None = None) -> tuple[list[dict[str, Any]], Any, bool]:
+    """The agent's rendering: (content blocks, the result as answered, whether it failed); `sent`: the sessionId
+    its arguments named. Raises InputRequired: a question for its user, which the transport asks its own way."""
+    if outcome.error is not None:
+        if isinstance(outcome.error, InputRequired):
+            raise outcome.error
+        return failed(outcome.error, sent)
+    value = for_library(outcome)
     content = []
     if tool.returns_image:
-        image = value["image"]
-        value = {k: v for k, v in value.items() if k != "image"}
+        image = value.pop("image")
         content.append({"type": "image", "data": base64.b64encode(image).decode("ascii"),
                         "mimeType": f"image/{value['format']}"})
     value = clip_answer(value, tool.text_field)  # the history keeps the call's own result whole

@@ -22,6 +22,7 @@ from typing import Any, Literal, NamedTuple
 
 from mcpbrowser import resources
 from mcpbrowser.config import Config
+from mcpbrowser.core import answer
 from mcpbrowser.core.browser_supervisor import BrowserSupervisor
 from mcpbrowser.core.call import Caller, Embedder, ServerClient
 from mcpbrowser.core.dispatch import Dispatcher
@@ -235,12 +236,16 @@ class Browser:
     def submit(self, name: str, args: Any = None,
                progress: Callable[[float, float | None, str | None], None] | None = None,
                caller: Caller | None = None) -> Future:
-        """Validate, record and dispatch one tool call; a Future of its result dict (see Dispatcher.dispatch).
-        Raises UnknownTool (INVALID_PARAMETERS) at once for a name that is no tool's.
+        """Validate, record and dispatch one tool call; a Future of its result dict, or of its error (a
+        BrowserServerError). Raises UnknownTool (INVALID_PARAMETERS) at once for a name that is no tool's.
 
-        caller: who calls (a transport's, the live view's); None is the library, whose
+        caller: who calls (the live view's person); None is the library, whose
         progress(done, total, message), if given, hears how a long call is going.
         """
+        return answer.library_future(self.call_tool(name, args, caller or Embedder(lambda: self.user.client,
+                                                                                     progress)))
+
+    def call_tool(self, name: str, args: Any, caller: Caller) -> Future:
         if self.forked():
             failed: Future = Future()
             failed.set_exception(BrowserError(
@@ -248,7 +253,7 @@ class Browser:
                 "threads did not follow: start the Browser in the process that calls it (after the fork; "
                 "gunicorn without --preload, uWSGI with lazy-apps)."))
             return failed
-        return self.dispatcher.dispatch(name, args, caller or Embedder(lambda: self.user.client, progress))
+        return self.dispatcher.dispatch(name, args, caller)
 
     # -- ANY THREAD: the face's verbs (core/face.py says what each does), for the transports and the view ----
 

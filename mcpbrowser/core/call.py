@@ -12,8 +12,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from mcpbrowser.errors import BrowserServerError, as_server_error
-
 
 class Caller(Protocol):
     """Who made a call, as the core sees it. `elicit`, `notify` and `progress` run on the session
@@ -125,14 +123,13 @@ class Embedder:
 class Call:
     """Plain data about one tool call, filled in by whichever thread runs it."""
 
-    def __init__(self, tool: str, session_id: str | None, caller: Caller, capture: bool, inline: bool,
-                 secret: bool = False) -> None:
+    def __init__(self, tool: str, session_id: str | None, caller: Caller, secret: bool = False) -> None:
         self.ref_id = uuid.uuid4().hex
         self.tool = tool
         self.session_id = session_id
         self.caller = caller
-        self.capture = capture  # the page it leaves is stored: decided for good by OnSession.run (core/on_session.py)
-        self.inline = inline    # --response-mode full: the snapshot goes into the answer too
+        self.capture = False  # the page it leaves is stored: decided by OnSession.run (core/on_session.py)
+        self.inline = False   # --response-mode full: the snapshot goes into the answer too (decided there too)
         self.capture_after = False  # the page is captured after the answer went out (decided with capture)
         self.console: list[dict[str, Any]] | None = None
         self.snapshot: str | None = None
@@ -171,31 +168,3 @@ class Call:
             if self.claim is not None:
                 self._not_recorded = self.claim(self.ref_id)
         return self._not_recorded
-
-    def meta(self, succeeded: bool = True) -> dict[str, Any]:
-        console = self.console or []
-        out = {"tool": self.tool, "hasSnapshot": self.capture and succeeded,
-               "hasConsoleLogs": bool(console),
-               "consoleErrorCount": sum(1 for e in console if e["level"] == "error")}
-        if self.same_page:
-            out["samePage"] = True
-        fault = self.not_recorded()
-        if fault is not None:
-            out.update(hasSnapshot=False, recorded=False, notRecorded=fault)
-        return out
-
-    def annotate(self, result: dict[str, Any]) -> dict[str, Any]:
-        if self.expires_at is not None:
-            result["expiresAt"] = self.expires_at
-        result["refId"] = self.ref_id
-        result["meta"] = self.meta()
-        if self._not_recorded is not None:
-            result["notRecorded"] = self._not_recorded  # meta is not always shown to the model: this is
-        return result
-
-    def annotate_error(self, exc: BaseException) -> BrowserServerError:
-        """The error as the client sees it: a BrowserServerError with this call's refId and meta."""
-        exc = as_server_error(exc)
-        exc.ref_id = self.ref_id
-        exc.meta = self.meta(succeeded=False)
-        return exc

@@ -27,7 +27,6 @@ from mcpbrowser.errors import (
     SessionHeldByPerson,
     SessionNotFound,
     UnknownTool,
-    as_server_error,
     stopped_error,
 )
 from mcpbrowser.guards import CircuitBreaker, RateLimiter
@@ -35,9 +34,9 @@ from mcpbrowser.logs import log
 from mcpbrowser.schema import validate
 
 
-def _failed(exc: BaseException) -> Future:
+def _ended(outcome: answer.Outcome) -> Future:
     fut: Future[Any] = Future()
-    fut.set_exception(exc)
+    fut.set_result(outcome)
     return fut
 
 
@@ -52,14 +51,15 @@ class Dispatcher:
         self._core = core  # what a core tool's handler gets: handler(core, args, call), browser.ToolContext
         self._groups = core.groups  # which tools each client enabled (tools/list, a refusal's note)
         self.on_session = OnSession(registry, recorder, user, groups=core.groups, supervisor=core.supervisor,
-                                    files=files, session_memory=core.session_memory)
+                                    files=files, session_memory=core.session_memory,
+                                    response_mode=config.response_mode)
         self.rate = RateLimiter(config.rate_limit)
         self.breaker = CircuitBreaker(config.breaker_threshold, config.breaker_reset)
 
     def dispatch(self, name: str, args: Any, caller: Caller) -> Future:
-        """Validate, record and dispatch one tool call; returns a Future of its result dict.
+        """Validate, record and dispatch one tool call; returns a Future of its Outcome (core/answer.py).
 
-        Every failure of a call, validation included, arrives through the Future; a name that is no
+        Every failure of a call, validation included, is its Outcome's error; a name that is no
         tool's (an unknown tool, a person's own to anyone else) is no call and raises UnknownTool. The request
         row is queued before the call runs, the response row after. caller: who calls
         (its `name` for rate limits, its `owner` for which sessions it may touch, how to
@@ -79,15 +79,12 @@ class Dispatcher:
             raise UnknownTool(f"Unknown tool: {name}" + (f"; did you mean {meant[0]}?" if meant else ""),
                               details={"known": known})
         session_id = args.get("sessionId") if isinstance(args, dict) else None
-        mode = self.config.response_mode
         # Whether its text is a secret is known only once the target field was looked at, on the
         # session thread (OnSession.run decides it): the row is written then, so a password typed
         # without `secret` never reaches the database (or its WAL) in clear. Until then the text
         # counts as secret: a call that fails before (no such element, a detached one, a dialog in
         # the way, a refused call) is stored with its text withheld.
-        call = Call(name, session_id, caller, inline=mode == "full",
-                    capture=tool.stores_page or (tool.changes_page and mode != "lean"),
-                    secret=tool.may_carry_secret)
+        call = Call(name, session_id, caller, secret=tool.may_carry_secret)
         call.claim = self._recorder.claim
         call.secrets = self._registry.book(caller.owner, session_id)
         if tool.may_carry_secret:
@@ -114,9 +111,9 @@ class Dispatcher:
             else:
                 fut = self._pool.submit(self._run_on_pool, tool, args, call)
         except BrowserServerError as exc:
-            fut = _failed(call.annotate_error(exc))
+            fut = _ended(answer.finish(call, error=exc))
         except RuntimeError:  # the pool refuses work once the core closed
-            fut = _failed(call.annotate_error(stopped_error(session_id)))
+            fut = _ended(answer.finish(call, error=stopped_error(session_id)))
         fut.add_done_callback(lambda f: self._finished(f, call, started))
         return fut
 
@@ -162,23 +159,21 @@ class Dispatcher:
                               session_id=session_id, details={"retryAfterMs": retry})
 
     # CORE POOL THREAD
-    def _run_on_pool(self, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:
-        """A session-less tool, scrubbed of its call's secret book, with refId and meta added."""
+    def _run_on_pool(self, tool: Any, args: dict[str, Any], call: Call) -> answer.Outcome:
+        """A session-less tool's call, ended in its Outcome (a bug of ours too: INTERNAL_ERROR, logged in _finished)."""
         try:
-            return call.annotate(answer.scrubbed(tool.handler(self._core, args, call), call.secrets))
-        except Exception as exc:  # a bug of ours too: INTERNAL_ERROR, logged in _finished
-            raise call.annotate_error(answer.scrubbed_error(as_server_error(exc), call.secrets)) from None
+            return answer.finish(call, tool.handler(self._core, args, call))
+        except Exception as exc:
+            return answer.finish(call, error=exc)
 
     # THE THREAD THAT FINISHED THE CALL
     def _finished(self, fut: Future, call: Call, started: float) -> None:
         """Log the call (a bug of ours with its traceback), feed the circuit breaker, and record any call
         its session thread did not."""
-        if fut.cancelled():
-            outcome = "cancelled"
-        else:
-            exc = fut.exception()
-            error = None if exc is None else as_server_error(exc)
-            outcome = "ok" if error is None else error.code
+        ended = answer.outcome_of(fut)
+        error = ended.error
+        outcome = "cancelled" if ended.cancelled else "ok" if error is None else error.code
+        if not ended.cancelled:
             if error is None:
                 self.breaker.succeeded(call.tool)
             elif isinstance(error, InternalError):
@@ -199,4 +194,4 @@ class Dispatcher:
         # any other (refused, cancelled while queued, failed at close) is recorded here.
         if not call.ran:
             call.flush_request()
-            self._recorder.response(call, fut)
+            self._recorder.response(call, ended)

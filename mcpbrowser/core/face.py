@@ -8,11 +8,12 @@ history, no store (tests/test_face_rules.py holds both). Only plain data, Future
 log resources and a session's live picture come back.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from mcpbrowser.core.answer import Outcome
     from mcpbrowser.core.call import Caller, ServerClient
     from mcpbrowser.session.screencast import Cast as Picture  # a session's live picture: JPEG frames, numbered
     from mcpbrowser.tools.base import Tool
@@ -60,10 +61,9 @@ class CoreFace(Protocol):
     def max_sessions(self) -> int:
         """Sessions open at once at most (--max-sessions)."""
 
-    def submit(self, name: str, args: Any = None,
-               progress: Callable[[float, float | None, str | None], None] | None = None,
-               caller: "Caller | None" = None) -> "Future[Any]":
-        """Start one tool call: a Future of its result, or of the error it raised (a BrowserServerError)."""
+    def call_tool(self, name: str, args: Any, caller: "Caller") -> "Future[Outcome]":
+        """Start one tool call: a Future of its Outcome (core/answer.py), which the transport renders for its agent
+        (answer.for_agent via answer.outcome_of). Raises UnknownTool at once for a name that is no tool's."""
 
     def owner_of(self, session_id: str) -> str | None:
         """The client a session belongs to, open or ended; None for the server's own."""

@@ -218,7 +218,7 @@ class History:
 
     def response(self, ref_id, row, session_id=None):
         """The response row of a finished call, with its page snapshot and console entries: `row` as core/answer.py's
-        history_response keeps them, (status, result, error, page, console)."""
+        answer.for_history renders them, (status, result, error, page, console)."""
         status, value, error, page, console = row
         result = None if value is None else utf8(compact_json(value))
         for path in files_named(value or {}):
@@ -234,9 +234,9 @@ class History:
                              "VALUES (?, ?, ?, ?, ?)", (ref_id, entry["level"], entry["message"],
                                                         entry["timestamp"], entry["location"]), ref=ref_id)
 
-    def response_unrecorded(self, ref_id, fut, why):
+    def response_unrecorded(self, ref_id, outcome, why):
         """A finished call's response row without its result, snapshot or console: what could not be stored."""
-        status = "cancelled" if fut.cancelled() else "error" if fut.exception() is not None else "ok"
+        status = "cancelled" if outcome.cancelled else "error" if outcome.error is not None else "ok"
         self.store.write(RESPONSE, (ref_id, status, None, None, f"{UNRECORDED}{why}", now_ms(), None), ref=ref_id)
 
     # -- reading it back ---------------------------------------------------------

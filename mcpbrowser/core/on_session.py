@@ -27,24 +27,28 @@ class OnSession:
     """A call's life on its session thread; one per Dispatcher, shared by every session's thread."""
 
     def __init__(self, registry: SessionRegistry, recorder: Recorder, user: UserChannel, *, groups: Any,
-                 supervisor: Any, files: Any, session_memory: Any) -> None:
-        self._registry, self._recorder, self._user = registry, recorder, user
+                 supervisor: Any, files: Any, session_memory: Any, response_mode: str) -> None:
+        self._registry, self._recorder, self._user, self._response_mode = registry, recorder, user, response_mode
         # The core's parts a call's end reaches, handed down (never the core itself): the tool groups (what a
         # refusal suggests), the browser's supervisor (a browser lost), the files kept, each session's memory.
         self._groups, self._supervisor, self._files, self._session_memory = groups, supervisor, files, session_memory
 
-    def run(self, state: SessionState, tool: Any, args: dict[str, Any], call: Call) -> dict[str, Any]:
+    def run(self, state: SessionState, tool: Any, args: dict[str, Any], call: Call) -> answer.Outcome:
         """The whole life of a call on its session: the tool's page-side work, then, each decided once
-        here, what a failure means, whether the page it left is stored, and the answer's notes."""
+        here, what a failure means, whether the page it left is stored, and the answer's notes; it ends
+        in the call's Outcome (core/answer.py's finish), a failure's as much as a success's."""
         held = state.worker.held_by
         if held is not None and not (tool.read_only or tool.during_cooldown):
             # Queued before a person took the session over (the view), its turn came after: it must not act.
             note = self._groups.off_note("wait_for_user", call.caller)
-            raise call.annotate_error(SessionHeldByPerson(session_id=state.session_id, details={"heldBy": held},
-                                                          note=note))
+            return answer.finish(call, error=SessionHeldByPerson(session_id=state.session_id,
+                                                                 details={"heldBy": held}, note=note))
         call.ran = True
+        call.inline = self._response_mode == "full"  # the snapshot goes into the answer too
         failure: Exception | None = None
-        response = Response(call.caller, call.capture and not call.inline,
+        # Whether the page the call leaves is stored, from the tool's declaration and the response mode: the
+        # handler's Response holds it (it may read the page in a way the capture reuses).
+        response = Response(call.caller, self._stores_page(tool), call.inline,
                             answer.progress_to(call.caller, call.secrets))
         try:
             with state.running(tool, response, args):
@@ -52,14 +56,6 @@ class OnSession:
             if response.result is None:  # a bug of ours: INTERNAL_ERROR, like any other
                 raise TypeError(f"{tool.name}'s handler answered nothing on its Response")
             result = answer.with_news(response.result, response.news)
-            # What the agent asked for by name (a session cookie) is left in this answer alone, and learned
-            # now: the call's history row (written after the answer), and every log and answer after, hide it.
-            if response.revealed:
-                shown = snapshots.secret_forms(response.revealed)
-                result = answer.scrubbed(result, [s for s in call.secrets if s not in shown])
-                snapshots.learn_secrets(state, response.revealed)
-            else:
-                result = answer.scrubbed(result, call.secrets)
         except Exception as exc:
             failure = exc
         finally:
@@ -70,15 +66,26 @@ class OnSession:
                 state.withhold(args["text"])
             call.snapshot_reused = response.reused
             call.field_edit = response.field_edit
+            call.capture = response.stores_page
         if failure is not None:
-            error = self._what_failed(state, tool, call, failure, response)
-            raise call.annotate_error(answer.scrubbed_error(error, call.secrets)) from None
+            return answer.finish(call, error=self._what_failed(state, tool, call, failure, response))
         call.same_page = response.same_page
         self._decide_capture(state, call, result, response)
-        if not tool.waits_for_person:
-            return call.annotate(result)
-        self._user.user_finished(state.session_id, call)
-        return self._user.with_view(state.session_id, call.annotate(result))
+        if tool.waits_for_person:
+            self._user.user_finished(state.session_id, call)
+            result = self._user.with_view(state.session_id, result)
+        # What the agent asked for by name (a session cookie) is left in this answer alone, and learned
+        # now: the call's history row (written after the answer), and every log and answer after, hide it.
+        if not response.revealed:
+            return answer.finish(call, result)
+        outcome = answer.finish(call, result, shown=snapshots.secret_forms(response.revealed))
+        snapshots.learn_secrets(state, response.revealed)
+        return outcome
+
+    def _stores_page(self, tool: Any) -> bool:
+        """Whether the page a call leaves is stored: a tool that stores what it read, or one that may change the
+        page (but in --response-mode lean)."""
+        return tool.stores_page or (tool.changes_page and self._response_mode != "lean")
 
     @staticmethod
     def _decide_secrecy(tool: Any, args: dict[str, Any], call: Call, response: Response) -> None:
@@ -134,13 +141,12 @@ class OnSession:
     # once the answer went out
     def after_answer(self, state: SessionState, fut: Future, call: Call) -> None:
         """The capture decided before the answer, the call's rows, the files it named, the session's memory."""
-        succeeded = not fut.cancelled() and fut.exception() is None
+        outcome = answer.outcome_of(fut)
         try:
-            if succeeded and call.capture_after:
+            if outcome.error is None and call.capture_after:
                 call.snapshot = snapshots.capture_snapshot(state, call.field_edit)
         finally:  # whatever the capture met, the answer promised a record (meta.recorded): it is written
-            self._recorder.after_call(state, fut, call)
-        if succeeded:
-            self._files.remember(call.session_id, call.tool, fut.result())
+            self._recorder.after_call(state, outcome, call)
+        if outcome.result is not None:
+            self._files.remember(call.session_id, call.tool, outcome.result)
         self._session_memory.after_call(state)
-

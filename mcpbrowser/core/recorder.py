@@ -7,7 +7,6 @@ The SQL itself is history.py's.
 
 import threading
 import time
-from concurrent.futures import Future
 from typing import Any
 
 from mcpbrowser.core import answer
@@ -42,16 +41,17 @@ class Recorder:
         with self._lock:
             self._pending[call.ref_id] = call
 
-    def response(self, call: Any, fut: Future) -> None:
+    def response(self, call: Any, outcome: answer.Outcome) -> None:
+        """The call's response row: the history's rendering of its Outcome (core/answer.py), with the page kept."""
         try:
-            self.history.response(call.ref_id, answer.history_response(fut, call.snapshot, call.console or [],
-                                                                       call.secrets), call.session_id)
+            self.history.response(call.ref_id, answer.for_history(outcome, call.snapshot, call.console or [],
+                                                                  call.secrets), call.session_id)
         except Exception as exc:
             # The answer promised a record (meta.recorded), and a reader of its refId waits for it:
             # a row that cannot be built whole is written without what it could not hold.
             log.exception("a call's record could not be written whole", extra={
                 "event": "record_failed", "session": call.session_id, "refId": call.ref_id})
-            self.history.response_unrecorded(call.ref_id, fut, type(exc).__name__)
+            self.history.response_unrecorded(call.ref_id, outcome, type(exc).__name__)
         finally:
             with self._lock:
                 self._pending.pop(call.ref_id, None)
@@ -66,13 +66,13 @@ class Recorder:
 
     # -- SESSION THREAD ---------------------------------------------------------------
 
-    def after_call(self, state: Any, fut: Future, call: Any) -> None:
+    def after_call(self, state: Any, outcome: answer.Outcome, call: Any) -> None:
         """After the answer went out (and the page's capture): keep what resume needs, then record the call."""
         try:
-            if not fut.cancelled() and fut.exception() is None and self._tools[call.tool].changes_page:
+            if outcome.error is None and self._tools[call.tool].changes_page:
                 self.save_storage(state)
         finally:  # whatever the save met, the answer promised a record (meta.recorded): it is written
-            self.response(call, fut)
+            self.response(call, outcome)
 
     def save_storage(self, state: Any, force: bool = False) -> None:
         """Keep what resume_session needs (cookies, localStorage, URL).

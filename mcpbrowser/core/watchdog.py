@@ -13,6 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import InvalidStateError
 from typing import Any
 
+from mcpbrowser.core import answer
 from mcpbrowser.core.history import History
 from mcpbrowser.core.sessions import SessionRecord, SessionRegistry
 from mcpbrowser.errors import CommandTimeout
@@ -83,13 +84,15 @@ class Watchdog:
             f"{what} was still running {budget:.0f} s after it started, far past its own timeout: the page "
             f"stopped responding, so its session thread was replaced. {goes_on}",
             session_id=session_id, details={**({"tool": tool} if tool else {}), "budgetSeconds": round(budget)})
-        error = call.annotate_error(timeout) if tool else timeout
         try:
-            fut.set_exception(error)
+            if tool:  # the call ends in its Outcome here, as it would on its session thread
+                fut.set_result(answer.finish(call, error=timeout))
+            else:
+                fut.set_exception(timeout)
         except InvalidStateError:
             pass  # it finished just now; the session still moves to the fresh thread
         new.start()
-        old.stop(error)
+        old.stop(timeout)
         if old.driver_pid:
             try:
                 os.kill(old.driver_pid, signal.SIGKILL)

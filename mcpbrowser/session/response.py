@@ -18,19 +18,21 @@ from typing import Any
 class Response:
     """What one call's handler did, as it says so."""
 
-    __slots__ = ("caller", "progress", "stores_after", "result", "page", "page_is_snapshot", "secret", "same_page",
-                 "reused", "field_edit", "news", "page_crash", "revealed")
+    __slots__ = ("caller", "progress", "stores_page", "stores_after", "result", "page", "page_is_snapshot", "secret",
+                 "same_page", "reused", "field_edit", "news", "page_crash", "revealed")
 
-    def __init__(self, caller: Any, stores_after: bool,
+    def __init__(self, caller: Any, stores_page: bool, inline: bool,
                  progress: Callable[[float, float | None, str], None] | None = None) -> None:
         # Who made the call: the handler may ask its user (a domain, a hand-over), and tell it how the call goes
         # through `progress`, the caller's own scrubbed of the call's secret book (core/answer.py's progress_to).
         self.caller = caller
         self.progress = progress or caller.progress
-        # The page the call leaves will be stored after the answer (the call's function decided it from
-        # the tool's declaration and the response mode): a read of the title may count the page's
-        # elements in the same round trip (page_reading.loaded_title), which that capture needs.
-        self.stores_after = stores_after
+        # The page the call leaves is stored (the call's function decided it from the tool's declaration and
+        # the response mode), into the answer too when `inline` (--response-mode full), else after the answer:
+        # then a read of the title may count the page's elements in the same round trip
+        # (page_reading.loaded_title), which that capture needs.
+        self.stores_page = stores_page
+        self.stores_after = stores_page and not inline
         self.result: dict[str, Any] | None = None  # what the call answers, see answer
         self.page: str | None = None   # page text the handler read and wants stored under the call's refId
         self.page_is_snapshot = True   # that text is the page's snapshot (else a report: answered as it is)

@@ -112,7 +112,7 @@ class ToolMethods:
 
         def submit():
             try:
-                return core.submit(params.name, params.arguments or {}, caller=caller)
+                return core.call_tool(params.name, params.arguments or {}, caller)
             except UnknownTool as unknown:  # the dispatcher's refusal, in MCP's words
                 raise ProtocolError(protocol.INVALID_PARAMS, unknown.message, msg.id, unknown.details) from None
 
@@ -169,7 +169,7 @@ class ToolMethods:
         for the agent (core/answer.py) wrapped, with what this protocol era adds (structuredContent), or, on
         2026-07-28, the question a call asks its user between calls."""
         try:
-            content, value, failed = answer.rendered(tool, fut, sent)
+            content, value, failed = answer.for_agent(tool, answer.outcome_of(fut), sent)
         except InputRequired as exc:
             if caller.modern:
                 return self._input_required(exc, tool, caller)
