@@ -32,7 +32,8 @@ mc.registerTool({name: 'echo', description: 'Echoes its input.',
     document.getElementById('out').textContent = 'out: ' + token;
     history.pushState({}, '', '/vault?v=' + token);
     await fetch('/seen?v=' + encodeURIComponent(token));
-    return {content: [{type: 'text', text: 'echo ' + token + ' ' + note}], structuredContent: {token}};
+    const text = (note === 'long' ? 'x'.repeat(5000) + ' ' : '') + 'echo ' + token + ' ' + note;
+    return {content: [{type: 'text', text}], structuredContent: {token}};
   }});
 mc.registerTool({name: 'leave', description: 'Goes on with the token in the query.',
   inputSchema: {type: 'object', properties: {token: {type: 'string'}}},
@@ -114,10 +115,17 @@ def test_a_secret_by_name_reaches_the_page_tool_and_nothing_the_server_shows_or_
     assert "echo [REDACTED]" in json.dumps(answers[-4]), answers[-4]
     assert "/seen?v=" in json.dumps(answers[-3]), answers[-3]
 
+    # Past the answer's 4,000 characters: the whole result is stored under the call's refId.
+    long = c.tool("page_tools", sessionId=sid, name="echo", input={"note": "long"}, secretNames={"token": "PT_TOKEN"})
+    assert "truncated" in long, long
+    stored = c.tool("get_content", ref_id=long["refId"])
+    assert "echo [REDACTED] long" in json.dumps(stored), stored
+    answers += [long, stored]
+
     # It throws with the value in its error, which Chromium writes to the page's console.
     failed = c.error("page_tools", sessionId=sid, name="reject", secretNames={"token": "PT_TOKEN"})
     assert failed["errorCode"] == "PAGE_TOOL_FAILED", failed
-    assert arrived.count(("/seen", NAMED)) == 2
+    assert arrived.count(("/seen", NAMED)) == 3
     console = c.tool("console_logs", sessionId=sid)
     assert "Uncaught Error: bad [REDACTED]" in json.dumps(console), console  # Chromium logged the throw
     answers += [failed, console]
