@@ -76,7 +76,7 @@ def found(state: Any, timeout_ms: int) -> tuple[list[tuple[dict[str, Any], str |
 def announced(state: Any, timeout_ms: int) -> str | None:
     """`name(arg, arg?), …` of the tools the page itself (its main frame) offers now; None when it offers none, or
     the browser runs no page tools. Its frames' tools are page_tools' list's to show, with their origins."""
-    if not state.config.webmcp or state.dialog is not None:  # a dialog holds the page's script
+    if not (state.config.webmcp and state.chromium) or state.dialog is not None:  # a dialog holds the page's script
         return None
     try:
         registered = state.page.main_frame.webmcp.tools(timeout=timeout_ms)
