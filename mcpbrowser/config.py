@@ -288,8 +288,10 @@ TOOL_GROUPS = {
     "tracing": "Playwright traces",
     "export": "a session's history written out as a pytest test",
     "performance": "Core Web Vitals with their causes, measured and compared across runs",
-    "site": "what a site offers and keeps, and what it is sent: its page tools (WebMCP), cookies, web storage, "
-            "routes (answer, abort or change its requests)",
+    "site": "what a site keeps and what it is sent: cookies, web storage, routes (answer, abort or change its "
+            "requests)",
+    "webmcp": "the tools a page offers (WebMCP), listed and called by page_tools; on by itself for a client once a "
+              "page it loads offers some",
 }
 CAPS = (*[name for name in TOOL_GROUPS if name != "core"], "all")
 # Where the server's own live view (--view) is served, on --http's port or its own: the view's
@@ -353,7 +355,7 @@ class Config:
     webmcp: bool = _option(
         True, _boolean,
         "Launch Chromium able to run the tools a page registers (WebMCP), which page_tools lists and calls "
-        "(tool group site). Off: the browser runs none, and page_tools says so.")
+        "(tool group webmcp). Off: the browser runs none, and page_tools says so.")
     allow_evaluate: bool = _option(
         False, _boolean,
         "Offer the evaluate tool, which runs arbitrary JavaScript in the page. Off by default: "

@@ -53,8 +53,8 @@ file from the file browser and read it.
 The webmcp task runs a shop's order page of our own (scripts/webmcp_site.py, a threaded HTTP
 server on 127.0.0.1) that registers three page tools (WebMCP): search_products (read-only),
 add_to_cart and checkout, each step checked in the shop's own state: open the page, discover its
-tools (ours: enable_tools for the site group, then page_tools' list; theirs: no call, its
-navigation grows them into its tools/list as webmcp_*), search, add to the cart, check out, read
+tools (no call on either side: ours names them in its load's answer, pageTools, and page_tools
+joins its tools/list; theirs grows them into its tools/list as webmcp_*), search, add to the cart, check out, read
 the pickup code the page shows. @playwright/mcp runs with a --config that launches Chromium with
 --enable-features=WebMCP: its WebMCP is on by default, but without the feature it finds no tools.
 
@@ -64,9 +64,10 @@ server, so its second session is a second server. Characters are those of the
 tools' text content (what a client hands its model); images are counted in
 bytes. The model-visible tools/list (names, descriptions, input schemas) is
 counted beside the answers, and "all in" is both. That counts the list once, as it stands
-before the first call; a model reads it on every turn, and in the webmcp task it grows (ours after
-enable_tools, theirs after the page's tools arrive), so that task also reads tools/list before
-every call (those reads are not counted as calls) and reports the sum, tools_list_turns_chars,
+before the first call; a model reads it on every turn, and in the webmcp task it grows (ours by
+page_tools, theirs by the page's tools, once the page that offers them loaded), so that task
+also reads tools/list before every call (those reads are not counted as calls) and reports the
+sum, tools_list_turns_chars,
 and all_in_turns_chars, the answers plus that sum. Speed is measured, not
 asserted; the test suite runs this script on a tiny local site (--site), on
 Django's admin and on the webmcp task (ours only) so that it cannot rot.
@@ -82,6 +83,7 @@ import asyncio
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -1343,9 +1345,10 @@ async def theirs_data(meter, sessions, base, task):
 
 
 # -- the webmcp task: a shop's order page that offers page tools (WebMCP) ------------------
-# Each side uses the page's tools where it can: ours turns the site group on (enable_tools), lists
-# the page's tools (page_tools) and calls them; theirs finds them grown into its tools/list after
-# its navigation (webmcp_*), which it reads with every turn: the per-turn count is what makes that fair.
+# Each side uses the page's tools where it can: ours reads their names and arguments in the load's
+# answer (pageTools), where page_tools joined its tools/list, and calls them; theirs finds them grown
+# into its tools/list after its navigation (webmcp_*). Both read their lists with every turn: the
+# per-turn count is what makes that fair.
 # Every step is checked in the shop's own state (webmcp_site.Shop), kept by its HTTP server.
 
 WEBMCP_STEPS = ("open", "discover", "search", "add", "checkout", "confirm")
@@ -1385,10 +1388,10 @@ async def ours_webmcp(meter, sessions, base, task):
     opened = answer(await m(s, "create_session", {"url": base}))
     sid = opened["sessionId"]
     expect("Corner Shop" in opened.get("title", ""), f"open: {opened}")
-    meter.step = "discover"
-    await m(s, "enable_tools", {"groups": ["site"]})
-    listed = answer(await m(s, "page_tools", {"sessionId": sid}))
-    expect({t["name"] for t in listed["tools"]} == set(PAGE_TOOLS), f"discover: {listed}")
+    meter.step = "discover"  # no call: the load's answer named the page's tools, and page_tools joined the list
+    named = set(re.findall(r"([\w.-]+)\(", opened.get("pageTools", "")))  # name(arg, arg?), ...
+    expect(named == set(PAGE_TOOLS), f"discover: {opened}")
+    expect("page_tools" in {t.name for t in (await s.list_tools()).tools}, "discover: page_tools is not listed")
     meter.step = "search"
     found = await call(sid, "search_products", query=ORDER["query"])
     wanted = product_id(found["untrustedResult"])

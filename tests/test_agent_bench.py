@@ -140,13 +140,17 @@ def test_the_tracker_task_runs_through_mcpbrowser_on_roundup(site):
 
 def test_the_webmcp_task_runs_through_mcpbrowser_on_a_shops_page_tools(site):
     """A shop's page of our own that registers page tools (scripts/webmcp_site.py): each step is checked in the
-    shop's state, and tools/list is counted at every call, grown once enable_tools turned the site group on."""
+    shop's state, and tools/list is counted at every call, grown once the page's tools turned page_tools on."""
     done = run(site, "--ours-only", "--task", "webmcp")
     assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
     ours = json.loads(done.stdout)["tasks"]["webmcp"]["ours"]
     assert ours["error"] is None and list(ours["steps"]) == ["open", "discover", "search", "add", "checkout",
                                                              "confirm"]
-    assert all(step["ok"] and step["calls"] >= 1 and step["chars"] > 0 for step in ours["steps"].values())
+    steps = ours["steps"]
+    assert steps["discover"]["ok"] and steps["discover"]["calls"] == 0  # the load's answer named the page's tools
+    assert all(step["ok"] and step["calls"] >= 1 and step["chars"] > 0 for name, step in steps.items()
+               if name != "discover")
     total = ours["total"]
+    assert total["calls"] <= 6  # @playwright/mcp 0.0.86's on the same task (docs/performance.md)
     assert total["tools_list_turns_chars"] > total["tools_list_chars"] * total["calls"]  # the list grew
     assert total["all_in_turns_chars"] == total["chars"] + total["tools_list_turns_chars"]

@@ -95,10 +95,10 @@ def test_endpoint_settings_are_checked():
 def test_caps_and_where_files_go(tmp_path):
     assert Config.load(["--caps", "vision,PDF"])[0].caps == ("vision", "pdf")
     with pytest.raises(ConfigError, match="--caps knows extra, logins, emulation, vision, pdf, tracing, export, "
-                                          "performance, site, all, not audio"):
+                                          "performance, site, webmcp, all, not audio"):
         Config(caps=("audio",))
     assert Config(caps=("all",)).caps == ("extra", "logins", "emulation", "vision", "pdf", "tracing", "export",
-                                          "performance", "site")
+                                          "performance", "site", "webmcp")
     assert Config(output_dir=str(tmp_path / "out")).files_dir() == str((tmp_path / "out").resolve())
     assert Config(db=str(tmp_path / "h.db")).files_dir() == str(tmp_path.resolve() / "files")
 

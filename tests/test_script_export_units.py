@@ -245,3 +245,10 @@ def test_the_site_groups_lists_are_reads_and_their_secrets_environment_variables
     assert 'sessionStorage.removeItem(name)", "n")' in source
     assert 'next(f for f in page.frames if f.url.startswith("http://f.test/")).webmcp.call_tool("t", {"a": 1})' \
         in source and 'args=["--enable-features=WebMCP"]' in source
+
+
+def test_a_page_tools_secret_by_name_is_read_from_the_environment_by_that_name():
+    called = {"name": "login", "input": {"user": "ann"}, "secretNames": {"password": "SITE_PASSWORD"}}
+    source, script = _body([_call("page_tools", called, {"untrustedResult": ""})])
+    assert 'page.webmcp.call_tool("login", {"user": "ann", "password": os.environ["SITE_PASSWORD"]})' in source
+    assert script.env_names == ["SITE_PASSWORD"] and "a page tool's input: a secret, never stored" in source

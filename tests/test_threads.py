@@ -16,6 +16,7 @@ from mcpbrowser.errors import (
     SessionNotFound,
 )
 from mcpbrowser.guards import CircuitBreaker, MemoryGuard
+from mcpbrowser.redaction import KnownSecrets
 from mcpbrowser.session.worker import SessionWorker
 from mcpbrowser.timers import KeyedTimers
 from mcpbrowser.tools.base import SessionTool
@@ -335,3 +336,14 @@ def test_the_memory_guard_never_says_the_limit_is_over_itself():
         guard.check()
     assert refused.value.details == {"usedMb": 65, "limitMb": 64}
     assert "use 65 MB, over the 64 MB limit" in refused.value.message
+
+
+def test_a_fresh_thread_for_a_session_keeps_what_the_core_gave_the_old_one():
+    """The watchdog's replacement worker goes on with its client's secrets and its way to offer page_tools."""
+    old, new = SessionWorker("0123456789abcdef", lambda w: None), SessionWorker("0123456789abcdef", lambda w: None)
+    offered = []
+    old.handed_out(KnownSecrets())
+    old.offering_page_tools(offered.append)
+    new.succeed(old)
+    new.page_offers_tools("the caller")
+    assert offered == ["the caller"] and new.secrets is old.secrets

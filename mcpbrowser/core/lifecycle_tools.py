@@ -1,4 +1,4 @@
-"""Session lifecycle tools; handlers run on the core's worker pool, never on a session thread."""
+"""Session lifecycle tools; handlers run on the core's worker pool (the page-tools offer: on a session thread)."""
 
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -30,6 +30,7 @@ def create_session(core, args, call):
         context["login"] = args["storageState"]  # its name, in the session's metadata: export_script says it
     record = core.warm_pool.create_session(allowed_domains=args.get("allowedDomains"), owner=call.owner,
                                            context=context)
+    record.worker.offering_page_tools(_page_tools_for(core, call.owner))
     out = {
         "sessionId": record.session_id,
         "expiresAt": record.expires_at,
@@ -47,8 +48,18 @@ def create_session(core, args, call):
         out["navigationError"] = exc.to_dict()
         return out
     out.update(url=page["url"], title=page["title"], status=page["status"], pageRefId=page["refId"],
-               expiresAt=page["expiresAt"])
+               expiresAt=page["expiresAt"], **{k: page[k] for k in ("pageTools",) if k in page})
     return out
+
+
+def _page_tools_for(core, owner):
+    """What a session of `owner` does when a page of it offers tools of its own (its load's answer names them):
+    the webmcp group turns on for `owner`, as enable_tools would, and its client hears its list grew."""
+    # The group stays off until then: a model reads tools/list on every turn, and most pages offer no tools.
+    def offer(caller):
+        if core.groups.enable(owner, ["webmcp"]):
+            caller.tools_changed()
+    return offer
 
 
 def resume_session(core, args, call):
@@ -81,6 +92,7 @@ def resume_session(core, args, call):
     except BaseException:
         core.history.release_claim(session_id)
         raise
+    record.worker.offering_page_tools(_page_tools_for(core, call.owner))
     out = {
         "sessionId": session_id,
         "expiresAt": record.expires_at,
@@ -195,7 +207,7 @@ TOOLS = [
             "properties": {"sessionId": {"type": "string"}, "expiresAt": {"type": "integer"},
                            "message": {"type": "string"}, "url": {"type": "string"}, "title": {"type": "string"},
                            "status": {"type": ["integer", "null"]}, "pageRefId": {"type": "string"},
-                           "navigationError": {"type": "object"}},
+                           "pageTools": {"type": "string"}, "navigationError": {"type": "object"}},
             "required": ["sessionId", "expiresAt", "message"],
         },
     ),

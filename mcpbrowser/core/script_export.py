@@ -449,7 +449,12 @@ def _site(script, tool, args, result):
         script.webmcp = True
         frame = "page" if "frame" not in args else \
             f"next(f for f in page.frames if f.url.startswith({_q(args['frame'] + '/')}))"
-        script.line(_call(f"{frame}.webmcp", "call_tool", _q(args["name"]), _py(args.get("input") or {}),
+        given = args.get("input") or {}
+        secret = {field: script.secret("a page tool's input", name) for field, name in
+                  (args.get("secretNames") or {}).items()}  # a server secret by name: read from the environment
+        tool_input = "{" + ", ".join([*(f"{_q(k)}: {_py(v)}" for k, v in given.items()),
+                                      *(f"{_q(k)}: {v}" for k, v in secret.items())]) + "}"
+        script.line(_call(f"{frame}.webmcp", "call_tool", _q(args["name"]), tool_input,
                           f"timeout={args['timeout']}" if "timeout" in args else ""))
 
 

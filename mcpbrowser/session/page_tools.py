@@ -9,12 +9,17 @@ is refused before anything reaches it. Left out entirely, a site whose tools liv
 own (a checkout, a map) would offer the agent nothing; labelled, the agent sees whose tool it calls.
 """
 
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
 from mcpbrowser.errors import DomainNotAllowed, InvalidParameters
 
 NOT_ENABLED = "WebMCP is not enabled"
+# What a load's answer says of the page's own tools: their names and argument names, identifiers alone (a page
+# writes them; Chromium already refuses other tool names), at most ANNOUNCED of them.
+ANNOUNCED = 12
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 class WebMcpOff(Exception):
@@ -66,6 +71,36 @@ def found(state: Any, timeout_ms: int) -> tuple[list[tuple[dict[str, Any], str |
             continue
         out.extend((tool, label) for tool in registered)
     return out, left_out
+
+
+def announced(state: Any, timeout_ms: int) -> str | None:
+    """`name(arg, arg?), …` of the tools the page itself (its main frame) offers now; None when it offers none, or
+    the browser runs no page tools. Its frames' tools are page_tools' list's to show, with their origins."""
+    if not (state.config.webmcp and state.chromium) or state.dialog is not None:  # a dialog holds the page's script
+        return None
+    try:
+        registered = state.page.main_frame.webmcp.tools(timeout=timeout_ms)
+    except Exception:  # a remote browser without WebMCP, a page that is not a secure context, one gone meanwhile
+        return None
+    shown = [signature for signature in map(_signature, registered[:ANNOUNCED]) if signature is not None]
+    if not shown:
+        return None
+    more = len(registered) - ANNOUNCED
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def _signature(tool: dict[str, Any]) -> str | None:
+    name = str(tool.get("name", ""))
+    if not _IDENTIFIER.fullmatch(name):
+        return None
+    declared = tool.get("inputSchema")
+    declared = declared if isinstance(declared, dict) else {}
+    properties = declared.get("properties")
+    required = declared.get("required")
+    required = required if isinstance(required, list) else []
+    args = [arg if arg in required else arg + "?" for arg in (properties if isinstance(properties, dict) else {})
+            if isinstance(arg, str) and _IDENTIFIER.fullmatch(arg)]
+    return f"{name}({', '.join(args)})"
 
 
 def frame_for(state: Any, label: str | None) -> Any:

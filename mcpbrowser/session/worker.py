@@ -41,6 +41,9 @@ class SessionWorker:
         # The secret values its client met (redaction.KnownSecrets): the registry gives it
         # its owner's when the session is handed out; read by the core on any thread.
         self.secrets = KnownSecrets()
+        # offer(caller), on the session thread, when a page of the session offers tools of its own: the core's way
+        # to turn page_tools on for the session's client (core/lifecycle_tools.py gives it; nothing before).
+        self._offer_page_tools = lambda caller: None
         self._opener = opener
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         # A person's input (the live view): run before what waits in _queue, and in a long wait's
@@ -90,10 +93,19 @@ class SessionWorker:
         """The registry hands the session to its client, before its first call: the client's secrets are its own."""
         self.secrets = secrets
 
+    def offering_page_tools(self, offer):
+        """ANY THREAD, before its client's first call: offer(caller) makes page_tools callable for the client."""
+        self._offer_page_tools = offer
+
+    def page_offers_tools(self, caller):
+        """SESSION THREAD: the page just loaded offers tools of its own (tools/navigation.py)."""
+        self._offer_page_tools(caller)
+
     def succeed(self, old):
-        """A fresh thread for the session (the watchdog's): its secrets, its subscribers and watchers and the
-        person who holds it go on from the old one (under the registry's lock)."""
+        """A fresh thread for the session (the watchdog's): its secrets, its subscribers and watchers, the
+        person who holds it and its client's page_tools go on from the old one (under the registry's lock)."""
         self.secrets, self.tickers, self.held_by = old.secrets, dict(old.tickers), old.held_by
+        self._offer_page_tools = old._offer_page_tools
 
     def on_browser(self, generation=None, endpoint=None):
         """SESSION THREAD, as it opens: the shared browser's life it attached to, or the remote endpoint (shown)."""

@@ -142,7 +142,8 @@ def page_result(state, loaded=None, count=False):
 PAGE_RESULT = {
     "type": "object",
     "properties": {"success": {"type": "boolean"}, "title": {"type": "string"},
-                   "url": {"type": "string"}, "status": {"type": ["integer", "null"]}},
+                   "url": {"type": "string"}, "status": {"type": ["integer", "null"]},
+                   "pageTools": {"type": "string"}},
     "required": ["success", "title", "url", "status"],
 }
 

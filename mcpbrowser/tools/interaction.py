@@ -443,7 +443,7 @@ SECRET_NAME = schema.string("Name of a server secret, typed instead of text (you
 
 
 def taking_secret_names(tool):
-    """type and fill_form as a server with --secrets offers them: a secret may be given by name.
+    """type, fill_form and page_tools as a server with --secrets offers them: a secret may be given by name.
 
     Only then: the tool list is the agent's biggest bill, and without a secrets file the
     argument could only answer an error.
@@ -461,6 +461,11 @@ def taking_secret_names(tool):
                  "required": []}
         properties = {**tool.input_schema["properties"], "fields": {**fields, "items": items}}
         return dataclasses.replace(tool, input_schema={**tool.input_schema, "properties": properties})
+    if tool.name == "page_tools":
+        inputs = tool.input_schema
+        return dataclasses.replace(tool, input_schema={**inputs, "properties": {**inputs["properties"], "secretNames": {
+            "type": "object", "description": "{input field: server secret's name}: the field gets its value, "
+                                             "which you never see."}}})
     return tool
 
 

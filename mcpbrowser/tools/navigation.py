@@ -6,13 +6,14 @@ from urllib.parse import urlsplit
 from mcpbrowser import schema
 from mcpbrowser.domains import BLOCKED_HEADER
 from mcpbrowser.errors import InvalidParameters, NavigationFailed, PageUnresponsive, WaitTimeout
-from mcpbrowser.session import page_reading, throttling
+from mcpbrowser.session import page_reading, page_tools, throttling
 from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
 from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, page_result, session_schema
 from mcpbrowser.tools.targeting import locate
 
 TABS_LISTED = 10  # a list shows the first tabs and the current one; "more" counts the rest
 HOLD_CHECK_S = 2.0  # a load still going after this long asks its page whether it answers, and again after as long
+PAGE_TOOLS_MS = 1_000  # how long a loaded page may take to say which tools it offers (a round trip, where it answers)
 
 
 def _check_url(url):
@@ -73,12 +74,12 @@ def navigate(state, args, response):
     # beforeunload prompt) is answered by the server, and the answer says how many.
     state.clear_the_way()
     try:
-        response.answer(_navigate(state, url, args, response.stores_after))
+        response.answer(_navigate(state, url, args, response))
     finally:
         state.leaving = False
 
 
-def _navigate(state, url, args, count):
+def _navigate(state, url, args, response):
     state.report(0, 3, f"Navigating to {url}")
     page, reporting = state.page, [True]
 
@@ -89,20 +90,31 @@ def _navigate(state, url, args, count):
     page.once("domcontentloaded", dom_ready)
     try:
         try:
-            response = _load(state, url, "goto", url=url, **_options(args))
-            held = response is INTERRUPTED and state.trapped  # a dialog held the navigation
+            loaded = _load(state, url, "goto", url=url, **_options(args))
+            held = loaded is INTERRUPTED and state.trapped  # a dialog held the navigation
         except PageUnresponsive as exc:  # its page holds the tab (its unload never ends): leave it anyway
             if not getattr(exc, "left_unfinished", False):
                 raise  # the new page loaded and hangs: a fresh tab would meet it again
             held = True
         if held:  # go in a fresh tab
             state.replace_tab()
-            response = _load(state, url, "goto", url=url, **_options(args))
+            loaded = _load(state, url, "goto", url=url, **_options(args))
     finally:
         reporting[0] = False  # a listener left by a failed goto must not speak later
     state.report(2, 3, "Page loaded")
-    result = page_result(state, None if response is INTERRUPTED else response, count)
+    result = _loaded(state, None if loaded is INTERRUPTED else loaded, response)
     state.report(3, 3, "Done")
+    return result
+
+
+def _loaded(state, loaded, response):
+    """page_result, and the tools the page offers of its own (WebMCP) when it offers some: the agent learns of
+    them with no call, and its client may call page_tools from now on (the session's worker turns it on)."""
+    result = page_result(state, loaded, response.stores_after)
+    offered = page_tools.announced(state, PAGE_TOOLS_MS)
+    if offered is not None:
+        result["pageTools"] = offered
+        state.worker.page_offers_tools(response.caller)
     return result
 
 
@@ -113,14 +125,14 @@ def _history(method, word):
         if loaded is None and state.page.url == before:
             raise NavigationFailed(f"There is no {word} page in this tab's history.",
                                    session_id=state.session_id, details={"url": before})
-        response.answer(page_result(state, None if loaded is INTERRUPTED else loaded, response.stores_after))
+        response.answer(_loaded(state, None if loaded is INTERRUPTED else loaded, response))
 
     return handler
 
 
 def reload(state, args, response):
     loaded = _load(state, "the page again", "reload", **_options(args))
-    response.answer(page_result(state, None if loaded is INTERRUPTED else loaded, response.stores_after))
+    response.answer(_loaded(state, None if loaded is INTERRUPTED else loaded, response))
 
 
 def _options(args):
