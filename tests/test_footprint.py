@@ -164,7 +164,7 @@ def test_relayed_sessions_stay_isolated_and_a_dead_relay_takes_its_context_along
             return browser.registry.worker(session.id).submit(fn).result(10)
 
         def contexts_seen(state):
-            state.page.wait_for_timeout(50)  # let events from the browser arrive
+            state.tab.page.wait_for_timeout(50)  # let events from the browser arrive
             return len(state.playwright_browser.contexts)
 
         def pages_in_browser(state):  # every page target of the whole browser, over CDP

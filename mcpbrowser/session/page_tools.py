@@ -29,7 +29,7 @@ def origin(url: str) -> str:
 
 def offering_frames(state: Any) -> tuple[list[tuple[Any, str | None]], int]:
     """([(frame, its label: None for the page itself, else its origin)], how many frames the policy left out)."""
-    page = state.page
+    page = state.tab.page
     kept, left_out = [], 0
     for frame in page.frames:
         if frame.is_detached():
@@ -70,7 +70,7 @@ def found(state: Any, timeout_ms: int) -> tuple[list[tuple[dict[str, Any], str |
 
 def frame_for(state: Any, label: str | None) -> Any:
     """The frame a call names (None: the page itself), once the domain policy allows it."""
-    page = state.page
+    page = state.tab.page
     if label is None:
         frame = page.main_frame
     else:
