@@ -55,7 +55,7 @@ class State:
         self.elements_counted = elements
         self.worker = types.SimpleNamespace(held_by=None)
         self.ran = []
-        self.playwright_browser = types.SimpleNamespace(is_connected=lambda: connected)
+        self.browser = types.SimpleNamespace(is_connected=lambda: connected)
         self.context = types.SimpleNamespace(cookies=lambda url: [])
         frame = Frame(wall)
         self.page = types.SimpleNamespace(url="https://shop.test/login", frames=[frame], main_frame=frame)

@@ -187,7 +187,7 @@ def browser_gone(state):
     round trip on the context (which only we close) settles it.
     """
     try:
-        if not state.playwright_browser.is_connected():
+        if not state.browser.is_connected():
             return True
         state.context.cookies("http://localhost")
         return False

@@ -37,11 +37,11 @@ class SessionState(Acting):
     """The session's Playwright objects, its tabs and per-session buffers; created by the opener, used by tool
     handlers. What belongs to one page (its counts, refs, held snapshot, health) is its Tab's."""
 
-    def __init__(self, worker, config, playwright, playwright_browser, context, page):
+    def __init__(self, worker, config, playwright, browser, context, page):
         self.worker = worker
         self.config = config
         self.playwright = playwright
-        self.playwright_browser = playwright_browser  # the shared browser, as this Playwright holds it
+        self.browser = browser  # the shared browser, as this Playwright holds it
         self.context = context
         self.tab: Any = Tab(page)  # the current tab; None only while its last tab closes
         self.tabs = [self.tab]
@@ -81,7 +81,7 @@ class SessionState(Acting):
         self.storage_saved_at = 0.0   # monotonic time of the last resume save (0: never)
         self.storage_saved_url = None
         # Chromium only: a CDP session per tab (Tab.cdp), for loaded_title() (see there).
-        self.chromium = playwright_browser.browser_type.name == "chromium"
+        self.chromium = browser.browser_type.name == "chromium"
         self.throttle = {}        # its CPU and network throttling (throttling.settings), {} for none
         self.disconnect_at_close = False  # set by the opener: see close()
         self.quiet_since = time.monotonic()  # when the last call ended: see catch_up
@@ -142,7 +142,7 @@ class SessionState(Acting):
         steps = [self.context.tracing.stop] if self.tracing else []
         steps.append(self.context.close)
         if self.disconnect_at_close:
-            steps.append(self.playwright_browser.close)
+            steps.append(self.browser.close)
         steps += [self.playwright.stop, self.network_policy.close]
         if self.tracing:  # a trace never saved: the browser server's own files of it go too
             steps.append(lambda: scrub_leftovers(self.tracing, artifact_roots(), self.secrets))

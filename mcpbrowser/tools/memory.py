@@ -115,7 +115,7 @@ def measure_memory(state, args, response):
     label = args.get("key") or args.get("selector") or f"ref {args['ref']}"
     context = {"url": url, "interaction": ("key " if "key" in args else "click ") + label,
                "measuredAt": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               "browser": f"{state.playwright_browser.browser_type.name} {state.playwright_browser.version}"}
+               "browser": f"{state.browser.browser_type.name} {state.browser.version}"}
     measured = memory_report.report(groups[0], groups[1], snapshot, totals, repeat, context)
     measured["cost"] = {"measureMs": round((time.monotonic() - began) * 1000)}
     response.store_page(perf_report.detail(measured), snapshot=False)

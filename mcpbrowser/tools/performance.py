@@ -204,7 +204,7 @@ def measure_performance(state, args, response):
     page_url = loads[0]["url"] if loads else state.tab.page.url
     interaction = _interaction(state, args, response, deadline) if {"selector", "ref", "key"} & set(args) else None
     context = {"url": page_url, "measuredAt": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               "browser": f"{state.playwright_browser.browser_type.name} {state.playwright_browser.version}",
+               "browser": f"{state.browser.browser_type.name} {state.browser.version}",
                "load": ("navigate" if "url" in args else "reload") if load else "none",
                "cache": "off (a cold load)" if load and state.chromium else "as the browser has it",
                "throttle": dict(state.throttle)}
@@ -257,7 +257,7 @@ def _one_load(state, response, url, left_ms):
 def _interaction(state, args, response, deadline):
     """The interaction's event entries and long animation frames, with what it was done on."""
     if not state.act(state.tab.page, "evaluate", expression=WATCH):
-        return {"why": f"this browser ({state.playwright_browser.browser_type.name}) has no event timing entries"}
+        return {"why": f"this browser ({state.browser.browser_type.name}) has no event timing entries"}
     target = {k: args[k] for k in ("selector", "ref") if k in args}
     timeout = {"timeout": min(_left_ms(deadline), state.config.action_timeout)}
     before = state.tab.page.url
