@@ -176,12 +176,11 @@ def take_proof(state, proof, answer, waited, usable):
         if isinstance(answer, int) and answer > 0:
             state.tab.full_snapshot = None  # the watch is armed as the proof's, no longer as the held snapshot's
         return
-    state.tab.full_snapshot, state.tab.arming, state.proven = (text, proof.token), proof.token, proof.token
+    state.tab.full_snapshot, state.proven = (text, proof.token), proof.token
 
 
 def _edit_taken(state, held, text, token):
     """The edited `text` as this capture, the watch re-armed as `token` (the proof's count armed it)."""
-    state.tab.arming = token
     log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
     return _reused(state, (text, token))
 

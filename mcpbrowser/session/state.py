@@ -376,9 +376,8 @@ class SessionState(Acting):
     def _open_blank_tab(self):
         """Open a page of our own and make it current; unlike a popup, it is no news for the agent."""
         opened = self.tabs_opened
-        tab = self._on_page(self.context.new_page())  # its "page" event may not have been dispatched yet
+        self.tab = self._on_page(self.context.new_page())  # its "page" event may not have been dispatched yet
         self._tabs_reported += self.tabs_opened - opened
-        self.tab = tab
 
     def _on_crash(self, tab):
         """A tab's renderer died (its "crash" event): the next call on it replaces it."""

@@ -402,8 +402,7 @@ def upload_file(state, args, response):
 def handle_dialog(state, args, response):
     if state.dialog is None:
         raise NoDialogOpen(session_id=state.session_id)
-    accept, dialog, tab = args["accept"], state.dialog, state.tab
-    navigations = tab.navigations
+    accept, dialog, tab, navigations = args["accept"], state.dialog, state.tab, state.tab.navigations
     if not state.answer_dialog(accept, args.get("promptText")):
         # It closed before the answer reached it (its tab closed or navigated, or the page
         # raised the next one in its place): say so, and show the one open now, if any.

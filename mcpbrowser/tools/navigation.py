@@ -29,8 +29,7 @@ def _load(state, what, method, **kwargs):
     kwargs["wait_until"] = kwargs.pop("waitUntil", None) or "load"
     kwargs["timeout"] = kwargs.get("timeout", state.config.navigation_timeout)
     refusals = state.network_policy.refusals()
-    tab = state.tab
-    navigations = tab.navigations
+    tab, navigations = state.tab, state.tab.navigations
     try:
         # A page that holds its own unload (a script looping in unload or pagehide) keeps a same-site
         # navigation from committing until the timeout: asked every HOLD_CHECK_S whether it still
