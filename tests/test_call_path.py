@@ -58,7 +58,9 @@ class State:
         self.browser = types.SimpleNamespace(is_connected=lambda: connected)
         self.context = types.SimpleNamespace(cookies=lambda url: [])
         frame = Frame(wall)
-        self.page = types.SimpleNamespace(url="https://shop.test/login", frames=[frame], main_frame=frame)
+        page = types.SimpleNamespace(url="https://shop.test/login", frames=[frame], main_frame=frame)
+        self.tab = types.SimpleNamespace(page=page, unresponsive=False)
+        self.page = page  # SessionState's forwarding property, read by core/user_channel.py
         self.events = types.SimpleNamespace(take_console=lambda: [{"level": "error", "text": "x"}],
                                             navigation_pending=lambda: False)
 
@@ -77,10 +79,7 @@ class State:
     def dismissals_untold(self):
         return 0
 
-    def usable(self, page=None):
-        return True
-
-    def background(self, page, target, method, **kwargs):
+    def background(self, tab, target, method, **kwargs):
         return getattr(target, method)(**kwargs)
 
 
