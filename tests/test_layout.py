@@ -249,3 +249,30 @@ def test_a_tabs_state_is_its_tab_not_the_sessions():
                             written.append(f"{path.relative_to(PACKAGE)}:{node.lineno} state.{part.attr}")
     assert not on_session, f"per-page state on the session state (make it the Tab's): {on_session}"
     assert not written, f"per-page state written on a session state (write state.tab's): {written}"
+
+
+# "Browser" means one thing inside the package: the shared browser (Playwright's Browser, its process and what
+# supervises it). The public API's `Browser` object is held as `core` (issue 71: the word named five things).
+CORE_TYPES = {"Browser", "CoreFace", "ToolContext", "BrowserSupervisor"}
+
+
+def _annotation_names(annotation):
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):  # a quoted annotation
+        annotation = ast.parse(annotation.value, mode="eval")
+    return {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)} \
+        | {n.attr for n in ast.walk(annotation) if isinstance(n, ast.Attribute)}
+
+
+def test_a_name_saying_browser_holds_the_shared_browser():
+    """A parameter typed as the core (its class, its face, a tool's context) or the browser's supervisor is not
+    called browser: `core`, `supervisor`."""
+    typed, wrong = 0, []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.arg) and node.annotation is not None \
+                    and _annotation_names(node.annotation) & CORE_TYPES:
+                typed += 1
+                if "browser" in node.arg.lower():
+                    wrong.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.arg}")
+    assert typed > 8  # the control: the typed parameters were read
+    assert not wrong, f"parameters holding the core or the supervisor called browser: {wrong}"
