@@ -385,7 +385,7 @@ BREAKS = [
           "docs/reliability.md",
           ("tests/test_reliability.py::test_memory_guard_refuses_new_sessions_over_the_limit",)),
     Break("alert-loop-dismissed", "mcpbrowser/session/state.py",
-          "        if self._dialog_run > LOOP_DIALOGS and page is not None:", "        if False:",
+          "        if self._dialog_run > LOOP_DIALOGS and tab is not None:", "        if False:",
           "An alert loop: past 3 dialogs in a row, the server dismisses that page's further dialogs itself.",
           "docs/reliability.md",
           ("tests/test_misbehaving_pages.py::test_an_alert_loop_is_answered_by_the_server_and_handle_dialog_never_fails",)),

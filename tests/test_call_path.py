@@ -56,10 +56,11 @@ class State:
         self.elements_counted = elements
         self.worker = types.SimpleNamespace(held_by=None)
         self.ran = []
-        self.playwright_browser = types.SimpleNamespace(is_connected=lambda: connected)
+        self.browser = types.SimpleNamespace(is_connected=lambda: connected)
         self.context = types.SimpleNamespace(cookies=lambda url: [])
         frame = Frame(wall)
-        self.page = types.SimpleNamespace(url="https://shop.test/login", frames=[frame], main_frame=frame)
+        page = types.SimpleNamespace(url="https://shop.test/login", frames=[frame], main_frame=frame)
+        self.tab = types.SimpleNamespace(page=page, unresponsive=False)
         self.events = types.SimpleNamespace(take_console=lambda: [{"level": "error", "text": "x"}],
                                             navigation_pending=lambda: False)
 
@@ -78,10 +79,7 @@ class State:
     def dismissals_untold(self):
         return 0
 
-    def usable(self, page=None):
-        return True
-
-    def background(self, page, target, method, **kwargs):
+    def background(self, tab, target, method, **kwargs):
         return getattr(target, method)(**kwargs)
 
 
@@ -127,7 +125,8 @@ def dispatcher(closed=False, **settings):
     user = UserChannel(config)
     user.cooldown.timers.factory, user.cooldown.clock = FakeTimer, lambda: 1000.0
     recorder = Recorder()
-    tools = {"act": tool(changes_page=True), "look": tool("look"), "wait_for_user": tool("wait_for_user", waits_for_person=True),
+    tools = {"act": tool(changes_page=True), "look": tool("look"),
+             "wait_for_user": tool("wait_for_user", waits_for_person=True),
              "hands": tool("hands", person_only=True, group="person")}
     core = types.SimpleNamespace(
         lost=[], remembered=[], groups=ToolGroups(config, tools),

@@ -86,9 +86,10 @@ def on_page(shows):
                                  main_frame=frames[0])
     events = types.SimpleNamespace(navigation_pending=lambda: False)
     # The server's own reads of a page go through state.background (a deadline): here, straight to the frame.
-    background = lambda page, target, method, **kwargs: getattr(target, method)(**kwargs)  # noqa: E731
-    return types.SimpleNamespace(page=page, dialog=None, session_id="s1", events=events, usable=lambda: True,
-                                 background=background), reads
+    background = lambda tab, target, method, **kwargs: getattr(target, method)(**kwargs)  # noqa: E731
+    # `page` as SessionState forwards it to core/user_channel.py; the session's own modules read the tab's.
+    return types.SimpleNamespace(tab=types.SimpleNamespace(page=page, unresponsive=False), dialog=None,
+                                 session_id="s1", events=events, background=background), reads
 
 
 def make_error(cls, message, timed_out):

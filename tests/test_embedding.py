@@ -77,14 +77,14 @@ def test_a_bug_of_ours_on_a_page_that_crashed_is_an_internal_error_with_its_trac
 
     def crash_then_bug(state, args, response):
         try:
-            state.page.goto("chrome://crash", timeout=5000)
+            state.tab.page.goto("chrome://crash", timeout=5000)
         except Exception:
             pass  # Playwright: "Navigation failed because page crashed!"
         for _ in range(100):
-            if state.page in state.crashed:
+            if state.tab.crashed:
                 break
             state.flush_events()
-        assert state.page in state.crashed
+        assert state.tab.crashed
         return {}["a key our code forgot"]
 
     schema = {"type": "object", "properties": {"sessionId": {"type": "string"}}, "required": ["sessionId"]}

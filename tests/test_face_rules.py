@@ -9,12 +9,12 @@ import pytest
 pytestmark = pytest.mark.unit
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "mcpbrowser"
-# A session's worker and its state belong to the session's own package and its tools' handlers (which run on
-# the session thread): every other module passes values when the object is made, or submits a command.
+# A session's worker, its state and its tabs belong to the session's own package and its tools' handlers (which
+# run on the session thread): every other module passes values when the object is made, or submits a command.
 OWNERS = ("session", "tools")
 MUTATORS = {"update", "append", "add", "pop", "clear", "setdefault", "extend", "discard", "remove", "insert",
             "popitem", "__setitem__", "__delitem__"}
-SESSION_CLASSES = ("SessionWorker", "SessionState")
+SESSION_CLASSES = ("SessionWorker", "SessionState", "Tab")
 
 
 def _modules(*under):
@@ -27,7 +27,7 @@ def _name(path):
 
 
 def _typed_as_session(tree):
-    """Names annotated as a SessionWorker or a SessionState anywhere in the module (a function's arguments)."""
+    """Names annotated as a SessionWorker, a SessionState or a Tab anywhere in the module (a function's arguments)."""
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.arg) and node.annotation is not None:
@@ -37,8 +37,8 @@ def _typed_as_session(tree):
 
 
 def _is_session_object(node, typed):
-    """Whether an expression names a session's worker or state: `worker`, `state`, `record.worker`, `self._state`,
-    `old_worker`, or a name annotated with their class."""
+    """Whether an expression names a session's worker, state or tab: `worker`, `state`, `record.worker`,
+    `self._state`, `old_worker`, `state.tab`, or a name annotated with their class."""
     if isinstance(node, ast.Name):
         name = node.id
     elif isinstance(node, ast.Attribute):
@@ -46,7 +46,7 @@ def _is_session_object(node, typed):
     else:
         return False
     bare = name.lstrip("_")
-    return bare in ("worker", "state") or bare.endswith(("_worker", "_state")) or name in typed
+    return bare in ("worker", "state", "tab") or bare.endswith(("_worker", "_state", "_tab")) or name in typed
 
 
 def session_writes(source):
@@ -96,6 +96,7 @@ def test_the_rule_sees_each_kind_of_write():
     assert session_writes("state.storage_saved_at, state.storage_saved_url = 1, 2") == [1, 1]
     assert session_writes("def f(new: SessionWorker, old):\n    new.held_by = old.held_by") == [2]
     assert session_writes("state.worker.memory_mb += 1") == [1]
+    assert session_writes("state.tab.refs = frozenset()") == [1]
     assert session_writes("record.worker = new\ncast.viewers += 1\nx = worker.held_by\nworker.tick('a', 1, f)") == []
 
 

@@ -164,11 +164,11 @@ def test_relayed_sessions_stay_isolated_and_a_dead_relay_takes_its_context_along
             return browser.registry.worker(session.id).submit(fn).result(10)
 
         def contexts_seen(state):
-            state.page.wait_for_timeout(50)  # let events from the browser arrive
-            return len(state.playwright_browser.contexts)
+            state.tab.page.wait_for_timeout(50)  # let events from the browser arrive
+            return len(state.browser.contexts)
 
         def pages_in_browser(state):  # every page target of the whole browser, over CDP
-            cdp = state.playwright_browser.new_browser_cdp_session()
+            cdp = state.browser.new_browser_cdp_session()
             try:
                 return len([t for t in cdp.send("Target.getTargets")["targetInfos"] if t["type"] == "page"])
             finally:

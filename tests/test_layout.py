@@ -191,3 +191,83 @@ def test_a_session_tool_handler_says_everything_on_its_response():
              and node.func.attr == "handler"]
     unread = [node.value for node in ast.walk(runs) if isinstance(node, ast.Expr)]
     assert calls and all(call in unread for call in calls), "run_tool reads a value of the handler it runs"
+
+
+# What belongs to one page is its Tab's (session/tab.py), never the session state's (issue 71: SessionState held
+# ~50 attributes, the per-page ones as sets and dicts keyed by page). The last four are those sets' old names.
+TAB_STATE = {"page", "navigations", "url_changes", "refs", "full_snapshot", "arming", "crashed", "unresponsive",
+             "looping", "throttled", "cdp_session"}
+PER_PAGE_OLD = {"pages", "refs_page", "cdp_sessions", "_looping"}
+
+
+def _classes(path, names):
+    return [node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ClassDef)
+            and node.name in names]
+
+
+def _self_stores(cls):
+    """The attributes a class's methods bind on self (assigned, augmented or annotated)."""
+    for node in ast.walk(cls):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            for part in ast.walk(target):
+                if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "self":
+                    yield part.attr, node.lineno
+
+
+def test_a_tabs_state_is_its_tab_not_the_sessions():
+    """The Tab binds each per-page attribute; SessionState (and Acting, its base) binds, declares or computes none
+    (no property forwards one); and no module writes one on a session state (`state.refs = ...`)."""
+    tab, = _classes(PACKAGE / "session" / "tab.py", {"Tab"})
+    assert TAB_STATE <= {name for name, _ in _self_stores(tab)}, "a per-page attribute is no longer the Tab's"
+    owners = _classes(PACKAGE / "session" / "state.py", {"SessionState"}) \
+        + _classes(PACKAGE / "session" / "acting.py", {"Acting"})
+    assert len(owners) == 2  # the control: both classes were read
+    on_session = []
+    for cls in owners:
+        on_session += [f"{cls.name}:{line} self.{name}" for name, line in _self_stores(cls)
+                       if name in TAB_STATE | PER_PAGE_OLD]
+        for node in cls.body:  # a method or property of the name, or a declaration (`page: Any`)
+            name = node.name if isinstance(node, ast.FunctionDef) else node.target.id \
+                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) else None
+            if name in TAB_STATE | PER_PAGE_OLD:
+                on_session.append(f"{cls.name}:{node.lineno} {name}")
+    written = []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    for part in ast.walk(target):
+                        if isinstance(part, ast.Attribute) and part.attr in TAB_STATE | PER_PAGE_OLD \
+                                and isinstance(part.value, ast.Name) and part.value.id == "state":
+                            written.append(f"{path.relative_to(PACKAGE)}:{node.lineno} state.{part.attr}")
+    assert not on_session, f"per-page state on the session state (make it the Tab's): {on_session}"
+    assert not written, f"per-page state written on a session state (write state.tab's): {written}"
+
+
+# "Browser" means one thing inside the package: the shared browser (Playwright's Browser, its process and what
+# supervises it). The public API's `Browser` object is held as `core` (issue 71: the word named five things).
+CORE_TYPES = {"Browser", "CoreFace", "ToolContext", "BrowserSupervisor"}
+
+
+def _annotation_names(annotation):
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):  # a quoted annotation
+        annotation = ast.parse(annotation.value, mode="eval")
+    return {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)} \
+        | {n.attr for n in ast.walk(annotation) if isinstance(n, ast.Attribute)}
+
+
+def test_a_name_saying_browser_holds_the_shared_browser():
+    """A parameter typed as the core (its class, its face, a tool's context) or the browser's supervisor is not
+    called browser: `core`, `supervisor`."""
+    typed, wrong = 0, []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.arg) and node.annotation is not None \
+                    and _annotation_names(node.annotation) & CORE_TYPES:
+                typed += 1
+                if "browser" in node.arg.lower():
+                    wrong.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.arg}")
+    assert typed > 8  # the control: the typed parameters were read
+    assert not wrong, f"parameters holding the core or the supervisor called browser: {wrong}"

@@ -116,13 +116,13 @@ def playwright_chromium():
     return None
 
 
-def find_executable(browser, executable_path=None):
+def find_executable(engine, executable_path=None):
     """--executable-path, else for chromium Playwright's own or a system one; None lets Playwright choose."""
     if executable_path:
         if os.path.isfile(executable_path) and os.access(executable_path, os.X_OK):
             return executable_path
         raise BrowserError(f"--executable-path {executable_path!r} is not an executable file. {INSTALL_HINT}")
-    if browser != "chromium":
+    if engine != "chromium":
         return None  # firefox and webkit come only from Playwright's own install
     candidate = playwright_chromium()
     if candidate:

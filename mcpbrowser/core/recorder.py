@@ -82,7 +82,7 @@ class Recorder:
         STORAGE_SAVE_INTERVAL_S passed, and always when the session closes. A crash
         can lose at most that interval's cookie changes.
         """
-        url = state.page.url if state.page is not None else None
+        url = state.tab.page.url if state.tab is not None else None
         due = time.monotonic() - state.storage_saved_at >= STORAGE_SAVE_INTERVAL_S
         if not (force or due or url != state.storage_saved_url):
             return

@@ -152,7 +152,7 @@ class UserChannel:
 def _where(state: "SessionState") -> str:
     """The page's host and path, for the cooldown's message (never its query: it may carry tokens)."""
     try:
-        parts = urlsplit(state.page.url)
+        parts = urlsplit(state.tab.page.url)
     except Exception:
         return ""
     return f"{parts.netloc}{parts.path}" if parts.netloc else ""

@@ -37,13 +37,13 @@ REFILL_DELAY_S = 0.5
 class WarmPool:
     """Started, unused session threads, and the way every session opens."""
 
-    def __init__(self, config: Config, registry: SessionRegistry, browser: BrowserSupervisor,
+    def __init__(self, config: Config, registry: SessionRegistry, supervisor: BrowserSupervisor,
                  memory: MemoryGuard, executor: Executor, opener: Callable[[SessionWorker], Any],
                  policy: Callable[[list[str] | None], DomainPolicy],
                  timer_factory: Callable[..., Any] = threading.Timer) -> None:
         self.config = config
         self._timer_factory = timer_factory
-        self._registry, self._browser, self._memory = registry, browser, memory
+        self._registry, self._supervisor, self._memory = registry, supervisor, memory
         self._executor, self._opener, self._policy = executor, opener, policy
         self._lock = threading.Lock()
         self._filled = threading.Condition(self._lock)  # notified when a refill ends, with a worker or without
@@ -76,10 +76,10 @@ class WarmPool:
 
     def _open_once(self, resume, allowed_domains, owner, context, final_try) -> SessionRecord | None:
         """A registered session; None when the browser died under it (and `final_try` is False)."""
-        self._browser.check_available()
+        self._supervisor.check_available()
         self._memory.check()
         self._registry.reserve(resume["sessionId"] if resume else None)
-        generation = self._browser.generation
+        generation = self._supervisor.generation
         poolable = resume is None and not context and (not allowed_domains or self._proxied)
         worker = self._take_idle() if poolable else None
         source = "pool" if worker is not None else ("resume" if resume else "cold")
@@ -95,8 +95,8 @@ class WarmPool:
             # A session attaches in ~30 ms, so it can fail on a browser that just died
             # before the supervisor has seen the crash: give it the time to. A caller's
             # mistake (an emulation option the browser refused) is no crash: answered at once.
-            if not isinstance(exc, BrowserFailure) or self._browser.remote \
-                    or not self._browser.crash_noticed(generation):
+            if not isinstance(exc, BrowserFailure) or self._supervisor.remote \
+                    or not self._supervisor.crash_noticed(generation):
                 raise
             if final_try:
                 raise crashed from None
@@ -148,7 +148,7 @@ class WarmPool:
 
     def _current(self, worker: SessionWorker) -> bool:
         """Opened on the current browser life (a remote browser has only one)."""
-        return self._browser.remote or worker.generation == self._browser.generation
+        return self._supervisor.remote or worker.generation == self._supervisor.generation
 
     def _take_idle(self) -> SessionWorker | None:
         """A live pooled worker on the current browser, or None.
@@ -192,7 +192,7 @@ class WarmPool:
             return
         # Not on a Selenium Grid: a pooled session would hold one of the Grid's slots, which other
         # users may be queueing for, and the Grid ends it after its own idle timeout.
-        if self._memory.over() is not None or self._registry.closed or self._browser.degraded \
+        if self._memory.over() is not None or self._registry.closed or self._supervisor.degraded \
                 or self.config.selenium_grid:
             return
         room = self.config.max_sessions - self._registry.occupied()

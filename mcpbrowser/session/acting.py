@@ -33,11 +33,11 @@ def _retrieve(task):
 
 
 class Acting:
-    """SessionState's acts and probes, on the state's own page, dialog and set of pages that hang."""
+    """SessionState's acts and probes, on its tabs (a tab that does not answer is marked so), behind its dialog."""
 
-    page: Any
+    tab: Any
+    context: Any
     dialog: Any
-    unresponsive: set[Any]
     _dialog_waiter: Any
     if TYPE_CHECKING:
         @property
@@ -63,7 +63,7 @@ class Acting:
             return direct
         import asyncio  # here, not at module top: keeps it off the path to `initialize`
 
-        task = event_loop(self.page).create_task(coroutine)
+        task = event_loop(self.context).create_task(coroutine)
         task.add_done_callback(_retrieve)
         end = None if deadline_s is None else time.monotonic() + deadline_s
         while True:
@@ -79,35 +79,31 @@ class Acting:
             if watch is None or (end is not None and time.monotonic() >= end) or not watch[1]():
                 return TIMED_OUT
 
-    def responsive(self, page=None):
-        """Whether the page (the current one by default) runs a trivial script within PROBE_S; remembered."""
-        page = self.page if page is None else page
+    def responsive(self, tab=None):
+        """Whether the tab's page (the current tab's by default) runs a trivial script within PROBE_S; remembered."""
+        tab = self.tab if tab is None else tab
         try:
-            answered = self.act(page, "evaluate", deadline_s=PROBE_S, expression="1") is not TIMED_OUT
+            answered = self.act(tab.page, "evaluate", deadline_s=PROBE_S, expression="1") is not TIMED_OUT
         except Exception:  # closed, navigating, crashed: not a page that hangs
             answered = True
-        (self.unresponsive.discard if answered else self.unresponsive.add)(page)
+        tab.unresponsive = not answered
         if not answered:
             log.warning("page unresponsive", extra={"event": "page_unresponsive", "session": self.session_id})
         return answered
 
-    def background(self, page, target, method, /, **kwargs):
-        """The server's own work on a page (no agent waits for it): target.method(**kwargs) through act,
-        given INTERNAL_S; None when a dialog or the deadline ended it, or the page is known to hang."""
-        if not self.usable(page):
+    def background(self, tab, target, method, /, **kwargs):
+        """The server's own work on a tab (no agent waits for it): target.method(**kwargs) through act,
+        given INTERNAL_S; None when a dialog or the deadline ended it, or the tab is known to hang."""
+        if tab.unresponsive:
             return None
         result = self.act(target, method, deadline_s=INTERNAL_S, **kwargs)
         if result is TIMED_OUT:
-            self.responsive(page)
+            self.responsive(tab)
         return None if result is INTERRUPTED or result is TIMED_OUT else result
 
-    def usable(self, page=None):
-        """Not known to hang: the server's own work leaves an unresponsive page alone."""
-        return (self.page if page is None else page) not in self.unresponsive
-
     def unresponsive_error(self):
-        """The PAGE_UNRESPONSIVE error for the current page, with what to do."""
-        url = self.page.url
+        """The PAGE_UNRESPONSIVE error for the current tab, with what to do."""
+        url = self.tab.page.url
         return PageUnresponsive(
             f"The page at {clip(url)} does not respond: a script of its own keeps it busy, so nothing can act on it. "
             "Navigate elsewhere, or to the same URL to reload it (navigate replaces the stuck tab); the session, "
@@ -115,5 +111,5 @@ class Acting:
 
     def _waiter(self):
         if self._dialog_waiter is None or self._dialog_waiter.done():
-            self._dialog_waiter = event_loop(self.page).create_future()
+            self._dialog_waiter = event_loop(self.context).create_future()
         return self._dialog_waiter

@@ -63,7 +63,7 @@ class SessionOpener:
             state.tell_user = lambda message: self._tell_user(worker.session_id, message, state.caller)
             state.listen()
             if state.chromium:
-                page_reading.cdp_session(state, page)  # for navigate's title (see loaded_title)
+                state.tab.cdp()  # for navigate's title (see loaded_title)
             if options.get("throttle"):
                 throttling.change(state, options["throttle"])
             if self.config.idle_gc:

@@ -47,32 +47,32 @@ def loaded_title(state, count=False):
     (snapshots.too_large): the title is read with the count, in one evaluation, so
     the count costs no round trip of its own.
     """
-    page = state.page
+    tab = state.tab
     if state.chromium:
         if count and state.dialog is None:
-            title = _title_and_count(state, page)
+            title = _title_and_count(state, tab)
             if title is not None:
                 return title
         try:
-            history = cdp_session(state, page).send("Page.getNavigationHistory")
+            history = tab.cdp().send("Page.getNavigationHistory")
             return history["entries"][history["currentIndex"]]["title"]
         except Exception as exc:
-            state.cdp_sessions.pop(page, None)
+            tab.cdp_session = None
             log.debug("title through CDP failed", extra={"session": state.session_id, "error": str(exc)})
-    return page.title() if state.dialog is None else ""
+    return tab.page.title() if state.dialog is None else ""
 
 
-def _title_and_count(state, page):
+def _title_and_count(state, tab):
     """The title, with the element count that decides whether the history captures the page (left in
     state.elements_counted: see snapshots.too_large) in the same round trip; None when the page did not
     answer within COUNT_BEFORE_ANSWER_S (the count then NO_ANSWER) or the read failed."""
     from mcpbrowser.session.acting import COUNT_BEFORE_ANSWER_S, TIMED_OUT
 
     try:
-        answer = state.act(cdp_session(state, page), "send", deadline_s=COUNT_BEFORE_ANSWER_S,
+        answer = state.act(tab.cdp(), "send", deadline_s=COUNT_BEFORE_ANSWER_S,
                            method="Runtime.evaluate", params={"expression": TITLE_AND_COUNT, "returnByValue": True})
     except Exception as exc:  # navigating again, closed: the title through the tab's record
-        state.cdp_sessions.pop(page, None)
+        tab.cdp_session = None
         log.debug("title and count failed", extra={"session": state.session_id, "error": str(exc)})
         return None
     if answer is TIMED_OUT:
@@ -95,13 +95,13 @@ def element_count(state, deadline_s=None):
     """
     from mcpbrowser.session.acting import TIMED_OUT
 
-    page = state.page
+    tab = state.tab
     # deadline_s: a count an answer waits for, given that long and no probe (NO_ANSWER when the page did
     # not answer in time); else the server's own work's (state.background).
     def read(target, name, /, **kwargs):
         if deadline_s is None:
-            return state.background(page, target, name, **kwargs)
-        if not state.usable(page):
+            return state.background(tab, target, name, **kwargs)
+        if tab.unresponsive:
             return None
         found = state.act(target, name, deadline_s=deadline_s, **kwargs)
         if found is TIMED_OUT:
@@ -110,14 +110,14 @@ def element_count(state, deadline_s=None):
 
     try:
         if state.chromium:
-            answer = read(cdp_session(state, page), "send", method="Runtime.evaluate",
+            answer = read(tab.cdp(), "send", method="Runtime.evaluate",
                           params={"expression": COUNT_ELEMENTS, "returnByValue": True})
             return answer["result"].get("value") if answer and "exceptionDetails" not in answer else None
-        return read(page, "evaluate", expression=COUNT_ELEMENTS)
+        return read(tab.page, "evaluate", expression=COUNT_ELEMENTS)
     except _Busy:
         return NO_ANSWER
     except Exception as exc:  # navigating, closed: the walk that follows says what it finds
-        state.cdp_sessions.pop(page, None)
+        tab.cdp_session = None
         log.debug("element count failed", extra={"session": state.session_id, "error": str(exc)})
         return None
 
@@ -131,32 +131,24 @@ class _Busy(Exception):
     """The page did not answer an element count within its deadline."""
 
 
-def cdp_session(state, page):
-    """The page's CDP session, opened on first use; the session opener opens the first page's
-    ahead (a pooled session's, before any call), so that the first navigate does not wait for it."""
-    cdp = state.cdp_sessions.get(page)
-    if cdp is None:
-        cdp = state.cdp_sessions[page] = state.context.new_cdp_session(page)
-    return cdp
-
-
 def wall(state, keywords=()):
     """What login, verification or captcha wall the current page shows: password, one-time-code,
     captcha or title (a title naming one of `keywords`); None for none, or when it cannot be read."""
-    page = state.page
+    tab = state.tab
     # Nothing runs behind a dialog. A page whose navigation is pending is leaving (the person
     # submitted, say, to a slow server), and reading it would wait for that server; one whose
-    # script never yields (state.usable) would hold the probe for ever.
-    if page is None or state.dialog is not None or state.events.navigation_pending() or not state.usable():
+    # script never yields (tab.unresponsive) would hold the probe for ever.
+    if tab is None or state.dialog is not None or state.events.navigation_pending() or tab.unresponsive:
         return None
+    page = tab.page
     words = [word.lower() for word in keywords if word]
     for frame in page.frames[:WALL_FRAMES]:  # the main frame first: it also checks the page's title
         try:  # given the server's own INTERNAL_S: a page that hangs while it loads held this for ever
-            found = state.background(page, frame, "evaluate", expression=WALL_PROBE,
+            found = state.background(tab, frame, "evaluate", expression=WALL_PROBE,
                                      arg=words if frame is page.main_frame else [])
         except Exception:  # detached, or navigating: that frame shows nothing now
             continue
-        if found is None and not state.usable():  # it does not answer: nothing more to read
+        if found is None and tab.unresponsive:  # it does not answer: nothing more to read
             return None
         if found:
             return found
@@ -165,7 +157,7 @@ def wall(state, keywords=()):
 
 def await_error_page(state, navigations):
     """After a navigation failed with a network error, wait until Chromium's error page commits
-    (session thread); `navigations`: state.navigations before the load.
+    (session thread); `navigations`: the current tab's navigations before the load.
 
     Chromium commits chrome-error://chromewebdata/ some 100 ms after the failure
     is reported, and that commit interrupts whatever navigation started
@@ -173,12 +165,13 @@ def await_error_page(state, navigations):
     Playwright does the same). Waiting here, on the failure path only, lets the
     agent's next navigation just work.
     """
-    page = state.page
-    if not state.chromium or page is None or state.dialog is not None:
+    tab = state.tab
+    if not state.chromium or tab is None or state.dialog is not None:
         return
+    page = tab.page
     # This failure's own error page: after a failure before it, the tab shows that one's already,
     # and its address is the same. No event is dispatched between this test and the wait.
-    if state.navigations != navigations and page.url.startswith("chrome-error:"):
+    if tab.navigations != navigations and page.url.startswith("chrome-error:"):
         return
     try:
         page.wait_for_event("framenavigated", timeout=ERROR_PAGE_WAIT_MS, predicate=lambda frame: (
@@ -194,7 +187,7 @@ def browser_gone(state):
     round trip on the context (which only we close) settles it.
     """
     try:
-        if not state.playwright_browser.is_connected():
+        if not state.browser.is_connected():
             return True
         state.context.cookies("http://localhost")
         return False
@@ -209,11 +202,11 @@ def storage_state(state):
     that opens meanwhile (a page's own timer, while the agent thinks) would hold it
     for ever, and with it the session thread.
     """
-    if state.dialog is not None or state.page is None:
+    if state.dialog is not None or state.tab is None:
         return None
-    url = state.page.url
+    url = state.tab.page.url
     try:
-        saved = state.background(state.page, state.context, "storage_state")
+        saved = state.background(state.tab, state.context, "storage_state")
     except Exception:
         return None
     return None if saved is None else (saved, url)
@@ -230,11 +223,11 @@ def collect_garbage(state):
     state.act, so that the dialog ends the collection and waits for the agent's
     next call, which is told of it at once.
     """
-    for page in list(state.pages):
+    for tab in list(state.tabs):
         if state.dialog is not None:
             return
-        if not page.is_closed():
-            state.background(page, page, "request_gc")
+        if not tab.page.is_closed():
+            state.background(tab, tab.page, "request_gc")
 
 
 def heap_bytes(state):
@@ -252,11 +245,11 @@ def heap_bytes(state):
     if not state.chromium:
         return None
     total, read = 0, False
-    for page in list(state.pages):
-        if page.is_closed() or not state.usable(page):
+    for tab in list(state.tabs):
+        if tab.page.is_closed() or tab.unresponsive:
             continue
         try:
-            usage = state.background(page, cdp_session(state, page), "send", method="Runtime.getHeapUsage")
+            usage = state.background(tab, tab.cdp(), "send", method="Runtime.getHeapUsage")
         except Exception as exc:  # closed or navigating meanwhile
             log.debug("heap usage not read", extra={"session": state.session_id, "error": str(exc)})
             continue

@@ -34,7 +34,7 @@ def origin(url: str) -> str:
 
 def offering_frames(state: Any) -> tuple[list[tuple[Any, str | None]], int]:
     """([(frame, its label: None for the page itself, else its origin)], how many frames the policy left out)."""
-    page = state.page
+    page = state.tab.page
     kept, left_out = [], 0
     for frame in page.frames:
         if frame.is_detached():
@@ -79,7 +79,7 @@ def announced(state: Any, timeout_ms: int) -> str | None:
     if not (state.config.webmcp and state.chromium) or state.dialog is not None:  # a dialog holds the page's script
         return None
     try:
-        registered = state.page.main_frame.webmcp.tools(timeout=timeout_ms)
+        registered = state.tab.page.main_frame.webmcp.tools(timeout=timeout_ms)
     except Exception:  # a remote browser without WebMCP, a page that is not a secure context, one gone meanwhile
         return None
     shown = [signature for signature in map(_signature, registered[:ANNOUNCED]) if signature is not None]
@@ -105,7 +105,7 @@ def _signature(tool: dict[str, Any]) -> str | None:
 
 def frame_for(state: Any, label: str | None) -> Any:
     """The frame a call names (None: the page itself), once the domain policy allows it."""
-    page = state.page
+    page = state.tab.page
     if label is None:
         frame = page.main_frame
     else:

@@ -18,7 +18,6 @@ import weakref
 from typing import Any
 
 from mcpbrowser.logs import log
-from mcpbrowser.session import page_reading
 
 FPS = 5  # frames a second at most, for every viewer of a session together
 # Frames let through at once before the rate holds them: a page that changes now and then (an agent's
@@ -109,10 +108,10 @@ def _tick(state: Any, cast: Cast) -> None:
             _RUNNING.pop(state, None)
             state.worker.untick("screencast")
         return
-    page = state.page
-    if page is not cast.page and page is not None and not page.is_closed():
+    tab = state.tab
+    if tab is not None and tab.page is not cast.page and not tab.page.is_closed():
         _stop(state, cast)
-        cdp = page_reading.cdp_session(state, page)
+        page, cdp = tab.page, tab.cdp()
         cast.handler = lambda params: _on_frame(cast, cdp, params)
         cdp.on("Page.screencastFrame", cast.handler)
         # One frame in flight, and the last one drawn meanwhile kept and sent on the ack: with the

@@ -353,7 +353,7 @@ def settle(state, elapsed_s, timeout_s, tabs_before):
     settled already (`now`) is answered its title, with no round trip.
     """
     early, state.settled = state.settled, None
-    if early is not None and early[0] is state.page and early[1] == state.navigations:
+    if early is not None and early[0] is state.tab and early[1] == state.tab.navigations:
         return early[2]
     try:
         read, deadline_s = _read(state, elapsed_s, timeout_s)
@@ -368,8 +368,8 @@ def settle(state, elapsed_s, timeout_s, tabs_before):
 
 
 def mark(state):
-    """A handler's act about to start, as `now` counts from it: (monotonic time, page, navigations, tabs opened)."""
-    return time.monotonic(), state.page, state.navigations, state.tabs_opened
+    """A handler's act about to start, as `now` counts from it: (monotonic time, tab, its navigations, tabs opened)."""
+    return time.monotonic(), state.tab, state.tab.navigations, state.tabs_opened
 
 
 # Issue 75: after an action, one round trip to the page. A handler whose act is followed by reads of its own (type's
@@ -385,9 +385,9 @@ def now(state, marked, reads):
     from mcpbrowser.session.acting import INTERRUPTED, PROBE_AFTER_S, TIMED_OUT
     from mcpbrowser.session.playwright_internals import Together
 
-    started, page, navigations, tabs_before = marked
+    started, tab, navigations, tabs_before = marked
     elapsed_s, timeout_s = time.monotonic() - started, state.config.action_timeout / 1000
-    if state.dialog is not None or state.page is not page or state.navigations != navigations \
+    if state.dialog is not None or state.tab is not tab or tab.navigations != navigations \
             or elapsed_s > PROBE_AFTER_S:
         return None
     try:
@@ -399,25 +399,23 @@ def now(state, marked, reads):
     if answers is INTERRUPTED or answers is TIMED_OUT:
         return None
     settled = None if isinstance(answers[0], Exception) else _answered(state, answers[0])
-    if settled is None or state.page is not page or state.navigations != navigations:
+    if settled is None or state.tab is not tab or tab.navigations != navigations:
         return None, answers[1:]
-    state.settled = (page, navigations, settled[2])
+    state.settled = (tab, navigations, settled[2])
     _after(state, settled, tabs_before, timeout_s - elapsed_s)
     return settled[0], answers[1:]
 
 
 def _read(state, elapsed_s, timeout_s):
     """The settle's read ((target, method, kwargs)) for an action that started elapsed_s ago, and its deadline."""
-    from mcpbrowser.session.page_reading import cdp_session
-
     # An action that used up its timeout is not waited for, but still asked (at once) what it opened.
     cap_ms = max(0, min(CAP_MS, int(timeout_s * 1000 - elapsed_s * 1000)))
     since_ms, deadline_s = int(elapsed_s * 1000) + 5, cap_ms / 1000 + 1.0
     if state.chromium:
-        return (cdp_session(state, state.page), "send", {
+        return (state.tab.cdp(), "send", {
             "method": "Runtime.evaluate", "params": {"expression": SETTLE_CDP % (since_ms, QUIET_MS, cap_ms),
                                                      "awaitPromise": True, "returnByValue": True}}), deadline_s
-    return (state.page, "evaluate", {"expression": SETTLE, "arg": [since_ms, QUIET_MS, cap_ms]}), deadline_s
+    return (state.tab.page, "evaluate", {"expression": SETTLE, "arg": [since_ms, QUIET_MS, cap_ms]}), deadline_s
 
 
 def _answered(state, answer):
@@ -446,7 +444,7 @@ def _await_tabs(state, count, wait_s):
     """Until state.tabs_opened reaches count, a dialog opens, no tab came for POPUP_WAIT_S, or wait_s passed:
     the page events of the popups an action asked for are dispatched while the session waits in the browser
     server. (40 windows come one by one, seconds apart on a loaded machine: each resets the wait.)"""
-    page, now = state.page, time.monotonic()
+    page, now = state.tab.page, time.monotonic()
     end, quiet_end, seen = now + wait_s, now + POPUP_WAIT_S, state.tabs_opened
     try:
         while state.tabs_opened < count and state.dialog is None and time.monotonic() < min(end, quiet_end):

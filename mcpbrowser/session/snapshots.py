@@ -1,7 +1,7 @@
 """A session's snapshots as shown and stored: cleaned, secrets redacted, refs remembered.
 
 SESSION THREAD ONLY: each function takes the session's SessionState, whose
-`refs` (of `refs_page`) say which refs the agent may use, and whose `secrets`
+current tab's `refs` say which refs the agent may use, and whose `secrets`
 are scrubbed from all output.
 """
 
@@ -38,7 +38,7 @@ HIDDEN_FOR_S = 10.0
 def capture_snapshot(state, field_edit=None):
     """The page as YAML with refs, for the history; None when a dialog, failure or a huge page prevents it.
 
-    When the tab's last whole snapshot is held (state.full_snapshot) and the page provably did not
+    When the tab's last whole snapshot is held (Tab.full_snapshot) and the page provably did not
     change since it was read, that snapshot is the capture: the walk and the check are one evaluation
     through the page watch (page_watch.changed), which walks and re-arms only a page that changed.
     After a `type` that filled one plain field (`field_edit`, its selector and value: Response.filled), it is
@@ -46,12 +46,11 @@ def capture_snapshot(state, field_edit=None):
     `select` of one option in a native select (its selector and None: Response.chose), the same with the
     select's [selected] mark moved (_edited).
     """
-    if state.dialog is not None or state.page is None:
+    tab = state.tab
+    if state.dialog is not None or tab is None:
         return None
-    held, state.full_snapshot = state.full_snapshot, None
-    if held is not None and held[0] is not state.page:
-        held = None
-    if held is not None and held[2] == state.proven:  # the call's settle proved it (take_proof): no round trip
+    held, tab.full_snapshot = tab.full_snapshot, None
+    if held is not None and held[1] == state.proven:  # the call's settle proved it (take_proof): no round trip
         log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
         return _reused(state, held)
     if held is not None and field_edit is not None:
@@ -65,8 +64,8 @@ def capture_snapshot(state, field_edit=None):
         if too_large(state, state.elements_counted):
             return None
         if held is not None:
-            state.arming = next(_ARMINGS)
-            root = state.page.locator(page_watch.changed(state.arming))
+            tab.arming = next(_ARMINGS)
+            root = tab.page.locator(page_watch.changed(tab.arming))
         else:
             root = page_root(state)
         walk = (root, "aria_snapshot", {"mode": "ai", "timeout": 2000})
@@ -74,13 +73,13 @@ def capture_snapshot(state, field_edit=None):
         # A page read before in this document (it has refs) may show typed values, which the redaction reads
         # the secret fields for after the walk: their count goes with the walk, in the same round trip. Not on
         # a fresh document (a navigate's capture), whose fields are seldom filled: the count would cost it CPU.
-        if state.refs and state.refs_page is state.page and len(state.page.frames) == 1:
-            both = state.background(state.page, Together(walk, (state.page.locator(SECRET_FIELD), "count", {})), "run")
+        if tab.refs and len(tab.page.frames) == 1:
+            both = state.background(tab, Together(walk, (tab.page.locator(SECRET_FIELD), "count", {})), "run")
             text, counted = both if both is not None else (None, None)
             if isinstance(text, Exception):
                 raise text
         else:
-            text = state.background(state.page, walk[0], walk[1], **walk[2])
+            text = state.background(tab, walk[0], walk[1], **walk[2])
     except Exception as exc:
         if held is not None and _still_clean(state, held):  # `changed` matched nothing: the page is as held
             log.debug("capture reused", extra={"event": "capture_reused", "session": state.session_id})
@@ -94,13 +93,14 @@ def capture_snapshot(state, field_edit=None):
 
 
 def before_call(state, tool):
-    """A call that may send the page input drops the held whole snapshot: its page is walked again (see
-    page_watch: input a page's own listener keeps from the watch, and its CSS, would go unseen). Not
+    """A call that may send the page input drops the tabs' held whole snapshots: their pages are walked again
+    (see page_watch: input a page's own listener keeps from the watch, and its CSS, would go unseen). Not
     `type`'s or `select`'s: the field's value, a select's choice and the focus they change are read, not heard
     (page_watch.typed, page_watch.chose)."""
     state.proven = 0  # proved by a settle of this call, if any: not of another's
     if not (tool.read_only or tool.name in page_watch.SENDS_NO_INPUT or tool.name in ("type", "select")):
-        state.full_snapshot = None
+        for tab in state.tabs:
+            tab.full_snapshot = None
 
 
 def _edited(state, held, selector, value):
@@ -112,7 +112,7 @@ def _edited(state, held, selector, value):
     if proof is None:
         return None
     try:
-        place = state.background(state.page, proof.read[0], proof.read[1]) or 0
+        place = state.background(state.tab, proof.read[0], proof.read[1]) or 0
     except Exception:  # a page navigating away, a ref gone: the walk decides
         place = 0
     text = proof.text(place)
@@ -131,40 +131,38 @@ class Proof:
     def of(cls, state, held, selector, value):
         """The proof against `held` (the tab's whole snapshot), None where none can be made."""
         if value is None:
-            lists = snapshot_text.option_lists(held[1])
+            lists = snapshot_text.option_lists(held[0])
             if not lists:
                 return None
 
             def chosen(place):
                 for options in lists.values():
                     if 0 < place <= len(options):
-                        return snapshot_text.with_option_selected(held[1], options, place - 1)
+                        return snapshot_text.with_option_selected(held[0], options, place - 1)
                     place -= len(options)
                 return None
             token = next(_ARMINGS)
-            proof = page_watch.chose(token, held[2], [(ref, len(at)) for ref, at in lists.items()])
-            return cls((state.page.locator(selector).locator(proof), "count", {}), token, chosen)
-        fields = snapshot_text.field_lines(held[1])
+            proof = page_watch.chose(token, held[1], [(ref, len(at)) for ref, at in lists.items()])
+            return cls((state.tab.page.locator(selector).locator(proof), "count", {}), token, chosen)
+        fields = snapshot_text.field_lines(held[0])
         if not fields or snapshot_text.yaml_value(value) is None:
             return None
         refs = list(fields)
 
         def edited(place):
             # None for a line the walk writes otherwise (a value that says the field's name): it walks, and arms
-            return snapshot_text.with_field_value(held[1], fields[refs[place - 1]], value) \
+            return snapshot_text.with_field_value(held[0], fields[refs[place - 1]], value) \
                 if 0 < place <= len(refs) else None
         token = next(_ARMINGS)
-        proof = page_watch.typed(token, held[2], value, refs)
-        return cls((state.page.locator(selector).locator(proof), "count", {}), token, edited)
+        proof = page_watch.typed(token, held[1], value, refs)
+        return cls((state.tab.page.locator(selector).locator(proof), "count", {}), token, edited)
 
 
 def proof_to_settle(state, selector, value):
     """The capture's Proof for a `type` of `value` (a `select`: None) into the field at `selector`, to send with
     the action's settle (settle.now, then take_proof); None when the tab holds no whole snapshot to edit."""
-    held = state.full_snapshot
-    if held is None or held[0] is not state.page:
-        return None
-    return Proof.of(state, held, selector, value)
+    held = state.tab.full_snapshot
+    return None if held is None else Proof.of(state, held, selector, value)
 
 
 def take_proof(state, proof, answer, waited, usable):
@@ -176,16 +174,15 @@ def take_proof(state, proof, answer, waited, usable):
     text = proof.text(answer) if isinstance(answer, int) and usable and waited == 0 else None
     if text is None:
         if isinstance(answer, int) and answer > 0:
-            state.full_snapshot = None  # the watch is armed as the proof's, no longer as the held snapshot's
+            state.tab.full_snapshot = None  # the watch is armed as the proof's, no longer as the held snapshot's
         return
-    state.full_snapshot, state.arming, state.proven = (state.page, text, proof.token), proof.token, proof.token
+    state.tab.full_snapshot, state.proven = (text, proof.token), proof.token
 
 
 def _edit_taken(state, held, text, token):
     """The edited `text` as this capture, the watch re-armed as `token` (the proof's count armed it)."""
-    state.arming = token
     log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
-    return _reused(state, (held[0], text, token))
+    return _reused(state, (text, token))
 
 
 def _still_clean(state, held):
@@ -193,7 +190,7 @@ def _still_clean(state, held):
     own INTERNAL_S). `changed`'s refusal is told apart from a failure (a page navigating, a walk that timed
     out after it re-armed the watch) by asking about the held snapshot's own arming, not by the message."""
     try:
-        return state.background(state.page, state.page.locator(page_watch.clean(held[2])), "count") == 1
+        return state.background(state.tab, state.tab.page.locator(page_watch.clean(held[1])), "count") == 1
     except Exception:
         return False
 
@@ -202,11 +199,9 @@ def _reused(state, held):
     """The held whole snapshot as this capture (scrubbed of secrets learned since as it leaves, core/answer.py);
     its refs are Playwright's current ones (nothing read an aria snapshot since), and it stays held for the next
     call."""
-    state.full_snapshot = held
-    text = held[1]
-    state.refs = frozenset(snapshot_text.REF.findall(text))
-    state.refs_page = state.page
-    return text
+    state.tab.full_snapshot = held
+    state.tab.refs = frozenset(snapshot_text.REF.findall(held[0]))
+    return held[0]
 
 
 def too_large(state, counted=None, deadline_s=None):
@@ -222,19 +217,20 @@ def too_large(state, counted=None, deadline_s=None):
 
 def page_root(state):
     """What a whole-page aria snapshot is taken of: the page, through the page watch's engine when
-    there is one, which arms the watch (as state.arming) in the same evaluation as the walk (see page_watch)."""
+    there is one, which arms the watch (as Tab.arming) in the same evaluation as the walk (see page_watch)."""
+    tab = state.tab
     if not state.watching:
-        return state.page
-    state.arming = next(_ARMINGS)
-    return state.page.locator(page_watch.arm(state.arming))
+        return tab.page
+    tab.arming = next(_ARMINGS)
+    return tab.page.locator(page_watch.arm(tab.arming))
 
 
 def took_whole_snapshot(state, text, secret_fields=None):
     """took_snapshot, for a whole-page snapshot read through page_root: unchanged_snapshot may give it again."""
-    page = state.page
+    tab = state.tab
     text = took_snapshot(state, text, secret_fields)
     if state.watching:
-        state.full_snapshot = (page, text, state.arming)
+        tab.full_snapshot = (text, tab.arming)
     return text
 
 
@@ -243,12 +239,13 @@ def walk_page(state, options):
     ended it. The secret fields' count (as capture_snapshot sends it) and, on Chromium, the tab's title go
     out with the walk: one round trip instead of three, where the page was walked because it changed
     (back to back after an action, say)."""
+    tab = state.tab
     reads = [(page_root(state), "aria_snapshot", options)]
-    counts = bool(state.refs) and state.refs_page is state.page and len(state.page.frames) == 1
+    counts = bool(tab.refs) and len(tab.page.frames) == 1
     if counts:
-        reads.append((state.page.locator(SECRET_FIELD), "count", {}))
+        reads.append((tab.page.locator(SECRET_FIELD), "count", {}))
     if state.chromium:
-        reads.append((page_reading.cdp_session(state, state.page), "send", {"method": "Page.getNavigationHistory"}))
+        reads.append((tab.cdp(), "send", {"method": "Page.getNavigationHistory"}))
     answers = state.act(Together(*reads), "run")
     if answers is INTERRUPTED:
         return INTERRUPTED, None
@@ -272,12 +269,13 @@ def unchanged_snapshot(state, response):
     full_snapshot). They go through state.act: behind a dialog that opened meanwhile
     they would hang.
     """
-    held = state.full_snapshot
-    if held is None or held[0] is not state.page:
+    tab = state.tab
+    held = tab.full_snapshot
+    if held is None:
         return None, None
-    reads: list[tuple] = [(state.page.locator(page_watch.clean(held[2])), "count", {})]
+    reads: list[tuple] = [(tab.page.locator(page_watch.clean(held[1])), "count", {})]
     if state.chromium:
-        reads.append((page_reading.cdp_session(state, state.page), "send", {"method": "Page.getNavigationHistory"}))
+        reads.append((tab.cdp(), "send", {"method": "Page.getNavigationHistory"}))
     answers = state.act(Together(*reads), "run")
     if answers is INTERRUPTED:
         return None, None
@@ -368,8 +366,7 @@ def took_snapshot(state, text, secret_fields=None):
     """A fresh aria snapshot as shown and stored: cleaned, redacted; its refs become the current ones.
     secret_fields: the secret fields' values, when read with the walk (else read here if needed)."""
     text = redact_snapshot(state, snapshot_text.clean(text), secret_fields)
-    state.refs = frozenset(snapshot_text.REF.findall(text))
-    state.refs_page = state.page
+    state.tab.refs = frozenset(snapshot_text.REF.findall(text))
     return text
 
 
@@ -380,7 +377,7 @@ def redact_snapshot(state, text, secret_fields=None):
 
     The fields' values are read only when some textbox in the snapshot shows a value.
     """
-    if state.page is None or state.dialog is not None or not has_textbox_values(text):
+    if state.tab is None or state.dialog is not None or not has_textbox_values(text):
         return text
     # What "a secret the client met" means (issue 49), decided here: a value the client's agent typed or
     # filled as a secret (flagged, or into a field that was a secret one when the server looked, before
@@ -391,7 +388,7 @@ def redact_snapshot(state, text, secret_fields=None):
     # the words of its choice (a recipient, a domain, a button) in every session of that client. So a
     # value the user typed into a secret field (wait_for_user) is hidden in its field, not elsewhere; and
     # in the session's trace, if one records (capture.trace_stop), where the page's own words may go too.
-    values = secret_values(state.page) if secret_fields is None else secret_fields
+    values = secret_values(state.tab.page) if secret_fields is None else secret_fields
     if state.tracing:
         state.traced_fields.update(values)
     return redact_textboxes(text, values)

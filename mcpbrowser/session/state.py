@@ -1,4 +1,4 @@
-"""One session's page state: tabs, dialogs, snapshot refs and secrets, and running a tool on them.
+"""One session's state: its tabs (each a `Tab`), the dialog, secrets, and running a tool on them.
 
 SESSION THREAD ONLY. Every Playwright object here was created on the session's
 own thread and is used only there; event handlers also run on that thread,
@@ -21,6 +21,7 @@ from mcpbrowser.session.downloads import Downloads
 from mcpbrowser.session.events import EventBuffers, page_shown
 from mcpbrowser.session.network_policy import NetworkPolicy
 from mcpbrowser.session.routes import Routes
+from mcpbrowser.session.tab import Tab
 from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers
 
 # A call that comes after this many quiet seconds first dispatches what the browser sent meanwhile.
@@ -33,38 +34,33 @@ CATCH_UP_AFTER_S = 0.2
 LOOP_DIALOGS = 3
 LOOP_GAP_S = 1.0
 class SessionState(Acting):
-    """Playwright objects and per-session buffers; created by the opener, used by tool handlers."""
+    """The session's Playwright objects, its tabs and per-session buffers; created by the opener, used by tool
+    handlers. What belongs to one page (its counts, refs, held snapshot, health) is its Tab's."""
 
-    def __init__(self, worker, config, playwright, playwright_browser, context, page):
+    def __init__(self, worker, config, playwright, browser, context, page):
         self.worker = worker
         self.config = config
         self.playwright = playwright
-        self.playwright_browser = playwright_browser  # the shared browser, as this Playwright holds it
+        self.browser = browser  # the shared browser, as this Playwright holds it
         self.context = context
-        self.page: Any = page  # the current tab; None only while its last tab closes
-        self.pages = [page]
+        self.tab: Any = Tab(page)  # the current tab; None only while its last tab closes
+        self.tabs = [self.tab]
         self.tabs_opened = 0
-        self.navigations = 0      # new documents of the current tab's main frame, to tell an action's answer
-        self.url_changes = 0      # same-document URL changes of the current tab (History API, a fragment)
         self._tabs_reported = 0
+        # The dialog is the session's, whichever tab raised it: the context hears it, the agent answers it with
+        # handle_dialog, and until then it holds every page tool (run_tool).
         self.dialog: Any = None
         self._dialog_waiter = None
         self._dialog_answered_at = float("-inf")  # monotonic time the last dialog was answered
         self._dialog_run = 0       # dialogs in a row, each soon after the previous one's answer
-        self._looping = set()      # pages whose dialogs the server answers (see LOOP_DIALOGS)
         self.dialogs_dismissed = 0  # dialogs the server answered itself, not yet told
         self.leaving = False       # navigate is taking the tab away: dialogs in its way are answered
         self.trapped = False       # ...but one could not be: the tab is held (see clear_the_way)
         self.replaced_tab = False  # navigate replaced a trapped tab, not yet told
-        self.unresponsive = set()  # pages that did not answer a probe (see PROBE_S)
-        self.refs: frozenset[str] = frozenset()
-        self.refs_page: Any = None
         self.watching = False     # the page watch's engine is registered (see page_watch)
-        self.full_snapshot = None  # (page, text, arming): its last whole-page snapshot, taken as the watch was armed
-        self.arming = 0           # the page watch's last arming token (see snapshots.page_root)
         self.network_policy = NetworkPolicy(worker.session_id)
         self.events = EventBuffers(config.console_buffer, config.network_buffer, self.network_policy,
-                                   lambda: self.page)
+                                   lambda: self.tab and self.tab.page)
         worker.events = self.events
         self.routes = Routes(context, self.network_policy, self.events)
         self.downloads = Downloads(worker.session_id, config.files_dir(), config.max_download_mb,
@@ -78,18 +74,15 @@ class SessionState(Acting):
         self.held = []            # what the running call holds as possibly secret (snapshots.hold)
         self.caller = None        # who made the call running now (asked about a domain, told a notice), or None
         self.elements_counted = None  # the page's element count, when this call's settle or title read had it
-        self.settled = None       # (page, navigations, title): the handler settled already this call (settle.now)
+        self.settled = None       # (tab, navigations, title): the handler settled already this call (settle.now)
         self.proven = 0           # the page watch's token at which a settle proved the held snapshot (take_proof)
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
-        self.crashed = set()      # pages whose renderer died (replaced by a fresh page on the next call)
         self.storage_saved_at = 0.0   # monotonic time of the last resume save (0: never)
         self.storage_saved_url = None
-        # Chromium only: a CDP session per page, for loaded_title() (see there).
-        self.chromium = playwright_browser.browser_type.name == "chromium"
-        self.cdp_sessions = {}
+        # Chromium only: a CDP session per tab (Tab.cdp), for loaded_title() (see there).
+        self.chromium = browser.browser_type.name == "chromium"
         self.throttle = {}        # its CPU and network throttling (throttling.settings), {} for none
-        self.throttled = set()    # pages that were sent a throttling, so that "none" reaches them
         self.disconnect_at_close = False  # set by the opener: see close()
         self.quiet_since = time.monotonic()  # when the last call ended: see catch_up
         self.told = None          # (url, title) the agent's last answer gave: a read of the same page omits them
@@ -110,7 +103,7 @@ class SessionState(Acting):
         self.context.on("page", self._on_page)
         self.context.on("dialog", self._on_dialog)
         self.events.listen(self.context)
-        self._follow_page(self.page)
+        self._follow(self.tab)
         settle.install(self)
         self.context.add_init_script(script=MARK_SECRET_FIELDS)  # a password field stays one (redaction.py)
 
@@ -143,7 +136,7 @@ class SessionState(Acting):
         steps = [self.context.tracing.stop] if self.tracing else []
         steps.append(self.context.close)
         if self.disconnect_at_close:
-            steps.append(self.playwright_browser.close)
+            steps.append(self.browser.close)
         steps += [self.playwright.stop, self.network_policy.close]
         if self.tracing:  # a trace never saved: the browser server's own files of it go too
             steps.append(lambda: scrub_leftovers(self.tracing, artifact_roots(), self.secrets))
@@ -167,44 +160,44 @@ class SessionState(Acting):
                 f"{summary[:1].upper()}{summary[1:]} is open; it blocks the page. "
                 "Answer it with handle_dialog first.",
                 session_id=self.session_id, details=self.dialog_info())
-        if self.page in self.crashed and not tool.page_free:  # it crashed between calls: this call meets it
+        if self.tab is not None and self.tab.crashed and not tool.page_free:  # it crashed between calls
             raise self.replace_crashed_page()
-        if self.page is None or self.page.is_closed():
+        if self.tab is None or self.tab.page.is_closed():
             self._open_blank_tab()
-        if tool.page_tool and not tool.leaves_page and self.page in self.unresponsive and not self.responsive():
+        tab = self.tab
+        if tool.page_tool and not tool.leaves_page and tab.unresponsive and not self.responsive():
             raise self.unresponsive_error()
-        dialog_before, page_before, navigations_before = self.dialog, self.page, self.navigations
-        url_changes_before, tabs_before = self.url_changes, self.tabs_opened
+        dialog_before, navigations_before = self.dialog, tab.navigations
+        url_changes_before, tabs_before = tab.url_changes, self.tabs_opened
         started = time.monotonic()
         try:
             tool.handler(self, args, response)
         except Exception as exc:
             # What the page did meanwhile, as facts: the call's end classifies the failure from them and the
             # exception (core/on_session.py), which goes on as it is.
-            if self.page in self.crashed:
+            if self.tab is not None and self.tab.crashed:
                 response.page_failed(crashed=True)
             elif tool.page_tool and not tool.leaves_page and not isinstance(exc, PageUnresponsive) \
-                    and time.monotonic() - started > PROBE_AFTER_S and self.page is page_before \
+                    and time.monotonic() - started > PROBE_AFTER_S and self.tab is tab \
                     and not self.responsive():
                 response.page_failed(crashed=False)
             raise
         title, facts = None, {}
         stayed = tool.changes_page and tool.page_tool and not tool.leaves_page and self.dialog is None \
-            and self.page is page_before
+            and self.tab is tab
         # (A handler that settled already heard the page answer: settle.now.)
         if stayed and self.settled is None and time.monotonic() - started > PROBE_AFTER_S and not self.responsive():
             # A slow action, then a page that does not answer: a link whose page holds its own unload, say.
             facts["pageUnresponsive"] = True
-        elif stayed and self.navigations == navigations_before:
+        elif stayed and tab.navigations == navigations_before:
             title = settle.settle(self, time.monotonic() - started, self.config.action_timeout / 1000, tabs_before)
         if tool.changes_page:
-            navigated = self.page is not page_before or self.navigations != navigations_before
+            navigated = self.tab is not tab or tab.navigations != navigations_before
             if "url" not in response.result:
-                facts.update(self._page_state(navigated, title if self.navigations == navigations_before else None,
-                                              count=response.stores_after))
-            if not navigated and self.url_changes != url_changes_before:
+                facts.update(self._page_state(navigated, None if navigated else title, count=response.stores_after))
+            if not navigated and tab.url_changes != url_changes_before:
                 # The same document, its URL changed (the History API, a fragment): refs stay valid.
-                facts.update(url=self.page.url, navigated=False, urlChanged=True)
+                facts.update(url=tab.page.url, navigated=False, urlChanged=True)
         facts.update(self._news(dialog_before))
         response.page_news(facts)  # the call's end words them into the answer (core/answer.py's with_news)
         shown = {**response.result, **facts}
@@ -280,13 +273,13 @@ class SessionState(Acting):
         """
         if navigated and self.dialog is None:
             try:  # at most the action timeout: a slow page's answer says where it is so far
-                self.page.wait_for_load_state("load", timeout=self.config.action_timeout)
+                self.tab.page.wait_for_load_state("load", timeout=self.config.action_timeout)
             except Exception as exc:  # a slow page: answer with what is there
                 log.debug("load after action not reached", extra={"session": self.session_id, "error": str(exc)})
         if title is None or navigated or self.dialog is not None:  # else the settle's, read just now
             title = page_reading.loaded_title(self, count)
         self.remember_page(title)
-        return {"url": self.page.url, "title": title, "navigated": navigated}
+        return {"url": self.tab.page.url, "title": title, "navigated": navigated}
 
     def report(self, done, total, message):
         """Tell the caller how a long call is going, when it asked (MCP progressToken)."""
@@ -299,11 +292,11 @@ class SessionState(Acting):
     def remember_page(self, title):
         """Publish url and title as plain data for list_sessions (and the log resources' titles) while this
         thread is busy (events.page_shown)."""
-        self.worker.info = page_shown(self.page.url, title, self.secrets)
+        self.worker.info = page_shown(self.tab.page.url, title, self.secrets)
 
     def describe(self):
-        if self.dialog is None and self.usable():
-            self.remember_page(self.page.title())
+        if self.dialog is None and not self.tab.unresponsive:
+            self.remember_page(self.tab.page.title())
         return dict(self.worker.info)
 
     def flush_events(self):
@@ -348,7 +341,7 @@ class SessionState(Acting):
         if self.dialog is not None:
             self.answer_dialog(False)
             self.dialogs_dismissed += 1
-        if self.page in self._looping or self.page in self.unresponsive:
+        if self.tab.looping or self.tab.unresponsive:
             self.replace_tab()
 
     def replace_tab(self):
@@ -357,7 +350,7 @@ class SessionState(Acting):
         What a person does with a tab that will not let go. Cookies and storage are
         the context's, so they stay; the tab's back history goes with it.
         """
-        old = self.page
+        old = self.tab.page
         self._open_blank_tab()
         self.replaced_tab = True
         try:
@@ -369,39 +362,35 @@ class SessionState(Acting):
         log.info("trapped tab replaced", extra={"event": "tab_replaced", "session": self.session_id})
 
     def select_tab(self, index):
-        self.page = self.pages[index]
-        self.page.bring_to_front()
+        self.tab = self.tabs[index]
+        self.tab.page.bring_to_front()
 
     # -- event handlers (run on this thread while a Playwright call is in progress) ----
 
     def _open_blank_tab(self):
         """Open a page of our own and make it current; unlike a popup, it is no news for the agent."""
         opened = self.tabs_opened
-        page = self.context.new_page()
-        if page not in self.pages:  # its "page" event may not have been dispatched yet
-            self._on_page(page)
+        self.tab = self._on_page(self.context.new_page())  # its "page" event may not have been dispatched yet
         self._tabs_reported += self.tabs_opened - opened
-        self.page = page
 
-    def _on_crash(self, page):
-        """A page's renderer died (its "crash" event): the next call on it replaces it."""
-        self.crashed.add(page)
-        if page is self.page:
+    def _on_crash(self, tab):
+        """A tab's renderer died (its "crash" event): the next call on it replaces it."""
+        tab.crashed = True
+        if tab is self.tab:
             self.worker.page_crashed = True
 
     def replace_crashed_page(self):
         """Give the session a fresh page in the same context; return the PAGE_CRASHED error."""
-        dead, url = self.page, self.page.url
-        self.crashed.discard(dead)
+        dead, url = self.tab, self.tab.page.url
         self.worker.page_crashed = False
-        if dead in self.pages:
-            self.pages.remove(dead)
+        if dead in self.tabs:
+            self.tabs.remove(dead)
         try:
-            dead.close()
+            dead.page.close()
         except Exception:
             pass  # a crashed page may refuse to close cleanly
         self._open_blank_tab()
-        self.refs, self.dialog = frozenset(), None
+        self.dialog = None
         self.worker.info = {"url": "about:blank", "title": ""}
         log.warning("page crashed: replaced", extra={"event": "page_crashed", "session": self.session_id})
         return PageCrashed(f"The page at {clip(url)} crashed. The session has a fresh page at about:blank "
@@ -423,60 +412,58 @@ class SessionState(Acting):
             return False
         return True
 
-    def _follow_page(self, page):
+    def _follow(self, tab):
+        page = tab.page
+
         def navigated(new_document):
-            if page is self.page:
+            tab.navigated(new_document)
+            if tab is self.tab:
                 # Published now (list_sessions and the resource list read it while this thread is busy).
                 self.worker.info = page_shown(page.url, self.worker.info["title"], self.secrets)
-            if not new_document:  # the History API or a fragment: the document, its refs and dialogs stay
-                if page is self.page:
-                    self.url_changes += 1
-                return
-            self._looping.discard(page)  # a new document gets its own dialogs
-            if page is self.page:
-                self.leaving = False  # the tab left: the new page's dialogs are the agent's
-                self.navigations += 1
-            if page is self.refs_page:
-                self.refs = frozenset()  # refs belong to the document they were taken from
+                if new_document:
+                    self.leaving = False  # the tab left: the new page's dialogs are the agent's
 
         try:
             playwright_internals.on_main_frame_navigated(page, navigated)
         except AttributeError:  # Playwright moved its private event: every navigation counts as a new document
             page.on("framenavigated", lambda frame: navigated(True) if frame is page.main_frame else None)
-        page.on("close", lambda _: self._on_page_closed(page))
-        page.on("crash", lambda _: self._on_crash(page))
+        page.on("close", lambda _: self._on_tab_closed(tab))
+        page.on("crash", lambda _: self._on_crash(tab))
         page.on("websocket", self.events.on_websocket)
         page.on("download", self.downloads.on_download)
 
+    def _tab_of(self, page):
+        return next((tab for tab in self.tabs if tab.page is page), None)
+
     def _on_page(self, page):
-        if page in self.pages:
-            return
-        self.pages.append(page)
+        """A page the context opened (a popup, a new tab): the session's Tab of it, made once."""
+        tab = self._tab_of(page)
+        if tab is not None:
+            return tab
+        tab = Tab(page)
+        self.tabs.append(tab)
         self.tabs_opened += 1
-        self._follow_page(page)
+        self._follow(tab)
         if self.throttle:  # a popup or new tab is as slow as the session's other tabs
             try:
-                throttling.apply(self, page)
+                throttling.apply(self, tab)
             except Exception as exc:  # closed already
                 log.debug("throttling a new tab failed", extra={"session": self.session_id, "error": str(exc)})
+        return tab
 
-    def _on_page_closed(self, page):
-        self.cdp_sessions.pop(page, None)
-        self.throttled.discard(page)
-        self.unresponsive.discard(page)
-        self._looping.discard(page)
-        if page in self.pages:
-            self.pages.remove(page)
-        if page is self.page:
-            self.page = self.pages[-1] if self.pages else None
+    def _on_tab_closed(self, tab):
+        if tab in self.tabs:
+            self.tabs.remove(tab)
+        if tab is self.tab:
+            self.tab = self.tabs[-1] if self.tabs else None
 
     def _on_dialog(self, dialog):
         now = time.monotonic()
         self._dialog_run = self._dialog_run + 1 if now - self._dialog_answered_at < LOOP_GAP_S else 1
-        page = dialog.page
-        if self._dialog_run > LOOP_DIALOGS and page is not None:
-            self._looping.add(page)
-        if self.leaving or page in self._looping:
+        tab = self._tab_of(dialog.page)
+        if self._dialog_run > LOOP_DIALOGS and tab is not None:
+            tab.looping = True
+        if self.leaving or (tab is not None and tab.looping):
             if not self._answer_itself(dialog) and self.leaving:
                 # Refused: a navigation of this tab has begun, and Chromium holds it until the
                 # dialog is answered. The navigation stops waiting; navigate replaces the tab.

@@ -9,7 +9,6 @@ protocol: UNSUPPORTED_BROWSER.
 
 from mcpbrowser import schema
 from mcpbrowser.errors import UnsupportedBrowser
-from mcpbrowser.session import page_reading
 
 # Chrome DevTools' presets (front_end/core/sdk/NetworkManager.ts): throughput in bytes/s,
 # latency in ms, each with DevTools' own factors (0.8 or 0.9 of the nominal rate, the RTT
@@ -76,23 +75,23 @@ def change(state, throttle):
     """Make `throttle` the session's and apply it to every open tab; raises UNSUPPORTED_BROWSER off Chromium."""
     if not state.chromium:
         raise UnsupportedBrowser("Throttling needs Chromium (CDP); this server runs "
-                                 f"{state.playwright_browser.browser_type.name} (--browser).",
+                                 f"{state.browser.browser_type.name} (--browser).",
                                  session_id=state.session_id)
     state.throttle = throttle
     state.worker.options["throttle"] = throttle  # a watchdog restart and list_sessions see it
-    for page in list(state.pages):
-        apply(state, page)
+    for tab in list(state.tabs):
+        apply(state, tab)
 
 
-def apply(state, page):
-    """Send the session's throttling to one page (a new tab's, or all of them after a change)."""
+def apply(state, tab):
+    """Send the session's throttling to one tab (a new one, or all of them after a change)."""
     throttle = state.throttle
-    if not state.chromium or page.is_closed() or (not throttle and page not in state.throttled):
+    if not state.chromium or tab.page.is_closed() or (not throttle and not tab.throttled):
         return
-    cdp = page_reading.cdp_session(state, page)
+    cdp = tab.cdp()
     cdp.send("Emulation.setCPUThrottlingRate", {"rate": throttle.get("cpuRate", 1)})
     cdp.send("Network.emulateNetworkConditions", conditions(throttle))
-    state.throttled.add(page)  # a later "none" must reach it
+    tab.throttled = True  # a later "none" must reach it
 
 
 def offline(state):

@@ -135,7 +135,7 @@ def page_result(state, loaded=None, count=False):
     `count`: read the page's element count with the title (the call's page is captured after: Response)."""
     title = page_reading.loaded_title(state, count)
     state.remember_page(title)
-    return {"success": True, "title": title, "url": state.page.url,
+    return {"success": True, "title": title, "url": state.tab.page.url,
             "status": loaded.status if loaded is not None else None}
 
 

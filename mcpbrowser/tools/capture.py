@@ -112,14 +112,14 @@ def snapshot(state, args, response):
         options, huge = _whole_walk(state, options, refuse=page_level)
         by_ref = by_ref and not huge  # a ref on a huge page: its own element is read, not the page
     if whole is None and by_ref:
-        state.full_snapshot = None
+        state.tab.full_snapshot = None
         whole, title = snapshots.walk_page(state, options)
         whole = snapshots.took_whole_snapshot(state, "") if whole is INTERRUPTED else whole
     part = snapshot_text.section(whole, args["ref"], names=False) if by_ref and whole else None
     if by_ref and part is None:
         whole = None  # not in the page's snapshot (stale, or another tab's): the element read says why
     if whole is None:
-        state.full_snapshot = None  # Playwright's refs are this read's from now on
+        state.tab.full_snapshot = None  # Playwright's refs are this read's from now on
         title = None
         whole_page = page_level and "depth" not in args  # walk_page's text is taken as a whole snapshot
         if whole_page:
@@ -141,7 +141,7 @@ def snapshot(state, args, response):
     if title is None:  # else read with the check that the page did not change, and nothing was walked since
         title = page_reading.loaded_title(state)
     state.remember_page(title)
-    result = {"url": state.page.url, "title": title}
+    result = {"url": state.tab.page.url, "title": title}
     if state.told == (result["url"], title):
         response.read_same_page()  # the agent was just told both: its view of the answer omits them
     if part is not None:
@@ -184,10 +184,10 @@ def dom_snapshot(state, args, response):
         on_element(state, args, ElementNotClickable,
                    lambda first, timeout: handles.append(first.element_handle(timeout=timeout)))
         root = handles[0]
-    result = state.act(state.page, "evaluate", expression=DOM_SERIALISER, arg=[root, limit])
+    result = state.act(state.tab.page, "evaluate", expression=DOM_SERIALISER, arg=[root, limit])
     if result is INTERRUPTED:
         result = {"html": "", "nodes": 0, "totalNodes": 0}
-    response.answer({**result, "truncated": result["totalNodes"] > result["nodes"], "url": state.page.url})
+    response.answer({**result, "truncated": result["totalNodes"] > result["nodes"], "url": state.tab.page.url})
 
 
 def image_size(data):
@@ -242,7 +242,7 @@ _MASK = """([css, on]) => {
 
 
 def _mask_secret_fields(state, on):
-    for frame in state.page.frames:
+    for frame in state.tab.page.frames:
         try:
             frame.evaluate(_MASK, [HIDE_SECRET_FIELDS, on])
         except Exception as exc:  # a frame that detached meanwhile prints nothing
@@ -279,7 +279,7 @@ def pdf(state, args, response):
     path = file_path(state, "pdf")
     _mask_secret_fields(state, True)
     try:
-        data = state.page.pdf(landscape=args.get("landscape", False),
+        data = state.tab.page.pdf(landscape=args.get("landscape", False),
                               print_background=args.get("printBackground", False))
     except Exception as exc:
         raise BrowserError(f"The page could not be printed: {str(exc).splitlines()[0]} (Chromium prints "
@@ -309,7 +309,7 @@ def trace_stop(state, args, response):
     state.tracing = False
     # The secret fields' values its snapshots met, and their current ones, which its DOM snapshots and a form's
     # post hold too (a password the user typed): scrubbed from this trace, never learned (snapshots.redact_snapshot).
-    fields = state.traced_fields | (secret_values(state.page) if state.dialog is None else set())
+    fields = state.traced_fields | (secret_values(state.tab.page) if state.dialog is None else set())
     scrubbed = {*state.secrets, *(v for v in fields if len(v) >= MIN_SCRUBBED)}
 
     def write(part):
@@ -338,7 +338,7 @@ def screenshot(state, args, response):
         options["quality"] = args["quality"]
     state.report(0, 2, "Capturing")
     if locate(state, args, required=False)[1] is None:
-        data = state.act(state.page, "screenshot", full_page=args.get("fullPage", False), **options)
+        data = state.act(state.tab.page, "screenshot", full_page=args.get("fullPage", False), **options)
     else:
         if args.get("fullPage"):
             raise InvalidParameters("fullPage applies to the page, not to an element.",

@@ -227,7 +227,7 @@ def press_key(state, args, response):
     label, matches = locate(state, args, required=False)
     if matches is None:
         try:
-            state.act(state.page.keyboard, "press", key=key)
+            state.act(state.tab.page.keyboard, "press", key=key)
         except Exception as exc:
             raise InvalidParameters(f"Cannot press {key!r}: {reason(exc)}", session_id=state.session_id) from None
     else:
@@ -356,7 +356,7 @@ def _filler(state, response, field, marked=None):
 
 def mouse(state, args, response):
     action, x, y = args["action"], args.get("x"), args.get("y")
-    pointer = state.page.mouse
+    pointer = state.tab.page.mouse
     if action == "wheel":
         state.act(pointer, "wheel", delta_x=args.get("deltaX", 0), delta_y=args.get("deltaY", 0))
         response.answer({"success": True, "message": f"Scrolled by {args.get('deltaX', 0)},{args.get('deltaY', 0)}"})
@@ -377,7 +377,7 @@ def mouse(state, args, response):
 
 
 def resize(state, args, response):
-    state.page.set_viewport_size({"width": args["width"], "height": args["height"]})
+    state.tab.page.set_viewport_size({"width": args["width"], "height": args["height"]})
     response.answer({"success": True, "message": f"Viewport is {args['width']}x{args['height']}"})
 
 
@@ -402,7 +402,7 @@ def upload_file(state, args, response):
 def handle_dialog(state, args, response):
     if state.dialog is None:
         raise NoDialogOpen(session_id=state.session_id)
-    accept, dialog, navigations = args["accept"], state.dialog, state.navigations
+    accept, dialog, tab, navigations = args["accept"], state.dialog, state.tab, state.tab.navigations
     if not state.answer_dialog(accept, args.get("promptText")):
         # It closed before the answer reached it (its tab closed or navigated, or the page
         # raised the next one in its place): say so, and show the one open now, if any.
@@ -418,8 +418,8 @@ def handle_dialog(state, args, response):
         # answer says where the tab went (navigated, url, title), not the page that was left.
         deadline = time.monotonic() + state.config.action_timeout / 1000
         try:
-            while state.navigations == navigations and time.monotonic() < deadline and state.dialog is None:
-                state.page.wait_for_timeout(25)  # events are dispatched meanwhile
+            while tab.navigations == navigations and time.monotonic() < deadline and state.dialog is None:
+                tab.page.wait_for_timeout(25)  # events are dispatched meanwhile
         except Exception as exc:  # the tab closed (a close it guarded): run_tool says where the session is
             log.debug("after beforeunload", extra={"session": state.session_id, "error": str(exc)})
     response.answer({"success": True, "message": f"{verb} the {dialog.type} dialog ({clip(dialog.message)!r})"})
@@ -427,7 +427,7 @@ def handle_dialog(state, args, response):
 
 def evaluate(state, args, response):
     try:
-        value = state.act(state.page, "evaluate", expression=args["expression"])
+        value = state.act(state.tab.page, "evaluate", expression=args["expression"])
     except Exception as exc:
         raise EvaluationFailed(f"The expression failed: {reason(exc)}", session_id=state.session_id) from None
     try:

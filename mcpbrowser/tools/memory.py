@@ -13,7 +13,6 @@ from datetime import datetime, timezone
 
 from mcpbrowser import heap_snapshot, memory_report, perf_report, schema
 from mcpbrowser.errors import BrowserError, DialogOpen, InvalidParameters
-from mcpbrowser.session import page_reading
 from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
 from mcpbrowser.tools import interaction as acting_tools
 from mcpbrowser.tools.base import TARGET, TIMEOUT, SessionTool, session_schema
@@ -69,7 +68,7 @@ def _snapshot(state, cdp):
 
 def _document(state):
     """The current document's time origin: another one after the interaction means it left the page."""
-    origin = state.act(state.page, "evaluate", expression="performance.timeOrigin")
+    origin = state.act(state.tab.page, "evaluate", expression="performance.timeOrigin")
     if origin is INTERRUPTED:
         raise DialogOpen(f"{state.dialog_summary()} opened while the interaction was repeated. Answer it with "
                          "handle_dialog, then measure an interaction that opens none.", session_id=state.session_id,
@@ -85,10 +84,10 @@ def _interact(state, args, response, document):
     else:
         acting_tools.click(state, {**target, **timeout}, response)
     if _document(state) != document:
-        raise InvalidParameters(f"The interaction loaded another page ({state.page.url}): a heap is compared on "
+        raise InvalidParameters(f"The interaction loaded another page ({state.tab.page.url}): a heap is compared on "
                                 "one page. Give an interaction that stays in the app (a click on an in-app "
                                 "link of a single-page app stays).", session_id=state.session_id,
-                                details={"url": state.page.url})
+                                details={"url": state.tab.page.url})
 
 
 def measure_memory(state, args, response):
@@ -100,9 +99,9 @@ def measure_memory(state, args, response):
                                 session_id=state.session_id)
     began = time.monotonic()
     repeat = args.get("repeat", 5)
-    cdp = page_reading.cdp_session(state, state.page)
+    cdp = state.tab.cdp()
     document = _document(state)
-    url = state.page.url
+    url = state.tab.page.url
     _interact(state, args, response, document)  # the warm-up
     groups, totals = [], []
     for round_ in range(3):
@@ -116,7 +115,7 @@ def measure_memory(state, args, response):
     label = args.get("key") or args.get("selector") or f"ref {args['ref']}"
     context = {"url": url, "interaction": ("key " if "key" in args else "click ") + label,
                "measuredAt": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               "browser": f"{state.playwright_browser.browser_type.name} {state.playwright_browser.version}"}
+               "browser": f"{state.browser.browser_type.name} {state.browser.version}"}
     measured = memory_report.report(groups[0], groups[1], snapshot, totals, repeat, context)
     measured["cost"] = {"measureMs": round((time.monotonic() - began) * 1000)}
     response.store_page(perf_report.detail(measured), snapshot=False)

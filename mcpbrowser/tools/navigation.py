@@ -30,14 +30,14 @@ def _load(state, what, method, **kwargs):
     kwargs["wait_until"] = kwargs.pop("waitUntil", None) or "load"
     kwargs["timeout"] = kwargs.get("timeout", state.config.navigation_timeout)
     refusals = state.network_policy.refusals()
-    page, navigations = state.page, state.navigations
+    tab, navigations = state.tab, state.tab.navigations
     try:
         # A page that holds its own unload (a script looping in unload or pagehide) keeps a same-site
         # navigation from committing until the timeout: asked every HOLD_CHECK_S whether it still
         # answers, such a page is named within seconds (navigate then goes on in a fresh tab). Once the
         # new document has committed, a slow load is that page's own (a huge one): it is not asked.
-        response = state.act(page, method, watch=(
-            HOLD_CHECK_S, lambda: state.navigations != navigations or state.responsive(page)), **kwargs)
+        response = state.act(tab.page, method, watch=(
+            HOLD_CHECK_S, lambda: tab.navigations != navigations or state.responsive(tab)), **kwargs)
         if response is TIMED_OUT:  # the page it leaves holds it
             held = state.unresponsive_error()
             held.left_unfinished = True
@@ -46,11 +46,11 @@ def _load(state, what, method, **kwargs):
         if isinstance(exc, PageUnresponsive):
             raise
         if state.network_policy.refusals() > refusals:  # a hop of this navigation (a redirect, say) hit the policy
-            raise state.network_policy.blocked_error(kwargs.get("url", state.page.url)) from None
+            raise state.network_policy.blocked_error(kwargs.get("url", state.tab.page.url)) from None
         reason = str(exc).split("\n", 1)[0]
         if "net::ERR_" in reason:
             page_reading.await_error_page(state, navigations)
-        url = kwargs.get("url") or (state.page.url if state.page is not None else "")
+        url = kwargs.get("url") or (state.tab.page.url if state.tab is not None else "")
         reason = reason.removesuffix(f" at {url}")  # Playwright's, naming the address the message names
         offline = throttling.offline(state)
         failed = NavigationFailed(f"Could not load {what}: {reason}" + (
@@ -58,7 +58,7 @@ def _load(state, what, method, **kwargs):
             "brings it back online." if offline else ""), session_id=state.session_id,
             details={"url": url, "reason": reason, **({"offline": True} if offline else {})})
         failed.timed_out = type(exc).__name__ == "TimeoutError"  # Playwright's, by its class
-        if failed.timed_out and state.navigations != navigations and not state.responsive(page):
+        if failed.timed_out and tab.navigations != navigations and not state.responsive(tab):
             raise state.unresponsive_error() from None  # it loaded, and its own script never yields
         raise failed from None
     if response not in (None, INTERRUPTED) and BLOCKED_HEADER.lower() in response.headers:
@@ -81,7 +81,7 @@ def navigate(state, args, response):
 
 def _navigate(state, url, args, response):
     state.report(0, 3, f"Navigating to {url}")
-    page, reporting = state.page, [True]
+    page, reporting = state.tab.page, [True]
 
     def dom_ready(_):
         if reporting[0]:
@@ -120,9 +120,9 @@ def _loaded(state, loaded, response):
 
 def _history(method, word):
     def handler(state, args, response):
-        before = state.page.url
+        before = state.tab.page.url
         loaded = _load(state, f"the {word} page", method, **_options(args))
-        if loaded is None and state.page.url == before:
+        if loaded is None and state.tab.page.url == before:
             raise NavigationFailed(f"There is no {word} page in this tab's history.",
                                    session_id=state.session_id, details={"url": before})
         response.answer(_loaded(state, None if loaded is INTERRUPTED else loaded, response))
@@ -145,31 +145,31 @@ def tabs(state, args, response):
     if action in ("select", "close"):
         if index is None and action == "select":
             raise InvalidParameters("tabs select needs an index.", session_id=state.session_id)
-        if index is not None and not 0 <= index < len(state.pages):
-            raise InvalidParameters(f"No tab {index}; there are {len(state.pages)} (0-based).",
-                                    session_id=state.session_id, details={"tabs": len(state.pages)})
+        if index is not None and not 0 <= index < len(state.tabs):
+            raise InvalidParameters(f"No tab {index}; there are {len(state.tabs)} (0-based).",
+                                    session_id=state.session_id, details={"tabs": len(state.tabs)})
         if action == "select":
             state.select_tab(index)
         else:
-            state.pages[state.pages.index(state.page) if index is None else index].close()
-            if state.page is None:
+            (state.tab if index is None else state.tabs[index]).page.close()
+            if state.tab is None:
                 state._open_blank_tab()
     # A page that opened 40 windows must not cost the agent 40 titles: the first TABS_LISTED tabs and the
     # current one are listed, the rest counted. A title is read by a script in the page: none behind a
     # dialog, and within the server's own deadline (a popup whose script never yields is then known to hang).
-    current = state.pages.index(state.page)
-    shown = [i for i in range(len(state.pages)) if i < TABS_LISTED or i == current]
-    listing = [{"index": i, "url": state.pages[i].url, "title": _title(state, state.pages[i]),
+    current = state.tabs.index(state.tab)
+    shown = [i for i in range(len(state.tabs)) if i < TABS_LISTED or i == current]
+    listing = [{"index": i, "url": state.tabs[i].page.url, "title": _title(state, state.tabs[i]),
                 "current": i == current} for i in shown]
-    if state.dialog is None and state.usable():
+    if state.dialog is None and not state.tab.unresponsive:
         state.remember_page(listing[shown.index(current)]["title"])
-    more = len(state.pages) - len(shown)
+    more = len(state.tabs) - len(shown)
     response.answer({"tabs": listing, "current": current, **({"more": more} if more else {})})
 
 
-def _title(state, page):
+def _title(state, tab):
     """A tab's title for the listing: "" behind a dialog, or when its page does not answer in time."""
-    title = state.background(page, page, "title")
+    title = state.background(tab, tab.page, "title")
     return title if isinstance(title, str) else ""
 
 
@@ -193,17 +193,17 @@ def wait_for(state, args, response):
         wanted = args.get("state", "visible")
         element(f"{label} to be {wanted}", locator, wanted)
     if "text" in args:
-        element(f"text {args['text']!r} to appear", state.page.get_by_text(args["text"]), "visible")
+        element(f"text {args['text']!r} to appear", state.tab.page.get_by_text(args["text"]), "visible")
     if "textGone" in args:
-        element(f"text {args['textGone']!r} to disappear", state.page.get_by_text(args["textGone"]), "hidden")
+        element(f"text {args['textGone']!r} to disappear", state.tab.page.get_by_text(args["textGone"]), "hidden")
     if "url" in args:
         pattern = args["url"]
         matches = pattern if "*" in pattern else (lambda url: pattern in url)
         checks.append((f"the URL to match {pattern!r}",
-                       lambda remaining: state.act(state.page, "wait_for_url", url=matches, timeout=remaining)))
+                       lambda remaining: state.act(state.tab.page, "wait_for_url", url=matches, timeout=remaining)))
     if args.get("networkIdle"):
         checks.append(("the network to be idle", lambda remaining: state.act(
-            state.page, "wait_for_load_state", state="networkidle", timeout=remaining)))
+            state.tab.page, "wait_for_load_state", state="networkidle", timeout=remaining)))
     if args.get("download"):
         checks.append(("a download to finish", lambda remaining: _download_done(state, remaining)))
     if not checks:
@@ -220,7 +220,7 @@ def wait_for(state, args, response):
             if "Timeout" not in str(exc):
                 raise
             details = {"waitedFor": what, "timeoutMs": timeout}
-            seen = None if state.events.navigation_pending() else _matches_seen(state.page, hidden_twins.get(what))
+            seen = None if state.events.navigation_pending() else _matches_seen(state.tab.page, hidden_twins.get(what))
             if seen:
                 details.update(seen)
             note = (f" {seen['matched']} element(s) matched, {seen['visible']} of them visible."
@@ -255,7 +255,7 @@ def _download_done(state, timeout_ms):
     while len(downloads.entries) <= downloads.waited or downloads.in_progress():
         if time.monotonic() >= deadline:
             raise WaitTimeout("Timeout")
-        state.page.wait_for_timeout(50)  # lets Playwright dispatch the download's events
+        state.tab.page.wait_for_timeout(50)  # lets Playwright dispatch the download's events
     downloads.waited = len(downloads.entries)
 
 
@@ -269,7 +269,7 @@ def wait_for_user(state, args, response):
     what = f"the URL to contain {wanted!r}" if wanted is not None else f"{label} to appear"
     state.tell_user(args["message"])
     try:
-        state.page.bring_to_front()
+        state.tab.page.bring_to_front()
     except Exception:
         pass  # a headless page has no window to raise
     started, reported, worker = time.monotonic(), float("-inf"), state.worker
@@ -294,7 +294,7 @@ def wait_for_user(state, args, response):
         slice_ms = min(100, left)
         try:
             if wanted is not None:
-                state.page.wait_for_url(lambda url: wanted in url, timeout=slice_ms)
+                state.tab.page.wait_for_url(lambda url: wanted in url, timeout=slice_ms)
             else:
                 matches.first.wait_for(state="visible", timeout=slice_ms)
             break
@@ -303,14 +303,14 @@ def wait_for_user(state, args, response):
                 raise
     waited = round((time.monotonic() - started) * 1000)
     state.report(timeout, timeout, "The user finished")
-    state.remember_page(state.page.title())
+    state.remember_page(state.tab.page.title())
     if by_person:
         message = f"The person finished in the live view and handed back after {waited} ms."
-        response.answer({"success": True, "message": message, "waitedMs": waited, "url": state.page.url,
+        response.answer({"success": True, "message": message, "waitedMs": waited, "url": state.tab.page.url,
                          "finishedBy": "person"})
         return
     response.answer({"success": True, "message": f"The user finished: saw {what} after {waited} ms.",
-                     "waitedMs": waited, "url": state.page.url})
+                     "waitedMs": waited, "url": state.tab.page.url})
 
 
 LOAD_OPTIONS = {"waitUntil": WAIT_UNTIL, "timeout": TIMEOUT}

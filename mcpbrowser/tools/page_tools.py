@@ -93,7 +93,7 @@ def _called(state, args, response, timeout):
                               details={"timeoutMs": timeout}) from None
         raise PageToolFailed(f"The page tool {clip(name, NAME_CHARS)!r} failed: {clip(text, 500)}",
                              session_id=state.session_id) from None
-    out = {"tool": name, "url": state.page.url}
+    out = {"tool": name, "url": state.tab.page.url}
     if value is INTERRUPTED:
         out["message"] = "A dialog opened before the page tool answered."
         return out

@@ -201,10 +201,10 @@ def measure_performance(state, args, response):
         loads.append(perf_report.analyse(raw))
         load_ms += took
     # The page measured: the one loaded, or the one the interaction was done on (it may leave it).
-    page_url = loads[0]["url"] if loads else state.page.url
+    page_url = loads[0]["url"] if loads else state.tab.page.url
     interaction = _interaction(state, args, response, deadline) if {"selector", "ref", "key"} & set(args) else None
     context = {"url": page_url, "measuredAt": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               "browser": f"{state.playwright_browser.browser_type.name} {state.playwright_browser.version}",
+               "browser": f"{state.browser.browser_type.name} {state.browser.version}",
                "load": ("navigate" if "url" in args else "reload") if load else "none",
                "cache": "off (a cold load)" if load and state.chromium else "as the browser has it",
                "throttle": dict(state.throttle)}
@@ -230,7 +230,7 @@ def _left_ms(deadline):
 def _one_load(state, response, url, left_ms):
     """One load's raw entries (COLLECT's), and how long the load itself took in ms."""
     # A cold load each time, as Lighthouse measures: the cache off for this tab while it loads (Chromium).
-    cdp = page_reading.cdp_session(state, state.page) if state.chromium else None
+    cdp = state.tab.cdp() if state.chromium else None
     if cdp is not None:
         cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
     started = time.monotonic()
@@ -246,7 +246,7 @@ def _one_load(state, response, url, left_ms):
             except Exception as exc:  # the tab was replaced (navigate past a held tab): its CDP session went with it
                 log.debug("cache not turned back on", extra={"session": state.session_id, "error": str(exc)})
     took = (time.monotonic() - started) * 1000
-    raw = state.act(state.page, "evaluate", expression=COLLECT,
+    raw = state.act(state.tab.page, "evaluate", expression=COLLECT,
                     arg=[QUIET_MS, min(CAP_MS, _left_ms(started + left_ms / 1000))])
     if raw is INTERRUPTED:
         raise DialogOpen(f"{state.dialog_summary()} opened while the page was measured. Answer it with "
@@ -256,11 +256,11 @@ def _one_load(state, response, url, left_ms):
 
 def _interaction(state, args, response, deadline):
     """The interaction's event entries and long animation frames, with what it was done on."""
-    if not state.act(state.page, "evaluate", expression=WATCH):
-        return {"why": f"this browser ({state.playwright_browser.browser_type.name}) has no event timing entries"}
+    if not state.act(state.tab.page, "evaluate", expression=WATCH):
+        return {"why": f"this browser ({state.browser.browser_type.name}) has no event timing entries"}
     target = {k: args[k] for k in ("selector", "ref") if k in args}
     timeout = {"timeout": min(_left_ms(deadline), state.config.action_timeout)}
-    before = state.page.url
+    before = state.tab.page.url
     if "key" in args:
         acting_tools.press_key(state, {"key": args["key"], **target, **timeout}, response)
         label = args["key"] + (f" on {args.get('selector') or 'ref ' + args['ref']}" if target else "")
@@ -274,13 +274,13 @@ def _interaction(state, args, response, deadline):
     if left and not any(e.get("interactionId") for e in (raw or {}).get("events", ())):
         why = ("the interaction left the page, and the browser reported no event entry for it before the page "
                "unloaded (it reports one with the next paint, and the new page came first)")
-        if raw is None and _origin(state.page.url) != _origin(before):
+        if raw is None and _origin(state.tab.page.url) != _origin(before):
             why = ("the interaction left the page for another origin, where the browser's entries of the page it "
                    "left cannot be read")
-        return {"why": why, "left": state.page.url, "target": {"label": label}}
+        return {"why": why, "left": state.tab.page.url, "target": {"label": label}}
     raw["target"] = {"label": label}
     if left:
-        raw["left"] = state.page.url
+        raw["left"] = state.tab.page.url
     return raw
 
 
@@ -293,13 +293,13 @@ def _take(state, timeout_ms):
     """The interaction's entries (TAKE's): on the page, or kept by the page it left; None when neither has them."""
     for attempt in range(2):
         try:
-            return state.act(state.page, "evaluate", expression=TAKE,
+            return state.act(state.tab.page, "evaluate", expression=TAKE,
                              arg=[INTERACTION_QUIET_MS, INTERACTION_NOTHING_MS, INTERACTION_CAP_MS])
         except Exception as exc:  # the page it read was replaced meanwhile: read the next one once it loaded
             log.debug("interaction not read", extra={"session": state.session_id, "error": str(exc).splitlines()[0]})
             if attempt == 0:
                 try:
-                    state.page.wait_for_load_state("domcontentloaded", timeout=timeout_ms)
+                    state.tab.page.wait_for_load_state("domcontentloaded", timeout=timeout_ms)
                 except Exception as wait:
                     log.debug("no page after the interaction", extra={"session": state.session_id,
                                                                       "error": str(wait).splitlines()[0]})
@@ -326,7 +326,8 @@ def _give_refs(state, measured):
         if selector in found:
             continue
         try:
-            text = state.act(state.page.locator(selector).first, "aria_snapshot", mode="ai", timeout=ELEMENT_READ_MS)
+            text = state.act(state.tab.page.locator(selector).first, "aria_snapshot", mode="ai",
+                             timeout=ELEMENT_READ_MS)
         except Exception as exc:  # gone since, or not in the accessibility tree
             log.debug("no ref for an element", extra={"session": state.session_id, "error": str(exc).splitlines()[0]})
             continue
@@ -339,7 +340,7 @@ def _give_refs(state, measured):
     if text is INTERRUPTED:
         return
     for element in elements:
-        if found.get(element["selector"]) in state.refs:
+        if found.get(element["selector"]) in state.tab.refs:
             element["ref"] = found[element["selector"]]
 
 

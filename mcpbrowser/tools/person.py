@@ -56,7 +56,7 @@ MAX_TEXT = 1000
 # SESSION THREAD
 def person_input(state: Any, args: dict[str, Any], response: Any) -> None:
     """One action of the person on the page, at viewport coordinates given as fractions of it."""
-    page, action = state.page, args["action"]
+    page, action = state.tab.page, args["action"]
     size = page.viewport_size or page.evaluate("() => ({width: innerWidth, height: innerHeight})")
     x, y = args.get("x", 0.5) * size["width"], args.get("y", 0.5) * size["height"]
     if action == "click":
@@ -104,7 +104,7 @@ def _learn_the_field(state: Any) -> None:
     the middle (arrows, then a key) never typed the final text as one run (the attack review of 2026-11-27:
     the whole password was in every answer). One round trip, on the person's slow pace."""
     try:
-        value = state.background(state.page, state.page, "evaluate", expression=_FOCUSED_VALUE)
+        value = state.background(state.tab, state.tab.page, "evaluate", expression=_FOCUSED_VALUE)
     except Exception:  # the key left the page (Enter sent a form): nothing to read
         return
     field = _field(state)

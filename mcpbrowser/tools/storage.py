@@ -57,7 +57,7 @@ def cookies(state, args, response):
             cookie.setdefault("path", "/")
             host = args["domain"].lstrip(".")
         else:
-            url = args.get("url") or state.page.url
+            url = args.get("url") or state.tab.page.url
             if urlsplit(url).scheme not in ("http", "https"):
                 raise InvalidParameters("Give url or domain: the current page has no site to set a cookie for.",
                                         details={"field": "url"})
@@ -95,12 +95,12 @@ def cookies(state, args, response):
 
 def storage(state, args, response):
     action = args.get("action", "list")
-    origin = urlsplit(state.page.url)
+    origin = urlsplit(state.tab.page.url)
     if origin.scheme not in ("http", "https"):
-        raise InvalidParameters(f"The current page ({state.page.url[:40]}) has no origin with storage: navigate "
-                                "to the site first.", details={"url": state.page.url[:200]})
+        raise InvalidParameters(f"The current page ({state.tab.page.url[:40]}) has no origin with storage: navigate "
+                                "to the site first.", details={"url": state.tab.page.url[:200]})
     kind = args.get("kind", "local")
-    store = state.page.local_storage if kind == "local" else state.page.session_storage
+    store = state.tab.page.local_storage if kind == "local" else state.tab.page.session_storage
     where = f"{origin.scheme}://{origin.netloc}"
     if action == "set":
         _needs(args, "name", "value")

@@ -112,14 +112,14 @@ def locate(state, args, required=True):
     if selector is not None and ref is not None:
         raise InvalidParameters("Give selector or ref, not both.", session_id=state.session_id)
     if ref is not None:
-        if ref not in state.refs or state.refs_page is not state.page:
+        if ref not in state.tab.refs:
             raise ElementNotFound(
                 f"Ref {ref} is not in the latest snapshot of this tab: the page changed or no "
                 "snapshot was taken. Take a new snapshot and use its refs.",
                 session_id=state.session_id, details={"ref": ref})
-        return f"ref {ref}", state.page.locator(playwright_selector(args))
+        return f"ref {ref}", state.tab.page.locator(playwright_selector(args))
     if selector is not None:
-        return args["selector"], state.page.locator(playwright_selector(args))
+        return args["selector"], state.tab.page.locator(playwright_selector(args))
     if required:
         raise InvalidParameters("Give a selector, or a ref from the latest snapshot.", session_id=state.session_id)
     return None, None
@@ -158,7 +158,7 @@ def on_element(state, args, not_usable, action, repeatable=True):
     awaited for the grace, at the cost of one round trip, then acted on once.
     """
     label, matches = locate(state, args)
-    before = state.page.url
+    before = state.tab.page.url
     full = args.get("timeout", state.config.action_timeout)
     grace = full if "timeout" in args else min(full, FIND_GRACE_MS)
     started = time.monotonic()
@@ -227,7 +227,7 @@ def _await_handler(state, timeout_ms):
     would make the agent click again.
     """
     try:
-        state.act(state.page, "evaluate", deadline_s=timeout_ms / 1000, expression="1")
+        state.act(state.tab.page, "evaluate", deadline_s=timeout_ms / 1000, expression="1")
     except Exception as exc:  # the handler navigated or closed the page: the answer says where it went
         log.debug("page left while its handler ran", extra={"session": state.session_id, "error": str(exc)})
 
@@ -253,7 +253,7 @@ def _await_navigation(state, before, timeout_ms):
     Past that the answer still says the action was done; its url and title say where the page is.
     """
     try:
-        state.page.wait_for_url(lambda url: url != before, timeout=timeout_ms)
+        state.tab.page.wait_for_url(lambda url: url != before, timeout=timeout_ms)
     except Exception as exc:
         log.debug("the navigation an action started did not commit in time",
                   extra={"session": state.session_id, "error": str(exc).splitlines()[0]})

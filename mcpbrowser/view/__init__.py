@@ -20,22 +20,22 @@ ALONE_THREADS = 8  # --view HOST:PORT's own server
 __all__ = ["ViewApp", "Viewer", "WhoMaySee", "create_app", "from_config", "serve_alone"]
 
 
-def create_app(browser: CoreFace, *, who_may_see: WhoMaySee, path: str = VIEW_PATH, trust_proxy: bool = False,
+def create_app(core: CoreFace, *, who_may_see: WhoMaySee, path: str = VIEW_PATH, trust_proxy: bool = False,
                max_live: int | None = None) -> ViewApp:
-    """The view over `browser` for an embedder: `who_may_see(environ)` says who the request's person is
+    """The view over `core` (a Browser) for an embedder: `who_may_see(environ)` says who the request's person is
     (a Viewer: owner=None sees every session), or None (not signed in: they get a page saying so).
     max_live: live pictures open at once, each holding one of your WSGI server's threads."""
-    return ViewApp(browser, who_may_see=who_may_see, path=path, trust_proxy=trust_proxy, max_live=max_live)
+    return ViewApp(core, who_may_see=who_may_see, path=path, trust_proxy=trust_proxy, max_live=max_live)
 
 
-def from_config(browser: CoreFace, config: Config, credentials: dict[str, str], path: str = VIEW_PATH,
+def from_config(core: CoreFace, config: Config, credentials: dict[str, str], path: str = VIEW_PATH,
                 max_live: int | None = None) -> ViewApp:
     """The view with its own sign-in: the token file's tokens (operators marked), or a one-time key."""
-    return ViewApp(browser, sign_ins=SignIns(credentials, config.view_operators()), path=path,
+    return ViewApp(core, sign_ins=SignIns(credentials, config.view_operators()), path=path,
                    trust_proxy=config.view_trusted_proxy, max_live=max_live)
 
 
-def serve_alone(browser: CoreFace, config: Config, credentials: dict[str, str]) -> Any:
+def serve_alone(core: CoreFace, config: Config, credentials: dict[str, str]) -> Any:
     """--view HOST:PORT (config.view): the view alone on its own waitress server, on a thread; returns its runner."""
     import threading
 
@@ -43,7 +43,7 @@ def serve_alone(browser: CoreFace, config: Config, credentials: dict[str, str]) 
     from mcpbrowser.view.app import MAX_FORM_BYTES
 
     host, _, port = config.view.rpartition(":")
-    app = from_config(browser, config, credentials, max_live=ALONE_THREADS // 2)  # half for the pages and their JSON
+    app = from_config(core, config, credentials, max_live=ALONE_THREADS // 2)  # half for the pages and their JSON
     # The --http guards (review of issue 53): a plain waitress read a body of up to 1 GB before the view
     # saw it, and 100 sockets sending half a request filled its connections for two minutes. A connection
     # counts as a person's once its request shows a signed-in cookie.

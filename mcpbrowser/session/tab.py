@@ -1,0 +1,35 @@
+"""One tab of a session: its Playwright page and what the session knows of that page alone.
+
+SESSION THREAD ONLY: made by SessionState as the context opens a page, used by the session's modules and handlers.
+"""
+
+
+class Tab:
+    """A page of the session's context, with its own counts, refs, held snapshot and health."""
+
+    def __init__(self, page):
+        self.page = page
+        self.navigations = 0      # new documents of its main frame, to tell an action's answer
+        self.url_changes = 0      # same-document URL changes (the History API, a fragment)
+        self.refs: frozenset[str] = frozenset()  # the refs of its last snapshot, which the agent may use
+        self.full_snapshot = None  # (text, arming): its last whole-page snapshot, read as the page watch was armed
+        self.arming = 0           # the token its last walk armed the page watch with (snapshots.page_root)
+        self.crashed = False      # its renderer died: the next call replaces it with a fresh tab
+        self.unresponsive = False  # it did not answer a probe (acting.PROBE_S)
+        self.looping = False      # it raised dialogs in a loop: the server answers them until it navigates
+        self.throttled = False    # it was sent a throttling, so that "none" reaches it
+        self.cdp_session = None   # its CDP session, once opened (cdp)
+
+    def cdp(self):
+        """Its CDP session, opened on first use (the opener opens the first tab's ahead: navigate's title)."""
+        if self.cdp_session is None:
+            self.cdp_session = self.page.context.new_cdp_session(self.page)
+        return self.cdp_session
+
+    def navigated(self, new_document):
+        """Its main frame committed a navigation: a new document (its refs and dialog loop end with the old one),
+        or the same document at another URL (the History API, a fragment: its refs stay valid)."""
+        if not new_document:
+            self.url_changes += 1
+            return
+        self.navigations, self.looping, self.refs = self.navigations + 1, False, frozenset()
