@@ -321,45 +321,12 @@ def disk_fault(path, exc):
 
 
 GROUPS = (SessionError, ElementError, PolicyError, BrowserFailure, Retryable)
-ALL_ERRORS = (
-    SessionNotFound,
-    SessionExpired,
-    MaxSessionsReached,
-    NavigationFailed,
-    ElementNotFound,
-    ElementNotClickable,
-    ElementNotEditable,
-    BrowserError,
-    InternalError,
-    InvalidParameters,
-    ToolNotEnabled,
-    DialogOpen,
-    NoDialogOpen,
-    WaitTimeout,
-    EvaluationFailed,
-    PageToolFailed,
-    ContentNotFound,
-    DomainNotAllowed,
-    RateLimited,
-    LoginTimeout,
-    CooldownActive,
-    SessionHeldByPerson,
-    PageCrashed,
-    PageUnresponsive,
-    SessionLost,
-    BrowserUnavailable,
-    HistoryUnavailable,
-    CommandTimeout,
-    CircuitOpen,
-    ResourceExhausted,
-    DiskFull,
-    StorageFailed,
-    SessionInUse,
-    ServerStopping,
-    UnsupportedBrowser,
-    SessionMemoryExceeded,
-    FileRemoved,
-)
+# Every error a tool call may answer, in the order of this file (docs/reference/errors.md's): each class
+# with a code of its own, but the base, the BrowserFailure group (SessionLost is its code's class) and
+# InputRequired (a transport's question to the person, never a tool's error).
+ALL_ERRORS = tuple(cls for cls in list(globals().values()) if isinstance(cls, type)
+                   and issubclass(cls, BrowserServerError) and "code" in vars(cls)
+                   and cls not in (BrowserServerError, BrowserFailure, InputRequired))
 
 
 def as_server_error(exc: BaseException) -> BrowserServerError:
