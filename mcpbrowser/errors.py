@@ -1,5 +1,6 @@
 """Tool errors with stable codes; raised on any thread, carried across queues inside Futures."""
 
+import contextlib
 import errno
 import os
 
@@ -309,12 +310,10 @@ def disk_fault(path, exc):
     """DISK_FULL, an errno's name (an OSError), or None (not a fault of the disk)."""
     if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
         return "DISK_FULL"
-    try:
+    with contextlib.suppress(OSError):
         st = os.statvfs(os.path.dirname(path))
         if st.f_bavail * st.f_frsize < FULL_BELOW:  # the browser's writer reports ENOSPC in its own words
             return "DISK_FULL"
-    except OSError:
-        pass
     if isinstance(exc, OSError):
         return errno.errorcode.get(exc.errno or 0, "OS_ERROR")
     return None

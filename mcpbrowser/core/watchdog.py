@@ -5,6 +5,7 @@ touches Playwright: it answers the stuck command, starts a fresh session thread
 from the session's last saved state, and kills the stuck thread's driver process.
 """
 
+import contextlib
 import os
 import signal
 import threading
@@ -84,17 +85,14 @@ class Watchdog:
             f"stopped responding, so its session thread was replaced. {goes_on}",
             session_id=session_id, details={**({"tool": tool} if tool else {}), "budgetSeconds": round(budget)})
         error = call.annotate_error(timeout) if tool else timeout
-        try:
+        # It finished just now: the session still moves to the fresh thread.
+        with contextlib.suppress(InvalidStateError):
             fut.set_exception(error)
-        except InvalidStateError:
-            pass  # it finished just now; the session still moves to the fresh thread
         new.start()
         old.stop(error)
         if old.driver_pid:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(old.driver_pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         log.error("command stuck: session thread replaced", extra={
             "event": "session_thread_replaced", "session": session_id, "tool": call.tool if call else None,
             "budget_s": round(budget), "driver_killed": bool(old.driver_pid)})
