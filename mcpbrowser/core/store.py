@@ -171,9 +171,8 @@ class Store:
             cause = FAULT_TEXT[self.backend.fault_code(exc)] if isinstance(exc, self.backend.errors) \
                 else exc.strerror or str(exc)
             raise RuntimeError(self.backend.cannot_open(cause, exc)) from None
-        self.restarted = 0
         try:
-            self.restarted = self._close_orphans(writer)
+            self._close_orphans(writer)
             self._prune(writer)
         except self.backend.errors as exc:
             self._faulted(exc)
@@ -501,7 +500,7 @@ class Store:
             "free": self.backend.free_text()})
 
     def _close_orphans(self, conn):
-        """Close the sessions whose server is gone (all but those of live instances); how many."""
+        """Close the sessions whose server is gone (all but those of live instances)."""
         rows = conn.execute("SELECT session_id, instance FROM sessions WHERE state = 'active'").fetchall()
         gone = [sid for sid, instance in rows if not (instance and self.alive(instance))]
         self.backend.sweep()
@@ -509,7 +508,6 @@ class Store:
             conn.execute(self.backend.BEGIN)
             conn.executemany(self.backend.CLOSE_ORPHAN, [(s,) for s in gone])
             conn.execute("COMMIT")
-        return len(gone)
 
     def _prune(self, conn):
         """Drop the oldest history past --retention-days or --db-max-mb, but never a live server's
