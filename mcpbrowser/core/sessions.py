@@ -226,7 +226,7 @@ class SessionRegistry:
         """The client a session belongs to, open or ended (from the history); None for the server's own."""
         with self._lock:
             record = self._sessions.get(session_id)
-        return record.owner if record is not None else self.history.session_owner(session_id)
+        return record.owner if record is not None else self.history.session_metadata(session_id).get("owner")
 
     def book(self, owner: str | None, session_id: str | None) -> Any:
         """The one secret book of a call (core/call.py's `Call.secrets`): its client's, else (the library, stdio)
