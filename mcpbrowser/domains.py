@@ -5,7 +5,6 @@ Pure logic, and a lock in each DomainPolicy, so any thread may call it: session 
 routing), the policy proxy's connection threads, the core's pool (a session's opening).
 """
 
-import contextlib
 import ipaddress
 import threading
 from urllib.parse import urlsplit
@@ -70,9 +69,10 @@ def canonical_host(host):
     if number is not None:
         return str(ipaddress.IPv4Address(number))
     if not host.isascii():
-        # Not a valid name: the browser will not load it either; compare it as given.
-        with contextlib.suppress(idna.IDNAError):
+        try:
             host = idna.encode(host, uts46=True, transitional=False).decode("ascii")
+        except idna.IDNAError:
+            pass  # not a valid name: the browser will not load it either; compare as given
     return host
 
 
