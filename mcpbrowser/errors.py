@@ -1,5 +1,6 @@
 """Tool errors with stable codes; raised on any thread, carried across queues inside Futures."""
 
+import contextlib
 import errno
 import os
 
@@ -309,57 +310,22 @@ def disk_fault(path, exc):
     """DISK_FULL, an errno's name (an OSError), or None (not a fault of the disk)."""
     if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
         return "DISK_FULL"
-    try:
+    with contextlib.suppress(OSError):
         st = os.statvfs(os.path.dirname(path))
         if st.f_bavail * st.f_frsize < FULL_BELOW:  # the browser's writer reports ENOSPC in its own words
             return "DISK_FULL"
-    except OSError:
-        pass
     if isinstance(exc, OSError):
         return errno.errorcode.get(exc.errno or 0, "OS_ERROR")
     return None
 
 
 GROUPS = (SessionError, ElementError, PolicyError, BrowserFailure, Retryable)
-ALL_ERRORS = (
-    SessionNotFound,
-    SessionExpired,
-    MaxSessionsReached,
-    NavigationFailed,
-    ElementNotFound,
-    ElementNotClickable,
-    ElementNotEditable,
-    BrowserError,
-    InternalError,
-    InvalidParameters,
-    ToolNotEnabled,
-    DialogOpen,
-    NoDialogOpen,
-    WaitTimeout,
-    EvaluationFailed,
-    PageToolFailed,
-    ContentNotFound,
-    DomainNotAllowed,
-    RateLimited,
-    LoginTimeout,
-    CooldownActive,
-    SessionHeldByPerson,
-    PageCrashed,
-    PageUnresponsive,
-    SessionLost,
-    BrowserUnavailable,
-    HistoryUnavailable,
-    CommandTimeout,
-    CircuitOpen,
-    ResourceExhausted,
-    DiskFull,
-    StorageFailed,
-    SessionInUse,
-    ServerStopping,
-    UnsupportedBrowser,
-    SessionMemoryExceeded,
-    FileRemoved,
-)
+# Every error a tool call may answer, in the order of this file (docs/reference/errors.md's): each class
+# with a code of its own, but the base, the BrowserFailure group (SessionLost is its code's class) and
+# InputRequired (a transport's question to the person, never a tool's error).
+ALL_ERRORS = tuple(cls for cls in list(globals().values()) if isinstance(cls, type)
+                   and issubclass(cls, BrowserServerError) and "code" in vars(cls)
+                   and cls not in (BrowserServerError, BrowserFailure, InputRequired))
 
 
 def as_server_error(exc: BaseException) -> BrowserServerError:

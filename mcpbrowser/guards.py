@@ -179,8 +179,6 @@ MESSAGES = {
     },
 }
 
-SCOPES = ("client", "server", "session")
-
 
 class Cooldown:
     """Pauses browser actions for `duration_s` after a call ran into a login wall (the rule above).

@@ -8,6 +8,7 @@ so the tool's default applies. tests/test_library_api.py checks these methods
 against the tool registry, so a tool cannot be added without its method.
 """
 
+import contextlib
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -250,10 +251,8 @@ class Session:
 
     def close(self) -> None:
         """Close the session; closing it again, or after it expired, was lost or the browser closed, does nothing."""
-        try:
+        with contextlib.suppress(SessionNotFound, SessionExpired, SessionLost, ServerStopping):
             self.browser.close_session(self.id)
-        except (SessionNotFound, SessionExpired, SessionLost, ServerStopping):
-            pass
 
     def __enter__(self) -> "Session":
         return self

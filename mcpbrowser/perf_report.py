@@ -12,6 +12,8 @@ import re
 import statistics
 from urllib.parse import urlsplit
 
+from mcpbrowser.schema import compact_json
+
 # (good up to, poor above), as web.dev publishes them; TBT's are Lighthouse's.
 THRESHOLDS = {"LCP": (2500, 4000), "CLS": (0.1, 0.25), "INP": (200, 500), "FCP": (1800, 3000),
               "TTFB": (800, 1800), "TBT": (200, 600)}
@@ -43,8 +45,8 @@ def site(url):
     return ".".join(labels[-keep:])
 
 
-def _r(value, digits=0):
-    return None if value is None else round(value, digits) if digits else round(value)
+def _r(value):
+    return None if value is None else round(value)
 
 
 def cls(shifts):
@@ -396,16 +398,12 @@ def detail(measured):
         comma = "," if i < len(items) - 1 else ""
         if isinstance(value, list) and value and isinstance(value[0], dict):
             lines.append(f" {json.dumps(key)}: [")
-            lines += [f"  {_compact(item)}{',' if j < len(value) - 1 else ''}" for j, item in enumerate(value)]
+            lines += [f"  {compact_json(item)}{',' if j < len(value) - 1 else ''}" for j, item in enumerate(value)]
             lines.append(f" ]{comma}")
         else:
-            lines.append(f" {json.dumps(key)}: {_compact(value)}{comma}")
+            lines.append(f" {json.dumps(key)}: {compact_json(value)}{comma}")
     lines.append("}")
     return "\n".join(lines)
-
-
-def _compact(value):
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 # -- comparing two measurements (core pool) ------------------------------------------------

@@ -213,30 +213,25 @@ class KnownSecrets:
 
     def hold(self, values):
         """Scrub these values as known ones until `release`d (as many times as held)."""
-        values = [v for v in values if isinstance(v, str) and v]
-        if not values:
-            return
-        with self._lock:
-            for v in values:
-                self._held[v] = self._held.get(v, 0) + 1
-            self._sort()
-        if self._parent is not None:
-            self._parent.hold(values)
+        self._count_held(values, 1)
 
     def release(self, values):
+        self._count_held(values, -1)
+
+    def _count_held(self, values, step):
         values = [v for v in values if isinstance(v, str) and v]
         if not values:
             return
         with self._lock:
             for v in values:
-                left = self._held.get(v, 0) - 1
+                left = self._held.get(v, 0) + step
                 if left > 0:
                     self._held[v] = left
                 else:
                     self._held.pop(v, None)
             self._sort()
         if self._parent is not None:
-            self._parent.release(values)
+            self._parent._count_held(values, step)
 
     def _sort(self):
         held = [v for v in self._held if v not in self._known]

@@ -15,6 +15,7 @@ a user's saved sessions survive the upgrade; the store re-seals them as "s2" on
 first read (`is_legacy`).
 """
 
+import contextlib
 import hashlib
 import hmac
 import os
@@ -139,10 +140,8 @@ def load_key(path):
         if key is not None:
             # Empty: left by an earlier version that was stopped (or ran out of disk)
             # between creating the file and writing it. Nothing can be sealed with it.
-            try:
+            with contextlib.suppress(FileNotFoundError):  # another process replaced it first
                 os.unlink(path)
-            except FileNotFoundError:
-                pass  # another process replaced it first
         _link_new_key(path)
     raise OSError(f"the key file {path} keeps disappearing")
 
@@ -155,9 +154,7 @@ def _link_new_key(path):
             f.write(os.urandom(KEY_BYTES))
             f.flush()
             os.fsync(f.fileno())
-        try:
+        with contextlib.suppress(FileExistsError):  # another process linked its key first: the caller reads that one
             os.link(tmp, path)
-        except FileExistsError:
-            pass  # another process linked its key first: the caller reads that one
     finally:
         os.unlink(tmp)

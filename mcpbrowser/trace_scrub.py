@@ -22,6 +22,7 @@ its actions as before. A screenshot shows what the page showed: a password field
 dots, but a one-time code or card number as typed (see the limits in docs/safety.md).
 """
 
+import contextlib
 import glob
 import json
 import os
@@ -199,10 +200,9 @@ def scrub_trace(path, secrets, short=(), headers=()):
                 target.writestr(member, data, compress_type=member.compress_type)
         os.replace(temporary, path)
     except BaseException:
-        try:  # a full disk halfway: no partial copy is left beside the trace (which its caller removes)
+        # A full disk halfway: no partial copy is left beside the trace (which its caller removes).
+        with contextlib.suppress(OSError):
             os.unlink(temporary)
-        except OSError:
-            pass
         raise
 
 
@@ -248,10 +248,8 @@ def scrub_leftovers(name, roots, secrets):
             for resource in resources:
                 path = os.path.join(folder, "resources", resource.decode())
                 if resource not in others:
-                    try:
+                    with contextlib.suppress(FileNotFoundError):
                         os.remove(path)
-                    except FileNotFoundError:
-                        pass
                     continue
                 data = _read(path)
                 scrubbed = _scrub_bytes(data, forms)

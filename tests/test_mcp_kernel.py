@@ -161,6 +161,17 @@ def test_a_listen_is_acknowledged_told_and_answered_when_its_session_ends(core):
                                           "resultType": "complete"}
 
 
+def test_an_ended_sessions_owner_is_still_its_clients(core):
+    """owner_of of a closed session (the view's may_see, the server log's routing) reads the row it opened with."""
+    connection, wire = connect(core, owner="alice")
+    request(connection, wire, 0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+    answer = request(connection, wire, 1, "tools/call", {"name": "create_session", "arguments": {}})
+    sid = json.loads(answer["result"]["content"][0]["text"])["sessionId"]
+    assert core.owner_of(sid) == "alice"
+    core.call("close_session", {"sessionId": sid})
+    assert core.registry.open_record(sid) is None and core.owner_of(sid) == "alice"
+
+
 def test_a_cancelled_listen_stops_the_session_ticking_and_is_never_answered(core):
     connection, wire = connect(core)
     sid = core.call("create_session")["sessionId"]

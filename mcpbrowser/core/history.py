@@ -53,10 +53,6 @@ class History:
                          (session_id, created_at, created_at, json.dumps({**metadata, "server": self.store.server}),
                           self.store.instance))
 
-    def session_owner(self, session_id):
-        """The owner recorded when the session opened, or None (the server's own, or no such session)."""
-        return self.session_metadata(session_id).get("owner")
-
     def session_metadata(self, session_id):
         """What was recorded when the session opened (owner, emulation, ...); {} for no such session."""
         rows = self.store.query("SELECT metadata FROM sessions WHERE session_id = ?", (session_id,))

@@ -7,6 +7,7 @@ would need a clock and a timeout, and a pid can be reused. Where `fcntl` is miss
 (Windows) no lock is taken and every other server counts as gone, as before.
 """
 
+import contextlib
 import os
 
 try:
@@ -28,10 +29,8 @@ def claim(db_path, instance):
     path = os.path.join(folder, instance + ".lock")
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    try:
+    with contextlib.suppress(OSError):  # a full disk: the lock holds without it
         os.write(fd, str(os.getpid()).encode())  # for a person looking; liveness is the lock alone
-    except OSError:
-        pass  # a full disk: the lock holds without it
     return fd, path
 
 
@@ -50,10 +49,8 @@ def alive(db_path, instance):
         return True
     finally:
         os.close(fd)
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass
     return False
 
 
@@ -75,8 +72,6 @@ def release(held):
     if held is None:
         return
     fd, path = held
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass
     os.close(fd)

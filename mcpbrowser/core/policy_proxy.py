@@ -17,6 +17,7 @@ checks the address it then connects to, and a name cannot re-resolve between
 the check and the connection.
 """
 
+import contextlib
 import socket
 import threading
 from urllib.parse import urlsplit
@@ -56,18 +57,14 @@ def _without_hop_headers(lines):
 
 def _pump(src, dst):
     """Copy src to dst until src ends, then end dst's writing side."""
-    try:
+    with contextlib.suppress(OSError):
         while True:
             data = src.recv(CHUNK)
             if not data:
                 break
             dst.sendall(data)
-    except OSError:
-        pass
-    try:
+    with contextlib.suppress(OSError):
         dst.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
 
 
 class PolicyProxy:
@@ -105,10 +102,8 @@ class PolicyProxy:
             self._closed = True
             live, self._open = list(self._open), set()
         for sock in [self._listener, *live]:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             sock.close()
 
     # -- ACCEPT THREAD ---------------------------------------------------------------

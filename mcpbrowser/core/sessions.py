@@ -139,12 +139,11 @@ class SessionRegistry:
         metadata = {"browser": self.config.browser, "source": source}
         if owner is not None:
             metadata["owner"] = owner
-        if worker.options.get("emulation"):
-            metadata["emulation"] = worker.options["emulation"]  # resume_session opens it the same way
-        if worker.options.get("login"):
-            metadata["login"] = worker.options["login"]  # the saved login it began with, by name (export_script)
-        if worker.options.get("throttle"):
-            metadata["throttle"] = worker.options["throttle"]
+        # emulation and throttle: resume_session opens it the same way; login: the saved login it began
+        # with, by name (export_script).
+        for option in ("emulation", "login", "throttle"):
+            if worker.options.get(option):
+                metadata[option] = worker.options[option]
         self.history.session_opened(worker.session_id, created, metadata)
         log.info("session created", extra={"event": "session_created", "session": worker.session_id,
                                            "source": source})
@@ -227,7 +226,7 @@ class SessionRegistry:
         """The client a session belongs to, open or ended (from the history); None for the server's own."""
         with self._lock:
             record = self._sessions.get(session_id)
-        return record.owner if record is not None else self.history.session_owner(session_id)
+        return record.owner if record is not None else self.history.session_metadata(session_id).get("owner")
 
     def book(self, owner: str | None, session_id: str | None) -> Any:
         """The one secret book of a call (core/call.py's `Call.secrets`): its client's, else (the library, stdio)

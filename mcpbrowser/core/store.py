@@ -171,9 +171,8 @@ class Store:
             cause = FAULT_TEXT[self.backend.fault_code(exc)] if isinstance(exc, self.backend.errors) \
                 else exc.strerror or str(exc)
             raise RuntimeError(self.backend.cannot_open(cause, exc)) from None
-        self.restarted = 0
         try:
-            self.restarted = self._close_orphans(writer)
+            self._close_orphans(writer)
             self._prune(writer)
         except self.backend.errors as exc:
             self._faulted(exc)
@@ -229,8 +228,6 @@ class Store:
         two servers (or two threads) that read the same row both try, the database serialises the
         two statements on the row, and only the first still finds it as it was read.
         """
-        from mcpbrowser import errors
-
         item = _Swap(sql, params)
         if not self._closed:
             self._queue.put(item)
@@ -238,9 +235,7 @@ class Store:
             return item.done.result(timeout) if not self._closed else 0
         except Exception as exc:
             code = self.backend.fault_code(exc) if isinstance(exc, self.backend.errors) else "HISTORY_ERROR"
-            raise errors.HistoryUnavailable(
-                f"The history cannot decide this now: {FAULT_TEXT.get(code, FAULT_TEXT['HISTORY_ERROR'])} "
-                f"({self.label}).", details={"cause": code, "retryAfterMs": int(RETRY_S * 1000)}) from None
+            raise self._unavailable("decide this", code) from None
 
     def query(self, sql, params=(), flush=True):
         """Rows for a SELECT, after queued writes are committed (flush=False: without waiting for them)."""
@@ -255,10 +250,14 @@ class Store:
             code = self.backend.fault_code(exc)
             if self.backend.statement_error(exc):  # the statement's own: the caller's to fix
                 raise StoreError(code, True, str(exc)) from None
-            from mcpbrowser import errors
+            raise self._unavailable("be read", code) from None
 
-            raise errors.HistoryUnavailable(f"The history cannot be read now: {FAULT_TEXT[code]} ({self.label}).",
-                                            details={"cause": code, "retryAfterMs": int(RETRY_S * 1000)}) from None
+    def _unavailable(self, what, code):
+        """HISTORY_UNAVAILABLE (retryable) for a read or a decision the database cannot give now."""
+        from mcpbrowser.errors import HistoryUnavailable
+
+        return HistoryUnavailable(f"The history cannot {what} now: {FAULT_TEXT.get(code, FAULT_TEXT['HISTORY_ERROR'])} "
+                                  f"({self.label}).", details={"cause": code, "retryAfterMs": int(RETRY_S * 1000)})
 
     def seal(self, data):
         return seal(self._keys[0], data)
@@ -359,10 +358,8 @@ class Store:
                 break
             except backend.errors as exc:
                 if conn.in_transaction:
-                    try:
+                    with contextlib.suppress(*backend.errors):  # the transaction is gone with the failure
                         conn.execute("ROLLBACK")
-                    except backend.errors:
-                        pass  # the transaction is gone with the failure
                 if together and backend.statement_error(exc):
                     together = False
                 elif reopen and backend.fault_code(exc) == "HISTORY_UNREACHABLE":
@@ -383,10 +380,8 @@ class Store:
             conn.execute("COMMIT")
         except self.backend.errors as exc:
             if conn.in_transaction:
-                try:
+                with contextlib.suppress(*self.backend.errors):  # the transaction is gone with the failure
                     conn.execute("ROLLBACK")
-                except self.backend.errors:
-                    pass  # the transaction is gone with the failure
             item.done.set_exception(exc)
         else:
             item.done.set_result(changed)
@@ -505,7 +500,7 @@ class Store:
             "free": self.backend.free_text()})
 
     def _close_orphans(self, conn):
-        """Close the sessions whose server is gone (all but those of live instances); how many."""
+        """Close the sessions whose server is gone (all but those of live instances)."""
         rows = conn.execute("SELECT session_id, instance FROM sessions WHERE state = 'active'").fetchall()
         gone = [sid for sid, instance in rows if not (instance and self.alive(instance))]
         self.backend.sweep()
@@ -513,7 +508,6 @@ class Store:
             conn.execute(self.backend.BEGIN)
             conn.executemany(self.backend.CLOSE_ORPHAN, [(s,) for s in gone])
             conn.execute("COMMIT")
-        return len(gone)
 
     def _prune(self, conn):
         """Drop the oldest history past --retention-days or --db-max-mb, but never a live server's

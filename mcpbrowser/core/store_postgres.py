@@ -282,10 +282,8 @@ class Connection:
         except Exception as exc:
             error = _store_error(exc, self.url)
             if savepoint and error.statement and getattr(exc, "sqlstate", None):  # the savepoint was sent
-                try:
+                with contextlib.suppress(Exception):  # the connection is gone too: the next statement says so
                     self._conn.execute("ROLLBACK TO SAVEPOINT one")
-                except Exception:
-                    pass  # the connection is gone too: the next statement says so
             raise error from None
 
     def executemany(self, sql, rows):
@@ -294,10 +292,8 @@ class Connection:
 
     def close(self):
         if self._conn is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing a broken connection
                 self._conn.close()
-            except Exception:
-                pass  # closing a broken connection
 
 
 @functools.lru_cache(maxsize=512)

@@ -5,6 +5,7 @@ touches Playwright: it answers the stuck command, starts a fresh session thread
 from the session's last saved state, and kills the stuck thread's driver process.
 """
 
+import contextlib
 import os
 import signal
 import threading
@@ -84,20 +85,17 @@ class Watchdog:
             f"{what} was still running {budget:.0f} s after it started, far past its own timeout: the page "
             f"stopped responding, so its session thread was replaced. {goes_on}",
             session_id=session_id, details={**({"tool": tool} if tool else {}), "budgetSeconds": round(budget)})
-        try:
+        # It finished just now: the session still moves to the fresh thread.
+        with contextlib.suppress(InvalidStateError):
             if tool:  # the call ends in its Outcome here, as it would on its session thread
                 fut.set_result(answer.finish(call, error=timeout))
             else:
                 fut.set_exception(timeout)
-        except InvalidStateError:
-            pass  # it finished just now; the session still moves to the fresh thread
         new.start()
         old.stop(timeout)
         if old.driver_pid:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(old.driver_pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         log.error("command stuck: session thread replaced", extra={
             "event": "session_thread_replaced", "session": session_id, "tool": call.tool if call else None,
             "budget_s": round(budget), "driver_killed": bool(old.driver_pid)})

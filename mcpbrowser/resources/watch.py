@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from mcpbrowser.timers import KeyedTimers
+
 TICK_S = 0.1       # how often an idle subscribed session asks the browser for what it sent
 COALESCE_S = 0.25  # a resource's subscribers hear of it at most this often
 
@@ -39,12 +41,12 @@ class SessionWatch:
     def __init__(self, session_id: str, resources: dict[str, Any], events: Any, coalesce_s: float = COALESCE_S,
                  clock: Callable[[], float] = time.monotonic, timer_factory: Callable[..., Any] = threading.Timer):
         self.session_id = session_id
-        self._resources, self._coalesce_s, self._clock, self._timer = resources, coalesce_s, clock, timer_factory
+        self._resources, self._coalesce_s, self._clock = resources, coalesce_s, clock
         self._lock = threading.Lock()
         self._listeners: dict[str, dict[object, Listener]] = {}  # resource name -> {token: listener}
         self._told: dict[str, int] = {}        # resource name -> its position when last told (or subscribed)
         self._told_at: dict[str, float] = {}   # resource name -> when it was last told
-        self._timers: dict[str, Any] = {}      # resource name -> its pending trailing timer
+        self._timers = KeyedTimers(timer_factory, "watch")  # by resource name: its pending trailing timer
         self._events: Any = None
         self._attach(events)
 
@@ -83,10 +85,7 @@ class SessionWatch:
         events = self._events
         if events is not None and events.on_log == self.changed:
             events.on_log = None
-        with self._lock:
-            timers, self._timers = list(self._timers.values()), {}
-        for timer in timers:
-            timer.cancel()
+        self._timers.cancel_all()
 
     def changed(self, name: str) -> None:
         """An entry joined a log: tell its subscribers now, or when the coalescing window closes."""
@@ -100,10 +99,8 @@ class SessionWatch:
                 return
             wait = self._told_at.get(name, float("-inf")) + self._coalesce_s - now
             if wait > 0:
-                if name not in self._timers:
-                    timer = self._timers[name] = self._timer(wait, self._trailing, (name,))
-                    timer.daemon = True
-                    timer.start()
+                if name not in self._timers.pending():
+                    self._timers.schedule(name, wait, self._trailing)
                 return
             self._told[name], self._told_at[name] = position, now
             listeners = list(self._listeners[name].values())
@@ -112,8 +109,7 @@ class SessionWatch:
             listener.updated(uri)
 
     def _trailing(self, name: str) -> None:
-        with self._lock:
-            self._timers.pop(name, None)
+        self._timers.forget(name)
         self.changed(name)
 
     # -- SESSION THREAD ------------------------------------------------------------------

@@ -20,9 +20,6 @@ class ClientLogHandler(logging.Handler):
         super().__init__(logging.CRITICAL + 10)
         self.connection = connection
 
-    def set_client_level(self, level):
-        self.setLevel(MCP_LEVELS[level])
-
     def emit(self, record):
         owner = self.connection.owner
         if owner is not None:
@@ -54,5 +51,5 @@ class LogMethods:
 
     def _set_level(self, msg, caller):
         params = protocol.validated("SetLevelRequestParams", msg.params, msg.id)
-        self._handler.set_client_level(params.level)
+        self._handler.setLevel(MCP_LEVELS[params.level])
         return {}

@@ -242,7 +242,6 @@ class McpConnection:
         return {"protocolVersion": self.version, "capabilities": self.methods.capabilities(self.version),
                 "serverInfo": SERVER_INFO, "instructions": INSTRUCTIONS}
 
-
     def _discover(self, msg, caller):
         """server/discover: what a 2026-07-28 client needs instead of initialize (any era may ask)."""
         if not caller.modern:

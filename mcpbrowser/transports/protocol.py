@@ -58,7 +58,8 @@ class Message(NamedTuple):
     body: dict
 
 
-def _valid_id(value):
+def valid_request_id(value):
+    """Whether a request id (also one sent inside params: notifications/cancelled) could name one of ours."""
     # JSON-RPC allows numbers, but MCP forbids null ids; floats and bools are
     # refused because they compare equal to ints and would collide with them.
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
@@ -80,10 +81,10 @@ def parse(line):
     has_id = "id" in body
     if not has_id and "method" in body:
         return _notification(body)
-    request_id = body.get("id") if has_id and _valid_id(body.get("id")) else None
+    request_id = body.get("id") if has_id and valid_request_id(body.get("id")) else None
     if body.get("jsonrpc") != "2.0":
         raise ProtocolError(INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"', request_id)
-    if has_id and not _valid_id(body["id"]):
+    if has_id and not valid_request_id(body["id"]):
         raise ProtocolError(INVALID_REQUEST, "Invalid request: id must be a string or an integer")
     if "method" not in body:
         raise ProtocolError(INVALID_REQUEST, 'Invalid request: "method" is missing', request_id)
@@ -155,7 +156,7 @@ def oversized_request_id(head, tail):
         found = _TRAILING_ID.search(tail)
         if found is not None:
             request_id = json.loads(found.group(1))
-    return request_id if _valid_id(request_id) else None
+    return request_id if valid_request_id(request_id) else None
 
 
 def _notification(body):
@@ -168,11 +169,6 @@ def _notification(body):
     if body.get("jsonrpc") != "2.0" or not isinstance(method, str) or not isinstance(params, dict):
         return Message("malformed", None, method if isinstance(method, str) else None, {}, body)
     return Message("notification", None, method, params, body)
-
-
-def valid_request_id(value):
-    """Whether a request id sent inside params (notifications/cancelled) could name one of ours."""
-    return _valid_id(value)
 
 
 def negotiate(params, request_id):
