@@ -30,7 +30,7 @@ WALL_PROBE = """(keywords) => {
 WALL_FRAMES = 20  # frames probed at most (ads can bring dozens; a login widget is near the top)
 
 
-def loaded_title(state, count=False):
+def loaded_title(state, count=False, also=None):
     """The current tab's title, right after a page loaded.
 
     On Chromium it comes from the browser's own record of the tab (CDP
@@ -45,43 +45,80 @@ def loaded_title(state, count=False):
     a dialog). `count`: the call's page will be captured after the answer (its
     Response says so), and the history decides on the page's element count
     (snapshots.too_large): the title is read with the count, in one evaluation, so
-    the count costs no round trip of its own.
+    the count costs no round trip of its own. `also`: another read ((target, method,
+    kwargs): the tools the page offers) sent in the same round trip; then (title, its
+    answer, an exception for one that failed).
     """
-    tab = state.tab
+    tab, answer = state.tab, _NOT_SENT
+    title = None
     if state.chromium:
         if count and state.dialog is None:
-            title = _title_and_count(state, tab)
-            if title is not None:
-                return title
-        try:
-            history = tab.cdp().send("Page.getNavigationHistory")
-            return history["entries"][history["currentIndex"]]["title"]
-        except Exception as exc:
-            tab.cdp_session = None
-            log.debug("title through CDP failed", extra={"session": state.session_id, "error": str(exc)})
-    return tab.page.title() if state.dialog is None else ""
+            title, answer = _title_and_count(state, tab, also)
+        if title is None:
+            try:
+                history, read = _with(state, (tab.cdp(), "send", {"method": "Page.getNavigationHistory"}),
+                                      also if answer is _NOT_SENT else None)
+                answer = read if answer is _NOT_SENT else answer
+                title = history["entries"][history["currentIndex"]]["title"]
+            except Exception as exc:
+                tab.cdp_session = None
+                log.debug("title through CDP failed", extra={"session": state.session_id, "error": str(exc)})
+    if title is None:
+        title = tab.page.title() if state.dialog is None else ""
+    if also is None:
+        return title
+    if answer is _NOT_SENT:  # the title's round trip failed before it: the read goes alone
+        answer = _with(state, also, None)[0]
+    return title, answer
 
 
-def _title_and_count(state, tab):
-    """The title, with the element count that decides whether the history captures the page (left in
-    state.elements_counted: see snapshots.too_large) in the same round trip; None when the page did not
-    answer within COUNT_BEFORE_ANSWER_S (the count then NO_ANSWER) or the read failed."""
+_NOT_SENT = object()
+
+
+def _with(state, read, also, deadline_s=None):
+    """(read's answer, also's answer or an exception, or _NOT_SENT without also): one round trip for both. Raises
+    what the read raised; a read that did not answer in time (or behind a dialog) is TIMED_OUT (INTERRUPTED)."""
+    from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
+    from mcpbrowser.session.playwright_internals import Together
+
+    if also is None:
+        target, method, kwargs = read
+        if deadline_s is None:
+            return getattr(target, method)(**kwargs), _NOT_SENT
+        return state.act(target, method, deadline_s=deadline_s, **kwargs), _NOT_SENT
+    try:
+        answers = state.act(Together(read, also), "run", deadline_s=deadline_s)
+    except Exception as exc:
+        return exc, exc
+    if answers is TIMED_OUT or answers is INTERRUPTED:
+        return answers, _NOT_SENT
+    if isinstance(answers[0], Exception):
+        raise answers[0]
+    return answers[0], answers[1]
+
+
+def _title_and_count(state, tab, also):
+    """(the title, also's answer): the title with the element count that decides whether the history captures the
+    page (left in state.elements_counted: see snapshots.too_large) in the same round trip; the title None when
+    the page did not answer within COUNT_BEFORE_ANSWER_S (the count then NO_ANSWER) or the read failed."""
     from mcpbrowser.session.acting import COUNT_BEFORE_ANSWER_S, TIMED_OUT
 
     try:
-        answer = state.act(tab.cdp(), "send", deadline_s=COUNT_BEFORE_ANSWER_S,
-                           method="Runtime.evaluate", params={"expression": TITLE_AND_COUNT, "returnByValue": True})
+        answer, read = _with(state, (tab.cdp(), "send", {"method": "Runtime.evaluate", "params": {
+            "expression": TITLE_AND_COUNT, "returnByValue": True}}), also, deadline_s=COUNT_BEFORE_ANSWER_S)
+        if isinstance(answer, Exception):
+            raise answer
     except Exception as exc:  # navigating again, closed: the title through the tab's record
         tab.cdp_session = None
         log.debug("title and count failed", extra={"session": state.session_id, "error": str(exc)})
-        return None
+        return None, _NOT_SENT
     if answer is TIMED_OUT:
         state.elements_counted = NO_ANSWER
-        return None
+        return None, read
     if not isinstance(answer, dict) or "exceptionDetails" in answer:
-        return None
+        return None, read
     title, state.elements_counted = answer["result"]["value"]
-    return title
+    return title, read
 
 
 def element_count(state, deadline_s=None):

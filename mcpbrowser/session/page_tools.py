@@ -73,14 +73,19 @@ def found(state: Any, timeout_ms: int) -> tuple[list[tuple[dict[str, Any], str |
     return out, left_out
 
 
-def announced(state: Any, timeout_ms: int) -> str | None:
-    """`name(arg, arg?), …` of the tools the page itself (its main frame) offers now; None when it offers none, or
-    the browser runs no page tools. Its frames' tools are page_tools' list's to show, with their origins."""
+def offered_read(state: Any, timeout_ms: int) -> tuple[Any, str, dict[str, Any]] | None:
+    """The read ((target, method, kwargs)) of the tools the page itself (its main frame) offers now, for a load to
+    send with its title's (page_reading.loaded_title: one round trip); None when the browser runs no page tools.
+    Its frames' tools are page_tools' list's to show, with their origins."""
     if not (state.config.webmcp and state.chromium) or state.dialog is not None:  # a dialog holds the page's script
         return None
-    try:
-        registered = state.tab.page.main_frame.webmcp.tools(timeout=timeout_ms)
-    except Exception:  # a remote browser without WebMCP, a page that is not a secure context, one gone meanwhile
+    return state.tab.page.main_frame.webmcp, "tools", {"timeout": timeout_ms}
+
+
+def announced(registered: Any) -> str | None:
+    """`name(arg, arg?), …` of the tools a load's read found (offered_read); None when it offers none, or the read
+    failed (a remote browser without WebMCP, a page that is not a secure context, one gone meanwhile)."""
+    if not isinstance(registered, list):
         return None
     shown = [signature for signature in map(_signature, registered[:ANNOUNCED]) if signature is not None]
     if not shown:

@@ -18,9 +18,10 @@ def take_coroutine(target, method, kwargs):
     target._sync = captured.append
     try:
         direct = getattr(target, method)(**kwargs)
-    except AssertionError:
+    except (AssertionError, TypeError):
         # Some wrappers map their result with from_impl, which asserts there is one
-        # (BrowserContext.storage_state): it fails only after handing the coroutine over.
+        # (BrowserContext.storage_state), or iterates it (WebMCP.tools: from_impl_list):
+        # it fails only after handing the coroutine over.
         if not captured:
             raise
         direct = None

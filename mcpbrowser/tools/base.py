@@ -130,13 +130,16 @@ class CoreTool(Tool):
     needs_session: ClassVar[bool] = False
 
 
-def page_result(state, loaded=None, count=False):
+def page_result(state, loaded=None, count=False, also=None):
     """{success, title, url, status} for tools that load a page; `loaded`: Playwright's HTTP response, if any;
-    `count`: read the page's element count with the title (the call's page is captured after: Response)."""
-    title = page_reading.loaded_title(state, count)
+    `count`: read the page's element count with the title (the call's page is captured after: Response).
+    `also`: a read ((target, method, kwargs)) sent with the title's: then (result, its answer or exception)."""
+    title, answer = page_reading.loaded_title(state, count, also) if also is not None else \
+        (page_reading.loaded_title(state, count), None)
     state.remember_page(title)
-    return {"success": True, "title": title, "url": state.tab.page.url,
-            "status": loaded.status if loaded is not None else None}
+    result = {"success": True, "title": title, "url": state.tab.page.url,
+              "status": loaded.status if loaded is not None else None}
+    return result if also is None else (result, answer)
 
 
 PAGE_RESULT = {

@@ -110,8 +110,11 @@ def _navigate(state, url, args, response):
 def _loaded(state, loaded, response):
     """page_result, and the tools the page offers of its own (WebMCP) when it offers some: the agent learns of
     them with no call, and its client may call page_tools from now on (the session's worker turns it on)."""
-    result = page_result(state, loaded, response.stores_after)
-    offered = page_tools.announced(state, PAGE_TOOLS_MS)
+    read = page_tools.offered_read(state, PAGE_TOOLS_MS)
+    if read is None:  # the browser runs no page tools, or a dialog holds the page's script
+        return page_result(state, loaded, response.stores_after)
+    result, registered = page_result(state, loaded, response.stores_after, read)  # one round trip with the title
+    offered = page_tools.announced(registered)
     if offered is not None:
         result["pageTools"] = offered
         state.worker.page_offers_tools(response.caller)
