@@ -58,18 +58,18 @@ navigation grows them into its tools/list as webmcp_*), search, add to the cart,
 the pickup code the page shows. @playwright/mcp runs with a --config that launches Chromium with
 --enable-features=WebMCP: its WebMCP is on by default, but without the feature it finds no tools.
 
-@playwright/mcp is installed from npm into a temporary folder and run with
---headless --isolated on the same Chromium. It has one browser context per
-server, so its second session is a second server. Characters are those of the
-tools' text content (what a client hands its model); images are counted in
-bytes. The model-visible tools/list (names, descriptions, input schemas) is
-counted beside the answers, and "all in" is both, the list counted once, as it stands before the
-first call. A model reads the list on every turn, and in the webmcp task it grows (ours after
-enable_tools, theirs after the page's tools arrive), so every task also reads tools/list before
-every call (those reads are not counted as calls nor in a step's ms; the wall time holds them) and reports the sum,
-tools_list_turns_chars, and all_in_turns_chars, the answers plus that sum: what a model reads
-over the whole task, the figure issue 74's target (0.4x) is held to. Speed is measured, not
-asserted; the test suite runs this script on a tiny local site (--site), on
+@playwright/mcp is installed from npm into a temporary folder and run with --headless --isolated on
+the same Chromium. It has one browser context per server, so its second session is a second server.
+Characters are those of the tools' text content (what a client hands its model); images are counted
+in bytes. The model-visible tools/list (names, descriptions, input schemas) is counted beside the
+answers, and "all in" is both, the list counted once, as it stands before the first call. A model
+reads the list on every turn, and in the webmcp task it grows (ours after enable_tools, theirs after
+the page's tools arrive), so every task also reads tools/list before every call (those reads are not
+counted as calls nor in a step's ms; the wall time holds them) and reports the sum,
+tools_list_turns_chars, and all_in_turns_chars, the answers plus that sum: what a model reads over
+the whole task, the figure issue 74's target (0.4x) is held to. The server's instructions
+(initialize), which a client may hand its model too, are reported beside them and counted in none.
+Speed is measured, not asserted; the test suite runs this script on a tiny local site (--site), on
 Django's admin and on the webmcp task (ours only) so that it cannot rot.
 
     .venv/bin/python scripts/agent_bench.py [--task docs|admin|spa|tracker|notebook|data|webmcp|all] [--json]
@@ -1480,7 +1480,10 @@ async def measure(params_pair, task_fn, base, task, steps=STEPS):
         for params in params_pair:
             read, write = await stack.enter_async_context(stdio_client(params, errlog=open(os.devnull, "w")))
             session = await stack.enter_async_context(ClientSession(read, write))
-            await session.initialize()
+            if not sessions:  # the server's instructions: a client may put them before the model too
+                meter.instructions_chars = len((await session.initialize()).instructions or "")
+            else:
+                await session.initialize()
             sessions.append(session)
         listed = await sessions[0].list_tools()
         # What a client hands its model on every turn (model_list_chars). The whole JSON (titles,
@@ -1505,7 +1508,7 @@ def totals(meter):
            "calls": sum(r["calls"] for r in rows), "ms": round(meter.wall_ms) if meter.wall_ms else None,
            "all_ok": meter.error is None, "tools_list_chars": meter.tools_list_chars,
            "tools_list_json_chars": meter.tools_list_json_chars, "all_in_chars": chars + meter.tools_list_chars,
-           "tools_list_turns_chars": sum(meter.turn_lists)}
+           "tools_list_turns_chars": sum(meter.turn_lists), "instructions_chars": meter.instructions_chars}
     out["all_in_turns_chars"] = chars + out["tools_list_turns_chars"]
     return out
 
@@ -1701,7 +1704,8 @@ def report(results):
             t = result[side]["total"]
             print(f"{side}: image bytes {t['image_bytes']}, tools/list {t['tools_list_chars']} characters as a "
                   f"model reads it ({t['tools_list_json_chars']} as JSON), all in {t['all_in_chars']}; "
-                  f"tools/list at every call {t['tools_list_turns_chars']}, all in so {t['all_in_turns_chars']}"
+                  f"tools/list at every call {t['tools_list_turns_chars']}, all in so {t['all_in_turns_chars']}; "
+                  f"initialize's instructions {t['instructions_chars']} (counted in none of these)"
                   + (f", FAILED at {result[side]['error']}" if result[side]["error"] else ""))
         if "ratios" in result:
             print("ours/theirs:", ", ".join(f"{k} {v}" for k, v in result["ratios"].items()))

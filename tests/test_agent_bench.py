@@ -80,6 +80,7 @@ def test_every_intention_runs_through_mcpbrowser(docs_task):
     steps = ours["steps"]
     assert all(step["ok"] and step["calls"] >= 1 and step["chars"] > 0 for step in steps.values()), steps
     assert steps["shot"]["image_bytes"] > 1000 and ours["total"]["tools_list_chars"] > 1000
+    assert 100 < ours["total"]["instructions_chars"] < ours["total"]["tools_list_chars"]
     assert ours["total"]["calls"] == sum(step["calls"] for step in steps.values())
 
 
