@@ -15,11 +15,11 @@ from mcpbrowser import schema
 from mcpbrowser.session import page_reading
 
 # Shared by most tools, so every word here is paid for many times in tools/list: what a
-# selector may be and where refs come from is said once, in snapshot's and click's descriptions.
+# selector may be and where refs come from is said once, in click's description (and the instructions).
 # A description says only what the tool's name and its arguments' names do not ("Click an element"
 # on click, "Screenshot of" on screenshot, "Wait until" on wait_for said their name again), nor
 # what an answer names itself (list_sessions' other servers come as "elsewhere"): a model reads
-# the default list on every turn, and those words cost it 227 characters a turn (issue 74).
+# the default list on every turn (each cut of issue 74 measured: docs/performance.md).
 SESSION_ID = {"type": "string", "minLength": 1}
 SELECTOR = {"type": "string", "minLength": 1}
 REF = {"type": "string", "minLength": 1}
