@@ -58,18 +58,19 @@ joins its tools/list; theirs grows them into its tools/list as webmcp_*), search
 the pickup code the page shows. @playwright/mcp runs with a --config that launches Chromium with
 --enable-features=WebMCP: its WebMCP is on by default, but without the feature it finds no tools.
 
-@playwright/mcp is installed from npm into a temporary folder and run with
---headless --isolated on the same Chromium. It has one browser context per
-server, so its second session is a second server. Characters are those of the
-tools' text content (what a client hands its model); images are counted in
-bytes. The model-visible tools/list (names, descriptions, input schemas) is
-counted beside the answers, and "all in" is both. That counts the list once, as it stands
-before the first call; a model reads it on every turn, and in the webmcp task it grows (ours by
-page_tools, theirs by the page's tools, once the page that offers them loaded), so that task
-also reads tools/list before every call (those reads are not counted as calls) and reports the
-sum, tools_list_turns_chars,
-and all_in_turns_chars, the answers plus that sum. Speed is measured, not
-asserted; the test suite runs this script on a tiny local site (--site), on
+@playwright/mcp is installed from npm into a temporary folder and run with --headless --isolated on
+the same Chromium. It has one browser context per server, so its second session is a second server.
+Characters are those of the tools' text content (what a client hands its model); images are counted
+in bytes. The model-visible tools/list (names, descriptions, input schemas) is counted beside the
+answers, and "all in" is both, the list counted once, as it stands before the first call. A model
+reads the list on every turn, and in the webmcp task it grows (ours once a load found the page's
+tools, which turns page_tools on; theirs after the page's tools arrive), so every task also reads
+tools/list before every call (those reads are not counted as calls nor in a step's ms; the wall
+time holds them) and reports the sum,
+tools_list_turns_chars, and all_in_turns_chars, the answers plus that sum: what a model reads over
+the whole task, the figure issue 74's target (0.4x) is held to. The server's instructions
+(initialize), which a client may hand its model too, are reported beside them and counted in none.
+Speed is measured, not asserted; the test suite runs this script on a tiny local site (--site), on
 Django's admin and on the webmcp task (ours only) so that it cannot rot.
 
     .venv/bin/python scripts/agent_bench.py [--task docs|admin|spa|tracker|notebook|data|webmcp|all] [--json]
@@ -135,8 +136,9 @@ NO_NOTEBOOK = 7  # exit code: JupyterLab (the notebook task's application) could
 NO_DATA = 8  # exit code: SQLAdmin (the data task's application) could not be installed
 STEPS = ("open", "look", "follow", "search", "results", "open_hit", "read", "shot", "back", "logs", "second")
 SHOW = os.environ.get("AGENT_BENCH_SHOW") == "1"  # print every answer to stderr, to see what costs
-# ours/theirs at most: the answers, the tool list a model reads, and both together; calls: at most theirs
-TARGETS = {"chars": 0.5, "tools_list_chars": 0.5, "all_in_chars": 0.5}
+# ours/theirs at most: the answers, the tool list a model reads, and both together, with the list once and
+# at every turn (issue 74's 0.4x); calls: at most theirs
+TARGETS = {"chars": 0.5, "tools_list_chars": 0.5, "all_in_chars": 0.4, "all_in_turns_chars": 0.4}
 
 
 class StepFailed(Exception):
@@ -146,15 +148,13 @@ class StepFailed(Exception):
 class Meter:
     """Counts what one server's answers cost, per step."""
 
-    def __init__(self, steps=STEPS, per_turn=False):
+    def __init__(self, steps=STEPS):
         self.steps = {name: {"chars": 0, "image_bytes": 0, "calls": 0, "ms": 0.0, "ok": False} for name in steps}
         self.step = None
-        self.per_turn = per_turn  # read tools/list before every call, as it stands at that turn (uncounted calls)
-        self.turn_lists: list[int] = []
+        self.turn_lists: list[int] = []  # tools/list before every call, as it stands at that turn (uncounted calls)
 
     async def call(self, session, tool, args, step=None):
-        if self.per_turn:
-            self.turn_lists.append(model_list_chars(await session.list_tools()))
+        self.turn_lists.append(model_list_chars(await session.list_tools()))
         started = time.perf_counter()
         result = await session.call_tool(tool, args)
         row = self.steps[step or self.step]
@@ -470,8 +470,8 @@ async def theirs_admin(meter, sessions, base, task):
     async def find(pattern):
         return await m(s, "browser_find", {"regex": f"/{pattern}/i"})
 
-    async def click(text, name):
-        return await m(s, "browser_click", {"element": name, "target": ref_of(text, name)})
+    async def click(text, name, role=""):
+        return await m(s, "browser_click", {"element": name, "target": ref_of(text, name, role)})
 
     meter.step = "login"
     await m(s, "browser_navigate", {"url": base + "/admin/"})
@@ -484,7 +484,8 @@ async def theirs_admin(meter, sessions, base, task):
 
     meter.step = "find"
     users = await find("Users")
-    await click(users, '"Users"')
+    # The link: 0.0.86's browser_find shows its row's rowheader "Users" first, and a click on that cell misses it.
+    await click(users, '"Users"', "link")
     search = await find("Search")
     await m(s, "browser_type", {"element": "Search", "target": ref_of(search, "Search", "textbox"), "text": "user17",
                                 "submit": True})
@@ -521,7 +522,7 @@ async def theirs_admin(meter, sessions, base, task):
 
     meter.step = "count"  # the whole list (the search is still on), then its staff filter
     users = await find("Users")
-    await click(users, '"Users"')
+    await click(users, '"Users"', "link")
     yes = await find("Yes")
     await m(s, "browser_click", {"element": "Yes", "target": ref_of(yes, "is_staff__exact=1", before=True)})
     counted = await find("result|users")
@@ -541,7 +542,7 @@ async def theirs_admin(meter, sessions, base, task):
 
     meter.step = "delete"
     users = await find("Users")
-    await click(users, '"Users"')
+    await click(users, '"Users"', "link")
     rows = await find(f"{DELETED}|Action:|Go")
     await m(s, "browser_fill_form", {"fields": [
         {"name": DELETED, "type": "checkbox", "target": ref_of(rows, f"action - {DELETED}", "checkbox"),
@@ -1476,14 +1477,17 @@ def serve(site):
     return server, f"http://127.0.0.1:{server.server_port}/"
 
 
-async def measure(params_pair, task_fn, base, task, steps=STEPS, per_turn=False):
-    meter = Meter(steps, per_turn)
+async def measure(params_pair, task_fn, base, task, steps=STEPS):
+    meter = Meter(steps)
     async with AsyncExitStack() as stack:
         sessions = []
         for params in params_pair:
             read, write = await stack.enter_async_context(stdio_client(params, errlog=open(os.devnull, "w")))
             session = await stack.enter_async_context(ClientSession(read, write))
-            await session.initialize()
+            if not sessions:  # the server's instructions: a client may put them before the model too
+                meter.instructions_chars = len((await session.initialize()).instructions or "")
+            else:
+                await session.initialize()
             sessions.append(session)
         listed = await sessions[0].list_tools()
         # What a client hands its model on every turn (model_list_chars). The whole JSON (titles,
@@ -1507,10 +1511,9 @@ def totals(meter):
     out = {"chars": chars, "image_bytes": sum(r["image_bytes"] for r in rows),
            "calls": sum(r["calls"] for r in rows), "ms": round(meter.wall_ms) if meter.wall_ms else None,
            "all_ok": meter.error is None, "tools_list_chars": meter.tools_list_chars,
-           "tools_list_json_chars": meter.tools_list_json_chars, "all_in_chars": chars + meter.tools_list_chars}
-    if meter.per_turn:
-        out["tools_list_turns_chars"] = sum(meter.turn_lists)
-        out["all_in_turns_chars"] = chars + out["tools_list_turns_chars"]
+           "tools_list_json_chars": meter.tools_list_json_chars, "all_in_chars": chars + meter.tools_list_chars,
+           "tools_list_turns_chars": sum(meter.turn_lists), "instructions_chars": meter.instructions_chars}
+    out["all_in_turns_chars"] = chars + out["tools_list_turns_chars"]
     return out
 
 
@@ -1523,7 +1526,7 @@ def compare(result):
     ot, tt = result["ours"]["total"], result["theirs"]["total"]
     result["ratios"] = {k: ratio(ot[k], tt[k]) for k in (
         "chars", "tools_list_chars", "all_in_chars", "tools_list_turns_chars", "all_in_turns_chars", "image_bytes",
-        "calls", "ms") if k in ot}
+        "calls", "ms")}
     result["targets_met"] = {
         **{k: result["ratios"][k] is not None and result["ratios"][k] <= limit for k, limit in TARGETS.items()},
         "calls": ot["calls"] <= tt["calls"], "all_ok": ot["all_ok"] and tt["all_ok"]}
@@ -1669,7 +1672,7 @@ def main():
                     params = [pwmcp_webmcp_params(cli, executable, temp)]
                 with WebMcpSite.serve() as (base, shop):  # each server on a fresh shop
                     fn = ours_webmcp if side == "ours" else theirs_webmcp
-                    meter = asyncio.run(measure(params, fn, base, {"shop": shop}, WEBMCP_STEPS, per_turn=True))
+                    meter = asyncio.run(measure(params, fn, base, {"shop": shop}, WEBMCP_STEPS))
                 result[side] = {"steps": meter.steps, "total": totals(meter), "error": meter.error}
         for result in results["tasks"].values():
             if "theirs" in result:
@@ -1704,9 +1707,9 @@ def report(results):
         for side in sides:
             t = result[side]["total"]
             print(f"{side}: image bytes {t['image_bytes']}, tools/list {t['tools_list_chars']} characters as a "
-                  f"model reads it ({t['tools_list_json_chars']} as JSON), all in {t['all_in_chars']}"
-                  + (f"; tools/list at every call {t['tools_list_turns_chars']}, all in so {t['all_in_turns_chars']}"
-                     if "tools_list_turns_chars" in t else "")
+                  f"model reads it ({t['tools_list_json_chars']} as JSON), all in {t['all_in_chars']}; "
+                  f"tools/list at every call {t['tools_list_turns_chars']}, all in so {t['all_in_turns_chars']}; "
+                  f"initialize's instructions {t['instructions_chars']} (counted in none of these)"
                   + (f", FAILED at {result[side]['error']}" if result[side]["error"] else ""))
         if "ratios" in result:
             print("ours/theirs:", ", ".join(f"{k} {v}" for k, v in result["ratios"].items()))

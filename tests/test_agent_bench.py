@@ -80,6 +80,7 @@ def test_every_intention_runs_through_mcpbrowser(docs_task):
     steps = ours["steps"]
     assert all(step["ok"] and step["calls"] >= 1 and step["chars"] > 0 for step in steps.values()), steps
     assert steps["shot"]["image_bytes"] > 1000 and ours["total"]["tools_list_chars"] > 1000
+    assert 100 < ours["total"]["instructions_chars"] < ours["total"]["tools_list_chars"]
     assert ours["total"]["calls"] == sum(step["calls"] for step in steps.values())
 
 
@@ -90,10 +91,13 @@ def test_both_servers_and_their_ratios(docs_task):
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads(done.stdout)["tasks"]["docs"]
     assert results["theirs"]["error"] is None and results["theirs"]["total"]["all_ok"] is True
-    assert set(results["ratios"]) == {"chars", "tools_list_chars", "all_in_chars", "image_bytes", "calls", "ms"}
+    assert set(results["ratios"]) == {"chars", "tools_list_chars", "all_in_chars", "tools_list_turns_chars",
+                                      "all_in_turns_chars", "image_bytes", "calls", "ms"}
     for side in ("ours", "theirs"):
         total = results[side]["total"]
         assert total["all_in_chars"] == total["chars"] + total["tools_list_chars"]
+        assert total["tools_list_turns_chars"] == total["tools_list_chars"] * total["calls"]  # a list that stays
+        assert total["all_in_turns_chars"] == total["chars"] + total["tools_list_turns_chars"]
         assert 1000 < total["tools_list_chars"] < total["tools_list_json_chars"]
     assert results["ratios"]["chars"] == round(results["ours"]["total"]["chars"]
                                                / results["theirs"]["total"]["chars"], 2)

@@ -76,6 +76,31 @@ def test_new_groups_leave_the_default_list_no_longer():
     assert model_visible([t.describe(False, on) for t in listed]) <= DEFAULT_CHARS_BEFORE_NEW_GROUPS
 
 
+# The default list after issue 74's cuts (words a tool's name or an answer already says, the
+# timeouts' "ms" said once in the instructions): measured, 9,162 before.
+DEFAULT_CHARS_AFTER_CUTS = 8_648  # 8,640 after issue 74's cuts; +8: enable_tools names the webmcp group
+
+
+def test_the_cut_default_list_still_teaches_the_cheap_reads_and_the_timeouts_unit():
+    """A model that reads only the default list still finds the regex query, the section read, refs and
+    selectors, get_content's search; the timeouts' unit is said once, in the instructions, and no tool's
+    published timeout repeats it."""
+    from mcpbrowser.transports.mcp_connection import INSTRUCTIONS
+    config = Config(db=":memory:")
+    groups = ToolGroups(config, {t.name: t for t in tools.ALL if t.enabled(config)})
+    listed, on = groups.listed(None)
+    shown = {t.name: t.describe(False, on) for t in listed}
+    assert model_visible(list(shown.values())) <= DEFAULT_CHARS_AFTER_CUTS
+    said = {name: t["description"] for name, t in shown.items()}
+    assert "query (regex" in said["snapshot"] and "section (a heading or landmark" in said["snapshot"]
+    assert "ref from snapshot" in said["click"] and "XPath" in said["click"]
+    assert "search_for" in said["get_content"] and "secret" in said["type"]
+    timeouts = [t["inputSchema"]["properties"]["timeout"] for t in shown.values()
+                if "timeout" in t["inputSchema"]["properties"]]
+    assert len(timeouts) >= 10 and all(t == {"type": "integer"} for t in timeouts)
+    assert "Every timeout is in ms." in INSTRUCTIONS
+
+
 def test_published_schemas_leave_out_only_what_the_server_still_enforces():
     def keys(node, path=""):
         if isinstance(node, dict):

@@ -18,7 +18,9 @@ from mcpbrowser.session.snapshots import HUGE_ELEMENTS
 from mcpbrowser.snapshot_text import REF
 from mcpbrowser.tools.base import CoreTool
 
-REF_ID = schema.string("From an earlier answer.", minLength=1)
+# No description: its name is the answers' refId, and initialize's instructions say where it comes from
+# ("Answers carry a refId: get_content with it as ref_id"); "From an earlier answer." cost 42 a turn.
+REF_ID = {"type": "string", "minLength": 1}
 SEARCH_CONTEXT = 2  # lines kept around each match
 ELEMENT_REF = re.compile(r"(f\d+)?e\d+")  # a snapshot's ref, near in name to a call's refId
 

@@ -191,7 +191,7 @@ TOOLS = [
     CoreTool(
         name="create_session",
         title="Create browser session",
-        description="Open an isolated browser session (own cookies and storage); url: load it at once.",
+        description="An isolated browser session; url: load it.",
         input_schema=schema.obj({
             "allowedDomains": {"type": "array", "items": {"type": "string", "minLength": 1},
                                "description": "Narrows the server's (*.example.com: subdomains)."},
@@ -214,7 +214,7 @@ TOOLS = [
     CoreTool(
         name="resume_session",
         title="Resume browser session",
-        description="Reopen a closed, expired or lost session with its cookies, storage and last URL.",
+        description="Reopen a closed, expired or lost session: cookies, storage, last URL.",
         input_schema=session_schema(),
         handler=resume_session,
         shows_expiry=True,
@@ -249,7 +249,7 @@ TOOLS = [
     CoreTool(
         name="close_session",
         title="Close browser session",
-        description="Close a session, discarding its pages, cookies and storage.",
+        description="Discards the session's pages, cookies and storage.",
         input_schema=session_schema(),
         handler=close_session,
         destructive=True,
@@ -259,7 +259,7 @@ TOOLS = [
     CoreTool(
         name="list_sessions",
         title="List browser sessions",
-        description="Open sessions: URL, title, expiry (on a shared history, other servers' too).",
+        description="Open sessions: URL, title, expiry.",
         input_schema=schema.obj({}),
         handler=list_sessions,
         read_only=True,

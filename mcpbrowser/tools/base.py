@@ -15,14 +15,20 @@ from mcpbrowser import schema
 from mcpbrowser.session import page_reading
 
 # Shared by most tools, so every word here is paid for many times in tools/list: what a
-# selector may be and where refs come from is said once, in snapshot's and click's descriptions.
+# selector may be and where refs come from is said once, in click's description (and the instructions).
+# A description says only what the tool's name and its arguments' names do not ("Click an element"
+# on click, "Screenshot of" on screenshot, "Wait until" on wait_for said their name again), nor
+# what an answer names itself (list_sessions' other servers come as "elsewhere"): a model reads
+# the default list on every turn (each cut of issue 74 measured: docs/performance.md).
 SESSION_ID = {"type": "string", "minLength": 1}
 SELECTOR = {"type": "string", "minLength": 1}
 REF = {"type": "string", "minLength": 1}
 TARGET = {"selector": SELECTOR, "ref": REF}
 WAIT_UNTIL = {"type": "string", "enum": ["load", "domcontentloaded", "networkidle", "commit"]}  # load first
 # Not 0: Playwright reads it as "no timeout", a wait without end until the watchdog replaces the thread.
-TIMEOUT = schema.integer("ms", minimum=1, maximum=600_000)
+# Its unit is said once, in initialize's instructions ("Every timeout is in ms"), not in each of the ten
+# default tools that take one: "ms" as their description cost every turn 210 characters (issue 74).
+TIMEOUT = schema.integer(None, minimum=1, maximum=600_000)
 SUCCESS_MESSAGE = {
     "type": "object",
     "properties": {"success": {"type": "boolean"}, "message": {"type": "string"}},

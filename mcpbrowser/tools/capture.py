@@ -381,10 +381,11 @@ TOOLS = [
         name="snapshot",
         text_field="snapshot",
         title="Accessibility snapshot",
-        description="The page (or an element) as a YAML accessibility tree; [ref=e12] marks targets for "
-                    "element tools. Cheaper: query (regex, any case; Name|^Save$: each term's matches, one "
-                    "call), section (a heading or landmark, by name or ref: what it titles), compact (headings, "
-                    "landmarks, controls), depth. get_content(refId) reads it whole later.",
+        # Where refs come from is click's description and the instructions' ("Act on its [ref=e12]
+        # marks"); a third time here cost 43 characters a turn (issue 74).
+        description="The page (or an element) as a YAML accessibility tree. Cheaper: query (regex, any case; "
+                    "Name|^Save$: each term's matches, one call), section (a heading or landmark, by name or "
+                    "ref: what it titles), compact (headings, landmarks, controls), depth.",
         input_schema=session_schema({
             **TARGET,
             "query": {"type": "string", "minLength": 1},
@@ -424,7 +425,7 @@ TOOLS = [
     SessionTool(
         name="screenshot",
         title="Screenshot",
-        description="Screenshot of the viewport, the full page, or one element.",
+        description="The viewport, the full page, or one element.",
         input_schema=session_schema({
             **TARGET,
             "format": {"type": "string", "enum": ["png", "jpeg"]},

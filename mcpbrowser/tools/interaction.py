@@ -473,8 +473,8 @@ TOOLS = [
     SessionTool(
         name="click",
         title="Click element",
-        description="Click an element. Element tools take a ref from snapshot, or a selector: CSS, "
-                    "text=..., role=..., or XPath (//...); the first match.",
+        description="Element tools take a ref from snapshot, or a selector: CSS, text=..., role=..., or "
+                    "XPath (//...); the first match.",
         input_schema=session_schema({
             **TARGET,
             "timeout": TIMEOUT,
@@ -489,8 +489,8 @@ TOOLS = [
     SessionTool(
         name="type",
         title="Type text",
-        description="Type into a field, replacing its content (clear: false appends); submit: press Enter "
-                    "after. Password, card and one-time-code fields and secret text are never stored or shown.",
+        description="Replaces a field's text (clear: false appends); submit: press Enter after. Text for "
+                    "password, card or one-time-code fields, or with secret, is never stored or shown.",
         input_schema=session_schema({
             **TARGET,
             "text": {"type": "string"},
@@ -509,7 +509,7 @@ TOOLS = [
     SessionTool(
         name="select",
         title="Select option",
-        description="Choose options of a <select> by values or by labels.",
+        description="Options of a <select>, by values or labels.",
         input_schema=session_schema({
             **TARGET,
             "values": {"type": "array", "items": {"type": "string"}},
@@ -567,7 +567,7 @@ TOOLS = [
     SessionTool(
         name="fill_form",
         title="Fill form",
-        description="Fill fields in order, each by ref or selector: text, checkbox/radio (true/false), "
+        description="Fields in order, each by ref or selector: text, checkbox/radio (true/false), "
                     "select (value or label). Values are never stored.",
         input_schema=session_schema({
             "fields": {"type": "array", "minItems": 1,

@@ -364,7 +364,7 @@ TOOLS = [
     SessionTool(
         name="tabs",
         title="List, select or close tabs",
-        description="List (the first 10), select (make current) or close the session's tabs, popups included.",
+        description="List (first 10), select (make current) or close tabs, popups included.",
         input_schema=session_schema({
             "action": schema.string("Default list.", enum=["list", "select", "close"]),
             "index": schema.integer("Default: the current tab.", minimum=0),
@@ -414,8 +414,8 @@ TOOLS = [
     SessionTool(
         name="wait_for",
         title="Wait for element or text",
-        description="Wait until an element reaches state (default visible), text shows or goes, the URL "
-                    "contains url (or matches it as a glob), the network is idle, or a new download ends.",
+        description="Until an element's state (default visible), text shows, textGone goes, the URL "
+                    "contains url (or matches it as a glob), networkIdle, or a new download ends.",
         input_schema=session_schema({
             **TARGET,
             "state": {"type": "string", "enum": ["attached", "detached", "visible", "hidden"]},

@@ -51,9 +51,10 @@ INSTRUCTIONS = (
     "each session has its own cookies and storage. Read only what you need: snapshot with query "
     "(a regex; each match comes with its table row, its list or the heading above it) or section "
     "(what a heading or landmark titles) before a whole snapshot. Act on its [ref=e12] marks "
-    "(ref), or on CSS or XPath selectors; fill_form fills a whole form in one call. Answers carry a "
-    "refId: get_content with it as ref_id (and search_for) reads more of that page later. Close sessions you no "
-    "longer need with close_session. Failed calls return isError with a JSON {errorCode, message}."
+    "(ref), or on CSS or XPath selectors; fill_form fills a whole form in one call. Every timeout is in "
+    "ms. Answers carry a refId: get_content with it as ref_id (and search_for) reads more of that page "
+    "later. Close sessions you no longer need with close_session. Failed calls return isError with a "
+    "JSON {errorCode, message}."
 )
 
 SERVER_INFO = {"name": "mcpbrowser", "title": "mcpbrowser", "version": __version__}
