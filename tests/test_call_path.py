@@ -96,6 +96,9 @@ class Registry:
     def book(self, owner, session_id):
         return ()
 
+    def open_ids(self, owner):
+        return []
+
     def renewed(self, session_id):
         raise SessionNotFound(session_id=session_id)
 

@@ -466,3 +466,40 @@ def test_the_instructions_name_only_tools_and_parameters_that_exist():
     for parameter in ("query", "section", "ref", "sessionId", "ref_id", "search_for"):
         assert parameter in INSTRUCTIONS
         assert any(parameter in props for props in tools.values()), parameter
+
+
+def test_a_call_that_names_no_session_acts_on_its_clients_one_session_and_no_one_elses(core):
+    """tools/list does not ask for sessionId; a session tool's call without it acts on its client's one open session
+    (the request row says so), and with none or several open it is refused, saying which (core/dispatch.py)."""
+    clients = {}
+    for owner in ("ann", "bob"):
+        connection, wire = connect(core, owner=owner)
+        request(connection, wire, 1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                    "clientInfo": {"name": owner, "version": "1"}})
+        clients[owner] = connection, wire
+
+    def call(owner, request_id, name, args):
+        connection, wire = clients[owner]
+        answer = request(connection, wire, request_id, "tools/call", {"name": name, "arguments": args})["result"]
+        return answer["isError"], json.loads(answer["content"][0]["text"])
+
+    listed = request(*clients["ann"], 2, "tools/list")["result"]["tools"]
+    snapshot = next(t for t in listed if t["name"] == "snapshot")
+    assert "sessionId" in snapshot["inputSchema"]["properties"]
+    assert "sessionId" not in snapshot["inputSchema"].get("required", [])
+    close = next(t for t in listed if t["name"] == "close_session")  # a core tool still names its session
+    assert close["inputSchema"]["required"] == ["sessionId"]
+    failed, error = call("ann", 3, "console_logs", {})
+    assert failed and "no session is open" in error["message"] and "create_session" in error["message"]
+    sessions = {owner: call(owner, 4, "create_session", {})[1]["sessionId"] for owner in ("ann", "bob")}
+    failed, logs = call("ann", 5, "console_logs", {})
+    assert not failed, logs
+    rows = core.timeline(sessions["ann"])
+    assert [row["refId"] for row in rows if row["tool"] == "console_logs"] == [logs["refId"]]
+    assert not [row for row in core.timeline(sessions["bob"]) if row["tool"] == "console_logs"]  # not bob's
+    second = call("ann", 6, "create_session", {})[1]["sessionId"]
+    failed, error = call("ann", 7, "console_logs", {})
+    assert failed and "2 sessions are open" in error["message"] and second in error["message"]
+    assert sessions["bob"] not in error["message"]  # another client's session is not even named
+    failed, named = call("ann", 8, "console_logs", {"sessionId": second})
+    assert not failed  # positive control: naming one still works with several open

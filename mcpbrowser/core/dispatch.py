@@ -23,6 +23,7 @@ from mcpbrowser.errors import (
     CircuitOpen,
     CooldownActive,
     InternalError,
+    InvalidParameters,
     RateLimited,
     SessionHeldByPerson,
     SessionNotFound,
@@ -78,6 +79,8 @@ class Dispatcher:
             # library gets the exception, the MCP layer answers it as -32602 (transports/tool_methods.py).
             raise UnknownTool(f"Unknown tool: {name}" + (f"; did you mean {meant[0]}?" if meant else ""),
                               details={"known": known})
+        if tool.needs_session and isinstance(args, dict) and "sessionId" not in args:
+            args = self._implied_session(args, caller)
         session_id = args.get("sessionId") if isinstance(args, dict) else None
         # Whether its text is a secret is known only once the target field was looked at, on the
         # session thread (OnSession.run decides it): the row is written then, so a password typed
@@ -96,6 +99,8 @@ class Dispatcher:
             if caller.lists_tools:  # an MCP client: the library and a person read no tool list
                 self._groups.check(tool, args, call.owner)
             self._check_guards(tool, session_id, caller)
+            if tool.needs_session and isinstance(args, dict) and "sessionId" not in args:
+                raise self._no_session(caller)
             validate(tool.input_schema, args)
             if call.owner is not None and session_id is not None and self._registry.owner_of(session_id) != call.owner:
                 raise SessionNotFound(session_id=session_id)  # another client's: as if it did not exist
@@ -116,6 +121,21 @@ class Dispatcher:
             fut = _ended(answer.finish(call, error=stopped_error(session_id)))
         fut.add_done_callback(lambda f: self._finished(f, call, started))
         return fut
+
+    def _implied_session(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """A session tool's call that names no session acts on its client's one open session (an agent with one
+        session need not repeat its id, and tools/list need not ask for it); with none or several open, the schema
+        refuses it, its message saying which (see _no_session)."""
+        open_ids = self._registry.open_ids(caller.owner)
+        return {**args, "sessionId": open_ids[0]} if len(open_ids) == 1 else args
+
+    def _no_session(self, caller: Caller) -> InvalidParameters:
+        open_ids = self._registry.open_ids(caller.owner)
+        if not open_ids:
+            return InvalidParameters("sessionId is required, and no session is open: call create_session first.")
+        shown = ", ".join(open_ids[:5]) + (f" and {len(open_ids) - 5} more" if len(open_ids) > 5 else "")
+        return InvalidParameters(f"sessionId is required: {len(open_ids)} sessions are open ({shown}); name one.",
+                                 details={"open": len(open_ids)})
 
     def budget_s(self, args: dict[str, Any]) -> float | None:
         """Seconds a session command may run before the watchdog calls it stuck, or None (off).

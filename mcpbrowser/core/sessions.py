@@ -236,6 +236,10 @@ class SessionRegistry:
             owner = self.owner_of(session_id)
         return self.secrets.of(owner)
 
+    def open_ids(self, owner: str | None) -> list[str]:
+        """The sessions open here that `owner` may touch (None: every one), oldest first."""
+        return [r.session_id for r in self.records() if owner is None or r.owner == owner]
+
     def ids(self) -> set[str]:
         with self._lock:
             return set(self._sessions)

@@ -109,7 +109,7 @@ class Tool:
             "name": self.name,
             "title": self.title,
             "description": self.description,
-            "inputSchema": schema.published(self.input_schema, drop),
+            "inputSchema": self._published(drop),
             "annotations": {  # its title would repeat the tool's own
                 "readOnlyHint": self.read_only,
                 "destructiveHint": self.destructive,
@@ -120,6 +120,18 @@ class Tool:
         if with_output_schema and self.output_schema is not None:
             out["outputSchema"] = self.output_schema
         return out
+
+    def _published(self, drop):
+        published = schema.published(self.input_schema, drop)
+        if self.needs_session:
+            # A session tool's sessionId may be left out while its client has one open session (the dispatcher
+            # takes that one, core/dispatch.py): not listed as required, which saves every agent 362 characters of
+            # tools/list on every turn (2026-12-06). The schema it is validated against still requires it.
+            required = [name for name in published.get("required", []) if name != "sessionId"]
+            published = {k: v for k, v in published.items() if k != "required"}
+            if required:
+                published["required"] = required
+        return published
 
 
 @dataclass(frozen=True)

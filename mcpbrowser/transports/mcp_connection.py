@@ -47,7 +47,8 @@ from mcpbrowser.transports.tool_methods import ToolMethods
 # with its row, list or heading; a section; refs to act on; one fill_form), since a tool's
 # description alone did not teach them (issue 74: agents read whole snapshots first).
 INSTRUCTIONS = (
-    "Browser automation. Call create_session first and pass its sessionId to every browser tool; "
+    "Browser automation. Call create_session first: browser tools act on your one session, or on the sessionId "
+    "you pass (needed once you have several); "
     "each session has its own cookies and storage. Read only what you need: snapshot with query "
     "(a regex; each match comes with its table row, its list or the heading above it) or section "
     "(what a heading or landmark titles) before a whole snapshot. Act on its [ref=e12] marks "
