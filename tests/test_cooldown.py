@@ -338,18 +338,21 @@ def test_rate_limit_window_boundary(step, allowed):
 # -- end to end ----------------------------------------------------------------------------
 
 
-def test_wrong_selector_on_a_normal_page_never_locks_the_server(make_client, pages):
-    c = make_client("--login-cooldown", "300")
-    sid = c.tool("create_session")["sessionId"]
+# The three tests below share one server, with the default cooldown said out loud: none of them trips
+# it, and each closes its sessions (session_on).
+NO_WALL = ("--login-cooldown", "300")
+
+
+def test_wrong_selector_on_a_normal_page_never_locks_the_server(session_on, pages):
+    c, sid = session_on(*NO_WALL)
     c.tool("navigate", sessionId=sid, url=pages.url("/form"))
     err = c.error("click", sessionId=sid, selector="#typo", timeout=200)
     assert err["errorCode"] == "ELEMENT_NOT_FOUND" and "waited 200 ms" in err["message"]
     assert c.tool("list_sessions")["count"] == 1  # no cooldown
 
 
-def test_wait_for_user_succeeds_when_the_person_finishes(make_client, pages):
-    c = make_client()
-    sid = c.tool("create_session")["sessionId"]
+def test_wait_for_user_succeeds_when_the_person_finishes(session_on, pages):
+    c, sid = session_on(*NO_WALL)
     c.tool("navigate", sessionId=sid, url=pages.url("/signin"))
     c.tool("click", sessionId=sid, selector="#enter")  # stands in for the person
     done = c.tool("wait_for_user", sessionId=sid, message="Please sign in", selector="#pw", timeout=5000)
@@ -399,10 +402,9 @@ MISTAKES = [
 ]
 
 
-def test_agent_mistakes_on_login_pages_start_no_cooldown(make_client, pages):
+def test_agent_mistakes_on_login_pages_start_no_cooldown(session_on, pages):
     """Each mistake gets its own clear error, and nothing worse: the next call, anywhere, just works."""
-    c = make_client()  # the defaults: a 300 s cooldown
-    sid = c.tool("create_session")["sessionId"]
+    c, sid = session_on(*NO_WALL)  # the defaults: a 300 s cooldown
     c.tool("navigate", sessionId=sid, url=pages.url("/login-wall"))
     for tool, args, code in [*MISTAKES, ("click", {"ref": stale_ref(c, sid)}, "ELEMENT_NOT_FOUND")]:
         err = c.error(tool, sessionId=sid, **args)
@@ -423,7 +425,7 @@ def test_agent_mistakes_on_login_pages_start_no_cooldown(make_client, pages):
     c.tool("wait_for", sessionId=sid, selector="#pw", timeout=10000)
     c.tool("type", sessionId=sid, selector="#user", text="me")
 
-    other = c.tool("create_session")["sessionId"]
+    _, other = session_on(*NO_WALL)
     assert c.tool("navigate", sessionId=other, url=pages.url("/title/free"))["title"] == "free"
     c.tool("click", sessionId=sid, selector="#enter")
     # A server that does not answer in time, while the login page from before is still shown.

@@ -27,6 +27,15 @@ def browser():
     b.close()
 
 
+@pytest.fixture(scope="module")
+def shared_browser():
+    """The same Browser for the module's tests that neither close it nor fork, each of whose sessions is
+    closed by its `with` block: none finds another's session open."""
+    b = mcpbrowser.Browser(Config(headless=True, db=":memory:", max_sessions=4)).start()
+    yield b
+    b.close()
+
+
 def test_a_session_left_open_when_the_browser_closed_says_the_server_stopped(browser, pages):
     # A WSGI worker's `with` block whose browser another thread closed at exit: leaving the block
     # must not raise over what the body raised, and the calls say why they fail (not "call create_session").
@@ -136,13 +145,13 @@ def test_an_interpreter_that_exits_without_close_leaves_nothing_in_tmp(pages, ho
     assert [f for f in folders if os.path.exists(f)] == []
 
 
-def test_more_sessions_at_once_than_max_sessions_are_refused_not_queued(browser, pages):
+def test_more_sessions_at_once_than_max_sessions_are_refused_not_queued(shared_browser, pages):
     """docs/library.md: a WSGI server needs no more threads than max_sessions (4 here)."""
     from waitress.server import create_server
 
     def app(environ, start_response):
         try:
-            with browser.create_session() as session:
+            with shared_browser.create_session() as session:
                 page = session.navigate(pages.url("/slow?ms=300"))
         except mcpbrowser.SessionError as exc:
             start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
@@ -173,10 +182,10 @@ def test_more_sessions_at_once_than_max_sessions_are_refused_not_queued(browser,
 
 
 @pytest.mark.parametrize("call", ["click", "navigate", "wait_for"])
-def test_a_zero_timeout_is_refused_not_a_wait_without_end(browser, pages, call):
+def test_a_zero_timeout_is_refused_not_a_wait_without_end(shared_browser, pages, call):
     # Playwright reads timeout=0 as "no timeout": `click("#missing", timeout=0)` (meant as "do not
     # wait") held the caller's thread 60 s, until the watchdog replaced the session's thread.
-    with browser.create_session(pages.url("/form")) as session:
+    with shared_browser.create_session(pages.url("/form")) as session:
         act = {"click": lambda: session.click("#missing", timeout=0),
                "navigate": lambda: session.navigate(pages.url("/slow?ms=8000"), timeout=0),
                "wait_for": lambda: session.wait_for(selector="#missing", timeout=0)}[call]
@@ -186,7 +195,7 @@ def test_a_zero_timeout_is_refused_not_a_wait_without_end(browser, pages, call):
                 error = answer.exception(timeout=5)
             finally:
                 if not answer.done():
-                    browser.close()  # ends the wait, so that the pool can shut down
+                    shared_browser.close()  # ends the wait, so that the pool can shut down
         assert isinstance(error, mcpbrowser.InvalidParameters) and "timeout" in error.message
         with pytest.raises(mcpbrowser.ElementNotFound):  # positive control: 1 ms is a short wait
             session.click("#missing", timeout=1)
@@ -219,9 +228,9 @@ def test_close_returns_once_the_browser_is_gone_in_every_thread_that_called_it(p
     assert seen == [False, False]
 
 
-def test_create_session_with_a_url_that_fails_keeps_the_session_and_says_why(browser):
+def test_create_session_with_a_url_that_fails_keeps_the_session_and_says_why(shared_browser):
     """docs/library.md: create_session(url) raises nothing for its page; navigate(url) does."""
-    with browser.create_session("http://127.0.0.1:1/") as session:
+    with shared_browser.create_session("http://127.0.0.1:1/") as session:
         assert session.created["navigationError"]["errorCode"] == "NAVIGATION_FAILED"
         with pytest.raises(mcpbrowser.NavigationFailed):
             session.navigate("http://127.0.0.1:1/")

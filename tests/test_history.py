@@ -27,8 +27,15 @@ def db(tmp_path):
     return str(tmp_path / "history.db")
 
 
-def test_every_result_has_ref_id_and_meta_and_rows_are_stored(make_client, pages, db):
-    c = make_client("--db", db)
+@pytest.fixture(scope="module")
+def shared_db(tmp_path_factory):
+    """One history file for the module's server on it (`server_with("--db", shared_db)`): for the tests that
+    read back only their own calls' rows (by refId or session), each with sessions of its own."""
+    return str(tmp_path_factory.mktemp("history") / "history.db")
+
+
+def test_every_result_has_ref_id_and_meta_and_rows_are_stored(server_with, pages, shared_db):
+    c, db = server_with("--db", shared_db), shared_db
     created = c.tool("create_session")
     sid = created["sessionId"]
     assert created["meta"] == {"tool": "create_session", "hasSnapshot": False, "hasConsoleLogs": False,
@@ -64,11 +71,11 @@ def test_every_result_has_ref_id_and_meta_and_rows_are_stored(make_client, pages
     assert "log" in levels and "error" in levels
     version = rows(db, "SELECT MAX(version) FROM schema_version")[0][0]
     assert version >= 2
+    c.tool("close_session", sessionId=sid)
 
 
-def test_request_row_is_written_before_the_call_runs(make_client, pages, db):
-    c = make_client("--db", db)
-    sid = c.tool("create_session")["sessionId"]
+def test_request_row_is_written_before_the_call_runs(session_on, pages, shared_db):
+    c, sid = session_on("--db", shared_db)
     import threading
 
     done = threading.Event()
@@ -78,15 +85,14 @@ def test_request_row_is_written_before_the_call_runs(make_client, pages, db):
     while "/slow?ms=1500" not in pages.hits and time.monotonic() < deadline:
         time.sleep(0.02)
     time.sleep(0.3)  # the writer commits within a batch; the call is still running
-    pending = rows(db, "SELECT r.ref_id, s.status FROM requests r LEFT JOIN responses s "
-                       "ON s.ref_id = r.ref_id WHERE r.tool_name = 'navigate'")
+    pending = rows(shared_db, "SELECT r.ref_id, s.status FROM requests r LEFT JOIN responses s "
+                              "ON s.ref_id = r.ref_id WHERE r.tool_name = 'navigate' AND r.session_id = ?", (sid,))
     assert len(pending) == 1 and pending[0][1] is None and not done.is_set()
     assert done.wait(10)
 
 
-def test_get_content_full_then_diffs_then_empty_then_reset(make_client, pages, db):
-    c = make_client("--db", db)
-    sid = c.tool("create_session")["sessionId"]
+def test_get_content_full_then_diffs_then_empty_then_reset(session_on, pages, shared_db):
+    c, sid = session_on("--db", shared_db)
     first = c.tool("navigate", sessionId=sid, url=pages.url("/counter?n=1"))["refId"]
     second = c.tool("navigate", sessionId=sid, url=pages.url("/counter?n=2"))["refId"]
     full = c.tool("get_content", ref_id=first)
@@ -111,9 +117,8 @@ def test_get_content_full_then_diffs_then_empty_then_reset(make_client, pages, d
     assert no_snapshot["errorCode"] == "CONTENT_NOT_FOUND"
 
 
-def test_console_content_is_formatted_filtered_and_never_diffed(make_client, pages, db):
-    c = make_client("--db", db)
-    sid = c.tool("create_session")["sessionId"]
+def test_console_content_is_formatted_filtered_and_never_diffed(session_on, pages, shared_db):
+    c, sid = session_on("--db", shared_db)
     ref = c.tool("navigate", sessionId=sid, url=pages.url("/logs"))["refId"]
     one = c.tool("get_console_content", ref_id=ref)
     two = c.tool("get_console_content", ref_id=ref)
@@ -371,15 +376,16 @@ def test_every_refid_handed_out_reads_back_for_its_client_and_as_never_handed_ou
         two.close()
 
 
-def test_a_call_without_a_session_says_what_it_stored_over_stdio(make_client, db):
+def test_a_call_without_a_session_says_what_it_stored_over_stdio(server_with, shared_db):
     """Over stdio (no tokens: the client sees every call), the same refIds say why they hold no page."""
-    c = make_client("--db", db)
+    c = server_with("--db", shared_db)
     created = c.tool("create_session")
     listed = c.tool("list_sessions")
     for ref_id, tool in ((created["refId"], "create_session"), (listed["refId"], "list_sessions")):
         said = c.error("get_content", ref_id=ref_id)
         assert said["errorCode"] == "CONTENT_NOT_FOUND" and f"({tool})" in said["message"], said
         assert "without a session" in said["message"] and "no page" in said["message"], said
+    c.tool("close_session", sessionId=created["sessionId"])
 
 
 def test_a_resume_whose_last_page_no_longer_loads_says_so(tmp_path):

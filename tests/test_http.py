@@ -168,12 +168,19 @@ def test_a_body_over_the_limit_is_413_and_nothing_is_lost():
         s.close()
 
 
+@pytest.fixture(scope="module")
+def megabyte_server():
+    """A server with a 1 MB body limit for both eras of the test below (each its own client, no session)."""
+    s = HttpServer("--max-message-bytes", "1000000", env={"MCPBROWSER_HTTP_TOKENS": TOKENS})
+    yield s
+    s.close()
+
+
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_the_official_client_hears_that_its_body_was_too_long(mode):
+def test_the_official_client_hears_that_its_body_was_too_long(megabyte_server, mode):
     """A huge argument (a long text to type) fails the call at once with the limit: the server answered
     413 and closed while the client still sent, the reset threw the answer away, and the call hung."""
-    s = HttpServer("--max-message-bytes", "1000000", env={"MCPBROWSER_HTTP_TOKENS": TOKENS})
-    client = SdkClient(s.url, token=ALICE, mode=mode)
+    client = SdkClient(megabyte_server.url, token=ALICE, mode=mode)
     try:
         started = time.monotonic()
         with pytest.raises(MCPError) as refused:  # 3.5 MB: the server reads at most 4 MB (4 x the limit) away
@@ -184,7 +191,6 @@ def test_the_official_client_hears_that_its_body_was_too_long(mode):
         assert client.tool("list_sessions")["count"] == 0  # the positive control: the client goes on
     finally:
         client.close()
-        s.close()
 
 
 def test_a_flood_is_429_for_that_client_alone(server):

@@ -77,22 +77,22 @@ class ConsoleReader:
         return [message for at, message in self.entries if at < ended]
 
 
-def test_a_password_filled_at_once_is_hidden_from_a_live_reader(make_client, pages):
+# The tests but the named secret's share one server (`session_on`), each on sessions of its own: their
+# secrets differ, so what the connection's secret book learned in one cannot hide another's.
+def test_a_password_filled_at_once_is_hidden_from_a_live_reader(session_on, pages):
     secret = "Quick-Secret-1701"
-    c = make_client("--login-cooldown", "0")
-    sid = c.tool("create_session", url=pages.url("/race"))["sessionId"]
+    c, sid = session_on("--login-cooldown", "0", url=pages.url("/race"))
     reader = ConsoleReader(c, sid)
     lines = reader.during(lambda: c.tool("type", sessionId=sid, selector="#busy", text=secret))
     assert "busy input [REDACTED]" in lines, lines  # the page's line was read while type ran
     assert not [line for line in lines if leaked(line, secret)], lines
 
 
-def test_fill_form_into_a_field_that_turns_password_is_hidden_from_a_live_reader(make_client, pages):
+def test_fill_form_into_a_field_that_turns_password_is_hidden_from_a_live_reader(session_on, pages):
     # A text field that becomes a password field once focused (pages do this against autofill):
     # only a look after filling it finds a secret field.
     secret = "Form-Secret-2202"
-    c = make_client("--login-cooldown", "0")
-    sid = c.tool("create_session", url=pages.url("/race"))["sessionId"]
+    c, sid = session_on("--login-cooldown", "0", url=pages.url("/race"))
     reader = ConsoleReader(c, sid)
     lines = reader.during(lambda: c.tool("fill_form", sessionId=sid, fields=[
         {"selector": "#note", "value": "plain-note"}, {"selector": "#pin", "value": secret}]))
@@ -122,16 +122,15 @@ def test_a_named_secret_typed_key_by_key_is_hidden_from_a_live_reader(make_clien
 
 
 @pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
-def test_no_stream_a_client_reads_carries_a_secret_while_it_is_typed(make_client, pages):
+def test_no_stream_a_client_reads_carries_a_secret_while_it_is_typed(session_on, pages):
     """Every stream a client can read, read as fast as it can while a password is typed slowly: the
     session's console and network resources, the server log resource, the resource list's titles,
     list_sessions from another request, notifications/message, and the progress of a parallel call
     on another session whose URL carries the same text."""
     secret = "Every-Stream-Secret-4404"
-    c = make_client("--login-cooldown", "0")
+    c, sid = session_on("--login-cooldown", "0", url=pages.url("/race"))
     c.run("set_logging_level", "debug")
-    sid = c.tool("create_session", url=pages.url("/race"))["sessionId"]
-    other = c.tool("create_session", url=pages.url("/title/other"))["sessionId"]
+    _, other = session_on("--login-cooldown", "0", url=pages.url("/title/other"))
     uris = {"console": f"mcpbrowser://sessions/{sid}/console", "network": f"mcpbrowser://sessions/{sid}/network",
             "log": "mcpbrowser://server/log"}
     cursors = {name: read(c, uri)["cursor"] for name, uri in uris.items()}

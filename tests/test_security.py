@@ -190,10 +190,9 @@ def test_planted_secrets_appear_nowhere(tmp_path, pages):
     assert "[REDACTED]" in "".join(outputs)
 
 
-def test_page_requests_are_served_while_no_call_runs(make_client, pages):
+def test_page_requests_are_served_while_no_call_runs(session_on, pages):
     # Route handlers run on the session thread; an idle session must still serve them.
-    c = make_client("--allowed-domains", "127.0.0.1")
-    sid = c.tool("create_session")["sessionId"]
+    c, sid = session_on("--allowed-domains", "127.0.0.1")  # the allowlist test's server
     c.tool("navigate", sessionId=sid, url=pages.url("/delayed-fetch"))
     deadline = time.monotonic() + 10
     while "/hit?k=idle" not in pages.hits and time.monotonic() < deadline:

@@ -103,6 +103,31 @@ def pictures_left(request):
 
 
 @pytest.fixture(scope="module")
+def person_chromium():
+    """One Chromium for the module's people, who use the view in a real browser: each test opens its own
+    contexts through `person`, so no cookie or page of one test reaches another."""
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=find_executable("chromium"))
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def person(person_chromium):
+    """Open a page in a fresh context of the module's Chromium (`new_context`'s options); a context the test
+    left open is closed after it, before `pictures_left` counts the live pictures."""
+    opened = []
+
+    def open_page(**options):
+        opened.append(person_chromium.new_context(**options))
+        return opened[-1].new_page()
+
+    yield open_page
+    for context in opened:
+        context.close()
+
+
+@pytest.fixture(scope="module")
 def alice(served, pages):
     """Alice's agent: one session on the form page, with a console line and a stored page."""
     client = SdkClient(served.url, token=ALICE)
@@ -114,37 +139,35 @@ def alice(served, pages):
     client.close()
 
 
-def test_signed_in_person_sees_their_session_its_calls_page_and_logs(served, alice, pages, tmp_path):
+def test_signed_in_person_sees_their_session_its_calls_page_and_logs(served, alice, pages, tmp_path, person):
     _, sid = alice
     images = IMAGES if os.environ.get("TEST_DOC_IMAGES") == "1" else str(tmp_path)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=find_executable("chromium"))
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(served.base + "/view/")
-        assert page.locator("input[name=token]").is_visible()  # no cookie: the sign-in page
-        page.fill("input[name=token]", ALICE)
-        page.click("button[type=submit]")
-        row = page.locator(f"tr[data-session='{sid}']")
-        row.wait_for()
-        assert "Hello view" in row.inner_text() and pages.url("/form") in row.inner_text()
-        assert "click" in row.inner_text()  # the last call
-        page.screenshot(path=os.path.join(images, "view-list.png"))
-        row.locator("a").click()
-        calls = page.locator("#calls tr.call")
-        wait_for(lambda: calls.count() >= 4, seconds=10)  # the agent's three, and the person's picture started
-        assert "person_watch" in [calls.nth(i).locator("td.tool").inner_text() for i in range(calls.count())]
-        calls = agents_calls(page)
-        assert [calls.nth(i).locator("td.tool").inner_text() for i in range(3)] == ["click", "type", "navigate"]
-        calls.filter(has_text="navigate").first.click()
-        page.locator("#stored-page", has_text="Go").wait_for(timeout=10_000)
-        page.locator("#network-log", has_text="/form").wait_for(timeout=10_000)
-        picture = page.locator("#live-picture")
-        assert wait_for(lambda: picture.evaluate("img => img.naturalWidth") > 100, seconds=15)
-        cookies = {c["name"]: c for c in page.context.cookies()}
-        view_cookie = cookies["mcpbrowser_view"]
-        assert view_cookie["httpOnly"] and view_cookie["sameSite"] == "Strict" and not view_cookie["secure"]
-        assert ALICE not in page.content()
-        browser.close()
+    page = person(viewport={"width": 1280, "height": 900})
+    page.goto(served.base + "/view/")
+    assert page.locator("input[name=token]").is_visible()  # no cookie: the sign-in page
+    page.fill("input[name=token]", ALICE)
+    page.click("button[type=submit]")
+    row = page.locator(f"tr[data-session='{sid}']")
+    row.wait_for()
+    assert "Hello view" in row.inner_text() and pages.url("/form") in row.inner_text()
+    assert "click" in row.inner_text()  # the last call
+    page.screenshot(path=os.path.join(images, "view-list.png"))
+    row.locator("a").click()
+    calls = page.locator("#calls tr.call")
+    wait_for(lambda: calls.count() >= 4, seconds=10)  # the agent's three, and the person's picture started
+    assert "person_watch" in [calls.nth(i).locator("td.tool").inner_text() for i in range(calls.count())]
+    calls = agents_calls(page)
+    assert [calls.nth(i).locator("td.tool").inner_text() for i in range(3)] == ["click", "type", "navigate"]
+    calls.filter(has_text="navigate").first.click()
+    page.locator("#stored-page", has_text="Go").wait_for(timeout=10_000)
+    page.locator("#network-log", has_text="/form").wait_for(timeout=10_000)
+    picture = page.locator("#live-picture")
+    assert wait_for(lambda: picture.evaluate("img => img.naturalWidth") > 100, seconds=15)
+    cookies = {c["name"]: c for c in page.context.cookies()}
+    view_cookie = cookies["mcpbrowser_view"]
+    assert view_cookie["httpOnly"] and view_cookie["sameSite"] == "Strict" and not view_cookie["secure"]
+    assert ALICE not in page.content()
+    page.context.close()
 
 
 def agents_calls(page):
@@ -160,7 +183,7 @@ SHOP = ("<!doctype html><title>Basket</title><h1>Your basket</h1><p>3 items</p><
 CLOCK = r"^\d\d:\d\d:\d\d$"
 
 
-def test_the_session_page_reads_as_a_person_reads(served, pages, monkeypatch, tmp_path):
+def test_the_session_page_reads_as_a_person_reads(served, pages, monkeypatch, tmp_path, person):
     """The console and network logs as rows (time, level, text; method, status, URL, duration), the calls with
     their time of day, long values cut short with the whole on hover and on a click: in a real browser, all put
     in as text under the view's Content-Security-Policy (issue 63, item 5). The manual's picture of a session."""
@@ -174,66 +197,64 @@ def test_the_session_page_reads_as_a_person_reads(served, pages, monkeypatch, tm
         client.tool("navigate", sessionId=sid, url=long_url)
         client.tool("wait_for", sessionId=sid, text="3 items")
         client.tool("click", sessionId=sid, selector="h1")
-        with sync_playwright() as p:
-            chromium = p.chromium.launch(executable_path=find_executable("chromium"))
-            page = chromium.new_page(viewport={"width": 1280, "height": 900})
-            page.add_init_script("document.addEventListener('securitypolicyviolation', "
-                                 "(e) => (window.__refused = window.__refused || []).push(e.violatedDirective))")
-            page.goto(served.base + "/view/")
-            page.fill("input[name=token]", ALICE)
-            page.click("button[type=submit]")
-            page.goto(served.base + f"/view/s/{sid}")
-            console = page.locator("#console-log tbody tr")
-            network = page.locator("#network-log tbody tr")
-            assert wait_for(lambda: console.count() >= 3 and page.locator("#network-log", has_text="/missing.json")
-                            .count() == 1 and page.locator("#calls tr.call").count() >= 3, seconds=15)
+        page = person(viewport={"width": 1280, "height": 900})
+        page.add_init_script("document.addEventListener('securitypolicyviolation', "
+                             "(e) => (window.__refused = window.__refused || []).push(e.violatedDirective))")
+        page.goto(served.base + "/view/")
+        page.fill("input[name=token]", ALICE)
+        page.click("button[type=submit]")
+        page.goto(served.base + f"/view/s/{sid}")
+        console = page.locator("#console-log tbody tr")
+        network = page.locator("#network-log tbody tr")
+        assert wait_for(lambda: console.count() >= 3 and page.locator("#network-log", has_text="/missing.json")
+                        .count() == 1 and page.locator("#calls tr.call").count() >= 3, seconds=15)
 
-            def cells(row):
-                return [cell.strip() for cell in row.locator(":scope > td").all_inner_texts()]
+        def cells(row):
+            return [cell.strip() for cell in row.locator(":scope > td").all_inner_texts()]
 
-            # the console: a time of day, a level, the text as the page wrote it (markup too, as text)
-            rows = [cells(console.nth(i)) for i in range(3)]
-            assert [[level, text.split("\n")[0]] for _, level, text in rows] == [
-                ["log", "basket loaded: 3 items"], ["warning", "coupon SPRING expires today"],
-                ["error", '<img src=x onerror="document.title=1"> price missing for item 42']]
-            assert all("\n" + pages.url("/shop?basket=") in text for _, _, text in rows[1:])  # where, for these
-            assert all(re.match(CLOCK, r[0]) for r in rows), rows
-            assert "level-error" in console.nth(2).get_attribute("class")
-            assert page.locator("#console-log img").count() == 0 and page.title() != "1"  # text, never markup
-            # the network: method, status, URL, type, duration
-            missing = cells(network.filter(has_text="/missing.json"))
-            assert missing[:2] == ["GET", "404"] and missing[2] == pages.url("/missing.json")
-            assert "failed" in network.filter(has_text="/missing.json").get_attribute("class")
-            api = cells(network.filter(has_text="/api/data"))
-            assert api[:4] == ["GET", "200", pages.url("/api/data"), "fetch"] and re.match(r"^\d+ ms$", api[4]), api
-            # the document's long URL: cut short in its cell, the whole on hover and on a click
-            document = network.filter(has_text="/shop?basket=").locator("td.url")
-            assert document.inner_text().endswith("…") and len(document.inner_text()) <= 80
-            assert document.locator("summary").get_attribute("title") == long_url
-            # the calls: a time of day each; the long argument cut short, the whole on a click
-            calls = agents_calls(page)
-            assert [calls.nth(i).locator("td.tool").inner_text() for i in range(3)] == ["click", "wait_for", "navigate"]
-            assert all(re.match(CLOCK, calls.nth(i).locator("td.time").inner_text()) for i in range(3))
-            navigate_args = calls.nth(2).locator("td.args")
-            assert len(navigate_args.inner_text()) <= 80 and long_url not in navigate_args.inner_text()
-            raw = page.evaluate("JSON.stringify(document.querySelector('#console-log').textContent)")
-            assert '"timestamp"' not in raw and "{" not in raw  # rows, not JSON lines
-            # nothing runs off: the page is no wider than the window, each pane no wider than its box
-            assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
-            for pane in ("#console-log", "#network-log"):
-                assert page.evaluate(f"(e => e.scrollWidth <= e.clientWidth)(document.querySelector('{pane}'))")
-            picture = page.locator("#live-picture")
-            assert wait_for(lambda: picture.evaluate("img => img.naturalWidth") > 100, seconds=15)
-            page.screenshot(path=os.path.join(images, "view-session.png"))
-            navigate_args.locator("summary").click()
-            assert long_url in navigate_args.inner_text()
-            assert calls.nth(2).get_attribute("data-ref") and page.locator("#stored-page").inner_text().startswith(
-                "Click a call")  # opening a value is not a click on its call
-            document.locator("summary").click()
-            assert document.inner_text() == long_url
-            assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
-            assert page.evaluate("window.__refused || []") == []  # under the view's Content-Security-Policy
-            chromium.close()
+        # the console: a time of day, a level, the text as the page wrote it (markup too, as text)
+        rows = [cells(console.nth(i)) for i in range(3)]
+        assert [[level, text.split("\n")[0]] for _, level, text in rows] == [
+            ["log", "basket loaded: 3 items"], ["warning", "coupon SPRING expires today"],
+            ["error", '<img src=x onerror="document.title=1"> price missing for item 42']]
+        assert all("\n" + pages.url("/shop?basket=") in text for _, _, text in rows[1:])  # where, for these
+        assert all(re.match(CLOCK, r[0]) for r in rows), rows
+        assert "level-error" in console.nth(2).get_attribute("class")
+        assert page.locator("#console-log img").count() == 0 and page.title() != "1"  # text, never markup
+        # the network: method, status, URL, type, duration
+        missing = cells(network.filter(has_text="/missing.json"))
+        assert missing[:2] == ["GET", "404"] and missing[2] == pages.url("/missing.json")
+        assert "failed" in network.filter(has_text="/missing.json").get_attribute("class")
+        api = cells(network.filter(has_text="/api/data"))
+        assert api[:4] == ["GET", "200", pages.url("/api/data"), "fetch"] and re.match(r"^\d+ ms$", api[4]), api
+        # the document's long URL: cut short in its cell, the whole on hover and on a click
+        document = network.filter(has_text="/shop?basket=").locator("td.url")
+        assert document.inner_text().endswith("…") and len(document.inner_text()) <= 80
+        assert document.locator("summary").get_attribute("title") == long_url
+        # the calls: a time of day each; the long argument cut short, the whole on a click
+        calls = agents_calls(page)
+        assert [calls.nth(i).locator("td.tool").inner_text() for i in range(3)] == ["click", "wait_for", "navigate"]
+        assert all(re.match(CLOCK, calls.nth(i).locator("td.time").inner_text()) for i in range(3))
+        navigate_args = calls.nth(2).locator("td.args")
+        assert len(navigate_args.inner_text()) <= 80 and long_url not in navigate_args.inner_text()
+        raw = page.evaluate("JSON.stringify(document.querySelector('#console-log').textContent)")
+        assert '"timestamp"' not in raw and "{" not in raw  # rows, not JSON lines
+        # nothing runs off: the page is no wider than the window, each pane no wider than its box
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        for pane in ("#console-log", "#network-log"):
+            assert page.evaluate(f"(e => e.scrollWidth <= e.clientWidth)(document.querySelector('{pane}'))")
+        picture = page.locator("#live-picture")
+        assert wait_for(lambda: picture.evaluate("img => img.naturalWidth") > 100, seconds=15)
+        page.screenshot(path=os.path.join(images, "view-session.png"))
+        navigate_args.locator("summary").click()
+        assert long_url in navigate_args.inner_text()
+        assert calls.nth(2).get_attribute("data-ref") and page.locator("#stored-page").inner_text().startswith(
+            "Click a call")  # opening a value is not a click on its call
+        document.locator("summary").click()
+        assert document.inner_text() == long_url
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        assert page.evaluate("window.__refused || []") == []  # under the view's Content-Security-Policy
+        page.context.close()
     finally:
         client.close()
 
@@ -379,7 +400,7 @@ def test_the_token_is_never_in_a_response_a_url_or_the_log(served, alice):
     assert '"view_signed_in"' in log and ALICE not in log  # the sign-in was logged, without its token
 
 
-def test_embedded_in_an_apps_own_wsgi_server_with_its_own_sign_in(pages):
+def test_embedded_in_an_apps_own_wsgi_server_with_its_own_sign_in(pages, person):
     """A service of our own mounts the view; its hook decides who sees what from its own header."""
     from waitress.server import create_server
 
@@ -411,12 +432,10 @@ def test_embedded_in_an_apps_own_wsgi_server_with_its_own_sign_in(pages):
                 eve = json.loads(web.request("/ops/view/api/sessions", headers={"X-User": "eve"})[2])
                 assert eve["sessions"] == []
                 assert web.request(f"/ops/view/api/s/{session.id}", headers={"X-User": "eve"})[0] == 404
-                with sync_playwright() as p:
-                    chromium = p.chromium.launch(executable_path=find_executable("chromium"))
-                    page = chromium.new_page(extra_http_headers={"X-User": "ann"})
-                    page.goto(base + "/ops/view/")
-                    page.locator(f"tr[data-session='{session.id}']").wait_for()
-                    chromium.close()
+                page = person(extra_http_headers={"X-User": "ann"})
+                page.goto(base + "/ops/view/")
+                page.locator(f"tr[data-session='{session.id}']").wait_for()
+                page.context.close()
         finally:
             server.close()
 
@@ -460,7 +479,7 @@ def decoded_size(page, jpeg):
                                base64.b64encode(jpeg).decode()))
 
 
-def test_the_page_live_changes_when_the_agent_navigates_and_runs_only_while_watched(served, pages):
+def test_the_page_live_changes_when_the_agent_navigates_and_runs_only_while_watched(served, pages, person):
     import gc
 
     client = SdkClient(served.url, token=ALICE)
@@ -482,11 +501,9 @@ def test_the_page_live_changes_when_the_agent_navigates_and_runs_only_while_watc
             if after != before:
                 break
         assert after != before
-        with sync_playwright() as p:
-            chromium = p.chromium.launch(executable_path=find_executable("chromium"))
-            page = chromium.new_page()
-            assert decoded_size(page, before)[0] > 100 and decoded_size(page, after)[0] > 100
-            chromium.close()
+        page = person()
+        assert decoded_size(page, before)[0] > 100 and decoded_size(page, after)[0] > 100
+        page.context.close()
         # ten viewers, one screencast
         others = [open_live(web, sid) for _ in range(9)]
         for other in others:
@@ -602,7 +619,7 @@ def everything_stored(db_path):
     return b"\n".join(out)
 
 
-def test_a_person_takes_over_a_login_wall_and_hands_back(tmp_path):
+def test_a_person_takes_over_a_login_wall_and_hands_back(tmp_path, person):
     import secrets as random
 
     password, user = "Pw-" + random.token_hex(8), "ann" + random.token_hex(4)
@@ -620,47 +637,45 @@ def test_a_person_takes_over_a_login_wall_and_hands_back(tmp_path):
         wait = threading.Thread(target=lambda: waited.update(answer=waiter.call("wait_for_user", {
             "sessionId": sid, "message": "Please sign in", "urlContains": "/home", "timeout": 120_000})))
         wait.start()
-        with sync_playwright() as p:
-            chromium = p.chromium.launch(executable_path=find_executable("chromium"))
-            page = chromium.new_page(viewport={"width": 1280, "height": 1000})
-            page.goto(server.base + "/view/")
-            page.fill("input[name=token]", ALICE)
-            page.click("button[type=submit]")
-            page.goto(server.base + f"/view/s/{sid}")
-            page.locator("#banner", has_text="waits for a person: Please sign in").wait_for(timeout=20_000)
-            picture = page.locator("#live-picture")
-            assert wait_for(lambda: picture.evaluate("img => img.naturalWidth") > 100, seconds=15)
-            # bob's person may not take it over, nor type into it
-            bob = Web(server.base)
-            bob.sign_in(BOB)
-            refused = bob.request(f"/view/api/s/{sid}/takeover", b"{}", {"Origin": server.base,
-                                                                         "X-CSRF-Token": bob.csrf()})
-            assert refused[0] == 404
-            page.click("#take-over")
-            page.locator("#hands-note", has_text="You drive").wait_for()
-            # the agent's browser actions wait for the person; its reads go on
-            held = agent.error("click", sessionId=sid, selector="#user")
-            assert held["errorCode"] == "SESSION_HELD_BY_PERSON"
-            assert agent.tool("list_sessions")["sessions"][0]["heldByPerson"] is True
-            box = picture.bounding_box()
+        page = person(viewport={"width": 1280, "height": 1000})
+        page.goto(server.base + "/view/")
+        page.fill("input[name=token]", ALICE)
+        page.click("button[type=submit]")
+        page.goto(server.base + f"/view/s/{sid}")
+        page.locator("#banner", has_text="waits for a person: Please sign in").wait_for(timeout=20_000)
+        picture = page.locator("#live-picture")
+        assert wait_for(lambda: picture.evaluate("img => img.naturalWidth") > 100, seconds=15)
+        # bob's person may not take it over, nor type into it
+        bob = Web(server.base)
+        bob.sign_in(BOB)
+        refused = bob.request(f"/view/api/s/{sid}/takeover", b"{}", {"Origin": server.base,
+                                                                     "X-CSRF-Token": bob.csrf()})
+        assert refused[0] == 404
+        page.click("#take-over")
+        page.locator("#hands-note", has_text="You drive").wait_for()
+        # the agent's browser actions wait for the person; its reads go on
+        held = agent.error("click", sessionId=sid, selector="#user")
+        assert held["errorCode"] == "SESSION_HELD_BY_PERSON"
+        assert agent.tool("list_sessions")["sessions"][0]["heldByPerson"] is True
+        box = picture.bounding_box()
 
-            def click_at(x, y):  # viewport pixels of the session's 1280x720 page, on the picture
-                picture.click(position={"x": x / 1280 * box["width"], "y": y / 720 * box["height"]})
+        def click_at(x, y):  # viewport pixels of the session's 1280x720 page, on the picture
+            picture.click(position={"x": x / 1280 * box["width"], "y": y / 720 * box["height"]})
 
-            click_at(250, 120)
-            page.keyboard.type(user)
-            click_at(250, 220)
-            page.keyboard.type(password)
-            page.keyboard.press("Enter")
-            assert wait_for(lambda: site.posted, seconds=20)  # the form went out: the typing happened
-            page.wait_for_timeout(500)
-            page.click("#hand-back")
-            page.locator("#hands-note", has_text="Handed back").wait_for()
-            signed = _signed(server.base, page)
-            view_answers = [page.content().encode(), *(signed.request(path)[2] for path in (
-                f"/view/api/s/{sid}", "/view/api/sessions", f"/view/api/s/{sid}/logs/network",
-                f"/view/api/s/{sid}/logs/console"))]
-            chromium.close()
+        click_at(250, 120)
+        page.keyboard.type(user)
+        click_at(250, 220)
+        page.keyboard.type(password)
+        page.keyboard.press("Enter")
+        assert wait_for(lambda: site.posted, seconds=20)  # the form went out: the typing happened
+        page.wait_for_timeout(500)
+        page.click("#hand-back")
+        page.locator("#hands-note", has_text="Handed back").wait_for()
+        signed = _signed(server.base, page)
+        view_answers = [page.content().encode(), *(signed.request(path)[2] for path in (
+            f"/view/api/s/{sid}", "/view/api/sessions", f"/view/api/s/{sid}/logs/network",
+            f"/view/api/s/{sid}/logs/console"))]
+        page.context.close()
         wait.join(30)
         answer = waited["answer"]
         payload = answer.structured_content
