@@ -271,7 +271,7 @@ def test_a_named_secret_is_typed_by_name_and_never_seen(make_client, site, tmp_p
     c = make_client("--db", str(db), "--secrets", str(env), "--log-level", "debug", "--login-cooldown", "0")
     listed = {t.name: t for t in c.run("list_tools").tools}
     assert "secretName" in listed["type"].input_schema["properties"]
-    assert "text" not in listed["type"].input_schema["required"]
+    assert "text" not in listed["type"].input_schema.get("required", [])
     sid = c.tool("create_session")["sessionId"]
     c.tool("navigate", sessionId=sid, url=site + "/login")
     typed = c.tool("type", sessionId=sid, selector="#user", secretName="SITE_PASSWORD")
