@@ -107,8 +107,11 @@ def test_cpu_rate_slows_scripts_by_about_its_factor_in_every_tab(client, pages):
     tabs = client.tool("tabs", sessionId=sid, action="select", index=1)
     assert tabs["current"] == 1
     client.tool("navigate", sessionId=sid, url=CPU_PAGE)
-    popped = _cpu_ms(client, sid)
-    assert 2.5 < popped / base < 25, (base, popped)
+    # Up to three reads, as above: beside another test's busy pages one read 1.9x (15.3 ms, then 29.4).
+    popped = [_cpu_ms(client, sid)]
+    while len(popped) < 3 and not 2.5 < popped[-1] / base < 25:
+        popped.append(_cpu_ms(client, sid))
+    assert 2.5 < popped[-1] / base < 25, (base, popped)
     listed = {s["sessionId"]: s for s in client.tool("list_sessions")["sessions"]}
     assert listed[sid]["throttle"] == {"cpuRate": 10}
     assert client.tool("throttle", sessionId=sid, cpuRate=1)["throttle"] == {}
