@@ -169,13 +169,24 @@ document.modelContext.registerTool({name: 'ping', description: 'Pong.', execute:
 </script>"""
 
 
+MANY_TOOLS_PAGE = """<title>Many</title><script>
+for (let i = 0; i < 20; i++)
+  document.modelContext.registerTool({name: 't' + i, description: 'x', execute: async () => i});
+</script>"""
+HUNG_TOOLS_PAGE = """<title>Hung</title><script>
+document.modelContext.registerTool({name: 'ping', description: 'Pong.', execute: async () => 'pong'});
+document.modelContext.getTools = () => new Promise(() => {});
+</script>"""
+
+
 def test_a_page_that_offers_tools_names_them_and_turns_page_tools_on():
     heard = []
 
     async def on_message(message):
         heard.append(getattr(getattr(message, "root", message), "method", None))
 
-    site = HtmlSite(lambda url: TOOLS_PAGE if url.path == "/tools" else "<title>Plain</title><p>no tools</p>")
+    pages = {"/tools": TOOLS_PAGE, "/many": MANY_TOOLS_PAGE, "/hung": HUNG_TOOLS_PAGE}
+    site = HtmlSite(lambda url: pages.get(url.path, "<title>Plain</title><p>no tools</p>"))
     c = McpClient("--caps", "", message_handler=on_message)
     try:
         opened = c.tool("create_session", url=site.url + "/plain")
@@ -194,6 +205,13 @@ def test_a_page_that_offers_tools_names_them_and_turns_page_tools_on():
         again = c.tool("create_session", url=site.url + "/tools")  # create_session's load says so too
         assert again["pageTools"] == "lookup(query, limit?), ping()"
         assert "notifications/tools/list_changed" not in heard, heard  # on already
+        many = c.tool("navigate", sessionId=sid, url=site.url + "/many")  # the first 12, and how many more
+        shown, more = many["pageTools"].split(" and ")
+        assert len(shown.split(", ")) == 12 and more == "8 more", many
+        # The read runs in the page's own world: a page whose getTools() never settles costs the load 200 ms at
+        # most, and is announced as offering nothing.
+        hung = c.tool("navigate", sessionId=sid, url=site.url + "/hung")
+        assert hung["success"] and "pageTools" not in hung, hung
     finally:
         c.close()
         site.close()

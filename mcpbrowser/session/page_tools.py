@@ -73,24 +73,48 @@ def found(state: Any, timeout_ms: int) -> tuple[list[tuple[dict[str, Any], str |
     return out, left_out
 
 
+# What a load asks of the page's own tools, in the main world through the tab's CDP session: Playwright's
+# frame.webmcp.tools() runs in its utility world, which a fresh document must first set up (7 ms of a 57 ms
+# navigate, measured 2026-12-06). Playwright's injected script reads the same getTools(); a page could answer
+# falsely here, but what it says is its own, as its text is, and only names that are identifiers are shown.
+# Bounded: a page whose getTools() never settles answers null after 200 ms.
+OFFERED = """(async () => {
+  const mc = document.modelContext || navigator.modelContext;
+  if (!mc || typeof mc.getTools !== 'function') return null;
+  const late = new Promise(resolve => setTimeout(() => resolve(null), 200));
+  const tools = await Promise.race([Promise.resolve(mc.getTools()).catch(() => null), late]);
+  if (!Array.isArray(tools)) return null;
+  const own = tools.filter(t => !('window' in t) || t.window === window);
+  return {total: own.length, tools: own.slice(0, %d).map(t => {
+    let schema = t.inputSchema;
+    try { if (typeof schema === 'string') schema = JSON.parse(schema); } catch (e) { schema = null; }
+    return {name: String(t.name), inputSchema: schema && typeof schema === 'object' ? schema : null};
+  })};
+})()"""
+
+
 def offered_read(state: Any, timeout_ms: int) -> tuple[Any, str, dict[str, Any]] | None:
     """The read ((target, method, kwargs)) of the tools the page itself (its main frame) offers now, for a load to
     send with its title's (page_reading.loaded_title: one round trip); None when the browser runs no page tools.
     Its frames' tools are page_tools' list's to show, with their origins."""
     if not (state.config.webmcp and state.chromium) or state.dialog is not None:  # a dialog holds the page's script
         return None
-    return state.tab.page.main_frame.webmcp, "tools", {"timeout": timeout_ms}
+    return state.tab.cdp(), "send", {"method": "Runtime.evaluate", "params": {
+        "expression": OFFERED % ANNOUNCED, "awaitPromise": True, "returnByValue": True}}
 
 
-def announced(registered: Any) -> str | None:
-    """`name(arg, arg?), …` of the tools a load's read found (offered_read); None when it offers none, or the read
-    failed (a remote browser without WebMCP, a page that is not a secure context, one gone meanwhile)."""
+def announced(answer: Any) -> str | None:
+    """`name(arg, arg?), …` of the tools a load's read found (offered_read's CDP answer); None when it offers none,
+    or the read failed (a page that is not a secure context, one gone meanwhile)."""
+    offered = answer.get("result", {}).get("value") if isinstance(answer, dict) else None
+    registered = offered.get("tools") if isinstance(offered, dict) else None
     if not isinstance(registered, list):
         return None
-    shown = [signature for signature in map(_signature, registered[:ANNOUNCED]) if signature is not None]
+    shown = [signature for signature in map(_signature, registered[:ANNOUNCED]) if isinstance(signature, str)]
     if not shown:
         return None
-    more = len(registered) - ANNOUNCED
+    total = offered.get("total") if isinstance(offered, dict) else None
+    more = (total if isinstance(total, int) else len(registered)) - ANNOUNCED
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
