@@ -100,12 +100,22 @@ _UNPUBLISHED = frozenset({"minimum", "maximum", "minLength", "maxLength", "patte
                           "additionalProperties"})
 
 
+# An enum too long to say in every tools/list, of names a model knows already (Playwright's resource types):
+# enforced, its refusal names them all, the reference page lists them, tools/list does not.
+_UNLISTED = "x-unlisted"
+
+
+def unlisted_enum(values):
+    return {"type": "string", "enum": list(values), _UNLISTED: True}
+
+
 def published(schema, drop=()):
-    """The schema as tools/list shows it: without `_UNPUBLISHED` keywords, an empty `required`,
-    or the top-level properties named in `drop` (options of tool groups that are off)."""
+    """The schema as tools/list shows it: without `_UNPUBLISHED` keywords, an unlisted enum, an empty
+    `required`, or the top-level properties named in `drop` (options of tool groups that are off)."""
     out = {}
     for key, value in schema.items():
-        if key in _UNPUBLISHED or (key == "required" and not value):
+        if key in _UNPUBLISHED or (key == "required" and not value) or key == _UNLISTED or (
+                key == "enum" and schema.get(_UNLISTED)):
             continue
         if key == "properties":
             value = {name: published(item) for name, item in value.items() if name not in drop}

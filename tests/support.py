@@ -476,6 +476,7 @@ class RawServer:
                                      stdout=subprocess.PIPE, stderr=self.stderr)
         self.lines = queue.Queue()
         self.raw_stdout = []
+        self.list_changes = 0
         threading.Thread(target=self._pump, daemon=True).start()
 
     def _pump(self):
@@ -490,9 +491,15 @@ class RawServer:
         self.proc.stdin.flush()
 
     def recv(self, timeout=30):
-        line = self.lines.get(timeout=timeout)
-        assert line is not None, "server closed stdout"
-        return json.loads(line)
+        """The next message but a tools/list_changed notice (a client's second session changes its list): those
+        are counted in `list_changes`."""
+        while True:
+            line = self.lines.get(timeout=timeout)
+            assert line is not None, "server closed stdout"
+            message = json.loads(line)
+            if message.get("method") != "notifications/tools/list_changed":
+                return message
+            self.list_changes += 1
 
     def request(self, request_id, method, params=None, timeout=30):
         message = {"jsonrpc": "2.0", "id": request_id, "method": method}

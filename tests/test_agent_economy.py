@@ -174,6 +174,12 @@ def test_network_logs_list_what_matters_for_this_page(client, session, pages):
     assert all(e["status"] >= 400 or e.get("failure") for e in failed)
     fetched = client.tool("network_logs", sessionId=session, allPages=True, resourceType=["fetch"])["entries"]
     assert [e["url"] for e in fetched] == [pages.url("/api/data")]
+    # The types are not an enum in tools/list (150 characters a turn): a wrong one is refused naming them all.
+    wrong = client.error("network_logs", sessionId=session, resourceType=["fetch", "ajax"])
+    assert wrong["errorCode"] == "INVALID_PARAMETERS"
+    assert "'ajax'" in wrong["message"] and "'xhr', 'fetch'" in wrong["message"]
+    newest = client.tool("network_logs", sessionId=session, allPages=True, limit=1)
+    assert newest["entries"] == everything["entries"][-1:] and newest["older"] == len(everything["entries"]) - 1
 
 
 def test_a_missing_stylesheet_is_listed_and_loaded_ones_are_counted(make_client, pages, tmp_path):

@@ -48,6 +48,7 @@ class Wire:
 
     def __init__(self):
         self.messages: queue.Queue = queue.Queue()
+        self.notes: list = []
 
     def send(self, message, related=None):
         self.messages.put(message)
@@ -61,6 +62,8 @@ class Wire:
             message = self.next(timeout)
             if message.get("id") == request_id and "method" not in message:
                 return message
+            if "id" not in message:
+                self.notes.append(message.get("method"))
 
 
 @pytest.fixture
@@ -469,8 +472,10 @@ def test_the_instructions_name_only_tools_and_parameters_that_exist():
 
 
 def test_a_call_that_names_no_session_acts_on_its_clients_one_session_and_no_one_elses(core):
-    """tools/list does not ask for sessionId; a session tool's call without it acts on its client's one open session
-    (the request row says so), and with none or several open it is refused, saying which (core/dispatch.py)."""
+    """tools/list names no sessionId while its client has at most one session open: a session tool's call without
+    it acts on that session (the request row says so), and with none or several open it is refused, saying which
+    (core/dispatch.py). With two open the list names it (not required) and the client hears the list changed; when
+    one closes, again (tools/base.py, Tool._published)."""
     clients = {}
     for owner in ("ann", "bob"):
         connection, wire = connect(core, owner=owner)
@@ -483,23 +488,39 @@ def test_a_call_that_names_no_session_acts_on_its_clients_one_session_and_no_one
         answer = request(connection, wire, request_id, "tools/call", {"name": name, "arguments": args})["result"]
         return answer["isError"], json.loads(answer["content"][0]["text"])
 
-    listed = request(*clients["ann"], 2, "tools/list")["result"]["tools"]
-    snapshot = next(t for t in listed if t["name"] == "snapshot")
-    assert "sessionId" in snapshot["inputSchema"]["properties"]
-    assert "sessionId" not in snapshot["inputSchema"].get("required", [])
-    close = next(t for t in listed if t["name"] == "close_session")  # a core tool still names its session
-    assert close["inputSchema"]["required"] == ["sessionId"]
+    def listed(owner, request_id):
+        answer = request(*clients[owner], request_id, "tools/list")["result"]
+        tools = {t["name"]: t["inputSchema"] for t in answer["tools"]}
+        session_tools = [name for name, tool in tools.items() if name not in (
+            "create_session", "close_session", "resume_session", "list_sessions", "get_content", "enable_tools")]
+        assert len(session_tools) >= 12
+        named = {name for name in session_tools if "sessionId" in tools[name]["properties"]}
+        assert not [name for name in session_tools if "sessionId" in tools[name].get("required", [])]
+        assert tools["close_session"]["required"] == ["sessionId"]  # a core tool still names its session
+        assert named in (set(), set(session_tools)), named  # all or none
+        return bool(named)
+
+    assert listed("ann", 2) is False
     failed, error = call("ann", 3, "console_logs", {})
     assert failed and "no session is open" in error["message"] and "create_session" in error["message"]
     sessions = {owner: call(owner, 4, "create_session", {})[1]["sessionId"] for owner in ("ann", "bob")}
+    assert listed("ann", 40) is False and "notifications/tools/list_changed" not in clients["ann"][1].notes
     failed, logs = call("ann", 5, "console_logs", {})
     assert not failed, logs
     rows = core.timeline(sessions["ann"])
     assert [row["refId"] for row in rows if row["tool"] == "console_logs"] == [logs["refId"]]
     assert not [row for row in core.timeline(sessions["bob"]) if row["tool"] == "console_logs"]  # not bob's
+    failed, named = call("ann", 41, "console_logs", {"sessionId": sessions["ann"]})
+    assert not failed, named  # a sessionId the list does not name is still taken
     second = call("ann", 6, "create_session", {})[1]["sessionId"]
+    assert "notifications/tools/list_changed" in clients["ann"][1].notes
+    assert listed("ann", 42) is True and listed("bob", 43) is False  # bob still has one
     failed, error = call("ann", 7, "console_logs", {})
     assert failed and "2 sessions are open" in error["message"] and second in error["message"]
     assert sessions["bob"] not in error["message"]  # another client's session is not even named
     failed, named = call("ann", 8, "console_logs", {"sessionId": second})
     assert not failed  # positive control: naming one still works with several open
+    clients["ann"][1].notes.clear()
+    assert not call("ann", 44, "close_session", {"sessionId": second})[0]
+    assert "notifications/tools/list_changed" in clients["ann"][1].notes
+    assert listed("ann", 45) is False

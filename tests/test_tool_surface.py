@@ -236,7 +236,9 @@ def test_console_logs_with_levels_and_page_errors(full, sid, pages):
     assert errors and all(e["level"] == "error" for e in errors)
     later = full.tool("console_logs", sessionId=sid, since=entry["timestamp"])["entries"]
     assert all(e["timestamp"] > entry["timestamp"] for e in later)
-    assert len(full.tool("console_logs", sessionId=sid, limit=1)["entries"]) == 1
+    newest = full.tool("console_logs", sessionId=sid, limit=1)
+    assert newest["entries"] == logs["entries"][-1:] and newest["older"] == len(logs["entries"]) - 1  # left out, said
+    assert "older" not in logs  # nothing left out: nothing said
 
 
 def test_network_logs_redact_sensitive_headers(full, sid, pages):

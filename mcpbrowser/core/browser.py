@@ -257,9 +257,10 @@ class Browser:
 
     # -- ANY THREAD: the face's verbs (core/face.py says what each does), for the transports and the view ----
 
-    def list_tools(self, owner: str | None) -> tuple[list[Any], Any, bool]:
+    def list_tools(self, owner: str | None) -> tuple[list[Any], Any, bool, bool]:
         tools, groups = self.groups.listed(owner)
-        return tools, groups, self.groups.is_default(groups)
+        several = len(self.registry.open_ids(owner)) > 1
+        return tools, groups, self.groups.is_default(groups) and not several, several
 
     def owner_of(self, session_id: str) -> str | None:
         return self.registry.owner_of(session_id)

@@ -43,8 +43,9 @@ class CoreFace(Protocol):
         """Every tool this configuration offers, by name, a person's own included (person_input): the same
         table whether or not a view is built. Read-only here: nothing that holds the face adds a tool."""
 
-    def list_tools(self, owner: str | None) -> "tuple[list[Tool], Any, bool]":
-        """(tools, groups, shared): what `owner` sees in tools/list, its groups, whether every client sees the same."""
+    def list_tools(self, owner: str | None) -> "tuple[list[Tool], Any, bool, bool]":
+        """(tools, groups, shared, several): what `owner` sees in tools/list, its groups, whether every client sees
+        the same, whether `owner` has several sessions open (its session tools then list sessionId)."""
 
     @property
     def client(self) -> "ServerClient | None":

@@ -31,6 +31,7 @@ def create_session(core, args, call):
     record = core.warm_pool.create_session(allowed_domains=args.get("allowedDomains"), owner=call.owner,
                                            context=context)
     record.worker.offering_page_tools(_page_tools_for(core, call.owner))
+    sessions_changed(core, call, opened=True)
     out = {
         "sessionId": record.session_id,
         "expiresAt": record.expires_at,
@@ -60,6 +61,18 @@ def _page_tools_for(core, owner):
         if core.groups.enable(owner, ["webmcp"]):
             caller.tools_changed()
     return offer
+
+
+def sessions_changed(core, call, opened):
+    """A session of the caller's opened or closed: its client hears its list changed when its session tools'
+    sessionId may have come or gone from it (two or more open: listed; one: not; tools/base.py, Tool._published)."""
+    # An opening says so at any count past one: two calls at once may both see the count past two, and a list
+    # read again costs the client a request, not the model a character. A closing says so at one left (two
+    # closing at once may both see none: the list then names a sessionId it no longer needs, as after a session
+    # expires, until the client reads it again).
+    count = len(core.registry.open_ids(call.owner))
+    if (count >= 2) if opened else (count == 1):
+        call.caller.tools_changed()
 
 
 def resume_session(core, args, call):
@@ -93,6 +106,7 @@ def resume_session(core, args, call):
         core.history.release_claim(session_id)
         raise
     record.worker.offering_page_tools(_page_tools_for(core, call.owner))
+    sessions_changed(core, call, opened=True)
     out = {
         "sessionId": session_id,
         "expiresAt": record.expires_at,
@@ -133,6 +147,7 @@ def saved_states(core, args, call):
 
 def close_session(core, args, call):
     left = core.registry.close_session(args["sessionId"])
+    sessions_changed(core, call, opened=False)
     result: dict[str, Any] = {"success": True, "message": f"Session {args['sessionId']} closed."}
     if left.get("dialog"):  # an agent that asks to leave means to leave: say what went with the page
         result["dialogDismissed"] = {**left["dialog"], "message": clip(left["dialog"]["message"])}

@@ -102,14 +102,15 @@ class Tool:
             return self.positional
         return tuple(p for p in self.input_schema["required"] if p != "sessionId")
 
-    def describe(self, with_output_schema, groups=None):
-        """The tools/list entry for this tool; options of groups not in `groups` (a set) are left out."""
+    def describe(self, with_output_schema, groups=None, several_sessions=False):
+        """The tools/list entry for this tool; options of groups not in `groups` (a set) are left out, and a
+        session tool's sessionId unless its client has `several_sessions` open."""
         drop = () if groups is None else [name for name, group in self.option_groups.items() if group not in groups]
         out = {
             "name": self.name,
             "title": self.title,
             "description": self.description,
-            "inputSchema": self._published(drop),
+            "inputSchema": self._published(drop, several_sessions),
             "annotations": {  # its title would repeat the tool's own
                 "readOnlyHint": self.read_only,
                 "destructiveHint": self.destructive,
@@ -121,16 +122,20 @@ class Tool:
             out["outputSchema"] = self.output_schema
         return out
 
-    def _published(self, drop):
-        published = schema.published(self.input_schema, drop)
-        if self.needs_session:
-            # A session tool's sessionId may be left out while its client has one open session (the dispatcher
-            # takes that one, core/dispatch.py): not listed as required, which saves every agent 362 characters of
-            # tools/list on every turn (2026-12-06). The schema it is validated against still requires it.
-            required = [name for name in published.get("required", []) if name != "sessionId"]
-            published = {k: v for k, v in published.items() if k != "required"}
-            if required:
-                published["required"] = required
+    def _published(self, drop, several_sessions):
+        if not self.needs_session:
+            return schema.published(self.input_schema, drop)
+        # A session tool acts on its client's one open session when sessionId is left out (core/dispatch.py).
+        # So while a client has at most one, its list names no sessionId at all: 16 tools' `"sessionId":
+        # {"type": "string"}` cost every agent 528 characters of tools/list on every turn (2026-12-07), for a
+        # choice it does not have. With two or more open the list names it again (not required: the refusal
+        # names the client's sessions), and the client hears the list changed (lifecycle_tools.sessions_changed).
+        # The schema a call is validated against still has it: a sessionId passed is taken either way.
+        published = schema.published(self.input_schema, drop if several_sessions else (*drop, "sessionId"))
+        required = [name for name in published.get("required", []) if name != "sessionId"]
+        published = {k: v for k, v in published.items() if k != "required"}
+        if required:
+            published["required"] = required
         return published
 
 

@@ -93,13 +93,13 @@ class ToolMethods:
         protocol.check_paginated(msg.params, msg.id)
         core = self.connection.core
         structured = caller.version >= protocol.STRUCTURED_OUTPUT_SINCE
-        tools, groups, shared = core.list_tools(caller.owner)
-        out: dict[str, Any] = {"tools": [tool.describe(structured, groups) for tool in tools]}
+        tools, groups, shared, several = core.list_tools(caller.owner)
+        out: dict[str, Any] = {"tools": [tool.describe(structured, groups, several) for tool in tools]}
         if _tasks_on(caller.version):
             for tool, entry in zip(tools, out["tools"], strict=True):
                 if tool.task_support:  # worth running as a task: it can wait for minutes
                     entry["execution"] = {"taskSupport": "optional"}
-        if caller.modern:  # the same for every client until one calls enable_tools
+        if caller.modern:  # the same for every client until one calls enable_tools or opens a second session
             out.update(cacheScope="public" if shared else "private",
                        ttlMs=protocol.DISCOVER_TTL_MS)
         return out
