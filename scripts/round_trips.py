@@ -8,7 +8,9 @@ Every message the session's Playwright sends and every answer it receives is rec
 (Transport's serialize_message and deserialize_message); a round trip is a run of messages sent before the next
 answer came: calls sent together (Together) are one. Per call it prints the methods of each round trip, split at
 the action's own message (click, fill, selectOption, press; fill_form's last fill) and at the call's answer (the
-history's capture after it is the next call's wait).
+history's capture after it is the next call's wait). Then the benchmark's loop (scripts/bench.py: navigate,
+type, click, snapshot), each call sent as the last one answered: per call, the round trips from the last answer
+to its own, what it waits for back to back (the last call's capture, then its own).
 """
 
 import argparse
@@ -39,6 +41,8 @@ CALLS = [  # (tool, arguments beyond the session, Playwright's method of its act
     ("fill_form", {"fields": [{"selector": "#name", "value": "Grace"}, {"selector": "#city", "value": "Oslo"}]},
      "fill"),
 ]
+LOOP = [("navigate", {}), ("type", {"selector": "#name", "text": "Ada"}), ("click", {"selector": "#go"}),
+        ("snapshot", {})]
 
 
 class Wire:
@@ -95,7 +99,8 @@ def serve():
 
 
 def measure():
-    """{tool: {"before": trips, "after": trips until the answer, "capture": trips after it}}."""
+    """{tool: {"before": trips, "after": trips until the answer, "capture": trips after it},
+    "loop": [[tool, trips from the last call's answer to its own], ...]}."""
     wire, server, out = Wire(), serve(), {}
     wire.install()
     # Back to back, as an agent's calls come: not after a quiet spell, where a call first asks the browser for
@@ -118,8 +123,28 @@ def measure():
                 act = max(i for i, (kind, name) in enumerate(events) if name == method)  # fill_form's last fill
                 out[tool] = {"before": round_trips(events[:act]), "after": round_trips(events[act + 1:at]),
                              "capture": round_trips(events[at:])}
+            out["loop"] = loop(browser, session, wire, f"http://127.0.0.1:{server.server_port}/")
     server.shutdown()
     return out
+
+
+def loop(browser, session, wire, url):
+    """The benchmark's loop back to back, twice: the second time's [[tool, trips], ...] (a call's trips begin at
+    the last one's answer, on the session thread, so its capture after that answer falls in them)."""
+    calls = [(tool, {"url": url} if tool == "navigate" else args) for tool, args in LOOP]
+    for _ in range(2):
+        time.sleep(0.5)
+        del wire.events[:]
+        answers = [0]
+
+        def answered(_, at=answers):  # on the session thread, as the answer is set
+            at.append(len(wire.events))
+        for tool, args in calls:
+            fut = browser.submit(tool, {"sessionId": session.id, **args})
+            fut.add_done_callback(answered)
+            fut.result(timeout=30)
+    return [[tool, round_trips(wire.events[start:end])]
+            for (tool, _), start, end in zip(LOOP, answers[:-1], answers[1:], strict=True)]
 
 
 def main():
@@ -129,6 +154,8 @@ def main():
     if parser.parse_args().json:
         print(json.dumps(counts, indent=1))
         return
+    for tool, trips in counts.pop("loop"):
+        print(f"loop, {tool}: {len(trips)} {trips}")
     for tool, parts in counts.items():
         said = "; ".join(f"{part} {len(trips)} {trips}" for part, trips in parts.items())
         print(f"{tool}: {said}")
