@@ -206,7 +206,8 @@ def test_screenshot_is_image_content_and_saved_under_server_names(full, sid, pag
     assert jpeg.content[1].mime_type == "image/jpeg" and jmeta["width"] == 1280
     element = json.loads(full.call("screenshot", {"sessionId": sid, "selector": "#hoverme"}).content[0].text)
     assert (element["width"], element["height"]) == (100, 40)
-    assert full.error("screenshot", sessionId=sid, quality=5)["errorCode"] == "INVALID_PARAMETERS"
+    assert full.error("screenshot", sessionId=sid, format="png", quality=5)["errorCode"] == "INVALID_PARAMETERS"
+    assert full.call("screenshot", {"sessionId": sid, "quality": 5}).content[1].mime_type == "image/jpeg"  # implied
 
 
 def test_evaluate_returns_json_and_reports_errors(full, sid, pages):

@@ -330,7 +330,8 @@ def trace_stop(state, args, response):
 
 
 def screenshot(state, args, response):
-    fmt = args.get("format", "png")
+    # A quality asks for a JPEG: only JPEG has one, so tools/list need not say so (23 characters a turn).
+    fmt = args.get("format", "jpeg" if "quality" in args else "png")
     options = {"type": fmt, "style": HIDE_SECRET_FIELDS}
     if "quality" in args:
         if fmt != "jpeg":
@@ -429,7 +430,7 @@ TOOLS = [
         input_schema=session_schema({
             **TARGET,
             "format": {"type": "string", "enum": ["png", "jpeg"]},
-            "quality": schema.integer("JPEG", minimum=0, maximum=100),
+            "quality": schema.integer(None, minimum=0, maximum=100),
             "fullPage": {"type": "boolean"},
             "timeout": TIMEOUT,
         }),

@@ -366,8 +366,10 @@ TOOLS = [
         title="List, select or close tabs",
         description="List (first 10), select (make current) or close tabs, popups included.",
         input_schema=session_schema({
-            "action": schema.string("Default list.", enum=["list", "select", "close"]),
-            "index": schema.integer("Default: the current tab.", minimum=0),
+            # Called bare, it lists; close without an index closes the current tab: what a model expects
+            # of either, so tools/list does not say it (72 characters a turn).
+            "action": {"type": "string", "enum": ["list", "select", "close"]},
+            "index": schema.integer(None, minimum=0),
         }),
         handler=tabs,
         changes_page=True,
