@@ -478,8 +478,10 @@ TOOLS = [
         input_schema=session_schema({
             **TARGET,
             "timeout": TIMEOUT,
-            "force": {"type": "boolean"},  # Playwright's own word, as hover's: said, it cost 44 characters a turn
-            "clickCount": schema.integer("2: double click.", minimum=1, maximum=3),
+            # Playwright's own words (force, clickCount; type's delay, ms between keys), undescribed as hover's
+            # force: described, they cost every turn 114 characters of tools/list (2026-12-07).
+            "force": {"type": "boolean"},
+            "clickCount": schema.integer(None, minimum=1, maximum=3),
         }),
         handler=click,
         positional=("selector",),
@@ -494,7 +496,7 @@ TOOLS = [
         input_schema=session_schema({
             **TARGET,
             "text": {"type": "string"},
-            "delay": schema.integer("ms between keys", minimum=0, maximum=1000),
+            "delay": schema.integer(None, minimum=0, maximum=1000),
             "timeout": TIMEOUT,
             "clear": {"type": "boolean"},
             "secret": {"type": "boolean"},
