@@ -127,7 +127,7 @@ class Tool:
             return schema.published(self.input_schema, drop)
         # A session tool acts on its client's one open session when sessionId is left out (core/dispatch.py).
         # So while a client has at most one, its list names no sessionId at all: 16 tools' `"sessionId":
-        # {"type": "string"}` cost every agent 528 characters of tools/list on every turn (2026-12-07), for a
+        # {"type": "string"}` cost every agent 528 characters of tools/list on every turn (2026-12-06), for a
         # choice it does not have. With two or more open the list names it again (not required: the refusal
         # names the client's sessions), and the client hears the list changed (lifecycle_tools.sessions_changed).
         # The schema a call is validated against still has it: a sessionId passed is taken either way.

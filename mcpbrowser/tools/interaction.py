@@ -479,7 +479,7 @@ TOOLS = [
             **TARGET,
             "timeout": TIMEOUT,
             # Playwright's own words (force, clickCount; type's delay, ms between keys), undescribed as hover's
-            # force: described, they cost every turn 114 characters of tools/list (2026-12-07).
+            # force: described, they cost every turn 114 characters of tools/list (2026-12-06).
             "force": {"type": "boolean"},
             "clickCount": schema.integer(None, minimum=1, maximum=3),
         }),

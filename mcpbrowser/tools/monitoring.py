@@ -13,7 +13,7 @@ LOG_RESULT = {
 }
 DEFAULT_LIMIT = 50
 # The newest `limit` are shown; an answer that left older ones out says how many (`older`), so the default
-# is not said in every tools/list: "Default 50, newest." twice cost every turn 74 characters (2026-12-07).
+# is not said in every tools/list: "Default 50, newest." twice cost every turn 74 characters (2026-12-06).
 LIMIT = {"type": "integer", "minimum": 1, "maximum": 10_000}
 
 
