@@ -178,6 +178,7 @@ def test_network_logs_list_what_matters_for_this_page(client, session, pages):
     wrong = client.error("network_logs", sessionId=session, resourceType=["fetch", "ajax"])
     assert wrong["errorCode"] == "INVALID_PARAMETERS"
     assert "'ajax'" in wrong["message"] and "'xhr', 'fetch'" in wrong["message"]
+    assert client.error("network_logs", sessionId=session, resourceType=[])["errorCode"] == "INVALID_PARAMETERS"
     newest = client.tool("network_logs", sessionId=session, allPages=True, limit=1)
     assert newest["entries"] == everything["entries"][-1:] and newest["older"] == len(everything["entries"]) - 1
 

@@ -503,6 +503,7 @@ def test_a_call_that_names_no_session_acts_on_its_clients_one_session_and_no_one
     assert listed("ann", 2) is False
     failed, error = call("ann", 3, "console_logs", {})
     assert failed and "no session is open" in error["message"] and "create_session" in error["message"]
+    assert "resume_session" in error["message"]  # one that expired is not lost: it may be brought back
     sessions = {owner: call(owner, 4, "create_session", {})[1]["sessionId"] for owner in ("ann", "bob")}
     assert listed("ann", 40) is False and "notifications/tools/list_changed" not in clients["ann"][1].notes
     failed, logs = call("ann", 5, "console_logs", {})

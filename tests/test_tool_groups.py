@@ -240,6 +240,7 @@ def test_a_modern_client_reads_its_new_tools_in_the_answer():
     try:
         before = server.request(1, "tools/list", {"_meta": MODERN})["result"]
         assert before["cacheScope"] == "public" and "reload" not in {t["name"] for t in before["tools"]}
+        assert before["ttlMs"] == 0  # its calls change it (enable_tools, a second session): a cached list lies
         answer = server.request(2, "tools/call", {"_meta": MODERN, "name": "enable_tools",
                                                   "arguments": {"groups": ["extra"]}})["result"]
         assert answer["isError"] is False and "reload(waitUntil?, timeout?)" in answer["structuredContent"]["added"]

@@ -132,7 +132,8 @@ class Dispatcher:
     def _no_session(self, caller: Caller) -> InvalidParameters:
         open_ids = self._registry.open_ids(caller.owner)
         if not open_ids:
-            return InvalidParameters("sessionId is required, and no session is open: call create_session first.")
+            return InvalidParameters("sessionId is required, and no session is open: call create_session first (or "
+                                     "resume_session with the id of one that closed or expired).")
         shown = ", ".join(open_ids[:5]) + (f" and {len(open_ids) - 5} more" if len(open_ids) > 5 else "")
         return InvalidParameters(f"sessionId is required: {len(open_ids)} sessions are open ({shown}); name one.",
                                  details={"open": len(open_ids)})

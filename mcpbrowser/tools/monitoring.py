@@ -146,7 +146,8 @@ TOOLS = [
             "method": {"type": "string"},
             "status": {"type": "integer", "minimum": 100, "maximum": 599},
             "failed": {"type": "boolean"},
-            "resourceType": {"type": "array", "items": schema.unlisted_enum(RESOURCE_TYPES)},  # 150 characters a turn
+            # Its enum unlisted: 150 characters a turn.
+            "resourceType": {"type": "array", "minItems": 1, "items": schema.unlisted_enum(RESOURCE_TYPES)},
             "includeStatic": {"type": "boolean"},
             "headers": {"type": "boolean"},
             "allPages": {"type": "boolean"},

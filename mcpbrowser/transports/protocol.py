@@ -27,7 +27,7 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # reached through initialize
 MODERN_VERSIONS = ("2026-07-28",)  # each request carries its version in _meta; no initialize
 SUPPORTED_VERSIONS = HANDSHAKE_VERSIONS + MODERN_VERSIONS
-DISCOVER_TTL_MS = 300_000  # the tool list changes only with the server's flags: clients may cache it this long
+DISCOVER_TTL_MS = 300_000  # server/discover's answer changes only with the server's flags: cached this long
 LATEST_VERSION = HANDSHAKE_VERSIONS[-1]  # what initialize settles on when the client's is unknown
 STRUCTURED_OUTPUT_SINCE = "2025-06-18"  # outputSchema / structuredContent appear in this revision
 

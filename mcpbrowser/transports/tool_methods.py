@@ -100,8 +100,10 @@ class ToolMethods:
                 if tool.task_support:  # worth running as a task: it can wait for minutes
                     entry["execution"] = {"taskSupport": "optional"}
         if caller.modern:  # the same for every client until one calls enable_tools or opens a second session
-            out.update(cacheScope="public" if shared else "private",
-                       ttlMs=protocol.DISCOVER_TTL_MS)
+            # Not to be kept: a 2026-07-28 client hears no list_changed, and its list changes with its own calls (a
+            # second session open lists sessionId, enable_tools, a load of a page with tools). Kept for discover's
+            # five minutes, the official client's cache hid sessionId from a client with two sessions (2026-12-06).
+            out.update(cacheScope="public" if shared else "private", ttlMs=0)
         return out
 
     def _call(self, msg, caller):
