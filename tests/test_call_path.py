@@ -51,7 +51,7 @@ class State:
 
     def __init__(self, outcome, connected=True, wall=None, elements=10, dialog_after=False):
         self.outcome, self.dialog_after = outcome, dialog_after
-        self.dialog = None
+        self.blocker = None
         self.secrets, self.withheld = (), set()
         self.elements_counted = elements
         self.worker = types.SimpleNamespace(held_by=None)
@@ -71,7 +71,7 @@ class State:
 
     def run_tool(self, tool, args, response):
         if self.dialog_after:
-            self.dialog = object()
+            self.blocker = object()
         if isinstance(self.outcome, BaseException):
             raise self.outcome
         response.answer(dict(self.outcome))

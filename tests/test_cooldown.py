@@ -88,7 +88,7 @@ def on_page(shows):
     # The server's own reads of a page go through state.background (a deadline): here, straight to the frame.
     background = lambda tab, target, method, **kwargs: getattr(target, method)(**kwargs)  # noqa: E731
     # `page` as SessionState forwards it to core/user_channel.py; the session's own modules read the tab's.
-    return types.SimpleNamespace(tab=types.SimpleNamespace(page=page, unresponsive=False), dialog=None,
+    return types.SimpleNamespace(tab=types.SimpleNamespace(page=page, unresponsive=False), blocker=None,
                                  session_id="s1", events=events, background=background), reads
 
 

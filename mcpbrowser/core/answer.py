@@ -134,6 +134,9 @@ def with_news(result: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
         dialog = news["dialog"]
         result["message"] += (f"; {a_(dialog['type'])} dialog opened ({clip(dialog['message'])!r}): "
                               "answer it with handle_dialog")
+    for other in news.get("tabDialogs", ()):
+        result["message"] += (f"; tab {other['tab']} has {a_(other['type'])} dialog open ({clip(other['message'])!r}): "
+                              "handle_dialog answers it")
     if "newTabs" in news:
         count = news["newTabs"]
         result["message"] += f"; the page opened {count} new tab{'s' if count > 1 else ''}: see tabs"

@@ -124,7 +124,7 @@ class OnSession:
             call.snapshot = response.page  # the history keeps all of it: get_content(refId) reads it
             if not response.page_is_snapshot:
                 call.inline = False  # a report of the handler's own: the answer is already its summary
-        if state.dialog is not None:
+        if state.blocker is not None:
             call.capture = False  # no script runs behind a dialog: nothing to store, and meta must not promise it
         if call.capture and call.inline and call.snapshot is None and "snapshot" not in result:
             call.snapshot = snapshots.capture_snapshot(state)

@@ -303,9 +303,11 @@ class SessionRegistry:
         left: dict = {}
 
         def last(state):  # on the session thread, just before its page and context close
-            if state.dialog is None:
+            if state.holder() is None:
                 state.catch_up()  # a dialog that opened while the agent thought is not dispatched yet
-            left.update(dialog=state.dialog_info() if state.dialog is not None else None,
+            holder = state.holder()
+            dialog = state.blocker or (holder.dialog if holder else None)  # the current tab's first, else any tab's
+            left.update(dialog=state.dialog_info(dialog) if dialog is not None else None,
                         dismissed=state.dialogs_dismissed)
             self._final_save(state)
 

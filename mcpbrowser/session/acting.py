@@ -37,11 +37,13 @@ class Acting:
 
     tab: Any
     context: Any
-    dialog: Any
+    blocker: Any
+    trapped: bool
     _dialog_waiter: Any
     if TYPE_CHECKING:
         @property
         def session_id(self) -> str: ...
+        def holder(self, besides: Any = None) -> Any: ...
 
     def act(self, target, method, /, deadline_s=None, watch=None, **kwargs):
         """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens
@@ -54,7 +56,7 @@ class Acting:
         watch=(every_s, still_fine): while the call runs, ask still_fine() every every_s
         seconds; when it says no, stop waiting (TIMED_OUT) and leave the call to its fate.
         """
-        if self.dialog is not None:
+        if self.blocker is not None:
             # One opened earlier in this call (run_tool refuses page tools behind one): nothing
             # can reach the page until it is answered, so the action does not start at all.
             return INTERRUPTED
@@ -75,26 +77,35 @@ class Acting:
             if task.done():
                 return task.result()
             if waiter.done():
-                return INTERRUPTED
+                # Its tab's dialog, or another tab's that froze this page too: a popup and its same-site opener
+                # run on one thread, which an alert in either stops. A page that still answers goes on.
+                if self.blocker is not None or self.trapped or not self.responsive():
+                    return INTERRUPTED
+                continue
             if watch is None or (end is not None and time.monotonic() >= end) or not watch[1]():
                 return TIMED_OUT
 
     def responsive(self, tab=None):
-        """Whether the tab's page (the current tab's by default) runs a trivial script within PROBE_S; remembered."""
+        """Whether the tab's page (the current tab's by default) runs a trivial script within PROBE_S; remembered.
+
+        A page that does not answer while another tab's dialog is open is held by that dialog, not hung (Chromium
+        runs a popup and its same-site opener on one thread, which an alert in either stops): Tab.held_by."""
         tab = self.tab if tab is None else tab
         try:
             answered = self.act(tab.page, "evaluate", deadline_s=PROBE_S, expression="1") is not TIMED_OUT
         except Exception:  # closed, navigating, crashed: not a page that hangs
             answered = True
-        tab.unresponsive = not answered
-        if not answered:
+        tab.held_by = None if answered else tab if tab.dialog is not None else self.holder(besides=tab)
+        tab.unresponsive = not answered and tab.held_by is None
+        if tab.unresponsive:
             log.warning("page unresponsive", extra={"event": "page_unresponsive", "session": self.session_id})
         return answered
 
     def background(self, tab, target, method, /, **kwargs):
         """The server's own work on a tab (no agent waits for it): target.method(**kwargs) through act,
         given INTERNAL_S; None when a dialog or the deadline ended it, or the tab is known to hang."""
-        if tab.unresponsive:
+        held = tab.dialog is not None or (tab.held_by is not None and tab.held_by.dialog is not None)
+        if tab.unresponsive or held:  # a page behind a dialog (its own, or one that freezes it too) answers nothing
             return None
         result = self.act(target, method, deadline_s=INTERNAL_S, **kwargs)
         if result is TIMED_OUT:

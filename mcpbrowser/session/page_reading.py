@@ -52,7 +52,7 @@ def loaded_title(state, count=False, also=None):
     tab, answer = state.tab, _NOT_SENT
     title = None
     if state.chromium:
-        if count and state.dialog is None:
+        if count and state.blocker is None:
             title, answer = _title_and_count(state, tab, also)
         if title is None:
             try:
@@ -64,7 +64,7 @@ def loaded_title(state, count=False, also=None):
                 tab.cdp_session = None
                 log.debug("title through CDP failed", extra={"session": state.session_id, "error": str(exc)})
     if title is None:
-        title = tab.page.title() if state.dialog is None else ""
+        title = tab.page.title() if state.blocker is None else ""
     if also is None:
         return title
     if answer is _NOT_SENT:  # the title's round trip failed before it: the read goes alone
@@ -175,7 +175,7 @@ def wall(state, keywords=()):
     # Nothing runs behind a dialog. A page whose navigation is pending is leaving (the person
     # submitted, say, to a slow server), and reading it would wait for that server; one whose
     # script never yields (tab.unresponsive) would hold the probe for ever.
-    if tab is None or state.dialog is not None or state.events.navigation_pending() or tab.unresponsive:
+    if tab is None or state.blocker is not None or state.events.navigation_pending() or tab.unresponsive:
         return None
     page = tab.page
     words = [word.lower() for word in keywords if word]
@@ -203,7 +203,7 @@ def await_error_page(state, navigations):
     agent's next navigation just work.
     """
     tab = state.tab
-    if not state.chromium or tab is None or state.dialog is not None:
+    if not state.chromium or tab is None or state.blocker is not None:
         return
     page = tab.page
     # This failure's own error page: after a failure before it, the tab shows that one's already,
@@ -239,7 +239,7 @@ def storage_state(state):
     that opens meanwhile (a page's own timer, while the agent thinks) would hold it
     for ever, and with it the session thread.
     """
-    if state.dialog is not None or state.tab is None:
+    if state.blocker is not None or state.tab is None:
         return None
     url = state.tab.page.url
     try:
@@ -261,7 +261,7 @@ def collect_garbage(state):
     next call, which is told of it at once.
     """
     for tab in list(state.tabs):
-        if state.dialog is not None:
+        if state.blocker is not None:
             return
         if not tab.page.is_closed():
             state.background(tab, tab.page, "request_gc")

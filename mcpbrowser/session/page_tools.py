@@ -97,7 +97,7 @@ def offered_read(state: Any, timeout_ms: int) -> tuple[Any, str, dict[str, Any]]
     """The read ((target, method, kwargs)) of the tools the page itself (its main frame) offers now, for a load to
     send with its title's (page_reading.loaded_title: one round trip); None when the browser runs no page tools.
     Its frames' tools are page_tools' list's to show, with their origins."""
-    if not (state.config.webmcp and state.chromium) or state.dialog is not None:  # a dialog holds the page's script
+    if not (state.config.webmcp and state.chromium) or state.blocker is not None:  # a dialog holds the page's script
         return None
     return state.tab.cdp(), "send", {"method": "Runtime.evaluate", "params": {
         "expression": OFFERED % ANNOUNCED, "awaitPromise": True, "returnByValue": True}}

@@ -387,7 +387,7 @@ def now(state, marked, reads):
 
     started, tab, navigations, tabs_before = marked
     elapsed_s, timeout_s = time.monotonic() - started, state.config.action_timeout / 1000
-    if state.dialog is not None or state.tab is not tab or tab.navigations != navigations \
+    if state.blocker is not None or state.tab is not tab or tab.navigations != navigations \
             or elapsed_s > PROBE_AFTER_S:
         return None
     try:
@@ -447,7 +447,7 @@ def _await_tabs(state, count, wait_s):
     page, now = state.tab.page, time.monotonic()
     end, quiet_end, seen = now + wait_s, now + POPUP_WAIT_S, state.tabs_opened
     try:
-        while state.tabs_opened < count and state.dialog is None and time.monotonic() < min(end, quiet_end):
+        while state.tabs_opened < count and state.blocker is None and time.monotonic() < min(end, quiet_end):
             page.wait_for_timeout(20)
             if state.tabs_opened > seen:
                 seen, quiet_end = state.tabs_opened, time.monotonic() + POPUP_WAIT_S

@@ -47,7 +47,7 @@ def capture_snapshot(state, field_edit=None):
     select's [selected] mark moved (_edited).
     """
     tab = state.tab
-    if state.dialog is not None or tab is None:
+    if state.blocker is not None or tab is None:
         return None
     held, tab.full_snapshot = tab.full_snapshot, None
     if held is not None and held[1] == state.proven:  # the call's settle proved it (take_proof): no round trip
@@ -377,7 +377,7 @@ def redact_snapshot(state, text, secret_fields=None):
 
     The fields' values are read only when some textbox in the snapshot shows a value.
     """
-    if state.tab is None or state.dialog is not None or not has_textbox_values(text):
+    if state.tab is None or state.blocker is not None or not has_textbox_values(text):
         return text
     # What "a secret the client met" means (issue 49), decided here: a value the client's agent typed or
     # filled as a secret (flagged, or into a field that was a secret one when the server looked, before

@@ -1,4 +1,4 @@
-"""One session's state: its tabs (each a `Tab`), the dialog, secrets, and running a tool on them.
+"""One session's state: its tabs (each a `Tab`, with its dialog), secrets, and running a tool on them.
 
 SESSION THREAD ONLY. Every Playwright object here was created on the session's
 own thread and is used only there; event handlers also run on that thread,
@@ -47,12 +47,11 @@ class SessionState(Acting):
         self.tabs = [self.tab]
         self.tabs_opened = 0
         self._tabs_reported = 0
-        # The dialog is the session's, whichever tab raised it: the context hears it, the agent answers it with
-        # handle_dialog, and until then it holds every page tool (run_tool).
-        self.dialog: Any = None
+        # A dialog is the tab's that raised it (Tab.dialog): the context hears it, the agent answers it with
+        # handle_dialog, and until then it holds the page tools on that tab only (see `dialog`).
         self._dialog_waiter = None
-        self._dialog_answered_at = float("-inf")  # monotonic time the last dialog was answered
-        self._dialog_run = 0       # dialogs in a row, each soon after the previous one's answer
+        self.untold: list = []     # dialogs opened since the last answer, told in the next one (_news)
+        self.probe_due = False    # a dialog opened in another tab than the current one: may it hold this one?
         self.dialogs_dismissed = 0  # dialogs the server answered itself, not yet told
         self.leaving = False       # navigate is taking the tab away: dialogs in its way are answered
         self.trapped = False       # ...but one could not be: the tab is held (see clear_the_way)
@@ -86,6 +85,19 @@ class SessionState(Acting):
         self.disconnect_at_close = False  # set by the opener: see close()
         self.quiet_since = time.monotonic()  # when the last call ended: see catch_up
         self.told = None          # (url, title) the agent's last answer gave: a read of the same page omits them
+
+    @property
+    def blocker(self):
+        """The open dialog that holds the current tab: its own, or another tab's found to freeze it (responsive)."""
+        tab = self.tab
+        if tab is None:
+            return None
+        holder = tab if tab.dialog is not None else tab.held_by
+        return holder.dialog if holder is not None and holder in self.tabs else None
+
+    def holder(self, besides=None):
+        """The first tab but `besides` with an open dialog, or None."""
+        return next((tab for tab in self.tabs if tab is not besides and tab.dialog is not None), None)
 
     @property
     def session_id(self):
@@ -151,11 +163,17 @@ class SessionState(Acting):
 
     def run_tool(self, tool, args, response):
         """Run one tool's handler with the checks and notes every page tool shares."""
-        if self.dialog is None and time.monotonic() - self.quiet_since > CATCH_UP_AFTER_S:
+        if self.blocker is None and time.monotonic() - self.quiet_since > CATCH_UP_AFTER_S:
             self.catch_up()
         self.events.resume_network()
-        if tool.page_tool and self.dialog is not None and not tool.leaves_page:
+        if tool.page_tool and not tool.leaves_page and self.blocker is None and self.probe_due \
+                and self.tab is not None and not self.tab.crashed and not self.tab.page.is_closed():
+            self.probe_due = False
+            self.responsive()  # another tab's dialog may hold this page too: then it is named below
+        if tool.page_tool and self.blocker is not None and not tool.leaves_page:
             summary = self.dialog_summary()  # its first letter up, the dialog's own text as it reads
+            if self.blocker in self.untold:
+                self.untold.remove(self.blocker)  # this refusal tells it
             raise DialogOpen(
                 f"{summary[:1].upper()}{summary[1:]} is open; it blocks the page. "
                 "Answer it with handle_dialog first.",
@@ -167,7 +185,7 @@ class SessionState(Acting):
         tab = self.tab
         if tool.page_tool and not tool.leaves_page and tab.unresponsive and not self.responsive():
             raise self.unresponsive_error()
-        dialog_before, navigations_before = self.dialog, tab.navigations
+        dialog_before, navigations_before = self.blocker, tab.navigations
         url_changes_before, tabs_before = tab.url_changes, self.tabs_opened
         started = time.monotonic()
         try:
@@ -179,11 +197,11 @@ class SessionState(Acting):
                 response.page_failed(crashed=True)
             elif tool.page_tool and not tool.leaves_page and not isinstance(exc, PageUnresponsive) \
                     and time.monotonic() - started > PROBE_AFTER_S and self.tab is tab \
-                    and not self.responsive():
+                    and not self.responsive() and self.blocker is None:
                 response.page_failed(crashed=False)
             raise
         title, facts = None, {}
-        stayed = tool.changes_page and tool.page_tool and not tool.leaves_page and self.dialog is None \
+        stayed = tool.changes_page and tool.page_tool and not tool.leaves_page and self.blocker is None \
             and self.tab is tab
         # (A handler that settled already heard the page answer: settle.now.)
         if stayed and self.settled is None and time.monotonic() - started > PROBE_AFTER_S and not self.responsive():
@@ -205,12 +223,19 @@ class SessionState(Acting):
             self.told = (shown["url"], shown["title"])
 
     def _news(self, dialog_before):
-        """What the page did that the agent was not told yet, each told once: a dialog that opened during the
-        call, the tabs it opened (between calls too: events are dispatched during any Playwright call, the
-        after-call capture included), a tab navigate replaced, the dialogs the server dismissed, downloads."""
+        """What the pages did that the agent was not told yet, each told once: a dialog that opened during the
+        call on its tab, the dialogs open in other tabs, the tabs it opened (between calls too: events are
+        dispatched during any Playwright call, the after-call capture included), a tab navigate replaced, the
+        dialogs the server dismissed, downloads."""
         news = {}
-        if self.dialog is not None and self.dialog is not dialog_before:
+        if self.blocker is not None and self.blocker is not dialog_before:
             news["dialog"] = self.dialog_info()
+        # Another tab's dialog holds nothing here, but the agent must not be left unaware of it.
+        elsewhere = [self.dialog_info(tab.dialog) for tab in self.tabs
+                     if tab.dialog in self.untold and tab.dialog is not self.blocker]
+        if elsewhere:
+            news["tabDialogs"] = elsewhere
+        self.untold = []
         if self.tabs_opened > self._tabs_reported:
             news["newTabs"], self._tabs_reported = self.tabs_opened - self._tabs_reported, self.tabs_opened
         if self.replaced_tab:
@@ -271,12 +296,12 @@ class SessionState(Acting):
         is one CDP round trip that runs no JavaScript (see loaded_title), or the one the
         settle just read (title) when the page stayed.
         """
-        if navigated and self.dialog is None:
+        if navigated and self.blocker is None:
             try:  # at most the action timeout: a slow page's answer says where it is so far
                 self.tab.page.wait_for_load_state("load", timeout=self.config.action_timeout)
             except Exception as exc:  # a slow page: answer with what is there
                 log.debug("load after action not reached", extra={"session": self.session_id, "error": str(exc)})
-        if title is None or navigated or self.dialog is not None:  # else the settle's, read just now
+        if title is None or navigated or self.blocker is not None:  # else the settle's, read just now
             title = page_reading.loaded_title(self, count)
         self.remember_page(title)
         return {"url": self.tab.page.url, "title": title, "navigated": navigated}
@@ -295,7 +320,7 @@ class SessionState(Acting):
         self.worker.info = page_shown(self.tab.page.url, title, self.secrets)
 
     def describe(self):
-        if self.dialog is None and not self.tab.unresponsive:
+        if self.blocker is None and not self.tab.unresponsive:
             self.remember_page(self.tab.page.title())
         return dict(self.worker.info)
 
@@ -303,21 +328,31 @@ class SessionState(Acting):
         """Make one round trip so that events the browser already sent are dispatched."""
         self.context.cookies("about:blank")
 
-    def dialog_summary(self):
-        """'an alert dialog ('Hello')': the open dialog, as an answer names it."""
-        return f"{a_(self.dialog.type)} dialog ({clip(self.dialog.message)!r})"
+    def _elsewhere(self, dialog):
+        """The index of the tab that raised `dialog` when that is not the current tab, else None."""
+        tab = self.tab_of(dialog.page)
+        return None if tab is self.tab or tab is None else self.tabs.index(tab)
 
-    def dialog_info(self):
-        """{type, message}, and a prompt's defaultValue (an alert, a confirm and a beforeunload have none)."""
-        d = self.dialog
+    def dialog_summary(self, dialog=None):
+        """'an alert dialog ('Hello')', '... in tab 1': a dialog (the current tab's), as an answer names it."""
+        dialog = dialog or self.blocker
+        index = self._elsewhere(dialog)
+        return f"{a_(dialog.type)} dialog ({clip(dialog.message)!r}){'' if index is None else f' in tab {index}'}"
+
+    def dialog_info(self, dialog=None):
+        """{type, message}, a prompt's defaultValue (an alert, a confirm and a beforeunload have none), and the
+        tab when it is not the current one: a dialog (the current tab's)."""
+        d = dialog or self.blocker
         prompt = {"defaultValue": d.default_value} if d.type == "prompt" else {}
-        return {"type": d.type, "message": d.message, **prompt}
+        index = self._elsewhere(d)
+        return {"type": d.type, "message": d.message, **prompt, **({} if index is None else {"tab": index})}
 
-    def answer_dialog(self, accept, prompt_text=None):
-        """Answer the open dialog; False when it had closed already (its tab closed or navigated)."""
-        dialog, self.dialog = self.dialog, None
+    def answer_dialog(self, dialog, accept, prompt_text=None):
+        """Answer an open dialog; False when it had closed already (its tab closed or navigated)."""
+        tab = self.tab_of(dialog.page)
+        if tab is not None:
+            tab.dialog, tab.dialog_answered_at = None, time.monotonic()
         self._dialog_waiter = None
-        self._dialog_answered_at = time.monotonic()
         try:
             if accept:
                 dialog.accept(prompt_text) if prompt_text is not None else dialog.accept()
@@ -338,8 +373,8 @@ class SessionState(Acting):
         holds the navigation and refuses to answer the dialog.
         """
         self.leaving, self.trapped = True, False
-        if self.dialog is not None:
-            self.answer_dialog(False)
+        if self.blocker is not None:  # its own, or another tab's that holds it
+            self.answer_dialog(self.blocker, False)
             self.dialogs_dismissed += 1
         if self.tab.looping or self.tab.unresponsive:
             self.replace_tab()
@@ -357,12 +392,11 @@ class SessionState(Acting):
             old.close()
         except Exception as exc:  # gone already
             log.debug("trapped tab close failed", extra={"session": self.session_id, "error": str(exc)})
-        if self.dialog is not None and self.dialog.page is old:
-            self.dialog = None
         log.info("trapped tab replaced", extra={"event": "tab_replaced", "session": self.session_id})
 
     def select_tab(self, index):
         self.tab = self.tabs[index]
+        self.probe_due = self.holder(besides=self.tab) is not None
         self.tab.page.bring_to_front()
 
     # -- event handlers (run on this thread while a Playwright call is in progress) ----
@@ -375,7 +409,7 @@ class SessionState(Acting):
 
     def _on_crash(self, tab):
         """A tab's renderer died (its "crash" event): the next call on it replaces it."""
-        tab.crashed = True
+        tab.crashed, tab.dialog = True, None  # its dialog died with its renderer
         if tab is self.tab:
             self.worker.page_crashed = True
 
@@ -390,18 +424,18 @@ class SessionState(Acting):
         except Exception:
             pass  # a crashed page may refuse to close cleanly
         self._open_blank_tab()
-        self.dialog = None
         self.worker.info = {"url": "about:blank", "title": ""}
         log.warning("page crashed: replaced", extra={"event": "page_crashed", "session": self.session_id})
         return PageCrashed(f"The page at {clip(url)} crashed. The session has a fresh page at about:blank "
                            "(same cookies and storage); navigate again.", session_id=self.session_id,
                            details={"url": url})
 
-    def _answer_itself(self, dialog):
+    def _answer_itself(self, tab, dialog):
         """A dialog of a looping page, or in navigate's way: dismissed (a beforeunload one accepted while
         leaving); False when the browser refused the answer."""
         self.dialogs_dismissed += 1
-        self._dialog_answered_at = time.monotonic()
+        if tab is not None:
+            tab.dialog_answered_at = time.monotonic()
         try:
             if self.leaving and dialog.type == "beforeunload":
                 dialog.accept()
@@ -432,12 +466,12 @@ class SessionState(Acting):
         page.on("websocket", self.events.on_websocket)
         page.on("download", self.downloads.on_download)
 
-    def _tab_of(self, page):
+    def tab_of(self, page):
         return next((tab for tab in self.tabs if tab.page is page), None)
 
     def _on_page(self, page):
         """A page the context opened (a popup, a new tab): the session's Tab of it, made once."""
-        tab = self._tab_of(page)
+        tab = self.tab_of(page)
         if tab is not None:
             return tab
         tab = Tab(page)
@@ -458,13 +492,12 @@ class SessionState(Acting):
             self.tab = self.tabs[-1] if self.tabs else None
 
     def _on_dialog(self, dialog):
-        now = time.monotonic()
-        self._dialog_run = self._dialog_run + 1 if now - self._dialog_answered_at < LOOP_GAP_S else 1
-        tab = self._tab_of(dialog.page)
-        if self._dialog_run > LOOP_DIALOGS and tab is not None:
-            tab.looping = True
+        tab = None if dialog.page is None else self._on_page(dialog.page)  # its "page" event may not have come yet
+        if tab is not None:  # a loop is one page's: counted on its tab
+            tab.dialog_run = tab.dialog_run + 1 if time.monotonic() - tab.dialog_answered_at < LOOP_GAP_S else 1
+            tab.looping = tab.looping or tab.dialog_run > LOOP_DIALOGS
         if self.leaving or (tab is not None and tab.looping):
-            if not self._answer_itself(dialog) and self.leaving:
+            if not self._answer_itself(tab, dialog) and self.leaving:
                 # Refused: a navigation of this tab has begun, and Chromium holds it until the
                 # dialog is answered. The navigation stops waiting; navigate replaces the tab.
                 self.trapped = True
@@ -472,7 +505,13 @@ class SessionState(Acting):
                 if waiter is not None and not waiter.done():
                     waiter.set_result(dialog)
             return
-        self.dialog = dialog
+        if tab is None:  # no page of the session's raised it: nothing it holds, nobody to ask
+            self._answer_itself(None, dialog)
+            return
+        tab.dialog = dialog
+        self.untold.append(dialog)
+        self.probe_due = self.probe_due or tab is not self.tab
+        # Any tab's dialog wakes a running act: one in another tab may freeze the act's page too (Acting.act).
         waiter = self._dialog_waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(dialog)

@@ -1,11 +1,13 @@
-"""One tab of a session: its Playwright page and what the session knows of that page alone.
+"""One tab of a session: its Playwright page, its open dialog and what the session knows of that page alone.
 
 SESSION THREAD ONLY: made by SessionState as the context opens a page, used by the session's modules and handlers.
 """
 
+from typing import Any
+
 
 class Tab:
-    """A page of the session's context, with its own counts, refs, held snapshot and health."""
+    """A page of the session's context, with its own dialog, counts, refs, held snapshot and health."""
 
     def __init__(self, page):
         self.page = page
@@ -16,6 +18,12 @@ class Tab:
         self.arming = 0           # the token its last walk armed the page watch with (snapshots.page_root)
         self.crashed = False      # its renderer died: the next call replaces it with a fresh tab
         self.unresponsive = False  # it did not answer a probe (acting.PROBE_S)
+        # The dialog is its page's (the page tools on it wait for its answer, other tabs go on); told the agent
+        # once, in the next answer (SessionState._news). Closing or crashing, the tab drops it.
+        self.dialog: Any = None
+        self.held_by: Any = None  # the tab whose open dialog holds this page too (SessionState.responsive)
+        self.dialog_run = 0       # dialogs in a row, each soon after the previous one's answer (LOOP_DIALOGS)
+        self.dialog_answered_at = float("-inf")  # monotonic time its last dialog was answered
         self.looping = False      # it raised dialogs in a loop: the server answers them until it navigates
         self.throttled = False    # it was sent a throttling, so that "none" reaches it
         self.cdp_session = None   # its CDP session, once opened (cdp)

@@ -309,7 +309,7 @@ def trace_stop(state, args, response):
     state.tracing = False
     # The secret fields' values its snapshots met, and their current ones, which its DOM snapshots and a form's
     # post hold too (a password the user typed): scrubbed from this trace, never learned (snapshots.redact_snapshot).
-    fields = state.traced_fields | (secret_values(state.tab.page) if state.dialog is None else set())
+    fields = state.traced_fields | (secret_values(state.tab.page) if state.blocker is None else set())
     scrubbed = {*state.secrets, *(v for v in fields if len(v) >= MIN_SCRUBBED)}
 
     def write(part):

@@ -94,7 +94,7 @@ def type_text(state, args, response):
         # After the text is in: the element is there for sure then (a count does not wait for it), and the
         # answer, the call's record and the next capture all come later. When a dialog opened while typing,
         # no script can run in the page, so the text counts as secret; so it does when the check fails.
-        if typed is INTERRUPTED or state.dialog is not None:
+        if typed is INTERRUPTED or state.blocker is not None:
             snapshots.mark_secret(state, response, text)
             return
         proof = snapshots.proof_to_settle(state, playwright_selector(args), text) \
@@ -133,7 +133,7 @@ def type_text(state, args, response):
     diverted(state, label, look)
     kept = partly_kept(label, text, look)
     message = f"Typed {typed} into {label}{kept}"
-    if args.get("submit") and state.dialog is not None:
+    if args.get("submit") and state.blocker is not None:
         message = f"Typed {typed} into {label}; Enter was not pressed"
     elif args.get("submit"):
         # Enter on the same element, as a person submits a search box or a one-field form.
@@ -210,7 +210,7 @@ def select(state, args, response):
     # the act (None): the option was chosen all the same, and "nothing" would have the agent choose it
     # again. What was asked is what it chose.
     chosen = list(values or labels) if pick.result is None or pick.result is INTERRUPTED else pick.result
-    if isinstance(pick.result, list) and len(pick.result) == 1 and state.dialog is None:
+    if isinstance(pick.result, list) and len(pick.result) == 1 and state.blocker is None:
         # One option: a native select's, the page watch checks the rest, in the settle's round trip where it can.
         proof = snapshots.proof_to_settle(state, playwright_selector(args), None)
         sent = None if proof is None else settle.now(state, marked, [proof.read])
@@ -269,7 +269,7 @@ def fill_form(state, args, response):
             for field in fields]
     notes, marked = [], settle.mark(state)
     for n, (field, holding) in enumerate(zip(fields, held, strict=True)):
-        if state.dialog is not None:
+        if state.blocker is not None:
             break
         # The last field's look goes with the settle (settle.now): one round trip after the last fill.
         filler = _filler(state, response, field, marked if n == len(fields) - 1 else None)
@@ -332,7 +332,7 @@ def _filler(state, response, field, marked=None):
         kind = "fill"
         if special:
             kind = "select_option" if choice else "set_checked" if checkable else "secret"
-        if state.dialog is not None:  # it opened during a count (which then answered INTERRUPTED)
+        if state.blocker is not None:  # it opened during a count (which then answered INTERRUPTED)
             return INTERRUPTED
         if kind == "set_checked":
             return state.act(target, kind, checked=value in (True, "true", "on", "1"), timeout=timeout)
@@ -342,7 +342,7 @@ def _filler(state, response, field, marked=None):
         if kind == "select_option":
             return state.act(target, kind, value=text, timeout=timeout)
         done = state.act(target, "fill", value=text, timeout=timeout)
-        if done is not INTERRUPTED and state.dialog is None:
+        if done is not INTERRUPTED and state.blocker is None:
             # A page that took the focus back, as type sees it.
             looks.append(where_text_went(target, text) if marked is None else
                          look_and_settle(state, marked, target, text)[0])
@@ -400,15 +400,26 @@ def upload_file(state, args, response):
 
 
 def handle_dialog(state, args, response):
-    if state.dialog is None:
-        raise NoDialogOpen(session_id=state.session_id)
-    accept, dialog, tab, navigations = args["accept"], state.dialog, state.tab, state.tab.navigations
-    if not state.answer_dialog(accept, args.get("promptText")):
+    # The dialog that holds the current tab; else, when exactly one other tab has one, that one (the agent
+    # was told of it by its tab's index: a popup's alert is answered without selecting the popup first).
+    dialog = state.blocker
+    if dialog is None:
+        open_in = [i for i, tab in enumerate(state.tabs) if tab.dialog is not None]
+        if len(open_in) != 1:
+            several = f"No dialog is open in this tab; tabs {', '.join(map(str, open_in))} each have one: " \
+                "select one with tabs, then answer it."
+            raise NoDialogOpen(several if open_in else None, session_id=state.session_id)
+        dialog = state.tabs[open_in[0]].dialog
+    tab = state.tab_of(dialog.page) or state.tab
+    named = f"the {dialog.type} dialog ({clip(dialog.message)!r})" + \
+        ("" if tab is state.tab else f" in tab {state.tabs.index(tab)}")
+    accept, navigations = args["accept"], tab.navigations
+    if not state.answer_dialog(dialog, accept, args.get("promptText")):
         # It closed before the answer reached it (its tab closed or navigated, or the page
         # raised the next one in its place): say so, and show the one open now, if any.
         state.flush_events()
-        gone = f"The {dialog.type} dialog ({clip(dialog.message)!r}) had closed already"
-        if state.dialog is not None:
+        gone = f"{named[:1].upper()}{named[1:]} had closed already"
+        if state.blocker is not None:
             raise DialogOpen(f"{gone}; now {state.dialog_summary()} is open: answer it with handle_dialog.",
                              session_id=state.session_id, details=state.dialog_info())
         raise NoDialogOpen(f"{gone}; no dialog is open now.", session_id=state.session_id)
@@ -418,11 +429,11 @@ def handle_dialog(state, args, response):
         # answer says where the tab went (navigated, url, title), not the page that was left.
         deadline = time.monotonic() + state.config.action_timeout / 1000
         try:
-            while tab.navigations == navigations and time.monotonic() < deadline and state.dialog is None:
+            while tab.navigations == navigations and time.monotonic() < deadline and tab.dialog is None:
                 tab.page.wait_for_timeout(25)  # events are dispatched meanwhile
         except Exception as exc:  # the tab closed (a close it guarded): run_tool says where the session is
             log.debug("after beforeunload", extra={"session": state.session_id, "error": str(exc)})
-    response.answer({"success": True, "message": f"{verb} the {dialog.type} dialog ({clip(dialog.message)!r})"})
+    response.answer({"success": True, "message": f"{verb} {named}"})
 
 
 def evaluate(state, args, response):

@@ -6,6 +6,7 @@ from urllib.parse import urlsplit
 from mcpbrowser import schema
 from mcpbrowser.domains import BLOCKED_HEADER
 from mcpbrowser.errors import InvalidParameters, NavigationFailed, PageUnresponsive, WaitTimeout
+from mcpbrowser.page_strings import a_, clip
 from mcpbrowser.session import page_reading, page_tools, throttling
 from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
 from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, page_result, session_schema
@@ -145,6 +146,7 @@ def _options(args):
 def tabs(state, args, response):
     action = args.get("action", "list")
     index = args.get("index")
+    gone = None  # the dialog open in the tab it closes, which went with it
     if action in ("select", "close"):
         if index is None and action == "select":
             raise InvalidParameters("tabs select needs an index.", session_id=state.session_id)
@@ -154,7 +156,9 @@ def tabs(state, args, response):
         if action == "select":
             state.select_tab(index)
         else:
-            (state.tab if index is None else state.tabs[index]).page.close()
+            closing = state.tab if index is None else state.tabs[index]
+            gone = closing.dialog and state.dialog_info(closing.dialog)
+            closing.page.close()
             if state.tab is None:
                 state._open_blank_tab()
     # A page that opened 40 windows must not cost the agent 40 titles: the first TABS_LISTED tabs and the
@@ -163,11 +167,21 @@ def tabs(state, args, response):
     current = state.tabs.index(state.tab)
     shown = [i for i in range(len(state.tabs)) if i < TABS_LISTED or i == current]
     listing = [{"index": i, "url": state.tabs[i].page.url, "title": _title(state, state.tabs[i]),
-                "current": i == current} for i in shown]
-    if state.dialog is None and not state.tab.unresponsive:
+                "current": i == current, **_dialog_of(state.tabs[i])} for i in shown]
+    if state.blocker is None and not state.tab.unresponsive:
         state.remember_page(listing[shown.index(current)]["title"])
     more = len(state.tabs) - len(shown)
-    response.answer({"tabs": listing, "current": current, **({"more": more} if more else {})})
+    closed = {}
+    if gone:  # an agent that closes a tab means to close it: say what went with it, as close_session does
+        gone.pop("tab", None)
+        closed = {"dialogDismissed": gone, "message": f"The tab closed with {a_(gone['type'])} dialog open "
+                  f"({clip(gone['message'])!r}); it went with the tab."}
+    response.answer({"tabs": listing, "current": current, **({"more": more} if more else {}), **closed})
+
+
+def _dialog_of(tab):
+    """{dialog: {type, message}} for a tab whose page has a dialog open, else {}."""
+    return {"dialog": {"type": tab.dialog.type, "message": clip(tab.dialog.message)}} if tab.dialog else {}
 
 
 def _title(state, tab):

@@ -318,7 +318,7 @@ def _give_refs(state, measured):
         elements.append(measured["lcp"]["element"])
     for shift in (measured.get("layoutShifts") or [])[:perf_report.SHOWN]:
         elements += shift["elements"][:1]
-    if not elements or state.dialog is not None or snapshots.too_large(state):
+    if not elements or state.blocker is not None or snapshots.too_large(state):
         return
     found = {}
     for element in elements:

@@ -1,0 +1,123 @@
+"""A dialog is its tab's: a popup's alert holds the popup, not the tab the agent works in.
+
+Real Chromium, real HTTP on 127.0.0.1, through the official MCP client.
+"""
+
+import time
+
+import pytest
+from support import PAGES, McpClient, wait_for
+
+from mcpbrowser.session.state import LOOP_DIALOGS
+
+pytestmark = pytest.mark.e2e
+
+PAGES.update({
+    # A link opens a popup (no opener: `target=_blank` links have none, so it runs on a thread of its own)
+    # whose page raises an alert 300 ms after it loads; `#window` opens the same page with its opener kept.
+    "/tabs-opener": """<!doctype html><title>Opener</title>
+<a id="link" href="/tabs-alert" target="_blank">Open</a>
+<button id="window" onclick="window.open('/tabs-alert')">Window</button>
+<a id="looping" href="/tabs-loop" target="_blank">Loop</a>
+<button id="here" onclick="document.title = 'Clicked ' + (+document.title.split(' ')[1] + 1 || 1)">Here</button>
+<button id="ask" onclick="alert('on the first tab')">Ask</button>""",
+    "/tabs-alert": """<!doctype html><title>Popup</title>
+<script>setTimeout(() => alert('from the popup'), 300)</script>""",
+    # An alert loop: each alert 10 ms after the previous one's answer.
+    "/tabs-loop": """<!doctype html><title>Loop</title>
+<script>let n = 0; setInterval(() => alert('again ' + ++n), 10)</script>""",
+})
+
+
+@pytest.fixture(scope="module")
+def client():
+    c = McpClient()
+    yield c
+    c.close()
+
+
+def _told(answer):
+    """The dialogs of other tabs an answer tells of."""
+    return answer.get("tabDialogs", [])
+
+
+def _popup_alert_open(client, session, opener):
+    """Open the popup from the first tab and wait until its alert is open; the answers meanwhile."""
+    answers = [client.tool("click", sessionId=session, selector=opener)]
+    assert answers[0]["newTabs"] == 1, answers[0]
+
+    def listed():
+        answers.append(client.tool("tabs", sessionId=session))
+        return "dialog" in answers[-1]["tabs"][1]
+
+    assert wait_for(listed, 10), "no alert came"
+    return answers
+
+
+def test_a_popups_alert_holds_only_the_popup_and_handle_dialog_answers_it_from_the_first_tab(client, pages):
+    session = client.tool("create_session", url=pages.url("/tabs-opener"))["sessionId"]
+    answers = _popup_alert_open(client, session, "#link")
+    listed = client.tool("tabs", sessionId=session)
+    assert listed["current"] == 0 and "dialog" not in listed["tabs"][0], listed
+    assert listed["tabs"][1]["dialog"] == {"type": "alert", "message": "from the popup"}, listed
+    # Told once, naming the tab, in the first answer after it opened.
+    told = [d for a in answers + [listed] for d in _told(a)]
+    assert told == [{"type": "alert", "message": "from the popup", "tab": 1}], told
+    clicked = client.tool("click", sessionId=session, selector="#here")  # not held by the popup's alert
+    assert clicked["title"] == "Clicked 1" and not _told(clicked), clicked
+    answered = client.tool("handle_dialog", sessionId=session, accept=True)
+    assert answered["message"] == "Accepted the alert dialog ('from the popup') in tab 1", answered
+    listed = client.tool("tabs", sessionId=session)
+    assert listed["current"] == 0 and not any("dialog" in tab for tab in listed["tabs"]), listed
+    assert client.error("handle_dialog", sessionId=session, accept=True)["errorCode"] == "NO_DIALOG_OPEN"
+    client.tool("close_session", sessionId=session)
+
+
+def test_the_current_tabs_own_dialog_is_answered_first_and_still_holds_its_page(client, pages):
+    session = client.tool("create_session", url=pages.url("/tabs-opener"))["sessionId"]
+    _popup_alert_open(client, session, "#link")
+    asked = client.tool("click", sessionId=session, selector="#ask")
+    assert asked["dialog"] == {"type": "alert", "message": "on the first tab"}, asked
+    held = client.error("click", sessionId=session, selector="#here")
+    assert held["errorCode"] == "DIALOG_OPEN" and "('on the first tab')" in held["message"], held
+    answered = client.tool("handle_dialog", sessionId=session, accept=True)
+    assert answered["message"] == "Accepted the alert dialog ('on the first tab')", answered
+    # The popup's is left; closing its tab says it went with it.
+    closed = client.tool("tabs", sessionId=session, action="close", index=1)
+    assert closed["dialogDismissed"] == {"type": "alert", "message": "from the popup"}, closed
+    assert "went with the tab" in closed["message"] and len(closed["tabs"]) == 1, closed
+    assert client.error("handle_dialog", sessionId=session, accept=True)["errorCode"] == "NO_DIALOG_OPEN"
+    client.tool("close_session", sessionId=session)
+
+
+def test_a_popup_that_shares_its_openers_script_holds_the_opener_until_its_alert_is_answered(client, pages):
+    # window.open keeps the opener: Chromium runs both pages on one thread, which the popup's alert stops.
+    # The first tab's click must be told why (the popup's alert), not wait out its timeout and call the page hung.
+    session = client.tool("create_session", url=pages.url("/tabs-opener"))["sessionId"]
+    _popup_alert_open(client, session, "#window")
+    started = time.monotonic()
+    held = client.error("click", sessionId=session, selector="#here")
+    assert held["errorCode"] == "DIALOG_OPEN", held
+    assert "('from the popup') in tab 1" in held["message"] and time.monotonic() - started < 4, held
+    answered = client.tool("handle_dialog", sessionId=session, accept=True)
+    assert answered["message"] == "Accepted the alert dialog ('from the popup') in tab 1", answered
+    clicked = client.tool("click", sessionId=session, selector="#here")
+    assert clicked["title"] == "Clicked 1", clicked
+    client.tool("close_session", sessionId=session)
+
+
+def test_a_popups_alert_loop_is_answered_by_the_server_and_the_first_tabs_dialogs_stay_the_agents(client, pages):
+    # The loop rule counts per tab: the popup's loop (answered by the server every 10 ms) must not make the
+    # first tab's own alert, a moment later, look like part of a loop and be dismissed unseen.
+    session = client.tool("create_session", url=pages.url("/tabs-opener"))["sessionId"]
+    client.tool("click", sessionId=session, selector="#looping")
+    for _ in range(LOOP_DIALOGS + 1):  # the agent answers the popup's first few; then the server takes over
+        client.call("handle_dialog", {"sessionId": session, "accept": True})
+    assert wait_for(lambda: client.tool("tabs", sessionId=session).get("dialogsDismissed"), 10), \
+        "the server never answered the popup's loop"
+    asked = client.tool("click", sessionId=session, selector="#ask")
+    assert asked["dialog"] == {"type": "alert", "message": "on the first tab"}, asked
+    answered = client.tool("handle_dialog", sessionId=session, accept=True)  # the popup's go on being dismissed
+    assert answered["message"].startswith("Accepted the alert dialog ('on the first tab')"), answered
+    assert client.tool("click", sessionId=session, selector="#here")["title"] == "Clicked 1"
+    client.tool("close_session", sessionId=session)
