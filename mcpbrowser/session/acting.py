@@ -44,6 +44,7 @@ class Acting:
         @property
         def session_id(self) -> str: ...
         def holder(self, besides: Any = None) -> Any: ...
+        def dialog_open_error(self) -> Exception: ...
 
     def act(self, target, method, /, deadline_s=None, watch=None, **kwargs):
         """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens
@@ -113,7 +114,9 @@ class Acting:
         return None if result is INTERRUPTED or result is TIMED_OUT else result
 
     def unresponsive_error(self):
-        """The PAGE_UNRESPONSIVE error for the current tab, with what to do."""
+        """The PAGE_UNRESPONSIVE error for the current tab, with what to do; DIALOG_OPEN when a dialog holds it."""
+        if self.blocker is not None:  # another tab's dialog froze it (responsive): that is what to answer
+            return self.dialog_open_error()
         url = self.tab.page.url
         return PageUnresponsive(
             f"The page at {clip(url)} does not respond: a script of its own keeps it busy, so nothing can act on it. "

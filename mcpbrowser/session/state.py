@@ -171,13 +171,7 @@ class SessionState(Acting):
             self.probe_due = False
             self.responsive()  # another tab's dialog may hold this page too: then it is named below
         if tool.page_tool and self.blocker is not None and not tool.leaves_page:
-            summary = self.dialog_summary()  # its first letter up, the dialog's own text as it reads
-            if self.blocker in self.untold:
-                self.untold.remove(self.blocker)  # this refusal tells it
-            raise DialogOpen(
-                f"{summary[:1].upper()}{summary[1:]} is open; it blocks the page. "
-                "Answer it with handle_dialog first.",
-                session_id=self.session_id, details=self.dialog_info())
+            raise self.dialog_open_error()
         if self.tab is not None and self.tab.crashed and not tool.page_free:  # it crashed between calls
             raise self.replace_crashed_page()
         if self.tab is None or self.tab.page.is_closed():
@@ -327,6 +321,14 @@ class SessionState(Acting):
     def flush_events(self):
         """Make one round trip so that events the browser already sent are dispatched."""
         self.context.cookies("about:blank")
+
+    def dialog_open_error(self):
+        """The DIALOG_OPEN error for the dialog that holds the current tab, which tells the agent of it."""
+        if self.blocker in self.untold:
+            self.untold.remove(self.blocker)
+        summary = self.dialog_summary()  # its first letter up, the dialog's own text as it reads
+        return DialogOpen(f"{summary[:1].upper()}{summary[1:]} is open; it blocks the page. "
+                          "Answer it with handle_dialog first.", session_id=self.session_id, details=self.dialog_info())
 
     def _elsewhere(self, dialog):
         """The index of the tab that raised `dialog` when that is not the current tab, else None."""
