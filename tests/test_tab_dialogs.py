@@ -12,15 +12,17 @@ pytestmark = pytest.mark.e2e
 
 PAGES.update({
     # A link opens a popup (no opener: `target=_blank` links have none, so it runs on a thread of its own)
-    # whose page raises an alert 300 ms after it loads; `#window` opens the same page with its opener kept.
+    # whose page raises an alert 300 ms (or `ms`) after it loads; `#window` opens the same page with its opener kept.
     "/tabs-opener": """<!doctype html><title>Opener</title>
 <a id="link" href="/tabs-alert" target="_blank">Open</a>
 <button id="window" onclick="window.open('/tabs-alert')">Window</button>
 <a id="looping" href="/tabs-loop" target="_blank">Loop</a>
 <button id="here" onclick="document.title = 'Clicked ' + (+document.title.split(' ')[1] + 1 || 1)">Here</button>
-<button id="ask" onclick="alert('on the first tab')">Ask</button>""",
+<button id="ask" onclick="alert('on the first tab')">Ask</button>
+<a id="slow" href="/tabs-alert?ms=800" target="_blank"
+  onclick="setTimeout(() => document.body.append('ready'), 2500)">Slow</a>""",
     "/tabs-alert": """<!doctype html><title>Popup</title>
-<script>setTimeout(() => alert('from the popup'), 300)</script>""",
+<script>setTimeout(() => alert('from the popup'), +(new URLSearchParams(location.search).get('ms') || 300))</script>""",
     # An alert loop: each alert 10 ms after the previous one's answer.
     "/tabs-loop": """<!doctype html><title>Loop</title>
 <script>let n = 0; setInterval(() => alert('again ' + ++n), 10)</script>""",
@@ -68,6 +70,20 @@ def test_a_popups_alert_holds_only_the_popup_and_handle_dialog_answers_it_from_t
     listed = client.tool("tabs", sessionId=session)
     assert listed["current"] == 0 and not any("dialog" in tab for tab in listed["tabs"]), listed
     assert client.error("handle_dialog", sessionId=session, accept=True)["errorCode"] == "NO_DIALOG_OPEN"
+    client.tool("close_session", sessionId=session)
+
+
+def test_a_wait_on_the_first_tab_is_not_cut_short_by_a_popups_alert(client, pages):
+    # The popup's alert opens 800 ms into the wait, the text 2.5 s after the click: an act woken by another tab's
+    # dialog goes on when its own page still answers.
+    session = client.tool("create_session", url=pages.url("/tabs-opener"))["sessionId"]
+    assert client.tool("click", sessionId=session, selector="#slow")["newTabs"] == 1
+    waited = client.tool("wait_for", sessionId=session, text="ready", timeout=10000)
+    assert waited["success"], waited
+    found = client.tool("snapshot", sessionId=session)
+    assert "ready" in found["snapshot"], found
+    listed = client.tool("tabs", sessionId=session)
+    assert listed["tabs"][1]["dialog"]["message"] == "from the popup", listed
     client.tool("close_session", sessionId=session)
 
 
