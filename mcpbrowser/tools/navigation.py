@@ -181,7 +181,7 @@ def tabs(state, args, response):
 
 def _dialog_of(tab):
     """{dialog: {type, message}} for a tab whose page has a dialog open, else {}."""
-    return {"dialog": {"type": tab.dialog.type, "message": clip(tab.dialog.message)}} if tab.dialog else {}
+    return {"dialog": {"type": tab.dialog.type, "message": tab.dialog.message}} if tab.dialog else {}
 
 
 def _title(state, tab):
