@@ -121,7 +121,7 @@ class Session:
         return self._send("upload_file", locals())
 
     def handle_dialog(self, accept: bool, prompt_text: str | None = None) -> Result:
-        """Accept or dismiss the open alert, confirm or prompt."""
+        """Accept or dismiss the current tab's open alert, confirm or prompt (or the only one open in another tab)."""
         return self._send("handle_dialog", locals())
 
     def evaluate(self, expression: str) -> Result:

@@ -48,7 +48,7 @@ class SessionState(Acting):
         self.tabs_opened = 0
         self._tabs_reported = 0
         # A dialog is the tab's that raised it (Tab.dialog): the context hears it, the agent answers it with
-        # handle_dialog, and until then it holds the page tools on that tab only (see `dialog`).
+        # handle_dialog, and until then it holds the page tools on that tab only (see `blocker`).
         self._dialog_waiter = None
         self.untold: list = []     # dialogs opened since the last answer, told in the next one (_news)
         self.probe_due = False    # a dialog opened in another tab than the current one: may it hold this one?
@@ -494,7 +494,9 @@ class SessionState(Acting):
             self.tab = self.tabs[-1] if self.tabs else None
 
     def _on_dialog(self, dialog):
-        tab = None if dialog.page is None else self._on_page(dialog.page)  # its "page" event may not have come yet
+        page = dialog.page
+        # Its page's "page" event may not have come yet; a page closed meanwhile is no tab of the session's.
+        tab = None if page is None else self.tab_of(page) or (None if page.is_closed() else self._on_page(page))
         if tab is not None:  # a loop is one page's: counted on its tab
             tab.dialog_run = tab.dialog_run + 1 if time.monotonic() - tab.dialog_answered_at < LOOP_GAP_S else 1
             tab.looping = tab.looping or tab.dialog_run > LOOP_DIALOGS
