@@ -16,6 +16,7 @@ PAGES.update({
     "/tabs-opener": """<!doctype html><title>Opener</title>
 <a id="link" href="/tabs-alert" target="_blank">Open</a>
 <button id="window" onclick="window.open('/tabs-alert')">Window</button>
+<button id="later" onclick="window.open('/tabs-alert?ms=1500')">Later</button>
 <a id="looping" href="/tabs-loop" target="_blank">Loop</a>
 <button id="here" onclick="document.title = 'Clicked ' + (+document.title.split(' ')[1] + 1 || 1)">Here</button>
 <button id="ask" onclick="alert('on the first tab')">Ask</button>
@@ -120,6 +121,21 @@ def test_a_popup_that_shares_its_openers_script_holds_the_opener_until_its_alert
     assert answered["message"] == "Accepted the alert dialog ('from the popup') in tab 1", answered
     clicked = client.tool("click", sessionId=session, selector="#here")
     assert clicked["title"] == "Clicked 1", clicked
+    client.tool("close_session", sessionId=session)
+
+
+def test_a_popups_alert_that_freezes_the_first_tab_mid_wait_ends_the_wait_and_is_named(client, pages):
+    # The popup's alert opens 1.5 s after it loads, while the first tab waits for a text that never comes: the
+    # wait, woken by the alert, finds its page frozen and ends, naming the popup's dialog and its tab.
+    session = client.tool("create_session", url=pages.url("/tabs-opener"))["sessionId"]
+    clicked = client.tool("click", sessionId=session, selector="#later")
+    assert clicked["newTabs"] == 1 and "dialog" not in clicked, clicked
+    waited = client.tool("wait_for", sessionId=session, text="never there", timeout=20000)
+    assert waited["dialog"] == {"type": "alert", "message": "from the popup", "tab": 1}, waited
+    assert "an alert dialog opened in tab 1 ('from the popup')" in waited["message"], waited
+    answered = client.tool("handle_dialog", sessionId=session, accept=True)
+    assert answered["message"] == "Accepted the alert dialog ('from the popup') in tab 1", answered
+    assert client.tool("click", sessionId=session, selector="#here")["title"] == "Clicked 1"
     client.tool("close_session", sessionId=session)
 
 

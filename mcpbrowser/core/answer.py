@@ -132,7 +132,8 @@ def with_news(result: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
         result["message"] += "; the page has not answered since (a script of its own keeps it busy): navigate elsewhere"
     if "dialog" in news:
         dialog = news["dialog"]
-        result["message"] += (f"; {a_(dialog['type'])} dialog opened ({clip(dialog['message'])!r}): "
+        where = f" in tab {dialog['tab']}" if "tab" in dialog else ""  # another tab's, which froze this one too
+        result["message"] += (f"; {a_(dialog['type'])} dialog opened{where} ({clip(dialog['message'])!r}): "
                               "answer it with handle_dialog")
     for other in news.get("tabDialogs", ()):
         result["message"] += (f"; tab {other['tab']} has {a_(other['type'])} dialog open ({clip(other['message'])!r}): "
