@@ -36,15 +36,29 @@ class Acting:
     """SessionState's acts and probes, on its tabs (a tab that does not answer is marked so), behind its dialog."""
 
     tab: Any
+    tabs: list[Any]
     context: Any
-    blocker: Any
     trapped: bool
     _dialog_waiter: Any
     if TYPE_CHECKING:
         @property
         def session_id(self) -> str: ...
-        def holder(self, besides: Any = None) -> Any: ...
         def dialog_open_error(self) -> Exception: ...
+
+    # Here, beside the acts it stops, not in state.py: an act asks it first, and a call's way in does not go back
+    # into the session's state for it (tests/test_call_trace.py).
+    @property
+    def blocker(self):
+        """The open dialog that holds the current tab: its own, or another tab's found to freeze it (responsive)."""
+        tab = self.tab
+        if tab is None:
+            return None
+        holder = tab if tab.dialog is not None else tab.held_by
+        return holder.dialog if holder is not None and holder in self.tabs else None
+
+    def holder(self, besides=None):
+        """The first tab but `besides` with an open dialog, or None."""
+        return next((tab for tab in self.tabs if tab is not besides and tab.dialog is not None), None)
 
     def act(self, target, method, /, deadline_s=None, watch=None, **kwargs):
         """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens

@@ -87,19 +87,6 @@ class SessionState(Acting):
         self.told = None          # (url, title) the agent's last answer gave: a read of the same page omits them
 
     @property
-    def blocker(self):
-        """The open dialog that holds the current tab: its own, or another tab's found to freeze it (responsive)."""
-        tab = self.tab
-        if tab is None:
-            return None
-        holder = tab if tab.dialog is not None else tab.held_by
-        return holder.dialog if holder is not None and holder in self.tabs else None
-
-    def holder(self, besides=None):
-        """The first tab but `besides` with an open dialog, or None."""
-        return next((tab for tab in self.tabs if tab is not besides and tab.dialog is not None), None)
-
-    @property
     def session_id(self):
         return self.worker.session_id
 
