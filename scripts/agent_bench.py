@@ -1058,8 +1058,10 @@ async def ours_notebook(meter, sessions, base, task):
 
     meter.step = "code"  # type a cell, run it, read its output
     cell = await read(sid, "textbox")
-    if "[active]" not in cell:  # JupyterLab focuses the new notebook's cell after its load (late on a loaded
-        cell = await read(sid, "textbox")  # machine): as an agent would, read again (a call counted)
+    for _ in range(4):  # JupyterLab focuses the new notebook's cell after its load (late on a loaded machine):
+        if "[active]" in cell:  # as an agent would, read again (each a call counted)
+            break
+        cell = await read(sid, "textbox")
     await act(sid, "type", ref=active_ref(cell, "textbox"), text=CODE)
     await act(sid, "press_key", key="Shift+Enter")
     await act(sid, "wait_for", text="42")
