@@ -17,12 +17,12 @@ DEFAULT_LIMIT = 50
 LIMIT = {"type": "integer", "minimum": 1, "maximum": 10_000}
 
 
-def newest(entries, args, out):
-    """The newest `limit` (default 50) of `entries`; `out` says how many older ones were left out."""
+def newest(entries, args):
+    """(the newest `limit`, default 50, of `entries`; {older: how many it left out}, or {} when none)."""
     shown = entries[-args.get("limit", DEFAULT_LIMIT):]
-    if len(shown) < len(entries):
-        out["older"] = len(entries) - len(shown)
-    return shown
+    return shown, ({"older": len(entries) - len(shown)} if len(shown) < len(entries) else {})
+
+
 # Resource types that a page loads by the dozen and that rarely matter while they load fine.
 STATIC = frozenset({"stylesheet", "script", "image", "font", "media", "manifest", "texttrack"})
 RESOURCE_TYPES = ["document", "stylesheet", "image", "media", "font", "script", "texttrack", "xhr", "fetch",
@@ -46,9 +46,9 @@ def console_logs(state, args, response):
         entries = [e for e in entries if e["level"] == args["level"]]
     if "since" in args:
         entries = [e for e in entries if e["timestamp"] > args["since"]]
-    out: dict = {}
-    entries = shown_console(newest(entries, args, out), args.get("locations", False))
-    response.answer({"entries": entries, "count": len(entries), "dropped": state.events.console_dropped, **out})
+    entries, older = newest(entries, args)
+    entries = shown_console(entries, args.get("locations", False))
+    response.answer({"entries": entries, "count": len(entries), "dropped": state.events.console_dropped, **older})
 
 
 def shown_console(entries, locations=False):
@@ -91,8 +91,7 @@ def network_logs(state, args, response):
         # fine are counted, not listed (a docs page has dozens).
         kept = [p for p in picked if p[0]["resourceType"] not in STATIC or _failed(p[0]) or "routed" in p[0]]
         hidden, picked = len(picked) - len(kept), kept
-    older: dict = {}
-    picked = newest(picked, args, older)
+    picked, older = newest(picked, args)
     out = {"entries": [], "count": len(picked), "dropped": state.events.network_dropped, **older}
     if hidden:
         out["hiddenStatic"] = hidden
