@@ -1,7 +1,10 @@
-"""A dialog is its tab's: a popup's alert holds the popup, not the tab the agent works in.
+"""A dialog is its tab's: a popup's alert holds the popup, not the tab the agent works in; and so are its console
+and network entries.
 
 Real Chromium, real HTTP on 127.0.0.1, through the official MCP client.
 """
+
+import json
 
 import pytest
 from support import PAGES, McpClient, wait_for
@@ -24,6 +27,13 @@ PAGES.update({
   onclick="setTimeout(() => document.body.append('ready'), 2500)">Slow</a>""",
     "/tabs-alert": """<!doctype html><title>Popup</title>
 <script>setTimeout(() => alert('from the popup'), +(new URLSearchParams(location.search).get('ms') || 300))</script>""",
+    # The opener logs a line and fetches; its popup (its own thread: noopener) logs an error carrying what the
+    # opener's password field held, and fetches a page that is not there.
+    "/tabs-logs": """<!doctype html><title>Logs</title><input id="pw" type="password">
+<script>console.log('opener line'); fetch('/title/opener-api')</script>
+<button id="pop" onclick="window.open('/tabs-noisy?' + encodeURIComponent(pw.value), '_blank', 'noopener')">Pop</button>""",
+    "/tabs-noisy": """<!doctype html><title>Noisy</title>
+<script>console.error('popup failed ' + location.search.slice(1)); fetch('/tabs-missing')</script>""",
     # An alert loop: each alert as soon as the previous one is answered.
     "/tabs-loop": """<!doctype html><title>Loop</title>
 <script>setTimeout(() => { for (let n = 1; ; n++) alert('again ' + n) })</script>""",
@@ -153,4 +163,72 @@ def test_a_popups_alert_loop_is_answered_by_the_server_and_the_first_tabs_dialog
     answered = client.tool("handle_dialog", sessionId=session, accept=True)  # the popup's go on being dismissed
     assert answered["message"].startswith("Accepted the alert dialog ('on the first tab')"), answered
     assert client.tool("click", sessionId=session, selector="#here")["title"] == "Clicked 1"
+    client.tool("close_session", sessionId=session)
+
+
+def _messages(client, session, **args):
+    """(the console messages console_logs shows, its whole answer)."""
+    answer = client.tool("console_logs", sessionId=session, **args)
+    return [e["message"] for e in answer["entries"]], answer
+
+
+def _urls(client, session, **args):
+    answer = client.tool("network_logs", sessionId=session, **args)
+    return [e["url"].split("/", 3)[3] for e in answer["entries"]], answer
+
+
+def _popup_logged(client, pages, password=""):
+    """A session on /tabs-logs whose popup (tab 1) logged its error and fetched; its id."""
+    session = client.tool("create_session", url=pages.url("/tabs-logs"))["sessionId"]
+    if password:
+        client.tool("type", sessionId=session, selector="#pw", text=password)
+    assert client.tool("click", sessionId=session, selector="#pop")["newTabs"] == 1
+    assert wait_for(lambda: _messages(client, session)[1].get("otherTabs"), 10), "the popup logged nothing"
+    return session
+
+
+def test_a_popups_console_and_requests_are_its_tabs_and_go_with_it(client, pages):
+    session = _popup_logged(client, pages)
+    # The opener's logs are the opener's: the popup's error and requests are counted, not shown.
+    # (Two errors: its own, and Chromium's line for the 404.)
+    shown, answer = _messages(client, session)
+    assert shown == ["opener line"] and answer["otherTabs"] == 2, answer
+    shown, answer = _messages(client, session, level="error")
+    assert shown == [] and answer["otherTabs"] == 2, answer
+    assert wait_for(lambda: _urls(client, session, allPages=True)[1].get("otherTabs") == 2, 10)
+    urls, answer = _urls(client, session)
+    assert urls == ["tabs-logs", "title/opener-api"] and answer["otherTabs"] == 2, answer
+    # Selected, the popup shows its own: its document, the 404, its error; the opener's line is counted.
+    client.tool("tabs", sessionId=session, action="select", index=1)
+    shown, answer = _messages(client, session)
+    assert shown[0] == "popup failed " and "404" in shown[1] and answer["otherTabs"] == 1, answer
+    urls, answer = _urls(client, session, failed=True)
+    assert urls == ["tabs-missing"] and answer["entries"][0]["status"] == 404 and "otherTabs" not in answer, answer
+    assert _urls(client, session)[0] == ["tabs-noisy?", "tabs-missing"]
+    # Back on the opener, its entries are still there; the popup's still are the popup's.
+    client.tool("tabs", sessionId=session, action="select", index=0)
+    assert _messages(client, session)[0] == ["opener line"]
+    # Closed, the popup's entries go with it: neither shown nor counted, though the session's console stream
+    # (the log resource the view reads) keeps every tab's.
+    client.tool("tabs", sessionId=session, action="close", index=1)
+    shown, answer = _messages(client, session)
+    assert shown == ["opener line"] and "otherTabs" not in answer, answer
+    urls, answer = _urls(client, session, allPages=True, includeStatic=True)
+    assert "tabs-missing" not in urls and "otherTabs" not in answer, answer
+    (content,) = client.run("read_resource", f"mcpbrowser://sessions/{session}/console").contents
+    assert [e["message"] for e in json.loads(content.text)["entries"]][:2] == ["opener line", "popup failed "]
+    client.tool("close_session", sessionId=session)
+
+
+def test_a_popups_console_line_carrying_a_secret_is_scrubbed_in_its_tab_and_the_stream(client, pages):
+    secret = "Popup-leak-4242"
+    session = _popup_logged(client, pages, secret)
+    client.tool("tabs", sessionId=session, action="select", index=1)
+    answers = [client.tool("console_logs", sessionId=session, level="error", locations=True),
+               client.tool("network_logs", sessionId=session, allPages=True, headers=True, includeStatic=True)]
+    assert answers[0]["entries"][0]["message"] == "popup failed [REDACTED]", answers[0]
+    (content,) = client.run("read_resource", f"mcpbrowser://sessions/{session}/console").contents
+    stream = json.loads(content.text)["entries"]
+    assert stream[1]["message"] == "popup failed [REDACTED]", stream
+    assert not any(secret in json.dumps(text) for text in answers + [stream]), (answers, stream)
     client.tool("close_session", sessionId=session)

@@ -1,4 +1,4 @@
-"""One session's event buffers: console entries and network requests, as bounded rings.
+"""One session's event buffers: console entries and network requests, each of its tab, in bounded rings.
 
 SESSION THREAD: Playwright dispatches these handlers on the session's thread while a
 call is in progress. Entries are plain dicts; a request's entry is filled in as its
@@ -117,23 +117,30 @@ def _newest(buffer: deque, count: int) -> list:
 
 
 class EventBuffers:
-    """Console and network rings, with per-call and per-page slices.
+    """Console and network rings of the session's tabs, with per-call, per-tab and per-page slices.
 
-    current_page() is the session's current tab: a navigation of its main frame
-    starts the page that network_logs shows by default.
+    tab_of(page) is the session's Tab of a page: a navigation of its main frame starts the page that
+    network_logs shows by default in that tab.
     """
 
+    # An entry is its tab's: console_logs and network_logs show the current tab's, as @playwright/mcp's tools do
+    # (a popup's errors are not the opener's), and count the other open tabs' (otherTabs). Each entry is kept
+    # with the page it came from (a Tab's `log_pages`; a request's page is looked up as it is read, since a
+    # popup's first request comes before its page is known), in one ring per session: --console-buffer and
+    # --network-buffer bound the session's memory however many tabs a page opens. A closed tab's entries leave
+    # the tools with it (no tab to select), and stay in the ring until pushed out: the log streams (the log
+    # resources and the view) are the session's record, every tab's entries in the order they came, and so is
+    # the history's console of each call. An entry of no page (a service worker's) is shown in every tab.
     def __init__(self, console_size: int, network_size: int, policy: NetworkPolicy,
-                 current_page: Callable[[], Any]) -> None:
-        self._policy, self._current_page = policy, current_page
-        self.console: deque[dict] = deque(maxlen=console_size)
+                 tab_of: Callable[[Any], Any]) -> None:
+        self._policy, self._tab_of = policy, tab_of
+        self.console: deque[tuple[Any, dict]] = deque(maxlen=console_size)  # (page, entry)
         self.console_dropped = 0
         self._console_total = 0   # console entries ever seen, for per-call slices
         self._console_mark = 0    # ...of which earlier calls already took this many
-        self.network: deque[tuple] = deque(maxlen=network_size)  # (entry, Request or None)
+        self.network: deque[tuple] = deque(maxlen=network_size)  # (entry, Request or None, page or None)
         self.network_dropped = 0
-        self._network_total = 0   # requests ever seen
-        self._page_mark = 0       # ...when the current page's document was requested
+        self.network_total = 0    # requests ever seen (a Tab's page_mark: when its page's document was requested)
         self._requests: dict[Any, dict] = {}
         self._context: Any = None
         self._tokens, self._refilled = float(NETWORK_BURST), time.monotonic()
@@ -187,18 +194,39 @@ class EventBuffers:
                 "failure": f"[mcpbrowser] the page made over {NETWORK_RATE} requests a second: requests are not "
                            f"logged for {NETWORK_PAUSE_S:g} s, then until the next call", "blocked": False,
                 "timestamp": now_ms()}
-        self._keep_network(note, None)
+        self._keep_network(note, None, None)
         self._keep_finished(note)  # the network log resource's readers learn it too
         return True
 
     def take_console(self) -> list[dict]:
         """Console entries that arrived since the previous call took its share."""
         fresh, self._console_mark = self._console_total - self._console_mark, self._console_total
-        return _newest(self.console, fresh)
+        return [entry for _, entry in _newest(self.console, fresh)]
 
-    def page_requests(self) -> list[tuple]:
-        """The network ring's entries since the current page's document was requested."""
-        return _newest(self.network, self._network_total - self._page_mark)
+    def console_of(self, tab: Any, shared: bool = True) -> list[dict]:
+        """A tab's console entries (with `shared`, those of no page too)."""
+        return [entry for page, entry in self.console if page in tab.log_pages or (shared and page is None)]
+
+    def requests_of(self, tab: Any, all_pages: bool, shared: bool = True) -> list[tuple]:
+        """A tab's (entry, Request or None): of its current page (since its document was requested), or all its
+        pages'; with `shared`, those of no page too."""
+        ring = self.network if all_pages else _newest(self.network, self.network_total - tab.page_mark)
+        out = []
+        for entry, request, page in ring:
+            if page is None and request is not None:
+                try:
+                    page = request.frame.page
+                except Exception:  # a service worker's: no frame
+                    page = None
+            if page in tab.log_pages or (shared and page is None):
+                out.append((entry, request))
+        return out
+
+    def hand_over(self, old: Any, new: Any) -> None:
+        """`new` replaces the crashed or trapped tab `old`: what the old page logged stays readable there (what an
+        agent reads next, to learn why), and its current page starts now."""
+        new.log_pages |= old.log_pages
+        new.page_mark = self.network_total
 
     def log_position(self, name: str) -> int:
         """How many entries the "console" or "network" (ended requests) log has had: the newest one's number."""
@@ -210,29 +238,30 @@ class EventBuffers:
         first), without the values of the session's secret book (they leave for the log streams), the newest
         one's number, how many were pushed out of the ring before anyone read them, and whether newer ones wait."""
         with self._log_lock:
-            ring = self.console if name == "console" else self.finished
+            ring: deque = self.console if name == "console" else self.finished
             total = self._console_total if name == "console" else self._finished_total
             after = min(max(after, 0), total)
             first = total - len(ring) + 1  # the number of the oldest entry the ring still holds
             start = max(after + 1, first)
             picked = list(islice(ring, start - first, start - first + limit))
+        if name == "console":
+            picked = [entry for _, entry in picked]
         cursor = start - 1 + len(picked)
         return scrub_value(picked, secrets), cursor, start - (after + 1), cursor < total
 
     def request_for(self, url: str) -> Any:
         """The newest Request to this URL still in the ring, or None (a download looks up its response)."""
-        for entry, request in reversed(self.network):
+        for entry, request, _ in reversed(self.network):
             if request is not None and entry["url"] == url:
                 return request
         return None
 
-    def navigation_pending(self) -> bool:
-        """A document request of the current page's main frame still awaits its answer.
+    def navigation_pending(self, page: Any) -> bool:
+        """A document request of the page's main frame still awaits its answer.
 
         Until that navigation commits, Chromium runs no script in the page (not even
         through CDP): a read would wait for the server, for as long as it takes.
         """
-        page = self._current_page()
         for request, entry in list(self._requests.items()):
             if entry["status"] is None and request.is_navigation_request():
                 try:
@@ -249,11 +278,11 @@ class EventBuffers:
         if entry is not None:
             entry["routed"] = how
 
-    def on_websocket(self, ws: Any) -> None:
-        """A page opened a WebSocket (a page event, so the state subscribes it per page)."""
+    def on_websocket(self, ws: Any, page: Any) -> None:
+        """The page opened a WebSocket (a page event, so the state subscribes it per page)."""
         entry = {"method": "GET", "url": ws.url, "resourceType": "websocket", "status": None,
                  "durationMs": None, "failure": None, "blocked": False, "timestamp": now_ms()}
-        self._keep_network(entry, None)
+        self._keep_network(entry, None, page)
 
         def closed(_):
             if self._policy.refused(ws.url):
@@ -269,14 +298,14 @@ class EventBuffers:
             if isinstance(value, str):
                 entry[key] = scrub_text(value, self.hidden)
 
-    def _keep_console(self, entry: dict) -> None:
+    def _keep_console(self, entry: dict, page: Any = None) -> None:
         if self.hidden:
             self._hide(entry)
         with self._log_lock:
             self._console_total += 1
             if len(self.console) == self.console.maxlen:
                 self.console_dropped += 1
-            self.console.append(entry)
+            self.console.append((page, entry))
         if self.on_log is not None:
             self.on_log("console")
 
@@ -287,13 +316,13 @@ class EventBuffers:
         if self.on_log is not None:
             self.on_log("network")
 
-    def _keep_network(self, entry: dict, request: Any) -> None:
+    def _keep_network(self, entry: dict, request: Any, page: Any) -> None:
         if self.hidden:
             self._hide(entry)
-        self._network_total += 1
+        self.network_total += 1
         if len(self.network) == self.network.maxlen:
             self.network_dropped += 1
-        self.network.append((entry, request))
+        self.network.append((entry, request, page))
 
     def _on_console(self, message: Any) -> None:
         loc = message.location or {}
@@ -316,29 +345,31 @@ class EventBuffers:
             "level": message.type,
             "message": text,
             "location": where,
-        })
+        }, message.page)
 
     def _on_web_error(self, web_error: Any) -> None:
         page = web_error.page
         self._keep_console({
             "timestamp": now_ms(), "level": "error", "message": str(web_error.error),
             "location": page.url if page is not None else "",
-        })
+        }, page)
 
     def _on_request(self, request: Any) -> None:
         if self._flooded():
             return
-        if request.is_navigation_request() and request.redirected_from is None:
-            try:
-                frame = request.frame
-            except Exception:  # a popup's first request comes before its frame exists: not this page's
-                frame = None
-            if frame is not None and frame.parent_frame is None and frame.page is self._current_page():
-                self._page_mark = self._network_total
+        try:
+            frame = request.frame
+        except Exception:  # a popup's first request comes before its page (requests_of looks it up), a worker's
+            frame = None
+        if frame is not None and request.is_navigation_request() and request.redirected_from is None \
+                and frame.parent_frame is None:
+            tab = self._tab_of(frame.page)
+            if tab is not None:  # a tab made later starts at its first request (page_mark 0)
+                tab.page_mark = self.network_total
         entry = {"method": request.method, "url": request.url, "resourceType": request.resource_type,
                  "status": None, "durationMs": None, "failure": None, "blocked": False, "timestamp": now_ms()}
         self._requests[request] = entry
-        self._keep_network(entry, request)
+        self._keep_network(entry, request, frame and frame.page)
 
     def _on_response(self, response: Any) -> None:
         entry = self._requests.get(response.request)

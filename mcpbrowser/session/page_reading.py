@@ -175,7 +175,7 @@ def wall(state, keywords=()):
     # Nothing runs behind a dialog. A page whose navigation is pending is leaving (the person
     # submitted, say, to a slow server), and reading it would wait for that server; one whose
     # script never yields (tab.unresponsive) would hold the probe for ever.
-    if tab is None or state.blocker is not None or state.events.navigation_pending() or tab.unresponsive:
+    if tab is None or state.blocker is not None or state.events.navigation_pending(tab.page) or tab.unresponsive:
         return None
     page = tab.page
     words = [word.lower() for word in keywords if word]

@@ -58,8 +58,7 @@ class SessionState(Acting):
         self.replaced_tab = False  # navigate replaced a trapped tab, not yet told
         self.watching = False     # the page watch's engine is registered (see page_watch)
         self.network_policy = NetworkPolicy(worker.session_id)
-        self.events = EventBuffers(config.console_buffer, config.network_buffer, self.network_policy,
-                                   lambda: self.tab and self.tab.page)
+        self.events = EventBuffers(config.console_buffer, config.network_buffer, self.network_policy, self.tab_of)
         worker.events = self.events
         self.routes = Routes(context, self.network_policy, self.events)
         self.downloads = Downloads(worker.session_id, config.files_dir(), config.max_download_mb,
@@ -374,11 +373,11 @@ class SessionState(Acting):
         What a person does with a tab that will not let go. Cookies and storage are
         the context's, so they stay; the tab's back history goes with it.
         """
-        old = self.tab.page
-        self._open_blank_tab()
+        old = self.tab
+        self.events.hand_over(old, self._open_blank_tab())
         self.replaced_tab = True
         try:
-            old.close()
+            old.page.close()
         except Exception as exc:  # gone already
             log.debug("trapped tab close failed", extra={"session": self.session_id, "error": str(exc)})
         log.info("trapped tab replaced", extra={"event": "tab_replaced", "session": self.session_id})
@@ -395,6 +394,7 @@ class SessionState(Acting):
         opened = self.tabs_opened
         self.tab = self._on_page(self.context.new_page())  # its "page" event may not have been dispatched yet
         self._tabs_reported += self.tabs_opened - opened
+        return self.tab
 
     def _on_crash(self, tab):
         """A tab's renderer died (its "crash" event): the next call on it replaces it."""
@@ -412,7 +412,7 @@ class SessionState(Acting):
             dead.page.close()
         except Exception:
             pass  # a crashed page may refuse to close cleanly
-        self._open_blank_tab()
+        self.events.hand_over(dead, self._open_blank_tab())
         self.worker.info = {"url": "about:blank", "title": ""}
         log.warning("page crashed: replaced", extra={"event": "page_crashed", "session": self.session_id})
         return PageCrashed(f"The page at {clip(url)} crashed. The session has a fresh page at about:blank "
@@ -452,7 +452,7 @@ class SessionState(Acting):
             page.on("framenavigated", lambda frame: navigated(True) if frame is page.main_frame else None)
         page.on("close", lambda _: self._on_tab_closed(tab))
         page.on("crash", lambda _: self._on_crash(tab))
-        page.on("websocket", self.events.on_websocket)
+        page.on("websocket", lambda ws: self.events.on_websocket(ws, page))
         page.on("download", self.downloads.on_download)
 
     def tab_of(self, page):

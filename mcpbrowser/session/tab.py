@@ -7,7 +7,7 @@ from typing import Any
 
 
 class Tab:
-    """A page of the session's context, with its own dialog, counts, refs, held snapshot and health."""
+    """A page of the session's context, with its own dialog, counts, refs, held snapshot, health and logs."""
 
     def __init__(self, page):
         self.page = page
@@ -27,6 +27,9 @@ class Tab:
         self.looping = False      # it raised dialogs in a loop: the server answers them until it navigates
         self.throttled = False    # it was sent a throttling, so that "none" reaches it
         self.cdp_session = None   # its CDP session, once opened (cdp)
+        # The pages whose console and network entries are its (events.py): its own, and a page it replaced.
+        self.log_pages = {page}
+        self.page_mark = 0        # the session's request count when its page's document was requested
 
     def cdp(self):
         """Its CDP session, opened on first use (the opener opens the first tab's ahead: navigate's title)."""

@@ -1,4 +1,4 @@
-"""Console and network logs from the session's ring buffers; handlers run on the session thread."""
+"""Console and network logs of the current tab, from the session's ring buffers; handlers run on the session thread."""
 
 import os
 
@@ -39,16 +39,25 @@ def downloads(state, args, response):
     response.answer({"downloads": entries, "count": len(entries)})
 
 
+def _elsewhere(state, read):
+    """{otherTabs: how many entries `read(tab)` finds in the session's other open tabs}, or {} when none: an agent
+    told of them selects a tab (tabs) to read them."""
+    count = sum(len(read(tab)) for tab in state.tabs if tab is not state.tab)
+    return {"otherTabs": count} if count else {}
+
+
 def console_logs(state, args, response):
     state.flush_events()
-    entries = list(state.events.console)
-    if "level" in args:
-        entries = [e for e in entries if e["level"] == args["level"]]
-    if "since" in args:
-        entries = [e for e in entries if e["timestamp"] > args["since"]]
-    entries, older = newest(entries, args)
+
+    def picked(entries):
+        if "level" in args:
+            entries = [e for e in entries if e["level"] == args["level"]]
+        return [e for e in entries if e["timestamp"] > args["since"]] if "since" in args else entries
+
+    entries, older = newest(picked(state.events.console_of(state.tab)), args)
     entries = shown_console(entries, args.get("locations", False))
-    response.answer({"entries": entries, "count": len(entries), "dropped": state.events.console_dropped, **older})
+    response.answer({"entries": entries, "count": len(entries), "dropped": state.events.console_dropped, **older,
+                     **_elsewhere(state, lambda tab: picked(state.events.console_of(tab, shared=False)))})
 
 
 def shown_console(entries, locations=False):
@@ -70,9 +79,8 @@ def lean(entry):
     return {k: v for k, v in entry.items() if v is not None and v is not False and k != "timestamp"}
 
 
-def network_logs(state, args, response):
-    state.flush_events()
-    picked = list(state.events.network) if args.get("allPages") else state.events.page_requests()
+def _requests(picked, args):
+    """(the requests network_logs' filters keep, how many static ones it left out)."""
     if "urlContains" in args:
         picked = [p for p in picked if args["urlContains"] in p[0]["url"]]
     if "method" in args:
@@ -91,8 +99,16 @@ def network_logs(state, args, response):
         # fine are counted, not listed (a docs page has dozens).
         kept = [p for p in picked if p[0]["resourceType"] not in STATIC or _failed(p[0]) or "routed" in p[0]]
         hidden, picked = len(picked) - len(kept), kept
+    return picked, hidden
+
+
+def network_logs(state, args, response):
+    state.flush_events()
+    all_pages = args.get("allPages", False)
+    picked, hidden = _requests(state.events.requests_of(state.tab, all_pages), args)
     picked, older = newest(picked, args)
-    out = {"entries": [], "count": len(picked), "dropped": state.events.network_dropped, **older}
+    out = {"entries": [], "count": len(picked), "dropped": state.events.network_dropped, **older,
+           **_elsewhere(state, lambda tab: _requests(state.events.requests_of(tab, all_pages, shared=False), args)[0])}
     if hidden:
         out["hiddenStatic"] = hidden
     if not args.get("headers"):
@@ -137,7 +153,7 @@ TOOLS = [
     SessionTool(
         name="network_logs",
         title="Network requests",
-        description="Requests of the current page (allPages: of the session). Static files that loaded "
+        description="Requests of the current page (allPages: of the tab). Static files that loaded "
                     "fine only with includeStatic; failed: errors, blocked, status >= 400.",
         input_schema=session_schema({
             "limit": LIMIT,

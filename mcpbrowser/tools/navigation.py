@@ -237,7 +237,8 @@ def wait_for(state, args, response):
             if "Timeout" not in str(exc):
                 raise
             details = {"waitedFor": what, "timeoutMs": timeout}
-            seen = None if state.events.navigation_pending() else _matches_seen(state.tab.page, hidden_twins.get(what))
+            page = state.tab.page
+            seen = None if state.events.navigation_pending(page) else _matches_seen(page, hidden_twins.get(what))
             if seen:
                 details.update(seen)
             note = (f" {seen['matched']} element(s) matched, {seen['visible']} of them visible."
