@@ -34,6 +34,11 @@ def a_(word):
     return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
 
 
+def crashed_with(dialog: dict | None) -> str:
+    """" with an alert dialog open ('Hello'), which went with it": what a crashed page held ("" for nothing)."""
+    return f" with {a_(dialog['type'])} dialog open ({clip(dialog['message'])!r}), which went with it" if dialog else ""
+
+
 def clip(text: str, limit: int = PAGE_STRING_CHARS) -> str:
     """text, or its first `limit` characters and a marker of how many more there are."""
     if len(text) <= limit:

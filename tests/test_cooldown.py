@@ -84,7 +84,7 @@ def on_page(shows):
     frames = [Frame(None, reads), Frame(shows, reads)]
     page = types.SimpleNamespace(url="https://shop.test/account/login?token=SECRET", frames=frames,
                                  main_frame=frames[0])
-    events = types.SimpleNamespace(navigation_pending=lambda: False)
+    events = types.SimpleNamespace(navigation_pending=lambda page: False)
     # The server's own reads of a page go through state.background (a deadline): here, straight to the frame.
     background = lambda tab, target, method, **kwargs: getattr(target, method)(**kwargs)  # noqa: E731
     # `page` as SessionState forwards it to core/user_channel.py; the session's own modules read the tab's.

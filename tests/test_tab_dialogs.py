@@ -5,10 +5,14 @@ Real Chromium, real HTTP on 127.0.0.1, through the official MCP client.
 """
 
 import json
+import os
+import signal
+import time
 
 import pytest
-from support import PAGES, McpClient, wait_for
+from support import PAGES, McpClient, server_pid, wait_for
 
+from mcpbrowser.process_tree import cmdline, descendants, pss_kb
 from mcpbrowser.session.state import LOOP_DIALOGS
 
 pytestmark = pytest.mark.e2e
@@ -21,6 +25,7 @@ PAGES.update({
 <button id="window" onclick="window.open('/tabs-alert')">Window</button>
 <button id="later" onclick="window.open('/tabs-alert?ms=1500')">Later</button>
 <a id="looping" href="/tabs-loop" target="_blank">Loop</a>
+<a id="heavy" href="/tabs-heavy" target="_blank">Heavy</a>
 <button id="here" onclick="document.title = 'Clicked ' + (+document.title.split(' ')[1] + 1 || 1)">Here</button>
 <button id="ask" onclick="alert('on the first tab')">Ask</button>
 <a id="slow" href="/tabs-alert?ms=800" target="_blank"
@@ -31,9 +36,14 @@ PAGES.update({
     # opener's password field held, and fetches a page that is not there.
     "/tabs-logs": """<!doctype html><title>Logs</title><input id="pw" type="password">
 <script>console.log('opener line'); fetch('/title/opener-api')</script>
-<button id="pop" onclick="window.open('/tabs-noisy?' + encodeURIComponent(pw.value), '_blank', 'noopener')">Pop</button>""",
+<button id="pop" onclick="window.open('/tabs-noisy?' + encodeURIComponent(pw.value), '_blank', 'noopener')">
+Pop</button>""",
     "/tabs-noisy": """<!doctype html><title>Noisy</title>
 <script>console.error('popup failed ' + location.search.slice(1)); fetch('/tabs-missing')</script>""",
+    # A popup that holds 200 MB (its renderer is the one that does) and logs a line before its alert opens.
+    "/tabs-heavy": """<!doctype html><title>Heavy</title>
+<script>window.held = new Uint8Array(200e6).fill(1); console.error('heavy and about to ask');
+setTimeout(() => alert('before the crash'), 100)</script>""",
     # An alert loop: each alert as soon as the previous one is answered.
     "/tabs-loop": """<!doctype html><title>Loop</title>
 <script>setTimeout(() => { for (let n = 1; ; n++) alert('again ' + n) })</script>""",
@@ -231,4 +241,68 @@ def test_a_popups_console_line_carrying_a_secret_is_scrubbed_in_its_tab_and_the_
     stream = json.loads(content.text)["entries"]
     assert stream[1]["message"] == "popup failed [REDACTED]", stream
     assert not any(secret in json.dumps(text) for text in answers + [stream]), (answers, stream)
+    client.tool("close_session", sessionId=session)
+
+
+def _kill_the_heavy_renderer():
+    """Kill the renderer of /tabs-heavy (the server's one that holds 200 MB), as a crash kills it: a page behind an
+    alert runs nothing, not even CDP's Page.crash, until the alert is answered."""
+    renderers = [pid for pid in descendants(server_pid()) if "--type=renderer" in cmdline(pid)]
+    heavy = max(renderers, key=pss_kb)
+    assert pss_kb(heavy) > 150_000, [(pid, pss_kb(pid)) for pid in renderers]
+    os.kill(heavy, signal.SIGKILL)
+    # Gone from /proc once the browser reaped it, as it learned of its death; its word reaches the server right after.
+    assert wait_for(lambda: not os.path.exists(f"/proc/{heavy}"), 10), "the browser never reaped the renderer"
+    time.sleep(0.2)
+
+
+def test_a_tab_that_crashes_with_its_dialog_open_is_named_and_the_other_tabs_go_on(client, pages):
+    session = client.tool("create_session", url=pages.url("/tabs-opener"))["sessionId"]
+    _popup_alert_open(client, session, "#heavy")
+    _kill_the_heavy_renderer()
+    # The next answer names the tab and the dialog that went with it; the first tab goes on.
+    clicked = client.tool("click", sessionId=session, selector="#here")
+    assert clicked["title"] == "Clicked 1", clicked
+    assert clicked["crashedTabs"] == [{"tab": 1, "dialog": {"type": "alert", "message": "before the crash"}}], clicked
+    assert "; tab 1 crashed with an alert dialog open ('before the crash'), which went with it: close it, or select " \
+        "it for a fresh page" in clicked["message"], clicked
+    listed = client.tool("tabs", sessionId=session)
+    assert listed["tabs"][1] == {"index": 1, "url": pages.url("/tabs-heavy"), "title": "", "current": False,
+                                 "crashed": True} and "crashedTabs" not in listed, listed  # told once
+    assert client.error("handle_dialog", sessionId=session, accept=True)["message"] == \
+        "No dialog is open in this session."  # told already
+    # Selected, it is replaced by a fresh page, where what the crashed page logged is still read.
+    crashed = client.error("tabs", sessionId=session, action="select", index=1)
+    assert crashed["errorCode"] == "PAGE_CRASHED" and crashed["details"] == {"url": pages.url("/tabs-heavy")}, crashed
+    assert _messages(client, session)[0] == ["heavy and about to ask"]
+    assert client.tool("tabs", sessionId=session)["tabs"][1]["url"] == "about:blank"
+    client.tool("close_session", sessionId=session)
+
+
+def test_a_dialog_that_died_with_its_tabs_page_is_named_by_handle_dialog(client, pages):
+    # The agent's first call after the crash answers the dialog it was told of: the answer says where it went.
+    session = client.tool("create_session", url=pages.url("/tabs-opener"))["sessionId"]
+    _popup_alert_open(client, session, "#heavy")
+    _kill_the_heavy_renderer()
+    error = client.error("handle_dialog", sessionId=session, accept=True)
+    assert error["errorCode"] == "NO_DIALOG_OPEN" and error["message"] == (
+        "No dialog is open. Tab 1 crashed with an alert dialog open ('before the crash'), which went with it."), error
+    assert error["details"]["crashedTabs"] == [{"tab": 1, "dialog": {"type": "alert", "message": "before the crash"}}]
+    assert "crashedTabs" not in client.tool("click", sessionId=session, selector="#here")  # told once
+    client.tool("close_session", sessionId=session)
+
+
+def test_the_current_tab_that_crashes_with_its_dialog_open_answers_page_crashed_naming_the_dialog(client, pages):
+    session = client.tool("create_session", url=pages.url("/tabs-opener"))["sessionId"]
+    _popup_alert_open(client, session, "#heavy")
+    client.tool("tabs", sessionId=session, action="select", index=1)
+    _kill_the_heavy_renderer()
+    crashed = client.error("snapshot", sessionId=session)
+    assert crashed["errorCode"] == "PAGE_CRASHED" and crashed["message"].startswith(
+        f"The page at {pages.url('/tabs-heavy')} crashed with an alert dialog open ('before the crash'), which went "
+        "with it. The session has a fresh page"), crashed
+    assert crashed["details"]["dialog"] == {"type": "alert", "message": "before the crash"}, crashed
+    assert client.tool("snapshot", sessionId=session)["url"] == "about:blank"
+    client.tool("tabs", sessionId=session, action="select", index=0)
+    assert client.tool("click", sessionId=session, selector="#here")["title"] == "Clicked 1"
     client.tool("close_session", sessionId=session)

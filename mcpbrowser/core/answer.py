@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcpbrowser.errors import BrowserError, BrowserServerError, InputRequired, as_server_error
-from mcpbrowser.page_strings import a_, clip, clip_answer
+from mcpbrowser.page_strings import a_, clip, clip_answer, crashed_with
 from mcpbrowser.redaction import REDACTED, scrub_text, scrub_value
 from mcpbrowser.schema import compact_json
 
@@ -138,6 +138,9 @@ def with_news(result: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
     for other in news.get("tabDialogs", ()):
         result["message"] += (f"; tab {other['tab']} has {a_(other['type'])} dialog open ({clip(other['message'])!r}): "
                               "handle_dialog answers it")
+    for crash in news.get("crashedTabs", ()):
+        result["message"] += (f"; tab {crash['tab']} crashed{crashed_with(crash.get('dialog'))}: close it, or "
+                              "select it for a fresh page")
     if "newTabs" in news:
         count = news["newTabs"]
         result["message"] += f"; the page opened {count} new tab{'s' if count > 1 else ''}: see tabs"

@@ -13,7 +13,7 @@ from typing import Any
 
 from mcpbrowser.errors import DialogOpen, PageCrashed, PageUnresponsive
 from mcpbrowser.logs import log
-from mcpbrowser.page_strings import a_, clip
+from mcpbrowser.page_strings import a_, clip, crashed_with
 from mcpbrowser.redaction import MARK_SECRET_FIELDS
 from mcpbrowser.session import page_reading, playwright_internals, settle, snapshots, throttling
 from mcpbrowser.session.acting import PROBE_AFTER_S, Acting
@@ -53,6 +53,7 @@ class SessionState(Acting):
         self.untold: list = []     # dialogs opened since the last answer, told in the next one (_news)
         self.probe_due = False    # a dialog opened in another tab than the current one: may it hold this one?
         self.dialogs_dismissed = 0  # dialogs the server answered itself, not yet told
+        self.crashes = []         # (tab, its dialog {type, message} or None): tabs that crashed, not yet told
         self.leaving = False       # navigate is taking the tab away: dialogs in its way are answered
         self.trapped = False       # ...but one could not be: the tab is held (see clear_the_way)
         self.replaced_tab = False  # navigate replaced a trapped tab, not yet told
@@ -149,7 +150,8 @@ class SessionState(Acting):
 
     def run_tool(self, tool, args, response):
         """Run one tool's handler with the checks and notes every page tool shares."""
-        if self.blocker is None and time.monotonic() - self.quiet_since > CATCH_UP_AFTER_S:
+        # Behind a dialog too: its page may have crashed meanwhile, taking the dialog with it (not DIALOG_OPEN then).
+        if time.monotonic() - self.quiet_since > CATCH_UP_AFTER_S:
             self.catch_up()
         self.events.resume_network()
         if tool.page_tool and not tool.leaves_page and self.blocker is None and self.probe_due \
@@ -204,9 +206,9 @@ class SessionState(Acting):
 
     def _news(self, dialog_before):
         """What the pages did that the agent was not told yet, each told once: a dialog that opened during the
-        call on its tab, the dialogs open in other tabs, the tabs it opened (between calls too: events are
-        dispatched during any Playwright call, the after-call capture included), a tab navigate replaced, the
-        dialogs the server dismissed, downloads."""
+        call on its tab, the dialogs open in other tabs, other tabs that crashed, the tabs it opened (between calls
+        too: events are dispatched during any Playwright call, the after-call capture included), a tab navigate
+        replaced, the dialogs the server dismissed, downloads."""
         news = {}
         if self.blocker is not None and self.blocker is not dialog_before:
             news["dialog"] = self.dialog_info()
@@ -216,6 +218,9 @@ class SessionState(Acting):
         if elsewhere:
             news["tabDialogs"] = elsewhere
         self.untold = []
+        crashed = self.crashes_untold()
+        if crashed:
+            news["crashedTabs"] = crashed
         if self.tabs_opened > self._tabs_reported:
             news["newTabs"], self._tabs_reported = self.tabs_opened - self._tabs_reported, self.tabs_opened
         if self.replaced_tab:
@@ -260,6 +265,14 @@ class SessionState(Acting):
             self.quiet_since = time.monotonic()
             for held in list(self.held):
                 snapshots.release(self, held)
+
+    def crashes_untold(self):
+        """[{tab, dialog?}]: the other tabs that crashed since the last answer, with the dialog each held (gone with
+        its page), each told once; the current tab's is told by the PAGE_CRASHED its next call answers."""
+        told = [{"tab": self.tabs.index(tab), **({"dialog": dialog} if dialog else {})}
+                for tab, dialog in self.crashes if tab in self.tabs and tab is not self.tab]
+        self.crashes = [(tab, dialog) for tab, dialog in self.crashes if tab is self.tab]
+        return told
 
     def dismissals_untold(self):
         """How many dialogs the server dismissed since the last answer (see run_tool), told now by a failed call's
@@ -397,14 +410,18 @@ class SessionState(Acting):
         return self.tab
 
     def _on_crash(self, tab):
-        """A tab's renderer died (its "crash" event): the next call on it replaces it."""
-        tab.crashed, tab.dialog = True, None  # its dialog died with its renderer
+        """A tab's renderer died (its "crash" event): the next call on it replaces it, and the crash is told with
+        the dialog it held, which died with its renderer (crashes_untold)."""
+        self.crashes.append((tab, tab.dialog and {"type": tab.dialog.type, "message": tab.dialog.message}))
+        tab.crashed, tab.dialog = True, None
         if tab is self.tab:
             self.worker.page_crashed = True
 
     def replace_crashed_page(self):
         """Give the session a fresh page in the same context; return the PAGE_CRASHED error."""
         dead, url = self.tab, self.tab.page.url
+        gone = next((dialog for tab, dialog in self.crashes if tab is dead and dialog), None)
+        self.crashes = [(tab, dialog) for tab, dialog in self.crashes if tab is not dead]
         self.worker.page_crashed = False
         if dead in self.tabs:
             self.tabs.remove(dead)
@@ -415,9 +432,9 @@ class SessionState(Acting):
         self.events.hand_over(dead, self._open_blank_tab())
         self.worker.info = {"url": "about:blank", "title": ""}
         log.warning("page crashed: replaced", extra={"event": "page_crashed", "session": self.session_id})
-        return PageCrashed(f"The page at {clip(url)} crashed. The session has a fresh page at about:blank "
-                           "(same cookies and storage); navigate again.", session_id=self.session_id,
-                           details={"url": url})
+        return PageCrashed(f"The page at {clip(url)} crashed{crashed_with(gone)}. The session has a fresh page at "
+                           "about:blank (same cookies and storage); navigate again.", session_id=self.session_id,
+                           details={"url": url, **({"dialog": gone} if gone else {})})
 
     def _answer_itself(self, tab, dialog):
         """A dialog of a looping page, or in navigate's way: dismissed (a beforeunload one accepted while

@@ -15,7 +15,7 @@ from mcpbrowser.errors import (
     NoDialogOpen,
 )
 from mcpbrowser.logs import log
-from mcpbrowser.page_strings import clip
+from mcpbrowser.page_strings import clip, crashed_with
 from mcpbrowser.redaction import SECRET_FIELD, SECRET_OR_UNFOCUSED, WHERE_TEXT_WENT
 from mcpbrowser.session import settle, snapshots
 from mcpbrowser.session.acting import INTERRUPTED
@@ -408,7 +408,11 @@ def handle_dialog(state, args, response):
         if len(open_in) != 1:
             several = f"No dialog is open in this tab; tabs {', '.join(map(str, open_in))} each have one: " \
                 "select one with tabs, then answer it."
-            raise NoDialogOpen(several if open_in else None, session_id=state.session_id)
+            # One the agent was told of may have died with its tab's page: say so, rather than only that none is.
+            crashed = state.crashes_untold()
+            told = "".join(f" Tab {c['tab']} crashed{crashed_with(c.get('dialog'))}." for c in crashed)
+            raise NoDialogOpen(several if open_in else told and f"No dialog is open.{told}",
+                               session_id=state.session_id, details={"crashedTabs": crashed} if crashed else None)
         dialog = state.tabs[open_in[0]].dialog
     tab = state.tab_of(dialog.page) or state.tab
     named = f"the {dialog.type} dialog ({clip(dialog.message)!r})" + \

@@ -167,7 +167,8 @@ def tabs(state, args, response):
     current = state.tabs.index(state.tab)
     shown = [i for i in range(len(state.tabs)) if i < TABS_LISTED or i == current]
     listing = [{"index": i, "url": state.tabs[i].page.url, "title": _title(state, state.tabs[i]),
-                "current": i == current, **_dialog_of(state.tabs[i])} for i in shown]
+                "current": i == current, **_dialog_of(state.tabs[i]),
+                **({"crashed": True} if state.tabs[i].crashed else {})} for i in shown]
     if state.blocker is None and not state.tab.unresponsive:
         state.remember_page(listing[shown.index(current)]["title"])
     more = len(state.tabs) - len(shown)
