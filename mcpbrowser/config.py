@@ -345,10 +345,10 @@ class Config:
 
     console_buffer: int = _option(
         1000, _int_at_least(1),
-        "Console messages kept per session; the oldest are dropped first.")
+        "Console messages kept per session (all its tabs); the oldest are dropped first.")
     network_buffer: int = _option(
         500, _int_at_least(1),
-        "Network requests kept per session; the oldest are dropped first.")
+        "Network requests kept per session (all its tabs); the oldest are dropped first.")
     redact_headers: tuple = _option(
         ("authorization", "cookie", "set-cookie", "x-api-key", "proxy-authorization"), _lower_list,
         "Comma-separated header names whose values are shown as [REDACTED]; \"\" shows all.")

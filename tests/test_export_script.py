@@ -75,8 +75,9 @@ class _Shop(BaseHTTPRequestHandler):
         elif url.path == "/ordered":
             self._page("/ordered", f"<p>Thank you: {query.get('q')} ({query.get('size')}, {query.get('note')}, "
                                    f"gift {query.get('gift', 'no')})</p>")
-        else:
-            self._page("/help", "<h1>How to order</h1>")
+        else:  # a popup that asks; the agent answers from the first tab (a replay must answer it in the popup)
+            self._page("/help", "<h1>How to order</h1><script>setTimeout(() => document.body.append("
+                                "confirm('Read the guide?') ? 'Guide read' : 'Guide skipped'), 300)</script>")
 
 
 @pytest.fixture(scope="module")
@@ -119,8 +120,10 @@ def _agent_session(client, base):
     client.tool("wait_for", sessionId=sid, text="Thank you: blue mug (Large, fragile, gift on)")
     client.tool("navigate", sessionId=sid, url=base + "/home")
     client.tool("click", sessionId=sid, ref=ref("link", "Open help"))
-    wait_for(lambda: len(client.tool("tabs", sessionId=sid)["tabs"]) == 2)
+    assert wait_for(lambda: "dialog" in client.tool("tabs", sessionId=sid)["tabs"][-1], 10)
+    assert client.tool("handle_dialog", sessionId=sid, accept=True)["tab"] == 1  # from the first tab
     assert client.tool("tabs", sessionId=sid, action="select", index=1)["tabs"][1]["current"]
+    client.tool("wait_for", sessionId=sid, text="Guide read")
     client.tool("screenshot", sessionId=sid)  # a read: a comment at most
     client.tool("save_state", sessionId=sid, name="shop")  # the login, for a session of the next server
     return sid, used
@@ -186,6 +189,9 @@ def test_a_session_exported_after_a_restart_replays_as_a_passing_test(shop, tmp_
     assert 'fill(page.locator("input[name=gift]").first, os.environ["MCPBROWSER_SECRET_3"])' in text
     assert 'expect(page.get_by_text("Draft deleted").filter(visible=True).first).to_be_visible()' in text
     assert "page = tab(context, 1)" in text and "screenshot" in text
+    # The popup's confirm, answered from the first tab, is answered in the popup, set before the click that opens it.
+    assert text.index("answer_in_tab(context, 1, lambda dialog: dialog.accept())") < \
+        text.index('page.get_by_role("link", name="Open help").click()')
 
     # The command line exports it too, with no server running (meanwhile: it needs no browser).
     cli = subprocess.Popen([sys.executable, "-m", "mcpbrowser", "export", sid, "--db", db, "--output-dir", out],

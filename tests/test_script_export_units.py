@@ -112,6 +112,25 @@ def test_a_dialog_is_answered_by_a_handler_set_before_the_action_that_opens_it()
         source.index("dialog.dismiss()") < source.index('page.locator("#c").click()')
 
 
+def test_a_dialog_answered_in_another_tab_is_answered_there_set_before_the_action_that_opened_the_tab():
+    # Tab 1 opened by #a, tab 2 by #b; tab 1 closed: the popup #b opened is tab 1 when its dialog is answered from
+    # the first tab (its confirm told by a read, as tabDialogs). The first tab's own prompt stays the page's.
+    calls = [_call("click", {"selector": "#a"}, {"success": True, "newTabs": 1}),
+             _call("click", {"selector": "#b"}, {"success": True, "newTabs": 1}),
+             _call("tabs", {"action": "close", "index": 1}, {"tabs": [{}, {}], "current": 0}),
+             _call("tabs", {}, {"tabs": [{}, {"dialog": {"type": "confirm"}}], "current": 0,
+                                "tabDialogs": [{"type": "confirm", "tab": 1}]}),
+             _call("click", {"selector": "#p"}, {"success": True, "dialog": {"type": "prompt"}}),
+             _call("handle_dialog", {"accept": False}, {"success": True, "tab": 1}),
+             _call("handle_dialog", {"accept": True, "promptText": "Ann"}, {"success": True})]
+    source, _ = _body(calls)
+    assert "def answer_in_tab(context, index, answer):" in source
+    assert source.index('page.locator("#a").click()') < \
+        source.index("answer_in_tab(context, 1, lambda dialog: dialog.dismiss())") < \
+        source.index('page.locator("#b").click()') < source.index('dialog.accept("Ann")') < \
+        source.index('page.locator("#p").click()')
+
+
 def test_emulation_and_a_saved_login_become_context_options():
     metadata = {"emulation": {"device": "iPhone 13", "locale": "de-DE", "geolocation": {"latitude": 1, "longitude": 2}},
                 "login": "work"}

@@ -49,6 +49,21 @@ TAB_HELPER = [
     "    return context.pages[index]",
     "", "",
 ]
+# A dialog answered in another tab than the current one (a popup's): its answer waits for that tab, which opens later.
+TAB_DIALOG_HELPER = [
+    "def answer_in_tab(context, index, answer):",
+    '    """Answer the next dialog of the tab at index with answer(dialog), once the tab has opened."""',
+    "    def opened(popup):",
+    "        if popup in context.pages and context.pages.index(popup) == index:",
+    '            context.remove_listener("page", opened)',
+    '            popup.once("dialog", answer)',
+    "",
+    "    if len(context.pages) > index:",
+    '        context.pages[index].once("dialog", answer)',
+    "    else:",
+    '        context.on("page", opened)',
+    "", "",
+]
 # fill_form's rule, at replay time: the kind of control decides (see tools/interaction.py's _filler).
 FILL_HELPER = [
     "def fill(field, value):",
@@ -150,7 +165,7 @@ class Script:
         self.warnings: list[str] = []
         self.steps = 0
         # What the file needs beside its steps: `re`, `pytest`, the tab() and fill() helpers.
-        self.uses_re = self.uses_pytest = self.tabs = self.fills = self.uploads = False
+        self.uses_re = self.uses_pytest = self.tabs = self.fills = self.uploads = self.tab_dialogs = False
         self.webmcp = False  # it calls a page's tools: Chromium is launched able to run them
         self.snapshots: list[str] = []  # pages the calls so far stored, newest last
 
@@ -278,6 +293,7 @@ class Script:
                  '    return engine.launch(executable_path=path or None, headless=os.environ.get("MCPBROWSER_HEADED")'
                  ' != "1"' + (', args=["--enable-features=WebMCP"]' if self.webmcp else "") + ")", "", "",
                  *(TAB_HELPER if self.tabs else []),
+                 *(TAB_DIALOG_HELPER if self.tab_dialogs else []),
                  *(FILL_HELPER if self.fills else []),
                  f"def {name}():",
                  "    with sync_playwright() as playwright:",
@@ -315,10 +331,12 @@ def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None,
                 script.comment(f"the agent read the page here ({', '.join(dict.fromkeys(reads))})")
                 reads = []
             script.steps += 1
-            if index in answers:  # Playwright answers a dialog only in a handler set before it opens
-                accept, prompt = answers[index]
+            for accept, prompt, tab in answers.get(index, ()):  # Playwright answers in a handler set before
                 reply = script.text(prompt, "the prompt's answer") if accept and prompt is not None else ""
-                script.line(f'page.once("dialog", lambda dialog: dialog.{"accept" if accept else "dismiss"}({reply}))')
+                answer = f'lambda dialog: dialog.{"accept" if accept else "dismiss"}({reply})'
+                script.tab_dialogs = script.tab_dialogs or tab is not None
+                script.line(f'page.once("dialog", {answer})' if tab is None else
+                            f"answer_in_tab(context, {tab}, {answer})")
             _step(script, tool, args, result or {})
         elif status == "ok" and tool in READS:
             reads.append(tool)
@@ -354,16 +372,34 @@ def _measured(call):
 
 
 def _dialog_answers(calls):
-    """{index of the call that opened a dialog: (accept, promptText)} from the handle_dialog that answered it."""
-    out, opened = {}, None
+    """{index of a step: [(accept, promptText, tab)]}: each handle_dialog's answer, before the step that opened its
+    dialog (tab None: the current tab's), or, for another tab's (`tab` in its answer: a popup's), before the step
+    that opened that tab (else the last step before the answer), in a handler that waits for the tab."""
+    out: dict[int, list] = {}
+    opened, last = None, None
+    openers: list = [None]  # per open tab, in the order they opened: the step that opened it (None: unknown)
+    current = 0
     for index, (_, tool, args, status, result, _page) in enumerate(calls):
+        result = result or {}
         if status != "ok":
             continue
-        if tool == "handle_dialog" and opened is not None:
-            out[opened] = (bool(args.get("accept")), args.get("promptText"))
-            opened = None
-        elif result and result.get("dialog"):
+        if _replayed(tool, args):
+            last = index
+        if tool == "handle_dialog":
+            tab = result.get("tab")
+            step = opened if tab is None else openers[tab] if tab < len(openers) and openers[tab] is not None \
+                else last
+            if step is not None:
+                out.setdefault(step, []).append((bool(args.get("accept")), args.get("promptText"), tab))
+            opened = None if tab is None else opened
+        elif result.get("dialog") and "tab" not in result["dialog"]:
             opened = index
+        if tool == "tabs" and args.get("action") == "close":
+            closed = args.get("index", current)
+            if closed < len(openers):
+                del openers[closed]
+        openers += [last] * result.get("newTabs", 0)
+        current = result.get("current", current)
     return out
 
 

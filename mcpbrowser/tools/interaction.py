@@ -437,7 +437,9 @@ def handle_dialog(state, args, response):
                 tab.page.wait_for_timeout(25)  # events are dispatched meanwhile
         except Exception as exc:  # the tab closed (a close it guarded): run_tool says where the session is
             log.debug("after beforeunload", extra={"session": state.session_id, "error": str(exc)})
-    response.answer({"success": True, "message": f"{verb} {named}"})
+    # The tab it was in, when not the current one: export_script replays the answer there.
+    response.answer({"success": True, "message": f"{verb} {named}",
+                     **({} if tab is state.tab or tab not in state.tabs else {"tab": state.tabs.index(tab)})})
 
 
 def evaluate(state, args, response):
