@@ -31,8 +31,8 @@ RESOURCES = [
     SessionResource(
         name="console",
         title="Console log",
-        description="The session's console messages and page errors (all tabs), oldest first, as JSON {entries, cursor, "
-                    "dropped, more}; read again with ?after=CURSOR for only the new ones.",
+        description="The session's console messages and page errors (all tabs), oldest first, as JSON {entries, "
+                    "cursor, dropped, more}; read again with ?after=CURSOR for only the new ones.",
         read=_reader("console", shown_console),
         position=_position("console"),
     ),

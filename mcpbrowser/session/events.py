@@ -1,4 +1,4 @@
-"""One session's event buffers: console entries and network requests, each of its tab, in bounded rings.
+"""One session's event buffers: its tabs' console entries and network requests, in bounded rings.
 
 SESSION THREAD: Playwright dispatches these handlers on the session's thread while a
 call is in progress. Entries are plain dicts; a request's entry is filled in as its
