@@ -309,10 +309,23 @@ def element_words(element):
 def script_words(script, page_url, work=None):
     if not script:
         return work or "no script named"
-    if not script.get("url"):  # code with no URL of its own (eval, new Function), or a promise of the settle's fetch
+    if not script.get("url"):  # code with no URL of its own (eval, new Function), or a promise made by code of ours
         return f"{script.get('invoker') or '?'} (script not named)"
     where = short_url(script["url"], page_url)
+    if script.get("at"):  # a promise's reaction: where the page made the promise
+        return f'{where} {script["at"]}'
     return where + (f" {script['fn']}()" if script.get("fn") else "")
+
+
+def call_site(source, pos, most=60):
+    """`fetch('/data.json').then(render)`: the page's statement from pos, on one line, at most `most` characters."""
+    text, depth = " ".join(source[pos:pos + most * 2].split()), 0
+    for end, char in enumerate(text):  # up to the statement's end: a `;`, or a bracket it did not open
+        depth += (char in "([{") - (char in ")]}")
+        if depth < 0 or (char == ";" and depth == 0):
+            text = text[:end]
+            break
+    return text if len(text) <= most else text[:most - 1] + "…"
 
 
 def throttle_words(throttle):

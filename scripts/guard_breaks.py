@@ -426,6 +426,17 @@ BREAKS = [
           "INP is the page's worst interaction, with that interaction's phases and scripts.",
           "docs/performance-insights.md",
           ("tests/test_performance_insights.py::test_inp_is_the_worst_interaction_with_its_own_phases_and_scripts",)),
+    Break("measured-load-without-wrappers", "mcpbrowser/tools/performance.py",
+          'plain.send("Page.addScriptToEvaluateOnNewDocument", {"source": PLAIN})', "pass",
+          "A long task in a promise's reaction is named with the page's script, not the settle's wrapper.",
+          "docs/performance-insights.md",
+          ("tests/test_performance_insights.py::test_a_long_task_in_a_promises_reaction_is_named_with_the_pages_"
+           "script_and_the_code_that_made_the_promise[/fetched-fetched.js-fetch('/data.json').then(render)-1]",)),
+    Break("wrappers-back-after-a-measured-load", "mcpbrowser/tools/performance.py",
+          "window.__mcpbPlain(false);  // the settle's request wrappers back", "0;  // (left out)",
+          "After the measurement the settle waits for the page's requests again.", "docs/performance-insights.md",
+          ("tests/test_performance_insights.py::test_a_long_task_in_a_promises_reaction_is_named_with_the_pages_"
+           "script_and_the_code_that_made_the_promise[/fetched-fetched.js-fetch('/data.json').then(render)-1]",)),
     Break("live-picture-per-person", "mcpbrowser/view/app.py",
           "if mine >= max(1, self.max_live // 2) or sum(self._watching.values()) >= self.max_live:",
           "if sum(self._watching.values()) >= self.max_live:",

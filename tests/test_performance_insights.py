@@ -86,8 +86,23 @@ PAGES = {
     # function (the timer's), in the page's script.
     "/promise.js": "addEventListener('load', () => setTimeout(function settle() { Promise.resolve().then(() => { "
                    f"const t = performance.now(); while (performance.now() - t < {TASK_MS}) {{}} }}); }}, 100));",
+    # A long task in the reaction to a request's answer, and to its body's read: the browser credits it to the
+    # function that called fetch() or json() (not the reaction's), which must be the page's, not the settle's wrapper.
+    "/fetched": "<!doctype html><title>fetched</title><p>Fetched.</p><script src='/fetched.js'></script>",
+    "/fetched.js": "function render() { const t = performance.now(); while (performance.now() - t < "
+                   f"{TASK_MS}) {{}} }} addEventListener('load', () => {{ fetch('/data.json').then(render); }});",
+    "/json": "<!doctype html><title>json</title><p>Read.</p><script src='/json.js'></script>",
+    "/json.js": "function render(data) { const t = performance.now(); while (performance.now() - t < "
+                f"{TASK_MS}) {{}} }} function read(r) {{ return r.json(); }} addEventListener('load', () => "
+                "fetch('/data.json').then(read).then(render));",
+    "/data.json": '{"rows": 3}',
+    # A click whose request answers late: the settle waits for it when its fetch wrapper is there.
+    "/go.js": "go.onclick = () => fetch('/data.json?ms=400').then(() => { out.textContent = 'answered'; });",
 }
-TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png"}
+LATE = "<button id=go>Go</button><p id=out></p><script src='/go.js'></script>"
+PAGES["/fetched"] += LATE
+PAGES["/json"] += LATE
+TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png", ".json": "application/json"}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -216,6 +231,26 @@ def test_a_long_task_is_named_with_its_function_whoever_scheduled_it(browser, se
     session.click("p")
     again = measured(browser, session, url=site.url + path)[1]["longTasks"][0]["script"]
     assert again["fn"] == function and again["url"].endswith("/" + script), again
+
+
+@pytest.mark.parametrize("cpu_rate", [1, 4])
+@pytest.mark.parametrize("path, script, site_code", [("/fetched", "fetched.js", "fetch('/data.json').then(render)"),
+                                                     ("/json", "json.js", "json()")])
+def test_a_long_task_in_a_promises_reaction_is_named_with_the_pages_script_and_the_code_that_made_the_promise(
+        browser, session, site, path, script, site_code, cpu_rate):
+    # The browser credits a promise's reactions to the code that made the promise: the settle's wrapper of fetch and
+    # of a body's reads was that code ("Window.fetch.then (script not named)"). The measured load runs without them,
+    # and the source there says what ran.
+    if cpu_rate != 1:
+        session.throttle(cpu_rate=cpu_rate)
+    answer, detail = measured(browser, session, url=site.url + path)
+    task = detail["longTasks"][0]
+    assert TASK_MS <= task["duration"] <= TASK_MS * cpu_rate + SLACK_MS, task
+    assert task["script"]["url"].endswith("/" + script) and task["script"]["at"] == site_code, task
+    assert f"{script} {site_code}" in answer["summary"], answer["summary"]
+    # The wrappers are back after the measurement: a click whose request answers late still waits for it.
+    clicked = session.click("#go")
+    assert "answered" in session.snapshot(query="answered")["snapshot"], clicked
 
 
 def test_a_click_that_blocks_is_measured_as_inp(browser, session, site):

@@ -175,23 +175,36 @@ INSTALL = r"""(() => {
     };
     carry("queueMicrotask");
     const bodies = new WeakMap();  // a fetch's Response: the origin of the code that sent it
-    const fetch0 = window.fetch;
-    if (fetch0) window.fetch = function () {
+    // [object, name, the browser's function, ours]: the request wrappers, which measure_performance takes out while
+    // it measures (__mcpbPlain): the browser credits the task that runs a promise's reactions (a long task's script)
+    // to the code that called the API making the promise, which a wrapper of ours would be ("script not named").
+    const wrapped = [];
+    const wrap = (object, name, make) => {
+      const original = object[name];
+      if (original) { object[name] = make(original); wrapped.push([object, name, original, object[name]]); }
+    };
+    wrap(window, "fetch", (fetch0) => function () {
       const job = begin(clock());  // a request: waited for, up to the cap
       let answer;
       try { answer = Reflect.apply(fetch0, this, arguments); } catch (e) { end(job); throw e; }
       answer.then((response) => { end(job); bodies.set(response, job.origin); enter(job.origin); },
                   () => { end(job); enter(job.origin); });
       return answer;
-    };
+    });
     if (window.Response) for (const name of ["json", "text", "arrayBuffer", "blob", "formData"]) {
-      const read0 = Response.prototype[name];
-      if (read0) Response.prototype[name] = function () {
+      wrap(Response.prototype, name, (read0) => function () {
         const read = Reflect.apply(read0, this, arguments), origin = bodies.get(this);
         if (origin !== undefined) read.then(() => enter(origin), () => enter(origin));
         return read;
-      };
+      });
     }
+    // plain: the browser's own functions back (true) or ours again (false), each only where the other still is (a
+    // page that wrapped one itself keeps its own). A request sent meanwhile is not waited for by a settle.
+    Object.defineProperty(window, "__mcpbPlain", {value: (plain) => {
+      for (const [object, name, original, ours] of wrapped) {
+        if (object[name] === (plain ? ours : original)) object[name] = plain ? original : ours;
+      }
+    }});
     // Events of a request or a socket run with the origin of the code that sent or opened it: ours is
     // added first (as the object is made or opened), so it runs before the page's listeners.
     const scope = (target, types, origin) => {

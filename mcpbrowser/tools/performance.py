@@ -62,6 +62,7 @@ COLLECT = """async ([quietMs, capMs]) => {
     setTimeout(tick, 50);
   });
   for (const [type, o] of observers) { got[type].push(...o.takeRecords()); o.disconnect(); }
+  if (window.__mcpbPlain) window.__mcpbPlain(false);  // the settle's request wrappers back (PLAIN took them out)
   const path = el => {
     const parts = [];
     while (el && el.nodeType === 1 && el !== document.documentElement) {
@@ -91,7 +92,7 @@ COLLECT = """async ([quietMs, capMs]) => {
   const lcps = got['largest-contentful-paint'] || [];
   const lcp = lcps[lcps.length - 1];
   const script = s => ({url: s.sourceURL || null, fn: s.sourceFunctionName || null, invoker: s.invoker,
-                        start: r(s.startTime), duration: r(s.duration)});
+                        pos: s.sourceCharPosition, start: r(s.startTime), duration: r(s.duration)});
   return {
     url: location.href, supported: supported.filter(t => types.includes(t) || t === 'event'),
     viewport: [innerWidth, innerHeight],
@@ -115,6 +116,10 @@ COLLECT = """async ([quietMs, capMs]) => {
   };
 }"""
 
+# The measured document's first script: the settle's request wrappers out (settle.py's __mcpbPlain).
+# (It runs after the session's init scripts, the settle's among them: added later, through a CDP session of its own.)
+PLAIN = "window.__mcpbPlain && window.__mcpbPlain(true)"
+
 # The interaction's entries: observers set before it (events of 16 ms or more, the least the browser
 # reports; the long animation frames that ran its handlers), read once its paint came. An interaction that
 # leaves the page (a link, a submit): what the browser reported before the page unloaded is kept for the
@@ -126,11 +131,12 @@ SHAPE = """box => {
     events: box.events.map(e => ({name: e.name, interactionId: e.interactionId, start: r(e.startTime),
       duration: e.duration, processingStart: r(e.processingStart), processingEnd: r(e.processingEnd)})),
     frames: box.frames.map(e => ({start: r(e.startTime), duration: r(e.duration), scripts: e.scripts.map(s => ({
-      url: s.sourceURL || null, fn: s.sourceFunctionName || null, invoker: s.invoker, start: r(s.startTime),
-      duration: r(s.duration)}))})),
+      url: s.sourceURL || null, fn: s.sourceFunctionName || null, invoker: s.invoker, pos: s.sourceCharPosition,
+      start: r(s.startTime), duration: r(s.duration)}))})),
   };
 }"""
 WATCH = """() => {
+  if (window.__mcpbPlain) window.__mcpbPlain(true);
   const box = window.__mcpbrowserPerf = {events: [], frames: [], last: 0, observers: []};
   const supported = PerformanceObserver.supportedEntryTypes || [];
   for (const [type, into] of [['event', 'events'], ['long-animation-frame', 'frames']]) {
@@ -163,6 +169,7 @@ TAKE = """async ([quietMs, nothingMs, capMs]) => {
     setTimeout(tick, 25);
   });
   removeEventListener('pagehide', box.hide);
+  if (window.__mcpbPlain) window.__mcpbPlain(false);
   for (const [, o] of box.observers) o.disconnect();
   delete window.__mcpbrowserPerf;
   return (SHAPE)(box);
@@ -231,8 +238,16 @@ def _one_load(state, response, url, left_ms):
     """One load's raw entries (COLLECT's), and how long the load itself took in ms."""
     # A cold load each time, as Lighthouse measures: the cache off for this tab while it loads (Chromium).
     cdp = state.tab.cdp() if state.chromium else None
+    plain = None
     if cdp is not None:
         cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
+        # The loaded document runs without the settle's request wrappers, taken out before the page's own scripts
+        # run (COLLECT puts them back): see settle.py's __mcpbPlain. A CDP session's scripts for new documents run
+        # while its Page domain is enabled, which the tab's own session must not be left with (disabling it would
+        # stop a live view's screencast): one of its own, detached after.
+        plain = state.tab.page.context.new_cdp_session(state.tab.page)
+        plain.send("Page.enable")
+        plain.send("Page.addScriptToEvaluateOnNewDocument", {"source": PLAIN})
     started = time.monotonic()
     try:
         if url is not None:
@@ -241,17 +256,50 @@ def _one_load(state, response, url, left_ms):
             navigation.reload(state, {"timeout": left_ms}, response)
     finally:
         if cdp is not None:
-            try:
-                cdp.send("Network.setCacheDisabled", {"cacheDisabled": False})
-            except Exception as exc:  # the tab was replaced (navigate past a held tab): its CDP session went with it
-                log.debug("cache not turned back on", extra={"session": state.session_id, "error": str(exc)})
+            for undo in (plain.detach, lambda: cdp.send("Network.setCacheDisabled", {"cacheDisabled": False})):
+                try:
+                    undo()
+                except Exception as exc:  # the tab was replaced (navigate past a held tab): its CDP sessions went
+                    log.debug("load measured, not undone", extra={"session": state.session_id, "error": str(exc)})
     took = (time.monotonic() - started) * 1000
     raw = state.act(state.tab.page, "evaluate", expression=COLLECT,
                     arg=[QUIET_MS, min(CAP_MS, _left_ms(started + left_ms / 1000))])
     if raw is INTERRUPTED:
         raise DialogOpen(f"{state.dialog_summary()} opened while the page was measured. Answer it with "
                          "handle_dialog, then measure again.", session_id=state.session_id, details=state.dialog_info())
+    _call_sites(state, raw)
     return raw, took
+
+
+def _call_sites(state, raw):
+    """The page's code where each promise reaction's promise was made, as `at` of its script entry.
+
+    The browser credits a promise's reactions (a fetch's `then(render)`, a body's `json()`) to the script that made
+    the promise, with the character where it did and no function; a few words of the source there name what ran
+    (`fetch('/data.json').then(render)`). Read through a CDP session of its own with the debugger on for a moment,
+    after the load is measured: no request is sent, and nothing runs during the measurement."""
+    wanted = [s for f in (raw or {}).get("frames") or () for s in f["scripts"]
+              if s.get("url") and not s.get("fn") and s.get("pos", -1) >= 0 and (s.get("invoker") or "").endswith(
+                  (".then", ".catch", ".finally"))]
+    if not wanted or not state.chromium:
+        return
+    ids = {}
+    cdp = state.tab.page.context.new_cdp_session(state.tab.page)
+    try:
+        cdp.on("Debugger.scriptParsed", lambda e: ids.setdefault(e["url"], []).append(e["scriptId"]))
+        cdp.send("Debugger.enable")  # (each script the page has is told before its answer)
+        for script in wanted:
+            found = ids.get(script["url"], ())
+            if len(found) == 1:  # several under one URL (a page's inline scripts): the character is not known to be
+                source = cdp.send("Debugger.getScriptSource", {"scriptId": found[0]})["scriptSource"]  # in which
+                script["at"] = perf_report.call_site(source, script["pos"])
+    except Exception as exc:  # the page went meanwhile: its tasks keep the script's name only
+        log.debug("call sites not read", extra={"session": state.session_id, "error": str(exc).splitlines()[0]})
+    finally:
+        try:
+            cdp.detach()
+        except Exception as exc:
+            log.debug("call sites' session not closed", extra={"session": state.session_id, "error": str(exc)})
 
 
 def _interaction(state, args, response, deadline):
@@ -279,6 +327,8 @@ def _interaction(state, args, response, deadline):
                    "left cannot be read")
         return {"why": why, "left": state.tab.page.url, "target": {"label": label}}
     raw["target"] = {"label": label}
+    if not left:
+        _call_sites(state, raw)
     if left:
         raw["left"] = state.tab.page.url
     return raw
