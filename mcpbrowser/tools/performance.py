@@ -131,12 +131,11 @@ SHAPE = """box => {
     events: box.events.map(e => ({name: e.name, interactionId: e.interactionId, start: r(e.startTime),
       duration: e.duration, processingStart: r(e.processingStart), processingEnd: r(e.processingEnd)})),
     frames: box.frames.map(e => ({start: r(e.startTime), duration: r(e.duration), scripts: e.scripts.map(s => ({
-      url: s.sourceURL || null, fn: s.sourceFunctionName || null, invoker: s.invoker, pos: s.sourceCharPosition,
-      start: r(s.startTime), duration: r(s.duration)}))})),
+      url: s.sourceURL || null, fn: s.sourceFunctionName || null, invoker: s.invoker, start: r(s.startTime),
+      duration: r(s.duration)}))})),
   };
 }"""
 WATCH = """() => {
-  if (window.__mcpbPlain) window.__mcpbPlain(true);
   const box = window.__mcpbrowserPerf = {events: [], frames: [], last: 0, observers: []};
   const supported = PerformanceObserver.supportedEntryTypes || [];
   for (const [type, into] of [['event', 'events'], ['long-animation-frame', 'frames']]) {
@@ -169,7 +168,6 @@ TAKE = """async ([quietMs, nothingMs, capMs]) => {
     setTimeout(tick, 25);
   });
   removeEventListener('pagehide', box.hide);
-  if (window.__mcpbPlain) window.__mcpbPlain(false);
   for (const [, o] of box.observers) o.disconnect();
   delete window.__mcpbrowserPerf;
   return (SHAPE)(box);
@@ -327,8 +325,6 @@ def _interaction(state, args, response, deadline):
                    "left cannot be read")
         return {"why": why, "left": state.tab.page.url, "target": {"label": label}}
     raw["target"] = {"label": label}
-    if not left:
-        _call_sites(state, raw)
     if left:
         raw["left"] = state.tab.page.url
     return raw
