@@ -1,4 +1,5 @@
-"""End to end: on a plain page, an action with nothing to wait for pays at most one round trip to settle.
+"""End to end: on a plain page, an action with nothing to wait for pays at most one round trip to settle; a key's
+action answers before its short timers, which the next read waits for (issue 75).
 
 The messages the session's Playwright sends are recorded (Transport.serialize_message, every message
 on its way to the driver) with the time each left; the click's own answer marks where its call ends,
