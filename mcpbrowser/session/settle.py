@@ -59,7 +59,7 @@ LINGER_MS = 300  # at most this long after the action's last timer or request (o
 TIMER_MS = 300   # a timer the action set is waited for when it fires within this long (longer: a timeout, a toast)
 LAG_MS = 250     # an input event this long before the action's start, as the page reckons it, is the action's
 POPUP_WAIT_S = 2.0  # at most this long for the next of the tabs the action asked for (within its timeout)
-WATCH_S = 0.005  # the capture's finish lets the next call in within this long
+WATCH_S = 0.002  # the capture's finish lets the next call in within this long
 FULL, ANSWER_FIRST, FINISH = 0, 1, 2  # the page's settle modes (see __mcpbSettle)
 
 # Issue 75: the actions that answer before their short timers, whose settle the next read finishes (finish). Keys and
@@ -416,6 +416,8 @@ def finish(state, until_called=False):
         return
     tab, navigations, first, last = left
     now, timeout_s = time.monotonic(), state.config.action_timeout / 1000
+    if until_called and not state.worker.idle():
+        return  # the next call is here: a read among them finishes it
     if state.blocker is not None or state.tab is not tab or tab.navigations != navigations \
             or now - last >= min(CAP_MS / 1000, timeout_s):
         state.unsettled = None
