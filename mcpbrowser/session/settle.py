@@ -73,8 +73,8 @@ ANSWERS_FIRST = frozenset({"type", "press_key", "fill_form", "select"})
 # actions' timers rendered (a debounced search's results). `evaluate` reads as much as it acts.
 READS = frozenset({"snapshot", "dom_snapshot", "screenshot", "pdf", "wait_for", "evaluate"})
 
-# Defines window.__mcpbSettle(elapsedMs, quietMs, capMs) -> Promise of [ms waited, windows the action asked
-# for]. Idempotent.
+# Defines window.__mcpbSettle(elapsedMs, quietMs, capMs, mode) -> Promise of [ms waited, windows the action asked
+# for, 1 when the whole rule would still wait]. Idempotent.
 INSTALL = r"""(() => {
   if (window.__mcpbSettle) return;
   try {
@@ -365,8 +365,8 @@ INSTALL = r"""(() => {
 
 SETTLE = ("([elapsed, quiet, cap, mode]) => window.__mcpbSettle ? window.__mcpbSettle(elapsed, quiet, cap, mode) "
           f": ({INSTALL}, [-1, 0, 0])")
-# The same through CDP, answering [ms waited, windows asked for, document.title, elements]: one round trip that
-# also saves the title's own, and the element count that decides whether the history captures the page
+# The same through CDP, answering [ms waited, windows asked for, still busy, document.title, elements]: one round
+# trip that also saves the title's own, and the element count that decides whether the history captures the page
 # (snapshots.too_large).
 SETTLE_CDP = ("(window.__mcpbSettle ? window.__mcpbSettle(%d, %d, %d, %d) : (" + INSTALL.replace("%", "%%")
               + ", Promise.resolve([-1, 0, 0]))).then((settled) => [...settled, document.title, "
