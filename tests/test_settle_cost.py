@@ -1,4 +1,5 @@
-"""End to end: on a plain page, an action with nothing to wait for pays at most one round trip to settle.
+"""End to end: on a plain page, an action with nothing to wait for pays at most one round trip to settle; a key's
+action answers before its short timers, which the next read waits for (issue 75).
 
 The messages the session's Playwright sends are recorded (Transport.serialize_message, every message
 on its way to the driver) with the time each left; the click's own answer marks where its call ends,
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from playwright._impl.transport import Transport
-from support import PAGES
+from support import PAGES, stored_page
 
 import mcpbrowser
 from mcpbrowser.config import Config
@@ -60,7 +61,7 @@ def clicked(browser, session, sent, selector="#b"):
 @pytest.fixture(scope="module")
 def browser(pages):
     PAGES["/plain"], PAGES["/busy"] = PLAIN, BUSY
-    with mcpbrowser.Browser(Config(headless=True, db=":memory:")) as b:
+    with mcpbrowser.Browser(Config(headless=True, db=":memory:", allow_evaluate=True)) as b:
         yield b
     del PAGES["/plain"], PAGES["/busy"]
 
@@ -226,6 +227,96 @@ def test_a_type_whose_page_reacts_for_a_second_is_not_probed_after_its_settle(br
             assert "Saved" in session.snapshot()["snapshot"]
     finally:
         del PAGES["/saving"]
+
+# Issue 75: a search box that asks for its results 250 ms after the last key (a debounce), and a field whose Enter
+# shows its result after a short timer. A key's or a field's action answers without waiting for those timers; the
+# next read finishes its settle first.
+DEBOUNCED = """<!doctype html><title>Search</title><label>Search <input id=q></label>
+<label>Note <input id=note></label><button id=b onclick="document.title = 'clicked'">Press</button>
+<ul id=results></ul><p id=out>nothing yet</p><script>
+  let due;
+  q.oninput = () => { clearTimeout(due); due = setTimeout(() => {
+    results.innerHTML = '<li>Result for ' + q.value + '</li>' }, 250) };
+  note.onkeydown = (e) => { if (e.key === 'Enter') setTimeout(() => { out.textContent = 'noted ' + note.value }, 150) };
+</script>"""
+
+
+@pytest.fixture
+def debounced(browser, pages):
+    PAGES["/debounced"] = DEBOUNCED
+    with browser.create_session() as session:
+        session.navigate(pages.url("/debounced"))
+        session.call("wait_for", selector="#q")
+        yield session
+    del PAGES["/debounced"]
+
+
+@pytest.fixture
+def finishes(monkeypatch):
+    """(before what, ms waited) of each settle.finish that waited in the page, as the session logs them."""
+    out = []
+    original = settle_module.log.debug
+
+    def debug(message, *args, extra=None, **kwargs):
+        if message == "settle finished":
+            out.append((extra["before"], extra["waited"]))
+        return original(message, *args, extra=extra, **kwargs)
+
+    monkeypatch.setattr(settle_module.log, "debug", debug)
+    return out
+
+
+def back_to_back(browser, session, *calls):
+    """The answers of calls queued all at once, as a fast agent's come: each finds the one before answered."""
+    futures = [browser.submit(tool, {"sessionId": session.id, **args}) for tool, args in calls]
+    return [f.result(timeout=30) for f in futures]
+
+
+# Alone: the read waits for the 250 ms timer at most the settle's cap (1.5 s) after the type's start, and the type's
+# capture, taken as the snapshot came, is of the page before the timer ran (250 ms after the typing).
+@pytest.mark.alone
+def test_a_typed_search_answers_before_its_debounce_and_the_next_snapshot_shows_the_results(browser, debounced,
+                                                                                            waits, finishes):
+    typed, read = back_to_back(browser, debounced, ("type", {"selector": "#q", "text": "ada"}), ("snapshot", {}))
+    assert waits == [0], waits  # the type's settle did not wait for the debounce (before issue 75: 250 ms and more)
+    assert "Result for ada" in read["snapshot"], read  # the read finished the type's settle first
+    assert [before for before, _ in finishes] == ["read"] and finishes[0][1] > 0, finishes
+    # The history: each refId reads back its page as the call left it, the type's as the next call found it.
+    assert "]: ada" in stored_page(browser, typed) and "Result for" not in stored_page(browser, typed)
+    assert "Result for ada" in stored_page(browser, read)
+
+
+@pytest.mark.alone
+def test_a_typed_search_left_alone_is_stored_with_its_results(browser, debounced, waits, finishes):
+    typed = debounced.call("type", selector="#q", text="eve")
+    assert waits == [0], waits
+    # No call came: the capture finished the type's settle, then stored the page; the read after has nothing to wait.
+    assert "Result for eve" in stored_page(browser, typed)
+    assert [before for before, _ in finishes] == ["capture"], finishes
+    assert "Result for eve" in debounced.snapshot()["snapshot"] and len(finishes) == 1, finishes
+
+
+@pytest.mark.alone
+@pytest.mark.parametrize("read", ["evaluate", "dom_snapshot", "screenshot"])
+def test_a_key_whose_short_timer_renders_is_seen_by_the_next_read(browser, debounced, waits, finishes, read):
+    debounced.call("type", selector="#note", text="milk")
+    args = {"expression": "() => out.textContent"} if read == "evaluate" else {}
+    pressed, got = back_to_back(browser, debounced, ("press_key", {"key": "Enter"}), (read, args))
+    assert waits[:2] == [0, 0], waits  # (an evaluate settles after itself too: it may act)
+    assert ("read", finishes[-1][1]) == finishes[-1] and finishes[-1][1] > 0, finishes  # it waited for the timer
+    if read == "screenshot":  # its picture is not read here: what the page shows now
+        got = debounced.call("evaluate", expression="() => out.textContent")
+    assert "noted milk" in json.dumps(got), got
+
+
+@pytest.mark.alone
+def test_an_action_after_a_key_does_not_wait_for_the_keys_timers(browser, debounced, waits, finishes):
+    back_to_back(browser, debounced, ("type", {"selector": "#q", "text": "bob"}), ("click", {"selector": "#b"}))
+    # The click settled at once on its own, and no read finished the type's settle before it; the read after both
+    # still shows what the type's debounce rendered.
+    assert waits == [0, 0] and "read" not in [before for before, _ in finishes], (waits, finishes)
+    assert "Result for bob" in debounced.snapshot()["snapshot"]
+
 
 def test_the_round_trip_script_counts_each_action():
     # scripts/round_trips.py (the table in docs/performance.md): it runs, and says what this module asserts.

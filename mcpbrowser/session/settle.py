@@ -30,6 +30,16 @@ JupyterLab sets 500 and 1,000 ms ones on every key). An action that scrolled
 scroll nor the DOM has moved for QUIET_MS: a virtualised list renders its rows then. Recurring timers
 (`setInterval`), animation frames and WebSocket messages are not waited for.
 
+A key's or a field's action (ANSWERS_FIRST: type, press_key, fill_form, select) answers without waiting for
+its short timers, nor the quiet after them: an application debounces keys (JupyterLab's activity monitor set
+200 and 250 ms timers on each, and they were 281-344 ms of every `type` and `press_key`), and the agent's next
+step after a key is often another key, which does not wait for them either. What it started is still done
+before anyone reads the page: the next read (READS: snapshot, screenshot, wait_for, evaluate...) first
+finishes the settle (`finish`: those timers, what they set off, the quiet after; at most the cap counted from
+the last such action's start), so a debounced search box's results are there when the agent reads. The
+history's capture after the call finishes it too, but only until the next call comes: it stores the page as
+the call left it, settled, or as the next call found it.
+
 Popups. The same script counts the windows the action asked for: `window.open` calls, and clicks on a
 link that opens a new window (`target=_blank` or a named one, a modifier key) and form submissions with
 such a target, which the page did not cancel. The browser tells the server of the new tab a little after
@@ -49,15 +59,28 @@ LINGER_MS = 300  # at most this long after the action's last timer or request (o
 TIMER_MS = 300   # a timer the action set is waited for when it fires within this long (longer: a timeout, a toast)
 LAG_MS = 250     # an input event this long before the action's start, as the page reckons it, is the action's
 POPUP_WAIT_S = 2.0  # at most this long for the next of the tabs the action asked for (within its timeout)
+WATCH_S = 0.002  # the capture's finish lets the next call in within this long
+FULL, ANSWER_FIRST, FINISH = 0, 1, 2  # the page's settle modes (see __mcpbSettle)
 
-# Defines window.__mcpbSettle(elapsedMs, quietMs, capMs) -> Promise of [ms waited, windows the action asked
-# for]. Idempotent.
+# Issue 75: the actions that answer before their short timers, whose settle the next read finishes (finish). Keys and
+# a field's input are what an application debounces (JupyterLab's activity monitor set 200 and 250 ms timers on every
+# key, 281-344 ms of each `type` and `press_key`; a search box's results, an autosave), and the agent's next step
+# after typing is more often another key than a read. Not a click's, hover's or drag's: there a short timer is
+# mostly the effect itself (a view or a route after an animation: test_single_page_apps' URL change 200 ms after
+# the click is that click's news), and a URL change after the answer would be told to nobody.
+ANSWERS_FIRST = frozenset({"type", "press_key", "fill_form", "select"})
+# The calls that read the page, which finish the last actions' settle first: what they return shows what the
+# actions' timers rendered (a debounced search's results). `evaluate` reads as much as it acts.
+READS = frozenset({"snapshot", "dom_snapshot", "screenshot", "pdf", "wait_for", "evaluate"})
+
+# Defines window.__mcpbSettle(elapsedMs, quietMs, capMs, mode) -> Promise of [ms waited, windows the action asked
+# for, 1 when the whole rule would still wait]. Idempotent.
 INSTALL = r"""(() => {
   if (window.__mcpbSettle) return;
   try {
     const clock = () => performance.now();
-    const pending = new Set();   // {started, due, origin} of short timers and requests not ended yet
-    const ended = [];            // {origin, at} of the last jobs that ended
+    const pending = new Set();   // {started, due, origin, timer} of short timers and requests not ended yet
+    const ended = [];            // {origin, at, timer} of the last jobs that ended
     // THE RULE: a job (a short timer, a request) is the action's when its chain of work began with the
     // action. A job's origin is when that chain began, told by what runs the code that starts the job:
     //  - an input event (a key, a click, a field's input or change, a submit, a focus) that the page's own
@@ -79,6 +102,7 @@ INSTALL = r"""(() => {
     let acting = null, actingAt = 0;   // the input event being dispatched, and when it came
     let scoped = null, scopedAt = 0;   // a socket's or a request's event being dispatched, and its origin
     let lastScroll = -1;
+    let lastAsked = -Infinity;         // when the last action's settle was asked (not a finish's)
     const acted = [];                  // when the last input events came
     const originOf = (now) => {
       if (acting !== null && acting.eventPhase !== 0) return actingAt;
@@ -96,14 +120,14 @@ INSTALL = r"""(() => {
       turnOrigin = origin;
       if (!turning) { turning = true; turn.port2.postMessage(0); }
     };
-    const begin = (due) => {
-      const now = clock(), job = {started: now, due, origin: originOf(now)};
+    const begin = (due, timer) => {
+      const now = clock(), job = {started: now, due, origin: originOf(now), timer};
       pending.add(job);
       return job;
     };
     const end = (job) => {
       if (!pending.delete(job)) return;
-      ended.push({origin: job.origin, at: clock()});
+      ended.push({origin: job.origin, at: clock(), timer: job.timer});
       if (ended.length > 64) ended.shift();
     };
     // fn, to be called later, run with the origin of the code that asked for it now.
@@ -124,7 +148,7 @@ INSTALL = r"""(() => {
     const timers = new Map();          // the page's timer id: {before, after, job, outer, inside}
     const setT = window.setTimeout, clearT = window.clearTimeout, setI = window.setInterval, timerMs = TIMER_MS;
     const around = (set, fn, ms, rest, waited) => {
-      const origin = originOf(clock()), at = {job: waited ? begin(clock() + (Number(ms) || 0)) : null,
+      const origin = originOf(clock()), at = {job: waited ? begin(clock() + (Number(ms) || 0), true) : null,
                                               outer: null, inside: false};
       at.before = Reflect.apply(set, window, [() => {
         if (at.inside) return;
@@ -184,7 +208,7 @@ INSTALL = r"""(() => {
       if (original) { object[name] = make(original); wrapped.push([object, name, original, object[name]]); }
     };
     wrap(window, "fetch", (fetch0) => function () {
-      const job = begin(clock());  // a request: waited for, up to the cap
+      const job = begin(clock(), false);  // a request: waited for, up to the cap
       let answer;
       try { answer = Reflect.apply(fetch0, this, arguments); } catch (e) { end(job); throw e; }
       answer.then((response) => { end(job); bodies.set(response, job.origin); enter(job.origin); },
@@ -222,7 +246,7 @@ INSTALL = r"""(() => {
       return Reflect.apply(xopen0, this, arguments);
     };
     XMLHttpRequest.prototype.send = function () {
-      const job = begin(clock());  // a request: waited for, up to the cap
+      const job = begin(clock(), false);  // a request: waited for, up to the cap
       const origin = xhrs.get(this);
       if (origin) origin.at = job.origin;
       this.addEventListener("loadend", () => end(job));
@@ -301,17 +325,25 @@ INSTALL = r"""(() => {
       else { changes.push({at: now, origin}); if (changes.length > 64) changes.shift(); }
     }).observe(document,
       {subtree: true, childList: true, attributes: true, characterData: true});
-    Object.defineProperty(window, "__mcpbSettle", {value: (elapsed, quiet, capMs) => new Promise((resolve) => {
+    // mode 1 (ANSWER_FIRST): the action's short timers, pending or ended, are not waited for (nor the quiet after
+    // them); mode 2 (FINISH): they are, and the windows asked for are left uncounted (the action's answer counted
+    // them). The answer's third value says whether the whole rule would still wait (1), for finish() to go on.
+    Object.defineProperty(window, "__mcpbSettle", {value: (elapsed, quiet, capMs, mode) => new Promise((resolve) => {
+      const timers = mode !== 1;
       const askedAt = clock();
       // The action's start, as "elapsed ms before this settle was asked", is late by the time the question
-      // took to arrive: an input event up to LAG_MS before it is the action's own.
+      // took to arrive: an input event up to LAG_MS before it is the action's own, unless it came before the last
+      // action's settle was asked: that action's (a key typed back to back before a click; its short timers, which
+      // its answer did not wait for, are not the click's).
       let since = askedAt - elapsed;
-      since = Math.min(since, ...acted.filter((at) => at >= since - LAG_MS));
-      const busy = (now) => {
+      const floor = mode === 2 ? -Infinity : lastAsked;
+      since = Math.min(since, ...acted.filter((at) => at >= since - LAG_MS && at > floor));
+      if (mode !== 2) lastAsked = askedAt;
+      const busy = (now, timers) => {
         let started = false, lastEnded = -1, lastMutation = -1;
         for (const change of changes) if (change.origin >= since) lastMutation = Math.max(lastMutation, change.at);
         for (const job of pending) {
-          if (job.origin < since) continue;  // not the action's: a ticker's chain, a poll
+          if (job.origin < since || (job.timer && !timers)) continue;  // not the action's: a ticker's chain, a poll
           if (job.due <= since + capMs) return true;
           started = true;
         }
@@ -319,7 +351,11 @@ INSTALL = r"""(() => {
         if (place() !== lastPlace && now - askedAt < quiet) return true;  // (an event never sent holds it no longer)
         if (lastScroll >= since && now - Math.max(lastScroll, lastMutation) < quiet && now - lastScroll < LINGER_MS)
           return true;
-        for (const job of ended) if (job.origin >= since) { started = true; lastEnded = Math.max(lastEnded, job.at); }
+        for (const job of ended) {
+          if (job.origin < since || (job.timer && !timers)) continue;
+          started = true;
+          lastEnded = Math.max(lastEnded, job.at);
+        }
         if (!started) return false;  // the action started nothing that ends later: done
         // Then the DOM quiet, but not for ever: a page whose clock or ticker changes the DOM all the
         // time is never quiet, and what the action's timers and requests rendered is there by now.
@@ -328,9 +364,10 @@ INSTALL = r"""(() => {
       // 0 ms waited says the action had nothing pending at the first look: a read sent with the settle saw the
       // page as it answers (settle.now); one that waited, or ran into the cap, says 1 ms at least.
       const check = (first) => {
-        const now = clock(), done = !busy(now);
+        const now = clock(), done = !busy(now, timers);
         if (done || now - since >= capMs)
-          resolve([first && done ? 0 : Math.max(1, Math.round(now - askedAt)), popups(since)]);
+          resolve([first && done ? 0 : Math.max(1, Math.round(now - askedAt)), mode === 2 ? 0 : popups(since),
+                   busy(now, true) ? 1 : 0]);
         else setT(() => check(false), 20);
       };
       check(true);
@@ -339,13 +376,13 @@ INSTALL = r"""(() => {
 })()""".replace("TIMER_MS", str(TIMER_MS)).replace("LINGER_MS", str(LINGER_MS)).replace(
     "LAG_MS", str(LAG_MS))
 
-SETTLE = ("([elapsed, quiet, cap]) => window.__mcpbSettle ? window.__mcpbSettle(elapsed, quiet, cap) : "
-          f"({INSTALL}, [-1, 0])")
-# The same through CDP, answering [ms waited, windows asked for, document.title, elements]: one round trip that
-# also saves the title's own, and the element count that decides whether the history captures the page
+SETTLE = ("([elapsed, quiet, cap, mode]) => window.__mcpbSettle ? window.__mcpbSettle(elapsed, quiet, cap, mode) "
+          f": ({INSTALL}, [-1, 0, 0])")
+# The same through CDP, answering [ms waited, windows asked for, still busy, document.title, elements]: one round
+# trip that also saves the title's own, and the element count that decides whether the history captures the page
 # (snapshots.too_large).
-SETTLE_CDP = ("(window.__mcpbSettle ? window.__mcpbSettle(%d, %d, %d) : (" + INSTALL.replace("%", "%%")
-              + ", Promise.resolve([-1, 0]))).then((settled) => [...settled, document.title, "
+SETTLE_CDP = ("(window.__mcpbSettle ? window.__mcpbSettle(%d, %d, %d, %d) : (" + INSTALL.replace("%", "%%")
+              + ", Promise.resolve([-1, 0, 0]))).then((settled) => [...settled, document.title, "
               + "document.getElementsByTagName('*').length])")
 
 
@@ -368,16 +405,51 @@ def settle(state, elapsed_s, timeout_s, tabs_before):
     early, state.settled = state.settled, None
     if early is not None and early[0] is state.tab and early[1] == state.tab.navigations:
         return early[2]
+    started = time.monotonic() - elapsed_s
     try:
-        read, deadline_s = _read(state, elapsed_s, timeout_s)
+        read, deadline_s = _read(state, elapsed_s, timeout_s, _mode(state))
         settled = _answered(state, state.act(read[0], read[1], deadline_s=deadline_s, **read[2]))
     except Exception as exc:  # it navigated or closed meanwhile: the caller reports where it is
         log.debug("settle ended by the page", extra={"session": state.session_id, "error": str(exc)})
         return None
     if settled is None:
         return None
-    _after(state, settled, tabs_before, timeout_s - elapsed_s)
+    _after(state, settled, tabs_before, timeout_s - elapsed_s, started)
     return settled[2]
+
+
+def finish(state, until_called=False):
+    """The settle of the last actions that answered before their short timers (ANSWERS_FIRST), finished: until their
+    chains' timers and what those started ended and the DOM was then quiet, at most the cap counted from the last
+    one's start. Before a read (READS), and before the history's capture (until_called: then only until the next
+    call comes, which finds the page as it is, and a read among them finishes it). Nothing, no round trip, when
+    none is left or its cap passed."""
+    left = state.unsettled
+    if left is None:
+        return
+    tab, navigations, first, last = left
+    now, timeout_s = time.monotonic(), state.config.action_timeout / 1000
+    if until_called and not state.worker.idle():
+        return  # the next call is here: a read among them finishes it
+    if state.blocker is not None or state.tab is not tab or tab.navigations != navigations \
+            or now - last >= min(CAP_MS / 1000, timeout_s):
+        state.unsettled = None
+        return
+    # A call that comes meanwhile is let in within WATCH_S; the page's wait runs on to its end, unheard.
+    watch = (WATCH_S, state.worker.idle) if until_called else None
+    try:
+        cap_ms = int((last - first) * 1000) + min(CAP_MS, int(timeout_s * 1000))
+        read, deadline_s = _read(state, now - first, timeout_s, FINISH, cap_ms)
+        settled = _answered(state, state.act(read[0], read[1], deadline_s=deadline_s, watch=watch, **read[2]))
+    except Exception as exc:  # it navigated or closed meanwhile: the read says where it is
+        log.debug("finish ended by the page", extra={"session": state.session_id, "error": str(exc)})
+        settled = None
+    if settled is None and until_called and state.unsettled is left and not state.worker.idle():
+        return  # the next call came first: a read among them finishes it
+    state.unsettled = None
+    if settled is not None:
+        log.debug("settle finished", extra={"session": state.session_id, "waited": settled[0],
+                                            "before": "capture" if until_called else "read"})
 
 
 def mark(state):
@@ -404,7 +476,7 @@ def now(state, marked, reads):
             or elapsed_s > PROBE_AFTER_S:
         return None
     try:
-        read, deadline_s = _read(state, elapsed_s, timeout_s)
+        read, deadline_s = _read(state, elapsed_s, timeout_s, _mode(state))
         answers = state.act(Together(read, *reads), "run", deadline_s=deadline_s)
     except Exception as exc:  # its CDP session would not open (the page closing): the caller reads for itself
         log.debug("settle with reads failed", extra={"session": state.session_id, "error": str(exc)})
@@ -415,40 +487,55 @@ def now(state, marked, reads):
     if settled is None or state.tab is not tab or tab.navigations != navigations:
         return None, answers[1:]
     state.settled = (tab, navigations, settled[2])
-    _after(state, settled, tabs_before, timeout_s - elapsed_s)
+    _after(state, settled, tabs_before, timeout_s - elapsed_s, started)
     return settled[0], answers[1:]
 
 
-def _read(state, elapsed_s, timeout_s):
-    """The settle's read ((target, method, kwargs)) for an action that started elapsed_s ago, and its deadline."""
+def _mode(state):
+    """The settle's mode after this call's action: FULL, or ANSWER_FIRST (its short timers left to finish)."""
+    return ANSWER_FIRST if state.answers_first else FULL
+
+
+def _read(state, elapsed_s, timeout_s, mode, cap_ms=None):
+    """The settle's read ((target, method, kwargs)) in `mode` for an action that started elapsed_s ago, and its
+    deadline. cap_ms: how long after that start it ends at the latest (default: CAP_MS, within timeout_s)."""
     # An action that used up its timeout is not waited for, but still asked (at once) what it opened.
-    cap_ms = max(0, min(CAP_MS, int(timeout_s * 1000 - elapsed_s * 1000)))
+    if cap_ms is None:
+        cap_ms = max(0, min(CAP_MS, int(timeout_s * 1000 - elapsed_s * 1000)))
     since_ms, deadline_s = int(elapsed_s * 1000) + 5, cap_ms / 1000 + 1.0
     if state.chromium:
-        return (state.tab.cdp(), "send", {
-            "method": "Runtime.evaluate", "params": {"expression": SETTLE_CDP % (since_ms, QUIET_MS, cap_ms),
-                                                     "awaitPromise": True, "returnByValue": True}}), deadline_s
-    return (state.tab.page, "evaluate", {"expression": SETTLE, "arg": [since_ms, QUIET_MS, cap_ms]}), deadline_s
+        expression = SETTLE_CDP % (since_ms, QUIET_MS, cap_ms, mode)
+        return (state.tab.cdp(), "send", {"method": "Runtime.evaluate", "params": {
+            "expression": expression, "awaitPromise": True, "returnByValue": True}}), deadline_s
+    return (state.tab.page, "evaluate", {"expression": SETTLE, "arg": [since_ms, QUIET_MS, cap_ms, mode]}), deadline_s
 
 
 def _answered(state, answer):
-    """(ms waited, windows asked for, title or None) from the settle's answer; None when it did not settle.
-    On Chromium the element count goes to state.elements_counted."""
+    """(ms waited, windows asked for, title or None, whether the whole rule would still wait) from the settle's
+    answer; None when it did not settle. On Chromium the element count goes to state.elements_counted."""
     from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
 
     if answer is INTERRUPTED or answer is TIMED_OUT:
         return None
     if not state.chromium:
-        return (*answer, None)
+        waited, popups, left = answer
+        return waited, popups, None, left
     if "exceptionDetails" in answer:
         return None
-    waited, popups, title, state.elements_counted = answer["result"]["value"]
-    return waited, popups, title
+    waited, popups, left, title, state.elements_counted = answer["result"]["value"]
+    return waited, popups, title, left
 
 
-def _after(state, settled, tabs_before, left_s):
-    """Once settled: logged, and the tabs the action asked for awaited."""
-    log.debug("settled", extra={"session": state.session_id, "waited": settled[0], "popups": settled[1]})
+def _after(state, settled, tabs_before, left_s, started):
+    """Once settled: logged, the tabs the action asked for awaited, and an action that `started` then whose short
+    timers its settle left (answers_first) kept for finish."""
+    log.debug("settled", extra={"session": state.session_id, "waited": settled[0], "popups": settled[1],
+                                "left": settled[3]})
+    if settled[3] and state.answers_first:
+        tab, navigations = state.tab, state.tab.navigations
+        kept = state.unsettled
+        first = kept[2] if kept is not None and kept[0] is tab and kept[1] == navigations else started
+        state.unsettled = (tab, navigations, first, started)
     if settled[1]:
         _await_tabs(state, tabs_before + settled[1], max(POPUP_WAIT_S, left_s))
 

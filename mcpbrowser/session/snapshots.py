@@ -18,7 +18,7 @@ from mcpbrowser.redaction import (
     redact_textboxes,
     secret_values,
 )
-from mcpbrowser.session import page_reading, page_watch
+from mcpbrowser.session import page_reading, page_watch, settle
 from mcpbrowser.session.acting import INTERRUPTED
 from mcpbrowser.session.playwright_internals import Together
 
@@ -49,6 +49,9 @@ def capture_snapshot(state, field_edit=None):
     tab = state.tab
     if state.blocker is not None or tab is None:
         return None
+    # The page as the call left it: once what its action set off is done (settle.finish: its short timers, which its
+    # answer did not wait for), or as the next call finds it when that comes first (an agent's next key).
+    settle.finish(state, until_called=True)
     held, tab.full_snapshot = tab.full_snapshot, None
     if held is not None and held[1] == state.proven:  # the call's settle proved it (take_proof): no round trip
         log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
@@ -167,11 +170,12 @@ def proof_to_settle(state, selector, value):
 
 def take_proof(state, proof, answer, waited, usable):
     """The answer of a Proof sent with the settle. Where it proved, the settle found nothing of the action pending
-    at its first look (`waited` 0: the proof saw the page as the call leaves it) and the handler found the edit
-    `usable` (a plain field that kept all its text and the focus), the held snapshot so edited is the page the
-    capture stores, with no round trip of its own (capture_snapshot). Else, where the proof re-armed the watch,
-    the capture walks."""
-    text = proof.text(answer) if isinstance(answer, int) and usable and waited == 0 else None
+    at its first look (`waited` 0, and no short timer left for settle.finish: the proof saw the page as the call
+    leaves it) and the handler found the edit `usable` (a plain field that kept all its text and the focus), the
+    held snapshot so edited is the page the capture stores, with no round trip of its own (capture_snapshot).
+    Else, where the proof re-armed the watch, the capture walks."""
+    done = waited == 0 and state.unsettled is None
+    text = proof.text(answer) if isinstance(answer, int) and usable and done else None
     if text is None:
         if isinstance(answer, int) and answer > 0:
             state.tab.full_snapshot = None  # the watch is armed as the proof's, no longer as the held snapshot's

@@ -74,6 +74,10 @@ class SessionState(Acting):
         self.caller = None        # who made the call running now (asked about a domain, told a notice), or None
         self.elements_counted = None  # the page's element count, when this call's settle or title read had it
         self.settled = None       # (tab, navigations, title): the handler settled already this call (settle.now)
+        self.answers_first = False  # this call's settle leaves its short timers to the next read (settle.ANSWERS_FIRST)
+        # (tab, navigations, first start, last start) of the actions whose short timers the settle left: the next read
+        # finishes their settle (settle.finish)
+        self.unsettled = None
         self.proven = 0           # the page watch's token at which a settle proved the held snapshot (take_proof)
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
@@ -167,6 +171,11 @@ class SessionState(Acting):
         tab = self.tab
         if tool.page_tool and not tool.leaves_page and tab.unresponsive and not self.responsive():
             raise self.unresponsive_error()
+        if tool.name in settle.READS:
+            settle.finish(self)
+        # An answer that shows the page (--response-mode full) reads it: its action's timers are waited for.
+        self.answers_first = tool.name in settle.ANSWERS_FIRST and not (response.stores_page
+                                                                          and not response.stores_after)
         dialog_before, navigations_before = self.blocker, tab.navigations
         url_changes_before, tabs_before = tab.url_changes, self.tabs_opened
         started = time.monotonic()

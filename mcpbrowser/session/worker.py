@@ -186,6 +186,10 @@ class SessionWorker:
     def alive(self):
         return self._thread.is_alive()
 
+    def idle(self):
+        """Whether no command waits to run (any thread; the session thread asks it in its after-call work)."""
+        return self._queue.empty() and self._urgent.empty()
+
     # -- SESSION THREAD ----------------------------------------------------------
 
     def _run(self):
