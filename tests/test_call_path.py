@@ -62,7 +62,7 @@ class State:
         page = types.SimpleNamespace(url="https://shop.test/login", frames=[frame], main_frame=frame)
         self.tab = types.SimpleNamespace(page=page, unresponsive=False)
         self.events = types.SimpleNamespace(take_console=lambda: [{"level": "error", "text": "x"}],
-                                            navigation_pending=lambda: False)
+                                            navigation_pending=lambda page: False)
 
     @contextlib.contextmanager
     def running(self, tool, response, args):
