@@ -433,10 +433,20 @@ BREAKS = [
           ("tests/test_performance_insights.py::test_a_long_task_in_a_promises_reaction_is_named_with_the_pages_"
            "script_and_the_code_that_made_the_promise[/fetched-fetched.js-fetch('/data.json').then(render)-1]",)),
     Break("wrappers-back-after-a-measured-load", "mcpbrowser/tools/performance.py",
-          "window.__mcpbPlain(false);  // the settle's request wrappers back", "0;  // (left out)",
+          "window.__mcpbPlain ? window.__mcpbPlain(false) : false;  // the settle's wrappers back", "false;",
           "After the measurement the settle waits for the page's requests again.", "docs/performance-insights.md",
           ("tests/test_performance_insights.py::test_a_long_task_in_a_promises_reaction_is_named_with_the_pages_"
            "script_and_the_code_that_made_the_promise[/fetched-fetched.js-fetch('/data.json').then(render)-1]",)),
+    Break("loaded-again-when-fetch-was-kept", "mcpbrowser/tools/performance.py",
+          "    if loads and again:", "    if False:",
+          "A page that kept the browser's own fetch while measured is loaded again, the settle's wrappers in.",
+          "docs/performance-insights.md",
+          ("tests/test_performance_insights.py::test_a_long_task_in_a_promises_reaction_is_named_with_the_pages_"
+           "script_and_the_code_that_made_the_promise[/fetched-fetched.js-fetch('/data.json').then(render)-1]",)),
+    Break("wrappers-back-after-a-failed-load", "mcpbrowser/tools/performance.py",
+          'state.act(state.tab.page, "evaluate", expression=UNPLAIN, deadline_s=1)', "pass",
+          "A measured load that fails leaves the page the settle's wrappers.", "docs/performance-insights.md",
+          ("tests/test_performance_insights.py::test_a_measurement_whose_load_fails_leaves_the_settle_its_wrappers",)),
     Break("live-picture-per-person", "mcpbrowser/view/app.py",
           "if mine >= max(1, self.max_live // 2) or sum(self._watching.values()) >= self.max_live:",
           "if sum(self._watching.values()) >= self.max_live:",

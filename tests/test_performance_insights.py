@@ -17,7 +17,7 @@ from support import HtmlSite
 
 import mcpbrowser
 from mcpbrowser.config import Config
-from mcpbrowser.errors import ContentNotFound, InvalidParameters
+from mcpbrowser.errors import ContentNotFound, InvalidParameters, NavigationFailed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from perf_compare import PNG  # noqa: E402  the LCP image: the comparison script's, served the same way
@@ -97,9 +97,15 @@ PAGES = {
                 "fetch('/data.json').then(read).then(render));",
     "/data.json": '{"rows": 3}',
     # A click whose request answers late: the settle waits for it when its fetch wrapper is there.
-    "/go.js": "go.onclick = () => fetch('/data.json?ms=400').then(() => { out.textContent = 'answered'; });",
+    "/go.js": "go.onclick = () => fetch('/data.json?ms=400').then(() => { out.textContent = 'answered'; }); "
+              "const kept = window.fetch.bind(window); "  # a copy the page keeps, as request libraries do
+              "again.onclick = () => kept('/data.json?ms=400').then(() => { out.textContent = 'kept'; });",
+    # A page that does not load within a measurement's timeout (its image holds the load event).
+    "/stuck": "<!doctype html><title>stuck</title><img src='/noise.png?ms=3000'><button id=go>Go</button>"
+              "<p id=out></p><script>go.onclick = () => fetch('/data.json?ms=400').then(() => { "
+              "out.textContent = 'answered'; });</script>",
 }
-LATE = "<button id=go>Go</button><p id=out></p><script src='/go.js'></script>"
+LATE = "<button id=go>Go</button><button id=again>Again</button><p id=out></p><script src='/go.js'></script>"
 PAGES["/fetched"] += LATE
 PAGES["/json"] += LATE
 TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png", ".json": "application/json"}
@@ -248,7 +254,18 @@ def test_a_long_task_in_a_promises_reaction_is_named_with_the_pages_script_and_t
     assert TASK_MS <= task["duration"] <= TASK_MS * cpu_rate + SLACK_MS, task
     assert task["script"]["url"].endswith("/" + script) and task["script"]["at"] == site_code, task
     assert f"{script} {site_code}" in answer["summary"], answer["summary"]
-    # The wrappers are back after the measurement: a click whose request answers late still waits for it.
+    # The wrappers are back after the measurement: a click whose request answers late still waits for it, and so
+    # does one sent with the copy of fetch the page kept (read while it was measured: the page was loaded again).
+    clicked = session.click("#go")
+    assert "answered" in session.snapshot(query="answered")["snapshot"], clicked
+    clicked = session.click("#again")
+    assert "kept" in session.snapshot(query="kept")["snapshot"], clicked
+
+
+def test_a_measurement_whose_load_fails_leaves_the_settle_its_wrappers(browser, session, site):
+    session.navigate(url=site.url + "/stuck", wait_until="commit")
+    with pytest.raises(NavigationFailed):
+        session.measure_performance(timeout=1000)
     clicked = session.click("#go")
     assert "answered" in session.snapshot(query="answered")["snapshot"], clicked
 

@@ -223,11 +223,27 @@ INSTALL = r"""(() => {
       });
     }
     // plain: the browser's own functions back (true) or ours again (false), each only where the other still is (a
-    // page that wrapped one itself keeps its own). A request sent meanwhile is not waited for by a settle.
+    // page that wrapped one itself keeps its own). A request sent meanwhile is not waited for by a settle. While
+    // plain, window.fetch is read through a getter: a page that read it then may keep the browser's own (a bound
+    // copy, a wrapper of its own), which putting ours back does not reach; __mcpbPlain(false) answers whether one
+    // did (measure_performance then loads the page once more, ours in).
+    const fetchOf = wrapped.find(([object, name]) => object === window && name === "fetch");
+    let plainRead = false;
+    const plainGet = () => { plainRead = true; return fetchOf[2]; };
+    const data = (value) => Object.defineProperty(window, "fetch",
+                                                  {value, writable: true, configurable: true, enumerable: true});
     Object.defineProperty(window, "__mcpbPlain", {value: (plain) => {
+      const held = fetchOf && Object.getOwnPropertyDescriptor(window, "fetch");
+      if (!plain && held && held.get === plainGet) data(fetchOf[2]);
       for (const [object, name, original, ours] of wrapped) {
         if (object[name] === (plain ? ours : original)) object[name] = plain ? original : ours;
       }
+      if (plain && fetchOf && window.fetch === fetchOf[2]) {
+        plainRead = false;
+        Object.defineProperty(window, "fetch", {get: plainGet, set: (value) => { plainRead = true; data(value); },
+                                                configurable: true, enumerable: true});
+      }
+      return plainRead;
     }});
     // Events of a request or a socket run with the origin of the code that sent or opened it: ours is
     // added first (as the object is made or opened), so it runs before the page's listeners.

@@ -62,7 +62,7 @@ COLLECT = """async ([quietMs, capMs]) => {
     setTimeout(tick, 50);
   });
   for (const [type, o] of observers) { got[type].push(...o.takeRecords()); o.disconnect(); }
-  if (window.__mcpbPlain) window.__mcpbPlain(false);  // the settle's request wrappers back (PLAIN took them out)
+  const fetchKept = window.__mcpbPlain ? window.__mcpbPlain(false) : false;  // the settle's wrappers back (see PLAIN)
   const path = el => {
     const parts = [];
     while (el && el.nodeType === 1 && el !== document.documentElement) {
@@ -112,13 +112,14 @@ COLLECT = """async ([quietMs, capMs]) => {
     resources: (got.resource || []).map(e => ({url: e.name, type: e.initiatorType, start: r(e.startTime),
       requestStart: r(e.requestStart), end: r(e.responseEnd), duration: r(e.duration), transfer: e.transferSize,
       blocking: e.renderBlockingStatus, status: e.responseStatus})),
-    bufferFull: (got.resource || []).length >= 250,
+    bufferFull: (got.resource || []).length >= 250, fetchKept,
   };
 }"""
 
 # The measured document's first script: the settle's request wrappers out (settle.py's __mcpbPlain).
 # (It runs after the session's init scripts, the settle's among them: added later, through a CDP session of its own.)
 PLAIN = "window.__mcpbPlain && window.__mcpbPlain(true)"
+UNPLAIN = "() => window.__mcpbPlain && window.__mcpbPlain(false)"
 
 # The interaction's entries: observers set before it (events of 16 ms or more, the least the browser
 # reports; the long animation frames that ran its handlers), read once its paint came. An interaction that
@@ -203,8 +204,14 @@ def measure_performance(state, args, response):
             break
         state.report(run, runs, f"Load {run + 1} of {runs}")
         raw, took = _one_load(state, response, args.get("url") if run == 0 else None, left)
+        again = raw.pop("fetchKept", False)
         loads.append(perf_report.analyse(raw))
         load_ms += took
+    if loads and again:
+        # The page read the browser's own fetch while it was measured, and may keep it: the settle would not see
+        # what it sends with it. Loaded once more, with the settle's wrappers in (not measured).
+        state.report(len(loads), len(loads) + 1, "Loading the page again, as the session's actions see it")
+        navigation.reload(state, {"timeout": _left_ms(deadline)}, response)
     # The page measured: the one loaded, or the one the interaction was done on (it may leave it).
     page_url = loads[0]["url"] if loads else state.tab.page.url
     interaction = _interaction(state, args, response, deadline) if {"selector", "ref", "key"} & set(args) else None
@@ -252,6 +259,13 @@ def _one_load(state, response, url, left_ms):
             navigation.navigate(state, {"url": url, "timeout": left_ms}, response)
         else:
             navigation.reload(state, {"timeout": left_ms}, response)
+    except Exception:
+        if plain is not None:  # the document that did not load is left with the settle's wrappers
+            try:
+                state.act(state.tab.page, "evaluate", expression=UNPLAIN, deadline_s=1)
+            except Exception as exc:
+                log.debug("wrappers not put back", extra={"session": state.session_id, "error": str(exc)})
+        raise
     finally:
         if cdp is not None:
             for undo in (plain.detach, lambda: cdp.send("Network.setCacheDisabled", {"cacheDisabled": False})):
