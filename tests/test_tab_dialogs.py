@@ -26,10 +26,12 @@ PAGES.update({
 <button id="later" onclick="window.open('/tabs-alert?ms=1500')">Later</button>
 <a id="looping" href="/tabs-loop" target="_blank">Loop</a>
 <a id="heavy" href="/tabs-heavy" target="_blank">Heavy</a>
+<a id="plain" href="/tabs-plain" target="_blank">Plain</a>
 <button id="here" onclick="document.title = 'Clicked ' + (+document.title.split(' ')[1] + 1 || 1)">Here</button>
 <button id="ask" onclick="alert('on the first tab')">Ask</button>
 <a id="slow" href="/tabs-alert?ms=800" target="_blank"
   onclick="setTimeout(() => document.body.append('ready'), 2500)">Slow</a>""",
+    "/tabs-plain": "<!doctype html><title>Plain</title><p>Nothing to ask.</p>",
     "/tabs-alert": """<!doctype html><title>Popup</title>
 <script>setTimeout(() => alert('from the popup'), +(new URLSearchParams(location.search).get('ms') || 300))</script>""",
     # The opener logs a line and fetches; its popup (its own thread: noopener) logs an error carrying what the
@@ -259,6 +261,7 @@ def _kill_the_heavy_renderer():
 def test_a_tab_that_crashes_with_its_dialog_open_is_named_and_the_other_tabs_go_on(client, pages):
     session = client.tool("create_session", url=pages.url("/tabs-opener"))["sessionId"]
     _popup_alert_open(client, session, "#heavy")
+    assert client.tool("click", sessionId=session, selector="#plain")["newTabs"] == 1  # a third tab, after it
     _kill_the_heavy_renderer()
     # The next answer names the tab and the dialog that went with it; the first tab goes on.
     clicked = client.tool("click", sessionId=session, selector="#here")
@@ -275,7 +278,9 @@ def test_a_tab_that_crashes_with_its_dialog_open_is_named_and_the_other_tabs_go_
     crashed = client.error("tabs", sessionId=session, action="select", index=1)
     assert crashed["errorCode"] == "PAGE_CRASHED" and crashed["details"] == {"url": pages.url("/tabs-heavy")}, crashed
     assert _messages(client, session)[0] == ["heavy and about to ask"]
-    assert client.tool("tabs", sessionId=session)["tabs"][1]["url"] == "about:blank"
+    # In the crashed tab's place: the other tabs keep their numbers.
+    assert [t["url"] for t in client.tool("tabs", sessionId=session)["tabs"]] == [
+        pages.url("/tabs-opener"), "about:blank", pages.url("/tabs-plain")]
     client.tool("close_session", sessionId=session)
 
 

@@ -396,7 +396,7 @@ class SessionState(Acting):
         the context's, so they stay; the tab's back history goes with it.
         """
         old = self.tab
-        self.events.hand_over(old, self._open_blank_tab())
+        self.events.hand_over(old, self._open_blank_tab(at=self.tabs.index(old) if old in self.tabs else None))
         self.replaced_tab = True
         try:
             old.page.close()
@@ -411,11 +411,15 @@ class SessionState(Acting):
 
     # -- event handlers (run on this thread while a Playwright call is in progress) ----
 
-    def _open_blank_tab(self):
-        """Open a page of our own and make it current; unlike a popup, it is no news for the agent."""
+    def _open_blank_tab(self, at=None):
+        """Open a page of our own and make it current, at index `at` (in a replaced tab's place: the other tabs keep
+        their numbers) or last; unlike a popup, it is no news for the agent."""
         opened = self.tabs_opened
         self.tab = self._on_page(self.context.new_page())  # its "page" event may not have been dispatched yet
         self._tabs_reported += self.tabs_opened - opened
+        if at is not None and self.tab in self.tabs:
+            self.tabs.remove(self.tab)
+            self.tabs.insert(at, self.tab)
         return self.tab
 
     def _on_crash(self, tab):
@@ -432,13 +436,14 @@ class SessionState(Acting):
         gone = next((dialog for tab, dialog in self.crashes if tab is dead and dialog), None)
         self.crashes = [(tab, dialog) for tab, dialog in self.crashes if tab is not dead]
         self.worker.page_crashed = False
-        if dead in self.tabs:
+        at = self.tabs.index(dead) if dead in self.tabs else None
+        if at is not None:
             self.tabs.remove(dead)
         try:
             dead.page.close()
         except Exception:
             pass  # a crashed page may refuse to close cleanly
-        self.events.hand_over(dead, self._open_blank_tab())
+        self.events.hand_over(dead, self._open_blank_tab(at=at))
         self.worker.info = {"url": "about:blank", "title": ""}
         log.warning("page crashed: replaced", extra={"event": "page_crashed", "session": self.session_id})
         return PageCrashed(f"The page at {clip(url)} crashed{crashed_with(gone)}. The session has a fresh page at "
