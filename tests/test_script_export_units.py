@@ -124,10 +124,26 @@ def test_a_dialog_answered_in_another_tab_is_answered_there_set_before_the_actio
              _call("handle_dialog", {"accept": False}, {"success": True, "tab": 1}),
              _call("handle_dialog", {"accept": True, "promptText": "Ann"}, {"success": True})]
     source, _ = _body(calls)
-    assert "def answer_in_tab(context, index, answer):" in source
+    assert "def answer_in_tab(context, index, *answers):" in source
     assert source.index('page.locator("#a").click()') < \
         source.index("answer_in_tab(context, 1, lambda dialog: dialog.dismiss())") < \
         source.index('page.locator("#b").click()') < source.index('dialog.accept("Ann")') < \
+        source.index('page.locator("#p").click()')
+
+
+def test_dialogs_one_after_another_are_answered_in_turn_in_their_tab():
+    # A popup's alert then confirm, answered from the first tab; the first tab's own alert then prompt, of one click.
+    calls = [_call("click", {"selector": "#a"}, {"success": True, "newTabs": 1}),
+             _call("handle_dialog", {"accept": True}, {"success": True, "tab": 1}),
+             _call("handle_dialog", {"accept": False}, {"success": True, "tab": 1}),
+             _call("click", {"selector": "#p"}, {"success": True, "dialog": {"type": "alert"}}),
+             _call("handle_dialog", {"accept": True}, {"success": True, "dialog": {"type": "prompt"}}),
+             _call("handle_dialog", {"accept": True, "promptText": "Ann"}, {"success": True})]
+    source, _ = _body(calls)
+    assert "def answer_in_order(page, *answers):" in source
+    assert source.index("answer_in_tab(context, 1, lambda dialog: dialog.accept(), lambda dialog: dialog.dismiss())") \
+        < source.index('page.locator("#a").click()') < source.index(
+        'answer_in_order(page, lambda dialog: dialog.accept(), lambda dialog: dialog.accept("Ann"))') < \
         source.index('page.locator("#p").click()')
 
 

@@ -49,17 +49,32 @@ TAB_HELPER = [
     "    return context.pages[index]",
     "", "",
 ]
+# Several dialogs answered for one step (an alert, then a confirm): each answer in turn, one dialog each (handlers set
+# with `once` would all take the first dialog, and the second would be left to Playwright's dismissal).
+ORDER_HELPER = [
+    "def answer_in_order(page, *answers):",
+    '    """Answer the page\'s next dialogs with answers(dialog), one each, in order."""',
+    "    left = list(answers)",
+    "",
+    "    def answer(dialog):",
+    "        left.pop(0)(dialog)",
+    "        if not left:",
+    '            page.remove_listener("dialog", answer)',
+    "",
+    '    page.on("dialog", answer)',
+    "", "",
+]
 # A dialog answered in another tab than the current one (a popup's): its answer waits for that tab, which opens later.
 TAB_DIALOG_HELPER = [
-    "def answer_in_tab(context, index, answer):",
-    '    """Answer the next dialog of the tab at index with answer(dialog), once the tab has opened."""',
+    "def answer_in_tab(context, index, *answers):",
+    '    """Answer the next dialogs of the tab at index with answers(dialog), in order, once the tab has opened."""',
     "    def opened(popup):",
     "        if popup in context.pages and context.pages.index(popup) == index:",
     '            context.remove_listener("page", opened)',
-    '            popup.once("dialog", answer)',
+    "            answer_in_order(popup, *answers)",
     "",
     "    if len(context.pages) > index:",
-    '        context.pages[index].once("dialog", answer)',
+    "        answer_in_order(context.pages[index], *answers)",
     "    else:",
     '        context.on("page", opened)',
     "", "",
@@ -166,6 +181,7 @@ class Script:
         self.steps = 0
         # What the file needs beside its steps: `re`, `pytest`, the tab() and fill() helpers.
         self.uses_re = self.uses_pytest = self.tabs = self.fills = self.uploads = self.tab_dialogs = False
+        self.in_order = False  # several dialogs answered for one step
         self.webmcp = False  # it calls a page's tools: Chromium is launched able to run them
         self.snapshots: list[str] = []  # pages the calls so far stored, newest last
 
@@ -293,6 +309,7 @@ class Script:
                  '    return engine.launch(executable_path=path or None, headless=os.environ.get("MCPBROWSER_HEADED")'
                  ' != "1"' + (', args=["--enable-features=WebMCP"]' if self.webmcp else "") + ")", "", "",
                  *(TAB_HELPER if self.tabs else []),
+                 *(ORDER_HELPER if self.in_order or self.tab_dialogs else []),
                  *(TAB_DIALOG_HELPER if self.tab_dialogs else []),
                  *(FILL_HELPER if self.fills else []),
                  f"def {name}():",
@@ -331,12 +348,16 @@ def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None,
                 script.comment(f"the agent read the page here ({', '.join(dict.fromkeys(reads))})")
                 reads = []
             script.steps += 1
-            for accept, prompt, tab in answers.get(index, ()):  # Playwright answers in a handler set before
+            by_tab: dict = {}  # Playwright answers in a handler set before; a tab's answers in order
+            for accept, prompt, tab in answers.get(index, ()):
                 reply = script.text(prompt, "the prompt's answer") if accept and prompt is not None else ""
-                answer = f'lambda dialog: dialog.{"accept" if accept else "dismiss"}({reply})'
+                by_tab.setdefault(tab, []).append(f'lambda dialog: dialog.{"accept" if accept else "dismiss"}({reply})')
+            for tab, handlers in by_tab.items():
                 script.tab_dialogs = script.tab_dialogs or tab is not None
-                script.line(f'page.once("dialog", {answer})' if tab is None else
-                            f"answer_in_tab(context, {tab}, {answer})")
+                script.in_order = script.in_order or (tab is None and len(handlers) > 1)
+                script.line(f"answer_in_tab(context, {tab}, {', '.join(handlers)})" if tab is not None else
+                            f'page.once("dialog", {handlers[0]})' if len(handlers) == 1 else
+                            f"answer_in_order(page, {', '.join(handlers)})")
             _step(script, tool, args, result or {})
         elif status == "ok" and tool in READS:
             reads.append(tool)
@@ -391,7 +412,8 @@ def _dialog_answers(calls):
                 else last
             if step is not None:
                 out.setdefault(step, []).append((bool(args.get("accept")), args.get("promptText"), tab))
-            opened = None if tab is None else opened
+            # The next dialog its answer let the page open (an alert, then a confirm) is the same step's.
+            opened = None if tab is None and not result.get("dialog") else opened
         elif result.get("dialog") and "tab" not in result["dialog"]:
             opened = index
         if tool == "tabs" and args.get("action") == "close":
