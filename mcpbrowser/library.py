@@ -95,8 +95,9 @@ class Session:
     # text is required by the tool; its default None only lets a ref come without a selector.
     def type(self, selector: str | None = None, text: str | None = None, ref: str | None = None,
              delay: int | None = None, timeout: int | None = None, clear: bool | None = None,
-             secret: bool | None = None, submit: bool | None = None) -> Result:
-        """Type into a field (replacing its text unless clear=False; Enter after with submit)."""
+             secret: bool | None = None, submit: bool | None = None, secret_name: str | None = None) -> Result:
+        """Type into a field (replacing its text unless clear=False; Enter after with submit); secret_name types a
+        server secret (Config.secrets) by its name instead of text."""
         return self._send("type", locals())
 
     def select(self, selector: str | None = None, ref: str | None = None,
@@ -133,7 +134,8 @@ class Session:
         return self._send("drag", locals())
 
     def fill_form(self, fields: list[dict[str, Any]], timeout: int | None = None) -> Result:
-        """Fill several fields: [{"selector" or "ref", "value": str or bool, "secret": bool}]."""
+        """Fill several fields: [{"selector" or "ref", "value": str or bool (or "secretName": a server secret's
+        name), "secret": bool}]."""
         return self._send("fill_form", locals())
 
     def mouse(self, action: Literal["click", "move", "down", "up", "wheel"], x: float | None = None,
@@ -190,9 +192,10 @@ class Session:
         return self._send("storage", locals())
 
     def page_tools(self, name: str | None = None, input: dict[str, Any] | None = None, frame: str | None = None,
-                   timeout: int | None = None) -> Result:
+                   timeout: int | None = None, secret_names: dict[str, str] | None = None) -> Result:
         """The page's own tools (WebMCP): {tools, count} without name; with name, call one (input, frame: the
-        origin of the frame that offers it) as an action: {tool, url, untrustedResult}."""
+        origin of the frame that offers it) as an action: {tool, url, untrustedResult}; secret_names: {input
+        field: a server secret's name}."""
         return self._send("page_tools", locals())
 
     def unroute(self, url: str | None = None) -> Result:

@@ -20,6 +20,8 @@ import pytest
 from support import PAGES, wait_for
 from test_surface import _trace_viewer_actions  # Playwright's own viewer, served headless
 
+import mcpbrowser
+from mcpbrowser.config import Config
 from mcpbrowser.core.store import unpack_snapshot
 
 pytestmark = pytest.mark.e2e
@@ -389,3 +391,15 @@ def test_a_page_cannot_choose_words_to_hide(make_client, pages):
             assert 'heading "Transfer funds"' in text and "Recipient: pay@example.org" in text, text
             assert 'button "Transfer"' in text and "[REDACTED]" not in text, text
     assert "Transfer" in json.dumps(c.tool("list_sessions"))
+
+
+def test_the_library_types_a_named_secret_with_its_typed_methods(site, tmp_path):
+    # Session.type and fill_form take the secret's name as the tool does (an outside try found no such parameter).
+    env = tmp_path / "secrets.env"
+    env.write_text(f"SITE_PASSWORD={NAMED}\n")
+    with mcpbrowser.Browser(Config(headless=True, db=":memory:", secrets=str(env))) as browser:
+        session = browser.create_session(url=site + "/login")
+        assert "SITE_PASSWORD" in session.type("#user", secret_name="SITE_PASSWORD")["message"]
+        assert session.fill_form([{"selector": "#token", "secretName": "SITE_PASSWORD"}])["success"]
+        snap = session.snapshot()["snapshot"]
+        assert NAMED not in snap and '"User" [ref=e4]: [REDACTED]' in snap.replace("[active] ", ""), snap
