@@ -267,7 +267,7 @@ def _one_load(state, response, url, left_ms):
                 log.debug("wrappers not put back", extra={"session": state.session_id, "error": str(exc)})
         raise
     finally:
-        if cdp is not None:
+        if cdp is not None and plain is not None:
             for undo in (plain.detach, lambda: cdp.send("Network.setCacheDisabled", {"cacheDisabled": False})):
                 try:
                     undo()
@@ -295,7 +295,7 @@ def _call_sites(state, raw):
                   (".then", ".catch", ".finally"))]
     if not wanted or not state.chromium:
         return
-    ids = {}
+    ids: dict[str, list[str]] = {}
     cdp = state.tab.page.context.new_cdp_session(state.tab.page)
     try:
         cdp.on("Debugger.scriptParsed", lambda e: ids.setdefault(e["url"], []).append(e["scriptId"]))
