@@ -10,7 +10,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from itertools import islice
+from itertools import count, islice
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -130,15 +130,18 @@ class EventBuffers:
     # --network-buffer bound the session's memory however many tabs a page opens. A closed tab's entries leave
     # the tools with it (no tab to select), and stay in the ring until pushed out: the log streams (the log
     # resources and the view) are the session's record, every tab's entries in the order they came, and so is
-    # the history's console of each call. An entry of no page (a service worker's) is shown in every tab.
+    # the history's console of each call. An entry of no page (a service worker's) is shown in every tab. An entry
+    # is kept with its page's number (key), not the Page: the log streams read the console ring on other threads.
     def __init__(self, console_size: int, network_size: int, policy: NetworkPolicy,
                  tab_of: Callable[[Any], Any]) -> None:
         self._policy, self._tab_of = policy, tab_of
-        self.console: deque[tuple[Any, dict]] = deque(maxlen=console_size)  # (page, entry)
+        self.console: deque[tuple[Any, dict]] = deque(maxlen=console_size)  # (its page's key or None, entry)
         self.console_dropped = 0
         self._console_total = 0   # console entries ever seen, for per-call slices
         self._console_mark = 0    # ...of which earlier calls already took this many
-        self.network: deque[tuple] = deque(maxlen=network_size)  # (entry, Request or None, page or None)
+        self.network: deque[tuple] = deque(maxlen=network_size)  # (entry, Request or None, page's key or None)
+        self._keys: dict = {}  # page: its number (key)
+        self._numbers = count(1)
         self.network_dropped = 0
         self.network_total = 0    # requests ever seen (a Tab's page_mark: when its page's document was requested)
         self._requests: dict[Any, dict] = {}
@@ -203,6 +206,14 @@ class EventBuffers:
         fresh, self._console_mark = self._console_total - self._console_mark, self._console_total
         return [entry for _, entry in _newest(self.console, fresh)]
 
+    def key(self, page: Any) -> int | None:
+        """The page's number in the rings (SESSION THREAD: the Page is never handed to another thread)."""
+        if page is None:
+            return None
+        if page not in self._keys:
+            self._keys[page] = next(self._numbers)
+        return self._keys[page]
+
     def console_of(self, tab: Any, shared: bool = True) -> list[dict]:
         """A tab's console entries (with `shared`, those of no page too)."""
         return [entry for page, entry in self.console if page in tab.log_pages or (shared and page is None)]
@@ -215,7 +226,7 @@ class EventBuffers:
         for entry, request, page in ring:
             if page is None and request is not None:
                 try:
-                    page = request.frame.page
+                    page = self.key(request.frame.page)
                 except Exception:  # a service worker's: no frame
                     page = None
             if page in tab.log_pages or (shared and page is None):
@@ -305,7 +316,7 @@ class EventBuffers:
             self._console_total += 1
             if len(self.console) == self.console.maxlen:
                 self.console_dropped += 1
-            self.console.append((page, entry))
+            self.console.append((self.key(page), entry))
         if self.on_log is not None:
             self.on_log("console")
 
@@ -322,7 +333,7 @@ class EventBuffers:
         self.network_total += 1
         if len(self.network) == self.network.maxlen:
             self.network_dropped += 1
-        self.network.append((entry, request, page))
+        self.network.append((entry, request, self.key(page)))
 
     def _on_console(self, message: Any) -> None:
         loc = message.location or {}

@@ -468,6 +468,7 @@ class SessionState(Acting):
 
     def _follow(self, tab):
         page = tab.page
+        tab.log_pages.add(self.events.key(page))  # its console and network entries (events.py)
 
         def navigated(new_document):
             tab.navigated(new_document)
