@@ -101,6 +101,12 @@ def with_field_value(text, at, value):
     head, name, marks, _ = line.groups()
     if name and shown.strip('"') and json.loads(name.strip()) == re.sub(" +", " ", value).strip(" "):
         return None  # a value that says the field's name: Playwright leaves it out, the walk decides
+    lines[at] = head + name + _focused(lines, at, marks) + (f": {shown}" if shown else "")
+    return "\n".join(lines)
+
+
+def _focused(lines, at, marks):
+    """Line `at`'s marks with [active], the mark taken off the line that had it (`lines` changed in place)."""
     for i, line in enumerate(lines):
         if ACTIVE in line and i != at:
             other = NODE_LINE.fullmatch(line)
@@ -108,9 +114,46 @@ def with_field_value(text, at, value):
                 lines[i] = other.group(1) + other.group(2) + other.group(3).replace(ACTIVE, "") + other.group(4)
     marks = marks.replace(ACTIVE, "")
     cut = min(marks.find(" " + mark) for mark in _AFTER_ACTIVE if " " + mark in marks)
-    marks = marks[:cut] + ACTIVE + marks[cut:]
-    lines[at] = head + name + marks + (f": {shown}" if shown else "")
-    return "\n".join(lines)
+    return marks[:cut] + ACTIVE + marks[cut:]
+
+
+def shows_editor_lines(text):
+    """Whether the snapshot shows a textbox with lines of its own (an editor's: with_editor_lines)."""
+    lines = text.split("\n")
+    return any(line.endswith(":") and "- textbox" in line and not lines[i + 1].lstrip().startswith("- /")
+               for i, line in enumerate(lines[:-1]))
+
+
+def with_editor_lines(text, ref, written):
+    """The stored snapshot `text` as Playwright would write it after typing into the editor (a contenteditable
+    textbox) of `ref`, which took the focus: its lines those `written` ((role, ref, text) of each line element, in
+    order: page_watch.wrote) and its line [active]. A generic line of no text, or of the editor's name, is left
+    out, as the walk's ai mode leaves it. None where that is not certain: no such textbox line, a line's ref not
+    one of the editor's lines in `text` (the walk would give it another), or a text yaml_value leaves alone."""
+    lines = text.split("\n")
+    at = next((i for i, line in enumerate(lines) if f"[ref={ref}]" in line), -1)
+    line = NODE_LINE.fullmatch(lines[at]) if at >= 0 else None
+    if line is None or line.group(1).lstrip(" -") != "textbox" or not line.group(3).endswith(f" [ref={ref}]") \
+            or line.group(4) not in ("", ":"):
+        return None
+    head, name, marks, _ = line.groups()
+    depth = len(head) - len(head.lstrip(" "))
+    end = at + 1
+    while end < len(lines) and len(lines[end]) - len(lines[end].lstrip(" ")) > depth:
+        end += 1
+    known = set(REF.findall("\n".join(lines[at + 1:end])))
+    named = json.loads(name.strip()) if name else ""
+    children = []
+    for role, line_ref, words in written:
+        if role == "generic" and (not words or words == named):
+            continue
+        shown = yaml_value(words)
+        if line_ref not in known or shown is None:
+            return None
+        children.append(" " * (depth + 2) + f"- {role} [ref={line_ref}]" + (f": {shown}" if words else ""))
+    lines[at] = head + name + _focused(lines, at, marks) + (":" if children else "")
+    children = clean("\n".join(children)).split("\n") if children else []
+    return "\n".join(lines[:at + 1] + children + lines[end:])
 
 
 # A native select's option as Playwright writes it under its combobox: a name, perhaps [disabled] and [selected]

@@ -474,6 +474,166 @@ def test_back_to_back_typing_into_an_editor_reads_back_each_page_as_it_was(brows
         del PAGES[f"/edit-editor-{editor}"]
 
 
+# An editor as CodeMirror builds one (a contenteditable textbox, a <div> per line, its numbers in <span>s, an empty
+# line a <br>): it takes the typing's input itself and redraws its lines, keeping each line's element as CodeMirror
+# does, so that a walk gives each line the ref it had. {start}: its text; {lines}: the element a line is drawn in.
+# A page below may change how it draws (window.numberOf, fresh: new line elements, late: after a timer) and add
+# what it does besides (window.also).
+CODE = """<div class=editor id=box><div class=gutter id=gutter><span class=n>1</span></div>
+<div id=ed contenteditable role=textbox aria-label=Editor aria-multiline=true>{start}</div></div>
+<p id=status>Ready</p><script>
+const number = (part) => window.numberOf ? numberOf(part) :
+  Object.assign(document.createElement('span'), {{className: 'num', textContent: part}});
+const drawLine = (line, text) => line.replaceChildren(...(text ? text.split(/(\\d+)/).filter(Boolean).map(part =>
+  /^\\d+$/.test(part) ? number(part) : document.createTextNode(part)) : [document.createElement('br')]));
+const draw = (text) => {{
+  const lines = text.split('\\n'), kept = window.fresh ? [] : [...ed.children];
+  if (window.fresh) ed.replaceChildren();
+  lines.forEach((words, i) => {{
+    let line = kept[i];
+    if (!line) {{ line = document.createElement('{lines}'); line.className = 'line'; ed.append(line) }}
+    drawLine(line, words);
+  }});
+  kept.slice(lines.length).forEach(line => line.remove());
+  if (window.also) also(text);
+}};
+ed.addEventListener('beforeinput', e => {{
+  e.preventDefault();
+  const text = (getSelection().isCollapsed ? [...ed.children].map(line => line.textContent).join('\\\\n') : '') +
+    (e.data || (e.dataTransfer && e.dataTransfer.getData('text/plain')) || '');
+  if (window.late) setTimeout(() => draw(text), 30); else draw(text);
+  ed.dispatchEvent(new Event('input', {{bubbles: true}}));
+}});
+const start = ed.textContent;
+ed.textContent = '';
+draw(start);
+</script>"""
+EDITOR_PAGES = {
+    "code": CODE.format(start="x = 1\nprint(x)", lines="div"),
+    "paragraphs": CODE.format(start="First\nSecond", lines="p"),
+}
+# What each editor page is typed, in turn: as many lines as before (the same elements, the editor's size kept),
+# each of them written before (a line of no text, or of the editor's name, is left out: the walk gave it no ref).
+EDITOR_TEXTS = ["y = 22\nprint(y + 1)", "  spaced   out \nx: 1", "- dash\n[1]", "y = 3\n", "Editor\n"]
+
+
+def editor_page(pages, name, body):
+    PAGES[f"/edit-editor-{name}"] = f"<!doctype html><title>Editor</title>{body}"
+    return pages.url(f"/edit-editor-{name}")
+
+
+@pytest.mark.parametrize("editor", sorted(EDITOR_PAGES))
+def test_typing_into_an_editor_is_captured_as_a_walk_reads_it(browser, pages, edits, editor):
+    # Issue 75: the capture after typing into an editor is the last snapshot with the editor's lines changed, where
+    # the page watch proves only they changed; each one held against a real walk of the page as the call left it.
+    with browser.create_session() as session:
+        session.navigate(editor_page(pages, editor, EDITOR_PAGES[editor]))
+        walked(browser, session)
+        for n, text in enumerate(EDITOR_TEXTS, start=1):
+            typed = content(browser, session.call("type", selector="#ed", text=text))
+            assert typed == walked(browser, session), (text, typed)
+            assert len(edits) == n, (text, typed)  # the capture was the edit, not a walk
+        # A generic line of the editor's name or of no text is left out; a paragraph is not.
+        assert re.search(r'textbox "Editor" \[active\] \[ref=\w+\]\n' if editor == "code" else
+                         r'paragraph \[ref=\w+\]: Editor\n *- paragraph \[ref=\w+\]\n', typed), typed
+        # Fewer lines: the editor's box shrinks, which may move what is around it: walked.
+        typed = content(browser, session.call("type", selector="#ed", text="one line"))
+        assert typed == walked(browser, session) and "one line" in typed and len(edits) == len(EDITOR_TEXTS)
+
+
+@pytest.mark.parametrize("editor", sorted(EDITOR_PAGES))
+def test_back_to_back_typing_into_an_editor_reads_back_each_page_as_a_walk(browser, pages, edits, editor):
+    # The history's promise where the captures are edits (issue 75): calls queued all at once, each capture the
+    # last one edited; every refId then reads back the page a walk reads after that call's typing (typed again).
+    texts = [f"cell = {n}\nprint(cell + {n})" for n in range(6)]
+    with browser.create_session() as session:
+        session.navigate(editor_page(pages, editor, EDITOR_PAGES[editor]))
+        walked(browser, session)
+        futures = [browser.submit("type", {"sessionId": session.id, "selector": "#ed", "text": text})
+                   for text in texts]
+        stored = [content(browser, f.result(timeout=60)) for f in futures]
+        assert len(edits) == len(texts)  # every capture an edit
+        for text, page in zip(texts, stored, strict=True):
+            session.call("type", selector="#ed", text=text)
+            assert page == walked(browser, session), (text, page)
+
+
+def code(extra):
+    return CODE.format(start="x = 1\nprint(x)", lines="div") + extra
+
+
+# Editors whose typing does more than change their lines, or whose lines a walk writes otherwise than the edit
+# would: each is walked. (page, the text typed: as many lines as the page starts with, each written.)
+EDITOR_TRICKS = {
+    # Typing makes a link, an element with a role, an element in an element, a widget the user cannot edit.
+    "link": (code("<script>numberOf = (n) => Object.assign(document.createElement('a'), {href: '#' + n, "
+                  "textContent: n})</script>"), "y = 2\nprint(y)"),
+    "role": (code("<script>numberOf = (n) => { const s = document.createElement('span'); s.setAttribute('role', "
+                  "'note'); s.textContent = n; return s }</script>"), "y = 2\nprint(y)"),
+    "nested": (code("<script>numberOf = (n) => { const s = document.createElement('span'); "
+                    "s.append(Object.assign(document.createElement('b'), {textContent: n})); return s }</script>"),
+               "y = 2\nprint(y)"),
+    "widget": (code("<script>numberOf = (n) => { const s = document.createElement('span'); "
+                    "s.contentEditable = 'false'; s.textContent = n; return s }</script>"), "y = 2\nprint(y)"),
+    # It changes something outside the editor: a status line, a second editor that mirrors it.
+    "status": (code("<script>also = (text) => { document.getElementById('status').textContent = text.length + "
+                    "' characters' }</script>"), "y = 2\nprint(y)"),
+    "mirror": (code("<div id=copy contenteditable role=textbox aria-label=Copy><div>x</div></div><script>also = "
+                    "(text) => copy.firstChild.textContent = text</script>"), "y = 2\nprint(y)"),
+    # New line elements (a walk gives them new refs); lines drawn after a timer (the settle waits for them).
+    "fresh-lines": (code("<script>fresh = true</script>"), "y = 2\nprint(y)"),
+    "late": (code("<script>late = true</script>"), "y = 2\nprint(y)"),
+    # Another element is named after the editor's container: its name holds the editor's text.
+    "labelledby": (code("<button aria-labelledby=box></button>"), "y = 2\nprint(y)"),
+    # CSS that shows or hides by what the typing changes, or writes content beside a line.
+    "has": (code("<style>body:has(.num) #status{display:none}</style>"), "y\nprint(y)"),
+    "line-content": (code("<style>.line:last-child::after{content:' (end)'}</style>"), "y = 2\nprint(y)"),
+    # An empty line under the pointer cursor is written as a line of its own.
+    "pointer-line": (code("<style>.line:last-child{cursor:pointer}</style>"), "y = 2\n"),
+    # The editor's box grows with its text: the boxes beside it shrink (a container query applies).
+    "grows": (code("<style>.editor{display:flex;width:320px} #ed{flex:none;white-space:pre} .gutter{flex:1 1 0;"
+                   "min-width:0;container-type:inline-size} @container (width < 60px){ .n{display:none} }</style>"),
+              "a line long enough to take the gutter's room\nprint(y)"),
+    # The editor's text overflows its box (a fixed one): the box around it scrolls (a scroll-state query applies).
+    "overflows": (code("<style>.editor{height:60px;overflow:auto;container-type:scroll-state} #ed{width:120px;"
+                       "height:40px} @container scroll-state(scrollable: bottom){ #ed .line{color:red} "
+                       ".n{display:none} }</style>"),
+                  "a line long enough to wrap on three lines of its box\nprint(y)"),
+    # The editor renames itself; it sits in a link (its name holds the editor's text); it is named by its own text.
+    "renamed": (code("<script>also = (text) => ed.setAttribute('aria-label', 'Editor of ' + text.length)</script>"),
+                "y = 2\nprint(y)"),
+    "in-link": (code("<script>const a = document.createElement('a'); a.href = '#'; box.before(a); a.append(box)"
+                     "</script>"), "y = 2\nprint(y)"),
+    "self-named": (code("<script>ed.setAttribute('aria-labelledby', 'ed')</script>"), "y = 2\nprint(y)"),
+    # A name longer than the walk writes: a line that says it is left out all the same.
+    "long-name": (code("<style>#ed{font-size:1px}</style><script>ed.setAttribute('aria-label', 'L'.repeat(1000))"
+                       "</script>"), "L" * 1000 + "\nprint(y)"),
+    # Content the editor's own style writes; a field the editor's handler fills.
+    "editor-content": (code("<style>#ed::before{content:'Code'}</style>"), "y = 2\nprint(y)"),
+    "fills-field": (code("<input id=first aria-label=First><script>also = (text) => "
+                         "{ document.getElementById('first').value = text.split('\\n')[0] }</script>"),
+                    "y = 2\nprint(y)"),
+    # A line the pointer passes through (the walk gives it no ref), a number hidden (the walk leaves it out).
+    "line-pointer-events": (code("<style>.line:last-child{pointer-events:none}</style>"), "y = 2\nprint(y)"),
+    "hidden-number": (code("<style>.num{visibility:hidden}</style>"), "y = 2\nprint(y)"),
+    # An editor emptied by the typing: a rule shows a hint beside it.
+    "empty": ("<style>.hint{display:none} #ed:empty ~ .hint{display:block}</style><div id=ed contenteditable "
+              "role=textbox aria-label=Editor><div class=line>abc</div></div><p class=hint>Write something</p>", ""),
+}
+
+
+@pytest.mark.parametrize("trick", sorted(EDITOR_TRICKS))
+def test_an_editor_that_does_more_than_change_its_lines_is_walked(browser, pages, edits, trick):
+    body, text = EDITOR_TRICKS[trick]
+    with browser.create_session() as session:
+        session.navigate(editor_page(pages, f"trick-{trick}", body))
+        before = walked(browser, session)
+        typed = content(browser, session.call("type", selector="#ed", text=text))
+        assert typed == walked(browser, session), trick
+        assert typed != before, trick  # the typing showed (positive control)
+        assert not edits, trick  # walked
+
+
 def test_the_cost_script_runs_both_ways():
     # scripts/type_capture_cost.py (the figures in docs/performance.md), its select mode, smallest settings:
     # it runs, and both ways are timed; how fast is the script's to say, not this test's.

@@ -138,6 +138,14 @@ def chose(token, held, lists):
     return f"{ENGINE_NAME}=chose:{token}:{held}:-:{'.'.join(f'{ref}/{count}' for ref, count in lists)}"
 
 
+def wrote(token, held):
+    """Of the whole page: after a `type` into the focused editor (a contenteditable textbox), when since the arming
+    `held` nothing changed on the page but the focus (now on it) and its content, and a walk's lines of it are
+    certain, one element out of the document whose text is {"ref": its ref, "lines": [[role, ref, text], ...]}
+    (JSON), the watch re-armed as `token`; else one of no text. Read by text_content, in the watch's world."""
+    return f"{ENGINE_NAME}=wrote:{token}:{held}"
+
+
 def value_hash(text):
     """FNV-1a (32 bits) over the text's UTF-16 code units, as the engine computes it of a field's value."""
     h = 0x811C9DC5
@@ -208,7 +216,7 @@ ENGINE = r"""({
     // `typed` reads for itself; `clean` counts them as any event.
     const FOCUS = new Set(['focusin', 'focusout', 'change']);
     let w = globalThis[KEY];
-    const quiet = (field) => w && w.armed && !w.dirty && location.href === w.url &&
+    const quiet = (field) => w && w.armed && !w.dirty && !w.host && location.href === w.url &&
       w.heard.every(t => t === field);
     const clean = () => {
       if (!quiet(undefined) || w.focusMoved || active() !== w.active || revealing()) return false;
@@ -309,6 +317,101 @@ ENGINE = r"""({
       return list.length === w.controls.length && list.every((e, i) => e === w.controls[i] &&
         (e === field || now[i] === w.forms[i])) && list.includes(field) && !reactive(roots, CHOICE_REACTS);
     };
+    // The editing host that holds a node: the topmost contenteditable element around it, in the document itself.
+    const hostOf = (node) => {
+      let e = node && (node.nodeType === 1 ? node : node.parentElement);
+      if (!e || !e.isContentEditable || e.getRootNode() !== doc) return null;
+      while (e.parentElement && e.parentElement.isContentEditable) e = e.parentElement;
+      return e;
+    };
+    // The mutations since the arming, as they come: all inside one editing host (its text, its lines, a class of
+    // an element in it) leave the page to `wrote` to judge (w.host, which no other check takes as clean); any
+    // other makes it dirty. A node out of the document is not walked: its removal was a record of its own.
+    const took = (records) => {
+      for (const r of records) {
+        if (w.dirty) return;
+        if (!r.target.isConnected) continue;
+        const host = hostOf(r.target);
+        if (!host || (w.host && w.host !== host) || (r.type === 'attributes' &&
+            (r.attributeName !== 'class' || r.target === host))) {
+          w.dirty = true;
+          w.observer.disconnect();
+          return;
+        }
+        w.host = host;
+      }
+    };
+    // What a walk writes of an editor (a contenteditable element of role textbox) after typing, computed as
+    // Playwright's walk computes it, for the only shapes whose writing is certain: the editor's own text is not
+    // written (a textbox's); each line, a plain <div> (or <p>) right under it holding text, plain inline <span>s
+    // of one text each and <br>s, is written as its text, whitespace collapsed. Anything else: null, a walk.
+    const NAME_ATTRS = ['aria-labelledby', 'aria-owns', 'aria-hidden', 'title', 'placeholder', 'aria-placeholder'];
+    const LINE_ROLES = {DIV: 'generic', P: 'paragraph'};
+    const bare = (e) => [...e.attributes].every(a => a.name === 'class') && !e.shadowRoot;
+    const noContent = (e) => ['::before', '::after'].every(p => ['none', 'normal']
+      .includes(getComputedStyle(e, p).content));
+    const shown = (e, style) => e.checkVisibility() && style.visibility === 'visible';
+    const boxed = (e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+    const unpointed = (style) => style.cursor !== 'pointer';
+    const normal = (text) => text.replace(/[\u200b\u00ad]/g, '').trim().replace(/\s+/g, ' ');
+    const lineOf = (line) => {
+      const role = LINE_ROLES[line.tagName], style = getComputedStyle(line), ref = line._ariaRef;
+      if (!role || !bare(line) || style.display !== 'block' || !shown(line, style) || !boxed(line) ||
+          style.pointerEvents === 'none' || !unpointed(style) || !noContent(line) || !ref || ref.role !== role ||
+          ref.name !== '') return null;
+      let text = '';
+      for (let n = line.firstChild; n; n = n.nextSibling) {
+        if (n.nodeType === 3) { text += n.nodeValue; continue; }
+        if (n.nodeType !== 1) continue;
+        const s = getComputedStyle(n);
+        if (!bare(n) || !noContent(n) || s.display !== 'inline' || !unpointed(s)) return null;
+        if (n.tagName === 'BR') continue;  // a generic of no text, left out
+        if (n.tagName !== 'SPAN' || n.childNodes.length !== 1 || n.firstChild.nodeType !== 3) return null;
+        if (n.firstChild.nodeValue && !(shown(n, s) && boxed(n))) return null;
+        text += n.firstChild.nodeValue;
+      }
+      return [role, ref.ref, normal(text)];
+    };
+    const lines = (editor) => {
+      const out = [];
+      for (let n = editor.firstChild; n; n = n.nextSibling) {
+        if (n.nodeType !== 1) continue;  // the textbox's own text: not written
+        if (n.tagName === 'BR' || n.tagName === 'SPAN') {  // a generic of no text; a text of the textbox's own
+          const s = getComputedStyle(n);
+          if (!bare(n) || !noContent(n) || s.display !== 'inline' || !unpointed(s) || (n.tagName === 'SPAN' &&
+              (n.childNodes.length !== 1 || n.firstChild.nodeType !== 3))) return null;
+          continue;
+        }
+        const line = lineOf(n);
+        if (!line) return null;
+        out.push(line);
+      }
+      return out;
+    };
+    // Rules that apply by what typing into an editor changes besides a field's: whether an element is empty.
+    const EDIT_REACTS = new RegExp(REACTS.source.replace('dir)', 'dir|empty)'), 'i');
+    // Only the focused editor's content changed (`took`), its lines certain (`lines`) and its box as armed, not
+    // overflowing (the boxes around it as they were), nothing else as in `typed`: {ref, lines} of it; else null.
+    const wrote = (held) => {
+      if (!w || w.token !== held || !w.armed || w.dirty || location.href !== w.url) return null;
+      took(w.observer.takeRecords());
+      const e = active();
+      if (!e || w.dirty || (w.host && w.host !== e) || !w.heard.every(t => t === e) || !doc.hasFocus() ||
+          !w.hasFocus) return null;
+      if (!e.isContentEditable || hostOf(e) !== e || e.getAttribute('role') !== 'textbox' || !plainly(e) ||
+          NAME_ATTRS.some(a => e.hasAttribute(a)) || (e.getAttribute('aria-label') || '').length > 900 ||
+          revealing() || !noContent(e) || !e._ariaRef || e._ariaRef.role !== 'textbox') return null;
+      const box = e.getBoundingClientRect();
+      if (!w.editors || w.editors.get(e) !== box.width + ',' + box.height || e.scrollWidth > e.clientWidth ||
+          e.scrollHeight > e.clientHeight || e.scrollTop || e.scrollLeft) return null;
+      const roots = scan();
+      if (!roots || roots.length !== w.roots || looks(roots) !== w.looks || named(roots, e)) return null;
+      const list = controls(roots);
+      if (list.length !== w.controls.length || list.some((c, i) => c !== w.controls[i]) ||
+          forms(list).join('\u0000') !== w.forms.join('\u0000')) return null;
+      const written = lines(e);
+      return written && !reactive(roots, EDIT_REACTS) ? {ref: e._ariaRef.ref, lines: written} : null;
+    };
     const [, , held, want, refs] = body.split(':');
     // The field's ref, as the held snapshot's walk (in this world) marked it: its place among the lines. For a
     // select, its list among the lists (ref/count) and the options before it.
@@ -320,11 +423,16 @@ ENGINE = r"""({
     if (op === 'changed' && clean()) return [];
     if (op === 'typed' && (at < 0 || !typed(root, held, want))) return [];
     if (op === 'chose' && (list < 0 || !chose(root, held, Number(lists[list][1])))) return [];
-    if (!['arm', 'changed', 'typed', 'chose'].includes(op))
-      throw new Error('mcpbrowser_watch: arm, changed, clean, typed or chose');
+    // The editor's answer is a text (read by text_content, in this world), so always one element: out of the
+    // document, so no change of the page's. Empty: refused.
+    const answer = (text) => { const out = doc.createElement('div'); out.textContent = text; return [out]; };
+    const edit = op === 'wrote' ? wrote(held) : null;
+    if (op === 'wrote' && !edit) return answer('');
+    if (!['arm', 'changed', 'typed', 'chose', 'wrote'].includes(op))
+      throw new Error('mcpbrowser_watch: arm, changed, clean, typed, chose or wrote');
     if (!w) {
       w = globalThis[KEY] = {};
-      w.observer = new MutationObserver(() => { w.dirty = true; w.observer.disconnect(); });
+      w.observer = new MutationObserver(took);
       // What each event was aimed at (its first target, through shadow roots), kept for `typed`; so many
       // that nothing reads them is a change of its own.
       const heard = (e) => {
@@ -332,8 +440,9 @@ ENGINE = r"""({
         const at = e.composedPath()[0] || e.target;
         // A field's own text scrolling (a long value, put back to its start as the focus leaves) moves no box.
         if (e.type === 'scroll' && (at instanceof HTMLInputElement || at instanceof HTMLTextAreaElement)) return;
+        // Any other scroll is aimed at no element: an editor's own moves what scroll-state rules read.
         if (FOCUS.has(e.type)) w.focusMoved = true;
-        else if (w.heard.push(at) > 64) w.dirty = true;
+        else if (w.heard.push(e.type === 'scroll' ? null : at) > 64) w.dirty = true;
       };
       for (const type of EVENTS) addEventListener(type, heard, true);
     }
@@ -344,6 +453,7 @@ ENGINE = r"""({
     w.token = token;
     w.heard = [];
     w.focusMoved = false;
+    w.host = undefined;
     if (roots) {
       for (const r of roots)
         w.observer.observe(r, {subtree: true, childList: true, attributes: true, characterData: true});
@@ -354,12 +464,16 @@ ENGINE = r"""({
       w.roots = roots.length;
       w.forms = forms(w.controls);
       w.looks = looks(roots);
+      // Each editor's box (its size), which an edit of it must keep: the boxes around it then stay.
+      w.editors = new Map([...doc.querySelectorAll('[contenteditable]')].filter(e => hostOf(e) === e)
+        .map(e => { const r = e.getBoundingClientRect(); return [e, r.width + ',' + r.height]; }));
     }
     // The field's place as a count: one element each, from every root (the lines may be more than the
     // document's own elements when fields sit in shadow roots).
     const place = op === 'typed' ? at + 1 :
       op === 'chose' ? lists.slice(0, list).reduce((n, [, c]) => n + Number(c), 0) + root.selectedIndex + 1 : 0;
     if (place) return roots ? roots.flatMap(r => [...r.querySelectorAll('*')]).slice(0, place) : [];
+    if (edit) return answer(JSON.stringify(edit));
     return doc.body ? [doc.body] : [];
   }
 })"""

@@ -6,6 +6,7 @@ are scrubbed from all output.
 """
 
 import itertools
+import json
 import time
 
 from mcpbrowser import snapshot_text
@@ -33,6 +34,9 @@ _ARMINGS = itertools.count(1)  # the page watch's tokens (see page_watch.arm)
 HUGE_ELEMENTS = 15_000
 # How long the prefixes of a secret typed key by key stay hidden from the logs after the typing (see typing_key_by_key).
 HIDDEN_FOR_S = 10.0
+# How long the editor's proof (a text_content, which waits for its element) may wait: its engine always answers
+# one element at once, so this bounds only a page gone meanwhile.
+EDITOR_READ_MS = 500
 
 
 def capture_snapshot(state, field_edit=None):
@@ -115,20 +119,29 @@ def _edited(state, held, selector, value):
     if proof is None:
         return None
     try:
-        place = state.background(state.tab, proof.read[0], proof.read[1]) or 0
+        answers = state.background(state.tab, Together(*proof.reads), "run")
     except Exception:  # a page navigating away, a ref gone: the walk decides
-        place = 0
-    text = proof.text(place)
+        answers = None
+    text = proof.text(answers) if isinstance(answers, list) else None
     return None if text is None else _edit_taken(state, held, text, proof.token)
 
 
 class Proof:
     """The page watch's proof that a `type` (a value) or a `select` (None) changed nothing but its field, for the
-    field at `selector`: `read`, a count scoped to the field (its answer a line's place, 0 for a refusal, the
-    watch re-armed as `token` when it proved), and `text(place)`, the held snapshot so edited (None: walk)."""
+    field at `selector`: `reads`, a count scoped to the field (its answer a line's place, 0 for a refusal, the
+    watch re-armed as `token` when it proved) and, after a `type` on a page showing an editor's lines, the
+    editor's (page_watch.wrote: its lines, "" for a refusal); `text(answers)`, the held snapshot so edited
+    (None: walk); `proved(answers)`, whether one of them re-armed the watch."""
 
-    def __init__(self, read, token, text):
-        self.read, self.token, self.text = read, token, text
+    def __init__(self, reads, token, text):
+        self.reads, self.token, self._text = reads, token, text
+
+    def text(self, answers):
+        return self._text(*answers) if self.proved(answers) else None
+
+    @staticmethod
+    def proved(answers):
+        return any((isinstance(a, int) and a > 0) or (isinstance(a, str) and a) for a in answers)
 
     @classmethod
     def of(cls, state, held, selector, value):
@@ -146,19 +159,30 @@ class Proof:
                 return None
             token = next(_ARMINGS)
             proof = page_watch.chose(token, held[1], [(ref, len(at)) for ref, at in lists.items()])
-            return cls((state.tab.page.locator(selector).locator(proof), "count", {}), token, chosen)
-        fields = snapshot_text.field_lines(held[0])
-        if not fields or snapshot_text.yaml_value(value) is None:
+            return cls([(state.tab.page.locator(selector).locator(proof), "count", {})], token, chosen)
+        fields = (snapshot_text.field_lines(held[0]) if snapshot_text.yaml_value(value) is not None else None) or {}
+        # An editor's read only where the held page shows one's lines: it costs every other `type` a message.
+        editors = snapshot_text.shows_editor_lines(held[0])
+        if not fields and not editors:
             return None
         refs = list(fields)
-
-        def edited(place):
-            # None for a line the walk writes otherwise (a value that says the field's name): it walks, and arms
-            return snapshot_text.with_field_value(held[0], fields[refs[place - 1]], value) \
-                if 0 < place <= len(refs) else None
         token = next(_ARMINGS)
-        proof = page_watch.typed(token, held[1], value, refs)
-        return cls((state.tab.page.locator(selector).locator(proof), "count", {}), token, edited)
+        reads: list[tuple] = [(state.tab.page.locator(selector).locator(page_watch.typed(token, held[1], value, refs)),
+                               "count", {})] if fields else []
+        if editors:
+            reads.append((state.tab.page.locator(page_watch.wrote(token, held[1])), "text_content",
+                          {"timeout": EDITOR_READ_MS}))
+
+        def edited(*answers):
+            place, written = answers[0] if fields else 0, answers[-1] if editors else ""
+            if isinstance(place, int) and 0 < place <= len(refs):
+                # None for a line the walk writes otherwise (a value that says the field's name): it walks, and arms
+                return snapshot_text.with_field_value(held[0], fields[refs[place - 1]], value)
+            if isinstance(written, str) and written:
+                editor = json.loads(written)
+                return snapshot_text.with_editor_lines(held[0], editor["ref"], editor["lines"])
+            return None
+        return cls(reads, token, edited)
 
 
 def proof_to_settle(state, selector, value):
@@ -168,16 +192,16 @@ def proof_to_settle(state, selector, value):
     return None if held is None else Proof.of(state, held, selector, value)
 
 
-def take_proof(state, proof, answer, waited, usable):
+def take_proof(state, proof, answers, waited, usable):
     """The answer of a Proof sent with the settle. Where it proved, the settle found nothing of the action pending
     at its first look (`waited` 0, and no short timer left for settle.finish: the proof saw the page as the call
     leaves it) and the handler found the edit `usable` (a plain field that kept all its text and the focus), the
     held snapshot so edited is the page the capture stores, with no round trip of its own (capture_snapshot).
     Else, where the proof re-armed the watch, the capture walks."""
     done = waited == 0 and state.unsettled is None
-    text = proof.text(answer) if isinstance(answer, int) and usable and done else None
+    text = proof.text(answers) if usable and done else None
     if text is None:
-        if isinstance(answer, int) and answer > 0:
+        if proof.proved(answers):
             state.tab.full_snapshot = None  # the watch is armed as the proof's, no longer as the held snapshot's
         return
     state.tab.full_snapshot, state.proven = (text, proof.token), proof.token

@@ -126,8 +126,8 @@ def type_text(state, args, response):
     editable = clear and not delay and not args.get("submit") and response.secret is False \
         and not any(look.get(key) for key in ("secret", "went", "kept", "focus"))
     if proofs:
-        proof, answer, waited = proofs[-1]
-        snapshots.take_proof(state, proof, answer, waited, usable=editable)
+        proof, answers, waited = proofs[-1]
+        snapshots.take_proof(state, proof, answers, waited, usable=editable)
     elif editable:
         response.filled(playwright_selector(args), text)  # a plain field, all of the text in, the focus kept
     diverted(state, label, look)
@@ -146,14 +146,14 @@ def look_and_settle(state, marked, target, text, proof=None):
     """(where_text_went's look, (the proof's answer, the settle's ms waited)): the look's count sent with the
     action's settle (settle.now) and the capture's proof when given, one round trip; apart where the settle cannot
     run now, and then None for the second (nothing was sent)."""
-    reads = [(target.locator(SECRET_OR_UNFOCUSED), "count", {})] + ([proof.read] if proof is not None else [])
+    reads = [(target.locator(SECRET_OR_UNFOCUSED), "count", {})] + (proof.reads if proof is not None else [])
     got = settle.now(state, marked, reads)
     if got is None:
         return where_text_went(target, text), None
     waited, answers = got
     # Past the common case (a plain field that kept the focus), or a count that failed: asked again, as before.
     look = {"secret": False} if answers[0] == 0 else where_text_went(target, text)
-    return look, (answers[1] if proof is not None else None, waited)
+    return look, (answers[1:] if proof is not None else None, waited)
 
 
 def where_text_went(target, text):
@@ -213,11 +213,11 @@ def select(state, args, response):
     if isinstance(pick.result, list) and len(pick.result) == 1 and state.blocker is None:
         # One option: a native select's, the page watch checks the rest, in the settle's round trip where it can.
         proof = snapshots.proof_to_settle(state, playwright_selector(args), None)
-        sent = None if proof is None else settle.now(state, marked, [proof.read])
+        sent = None if proof is None else settle.now(state, marked, proof.reads)
         if sent is None:
             response.chose(playwright_selector(args))
         else:
-            snapshots.take_proof(state, proof, sent[1][0], sent[0], usable=True)
+            snapshots.take_proof(state, proof, sent[1], sent[0], usable=True)
     response.answer({"success": True, "message": f"Selected {', '.join(chosen) or 'nothing'} in {label}",
                      "selected": chosen})
 
