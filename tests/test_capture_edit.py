@@ -536,9 +536,16 @@ def test_typing_into_an_editor_is_captured_as_a_walk_reads_it(browser, pages, ed
         # A generic line of the editor's name or of no text is left out; a paragraph is not.
         assert re.search(r'textbox "Editor" \[active\] \[ref=\w+\]\n' if editor == "code" else
                          r'paragraph \[ref=\w+\]: Editor\n *- paragraph \[ref=\w+\]\n', typed), typed
+        # Lines the last page did not show (a generic line of no text, or of the editor's name; a paragraph shows
+        # always): their refs may not be Playwright's current ones, walked.
+        typed = content(browser, session.call("type", selector="#ed", text="z\nw"))
+        edited = len(EDITOR_TEXTS) + (editor == "paragraphs")
+        assert typed == walked(browser, session), typed
+        assert len(edits) == edited
         # Fewer lines: the editor's box shrinks, which may move what is around it: walked.
         typed = content(browser, session.call("type", selector="#ed", text="one line"))
-        assert typed == walked(browser, session) and "one line" in typed and len(edits) == len(EDITOR_TEXTS)
+        assert typed == walked(browser, session) and "one line" in typed, typed
+        assert len(edits) == edited
 
 
 @pytest.mark.parametrize("editor", sorted(EDITOR_PAGES))
@@ -616,6 +623,8 @@ EDITOR_TRICKS = {
     # A line the pointer passes through (the walk gives it no ref), a number hidden (the walk leaves it out).
     "line-pointer-events": (code("<style>.line:last-child{pointer-events:none}</style>"), "y = 2\nprint(y)"),
     "hidden-number": (code("<style>.num{visibility:hidden}</style>"), "y = 2\nprint(y)"),
+    # A line hidden from assistive technology: the walk marks it [aria-hidden].
+    "hidden-line": (code("<script>ed.firstChild.setAttribute('aria-hidden', 'true')</script>"), "y = 2\nprint(y)"),
     # An editor emptied by the typing: a rule shows a hint beside it.
     "empty": ("<style>.hint{display:none} #ed:empty ~ .hint{display:block}</style><div id=ed contenteditable "
               "role=textbox aria-label=Editor><div class=line>abc</div></div><p class=hint>Write something</p>", ""),
