@@ -536,16 +536,19 @@ def test_typing_into_an_editor_is_captured_as_a_walk_reads_it(browser, pages, ed
         # A generic line of the editor's name or of no text is left out; a paragraph is not.
         assert re.search(r'textbox "Editor" \[active\] \[ref=\w+\]\n' if editor == "code" else
                          r'paragraph \[ref=\w+\]: Editor\n *- paragraph \[ref=\w+\]\n', typed), typed
-        # Lines the last page did not show (a generic line of no text, or of the editor's name; a paragraph shows
-        # always): their refs may not be Playwright's current ones, walked.
-        typed = content(browser, session.call("type", selector="#ed", text="z\nw"))
-        edited = len(EDITOR_TEXTS) + (editor == "paragraphs")
+        # A line the last page did not show (a generic one of no text; a paragraph shows): its ref may not be one of
+        # Playwright's current ones, walked.
+        session.call("type", selector="#ed", text="y = 3\n")
+        walked(browser, session)
+        before = len(edits)
+        typed = content(browser, session.call("type", selector="#ed", text="y = 4\nw"))
         assert typed == walked(browser, session), typed
-        assert len(edits) == edited
+        assert len(edits) == before + (editor == "paragraphs")
         # Fewer lines: the editor's box shrinks, which may move what is around it: walked.
+        before = len(edits)
         typed = content(browser, session.call("type", selector="#ed", text="one line"))
         assert typed == walked(browser, session) and "one line" in typed, typed
-        assert len(edits) == edited
+        assert len(edits) == before
 
 
 @pytest.mark.parametrize("editor", sorted(EDITOR_PAGES))
@@ -577,6 +580,8 @@ EDITOR_TRICKS = {
                   "textContent: n})</script>"), "y = 2\nprint(y)"),
     "role": (code("<script>numberOf = (n) => { const s = document.createElement('span'); s.setAttribute('role', "
                   "'note'); s.textContent = n; return s }</script>"), "y = 2\nprint(y)"),
+    "code-number": (code("<script>numberOf = (n) => Object.assign(document.createElement('code'), "
+                         "{textContent: n})</script>"), "y = 2\nprint(y)"),
     "nested": (code("<script>numberOf = (n) => { const s = document.createElement('span'); "
                     "s.append(Object.assign(document.createElement('b'), {textContent: n})); return s }</script>"),
                "y = 2\nprint(y)"),
@@ -596,7 +601,7 @@ EDITOR_TRICKS = {
     "has": (code("<style>body:has(.num) #status{display:none}</style>"), "y\nprint(y)"),
     "line-content": (code("<style>.line:last-child::after{content:' (end)'}</style>"), "y = 2\nprint(y)"),
     # An empty line under the pointer cursor is written as a line of its own.
-    "pointer-line": (code("<style>.line:last-child{cursor:pointer}</style>"), "y = 2\n"),
+    "pointer-line": (code("<style>.line:last-child{cursor:pointer} br{cursor:auto}</style>"), "y = 2\n"),
     # The editor's box grows with its text: the boxes beside it shrink (a container query applies).
     "grows": (code("<style>.editor{display:flex;width:320px} #ed{flex:none;white-space:pre} .gutter{flex:1 1 0;"
                    "min-width:0;container-type:inline-size} @container (width < 60px){ .n{display:none} }</style>"),
@@ -606,12 +611,18 @@ EDITOR_TRICKS = {
                        "height:40px} @container scroll-state(scrollable: bottom){ #ed .line{color:red} "
                        ".n{display:none} }</style>"),
                   "a line long enough to wrap on three lines of its box\nprint(y)"),
-    # The editor renames itself; it sits in a link (its name holds the editor's text); it is named by its own text.
+    # The editor renames itself; it sits in a heading (its name holds the editor's text); it is named by its own text.
     "renamed": (code("<script>also = (text) => ed.setAttribute('aria-label', 'Editor of ' + text.length)</script>"),
                 "y = 2\nprint(y)"),
-    "in-link": (code("<script>const a = document.createElement('a'); a.href = '#'; box.before(a); a.append(box)"
-                     "</script>"), "y = 2\nprint(y)"),
+    "in-heading": (code("<script>const h = document.createElement('h2'); box.before(h); h.append(box)</script>"),
+                   "y = 2\nprint(y)"),
     "self-named": (code("<script>ed.setAttribute('aria-labelledby', 'ed')</script>"), "y = 2\nprint(y)"),
+    # The editor owns another element, or has a placeholder (a page showing another editor's lines): the walk
+    # writes them among its lines.
+    "owns": (code("<div id=owned>Owned</div><script>ed.setAttribute('aria-owns', 'owned')</script>"),
+             "y = 2\nprint(y)"),
+    "placeholder": (code("<div contenteditable role=textbox aria-label=Other><div>other</div></div><script>"
+                         "ed.setAttribute('placeholder', 'Code here')</script>"), "y = 2\nprint(y)"),
     # A name longer than the walk writes: a line that says it is left out all the same.
     "long-name": (code("<style>#ed{font-size:1px}</style><script>ed.setAttribute('aria-label', 'L'.repeat(1000))"
                        "</script>"), "L" * 1000 + "\nprint(y)"),
@@ -621,7 +632,8 @@ EDITOR_TRICKS = {
                          "{ document.getElementById('first').value = text.split('\\n')[0] }</script>"),
                     "y = 2\nprint(y)"),
     # A line the pointer passes through (the walk gives it no ref), a number hidden (the walk leaves it out).
-    "line-pointer-events": (code("<style>.line:last-child{pointer-events:none}</style>"), "y = 2\nprint(y)"),
+    "line-pointer-events": (code("<style>.off{pointer-events:none}</style><script>also = () => "
+                                 "ed.lastChild.classList.add('off')</script>"), "y = 2\nprint(y)"),
     "hidden-number": (code("<style>.num{visibility:hidden}</style>"), "y = 2\nprint(y)"),
     # A line hidden from assistive technology: the walk marks it [aria-hidden].
     "hidden-line": (code("<script>ed.firstChild.setAttribute('aria-hidden', 'true')</script>"), "y = 2\nprint(y)"),

@@ -345,7 +345,8 @@ ENGINE = r"""({
     // Playwright's walk computes it, for the only shapes whose writing is certain: the editor's own text is not
     // written (a textbox's); each line, a plain <div> (or <p>) right under it holding text, plain inline <span>s
     // of one text each and <br>s, is written as its text, whitespace collapsed. Anything else: null, a walk.
-    const NAME_ATTRS = ['aria-labelledby', 'aria-owns', 'aria-hidden', 'title', 'placeholder', 'aria-placeholder'];
+    // Children a walk writes under the editor besides its own: the elements it owns, its placeholder.
+    const OWN_ATTRS = ['aria-owns', 'placeholder'];
     const LINE_ROLES = {DIV: 'generic', P: 'paragraph'};
     const bare = (e) => [...e.attributes].every(a => a.name === 'class') && !e.shadowRoot;
     const noContent = (e) => ['::before', '::after'].every(p => ['none', 'normal']
@@ -399,7 +400,7 @@ ENGINE = r"""({
       if (!e || w.dirty || (w.host && w.host !== e) || !w.heard.every(t => t === e) || !doc.hasFocus() ||
           !w.hasFocus) return null;
       if (!e.isContentEditable || hostOf(e) !== e || e.getAttribute('role') !== 'textbox' || !plainly(e) ||
-          NAME_ATTRS.some(a => e.hasAttribute(a)) || (e.getAttribute('aria-label') || '').length > 900 ||
+          OWN_ATTRS.some(a => e.hasAttribute(a)) || (e.getAttribute('aria-label') || '').length > 900 ||
           revealing() || !noContent(e) || !e._ariaRef || e._ariaRef.role !== 'textbox') return null;
       const box = e.getBoundingClientRect();
       if (!w.editors || w.editors.get(e) !== box.width + ',' + box.height || e.scrollWidth > e.clientWidth ||
