@@ -655,14 +655,16 @@ def test_an_editor_that_does_more_than_change_its_lines_is_walked(browser, pages
         assert not edits, trick  # walked
 
 
-def test_the_cost_script_runs_both_ways():
-    # scripts/type_capture_cost.py (the figures in docs/performance.md), its select mode, smallest settings:
-    # it runs, and both ways are timed; how fast is the script's to say, not this test's.
+@pytest.mark.parametrize("mode", ["select", "editor"])
+def test_the_cost_script_runs_both_ways(mode):
+    # scripts/type_capture_cost.py (the figures in docs/performance.md), its select and editor modes, smallest
+    # settings: it runs, and both ways are timed; how fast is the script's to say, not this test's.
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "type_capture_cost.py"), "--rows", "20",
-                           "--rounds", "2", "--select"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+                           "--rounds", "2", f"--{mode}"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert re.fullmatch(r"20 rows, 2 rounds each: the call after a select waited [\d.]+ ms with the capture edited, "
-                        r"[\d.]+ ms walked \([\d.]+x\)\n", done.stdout), done.stdout
+    call = {"select": "select", "editor": "type into the editor"}[mode]
+    assert re.fullmatch(rf"20 rows, 2 rounds each: the call after a {call} waited [\d.]+ ms with the capture "
+                        r"edited, [\d.]+ ms walked \([\d.]+x\)\n", done.stdout), done.stdout
 
 
 def test_a_secret_in_an_options_text_stays_hidden_in_the_edited_capture(browser, pages, edits):

@@ -94,6 +94,30 @@ events), not only of display, visibility and content. Still unseen by every chec
 above: a sheet's rule edited in place, a sheet replaced with as many rules (replaceSync), a custom
 property registered (CSS.registerProperty) or a closed shadow root attached, by the page's own
 handler.
+
+`type` into an editor keeps it too (issue 75): a contenteditable element of role textbox, as
+CodeMirror's and ProseMirror's are, whose typing changes its own child nodes. The watch's observer
+lets mutations inside one editing host pass (its text, its lines, a class of an element in it: the
+host noted, which no other check takes as clean); any other mutation makes the page dirty as
+before. After it, `wrote` asks, in one read of the whole page: armed as the held snapshot's token,
+only the focused editor's content changed, every event aimed at it, every control as it was, the
+style sheets and popovers as they were, no rule that reacts (the field's, and :empty), the editor
+in the document and plainly held, named after nothing and owning nothing, with no placeholder, no
+content of its own style, and its box the size it had at the arming, its text not overflowing it
+(the boxes around it then stay where they were). Then it computes what Playwright's walk writes of
+it, only for the shapes where that is certain: the editor's own text is not written (a textbox's);
+each line, a plain <div> or <p> right under it (no attribute but a class, shown, of a box, taking
+pointer events, no pointer cursor, no ::before or ::after content) holding text, plain inline <span>s
+of one text each and <br>s, is written as its text with the walk's whitespace rule, under the ref
+Playwright's walk left on it; a line that never had one (a new element) refuses. Its answer is a
+text, so it is read by text_content (in this world, like the count) from an element out of the
+document that it makes for the answer. The stored page is the held snapshot with the editor's lines
+so rewritten (snapshot_text.with_editor_lines: a generic line of no text or of the editor's name is
+left out, as the walk's ai mode leaves it; a line whose ref the held page did not show walks, as
+Playwright's current refs may not hold it). Why not Playwright's own walk of the editor alone
+(locator.aria_snapshot): any aria snapshot replaces the one Playwright resolves `aria-ref` against,
+so every ref outside the editor would stop resolving until the next whole walk. A line added or
+removed changes the editor's height: walked.
 """
 
 from mcpbrowser.logs import log

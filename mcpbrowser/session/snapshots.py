@@ -48,7 +48,8 @@ def capture_snapshot(state, field_edit=None):
     After a `type` that filled one plain field (`field_edit`, its selector and value: Response.filled), it is
     that snapshot with the field's line changed, where the watch proves nothing else changed (_edited); after a
     `select` of one option in a native select (its selector and None: Response.chose), the same with the
-    select's [selected] mark moved (_edited).
+    select's [selected] mark moved (_edited); after a `type` into an editor (a contenteditable textbox) on a page
+    showing its lines, the same with the editor's lines rewritten (page_watch.wrote).
     """
     tab = state.tab
     if state.blocker is not None or tab is None:
