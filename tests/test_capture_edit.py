@@ -568,6 +568,18 @@ def test_back_to_back_typing_into_an_editor_reads_back_each_page_as_a_walk(brows
             assert page == walked(browser, session), (text, page)
 
 
+def test_a_field_and_an_editor_on_one_page_are_each_edited(browser, pages, edits):
+    # Both proofs go out after a `type` on a page showing an editor's lines; whichever the typing was, it is edited.
+    with browser.create_session() as session:
+        session.navigate(editor_page(pages, "beside", "<label>Name <input id=name></label>" + EDITOR_PAGES["code"]))
+        walked(browser, session)
+        for n, (selector, text) in enumerate([("#name", "Ada"), ("#ed", "y = 2\nprint(y)"), ("#name", "Grace"),
+                                              ("#ed", "z = 3\nprint(z)")], start=1):
+            typed = content(browser, session.call("type", selector=selector, text=text))
+            assert typed == walked(browser, session), (selector, text, typed)
+            assert len(edits) == n, (selector, text)
+
+
 def code(extra):
     return CODE.format(start="x = 1\nprint(x)", lines="div") + extra
 
