@@ -53,6 +53,11 @@ def obj(properties, required=()):
     }
 
 
+def result(properties, required=()):
+    """An answer's output schema: an object of these properties, the required ones named."""
+    return {"type": "object", "properties": properties, "required": list(required)}
+
+
 def problems(schema, value, path="arguments"):
     """List every way `value` breaks `schema`, each naming where."""
     expected = schema.get("type")

@@ -151,18 +151,9 @@ def get_console_content(core, args, call):
     return {"refId": ref_id, "content": text, "count": len(rows)}
 
 
-CONTENT_RESULT = {
-    "type": "object",
-    "properties": {"refId": {"type": "string"}, "content": {"type": "string"},
-                   "mode": {"type": "string", "enum": ["full", "diff", "search"]}},
-    "required": ["refId", "content", "mode"],
-}
-
 TOOLS = [
     CoreTool(
-        name="get_content",
-        text_field="content",
-        title="Get stored page content",
+        name="get_content", text_field="content", title="Get stored page content",
         description="A call's stored page snapshot: whole at first, then what changed since your last read "
                     "(reset_cursor: whole again); search_for: lines with this plain text, in context.",
         input_schema=schema.obj({
@@ -170,28 +161,20 @@ TOOLS = [
             "search_for": {"type": "string", "minLength": 1},
             "reset_cursor": {"type": "boolean"},
         }, required=("ref_id",)),
-        handler=get_content,
-        read_only=True,
-        output_schema=CONTENT_RESULT,
+        handler=get_content, read_only=True,
+        output_schema=schema.result({"refId": {"type": "string"}, "content": {"type": "string"},
+                                     "mode": {"type": "string", "enum": ["full", "diff", "search"]}},
+                                    ("refId", "content", "mode")),
     ),
     CoreTool(
-        name="get_console_content",
-        group="extra",
-        text_field="content",
-        title="Get stored console entries",
+        name="get_console_content", group="extra", text_field="content", title="Get stored console entries",
         description="Console entries recorded during a call (by refId), one per line.",
         input_schema=schema.obj({
             "ref_id": REF_ID,
             "level": {"type": "string", "enum": ["log", "debug", "info", "warning", "error"]},
         }, required=("ref_id",)),
-        handler=get_console_content,
-        read_only=True,
-        idempotent=True,
-        output_schema={
-            "type": "object",
-            "properties": {"refId": {"type": "string"}, "content": {"type": "string"},
-                           "count": {"type": "integer"}},
-            "required": ["refId", "content", "count"],
-        },
+        handler=get_console_content, read_only=True, idempotent=True,
+        output_schema=schema.result({"refId": {"type": "string"}, "content": {"type": "string"},
+                                     "count": {"type": "integer"}}, ("refId", "content", "count")),
     ),
 ]

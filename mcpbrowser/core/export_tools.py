@@ -69,9 +69,7 @@ def export_script(core, args, call):
 
 TOOLS = [
     CoreTool(
-        name="export_script",
-        group="export",
-        title="Export session as a test",
+        name="export_script", group="export", title="Export session as a test",
         description="Write the session's successful page actions as a pytest file (Playwright sync API) that "
                     "replays them with assertions; secrets become environment variables. Open or closed sessions.",
         input_schema=session_schema({
@@ -80,13 +78,9 @@ TOOLS = [
         }),
         handler=export_script,
         during_cooldown=True,  # it reads the history and writes a file: no page is touched
-        output_schema={
-            "type": "object",
-            "properties": {"path": {"type": "string"}, "steps": {"type": "integer"},
-                           "secrets": {"type": "array", "items": {"type": "string"}},
-                           "warnings": {"type": "array", "items": {"type": "string"}},
-                           "message": {"type": "string"}},
-            "required": ["path", "steps", "secrets", "message"],
-        },
+        output_schema=schema.result({"path": {"type": "string"}, "steps": {"type": "integer"},
+                                     "secrets": {"type": "array", "items": {"type": "string"}},
+                                     "warnings": {"type": "array", "items": {"type": "string"}},
+                                     "message": {"type": "string"}}, ("path", "steps", "secrets", "message")),
     ),
 ]
