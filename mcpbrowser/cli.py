@@ -93,8 +93,7 @@ def export(argv):
     """`mcpbrowser export SESSION_ID [--storage-state PATH] [settings]`: the session's history as a pytest test.
 
     A one-shot command: it reads the history (--db) and writes under --output-dir, as the server
-    would; no browser starts, and a server may be running on the same history meanwhile.
-    """
+    would; no browser starts, and a server may be running on the same history meanwhile."""
     import argparse
     import json
 

@@ -1,8 +1,7 @@
 """All tunables in one table; built once on the main thread, then read-only everywhere.
 
 Each field states its default and why, and validates itself so that a bad value
-names the command-line flag that carries it.
-"""
+names the command-line flag that carries it."""
 
 import argparse
 import dataclasses
@@ -179,8 +178,7 @@ class RemoteEndpoint:
     """One remote browser backend: a Playwright browser server (ws), a Chromium over CDP, or a Selenium Grid.
 
     headers: (name, value) pairs sent when attaching; capacity: sessions placed on it at
-    most (None: --max-sessions, so equal endpoints share the load evenly).
-    """
+    most (None: --max-sessions, so equal endpoints share the load evenly)."""
 
     url: str
     kind: str  # a key of backends.BACKENDS
@@ -579,8 +577,7 @@ class Config:
         """(settings, print_config): defaults < --config file < MCPBROWSER_* variables < flags.
 
         Every value is checked where it came from, so an error names the flag, the
-        variable or the file key that carried it.
-        """
+        variable or the file key that carried it."""
         environ = os.environ if environ is None else environ
         ns = build_parser().parse_args(argv)
         names = {f.name for f in dataclasses.fields(cls)}
@@ -658,8 +655,7 @@ class Config:
 
         Dotenv lines: `NAME=value`, `export NAME=value`, a value in '…' or "…" (where \\n, \\" and
         \\\\ are escapes), `# comments`. `client:NAME=value` is that HTTP client's own (its
-        name in --http-token-file), and wins over a shared NAME. Errors name the line, never a value.
-        """
+        name in --http-token-file), and wins over a shared NAME. Errors name the line, never a value."""
         if not self.secrets:
             return {}
         try:

@@ -175,8 +175,7 @@ class InputRequired(PolicyError):
     """The person must answer first, and this client asks them between calls (MCP 2026-07-28).
 
     Only a transport's caller raises it; the MCP layer turns it into an InputRequiredResult
-    and the client retries the call with the answer under `key`.
-    """
+    and the client retries the call with the answer under `key`."""
 
     code = "INPUT_REQUIRED"
     default_message = "The user must answer a question first."

@@ -5,8 +5,7 @@ Each method sends one tool call through the core, exactly as an MCP client's
 returns the tool's result dict. Parameters are the tools' own, in snake_case
 (`wait_until` is the tool's `waitUntil`); a parameter left at None is not sent,
 so the tool's default applies. tests/test_library_api.py checks these methods
-against the tool registry, so a tool cannot be added without its method.
-"""
+against the tool registry, so a tool cannot be added without its method."""
 
 import contextlib
 from collections.abc import Callable

@@ -4,8 +4,7 @@ tools/memory.py takes the snapshots on the session thread: one after a warm-up, 
 rounds of the interaction. A group (a constructor, a closure's function, a DOM node's tag) leaks
 when it grew in both rounds by at least one per repetition: a cache filled once, a lazy module loaded
 on first use or the engine's own garbage grow in one round at most, or by less. heap_snapshot.py
-reads the snapshots; core/performance_tools.py compares two stored measurements.
-"""
+reads the snapshots; core/performance_tools.py compares two stored measurements."""
 
 from mcpbrowser import heap_snapshot
 

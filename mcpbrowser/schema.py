@@ -4,8 +4,7 @@ We enforce the whole schema a tool declares, and publish what a model needs of i
 (`published`). Only the subset our tools use is supported (type, enum, minimum,
 maximum, minLength, maxLength, pattern, minItems, items, required,
 additionalProperties=false), which keeps validation fast and free of the jsonschema
-import on the hot path.
-"""
+import on the hot path."""
 
 import json
 import re

@@ -12,8 +12,7 @@ Format "s2": b"s2" + 12-byte nonce + ciphertext and 16-byte tag; the version is
 bound as associated data. Format "s1" came before: a home-made SHA-256 counter
 mode with HMAC-SHA256, which this module can still open (never write), so that
 a user's saved sessions survive the upgrade; the store re-seals them as "s2" on
-first read (`is_legacy`).
-"""
+first read (`is_legacy`)."""
 
 import contextlib
 import hashlib
@@ -124,8 +123,7 @@ def load_key(path):
     Two servers starting at once on a new database must end up with one key, and no
     reader may ever see a file that is still being written (an empty key would seal
     with nothing secret): the key is written whole to a private temporary file, then
-    linked to its name, which fails when another process linked first, whose key wins.
-    """
+    linked to its name, which fails when another process linked first, whose key wins."""
     for _ in range(3):
         try:
             with open(path, "rb") as f:

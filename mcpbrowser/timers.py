@@ -2,8 +2,7 @@
 
 Any thread schedules and cancels; callbacks run on timer threads. A callback
 never touches Playwright: it only moves flags and enqueues work for the thread
-that owns it. The timer factory is injectable so the logic is tested with fakes.
-"""
+that owns it. The timer factory is injectable so the logic is tested with fakes."""
 
 import threading
 import time

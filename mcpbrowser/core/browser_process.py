@@ -16,8 +16,7 @@ package, and works the same for chromium, firefox and webkit. It also takes
 sessions on a Unix socket, each through children/pipe_relay.py.
 
 A browser that dies leaves its launcher running: the next browser starts on the
-same Node.js (`relaunch`), without loading playwright-core again.
-"""
+same Node.js (`relaunch`), without loading playwright-core again."""
 
 import contextlib
 import ctypes
@@ -136,8 +135,7 @@ def find_executable(engine, executable_path=None):
 def compile_cache_dir():
     """Where the launcher's Node.js keeps compiled code between runs (see launch_server.js); None if unusable.
 
-    Not under the launcher's TMPDIR, which goes with each browser: the cache must outlive it.
-    """
+    Not under the launcher's TMPDIR, which goes with each browser: the cache must outlive it."""
     folder = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mcpbrowser",
                           "node-compile-cache")
     try:
@@ -217,8 +215,7 @@ class SharedBrowser:
 
         Restarting a crashed browser this way skips the launcher's start: its Node.js
         and the playwright-core it loads, 0.2 s on our idle 2-core machine and 0.3-0.8 s
-        under load, of a restart that took about 1 s in all.
-        """
+        under load, of a restart that took about 1 s in all."""
         self.ws_endpoint = self.pipe_endpoint = self._exit_line = None
         self._stderr_tail.clear()  # a failure message tells of this launch, not of the last browser's death
         self._found.clear()
@@ -269,8 +266,7 @@ class SharedBrowser:
         left 80 a run in /tmp. In the runtime directory they go with it, at stop() or at
         the sweep after a SIGKILL of our own process. Not when that path would be long:
         a Unix socket's path must fit in 108 bytes, and Chromium's singleton socket is
-        about 45 bytes below TMPDIR.
-        """
+        about 45 bytes below TMPDIR."""
         scratch = os.path.join(self.runtime_dir, "tmp")
         if not sys.platform.startswith("linux") or len(scratch) > 60:
             return None
@@ -283,8 +279,7 @@ class SharedBrowser:
         Playwright starts the browser in a process group of its own, so the
         launcher's descendants are listed first and killed one by one as well:
         nothing of ours outlives this, even a browser that is hung or stopped.
-        The launcher is our child, so we reap it: no zombie.
-        """
+        The launcher is our child, so we reap it: no zombie."""
         if self._stopped or self.process is None:
             return
         self._stopped = True

@@ -4,8 +4,7 @@ Handlers run on the core pool and read the store; they never touch a page.
 Diff cursors are per session: reading a call's snapshot
 returns what changed since the snapshot this session's reader last read,
 compared by hash, so re-reading the same page costs nothing. Cursors live in
-the database, so they survive restarts. Console entries are never diffed.
-"""
+the database, so they survive restarts. Console entries are never diffed."""
 
 import difflib
 import hashlib
@@ -31,8 +30,7 @@ def _stored(core, ref_id, call):
     Whose a call is: the client that made it, as its row says; for the server's own calls and rows
     written before calls named their client, its session's owner. A call without a session (create_session's
     own, list_sessions, get_content) has no session to ask: before its row named its client, its refId read
-    back as never handed out. Another client's refId answers word for word as one never handed out.
-    """
+    back as never handed out. Another client's refId answers word for word as one never handed out."""
     core.recorder.wait_recorded(ref_id)
     stored = core.history.stored_call(ref_id)
     if stored is not None and call.owner is not None:

@@ -3,8 +3,7 @@
 `Dispatcher.dispatch` runs on the caller's thread (any thread). A session tool then
 runs on its session's thread (core/on_session.py: the whole life of a call there), a core
 tool on the core pool (`_run_on_pool`); outcomes are counted and logged by Future
-callbacks on whichever thread finishes the call.
-"""
+callbacks on whichever thread finishes the call."""
 
 import difflib
 import time
@@ -64,8 +63,7 @@ class Dispatcher:
         tool's (an unknown tool, a person's own to anyone else) is no call and raises UnknownTool. The request
         row is queued before the call runs, the response row after. caller: who calls
         (its `name` for rate limits, its `owner` for which sessions it may touch, how to
-        ask its user and tell it how a long call goes: see core/call.py).
-        """
+        ask its user and tell it how a long call goes: see core/call.py)."""
         started = time.monotonic()
         args = {} if args is None else args
         tool = self.tools.get(name)
@@ -142,8 +140,7 @@ class Dispatcher:
         """Seconds a session command may run before the watchdog calls it stuck, or None (off).
 
         Its own timeout (the `timeout` argument, else the longer default), plus
-        --watchdog-grace, plus the time a person has to answer a domain question.
-        """
+        --watchdog-grace, plus the time a person has to answer a domain question."""
         grace = self.config.watchdog_grace
         if not grace:
             return None

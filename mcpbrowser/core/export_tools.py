@@ -2,8 +2,7 @@
 
 It reads the history only (core/script_export.py writes the source), so a session that is closed,
 expired, or was opened by a server since restarted exports as well as an open one. The CLI's
-`mcpbrowser export` calls `export_session` on its main thread, with no browser at all.
-"""
+`mcpbrowser export` calls `export_session` on its main thread, with no browser at all."""
 
 import os
 import re
@@ -21,8 +20,7 @@ def export_session(config, history, session_id, owner=None, storage_state_path=N
 
     owner: the caller's client (None: the server's own, or the library), who sees only its sessions.
     wait_recorded(ref_id): waits for a call still being recorded (the core's; the CLI has none).
-    skip: the refId of the export call itself, which is in the session's history too.
-    """
+    skip: the refId of the export call itself, which is in the session's history too."""
     # A session a server opened has its row; failed calls with a made-up id have none.
     metadata = history.session_metadata(session_id)
     if not metadata or (owner is not None and metadata.get("owner") != owner):

@@ -3,8 +3,7 @@
 It reads measure_performance's and measure_memory's stored pages through the history (never a store of
 its own): the one named, and the one it is compared with (named too, or the last earlier measurement of
 the same kind and URL, and for memory the same interaction, that the caller may read). perf_report.compare
-says what moved above the run-to-run noise; memory_report.compare what a change did to the leaks.
-"""
+says what moved above the run-to-run noise; memory_report.compare what a change did to the leaks."""
 
 import json
 

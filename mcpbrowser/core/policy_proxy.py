@@ -14,8 +14,7 @@ so every request the browser really sends, each redirect hop and WebSocket and
 preload included, passes a check here before it leaves. The browser resolves
 no names for proxied requests: this proxy does, so --block-private-networks
 checks the address it then connects to, and a name cannot re-resolve between
-the check and the connection.
-"""
+the check and the connection."""
 
 import contextlib
 import socket

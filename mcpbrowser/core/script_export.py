@@ -8,8 +8,7 @@ snapshot of one page: each becomes the role and name that snapshot gave its elem
 The test starts sync_playwright() itself rather than take pytest-playwright's `page` fixture:
 one form that runs with pytest alone and beside that plugin too (it asks none of its fixtures).
 Its browser is found as the server finds its own (browser_process.find_executable), at run
-time, so no path of the server's machine is written into it.
-"""
+time, so no path of the server's machine is written into it."""
 
 import json
 import os

@@ -3,8 +3,7 @@
 Any thread looks sessions up and closes them, under this registry's lock;
 expiry callbacks run on timer threads and `session_lost` on a session thread.
 None of it touches Playwright: closing a session is a stop command queued for
-its own thread.
-"""
+its own thread."""
 
 import threading
 import time
@@ -70,8 +69,7 @@ class SessionRegistry:
 
     final_save(state) runs on a session's thread just before it closes by
     close_session or expiry; on_change() runs after a session opened or closed
-    (the warm pool refills).
-    """
+    (the warm pool refills)."""
 
     def __init__(self, config: Config, history: History, *, clock: Callable[[], float],
                  timer_factory: Callable[..., Any], final_save: Callable[[Any], None],
@@ -116,8 +114,7 @@ class SessionRegistry:
                  source: str, owner: str | None = None) -> SessionRecord | None:
         """Make a reserved, opened worker a session; None when current(worker) says its browser died meanwhile.
 
-        The worker is stopped when it is not kept. Raises when the server closed meanwhile.
-        """
+        The worker is stopped when it is not kept. Raises when the server closed meanwhile."""
         created = now_ms()
         worker.handed_out(self.secrets.of(owner))
         record = SessionRecord(worker.session_id, worker, created, self.config.session_timeout,
@@ -252,8 +249,7 @@ class SessionRegistry:
                       probe: Callable[[SessionState], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
         """Id, times, url and title of each session (of `owner`'s, when given); a busy one shows its last known page.
 
-        probe(state), run on each session's thread, adds fields of its own (its memory).
-        """
+        probe(state), run on each session's thread, adds fields of its own (its memory)."""
         records = [r for r in self.records() if owner is None or r.owner == owner]
         asked = [(record, record.worker.submit(_described, probe)) for record in records]
         deadline = time.monotonic() + DESCRIBE_WAIT_S
@@ -288,8 +284,7 @@ class SessionRegistry:
         """Close a session now: cancel its timer, close its page and context, forget its id.
 
         Returns what stood in the way and went with the page: {"dialog": the dialog open at
-        the close, or None; "dismissed": dialogs the server dismissed since the last answer}.
-        """
+        the close, or None; "dismissed": dialogs the server dismissed since the last answer}."""
         with self._lock:
             record = self._sessions.pop(session_id, None)
             if record is not None:
@@ -320,8 +315,7 @@ class SessionRegistry:
     def close_all(self) -> list[SessionWorker] | None:
         """Shutdown: forget every session (the history says why); their workers, for the caller to stop.
 
-        None when an earlier call closed it already.
-        """
+        None when an earlier call closed it already."""
         with self._lock:
             if self.closed:
                 return None

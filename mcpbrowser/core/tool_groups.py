@@ -8,8 +8,7 @@ Why groups: a model reads the whole tools/list on every turn, so the default lis
 tools most tasks use and the rest wait behind a group (config.TOOL_GROUPS). The server's
 --caps turns a group on for every client; a client's enable_tools turns one on for itself
 (its owner: the token's client over HTTP, the one client over stdio) until the server stops.
-The library API is not checked: its caller reads no tool list.
-"""
+The library API is not checked: its caller reads no tool list."""
 
 import threading
 

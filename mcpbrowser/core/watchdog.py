@@ -2,8 +2,7 @@
 
 Runs on the watchdog thread (only when --watchdog-grace is set). It never
 touches Playwright: it answers the stuck command, starts a fresh session thread
-from the session's last saved state, and kills the stuck thread's driver process.
-"""
+from the session's last saved state, and kills the stuck thread's driver process."""
 
 import contextlib
 import os
@@ -52,8 +51,7 @@ class Watchdog:
         Playwright objects cannot be handed to another thread, so the new thread
         opens a new context from the session's last saved state (cookies, local
         storage, URL). The old thread is freed by killing its driver process, which
-        also makes the browser server close the old context.
-        """
+        also makes the browser server close the old context."""
         call, budget = tag
         old, session_id = record.worker, record.session_id
         saved = self._history.saved_state(session_id)

@@ -20,8 +20,7 @@ loopback server), a handshake-era client is its Mcp-Session-Id, and every
 2026-07-28 client is one "anonymous" client: only tokens tell them apart.
 
 Threads: the WSGI server's request threads run `__call__` and wait on a request's
-queue; session threads and core pool threads `send` into those queues.
-"""
+queue; session threads and core pool threads `send` into those queues."""
 
 import hmac
 import queue
@@ -129,8 +128,7 @@ class McpWsgiApp:
     for an open (loopback) server; allowed_origins: origins browsers may call from
     (empty: loopback origins only); path: the endpoint's path; max_body_bytes: the
     largest POST body; rate_limit: requests per minute per client (0: no limit);
-    client_requests: requests one token's client may hold open at once.
-    """
+    client_requests: requests one token's client may hold open at once."""
 
     def __init__(self, core: CoreFace, *, credentials=None, allowed_origins=(), path="/mcp",
                  max_body_bytes=4 * 1024 * 1024, rate_limit=600, client_requests=16, on_close=None):
@@ -408,8 +406,7 @@ class McpWsgiApp:
         With tokens, an Mcp-Session-Id is a handle, not a credential: it travels in logs,
         proxies and the client's own state. Another token presenting it gets the answer an
         unknown id gets, so it learns nothing, and its tasks, streams and pending questions
-        to the user stay out of reach. The comparison is of names the server gave, not secrets.
-        """
+        to the user stay out of reach. The comparison is of names the server gave, not secrets."""
         if not session_id:
             return None
         with self._lock:
@@ -477,8 +474,7 @@ class _EventStream:
 
     The server closes it when the client goes away: a 2026-07-28 call is then
     cancelled (closing the stream is that era's cancellation); a handshake-era call
-    runs on, as the spec asks, and its answer is dropped.
-    """
+    runs on, as the spec asks, and its answer is dropped."""
 
     def __init__(self, stream, first, connection, cancel_on_close, done):
         self._stream, self._first, self._connection = stream, first, connection
@@ -538,8 +534,7 @@ def serve(app, address, done, threads, limits):
     server is for development by its own account), a client that left was noticed at
     the next write (200 ms), and it is pure Python with no dependencies, on every OS.
     Every open call and event stream holds one of its `threads`. `limits`
-    (http_server.Limits) guard it against slow and idle clients.
-    """
+    (http_server.Limits) guard it against slow and idle clients."""
     from mcpbrowser.transports.http_server import create_server
 
     host, _, port = address.rpartition(":")

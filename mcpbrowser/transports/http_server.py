@@ -23,8 +23,7 @@ This is a subclass of waitress's server and channel, built the way waitress's
 create_server builds them, plus a parser subclass that notes when a request began
 and tells the channel when its head is complete. Everything here runs on
 waitress's socket thread (the main loop); a connection may also be closed by
-whoever stops the server, so the table of unvouched connections has a lock.
-"""
+whoever stops the server, so the table of unvouched connections has a lock."""
 
 import socket
 import threading

@@ -2,8 +2,7 @@
 
 Made on the transport's reader thread for each request (`McpConnection.caller`); read by the
 method handlers there and by the dispatcher; its `elicit`, `notify` and `progress` run on the
-session thread of the call it made, and send through its connection.
-"""
+session thread of the call it made, and send through its connection."""
 
 from mcpbrowser.errors import InputRequired
 from mcpbrowser.transports import protocol
@@ -14,8 +13,7 @@ class McpCaller:
     its era, how to ask its user and how to tell it a long call's progress.
 
     Made on the transport's thread for each request; used on the session thread
-    that runs the call (`elicit`, `notify`, `progress`) and by the dispatcher (`name`, `owner`).
-    """
+    that runs the call (`elicit`, `notify`, `progress`) and by the dispatcher (`name`, `owner`)."""
 
     person = False
     lists_tools = True

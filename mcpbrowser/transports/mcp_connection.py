@@ -25,8 +25,7 @@ Threads:
 - whichever thread completes a call's Future sends its answer: the session
   thread or a core pool thread;
 - the core's threads call `elicit` and `notify` (the connection is `core.client`).
-`send` must be safe to call from any thread; the transport makes it so.
-"""
+`send` must be safe to call from any thread; the transport makes it so."""
 
 import threading
 from concurrent.futures import Future
@@ -66,8 +65,7 @@ class McpConnection:
     """The MCP state and methods of one client: its protocol version, capabilities, calls in flight.
 
     name: the client's name for rate limits (HTTP sets its credential's; stdio takes
-    clientInfo's). owner: the client whose sessions it may see (HTTP); None sees all.
-    """
+    clientInfo's). owner: the client whose sessions it may see (HTTP); None sees all."""
 
     def __init__(self, core: "CoreFace | Future[CoreFace]", send, name=None, owner=None):
         # `core` may be a Future: initialize is answered before the core (store, thread

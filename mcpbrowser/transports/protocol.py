@@ -4,8 +4,7 @@
 request with `"id": null` would otherwise parse as a notification and never be
 answered. `initialize` is validated by hand too, so it is answered before the
 MCP types package (about 0.4 s to import) has loaded; every other request's
-params are validated with `mcp_types` models.
-"""
+params are validated with `mcp_types` models."""
 
 import base64
 import binascii
@@ -138,8 +137,7 @@ def oversized_request_id(head, tail):
 
     Answered with a null id, the client would wait for ever for its own: the official clients
     write the id before the params (Python) or last (TypeScript). Only a message whose method
-    comes before the cut is a request; a response's id is the server's own request's.
-    """
+    comes before the cut is a request; a response's id is the server's own request's."""
     method = request_id = None
     for key, value in _leading_members(head.decode("utf-8", "replace")):
         if key in ("result", "error"):

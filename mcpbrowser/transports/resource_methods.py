@@ -11,8 +11,7 @@ Both eras, on every transport (which knows none of this: messages go through the
   when every session it names has ended.
 
 Threads: the reader thread runs the handlers; session threads send the notifications (watch.py),
-and whichever thread ends a session ends its subscriptions.
-"""
+and whichever thread ends a session ends its subscriptions."""
 
 import json
 import threading

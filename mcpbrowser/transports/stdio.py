@@ -7,8 +7,7 @@ Threads:
   to the connection;
 - any thread: `send` writes one whole JSON-RPC line under a lock, so stdout
   carries whole lines and nothing else;
-- main thread: `serve` waits for stdin EOF or a signal, then shuts down.
-"""
+- main thread: `serve` waits for stdin EOF or a signal, then shuts down."""
 
 import threading
 from concurrent.futures import Future

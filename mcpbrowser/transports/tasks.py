@@ -6,8 +6,7 @@ cancels. Each McpConnection keeps its own table, so a client sees only its tasks
 
 Threads: the transport's thread creates, reads and cancels; the thread that
 completes a call (a session thread, a core pool thread) finishes its task and
-answers any tasks/result waiting for it.
-"""
+answers any tasks/result waiting for it."""
 
 import threading
 import time
