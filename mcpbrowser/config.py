@@ -776,11 +776,9 @@ def build_parser():
         env = ENV_PREFIX + f.name.upper()
         help_text = f"{f.metadata['help']} (default: {f.default}; env {env})"
         if f.type in (bool, "bool"):
-            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction,
-                                default=None, help=help_text)
+            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_text)
         elif f.name in APPENDABLE:
             parser.add_argument(flag, dest=f.name, default=None, metavar="URL", action="append", help=help_text)
         else:
-            parser.add_argument(flag, dest=f.name, default=None, metavar=f.name.upper(),
-                                help=help_text)
+            parser.add_argument(flag, dest=f.name, default=None, metavar=f.name.upper(), help=help_text)
     return parser

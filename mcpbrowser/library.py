@@ -65,8 +65,7 @@ class Session:
         """Reload the current tab; {success, title, url, status}."""
         return self._send("reload", locals())
 
-    def tabs(self, action: Literal["list", "select", "close"] | None = None,
-             index: int | None = None) -> Result:
+    def tabs(self, action: Literal["list", "select", "close"] | None = None, index: int | None = None) -> Result:
         """List, select or close tabs; {tabs: [{index, url, title, current}], current}."""
         return self._send("tabs", locals())
 

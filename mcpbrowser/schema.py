@@ -44,12 +44,7 @@ def boolean(description):
 
 
 def obj(properties, required=()):
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(required),
-        "additionalProperties": False,
-    }
+    return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
 
 
 def result(properties, required=()):

@@ -75,8 +75,7 @@ def _unseal_legacy(key, blob):
     nonce, tag, cipher = blob[2:18], blob[18:50], blob[50:]
     if not hmac.compare_digest(tag, hmac.new(key, nonce + cipher, hashlib.sha256).digest()):
         raise ValueError("sealed with another key, or altered")
-    stream = b"".join(hashlib.sha256(key + nonce + i.to_bytes(8, "big")).digest()
-                      for i in range(len(cipher) // 32 + 1))
+    stream = b"".join(hashlib.sha256(key + nonce + i.to_bytes(8, "big")).digest() for i in range(len(cipher) // 32 + 1))
     return bytes(a ^ b for a, b in zip(cipher, stream, strict=False))  # the stream is cut to the cipher's length
 
 

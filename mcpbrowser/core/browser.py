@@ -239,8 +239,7 @@ class Browser:
 
         caller: who calls (the live view's person); None is the library, whose
         progress(done, total, message), if given, hears how a long call is going."""
-        return answer.library_future(self.call_tool(name, args, caller or Embedder(lambda: self.user.client,
-                                                                                     progress)))
+        return answer.library_future(self.call_tool(name, args, caller or Embedder(lambda: self.user.client, progress)))
 
     def call_tool(self, name: str, args: Any, caller: Caller) -> Future:
         if self.forked():
@@ -432,8 +431,7 @@ class Browser:
         """The shared browser died: its sessions and pooled workers go; a restart will follow."""
         lost = self.registry.take_generation(generation)
         idle = self.warm_pool.drain()
-        log.error("browser crashed", extra={"event": "browser_crashed", "cause": cause,
-                                            "sessions_lost": len(lost)})
+        log.error("browser crashed", extra={"event": "browser_crashed", "cause": cause, "sessions_lost": len(lost)})
         self.user.notify("error", {"event": "browser_crashed", "cause": cause, "sessionsLost": len(lost)})
         self.registry.drop_lost(lost)
         for worker in idle:

@@ -293,8 +293,7 @@ class SharedBrowser:
             proc.wait(grace)
         except subprocess.TimeoutExpired:
             if grace:
-                log.warning("browser ignored SIGTERM: killing it", extra={"event": "browser_killed",
-                                                                          "grace_s": grace})
+                log.warning("browser ignored SIGTERM: killing it", extra={"event": "browser_killed", "grace_s": grace})
             self._signal_group(signal.SIGKILL)
             proc.wait()
         self._signal_group(signal.SIGKILL)  # anything of the group still alive is a leftover

@@ -76,8 +76,7 @@ def _no_page(core, ref_id, stored):
 def _search(lines, term):
     needle = term.lower()
     hits = [i for i, line in enumerate(lines) if needle in line.lower()]
-    keep = sorted({j for i in hits for j in range(max(0, i - SEARCH_CONTEXT),
-                                                   min(len(lines), i + SEARCH_CONTEXT + 1))})
+    keep = sorted({j for i in hits for j in range(max(0, i - SEARCH_CONTEXT), min(len(lines), i + SEARCH_CONTEXT + 1))})
     out, previous = [], None
     for j in keep:
         if previous is not None and j != previous + 1:
@@ -119,8 +118,7 @@ def get_content(core, args, call):
     lines = text.splitlines()
     if "search_for" in args:  # a search reads part of the page: it leaves the cursor alone
         content, matches = _search(lines, args["search_for"])
-        return {"refId": ref_id, "mode": "search", "content": content, "matches": matches,
-                "hash": digest}
+        return {"refId": ref_id, "mode": "search", "content": content, "matches": matches, "hash": digest}
     baseline = None if args.get("reset_cursor") else core.history.last_read(session_id)
     if baseline is None:
         mode, content = "full", text

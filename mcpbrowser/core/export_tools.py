@@ -14,8 +14,7 @@ from mcpbrowser.errors import SessionNotFound, disk_fault, not_stored
 from mcpbrowser.tools.base import CoreTool, session_schema
 
 
-def export_session(config, history, session_id, owner=None, storage_state_path=None, wait_recorded=None,
-                   skip=None):
+def export_session(config, history, session_id, owner=None, storage_state_path=None, wait_recorded=None, skip=None):
     """{path, steps, secrets, warnings, message}: the session's test, saved under config.files_dir().
 
     owner: the caller's client (None: the server's own, or the library), who sees only its sessions.

@@ -182,8 +182,7 @@ class History:
 
     def named_states(self, owner):
         """[{name, cookies, domains, savedAt}] this owner saved, by name."""
-        rows = self.store.query("SELECT name, summary FROM named_states WHERE owner = ? ORDER BY name",
-                                (owner or "",))
+        rows = self.store.query("SELECT name, summary FROM named_states WHERE owner = ? ORDER BY name", (owner or "",))
         return [{"name": name, **json.loads(summary)} for name, summary in rows]
 
     def delete_named_state(self, owner, name):

@@ -216,8 +216,7 @@ class Script:
             return _q(value)
         self.uses_re = True
         pattern = "^" + ".+".join(re.escape(p) for p in value.split(REDACTED)) + "$"
-        return f're.compile(r"{pattern}")' if '"' not in pattern and "\n" not in pattern else \
-            f"re.compile({pattern!r})"
+        return f're.compile(r"{pattern}")' if '"' not in pattern and "\n" not in pattern else f"re.compile({pattern!r})"
 
     # -- lines -----------------------------------------------------------------------
 
@@ -334,8 +333,7 @@ def _replayed(tool, args):
     return tool in ACTIONS
 
 
-def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None, exported_at=None,
-          filename="FILE"):
+def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None, exported_at=None, filename="FILE"):
     """(source, script) for a session's calls (History.session_calls), to be saved as `filename`."""
     script = Script(session_id, metadata, upload_roots, storage_state_path)
     calls = [step for call in calls for step in _measured(call)]
@@ -407,8 +405,7 @@ def _dialog_answers(calls):
             last = index
         if tool == "handle_dialog":
             tab = result.get("tab")
-            step = opened if tab is None else openers[tab] if tab < len(openers) and openers[tab] is not None \
-                else last
+            step = opened if tab is None else openers[tab] if tab < len(openers) and openers[tab] is not None else last
             if step is not None:
                 out.setdefault(step, []).append((bool(args.get("accept")), args.get("promptText"), tab))
             # The next dialog its answer let the page open (an alert, then a confirm) is the same step's.

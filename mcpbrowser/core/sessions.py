@@ -142,8 +142,7 @@ class SessionRegistry:
             if worker.options.get(option):
                 metadata[option] = worker.options[option]
         self.history.session_opened(worker.session_id, created, metadata)
-        log.info("session created", extra={"event": "session_created", "session": worker.session_id,
-                                           "source": source})
+        log.info("session created", extra={"event": "session_created", "session": worker.session_id, "source": source})
         return record
 
     def occupied(self) -> int:

@@ -177,8 +177,7 @@ class Store:
             self._faulted(exc)
         if self.fault is None:
             self._commit(writer, [])  # a probe: a full disk is said now, not at the first call
-        self._writer = threading.Thread(target=self._write_loop, args=(writer,),
-                                        name="store-writer", daemon=True)
+        self._writer = threading.Thread(target=self._write_loop, args=(writer,), name="store-writer", daemon=True)
         self._writer.start()
 
     # -- ANY THREAD ------------------------------------------------------------
@@ -366,8 +365,7 @@ class Store:
                     self._faulted(exc)
                     return False
         if self.fault is not None:
-            log.warning("history recording resumed", extra={"event": "store_recovered",
-                                                            "was": self.fault["errorCode"]})
+            log.warning("history recording resumed", extra={"event": "store_recovered", "was": self.fault["errorCode"]})
             self.fault = None
         return True
 

@@ -310,8 +310,7 @@ def _store_error(exc, url):
 
 def instance_key(instance):
     """The advisory lock's 64-bit key of a server instance."""
-    return int.from_bytes(hashlib.sha256(b"mcpbrowser instance " + instance.encode()).digest()[:8], "big",
-                          signed=True)
+    return int.from_bytes(hashlib.sha256(b"mcpbrowser instance " + instance.encode()).digest()[:8], "big", signed=True)
 
 
 class Registry:

@@ -111,8 +111,7 @@ class _Everyone:
 
 def _json_response(start_response, status, body, headers=()):
     data = protocol.dumps(body) if body is not None else b""
-    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data))),
-                            *headers])
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data))), *headers])
     return [data]
 
 
@@ -553,8 +552,7 @@ def serve(app, address, done, threads, limits):
     # Servers sharing a history name each other to their clients (list_sessions) by where they listen.
     shown_host = socket.gethostname() if bound[0] in ("0.0.0.0", "::") else bound[0]
     app.core.announce(f"[{shown_host}]:{bound[1]}" if ":" in shown_host else f"{shown_host}:{bound[1]}")
-    log.info("serving MCP over HTTP", extra={"event": "http_serving",
-                                             "url": f"http://{bound[0]}:{bound[1]}{app.path}"})
+    log.info("serving MCP over HTTP", extra={"event": "http_serving", "url": f"http://{bound[0]}:{bound[1]}{app.path}"})
     if app.view is not None:
         app.view.announce(f"http://{bound[0]}:{bound[1]}{app.view.path}/")
     threading.Thread(target=runner.run, name="http-server", daemon=True).start()

@@ -196,7 +196,6 @@ def create_server(app, host, port, threads, limits, vouch, too_large=None, **kw)
     dispatcher = ThreadedTaskDispatcher()
     dispatcher.set_thread_count(adj.threads)
     shared = {"limits": limits, "vouch": vouch, "unvouched": {}, "lock": threading.Lock(), "too_large": too_large}
-    servers = [_Server(app, sockets, dispatcher=dispatcher, adj=adj, sockinfo=info, **shared)
-               for info in adj.listen]
+    servers = [_Server(app, sockets, dispatcher=dispatcher, adj=adj, sockinfo=info, **shared) for info in adj.listen]
     runner = MultiSocketServer(sockets, adj, [(s.effective_host, s.effective_port) for s in servers], dispatcher)
     return runner, servers

@@ -226,8 +226,7 @@ def validated(model_name, params, request_id):
     try:
         return getattr(mcp_types, model_name).model_validate(params)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'params'}: {e['msg']}"
-                             for e in exc.errors()[:5])
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'params'}: {e['msg']}" for e in exc.errors()[:5])
         raise ProtocolError(INVALID_PARAMS, f"Invalid params: {problems}", request_id) from None
 
 

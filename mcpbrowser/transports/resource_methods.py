@@ -117,8 +117,7 @@ class ResourceMethods:
         table.add("resources/subscribe", self._subscribe, eras=(HANDSHAKE,),
                   capability={"resources": {"subscribe": True}})
         table.add("resources/unsubscribe", self._unsubscribe, eras=(HANDSHAKE,))
-        table.add("subscriptions/listen", self._listen, eras=(MODERN,),
-                  capability={"resources": {"subscribe": True}})
+        table.add("subscriptions/listen", self._listen, eras=(MODERN,), capability={"resources": {"subscribe": True}})
 
     def close(self):
         """The connection ended: so do its handshake-era subscriptions."""
