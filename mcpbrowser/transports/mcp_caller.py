@@ -9,11 +9,7 @@ from mcpbrowser.transports import protocol
 
 
 class McpCaller:
-    """Who made one request, as the core sees it (core/call.py's `Caller`): the client's name and owner,
-    its era, how to ask its user and how to tell it a long call's progress.
-
-    Made on the transport's thread for each request; used on the session thread
-    that runs the call (`elicit`, `notify`, `progress`) and by the dispatcher (`name`, `owner`)."""
+    """The client's name and owner, its era, how to ask its user and how to tell it a long call's progress."""
 
     person = False
     lists_tools = True

@@ -60,7 +60,6 @@ INSTRUCTIONS = (
 SERVER_INFO = {"name": "mcpbrowser", "title": "mcpbrowser", "version": __version__}
 
 
-
 class McpConnection:
     """The MCP state and methods of one client: its protocol version, capabilities, calls in flight.
 
@@ -203,9 +202,8 @@ class McpConnection:
         if method is None:
             raise ProtocolError(protocol.METHOD_NOT_FOUND, f"Method not found: {msg.method}", msg.id)
         value = method.handler(msg, caller)
-        if value is None:
-            return  # the handler answers later (tools/call, tasks/result of a running task, resources/read)
-        self.answer(msg.id, value, caller)
+        if value is not None:  # None: it answers later (tools/call, tasks/result of a running task, resources/read)
+            self.answer(msg.id, value, caller)
 
     def answer(self, request_id, value, caller):
         """Send a request's result, with the fields its era asks for: every result leaves here."""

@@ -43,10 +43,7 @@ class ProtocolError(Exception):
 
     def __init__(self, code, message, request_id=None, data=None):
         super().__init__(message)
-        self.code = code
-        self.message = message
-        self.request_id = request_id
-        self.data = data
+        self.code, self.message, self.request_id, self.data = code, message, request_id, data
 
 
 class Message(NamedTuple):
@@ -90,9 +87,7 @@ def parse(line):
     method = body["method"]
     if not isinstance(method, str):
         raise ProtocolError(INVALID_REQUEST, 'Invalid request: "method" must be a string', request_id)
-    params = body.get("params", {})
-    if params is None:
-        params = {}
+    params = {} if body.get("params") is None else body["params"]
     if not isinstance(params, dict):
         raise ProtocolError(INVALID_PARAMS, '"params" must be an object', request_id)
     return Message("request" if has_id else "notification", request_id, method, params, body)
@@ -161,9 +156,7 @@ def _notification(body):
     """A message with a method and no id. JSON-RPC never answers a notification, so one we
     cannot read (a wrong "jsonrpc", a method that is no string, params that are no object)
     is "malformed": logged and dropped, never answered with an error nobody asked for."""
-    method, params = body["method"], body.get("params", {})
-    if params is None:
-        params = {}
+    method, params = body["method"], {} if body.get("params") is None else body["params"]
     if body.get("jsonrpc") != "2.0" or not isinstance(method, str) or not isinstance(params, dict):
         return Message("malformed", None, method if isinstance(method, str) else None, {}, body)
     return Message("notification", None, method, params, body)
@@ -196,8 +189,7 @@ def request_version(msg):
 
 def check_envelope(msg):
     """A per-request envelope: a supported 2026-era version and the client's capabilities, else an error."""
-    meta = msg.params.get("_meta")
-    meta = meta if isinstance(meta, dict) else {}
+    meta = msg.params["_meta"] if isinstance(msg.params.get("_meta"), dict) else {}
     missing = [key for key in (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY) if key not in meta]
     if missing:
         raise ProtocolError(INVALID_PARAMS, f"Invalid params: _meta is missing {', '.join(missing)}", msg.id)
