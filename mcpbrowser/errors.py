@@ -18,8 +18,7 @@ class BrowserServerError(Exception):
 
     def __init__(self, message=None, *, session_id=None, details=None):
         self.message = message or self.default_message
-        self.session_id = session_id
-        self.details = details
+        self.session_id, self.details = session_id, details
         self.ref_id = None  # set when the call is recorded in the history
         self.meta = None
         super().__init__(self.message)

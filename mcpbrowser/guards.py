@@ -24,8 +24,7 @@ class RateLimiter:
     WINDOW_S = 60.0
 
     def __init__(self, per_minute, clock=time.monotonic):
-        self.per_minute = per_minute
-        self.clock = clock
+        self.per_minute, self.clock = per_minute, clock
         self._calls = collections.defaultdict(collections.deque)
         self._lock = threading.Lock()
 
@@ -53,9 +52,7 @@ class CircuitBreaker:
     threshold 0 turns it off."""
 
     def __init__(self, threshold, reset_s, clock=time.monotonic):
-        self.threshold = threshold
-        self.reset_s = reset_s
-        self.clock = clock
+        self.threshold, self.reset_s, self.clock = threshold, reset_s, clock
         self._failures: collections.Counter[str] = collections.Counter()
         self._opened = {}  # key -> monotonic time the breaker last opened
         self._lock = threading.Lock()
@@ -187,8 +184,7 @@ class Cooldown:
 
     def __init__(self, duration_s, scope="client", locale="en", clock=time.monotonic,
                  timer_factory=threading.Timer, on_end=None):
-        self.duration_s = duration_s
-        self.scope = scope
+        self.duration_s, self.scope = duration_s, scope
         self.texts = MESSAGES[locale]
         self.clock = clock
         self.on_end = on_end  # on_end(key, text, owner): the owner of the call that tripped it
@@ -328,8 +324,7 @@ class MemoryGuard:
     """Refuses new sessions while the browser's processes use more than --max-memory-mb (0: off)."""
 
     def __init__(self, limit_mb, clock=time.monotonic):
-        self.limit_mb = limit_mb
-        self.clock = clock
+        self.limit_mb, self.clock = limit_mb, clock
         self._sample = (-MEMORY_SAMPLE_S - 1.0, 0.0)  # (when sampled, MB)
 
     def over(self):

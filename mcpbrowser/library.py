@@ -33,9 +33,7 @@ class Session:
     """A library handle on one session, from `Browser.create_session()`; a context manager."""
 
     def __init__(self, browser: Any, session_id: str, expires_at: int, created: Result | None = None) -> None:
-        self.browser = browser
-        self.id = session_id
-        self.expires_at = expires_at
+        self.browser, self.id, self.expires_at = browser, session_id, expires_at
         self.created = created or {}  # create_session's answer: with url, the page it opened
 
     def call(self, tool: str, **args: Any) -> Result:

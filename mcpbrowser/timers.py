@@ -19,8 +19,7 @@ class KeyedTimers:
     """At most one pending timer per key; scheduling a key again replaces its timer."""
 
     def __init__(self, factory: Callable[..., Any] = threading.Timer, name: str = "timer") -> None:
-        self.factory = factory
-        self._name = name
+        self.factory, self._name = factory, name
         self._timers: dict[str, Any] = {}
         self._lock = threading.Lock()
 

@@ -162,8 +162,7 @@ class SharedBrowser:
         self.webmcp = webmcp  # Chromium runs page tools (--webmcp)
         self.spare_renderer = spare_renderer
         self.tuned = tuned  # False: Playwright's own launch arguments (the benchmark's raw contender)
-        self.executable = executable
-        self.headless = headless
+        self.executable, self.headless = executable, headless
         self.ws_endpoint = None
         self.pipe_endpoint = None
         self.process: Any = None  # the launcher's Popen, once started

@@ -123,9 +123,7 @@ class Call:
 
     def __init__(self, tool: str, session_id: str | None, caller: Caller, secret: bool = False) -> None:
         self.ref_id = uuid.uuid4().hex
-        self.tool = tool
-        self.session_id = session_id
-        self.caller = caller
+        self.tool, self.session_id, self.caller = tool, session_id, caller
         self.capture = False  # the page it leaves is stored: decided by OnSession.run (core/on_session.py)
         self.inline = False   # --response-mode full: the snapshot goes into the answer too (decided there too)
         self.capture_after = False  # the page is captured after the answer went out (decided with capture)

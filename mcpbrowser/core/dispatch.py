@@ -45,8 +45,7 @@ class Dispatcher:
 
     def __init__(self, config: Config, tools: dict[str, Any], registry: SessionRegistry, recorder: Recorder,
                  user: UserChannel, pool: Executor, core: Any, files: Any) -> None:
-        self.config = config
-        self.tools = tools
+        self.config, self.tools = config, tools
         self._registry, self._recorder, self._user, self._pool = registry, recorder, user, pool
         self._core = core  # what a core tool's handler gets: handler(core, args, call), browser.ToolContext
         self._groups = core.groups  # which tools each client enabled (tools/list, a refusal's note)

@@ -20,8 +20,7 @@ class Recorder:
     """Writes calls to the history, and lets get_content wait for a call still being recorded."""
 
     def __init__(self, history: History, tools: dict[str, Any]) -> None:
-        self.history = history
-        self._tools = tools
+        self.history, self._tools = history, tools
         self._lock = threading.Lock()
         self._pending: dict[str, Any] = {}  # ref_id -> Call not yet recorded
 

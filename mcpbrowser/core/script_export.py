@@ -170,8 +170,7 @@ class Script:
     """The test being written: its body lines, the secrets it reads, what could not be replayed."""
 
     def __init__(self, session_id, metadata, upload_roots=(), storage_state_path=None):
-        self.session_id = session_id
-        self.metadata = metadata
+        self.session_id, self.metadata = session_id, metadata
         self.upload_roots = [os.path.realpath(r) for r in upload_roots]
         self.storage_state_path = storage_state_path
         self.body: list[str] = []

@@ -45,9 +45,7 @@ class SessionRecord:
                  max_age_ms: int, clock: Callable[[], float], owner: str | None = None) -> None:
         self.session_id = session_id
         self.owner = owner  # the client that created it (HTTP); None: whoever holds the server (stdio, library)
-        self.worker = worker
-        self.created_at = created_at
-        self.clock = clock
+        self.worker, self.created_at, self.clock = worker, created_at, clock
         self._opened = clock()  # the monotonic instant of created_at
         # A hard cap on the session's age (--session-max-age), or None.
         self.last_deadline = self._opened + max_age_ms / 1000 if max_age_ms else None

@@ -144,8 +144,7 @@ class Store:
         self.path = path
         self.backend = open_backend(path)
         self.label = self.backend.label  # the database as logs and messages show it (a URL without its password)
-        self.retention_days = retention_days
-        self.max_mb = max_mb
+        self.retention_days, self.max_mb = retention_days, max_mb
         self._local = threading.local()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._closed = False

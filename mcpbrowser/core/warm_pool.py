@@ -40,8 +40,7 @@ class WarmPool:
                  memory: MemoryGuard, executor: Executor, opener: Callable[[SessionWorker], Any],
                  policy: Callable[[list[str] | None], DomainPolicy],
                  timer_factory: Callable[..., Any] = threading.Timer) -> None:
-        self.config = config
-        self._timer_factory = timer_factory
+        self.config, self._timer_factory = config, timer_factory
         self._registry, self._supervisor, self._memory = registry, supervisor, memory
         self._executor, self._opener, self._policy = executor, opener, policy
         self._lock = threading.Lock()

@@ -131,12 +131,10 @@ class McpWsgiApp:
 
     def __init__(self, core: CoreFace, *, credentials=None, allowed_origins=(), path="/mcp",
                  max_body_bytes=4 * 1024 * 1024, rate_limit=600, client_requests=16, on_close=None):
-        self.core = core
-        self._on_close = on_close
+        self.core, self._on_close = core, on_close
         self.credentials = dict(credentials or {})
         self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
-        self.path = path
-        self.max_body_bytes = max_body_bytes
+        self.path, self.max_body_bytes = path, max_body_bytes
         self.too_large = f"A message may be at most {max_body_bytes} bytes (--max-message-bytes): send less in one call"
         self.rate = RateLimiter(rate_limit)
         self.client_requests = client_requests

@@ -15,9 +15,7 @@ class McpCaller:
     lists_tools = True
 
     def __init__(self, connection, request_id, version, capabilities, progress_token=None):
-        self.connection = connection
-        self.request_id = request_id
-        self.version = version
+        self.connection, self.request_id, self.version = connection, request_id, version
         self.capabilities = capabilities if isinstance(capabilities, dict) else {}
         self.progress_token = progress_token  # the request's progressToken: progress is sent only then
         self.answers = {}  # question key -> the user's action, from a 2026-07-28 retry

@@ -69,8 +69,7 @@ class McpConnection:
     def __init__(self, core: "CoreFace | Future[CoreFace]", send, name=None, owner=None):
         # `core` may be a Future: initialize is answered before the core (store, thread
         # pools, browser start) exists. Requests that need it wait.
-        self._given = core
-        self.send = send
+        self._given, self.send = core, send
         self._state_lock = threading.Lock()
         self._inflight: dict[Any, Future | None] = {}  # request id -> Future of a running or queued tools/call
         self._suppressed: set[Any] = set()  # ids the client cancelled: their answers are dropped

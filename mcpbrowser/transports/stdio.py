@@ -23,8 +23,7 @@ class StdioServer:
 
     def __init__(self, core: "CoreFace | Future[CoreFace]", infile, outfile, max_message_bytes):
         """max_message_bytes: the longest line accepted (--max-message-bytes)."""
-        self._in = infile
-        self._out = outfile
+        self._in, self._out = infile, outfile
         self._write_lock = threading.Lock()
         self.done = threading.Event()
         self.max_message_bytes = max_message_bytes

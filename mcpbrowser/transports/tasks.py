@@ -34,8 +34,7 @@ class Task:
     def __init__(self, ttl_ms, future):
         self.task_id = uuid.uuid4().hex
         self.created_at = self.updated_at = _now_iso()
-        self.ttl_ms = ttl_ms
-        self.future = future
+        self.ttl_ms, self.future = ttl_ms, future
         self.status = "working"
         self.message = None
         self.result = None        # the CallToolResult, once finished
