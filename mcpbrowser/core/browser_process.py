@@ -76,20 +76,16 @@ def tune_driver_memory(environ=os.environ):
 
 def display_available():
     """True when a headed browser could open a window."""
-    if sys.platform != "linux":
-        return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return sys.platform != "linux" or bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def effective_headless(config):
     """Headed by default (a person can take over a login), but headless with a notice when there is no display."""
-    if config.headless:
-        return True
-    if not display_available():
+    if not config.headless and not display_available():
         log.warning("no display found (DISPLAY and WAYLAND_DISPLAY are unset): running headless",
                     extra={"event": "headless_fallback"})
         return True
-    return False
+    return config.headless
 
 
 def _playwright_dirs():
@@ -122,13 +118,9 @@ def find_executable(engine, executable_path=None):
         raise BrowserError(f"--executable-path {executable_path!r} is not an executable file. {INSTALL_HINT}")
     if engine != "chromium":
         return None  # firefox and webkit come only from Playwright's own install
-    candidate = playwright_chromium()
-    if candidate:
-        return candidate
-    for name in SYSTEM_CHROMIUMS:
-        path = shutil.which(name)
-        if path:
-            return path
+    found = playwright_chromium() or next(filter(None, map(shutil.which, SYSTEM_CHROMIUMS)), None)
+    if found:
+        return found
     raise BrowserError(f"No Chromium or Chrome was found. {INSTALL_HINT}")
 
 
@@ -163,8 +155,7 @@ class SharedBrowser:
         self.spare_renderer = spare_renderer
         self.tuned = tuned  # False: Playwright's own launch arguments (the benchmark's raw contender)
         self.executable, self.headless = executable, headless
-        self.ws_endpoint = None
-        self.pipe_endpoint = None
+        self.ws_endpoint = self.pipe_endpoint = None
         self.process: Any = None  # the launcher's Popen, once started
         self.runtime_dir: Any = None  # private: the sessions' socket and the relay script
         self.ended = threading.Event()  # the current browser is gone: it exited, or its launcher did

@@ -52,12 +52,11 @@ class RestartBackoff:
         self._count = self._count * 0.5 ** (max(0.0, ran_s) / BACKOFF_HALF_LIFE_S) + 1
         while self._restarts and self._restarts[0] <= now - self.window:
             self._restarts.popleft()
-        if len(self._restarts) < self.max_restarts:
+        spent = len(self._restarts) >= self.max_restarts
+        if not spent:
             delay = min(BACKOFF_MAX_S, BACKOFF_BASE_S * (2 ** min(self._count - 1, 16) - 1))
-            spent = False
         else:  # with --max-restarts 0, a restart once a window
             delay = (self._restarts[0] if self._restarts else now) + self.window - now
-            spent = True
         self._restarts.append(now + delay)
         return delay, spent
 
@@ -97,9 +96,7 @@ class BrowserSupervisor:
         # The supervisor thread's own: the launcher (alive, or kept for the next browser after a
         # crash), whether its browser is published and serving, since when, and how long the last ran.
         self._shared: SharedBrowser | None = None
-        self._serving = False
-        self._up_since = 0.0
-        self._ran_s = 0.0
+        self._serving, self._up_since, self._ran_s = False, 0.0, 0.0
         self._published: Endpoint | None = None  # the serving browser's endpoint
         # Under the lock: while the next browser starts on the launcher that ran the dead one,
         # that launcher's endpoint (its sessions' socket waits for the next browser); else None.
