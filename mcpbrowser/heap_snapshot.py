@@ -135,8 +135,7 @@ class Snapshot:
                     queue.append(to)
         if target not in came:
             return None
-        path = []
-        at = target
+        path, at = [], target
         while at is not None:
             parent, edge = came[at]
             path.append((self.edge_words(edge) if edge is not None else "", at))

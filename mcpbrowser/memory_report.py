@@ -78,13 +78,8 @@ def report(first, second, third_snapshot, totals, repeat, context):
     leaks, noise = grown(first, second, third, repeat)
     new_ids = {i for e in third.values() for i in e[2]} - {i for e in second.values() for i in e[2]}
     own = holders(third_snapshot, third, leaks, new_ids)
-    out = dict(context)
-    out["repeat"] = repeat
-    out["heapBytes"] = totals
-    out["leaks"] = leaks
-    out["moved"] = (own + noise)[:20]
-    out["sizes"] = "self sizes (what each object holds itself, not what it keeps alive)"
-    return out
+    return {**context, "repeat": repeat, "heapBytes": totals, "leaks": leaks, "moved": (own + noise)[:20],
+            "sizes": "self sizes (what each object holds itself, not what it keeps alive)"}
 
 
 def kb(size):
