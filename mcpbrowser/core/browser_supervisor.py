@@ -52,11 +52,12 @@ class RestartBackoff:
         self._count = self._count * 0.5 ** (max(0.0, ran_s) / BACKOFF_HALF_LIFE_S) + 1
         while self._restarts and self._restarts[0] <= now - self.window:
             self._restarts.popleft()
-        spent = len(self._restarts) >= self.max_restarts
-        if not spent:
+        if len(self._restarts) < self.max_restarts:
             delay = min(BACKOFF_MAX_S, BACKOFF_BASE_S * (2 ** min(self._count - 1, 16) - 1))
+            spent = False
         else:  # with --max-restarts 0, a restart once a window
             delay = (self._restarts[0] if self._restarts else now) + self.window - now
+            spent = True
         self._restarts.append(now + delay)
         return delay, spent
 

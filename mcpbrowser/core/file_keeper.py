@@ -85,10 +85,8 @@ class FileKeeper:
             kept = {path for paths in self._latest.values() for path in paths}
         now = time.time() if now is None else now
         files = sorted(self._own_files(), key=lambda f: f[1])  # (path, mtime, size), oldest first
-        old, quota = [], []
-        for path, mtime, _size in files:
-            if self.max_age_s and now - mtime > self.max_age_s and path not in kept:
-                old.append(path)
+        old = [path for path, mtime, _ in files if self.max_age_s and now - mtime > self.max_age_s and path not in kept]
+        quota = []
         total = sum(size for path, _mtime, size in files if path not in old)
         if self.max_bytes:
             for path, _mtime, size in files:

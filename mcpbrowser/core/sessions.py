@@ -126,9 +126,8 @@ class SessionRegistry:
             metadata["owner"] = owner
         # emulation and throttle: resume_session opens it the same way; login: the saved login it began
         # with, by name (export_script).
-        for option in ("emulation", "login", "throttle"):
-            if worker.options.get(option):
-                metadata[option] = worker.options[option]
+        metadata.update({option: worker.options[option] for option in ("emulation", "login", "throttle")
+                         if worker.options.get(option)})
         self.history.session_opened(worker.session_id, created, metadata)
         log.info("session created", extra={"event": "session_created", "session": worker.session_id, "source": source})
         return record

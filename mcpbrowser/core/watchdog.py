@@ -57,9 +57,8 @@ class Watchdog:
         saved = self._history.saved_state(session_id)
         options = self._options(old.options.get("allowed_domains"), session_id)
         # The fresh page looks and runs like the old one, logged in as it began (and its login's name kept).
-        for key in ("emulation", "throttle", "storage_state", "login"):
-            if old.options.get(key):
-                options[key] = old.options[key]
+        options.update({key: old.options[key] for key in ("emulation", "throttle", "storage_state", "login")
+                        if old.options.get(key)})
         if saved is not None:
             options.update(storage_state=saved[0], url=saved[1])
         new = SessionWorker(session_id, self._opener, options)
