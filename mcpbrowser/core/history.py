@@ -35,6 +35,14 @@ def _page(inline, packed, base):
     return unpack_snapshot(packed, base) if packed is not None else inline
 
 
+def _code(error):
+    """A response row's errorCode; None without one (an error that was not ours, its text; a row not recorded whole)."""
+    try:
+        return json.loads(error).get("errorCode") if error else None
+    except (ValueError, AttributeError):
+        return None
+
+
 class History:
     """Calls, sessions, saved session states and diff cursors, over one Store."""
 
@@ -262,11 +270,7 @@ class History:
         if not rows:
             return None
         session_id, owner, tool, status, error, *page = rows[0]
-        try:
-            code = json.loads(error).get("errorCode") if error else None
-        except (ValueError, AttributeError):
-            code = None  # an error that was not ours (its text), or a row not recorded whole
-        return {"sessionId": session_id, "owner": owner, "tool": tool, "status": status, "errorCode": code,
+        return {"sessionId": session_id, "owner": owner, "tool": tool, "status": status, "errorCode": _code(error),
                 "unrecorded": error[len(UNRECORDED):] if error and error.startswith(UNRECORDED) else None,
                 "page": _page(*page)}
 
@@ -291,16 +295,10 @@ class History:
             "s.snapshot_hash IS NOT NULL OR s.page_snapshot IS NOT NULL FROM requests r "
             f"LEFT JOIN responses s ON s.ref_id = r.ref_id WHERE r.session_id = ? AND r.rowid > ? {agents}"
             f"ORDER BY r.rowid {'DESC' if newest else ''} LIMIT ?", (session_id, after, 1 if newest else limit))
-        out = []
-        for seq, ref_id, tool, params, at, status, error, ended, has_page in rows:
-            try:
-                code = json.loads(error).get("errorCode") if error else None
-            except (ValueError, AttributeError):
-                code = None
-            out.append({"seq": seq, "refId": ref_id, "tool": tool, "params": json.loads(params), "status": status,
-                        "error": (code or "BROWSER_ERROR") if status == "error" else None, "at": at,
-                        "endedAt": ended, "hasPage": bool(has_page)})
-        return out
+        return [{"seq": seq, "refId": ref_id, "tool": tool, "params": json.loads(params), "status": status,
+                 "error": (_code(error) or "BROWSER_ERROR") if status == "error" else None, "at": at,
+                 "endedAt": ended, "hasPage": bool(has_page)}
+                for seq, ref_id, tool, params, at, status, error, ended, has_page in rows]
 
     def last_read(self, session_id):
         """(hash, page snapshot bytes) that this session's reader last read, or None."""
