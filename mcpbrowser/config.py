@@ -82,9 +82,7 @@ def _boolean(name, value):
 
 
 def _optional_text(name, value):
-    if value is None or value == "":
-        return None
-    return str(value)
+    return None if value is None or value == "" else str(value)
 
 
 def _database(name, value):

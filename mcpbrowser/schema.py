@@ -79,9 +79,7 @@ def problems(schema, value, path="arguments"):
             found += problems(schema["items"], item, f"{path}[{i}]")
     if isinstance(value, dict):
         props = schema.get("properties", {})
-        for name in schema.get("required", ()):
-            if name not in value:
-                found.append(f"{path}.{name} is required")
+        found += [f"{path}.{name} is required" for name in schema.get("required", ()) if name not in value]
         for name, item in value.items():
             if name in props:
                 found += problems(props[name], item, f"{path}.{name}")
@@ -133,10 +131,8 @@ def validate(schema, value):
 
 
 def _kind(value):
-    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
-        if _TYPES[name](value):
-            return name
-    return type(value).__name__
+    kinds = ("null", "boolean", "integer", "number", "string", "array", "object")
+    return next((name for name in kinds if _TYPES[name](value)), type(value).__name__)
 
 
 def compact_json(value):

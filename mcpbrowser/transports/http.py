@@ -44,6 +44,7 @@ CLIENT_IDLE_S = 3600.0    # a handshake-era client unheard of this long is forgo
 SESSION_HEADER = "Mcp-Session-Id"
 HEALTH_PATH = "/healthz"  # 200 "ok" to anyone, without a token (see __call__)
 _END = object()           # closes a stream's queue
+EVENT_STREAM = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"))
 
 
 class _Stream:
@@ -207,12 +208,9 @@ class McpWsgiApp:
 
     def _route(self, environ, start_response, name):
         method = environ.get("REQUEST_METHOD", "GET")
-        if method == "POST":
-            return self._post(environ, start_response, name)
-        if method == "GET":
-            return self._get(environ, start_response, name)
-        if method == "DELETE":
-            return self._delete(environ, start_response, name)
+        handler = {"POST": self._post, "GET": self._get, "DELETE": self._delete}.get(method)
+        if handler is not None:
+            return handler(environ, start_response, name)
         return _refuse(start_response, "405 Method Not Allowed", f"{method} is not used by MCP here",
                        [("Allow", "GET, POST, DELETE")])
 
@@ -356,8 +354,7 @@ class McpWsgiApp:
             if done is not None:
                 done()
             return _json_response(start_response, "200 OK", first)
-        start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
-                                  ("X-Accel-Buffering", "no")])
+        start_response("200 OK", list(EVENT_STREAM))
         return _EventStream(stream, first, connection, cancel_on_close, done)
 
     def _get(self, environ, start_response, name):
@@ -373,8 +370,7 @@ class McpWsgiApp:
             if client.own_stream is not None:
                 return _refuse(start_response, "409 Conflict", "This client's stream is open already")
             stream = client.own_stream = _Stream(None)
-        start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
-                                  ("X-Accel-Buffering", "no")])
+        start_response("200 OK", list(EVENT_STREAM))
 
         def closed():
             with client.lock:
