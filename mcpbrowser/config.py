@@ -244,9 +244,7 @@ def _endpoint(name, kind, item):
             raise ConfigError(f"{_flag(name)}: headers must look like `Name: value`, got {header.split(':')[0]!r}")
         key, value = header.split(":", 1)
         pairs.append((key.strip(), value.strip()))
-    capacity = item.get("capacity")
-    if capacity is not None:
-        capacity = _int_at_least(1)(name, capacity)
+    capacity = None if item.get("capacity") is None else _int_at_least(1)(name, item["capacity"])
     return RemoteEndpoint(url, kind, tuple(pairs), capacity)
 
 
