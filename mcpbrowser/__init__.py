@@ -5,8 +5,7 @@
             session.navigate("https://example.com")
 
 Importing the package is cheap on purpose: the core, Playwright and the MCP
-types load only when first used, so the server answers `initialize` first.
-"""
+types load only when first used, so the server answers `initialize` first."""
 
 __version__ = "0.1.0"
 

@@ -4,8 +4,7 @@ Each says which URLs it takes (config.py checks --ws-endpoint, --cdp-endpoint an
 --selenium-grid with it: any thread), how its endpoint is probed (core/fleet.py's
 watcher threads), and how a session reaches its browser, in which the session then
 opens its context (session/attach.py, on the SESSION THREAD, with its own Playwright).
-Our own browser behind its browser server is no remote kind: attach.py reaches it.
-"""
+Our own browser behind its browser server is no remote kind: attach.py reaches it."""
 
 import json
 from typing import Any

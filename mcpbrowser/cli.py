@@ -46,14 +46,12 @@ def main(argv=None):
         return _serve_http(config)
     out = _claim_stdout()
     logs.setup(config.log_level)
-    from mcpbrowser.core.browser_process import tune_driver_memory
-
-    tune_driver_memory()  # main thread, before any driver starts
-
     from concurrent.futures import Future
 
+    from mcpbrowser.core.browser_process import tune_driver_memory
     from mcpbrowser.core.browser_supervisor import BrowserSupervisor
 
+    tune_driver_memory()  # main thread, before any driver starts
     # The browser's launch (about 0.7 s) is most of the wait for a first navigate: start it
     # first, so that it overlaps the server's own imports and the history's opening.
     supervisor = BrowserSupervisor(config)
@@ -93,8 +91,7 @@ def export(argv):
     """`mcpbrowser export SESSION_ID [--storage-state PATH] [settings]`: the session's history as a pytest test.
 
     A one-shot command: it reads the history (--db) and writes under --output-dir, as the server
-    would; no browser starts, and a server may be running on the same history meanwhile.
-    """
+    would; no browser starts, and a server may be running on the same history meanwhile."""
     import argparse
     import json
 
@@ -117,7 +114,7 @@ def export(argv):
     from mcpbrowser.errors import BrowserServerError
 
     try:
-        store = Store(config.db, retention_days=0, max_mb=0, keys=config.db_keys())
+        store = Store(config.db, keys=config.db_keys())
     except Exception as exc:  # an unusable database
         print(f"mcpbrowser export: error: {exc}", file=sys.stderr)
         return 1
@@ -164,15 +161,15 @@ def _serve_http(config):
         signal.signal(sig, lambda *_: done.set())
     limits = Limits(config.http_header_timeout, config.http_body_timeout, config.http_idle_timeout,
                     config.http_max_connections, config.http_max_unauthenticated)
+    failed = 0
     try:
         serve(app, config.http, done, threads=max(16, 4 * config.max_sessions), limits=limits)
     except OSError as exc:  # the port is taken, say
         logs.log.error("cannot serve", extra={"event": "startup_failed", "error": str(exc)})
         print(f"mcpbrowser: error: --http {config.http}: {exc}", file=sys.stderr)
-        app.close()
-        sys.stderr.flush()
-        os._exit(1)
-    logs.log.info("shutting down", extra={"event": "shutdown"})
+        failed = 1
+    else:
+        logs.log.info("shutting down", extra={"event": "shutdown"})
     app.close()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(failed)

@@ -1,8 +1,7 @@
 """All tunables in one table; built once on the main thread, then read-only everywhere.
 
 Each field states its default and why, and validates itself so that a bad value
-names the command-line flag that carries it.
-"""
+names the command-line flag that carries it."""
 
 import argparse
 import dataclasses
@@ -83,9 +82,7 @@ def _boolean(name, value):
 
 
 def _optional_text(name, value):
-    if value is None or value == "":
-        return None
-    return str(value)
+    return None if value is None or value == "" else str(value)
 
 
 def _database(name, value):
@@ -179,8 +176,7 @@ class RemoteEndpoint:
     """One remote browser backend: a Playwright browser server (ws), a Chromium over CDP, or a Selenium Grid.
 
     headers: (name, value) pairs sent when attaching; capacity: sessions placed on it at
-    most (None: --max-sessions, so equal endpoints share the load evenly).
-    """
+    most (None: --max-sessions, so equal endpoints share the load evenly)."""
 
     url: str
     kind: str  # a key of backends.BACKENDS
@@ -248,9 +244,7 @@ def _endpoint(name, kind, item):
             raise ConfigError(f"{_flag(name)}: headers must look like `Name: value`, got {header.split(':')[0]!r}")
         key, value = header.split(":", 1)
         pairs.append((key.strip(), value.strip()))
-    capacity = item.get("capacity")
-    if capacity is not None:
-        capacity = _int_at_least(1)(name, capacity)
+    capacity = None if item.get("capacity") is None else _int_at_least(1)(name, item["capacity"])
     return RemoteEndpoint(url, kind, tuple(pairs), capacity)
 
 
@@ -304,70 +298,52 @@ class Config:
     """Effective settings. Construct with keyword arguments; every value is validated."""
 
     browser: str = _option(
-        "chromium", _one_of(BROWSERS),
-        "Browser engine; all sessions share one browser process behind a Playwright "
+        "chromium", _one_of(BROWSERS), "Browser engine; all sessions share one browser process behind a Playwright "
         "browser server. Firefox and webkit come from `python -m playwright install`.")
     headless: bool = _option(
-        False, _boolean,
-        "Run without a window. Default is headed so a person can take over a login; "
-        "with no display the server falls back to headless and says so on stderr.")
+        False, _boolean, "Run without a window. Default is headed so a person can take over a login; with no display "
+        "the server falls back to headless and says so on stderr.")
     session_timeout: int = _option(
-        300_000, _int_at_least(1),
-        "Milliseconds a session lives without calls (default 5 minutes). Each call renews it: "
-        "expiresAt in every answer says when it ends.")
+        300_000, _int_at_least(1), "Milliseconds a session lives without calls (default 5 minutes). Each call renews "
+        "it: expiresAt in every answer says when it ends.")
     session_max_age: int = _option(
-        0, _int_at_least(0),
-        "Milliseconds a session may live in all, however busy; 0 (default) for no cap.")
+        0, _int_at_least(0), "Milliseconds a session may live in all, however busy; 0 (default) for no cap.")
     max_sessions: int = _option(
-        10, _int_at_least(1),
-        "Most sessions open at once; each costs a browser context and a small relay process.")
+        10, _int_at_least(1), "Most sessions open at once; each costs a browser context and a small relay process.")
     pool_size: int = _option(
-        1, _int_at_least(0),
-        "Idle sessions kept ready (Playwright started, context and page open) so create_session "
+        1, _int_at_least(0), "Idle sessions kept ready (Playwright started, context and page open) so create_session "
         "answers at once; each costs about 40 MB, and the pool never exceeds --max-sessions.")
     spare_renderer: bool = _option(
-        False, _boolean,
-        "Let Chromium keep a spare renderer process warm for the next navigation. It is kept "
-        "for one session at a time, so with sessions taking turns each navigation started and "
-        "killed one; off, a navigation to another site or a new tab pays for a process start "
-        "(about 10-20 ms here). Turn it on for one session that hops between sites.")
-    executable_path: str = _option(
-        None, _optional_text,
-        "Browser executable to use instead of looking for one.")
-    log_level: str = _option(
-        "info", _one_of(LOG_LEVELS), "Least severe level written to stderr.")
+        False, _boolean, "Let Chromium keep a spare renderer process warm for the next navigation. It is kept for one "
+        "session at a time, so with sessions taking turns each navigation started and killed one; off, a navigation to "
+        "another site or a new tab pays for a process start (about 10-20 ms here). Turn it on for one session that "
+        "hops between sites.")
+    executable_path: str = _option(None, _optional_text, "Browser executable to use instead of looking for one.")
+    log_level: str = _option("info", _one_of(LOG_LEVELS), "Least severe level written to stderr.")
     action_timeout: int = _option(
-        5_000, _int_at_least(1),
-        "Default milliseconds an element action (click, type) waits for its element.")
+        5_000, _int_at_least(1), "Default milliseconds an element action (click, type) waits for its element.")
     navigation_timeout: int = _option(
-        30_000, _int_at_least(1),
-        "Default milliseconds a navigation waits for its load state.")
+        30_000, _int_at_least(1), "Default milliseconds a navigation waits for its load state.")
 
     console_buffer: int = _option(
-        1000, _int_at_least(1),
-        "Console messages kept per session (all its tabs); the oldest are dropped first.")
+        1000, _int_at_least(1), "Console messages kept per session (all its tabs); the oldest are dropped first.")
     network_buffer: int = _option(
-        500, _int_at_least(1),
-        "Network requests kept per session (all its tabs); the oldest are dropped first.")
+        500, _int_at_least(1), "Network requests kept per session (all its tabs); the oldest are dropped first.")
     redact_headers: tuple = _option(
-        ("authorization", "cookie", "set-cookie", "x-api-key", "proxy-authorization"), _lower_list,
-        "Comma-separated header names whose values are shown as [REDACTED]; \"\" shows all.")
+        ("authorization", "cookie", "set-cookie", "x-api-key", "proxy-authorization"), _lower_list, "Comma-separated "
+        "header names whose values are shown as [REDACTED]; \"\" shows all.")
     webmcp: bool = _option(
-        True, _boolean,
-        "Launch Chromium able to run the tools a page registers (WebMCP), which page_tools lists and calls "
-        "(tool group webmcp). Off: the browser runs none, and page_tools says so.")
+        True, _boolean, "Launch Chromium able to run the tools a page registers (WebMCP), which page_tools lists and "
+        "calls (tool group webmcp). Off: the browser runs none, and page_tools says so.")
     allow_evaluate: bool = _option(
-        False, _boolean,
-        "Offer the evaluate tool, which runs arbitrary JavaScript in the page. Off by default: "
-        "an agent with evaluate can read anything the page can.")
+        False, _boolean, "Offer the evaluate tool, which runs arbitrary JavaScript in the page. Off by default: an "
+        "agent with evaluate can read anything the page can.")
     upload_dir: tuple = _option(
-        (), _text_list,
-        "Comma-separated directories whose files upload_file may send; without one the tool "
-        "is not offered.")
+        (), _text_list, "Comma-separated directories whose files upload_file may send; without one the tool is not "
+        "offered.")
     output_dir: str = _option(
-        None, _optional_text,
-        "Directory where screenshots are also saved, and downloads, PDFs, traces and exported tests are "
-        "saved, under names the server chooses (default for those: `files` beside the history database).")
+        None, _optional_text, "Directory where screenshots are also saved, and downloads, PDFs, traces and exported "
+        "tests are saved, under names the server chooses (default for those: `files` beside the history database).")
     caps: tuple = _option(
         (), _lower_list,
         "Comma-separated tool groups to offer beside the core tools, or all: "
@@ -375,64 +351,51 @@ class Config:
         + ". Off by default: a model reads tools/list on every turn. A client can turn one on "
         "for itself with the enable_tools tool.")
     max_download_mb: int = _option(
-        100, _int_at_least(0),
-        "Largest download a page may save, in MB; bigger ones are refused and deleted. The limit holds for all "
-        "of a session's downloads at once, while they stream. 0 refuses all downloads.")
+        100, _int_at_least(0), "Largest download a page may save, in MB; bigger ones are refused and deleted. The "
+        "limit holds for all of a session's downloads at once, while they stream. 0 refuses all downloads.")
 
     cdp_endpoint: tuple = _option(
-        (), _endpoints("cdp"),
-        "Attach to running Chromium or Chrome browsers over CDP instead of launching one: a URL, a comma "
-        "list or the flag repeated (a fleet; in --config, objects with url, headers and capacity).")
+        (), _endpoints("cdp"), "Attach to running Chromium or Chrome browsers over CDP instead of launching one: a "
+        "URL, a comma list or the flag repeated (a fleet; in --config, objects with url, headers and capacity).")
     ws_endpoint: tuple = _option(
-        (), _endpoints("ws"),
-        "Attach to Playwright browser servers (`playwright run-server`) instead of launching a browser: "
-        "a URL, a comma list or the flag repeated. New sessions go where most capacity is free.")
+        (), _endpoints("ws"), "Attach to Playwright browser servers (`playwright run-server`) instead of launching a "
+        "browser: a URL, a comma list or the flag repeated. New sessions go where most capacity is free.")
     selenium_grid: tuple = _option(
-        (), _endpoints("grid"),
-        "Run each session in a Chromium that a Selenium Grid 4 starts on one of its nodes (Playwright's "
-        "Selenium support, CDP through the Grid): the Grid's URL, http://HOST:4444.")
+        (), _endpoints("grid"), "Run each session in a Chromium that a Selenium Grid 4 starts on one of its nodes "
+        "(Playwright's Selenium support, CDP through the Grid): the Grid's URL, http://HOST:4444.")
     selenium_capabilities: dict = _option(
-        None, _json_object,
-        "Extra WebDriver capabilities for --selenium-grid sessions, as a JSON object "
+        None, _json_object, "Extra WebDriver capabilities for --selenium-grid sessions, as a JSON object "
         "({\"platformName\": \"linux\"}); they are merged over Playwright's own.")
     endpoint_capacity: int = _option(
-        None, lambda name, value: None if value in (None, "") else _int_at_least(1)(name, value),
-        "Sessions placed on each remote endpoint at most, unless its --config entry says otherwise "
-        "(default: --max-sessions).")
+        None, lambda name, value: None if value in (None, "") else _int_at_least(1)(name, value), "Sessions placed on "
+        "each remote endpoint at most, unless its --config entry says otherwise (default: --max-sessions).")
     endpoint_headers: tuple = _option(
-        (), _text_list,
-        "Comma-separated `Name: value` headers sent to every remote endpoint (an auth token, say); "
-        "an endpoint's own headers in --config win. Masked in --print-config.")
+        (), _text_list, "Comma-separated `Name: value` headers sent to every remote endpoint (an auth token, say); an "
+        "endpoint's own headers in --config win. Masked in --print-config.")
     allowed_domains: tuple = _option(
-        (), _lower_list,
-        "Comma-separated hosts sessions may reach, enforced on every request (`*.example.com` for "
+        (), _lower_list, "Comma-separated hosts sessions may reach, enforced on every request (`*.example.com` for "
         "subdomains); empty allows all.")
     blocked_domains: tuple = _option(
         (), _lower_list, "Comma-separated hosts no request may reach; wins over --allowed-domains.")
     url_schemes: tuple = _option(
-        ("http", "https", "about", "data"), _lower_list,
-        "URL schemes navigate accepts; add file or chrome explicitly to allow them.")
+        ("http", "https", "about", "data"), _lower_list, "URL schemes navigate accepts; add file or chrome explicitly "
+        "to allow them.")
     block_private_networks: bool = _option(
-        False, _boolean,
-        "Refuse requests to loopback, private and link-local addresses (checked on the address a name "
+        False, _boolean, "Refuse requests to loopback, private and link-local addresses (checked on the address a name "
         "resolves to, so DNS rebinding cannot reach them), unless an allowed-domains entry names the host.")
     ask_new_domains: bool = _option(
-        False, _boolean,
-        "When navigate meets a host outside --allowed-domains, ask the user through the client "
-        "(MCP elicitation) instead of refusing.")
+        False, _boolean, "When navigate meets a host outside --allowed-domains, ask the user through the client (MCP "
+        "elicitation) instead of refusing.")
     rate_limit: int = _option(
-        60, _int_at_least(0),
-        "Calls per minute per client, session and tool (default 60); 0 turns limiting off.")
+        60, _int_at_least(0), "Calls per minute per client, session and tool (default 60); 0 turns limiting off.")
     login_cooldown: int = _option(
-        300, _int_at_least(0),
-        "Seconds browser actions pause after a call ran into a login, verification or captcha wall; "
-        "0 disables.")
+        300, _int_at_least(0), "Seconds browser actions pause after a call ran into a login, verification or captcha "
+        "wall; 0 disables.")
     # client: one client's wall never pauses another's calls (over HTTP any client could
     # otherwise pause all), and on stdio, with its one client, it is the whole server.
     cooldown_scope: str = _option(
-        "client", _one_of(("client", "server", "session")),
-        "What a cooldown pauses: the calls of the client that ran into the wall (on stdio: all), "
-        "every client's (server), or one session's.")
+        "client", _one_of(("client", "server", "session")), "What a cooldown pauses: the calls of the client that ran "
+        "into the wall (on stdio: all), every client's (server), or one session's.")
     login_keywords: tuple = _option(
         ("验证超时", "登录超时", "captcha", "验证码", "安全验证", "login required", "authentication",
          "verify you are human"), _text_list,
@@ -440,23 +403,19 @@ class Config:
         "(besides a shown password or one-time-code field, or a captcha).")
     locale: str = _option("en", _one_of(("en", "zh")), "Language of cooldown messages: en or zh.")
     max_message_bytes: int = _option(
-        4 * 1024 * 1024, _int_at_least(1024),
-        "Longest JSON-RPC line accepted from the client; a longer one is answered with -32600 and "
-        "discarded (requests here are small; this bounds memory under hostile input).")
+        4 * 1024 * 1024, _int_at_least(1024), "Longest JSON-RPC line accepted from the client; a longer one is "
+        "answered with -32600 and discarded (requests here are small; this bounds memory under hostile input).")
     db: str = _option(
-        None, _database,
-        "History of every call: a SQLite file path (or sqlite:PATH), :memory: to keep nothing after exit, or "
-        "postgresql://user:password@host:port/database?sslmode=... for several servers on one history "
-        "(pip install 'mcpbrowser[postgres]') (default: history.db under the user's data directory).")
+        None, _database, "History of every call: a SQLite file path (or sqlite:PATH), :memory: to keep nothing after "
+        "exit, or postgresql://user:password@host:port/database?sslmode=... for several servers on one history (pip "
+        "install 'mcpbrowser[postgres]') (default: history.db under the user's data directory).")
     db_key_file: str = _option(
-        None, _key_file,
-        "File of the key that seals saved logins and resume states in the history (one line of 64 hex digits; "
-        "more lines: the first seals, every one opens, for a rotation); give every server sharing a history "
+        None, _key_file, "File of the key that seals saved logins and resume states in the history (one line of 64 hex "
+        "digits; more lines: the first seals, every one opens, for a rotation); give every server sharing a history "
         "the same file, mode 0600 (default: a key the server makes beside its history).")
     retention_days: int = _option(
-        0, _int_at_least(0),
-        "Drop history, and files the server saved (screenshots, downloads, PDFs, traces), older than this "
-        "many days; 0 keeps everything.")
+        0, _int_at_least(0), "Drop history, and files the server saved (screenshots, downloads, PDFs, traces), older "
+        "than this many days; 0 keeps everything.")
     # A bound by default: a page-changing call costs about 7.5 KB of history (scripts/history_cost.py),
     # so 1 GB keeps ~140,000 of them (ten agents' week at 2,000 calls a day each) and a
     # default install cannot fill the disk. 0 keeps everything, as before.
@@ -466,122 +425,98 @@ class Config:
     # downloads up to --max-download-mb (100) each; 2 GB keeps a working week of an agent's files
     # and a default install cannot fill the disk with them.
     files_max_mb: int = _option(
-        2048, _int_at_least(0),
-        "Remove the oldest files the server saved under --output-dir (screenshots, downloads, PDFs, traces) "
-        "once they take more than this many MB, never one an open session's latest answer named; their "
+        2048, _int_at_least(0), "Remove the oldest files the server saved under --output-dir (screenshots, downloads, "
+        "PDFs, traces) once they take more than this many MB, never one an open session's latest answer named; their "
         "calls' history says so. 0 means no limit.")
     browser_ping: int = _option(
-        30, _int_at_least(0),
-        "Seconds between health checks of the shared browser (a context opened and closed), or of each "
-        "remote endpoint (one HTTP request); a crash is noticed at once anyway. 0 turns the check off.")
+        30, _int_at_least(0), "Seconds between health checks of the shared browser (a context opened and closed), or "
+        "of each remote endpoint (one HTTP request); a crash is noticed at once anyway. 0 turns the check off.")
     max_restarts: int = _option(
-        3, _int_at_least(0),
-        "Browser restarts allowed within --restart-window (at once, unless the browser keeps dying soon "
-        "after it starts: then after up to 4 s); past that the server is degraded and calls answer "
+        3, _int_at_least(0), "Browser restarts allowed within --restart-window (at once, unless the browser keeps "
+        "dying soon after it starts: then after up to 4 s); past that the server is degraded and calls answer "
         "BROWSER_UNAVAILABLE until the window allows one.")
-    restart_window: int = _option(
-        300, _int_at_least(1), "Seconds over which --max-restarts counts restarts.")
+    restart_window: int = _option(300, _int_at_least(1), "Seconds over which --max-restarts counts restarts.")
     watchdog_grace: int = _option(
-        30, _int_at_least(0),
-        "Seconds a command may run past its own timeout before it is answered COMMAND_TIMEOUT and "
-        "its session thread is replaced; 0 turns the watchdog off.")
+        30, _int_at_least(0), "Seconds a command may run past its own timeout before it is answered COMMAND_TIMEOUT "
+        "and its session thread is replaced; 0 turns the watchdog off.")
     breaker_threshold: int = _option(
-        5, _int_at_least(0),
-        "Consecutive BROWSER_ERROR failures of one tool that open its circuit breaker; "
-        "0 turns the breaker off.")
+        5, _int_at_least(0), "Consecutive BROWSER_ERROR failures of one tool that open its circuit breaker; 0 turns "
+        "the breaker off.")
     breaker_reset: int = _option(
-        30, _int_at_least(1),
-        "Seconds an open breaker refuses its tool with CIRCUIT_OPEN before letting one call try.")
+        30, _int_at_least(1), "Seconds an open breaker refuses its tool with CIRCUIT_OPEN before letting one call try.")
     idle_gc: int = _option(
-        1_000, _int_at_least(0),
-        "Milliseconds a session must stay quiet after a call before its pages' JavaScript heaps "
-        "are collected: about 25 MB back per active session, for a few milliseconds of the "
-        "browser's time while the agent thinks. 0 turns it off.")
+        1_000, _int_at_least(0), "Milliseconds a session must stay quiet after a call before its pages' JavaScript "
+        "heaps are collected: about 25 MB back per active session, for a few milliseconds of the browser's time while "
+        "the agent thinks. 0 turns it off.")
     max_memory_mb: int = _option(
-        2048, _int_at_least(0),
-        "Refuse new sessions with RESOURCE_EXHAUSTED while the browser's processes (the launcher, "
-        "the browser and the sessions' relays, PSS; not the server's own) use more than this many MB, "
-        "as a guard against runaway pages; 8 sessions on small pages take about 0.9 GB here. 0 turns it off.")
+        2048, _int_at_least(0), "Refuse new sessions with RESOURCE_EXHAUSTED while the browser's processes (the "
+        "launcher, the browser and the sessions' relays, PSS; not the server's own) use more than this many MB, as a "
+        "guard against runaway pages; 8 sessions on small pages take about 0.9 GB here. 0 turns it off.")
     # Off by default: what a session may use depends on the pages an operator expects (a web
     # app takes 50-300 MB of JavaScript memory), and closing one is a decision of theirs.
     session_memory_mb: int = _option(
-        0, _int_at_least(0),
-        "Close a session, with SESSION_MEMORY_EXCEEDED and a last save that resume_session restores, once "
-        "its pages' JavaScript memory (V8 heaps and ArrayBuffers, as list_sessions shows it) is over this "
-        "many MB; checked after a call, at most every 2 s per session, and by list_sessions. The browser "
-        "and other sessions go on. 0 (default) sets no limit.")
+        0, _int_at_least(0), "Close a session, with SESSION_MEMORY_EXCEEDED and a last save that resume_session "
+        "restores, once its pages' JavaScript memory (V8 heaps and ArrayBuffers, as list_sessions shows it) is over "
+        "this many MB; checked after a call, at most every 2 s per session, and by list_sessions. The browser and "
+        "other sessions go on. 0 (default) sets no limit.")
     http: str = _option(
-        None, _host_port,
-        "Serve MCP over Streamable HTTP on HOST:PORT (a threaded WSGI server) instead of stdio; "
+        None, _host_port, "Serve MCP over Streamable HTTP on HOST:PORT (a threaded WSGI server) instead of stdio; "
         "several clients share the browser, each with its own sessions. A non-loopback HOST needs tokens.")
     http_path: str = _option("/mcp", _url_path, "The HTTP endpoint's path.")
     http_token_file: str = _option(
-        None, _optional_text,
-        "File of bearer tokens, one client per line as `name token` (or a bare token): each client "
-        "sees only its own sessions; `name token operator` also lets that token's person see every "
-        "session in the live view (--view). Also MCPBROWSER_HTTP_TOKENS, as comma-separated `name:token`.")
+        None, _optional_text, "File of bearer tokens, one client per line as `name token` (or a bare token): each "
+        "client sees only its own sessions; `name token operator` also lets that token's person see every session in "
+        "the live view (--view). Also MCPBROWSER_HTTP_TOKENS, as comma-separated `name:token`.")
     http_tokens: tuple = _option(
-        (), _text_list,
-        "Comma-separated `name:token` pairs; set it through MCPBROWSER_HTTP_TOKENS or --http-token-file, "
-        "since a command line is visible to every user of the machine. Masked in --print-config.")
+        (), _text_list, "Comma-separated `name:token` pairs; set it through MCPBROWSER_HTTP_TOKENS or "
+        "--http-token-file, since a command line is visible to every user of the machine. Masked in --print-config.")
     view: str = _option(
-        None, _view_place,
-        "Serve the live view, where a person watches every session and takes over a login wall: "
-        "`http` mounts it under /view/ beside --http; HOST:PORT serves it alone (loopback, or tokens "
-        "needed), with a one-time sign-in URL on stderr when there are no tokens. Off by default.")
+        None, _view_place, "Serve the live view, where a person watches every session and takes over a login wall: "
+        "`http` mounts it under /view/ beside --http; HOST:PORT serves it alone (loopback, or tokens needed), with a "
+        "one-time sign-in URL on stderr when there are no tokens. Off by default.")
     view_trusted_proxy: bool = _option(
-        False, _boolean,
-        "The view sits behind a TLS-terminating proxy that sets X-Forwarded-Proto: trust that header, "
+        False, _boolean, "The view sits behind a TLS-terminating proxy that sets X-Forwarded-Proto: trust that header, "
         "so the view's cookie is Secure and its origin is the proxy's https one.")
     http_allowed_origins: tuple = _option(
-        (), _lower_list,
-        "Comma-separated origins (`https://app.example.com`) whose browser pages may call the server; "
+        (), _lower_list, "Comma-separated origins (`https://app.example.com`) whose browser pages may call the server; "
         "requests with any other Origin are refused (403), against DNS rebinding. Empty: loopback origins only.")
     http_rate_limit: int = _option(
-        600, _int_at_least(0),
-        "HTTP requests per minute per client (its token, or its address without tokens), answered 429 "
-        "past it; 0 turns it off.")
+        600, _int_at_least(0), "HTTP requests per minute per client (its token, or its address without tokens), "
+        "answered 429 past it; 0 turns it off.")
     # Slow and idle clients (measured with waitress 3.0.2; see transports/http_server.py): a
     # stalled socket costs no thread and about 1 KB, but one connection of a limit.
     http_header_timeout: int = _option(
-        5, _int_at_least(1),
-        "Seconds a request's head (its line and headers) may take to arrive, from its first byte; "
+        5, _int_at_least(1), "Seconds a request's head (its line and headers) may take to arrive, from its first byte; "
         "a client sends it in one packet, a connection that trickles it is closed.")
     http_body_timeout: int = _option(
-        30, _int_at_least(1),
-        "Seconds a request's head and body may take to arrive, from its first byte: a 4 MB body "
+        30, _int_at_least(1), "Seconds a request's head and body may take to arrive, from its first byte: a 4 MB body "
         "(--max-message-bytes) needs 1.1 Mbit/s. A connection past it is closed.")
     http_idle_timeout: int = _option(
-        5, _int_at_least(1),
-        "Seconds a keep-alive connection may sit idle between requests before it is closed (within a "
-        "second after); a client opens another in one round trip. Not below httpx's keep-alive expiry "
-        "(5 s, the MCP SDK's client): it drops its idle connection first, so it never sends a request "
-        "on one the server is closing. Event streams and calls in progress are not idle.")
+        5, _int_at_least(1), "Seconds a keep-alive connection may sit idle between requests before it is closed "
+        "(within a second after); a client opens another in one round trip. Not below httpx's keep-alive expiry (5 s, "
+        "the MCP SDK's client): it drops its idle connection first, so it never sends a request on one the server is "
+        "closing. Event streams and calls in progress are not idle.")
     http_max_connections: int = _option(
-        512, _int_at_least(16),
-        "Open connections at most; past it new ones wait in the kernel's backlog. Each holds a file "
-        "descriptor, and 1024 is a common per-process limit that the browser's pipes share.")
+        512, _int_at_least(16), "Open connections at most; past it new ones wait in the kernel's backlog. Each holds a "
+        "file descriptor, and 1024 is a common per-process limit that the browser's pipes share.")
     http_max_unauthenticated: int = _option(
-        128, _int_at_least(1),
-        "Connections that have not shown a valid token yet (with no tokens: a whole request head), "
-        "counted apart; past it the oldest idle one is closed. A client shows its token within a "
-        "millisecond of connecting, so stalled sockets can only crowd each other out.")
+        128, _int_at_least(1), "Connections that have not shown a valid token yet (with no tokens: a whole request "
+        "head), counted apart; past it the oldest idle one is closed. A client shows its token within a millisecond of "
+        "connecting, so stalled sockets can only crowd each other out.")
     http_client_requests: int = _option(
-        16, _int_at_least(1),
-        "Requests one token's client may hold open at once (calls waiting for answers, event streams), "
-        "answered 429 past it: each holds one of the server's max(16, 4 x --max-sessions) threads. "
-        "16 runs 10 sessions' calls at once with streams to spare. Without tokens, clients cannot be "
-        "told apart and only the threads bound them.")
+        16, _int_at_least(1), "Requests one token's client may hold open at once (calls waiting for answers, event "
+        "streams), answered 429 past it: each holds one of the server's max(16, 4 x --max-sessions) threads. 16 runs "
+        "10 sessions' calls at once with streams to spare. Without tokens, clients cannot be told apart and only the "
+        "threads bound them.")
     secrets: str = _option(
-        None, _optional_text,
-        "Dotenv file of named secrets (`NAME=value`; `client:NAME=value` for one --http-token-file client): "
-        "type and fill_form take them by name (secretName), so the values never reach the agent.")
+        None, _optional_text, "Dotenv file of named secrets (`NAME=value`; `client:NAME=value` for one "
+        "--http-token-file client): type and fill_form take them by name (secretName), so the values never reach the "
+        "agent.")
     response_mode: str = _option(
-        "compact", _one_of(("compact", "full", "lean")),
-        "compact keeps page snapshots in the history (fetch them with get_content); "
-        "full also puts them in every page-changing answer; lean stores none after page-changing calls "
-        "(snapshot and wait_for still store theirs), which saves the browser about 35 ms of CPU per navigate "
-        "(less per click or type).")
+        "compact", _one_of(("compact", "full", "lean")), "compact keeps page snapshots in the history (fetch them with "
+        "get_content); full also puts them in every page-changing answer; lean stores none after page-changing calls "
+        "(snapshot and wait_for still store theirs), which saves the browser about 35 ms of CPU per navigate (less per "
+        "click or type).")
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -638,8 +573,7 @@ class Config:
         """(settings, print_config): defaults < --config file < MCPBROWSER_* variables < flags.
 
         Every value is checked where it came from, so an error names the flag, the
-        variable or the file key that carried it.
-        """
+        variable or the file key that carried it."""
         environ = os.environ if environ is None else environ
         ns = build_parser().parse_args(argv)
         names = {f.name for f in dataclasses.fields(cls)}
@@ -717,8 +651,7 @@ class Config:
 
         Dotenv lines: `NAME=value`, `export NAME=value`, a value in '…' or "…" (where \\n, \\" and
         \\\\ are escapes), `# comments`. `client:NAME=value` is that HTTP client's own (its
-        name in --http-token-file), and wins over a shared NAME. Errors name the line, never a value.
-        """
+        name in --http-token-file), and wins over a shared NAME. Errors name the line, never a value."""
         if not self.secrets:
             return {}
         try:
@@ -839,11 +772,9 @@ def build_parser():
         env = ENV_PREFIX + f.name.upper()
         help_text = f"{f.metadata['help']} (default: {f.default}; env {env})"
         if f.type in (bool, "bool"):
-            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction,
-                                default=None, help=help_text)
+            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_text)
         elif f.name in APPENDABLE:
             parser.add_argument(flag, dest=f.name, default=None, metavar="URL", action="append", help=help_text)
         else:
-            parser.add_argument(flag, dest=f.name, default=None, metavar=f.name.upper(),
-                                help=help_text)
+            parser.add_argument(flag, dest=f.name, default=None, metavar=f.name.upper(), help=help_text)
     return parser

@@ -2,8 +2,7 @@
 metadata addresses (`DomainPolicy`, enforced by core/policy_proxy.py and session/network_policy.py).
 
 Pure logic, and a lock in each DomainPolicy, so any thread may call it: session threads (request
-routing), the policy proxy's connection threads, the core's pool (a session's opening).
-"""
+routing), the policy proxy's connection threads, the core's pool (a session's opening)."""
 
 import ipaddress
 import threading
@@ -95,8 +94,7 @@ def canonical_pattern(pattern):
 def domain_matches(host, pattern):
     """`example.com` matches itself only; `*.example.com` matches its subdomains, not itself.
 
-    Both sides must be canonical (canonical_host, canonical_pattern).
-    """
+    Both sides must be canonical (canonical_host, canonical_pattern)."""
     if pattern.startswith("*."):
         return host.endswith(pattern[1:])
     return host == pattern
@@ -148,8 +146,7 @@ BLOCKED_HEADER = "X-Mcpbrowser-Blocked"
 class DomainPolicy:
     """What one session may load: the server's lists, narrowed by the session's, plus what the user allowed.
 
-    Any thread may ask it (session threads, the policy proxy's connection threads).
-    """
+    Any thread may ask it (session threads, the policy proxy's connection threads)."""
 
     def __init__(self, allowed=(), blocked=(), schemes=("http", "https", "about", "data"), session_allowed=None,
                  block_private=False):

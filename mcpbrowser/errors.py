@@ -18,8 +18,7 @@ class BrowserServerError(Exception):
 
     def __init__(self, message=None, *, session_id=None, details=None):
         self.message = message or self.default_message
-        self.session_id = session_id
-        self.details = details
+        self.session_id, self.details = session_id, details
         self.ref_id = None  # set when the call is recorded in the history
         self.meta = None
         super().__init__(self.message)
@@ -175,8 +174,7 @@ class InputRequired(PolicyError):
     """The person must answer first, and this client asks them between calls (MCP 2026-07-28).
 
     Only a transport's caller raises it; the MCP layer turns it into an InputRequiredResult
-    and the client retries the call with the answer under `key`.
-    """
+    and the client retries the call with the answer under `key`."""
 
     code = "INPUT_REQUIRED"
     default_message = "The user must answer a question first."

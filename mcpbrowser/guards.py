@@ -3,8 +3,7 @@
 Pure logic with an injectable clock (`time.monotonic` by default, never wall
 time for deadlines) and a lock each, so any thread may call them: the core's
 dispatcher (rate limit, cooldown), the HTTP transport (its own rate limits) and timer
-threads (cooldown end). Which hosts a session may reach is domains.py's.
-"""
+threads (cooldown end). Which hosts a session may reach is domains.py's."""
 
 import collections
 import math
@@ -25,8 +24,7 @@ class RateLimiter:
     WINDOW_S = 60.0
 
     def __init__(self, per_minute, clock=time.monotonic):
-        self.per_minute = per_minute
-        self.clock = clock
+        self.per_minute, self.clock = per_minute, clock
         self._calls = collections.defaultdict(collections.deque)
         self._lock = threading.Lock()
 
@@ -51,13 +49,10 @@ class CircuitBreaker:
     When the pause is over the next call is let through as a trial: a success
     closes the breaker, a failure opens it again at once. Other outcomes (the
     agent's own mistakes, such as ELEMENT_NOT_FOUND) neither count nor reset.
-    threshold 0 turns it off.
-    """
+    threshold 0 turns it off."""
 
     def __init__(self, threshold, reset_s, clock=time.monotonic):
-        self.threshold = threshold
-        self.reset_s = reset_s
-        self.clock = clock
+        self.threshold, self.reset_s, self.clock = threshold, reset_s, clock
         self._failures: collections.Counter[str] = collections.Counter()
         self._opened = {}  # key -> monotonic time the breaker last opened
         self._lock = threading.Lock()
@@ -120,8 +115,7 @@ def wall_hit(tool, error, page_wall):
 
     error: its BrowserServerError (only `code` and `timed_out` are read). page_wall():
     what wall the page shows now (a kind, see page_reading.wall) or None; asked only
-    when the rule needs it, since it reads the page.
-    """
+    when the rule needs it, since it reads the page."""
     if error.code not in ("WAIT_TIMEOUT", "NAVIGATION_FAILED") or not error.timed_out:
         return None
     if tool == "wait_for_user":
@@ -186,13 +180,11 @@ class Cooldown:
     Scope, what one cooldown covers: "client" (the default), the calls of the client whose
     call tripped it, or all calls when the server has one client (stdio, the library: no
     owner); "server", every call; "session", the calls on that session. Only tools that
-    read (their `read_only` declaration) and wait_for_user, the handover, run during it.
-    """
+    read (their `read_only` declaration) and wait_for_user, the handover, run during it."""
 
     def __init__(self, duration_s, scope="client", locale="en", clock=time.monotonic,
                  timer_factory=threading.Timer, on_end=None):
-        self.duration_s = duration_s
-        self.scope = scope
+        self.duration_s, self.scope = duration_s, scope
         self.texts = MESSAGES[locale]
         self.clock = clock
         self.on_end = on_end  # on_end(key, text, owner): the owner of the call that tripped it
@@ -221,8 +213,7 @@ class Cooldown:
         """Start (or restart) the cooldown; returns the timeout message for the call that tripped it.
 
         owner: the client whose call tripped it (HTTP); other clients are not told its `why`.
-        logins_on: whether that client can call wait_for_user (else the message says how).
-        """
+        logins_on: whether that client can call wait_for_user (else the message says how)."""
         if not self.duration_s:
             return None
         key = self.key(session_id, owner)
@@ -288,8 +279,7 @@ class Cooldown:
         """The person finished (wait_for_user saw them done): end the cooldown that covers this call now.
 
         Under the server scope, only the client whose call tripped it can: another client's
-        person finishing their own login says nothing about that wall.
-        """
+        person finishing their own login says nothing about that wall."""
         key = self.key(session_id, owner)
         with self._lock:
             started = self._started.get(key)
@@ -334,8 +324,7 @@ class MemoryGuard:
     """Refuses new sessions while the browser's processes use more than --max-memory-mb (0: off)."""
 
     def __init__(self, limit_mb, clock=time.monotonic):
-        self.limit_mb = limit_mb
-        self.clock = clock
+        self.limit_mb, self.clock = limit_mb, clock
         self._sample = (-MEMORY_SAMPLE_S - 1.0, 0.0)  # (when sampled, MB)
 
     def over(self):

@@ -5,8 +5,7 @@ count, detachedness), `edges` (meta.edge_fields per edge: type, name or index, t
 offset in `nodes`), `strings`, and `locations` (a closure's script and line). A node's edges follow
 those of the nodes before it. Objects keep their `id` from one snapshot of a page to the next, so
 what a later snapshot holds that an earlier did not is known by id. Retained sizes (a dominator
-tree) are not computed: the groups are weighed by count and self size.
-"""
+tree) are not computed: the groups are weighed by count and self size."""
 
 import json
 from collections import deque
@@ -136,8 +135,7 @@ class Snapshot:
                     queue.append(to)
         if target not in came:
             return None
-        path = []
-        at = target
+        path, at = [], target
         while at is not None:
             parent, edge = came[at]
             path.append((self.edge_words(edge) if edge is not None else "", at))

@@ -5,8 +5,7 @@ Each method sends one tool call through the core, exactly as an MCP client's
 returns the tool's result dict. Parameters are the tools' own, in snake_case
 (`wait_until` is the tool's `waitUntil`); a parameter left at None is not sent,
 so the tool's default applies. tests/test_library_api.py checks these methods
-against the tool registry, so a tool cannot be added without its method.
-"""
+against the tool registry, so a tool cannot be added without its method."""
 
 import contextlib
 from collections.abc import Callable
@@ -34,9 +33,7 @@ class Session:
     """A library handle on one session, from `Browser.create_session()`; a context manager."""
 
     def __init__(self, browser: Any, session_id: str, expires_at: int, created: Result | None = None) -> None:
-        self.browser = browser
-        self.id = session_id
-        self.expires_at = expires_at
+        self.browser, self.id, self.expires_at = browser, session_id, expires_at
         self.created = created or {}  # create_session's answer: with url, the page it opened
 
     def call(self, tool: str, **args: Any) -> Result:
@@ -66,8 +63,7 @@ class Session:
         """Reload the current tab; {success, title, url, status}."""
         return self._send("reload", locals())
 
-    def tabs(self, action: Literal["list", "select", "close"] | None = None,
-             index: int | None = None) -> Result:
+    def tabs(self, action: Literal["list", "select", "close"] | None = None, index: int | None = None) -> Result:
         """List, select or close tabs; {tabs: [{index, url, title, current}], current}."""
         return self._send("tabs", locals())
 

@@ -1,7 +1,6 @@
 """JSON logging to stderr; configured once on the main thread, then used from every thread.
 
-stdout is the JSON-RPC channel, so no handler here ever writes to it.
-"""
+stdout is the JSON-RPC channel, so no handler here ever writes to it."""
 
 import logging
 import sys
@@ -14,8 +13,7 @@ class _ScrubSecrets(logging.Filter):
     """Every known secret value (any client's) out of a record: its message, arguments and extra fields.
 
     A record is scrubbed before it is formatted, so a value never reaches the stream,
-    whatever the level; the JSON formatter then escapes what is left.
-    """
+    whatever the level; the JSON formatter then escapes what is left."""
 
     def filter(self, record):
         from mcpbrowser.redaction import EVERY, scrub_value

@@ -4,8 +4,7 @@ tools/memory.py takes the snapshots on the session thread: one after a warm-up, 
 rounds of the interaction. A group (a constructor, a closure's function, a DOM node's tag) leaks
 when it grew in both rounds by at least one per repetition: a cache filled once, a lazy module loaded
 on first use or the engine's own garbage grow in one round at most, or by less. heap_snapshot.py
-reads the snapshots; core/performance_tools.py compares two stored measurements.
-"""
+reads the snapshots; core/performance_tools.py compares two stored measurements."""
 
 from mcpbrowser import heap_snapshot
 
@@ -79,13 +78,8 @@ def report(first, second, third_snapshot, totals, repeat, context):
     leaks, noise = grown(first, second, third, repeat)
     new_ids = {i for e in third.values() for i in e[2]} - {i for e in second.values() for i in e[2]}
     own = holders(third_snapshot, third, leaks, new_ids)
-    out = dict(context)
-    out["repeat"] = repeat
-    out["heapBytes"] = totals
-    out["leaks"] = leaks
-    out["moved"] = (own + noise)[:20]
-    out["sizes"] = "self sizes (what each object holds itself, not what it keeps alive)"
-    return out
+    return {**context, "repeat": repeat, "heapBytes": totals, "leaks": leaks, "moved": (own + noise)[:20],
+            "sizes": "self sizes (what each object holds itself, not what it keeps alive)"}
 
 
 def kb(size):

@@ -8,8 +8,7 @@ them shortened, with a marker saying how much is left out; the history keeps the
 A page can also write text that no JSON can carry: a lone UTF-16 surrogate ("\\uD800" in a
 script). Escaped on the wire, the official client refuses the whole line as invalid JSON (the
 call then waits for the client's timeout); as UTF-8 it cannot be encoded, and the history row
-of the call would be lost. `valid_text` replaces each with U+FFFD.
-"""
+of the call would be lost. `valid_text` replaces each with U+FFFD."""
 
 import re
 from typing import Any

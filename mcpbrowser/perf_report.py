@@ -4,8 +4,7 @@ tools/performance.py reads the entries in the page on the session thread (`analy
 into its metrics and causes, `report` several loads and an interaction into one measurement, `summary`
 and `detail` write it); core/performance_tools.py compares two stored ones on the core pool (`compare`).
 The vocabulary and thresholds are Chrome DevTools' and PageSpeed Insights' (web.dev's Core Web Vitals;
-Lighthouse's for total blocking time).
-"""
+Lighthouse's for total blocking time)."""
 
 import json
 import re

@@ -2,8 +2,7 @@
 
 Threads: any. Nothing here signals or changes a process; every function
 tolerates processes that vanish while it reads. Off Linux (no /proc) the
-functions find nothing, so the memory guard never trips there.
-"""
+functions find nothing, so the memory guard never trips there."""
 
 import os
 

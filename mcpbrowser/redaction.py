@@ -6,8 +6,7 @@ the text functions are pure and may run anywhere.
 A field is secret when it is a password input or its autocomplete token names a
 credential or a card (the WHATWG autofill names below). Its value never appears
 in a snapshot, an answer, the history or a log: typing into it is recorded as
-[REDACTED] without any flag, and the value is scrubbed wherever it would be shown.
-"""
+[REDACTED] without any flag, and the value is scrubbed wherever it would be shown."""
 
 import json
 import re
@@ -177,8 +176,7 @@ class KnownSecrets:
     Iterating gives a snapshot, longest first (a secret that contains another is
     replaced whole), so scrub_text and scrub_value take it as they take a set. Held
     values (`hold`) are scrubbed as known ones until released: text a running call
-    types before it knows whether its field is a secret one (see snapshots.hold).
-    """
+    types before it knows whether its field is a secret one (see snapshots.hold)."""
 
     def __init__(self, parent=None, named=None):
         self._lock = threading.Lock()
@@ -255,8 +253,7 @@ class SecretBook:
     tell that client, by a [REDACTED] where its own text was, what someone else typed.
     EVERY holds all of them, for the server's own log, which only its operator reads.
     Nothing here is written anywhere; the values live as long as the server. `named` is
-    config.named_secrets(): a client's named secrets are known before it types one.
-    """
+    config.named_secrets(): a client's named secrets are known before it types one."""
 
     def __init__(self, named=None):
         self._lock = threading.Lock()
@@ -335,8 +332,7 @@ def secret_values(page):
     A count per frame, then a read per secret field. Both run in Playwright's utility world
     (as Playwright's CSS, they pierce open shadow roots); an evaluate of our own would run in
     the page's world, which on a fresh document costs 30 ms first, though most pages have
-    no secret field at all.
-    """
+    no secret field at all."""
     values: set[str] = set()
     for frame in page.frames:
         try:

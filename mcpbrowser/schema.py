@@ -4,8 +4,7 @@ We enforce the whole schema a tool declares, and publish what a model needs of i
 (`published`). Only the subset our tools use is supported (type, enum, minimum,
 maximum, minLength, maxLength, pattern, minItems, items, required,
 additionalProperties=false), which keeps validation fast and free of the jsonschema
-import on the hot path.
-"""
+import on the hot path."""
 
 import json
 import re
@@ -45,12 +44,12 @@ def boolean(description):
 
 
 def obj(properties, required=()):
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(required),
-        "additionalProperties": False,
-    }
+    return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
+
+
+def result(properties, required=()):
+    """An answer's output schema: an object of these properties, the required ones named."""
+    return {"type": "object", "properties": properties, "required": list(required)}
 
 
 def problems(schema, value, path="arguments"):
@@ -80,9 +79,7 @@ def problems(schema, value, path="arguments"):
             found += problems(schema["items"], item, f"{path}[{i}]")
     if isinstance(value, dict):
         props = schema.get("properties", {})
-        for name in schema.get("required", ()):
-            if name not in value:
-                found.append(f"{path}.{name} is required")
+        found += [f"{path}.{name} is required" for name in schema.get("required", ()) if name not in value]
         for name, item in value.items():
             if name in props:
                 found += problems(props[name], item, f"{path}.{name}")
@@ -134,10 +131,8 @@ def validate(schema, value):
 
 
 def _kind(value):
-    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
-        if _TYPES[name](value):
-            return name
-    return type(value).__name__
+    kinds = ("null", "boolean", "integer", "number", "string", "array", "object")
+    return next((name for name in kinds if _TYPES[name](value)), type(value).__name__)
 
 
 def compact_json(value):

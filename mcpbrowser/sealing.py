@@ -12,8 +12,7 @@ Format "s2": b"s2" + 12-byte nonce + ciphertext and 16-byte tag; the version is
 bound as associated data. Format "s1" came before: a home-made SHA-256 counter
 mode with HMAC-SHA256, which this module can still open (never write), so that
 a user's saved sessions survive the upgrade; the store re-seals them as "s2" on
-first read (`is_legacy`).
-"""
+first read (`is_legacy`)."""
 
 import contextlib
 import hashlib
@@ -76,8 +75,7 @@ def _unseal_legacy(key, blob):
     nonce, tag, cipher = blob[2:18], blob[18:50], blob[50:]
     if not hmac.compare_digest(tag, hmac.new(key, nonce + cipher, hashlib.sha256).digest()):
         raise ValueError("sealed with another key, or altered")
-    stream = b"".join(hashlib.sha256(key + nonce + i.to_bytes(8, "big")).digest()
-                      for i in range(len(cipher) // 32 + 1))
+    stream = b"".join(hashlib.sha256(key + nonce + i.to_bytes(8, "big")).digest() for i in range(len(cipher) // 32 + 1))
     return bytes(a ^ b for a, b in zip(cipher, stream, strict=False))  # the stream is cut to the cipher's length
 
 
@@ -124,8 +122,7 @@ def load_key(path):
     Two servers starting at once on a new database must end up with one key, and no
     reader may ever see a file that is still being written (an empty key would seal
     with nothing secret): the key is written whole to a private temporary file, then
-    linked to its name, which fails when another process linked first, whose key wins.
-    """
+    linked to its name, which fails when another process linked first, whose key wins."""
     for _ in range(3):
         try:
             with open(path, "rb") as f:

@@ -2,8 +2,7 @@
 
 Any thread schedules and cancels; callbacks run on timer threads. A callback
 never touches Playwright: it only moves flags and enqueues work for the thread
-that owns it. The timer factory is injectable so the logic is tested with fakes.
-"""
+that owns it. The timer factory is injectable so the logic is tested with fakes."""
 
 import threading
 import time
@@ -20,8 +19,7 @@ class KeyedTimers:
     """At most one pending timer per key; scheduling a key again replaces its timer."""
 
     def __init__(self, factory: Callable[..., Any] = threading.Timer, name: str = "timer") -> None:
-        self.factory = factory
-        self._name = name
+        self.factory, self._name = factory, name
         self._timers: dict[str, Any] = {}
         self._lock = threading.Lock()
 

@@ -19,8 +19,7 @@ so the archive is scrubbed when trace_stop saves it, before anyone can read it:
 
 The events keep their shape, so Playwright's trace viewer loads the archive and lists
 its actions as before. A screenshot shows what the page showed: a password field's
-dots, but a one-time code or card number as typed (see the limits in docs/safety.md).
-"""
+dots, but a one-time code or card number as typed (see the limits in docs/safety.md)."""
 
 import contextlib
 import glob
@@ -61,8 +60,7 @@ def _is_secret_field(name, attrs):
 def _hide_fields(node):
     """A frame snapshot's tree ([name, attrs, *children]; a [[n, m]] is a reference, a str is text), fields hidden.
 
-    True when a value was hidden.
-    """
+    True when a value was hidden."""
     if not isinstance(node, list) or not node or not isinstance(node[0], str):
         return False
     hidden = False
@@ -78,8 +76,7 @@ def _hide_fields(node):
 def _exact(value, short):
     """Strings equal to a short secret become [REDACTED] (a substring that short is too common to replace).
 
-    So does a textbox's value in an aria snapshot (the result of the server's own snapshot calls).
-    """
+    So does a textbox's value in an aria snapshot (the result of the server's own snapshot calls)."""
     if isinstance(value, str):
         if value in short:
             return REDACTED
@@ -183,8 +180,7 @@ def scrub_trace(path, secrets, short=(), headers=()):
     """Rewrite the trace zip at `path` without `secrets` (scrubbed wherever they occur) and `short` (exact values),
     and with the values of the `headers` named (lower case; cookies too) as [REDACTED] in its network log.
 
-    The new archive is written beside the old one and moved over it, so a reader never sees half of it.
-    """
+    The new archive is written beside the old one and moved over it, so a reader never sees half of it."""
     forms = sorted({form for secret in secrets for form in encodings(secret)}, key=len, reverse=True)
     short, sensitive = frozenset(short), frozenset(headers)
     temporary = path + ".scrubbing"
@@ -209,8 +205,7 @@ def scrub_trace(path, secrets, short=(), headers=()):
 def artifact_roots():
     """Where a browser server of ours keeps Playwright's artifacts: its TMPDIR in our runtime folder, or /tmp.
 
-    A remote browser keeps them on its own machine, out of our reach.
-    """
+    A remote browser keeps them on its own machine, out of our reach."""
     temp = tempfile.gettempdir()
     return [temp, *glob.glob(os.path.join(glob.escape(temp), f"{RUNTIME_PREFIX}{os.getpid()}-*", "tmp"))]
 
@@ -223,8 +218,7 @@ def scrub_leftovers(name, roots, secrets):
     Playwright keeps a trace's files in its artifacts folder after the archive is made (or the
     context closed), until the browser exits: for the life of a shared browser, with every action's
     parameters, DOM snapshots and screenshots in clear. Resources are shared by all traces of that
-    browser, so another session's trace still recording may need them.
-    """
+    browser, so another session's trace still recording may need them."""
     forms = sorted({form for secret in secrets for form in encodings(secret)}, key=len, reverse=True)
     for root in roots:
         for folder in glob.glob(os.path.join(glob.escape(root), "playwright-artifacts-*")):

@@ -9,8 +9,7 @@
 
 The WSGI server must be threaded and must send each chunk as it is yielded: calls
 that report progress or ask the user answer as an event stream. waitress (our
-`mcpbrowser[http]` extra, and what `mcpbrowser --http` runs) does both.
-"""
+`mcpbrowser[http]` extra, and what `mcpbrowser --http` runs) does both."""
 
 from typing import Any
 
@@ -26,8 +25,7 @@ def create_app(config: Config | None = None, *, core: Any = None, path: str | No
     Tokens, allowed origins, the rate limit and the body limit come from the config
     (--http-token-file, --http-allowed-origins, --http-rate-limit, --max-message-bytes);
     `path` overrides --http-path (give "/" when your router strips the prefix).
-    `app.close()` closes a Browser the app built; one you passed in stays yours.
-    """
+    `app.close()` closes a Browser the app built; one you passed in stays yours."""
     config = config or (core.config if core is not None else Config())
     owned = core is None
     if owned:

@@ -21,6 +21,22 @@ PAGE = """<!doctype html><title>Capture</title>
 <p id=t>start</p>
 <button id=b>Nothing</button>"""
 
+# A search box whose results come 150 ms after the last key (a debounce, which a key's answer does not wait for).
+DEBOUNCED = """<!doctype html><title>Search</title>
+<label>Search <input id=s></label><p id=r>no results</p>
+<script>
+  let timer;
+  document.getElementById('s').addEventListener('input', (e) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => { document.getElementById('r').textContent = 'results for ' + e.target.value }, 150);
+  });
+</script>"""
+
+# A clock that changes the page every 20 ms: no count through the watch can prove it unchanged.
+TICKING = """<!doctype html><title>Clock</title>
+<label>Name <input id=n></label><p id=c>0</p>
+<script>let n = 0; setInterval(() => { document.getElementById('c').textContent = ++n }, 20);</script>"""
+
 CODE = """<!doctype html><title>Code</title>
 <label>Code <input id=c autocomplete=one-time-code></label><label>Note <input id=n></label>"""
 
@@ -49,9 +65,10 @@ HOSTILE = """<!doctype html><title>Hostile</title>
 @pytest.fixture(scope="module")
 def browser(pages):
     PAGES["/capture"], PAGES["/hostile"], PAGES["/code"] = PAGE, HOSTILE, CODE
+    PAGES["/debounced"], PAGES["/ticking"] = DEBOUNCED, TICKING
     with mcpbrowser.Browser(Config(headless=True, db=":memory:", allow_evaluate=True)) as b:
         yield b
-    del PAGES["/capture"], PAGES["/hostile"], PAGES["/code"]
+    del PAGES["/capture"], PAGES["/hostile"], PAGES["/code"], PAGES["/debounced"], PAGES["/ticking"]
 
 
 @pytest.fixture
@@ -99,6 +116,42 @@ def test_back_to_back_calls_each_read_back_their_own_page(browser, pages, reuses
             assert len(fields) == 1 and (fields[0].split("]: ", 1) + [""])[1] == value, (tool, page)
             assert text in page and ({"start", "three"} - {text}).isdisjoint(page.split()), (tool, text, page)
         assert len(reuses) == 5  # every wait_for: none walked the page again
+
+
+def test_a_snapshot_right_after_a_key_answers_with_the_keys_capture_walked_once_settled(browser, pages):
+    # The key answers before its debounce (issue 75); the snapshot queued behind it would finish that settle first.
+    # So the key's capture finishes it and walks once, and the snapshot answers with that walk: the call's log says
+    # it reused the page, which changed after the key (the results came), and both refIds hold the results.
+    with browser.create_session() as session, logged_events("tool_call") as calls:
+        session.navigate(pages.url("/debounced"))
+        for word in ("one", "two", "three"):
+            futures = [browser.submit(tool, {"sessionId": session.id, **args}) for tool, args in
+                       (("type", {"selector": "#s", "text": word}), ("snapshot", {}))]
+            typed, read = (f.result(timeout=60) for f in futures)
+            assert f"results for {word}" in read["snapshot"], read
+            assert f"results for {word}" in content(browser, typed) and "no results" not in content(browser, typed)
+            assert content(browser, read) == content(browser, typed)
+        reads = [r for r in calls if r.tool == "snapshot"]
+        assert len(reads) == 3 and all(getattr(r, "snapshot_reused", False) for r in reads), reads
+
+
+def test_a_snapshot_that_waited_for_the_capture_answers_with_its_walk_on_a_page_that_never_stops(browser, pages):
+    # The capture walked the page after the snapshot came: that walk is the page as the snapshot found it, though
+    # the clock has moved since (no count could prove it unchanged: without this the read walks again).
+    with browser.create_session() as session, logged_events("tool_call") as calls:
+        session.navigate(pages.url("/ticking"))
+        for word in ("one", "two"):
+            futures = [browser.submit(tool, {"sessionId": session.id, **args}) for tool, args in
+                       (("type", {"selector": "#n", "text": word}), ("snapshot", {}))]
+            typed, read = (f.result(timeout=60) for f in futures)
+            assert f'textbox "Name" [active] [ref=e3]: {word}' in read["snapshot"], read
+            assert content(browser, read) == content(browser, typed)
+        reads = [r for r in calls if r.tool == "snapshot"]
+        assert len(reads) == 2 and all(getattr(r, "snapshot_reused", False) for r in reads), reads
+        # A snapshot alone, the page's last walk long past: walked again, as the clock moved.
+        time.sleep(0.1)
+        session.snapshot()
+        assert not getattr(calls[-1], "snapshot_reused", False)
 
 
 def test_a_page_that_changed_by_itself_is_captured_anew(browser, pages, reuses):

@@ -347,3 +347,44 @@ def test_a_fresh_thread_for_a_session_keeps_what_the_core_gave_the_old_one():
     new.succeed(old)
     new.page_offers_tools("the caller")
     assert offered == ["the caller"] and new.secrets is old.secrets
+
+
+def test_the_session_thread_knows_which_command_runs_now_and_what_waits_next():
+    # The history's capture asks what waits next (a snapshot that could answer with its walk: snapshots.fresh_walk),
+    # and that walk is that command's only while it is the next to begin (`begun`): a person's input goes first.
+    worker, _ = started_worker()
+    hold, entered, release = gate()
+    seen = []
+    first = worker.submit(hold, tag="held")
+    assert entered.wait(5)
+    assert worker.next_tag() is None  # nothing waits
+    worker.submit(lambda s: seen.append(("a", worker.begun, worker.next_tag())), tag="a")
+    worker.submit(lambda s: seen.append(("b", worker.begun, worker.next_tag())), tag="b")
+    assert worker.next_tag() == "a"
+    person = worker.submit(lambda s: seen.append(("person", worker.begun, worker.next_tag())), urgent=True)
+    assert worker.next_tag() is None  # a person's input runs before "a"
+    release.set()
+    assert first.result(5) == "released" and person.result(5) is None
+    assert worker.submit(lambda s: None).result(5) is None
+    assert seen == [("person", 2, "a"), ("a", 3, "b"), ("b", 4, None)]
+    worker.stop()
+
+
+def test_a_walk_taken_for_one_command_is_no_other_commands_answer():
+    from types import SimpleNamespace
+
+    from mcpbrowser.session.snapshots import fresh_walk
+
+    def state(begun, navigations=1, unsettled=None):
+        tab = SimpleNamespace(fresh=(7, "Title", 5, 1), navigations=navigations, full_snapshot=None, refs=None)
+        return SimpleNamespace(tab=tab, worker=SimpleNamespace(begun=begun), unsettled=unsettled)
+
+    held = ("- button [ref=e1]", 7)
+    taken = state(begun=5)
+    assert fresh_walk(taken, held) == (held[0], "Title") and taken.tab.refs == {"e1"}
+    assert taken.tab.fresh is None  # used once
+    assert fresh_walk(taken, held) is None
+    assert fresh_walk(state(begun=6), held) is None  # another command began since it was taken
+    assert fresh_walk(state(begun=5, navigations=2), held) is None  # the tab's document changed
+    assert fresh_walk(state(begun=5, unsettled=("tab",)), held) is None  # a settle is still to finish
+    assert fresh_walk(state(begun=5), ("- button [ref=e1]", 8)) is None  # not the held snapshot's walk

@@ -7,8 +7,7 @@ opening sessions), the browser supervisor, the watchdog, expiry timers, the stor
 writer and the policy proxies. Nothing here touches a Playwright object: that is
 the session threads' work (the `session` package).
 
-Imported lazily, so `import mcpbrowser` stays cheap.
-"""
+Imported lazily, so `import mcpbrowser` stays cheap."""
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # what __getattr__ hands out, for type checkers (see mcpbrowser/__init__.py)

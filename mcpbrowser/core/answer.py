@@ -8,8 +8,7 @@ whoever reads the Outcome (a transport's done-callback, the library's caller, th
 stays whole for the library and the history's row; the model pays for every character it reads, so its view
 leaves out what it does not need (agent_view, agent_error), cuts the page's own long fields
 (page_strings.clip_answer), and gives page text a block of its own. The transports wrap what this renders in
-their protocol's envelope (transports/tool_methods.py) and decide nothing of it.
-"""
+their protocol's envelope (transports/tool_methods.py) and decide nothing of it."""
 
 import base64
 import json
@@ -232,8 +231,7 @@ def agent_view(value, shows_expiry=False):
     worth a look with get_console_content); a content hash is for machines;
     `expiresAt` only when the tool `shows_expiry`; a snapshot's url and title not
     when the agent's previous answer on the session named the same (`meta.samePage`).
-    All stay in structuredContent, and in the history, whole.
-    """
+    All stay in structuredContent, and in the history, whole."""
     meta = value.get("meta")
     if meta is None:
         return {k: v for k, v in value.items() if k != "hash"} if "hash" in value else value
@@ -258,8 +256,7 @@ def agent_error(error, sent=None):
     that the message already quotes whole (`target`, the selector; `reason`, Playwright's words;
     `problems`, the schema's list; `ref`, `refId`, `waitedFor`; a dialog's `type` and `message`);
     the documented fields (`cause`, `domain`, `retryAfterMs`, ...) always stay. The history keeps
-    the whole object (the response row's error), and the library's exceptions carry every field.
-    """
+    the whole object (the response row's error), and the library's exceptions carry every field."""
     meta = error.get("meta") or {}
     quiet = not meta.get("hasConsoleLogs") and meta.get("recorded", True)
     out = {k: v for k, v in error.items() if not (k == "sessionId" and v == sent) and not (k == "meta" and quiet)}

@@ -9,8 +9,7 @@ ANY THREAD: every public method. The parts, each in its module, name their own t
 - watchdog.py: stuck commands; user_channel.py: the line to the person;
 - download_watch.py: wakes the sessions when the browser starts a download;
 - lifecycle_tools.py (create, resume, list, close sessions) and content_tools.py: tools run on the core pool.
-Plain data, Futures and a call's record (written only by the call's function: see ARCHITECTURE.md) cross threads.
-"""
+Plain data, Futures and a call's record (written only by the call's function: see ARCHITECTURE.md) cross threads."""
 
 import atexit
 import os
@@ -90,8 +89,7 @@ class Browser:
     """The core API: `with Browser(config) as b: s = b.create_session(); s.navigate(url)`.
 
     Every method may be called from any thread. Failures raise BrowserServerError
-    subclasses whose `code` is the stable error code.
-    """
+    subclasses whose `code` is the stable error code."""
 
     def __init__(self, config: Config | None = None, *, opener: Callable[[Any], Any] | None = None,
                  timer_factory: Callable[..., Any] = threading.Timer,
@@ -240,10 +238,8 @@ class Browser:
         BrowserServerError). Raises UnknownTool (INVALID_PARAMETERS) at once for a name that is no tool's.
 
         caller: who calls (the live view's person); None is the library, whose
-        progress(done, total, message), if given, hears how a long call is going.
-        """
-        return answer.library_future(self.call_tool(name, args, caller or Embedder(lambda: self.user.client,
-                                                                                     progress)))
+        progress(done, total, message), if given, hears how a long call is going."""
+        return answer.library_future(self.call_tool(name, args, caller or Embedder(lambda: self.user.client, progress)))
 
     def call_tool(self, name: str, args: Any, caller: Caller) -> Future:
         if self.forked():
@@ -345,8 +341,7 @@ class Browser:
 
         storage_state: a login saved with save_state; the rest emulate a device
         (`device="iPhone 13"`, or each option on its own), as create_session's schema says;
-        throttle: {"cpuRate": 4, "network": "Slow 3G", ...}, as Session.throttle takes it.
-        """
+        throttle: {"cpuRate": 4, "network": "Slow 3G", ...}, as Session.throttle takes it."""
         result = self.call("create_session", arguments(locals()))
         return Session(self, result["sessionId"], result["expiresAt"], result)
 
@@ -389,8 +384,7 @@ class Browser:
         """Write a session's page actions as a pytest test under the output directory; {path, steps, secrets, message}.
 
         storage_state_path: the Playwright storage state file the test logs in with, where the session
-        began from a saved login (the login itself is never written out).
-        """
+        began from a saved login (the login itself is never written out)."""
         return self.call("export_script", {"sessionId": session_id,
                                            **arguments({"storage_state_path": storage_state_path})})
 
@@ -437,8 +431,7 @@ class Browser:
         """The shared browser died: its sessions and pooled workers go; a restart will follow."""
         lost = self.registry.take_generation(generation)
         idle = self.warm_pool.drain()
-        log.error("browser crashed", extra={"event": "browser_crashed", "cause": cause,
-                                            "sessions_lost": len(lost)})
+        log.error("browser crashed", extra={"event": "browser_crashed", "cause": cause, "sessions_lost": len(lost)})
         self.user.notify("error", {"event": "browser_crashed", "cause": cause, "sessionsLost": len(lost)})
         self.registry.drop_lost(lost)
         for worker in idle:

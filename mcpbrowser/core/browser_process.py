@@ -16,8 +16,7 @@ package, and works the same for chromium, firefox and webkit. It also takes
 sessions on a Unix socket, each through children/pipe_relay.py.
 
 A browser that dies leaves its launcher running: the next browser starts on the
-same Node.js (`relaunch`), without loading playwright-core again.
-"""
+same Node.js (`relaunch`), without loading playwright-core again."""
 
 import contextlib
 import ctypes
@@ -77,20 +76,16 @@ def tune_driver_memory(environ=os.environ):
 
 def display_available():
     """True when a headed browser could open a window."""
-    if sys.platform != "linux":
-        return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return sys.platform != "linux" or bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def effective_headless(config):
     """Headed by default (a person can take over a login), but headless with a notice when there is no display."""
-    if config.headless:
-        return True
-    if not display_available():
+    if not config.headless and not display_available():
         log.warning("no display found (DISPLAY and WAYLAND_DISPLAY are unset): running headless",
                     extra={"event": "headless_fallback"})
         return True
-    return False
+    return config.headless
 
 
 def _playwright_dirs():
@@ -123,21 +118,16 @@ def find_executable(engine, executable_path=None):
         raise BrowserError(f"--executable-path {executable_path!r} is not an executable file. {INSTALL_HINT}")
     if engine != "chromium":
         return None  # firefox and webkit come only from Playwright's own install
-    candidate = playwright_chromium()
-    if candidate:
-        return candidate
-    for name in SYSTEM_CHROMIUMS:
-        path = shutil.which(name)
-        if path:
-            return path
+    found = playwright_chromium() or next(filter(None, map(shutil.which, SYSTEM_CHROMIUMS)), None)
+    if found:
+        return found
     raise BrowserError(f"No Chromium or Chrome was found. {INSTALL_HINT}")
 
 
 def compile_cache_dir():
     """Where the launcher's Node.js keeps compiled code between runs (see launch_server.js); None if unusable.
 
-    Not under the launcher's TMPDIR, which goes with each browser: the cache must outlive it.
-    """
+    Not under the launcher's TMPDIR, which goes with each browser: the cache must outlive it."""
     folder = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mcpbrowser",
                           "node-compile-cache")
     try:
@@ -164,10 +154,8 @@ class SharedBrowser:
         self.webmcp = webmcp  # Chromium runs page tools (--webmcp)
         self.spare_renderer = spare_renderer
         self.tuned = tuned  # False: Playwright's own launch arguments (the benchmark's raw contender)
-        self.executable = executable
-        self.headless = headless
-        self.ws_endpoint = None
-        self.pipe_endpoint = None
+        self.executable, self.headless = executable, headless
+        self.ws_endpoint = self.pipe_endpoint = None
         self.process: Any = None  # the launcher's Popen, once started
         self.runtime_dir: Any = None  # private: the sessions' socket and the relay script
         self.ended = threading.Event()  # the current browser is gone: it exited, or its launcher did
@@ -217,8 +205,7 @@ class SharedBrowser:
 
         Restarting a crashed browser this way skips the launcher's start: its Node.js
         and the playwright-core it loads, 0.2 s on our idle 2-core machine and 0.3-0.8 s
-        under load, of a restart that took about 1 s in all.
-        """
+        under load, of a restart that took about 1 s in all."""
         self.ws_endpoint = self.pipe_endpoint = self._exit_line = None
         self._stderr_tail.clear()  # a failure message tells of this launch, not of the last browser's death
         self._found.clear()
@@ -269,8 +256,7 @@ class SharedBrowser:
         left 80 a run in /tmp. In the runtime directory they go with it, at stop() or at
         the sweep after a SIGKILL of our own process. Not when that path would be long:
         a Unix socket's path must fit in 108 bytes, and Chromium's singleton socket is
-        about 45 bytes below TMPDIR.
-        """
+        about 45 bytes below TMPDIR."""
         scratch = os.path.join(self.runtime_dir, "tmp")
         if not sys.platform.startswith("linux") or len(scratch) > 60:
             return None
@@ -283,8 +269,7 @@ class SharedBrowser:
         Playwright starts the browser in a process group of its own, so the
         launcher's descendants are listed first and killed one by one as well:
         nothing of ours outlives this, even a browser that is hung or stopped.
-        The launcher is our child, so we reap it: no zombie.
-        """
+        The launcher is our child, so we reap it: no zombie."""
         if self._stopped or self.process is None:
             return
         self._stopped = True
@@ -298,8 +283,7 @@ class SharedBrowser:
             proc.wait(grace)
         except subprocess.TimeoutExpired:
             if grace:
-                log.warning("browser ignored SIGTERM: killing it", extra={"event": "browser_killed",
-                                                                          "grace_s": grace})
+                log.warning("browser ignored SIGTERM: killing it", extra={"event": "browser_killed", "grace_s": grace})
             self._signal_group(signal.SIGKILL)
             proc.wait()
         self._signal_group(signal.SIGKILL)  # anything of the group still alive is a leftover

@@ -4,8 +4,7 @@ Threads: the browser-supervisor thread runs `_run` (launch, watch, restart);
 `attach` runs on a session thread; the rest may be called from any thread, under
 this object's lock (`RestartBackoff` too). Remote browsers (--ws-endpoint,
 --cdp-endpoint, --selenium-grid) are never launched or restarted: the fleet
-(fleet.py) places sessions on them, and sessions learn on their own when theirs goes.
-"""
+(fleet.py) places sessions on them, and sessions learn on their own when theirs goes."""
 
 import contextlib
 import threading
@@ -40,8 +39,7 @@ class RestartBackoff:
 
     Past max_restarts within window seconds the budget is spent, and the wait is
     until the oldest restart leaves the window. Not thread-safe: the supervisor
-    calls it under its lock; clock is time.monotonic, or a test's.
-    """
+    calls it under its lock; clock is time.monotonic, or a test's."""
 
     def __init__(self, max_restarts: int, window: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.max_restarts, self.window, self._clock = max_restarts, window, clock
@@ -74,8 +72,7 @@ class BrowserSupervisor:
     on_lost(cause, generation) runs when life `generation` ended (the supervisor
     thread); on_restart(cause) when a new life began after a crash. `bind` sets them
     later, for a supervisor started before the core that owns it (the CLI starts the
-    browser first thing, so that it launches while the rest of the server is built).
-    """
+    browser first thing, so that it launches while the rest of the server is built)."""
 
     def __init__(self, config: Config, on_lost: Callable[[str, int], None] = lambda cause, generation: None,
                  on_restart: Callable[[str | None], None] = lambda cause: None,
@@ -100,9 +97,7 @@ class BrowserSupervisor:
         # The supervisor thread's own: the launcher (alive, or kept for the next browser after a
         # crash), whether its browser is published and serving, since when, and how long the last ran.
         self._shared: SharedBrowser | None = None
-        self._serving = False
-        self._up_since = 0.0
-        self._ran_s = 0.0
+        self._serving, self._up_since, self._ran_s = False, 0.0, 0.0
         self._published: Endpoint | None = None  # the serving browser's endpoint
         # Under the lock: while the next browser starts on the launcher that ran the dead one,
         # that launcher's endpoint (its sessions' socket waits for the next browser); else None.
@@ -167,8 +162,7 @@ class BrowserSupervisor:
     def crash_noticed(self, generation: int, within_s: float = CRASH_NOTICE_S) -> bool:
         """True once browser life `generation` is over, waiting up to within_s for this supervisor to see it.
 
-        A crash is noticed within milliseconds, when the launcher says its browser exited.
-        """
+        A crash is noticed within milliseconds, when the launcher says its browser exited."""
         deadline = time.monotonic() + within_s
         while True:
             if self.generation != generation:
@@ -187,8 +181,7 @@ class BrowserSupervisor:
     def attach(self, worker: Any) -> tuple[Any, Any, Any, bool]:
         """Start Playwright on the current browser; if it died just now, on the restarted one.
 
-        With remote endpoints, on the one the fleet chooses.
-        """
+        With remote endpoints, on the one the fleet chooses."""
         if self.fleet is not None:
             self._endpoint.result()  # started (and not stopped meanwhile)
             return self.fleet.attach(worker, lambda spec: attach(self.config, spec, self._headless))
@@ -213,8 +206,7 @@ class BrowserSupervisor:
 
         The launcher holds the connection until that browser is up, so the relay's and
         Playwright's start (0.1-0.4 s) overlap the browser's. None when that launcher
-        went meanwhile (its next browser did not start): the caller waits for the next life.
-        """
+        went meanwhile (its next browser did not start): the caller waits for the next life."""
         try:
             attached = attach(self.config, kept)
         except Exception:
@@ -278,8 +270,7 @@ class BrowserSupervisor:
         """Start a browser and make it the current life; raises BrowserError.
 
         After a crash the launcher that ran the dead browser starts the next one, when it
-        still runs (see SharedBrowser.relaunch); else a new launcher does.
-        """
+        still runs (see SharedBrowser.relaunch); else a new launcher does."""
         previous, self._shared, self._serving, self._ran_s = self._shared, None, False, 0.0
         if previous is not None and previous.can_relaunch():
             shared = previous

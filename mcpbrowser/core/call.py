@@ -4,8 +4,7 @@ ANY THREAD: a `Call` is made on the thread that submits it and filled in by the
 thread that runs it (a session thread or the core pool); only plain data rides on it.
 A `Caller` is implemented by the MCP layer for each request (`transports/mcp_caller.py`'s
 `McpCaller`), by the library (`Embedder`, below) and by the live view (`browser.Person`);
-a `ServerClient` by the transport that serves the core (`McpConnection`, `http._Everyone`).
-"""
+a `ServerClient` by the transport that serves the core (`McpConnection`, `http._Everyone`)."""
 
 import threading
 import uuid
@@ -81,8 +80,7 @@ class Embedder:
 
     No MCP client of its own: when a transport serves the same core, that server's client is
     asked and told for it (`server_client()`, any thread); else nobody is. progress(done, total,
-    message), if given, hears how a long call is going, on the session thread.
-    """
+    message), if given, hears how a long call is going, on the session thread."""
 
     owner: str | None = None
     modern = False
@@ -125,9 +123,7 @@ class Call:
 
     def __init__(self, tool: str, session_id: str | None, caller: Caller, secret: bool = False) -> None:
         self.ref_id = uuid.uuid4().hex
-        self.tool = tool
-        self.session_id = session_id
-        self.caller = caller
+        self.tool, self.session_id, self.caller = tool, session_id, caller
         self.capture = False  # the page it leaves is stored: decided by OnSession.run (core/on_session.py)
         self.inline = False   # --response-mode full: the snapshot goes into the answer too (decided there too)
         self.capture_after = False  # the page is captured after the answer went out (decided with capture)

@@ -4,8 +4,7 @@ Handlers run on the core pool and read the store; they never touch a page.
 Diff cursors are per session: reading a call's snapshot
 returns what changed since the snapshot this session's reader last read,
 compared by hash, so re-reading the same page costs nothing. Cursors live in
-the database, so they survive restarts. Console entries are never diffed.
-"""
+the database, so they survive restarts. Console entries are never diffed."""
 
 import difflib
 import hashlib
@@ -31,8 +30,7 @@ def _stored(core, ref_id, call):
     Whose a call is: the client that made it, as its row says; for the server's own calls and rows
     written before calls named their client, its session's owner. A call without a session (create_session's
     own, list_sessions, get_content) has no session to ask: before its row named its client, its refId read
-    back as never handed out. Another client's refId answers word for word as one never handed out.
-    """
+    back as never handed out. Another client's refId answers word for word as one never handed out."""
     core.recorder.wait_recorded(ref_id)
     stored = core.history.stored_call(ref_id)
     if stored is not None and call.owner is not None:
@@ -78,8 +76,7 @@ def _no_page(core, ref_id, stored):
 def _search(lines, term):
     needle = term.lower()
     hits = [i for i, line in enumerate(lines) if needle in line.lower()]
-    keep = sorted({j for i in hits for j in range(max(0, i - SEARCH_CONTEXT),
-                                                   min(len(lines), i + SEARCH_CONTEXT + 1))})
+    keep = sorted({j for i in hits for j in range(max(0, i - SEARCH_CONTEXT), min(len(lines), i + SEARCH_CONTEXT + 1))})
     out, previous = [], None
     for j in keep:
         if previous is not None and j != previous + 1:
@@ -121,8 +118,7 @@ def get_content(core, args, call):
     lines = text.splitlines()
     if "search_for" in args:  # a search reads part of the page: it leaves the cursor alone
         content, matches = _search(lines, args["search_for"])
-        return {"refId": ref_id, "mode": "search", "content": content, "matches": matches,
-                "hash": digest}
+        return {"refId": ref_id, "mode": "search", "content": content, "matches": matches, "hash": digest}
     baseline = None if args.get("reset_cursor") else core.history.last_read(session_id)
     if baseline is None:
         mode, content = "full", text
@@ -151,18 +147,9 @@ def get_console_content(core, args, call):
     return {"refId": ref_id, "content": text, "count": len(rows)}
 
 
-CONTENT_RESULT = {
-    "type": "object",
-    "properties": {"refId": {"type": "string"}, "content": {"type": "string"},
-                   "mode": {"type": "string", "enum": ["full", "diff", "search"]}},
-    "required": ["refId", "content", "mode"],
-}
-
 TOOLS = [
     CoreTool(
-        name="get_content",
-        text_field="content",
-        title="Get stored page content",
+        name="get_content", text_field="content", title="Get stored page content",
         description="A call's stored page snapshot: whole at first, then what changed since your last read "
                     "(reset_cursor: whole again); search_for: lines with this plain text, in context.",
         input_schema=schema.obj({
@@ -170,28 +157,20 @@ TOOLS = [
             "search_for": {"type": "string", "minLength": 1},
             "reset_cursor": {"type": "boolean"},
         }, required=("ref_id",)),
-        handler=get_content,
-        read_only=True,
-        output_schema=CONTENT_RESULT,
+        handler=get_content, read_only=True,
+        output_schema=schema.result({"refId": {"type": "string"}, "content": {"type": "string"},
+                                     "mode": {"type": "string", "enum": ["full", "diff", "search"]}},
+                                    ("refId", "content", "mode")),
     ),
     CoreTool(
-        name="get_console_content",
-        group="extra",
-        text_field="content",
-        title="Get stored console entries",
+        name="get_console_content", group="extra", text_field="content", title="Get stored console entries",
         description="Console entries recorded during a call (by refId), one per line.",
         input_schema=schema.obj({
             "ref_id": REF_ID,
             "level": {"type": "string", "enum": ["log", "debug", "info", "warning", "error"]},
         }, required=("ref_id",)),
-        handler=get_console_content,
-        read_only=True,
-        idempotent=True,
-        output_schema={
-            "type": "object",
-            "properties": {"refId": {"type": "string"}, "content": {"type": "string"},
-                           "count": {"type": "integer"}},
-            "required": ["refId", "content", "count"],
-        },
+        handler=get_console_content, read_only=True, idempotent=True,
+        output_schema=schema.result({"refId": {"type": "string"}, "content": {"type": "string"},
+                                     "count": {"type": "integer"}}, ("refId", "content", "count")),
     ),
 ]

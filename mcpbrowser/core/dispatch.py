@@ -3,14 +3,14 @@
 `Dispatcher.dispatch` runs on the caller's thread (any thread). A session tool then
 runs on its session's thread (core/on_session.py: the whole life of a call there), a core
 tool on the core pool (`_run_on_pool`); outcomes are counted and logged by Future
-callbacks on whichever thread finishes the call.
-"""
+callbacks on whichever thread finishes the call."""
 
 import difflib
 import time
 from concurrent.futures import Executor, Future
 from typing import Any
 
+from mcpbrowser import errors
 from mcpbrowser.config import Config
 from mcpbrowser.core import answer
 from mcpbrowser.core.call import Call, Caller
@@ -18,18 +18,6 @@ from mcpbrowser.core.on_session import OnSession
 from mcpbrowser.core.recorder import Recorder
 from mcpbrowser.core.sessions import SessionRegistry
 from mcpbrowser.core.user_channel import USER_ANSWER_S, UserChannel
-from mcpbrowser.errors import (
-    BrowserServerError,
-    CircuitOpen,
-    CooldownActive,
-    InternalError,
-    InvalidParameters,
-    RateLimited,
-    SessionHeldByPerson,
-    SessionNotFound,
-    UnknownTool,
-    stopped_error,
-)
 from mcpbrowser.guards import CircuitBreaker, RateLimiter
 from mcpbrowser.logs import log
 from mcpbrowser.schema import validate
@@ -46,8 +34,7 @@ class Dispatcher:
 
     def __init__(self, config: Config, tools: dict[str, Any], registry: SessionRegistry, recorder: Recorder,
                  user: UserChannel, pool: Executor, core: Any, files: Any) -> None:
-        self.config = config
-        self.tools = tools
+        self.config, self.tools = config, tools
         self._registry, self._recorder, self._user, self._pool = registry, recorder, user, pool
         self._core = core  # what a core tool's handler gets: handler(core, args, call), browser.ToolContext
         self._groups = core.groups  # which tools each client enabled (tools/list, a refusal's note)
@@ -64,8 +51,7 @@ class Dispatcher:
         tool's (an unknown tool, a person's own to anyone else) is no call and raises UnknownTool. The request
         row is queued before the call runs, the response row after. caller: who calls
         (its `name` for rate limits, its `owner` for which sessions it may touch, how to
-        ask its user and tell it how a long call goes: see core/call.py).
-        """
+        ask its user and tell it how a long call goes: see core/call.py)."""
         started = time.monotonic()
         args = {} if args is None else args
         tool = self.tools.get(name)
@@ -77,8 +63,8 @@ class Dispatcher:
             meant = difflib.get_close_matches(str(name), known, n=1, cutoff=0.85)
             # No call at all, so no Future of one: refused here, once, before anything is recorded; the
             # library gets the exception, the MCP layer answers it as -32602 (transports/tool_methods.py).
-            raise UnknownTool(f"Unknown tool: {name}" + (f"; did you mean {meant[0]}?" if meant else ""),
-                              details={"known": known})
+            raise errors.UnknownTool(f"Unknown tool: {name}" + (f"; did you mean {meant[0]}?" if meant else ""),
+                                     details={"known": known})
         if tool.needs_session and isinstance(args, dict) and "sessionId" not in args:
             args = self._implied_session(args, caller)
         session_id = args.get("sessionId") if isinstance(args, dict) else None
@@ -103,22 +89,22 @@ class Dispatcher:
                 raise self._no_session(caller)
             validate(tool.input_schema, args)
             if call.owner is not None and session_id is not None and self._registry.owner_of(session_id) != call.owner:
-                raise SessionNotFound(session_id=session_id)  # another client's: as if it did not exist
+                raise errors.SessionNotFound(session_id=session_id)  # another client's: as if it did not exist
             if tool.needs_session:
                 budget = self.budget_s(args)
                 worker, call.expires_at = self._registry.renewed(args["sessionId"])  # validated: present
                 if worker.held_by is not None and not (caller.person or tool.read_only or tool.during_cooldown):
-                    raise SessionHeldByPerson(session_id=session_id, details={"heldBy": worker.held_by},
-                                              note=self._groups.off_note("wait_for_user", caller))
+                    raise errors.SessionHeldByPerson(session_id=session_id, details={"heldBy": worker.held_by},
+                                                     note=self._groups.off_note("wait_for_user", caller))
                 fut = worker.submit(self.on_session.run, tool, args, call,
                                     after=lambda state, f: self.on_session.after_answer(state, f, call),
                                     budget_s=budget, tag=(call, budget), urgent=caller.person)
             else:
                 fut = self._pool.submit(self._run_on_pool, tool, args, call)
-        except BrowserServerError as exc:
+        except errors.BrowserServerError as exc:
             fut = _ended(answer.finish(call, error=exc))
         except RuntimeError:  # the pool refuses work once the core closed
-            fut = _ended(answer.finish(call, error=stopped_error(session_id)))
+            fut = _ended(answer.finish(call, error=errors.stopped_error(session_id)))
         fut.add_done_callback(lambda f: self._finished(f, call, started))
         return fut
 
@@ -129,21 +115,20 @@ class Dispatcher:
         open_ids = self._registry.open_ids(caller.owner)
         return {**args, "sessionId": open_ids[0]} if len(open_ids) == 1 else args
 
-    def _no_session(self, caller: Caller) -> InvalidParameters:
+    def _no_session(self, caller: Caller) -> errors.InvalidParameters:
         open_ids = self._registry.open_ids(caller.owner)
         if not open_ids:
-            return InvalidParameters("sessionId is required, and no session is open: call create_session first (or "
-                                     "resume_session with the id of one that closed or expired).")
+            return errors.InvalidParameters("sessionId is required, and no session is open: call create_session "
+                                            "first (or resume_session with the id of one that closed or expired).")
         shown = ", ".join(open_ids[:5]) + (f" and {len(open_ids) - 5} more" if len(open_ids) > 5 else "")
-        return InvalidParameters(f"sessionId is required: {len(open_ids)} sessions are open ({shown}); name one.",
-                                 details={"open": len(open_ids)})
+        return errors.InvalidParameters(f"sessionId is required: {len(open_ids)} sessions are open ({shown}); "
+                                        "name one.", details={"open": len(open_ids)})
 
     def budget_s(self, args: dict[str, Any]) -> float | None:
         """Seconds a session command may run before the watchdog calls it stuck, or None (off).
 
         Its own timeout (the `timeout` argument, else the longer default), plus
-        --watchdog-grace, plus the time a person has to answer a domain question.
-        """
+        --watchdog-grace, plus the time a person has to answer a domain question."""
         grace = self.config.watchdog_grace
         if not grace:
             return None
@@ -166,18 +151,18 @@ class Dispatcher:
         if not (tool.read_only or tool.during_cooldown) and cooldown.remaining_s(session_id, owner):
             waiting = cooldown.refusal(session_id, owner, not self._groups.off_note("wait_for_user", caller))
         if waiting is not None:
-            raise CooldownActive(waiting, session_id=session_id,
-                                 details={"remainingMs": round(cooldown.remaining_s(session_id, owner) * 1000)})
+            raise errors.CooldownActive(waiting, session_id=session_id,
+                                        details={"remainingMs": round(cooldown.remaining_s(session_id, owner) * 1000)})
         retry = self.breaker.check(name)
         if retry is not None:
-            raise CircuitOpen(f"{name} failed with BROWSER_ERROR {self.config.breaker_threshold} times in a row, "
-                              f"so it is paused; retry in {retry} ms.", session_id=session_id,
-                              details={"retryAfterMs": retry, "tool": name})
+            raise errors.CircuitOpen(f"{name} failed with BROWSER_ERROR {self.config.breaker_threshold} times in a "
+                                     f"row, so it is paused; retry in {retry} ms.", session_id=session_id,
+                                     details={"retryAfterMs": retry, "tool": name})
         # Per client, session and tool: eight sessions of one agent each get their own budget.
         retry = self.rate.check((caller.name or "library", session_id or "-", name))
         if retry is not None:
-            raise RateLimited(f"More than {self.config.rate_limit} {name} calls in a minute; retry in {retry} ms.",
-                              session_id=session_id, details={"retryAfterMs": retry})
+            raise errors.RateLimited(f"More than {self.config.rate_limit} {name} calls in a minute; retry in "
+                                     f"{retry} ms.", session_id=session_id, details={"retryAfterMs": retry})
 
     # CORE POOL THREAD
     def _run_on_pool(self, tool: Any, args: dict[str, Any], call: Call) -> answer.Outcome:
@@ -197,7 +182,7 @@ class Dispatcher:
         if not ended.cancelled:
             if error is None:
                 self.breaker.succeeded(call.tool)
-            elif isinstance(error, InternalError):
+            elif isinstance(error, errors.InternalError):
                 # Our own bug, not the browser's: logged whole, and not counted (the breaker pauses a
                 # tool the browser keeps failing; a bug would pause it for every session, for nothing).
                 log.error("a tool failed on a bug of ours", exc_info=error.bug,

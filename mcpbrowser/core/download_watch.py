@@ -2,8 +2,7 @@
 
 DOWNLOAD WATCH THREAD: lists the browser server's artifacts folders every LOOK_S. It never
 touches Playwright: `wake()` queues a command on each open session, whose thread then
-dispatches the browser's events (session/downloads.py polices the download from there on).
-"""
+dispatches the browser's events (session/downloads.py polices the download from there on)."""
 
 import glob
 import os

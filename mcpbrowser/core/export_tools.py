@@ -2,8 +2,7 @@
 
 It reads the history only (core/script_export.py writes the source), so a session that is closed,
 expired, or was opened by a server since restarted exports as well as an open one. The CLI's
-`mcpbrowser export` calls `export_session` on its main thread, with no browser at all.
-"""
+`mcpbrowser export` calls `export_session` on its main thread, with no browser at all."""
 
 import os
 import re
@@ -15,14 +14,12 @@ from mcpbrowser.errors import SessionNotFound, disk_fault, not_stored
 from mcpbrowser.tools.base import CoreTool, session_schema
 
 
-def export_session(config, history, session_id, owner=None, storage_state_path=None, wait_recorded=None,
-                   skip=None):
+def export_session(config, history, session_id, owner=None, storage_state_path=None, wait_recorded=None, skip=None):
     """{path, steps, secrets, warnings, message}: the session's test, saved under config.files_dir().
 
     owner: the caller's client (None: the server's own, or the library), who sees only its sessions.
     wait_recorded(ref_id): waits for a call still being recorded (the core's; the CLI has none).
-    skip: the refId of the export call itself, which is in the session's history too.
-    """
+    skip: the refId of the export call itself, which is in the session's history too."""
     # A session a server opened has its row; failed calls with a made-up id have none.
     metadata = history.session_metadata(session_id)
     if not metadata or (owner is not None and metadata.get("owner") != owner):
@@ -69,9 +66,7 @@ def export_script(core, args, call):
 
 TOOLS = [
     CoreTool(
-        name="export_script",
-        group="export",
-        title="Export session as a test",
+        name="export_script", group="export", title="Export session as a test",
         description="Write the session's successful page actions as a pytest file (Playwright sync API) that "
                     "replays them with assertions; secrets become environment variables. Open or closed sessions.",
         input_schema=session_schema({
@@ -80,13 +75,9 @@ TOOLS = [
         }),
         handler=export_script,
         during_cooldown=True,  # it reads the history and writes a file: no page is touched
-        output_schema={
-            "type": "object",
-            "properties": {"path": {"type": "string"}, "steps": {"type": "integer"},
-                           "secrets": {"type": "array", "items": {"type": "string"}},
-                           "warnings": {"type": "array", "items": {"type": "string"}},
-                           "message": {"type": "string"}},
-            "required": ["path", "steps", "secrets", "message"],
-        },
+        output_schema=schema.result({"path": {"type": "string"}, "steps": {"type": "integer"},
+                                     "secrets": {"type": "array", "items": {"type": "string"}},
+                                     "warnings": {"type": "array", "items": {"type": "string"}},
+                                     "message": {"type": "string"}}, ("path", "steps", "secrets", "message")),
     ),
 ]

@@ -5,8 +5,7 @@ list tools, sessions, a session's timeline, take over, hand back, watch the scre
 `core/browser.Browser` implements it (mypy checks that it does: `tox -e type`); a transport or the view is
 handed a `CoreFace`, never the `Browser`, and nothing of the core's parts is handed out: no registry, no
 history, no store (tests/test_face_rules.py holds both). Only plain data, Futures, the declared tools, the
-log resources and a session's live picture come back.
-"""
+log resources and a session's live picture come back."""
 
 from collections.abc import Mapping
 from concurrent.futures import Future

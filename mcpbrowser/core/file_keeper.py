@@ -6,8 +6,7 @@ named a file, and at start-up; the sweep lists the folder, removes what is too o
 and marks their history rows (History.files_removed). A file that an open session's latest
 answer named is never removed (`remember`, any thread): the agent may be about to read it.
 At start-up it also removes the `.part` files that a server killed while writing left behind
-(their names carry the writer's pid), and warns when the folder holds files that are not the server's.
-"""
+(their names carry the writer's pid), and warns when the folder holds files that are not the server's."""
 
 import os
 import re
@@ -86,10 +85,8 @@ class FileKeeper:
             kept = {path for paths in self._latest.values() for path in paths}
         now = time.time() if now is None else now
         files = sorted(self._own_files(), key=lambda f: f[1])  # (path, mtime, size), oldest first
-        old, quota = [], []
-        for path, mtime, _size in files:
-            if self.max_age_s and now - mtime > self.max_age_s and path not in kept:
-                old.append(path)
+        old = [path for path, mtime, _ in files if self.max_age_s and now - mtime > self.max_age_s and path not in kept]
+        quota = []
         total = sum(size for path, _mtime, size in files if path not in old)
         if self.max_bytes:
             for path, _mtime, size in files:
@@ -134,8 +131,7 @@ class FileKeeper:
         within the limits too; a run with --db :memory: leaves files no later run owns. Two
         servers on one history share one quota over their files; on two histories, each keeps
         its own files within its own limits and leaves the other's alone. A file whose row was
-        not written (a failing disk) is not counted either: better over the quota than a wrong delete.
-        """
+        not written (a failing disk) is not counted either: better over the quota than a wrong delete."""
         own = self._history.saved_files(self.folder)
         return [f for f in self._files() if f[0] in own]
 

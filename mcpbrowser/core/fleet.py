@@ -8,8 +8,7 @@ seconds while it is up, and with backoff (tenacity) while it is down, until it a
 The fleet places sessions and nothing more. A Selenium Grid queues and picks its
 own nodes, so a Grid counts as one endpoint here, with its own capacity. A session
 stays on its endpoint for life; when that endpoint goes, its sessions learn it on
-their next call (SESSION_LOST) and a resume places them again among the live ones.
-"""
+their next call (SESSION_LOST) and a resume places them again among the live ones."""
 
 import base64
 import http.client
@@ -190,8 +189,7 @@ def probe(spec: RemoteEndpoint) -> str | None:
 
     A browser server answers any HTTP request; a CDP browser serves /json/version; a
     Grid's /status says whether it is ready. Cheap (no browser or driver is started),
-    so it can run every few seconds.
-    """
+    so it can run every few seconds."""
     parts = urlsplit(spec.url)
     secure = parts.scheme in ("https", "wss")
     path = spec.backend.probe_path(parts.path)

@@ -5,8 +5,7 @@ until what was queued before them is committed (`Store.query`). The schema and
 its migrations are the store's backends' (core/store_sqlite.py, core/store_postgres.py), and so
 are the few row statements whose SQL differs by database (`self.sql.CLOSE_SESSION`, ...): every
 statement written here is one that SQLite and PostgreSQL both run as written, its upserts as
-`INSERT ... ON CONFLICT`; the core records (core/recorder.py, core/sessions.py), core/content_tools.py reads.
-"""
+`INSERT ... ON CONFLICT`; the core records (core/recorder.py, core/sessions.py), core/content_tools.py reads."""
 
 import json
 import os
@@ -34,6 +33,14 @@ RESPONSE = ("INSERT INTO responses (ref_id, status, result, console_logs, error_
 
 def _page(inline, packed, base):
     return unpack_snapshot(packed, base) if packed is not None else inline
+
+
+def _code(error):
+    """A response row's errorCode; None without one (an error that was not ours, its text; a row not recorded whole)."""
+    try:
+        return json.loads(error).get("errorCode") if error else None
+    except (ValueError, AttributeError):
+        return None
 
 
 class History:
@@ -73,8 +80,7 @@ class History:
 
         One conditional UPDATE, so that of two servers (or two calls) resuming it at once exactly one
         wins: the other finds the row changed. The row names this server as the holder from then on;
-        `session_opened` writes the rest once the context is open, `release_claim` if it fails to.
-        """
+        `session_opened` writes the rest once the context is open, `release_claim` if it fails to."""
         return self.store.swap(self.sql.CLAIM_SESSION, (self.store.instance, now_ms(), self.store.server, session_id,
                                                         holder["state"], holder["instance"])) == 1
 
@@ -117,8 +123,7 @@ class History:
         """Keep what resume_session needs, sealed: the storage state holds cookies, the URL may hold a secret.
 
         The URL is sealed as it is (resume goes back to it): scrubbed, it would lead nowhere.
-        Rows of earlier versions hold it as text.
-        """
+        Rows of earlier versions hold it as text."""
         self.store.write("INSERT INTO session_state (session_id, storage_state, url, updated_at) VALUES (?, ?, ?, ?) "
                          "ON CONFLICT (session_id) DO UPDATE SET storage_state = excluded.storage_state, "
                          "url = excluded.url, updated_at = excluded.updated_at",
@@ -131,8 +136,7 @@ class History:
     def saved_state(self, session_id):
         """(storage state, url) last saved for resume, or None (nothing saved, or another key file).
 
-        A state sealed by an earlier version, or with a key rotated out of first place, is sealed again.
-        """
+        A state sealed by an earlier version, or with a key rotated out of first place, is sealed again."""
         rows = self.store.query("SELECT storage_state, url FROM session_state WHERE session_id = ?", (session_id,))
         if not rows:
             return None
@@ -186,8 +190,7 @@ class History:
 
     def named_states(self, owner):
         """[{name, cookies, domains, savedAt}] this owner saved, by name."""
-        rows = self.store.query("SELECT name, summary FROM named_states WHERE owner = ? ORDER BY name",
-                                (owner or "",))
+        rows = self.store.query("SELECT name, summary FROM named_states WHERE owner = ? ORDER BY name", (owner or "",))
         return [{"name": name, **json.loads(summary)} for name, summary in rows]
 
     def delete_named_state(self, owner, name):
@@ -202,8 +205,7 @@ class History:
         """The request row, written before the call runs: its `params` as core/answer.py's history_request keeps them.
 
         owner: the client that makes the call (HTTP's), whose alone its refId is; None for the server's own
-        (stdio, the library). Written first: a request row another server reads always has it.
-        """
+        (stdio, the library). Written first: a request row another server reads always has it."""
         at = now_ms()
         if owner is not None:
             self.store.write("INSERT INTO call_owners (ref_id, owner) VALUES (?, ?)", (ref_id, owner), ref=ref_id)
@@ -261,19 +263,14 @@ class History:
         written before calls named their client (whose session's owner is theirs). status: ok, error,
         cancelled, or None while no answer is recorded; errorCode: a failed call's, when it had one;
         unrecorded: why its answer was not recorded whole, or None; page: the snapshot it stored, as
-        bytes, or None.
-        """
+        bytes, or None."""
         rows = self.store.query(f"SELECT r.session_id, o.owner, r.tool_name, s.status, s.error_message, {PAGE} "
                                 "FROM requests r LEFT JOIN call_owners o ON o.ref_id = r.ref_id "
                                 f"LEFT JOIN responses s ON s.ref_id = r.ref_id {STORED} WHERE r.ref_id = ?", (ref_id,))
         if not rows:
             return None
         session_id, owner, tool, status, error, *page = rows[0]
-        try:
-            code = json.loads(error).get("errorCode") if error else None
-        except (ValueError, AttributeError):
-            code = None  # an error that was not ours (its text), or a row not recorded whole
-        return {"sessionId": session_id, "owner": owner, "tool": tool, "status": status, "errorCode": code,
+        return {"sessionId": session_id, "owner": owner, "tool": tool, "status": status, "errorCode": _code(error),
                 "unrecorded": error[len(UNRECORDED):] if error and error.startswith(UNRECORDED) else None,
                 "page": _page(*page)}
 
@@ -281,8 +278,7 @@ class History:
         """[(ref_id, tool, params, status, result, page)] of a session's calls, oldest first (export_script).
 
         params and result are decoded JSON (result None unless the call succeeded); page is the
-        snapshot the call stored, as bytes, or None. Rows are as recorded: secrets scrubbed.
-        """
+        snapshot the call stored, as bytes, or None. Rows are as recorded: secrets scrubbed."""
         rows = self.store.query(f"SELECT r.ref_id, r.tool_name, r.params, s.status, s.result, {PAGE} FROM requests r "
                                 f"LEFT JOIN responses s ON s.ref_id = r.ref_id {STORED} WHERE r.session_id = ? "
                                 "ORDER BY r.timestamp, r.rowid", (session_id,))
@@ -299,16 +295,10 @@ class History:
             "s.snapshot_hash IS NOT NULL OR s.page_snapshot IS NOT NULL FROM requests r "
             f"LEFT JOIN responses s ON s.ref_id = r.ref_id WHERE r.session_id = ? AND r.rowid > ? {agents}"
             f"ORDER BY r.rowid {'DESC' if newest else ''} LIMIT ?", (session_id, after, 1 if newest else limit))
-        out = []
-        for seq, ref_id, tool, params, at, status, error, ended, has_page in rows:
-            try:
-                code = json.loads(error).get("errorCode") if error else None
-            except (ValueError, AttributeError):
-                code = None
-            out.append({"seq": seq, "refId": ref_id, "tool": tool, "params": json.loads(params), "status": status,
-                        "error": (code or "BROWSER_ERROR") if status == "error" else None, "at": at,
-                        "endedAt": ended, "hasPage": bool(has_page)})
-        return out
+        return [{"seq": seq, "refId": ref_id, "tool": tool, "params": json.loads(params), "status": status,
+                 "error": (_code(error) or "BROWSER_ERROR") if status == "error" else None, "at": at,
+                 "endedAt": ended, "hasPage": bool(has_page)}
+                for seq, ref_id, tool, params, at, status, error, ended, has_page in rows]
 
     def last_read(self, session_id):
         """(hash, page snapshot bytes) that this session's reader last read, or None."""

@@ -4,8 +4,7 @@ Each server holds an exclusive `flock` on `<db>.instances/<instance>.lock` for i
 life. The kernel drops the lock when the process ends, however it ends (`kill -9`
 included), so another server that can take the lock knows its owner is gone; a heartbeat
 would need a clock and a timeout, and a pid can be reused. Where `fcntl` is missing
-(Windows) no lock is taken and every other server counts as gone, as before.
-"""
+(Windows) no lock is taken and every other server counts as gone, as before."""
 
 import contextlib
 import os

@@ -5,8 +5,7 @@ the person's hold checked again (a call queued before a take-over), the tool's p
 (session/state.py's `running` and `run_tool`), then, each decided once here, what a failure means
 (the server stopping, the browser lost, a login wall and its cooldown, the tool's own), whether the
 page it left is stored, and the answer's notes. `after_answer` runs once the answer went out: the
-capture decided before it, the call's rows, the files it named, the session's memory.
-"""
+capture decided before it, the call's rows, the files it named, the session's memory."""
 
 from concurrent.futures import Future
 from typing import Any

@@ -3,8 +3,7 @@
 It reads measure_performance's and measure_memory's stored pages through the history (never a store of
 its own): the one named, and the one it is compared with (named too, or the last earlier measurement of
 the same kind and URL, and for memory the same interaction, that the caller may read). perf_report.compare
-says what moved above the run-to-run noise; memory_report.compare what a change did to the leaks.
-"""
+says what moved above the run-to-run noise; memory_report.compare what a change did to the leaks."""
 
 import json
 
@@ -78,9 +77,7 @@ def compare_performance(core, args, call):
 
 TOOLS = [
     CoreTool(
-        name="compare_performance",
-        group="performance",
-        text_field="summary",
+        name="compare_performance", group="performance", text_field="summary",
         title="Compare two performance measurements",
         description="What moved between two measure_performance runs (beyond run-to-run noise) and which causes "
                     "changed, or what a fix did to measure_memory's leaks; baseline defaults to the last earlier "
@@ -89,10 +86,8 @@ TOOLS = [
                                                          minLength=1),
                                  "baseline": schema.string("The earlier one's refId.", minLength=1)},
                                 required=("ref_id",)),
-        handler=compare_performance,
-        read_only=True,
-        idempotent=True,
-        output_schema={"type": "object", "properties": {"baseline": {"type": "string"}, "summary": {"type": "string"}},
-                       "required": ["baseline", "summary"]},
+        handler=compare_performance, read_only=True, idempotent=True,
+        output_schema=schema.result({"baseline": {"type": "string"}, "summary": {"type": "string"}},
+                                    ("baseline", "summary")),
     ),
 ]

@@ -14,8 +14,7 @@ so every request the browser really sends, each redirect hop and WebSocket and
 preload included, passes a check here before it leaves. The browser resolves
 no names for proxied requests: this proxy does, so --block-private-networks
 checks the address it then connects to, and a name cannot re-resolve between
-the check and the connection.
-"""
+the check and the connection."""
 
 import contextlib
 import socket
@@ -71,8 +70,7 @@ class PolicyProxy:
     """One listening port on 127.0.0.1 for one browser context, checking each request against `policy`."""
 
     def __init__(self, policy, session_id=""):
-        self.policy = policy
-        self.session_id = session_id
+        self.policy, self.session_id = policy, session_id
         self._refused = set()      # canonical hosts refused so far
         self.last_refused = None   # the most recent of them
         self.refusals = 0          # how many requests were refused

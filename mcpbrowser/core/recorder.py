@@ -2,8 +2,7 @@
 
 `request`, `response` and `wait_recorded` run on any thread; `after_call` and
 the storage saves run on the session thread, after the call's answer went out.
-The SQL itself is history.py's.
-"""
+The SQL itself is history.py's."""
 
 import threading
 import time
@@ -21,8 +20,7 @@ class Recorder:
     """Writes calls to the history, and lets get_content wait for a call still being recorded."""
 
     def __init__(self, history: History, tools: dict[str, Any]) -> None:
-        self.history = history
-        self._tools = tools
+        self.history, self._tools = history, tools
         self._lock = threading.Lock()
         self._pending: dict[str, Any] = {}  # ref_id -> Call not yet recorded
 
@@ -80,8 +78,7 @@ class Recorder:
         Reading the storage state costs a round trip (~4 ms) that the session's next
         command would wait for, so it is saved when the URL changed or
         STORAGE_SAVE_INTERVAL_S passed, and always when the session closes. A crash
-        can lose at most that interval's cookie changes.
-        """
+        can lose at most that interval's cookie changes."""
         url = state.tab.page.url if state.tab is not None else None
         due = time.monotonic() - state.storage_saved_at >= STORAGE_SAVE_INTERVAL_S
         if not (force or due or url != state.storage_saved_url):

@@ -8,8 +8,7 @@ snapshot of one page: each becomes the role and name that snapshot gave its elem
 The test starts sync_playwright() itself rather than take pytest-playwright's `page` fixture:
 one form that runs with pytest alone and beside that plugin too (it asks none of its fixtures).
 Its browser is found as the server finds its own (browser_process.find_executable), at run
-time, so no path of the server's machine is written into it.
-"""
+time, so no path of the server's machine is written into it."""
 
 import json
 import os
@@ -171,8 +170,7 @@ class Script:
     """The test being written: its body lines, the secrets it reads, what could not be replayed."""
 
     def __init__(self, session_id, metadata, upload_roots=(), storage_state_path=None):
-        self.session_id = session_id
-        self.metadata = metadata
+        self.session_id, self.metadata = session_id, metadata
         self.upload_roots = [os.path.realpath(r) for r in upload_roots]
         self.storage_state_path = storage_state_path
         self.body: list[str] = []
@@ -217,8 +215,7 @@ class Script:
             return _q(value)
         self.uses_re = True
         pattern = "^" + ".+".join(re.escape(p) for p in value.split(REDACTED)) + "$"
-        return f're.compile(r"{pattern}")' if '"' not in pattern and "\n" not in pattern else \
-            f"re.compile({pattern!r})"
+        return f're.compile(r"{pattern}")' if '"' not in pattern and "\n" not in pattern else f"re.compile({pattern!r})"
 
     # -- lines -----------------------------------------------------------------------
 
@@ -335,8 +332,7 @@ def _replayed(tool, args):
     return tool in ACTIONS
 
 
-def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None, exported_at=None,
-          filename="FILE"):
+def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None, exported_at=None, filename="FILE"):
     """(source, script) for a session's calls (History.session_calls), to be saved as `filename`."""
     script = Script(session_id, metadata, upload_roots, storage_state_path)
     calls = [step for call in calls for step in _measured(call)]
@@ -408,8 +404,7 @@ def _dialog_answers(calls):
             last = index
         if tool == "handle_dialog":
             tab = result.get("tab")
-            step = opened if tab is None else openers[tab] if tab < len(openers) and openers[tab] is not None \
-                else last
+            step = opened if tab is None else openers[tab] if tab < len(openers) and openers[tab] is not None else last
             if step is not None:
                 out.setdefault(step, []).append((bool(args.get("accept")), args.get("promptText"), tab))
             # The next dialog its answer let the page open (an alert, then a confirm) is the same step's.

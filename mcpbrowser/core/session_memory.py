@@ -5,8 +5,7 @@ page_reading.heap_bytes); what they learn is published as plain data on the work
 (`worker.memory_mb`), which any thread reads. A session over the limit is ended through the
 registry (`SessionRegistry.end`), which only queues its stop: its thread closes it after the
 running work, with a last save, so that resume_session brings it back. The browser and the
-other sessions are never touched.
-"""
+other sessions are never touched."""
 
 import time
 from typing import Any
@@ -35,8 +34,7 @@ class SessionMemory:
     def measure(self, state: Any) -> float | None:
         """The session's figure in MB, published on its worker; ends it when over the limit.
 
-        None off Chromium; the last figure when no tab could be read now (behind a dialog).
-        """
+        None off Chromium; the last figure when no tab could be read now (behind a dialog)."""
         used = page_reading.heap_bytes(state)
         worker = state.worker
         worker.measured(None if used is None else round(used / 1_048_576, 1))

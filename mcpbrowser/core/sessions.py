@@ -3,8 +3,7 @@
 Any thread looks sessions up and closes them, under this registry's lock;
 expiry callbacks run on timer threads and `session_lost` on a session thread.
 None of it touches Playwright: closing a session is a stop command queued for
-its own thread.
-"""
+its own thread."""
 
 import threading
 import time
@@ -12,20 +11,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from mcpbrowser import errors
 from mcpbrowser.config import Config
 from mcpbrowser.core.history import History
-from mcpbrowser.errors import (
-    InvalidParameters,
-    MaxSessionsReached,
-    ServerStopping,
-    SessionError,
-    SessionExpired,
-    SessionInUse,
-    SessionLost,
-    SessionMemoryExceeded,
-    SessionNotFound,
-    stopped_error,
-)
 from mcpbrowser.logs import log
 from mcpbrowser.redaction import SecretBook
 from mcpbrowser.session.state import SessionState
@@ -46,9 +34,7 @@ class SessionRecord:
                  max_age_ms: int, clock: Callable[[], float], owner: str | None = None) -> None:
         self.session_id = session_id
         self.owner = owner  # the client that created it (HTTP); None: whoever holds the server (stdio, library)
-        self.worker = worker
-        self.created_at = created_at
-        self.clock = clock
+        self.worker, self.created_at, self.clock = worker, created_at, clock
         self._opened = clock()  # the monotonic instant of created_at
         # A hard cap on the session's age (--session-max-age), or None.
         self.last_deadline = self._opened + max_age_ms / 1000 if max_age_ms else None
@@ -70,8 +56,7 @@ class SessionRegistry:
 
     final_save(state) runs on a session's thread just before it closes by
     close_session or expiry; on_change() runs after a session opened or closed
-    (the warm pool refills).
-    """
+    (the warm pool refills)."""
 
     def __init__(self, config: Config, history: History, *, clock: Callable[[], float],
                  timer_factory: Callable[..., Any], final_save: Callable[[Any], None],
@@ -97,14 +82,15 @@ class SessionRegistry:
         """Count a session as opening, or refuse: shutting down, --max-sessions reached, or resuming an open id."""
         with self._lock:
             if self.closed:
-                raise stopped_error()
+                raise errors.stopped_error()
             if len(self._sessions) + self._starting >= self.config.max_sessions:
-                raise MaxSessionsReached(
+                raise errors.MaxSessionsReached(
                     f"{self.config.max_sessions} sessions are open, the most allowed. "
                     "Close one with close_session first.",
                     details={"maxSessions": self.config.max_sessions})
             if resume_id is not None and resume_id in self._sessions:
-                raise InvalidParameters("That session is open; there is nothing to resume.", session_id=resume_id)
+                raise errors.InvalidParameters("That session is open; there is nothing to resume.",
+                                               session_id=resume_id)
             self._starting += 1
 
     def release(self) -> None:
@@ -116,8 +102,7 @@ class SessionRegistry:
                  source: str, owner: str | None = None) -> SessionRecord | None:
         """Make a reserved, opened worker a session; None when current(worker) says its browser died meanwhile.
 
-        The worker is stopped when it is not kept. Raises when the server closed meanwhile.
-        """
+        The worker is stopped when it is not kept. Raises when the server closed meanwhile."""
         created = now_ms()
         worker.handed_out(self.secrets.of(owner))
         record = SessionRecord(worker.session_id, worker, created, self.config.session_timeout,
@@ -132,7 +117,7 @@ class SessionRegistry:
         if closed or stale:
             worker.stop()
         if closed:
-            raise stopped_error()
+            raise errors.stopped_error()
         if stale:
             return None
         self.timers.schedule(worker.session_id, record.deadline - self._clock(), self._expire)
@@ -141,12 +126,10 @@ class SessionRegistry:
             metadata["owner"] = owner
         # emulation and throttle: resume_session opens it the same way; login: the saved login it began
         # with, by name (export_script).
-        for option in ("emulation", "login", "throttle"):
-            if worker.options.get(option):
-                metadata[option] = worker.options[option]
+        metadata.update({option: worker.options[option] for option in ("emulation", "login", "throttle")
+                         if worker.options.get(option)})
         self.history.session_opened(worker.session_id, created, metadata)
-        log.info("session created", extra={"event": "session_created", "session": worker.session_id,
-                                           "source": source})
+        log.info("session created", extra={"event": "session_created", "session": worker.session_id, "source": source})
         return record
 
     def occupied(self) -> int:
@@ -165,26 +148,26 @@ class SessionRegistry:
                 record.renew(self.config.session_timeout)
             closed = self.closed
         if closed:  # every session ended with the server: not "call create_session", which fails too
-            raise stopped_error(session_id)
+            raise errors.stopped_error(session_id)
         if record is None:
             if how is None:  # never open here (a session this server closed may not be written closed yet)
                 raise self.elsewhere_error(session_id)
             raise self.ended_error(session_id, how)
         return record.worker, record.expires_at
 
-    def elsewhere_error(self, session_id: str) -> SessionError:
+    def elsewhere_error(self, session_id: str) -> errors.SessionError:
         """The error for a session not open here, read from the history: SESSION_IN_USE (another live
         server holds it, named), SESSION_LOST (its server gone), or how it ended; each that can be resumed says so."""
         # Servers share a history: a client reaches another server than its session's after a failover,
         # or this server restarted (its old sessions were closed as 'server_restart' at start-up).
         holder = self.history.session_holder(session_id)  # HISTORY_UNAVAILABLE (retryable) while it cannot be read
         if holder is None:
-            return SessionNotFound(session_id=session_id)
+            return errors.SessionNotFound(session_id=session_id)
         if holder["state"] == "active" and holder["alive"]:
             return self.in_use_error(session_id, holder)
         return self.ended_error(session_id, holder["closeReason"] if holder["state"] != "active" else "server_gone")
 
-    def ended_error(self, session_id: str, how: str | None) -> SessionError:
+    def ended_error(self, session_id: str, how: str | None) -> errors.SessionError:
         """The error for a session that ended `how`: this registry's word for it, or the history's closeReason
         (another server's, or this server's before a restart). Each says whether resume_session brings it back."""
         if how == "expired":
@@ -195,24 +178,25 @@ class SessionRegistry:
             return self.memory_error(session_id)
         if how in ("server_gone", "server_restart", "shutdown"):
             hint, resumable = self._resume_hint(session_id)
-            return SessionLost(f"The server that held this session stopped or died, so the session ended. {hint}",
-                               session_id=session_id, details={"reason": "server_gone", "resumable": resumable})
+            return errors.SessionLost(f"The server that held this session stopped or died, so the session ended. "
+                                      f"{hint}", session_id=session_id,
+                                      details={"reason": "server_gone", "resumable": resumable})
         return self.closed_error(session_id)
 
-    def closed_error(self, session_id: str) -> SessionNotFound:
+    def closed_error(self, session_id: str) -> errors.SessionNotFound:
         """SESSION_NOT_FOUND for a session its client closed, saying whether resume_session brings it back."""
         hint, resumable = self._resume_hint(session_id)
-        return SessionNotFound(f"This session was closed. {hint}", session_id=session_id,
-                               details={"resumable": resumable})
+        return errors.SessionNotFound(f"This session was closed. {hint}", session_id=session_id,
+                                      details={"resumable": resumable})
 
-    def in_use_error(self, session_id: str, holder: dict[str, Any]) -> SessionInUse:
+    def in_use_error(self, session_id: str, holder: dict[str, Any]) -> errors.SessionInUse:
         """SESSION_IN_USE naming the server that holds the session (this one, when another call is opening it)."""
         if holder["instance"] == self.history.store.instance:
-            return SessionInUse("Another call on this server is resuming this session now; use it once that "
-                                "call answers.", session_id=session_id, details={"server": holder["server"]})
-        return SessionInUse(f"This session is open on {holder['server']}, another mcpbrowser server that shares "
-                            "this history; call it through that server, or close it there before resuming it here.",
-                            session_id=session_id, details={"server": holder["server"]})
+            return errors.SessionInUse("Another call on this server is resuming this session now; use it once that "
+                                       "call answers.", session_id=session_id, details={"server": holder["server"]})
+        return errors.SessionInUse(f"This session is open on {holder['server']}, another mcpbrowser server that "
+                                   "shares this history; call it through that server, or close it there before "
+                                   "resuming it here.", session_id=session_id, details={"server": holder["server"]})
 
     def open_record(self, session_id: str) -> SessionRecord | None:
         """The record of an open session, or None; renews nothing."""
@@ -252,8 +236,7 @@ class SessionRegistry:
                       probe: Callable[[SessionState], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
         """Id, times, url and title of each session (of `owner`'s, when given); a busy one shows its last known page.
 
-        probe(state), run on each session's thread, adds fields of its own (its memory).
-        """
+        probe(state), run on each session's thread, adds fields of its own (its memory)."""
         records = [r for r in self.records() if owner is None or r.owner == owner]
         asked = [(record, record.worker.submit(_described, probe)) for record in records]
         deadline = time.monotonic() + DESCRIBE_WAIT_S
@@ -288,8 +271,7 @@ class SessionRegistry:
         """Close a session now: cancel its timer, close its page and context, forget its id.
 
         Returns what stood in the way and went with the page: {"dialog": the dialog open at
-        the close, or None; "dismissed": dialogs the server dismissed since the last answer}.
-        """
+        the close, or None; "dismissed": dialogs the server dismissed since the last answer}."""
         with self._lock:
             record = self._sessions.pop(session_id, None)
             if record is not None:
@@ -320,8 +302,7 @@ class SessionRegistry:
     def close_all(self) -> list[SessionWorker] | None:
         """Shutdown: forget every session (the history says why); their workers, for the caller to stop.
 
-        None when an earlier call closed it already.
-        """
+        None when an earlier call closed it already."""
         with self._lock:
             if self.closed:
                 return None
@@ -367,7 +348,7 @@ class SessionRegistry:
 
     # SESSION THREAD: a call found its browser disconnected (a remote one, or ours before
     # the supervisor noticed). Returns the error that call answers.
-    def session_lost(self, state: SessionState) -> SessionLost:
+    def session_lost(self, state: SessionState) -> errors.SessionLost:
         with self._lock:
             record = self._sessions.get(state.session_id)
             if record is None or record.worker is not state.worker:
@@ -396,7 +377,7 @@ class SessionRegistry:
         self.timers.forget(session_id)
         self.on_ended(session_id)
         self.history.session_closed(session_id, "expired", record.worker.options.get("throttle"))
-        record.worker.stop(SessionExpired(session_id=session_id), last=self._final_save)
+        record.worker.stop(errors.SessionExpired(session_id=session_id), last=self._final_save)
         log.info("session expired", extra={"event": "session_expired", "session": session_id})
         self._on_change()
 
@@ -416,38 +397,38 @@ class SessionRegistry:
                     "this one in a fresh context with its cookies, local storage and last URL.", True)
         return "Nothing was saved for it, so it cannot be resumed: call create_session.", False
 
-    def expired_error(self, session_id: str) -> SessionExpired:
+    def expired_error(self, session_id: str) -> errors.SessionExpired:
         hint, resumable = self._resume_hint(session_id)
         max_age = self.config.session_max_age
-        return SessionExpired(f"This session expired (no call for {self.config.session_timeout // 1000} s"
-                              + (f", or older than {max_age // 1000} s" if max_age else "")
-                              + f") and was closed. {hint}", session_id=session_id,
-                              details={"resumable": resumable})
+        return errors.SessionExpired(f"This session expired (no call for {self.config.session_timeout // 1000} s"
+                                     + (f", or older than {max_age // 1000} s" if max_age else "")
+                                     + f") and was closed. {hint}", session_id=session_id,
+                                     details={"resumable": resumable})
 
-    def stopping_error(self, session_id: str) -> ServerStopping:
+    def stopping_error(self, session_id: str) -> errors.ServerStopping:
         """SERVER_STOPPING: a call cut short by the server's own shutdown (SIGTERM, stdin closed)."""
         resumable = self.history.has_saved_state(session_id)
         message = None if resumable else ("The server is stopping (it was told to), so this call was cut short "
                                           "and the session closed; nothing was saved for it, so it cannot be "
                                           "resumed: call create_session on the next server.")
-        return ServerStopping(message, session_id=session_id, details={"resumable": resumable})
+        return errors.ServerStopping(message, session_id=session_id, details={"resumable": resumable})
 
-    def memory_error(self, session_id: str, used_mb: float | None = None) -> SessionMemoryExceeded:
+    def memory_error(self, session_id: str, used_mb: float | None = None) -> errors.SessionMemoryExceeded:
         """SESSION_MEMORY_EXCEEDED: the session was closed for its pages' memory; whether it can be resumed."""
         hint, resumable = self._resume_hint(session_id)
         limit = self.config.session_memory_mb
         used = f" ({used_mb:.0f} MB)" if used_mb is not None else ""
-        return SessionMemoryExceeded(
+        return errors.SessionMemoryExceeded(
             f"This session's pages used more memory{used} than the {limit} MB a session may use "
             f"(--session-memory-mb), so it was closed; the browser and other sessions go on. {hint} "
             "Its page will load again: avoid what made it grow.", session_id=session_id,
             details={"resumable": resumable, "limitMb": limit, **({"usedMb": used_mb} if used_mb is not None else {})})
 
-    def lost_error(self, session_id: str) -> SessionLost:
+    def lost_error(self, session_id: str) -> errors.SessionLost:
         """SESSION_LOST, telling whether resume_session can bring the session back."""
         hint, resumable = self._resume_hint(session_id)
-        return SessionLost(f"The browser under this session crashed, so the session was closed. {hint}",
-                           session_id=session_id, details={"reason": "browser_crash", "resumable": resumable})
+        return errors.SessionLost(f"The browser under this session crashed, so the session was closed. {hint}",
+                                  session_id=session_id, details={"reason": "browser_crash", "resumable": resumable})
 
 
 def _described(state: SessionState, probe: Callable[[SessionState], dict[str, Any]] | None) -> dict[str, Any]:

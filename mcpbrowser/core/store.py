@@ -9,8 +9,7 @@ Blobs are stored exactly as produced; parsing happens only on read.
 
 What differs between databases is the backend's (core/store_backend.py): SQLite's
 (core/store_sqlite.py) or PostgreSQL's (core/store_postgres.py), chosen in `open_backend`
-and asked, never switched on. The store's own statements that both run as written are here.
-"""
+and asked, never switched on. The store's own statements that both run as written are here."""
 
 import contextlib
 import difflib
@@ -145,8 +144,7 @@ class Store:
         self.path = path
         self.backend = open_backend(path)
         self.label = self.backend.label  # the database as logs and messages show it (a URL without its password)
-        self.retention_days = retention_days
-        self.max_mb = max_mb
+        self.retention_days, self.max_mb = retention_days, max_mb
         self._local = threading.local()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._closed = False
@@ -178,8 +176,7 @@ class Store:
             self._faulted(exc)
         if self.fault is None:
             self._commit(writer, [])  # a probe: a full disk is said now, not at the first call
-        self._writer = threading.Thread(target=self._write_loop, args=(writer,),
-                                        name="store-writer", daemon=True)
+        self._writer = threading.Thread(target=self._write_loop, args=(writer,), name="store-writer", daemon=True)
         self._writer.start()
 
     # -- ANY THREAD ------------------------------------------------------------
@@ -226,8 +223,7 @@ class Store:
 
         Who holds a session is decided here, in one statement (`UPDATE ... WHERE` what was read):
         two servers (or two threads) that read the same row both try, the database serialises the
-        two statements on the row, and only the first still finds it as it was read.
-        """
+        two statements on the row, and only the first still finds it as it was read."""
         item = _Swap(sql, params)
         if not self._closed:
             self._queue.put(item)
@@ -368,8 +364,7 @@ class Store:
                     self._faulted(exc)
                     return False
         if self.fault is not None:
-            log.warning("history recording resumed", extra={"event": "store_recovered",
-                                                            "was": self.fault["errorCode"]})
+            log.warning("history recording resumed", extra={"event": "store_recovered", "was": self.fault["errorCode"]})
             self.fault = None
         return True
 
@@ -455,8 +450,7 @@ class Store:
         Most of a page is the same after a click or a typed word: a snapshot is stored as
         its changes against the session's last snapshot stored whole, when that takes under
         half the room (never a change of a change, so a read needs two rows at most).
-        `known`: which pages are stored ({hash: whole}), read once for the batch (_stored).
-        """
+        `known`: which pages are stored ({hash: whole}), read once for the batch (_stored)."""
         self._hash(snap)
         if snap.whole is None and snap.hash not in known:
             snap.whole = zlib.compress(snap.text.encode(), ZLIB_LEVEL)

@@ -13,8 +13,7 @@ and upserts as `INSERT ... ON CONFLICT (key) DO UPDATE/DO NOTHING` (SQLite 3.24 
 
 Threads: the store's constructor calls `own_keys` and `open`; the store-writer thread uses the
 connection `open` returns and calls `size_mb`, `vacuum` and `sweep`; any thread calls `connect`
-(each reader its own connection) and `alive`.
-"""
+(each reader its own connection) and `alive`."""
 
 SCHEMA_VERSION = 6  # the newest schema: each backend's MIGRATIONS states every step up to it
 

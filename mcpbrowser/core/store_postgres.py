@@ -21,8 +21,7 @@ The instance registry (issue 41) is an advisory lock: each server holds
 releases it when that connection ends, however the server ended (`kill -9`, a lost
 machine: once the database notices the connection is gone). A server is alive while
 its lock is held; no clock, no heartbeat, no table to sweep. Advisory locks are per
-database, so servers share a registry exactly when they share a history.
-"""
+database, so servers share a registry exactly when they share a history."""
 
 import contextlib
 import functools
@@ -311,8 +310,7 @@ def _store_error(exc, url):
 
 def instance_key(instance):
     """The advisory lock's 64-bit key of a server instance."""
-    return int.from_bytes(hashlib.sha256(b"mcpbrowser instance " + instance.encode()).digest()[:8], "big",
-                          signed=True)
+    return int.from_bytes(hashlib.sha256(b"mcpbrowser instance " + instance.encode()).digest()[:8], "big", signed=True)
 
 
 class Registry:

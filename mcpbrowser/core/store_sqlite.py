@@ -4,8 +4,7 @@ A backend of the store (core/store_backend.py): its schema and migrations in SQL
 the statements whose SQL differs from PostgreSQL's, what its errors mean (from SQLite's result
 codes), its size and incremental vacuum, and which servers share the file (an `flock` each,
 core/instances.py). The store's constructor opens it; the store-writer thread writes on the
-connection it opened; readers open their own on any thread (WAL: a read never blocks the writer).
-"""
+connection it opened; readers open their own on any thread (WAL: a read never blocks the writer)."""
 
 import os
 import sqlite3

@@ -8,8 +8,7 @@ Why groups: a model reads the whole tools/list on every turn, so the default lis
 tools most tasks use and the rest wait behind a group (config.TOOL_GROUPS). The server's
 --caps turns a group on for every client; a client's enable_tools turns one on for itself
 (its owner: the token's client over HTTP, the one client over stdio) until the server stops.
-The library API is not checked: its caller reads no tool list.
-"""
+The library API is not checked: its caller reads no tool list."""
 
 import threading
 
@@ -113,18 +112,15 @@ def declare(all_tools):
             members[group].append(f"{tool.name}'s {names[0]}{', ...' if len(names) > 1 else ''}")
     listing = "; ".join(f"{group}: {', '.join(names)}" for group, names in members.items() if names)
     return CoreTool(
-        name="enable_tools",
-        title="Enable tool groups",
+        name="enable_tools", title="Enable tool groups",
         # Its name says what the listing is: "Groups: " before it cost every conversation 8 characters.
         description=f"{listing}.",
         # The groups' names are the description's: an enum of them too would say them twice in every tools/list.
         input_schema=schema.obj({"groups": {"type": "array", "minItems": 1, "items": {"type": "string"}}},
                                 ("groups",)),
-        handler=enable_tools,
-        idempotent=True,
+        handler=enable_tools, idempotent=True,
         during_cooldown=True,  # it changes only which tools the client sees
         # Off when every group is on already.
         enabled=lambda config: set(config.caps) != set(members),
-        output_schema={"type": "object", "properties": {"enabled": {"type": "array"}, "added": {"type": "array"}},
-                       "required": ["enabled", "added"]},
+        output_schema=schema.result({"enabled": {"type": "array"}, "added": {"type": "array"}}, ("enabled", "added")),
     )

@@ -7,8 +7,7 @@ tool_groups.py beside this one. `configured(config)` narrows `ALL` to the tools 
 configuration offers; tool_groups.py decides which of those each MCP client sees,
 by each tool's `group`. `PERSON` are a person's own in the live view (tools/person.py):
 in every configuration's table, whether or not a view is served, and the dispatcher
-answers anyone but a person as if they did not exist (never listed, never documented).
-"""
+answers anyone but a person as if they did not exist (never listed, never documented)."""
 
 from mcpbrowser.core import content_tools, export_tools, lifecycle_tools, performance_tools, tool_groups
 from mcpbrowser.tools import (

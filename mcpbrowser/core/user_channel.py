@@ -6,8 +6,7 @@ thread (or the session thread of the wait_for_user that saw the person done).
 
 Who is asked: the caller of the call that needs the answer (core/call.py's
 `Caller`), else `client`, the server's own client (stdio's connection, HTTP's
-every client); an embedder may leave it None, and then nobody can be asked.
-"""
+every client); an embedder may leave it None, and then nobody can be asked."""
 
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -55,8 +54,7 @@ class UserChannel:
     def ask_about_domain(self, session_id: str, host: str, caller: Caller | None = None) -> None:
         """Ask whether this session may visit `host` (MCP elicitation); raises DomainNotAllowed unless allowed.
 
-        `caller`: who made the call being run (the session's `state.caller`): it is asked.
-        """
+        `caller`: who made the call being run (the session's `state.caller`): it is asked."""
         if not self.config.ask_new_domains:
             raise DomainNotAllowed(f"{host} is not in the server's allowed domains.", session_id=session_id,
                                    details={"domain": host})
@@ -79,8 +77,7 @@ class UserChannel:
         A 2026-07-28 client that can ask its user does so between calls (the person
         answers once done, and the retried call then checks the sign); any other hears
         a notice ("alert"), since on that revision a notice is only delivered to a
-        request that opted in to logs. A person who declines ends the wait at once.
-        """
+        request that opted in to logs. A person who declines ends the wait at once."""
         client = self._asked(caller)
         if caller is None or client is None or not (caller.modern and client.can_elicit):
             where = self.where_to_help(session_id)

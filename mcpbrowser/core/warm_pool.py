@@ -3,8 +3,7 @@
 Runs on the core pool threads (opening a session, refilling the pool); `refill`
 may be called from any thread. A pooled worker is a started, never-used session
 thread: its context has never seen a page, so handing it out keeps isolation,
-and it becomes a session only then.
-"""
+and it becomes a session only then."""
 
 import threading
 import time
@@ -41,8 +40,7 @@ class WarmPool:
                  memory: MemoryGuard, executor: Executor, opener: Callable[[SessionWorker], Any],
                  policy: Callable[[list[str] | None], DomainPolicy],
                  timer_factory: Callable[..., Any] = threading.Timer) -> None:
-        self.config = config
-        self._timer_factory = timer_factory
+        self.config, self._timer_factory = config, timer_factory
         self._registry, self._supervisor, self._memory = registry, supervisor, memory
         self._executor, self._opener, self._policy = executor, opener, policy
         self._lock = threading.Lock()
@@ -67,8 +65,7 @@ class WarmPool:
         under its old id. context: the opener's options for a context of the session's
         own, {"emulation": {...}, "storage_state": {...}}. Both need a fresh context,
         so never come from the pool. A session that was opening when the browser crashed is
-        opened again on the restarted browser, once. owner: the client it belongs to (HTTP).
-        """
+        opened again on the restarted browser, once. owner: the client it belongs to (HTTP)."""
         record = (self._open_once(resume, allowed_domains, owner, context, final_try=False)
                   or self._open_once(resume, allowed_domains, owner, context, final_try=True))
         assert record is not None  # the last attempt raises rather than give up
@@ -133,8 +130,7 @@ class WarmPool:
 
         The proxy listens on this machine's loopback only. A browser on another
         machine could not reach it, and a policy that silently stopped holding
-        there would be worse than a clear refusal.
-        """
+        there would be worse than a clear refusal."""
         policy = self._policy(allowed_domains)
         if not (policy.restricts_hosts or self.config.ask_new_domains):
             return {"allowed_domains": allowed_domains, "policy": policy, "proxy": None}
@@ -155,8 +151,7 @@ class WarmPool:
 
         While a refill is under way and none is ready, wait for it: it started earlier than
         a cold start would, and two sessions opening at once on two cores each take longer
-        (the first create_session after start-up meets the pool's first fill).
-        """
+        (the first create_session after start-up meets the pool's first fill)."""
         deadline = time.monotonic() + SESSION_START_TIMEOUT_S
         with self._lock:
             waiting = False

@@ -2,8 +2,7 @@
 
 Runs on the watchdog thread (only when --watchdog-grace is set). It never
 touches Playwright: it answers the stuck command, starts a fresh session thread
-from the session's last saved state, and kills the stuck thread's driver process.
-"""
+from the session's last saved state, and kills the stuck thread's driver process."""
 
 import contextlib
 import os
@@ -52,16 +51,14 @@ class Watchdog:
         Playwright objects cannot be handed to another thread, so the new thread
         opens a new context from the session's last saved state (cookies, local
         storage, URL). The old thread is freed by killing its driver process, which
-        also makes the browser server close the old context.
-        """
+        also makes the browser server close the old context."""
         call, budget = tag
         old, session_id = record.worker, record.session_id
         saved = self._history.saved_state(session_id)
         options = self._options(old.options.get("allowed_domains"), session_id)
         # The fresh page looks and runs like the old one, logged in as it began (and its login's name kept).
-        for key in ("emulation", "throttle", "storage_state", "login"):
-            if old.options.get(key):
-                options[key] = old.options[key]
+        options.update({key: old.options[key] for key in ("emulation", "throttle", "storage_state", "login")
+                        if old.options.get(key)})
         if saved is not None:
             options.update(storage_state=saved[0], url=saved[1])
         new = SessionWorker(session_id, self._opener, options)

@@ -34,11 +34,12 @@ A key's or a field's action (ANSWERS_FIRST: type, press_key, fill_form, select) 
 its short timers, nor the quiet after them: an application debounces keys (JupyterLab's activity monitor set
 200 and 250 ms timers on each, and they were 281-344 ms of every `type` and `press_key`), and the agent's next
 step after a key is often another key, which does not wait for them either. What it started is still done
-before anyone reads the page: the next read (READS: snapshot, screenshot, wait_for, evaluate...) first
+before anyone reads the page: the next read (READS: snapshot, screenshot, evaluate...; reads_first) first
 finishes the settle (`finish`: those timers, what they set off, the quiet after; at most the cap counted from
 the last such action's start), so a debounced search box's results are there when the agent reads. The
-history's capture after the call finishes it too, but only until the next call comes: it stores the page as
-the call left it, settled, or as the next call found it.
+history's capture after the call finishes it too, but only until the next call comes, unless that is a snapshot,
+which would finish it first anyway: it stores the page as the call left it, settled, or as the next call found
+it. That snapshot answers with the capture's walk when nothing ran between (snapshots.fresh_walk): one walk.
 
 Popups. The same script counts the windows the action asked for: `window.open` calls, and clicks on a
 link that opens a new window (`target=_blank` or a named one, a modifier key) and form submissions with
@@ -72,6 +73,21 @@ ANSWERS_FIRST = frozenset({"type", "press_key", "fill_form", "select"})
 # The calls that read the page, which finish the last actions' settle first: what they return shows what the
 # actions' timers rendered (a debounced search's results). `evaluate` reads as much as it acts.
 READS = frozenset({"snapshot", "dom_snapshot", "screenshot", "pdf", "wait_for", "evaluate"})
+def reads_first(name, args):
+    """Whether the call `name` finishes the last actions' settle before it runs (READS). A `wait_for` only where its
+    condition could hold of the page before the actions' effect: a text or an element gone, the network idle, a
+    download. Waiting for a text, an element or a URL to come, it waits for that itself: after JupyterLab's
+    Shift+Enter the activity monitor's timers (130-260 ms) were waited out before the output was looked for."""
+    if name != "wait_for":
+        return name in READS
+    return "textGone" in args or args.get("state") in ("hidden", "detached") or bool(
+        args.get("networkIdle") or args.get("download"))
+
+
+# The read that may answer with the history capture's walk of the call before (snapshots.fresh_walk): when it is
+# the next call, the capture finishes the settle before it walks, as that read would; one walk, not two. Not the
+# other reads: they do not walk, and the capture's walk overlaps with the page's settle when it gives way to them.
+WALKS_FIRST = frozenset({"snapshot"})
 
 # Defines window.__mcpbSettle(elapsedMs, quietMs, capMs, mode) -> Promise of [ms waited, windows the action asked
 # for, 1 when the whole rule would still wait]. Idempotent.
@@ -445,14 +461,16 @@ def finish(state, until_called=False):
         return
     tab, navigations, first, last = left
     now, timeout_s = time.monotonic(), state.config.action_timeout / 1000
-    if until_called and not state.worker.idle():
-        return  # the next call is here: a read among them finishes it
+    if until_called and _called(state):
+        return  # the next call is here, and it may act first: a read among them finishes it
     if state.blocker is not None or state.tab is not tab or tab.navigations != navigations \
             or now - last >= min(CAP_MS / 1000, timeout_s):
         state.unsettled = None
         return
-    # A call that comes meanwhile is let in within WATCH_S; the page's wait runs on to its end, unheard.
-    watch = (WATCH_S, state.worker.idle) if until_called else None
+    # A call that comes meanwhile is let in within WATCH_S, unless it is a snapshot (it would finish this first); the
+    # page's wait runs on to its end, unheard.
+    watch = (WATCH_S, lambda: not _called(state)) if until_called else None
+    tab.fresh = None  # the page moves on: a walk before it is not the page a read finds
     try:
         cap_ms = int((last - first) * 1000) + min(CAP_MS, int(timeout_s * 1000))
         read, deadline_s = _read(state, now - first, timeout_s, FINISH, cap_ms)
@@ -460,12 +478,21 @@ def finish(state, until_called=False):
     except Exception as exc:  # it navigated or closed meanwhile: the read says where it is
         log.debug("finish ended by the page", extra={"session": state.session_id, "error": str(exc)})
         settled = None
-    if settled is None and until_called and state.unsettled is left and not state.worker.idle():
-        return  # the next call came first: a read among them finishes it
+    if settled is None and until_called and state.unsettled is left and _called(state):
+        return  # the next call came first, and it may act first: a read among them finishes it
     state.unsettled = None
     if settled is not None:
         log.debug("settle finished", extra={"session": state.session_id, "waited": settled[0],
                                             "before": "capture" if until_called else "read"})
+
+
+def _called(state):
+    """Whether a call waits that the capture's finish gives way to: any but a snapshot (WALKS_FIRST: the dispatcher
+    tags a call's command with (call, budget)); a person's input too."""
+    if state.worker.idle():
+        return False
+    tag = state.worker.next_tag()
+    return not (isinstance(tag, tuple) and getattr(tag[0], "tool", None) in WALKS_FIRST)
 
 
 def mark(state):

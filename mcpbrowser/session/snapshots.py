@@ -76,18 +76,28 @@ def capture_snapshot(state, field_edit=None):
             root = tab.page.locator(page_watch.changed(tab.arming))
         else:
             root = page_root(state)
-        walk = (root, "aria_snapshot", {"mode": "ai", "timeout": 2000})
-        counted = None
+        reads = [(root, "aria_snapshot", {"mode": "ai", "timeout": 2000})]
         # A page read before in this document (it has refs) may show typed values, which the redaction reads
         # the secret fields for after the walk: their count goes with the walk, in the same round trip. Not on
         # a fresh document (a navigate's capture), whose fields are seldom filled: the count would cost it CPU.
-        if tab.refs and len(tab.page.frames) == 1:
-            both = state.background(tab, Together(walk, (tab.page.locator(SECRET_FIELD), "count", {})), "run")
-            text, counted = both if both is not None else (None, None)
-            if isinstance(text, Exception):
-                raise text
-        else:
-            text = state.background(tab, walk[0], walk[1], **walk[2])
+        counts = bool(tab.refs) and len(tab.page.frames) == 1
+        if counts:
+            reads.append((tab.page.locator(SECRET_FIELD), "count", {}))
+        # The next call is here already: a read may answer with this walk (fresh_walk), its title read with it.
+        waiting = state.worker.next_tag() if state.chromium and not state.worker.idle() else None
+        if waiting is not None:
+            reads.append((tab.cdp(), "send", {"method": "Page.getNavigationHistory"}))
+        answers = state.background(tab, Together(*reads), "run") if len(reads) > 1 else \
+            [state.background(tab, reads[0][0], reads[0][1], **reads[0][2])]
+        text, *rest = answers if answers is not None else (None,)
+        if isinstance(text, Exception):
+            raise text
+        counted = rest.pop(0) if counts and rest else None
+        if waiting is not None and text is not None and rest and isinstance(rest[0], dict) \
+                and state.worker.next_tag() is waiting:
+            history = rest[0]
+            tab.fresh = (tab.arming, history["entries"][history["currentIndex"]]["title"], state.worker.begun + 1,
+                         tab.navigations)
     except Exception as exc:
         if held is not None and _still_clean(state, held):  # `changed` matched nothing: the page is as held
             log.debug("capture reused", extra={"event": "capture_reused", "session": state.session_id})
@@ -302,6 +312,10 @@ def unchanged_snapshot(state, response):
     held = tab.full_snapshot
     if held is None:
         return None, None
+    walked = fresh_walk(state, held)
+    if walked is not None:
+        response.reused_snapshot()
+        return walked
     reads: list[tuple] = [(tab.page.locator(page_watch.clean(held[1])), "count", {})]
     if state.chromium:
         reads.append((tab.cdp(), "send", {"method": "Page.getNavigationHistory"}))
@@ -317,6 +331,18 @@ def unchanged_snapshot(state, response):
         title = answers[1]["entries"][answers[1]["currentIndex"]]["title"]
     response.reused_snapshot()  # the call's log line says so
     return _reused(state, held), title  # a secret typed since is scrubbed from it too
+
+
+def fresh_walk(state, held):
+    """(text, title) of the held whole snapshot when the last capture walked it while this call waited to run, nothing
+    ran since (no other command, no settle's finish) and it is still the tab's document: the page as this call
+    found it, with no round trip. Else None (the watch's count proves it, unchanged_snapshot)."""
+    tab, fresh = state.tab, state.tab.fresh
+    tab.fresh = None
+    if fresh is None or fresh[0] != held[1] or fresh[2:] != (state.worker.begun, tab.navigations) \
+            or state.unsettled is not None:
+        return None
+    return _reused(state, held), fresh[1]
 
 
 def mark_secret(state, response, text):

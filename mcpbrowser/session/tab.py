@@ -16,6 +16,8 @@ class Tab:
         self.refs: frozenset[str] = frozenset()  # the refs of its last snapshot, which the agent may use
         self.full_snapshot = None  # (text, arming): its last whole-page snapshot, read as the page watch was armed
         self.arming = 0           # the token its last walk armed the page watch with (snapshots.page_root)
+        # (arming, title, command, navigations): the capture's walk, taken as that queued command waited (fresh_walk)
+        self.fresh = None
         self.crashed = False      # its renderer died: the next call replaces it with a fresh tab
         self.unresponsive = False  # it did not answer a probe (acting.PROBE_S)
         # The dialog is its page's (the page tools on it wait for its answer, other tabs go on); told the agent

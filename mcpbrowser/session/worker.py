@@ -8,6 +8,7 @@ skipped, and every exception, BaseException included, lands in its Future, so
 no command can kill the loop.
 """
 
+import collections
 import queue
 import threading
 import time
@@ -46,6 +47,8 @@ class SessionWorker:
         self._offer_page_tools = lambda caller: None
         self._opener = opener
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._tags: collections.deque[Any] = collections.deque()  # the tags of the commands in _queue (under _lock)
+        self.begun = 0  # commands begun, a person's among them: which one runs now (session thread)
         # A person's input (the live view): run before what waits in _queue, and in a long wait's
         # slices (`between`), so a person can act while the agent's wait_for_user holds the thread.
         self._urgent: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -150,6 +153,7 @@ class SessionWorker:
                 self._urgent.put((fut, fn, args, after, budget_s, tag))
                 self._queue.put(_URGENT)  # wakes an idle loop
             else:
+                self._tags.append(tag)
                 self._queue.put((fut, fn, args, after, budget_s, tag))
         return fut
 
@@ -190,6 +194,12 @@ class SessionWorker:
         """Whether no command waits to run (any thread; the session thread asks it in its after-call work)."""
         return self._queue.empty() and self._urgent.empty()
 
+    def next_tag(self):
+        """The tag the command to run next was submitted with; None when none waits, or a person's input goes first
+        (any thread; the session thread asks it in its after-call work)."""
+        with self._lock:
+            return self._tags[0] if self._tags and self._urgent.empty() else None
+
     # -- SESSION THREAD ----------------------------------------------------------
 
     def _run(self):
@@ -224,6 +234,8 @@ class SessionWorker:
                 self._run_urgent(state)  # a person's input, or take-over, queued meanwhile goes first
                 if item is _URGENT:
                     continue
+                with self._lock:
+                    self._tags.popleft()  # only now: it was next while a person's input ran (next_tag)
                 self._execute(state, item)
                 self.running = None
                 if self.quiet_hook is not None:
@@ -264,6 +276,7 @@ class SessionWorker:
     def _execute(self, state, item, track=True):
         """Run one queued command and its after-work; `track`: the watchdog watches it (not when nested)."""
         fut, fn, args, after, budget_s, tag = item
+        self.begun += 1
         if not fut.set_running_or_notify_cancel():
             return
         if track:
@@ -318,6 +331,8 @@ class SessionWorker:
             except queue.Empty:
                 return
             if item is not _STOP and item is not _URGENT:
+                with self._lock:
+                    self._tags.popleft()
                 fut = item[0]
                 if fut.set_running_or_notify_cancel():
                     fut.set_exception(self._closed_error)

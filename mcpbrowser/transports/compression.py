@@ -16,8 +16,7 @@ compressed body to guess.
 
 Request bodies are not decompressed: a POST with a Content-Encoding other than identity is
 refused (http.py, 415), so a small compressed body cannot expand into a large one (a
-compression bomb) past --max-message-bytes.
-"""
+compression bomb) past --max-message-bytes."""
 
 import zlib
 from collections.abc import Callable, Iterable, Iterator

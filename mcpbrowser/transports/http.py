@@ -20,8 +20,7 @@ loopback server), a handshake-era client is its Mcp-Session-Id, and every
 2026-07-28 client is one "anonymous" client: only tokens tell them apart.
 
 Threads: the WSGI server's request threads run `__call__` and wait on a request's
-queue; session threads and core pool threads `send` into those queues.
-"""
+queue; session threads and core pool threads `send` into those queues."""
 
 import hmac
 import queue
@@ -45,6 +44,7 @@ CLIENT_IDLE_S = 3600.0    # a handshake-era client unheard of this long is forgo
 SESSION_HEADER = "Mcp-Session-Id"
 HEALTH_PATH = "/healthz"  # 200 "ok" to anyone, without a token (see __call__)
 _END = object()           # closes a stream's queue
+EVENT_STREAM = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"))
 
 
 class _Stream:
@@ -112,8 +112,7 @@ class _Everyone:
 
 def _json_response(start_response, status, body, headers=()):
     data = protocol.dumps(body) if body is not None else b""
-    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data))),
-                            *headers])
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data))), *headers])
     return [data]
 
 
@@ -129,17 +128,14 @@ class McpWsgiApp:
     for an open (loopback) server; allowed_origins: origins browsers may call from
     (empty: loopback origins only); path: the endpoint's path; max_body_bytes: the
     largest POST body; rate_limit: requests per minute per client (0: no limit);
-    client_requests: requests one token's client may hold open at once.
-    """
+    client_requests: requests one token's client may hold open at once."""
 
     def __init__(self, core: CoreFace, *, credentials=None, allowed_origins=(), path="/mcp",
                  max_body_bytes=4 * 1024 * 1024, rate_limit=600, client_requests=16, on_close=None):
-        self.core = core
-        self._on_close = on_close
+        self.core, self._on_close = core, on_close
         self.credentials = dict(credentials or {})
         self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
-        self.path = path
-        self.max_body_bytes = max_body_bytes
+        self.path, self.max_body_bytes = path, max_body_bytes
         self.too_large = f"A message may be at most {max_body_bytes} bytes (--max-message-bytes): send less in one call"
         self.rate = RateLimiter(rate_limit)
         self.client_requests = client_requests
@@ -212,12 +208,9 @@ class McpWsgiApp:
 
     def _route(self, environ, start_response, name):
         method = environ.get("REQUEST_METHOD", "GET")
-        if method == "POST":
-            return self._post(environ, start_response, name)
-        if method == "GET":
-            return self._get(environ, start_response, name)
-        if method == "DELETE":
-            return self._delete(environ, start_response, name)
+        handler = {"POST": self._post, "GET": self._get, "DELETE": self._delete}.get(method)
+        if handler is not None:
+            return handler(environ, start_response, name)
         return _refuse(start_response, "405 Method Not Allowed", f"{method} is not used by MCP here",
                        [("Allow", "GET, POST, DELETE")])
 
@@ -361,8 +354,7 @@ class McpWsgiApp:
             if done is not None:
                 done()
             return _json_response(start_response, "200 OK", first)
-        start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
-                                  ("X-Accel-Buffering", "no")])
+        start_response("200 OK", list(EVENT_STREAM))
         return _EventStream(stream, first, connection, cancel_on_close, done)
 
     def _get(self, environ, start_response, name):
@@ -378,8 +370,7 @@ class McpWsgiApp:
             if client.own_stream is not None:
                 return _refuse(start_response, "409 Conflict", "This client's stream is open already")
             stream = client.own_stream = _Stream(None)
-        start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
-                                  ("X-Accel-Buffering", "no")])
+        start_response("200 OK", list(EVENT_STREAM))
 
         def closed():
             with client.lock:
@@ -408,8 +399,7 @@ class McpWsgiApp:
         With tokens, an Mcp-Session-Id is a handle, not a credential: it travels in logs,
         proxies and the client's own state. Another token presenting it gets the answer an
         unknown id gets, so it learns nothing, and its tasks, streams and pending questions
-        to the user stay out of reach. The comparison is of names the server gave, not secrets.
-        """
+        to the user stay out of reach. The comparison is of names the server gave, not secrets."""
         if not session_id:
             return None
         with self._lock:
@@ -477,8 +467,7 @@ class _EventStream:
 
     The server closes it when the client goes away: a 2026-07-28 call is then
     cancelled (closing the stream is that era's cancellation); a handshake-era call
-    runs on, as the spec asks, and its answer is dropped.
-    """
+    runs on, as the spec asks, and its answer is dropped."""
 
     def __init__(self, stream, first, connection, cancel_on_close, done):
         self._stream, self._first, self._connection = stream, first, connection
@@ -538,8 +527,7 @@ def serve(app, address, done, threads, limits):
     server is for development by its own account), a client that left was noticed at
     the next write (200 ms), and it is pure Python with no dependencies, on every OS.
     Every open call and event stream holds one of its `threads`. `limits`
-    (http_server.Limits) guard it against slow and idle clients.
-    """
+    (http_server.Limits) guard it against slow and idle clients."""
     from mcpbrowser.transports.http_server import create_server
 
     host, _, port = address.rpartition(":")
@@ -558,8 +546,7 @@ def serve(app, address, done, threads, limits):
     # Servers sharing a history name each other to their clients (list_sessions) by where they listen.
     shown_host = socket.gethostname() if bound[0] in ("0.0.0.0", "::") else bound[0]
     app.core.announce(f"[{shown_host}]:{bound[1]}" if ":" in shown_host else f"{shown_host}:{bound[1]}")
-    log.info("serving MCP over HTTP", extra={"event": "http_serving",
-                                             "url": f"http://{bound[0]}:{bound[1]}{app.path}"})
+    log.info("serving MCP over HTTP", extra={"event": "http_serving", "url": f"http://{bound[0]}:{bound[1]}{app.path}"})
     if app.view is not None:
         app.view.announce(f"http://{bound[0]}:{bound[1]}{app.view.path}/")
     threading.Thread(target=runner.run, name="http-server", daemon=True).start()

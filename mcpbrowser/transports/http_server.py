@@ -23,8 +23,7 @@ This is a subclass of waitress's server and channel, built the way waitress's
 create_server builds them, plus a parser subclass that notes when a request began
 and tells the channel when its head is complete. Everything here runs on
 waitress's socket thread (the main loop); a connection may also be closed by
-whoever stops the server, so the table of unvouched connections has a lock.
-"""
+whoever stops the server, so the table of unvouched connections has a lock."""
 
 import socket
 import threading
@@ -197,7 +196,6 @@ def create_server(app, host, port, threads, limits, vouch, too_large=None, **kw)
     dispatcher = ThreadedTaskDispatcher()
     dispatcher.set_thread_count(adj.threads)
     shared = {"limits": limits, "vouch": vouch, "unvouched": {}, "lock": threading.Lock(), "too_large": too_large}
-    servers = [_Server(app, sockets, dispatcher=dispatcher, adj=adj, sockinfo=info, **shared)
-               for info in adj.listen]
+    servers = [_Server(app, sockets, dispatcher=dispatcher, adj=adj, sockinfo=info, **shared) for info in adj.listen]
     runner = MultiSocketServer(sockets, adj, [(s.effective_host, s.effective_port) for s in servers], dispatcher)
     return runner, servers

@@ -3,8 +3,7 @@
 SEP-2577: 2026-07-28 deprecates logging; its clients are offered the log resources instead
 (see resources/), and a request that still asks is answered as before.
 
-Threads: the reader thread sets the level; `ClientLogHandler.emit` runs on whichever thread logs.
-"""
+Threads: the reader thread sets the level; `ClientLogHandler.emit` runs on whichever thread logs."""
 
 import logging
 

@@ -2,28 +2,20 @@
 
 Made on the transport's reader thread for each request (`McpConnection.caller`); read by the
 method handlers there and by the dispatcher; its `elicit`, `notify` and `progress` run on the
-session thread of the call it made, and send through its connection.
-"""
+session thread of the call it made, and send through its connection."""
 
 from mcpbrowser.errors import InputRequired
 from mcpbrowser.transports import protocol
 
 
 class McpCaller:
-    """Who made one request, as the core sees it (core/call.py's `Caller`): the client's name and owner,
-    its era, how to ask its user and how to tell it a long call's progress.
-
-    Made on the transport's thread for each request; used on the session thread
-    that runs the call (`elicit`, `notify`, `progress`) and by the dispatcher (`name`, `owner`).
-    """
+    """The client's name and owner, its era, how to ask its user and how to tell it a long call's progress."""
 
     person = False
     lists_tools = True
 
     def __init__(self, connection, request_id, version, capabilities, progress_token=None):
-        self.connection = connection
-        self.request_id = request_id
-        self.version = version
+        self.connection, self.request_id, self.version = connection, request_id, version
         self.capabilities = capabilities if isinstance(capabilities, dict) else {}
         self.progress_token = progress_token  # the request's progressToken: progress is sent only then
         self.answers = {}  # question key -> the user's action, from a 2026-07-28 retry

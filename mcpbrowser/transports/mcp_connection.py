@@ -25,8 +25,7 @@ Threads:
 - whichever thread completes a call's Future sends its answer: the session
   thread or a core pool thread;
 - the core's threads call `elicit` and `notify` (the connection is `core.client`).
-`send` must be safe to call from any thread; the transport makes it so.
-"""
+`send` must be safe to call from any thread; the transport makes it so."""
 
 import threading
 from concurrent.futures import Future
@@ -61,19 +60,16 @@ INSTRUCTIONS = (
 SERVER_INFO = {"name": "mcpbrowser", "title": "mcpbrowser", "version": __version__}
 
 
-
 class McpConnection:
     """The MCP state and methods of one client: its protocol version, capabilities, calls in flight.
 
     name: the client's name for rate limits (HTTP sets its credential's; stdio takes
-    clientInfo's). owner: the client whose sessions it may see (HTTP); None sees all.
-    """
+    clientInfo's). owner: the client whose sessions it may see (HTTP); None sees all."""
 
     def __init__(self, core: "CoreFace | Future[CoreFace]", send, name=None, owner=None):
         # `core` may be a Future: initialize is answered before the core (store, thread
         # pools, browser start) exists. Requests that need it wait.
-        self._given = core
-        self.send = send
+        self._given, self.send = core, send
         self._state_lock = threading.Lock()
         self._inflight: dict[Any, Future | None] = {}  # request id -> Future of a running or queued tools/call
         self._suppressed: set[Any] = set()  # ids the client cancelled: their answers are dropped
@@ -205,9 +201,8 @@ class McpConnection:
         if method is None:
             raise ProtocolError(protocol.METHOD_NOT_FOUND, f"Method not found: {msg.method}", msg.id)
         value = method.handler(msg, caller)
-        if value is None:
-            return  # the handler answers later (tools/call, tasks/result of a running task, resources/read)
-        self.answer(msg.id, value, caller)
+        if value is not None:  # None: it answers later (tools/call, tasks/result of a running task, resources/read)
+            self.answer(msg.id, value, caller)
 
     def answer(self, request_id, value, caller):
         """Send a request's result, with the fields its era asks for: every result leaves here."""

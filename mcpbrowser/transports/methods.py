@@ -2,8 +2,7 @@
 to the capabilities the server advertises, which are derived from what is registered
 (as python-sdk's lowlevel server derives them from its handler table).
 
-Built by each connection when it is made; read by the transport's reader thread. Pure data.
-"""
+Built by each connection when it is made; read by the transport's reader thread. Pure data."""
 
 import copy
 from collections.abc import Callable

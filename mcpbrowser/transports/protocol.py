@@ -4,8 +4,7 @@
 request with `"id": null` would otherwise parse as a notification and never be
 answered. `initialize` is validated by hand too, so it is answered before the
 MCP types package (about 0.4 s to import) has loaded; every other request's
-params are validated with `mcp_types` models.
-"""
+params are validated with `mcp_types` models."""
 
 import base64
 import binascii
@@ -44,10 +43,7 @@ class ProtocolError(Exception):
 
     def __init__(self, code, message, request_id=None, data=None):
         super().__init__(message)
-        self.code = code
-        self.message = message
-        self.request_id = request_id
-        self.data = data
+        self.code, self.message, self.request_id, self.data = code, message, request_id, data
 
 
 class Message(NamedTuple):
@@ -91,9 +87,7 @@ def parse(line):
     method = body["method"]
     if not isinstance(method, str):
         raise ProtocolError(INVALID_REQUEST, 'Invalid request: "method" must be a string', request_id)
-    params = body.get("params", {})
-    if params is None:
-        params = {}
+    params = {} if body.get("params") is None else body["params"]
     if not isinstance(params, dict):
         raise ProtocolError(INVALID_PARAMS, '"params" must be an object', request_id)
     return Message("request" if has_id else "notification", request_id, method, params, body)
@@ -138,8 +132,7 @@ def oversized_request_id(head, tail):
 
     Answered with a null id, the client would wait for ever for its own: the official clients
     write the id before the params (Python) or last (TypeScript). Only a message whose method
-    comes before the cut is a request; a response's id is the server's own request's.
-    """
+    comes before the cut is a request; a response's id is the server's own request's."""
     method = request_id = None
     for key, value in _leading_members(head.decode("utf-8", "replace")):
         if key in ("result", "error"):
@@ -163,9 +156,7 @@ def _notification(body):
     """A message with a method and no id. JSON-RPC never answers a notification, so one we
     cannot read (a wrong "jsonrpc", a method that is no string, params that are no object)
     is "malformed": logged and dropped, never answered with an error nobody asked for."""
-    method, params = body["method"], body.get("params", {})
-    if params is None:
-        params = {}
+    method, params = body["method"], {} if body.get("params") is None else body["params"]
     if body.get("jsonrpc") != "2.0" or not isinstance(method, str) or not isinstance(params, dict):
         return Message("malformed", None, method if isinstance(method, str) else None, {}, body)
     return Message("notification", None, method, params, body)
@@ -198,8 +189,7 @@ def request_version(msg):
 
 def check_envelope(msg):
     """A per-request envelope: a supported 2026-era version and the client's capabilities, else an error."""
-    meta = msg.params.get("_meta")
-    meta = meta if isinstance(meta, dict) else {}
+    meta = msg.params["_meta"] if isinstance(msg.params.get("_meta"), dict) else {}
     missing = [key for key in (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY) if key not in meta]
     if missing:
         raise ProtocolError(INVALID_PARAMS, f"Invalid params: _meta is missing {', '.join(missing)}", msg.id)
@@ -228,8 +218,7 @@ def validated(model_name, params, request_id):
     try:
         return getattr(mcp_types, model_name).model_validate(params)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'params'}: {e['msg']}"
-                             for e in exc.errors()[:5])
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'params'}: {e['msg']}" for e in exc.errors()[:5])
         raise ProtocolError(INVALID_PARAMS, f"Invalid params: {problems}", request_id) from None
 
 

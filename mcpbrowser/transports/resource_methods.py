@@ -11,8 +11,7 @@ Both eras, on every transport (which knows none of this: messages go through the
   when every session it names has ended.
 
 Threads: the reader thread runs the handlers; session threads send the notifications (watch.py),
-and whichever thread ends a session ends its subscriptions.
-"""
+and whichever thread ends a session ends its subscriptions."""
 
 import json
 import threading
@@ -118,8 +117,7 @@ class ResourceMethods:
         table.add("resources/subscribe", self._subscribe, eras=(HANDSHAKE,),
                   capability={"resources": {"subscribe": True}})
         table.add("resources/unsubscribe", self._unsubscribe, eras=(HANDSHAKE,))
-        table.add("subscriptions/listen", self._listen, eras=(MODERN,),
-                  capability={"resources": {"subscribe": True}})
+        table.add("subscriptions/listen", self._listen, eras=(MODERN,), capability={"resources": {"subscribe": True}})
 
     def close(self):
         """The connection ended: so do its handshake-era subscriptions."""

@@ -7,8 +7,7 @@ Threads:
   to the connection;
 - any thread: `send` writes one whole JSON-RPC line under a lock, so stdout
   carries whole lines and nothing else;
-- main thread: `serve` waits for stdin EOF or a signal, then shuts down.
-"""
+- main thread: `serve` waits for stdin EOF or a signal, then shuts down."""
 
 import threading
 from concurrent.futures import Future
@@ -24,8 +23,7 @@ class StdioServer:
 
     def __init__(self, core: "CoreFace | Future[CoreFace]", infile, outfile, max_message_bytes):
         """max_message_bytes: the longest line accepted (--max-message-bytes)."""
-        self._in = infile
-        self._out = outfile
+        self._in, self._out = infile, outfile
         self._write_lock = threading.Lock()
         self.done = threading.Event()
         self.max_message_bytes = max_message_bytes

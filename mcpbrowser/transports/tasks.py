@@ -6,8 +6,7 @@ cancels. Each McpConnection keeps its own table, so a client sees only its tasks
 
 Threads: the transport's thread creates, reads and cancels; the thread that
 completes a call (a session thread, a core pool thread) finishes its task and
-answers any tasks/result waiting for it.
-"""
+answers any tasks/result waiting for it."""
 
 import threading
 import time
@@ -35,8 +34,7 @@ class Task:
     def __init__(self, ttl_ms, future):
         self.task_id = uuid.uuid4().hex
         self.created_at = self.updated_at = _now_iso()
-        self.ttl_ms = ttl_ms
-        self.future = future
+        self.ttl_ms, self.future = ttl_ms, future
         self.status = "working"
         self.message = None
         self.result = None        # the CallToolResult, once finished

@@ -7,8 +7,7 @@ sealed `requestState` (`RequestStates`) the client's retry brings back with its 
 Calls run as tasks (2025-11-25) are kept in `tasks.py`'s TaskTable.
 
 Threads: the reader thread runs the handlers; whichever thread completes a call's Future
-(its session thread, or a core pool thread) builds and sends its answer.
-"""
+(its session thread, or a core pool thread) builds and sends its answer."""
 
 import base64
 import hashlib
@@ -35,8 +34,7 @@ class RequestStates:
 
     The client echoes the state with its answers; an answer counts only for a question
     this server asked, of this client, for this tool, in the last STATE_TTL_S seconds.
-    HMAC-SHA256 under a key of this process: a state outlives neither the key nor a restart.
-    """
+    HMAC-SHA256 under a key of this process: a state outlives neither the key nor a restart."""
 
     def __init__(self, key=None):
         self._key = key or os.urandom(32)
