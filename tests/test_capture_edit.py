@@ -599,6 +599,11 @@ EDITOR_TRICKS = {
                "y = 2\nprint(y)"),
     "widget": (code("<script>numberOf = (n) => { const s = document.createElement('span'); "
                     "s.contentEditable = 'false'; s.textContent = n; return s }</script>"), "y = 2\nprint(y)"),
+    # It adds an element of a role right under the editor (of a fixed height), beside its lines: the walk writes it.
+    "badge": (code("<style>#ed{height:200px}</style><script>also = () => { if (!ed.querySelector('[role]')) "
+                   "ed.append(Object.assign(document.createElement('span'), {role: 'status', textContent: 'edited'}))"
+                   " }</script>"),
+              "y = 2\nprint(y)"),
     # It changes something outside the editor: a status line, a second editor that mirrors it.
     "status": (code("<script>also = (text) => { document.getElementById('status').textContent = text.length + "
                     "' characters' }</script>"), "y = 2\nprint(y)"),
