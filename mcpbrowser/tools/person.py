@@ -130,9 +130,8 @@ class _Field:
         Their run cut short (a maxlength), or their keys less at most one a Backspace or Delete, rearranged
         (a typo fixed in the middle). A field the page pre-filled is not learned whole, as issue 49 decided
         for pre-filled fields; the person's runs are secrets all the same."""
-        if self.run.startswith(value):
-            return True
-        return len(value) >= len(self.keys) - self.erased and not Counter(value) - Counter(self.keys)
+        return self.run.startswith(value) or (
+            len(value) >= len(self.keys) - self.erased and not Counter(value) - Counter(self.keys))
 
 
 def _field(state: Any) -> _Field:
