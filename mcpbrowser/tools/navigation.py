@@ -10,16 +10,8 @@ from mcpbrowser.errors import InvalidParameters, NavigationFailed, PageUnrespons
 from mcpbrowser.page_strings import a_, clip
 from mcpbrowser.session import page_reading, page_tools, throttling
 from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
-from mcpbrowser.tools.base import (
-    PAGE_RESULT,
-    TARGET,
-    TIMEOUT,
-    WAIT_UNTIL,
-    SessionTool,
-    page_result,
-    result_schema,
-    session_schema,
-)
+from mcpbrowser.tools import base
+from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, page_result, session_schema
 from mcpbrowser.tools.targeting import locate
 
 TABS_LISTED = 10  # a list shows the first tabs and the current one; "more" counts the rest
@@ -358,7 +350,7 @@ TOOLS = [
             "index": schema.integer(None, minimum=0),
         }),
         handler=tabs, changes_page=True, page_tool=False,
-        output_schema=result_schema(("more",), tabs={"type": "array", "items": result_schema(
+        output_schema=base.result_schema(("more",), tabs={"type": "array", "items": base.result_schema(
             index="integer", url="string", title="string", current="boolean")}, current="integer", more="integer"),
     ),
     SessionTool(
@@ -375,7 +367,7 @@ TOOLS = [
         handler=wait_for_user, changes_page=True,
         during_cooldown=True,  # the handover the cooldown asks for; seeing the person done ends it
         waits_for_person=True, task_support=True,
-        output_schema=result_schema(success="boolean", message="string", waitedMs="integer", url="string"),
+        output_schema=base.result_schema(success="boolean", message="string", waitedMs="integer", url="string"),
     ),
     SessionTool(
         name="wait_for", title="Wait for element or text",
@@ -392,6 +384,6 @@ TOOLS = [
             "timeout": TIMEOUT,
         }),
         handler=wait_for, read_only=True, stores_page=True, task_support=True,
-        output_schema=result_schema(success="boolean", message="string", elapsedMs="integer"),
+        output_schema=base.result_schema(success="boolean", message="string", elapsedMs="integer"),
     ),
 ]
