@@ -334,12 +334,21 @@ TOOLS = [
         }, required=("url",)),
         handler=navigate, changes_page=True, leaves_page=True, task_support=True, output_schema=PAGE_RESULT,
     ),
-    *[SessionTool(name=name, group=group, title=title, description=description, handler=handler,
-                  input_schema=session_schema(LOAD_OPTIONS), changes_page=True, output_schema=PAGE_RESULT)
-      for name, group, title, description, handler in (
-          ("go_back", "core", "Go back", "Back in the tab's history.", _history("go_back", "previous")),
-          ("go_forward", "extra", "Go forward", "Forward in the tab's history.", _history("go_forward", "next")),
-          ("reload", "extra", "Reload page", "Reload the current tab.", reload))],
+    SessionTool(
+        name="go_back", title="Go back", description="Back in the tab's history.",
+        input_schema=session_schema(LOAD_OPTIONS),
+        handler=_history("go_back", "previous"), changes_page=True, output_schema=PAGE_RESULT,
+    ),
+    SessionTool(
+        name="go_forward", group="extra", title="Go forward", description="Forward in the tab's history.",
+        input_schema=session_schema(LOAD_OPTIONS),
+        handler=_history("go_forward", "next"), changes_page=True, output_schema=PAGE_RESULT,
+    ),
+    SessionTool(
+        name="reload", group="extra", title="Reload page", description="Reload the current tab.",
+        input_schema=session_schema(LOAD_OPTIONS),
+        handler=reload, changes_page=True, output_schema=PAGE_RESULT,
+    ),
     SessionTool(
         name="tabs", title="List, select or close tabs",
         description="List (first 10), select (make current) or close tabs, popups included.",
