@@ -10,13 +10,13 @@ page (get_content reads it whole), and core/performance_tools.py compares two of
 
 import time
 from datetime import datetime, timezone
-from urllib.parse import urlsplit
 
 from mcpbrowser import perf_report, schema, snapshot_text
 from mcpbrowser.errors import DialogOpen, InvalidParameters
 from mcpbrowser.logs import log
 from mcpbrowser.session import page_reading, snapshots
 from mcpbrowser.session.acting import INTERRUPTED
+from mcpbrowser.session.page_tools import origin
 from mcpbrowser.tools import interaction as acting_tools
 from mcpbrowser.tools import navigation
 from mcpbrowser.tools.base import TARGET, TIMEOUT, SessionTool, result_schema, session_schema
@@ -330,7 +330,7 @@ def _interaction(state, args, response, deadline):
     if left and not any(e.get("interactionId") for e in (raw or {}).get("events", ())):
         why = ("the interaction left the page, and the browser reported no event entry for it before the page "
                "unloaded (it reports one with the next paint, and the new page came first)")
-        if raw is None and _origin(state.tab.page.url) != _origin(before):
+        if raw is None and origin(state.tab.page.url) != origin(before):
             why = ("the interaction left the page for another origin, where the browser's entries of the page it "
                    "left cannot be read")
         return {"why": why, "left": state.tab.page.url, "target": {"label": label}}
@@ -347,11 +347,6 @@ def interact(state, args, response, timeout):
         acting_tools.press_key(state, {"key": args["key"], **target, "timeout": timeout}, response)
     else:
         acting_tools.click(state, {**target, "timeout": timeout}, response)
-
-
-def _origin(url):
-    parts = urlsplit(url)
-    return parts.scheme, parts.netloc
 
 
 def _take(state, timeout_ms):
