@@ -102,8 +102,8 @@ class Tool:
     positional: tuple | None = None
 
     def positional_args(self):
-        required = tuple(p for p in self.input_schema["required"] if p != "sessionId")
-        return self.positional if self.positional is not None else required
+        return self.positional if self.positional is not None else \
+            tuple(p for p in self.input_schema["required"] if p != "sessionId")
 
     def describe(self, with_output_schema, groups=None, several_sessions=False):
         """The tools/list entry for this tool; options of groups not in `groups` (a set) are left out, and a
