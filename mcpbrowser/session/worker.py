@@ -233,7 +233,7 @@ class SessionWorker:
                 self._run_urgent(state)  # a person's input, or take-over, queued meanwhile goes first
                 if item is _URGENT:
                     continue
-                with self._lock:  # only now: it was next while a person's input ran (next_tag); a stop may have failed it
+                with self._lock:  # only now: it was next while a person's input ran (next_tag); a stop may fail it
                     if self._tags:
                         self._tags.popleft()
                 self._execute(state, item)
