@@ -116,8 +116,9 @@ def grid_jar():
 class Grid:
     """A Selenium Grid 4 on loopback: `standalone`, or a `hub` with one `node`."""
 
-    def __init__(self, jar, scratch, mode="standalone", max_sessions=4):
+    def __init__(self, jar, scratch, mode="standalone", max_sessions=4, java_options=()):
         self.jar, self.scratch, self.mode, self.max_sessions = jar, scratch, mode, max_sessions
+        self.java_options = list(java_options)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.procs = []
@@ -125,7 +126,8 @@ class Grid:
     def _java(self, *args, log):
         java = shutil.which("java")
         # The node's browsers keep their profiles in scratch (TMPDIR), not /tmp.
-        return subprocess.Popen([java, "-jar", self.jar, *args], env={**os.environ, "TMPDIR": str(self.scratch)},
+        return subprocess.Popen([java, *self.java_options, "-jar", self.jar, *args],
+                                env={**os.environ, "TMPDIR": str(self.scratch)},
                                 stdout=open(self.scratch / log, "wb"), stderr=subprocess.STDOUT)
 
     def start(self):

@@ -11,6 +11,10 @@ from test_security import FORBIDDEN_HOST, base, forbidden  # noqa: F401 (a fixtu
 
 pytestmark = pytest.mark.slow
 
+# The JVM's first tier of compilation only, and one GC thread: a Grid starts on 40% less CPU (standalone 2.5 s ->
+# 1.6 s, hub and node 5.4 s -> 3.2 s) and is ready sooner; its few sessions here need no faster steady state.
+QUICK_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+
 
 @pytest.fixture(scope="module")
 def jar():
@@ -22,7 +26,7 @@ def jar():
 
 @pytest.fixture(scope="module")
 def grid(jar, tmp_path_factory):
-    g = Grid(jar, tmp_path_factory.mktemp("grid")).start()
+    g = Grid(jar, tmp_path_factory.mktemp("grid"), java_options=QUICK_JVM).start()
     yield g
     g.stop()
 
@@ -71,7 +75,7 @@ def test_the_domain_policy_holds_on_a_grid_browser(grid, pages, forbidden, make_
 
 
 def test_a_grid_as_hub_and_node(jar, short_tmp, pages, make_client):
-    grid = Grid(jar, short_tmp, mode="hub").start()
+    grid = Grid(jar, short_tmp, mode="hub", java_options=QUICK_JVM).start()
     try:
         client = make_client("--selenium-grid", grid.url)
         sid = client.tool("create_session", url=pages.url("/title/hub"))["sessionId"]

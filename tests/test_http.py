@@ -1,6 +1,7 @@
 """Streamable HTTP end to end: the official MCP client, several at once, in both protocol eras;
 and the attacks: no token, a foreign Origin or Host, another client's sessions, big bodies, floods."""
 
+import functools
 import json
 import os
 import socket
@@ -22,6 +23,14 @@ MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
           "io.modelcontextprotocol/clientCapabilities": {}}
 
 
+# httpx2.post() builds a client, and its TLS context, for every request: 0.15 s of a core each (the flood's 130
+# requests took 21 s in the parallel run). No keep-alive, so each request still has a connection of its own.
+@functools.cache
+def http():
+    """The one client for the module's raw requests."""
+    return httpx2.Client(limits=httpx2.Limits(max_keepalive_connections=0))
+
+
 @pytest.fixture(scope="module")
 def server():
     s = HttpServer("--http-rate-limit", "120", env={"MCPBROWSER_HTTP_TOKENS": TOKENS})
@@ -36,7 +45,7 @@ def post(server, body, token=ALICE, **headers):
     if isinstance(body, dict):  # a 2026-07-28 request names its version and method in headers too
         headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": body["method"], **headers}
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return httpx2.post(server.url, content=data, timeout=30,
+    return http().post(server.url, content=data, timeout=30,
                        headers={"Content-Type": "application/json",
                                 "Accept": "application/json, text/event-stream", **headers})
 
@@ -137,12 +146,12 @@ def test_a_foreign_origin_is_403(server):
 
 
 def test_other_routes_and_methods(server):
-    assert httpx2.get(server.base + "/", headers={"Authorization": f"Bearer {ALICE}"}).status_code == 404
-    assert httpx2.put(server.url, headers={"Authorization": f"Bearer {ALICE}"}).status_code == 405
+    assert http().get(server.base + "/", headers={"Authorization": f"Bearer {ALICE}"}).status_code == 404
+    assert http().put(server.url, headers={"Authorization": f"Bearer {ALICE}"}).status_code == 405
     # A GET names a handshake-era client's stream; a stateless client has none.
-    assert httpx2.get(server.url, headers={"Authorization": f"Bearer {ALICE}"}).status_code == 405
+    assert http().get(server.url, headers={"Authorization": f"Bearer {ALICE}"}).status_code == 405
     assert post(server, b"not json").json()["error"]["code"] == -32700
-    answer = httpx2.post(server.url, content=json.dumps(ping()), headers={"Authorization": f"Bearer {ALICE}",
+    answer = http().post(server.url, content=json.dumps(ping()), headers={"Authorization": f"Bearer {ALICE}",
                                                                           "Content-Type": "text/plain"})
     assert answer.status_code == 415
     # Routing headers must agree with the body (2026-07-28).
@@ -160,7 +169,7 @@ def test_a_body_over_the_limit_is_413_and_nothing_is_lost():
         big = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": MODERN, "pad": "x" * 4096}}
         assert post(s, big).status_code == 413
         # Without a Content-Length (chunked), the same limit.
-        answer = httpx2.post(s.url, content=iter([json.dumps(big).encode()]),
+        answer = http().post(s.url, content=iter([json.dumps(big).encode()]),
                              headers={"Authorization": f"Bearer {ALICE}", "Content-Type": "application/json"})
         assert answer.status_code == 413
         assert post(s, ping()).json()["result"]["resultType"] == "complete"
@@ -252,7 +261,7 @@ def test_an_open_loopback_server_tells_clients_apart_by_their_mcp_session(pages)
         sid = first.tool("create_session")["sessionId"]
         assert second.error("snapshot", sessionId=sid)["errorCode"] == "SESSION_NOT_FOUND"
         assert second.tool("list_sessions")["count"] == 0
-        answer = httpx2.post(s.url, content=json.dumps(ping()),
+        answer = http().post(s.url, content=json.dumps(ping()),
                              headers={"Host": "rebound.evil.example", "Content-Type": "application/json"})
         assert answer.status_code == 403
         first.close()  # the SDK sends DELETE: the client's state, and its sessions, end
@@ -289,7 +298,7 @@ def test_the_wsgi_app_mounted_next_to_other_routes(tmp_path, pages):
     threading.Thread(target=httpd.run, daemon=True).start()
     base = f"http://127.0.0.1:{httpd.effective_port}"
     try:
-        assert httpx2.get(base + "/hello").text == "hello from the host application"
+        assert http().get(base + "/hello").text == "hello from the host application"
         client = SdkClient(base + "/mcp")
         try:
             sid = client.tool("create_session")["sessionId"]
@@ -384,17 +393,17 @@ def test_an_mcp_session_id_belongs_to_the_token_that_opened_it(server, pages):
         answer = legacy_post(server, body, BOB, alice_sid)
         assert (answer.status_code, answer.json()) == (unknown.status_code, unknown.json()), body
     auth = {"Authorization": f"Bearer {BOB}"}
-    made_up = httpx2.get(server.url, headers={**auth, "Mcp-Session-Id": "made-up"}, timeout=30)
-    foreign = httpx2.get(server.url, headers={**auth, "Mcp-Session-Id": alice_sid}, timeout=30)
+    made_up = http().get(server.url, headers={**auth, "Mcp-Session-Id": "made-up"}, timeout=30)
+    foreign = http().get(server.url, headers={**auth, "Mcp-Session-Id": alice_sid}, timeout=30)
     assert made_up.status_code == foreign.status_code == 404 and made_up.json() == foreign.json()
-    made_up = httpx2.delete(server.url, headers={**auth, "Mcp-Session-Id": "made-up"}, timeout=30)
-    foreign = httpx2.delete(server.url, headers={**auth, "Mcp-Session-Id": alice_sid}, timeout=30)
+    made_up = http().delete(server.url, headers={**auth, "Mcp-Session-Id": "made-up"}, timeout=30)
+    foreign = http().delete(server.url, headers={**auth, "Mcp-Session-Id": alice_sid}, timeout=30)
     assert made_up.status_code == foreign.status_code == 404 and made_up.json() == foreign.json()
     # Alice's connection is whole: her task finished into a session of hers, and her stream opens.
     get = {"jsonrpc": "2.0", "id": 4, "method": "tasks/result", "params": {"taskId": task["taskId"]}}
     result = legacy_post(server, get, ALICE, alice_sid).json()["result"]
     sid = json.loads(result["content"][0]["text"])["sessionId"]
-    with httpx2.stream("GET", server.url, timeout=30,
+    with http().stream("GET", server.url, timeout=30,
                        headers={"Authorization": f"Bearer {ALICE}", "Mcp-Session-Id": alice_sid}) as stream:
         assert stream.status_code == 200
     close = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
@@ -403,7 +412,7 @@ def test_an_mcp_session_id_belongs_to_the_token_that_opened_it(server, pages):
     answer = (closed.json() if closed.headers["content-type"].startswith("application/json") else
               json.loads([line for line in closed.text.splitlines() if line.startswith("data: ")][-1][6:]))
     assert answer["id"] == 5 and answer["result"]["isError"] is False
-    gone = httpx2.delete(server.url, headers={"Authorization": f"Bearer {ALICE}", "Mcp-Session-Id": alice_sid})
+    gone = http().delete(server.url, headers={"Authorization": f"Bearer {ALICE}", "Mcp-Session-Id": alice_sid})
     assert gone.status_code == 204
 
 
@@ -454,8 +463,8 @@ def test_one_real_token_opens_a_reachable_bind(tmp_path):
         while line and b'"http_serving"' not in line:
             line = proc.stderr.readline()
         url = json.loads(line)["url"].replace("0.0.0.0", "127.0.0.1")
-        assert httpx2.post(url, json=ping(), timeout=30).status_code == 401
-        answer = httpx2.post(url, json=ping(), timeout=30, headers={
+        assert http().post(url, json=ping(), timeout=30).status_code == 401
+        answer = http().post(url, json=ping(), timeout=30, headers={
             "Authorization": f"Bearer {ALICE}", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "ping"})
         assert answer.status_code == 200
     finally:

@@ -79,10 +79,11 @@ def test_stop_fails_queued_work_refuses_new_work_and_closes_once():
     running = worker.submit(hold)
     assert entered.wait(5)
     queued = worker.submit(lambda s: "never")
+    urgent = worker.submit(lambda s: "never", urgent=True)  # a person's input: a queue of its own
     error = SessionExpired(session_id="x")
     worker.stop(error)
     worker.stop(BrowserError("second stop is ignored"))
-    assert queued.exception(5) is error
+    assert queued.exception(5) is error and urgent.exception(5) is error
     assert worker.submit(lambda s: "late").exception(5) is error
     release.set()
     assert running.result(5) == "released"  # the running command finishes

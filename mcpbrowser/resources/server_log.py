@@ -101,10 +101,7 @@ class ServerLog(logging.Handler):
 
     def view(self, owner: str | None) -> OwnerView:
         with self._guard:
-            view = self._views.get(owner)
-            if view is None:
-                view = self._views[owner] = OwnerView(self, owner)
-            return view
+            return self._views.setdefault(owner, OwnerView(self, owner))
 
     def unview(self, owner: str | None) -> None:
         with self._guard:

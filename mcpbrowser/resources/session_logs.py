@@ -29,19 +29,15 @@ def _position(name: str) -> Any:
 
 RESOURCES = [
     SessionResource(
-        name="console",
-        title="Console log",
+        name="console", title="Console log",
         description="The session's console messages and page errors (all tabs), oldest first, as JSON {entries, "
                     "cursor, dropped, more}; read again with ?after=CURSOR for only the new ones.",
-        read=_reader("console", shown_console),
-        position=_position("console"),
+        read=_reader("console", shown_console), position=_position("console"),
     ),
     SessionResource(
-        name="network",
-        title="Network log",
+        name="network", title="Network log",
         description="The session's requests as they end (all tabs), oldest first, as JSON {entries, cursor, "
                     "dropped, more}; read again with ?after=CURSOR for only the new ones.",
-        read=_reader("network", lambda entries: [lean(e) for e in entries]),
-        position=_position("network"),
+        read=_reader("network", lambda entries: [lean(e) for e in entries]), position=_position("network"),
     ),
 ]

@@ -26,25 +26,28 @@ from mcpbrowser.session import playwright_internals
 # For the next driver this thread starts: .command, (relay script, socket path); .env, variables to add.
 _relay = threading.local()
 _hook_lock = threading.Lock()
-_hooked = None
-_text_hooked = None
+_hooked: dict[str, bool] = {}  # a hook, by the event its failure logs -> whether it is in
+
+
+def _hook_once(event, install, warning):
+    """Install a hook into Playwright once for the process; whether it is in (False: Playwright moved its target)."""
+    with _hook_lock:
+        if event not in _hooked:
+            try:
+                install()
+            except (ImportError, AttributeError):
+                log.warning(warning, extra={"event": event})
+                _hooked[event] = False
+            else:
+                _hooked[event] = True
+        return _hooked[event]
 
 
 def driver_hook():
     """Let threads choose their next driver's command and environment; False if Playwright moved the functions."""
-    global _hooked
-    with _hook_lock:
-        if _hooked is None:
-            try:
-                playwright_internals.hook_driver(lambda: getattr(_relay, "command", None),
-                                                 lambda: getattr(_relay, "env", None))
-            except (ImportError, AttributeError):
-                log.warning("cannot start sessions through the pipe relay in this Playwright: each "
-                            "session runs its own Node.js driver", extra={"event": "relay_unavailable"})
-                _hooked = False
-            else:
-                _hooked = True
-        return _hooked
+    return _hook_once("relay_unavailable", lambda: playwright_internals.hook_driver(
+        lambda: getattr(_relay, "command", None), lambda: getattr(_relay, "env", None)),
+        "cannot start sessions through the pipe relay in this Playwright: each session runs its own Node.js driver")
 
 
 def _valid_received(raw, message):
@@ -59,18 +62,9 @@ def _valid_received(raw, message):
 
 def text_hook():
     """Make what every session's Playwright receives valid text, once; False if Playwright moved the method."""
-    global _text_hooked
-    with _hook_lock:
-        if _text_hooked is None:
-            try:
-                playwright_internals.hook_received(_valid_received)
-            except (ImportError, AttributeError):
-                # The answers' and the history's own defences (protocol.encode, the store) still hold.
-                log.warning("cannot clean page text as it arrives in this Playwright", extra={"event": "text_hook"})
-                _text_hooked = False
-            else:
-                _text_hooked = True
-        return _text_hooked
+    # Without it, the answers' and the history's own defences (protocol.encode, the store) still hold.
+    return _hook_once("text_hook", lambda: playwright_internals.hook_received(_valid_received),
+                      "cannot clean page text as it arrives in this Playwright")
 
 
 def attach(config, endpoint, headless=True):

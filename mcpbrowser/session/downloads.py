@@ -32,6 +32,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from typing import Any
 
 from mcpbrowser import trace_scrub
@@ -86,11 +87,9 @@ class Downloads:
 
     def _announced(self, url: str) -> tuple[int | None, str | None]:
         """(Content-Length, MIME type) the download's response announced; None for what it did not."""
-        request = self._request_for(url)
-        try:
+        request, response = self._request_for(url), None
+        with suppress(Exception):
             response = request.response() if request is not None else None
-        except Exception:
-            response = None
         if response is None:
             return None, None
         headers = response.headers
@@ -154,10 +153,8 @@ class Downloads:
             self._refuse(download, entry, f"it is {size} bytes, over --max-download-mb {self.limit // 1048576}",
                          size=size)
             return
-        try:
+        with suppress(Exception):  # it may be gone already
             download.delete()  # the browser's file, now that ours is whole (else it stays until the session closes)
-        except Exception:
-            pass  # it may be gone already
         os.replace(part, path)
         entry.update(status="saved", name=name, size=size, path=path)
         log.info("download saved", extra={"event": "download_saved", "session": self.session_id, "bytes": size})
@@ -220,10 +217,8 @@ class Downloads:
                                                    "reason": reason})
             total -= size
             sizes[i] = 0
-            try:
+            with suppress(Exception):  # it ended meanwhile: its save_as hears why
                 await playwright_internals.cancel_download(download)
-            except Exception:
-                pass  # it ended meanwhile: its save_as hears why
 
     def _refuse(self, download: Any, entry: dict, reason: str, size: int | None = None) -> None:
         entry.update(status="refused", error=f"Refused: {reason}.", size=size)
@@ -241,10 +236,8 @@ def partial(path: str) -> str:
 def _drop(download: Any) -> None:
     """Cancel a download and delete the browser's file of it."""
     for step in (download.cancel, download.delete):
-        try:
+        with suppress(Exception):  # it may have ended already
             step()
-        except Exception:
-            pass  # it may have ended already
 
 
 def _size(path: str) -> int:
@@ -255,7 +248,5 @@ def _size(path: str) -> int:
 
 
 def _unlink(path: str) -> None:
-    try:
+    with suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass

@@ -351,19 +351,13 @@ class EventBuffers:
         head, marked, caller = text.rpartition(WHERE_MARK)
         if marked:  # passed through the console guard, which names the caller last
             text, where = head[:-1] if head.endswith(" ") else head, caller
-        self._keep_console({
-            "timestamp": int(message.timestamp) if message.timestamp else now_ms(),
-            "level": message.type,
-            "message": text,
-            "location": where,
-        }, message.page)
+        self._keep_console({"timestamp": int(message.timestamp) if message.timestamp else now_ms(),
+                            "level": message.type, "message": text, "location": where}, message.page)
 
     def _on_web_error(self, web_error: Any) -> None:
         page = web_error.page
-        self._keep_console({
-            "timestamp": now_ms(), "level": "error", "message": str(web_error.error),
-            "location": page.url if page is not None else "",
-        }, page)
+        self._keep_console({"timestamp": now_ms(), "level": "error", "message": str(web_error.error),
+                            "location": page.url if page is not None else ""}, page)
 
     def _on_request(self, request: Any) -> None:
         if self._flooded():

@@ -4,6 +4,8 @@ Chromium's error page, whether the browser is still there, what resume needs.
 SESSION THREAD ONLY: each function takes the session's SessionState.
 """
 
+from contextlib import suppress
+
 from mcpbrowser.logs import log
 
 ERROR_PAGE_WAIT_MS = 2000  # see await_error_page
@@ -210,11 +212,9 @@ def await_error_page(state, navigations):
     # and its address is the same. No event is dispatched between this test and the wait.
     if tab.navigations != navigations and page.url.startswith("chrome-error:"):
         return
-    try:
+    with suppress(Exception):  # no error page (a download, an aborted load): nothing to wait for
         page.wait_for_event("framenavigated", timeout=ERROR_PAGE_WAIT_MS, predicate=lambda frame: (
             frame is page.main_frame and frame.url.startswith("chrome-error:")))
-    except Exception:
-        pass  # no error page (a download, an aborted load): nothing to wait for
 
 
 def browser_gone(state):

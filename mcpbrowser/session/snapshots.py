@@ -55,8 +55,10 @@ def capture_snapshot(state, field_edit=None):
     if state.blocker is not None or tab is None:
         return None
     # The page as the call left it: once what its action set off is done (settle.finish: its short timers, which its
-    # answer did not wait for), or as the next call finds it when that comes first (an agent's next key).
-    settle.finish(state, until_called=True)
+    # answer did not wait for), or as the next call finds it when that comes first (an agent's next key). Only this
+    # call's: a wait_for after a key, which found its text before the key's timers ran, stores the page it found.
+    if state.answers_first:
+        settle.finish(state, until_called=True)
     held, tab.full_snapshot = tab.full_snapshot, None
     if held is not None and held[1] == state.proven:  # the call's settle proved it (take_proof): no round trip
         log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
@@ -83,8 +85,12 @@ def capture_snapshot(state, field_edit=None):
         counts = bool(tab.refs) and len(tab.page.frames) == 1
         if counts:
             reads.append((tab.page.locator(SECRET_FIELD), "count", {}))
-        # The next call is here already: a read may answer with this walk (fresh_walk), its title read with it.
-        waiting = state.worker.next_tag() if state.chromium and not state.worker.idle() else None
+        # The next call is here already: a read may answer with this walk (fresh_walk), its title read with it. Not
+        # while a new document is on its way: the history would answer at once with the old one's title, and the walk
+        # in the new one (an outside try: a key that loads a slow page, its snapshot titled as the page before).
+        navigations = tab.navigations
+        waiting = state.worker.next_tag() if state.chromium and not state.worker.idle() \
+            and not state.events.navigation_pending(tab.page) else None
         if waiting is not None:
             reads.append((tab.cdp(), "send", {"method": "Page.getNavigationHistory"}))
         answers = state.background(tab, Together(*reads), "run") if len(reads) > 1 else \
@@ -94,7 +100,7 @@ def capture_snapshot(state, field_edit=None):
             raise text
         counted = rest.pop(0) if counts and rest else None
         if waiting is not None and text is not None and rest and isinstance(rest[0], dict) \
-                and state.worker.next_tag() is waiting:
+                and state.worker.next_tag() is waiting and tab.navigations == navigations:
             history = rest[0]
             tab.fresh = (tab.arming, history["entries"][history["currentIndex"]]["title"], state.worker.begun + 1,
                          tab.navigations)
@@ -285,6 +291,7 @@ def walk_page(state, options):
         reads.append((tab.page.locator(SECRET_FIELD), "count", {}))
     if state.chromium:
         reads.append((tab.cdp(), "send", {"method": "Page.getNavigationHistory"}))
+    navigations = tab.navigations
     answers = state.act(Together(*reads), "run")
     if answers is INTERRUPTED:
         return INTERRUPTED, None
@@ -292,7 +299,8 @@ def walk_page(state, options):
     if isinstance(text, Exception):
         raise text
     counted = rest.pop(0) if counts else None
-    history = rest[0] if rest and isinstance(rest[0], dict) else None
+    # A document that came during the walk: the history may have answered the one before's (the caller reads it).
+    history = rest[0] if rest and isinstance(rest[0], dict) and tab.navigations == navigations else None
     title = history["entries"][history["currentIndex"]]["title"] if history else None
     return took_whole_snapshot(state, text, set() if counted == 0 else None), title
 

@@ -74,9 +74,8 @@ def conditions(throttle):
 def change(state, throttle):
     """Make `throttle` the session's and apply it to every open tab; raises UNSUPPORTED_BROWSER off Chromium."""
     if not state.chromium:
-        raise UnsupportedBrowser("Throttling needs Chromium (CDP); this server runs "
-                                 f"{state.browser.browser_type.name} (--browser).",
-                                 session_id=state.session_id)
+        raise UnsupportedBrowser(f"Throttling needs Chromium (CDP); this server runs {state.browser.browser_type.name} "
+                                 "(--browser).", session_id=state.session_id)
     state.throttle = throttle
     state.worker.options["throttle"] = throttle  # a watchdog restart and list_sessions see it
     for tab in list(state.tabs):

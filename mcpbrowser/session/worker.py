@@ -13,6 +13,7 @@ import queue
 import threading
 import time
 from concurrent.futures import Future, InvalidStateError
+from contextlib import suppress
 from typing import Any
 
 from mcpbrowser.errors import SessionNotFound
@@ -160,9 +161,7 @@ class SessionWorker:
     def stuck(self, now=None):
         """(future, tag) of a command running past its deadline, else None."""
         running = self.running
-        if running is None or running[1] is None:
-            return None
-        if (time.monotonic() if now is None else now) < running[1]:
+        if running is None or running[1] is None or (time.monotonic() if now is None else now) < running[1]:
             return None
         return running[0], running[2]
 
@@ -234,8 +233,9 @@ class SessionWorker:
                 self._run_urgent(state)  # a person's input, or take-over, queued meanwhile goes first
                 if item is _URGENT:
                     continue
-                with self._lock:
-                    self._tags.popleft()  # only now: it was next while a person's input ran (next_tag)
+                with self._lock:  # only now: it was next while a person's input ran (next_tag); a stop may fail it
+                    if self._tags:
+                        self._tags.popleft()
                 self._execute(state, item)
                 self.running = None
                 if self.quiet_hook is not None:
@@ -318,32 +318,22 @@ class SessionWorker:
             self.running = None
 
     def _fail_queued(self):
-        while True:
-            try:
-                item = self._urgent.get_nowait()
-            except queue.Empty:
-                break
-            if item[0].set_running_or_notify_cancel():
-                item[0].set_exception(self._closed_error)
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if item is not _STOP and item is not _URGENT:
-                with self._lock:
-                    self._tags.popleft()
-                fut = item[0]
-                if fut.set_running_or_notify_cancel():
-                    fut.set_exception(self._closed_error)
+        for waiting in (self._urgent, self._queue):
+            while True:
+                try:
+                    item = waiting.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not _STOP and item is not _URGENT and item[0].set_running_or_notify_cancel():
+                    item[0].set_exception(self._closed_error)
+        with self._lock:
+            self._tags.clear()  # what waited is failed: none of it runs next
 
 
 def _set_outcome(fut, result=None, exc=None):
     """Set a Future's outcome unless the watchdog already answered it (see core/watchdog.py)."""
-    try:
+    with suppress(InvalidStateError):
         if exc is not None:
             fut.set_exception(exc)
         else:
             fut.set_result(result)
-    except InvalidStateError:
-        pass

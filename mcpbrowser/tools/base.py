@@ -29,11 +29,15 @@ WAIT_UNTIL = {"type": "string", "enum": ["load", "domcontentloaded", "networkidl
 # Its unit is said once, in initialize's instructions ("Every timeout is in ms"), not in each of the ten
 # default tools that take one: "ms" as their description cost every turn 210 characters (issue 74).
 TIMEOUT = schema.integer(None, minimum=1, maximum=600_000)
-SUCCESS_MESSAGE = {
-    "type": "object",
-    "properties": {"success": {"type": "boolean"}, "message": {"type": "string"}},
-    "required": ["success", "message"],
-}
+
+
+def result_schema(optional=(), **fields):
+    """An answer's output schema: each field's JSON type (or its schema), every field required but `optional`."""
+    return {"type": "object", "properties": {k: v if isinstance(v, dict) else {"type": v} for k, v in fields.items()},
+            "required": [k for k in fields if k not in optional]}
+
+
+SUCCESS_MESSAGE = result_schema(success="boolean", message="string")
 
 
 @dataclass(frozen=True)
@@ -98,9 +102,8 @@ class Tool:
     positional: tuple | None = None
 
     def positional_args(self):
-        if self.positional is not None:
-            return self.positional
-        return tuple(p for p in self.input_schema["required"] if p != "sessionId")
+        return self.positional if self.positional is not None else \
+            tuple(p for p in self.input_schema["required"] if p != "sessionId")
 
     def describe(self, with_output_schema, groups=None, several_sessions=False):
         """The tools/list entry for this tool; options of groups not in `groups` (a set) are left out, and a
@@ -165,13 +168,8 @@ def page_result(state, loaded=None, count=False, also=None):
     return result if also is None else (result, answer)
 
 
-PAGE_RESULT = {
-    "type": "object",
-    "properties": {"success": {"type": "boolean"}, "title": {"type": "string"},
-                   "url": {"type": "string"}, "status": {"type": ["integer", "null"]},
-                   "pageTools": {"type": "string"}},
-    "required": ["success", "title", "url", "status"],
-}
+PAGE_RESULT = result_schema(("pageTools",), success="boolean", title="string", url="string",
+                            status=["integer", "null"], pageTools="string")
 
 
 def session_schema(properties=None, required=()):

@@ -1,7 +1,7 @@
 """Emulation tools that act on a running session (throttling); handlers run on the session thread."""
 
 from mcpbrowser.session import throttling
-from mcpbrowser.tools.base import SessionTool, session_schema
+from mcpbrowser.tools.base import SessionTool, result_schema, session_schema
 
 
 def throttle(state, args, response):
@@ -14,15 +14,10 @@ def throttle(state, args, response):
 
 TOOLS = [
     SessionTool(
-        name="throttle",
-        group="emulation",
-        title="Throttle CPU and network",
+        name="throttle", group="emulation", title="Throttle CPU and network",
         description="Slow the session's pages down as Chrome DevTools does: CPU rate, network preset or "
                     "figures, offline. Chromium only.",
         input_schema=session_schema(throttling.SCHEMA),
-        handler=throttle,
-        idempotent=True,
-        output_schema={"type": "object", "properties": {"throttle": {"type": "object"}, "message": {"type": "string"}},
-                       "required": ["throttle", "message"]},
+        handler=throttle, idempotent=True, output_schema=result_schema(throttle="object", message="string"),
     ),
 ]

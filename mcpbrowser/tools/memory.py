@@ -14,8 +14,8 @@ from datetime import datetime, timezone
 from mcpbrowser import heap_snapshot, memory_report, perf_report, schema
 from mcpbrowser.errors import BrowserError, DialogOpen, InvalidParameters
 from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
-from mcpbrowser.tools import interaction as acting_tools
-from mcpbrowser.tools.base import TARGET, TIMEOUT, SessionTool, session_schema
+from mcpbrowser.tools import performance
+from mcpbrowser.tools.base import TARGET, TIMEOUT, SessionTool, result_schema, session_schema
 
 MAX_REPEAT = 50
 SNAPSHOT_S = 60.0   # a heap snapshot of a large page takes seconds; a page that never yields, for ever
@@ -77,12 +77,7 @@ def _document(state):
 
 
 def _interact(state, args, response, document):
-    target = {k: args[k] for k in ("selector", "ref") if k in args}
-    timeout = {"timeout": args.get("timeout", state.config.action_timeout)}
-    if "key" in args:
-        acting_tools.press_key(state, {"key": args["key"], **target, **timeout}, response)
-    else:
-        acting_tools.click(state, {**target, **timeout}, response)
+    performance.interact(state, args, response, args.get("timeout", state.config.action_timeout))
     if _document(state) != document:
         raise InvalidParameters(f"The interaction loaded another page ({state.tab.page.url}): a heap is compared on "
                                 "one page. Give an interaction that stays in the app (a click on an in-app "
@@ -124,9 +119,7 @@ def measure_memory(state, args, response):
 
 TOOLS = [
     SessionTool(
-        name="measure_memory",
-        group="performance",
-        title="Measure what an interaction leaks",
+        name="measure_memory", group="performance", title="Measure what an interaction leaks",
         description="Repeat a click (selector/ref) or key (repeat times, twice, after a warm-up) and name what "
                     "the page's JS heap kept each time: constructors, detached DOM, listeners, with what holds "
                     "them. Chromium. Detail: get_content(refId).",
@@ -136,11 +129,7 @@ TOOLS = [
             "repeat": schema.integer("Repetitions a round (default 5).", 1, MAX_REPEAT),
             "timeout": TIMEOUT,
         }),
-        handler=measure_memory,
-        changes_page=True,
-        stores_page=True,
-        text_field="summary",
-        output_schema={"type": "object", "properties": {"url": {"type": "string"}, "summary": {"type": "string"}},
-                       "required": ["url", "summary"]},
+        handler=measure_memory, changes_page=True, stores_page=True, text_field="summary",
+        output_schema=result_schema(url="string", summary="string"),
     ),
 ]

@@ -1,16 +1,13 @@
 """Console and network logs of the current tab, from the session's ring buffers; handlers run on the session thread."""
 
 import os
+from contextlib import suppress
 
 from mcpbrowser import schema
 from mcpbrowser.session.events import headers_shown
-from mcpbrowser.tools.base import SessionTool, session_schema
+from mcpbrowser.tools.base import SessionTool, result_schema, session_schema
 
-LOG_RESULT = {
-    "type": "object",
-    "properties": {"entries": {"type": "array"}, "count": {"type": "integer"}, "dropped": {"type": "integer"}},
-    "required": ["entries", "count", "dropped"],
-}
+LOG_RESULT = result_schema(entries="array", count="integer", dropped="integer")
 DEFAULT_LIMIT = 50
 # The newest `limit` are shown; an answer that left older ones out says how many (`older`), so the default
 # is not said in every tools/list: "Default 50, newest." twice cost every turn 74 characters (2026-12-06).
@@ -63,10 +60,8 @@ def console_logs(state, args, response):
 def shown_console(entries, locations=False):
     """Console entries as an answer shows them (this tool's, and the console log resource's): where a
     line came from only for errors and warnings, unless `locations`."""
-    if locations:
-        return list(entries)
-    return [e if e["level"] in ("error", "warning") else {k: v for k, v in e.items() if k != "location"}
-            for e in entries]
+    return list(entries) if locations else [
+        e if e["level"] in ("error", "warning") else {k: v for k, v in e.items() if k != "location"} for e in entries]
 
 
 def _failed(entry):
@@ -122,22 +117,16 @@ def network_logs(state, args, response):
             continue
         got = None  # the request's response
         if entry["status"] is not None:
-            try:
+            with suppress(Exception):
                 got = request.response()
-            except Exception:
-                got = None
-        out["entries"].append({
-            **entry,
-            "requestHeaders": headers_shown(request, sensitive),
-            "responseHeaders": headers_shown(got, sensitive) if got else {},
-        })
+        out["entries"].append({**entry, "requestHeaders": headers_shown(request, sensitive),
+                               "responseHeaders": headers_shown(got, sensitive) if got else {}})
     response.answer(out)
 
 
 TOOLS = [
     SessionTool(
-        name="console_logs",
-        title="Console messages",
+        name="console_logs", title="Console messages",
         description="Console messages and page errors, oldest first; since: epoch ms.",
         input_schema=session_schema({
             "level": {"type": "string", "enum": ["log", "debug", "info", "warning", "error"]},
@@ -145,14 +134,10 @@ TOOLS = [
             "since": {"type": "integer", "minimum": 0},
             "locations": {"type": "boolean"},
         }),
-        handler=console_logs,
-        read_only=True,
-        page_tool=False,
-        output_schema=LOG_RESULT,
+        handler=console_logs, read_only=True, page_tool=False, output_schema=LOG_RESULT,
     ),
     SessionTool(
-        name="network_logs",
-        title="Network requests",
+        name="network_logs", title="Network requests",
         description="Requests of the current page (allPages: of the tab). Static files that loaded "
                     "fine only with includeStatic; failed: errors, blocked, status >= 400.",
         input_schema=session_schema({
@@ -167,20 +152,12 @@ TOOLS = [
             "headers": {"type": "boolean"},
             "allPages": {"type": "boolean"},
         }),
-        handler=network_logs,
-        read_only=True,
-        page_tool=False,
-        output_schema=LOG_RESULT,
+        handler=network_logs, read_only=True, page_tool=False, output_schema=LOG_RESULT,
     ),
     SessionTool(
-        name="downloads",
-        group="extra",
-        title="Downloads",
+        name="downloads", group="extra", title="Downloads",
         description="The session's downloads: file, size, type, URL, path, or why refused.",
         input_schema=session_schema(),
-        handler=downloads,
-        read_only=True,
-        page_tool=False,
-        output_schema={"type": "object", "properties": {"downloads": {"type": "array"}}, "required": ["downloads"]},
+        handler=downloads, read_only=True, page_tool=False, output_schema=result_schema(downloads="array"),
     ),
 ]

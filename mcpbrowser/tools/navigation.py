@@ -1,6 +1,7 @@
 """Navigation, history, tabs and waiting; handlers run on the session's own thread."""
 
 import time
+from contextlib import suppress
 from urllib.parse import urlsplit
 
 from mcpbrowser import schema
@@ -9,6 +10,7 @@ from mcpbrowser.errors import InvalidParameters, NavigationFailed, PageUnrespons
 from mcpbrowser.page_strings import a_, clip
 from mcpbrowser.session import page_reading, page_tools, throttling
 from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
+from mcpbrowser.tools import base
 from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, page_result, session_schema
 from mcpbrowser.tools.targeting import locate
 
@@ -21,9 +23,8 @@ def _check_url(url):
     parts = urlsplit(url)
     if not parts.scheme or (parts.scheme in ("http", "https") and not parts.netloc) or \
             (len(parts.scheme) == 1 and parts.scheme.isalpha()):  # C:\path is a drive, not a scheme
-        raise InvalidParameters(
-            f"url must be absolute, with a scheme such as https:// (got {url!r})",
-            details={"url": url})
+        raise InvalidParameters(f"url must be absolute, with a scheme such as https:// (got {url!r})",
+                                details={"url": url})
 
 
 def _load(state, what, method, **kwargs):
@@ -237,15 +238,11 @@ def wait_for(state, args, response):
         except Exception as exc:
             if "Timeout" not in str(exc):
                 raise
-            details = {"waitedFor": what, "timeoutMs": timeout}
             page = state.tab.page
             seen = None if state.events.navigation_pending(page) else _matches_seen(page, hidden_twins.get(what))
-            if seen:
-                details.update(seen)
-            note = (f" {seen['matched']} element(s) matched, {seen['visible']} of them visible."
-                    if seen else "")
+            note = f" {seen['matched']} element(s) matched, {seen['visible']} of them visible." if seen else ""
             raise WaitTimeout(f"Timeout: waited {timeout} ms for {what}.{note}", session_id=state.session_id,
-                              details=details) from None
+                              details={"waitedFor": what, "timeoutMs": timeout, **(seen or {})}) from None
     elapsed = round((time.monotonic() - started) * 1000)
     state.report(len(checks), len(checks), "Condition met")
     response.answer({"success": True, "message": f"Waited {elapsed} ms for " + " and ".join(c[0] for c in checks),
@@ -287,13 +284,10 @@ def wait_for_user(state, args, response):
                                 session_id=state.session_id)
     what = f"the URL to contain {wanted!r}" if wanted is not None else f"{label} to appear"
     state.tell_user(args["message"])
-    try:
+    with suppress(Exception):  # a headless page has no window to raise
         state.tab.page.bring_to_front()
-    except Exception:
-        pass  # a headless page has no window to raise
     started, reported, worker = time.monotonic(), float("-inf"), state.worker
     worker.handed_back = False  # a hand back before this wait began is no answer to it
-    by_person = False
     while True:
         elapsed = (time.monotonic() - started) * 1000
         if elapsed - reported >= 1000:  # progress once a second
@@ -308,7 +302,6 @@ def wait_for_user(state, args, response):
         # them (their clicks and keys, the screencast); their hand back ends the wait.
         worker.between(state)
         if worker.handed_back:
-            by_person = True
             break
         slice_ms = min(100, left)
         try:
@@ -323,63 +316,41 @@ def wait_for_user(state, args, response):
     waited = round((time.monotonic() - started) * 1000)
     state.report(timeout, timeout, "The user finished")
     state.remember_page(state.tab.page.title())
-    if by_person:
-        message = f"The person finished in the live view and handed back after {waited} ms."
-        response.answer({"success": True, "message": message, "waitedMs": waited, "url": state.tab.page.url,
-                         "finishedBy": "person"})
-        return
-    response.answer({"success": True, "message": f"The user finished: saw {what} after {waited} ms.",
-                     "waitedMs": waited, "url": state.tab.page.url})
+    by_person = worker.handed_back  # only `between` runs the person's hand back: not after the loop's last check
+    message = (f"The person finished in the live view and handed back after {waited} ms." if by_person
+               else f"The user finished: saw {what} after {waited} ms.")
+    response.answer({"success": True, "message": message, "waitedMs": waited, "url": state.tab.page.url,
+                     **({"finishedBy": "person"} if by_person else {})})
 
 
 LOAD_OPTIONS = {"waitUntil": WAIT_UNTIL, "timeout": TIMEOUT}
 
 TOOLS = [
     SessionTool(
-        name="navigate",
-        title="Navigate to URL",
+        name="navigate", title="Navigate to URL",
         description="Load a URL in the current tab.",
         input_schema=session_schema({
             "url": {"type": "string", "minLength": 1}, **LOAD_OPTIONS,
         }, required=("url",)),
-        handler=navigate,
-        changes_page=True,
-        leaves_page=True,
-        task_support=True,
-        output_schema=PAGE_RESULT,
+        handler=navigate, changes_page=True, leaves_page=True, task_support=True, output_schema=PAGE_RESULT,
     ),
     SessionTool(
-        name="go_back",
-        title="Go back",
-        description="Back in the tab's history.",
+        name="go_back", title="Go back", description="Back in the tab's history.",
         input_schema=session_schema(LOAD_OPTIONS),
-        handler=_history("go_back", "previous"),
-        changes_page=True,
-        output_schema=PAGE_RESULT,
+        handler=_history("go_back", "previous"), changes_page=True, output_schema=PAGE_RESULT,
     ),
     SessionTool(
-        name="go_forward",
-        group="extra",
-        title="Go forward",
-        description="Forward in the tab's history.",
+        name="go_forward", group="extra", title="Go forward", description="Forward in the tab's history.",
         input_schema=session_schema(LOAD_OPTIONS),
-        handler=_history("go_forward", "next"),
-        changes_page=True,
-        output_schema=PAGE_RESULT,
+        handler=_history("go_forward", "next"), changes_page=True, output_schema=PAGE_RESULT,
     ),
     SessionTool(
-        name="reload",
-        group="extra",
-        title="Reload page",
-        description="Reload the current tab.",
+        name="reload", group="extra", title="Reload page", description="Reload the current tab.",
         input_schema=session_schema(LOAD_OPTIONS),
-        handler=reload,
-        changes_page=True,
-        output_schema=PAGE_RESULT,
+        handler=reload, changes_page=True, output_schema=PAGE_RESULT,
     ),
     SessionTool(
-        name="tabs",
-        title="List, select or close tabs",
+        name="tabs", title="List, select or close tabs",
         description="List (first 10), select (make current) or close tabs, popups included.",
         input_schema=session_schema({
             # Called bare, it lists; close without an index closes the current tab: what a model expects
@@ -387,27 +358,12 @@ TOOLS = [
             "action": {"type": "string", "enum": ["list", "select", "close"]},
             "index": schema.integer(None, minimum=0),
         }),
-        handler=tabs,
-        changes_page=True,
-        page_tool=False,
-        output_schema={
-            "type": "object",
-            "properties": {
-                "tabs": {"type": "array", "items": {
-                    "type": "object",
-                    "properties": {"index": {"type": "integer"}, "url": {"type": "string"},
-                                   "title": {"type": "string"}, "current": {"type": "boolean"}},
-                    "required": ["index", "url", "title", "current"]}},
-                "current": {"type": "integer"},
-                "more": {"type": "integer"},
-            },
-            "required": ["tabs", "current"],
-        },
+        handler=tabs, changes_page=True, page_tool=False,
+        output_schema=base.result_schema(("more",), tabs={"type": "array", "items": base.result_schema(
+            index="integer", url="string", title="string", current="boolean")}, current="integer", more="integer"),
     ),
     SessionTool(
-        name="wait_for_user",
-        group="logins",
-        title="Wait for the user",
+        name="wait_for_user", group="logins", title="Wait for the user",
         description="Ask the person at the browser to finish something (a login, a captcha) and wait "
                     "until the URL contains urlContains or an element appears. A timeout starts the "
                     "login cooldown.",
@@ -417,21 +373,13 @@ TOOLS = [
             **TARGET,
             "timeout": schema.integer("Milliseconds to wait for the user.", minimum=1, maximum=3_600_000),
         }, required=("message", "timeout")),
-        handler=wait_for_user,
-        changes_page=True,
+        handler=wait_for_user, changes_page=True,
         during_cooldown=True,  # the handover the cooldown asks for; seeing the person done ends it
-        waits_for_person=True,
-        task_support=True,
-        output_schema={
-            "type": "object",
-            "properties": {"success": {"type": "boolean"}, "message": {"type": "string"},
-                           "waitedMs": {"type": "integer"}, "url": {"type": "string"}},
-            "required": ["success", "message", "waitedMs", "url"],
-        },
+        waits_for_person=True, task_support=True,
+        output_schema=base.result_schema(success="boolean", message="string", waitedMs="integer", url="string"),
     ),
     SessionTool(
-        name="wait_for",
-        title="Wait for element or text",
+        name="wait_for", title="Wait for element or text",
         description="Until an element's state (default visible), text shows, textGone goes, the URL "
                     "contains url (or matches it as a glob), networkIdle, or a new download ends.",
         input_schema=session_schema({
@@ -444,15 +392,7 @@ TOOLS = [
             "download": {"type": "boolean"},
             "timeout": TIMEOUT,
         }),
-        handler=wait_for,
-        read_only=True,
-        stores_page=True,
-        task_support=True,
-        output_schema={
-            "type": "object",
-            "properties": {"success": {"type": "boolean"}, "message": {"type": "string"},
-                           "elapsedMs": {"type": "integer"}},
-            "required": ["success", "message", "elapsedMs"],
-        },
+        handler=wait_for, read_only=True, stores_page=True, task_support=True,
+        output_schema=base.result_schema(success="boolean", message="string", elapsedMs="integer"),
     ),
 ]

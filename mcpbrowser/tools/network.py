@@ -4,10 +4,10 @@ session thread, through session/routes.py, where the domain policy decides first
 from mcpbrowser import schema
 from mcpbrowser.errors import InvalidParameters
 from mcpbrowser.session import snapshots
-from mcpbrowser.tools.base import SessionTool, session_schema
+from mcpbrowser.tools.base import SessionTool, result_schema, session_schema
 
 URL = {"type": "string", "minLength": 1, "description": "Glob, as Playwright's: **/api/*"}
-ROUTES = {"type": "object", "properties": {"routes": {"type": "array"}}, "required": ["routes"]}
+ROUTES = result_schema(routes="array")
 
 
 def route(state, args, response):
@@ -35,9 +35,7 @@ def unroute(state, args, response):
 
 TOOLS = [
     SessionTool(
-        name="route",
-        group="site",
-        title="Route requests",
+        name="route", group="site", title="Route requests",
         description="Answer requests matching url with status, headers and body; or abort them; or send them "
                     "on with requestHeaders changed (null removes one). No url: list the routes.",
         input_schema=session_schema({
@@ -48,21 +46,13 @@ TOOLS = [
             "abort": {"type": "boolean"},
             "requestHeaders": {"type": "object"},
         }),
-        handler=route,
-        page_tool=False,
-        may_carry_secret=True,
-        output_schema=ROUTES,
+        handler=route, page_tool=False, may_carry_secret=True, output_schema=ROUTES,
     ),
     SessionTool(
-        name="unroute",
-        group="site",
-        title="Remove routes",
+        name="unroute", group="site", title="Remove routes",
         description="Remove the route of url, or all.",
         input_schema=session_schema({"url": URL}),
-        handler=unroute,
-        idempotent=True,
-        page_tool=False,
-        output_schema={"type": "object", "properties": {"removed": {"type": "array"}, "routes": {"type": "array"}},
-                       "required": ["removed", "routes"]},
+        handler=unroute, idempotent=True, page_tool=False,
+        output_schema=result_schema(removed="array", routes="array"),
     ),
 ]

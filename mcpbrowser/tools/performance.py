@@ -10,16 +10,16 @@ page (get_content reads it whole), and core/performance_tools.py compares two of
 
 import time
 from datetime import datetime, timezone
-from urllib.parse import urlsplit
 
 from mcpbrowser import perf_report, schema, snapshot_text
 from mcpbrowser.errors import DialogOpen, InvalidParameters
 from mcpbrowser.logs import log
 from mcpbrowser.session import page_reading, snapshots
 from mcpbrowser.session.acting import INTERRUPTED
+from mcpbrowser.session.page_tools import origin
 from mcpbrowser.tools import interaction as acting_tools
 from mcpbrowser.tools import navigation
-from mcpbrowser.tools.base import TARGET, TIMEOUT, SessionTool, session_schema
+from mcpbrowser.tools.base import TARGET, TIMEOUT, SessionTool, result_schema, session_schema
 
 # After the load event the page is read once no entry came for QUIET_MS (the network and main thread
 # quiet, as Lighthouse waits for them), or after CAP_MS at most: a page that never rests (a poll, an
@@ -318,23 +318,19 @@ def _interaction(state, args, response, deadline):
     """The interaction's event entries and long animation frames, with what it was done on."""
     if not state.act(state.tab.page, "evaluate", expression=WATCH):
         return {"why": f"this browser ({state.browser.browser_type.name}) has no event timing entries"}
-    target = {k: args[k] for k in ("selector", "ref") if k in args}
-    timeout = {"timeout": min(_left_ms(deadline), state.config.action_timeout)}
+    timeout = min(_left_ms(deadline), state.config.action_timeout)
     before = state.tab.page.url
-    if "key" in args:
-        acting_tools.press_key(state, {"key": args["key"], **target, **timeout}, response)
-        label = args["key"] + (f" on {args.get('selector') or 'ref ' + args['ref']}" if target else "")
-    else:
-        acting_tools.click(state, {**target, **timeout}, response)
-        label = args.get("selector") or f"ref {args['ref']}"
-    raw = _take(state, timeout["timeout"])
+    interact(state, args, response, timeout)
+    element = args.get("selector") or (f"ref {args['ref']}" if "ref" in args else None)
+    label = args["key"] + (f" on {element}" if element else "") if "key" in args else element
+    raw = _take(state, timeout)
     if raw is INTERRUPTED:
         return {"why": "a dialog opened: answer it (handle_dialog), then measure again"}
     left = raw is None or raw.get("unloaded")
     if left and not any(e.get("interactionId") for e in (raw or {}).get("events", ())):
         why = ("the interaction left the page, and the browser reported no event entry for it before the page "
                "unloaded (it reports one with the next paint, and the new page came first)")
-        if raw is None and _origin(state.tab.page.url) != _origin(before):
+        if raw is None and origin(state.tab.page.url) != origin(before):
             why = ("the interaction left the page for another origin, where the browser's entries of the page it "
                    "left cannot be read")
         return {"why": why, "left": state.tab.page.url, "target": {"label": label}}
@@ -344,9 +340,13 @@ def _interaction(state, args, response, deadline):
     return raw
 
 
-def _origin(url):
-    parts = urlsplit(url)
-    return parts.scheme, parts.netloc
+def interact(state, args, response, timeout):
+    """The interaction measured (here, and by measure_memory): a click on the target, or its key (on the target)."""
+    target = {k: args[k] for k in ("selector", "ref") if k in args}
+    if "key" in args:
+        acting_tools.press_key(state, {"key": args["key"], **target, "timeout": timeout}, response)
+    else:
+        acting_tools.click(state, {**target, "timeout": timeout}, response)
 
 
 def _take(state, timeout_ms):
@@ -406,9 +406,7 @@ def _give_refs(state, measured):
 
 TOOLS = [
     SessionTool(
-        name="measure_performance",
-        group="performance",
-        title="Measure page performance",
+        name="measure_performance", group="performance", title="Measure page performance",
         description="Load the page (url, else reload) under the session's throttling and measure LCP, CLS, FCP, "
                     "TTFB, TBT with their causes; a click (selector/ref) or key adds INP. Detail: get_content(refId).",
         input_schema=session_schema({
@@ -419,11 +417,7 @@ TOOLS = [
             "runs": schema.integer("Loads; the median is reported (default 1).", 1, MAX_RUNS),
             "timeout": TIMEOUT,
         }),
-        handler=measure_performance,
-        changes_page=True,
-        stores_page=True,
-        text_field="summary",
-        output_schema={"type": "object", "properties": {"url": {"type": "string"}, "summary": {"type": "string"}},
-                       "required": ["url", "summary"]},
+        handler=measure_performance, changes_page=True, stores_page=True, text_field="summary",
+        output_schema=result_schema(url="string", summary="string"),
     ),
 ]

@@ -20,7 +20,6 @@ from mcpbrowser.session import screencast, snapshots
 from mcpbrowser.tools.base import SessionTool, session_schema
 
 
-# SESSION THREAD
 def take_over(state: Any, args: dict[str, Any], response: Any) -> None:
     """The person holds the session: the agent's acting calls wait until they hand it back. One person at a
     time: the session thread runs the take-overs of people who pressed at once one after the other."""
@@ -32,7 +31,6 @@ def take_over(state: Any, args: dict[str, Any], response: Any) -> None:
     response.answer({"heldBy": person})
 
 
-# SESSION THREAD
 def hand_back(state: Any, args: dict[str, Any], response: Any) -> None:
     """The person lets go: the agent acts again, and a waiting wait_for_user returns, finished by the person."""
     if state.worker.held_by is None:
@@ -41,7 +39,6 @@ def hand_back(state: Any, args: dict[str, Any], response: Any) -> None:
     response.answer({"heldBy": None})
 
 
-# SESSION THREAD
 def watch(state: Any, args: dict[str, Any], response: Any) -> None:
     """The session's live picture starts (session/screencast.py), until its last viewer leaves."""
     screencast.start(state)
@@ -53,7 +50,6 @@ KEYS = ("Enter", "Tab", "Backspace", "Delete", "Escape", "ArrowUp", "ArrowDown",
 MAX_TEXT = 1000
 
 
-# SESSION THREAD
 def person_input(state: Any, args: dict[str, Any], response: Any) -> None:
     """One action of the person on the page, at viewport coordinates given as fractions of it."""
     page, action = state.tab.page, args["action"]
@@ -130,9 +126,8 @@ class _Field:
         Their run cut short (a maxlength), or their keys less at most one a Backspace or Delete, rearranged
         (a typo fixed in the middle). A field the page pre-filled is not learned whole, as issue 49 decided
         for pre-filled fields; the person's runs are secrets all the same."""
-        if self.run.startswith(value):
-            return True
-        return len(value) >= len(self.keys) - self.erased and not Counter(value) - Counter(self.keys)
+        return self.run.startswith(value) or (
+            len(value) >= len(self.keys) - self.erased and not Counter(value) - Counter(self.keys))
 
 
 def _field(state: Any) -> _Field:

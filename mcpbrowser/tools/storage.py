@@ -123,9 +123,7 @@ def storage(state, args, response):
 
 TOOLS = [
     SessionTool(
-        name="cookies",
-        group="site",
-        title="Cookies",
+        name="cookies", group="site", title="Cookies",
         description="List (filter: name, domain, path), set or delete the session's cookies. HttpOnly ones and "
                     "names like a session's or a token's are secrets: masked unless named.",
         input_schema=session_schema({
@@ -140,15 +138,10 @@ TOOLS = [
             "secure": {"type": "boolean"},
             "sameSite": {"type": "string", "enum": ["Strict", "Lax", "None"]},
         }),
-        handler=cookies,
-        page_tool=False,
-        may_carry_secret=True,
-        output_schema={"type": "object"},
+        handler=cookies, page_tool=False, may_carry_secret=True, output_schema={"type": "object"},
     ),
     SessionTool(
-        name="storage",
-        group="site",
-        title="Web storage",
+        name="storage", group="site", title="Web storage",
         description="List, set or delete localStorage (kind: session, sessionStorage) entries of the current "
                     "page's origin. Names like a token's are secrets: masked unless named.",
         input_schema=session_schema({
@@ -157,8 +150,6 @@ TOOLS = [
             "name": NAME,
             "value": {"type": "string"},
         }),
-        handler=storage,
-        may_carry_secret=True,
-        output_schema={"type": "object"},
+        handler=storage, may_carry_secret=True, output_schema={"type": "object"},
     ),
 ]

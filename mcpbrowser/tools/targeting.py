@@ -39,21 +39,14 @@ def classify(state, label, matches, exc, not_usable):
     why = reason(exc)
     details = {"target": label, "reason": why}
     if any(marker in text for marker in _BAD_SELECTOR):
-        return InvalidParameters(f"Invalid selector {label!r}: {why}",
-                                 session_id=state.session_id, details=details)
+        return InvalidParameters(f"Invalid selector {label!r}: {why}", session_id=state.session_id, details=details)
     if "Unknown key" in text:
         return InvalidParameters(why, session_id=state.session_id, details=details)
     if "did not find some options" in text:  # the ones it has are what the agent needs next, not the wait
         return InvalidParameters(f"{label} has no such option{_options(state, matches)} (a list still filling "
                                  "takes a longer timeout).",
                                  session_id=state.session_id, details={"target": label})
-    is_ref = label.startswith("ref ")
-    try:
-        count = _count(state, matches)
-    except BrowserServerError:
-        raise
-    except Exception:
-        count = 0 if is_ref and any(m in text for m in _STALE_REF) else None
+    count = _counted(state, matches, 0 if label.startswith("ref ") and any(m in text for m in _STALE_REF) else None)
     if count == 0:
         return not_found(state, label, why=why)
     if any(marker in text for marker in _NOT_EDITABLE):
@@ -113,10 +106,9 @@ def locate(state, args, required=True):
         raise InvalidParameters("Give selector or ref, not both.", session_id=state.session_id)
     if ref is not None:
         if ref not in state.tab.refs:
-            raise ElementNotFound(
-                f"Ref {ref} is not in the latest snapshot of this tab: the page changed or no "
-                "snapshot was taken. Take a new snapshot and use its refs.",
-                session_id=state.session_id, details={"ref": ref})
+            raise ElementNotFound(f"Ref {ref} is not in the latest snapshot of this tab: the page changed or no "
+                                  "snapshot was taken. Take a new snapshot and use its refs.",
+                                  session_id=state.session_id, details={"ref": ref})
         return f"ref {ref}", state.tab.page.locator(playwright_selector(args))
     if selector is not None:
         return args["selector"], state.tab.page.locator(playwright_selector(args))
@@ -195,13 +187,7 @@ def on_element(state, args, not_usable, action, repeatable=True):
             # A missing option is told after the grace, as a missing element is (the options the list
             # has, and the call's `timeout` for one that fills later), not after the whole timeout.
             raise classify(state, label, matches, exc, not_usable) from None
-        try:
-            count = _count(state, matches)
-        except BrowserServerError:
-            raise
-        except Exception:
-            count = None
-        if count == 0:
+        if _counted(state, matches) == 0:
             raise not_found(state, label, grace, reason(exc)) from None
     try:
         action(matches.first, left())
@@ -245,6 +231,16 @@ def _count(state, matches):
             raise state.unresponsive_error()
         return None
     return None if count is INTERRUPTED else count
+
+
+def _counted(state, matches, failed=None):
+    """_count, or `failed` when counting fails otherwise than with our own error (a page that hangs)."""
+    try:
+        return _count(state, matches)
+    except BrowserServerError:
+        raise
+    except Exception:
+        return failed
 
 
 def _await_navigation(state, before, timeout_ms):

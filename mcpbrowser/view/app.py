@@ -52,12 +52,9 @@ class ViewApp:
                  path: str = VIEW_PATH, trust_proxy: bool = False, max_live: int | None = None) -> None:
         if (sign_ins is None) == (who_may_see is None):
             raise ValueError("give the view one way to know who looks: sign_ins or who_may_see")
-        self.core = core
+        self.core, self.sign_ins, self.who_may_see, self.trust_proxy = core, sign_ins, who_may_see, trust_proxy
         self.looking = Looking(core)
-        self.sign_ins = sign_ins
-        self.who_may_see = who_may_see
         self.path = path.rstrip("/")
-        self.trust_proxy = trust_proxy
         self._secret = secrets.token_bytes(32)  # the hook's CSRF tokens are keyed by it
         self.casts = Screencasts(core)
         self.max_live = max_live or max(4, 2 * core.max_sessions)

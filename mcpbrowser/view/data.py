@@ -41,15 +41,12 @@ class Looking:
         calls = self.core.timeline(session_id, newest=True)
         if calls:
             last = calls[-1]
-            out["lastCall"] = {"tool": last["tool"], "at": last["at"], "error": last["error"],
-                               "status": last["status"]}
+            out["lastCall"] = {key: last[key] for key in ("tool", "at", "error", "status")}
             if session["running"] == "wait_for_user" and last["tool"] == "wait_for_user":
-                out["state"] = "waiting for a person"
-                out["waitingFor"] = str(last["params"].get("message", ""))
+                out.update(state="waiting for a person", waitingFor=str(last["params"].get("message", "")))
         if session["cooldownS"] > 0:
-            out["state"] = "cooldown"
-            out["cooldownMs"] = round(session["cooldownS"] * 1000)
-            out["cooldownMessage"] = session["cooldownMessage"]
+            out.update(state="cooldown", cooldownMs=round(session["cooldownS"] * 1000),
+                       cooldownMessage=session["cooldownMessage"])
         return out
 
     def timeline(self, session_id: str, after: int) -> list[dict[str, Any]]:
