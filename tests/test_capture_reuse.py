@@ -37,18 +37,6 @@ TICKING = """<!doctype html><title>Clock</title>
 <label>Name <input id=n></label><p id=c>0</p>
 <script>let n = 0; setInterval(() => { document.getElementById('c').textContent = ++n }, 20);</script>"""
 
-# 'searching' at once on each key, the results 200 ms after the last one.
-SEARCHING = """<!doctype html><title>Searching</title>
-<label>Search <input id=s></label><p id=r>idle</p>
-<script>
-  let timer;
-  document.getElementById('s').addEventListener('input', (e) => {
-    document.getElementById('r').textContent = 'searching';
-    clearTimeout(timer);
-    timer = setTimeout(() => { document.getElementById('r').textContent = 'results for ' + e.target.value }, 200);
-  });
-</script>"""
-
 # A key's timer (50 ms) loads a page the test server answers the typed number of ms later (<title>Slow</title>).
 NAV_SLOW = """<!doctype html><title>Before</title>
 <label>Go <input id=g></label><p>before page</p>
@@ -85,11 +73,10 @@ HOSTILE = """<!doctype html><title>Hostile</title>
 @pytest.fixture(scope="module")
 def browser(pages):
     PAGES["/capture"], PAGES["/hostile"], PAGES["/code"] = PAGE, HOSTILE, CODE
-    PAGES["/debounced"], PAGES["/ticking"], PAGES["/searching"], PAGES["/navslow"] = (DEBOUNCED, TICKING, SEARCHING,
-                                                                                  NAV_SLOW)
+    PAGES["/debounced"], PAGES["/ticking"], PAGES["/navslow"] = DEBOUNCED, TICKING, NAV_SLOW
     with mcpbrowser.Browser(Config(headless=True, db=":memory:", allow_evaluate=True)) as b:
         yield b
-    for path in ("/capture", "/hostile", "/code", "/debounced", "/ticking", "/searching", "/navslow"):
+    for path in ("/capture", "/hostile", "/code", "/debounced", "/ticking", "/navslow"):
         del PAGES[path]
 
 
@@ -188,18 +175,6 @@ def test_a_snapshot_after_a_key_that_loads_a_slow_page_names_that_pages_title(br
             _, read, real = (f.result(timeout=60) for f in futures)
             assert "/slow" in read["url"] and "slow" in read["snapshot"] and real["result"] == "Slow", (read, real)
             assert read["title"] == "Slow", (ms, read)
-
-
-def test_a_wait_for_after_a_key_stores_the_page_it_found(browser, pages):
-    # It found its text before the key's timer ran (it does not wait for that timer: settle.reads_first), and its
-    # capture does not wait for it either: its refId holds the page it found (an outside try: the later one).
-    with browser.create_session() as session:
-        session.navigate(pages.url("/searching"))
-        futures = [browser.submit(tool, {"sessionId": session.id, **args}) for tool, args in
-                   (("type", {"selector": "#s", "text": "abc"}), ("wait_for", {"text": "searching"}))]
-        _, waited = (f.result(timeout=60) for f in futures)
-        assert waited["success"] and "searching" in content(browser, waited), content(browser, waited)
-        assert "results for abc" in session.snapshot()["snapshot"]  # the next read waits for the key's timer
 
 
 def test_a_page_that_changed_by_itself_is_captured_anew(browser, pages, reuses):

@@ -34,7 +34,7 @@ A key's or a field's action (ANSWERS_FIRST: type, press_key, fill_form, select) 
 its short timers, nor the quiet after them: an application debounces keys (JupyterLab's activity monitor set
 200 and 250 ms timers on each, and they were 281-344 ms of every `type` and `press_key`), and the agent's next
 step after a key is often another key, which does not wait for them either. What it started is still done
-before anyone reads the page: the next read (READS: snapshot, screenshot, evaluate...; reads_first) first
+before anyone reads the page: the next read (READS: snapshot, screenshot, wait_for, evaluate...) first
 finishes the settle (`finish`: those timers, what they set off, the quiet after; at most the cap counted from
 the last such action's start), so a debounced search box's results are there when the agent reads. The
 history's capture after the call finishes it too, but only until the next call comes, unless that is a snapshot,
@@ -73,17 +73,6 @@ ANSWERS_FIRST = frozenset({"type", "press_key", "fill_form", "select"})
 # The calls that read the page, which finish the last actions' settle first: what they return shows what the
 # actions' timers rendered (a debounced search's results). `evaluate` reads as much as it acts.
 READS = frozenset({"snapshot", "dom_snapshot", "screenshot", "pdf", "wait_for", "evaluate"})
-def reads_first(name, args):
-    """Whether the call `name` finishes the last actions' settle before it runs (READS). A `wait_for` only where its
-    condition could hold of the page before the actions' effect: a text or an element gone, the network idle, a
-    download. Waiting for a text, an element or a URL to come, it waits for that itself: after JupyterLab's
-    Shift+Enter the activity monitor's timers (130-260 ms) were waited out before the output was looked for."""
-    if name != "wait_for":
-        return name in READS
-    return "textGone" in args or args.get("state") in ("hidden", "detached") or bool(
-        args.get("networkIdle") or args.get("download"))
-
-
 # The read that may answer with the history capture's walk of the call before (snapshots.fresh_walk): when it is
 # the next call, the capture finishes the settle before it walks, as that read would; one walk, not two. Not the
 # other reads: they do not walk, and the capture's walk overlaps with the page's settle when it gives way to them.
