@@ -32,6 +32,17 @@ WALL_PROBE = """(keywords) => {
 WALL_FRAMES = 20  # frames probed at most (ads can bring dozens; a login widget is near the top)
 
 
+def history_read(tab):
+    """The read of the tab's navigation history (CDP's Page.getNavigationHistory: the browser's own title of the
+    current entry, no script in the page), to send with other reads in one round trip (Together)."""
+    return tab.cdp(), "send", {"method": "Page.getNavigationHistory"}
+
+
+def current_title(history):
+    """The current entry's title in history_read's answer; None for anything else (a read that failed)."""
+    return history["entries"][history["currentIndex"]]["title"] if isinstance(history, dict) else None
+
+
 def loaded_title(state, count=False, also=None):
     """The current tab's title, right after a page loaded.
 
@@ -58,10 +69,9 @@ def loaded_title(state, count=False, also=None):
             title, answer = _title_and_count(state, tab, also)
         if title is None:
             try:
-                history, read = _with(state, (tab.cdp(), "send", {"method": "Page.getNavigationHistory"}),
-                                      also if answer is _NOT_SENT else None)
+                history, read = _with(state, history_read(tab), also if answer is _NOT_SENT else None)
                 answer = read if answer is _NOT_SENT else answer
-                title = history["entries"][history["currentIndex"]]["title"]
+                title = history["entries"][history["currentIndex"]]["title"]  # a failed read raises here
             except Exception as exc:
                 tab.cdp_session = None
                 log.debug("title through CDP failed", extra={"session": state.session_id, "error": str(exc)})

@@ -92,18 +92,15 @@ def capture_snapshot(state, field_edit=None):
         waiting = state.worker.next_tag() if state.chromium and not state.worker.idle() \
             and not state.events.navigation_pending(tab.page) else None
         if waiting is not None:
-            reads.append((tab.cdp(), "send", {"method": "Page.getNavigationHistory"}))
-        answers = state.background(tab, Together(*reads), "run") if len(reads) > 1 else \
-            [state.background(tab, reads[0][0], reads[0][1], **reads[0][2])]
-        text, *rest = answers if answers is not None else (None,)
+            reads.append(page_reading.history_read(tab))
+        text, *rest = state.background(tab, Together(*reads), "run") or (None,)
         if isinstance(text, Exception):
             raise text
         counted = rest.pop(0) if counts and rest else None
-        if waiting is not None and text is not None and rest and isinstance(rest[0], dict) \
-                and state.worker.next_tag() is waiting and tab.navigations == navigations:
-            history = rest[0]
-            tab.fresh = (tab.arming, history["entries"][history["currentIndex"]]["title"], state.worker.begun + 1,
-                         tab.navigations)
+        title = page_reading.current_title(rest[0]) if waiting is not None and rest else None
+        if title is not None and text is not None and state.worker.next_tag() is waiting \
+                and tab.navigations == navigations:
+            tab.fresh = (tab.arming, title, state.worker.begun + 1, tab.navigations)
     except Exception as exc:
         if held is not None and _still_clean(state, held):  # `changed` matched nothing: the page is as held
             log.debug("capture reused", extra={"event": "capture_reused", "session": state.session_id})
@@ -290,7 +287,7 @@ def walk_page(state, options):
     if counts:
         reads.append((tab.page.locator(SECRET_FIELD), "count", {}))
     if state.chromium:
-        reads.append((tab.cdp(), "send", {"method": "Page.getNavigationHistory"}))
+        reads.append(page_reading.history_read(tab))
     navigations = tab.navigations
     answers = state.act(Together(*reads), "run")
     if answers is INTERRUPTED:
@@ -300,8 +297,7 @@ def walk_page(state, options):
         raise text
     counted = rest.pop(0) if counts else None
     # A document that came during the walk: the history may have answered the one before's (the caller reads it).
-    history = rest[0] if rest and isinstance(rest[0], dict) and tab.navigations == navigations else None
-    title = history["entries"][history["currentIndex"]]["title"] if history else None
+    title = page_reading.current_title(rest[0]) if rest and tab.navigations == navigations else None
     return took_whole_snapshot(state, text, set() if counted == 0 else None), title
 
 
@@ -326,7 +322,7 @@ def unchanged_snapshot(state, response):
         return walked
     reads: list[tuple] = [(tab.page.locator(page_watch.clean(held[1])), "count", {})]
     if state.chromium:
-        reads.append((tab.cdp(), "send", {"method": "Page.getNavigationHistory"}))
+        reads.append(page_reading.history_read(tab))
     answers = state.act(Together(*reads), "run")
     if answers is INTERRUPTED:
         return None, None
@@ -334,9 +330,7 @@ def unchanged_snapshot(state, response):
         raise answers[0]
     if answers[0] != 1:
         return None, None
-    title = None
-    if len(answers) > 1 and isinstance(answers[1], dict):
-        title = answers[1]["entries"][answers[1]["currentIndex"]]["title"]
+    title = page_reading.current_title(answers[1]) if len(answers) > 1 else None
     response.reused_snapshot()  # the call's log line says so
     return _reused(state, held), title  # a secret typed since is scrubbed from it too
 
