@@ -45,6 +45,10 @@ NAV_SLOW = """<!doctype html><title>Before</title>
     setTimeout(() => { location.href = '/slow?ms=' + e.target.value }, 50) });
 </script>"""
 
+# A field beside a frame, whose own document the page watch does not watch.
+FRAMED = """<!doctype html><title>Framed</title><label>Name <input id=n></label>
+<iframe srcdoc="<p>inside the frame</p>"></iframe>"""
+
 CODE = """<!doctype html><title>Code</title>
 <label>Code <input id=c autocomplete=one-time-code></label><label>Note <input id=n></label>"""
 
@@ -74,9 +78,10 @@ HOSTILE = """<!doctype html><title>Hostile</title>
 def browser(pages):
     PAGES["/capture"], PAGES["/hostile"], PAGES["/code"] = PAGE, HOSTILE, CODE
     PAGES["/debounced"], PAGES["/ticking"], PAGES["/navslow"] = DEBOUNCED, TICKING, NAV_SLOW
+    PAGES["/framed-field"] = FRAMED
     with mcpbrowser.Browser(Config(headless=True, db=":memory:", allow_evaluate=True)) as b:
         yield b
-    for path in ("/capture", "/hostile", "/code", "/debounced", "/ticking", "/navslow"):
+    for path in ("/capture", "/hostile", "/code", "/debounced", "/ticking", "/navslow", "/framed-field"):
         del PAGES[path]
 
 
@@ -175,6 +180,20 @@ def test_a_snapshot_after_a_key_that_loads_a_slow_page_names_that_pages_title(br
             _, read, real = (f.result(timeout=60) for f in futures)
             assert "/slow" in read["url"] and "slow" in read["snapshot"] and real["result"] == "Slow", (read, real)
             assert read["title"] == "Slow", (ms, read)
+
+
+def test_a_snapshot_waiting_behind_a_key_on_a_page_with_frames_is_read_again(browser, pages):
+    # A frame's document is not watched, so such a page is always walked for the read (test_page_watch's rule):
+    # not answered with the capture's walk either (a fresh clone's run caught the first version doing so).
+    with browser.create_session() as session, logged_events("tool_call") as calls:
+        session.navigate(pages.url("/framed-field"))
+        for word in ("one", "two"):
+            futures = [browser.submit(tool, {"sessionId": session.id, **args}) for tool, args in
+                       (("type", {"selector": "#n", "text": word}), ("snapshot", {}))]
+            _, read = (f.result(timeout=60) for f in futures)
+            assert f": {word}" in read["snapshot"] and "inside the frame" in read["snapshot"], read
+        reads = [r for r in calls if r.tool == "snapshot"]
+        assert len(reads) == 2 and not any(getattr(r, "snapshot_reused", False) for r in reads), reads
 
 
 def test_a_page_that_changed_by_itself_is_captured_anew(browser, pages, reuses):

@@ -89,7 +89,8 @@ def capture_snapshot(state, field_edit=None):
         # while a new document is on its way: the history would answer at once with the old one's title, and the walk
         # in the new one (an outside try: a key that loads a slow page, its snapshot titled as the page before).
         navigations = tab.navigations
-        waiting = state.worker.next_tag() if state.chromium and not state.worker.idle() \
+        # Nor on a page with frames: a frame's own document is not watched, and such a page is always read again.
+        waiting = state.worker.next_tag() if state.chromium and not state.worker.idle() and len(tab.page.frames) == 1 \
             and not state.events.navigation_pending(tab.page) else None
         if waiting is not None:
             reads.append(page_reading.history_read(tab))
