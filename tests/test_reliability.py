@@ -97,8 +97,9 @@ def test_a_session_without_saved_state_is_lost_without_a_resume_hint():
 
 def test_past_the_restart_budget_the_server_is_degraded_until_the_window_allows(pages):
     # The window holds both crashes even on a loaded machine: with 8 s, the second came 8 s after the first
-    # restart once in CI (the restart and a create_session took that long) and the budget rightly allowed it.
-    c = McpClient("--max-restarts", "1", "--restart-window", "15", "--pool-size", "0")
+    # restart once in CI (the restart and a create_session took that long) and the budget rightly allowed it;
+    # with 15 s, once in a fresh clone on a machine at its slowest. The test waits out what is left of it.
+    c = McpClient("--max-restarts", "1", "--restart-window", "25", "--pool-size", "0")
     try:
         c.tool("create_session")
         kill_browser()
@@ -108,7 +109,7 @@ def test_past_the_restart_budget_the_server_is_degraded_until_the_window_allows(
         err = c.error("create_session")
         assert err["errorCode"] == "BROWSER_UNAVAILABLE", err
         retry_ms = err["details"]["retryAfterMs"]
-        assert 0 < retry_ms <= 15000 and "exited" in err["details"]["cause"]
+        assert 0 < retry_ms <= 25000 and "exited" in err["details"]["cause"]
         assert events(c, "browser_restart_scheduled")[-1]["degraded"] is True
         time.sleep(retry_ms / 1000 + 0.5)
         sid = wait_for(lambda: not c.call("create_session").is_error, 15, step=0.5)
