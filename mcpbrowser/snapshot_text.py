@@ -1,21 +1,16 @@
 """Narrowing an accessibility snapshot's YAML text: a compact outline, or the nodes that match a query.
 
-Pure functions over text; any thread may call them (the session thread does,
-in the snapshot tool). An agent pays for every character it reads:
-a full snapshot of a documentation index is 10-30k characters, while what an
-agent needs to act is usually the headings, the landmarks and the controls, or
-the few nodes that mention what it looks for, or the one section it is after.
-"""
+Pure functions over text; any thread may call them (the session thread does, in the snapshot tool).
+An agent pays for every character it reads, and needs to act only the headings, landmarks and
+controls, the few nodes that mention what it looks for, or the one section it is after."""
 
 import json
 import re
 import time
 
-# Playwright's ai-mode marker for elements with a pointer cursor: on every link and
-# button, it tells an agent nothing their role does not (17 characters each).
+# Playwright's ai-mode marker for elements with a pointer cursor: it tells nothing a link's or button's role does not.
 NOISE = re.compile(r" \[cursor=pointer\]")
-# The one pattern of a [ref=e5] marker (the space before it included), its id the group: every module
-# that finds, drops or reads a ref imports it.
+# The one pattern of a [ref=e5] marker (the space before it included), its id the group: every module imports it.
 REF_ID = r"[A-Za-z0-9_-]+"
 REF = re.compile(rf" ?\[ref=({REF_ID})\]")
 ROLE = re.compile(r"- ([a-z]+)")
@@ -40,9 +35,7 @@ MAX_LINE = 160  # a kept line is cut here in compact and query output ("…" mar
 
 # A node's line: its role (the key maybe single-quoted), its quoted name, the marks Playwright gives it
 # ([level=1] [checked] [ref=e5]), then its text. A "[ref=e5]" in a name or a text is the page's words: a
-# page that named its Keep button "Keep [ref=e5]", e5 being its Delete button, had an agent that looked
-# for Keep act on Delete (a cut line kept the page's marker and dropped the button's own; the outside
-# review of hostile pages).
+# Keep button named "Keep [ref=e5]", e5 being the Delete button, must not send an agent to Delete.
 NODE_LINE = re.compile(r"""( *- '?[a-z]+)((?: "[^"\\]*(?:\\.[^"\\]*)*")?)((?: \[[^\]\[]*\])*)(.*)""")
 SHOWN_PAGE_REF = re.compile(rf"‹ref=({REF_ID})›")
 
@@ -319,17 +312,15 @@ MORE = "- … {} more (query finds them)"
 MORE_LINE = re.compile(r"^ *- … \d+ more \(query finds them\)$", re.MULTILINE)
 
 
-def compact(text, per_section=SECTION_CONTROLS, per_section_form=SECTION_FORM_CONTROLS):
+def compact(text):
     """Headings, landmarks and controls with their refs; wrappers and prose collapsed away.
 
-    A section (what follows a heading or a landmark) lists its first `per_section`
-    links (and tabs, menu items) and counts the rest: a documentation index has
-    hundreds of links, and a first look needs the page's shape and where to act, not
-    every entry (a query finds any one of them). Form controls have a cap of their own,
-    `per_section_form`: a form's Save button comes after its fields, and a hidden one
-    costs the agent another call. A select (combobox, listbox) lists its first
-    `per_section` options under it, apart from its section's counts.
-    """
+    A section (what follows a heading or a landmark) lists its first SECTION_CONTROLS links (and tabs,
+    menu items) and counts the rest: a first look needs the page's shape and where to act, not every
+    entry of an index (a query finds any one). Form controls have a cap of their own,
+    SECTION_FORM_CONTROLS: a form's Save button comes after its fields, and a hidden one costs the
+    agent another call. A select (combobox, listbox) lists its first SECTION_CONTROLS options under
+    it, apart from its section's counts."""
     out = []
     section = {"shown": 0, "form": 0, "more": 0, "depth": 0}
 
@@ -348,15 +339,15 @@ def compact(text, per_section=SECTION_CONTROLS, per_section_form=SECTION_FORM_CO
                 continue
             if select is not None and child.role == "option":
                 # A select's options are a list of its own, bounded apart: counted against the
-                # section's links, two selects hid the controls after them (Roundup's bug form).
-                if select["shown"] >= per_section:
+                # section's links, two selects would hide the controls after them.
+                if select["shown"] >= SECTION_CONTROLS:
                     select["more"] += 1
                     continue
                 select["shown"] += 1
             elif child.role in CONTROLS:
                 # A table's row checkboxes are a list, like its links, not a form's fields.
                 form = child.role in FORM_CONTROLS and not rows
-                counter, cap = ("form", per_section_form) if form else ("shown", per_section)
+                counter, cap = ("form", SECTION_FORM_CONTROLS) if form else ("shown", SECTION_CONTROLS)
                 if section[counter] >= cap:
                     section["more"] += 1
                     continue
@@ -392,8 +383,8 @@ ROW_LINE = re.compile(r"- row\b")
 def first_nodes(text, limit):
     """(text, nodes, totalNodes): the first `limit` nodes of a snapshot, with their property lines.
 
-    A cut never leaves half a table row: the row it would cut goes whole to the rest (a bare
-    `- row [ref=…]:` told an agent nothing, issue 74), and a last line says how to read on.
+    A cut never leaves half a table row (a bare `- row [ref=…]:` tells an agent nothing): the row it would cut
+    goes whole to the rest, and a last line says how to read on.
     """
     kept: list[str] = []
     nodes = total = 0
@@ -470,28 +461,19 @@ def _label(node):
 def _by_name(root, name):
     """The first heading, landmark or group named so (any case), else the first whose name holds it."""
     wanted, holding = name.strip().casefold(), None
-    stack = list(reversed(root.children))
-    while stack:
-        node = stack.pop()
+    for node in _descendants(root):
         label = _label(node)
         if label is not None:
             if label.casefold() == wanted:
                 return node
             if holding is None and wanted in label.casefold():
                 holding = node
-        stack.extend(reversed(node.children))
     return holding
 
 
 def _by_ref(root, ref):
     marker = f"[ref={ref}]"
-    stack = list(reversed(root.children))
-    while stack:
-        node = stack.pop()
-        if marker in node.line.split("\n", 1)[0]:
-            return node
-        stack.extend(reversed(node.children))
-    return None
+    return next((node for node in _descendants(root) if marker in node.line.split("\n", 1)[0]), None)
 
 
 def section(text, key, names=True):
@@ -514,17 +496,16 @@ def section(text, key, names=True):
     return "\n".join(out)
 
 
-def titles(text, most=20):
-    """The names a section read may ask for on this page (headings, named landmarks), for an answer
-    that found none: `"Add user", navigation "Breadcrumbs"`."""
+def titles(text):
+    """The first 20 names a section read may ask for on this page (headings, named landmarks), for an
+    answer that found none: `"Add user", navigation "Breadcrumbs"`."""
     names: list[str] = []
-    stack = list(reversed(parse(text).children))
-    while stack and len(names) < most:
-        node = stack.pop()
+    for node in _descendants(parse(text)):
         label = _label(node) if node.role == "heading" or node.named else None
         if label is not None:
             names.append(f'"{label}"' if node.role == "heading" else f'{node.role} "{label}"')
-        stack.extend(reversed(node.children))
+        if len(names) == 20:
+            break
     return ", ".join(names)
 
 
@@ -534,25 +515,21 @@ class QueryError(ValueError):
 
 # A query is a regular expression (Python's, any case) whose top-level alternatives are its terms:
 # `Username|Password|Save` finds every control a form step needs in one call, grouped by term.
-# Why a regular expression and not a list of terms: it is what a model already writes for "any of
-# these" (grep, and @playwright/mcp's find, take one), the `a|b` queries of before read the same,
-# and one string is a schema type every client passes as it is, where some clients' converters
-# refuse or mangle a string-or-array union. A term is also found as written (`Best (trial) 1.5?`),
-# so text copied from the page needs no escaping.
+# A regular expression, not a list of terms: it is what a model already writes for "any of these"
+# (grep, @playwright/mcp's find), and one string is a type every client passes as it is, where some
+# clients' converters mangle a string-or-array union. A term is also found as written
+# (`Best (trial) 1.5?`), so text copied from the page needs no escaping.
 #
 # Why this subset: Python's re cannot be interrupted and holds the GIL while it matches, so one
-# catastrophic pattern against a long line would freeze every thread of the server, not only this
-# session's (`a?a?…a?a…` takes 80 ms at 20 of each and doubles with each more; `a.*b.*c` takes
-# 0.7 s on a 1,000-character line, `.+.+x` 0.5 s on 500, `(a|a|…)?.*x` 0.7 s with 50 branches,
-# `(a|a)(a|a)…(a|a).*x` 0.5 s with six groups). Exponential backtracking needs a repeated group,
-# a backreference or many optional parts; polynomial backtracking needs several repeats in a row,
-# or many ways through the groups before one. So a term may hold at most QUANTIFIERS quantifiers,
-# at most one of which repeats (* + {m,n}), a group may only be optional (…)?, its groups'
-# alternatives multiply to at most BRANCHES, and there are no backreferences. One line then costs
-# at most about its length squared times the branches: a pattern is matched on a line's first
-# MATCH_CHARS characters (`(a|…)(a|…).?.*x` with 8 ways: 13 ms there, 100 ms on a loaded machine),
-# a plain term on all of it, and the whole search stops after MATCH_SECONDS, saying so. The third-party `regex`
-# module's timeout would lift the subset at the price of a dependency; none has been needed.
+# catastrophic pattern against a long line would freeze every thread of the server (docs/performance.md
+# has the timings). Exponential backtracking needs a repeated group, a backreference or many optional
+# parts; polynomial backtracking needs several repeats in a row, or many ways through the groups before
+# one. So a term may hold at most QUANTIFIERS quantifiers, at most one of which repeats (* + {m,n}), a
+# group may only be optional (…)?, its groups' alternatives multiply to at most BRANCHES, and there are
+# no backreferences. A line then costs at most about its length squared times the branches: a pattern
+# is matched on a line's first MATCH_CHARS characters, a plain term on all of it, and the whole search
+# stops after MATCH_SECONDS, saying so. The `regex` module's timeout would lift the subset at the price
+# of a dependency.
 QUANTIFIERS = 2
 BRANCHES = 8
 MATCH_CHARS = 300
@@ -697,19 +674,14 @@ def _headings_before(root):
     """node id -> the last caption before it in document order, for telling twins apart and for
     saying where a match stands: a heading, or a group's first named child (a <details>' summary,
     a fieldset's legend)."""
-    last: list[Node | None] = [None]
+    last: Node | None = None
     out: dict[int, Node | None] = {}
-
-    def walk(node):
-        for child in node.children:
-            if child.role == "heading":
-                last[0] = child
-            elif child.role == "group" and child.children and _name(child.children[0]):
-                last[0] = child.children[0]
-            out[id(child)] = last[0]
-            walk(child)
-
-    walk(root)
+    for node in _descendants(root):
+        if node.role == "heading":
+            last = node
+        elif node.role == "group" and node.children and _name(node.children[0]):
+            last = node.children[0]
+        out[id(node)] = last
     return out
 
 
@@ -828,18 +800,15 @@ def _matched(root, term, deadline):
     walk(root, False, ())
     # A label's text beside the field it names ("Username:" and textbox "Username:") says nothing twice.
     named = {_name(node) for node in matched if node.role in CONTROLS}
-    out: list[Node] = []
-    seen: set[int] = set()
+    out: dict[int, Node] = {}
     for node in matched:
         if id(node) in holds_match or (node.role not in CONTROLS and _text(node) in named):
             continue
         # Bare text has no ref: its item is the match (`- listitem [ref=e52]` with its "Deleted:"
         # label and the text), which the agent can act on and tell from its twins ("Added:").
         node = _item(node) or node
-        if id(node) not in seen:
-            seen.add(id(node))
-            out.append(node)
-    return out, stopped
+        out.setdefault(id(node), node)
+    return list(out.values()), stopped
 
 
 ITEM_LINES = 4  # the lines an item shows for a bare text match in it
@@ -880,7 +849,6 @@ def find(text, query, limit):
     out: list[str] = []
     # An ancestor (`- main [ref=e20]:`) is not printed again while it is the open one at its depth,
     # even under the next term's header: a later term's matches keep their indentation under it.
-    # Printing it again in every group cost the admin task's answers 6% more characters.
     ancestors: list[int] = []  # ids of the ancestors open at each depth
     for term, nodes in zip(terms, found, strict=True):
         # A row another term's match showed is listed already (each match in a row shows it).
@@ -917,9 +885,8 @@ def _render(matched, term, limit, headings, ancestors, more_hint):
     unique: list[Node] = []
     repeats: dict[str, list] = {}
     twins: dict[str, int] = {}
-    # A match in a table's row is answered with the row, each cell under its column's name: "540
-    # rows" alone, or an author's name alone, cost the agent a second read for what stands beside
-    # it (issue 74). Matches in one row show it once.
+    # A match in a table's row is answered with the row, each cell under its column's name, so the agent
+    # needs no second read for what stands beside it. Matches in one row show it once.
     rows = {id(node): row for node in matched if (row := _row(node)) is not None and _row_lines(row, 0)}
     rows_shown: set[int] = set()
     for node in matched:
@@ -959,7 +926,7 @@ def _render(matched, term, limit, headings, ancestors, more_hint):
             continue
         del ancestors[depth:]  # a line at this depth closes what was open below it
         # What a match that is no control or heading stands under: the heading before it, once
-        # (Datasette's "48 rows" under its table's heading, with the heading's ref to follow).
+        # ("48 rows" under its table's heading, with the heading's ref to follow).
         caption = headings.get(id(row or node))
         if (caption is not None and caption.role == "heading" and id(caption) not in printed
                 and (row is not None or node.role not in CONTROLS and node.role != "heading")
@@ -1036,7 +1003,7 @@ def _offer_section(heading, shown):
     return f" (snapshot section={ref.group(0).strip()[5:-1]} reads its {nodes} nodes)"
 
 
-def _titled(heading, matched_ids, most=HEADING_PREVIEW):
+def _titled(heading, matched_ids):
     """The first nodes a matched heading titles (its next siblings that say something, one line
     each): a card's value under its caption, the icon button beside a "Note" heading. They come
     with the heading, so the agent needs no second read of its section for them."""
@@ -1045,7 +1012,7 @@ def _titled(heading, matched_ids, most=HEADING_PREVIEW):
     level = _level(heading)
     out: list[Node] = []
     for node in siblings[siblings.index(anchor) + 1:]:
-        if len(out) == most or id(node) in matched_ids or node.is_property:
+        if len(out) == HEADING_PREVIEW or id(node) in matched_ids or node.is_property:
             break
         other = _starts_with_heading(node)
         if other is not None and level is not None and _level(other) == level:
