@@ -81,14 +81,20 @@ def _boolean(name, value):
     raise ConfigError(f"{_flag(name)} must be true or false, got {value!r}")
 
 
-def _optional_text(name, value):
-    return None if value is None or value == "" else str(value)
+def _unless_blank(check, blank=None):
+    """`check` for a value that is given: None and "" (an empty variable) mean unset, `blank`."""
+    def checked(name, value):
+        return blank if value is None or value == "" else check(name, value)
+
+    return checked
 
 
+_optional_text = _unless_blank(lambda name, value: str(value))
+
+
+@_unless_blank
 def _database(name, value):
     """--db: a file path (or sqlite:PATH), :memory:, or a postgresql:// URL (checked here: the extra installed)."""
-    if value is None or value == "":
-        return None
     value = str(value)
     scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]+):", value)
     if scheme and scheme.group(1).lower() == "sqlite":
@@ -115,10 +121,9 @@ def _database(name, value):
     return value
 
 
+@_unless_blank
 def _key_file(name, value):
     """--db-key-file: a private file of sealing keys, read (and checked) here so a bad one stops the server at once."""
-    if value is None or value == "":
-        return None
     from mcpbrowser.sealing import read_key_file
 
     path = os.path.abspath(str(value))
@@ -146,19 +151,17 @@ def _lower_list(name, value):
     return tuple(item.lower() for item in _text_list(name, value))
 
 
+@_unless_blank
 def _host_port(name, value):
-    if value is None or value == "":
-        return None
     host, sep, port = str(value).rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ConfigError(f"{_flag(name)} must look like HOST:PORT (127.0.0.1:8931), got {value!r}")
     return f"{host or '127.0.0.1'}:{int(port)}"
 
 
+@_unless_blank
 def _view_place(name, value):
-    if value is None or value == "" or value == "http":
-        return value or None
-    return _host_port(name, value)
+    return value if value == "http" else _host_port(name, value)
 
 
 def _url_path(name, value):
@@ -198,8 +201,6 @@ def _endpoints(kind):
     embedder) a list of URLs and {"url", "headers", "capacity"} objects."""
 
     def check(name, value):
-        if value is None or value == "":
-            return ()
         items = [value] if isinstance(value, (str, dict, RemoteEndpoint)) else list(value)
         out = []
         for item in items:
@@ -217,7 +218,7 @@ def _endpoints(kind):
             raise ConfigError(f"{_flag(name)} names an endpoint twice")
         return tuple(out)
 
-    return check
+    return _unless_blank(check, ())
 
 
 def _endpoint(name, kind, item):
@@ -248,9 +249,8 @@ def _endpoint(name, kind, item):
     return RemoteEndpoint(url, kind, tuple(pairs), capacity)
 
 
+@_unless_blank
 def _json_object(name, value):
-    if value is None or value == "":
-        return None
     if isinstance(value, dict):
         return value
     try:
@@ -367,8 +367,8 @@ class Config:
         None, _json_object, "Extra WebDriver capabilities for --selenium-grid sessions, as a JSON object "
         "({\"platformName\": \"linux\"}); they are merged over Playwright's own.")
     endpoint_capacity: int = _option(
-        None, lambda name, value: None if value in (None, "") else _int_at_least(1)(name, value), "Sessions placed on "
-        "each remote endpoint at most, unless its --config entry says otherwise (default: --max-sessions).")
+        None, _unless_blank(_int_at_least(1)), "Sessions placed on each remote endpoint at most, unless its --config "
+        "entry says otherwise (default: --max-sessions).")
     endpoint_headers: tuple = _option(
         (), _text_list, "Comma-separated `Name: value` headers sent to every remote endpoint (an auth token, say); an "
         "endpoint's own headers in --config win. Masked in --print-config.")
