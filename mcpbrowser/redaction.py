@@ -15,6 +15,8 @@ import string
 import threading
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
+from mcpbrowser.snapshot_text import yaml_scalar
+
 REDACTED = "[REDACTED]"
 # Shorter secret values are not scrubbed from all text (a one-letter secret would blank every "a"
 # of a page); the fields that hold them still never show them (see snapshots.mark_secret).
@@ -23,19 +25,16 @@ SECRET_AUTOCOMPLETE = ("current-password", "new-password", "one-time-code", "cc-
                        "cc-exp-month", "cc-exp-year")
 # A field that was a password when it was typed into and then stopped being one (a page that turns it into
 # a text field as it fills): MARK_SECRET_FIELDS gives it this attribute, so it stays a secret field. Its name
-# ends in a random part of this process (issue 49): a page that set `data-mcpbrowser-secret` itself made its
-# field a secret one. A page can learn the name only by watching it appear on a field the agent (or the user)
-# typed into while it was a password; set elsewhere then, it gains the page nothing it could not get from a
-# password field of its own, as a field's value is never learned (see snapshots.redact_snapshot).
+# ends in a random part of this process, so a page cannot mark its own fields. A page that learns the name
+# (by watching a field it typed into while a password) gains nothing a password field of its own would not.
 SECRET_MARK = f"data-mcpbrowser-secret-{secrets.token_hex(8)}"
 # The same test as one CSS selector list: the `i` flag ignores case, `~=` matches one autocomplete token.
 SECRET_FIELD = ", ".join(["input[type=password i]", *(f"input[autocomplete~={t} i]" for t in SECRET_AUTOCOMPLETE),
                           f"input[{SECRET_MARK}]"])
 # An init script in every document of a session: a field typed into while it was a password keeps the mark
-# once the page changes its type (the only change of the page's DOM the server makes, and only then). Only
-# trusted input counts (keys and text from the browser: the agent's or the user's), never an event a script
-# dispatched; and the functions it calls are taken before the page's scripts run, so that a page that
-# replaces setAttribute does not learn the mark's name from the call.
+# once the page changes its type (the only change of the page's DOM the server makes). Only trusted input
+# counts, never an event a script dispatched; and the functions it calls are taken before the page's scripts
+# run, so that a page that replaces setAttribute does not learn the mark's name from the call.
 MARK_SECRET_FIELDS = """(() => {
   const was = new WeakSet(), apply = Reflect.apply, {add, has} = WeakSet.prototype;
   const setAttribute = Element.prototype.setAttribute;
@@ -55,9 +54,8 @@ MARK_SECRET_FIELDS = """(() => {
 })()""".replace("MARK", SECRET_MARK)
 JS_IS_SECRET = f"const isSecret = e => e.matches({json.dumps(SECRET_FIELD)});"
 # Relative to a target locator: the target itself when it is a secret field, one that no longer holds
-# the focus after typing, or one with a maxlength. type counts it: an evaluate on the target, as type did
-# before, made each type on a fresh page 30 ms slower here, so that evaluate (below) runs only when the
-# count finds something.
+# the focus after typing, or one with a maxlength. type counts it, so that the costlier evaluate (below)
+# runs only when the count finds something.
 SECRET_OR_UNFOCUSED = f":scope:is({SECRET_FIELD}, :not(:focus-within), [maxlength])"
 # On the target after typing, when that count found something: {secret, went, kept}. `went` names the
 # element the focus moved to (into same-origin frames and open shadow roots) when the target does not
@@ -92,11 +90,9 @@ WHERE_TEXT_WENT = """(e, text) => {
           kept: !arrived && held(e).length < text.length ? held(e).length : null,
           focus: a && a !== e && !e.contains(a) && a !== document.body ? name(a) : null};
 }""".replace("SECRET_FIELD", json.dumps(SECRET_FIELD))
-# A textbox line of an aria snapshot and its value: `- textbox "Name" [ref=e3]: value`.
-# The lines whose value is an input's own (Playwright writes an <input>'s or <textarea>'s value after the colon):
-# a text field is a textbox, but a search field a searchbox, a number field a spinbutton, and one with a list
-# (<datalist>) a combobox; a secret field may be any of them (a one-time code typed into type=search showed in
-# clear, the outside review of issue 65's capture).
+# A textbox line of an aria snapshot and its value: `- textbox "Name" [ref=e3]: value`. Playwright writes an
+# <input>'s or <textarea>'s value after the colon, and a secret field may have any of these roles (a search
+# field is a searchbox, a number field a spinbutton, one with a <datalist> a combobox).
 VALUE_ROLES = ("textbox", "searchbox", "spinbutton", "combobox")
 _TEXTBOX_VALUE = re.compile(rf'^(\s*- (?:{"|".join(VALUE_ROLES)})(?: "(?:[^"\\]|\\.)*")?(?: \[[^\]]*\])*): (.+)$')
 
@@ -110,15 +106,6 @@ def has_textbox_values(snapshot):
     return any(_TEXTBOX_VALUE.match(line) for line in snapshot.splitlines() if _shows_value(line))
 
 
-def _yaml_scalar(text):
-    if text.startswith('"'):
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
-    return text
-
-
 def redact_textboxes(snapshot, values):
     """The snapshot with every textbox whose value is one of `values` showing [REDACTED] instead."""
     if not values:
@@ -126,7 +113,7 @@ def redact_textboxes(snapshot, values):
     out = []
     for line in snapshot.splitlines():
         match = _TEXTBOX_VALUE.match(line) if _shows_value(line) else None
-        if match and _yaml_scalar(match.group(2)) in values:
+        if match and yaml_scalar(match.group(2)) in values:
             line = f"{match.group(1)}: {REDACTED}"
         out.append(line)
     return "\n".join(out)
@@ -277,11 +264,10 @@ class SecretBook:
 EVERY = KnownSecrets()
 
 
-# What the browser leaves as it is when a page writes text into a part of a URL (Chromium's, measured: a
+# What the browser leaves as it is when a page writes text into a part of a URL (Chromium's: a
 # `history.pushState` path, `location.search`, `location.hash`, a URL's password) or encodes it itself
 # (encodeURIComponent, encodeURI, URLSearchParams and forms), and what a space becomes; every other
-# character is %XX of its UTF-8 bytes. Python's quote keeps other characters than any of them: a secret
-# with a space and an `@` that a page put in its URL showed in the agent's answers (the page attack review).
+# character is %XX of its UTF-8 bytes. Python's quote keeps other characters than any of them.
 _ALNUM = frozenset(string.ascii_letters + string.digits)
 _HTML_SPACES = re.compile("[ \t\n\f\r]+")
 _KEPT_IN_PATH = "!$%&'()*+,-./:;=@[]_~"  # and a backslash becomes a slash there (an http or https URL's)
@@ -331,8 +317,7 @@ def secret_values(page):
 
     A count per frame, then a read per secret field. Both run in Playwright's utility world
     (as Playwright's CSS, they pierce open shadow roots); an evaluate of our own would run in
-    the page's world, which on a fresh document costs 30 ms first, though most pages have
-    no secret field at all."""
+    the page's world, which costs more on a fresh document, though most pages have no secret field."""
     values: set[str] = set()
     for frame in page.frames:
         try:
@@ -345,9 +330,8 @@ def secret_values(page):
 
 
 # The one rule for a URL that logs, answers, errors and --print-config show (a remote browser's, the
-# history's database): its scheme, host, port and path, and nothing else. The user name and password
-# go (a cloud Grid's user:key@ is its account and key), and so do the query (tokens and libpq's
-# password= travel there) and the fragment. A URL that does not parse shows its scheme only.
+# history's database): a cloud Grid's user:key@ is its account and key, and tokens and libpq's password=
+# travel in the query. A URL that does not parse shows its scheme only.
 def shown_url(url):
     """The URL as anyone may see it: scheme://host:port/path, without user, password, query or fragment."""
     if not isinstance(url, str):

@@ -646,11 +646,11 @@ def element(node):
         return None
     ref = REF.search(found.group(3))
     rest = found.group(4)
-    return (found.group(1).lstrip()[2:], _scalar(found.group(2)[1:]) if found.group(2) else None,
-            ref.group(1) if ref else None, _scalar(rest[2:].strip()) if rest.startswith(": ") else None)
+    return (found.group(1).lstrip()[2:], yaml_scalar(found.group(2)[1:]) if found.group(2) else None,
+            ref.group(1) if ref else None, yaml_scalar(rest[2:].strip()) if rest.startswith(": ") else None)
 
 
-def _scalar(text):
+def yaml_scalar(text):
     """A YAML scalar of a snapshot line: a double-quoted one (JSON's escapes) unquoted, a plain one as it is."""
     if text.startswith('"'):
         try:
