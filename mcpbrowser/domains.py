@@ -109,15 +109,12 @@ def is_private_address(address):
 
 
 # Cloud metadata services hand out the machine's credentials to anyone who asks from it:
-# 169.254.169.254 (AWS, Google Cloud, Azure, OpenStack, DigitalOcean), 169.254.170.2 (AWS
-# ECS), fd00:ec2::254 (AWS over IPv6), 100.100.100.200 (Alibaba Cloud); Google's names for
-# its own resolve to the first. No agent task needs them, and an agent can be talked into
-# asking by a page, so every session with a filtering proxy refuses them whatever names
-# them (--allowed-domains or a session's allowedDomains), with or without
-# --block-private-networks; the rest of the link-local ranges go with them, since no web
-# page lives there. A session with no host rule has no proxy, and this is not worth giving
-# every session one (each request would pass a Python hop): the container image turns
-# --block-private-networks on, and the manual (docs/container.md) tells cloud users to.
+# 169.254.169.254 (AWS, Google Cloud, Azure, OpenStack, DigitalOcean), 169.254.170.2 (AWS ECS),
+# fd00:ec2::254 (AWS over IPv6), 100.100.100.200 (Alibaba Cloud); Google's names resolve to the
+# first. A page can talk an agent into asking, so every session with a filtering proxy refuses them
+# whatever names them, with or without --block-private-networks, and the rest of link-local with
+# them. A session with no host rule has no proxy (not worth a Python hop per request): the container
+# image turns --block-private-networks on, and docs/container.md tells cloud users to.
 METADATA_NAMES = frozenset({"metadata.google.internal", "metadata.goog"})
 _METADATA_NETWORKS = (ipaddress.ip_network("fd00:ec2::/32"), ipaddress.ip_network("100.100.100.200/32"))
 

@@ -88,11 +88,9 @@ class CircuitBreaker:
 # -- the login cooldown --------------------------------------------------------------------
 # It exists so that an agent stops pressing against a login, verification or captcha wall
 # while its person is away. THE RULE for what starts it (docs/safety.md says the same) uses two
-# facts about the failure, its code and whether the call's own timeout ran out
-# (`timed_out`), and one about the situation, what the page shows at that moment
-# (session/page_reading.wall): never the words of a message, which we write for people
-# and reword (seed 000's keyword test on messages made "pass timeout to wait longer", in
-# ELEMENT_NOT_FOUND's text, lock the whole server).
+# facts about the failure, its code and whether the call's own timeout ran out (`timed_out`),
+# and one about the situation, what the page shows at that moment (session/page_reading.wall):
+# never the words of a message, which we write for people and reword.
 #  1. wait_for_user's own timeout ran out (WAIT_TIMEOUT, timed_out): the person did not
 #     finish. A person who declined the handover is there and answered: no cooldown.
 #  2. A wait's timeout ran out (WAIT_TIMEOUT: wait_for) or a page load's (NAVIGATION_FAILED

@@ -55,9 +55,6 @@ class Snapshot:
     def name(self, offset):
         return self.strings[self.nodes[offset + 1]]
 
-    def node_id(self, offset):
-        return self.nodes[offset + 2]
-
     def detached(self, offset):
         return self.detach_at is not None and self.nodes[offset + self.detach_at] == DETACHED
 

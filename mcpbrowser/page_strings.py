@@ -1,14 +1,11 @@
 """Shortening what a page controls (titles, URLs, dialog texts, file names) in the answers an agent reads.
 
-Any thread: pure functions. A page can set any title, put 100,000 characters in its URL
-(history.replaceState) or in an alert, and every answer would repeat them. The agent reads
-them shortened, with a marker saying how much is left out; the history keeps them whole
-(the MCP layer shortens its copy of the answer, not the call's result).
+Any thread: pure functions. A page can put 100,000 characters in its title, URL or an alert, and
+every answer would repeat them: the agent reads them shortened, with a marker saying how much is
+left out; the history keeps them whole (the MCP layer shortens its copy of the answer).
 
-A page can also write text that no JSON can carry: a lone UTF-16 surrogate ("\\uD800" in a
-script). Escaped on the wire, the official client refuses the whole line as invalid JSON (the
-call then waits for the client's timeout); as UTF-8 it cannot be encoded, and the history row
-of the call would be lost. `valid_text` replaces each with U+FFFD."""
+A lone UTF-16 surrogate ("\\uD800" in a script) is text no JSON can carry: the official client
+refuses the whole line, and UTF-8 cannot encode it for the history. `valid_text` replaces each with U+FFFD."""
 
 import re
 from typing import Any

@@ -1,18 +1,14 @@
 """Sealing blobs at rest: pure functions, called from any thread.
 
-The resume state holds cookies, and redacted values must not sit in the
-database in clear. Blobs are sealed with AES-256-GCM from the `cryptography`
-package (authenticated encryption with a reviewed implementation), under a key
-derived with HKDF from the key file. The key lives in a separate 0600 file next
-to the database, so the database alone reveals nothing. Servers that share one
-history on PostgreSQL share a key file instead (--db-key-file, `read_key_file`):
+The resume state holds cookies, and redacted values must not sit in the database in clear.
+Blobs are sealed with AES-256-GCM (`cryptography`) under a key derived with HKDF from a
+separate 0600 key file next to the database, so the database alone reveals nothing. Servers
+sharing one history on PostgreSQL share a key file instead (--db-key-file, `read_key_file`):
 one key per line, the first seals and every one opens, so a key can be rotated.
 
-Format "s2": b"s2" + 12-byte nonce + ciphertext and 16-byte tag; the version is
-bound as associated data. Format "s1" came before: a home-made SHA-256 counter
-mode with HMAC-SHA256, which this module can still open (never write), so that
-a user's saved sessions survive the upgrade; the store re-seals them as "s2" on
-first read (`is_legacy`)."""
+Format "s2": b"s2" + 12-byte nonce + ciphertext and 16-byte tag, the version bound as
+associated data. The older "s1" (SHA-256 counter mode with HMAC-SHA256) is opened, never
+written, so saved sessions survive the upgrade; the store re-seals them on first read (`is_legacy`)."""
 
 import contextlib
 import hashlib

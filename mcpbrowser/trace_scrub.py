@@ -1,25 +1,19 @@
 """The files the server writes, without secrets: a download's name, a saved Playwright trace (every member of its
 zip rewritten). Any thread (pure, files only).
 
-Playwright records what a secret-aware server would never store: the parameters of each
-action (`fill("Hunter2")`), their results (an `inputValue`), a log line per action, DOM
-snapshots with every field's current value (`__playwright_value_`) and attributes, and
-network bodies as they went. Recording less is not an option (tracing has no filter),
-so the archive is scrubbed when trace_stop saves it, before anyone can read it:
+Playwright records what a secret-aware server would never store (each action's parameters
+and results, a log line per action, DOM snapshots with every field's value, network bodies),
+and tracing has no filter, so the archive is scrubbed when trace_stop saves it:
 
-- the JSON-lines members (`trace.trace`, `trace.network`) are parsed event by event:
-  every string loses the known secrets (as typed, JSON-escaped and URL-encoded); a string
-  that is exactly a short secret (below the length scrubbed everywhere), or a textbox
-  of an aria snapshot showing one, becomes [REDACTED]; and in DOM snapshots a secret
-  field's value is [REDACTED], whoever filled it, as in the server's own snapshots;
-- every other member (network bodies under `resources/`, screenshots) loses the known
-  secrets' bytes, in the same encodings;
-- the values of the headers --redact-headers names (Authorization, Cookie, Set-Cookie, ...)
-  and of cookies become [REDACTED] in every event, as in the server's own network log.
+- the JSON-lines members (`trace.trace`, `trace.network`), event by event: every string loses
+  the known secrets (in their encodings); a string that is exactly a short secret, or a textbox
+  of an aria snapshot showing one, becomes [REDACTED]; so does a secret field's value in DOM
+  snapshots, whoever filled it;
+- every other member (network bodies, screenshots) loses the known secrets' bytes;
+- the values of the headers --redact-headers names and of cookies become [REDACTED].
 
-The events keep their shape, so Playwright's trace viewer loads the archive and lists
-its actions as before. A screenshot shows what the page showed: a password field's
-dots, but a one-time code or card number as typed (see the limits in docs/safety.md)."""
+The events keep their shape, so Playwright's trace viewer loads the archive. A screenshot shows
+what the page showed: a one-time code or card number as typed (the limits in docs/safety.md)."""
 
 import contextlib
 import glob
@@ -123,10 +117,9 @@ def _scrub_network(line, forms, short, sensitive):
 
 
 def _scrub_event(line, forms, short):
-    # Most events hold nothing to hide: those are kept byte for byte, unparsed. A trace of ten
-    # logins here (1.1 MB of events, half of them DOM snapshots) took 2.0 s to rewrite event by
-    # event, 0.3-1.0 s so on this shared machine. A DOM snapshot lists an <input> again only when
-    # it changed (else it refers back), and one whose secret fields are empty is kept too.
+    # Most events hold nothing to hide: those are kept byte for byte, unparsed (rewriting every event
+    # of a long trace takes seconds). A DOM snapshot lists an <input> again only when it changed (else
+    # it refers back), and one whose secret fields are empty is kept too.
     fields = b'"frame-snapshot"' in line and b'"INPUT"' in line
     known = any(form.encode() in line for form in forms)
     exact = any(json.dumps(secret).encode()[1:-1] in line for secret in short)
@@ -213,12 +206,8 @@ def artifact_roots():
 def scrub_leftovers(name, roots, secrets):
     """The browser server's own copy of the trace `name`, left under `roots`, removed: its event files, its
     pages' screencast frames, and the resources its network log names (bodies, by their content's hash)
-    that no other trace being recorded names; those are scrubbed of `secrets` in place instead.
-
-    Playwright keeps a trace's files in its artifacts folder after the archive is made (or the
-    context closed), until the browser exits: for the life of a shared browser, with every action's
-    parameters, DOM snapshots and screenshots in clear. Resources are shared by all traces of that
-    browser, so another session's trace still recording may need them."""
+    that no other trace being recorded names; those (shared by every trace of the browser) are scrubbed of
+    `secrets` in place instead. Playwright keeps them in clear until the browser exits."""
     forms = sorted({form for secret in secrets for form in encodings(secret)}, key=len, reverse=True)
     for root in roots:
         for folder in glob.glob(os.path.join(glob.escape(root), "playwright-artifacts-*")):
