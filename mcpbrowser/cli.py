@@ -1,5 +1,7 @@
 """Command-line entry point; runs on the main thread and owns signal handling."""
 
+import argparse
+import json
 import os
 import signal
 import sys
@@ -36,8 +38,6 @@ def main(argv=None):
         print(f"mcpbrowser: error: {exc}", file=sys.stderr)
         return 2
     if print_config:
-        import json
-
         # A one-shot command like --help and --version: no JSON-RPC runs in this process,
         # so stdout is not the protocol channel here.
         print(json.dumps(config.public(), indent=2))
@@ -92,9 +92,6 @@ def export(argv):
 
     A one-shot command: it reads the history (--db) and writes under --output-dir, as the server
     would; no browser starts, and a server may be running on the same history meanwhile."""
-    import argparse
-    import json
-
     parser = argparse.ArgumentParser(prog="mcpbrowser export", description="Write a session's recorded page "
                                      "actions as a pytest test (Playwright's sync API) under the output directory. "
                                      "Other flags are the server's (--db, --output-dir, --upload-dir).")
