@@ -247,8 +247,7 @@ def parse(text):
 
     A single-quoted node line is read unquoted (its role, name and ref as any other's): a link
     or button whose name holds ": " is still a control. The one reader of an aria snapshot: what
-    reads one (core/script_export.py too) walks these Nodes, and `element` reads a node's line.
-    """
+    reads one (core/script_export.py too) walks these Nodes, and `element` reads a node's line."""
     root = Node("", -1, None)
     stack = [root]
     for line in text.splitlines():
@@ -274,8 +273,7 @@ def _shown(node, depth, term=None):
 
     A long line is cut; when it matched a query, the cut keeps the text around the match.
     What an agent acts with ([level=2] [ref=e5] [disabled]) survives the cut: a control's long
-    name (a textbox named by its placeholder's whole text) is cut, never its ref.
-    """
+    name (a textbox named by its placeholder's whole text) is cut, never its ref."""
     body = " ".join(node.line.lstrip().split("\n"))
     if body.endswith(":"):
         body = body[:-1]
@@ -384,8 +382,7 @@ def first_nodes(text, limit):
     """(text, nodes, totalNodes): the first `limit` nodes of a snapshot, with their property lines.
 
     A cut never leaves half a table row (a bare `- row [ref=…]:` tells an agent nothing): the row it would cut
-    goes whole to the rest, and a last line says how to read on.
-    """
+    goes whole to the rest, and a last line says how to read on."""
     kept: list[str] = []
     nodes = total = 0
     open_rows: list[tuple[int, int, int]] = []  # (depth, its index in kept, nodes before it)
@@ -835,8 +832,7 @@ def find(text, query, limit):
     A matching link keeps its /url line. Repeated text is shown once, with how many more there
     are; controls are never merged (each is a target of its own): twins name the heading they
     come under. A node is listed under the first term that matches it. Each term shows at most
-    `limit` and says how many more it has; `matches` counts them all. Raises QueryError.
-    """
+    `limit` and says how many more it has; `matches` counts them all. Raises QueryError."""
     terms = _terms(query)
     root = parse(text)
     deadline = time.monotonic() + MATCH_SECONDS
