@@ -1,9 +1,7 @@
 """The checks a call passes: rate limits, the circuit breaker, the login cooldown, the memory guard.
 
-Pure logic with an injectable clock (`time.monotonic` by default, never wall
-time for deadlines) and a lock each, so any thread may call them: the core's
-dispatcher (rate limit, cooldown), the HTTP transport (its own rate limits) and timer
-threads (cooldown end). Which hosts a session may reach is domains.py's."""
+Pure logic with an injectable clock (`time.monotonic`, never wall time for deadlines) and a lock each, so
+any thread may call them: the core's dispatcher, the HTTP transport's rate limits, timer threads (cooldown end)."""
 
 import collections
 import math
@@ -44,12 +42,10 @@ class RateLimiter:
 
 
 class CircuitBreaker:
-    """Per operation: after `threshold` BROWSER_ERROR failures in a row, refuse it for `reset_s`.
+    """Per operation: after `threshold` BROWSER_ERROR failures in a row (0: never), refuse it for `reset_s`.
 
-    When the pause is over the next call is let through as a trial: a success
-    closes the breaker, a failure opens it again at once. Other outcomes (the
-    agent's own mistakes, such as ELEMENT_NOT_FOUND) neither count nor reset.
-    threshold 0 turns it off."""
+    Then the next call is a trial: a success closes the breaker, a failure opens it again at once. Other
+    outcomes (the agent's own mistakes, such as ELEMENT_NOT_FOUND) neither count nor reset."""
 
     def __init__(self, threshold, reset_s, clock=time.monotonic):
         self.threshold, self.reset_s, self.clock = threshold, reset_s, clock

@@ -1,11 +1,9 @@
 """The typed library handle on one session: one method per session tool. Any thread may call it.
 
-Each method sends one tool call through the core, exactly as an MCP client's
-`tools/call` would (same validation, guards, history and error codes), and
-returns the tool's result dict. Parameters are the tools' own, in snake_case
-(`wait_until` is the tool's `waitUntil`); a parameter left at None is not sent,
-so the tool's default applies. tests/test_library_api.py checks these methods
-against the tool registry, so a tool cannot be added without its method."""
+Each method sends one tool call through the core, exactly as an MCP client's `tools/call` would (same
+validation, guards, history and error codes), and returns the tool's result dict. Parameters are the tools'
+own, in snake_case (`wait_until` is `waitUntil`); one left at None is not sent, so the tool's default applies.
+tests/test_library_api.py holds these methods to the tool registry: no tool is added without its method."""
 
 import contextlib
 from collections.abc import Callable

@@ -1,12 +1,10 @@
 """Keeping secret values in the page: which fields are secret, and scrubbing their values from text.
 
-SESSION THREAD: the probes run through the session's own Playwright objects;
-the text functions are pure and may run anywhere.
+SESSION THREAD: the probes run through the session's own Playwright objects; the text functions are pure.
 
-A field is secret when it is a password input or its autocomplete token names a
-credential or a card (the WHATWG autofill names below). Its value never appears
-in a snapshot, an answer, the history or a log: typing into it is recorded as
-[REDACTED] without any flag, and the value is scrubbed wherever it would be shown."""
+A field is secret when it is a password input or its autocomplete token names a credential or a card (the
+WHATWG autofill names below). Its value never appears in a snapshot, an answer, the history or a log:
+typing into it is recorded as [REDACTED] without any flag, and the value is scrubbed wherever it would show."""
 
 import json
 import re
@@ -236,11 +234,10 @@ class KnownSecrets:
 class SecretBook:
     """Known secrets by client (`owner`): a value met in one session is scrubbed from all that client stores.
 
-    Per client, not per server: scrubbing another client's answers with a value would
-    tell that client, by a [REDACTED] where its own text was, what someone else typed.
-    EVERY holds all of them, for the server's own log, which only its operator reads.
-    Nothing here is written anywhere; the values live as long as the server. `named` is
-    config.named_secrets(): a client's named secrets are known before it types one."""
+    Per client, not per server: a [REDACTED] in another client's answers would tell it what someone else
+    typed. EVERY holds all of them, for the server's own log, which only its operator reads. The values
+    live, never written, as long as the server. `named` is config.named_secrets(): a client's named
+    secrets are known before it types one."""
 
     def __init__(self, named=None):
         self._lock = threading.Lock()
