@@ -1,8 +1,7 @@
 """Read-only facts about our process tree from Linux's /proc: who descends from whom, how much memory and CPU.
 
-Threads: any. Nothing here signals or changes a process; every function
-tolerates processes that vanish while it reads. Off Linux (no /proc) the
-functions find nothing, so the memory guard never trips there."""
+Threads: any. Nothing here signals or changes a process; every function tolerates processes that vanish
+while it reads. Off Linux (no /proc) the functions find nothing, so the memory guard never trips there."""
 
 import os
 

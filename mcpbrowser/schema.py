@@ -1,10 +1,8 @@
 """Tool argument schemas, their validation, and tool answers as JSON text; pure functions for any thread.
 
-We enforce the whole schema a tool declares, and publish what a model needs of it
-(`published`). Only the subset our tools use is supported (type, enum, minimum,
-maximum, minLength, maxLength, pattern, minItems, items, required,
-additionalProperties=false), which keeps validation fast and free of the jsonschema
-import on the hot path."""
+We enforce the whole schema a tool declares, and publish what a model needs of it (`published`). Only the
+subset our tools use is supported (type, enum, minimum, maximum, minLength, maxLength, pattern, minItems,
+items, required, additionalProperties=false): validation stays fast and free of the jsonschema import."""
 
 import json
 import re
@@ -88,11 +86,9 @@ def problems(schema, value, path="arguments"):
     return found
 
 
-# A model reads tools/list on every turn of a conversation, so every character of a schema is
-# paid for again and again. These keywords guard against what the server refuses anyway, each
-# with an error that names the argument and the rule (see `problems`), so the published schema
-# leaves them out: a model chooses and calls a tool from types, enums and descriptions. The
-# server still enforces them all: a shorter published schema accepts nothing more.
+# A model reads tools/list on every turn, so every character of a schema is paid for again and again.
+# These keywords guard against what the server refuses anyway, with an error naming the argument and the
+# rule (`problems`), so the published schema leaves them out; the server still enforces them all.
 _UNPUBLISHED = frozenset({"minimum", "maximum", "minLength", "maxLength", "pattern", "minItems",
                           "additionalProperties"})
 

@@ -1,8 +1,7 @@
 """Time for any thread: keyed one-shot timers (session expiry, the login cooldown's end) and wall-clock stamps.
 
-Any thread schedules and cancels; callbacks run on timer threads. A callback
-never touches Playwright: it only moves flags and enqueues work for the thread
-that owns it. The timer factory is injectable so the logic is tested with fakes."""
+Any thread schedules and cancels; callbacks run on timer threads and never touch Playwright: they only
+move flags and enqueue work for the thread that owns it. The timer factory is injectable, for fakes."""
 
 import threading
 import time
