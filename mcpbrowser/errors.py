@@ -319,11 +319,10 @@ def disk_fault(path, exc):
 
 GROUPS = (SessionError, ElementError, PolicyError, BrowserFailure, Retryable)
 # Every error a tool call may answer, in the order of this file (docs/reference/errors.md's): each class
-# with a code of its own, but the base, the BrowserFailure group (SessionLost is its code's class) and
-# InputRequired (a transport's question to the person, never a tool's error).
+# with a code of its own (no group has one), but the base and InputRequired (a transport's question to the person).
 ALL_ERRORS = tuple(cls for cls in list(globals().values()) if isinstance(cls, type)
                    and issubclass(cls, BrowserServerError) and "code" in vars(cls)
-                   and cls not in (BrowserServerError, BrowserFailure, InputRequired))
+                   and cls not in (BrowserServerError, InputRequired))
 
 
 def as_server_error(exc: BaseException) -> BrowserServerError:

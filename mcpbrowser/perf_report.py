@@ -17,9 +17,8 @@ from mcpbrowser.schema import compact_json
 THRESHOLDS = {"LCP": (2500, 4000), "CLS": (0.1, 0.25), "INP": (200, 500), "FCP": (1800, 3000),
               "TTFB": (800, 1800), "TBT": (200, 600)}
 METRICS = ("LCP", "CLS", "INP", "FCP", "TTFB", "TBT")
-# Run-to-run noise a change must pass to count as one: (absolute, relative to the earlier value).
-# Read on this project's pages: two loads of one local page differ by up to ~30 ms in LCP and FCP, an
-# event's duration is rounded to 8 ms, a long task's length moves with the machine's load.
+# Run-to-run noise a change must pass to count as one: (absolute, relative to the earlier value), above
+# what two loads of one page differ by (docs/performance.md).
 NOISE = {"LCP": (50, 0.10), "FCP": (50, 0.10), "TTFB": (50, 0.10), "TBT": (50, 0.20), "INP": (24, 0.10),
          "CLS": (0.02, 0.10)}
 LONG_TASK_MS = 50     # a task longer than this blocks input (the Long Tasks API's and TBT's line)
