@@ -92,6 +92,14 @@ def test_endpoint_settings_are_checked():
     assert Config(endpoint_headers="A: 1, B: two", db=":memory:").headers() == {"A": "1", "B": "two"}
 
 
+def test_an_empty_variable_leaves_its_setting_unset():
+    names = ("db", "db_key_file", "http", "view", "ws_endpoint", "selenium_capabilities", "endpoint_capacity",
+             "executable_path")
+    config, _ = Config.load([], {f"MCPBROWSER_{name.upper()}": "" for name in names})
+    assert [getattr(config, name) for name in names[1:]] == [None, None, None, (), None, None, None]
+    assert config.db.endswith("history.db")  # the default path, not ""
+
+
 def test_caps_and_where_files_go(tmp_path):
     assert Config.load(["--caps", "vision,PDF"])[0].caps == ("vision", "pdf")
     with pytest.raises(ConfigError, match="--caps knows extra, logins, emulation, vision, pdf, tracing, export, "
