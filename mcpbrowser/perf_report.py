@@ -237,13 +237,9 @@ def report(loads, interaction, context):
         missing["INP"] = interaction["why"]
     else:
         inp = interaction_of(interaction)
-        if inp is None:
-            # No event of the interaction lasted 16 ms, the least the browser reports.
-            metrics["INP"] = {"value": 0, "under": 16}
-            out["interaction"] = {**interaction["target"]}
-        else:
-            metrics["INP"] = {"value": inp["value"]}
-            out["interaction"] = {**interaction["target"], **inp}
+        # None: no event of the interaction lasted 16 ms, the least the browser reports.
+        metrics["INP"] = {"value": inp["value"]} if inp else {"value": 0, "under": 16}
+        out["interaction"] = {**interaction["target"], **(inp or {})}
     for name, entry in metrics.items():
         entry["value"] = round(entry["value"], 4) if name == "CLS" else round(entry["value"])
         entry["rating"] = rating(name, entry["value"])
@@ -403,18 +399,12 @@ def summary(measured):
 
 def detail(measured):
     """The stored page get_content reads: JSON, each request, shift and task on a line of its own."""
-    lines = ["{"]
-    items = list(measured.items())
-    for i, (key, value) in enumerate(items):
-        comma = "," if i < len(items) - 1 else ""
+    def entry(key, value):
         if isinstance(value, list) and value and isinstance(value[0], dict):
-            lines.append(f" {json.dumps(key)}: [")
-            lines += [f"  {compact_json(item)}{',' if j < len(value) - 1 else ''}" for j, item in enumerate(value)]
-            lines.append(f" ]{comma}")
-        else:
-            lines.append(f" {json.dumps(key)}: {compact_json(value)}{comma}")
-    lines.append("}")
-    return "\n".join(lines)
+            return f" {json.dumps(key)}: [\n" + ",\n".join(f"  {compact_json(item)}" for item in value) + "\n ]"
+        return f" {json.dumps(key)}: {compact_json(value)}"
+
+    return "{\n" + ",\n".join(entry(key, value) for key, value in measured.items()) + "\n}"
 
 
 # -- comparing two measurements (core pool) ------------------------------------------------
