@@ -7,6 +7,7 @@ those of the nodes before it. Objects keep their `id` from one snapshot of a pag
 what a later snapshot holds that an earlier did not is known by id. Retained sizes (a dominator
 tree) are not computed: the groups are weighed by count and self size."""
 
+import itertools
 import json
 from collections import deque
 
@@ -38,12 +39,9 @@ class Snapshot:
             for i in range(0, len(raw), step):
                 script = raw[i + at["script_object_index"]] if "script_object_index" in at else None
                 self.locations[raw[i + at["object_index"]]] = (script, raw[i + at["line"]], raw[i + at["column"]])
-        self.first_edge = []
-        edge = 0
-        for offset in range(0, len(self.nodes), self.n):
-            self.first_edge.append(edge)
-            edge += self.nodes[offset + 4] * self.e
-        self.first_edge.append(edge)
+        # Where each node's edges start in `edges` (its edge count is its field 4), and where the last one's end.
+        counts = (self.nodes[offset + 4] * self.e for offset in range(0, len(self.nodes), self.n))
+        self.first_edge = list(itertools.accumulate(counts, initial=0))
 
     def total(self):
         """The heap's size: every node's self size, in bytes."""
