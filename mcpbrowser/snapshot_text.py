@@ -879,7 +879,7 @@ def _render(matched, term, limit, headings, ancestors, more_hint):
     # The same text over and over (a search result list repeats its query in every entry)
     # is shown once, with how many more there are.
     unique: list[Node] = []
-    repeats: dict[str, list] = {}
+    repeats: dict[str, int] = {}  # a shown line's key -> how many more like it
     twins: dict[str, int] = {}
     # A match in a table's row is answered with the row, each cell under its column's name, so the agent
     # needs no second read for what stands beside it. Matches in one row show it once.
@@ -895,9 +895,9 @@ def _render(matched, term, limit, headings, ancestors, more_hint):
             twins[REF.sub("", node.line).strip()] = twins.get(REF.sub("", node.line).strip(), 0) + 1
             unique.append(node)
         elif k in repeats:
-            repeats[k][1] += 1
+            repeats[k] += 1
         else:
-            repeats[k] = [node, 0]
+            repeats[k] = 0
             unique.append(node)
     # A twin names its heading only where the headings tell the twins apart.
     telling = {name for name in twins if twins[name] > 1 and len(
@@ -942,13 +942,13 @@ def _render(matched, term, limit, headings, ancestors, more_hint):
             heading = _caption(headings, node) if REF.sub("", node.line).strip() in telling else None
             line += f' (under "{heading}")' if heading else ""
         else:
-            more = repeats[key(node)][1]
+            more = repeats[key(node)]
             line += f" (and {more} more like it)" if more else ""
         # A link's /url in full (an agent may go there); a long placeholder is cut as a line is.
         props = ["  " * (depth + 1) + (c.line.lstrip() if c.line.lstrip().startswith("- /url:") else
                                        _shown(c, 0, term)) for c in node.children if c.is_property]
         after = _titled(node, matched_ids) if node.role == "heading" else []
-        if after or node.role == "heading":
+        if node.role == "heading":
             line += _offer_section(node, len(after))
         before, beside = _beside(node, matched_ids, printed)
         for control in before:
