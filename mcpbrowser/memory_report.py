@@ -20,11 +20,6 @@ def label(kind, name):
     return "event listeners" if name == "EventListener" else f"{KINDS.get(kind, '')}{name}"
 
 
-def _timeline(name):
-    """A performance timeline entry's class: PerformanceEventTiming, LargestContentfulPaint, LayoutShift..."""
-    return name.startswith("Performance") or name.endswith("ContentfulPaint") or name == "LayoutShift"
-
-
 def grown(first, second, third, repeat):
     """The groups that grew in both rounds by at least `repeat` (one a repetition), and those that moved less.
 
@@ -39,8 +34,10 @@ def grown(first, second, third, repeat):
         row = {"kind": key[0], "name": key[1], "count": count, "grew": [d1, d2],
                "perRepetition": round((d1 + d2) / (2 * repeat), 1), "selfBytes": size - before[1]}
         # Strings are not judged: the engine's own caches (numbers as strings, names) grow them by a few. Nor
-        # the browser's performance timeline entries (an event's, a paint's): its buffers, bounded, not the page's.
-        judged = key[0] != "string" and not _timeline(key[1])
+        # the browser's performance timeline entries (PerformanceEventTiming, LargestContentfulPaint,
+        # LayoutShift): its buffers, bounded, not the page's.
+        timeline = key[1].startswith("Performance") or key[1].endswith("ContentfulPaint") or key[1] == "LayoutShift"
+        judged = key[0] != "string" and not timeline
         steady = judged and min(d1, d2) >= repeat and min(d1, d2) >= STEADY * max(d1, d2)
         (leaks if steady else noise).append(row)
     leaks.sort(key=lambda r: (-r["selfBytes"], -r["perRepetition"]))
