@@ -166,7 +166,6 @@ class KnownSecrets:
     def __init__(self, parent=None, named=None):
         self._lock = threading.Lock()
         self._known: set[str] = set()
-        self._known_sorted: tuple[str, ...] = ()
         self._held: dict[str, int] = {}  # value -> how many running calls hold it
         self._values: tuple[str, ...] = ()
         self._parent = parent  # every client's, for the logs (see SecretBook)
@@ -185,7 +184,6 @@ class KnownSecrets:
             return
         with self._lock:
             self._known |= new
-            self._known_sorted = tuple(sorted(self._known, key=len, reverse=True))
             self._sort()
         if self._parent is not None:
             self._parent.update(new)
@@ -217,9 +215,7 @@ class KnownSecrets:
             self._parent._count_held(values, step)
 
     def _sort(self):
-        held = [v for v in self._held if v not in self._known]
-        self._values = tuple(sorted([*held, *self._known_sorted], key=len, reverse=True)) if held \
-            else self._known_sorted
+        self._values = tuple(sorted(self._known.union(self._held), key=len, reverse=True))
 
     def __iter__(self):
         return iter(self._values)
