@@ -26,11 +26,7 @@ def string(description, **extra):
 
 def integer(description, minimum=None, maximum=None):
     out = {"type": "integer", "description": description} if description else {"type": "integer"}
-    if minimum is not None:
-        out["minimum"] = minimum
-    if maximum is not None:
-        out["maximum"] = maximum
-    return out
+    return {**out, **{rule: bound for rule, bound in (("minimum", minimum), ("maximum", maximum)) if bound is not None}}
 
 
 def number(description, minimum=None, maximum=None):
