@@ -26,15 +26,9 @@ class BrowserServerError(Exception):
     def to_dict(self):
         """The whole error object of a failed call, as the history keeps it (what the agent reads of it:
         core/answer.agent_error)."""
-        out = {"errorCode": self.code, "message": self.message}
-        if self.session_id is not None:
-            out["sessionId"] = self.session_id
-        if self.details is not None:
-            out["details"] = self.details
-        if self.ref_id is not None:
-            out["refId"] = self.ref_id
-            out["meta"] = self.meta
-        return out
+        given = {"errorCode": self.code, "message": self.message, "sessionId": self.session_id, "details": self.details}
+        out = {key: value for key, value in given.items() if value is not None}
+        return out if self.ref_id is None else {**out, "refId": self.ref_id, "meta": self.meta}
 
 
 # Groups an embedder can catch; the wire codes are the classes' own.
