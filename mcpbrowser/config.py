@@ -615,10 +615,7 @@ class Config:
 
     def http_credentials(self):
         """{token: client name} from --http-tokens and --http-token-file; {} when the server is open."""
-        out = {}
-        for pair in self.http_tokens:
-            name, token = pair.split(":", 1)
-            out[token.strip()] = name.strip()
+        out = {token.strip(): name.strip() for name, token in (pair.split(":", 1) for pair in self.http_tokens)}
         if self.http_token_file:
             try:
                 with open(self.http_token_file) as f:
