@@ -26,7 +26,8 @@ def string(description, **extra):
 
 def integer(description, minimum=None, maximum=None):
     out = {"type": "integer", "description": description} if description else {"type": "integer"}
-    return {**out, **{rule: bound for rule, bound in (("minimum", minimum), ("maximum", maximum)) if bound is not None}}
+    bounds = {"minimum": minimum, "maximum": maximum}
+    return {**out, **{rule: bound for rule, bound in bounds.items() if bound is not None}}
 
 
 def number(description, minimum=None, maximum=None):
