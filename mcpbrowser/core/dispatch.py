@@ -58,7 +58,9 @@ class Dispatcher:
             raise errors.UnknownTool(f"Unknown tool: {name}" + (f"; did you mean {meant[0]}?" if meant else ""),
                                      details={"known": known})
         if tool.needs_session and isinstance(args, dict) and "sessionId" not in args:
-            args = self._implied_session(args, caller)
+            # It acts on its client's one open session; with none or several open, it is refused (_no_session).
+            open_ids = self._registry.open_ids(caller.owner)
+            args = {**args, "sessionId": open_ids[0]} if len(open_ids) == 1 else args
         session_id = args.get("sessionId") if isinstance(args, dict) else None
         # Whether its text is a secret is known only once the session thread looked at the target field: its
         # request row is written then, so a password typed without `secret` never reaches the database in
@@ -97,12 +99,6 @@ class Dispatcher:
             fut = _ended(answer.finish(call, error=errors.stopped_error(session_id)))
         fut.add_done_callback(lambda f: self._finished(f, call, started))
         return fut
-
-    def _implied_session(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        """A session tool's call that names no session acts on its client's one open session; with none or
-        several open, it is refused (_no_session)."""
-        open_ids = self._registry.open_ids(caller.owner)
-        return {**args, "sessionId": open_ids[0]} if len(open_ids) == 1 else args
 
     def _no_session(self, caller: Caller) -> errors.InvalidParameters:
         open_ids = self._registry.open_ids(caller.owner)

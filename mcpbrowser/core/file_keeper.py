@@ -79,7 +79,10 @@ class FileKeeper:
             self._latest = {sid: paths for sid, paths in self._latest.items() if sid in open_ids}
             kept = {path for paths in self._latest.values() for path in paths}
         now = time.time() if now is None else now
-        files = sorted(self._own_files(), key=lambda f: f[1])  # (path, mtime, size), oldest first
+        # The server's own files are those the history's rows say its answers named: a user's file is never
+        # counted or removed, nor one whose row was not written (better over the quota than a wrong delete).
+        own = self._history.saved_files(self.folder)
+        files = sorted((f for f in self._files() if f[0] in own), key=lambda f: f[1])  # (path, mtime, size), oldest
         old = [path for path, mtime, _ in files if self.max_age_s and now - mtime > self.max_age_s and path not in kept]
         quota = []
         total = sum(size for path, _mtime, size in files if path not in old)
@@ -116,13 +119,6 @@ class FileKeeper:
                 "event": "foreign_files", "count": len(foreign), "folder": self.folder,
                 "note": "they are never removed, and do not count against --files-max-mb"})
         return len(foreign)
-
-    def _own_files(self) -> list[tuple[str, float, int]]:
-        """The folder's files that the server saved, as the history's rows record them: a user's file is never
-        counted or removed, and a file whose row was not written is not either (better over the quota than a
-        wrong delete). Servers on one history share one quota."""
-        own = self._history.saved_files(self.folder)
-        return [f for f in self._files() if f[0] in own]
 
     def _files(self) -> list[tuple[str, float, int]]:
         try:

@@ -40,9 +40,10 @@ class OnSession:
         call.ran = True
         call.inline = self._response_mode == "full"  # the snapshot goes into the answer too
         failure: Exception | None = None
-        # The handler's Response holds whether the page is stored (it may read the page the capture reuses).
-        response = Response(call.caller, self._stores_page(tool), call.inline,
-                            answer.progress_to(call.caller, call.secrets))
+        # The handler's Response holds whether the page is stored (it may read the page the capture reuses): a tool
+        # that stores what it read, or one that may change the page (but in --response-mode lean).
+        stores_page = tool.stores_page or (tool.changes_page and self._response_mode != "lean")
+        response = Response(call.caller, stores_page, call.inline, answer.progress_to(call.caller, call.secrets))
         try:
             with state.running(tool, response, args):
                 state.run_tool(tool, args, response)
@@ -53,7 +54,10 @@ class OnSession:
             failure = exc
         finally:
             call.console = state.events.take_console()
-            self._decide_secrecy(tool, args, call, response)
+            # Its text is a secret from what its handler saw: a secret field (or the caller's `secret`), a plain
+            # field looked at, or nothing known (a tool that may carry one: then it is).
+            call.secret = bool(args.get("secret")) or response.secret is True or \
+                (tool.may_carry_secret and response.secret is None)
             call.flush_request()  # a tool that may carry a secret is recorded once that is known
             if call.secret and isinstance(args.get("text"), str):
                 state.withhold(args["text"])
@@ -73,18 +77,6 @@ class OnSession:
         outcome = answer.finish(call, result, shown=snapshots.secret_forms(response.revealed))
         snapshots.learn_secrets(state, response.revealed)
         return outcome
-
-    def _stores_page(self, tool: Any) -> bool:
-        """Whether the page a call leaves is stored: a tool that stores what it read, or one that may change the
-        page (but in --response-mode lean)."""
-        return tool.stores_page or (tool.changes_page and self._response_mode != "lean")
-
-    @staticmethod
-    def _decide_secrecy(tool: Any, args: dict[str, Any], call: Call, response: Response) -> None:
-        """Whether the call's text is a secret, from what its handler saw: a secret field (or the caller's
-        `secret`), a plain field looked at, or nothing known (a tool that may carry one: then it is)."""
-        call.secret = bool(args.get("secret")) or response.secret is True or \
-            (tool.may_carry_secret and response.secret is None)
 
     def _what_failed(self, state: SessionState, tool: Any, call: Call, exc: Exception,
                      response: Response) -> BrowserServerError:

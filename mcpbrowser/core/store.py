@@ -42,7 +42,7 @@ RETRY_S = 2.0  # while writes fail, how often the writer tries again (the queue'
 PENDING_MAX = 5000  # writes kept for a retry that no answer depended on (session rows, cursors); oldest go first
 DROPPED_MEMORY = 20_000  # refIds answered "not recorded" that the writer still skips
 BASES_KEPT = 64  # sessions whose last whole snapshot the writer keeps, for deltas
-ZLIB_LEVEL = 6  # the docs walk (scripts/history_cost.py): 1 stores 23% more, 9 saves 5% for 3.3 times the time
+ZLIB_LEVEL = 6  # docs/history.md weighs the levels
 
 
 # A page stored once by its hash (a second time, nothing happens): the same SQL on every backend.
@@ -126,8 +126,7 @@ class Store:
     def __init__(self, path, *, retention_days=0, max_mb=0, keys=None):
         """keys: the sealing keys of --db-key-file (the first seals, every one opens); None: the backend's own."""
         self.instance = uuid.uuid4().hex  # this server process, as the sessions it opens record it
-        # This server as a person knows it, in the sessions it opens (list_sessions shows it to
-        # another server's clients): --http sets host:port once it listens.
+        # This server as a person knows it (list_sessions shows it to others): --http sets host:port once it listens.
         self.server = f"{socket.gethostname()} pid {os.getpid()}"
         self.path = path
         self.backend = open_backend(path)

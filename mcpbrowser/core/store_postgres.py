@@ -35,8 +35,10 @@ def is_url(target):
 
 def _fault(exc):
     """(fault code, statement's own) of a psycopg error, from its SQLSTATE."""
+    import psycopg
+
     state = getattr(exc, "sqlstate", None) or ""
-    if not state and not _on_the_wire(exc):
+    if not state and not isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
         return "HISTORY_ERROR", True  # refused on this side (a value it cannot send): the statement's own
     if not state or state[:2] == "08" or state[:3] == "57P":
         return "HISTORY_UNREACHABLE", False  # no connection, or the server shutting down
@@ -51,13 +53,6 @@ def _fault(exc):
     if state[:2] in ("22", "23", "42"):
         return "HISTORY_ERROR", True
     return "HISTORY_ERROR", False
-
-
-def _on_the_wire(exc):
-    """Whether an error without an SQLSTATE came from the connection (not from psycopg refusing a value)."""
-    import psycopg
-
-    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
 
 
 class PostgresBackend(Backend):
