@@ -76,8 +76,7 @@ def outcome_of(fut: Future) -> Outcome:
 
 
 def for_library(outcome: Outcome) -> dict[str, Any]:
-    """The library's rendering (`Browser.call`'s dict): the result whole with its refId, meta and expiry; a failure
-    raises its error, which carries the same."""
+    """The library's rendering: the result whole with its refId, meta and expiry; a failure raises its error."""
     if outcome.error is not None:
         raise outcome.error
     out = dict(outcome.result or {})
@@ -91,8 +90,7 @@ def for_library(outcome: Outcome) -> dict[str, Any]:
 
 
 def library_future(fut: Future) -> Future:
-    """A Future of the library's rendering of a call's Future (`Browser.submit`); cancelling it cancels the call
-    while it is queued, as shutdown does."""
+    """A Future of the library's rendering of a call's Future; cancelling it cancels the call while queued."""
     out: Future = Future()
     keep_cancel = out.cancel
 
@@ -111,8 +109,7 @@ def library_future(fut: Future) -> Future:
 
 
 def progress_to(caller: Any, secrets: Any) -> Any:
-    """How a long call is going, told its caller without the values of its secret book (a step names the URL
-    it loads, the message the person was shown)."""
+    """How a long call is going, told its caller without the values of its secret book (a step names a URL)."""
     return lambda done, total, message: caller.progress(done, total, scrub_text(message, secrets))
 
 

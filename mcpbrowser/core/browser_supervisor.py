@@ -252,8 +252,7 @@ class BrowserSupervisor:
             self._kept = endpoint
 
     def _launch(self, executable: str) -> SharedBrowser:
-        """Start a browser (on the dead one's launcher when it still runs, else a new one) and make it the
-        current life; raises BrowserError."""
+        """Start a browser (on the dead one's launcher if it still runs) as the current life; raises BrowserError."""
         previous, self._shared, self._serving, self._ran_s = self._shared, None, False, 0.0
         if previous is not None and previous.can_relaunch():
             shared = previous

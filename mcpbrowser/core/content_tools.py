@@ -79,8 +79,7 @@ def _search(lines, term):
 
 
 def _diff(old, new):
-    """Changed lines only, compared without their [ref=…] markers (renumbered on every new document); added
-    lines keep theirs, to act on."""
+    """Changed lines, compared without their [ref=…] markers (renumbered per document); added lines keep theirs."""
     matcher = difflib.SequenceMatcher(None, [REF.sub("", line) for line in old],
                                       [REF.sub("", line) for line in new], autojunk=False)
     out = []

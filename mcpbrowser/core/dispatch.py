@@ -152,8 +152,7 @@ class Dispatcher:
 
     # THE THREAD THAT FINISHED THE CALL
     def _finished(self, fut: Future, call: Call, started: float) -> None:
-        """Log the call (a bug of ours with its traceback), feed the circuit breaker, and record any call
-        its session thread did not."""
+        """Log the call (a bug of ours with its traceback), feed the breaker, record a call its session did not."""
         ended = answer.outcome_of(fut)
         error = ended.error
         outcome = "cancelled" if ended.cancelled else "ok" if error is None else error.code

@@ -158,7 +158,7 @@ def list_sessions(core, args, call):
     sessions = [session for session in sessions if session["sessionId"] in open_ids]
     fleet = core.supervisor.fleet
     # A session's share of the browser: its pages' memory over its processes' PSS (none for a remote browser).
-    browser_mb = core.memory.used_mb() if fleet is None and not core.supervisor.remote else 0
+    browser_mb = core.memory.used_mb() if fleet is None else 0
     for session in sessions:
         if browser_mb and "memoryMb" in session:
             session["memoryShare"] = round(min(1.0, session["memoryMb"] / browser_mb), 3)

@@ -286,8 +286,7 @@ class SessionRegistry:
         return left
 
     def close_all(self) -> list[SessionWorker] | None:
-        """Shutdown: forget every session (the history says why); their workers, for the caller to stop (None
-        when an earlier call closed it already)."""
+        """Shutdown: forget every session; their workers, for the caller to stop (None: closed already)."""
         with self._lock:
             if self.closed:
                 return None

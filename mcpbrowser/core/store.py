@@ -472,8 +472,7 @@ class Store:
             conn.execute("COMMIT")
 
     def _prune(self, conn):
-        """Drop the oldest history past --retention-days or --db-max-mb, but never a live server's
-        other than this one's open sessions."""
+        """Drop the oldest history past --retention-days or --db-max-mb, never another live server's open sessions."""
         if not (self.retention_days or self.max_mb):
             return
         rows = conn.execute("SELECT session_id, instance FROM sessions WHERE state = 'active' "

@@ -202,8 +202,7 @@ class Connection:
 
     @contextlib.contextmanager
     def together(self):
-        """Statements run within go out at once, in one round trip (psycopg's pipeline); any error is raised by
-        its end, as a StoreError."""
+        """Statements within go out at once, one round trip; any error is raised by its end, as a StoreError."""
         self._ready()
         self._together = True
         try:

@@ -44,8 +44,7 @@ class UserChannel:
 
     # SESSION THREAD
     def ask_about_domain(self, session_id: str, host: str, caller: Caller | None = None) -> None:
-        """Ask the call's `caller` whether this session may visit `host` (MCP elicitation); raises
-        DomainNotAllowed unless allowed."""
+        """Ask the call's `caller` whether this session may visit `host`; raises DomainNotAllowed unless allowed."""
         if not self.config.ask_new_domains:
             raise DomainNotAllowed(f"{host} is not in the server's allowed domains.", session_id=session_id,
                                    details={"domain": host})
