@@ -100,8 +100,7 @@ class Browser:
         # supervisor: one the CLI started already, so that the browser launches while this is built (same config).
         self.supervisor = supervisor or BrowserSupervisor(config)
         self.supervisor.bind(on_lost=self._browser_lost, on_restart=self._browser_restarted)
-        self._started = False
-        self._pid: int | None = None  # the process start() ran in: its threads live there only
+        self._pid: int | None = None  # the process start() ran in (None: not started): its threads live there only
         self._start_lock = threading.Lock()
         self._closed = threading.Event()  # set once close() has done its work
         self.registry = SessionRegistry(config, self.history, clock=clock, timer_factory=timer_factory,
@@ -148,9 +147,8 @@ class Browser:
     def start(self) -> "Browser":
         """Start the shared browser in the background; calls wait for it only when they need it."""
         with self._start_lock:
-            if self.registry.closed or self._started:
+            if self.registry.closed or self._pid is not None:
                 return self
-            self._started = True
             self._pid = os.getpid()
         # An embedder that exits without close() would leave the browser's runtime folder (downloads, traces) in /tmp.
         atexit.register(self.close)
