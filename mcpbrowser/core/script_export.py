@@ -555,7 +555,7 @@ def _tabs(script, args, result):
 
 
 def _wait(script, args, timeout):
-    target = script.target(args, "wait_for") if "selector" in args or "ref" in args else None
+    target = script.target(args, "wait_for")
     if target is not None:
         state = args.get("state", "visible")
         if state == "visible":
