@@ -213,13 +213,11 @@ def failed(exc: BrowserServerError, sent: str | None = None) -> tuple[list[dict[
     return [{"type": "text", "text": compact_json(clip_answer(agent_error(exc.to_dict(), sent)))}], None, True
 
 
-def agent_view(value, shows_expiry=False):
+def agent_view(value, shows_expiry):
     """What the model reads of an answer: `meta` only when the call logged to the console, no content hash,
     `expiresAt` only when the tool `shows_expiry`, a snapshot's url and title not when the agent's previous
     answer named the same (`meta.samePage`). All stay in structuredContent and the history."""
-    meta = value.get("meta")
-    if meta is None:
-        return {k: v for k, v in value.items() if k != "hash"} if "hash" in value else value
+    meta = value["meta"]  # for_library's: always there
     drop = {"hash"}
     if not meta.get("hasConsoleLogs"):
         drop.add("meta")
