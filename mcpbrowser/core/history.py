@@ -234,7 +234,7 @@ class History:
                                 f"ON s.ref_id = r.ref_id {STORED} WHERE r.ref_id = ?", (ref_id,))
         return (rows[0][0], _page(*rows[0][1:])) if rows else None
 
-    def pages_before(self, tool, ref_id, limit=50):
+    def pages_before(self, tool, ref_id, limit):
         """[(ref_id, session_id, page bytes)] of a tool's successful calls made before call `ref_id`, with the
         page each stored, newest first (compare_performance's earlier measurements)."""
         rows = self.store.query(

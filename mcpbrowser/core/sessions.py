@@ -221,8 +221,8 @@ class SessionRegistry:
         with self._lock:
             return list(self._sessions.values())
 
-    def list_sessions(self, owner: str | None = None,
-                      probe: Callable[[SessionState], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    def list_sessions(self, owner: str | None,
+                      probe: Callable[[SessionState], dict[str, Any]]) -> list[dict[str, Any]]:
         """Id, times, url and title of each session (of `owner`'s, when given); a busy one shows its last known page.
         probe(state), run on each session's thread, adds fields of its own (its memory)."""
         records = [r for r in self.records() if owner is None or r.owner == owner]
@@ -406,6 +406,6 @@ class SessionRegistry:
                                   session_id=session_id, details={"reason": "browser_crash", "resumable": resumable})
 
 
-def _described(state: SessionState, probe: Callable[[SessionState], dict[str, Any]] | None) -> dict[str, Any]:
+def _described(state: SessionState, probe: Callable[[SessionState], dict[str, Any]]) -> dict[str, Any]:
     """SESSION THREAD: its url and title, and what probe adds."""
-    return {**state.describe(), **(probe(state) if probe is not None else {})}
+    return {**state.describe(), **probe(state)}
