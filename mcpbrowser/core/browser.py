@@ -80,8 +80,7 @@ class ToolContext(NamedTuple):
 class Browser:
     """The core API: `with Browser(config) as b: s = b.create_session(); s.navigate(url)`.
 
-    Every method may be called from any thread. Failures raise BrowserServerError
-    subclasses whose `code` is the stable error code."""
+    Every method may be called from any thread. Failures raise BrowserServerError subclasses (`code`)."""
 
     def __init__(self, config: Config | None = None, *, opener: Callable[[Any], Any] | None = None,
                  timer_factory: Callable[..., Any] = threading.Timer,

@@ -71,10 +71,8 @@ class History:
                 "alive": bool(instance) and self.store.alive(instance), "closeReason": metadata.get("closeReason")}
 
     def claim_session(self, session_id, holder):
-        """Take a session for this server if its row is still as `holder` read it; whether it was taken.
-
-        One conditional UPDATE, so that of two servers (or two calls) resuming it at once exactly one wins.
-        `session_opened` writes the rest once the context is open, `release_claim` if it fails to."""
+        """Take a session for this server if its row is still as `holder` read it (one conditional UPDATE: of two
+        resuming it at once, one wins); whether it was taken. `release_claim` if the session fails to open."""
         return self.store.swap(self.sql.CLAIM_SESSION, (self.store.instance, now_ms(), self.store.server, session_id,
                                                         holder["state"], holder["instance"])) == 1
 
@@ -245,11 +243,9 @@ class History:
         return [(ref, session_id, _page(*page)) for ref, session_id, *page in rows]
 
     def stored_call(self, ref_id):
-        """What the history holds of a call, or None when no call has that refId:
-        {sessionId, owner, tool, status, errorCode, unrecorded, page}.
-
-        owner None: the server's own call, or a row of a version before calls named their client. status None:
-        no answer recorded yet; unrecorded: why its answer was not recorded whole; page: the snapshot's bytes."""
+        """{sessionId, owner, tool, status, errorCode, unrecorded, page} of a call, or None when no call has that
+        refId. owner None: the server's own call, or an older row; status None: no answer recorded yet;
+        unrecorded: why its answer was not recorded whole; page: the snapshot's bytes."""
         rows = self.store.query(f"SELECT r.session_id, o.owner, r.tool_name, s.status, s.error_message, {PAGE} "
                                 "FROM requests r LEFT JOIN call_owners o ON o.ref_id = r.ref_id "
                                 f"LEFT JOIN responses s ON s.ref_id = r.ref_id {STORED} WHERE r.ref_id = ?", (ref_id,))
