@@ -23,6 +23,7 @@ from typing import Any
 from mcpbrowser.core.store_backend import SCHEMA_VERSION, StoreError  # noqa: F401 (SCHEMA_VERSION: the store's)
 from mcpbrowser.core.store_postgres import PostgresBackend, is_url
 from mcpbrowser.core.store_sqlite import SqliteBackend
+from mcpbrowser.errors import HistoryUnavailable
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import valid_text
 from mcpbrowser.sealing import is_legacy, key_id, seal, unseal_any
@@ -230,8 +231,6 @@ class Store:
 
     def _unavailable(self, what, code):
         """HISTORY_UNAVAILABLE (retryable) for a read or a decision the database cannot give now."""
-        from mcpbrowser.errors import HistoryUnavailable
-
         return HistoryUnavailable(f"The history cannot {what} now: {FAULT_TEXT.get(code, FAULT_TEXT['HISTORY_ERROR'])} "
                                   f"({self.label}).", details={"cause": code, "retryAfterMs": int(RETRY_S * 1000)})
 
