@@ -379,7 +379,7 @@ BREAKS = [
           "Pruning never drops the calls of a session that another live server has open.", "docs/history.md",
           ("tests/test_store_faults.py::test_pruning_and_start_up_leave_a_live_servers_sessions_alone",)),
     Break("only-own-files-counted", "mcpbrowser/core/file_keeper.py",
-          "        return [f for f in self._files() if f[0] in own]", "        return self._files()",
+          "for f in self._files() if f[0] in own)", "for f in self._files())",
           "The limits count and remove only the files the server saved; a file it did not write is never "
           "counted, aged or removed.", "docs/history.md",
           ("tests/test_resource_units.py::test_files_the_server_did_not_save_are_neither_counted_nor_removed",)),

@@ -2,13 +2,9 @@
 and the three renderings of it: the agent's content blocks (`for_agent`), the library's dict or exception
 (`for_library`), the history's rows (`history_request`, `for_history`).
 
-ANY THREAD: `finish` runs where a call ends (its session thread in core/on_session.py, a core pool thread in
-core/dispatch.py, the dispatcher for a refusal, the watchdog for a stuck command); the renderings run on
-whoever reads the Outcome (a transport's done-callback, the library's caller, the recorder). The call's result
-stays whole for the library and the history's row; the model pays for every character it reads, so its view
-leaves out what it does not need (agent_view, agent_error), cuts the page's own long fields
-(page_strings.clip_answer), and gives page text a block of its own. The transports wrap what this renders in
-their protocol's envelope (transports/tool_methods.py) and decide nothing of it."""
+ANY THREAD: `finish` runs where a call ends (a session thread, a core pool thread, the dispatcher, the
+watchdog); the renderings on whoever reads the Outcome. The result stays whole for the library and the
+history; the model pays for every character, so its view leaves out what it does not need."""
 
 import base64
 import json
@@ -38,9 +34,8 @@ class Outcome:
 
 def finish(call: Any, result: dict[str, Any] | None = None, error: BaseException | None = None,
            shown: Any = ()) -> Outcome:
-    """The one end of a call (core/call.py's `Call`): its result, or its failure classified (as_server_error: a bug
-    of ours INTERNAL_ERROR, with its traceback for the dispatcher's log), scrubbed once of its secret book, but for
-    the values in `shown` (what the agent asked for by name, a session cookie: shown in this answer alone)."""
+    """The one end of a call: its result, or its failure classified (as_server_error), scrubbed once of its
+    secret book but for the values in `shown` (asked for by name: shown in this answer alone)."""
     secrets = [s for s in call.secrets if s not in shown] if shown else call.secrets
     fault = call.not_recorded()
     meta = _meta(call, error is None, fault)
@@ -81,8 +76,7 @@ def outcome_of(fut: Future) -> Outcome:
 
 
 def for_library(outcome: Outcome) -> dict[str, Any]:
-    """The library's rendering (`Browser.call`'s dict): the result whole with its refId, meta and expiry; a failure
-    raises its error, which carries the same."""
+    """The library's rendering: the result whole with its refId, meta and expiry; a failure raises its error."""
     if outcome.error is not None:
         raise outcome.error
     out = dict(outcome.result or {})
@@ -96,8 +90,7 @@ def for_library(outcome: Outcome) -> dict[str, Any]:
 
 
 def library_future(fut: Future) -> Future:
-    """A Future of the library's rendering of a call's Future (`Browser.submit`); cancelling it cancels the call
-    while it is queued, as shutdown does."""
+    """A Future of the library's rendering of a call's Future; cancelling it cancels the call while queued."""
     out: Future = Future()
     keep_cancel = out.cancel
 
@@ -116,8 +109,7 @@ def library_future(fut: Future) -> Future:
 
 
 def progress_to(caller: Any, secrets: Any) -> Any:
-    """How a long call is going, told its caller without the values of its secret book (a step names the URL
-    it loads, the message the person was shown)."""
+    """How a long call is going, told its caller without the values of its secret book (a step names a URL)."""
     return lambda done, total, message: caller.progress(done, total, scrub_text(message, secrets))
 
 
@@ -178,11 +170,9 @@ def history_request(args: Any, secret: bool, secrets: Any) -> dict[str, Any]:
 
 def for_history(outcome: Outcome, page: str | None, console: list[dict[str, Any]],
                 secrets: Any) -> tuple[str, dict[str, Any] | None, str | None, str | None, Any]:
-    """The history's rendering: (status, result, error, page, console) as the call's response row keeps them. The
-    page is captured after the answer, and a secret may be learned meanwhile (one the agent asked for by name is
-    shown in its answer alone), so all of it is scrubbed again of the book as it stands now: the console's
-    messages and locations (a URL may carry a secret), the error whole (to_dict), the result without its image,
-    and the page, redacted as it was captured."""
+    """The history's rendering: (status, result, error, page, console) as the call's response row keeps them.
+    A secret may be learned after the answer (and one asked for by name is shown in its answer alone), so all
+    of it is scrubbed again of the book as it stands now; the result without its image."""
     console = scrub_value(console, secrets)
     page = scrub_text(page, secrets) if page is not None else None
     if outcome.cancelled:
@@ -210,8 +200,7 @@ def for_agent(tool: Any, outcome: Outcome, sent: str | None = None) -> tuple[lis
     shown = agent_view(value, tool.shows_expiry)
     field = tool.text_field
     if field is not None and isinstance(shown.get(field), str) and shown[field]:
-        # Page text goes as it is, in a block of its own: inside JSON every line
-        # break and quote would cost the agent an escape (about 9% of a snapshot).
+        # Page text goes as it is, in a block of its own: inside JSON every line break and quote costs an escape.
         content[0:0] = [{"type": "text", "text": compact_json({k: v for k, v in shown.items() if k != field})},
                         {"type": "text", "text": shown[field]}]
     else:
@@ -224,17 +213,11 @@ def failed(exc: BrowserServerError, sent: str | None = None) -> tuple[list[dict[
     return [{"type": "text", "text": compact_json(clip_answer(agent_error(exc.to_dict(), sent)))}], None, True
 
 
-def agent_view(value, shows_expiry=False):
-    """What the model reads of an answer (it pays for every character).
-
-    `meta` is there only when the call logged to the console (its counts are then
-    worth a look with get_console_content); a content hash is for machines;
-    `expiresAt` only when the tool `shows_expiry`; a snapshot's url and title not
-    when the agent's previous answer on the session named the same (`meta.samePage`).
-    All stay in structuredContent, and in the history, whole."""
-    meta = value.get("meta")
-    if meta is None:
-        return {k: v for k, v in value.items() if k != "hash"} if "hash" in value else value
+def agent_view(value, shows_expiry):
+    """What the model reads of an answer: `meta` only when the call logged to the console, no content hash,
+    `expiresAt` only when the tool `shows_expiry`, a snapshot's url and title not when the agent's previous
+    answer named the same (`meta.samePage`). All stay in structuredContent and the history."""
+    meta = value["meta"]  # for_library's: always there
     drop = {"hash"}
     if not meta.get("hasConsoleLogs"):
         drop.add("meta")
@@ -249,14 +232,9 @@ def agent_view(value, shows_expiry=False):
 
 
 def agent_error(error, sent=None):
-    """What the model reads of a failed call's error object (it pays for every character).
-
-    Left out, as agent_view leaves them out of an answer: `meta` unless the call logged to the
-    console or could not be recorded, and the `sessionId` the agent sent. Of `details`, the echoes
-    that the message already quotes whole (`target`, the selector; `reason`, Playwright's words;
-    `problems`, the schema's list; `ref`, `refId`, `waitedFor`; a dialog's `type` and `message`);
-    the documented fields (`cause`, `domain`, `retryAfterMs`, ...) always stay. The history keeps
-    the whole object (the response row's error), and the library's exceptions carry every field."""
+    """What the model reads of a failed call's error object: without `meta` unless the call logged to the
+    console or could not be recorded, the `sessionId` the agent sent, and the `details` that the message
+    quotes whole (_ECHOES); the documented fields (`cause`, `domain`, `retryAfterMs`, ...) always stay."""
     meta = error.get("meta") or {}
     quiet = not meta.get("hasConsoleLogs") and meta.get("recorded", True)
     out = {k: v for k, v in error.items() if not (k == "sessionId" and v == sent) and not (k == "meta" and quiet)}
@@ -270,8 +248,8 @@ def agent_error(error, sent=None):
     return out
 
 
-# Details a message may quote whole: the selector, Playwright's words, the schema's list, the ref,
-# the refId and the wait the agent sent, and an open dialog's type and text (DIALOG_OPEN names it).
+# Details a message may quote whole: the selector, Playwright's words, the schema's list, the ref, the refId
+# and the wait the agent sent, an open dialog's type and text.
 _ECHOES = ("target", "reason", "problems", "ref", "refId", "waitedFor", "type", "message")
 
 

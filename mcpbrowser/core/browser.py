@@ -1,15 +1,7 @@
-"""The core's facade: `Browser` wires the parts below and is the public entry point.
+"""The core's facade: `Browser` wires the parts of core/ and is the public entry point.
 
-ANY THREAD: every public method. The parts, each in its module, name their own threads:
-- dispatch.py: one call from request to answer (guards, routing, outcome counting);
-- recorder.py: the history's rows for each call, the page it left, what resume needs;
-- sessions.py: the open sessions, expiry, and what a closed id answers;
-- warm_pool.py: where sessions come from (the warm pool, cold starts, resumes);
-- browser_supervisor.py: the shared browser's launch, watch and restarts;
-- watchdog.py: stuck commands; user_channel.py: the line to the person;
-- download_watch.py: wakes the sessions when the browser starts a download;
-- lifecycle_tools.py (create, resume, list, close sessions) and content_tools.py: tools run on the core pool.
-Plain data, Futures and a call's record (written only by the call's function: see ARCHITECTURE.md) cross threads."""
+ANY THREAD: every public method; the parts name their own threads in their modules. Plain data, Futures and
+a call's record (written only by the call's function: see ARCHITECTURE.md) cross threads."""
 
 import atexit
 import os
@@ -56,8 +48,8 @@ CLOSE_WAIT_S = 60.0  # a second close() waits this long at most for the first (w
 
 
 class Person(Embedder):
-    """A person's caller in the live view (core/call.py's `Caller`): their name, for the limits; the session's
-    owner, so the owner check holds; `person`, past the hold and ahead of the queue. Nobody to ask: they see it."""
+    """A person's caller in the live view: their name, for the limits; the session's owner, so the owner check
+    holds; `person`, past the hold and ahead of the queue."""
 
     person = True
 
@@ -88,8 +80,7 @@ class ToolContext(NamedTuple):
 class Browser:
     """The core API: `with Browser(config) as b: s = b.create_session(); s.navigate(url)`.
 
-    Every method may be called from any thread. Failures raise BrowserServerError
-    subclasses whose `code` is the stable error code."""
+    Every method may be called from any thread. Failures raise BrowserServerError subclasses (`code`)."""
 
     def __init__(self, config: Config | None = None, *, opener: Callable[[Any], Any] | None = None,
                  timer_factory: Callable[..., Any] = threading.Timer,
@@ -105,16 +96,14 @@ class Browser:
         self.recorder = Recorder(self.history, self.tools)
         self.user = UserChannel(config)
         self._executor = ThreadPoolExecutor(config.max_sessions + 2, thread_name_prefix="core")
-        # supervisor: one the caller started already (the CLI, so that the browser launches
-        # while this is built); it must have been made with the same config.
+        # supervisor: one the CLI started already, so that the browser launches while this is built (same config).
         self.supervisor = supervisor or BrowserSupervisor(config)
         self.supervisor.bind(on_lost=self._browser_lost, on_restart=self._browser_restarted)
-        self._started = False
-        self._pid: int | None = None  # the process start() ran in: its threads live there only
+        self._pid: int | None = None  # the process start() ran in (None: not started): its threads live there only
         self._start_lock = threading.Lock()
         self._closed = threading.Event()  # set once close() has done its work
         self.registry = SessionRegistry(config, self.history, clock=clock, timer_factory=timer_factory,
-                                        final_save=self.recorder.final_save, on_change=self._refill,
+                                        final_save=self.recorder.final_save, on_change=lambda: self.warm_pool.refill(),
                                         secrets=self.secrets)
         self.session_memory = SessionMemory(config, self.registry)
         self.files = FileKeeper(config, self.history, self._executor, self.registry.ids)
@@ -157,20 +146,17 @@ class Browser:
     def start(self) -> "Browser":
         """Start the shared browser in the background; calls wait for it only when they need it."""
         with self._start_lock:
-            if self.registry.closed or self._started:
+            if self.registry.closed or self._pid is not None:
                 return self
-            self._started = True
             self._pid = os.getpid()
-        # An embedder whose interpreter exits without close() (Ctrl-C in a dev server, sys.exit)
-        # would leave the browser's runtime folder in /tmp, with its sessions' downloads and
-        # unsaved trace events, until some later start swept it.
+        # An embedder that exits without close() would leave the browser's runtime folder (downloads, traces) in /tmp.
         atexit.register(self.close)
         self.supervisor.start()
         if self._watchdog is not None:
             self._watchdog.start()
         if self._download_watch is not None:
             self._download_watch.start()
-        self._refill()
+        self.warm_pool.refill()
         self._executor.submit(self._tidy_files)
         return self
 
@@ -180,8 +166,7 @@ class Browser:
             return
         workers = self.registry.close_all()
         if workers is None:
-            # Another thread is closing (a signal handler's, our atexit hook): return once it is
-            # done, not while the browser and its files are still there.
+            # Another thread is closing: return once it is done, not while the browser and its files are there.
             self._closed.wait(CLOSE_WAIT_S)
             return
         try:
@@ -200,8 +185,7 @@ class Browser:
         deadline = time.monotonic() + SHUTDOWN_BUDGET_S
         for worker in workers:
             worker.join(max(0.0, deadline - time.monotonic()))
-        # A pool refill may be opening a session right now: let it finish and close it (its
-        # driver would otherwise outlive us, with its temporary files), within the budget.
+        # A pool refill may be opening a session right now: let it finish and close it, within the budget.
         self._executor.shutdown(wait=False, cancel_futures=True)
         drained = threading.Thread(target=self._executor.shutdown, name="core-drain", daemon=True)
         try:
@@ -210,8 +194,7 @@ class Browser:
         except RuntimeError:  # Python 3.12.0-1 at exit (our atexit hook) starts no thread: the exit joined the pool
             pass
         self.supervisor.stop(shutting_down)
-        # A call that was still running fails now that its browser is gone (SERVER_STOPPING):
-        # let its answer and its history rows go out before the process exits.
+        # A call still running fails now that its browser is gone: let its answer and rows out before the exit.
         deadline = time.monotonic() + STOPPED_ANSWER_S
         for worker in workers:
             worker.join(max(0.0, deadline - time.monotonic()))
@@ -236,9 +219,7 @@ class Browser:
                caller: Caller | None = None) -> Future:
         """Validate, record and dispatch one tool call; a Future of its result dict, or of its error (a
         BrowserServerError). Raises UnknownTool (INVALID_PARAMETERS) at once for a name that is no tool's.
-
-        caller: who calls (the live view's person); None is the library, whose
-        progress(done, total, message), if given, hears how a long call is going."""
+        caller: the live view's person; None is the library, whose progress(done, total, message) hears how it goes."""
         return answer.library_future(self.call_tool(name, args, caller or Embedder(lambda: self.user.client, progress)))
 
     def call_tool(self, name: str, args: Any, caller: Caller) -> Future:
@@ -335,12 +316,10 @@ class Browser:
                        color_scheme: Literal["light", "dark", "no-preference"] | None = None,
                        device_scale_factor: float | None = None, is_mobile: bool | None = None,
                        has_touch: bool | None = None, throttle: dict[str, Any] | None = None) -> Session:
-        """Open a session (and, with url, a page in it); a `Session` handle on it.
+        """Open a session (and, with url, a page in it); a `Session` handle on it. A url that fails to load raises
+        nothing: its error is in `session.created["navigationError"]`.
 
-        A url that fails to load raises nothing: its error is in `session.created["navigationError"]`.
-
-        storage_state: a login saved with save_state; the rest emulate a device
-        (`device="iPhone 13"`, or each option on its own), as create_session's schema says;
+        storage_state: a login saved with save_state; the rest emulate a device, as create_session's schema says;
         throttle: {"cpuRate": 4, "network": "Slow 3G", ...}, as Session.throttle takes it."""
         result = self.call("create_session", arguments(locals()))
         return Session(self, result["sessionId"], result["expiresAt"], result)
@@ -382,9 +361,7 @@ class Browser:
 
     def export_script(self, session_id: str, storage_state_path: str | None = None) -> dict[str, Any]:
         """Write a session's page actions as a pytest test under the output directory; {path, steps, secrets, message}.
-
-        storage_state_path: the Playwright storage state file the test logs in with, where the session
-        began from a saved login (the login itself is never written out)."""
+        storage_state_path: the storage state file the test logs in with, for a session begun from a saved login."""
         return self.call("export_script", {"sessionId": session_id,
                                            **arguments({"storage_state_path": storage_state_path})})
 
@@ -407,9 +384,6 @@ class Browser:
             self.files.sweep()
         except Exception:
             log.exception("files folder not tidied")
-
-    def _refill(self) -> None:
-        self.warm_pool.refill()
 
     def _connect(self, worker: Any) -> tuple[Any, Any, Any, bool]:
         """SESSION THREAD: the opener's way to the shared browser, started on first use."""
@@ -440,7 +414,7 @@ class Browser:
     # BROWSER-SUPERVISOR THREAD
     def _browser_restarted(self, cause: str | None) -> None:
         self.user.notify("notice", {"event": "browser_restarted", "cause": cause})
-        self._refill()
+        self.warm_pool.refill()
 
 
 def _end_if_failed(started: Future, cast: screencast.Cast) -> None:

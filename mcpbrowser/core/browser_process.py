@@ -1,22 +1,13 @@
 """The shared browser's process: find an executable, run it behind a Playwright browser server, stop it.
 
-Threads: the browser-supervisor thread (core/browser_supervisor.py) runs
-`SharedBrowser.start`, `relaunch`, `ping` and `stop`; `SharedBrowser` reads the
-server's output on two threads of its own. Sessions attach to it from their
-threads (session/attach.py).
+Threads: the browser-supervisor thread (core/browser_supervisor.py) runs `SharedBrowser.start`,
+`relaunch`, `ping` and `stop`; `SharedBrowser` reads the server's output on two threads of its own.
+Sessions attach to it from their threads (session/attach.py).
 
-Why a Playwright browser server rather than attaching over CDP: every session
-thread has its own `sync_playwright()` connection. Attached over CDP, each driver
-sees every page of every session, auto-dismisses dialogs it has no listener for
-(so one session's confirm() vanished under another's driver), and may reset
-another session's emulation (microsoft/playwright#23971). Through
-`launchServer`, each connection sees only the contexts it created. The server
-(children/launch_server.js) runs on the Node.js that ships inside the playwright
-package, and works the same for chromium, firefox and webkit. It also takes
-sessions on a Unix socket, each through children/pipe_relay.py.
-
-A browser that dies leaves its launcher running: the next browser starts on the
-same Node.js (`relaunch`), without loading playwright-core again."""
+A Playwright browser server (children/launch_server.js, on the playwright package's Node.js), not CDP:
+over CDP each session's driver sees every session's pages, dismisses dialogs it has no listener for and
+may reset another's emulation (microsoft/playwright#23971); through `launchServer` a connection sees only
+its own contexts. Sessions also reach it on a Unix socket, through children/pipe_relay.py."""
 
 import contextlib
 import ctypes
@@ -49,39 +40,29 @@ RELAY = os.path.join(CHILDREN, "pipe_relay.py")
 # Where sessions reach a browser: its WebSocket endpoint, and for our own browser the
 # pipe server's socket and the relay command to start in the driver's place (else None).
 Endpoint = namedtuple("Endpoint", "ws pipe relay")
-# A 1 MB young generation for our Node.js processes: the launcher, which serves every
-# session's protocol, holds about 40 MB less with 8 sessions, and a driver (remote
-# browsers only) about 11 MB less, with no measurable slowdown (scripts/bench.py);
-# --jitless saved a little more but slows every call. Playwright offers no hook for a
-# driver's command line, so the server adds the flag to NODE_OPTIONS at start-up.
+# A 1 MB young generation for our Node.js processes: less memory, no measurable slowdown (docs/performance.md).
+# Playwright offers no hook for a driver's command line, so the server adds it to NODE_OPTIONS at start-up.
 NODE_MEMORY_FLAG = "--max-semi-space-size=1"
-# WebRTC sends UDP (STUN, media) straight from the browser, past any proxy and so past the
-# domain policy's filtering proxy: `new RTCPeerConnection({iceServers: [{urls: "stun:HOST"}]})`
-# reached a forbidden host under an allowlist. With this policy WebRTC uses UDP only through
-# a proxy, which an HTTP proxy cannot carry, so it sends none (measured: 3 datagrams without,
-# 0 with; --force-webrtc-ip-handling-policy did not stop them). TCP candidates go through the
-# context's proxy, where the policy checks them.
+# WebRTC's UDP (STUN, media) would pass by the domain policy's proxy and reach a forbidden host; with this
+# policy it uses UDP only through a proxy, which an HTTP proxy cannot carry, so it sends none
+# (--force-webrtc-ip-handling-policy did not stop it). Its TCP goes through the proxy, which checks it.
 WEBRTC_UDP_FLAG = "--webrtc-ip-handling-policy=disable_non_proxied_udp"
 # Chromium runs the tools a page registers (document.modelContext, WebMCP) only with this feature on,
 # and Playwright lists and calls them only when it sees it among the launch arguments (--webmcp).
 WEBMCP_FLAG = "--enable-features=WebMCP"
 
 
-def tune_driver_memory(environ=os.environ):
+def tune_driver_memory():
     """Append our Node.js flags to NODE_OPTIONS for drivers started from now on."""
-    current = environ.get("NODE_OPTIONS", "")
+    current = os.environ.get("NODE_OPTIONS", "")
     if NODE_MEMORY_FLAG not in current:
-        environ["NODE_OPTIONS"] = f"{current} {NODE_MEMORY_FLAG}".strip()
-
-
-def display_available():
-    """True when a headed browser could open a window."""
-    return sys.platform != "linux" or bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+        os.environ["NODE_OPTIONS"] = f"{current} {NODE_MEMORY_FLAG}".strip()
 
 
 def effective_headless(config):
     """Headed by default (a person can take over a login), but headless with a notice when there is no display."""
-    if not config.headless and not display_available():
+    display = sys.platform != "linux" or os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    if not config.headless and not display:
         log.warning("no display found (DISPLAY and WAYLAND_DISPLAY are unset): running headless",
                     extra={"event": "headless_fallback"})
         return True
@@ -201,11 +182,8 @@ class SharedBrowser:
         return self._exit_line is not None and not self._launcher_gone.is_set() and not self._stopped
 
     def relaunch(self, timeout=30.0, abort=None):
-        """Start the next browser on this launcher (can_relaunch() was True); raises BrowserError, stopped then.
-
-        Restarting a crashed browser this way skips the launcher's start: its Node.js
-        and the playwright-core it loads, 0.2 s on our idle 2-core machine and 0.3-0.8 s
-        under load, of a restart that took about 1 s in all."""
+        """Start the next browser on this launcher (can_relaunch() was True), skipping a new Node.js and
+        playwright-core; raises BrowserError, stopped then."""
         self.ws_endpoint = self.pipe_endpoint = self._exit_line = None
         self._stderr_tail.clear()  # a failure message tells of this launch, not of the last browser's death
         self._found.clear()
@@ -229,8 +207,7 @@ class SharedBrowser:
             if self._exit_line is None:  # the launcher failed: let it finish writing why, and its reader take it in
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.process.wait(2)
-                # The reader may not have read the last lines yet (on a loaded machine it had not, and the
-                # message said "no output" instead of how to install the browser): it ends at the pipe's end.
+                # Its reader may not have read the last lines yet: it ends at the pipe's end.
                 self._stderr_reader.join(2)
             self.stop()
             raise BrowserError(self._failure_message())
@@ -248,15 +225,9 @@ class SharedBrowser:
         return [*([WEBRTC_UDP_FLAG] if self.tuned else []), *([WEBMCP_FLAG] if self.webmcp else [])]
 
     def _scratch_env(self):
-        """The launcher's environment: TMPDIR inside our runtime directory, on Linux.
-
-        Playwright's server and Chromium keep their temporary files under TMPDIR: the
-        browser profile (about 1.3 MB), Chromium's singleton socket directory, downloads.
-        A browser that is SIGKILLed or crashes removes none of them; our test suite alone
-        left 80 a run in /tmp. In the runtime directory they go with it, at stop() or at
-        the sweep after a SIGKILL of our own process. Not when that path would be long:
-        a Unix socket's path must fit in 108 bytes, and Chromium's singleton socket is
-        about 45 bytes below TMPDIR."""
+        """The launcher's environment: TMPDIR inside our runtime directory, on Linux, so the profile, sockets
+        and downloads that a killed browser leaves go with that directory (at stop() or the sweep). Not when
+        the path is long: a Unix socket's path must fit in 108 bytes, Chromium's is about 45 below TMPDIR."""
         scratch = os.path.join(self.runtime_dir, "tmp")
         if not sys.platform.startswith("linux") or len(scratch) > 60:
             return None
@@ -266,10 +237,8 @@ class SharedBrowser:
     def stop(self, grace=2.0):
         """SIGTERM the server (it closes the browser), SIGKILL its group after `grace`, reap. Idempotent.
 
-        Playwright starts the browser in a process group of its own, so the
-        launcher's descendants are listed first and killed one by one as well:
-        nothing of ours outlives this, even a browser that is hung or stopped.
-        The launcher is our child, so we reap it: no zombie."""
+        Playwright starts the browser in a process group of its own, so the launcher's descendants are
+        listed first and killed one by one too: nothing of ours outlives this, even a hung browser."""
         if self._stopped or self.process is None:
             return
         self._stopped = True
@@ -351,8 +320,7 @@ class SharedBrowser:
                 self._ping_failure = f"health check failed: {line[len('ping-failed'):].strip()}"
                 self._pong.set()
             elif line.startswith("exited "):
-                # The browser died and its launcher said so at once: the supervisor acts on this line,
-                # not on the launcher's own exit (which came 40-300 ms later, after Playwright's cleanup).
+                # The supervisor acts on this line, not on the launcher's own exit (later, after Playwright's cleanup).
                 self._exit_line = line[len("exited "):]
                 self.ended.set()
                 self._found.set()  # one that died while it launched never prints its endpoint

@@ -1,10 +1,8 @@
 """The shared browser's lifecycle: launch it, watch it, restart it with backoff, stop it.
 
-Threads: the browser-supervisor thread runs `_run` (launch, watch, restart);
-`attach` runs on a session thread; the rest may be called from any thread, under
-this object's lock (`RestartBackoff` too). Remote browsers (--ws-endpoint,
---cdp-endpoint, --selenium-grid) are never launched or restarted: the fleet
-(fleet.py) places sessions on them, and sessions learn on their own when theirs goes."""
+Threads: the browser-supervisor thread runs `_run` (launch, watch, restart); `attach` runs on a session
+thread; the rest may be called from any thread, under this object's lock (`RestartBackoff` too). Remote
+browsers are never launched or restarted: the fleet (fleet.py) places sessions on them."""
 
 import contextlib
 import threading
@@ -23,12 +21,10 @@ from mcpbrowser.session.attach import attach
 CRASH_NOTICE_S = 2.0        # how long a failure waits to learn whether the browser died under it
 BROWSER_STOP_GRACE_S = 2.0  # at shutdown the browser is sent SIGTERM, and SIGKILL this long after
 PING_TIMEOUT_S = 10.0       # a browser that cannot open a context in this long is hung
-# The wait before a restart (RestartBackoff): each crash counts 1, and what the crashes before
-# it count halves with every BACKOFF_HALF_LIFE_S the browser ran since; the wait is
-# BACKOFF_BASE_S * (2 ** (count - 1) - 1), at most BACKOFF_MAX_S. So the first crash, or one
-# after a run of seconds, restarts at once; a browser that keeps dying within a second of its
-# start waits 0.25, 0.75, 1.75 s, then 4 s (until --max-restarts stops it). Measured: a restart
-# takes ~1 s, of which the old fixed 1, 2 then 4 s wait was most (scripts/chaos.py).
+# The wait before a restart (RestartBackoff): each crash counts 1, and what the crashes before it count
+# halves with every BACKOFF_HALF_LIFE_S the browser ran since; the wait is BACKOFF_BASE_S * (2 ** (count - 1) - 1),
+# at most BACKOFF_MAX_S. So the first crash, or one after a run of seconds, restarts at once; a browser that
+# keeps dying within a second of its start waits 0.25, 0.75, 1.75 s, then 4 s.
 BACKOFF_BASE_S = 0.25
 BACKOFF_HALF_LIFE_S = 1.0
 BACKOFF_MAX_S = 4.0
@@ -37,9 +33,8 @@ BACKOFF_MAX_S = 4.0
 class RestartBackoff:
     """When to restart a crashed browser: at once, unless it keeps dying soon after it starts.
 
-    Past max_restarts within window seconds the budget is spent, and the wait is
-    until the oldest restart leaves the window. Not thread-safe: the supervisor
-    calls it under its lock; clock is time.monotonic, or a test's."""
+    Past max_restarts within window seconds the budget is spent, and the wait is until the oldest
+    restart leaves the window. Not thread-safe: the supervisor calls it under its lock."""
 
     def __init__(self, max_restarts: int, window: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.max_restarts, self.window, self._clock = max_restarts, window, clock
@@ -69,10 +64,9 @@ class BrowserCrashed(Exception):
 class BrowserSupervisor:
     """Owns the shared browser's current life: its endpoint, its generation number, its restarts.
 
-    on_lost(cause, generation) runs when life `generation` ended (the supervisor
-    thread); on_restart(cause) when a new life began after a crash. `bind` sets them
-    later, for a supervisor started before the core that owns it (the CLI starts the
-    browser first thing, so that it launches while the rest of the server is built)."""
+    on_lost(cause, generation) runs when life `generation` ended (the supervisor thread); on_restart(cause)
+    when a new life began after a crash. `bind` sets them later, for a supervisor the CLI started first
+    thing, so that the browser launches while the rest of the server is built."""
 
     def __init__(self, config: Config, on_lost: Callable[[str, int], None] = lambda cause, generation: None,
                  on_restart: Callable[[str | None], None] = lambda cause: None,
@@ -160,9 +154,7 @@ class BrowserSupervisor:
                 details={"retryAfterMs": retry, "cause": self.crash_cause})
 
     def crash_noticed(self, generation: int, within_s: float = CRASH_NOTICE_S) -> bool:
-        """True once browser life `generation` is over, waiting up to within_s for this supervisor to see it.
-
-        A crash is noticed within milliseconds, when the launcher says its browser exited."""
+        """True once browser life `generation` is over, waiting up to within_s for this supervisor to see it."""
         deadline = time.monotonic() + within_s
         while True:
             if self.generation != generation:
@@ -179,9 +171,7 @@ class BrowserSupervisor:
     # -- SESSION THREAD ------------------------------------------------------------
 
     def attach(self, worker: Any) -> tuple[Any, Any, Any, bool]:
-        """Start Playwright on the current browser; if it died just now, on the restarted one.
-
-        With remote endpoints, on the one the fleet chooses."""
+        """Start Playwright on the current browser (if it died just now, the restarted one; remote: the fleet's)."""
         if self.fleet is not None:
             self._endpoint.result()  # started (and not stopped meanwhile)
             return self.fleet.attach(worker, lambda spec: attach(self.config, spec, self._headless))
@@ -202,11 +192,8 @@ class BrowserSupervisor:
                     raise  # the browser is fine: this is our error
 
     def _attach_early(self, worker: Any, life: Future, kept: Endpoint) -> tuple[Any, Any, Any, bool] | None:
-        """Start Playwright through the restarting launcher's socket, while its next browser starts.
-
-        The launcher holds the connection until that browser is up, so the relay's and
-        Playwright's start (0.1-0.4 s) overlap the browser's. None when that launcher
-        went meanwhile (its next browser did not start): the caller waits for the next life."""
+        """Start Playwright through the restarting launcher's socket, which holds the connection until its next
+        browser is up, so the two starts overlap. None when that launcher went meanwhile: wait for the next life."""
         try:
             attached = attach(self.config, kept)
         except Exception:
@@ -240,9 +227,7 @@ class BrowserSupervisor:
             with contextlib.suppress(InvalidStateError):
                 self._endpoint.set_exception(exc)
             return
-        # Each crash is followed by a restart, at once or after a back-off (RestartBackoff); past
-        # --max-restarts in --restart-window the server is degraded until the oldest restart
-        # leaves the window. tenacity runs the loop; _restart_wait decides.
+        # tenacity runs the restart loop; _restart_wait decides each wait (RestartBackoff's, degraded when spent).
         from tenacity import Retrying, retry_if_exception_type  # after the launch, which does not wait for it
 
         retrying = Retrying(retry=retry_if_exception_type((BrowserCrashed, BrowserError)),
@@ -267,10 +252,7 @@ class BrowserSupervisor:
             self._kept = endpoint
 
     def _launch(self, executable: str) -> SharedBrowser:
-        """Start a browser and make it the current life; raises BrowserError.
-
-        After a crash the launcher that ran the dead browser starts the next one, when it
-        still runs (see SharedBrowser.relaunch); else a new launcher does."""
+        """Start a browser (on the dead one's launcher if it still runs) as the current life; raises BrowserError."""
         previous, self._shared, self._serving, self._ran_s = self._shared, None, False, 0.0
         if previous is not None and previous.can_relaunch():
             shared = previous

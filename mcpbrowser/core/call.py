@@ -1,10 +1,8 @@
 """One tool call as plain data (`Call`), and who made it (`Caller`): what a call may ask of its client.
 
-ANY THREAD: a `Call` is made on the thread that submits it and filled in by the
-thread that runs it (a session thread or the core pool); only plain data rides on it.
-A `Caller` is implemented by the MCP layer for each request (`transports/mcp_caller.py`'s
-`McpCaller`), by the library (`Embedder`, below) and by the live view (`browser.Person`);
-a `ServerClient` by the transport that serves the core (`McpConnection`, `http._Everyone`)."""
+ANY THREAD: a `Call` is made on the thread that submits it and filled in by the thread that runs it. A
+`Caller` is the MCP layer's `McpCaller`, the library's `Embedder` or the live view's `browser.Person`; a
+`ServerClient` the transport's (`McpConnection`, `http._Everyone`)."""
 
 import threading
 import uuid
@@ -54,8 +52,7 @@ class Caller(Protocol):
 
 
 class ServerClient(Protocol):
-    """The server's own client, for what no call asks (a session opening, a cooldown's end): stdio's
-    one connection (`McpConnection`), or HTTP's every client (`http._Everyone`). Any thread."""
+    """The server's own client, for what no call asks (a session opening, a cooldown's end). Any thread."""
 
     @property
     def name(self) -> str | None:
@@ -76,11 +73,9 @@ class ServerClient(Protocol):
 
 
 class Embedder:
-    """The caller of a library call (core/call.py's `Caller`): it lists no tools and sees every session.
-
-    No MCP client of its own: when a transport serves the same core, that server's client is
-    asked and told for it (`server_client()`, any thread); else nobody is. progress(done, total,
-    message), if given, hears how a long call is going, on the session thread."""
+    """The caller of a library call: it lists no tools and sees every session. A transport serving the same
+    core lends its client (`server_client()`) to be asked and told; progress(done, total, message) hears how
+    a long call is going, on the session thread."""
 
     owner: str | None = None
     modern = False
@@ -132,8 +127,7 @@ class Call:
         self.expires_at: int | None = None  # the session's expiry after this call renewed it (epoch ms)
         self.ran = False        # set on the session thread when the call starts there
         self.secret = secret    # its text is (or may be) a secret: stored withheld (decided by OnSession.run)
-        # Its session's one secret book (its client's: sessions.SessionRegistry.book), chosen as the call is made:
-        # its answer, error and rows are scrubbed of what it holds then.
+        # Its session's one secret book (SessionRegistry.book): its answer, error and rows are scrubbed of it.
         self.secrets: Any = ()
         self.snapshot_reused = False  # a snapshot answered from the page's last one (see page_watch)
         # (selector, value): one plain field filled, so the capture may be the last page with that line changed

@@ -1,10 +1,7 @@
 """Reading the history: stored page snapshots with diff cursors, and console entries per call.
 
-Handlers run on the core pool and read the store; they never touch a page.
-Diff cursors are per session: reading a call's snapshot
-returns what changed since the snapshot this session's reader last read,
-compared by hash, so re-reading the same page costs nothing. Cursors live in
-the database, so they survive restarts. Console entries are never diffed."""
+Handlers run on the core pool and read the store; they never touch a page. Diff cursors are per session,
+in the database: a call's snapshot reads as what changed since the one this session's reader last read."""
 
 import difflib
 import hashlib
@@ -17,20 +14,15 @@ from mcpbrowser.session.snapshots import HUGE_ELEMENTS
 from mcpbrowser.snapshot_text import REF
 from mcpbrowser.tools.base import CoreTool
 
-# No description: its name is the answers' refId, and initialize's instructions say where it comes from
-# ("Answers carry a refId: get_content with it as ref_id"); "From an earlier answer." cost 42 a turn.
+# No description: initialize's instructions say where a refId comes from, and a model reads this every turn.
 REF_ID = {"type": "string", "minLength": 1}
 SEARCH_CONTEXT = 2  # lines kept around each match
 ELEMENT_REF = re.compile(r"(f\d+)?e\d+")  # a snapshot's ref, near in name to a call's refId
 
 
 def _stored(core, ref_id, call):
-    """What the history holds of a call (History.stored_call); a client sees only its own calls.
-
-    Whose a call is: the client that made it, as its row says; for the server's own calls and rows
-    written before calls named their client, its session's owner. A call without a session (create_session's
-    own, list_sessions, get_content) has no session to ask: before its row named its client, its refId read
-    back as never handed out. Another client's refId answers word for word as one never handed out."""
+    """What the history holds of a call (History.stored_call); a client sees only its own calls: the call's row
+    names its client, else its session's owner counts. Another client's refId answers as one never handed out."""
     core.recorder.wait_recorded(ref_id)
     stored = core.history.stored_call(ref_id)
     if stored is not None and call.owner is not None:
@@ -87,8 +79,7 @@ def _search(lines, term):
 
 
 def _diff(old, new):
-    """Changed lines only. Refs are renumbered on every new document, so lines are
-    compared without their [ref=…] markers; added lines keep theirs, to act on."""
+    """Changed lines, compared without their [ref=…] markers (renumbered per document); added lines keep theirs."""
     matcher = difflib.SequenceMatcher(None, [REF.sub("", line) for line in old],
                                       [REF.sub("", line) for line in new], autojunk=False)
     out = []
@@ -126,9 +117,7 @@ def get_content(core, args, call):
         mode, content = "diff", ""  # nothing changed: an empty diff, not an error
     else:
         mode, content = "diff", _diff((baseline[1] or b"").decode().splitlines(), lines)
-        # Never worse than the full text: after moving to another page the
-        # diff repeats most of both pages. Half the size is where a diff stops paying:
-        # it is harder to read than the page itself.
+        # Past half the page's size a diff (after moving to another page) is harder to read than the page.
         if len(content) * 2 > len(text):
             mode, content = "full", text
     core.history.mark_read(ref_id, len(lines), digest)

@@ -1,9 +1,8 @@
 """One tool call from request to answer: validate, check the guards, route, record.
 
-`Dispatcher.dispatch` runs on the caller's thread (any thread). A session tool then
-runs on its session's thread (core/on_session.py: the whole life of a call there), a core
-tool on the core pool (`_run_on_pool`); outcomes are counted and logged by Future
-callbacks on whichever thread finishes the call."""
+`Dispatcher.dispatch` runs on the caller's thread (any thread). A session tool then runs on its session's
+thread (core/on_session.py), a core tool on the core pool; outcomes are counted and logged by Future callbacks
+on whichever thread finishes the call."""
 
 import difflib
 import time
@@ -47,32 +46,25 @@ class Dispatcher:
     def dispatch(self, name: str, args: Any, caller: Caller) -> Future:
         """Validate, record and dispatch one tool call; returns a Future of its Outcome (core/answer.py).
 
-        Every failure of a call, validation included, is its Outcome's error; a name that is no
-        tool's (an unknown tool, a person's own to anyone else) is no call and raises UnknownTool. The request
-        row is queued before the call runs, the response row after. caller: who calls
-        (its `name` for rate limits, its `owner` for which sessions it may touch, how to
-        ask its user and tell it how a long call goes: see core/call.py)."""
+        Every failure of a call, validation included, is its Outcome's error; a name that is no tool's (a
+        person's own, to anyone else) is no call and raises UnknownTool, recorded nowhere (over MCP: -32602)."""
         started = time.monotonic()
         args = {} if args is None else args
         tool = self.tools.get(name)
         if tool is None or (tool.person_only and not caller.person):  # no call at all: nothing recorded or counted
             known = [known for known, declared in self.tools.items() if not declared.person_only]
-            # A typo (clik): the name it meant saves a read of the tool list. Typos only: at 0.8 and
-            # below, names of another meaning come close enough (new_session: close_session;
-            # execute_script: export_script), and a wrong guess costs more than none.
+            # Typos only (clik): at 0.8 names of another meaning come close (new_session: close_session).
             meant = difflib.get_close_matches(str(name), known, n=1, cutoff=0.85)
-            # No call at all, so no Future of one: refused here, once, before anything is recorded; the
-            # library gets the exception, the MCP layer answers it as -32602 (transports/tool_methods.py).
             raise errors.UnknownTool(f"Unknown tool: {name}" + (f"; did you mean {meant[0]}?" if meant else ""),
                                      details={"known": known})
         if tool.needs_session and isinstance(args, dict) and "sessionId" not in args:
-            args = self._implied_session(args, caller)
+            # It acts on its client's one open session; with none or several open, it is refused (_no_session).
+            open_ids = self._registry.open_ids(caller.owner)
+            args = {**args, "sessionId": open_ids[0]} if len(open_ids) == 1 else args
         session_id = args.get("sessionId") if isinstance(args, dict) else None
-        # Whether its text is a secret is known only once the target field was looked at, on the
-        # session thread (OnSession.run decides it): the row is written then, so a password typed
-        # without `secret` never reaches the database (or its WAL) in clear. Until then the text
-        # counts as secret: a call that fails before (no such element, a detached one, a dialog in
-        # the way, a refused call) is stored with its text withheld.
+        # Whether its text is a secret is known only once the session thread looked at the target field: its
+        # request row is written then, so a password typed without `secret` never reaches the database in
+        # clear. A call that fails before is stored with its text withheld.
         call = Call(name, session_id, caller, secret=tool.may_carry_secret)
         call.claim = self._recorder.claim
         call.secrets = self._registry.book(caller.owner, session_id)
@@ -108,13 +100,6 @@ class Dispatcher:
         fut.add_done_callback(lambda f: self._finished(f, call, started))
         return fut
 
-    def _implied_session(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        """A session tool's call that names no session acts on its client's one open session (an agent with one
-        session need not repeat its id, and tools/list need not ask for it); with none or several open, the schema
-        refuses it, its message saying which (see _no_session)."""
-        open_ids = self._registry.open_ids(caller.owner)
-        return {**args, "sessionId": open_ids[0]} if len(open_ids) == 1 else args
-
     def _no_session(self, caller: Caller) -> errors.InvalidParameters:
         open_ids = self._registry.open_ids(caller.owner)
         if not open_ids:
@@ -125,10 +110,8 @@ class Dispatcher:
                                         "name one.", details={"open": len(open_ids)})
 
     def budget_s(self, args: dict[str, Any]) -> float | None:
-        """Seconds a session command may run before the watchdog calls it stuck, or None (off).
-
-        Its own timeout (the `timeout` argument, else the longer default), plus
-        --watchdog-grace, plus the time a person has to answer a domain question."""
+        """Seconds a session command may run before the watchdog calls it stuck, or None (off): its own timeout
+        (else the longer default), plus --watchdog-grace, plus the time a person has to answer a domain question."""
         grace = self.config.watchdog_grace
         if not grace:
             return None
@@ -140,13 +123,8 @@ class Dispatcher:
     def _check_guards(self, tool: Any, session_id: str | None, caller: Caller) -> None:
         """Cooldown first (no browser action while it runs), then the breaker and the rate limit."""
         name, cooldown, owner = tool.name, self._user.cooldown, caller.owner
-        # During a cooldown, reading goes on: a tool declared read_only (snapshot, screenshot,
-        # the logs, get_content, list_sessions, wait_for) attempts nothing against the wall, and
-        # an agent that can look at the page can tell its person what it shows. So do the tools
-        # declared during_cooldown: wait_for_user, the handover the cooldown asks for (seeing
-        # the person done ends it), and close_session. Everything that acts or opens
-        # (create_session) waits.
-        # Whether the logins group is on matters only to a refusal's text: asked only then.
+        # During a cooldown, reading goes on (read_only tools attempt nothing against the wall), and so do the
+        # tools declared during_cooldown (wait_for_user, the handover it asks for; close_session); all else waits.
         waiting = None
         if not (tool.read_only or tool.during_cooldown) and cooldown.remaining_s(session_id, owner):
             waiting = cooldown.refusal(session_id, owner, not self._groups.off_note("wait_for_user", caller))
@@ -174,8 +152,7 @@ class Dispatcher:
 
     # THE THREAD THAT FINISHED THE CALL
     def _finished(self, fut: Future, call: Call, started: float) -> None:
-        """Log the call (a bug of ours with its traceback), feed the circuit breaker, and record any call
-        its session thread did not."""
+        """Log the call (a bug of ours with its traceback), feed the breaker, record a call its session did not."""
         ended = answer.outcome_of(fut)
         error = ended.error
         outcome = "cancelled" if ended.cancelled else "ok" if error is None else error.code
@@ -183,8 +160,7 @@ class Dispatcher:
             if error is None:
                 self.breaker.succeeded(call.tool)
             elif isinstance(error, errors.InternalError):
-                # Our own bug, not the browser's: logged whole, and not counted (the breaker pauses a
-                # tool the browser keeps failing; a bug would pause it for every session, for nothing).
+                # Our own bug, not the browser's: logged whole, and not counted by the breaker.
                 log.error("a tool failed on a bug of ours", exc_info=error.bug,
                           extra={"event": "internal_error", "tool": call.tool, "session": call.session_id,
                                  "owner": call.owner})
@@ -196,8 +172,7 @@ class Dispatcher:
                                      "owner": call.owner,
                                      "duration_ms": round((time.monotonic() - started) * 1000, 2),
                                      "outcome": outcome, **({"snapshot_reused": True} if call.snapshot_reused else {})})
-        # A call that ran on its session thread is recorded there, after its capture;
-        # any other (refused, cancelled while queued, failed at close) is recorded here.
+        # A call that ran on its session thread is recorded there, after its capture; any other here.
         if not call.ran:
             call.flush_request()
             self._recorder.response(call, ended)

@@ -10,13 +10,10 @@ import threading
 import time
 from collections.abc import Callable
 
-# The artifacts folders themselves are looked for once a second (a glob of the temporary
-# folder costs about 1 ms; listing the folder found, about 20 us): a browser makes its folder
-# as it starts, long before a page can download anything.
+# The folders are globbed once a second (a browser makes its folder as it starts, long before a download);
+# listing the ones found is cheap enough to do every LOOK_S on an idle server. Once a session hears of its
+# download, it looks itself (session/downloads.py WATCH_S).
 FOLDERS_EVERY_S = 1.0
-# 50 ms: what an idle server spends on this thread, measured over 20 s with one session open:
-# 0.16 s of CPU looking every 20 ms, 0.08 s every 50 ms (0.02 s without the thread). Once a
-# session hears of its download, it looks every 20 ms itself (session/downloads.py WATCH_S).
 LOOK_S = 0.05
 
 
@@ -32,9 +29,8 @@ class DownloadWatch:
 
     # DOWNLOAD WATCH THREAD
     def _watch(self) -> None:
-        # Why a thread looks at the disk: an idle session's thread reads nothing from the browser,
-        # so it would hear of a download that a page's timer starts only at its next call, after
-        # the browser fetched the whole file (or never, for an endless stream).
+        # An idle session's thread reads nothing from the browser: it would hear of a download only at its next
+        # call, after the whole file (or never, for an endless stream).
         seen: set[str] = set()
         folders: list[str] = []
         looked = float("-inf")

@@ -1,8 +1,7 @@
 """export_script: a session's history written out as a pytest module; the handler runs on the core pool.
 
-It reads the history only (core/script_export.py writes the source), so a session that is closed,
-expired, or was opened by a server since restarted exports as well as an open one. The CLI's
-`mcpbrowser export` calls `export_session` on its main thread, with no browser at all."""
+It reads the history only, so a closed session exports as well as an open one; the CLI's `mcpbrowser export`
+calls `export_session` on its main thread, with no browser at all."""
 
 import os
 import re
@@ -17,10 +16,8 @@ from mcpbrowser.tools.base import CoreTool, session_schema
 def export_session(config, history, session_id, owner=None, storage_state_path=None, wait_recorded=None, skip=None):
     """{path, steps, secrets, warnings, message}: the session's test, saved under config.files_dir().
 
-    owner: the caller's client (None: the server's own, or the library), who sees only its sessions.
-    wait_recorded(ref_id): waits for a call still being recorded (the core's; the CLI has none).
-    skip: the refId of the export call itself, which is in the session's history too."""
-    # A session a server opened has its row; failed calls with a made-up id have none.
+    owner: the caller's client, who sees only its sessions (None: all). wait_recorded(ref_id): waits for a call
+    still being recorded (the core's; the CLI has none). skip: the refId of the export call itself."""
     metadata = history.session_metadata(session_id)
     if not metadata or (owner is not None and metadata.get("owner") != owner):
         raise SessionNotFound("No session with this id is in the history.", session_id=session_id)
@@ -39,7 +36,6 @@ def export_session(config, history, session_id, owner=None, storage_state_path=N
             source, script = script_export.build(calls, session_id, metadata, config.upload_dir, storage_state_path,
                                                  filename=os.path.basename(path))
             try:
-                # Its owner's only (0600), as every file the server writes: it shows what the session did.
                 with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as f:
                     f.write(source)
                 break

@@ -1,11 +1,9 @@
 """The core's typed face: what the transports (transports/) and the live view (view/) may use of it. Any thread.
 
-Verbs, in the style of @playwright/mcp's `ServerBackend` (initialize, callTool, dispose): submit a call,
-list tools, sessions, a session's timeline, take over, hand back, watch the screen, announce an address.
-`core/browser.Browser` implements it (mypy checks that it does: `tox -e type`); a transport or the view is
-handed a `CoreFace`, never the `Browser`, and nothing of the core's parts is handed out: no registry, no
-history, no store (tests/test_face_rules.py holds both). Only plain data, Futures, the declared tools, the
-log resources and a session's live picture come back."""
+Verbs (submit a call, list tools, sessions, a timeline, take over, hand back, watch, announce), implemented by
+`core/browser.Browser` (mypy checks it). A transport or the view is handed a `CoreFace`, never the `Browser` nor
+any of the core's parts (tests/test_face_rules.py): only plain data, Futures, the declared tools, the log
+resources and a session's live picture come back."""
 
 from collections.abc import Mapping
 from concurrent.futures import Future

@@ -1,12 +1,9 @@
 """The files the server writes under its files folder: retention by age and a size quota, and leftovers.
 
-Runs on the core pool: `sweep_soon` (any thread) queues one sweep there after a call whose answer
-named a file, and at start-up; the sweep lists the folder, removes what is too old
-(--retention-days) and then the oldest files until the server's files are within --files-max-mb,
-and marks their history rows (History.files_removed). A file that an open session's latest
-answer named is never removed (`remember`, any thread): the agent may be about to read it.
-At start-up it also removes the `.part` files that a server killed while writing left behind
-(their names carry the writer's pid), and warns when the folder holds files that are not the server's."""
+Runs on the core pool: `sweep_soon` (any thread) queues one sweep after a call whose answer named a file,
+and at start-up; it removes what is past --retention-days, then the oldest past --files-max-mb, and marks
+their history rows. A file an open session's latest answer named is never removed (`remember`, any thread).
+At start-up it also removes the `.part` files of a killed writer, and warns of files not the server's."""
 
 import os
 import re
@@ -21,12 +18,10 @@ from mcpbrowser.core.history import History, files_named
 from mcpbrowser.logs import log
 from mcpbrowser.process_tree import alive
 
-# Tools whose answer lists every file of the session (the downloads tool): no sign of which the
-# agent is about to read, so they protect none.
+# Tools whose answer lists every file of the session: no sign of which the agent will read, so they protect none.
 LISTINGS = frozenset({"downloads"})
-# A file being written (capture.write_file, downloads.partial), renamed when whole: a name the
-# server chose (capture.file_path, Downloads.on_download: stamp, session, counter), then the
-# writer's pid. A `.part` of any other name is not the server's (a browser's or a backup's).
+# A file being written (capture.write_file, downloads.partial), renamed when whole: a name the server chose
+# (stamp, session, counter), then the writer's pid. A `.part` of any other name is not the server's.
 LEFTOVER = re.compile(r"\d{8}-\d{6}-[0-9a-f]{8}-\d+[.-][A-Za-z0-9._-]+\.(\d+)\.part")
 
 
@@ -84,7 +79,10 @@ class FileKeeper:
             self._latest = {sid: paths for sid, paths in self._latest.items() if sid in open_ids}
             kept = {path for paths in self._latest.values() for path in paths}
         now = time.time() if now is None else now
-        files = sorted(self._own_files(), key=lambda f: f[1])  # (path, mtime, size), oldest first
+        # The server's own files are those the history's rows say its answers named: a user's file is never
+        # counted or removed, nor one whose row was not written (better over the quota than a wrong delete).
+        own = self._history.saved_files(self.folder)
+        files = sorted((f for f in self._files() if f[0] in own), key=lambda f: f[1])  # (path, mtime, size), oldest
         old = [path for path, mtime, _ in files if self.max_age_s and now - mtime > self.max_age_s and path not in kept]
         quota = []
         total = sum(size for path, _mtime, size in files if path not in old)
@@ -121,19 +119,6 @@ class FileKeeper:
                 "event": "foreign_files", "count": len(foreign), "folder": self.folder,
                 "note": "they are never removed, and do not count against --files-max-mb"})
         return len(foreign)
-
-    def _own_files(self) -> list[tuple[str, float, int]]:
-        """The folder's files that the server saved, as the history records them.
-
-        The history's rows of the files its answers named are how the server knows its own:
-        a user's file in --output-dir is never counted, aged or removed, whatever its name or
-        age. The record outlives the process, so a previous run's files (same --db) are kept
-        within the limits too; a run with --db :memory: leaves files no later run owns. Two
-        servers on one history share one quota over their files; on two histories, each keeps
-        its own files within its own limits and leaves the other's alone. A file whose row was
-        not written (a failing disk) is not counted either: better over the quota than a wrong delete."""
-        own = self._history.saved_files(self.folder)
-        return [f for f in self._files() if f[0] in own]
 
     def _files(self) -> list[tuple[str, float, int]]:
         try:

@@ -1,14 +1,9 @@
 """Remote browser endpoints as a fleet: where a new session goes, and which endpoints are up.
 
-Threads: `attach` runs on a session thread (it places the session, then attaches);
-`suspect`, `health` and `stop` on any thread, under this object's lock; each
-endpoint has a watcher thread (`fleet-N`) that probes it: every --browser-ping
-seconds while it is up, and with backoff (tenacity) while it is down, until it answers.
-
-The fleet places sessions and nothing more. A Selenium Grid queues and picks its
-own nodes, so a Grid counts as one endpoint here, with its own capacity. A session
-stays on its endpoint for life; when that endpoint goes, its sessions learn it on
-their next call (SESSION_LOST) and a resume places them again among the live ones."""
+Threads: `attach` runs on a session thread; `suspect`, `health` and `stop` on any thread, under this object's
+lock; each endpoint has a watcher thread (`fleet-N`) that probes it every --browser-ping seconds while it is
+up, with backoff while it is down. The fleet places sessions and nothing more (a Selenium Grid, which picks its
+own nodes, is one endpoint); a session whose endpoint went learns it on its next call (SESSION_LOST)."""
 
 import base64
 import http.client
@@ -94,8 +89,7 @@ class Fleet:
             except BrowserUnavailable:
                 if not failures:
                     raise
-                # Playwright's message quotes the URL whole (a token in its query, a password
-                # before the host): only its scrubbed first line goes out.
+                # Playwright's message quotes the URL whole: only its scrubbed first line goes out.
                 raise BrowserError("Could not attach to a browser endpoint: " + "; ".join(failures)) from None
             try:
                 attached = connect(member.spec)
@@ -185,11 +179,8 @@ class _Slot:
 
 
 def probe(spec: RemoteEndpoint) -> str | None:
-    """None when the endpoint answers HTTP as its kind should; else why not, in a line.
-
-    A browser server answers any HTTP request; a CDP browser serves /json/version; a
-    Grid's /status says whether it is ready. Cheap (no browser or driver is started),
-    so it can run every few seconds."""
+    """None when the endpoint answers HTTP as its kind should (its backend's probe path), else why not, in a
+    line. Cheap (no browser or driver is started), so it can run every few seconds."""
     parts = urlsplit(spec.url)
     secure = parts.scheme in ("https", "wss")
     path = spec.backend.probe_path(parts.path)

@@ -1,11 +1,8 @@
 """The history of every call, as rows: the one place that writes and reads its tables. Any thread.
 
-Writes are queued to the store's writer thread (`Store.write`); reads wait
-until what was queued before them is committed (`Store.query`). The schema and
-its migrations are the store's backends' (core/store_sqlite.py, core/store_postgres.py), and so
-are the few row statements whose SQL differs by database (`self.sql.CLOSE_SESSION`, ...): every
-statement written here is one that SQLite and PostgreSQL both run as written, its upserts as
-`INSERT ... ON CONFLICT`; the core records (core/recorder.py, core/sessions.py), core/content_tools.py reads."""
+Writes are queued to the store's writer thread (`Store.write`); reads wait for what was queued before them.
+Every statement here runs as written on SQLite and PostgreSQL; the schema and the few statements that differ
+by database are the backends' (`self.sql.CLOSE_SESSION`, ...)."""
 
 import json
 import os
@@ -17,13 +14,11 @@ from mcpbrowser.page_strings import utf8
 from mcpbrowser.schema import compact_json
 from mcpbrowser.timers import now_ms
 
-# A response's page: in the snapshots table (by hash, compressed), or inline in rows
-# written before snapshots were stored once.
+# A response's page: in the snapshots table (by hash, compressed), or inline in rows of earlier versions.
 PAGE = "s.page_snapshot, p.data, b.data"
 STORED = "LEFT JOIN snapshots p ON p.hash = s.snapshot_hash LEFT JOIN snapshots b ON b.hash = p.base"
 UNRECORDED = "not recorded whole: "  # a response row's error_message, then why (response_unrecorded)
-# A call's response row, replacing one written before whole (a page snapshot inline, of rows
-# written before snapshots were stored once, goes too).
+# A call's response row, replacing one written before whole (an inline page of an earlier version goes too).
 RESPONSE = ("INSERT INTO responses (ref_id, status, result, console_logs, error_message, timestamp, snapshot_hash) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (ref_id) DO UPDATE SET status = excluded.status, "
             "result = excluded.result, page_snapshot = NULL, console_logs = excluded.console_logs, "
@@ -76,11 +71,8 @@ class History:
                 "alive": bool(instance) and self.store.alive(instance), "closeReason": metadata.get("closeReason")}
 
     def claim_session(self, session_id, holder):
-        """Take a session for this server if its row is still as `holder` read it; whether it was taken.
-
-        One conditional UPDATE, so that of two servers (or two calls) resuming it at once exactly one
-        wins: the other finds the row changed. The row names this server as the holder from then on;
-        `session_opened` writes the rest once the context is open, `release_claim` if it fails to."""
+        """Take a session for this server if its row is still as `holder` read it (one conditional UPDATE: of two
+        resuming it at once, one wins); whether it was taken. `release_claim` if the session fails to open."""
         return self.store.swap(self.sql.CLAIM_SESSION, (self.store.instance, now_ms(), self.store.server, session_id,
                                                         holder["state"], holder["instance"])) == 1
 
@@ -120,10 +112,8 @@ class History:
             self.store.write(self.sql.KEEP_THROTTLE, (json.dumps(throttle), session_id))
 
     def save_state(self, session_id, storage_state, url):
-        """Keep what resume_session needs, sealed: the storage state holds cookies, the URL may hold a secret.
-
-        The URL is sealed as it is (resume goes back to it): scrubbed, it would lead nowhere.
-        Rows of earlier versions hold it as text."""
+        """Keep what resume_session needs, sealed: the storage state holds cookies, the URL (kept unscrubbed, to
+        go back to) may hold a secret. Rows of earlier versions hold the URL as text."""
         self.store.write("INSERT INTO session_state (session_id, storage_state, url, updated_at) VALUES (?, ?, ?, ?) "
                          "ON CONFLICT (session_id) DO UPDATE SET storage_state = excluded.storage_state, "
                          "url = excluded.url, updated_at = excluded.updated_at",
@@ -134,9 +124,8 @@ class History:
         return bool(self.store.query("SELECT 1 FROM session_state WHERE session_id = ?", (session_id,)))
 
     def saved_state(self, session_id):
-        """(storage state, url) last saved for resume, or None (nothing saved, or another key file).
-
-        A state sealed by an earlier version, or with a key rotated out of first place, is sealed again."""
+        """(storage state, url) last saved for resume, or None (nothing saved, or another key file); a state
+        sealed by an earlier version, or with a key rotated out of first place, is sealed again."""
         rows = self.store.query("SELECT storage_state, url FROM session_state WHERE session_id = ?", (session_id,))
         if not rows:
             return None
@@ -202,10 +191,8 @@ class History:
     # -- calls ------------------------------------------------------------------
 
     def request(self, ref_id, session_id, tool, params, owner=None):
-        """The request row, written before the call runs: its `params` as core/answer.py's history_request keeps them.
-
-        owner: the client that makes the call (HTTP's), whose alone its refId is; None for the server's own
-        (stdio, the library). Written first: a request row another server reads always has it."""
+        """The request row, written before the call runs (`params` as answer.history_request keeps them); owner:
+        the client whose alone its refId is (HTTP's), None for the server's own, written first."""
         at = now_ms()
         if owner is not None:
             self.store.write("INSERT INTO call_owners (ref_id, owner) VALUES (?, ?)", (ref_id, owner), ref=ref_id)
@@ -245,7 +232,7 @@ class History:
                                 f"ON s.ref_id = r.ref_id {STORED} WHERE r.ref_id = ?", (ref_id,))
         return (rows[0][0], _page(*rows[0][1:])) if rows else None
 
-    def pages_before(self, tool, ref_id, limit=50):
+    def pages_before(self, tool, ref_id, limit):
         """[(ref_id, session_id, page bytes)] of a tool's successful calls made before call `ref_id`, with the
         page each stored, newest first (compare_performance's earlier measurements)."""
         rows = self.store.query(
@@ -256,14 +243,9 @@ class History:
         return [(ref, session_id, _page(*page)) for ref, session_id, *page in rows]
 
     def stored_call(self, ref_id):
-        """What the history holds of a call, or None when no call has that refId:
-        {sessionId, owner, tool, status, errorCode, unrecorded, page}.
-
-        owner: the client that made it, as recorded; None for the server's own calls and for rows
-        written before calls named their client (whose session's owner is theirs). status: ok, error,
-        cancelled, or None while no answer is recorded; errorCode: a failed call's, when it had one;
-        unrecorded: why its answer was not recorded whole, or None; page: the snapshot it stored, as
-        bytes, or None."""
+        """{sessionId, owner, tool, status, errorCode, unrecorded, page} of a call, or None when no call has that
+        refId. owner None: the server's own call, or an older row; status None: no answer recorded yet;
+        unrecorded: why its answer was not recorded whole; page: the snapshot's bytes."""
         rows = self.store.query(f"SELECT r.session_id, o.owner, r.tool_name, s.status, s.error_message, {PAGE} "
                                 "FROM requests r LEFT JOIN call_owners o ON o.ref_id = r.ref_id "
                                 f"LEFT JOIN responses s ON s.ref_id = r.ref_id {STORED} WHERE r.ref_id = ?", (ref_id,))
@@ -275,10 +257,8 @@ class History:
                 "page": _page(*page)}
 
     def session_calls(self, session_id):
-        """[(ref_id, tool, params, status, result, page)] of a session's calls, oldest first (export_script).
-
-        params and result are decoded JSON (result None unless the call succeeded); page is the
-        snapshot the call stored, as bytes, or None. Rows are as recorded: secrets scrubbed."""
+        """[(ref_id, tool, params, status, result, page)] of a session's calls, oldest first, as recorded (secrets
+        scrubbed): params and result decoded (result None unless the call succeeded), page as bytes or None."""
         rows = self.store.query(f"SELECT r.ref_id, r.tool_name, r.params, s.status, s.result, {PAGE} FROM requests r "
                                 f"LEFT JOIN responses s ON s.ref_id = r.ref_id {STORED} WHERE r.session_id = ? "
                                 "ORDER BY r.timestamp, r.rowid", (session_id,))

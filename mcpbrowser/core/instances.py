@@ -1,10 +1,8 @@
 """Which server processes share a history file: an OS file lock per process. Any thread.
 
-Each server holds an exclusive `flock` on `<db>.instances/<instance>.lock` for its whole
-life. The kernel drops the lock when the process ends, however it ends (`kill -9`
-included), so another server that can take the lock knows its owner is gone; a heartbeat
-would need a clock and a timeout, and a pid can be reused. Where `fcntl` is missing
-(Windows) no lock is taken and every other server counts as gone, as before."""
+Each server holds an exclusive `flock` on `<db>.instances/<instance>.lock` for its whole life; the kernel drops
+it however the process ends, so a server that can take the lock knows its owner is gone (no heartbeat, no pid
+reuse). Without `fcntl` (Windows) no lock is taken and every other server counts as gone."""
 
 import contextlib
 import os

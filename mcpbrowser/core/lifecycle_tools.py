@@ -5,7 +5,7 @@ from typing import Any
 
 from mcpbrowser import errors, schema
 from mcpbrowser.errors import BrowserError, BrowserServerError, InvalidParameters, SessionNotFound
-from mcpbrowser.page_strings import clip
+from mcpbrowser.page_strings import a_, clip
 from mcpbrowser.session import page_reading, throttling
 from mcpbrowser.tools.base import SESSION_ID, SUCCESS_MESSAGE, CoreTool, session_schema
 
@@ -40,8 +40,7 @@ def create_session(core, args, call):
     }
     if "url" not in args:
         return out
-    # One call instead of two for the commonest start. The navigation is a
-    # call of its own in the history, so get_content(pageRefId) reads the page.
+    # The navigation is a call of its own in the history, so get_content(pageRefId) reads the page.
     try:
         page = core.submit("navigate", {"sessionId": record.session_id, "url": args["url"]},
                            caller=call.caller).result()
@@ -54,9 +53,8 @@ def create_session(core, args, call):
 
 
 def _page_tools_for(core, owner):
-    """What a session of `owner` does when a page of it offers tools of its own (its load's answer names them):
-    the webmcp group turns on for `owner`, as enable_tools would, and its client hears its list grew."""
-    # The group stays off until then: a model reads tools/list on every turn, and most pages offer no tools.
+    """What a session of `owner` does when a page of it offers tools of its own: the webmcp group turns on for
+    `owner`, as enable_tools would, and its client hears its list grew (off until then: most pages offer none)."""
     def offer(caller):
         if core.groups.enable(owner, ["webmcp"]):
             caller.tools_changed()
@@ -65,11 +63,9 @@ def _page_tools_for(core, owner):
 
 def sessions_changed(core, call, opened):
     """A session of the caller's opened or closed: its client hears its list changed when its session tools'
-    sessionId may have come or gone from it (two or more open: listed; one: not; tools/base.py, Tool._published)."""
-    # An opening says so at any count past one: two calls at once may both see the count past two, and a list
-    # read again costs the client a request, not the model a character. A closing says so at one left (two
-    # closing at once may both see none: the list then names a sessionId it no longer needs, as after a session
-    # expires, until the client reads it again).
+    sessionId may have come or gone from it (listed while two or more are open: tools/base.py, Tool._published)."""
+    # An opening says so at any count past one (two at once may both see the count past two); a list read again
+    # costs the client a request, not the model a character. A closing says so at one left.
     count = len(core.registry.open_ids(call.owner))
     if (count >= 2) if opened else (count == 1):
         call.caller.tools_changed()
@@ -79,22 +75,19 @@ def resume_session(core, args, call):
     session_id = args["sessionId"]
     if session_id in core.registry.ids():
         raise InvalidParameters("That session is open; there is nothing to resume.", session_id=session_id)
-    # Several servers may share one history: a session another live server still runs is
-    # its own; one whose server is gone (stopped, crashed, killed) may be resumed here.
+    # A session another live server sharing the history runs is its own; one whose server is gone may be resumed.
     holder = core.history.session_holder(session_id)
     if holder is not None and holder["state"] == "active" and holder["alive"]:
         raise core.registry.in_use_error(session_id, holder)
     saved = core.history.saved_state(session_id)
     if saved is None and core.history.has_saved_state(session_id):
-        # Another server of the group sealed it with a key this one does not have.
         raise SessionNotFound("This session's state was saved with another sealing key, so this server cannot "
                               "resume it (give every server the same --db-key-file). Call create_session.",
                               session_id=session_id)
     if saved is None or holder is None:
         raise SessionNotFound("Nothing is stored for this session, so it cannot be resumed. "
                               "Call create_session.", session_id=session_id)
-    # The history decides who resumes it, in one step, before any context opens: of two servers
-    # (or two calls) resuming it at once, the one that finds the row changed is told who holds it.
+    # The history decides who resumes it, in one step, before any context opens.
     if not core.history.claim_session(session_id, holder):
         raise core.registry.in_use_error(session_id, core.history.session_holder(session_id) or holder)
     metadata = core.history.session_metadata(session_id)
@@ -151,8 +144,7 @@ def close_session(core, args, call):
     result: dict[str, Any] = {"success": True, "message": f"Session {args['sessionId']} closed."}
     if left.get("dialog"):  # an agent that asks to leave means to leave: say what went with the page
         result["dialogDismissed"] = {**left["dialog"], "message": clip(left["dialog"]["message"])}
-        kind = left["dialog"]["type"]
-        result["message"] += (f" {'An' if kind[:1] in 'aeiou' else 'A'} {kind} dialog "
+        result["message"] += (f" {a_(left['dialog']['type']).capitalize()} dialog "
                               f"({clip(left['dialog']['message'])!r}) was open; it went with the page.")
     if left.get("dismissed"):
         result["dialogsDismissed"] = left["dismissed"]
@@ -165,16 +157,13 @@ def list_sessions(core, args, call):
     open_ids = core.registry.ids()  # the probe closes a session over --session-memory-mb
     sessions = [session for session in sessions if session["sessionId"] in open_ids]
     fleet = core.supervisor.fleet
-    # A session's share of the browser: its pages' memory over what the browser's processes
-    # use in all (PSS); a browser we did not launch (a remote one) has no figure here.
-    browser_mb = core.memory.used_mb() if fleet is None and not core.supervisor.remote else 0
+    # A session's share of the browser: its pages' memory over its processes' PSS (none for a remote browser).
+    browser_mb = core.memory.used_mb() if fleet is None else 0
     for session in sessions:
         if browser_mb and "memoryMb" in session:
             session["memoryShare"] = round(min(1.0, session["memoryMb"] / browser_mb), 3)
     out = {"sessions": sessions, "count": len(sessions), **({"endpoints": fleet.health()} if fleet else {})}
-    # Servers sharing the history (a SQLite file, PostgreSQL): the caller's sessions that others hold,
-    # or held until they went (resume_session brings those here). A lone server has none, and its
-    # answer stays as it was.
+    # Servers sharing the history: the caller's sessions that others hold, or held until they went.
     try:
         elsewhere = [s for s in core.history.sessions_elsewhere(call.owner) if s["sessionId"] not in open_ids]
     except errors.HistoryUnavailable:

@@ -1,11 +1,7 @@
 """SESSION THREAD: the whole life of one call on its session, after core/dispatch.py queued it.
 
-The session thread takes the call from its worker's queue (session/worker.py) and runs `OnSession.run`:
-the person's hold checked again (a call queued before a take-over), the tool's page-side work
-(session/state.py's `running` and `run_tool`), then, each decided once here, what a failure means
-(the server stopping, the browser lost, a login wall and its cooldown, the tool's own), whether the
-page it left is stored, and the answer's notes. `after_answer` runs once the answer went out: the
-capture decided before it, the call's rows, the files it named, the session's memory."""
+The session thread takes the call from its worker's queue and runs `OnSession.run`; `after_answer` runs once
+the answer went out: the capture decided before it, the call's rows, the files it named, the session's memory."""
 
 from concurrent.futures import Future
 from typing import Any
@@ -28,14 +24,13 @@ class OnSession:
     def __init__(self, registry: SessionRegistry, recorder: Recorder, user: UserChannel, *, groups: Any,
                  supervisor: Any, files: Any, session_memory: Any, response_mode: str) -> None:
         self._registry, self._recorder, self._user, self._response_mode = registry, recorder, user, response_mode
-        # The core's parts a call's end reaches, handed down (never the core itself): the tool groups (what a
-        # refusal suggests), the browser's supervisor (a browser lost), the files kept, each session's memory.
+        # The core's parts a call's end reaches, handed down (never the core itself).
         self._groups, self._supervisor, self._files, self._session_memory = groups, supervisor, files, session_memory
 
     def run(self, state: SessionState, tool: Any, args: dict[str, Any], call: Call) -> answer.Outcome:
-        """The whole life of a call on its session: the tool's page-side work, then, each decided once
-        here, what a failure means, whether the page it left is stored, and the answer's notes; it ends
-        in the call's Outcome (core/answer.py's finish), a failure's as much as a success's."""
+        """The whole life of a call on its session: the person's hold checked again, the tool's page-side work,
+        then, each decided once here, what a failure means, whether the page it left is stored, and the
+        answer's notes; it ends in the call's Outcome, a failure's as much as a success's."""
         held = state.worker.held_by
         if held is not None and not (tool.read_only or tool.during_cooldown):
             # Queued before a person took the session over (the view), its turn came after: it must not act.
@@ -45,10 +40,10 @@ class OnSession:
         call.ran = True
         call.inline = self._response_mode == "full"  # the snapshot goes into the answer too
         failure: Exception | None = None
-        # Whether the page the call leaves is stored, from the tool's declaration and the response mode: the
-        # handler's Response holds it (it may read the page in a way the capture reuses).
-        response = Response(call.caller, self._stores_page(tool), call.inline,
-                            answer.progress_to(call.caller, call.secrets))
+        # The handler's Response holds whether the page is stored (it may read the page the capture reuses): a tool
+        # that stores what it read, or one that may change the page (but in --response-mode lean).
+        stores_page = tool.stores_page or (tool.changes_page and self._response_mode != "lean")
+        response = Response(call.caller, stores_page, call.inline, answer.progress_to(call.caller, call.secrets))
         try:
             with state.running(tool, response, args):
                 state.run_tool(tool, args, response)
@@ -59,7 +54,10 @@ class OnSession:
             failure = exc
         finally:
             call.console = state.events.take_console()
-            self._decide_secrecy(tool, args, call, response)
+            # Its text is a secret from what its handler saw: a secret field (or the caller's `secret`), a plain
+            # field looked at, or nothing known (a tool that may carry one: then it is).
+            call.secret = bool(args.get("secret")) or response.secret is True or \
+                (tool.may_carry_secret and response.secret is None)
             call.flush_request()  # a tool that may carry a secret is recorded once that is known
             if call.secret and isinstance(args.get("text"), str):
                 state.withhold(args["text"])
@@ -73,25 +71,12 @@ class OnSession:
         if tool.waits_for_person:
             self._user.user_finished(state.session_id, call)
             result = self._user.with_view(state.session_id, result)
-        # What the agent asked for by name (a session cookie) is left in this answer alone, and learned
-        # now: the call's history row (written after the answer), and every log and answer after, hide it.
+        # What the agent asked for by name (a session cookie) is left in this answer alone, then learned.
         if not response.revealed:
             return answer.finish(call, result)
         outcome = answer.finish(call, result, shown=snapshots.secret_forms(response.revealed))
         snapshots.learn_secrets(state, response.revealed)
         return outcome
-
-    def _stores_page(self, tool: Any) -> bool:
-        """Whether the page a call leaves is stored: a tool that stores what it read, or one that may change the
-        page (but in --response-mode lean)."""
-        return tool.stores_page or (tool.changes_page and self._response_mode != "lean")
-
-    @staticmethod
-    def _decide_secrecy(tool: Any, args: dict[str, Any], call: Call, response: Response) -> None:
-        """Whether the call's text is a secret, from what its handler saw: a secret field (or the caller's
-        `secret`), a plain field looked at, or nothing known (a tool that may carry one: then it is)."""
-        call.secret = bool(args.get("secret")) or response.secret is True or \
-            (tool.may_carry_secret and response.secret is None)
 
     def _what_failed(self, state: SessionState, tool: Any, call: Call, exc: Exception,
                      response: Response) -> BrowserServerError:
@@ -99,8 +84,7 @@ class OnSession:
         stopping, a bug of ours (though its page crashed or hung meanwhile), the page crashed (the session given a
         fresh page) or hung, the browser lost, a login wall (which starts the cooldown), or the tool's own error."""
         if self._registry.closed:
-            # The server is stopping and takes the browser down with it: that is no
-            # crash, and no resume_session can reach this server any more.
+            # The server is stopping and takes the browser down with it: no crash.
             return self._registry.stopping_error(state.session_id)
         error = as_server_error(exc)
         if isinstance(error, InternalError):
@@ -131,9 +115,8 @@ class OnSession:
             call.capture = call.snapshot is not None
         elif call.capture and call.snapshot is None and snapshots.too_large(state, state.elements_counted,
                                                                              COUNT_BEFORE_ANSWER_S):
-            # The count rides on the settle's evaluation or the title's read (page_reading.loaded_title);
-            # else it costs a round trip (~1 ms). A page too busy to answer it within
-            # COUNT_BEFORE_ANSWER_S is not captured either.
+            # The count rides on the settle's evaluation or the title's read, else it costs a round trip; a page
+            # too busy to answer it within COUNT_BEFORE_ANSWER_S is not captured either.
             call.capture = False
         call.capture_after = call.capture and not call.inline and call.snapshot is None
 

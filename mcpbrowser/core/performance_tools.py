@@ -1,9 +1,7 @@
 """compare_performance: two stored measurements, what moved between them; the handler runs on the CORE POOL.
 
-It reads measure_performance's and measure_memory's stored pages through the history (never a store of
-its own): the one named, and the one it is compared with (named too, or the last earlier measurement of
-the same kind and URL, and for memory the same interaction, that the caller may read). perf_report.compare
-says what moved above the run-to-run noise; memory_report.compare what a change did to the leaks."""
+It reads the measurements' stored pages through the history: the one named, and the one it is compared with
+(named too, or the last earlier one of the same kind, URL and interaction that the caller may read)."""
 
 import json
 

@@ -1,20 +1,13 @@
 """A filtering HTTP proxy per restricted session: the domain policy on every request the browser sends.
 
-Threads: one accept thread per proxy, and one thread per browser connection (two
-for a tunnel, one each way). They use sockets and the session's DomainPolicy
-(thread-safe) and nothing else: never a Playwright object. The session thread
-reads `refused` and `last_refused`, plain data written here.
+Threads: one accept thread per proxy, and one per browser connection (two for a tunnel). They use sockets
+and the session's DomainPolicy (thread-safe), never a Playwright object; the session thread reads the
+refusals, plain data written here.
 
-Why a proxy and not Playwright's request routing: a route sees only the first
-request of a redirect chain, and the browser follows the other hops unseen.
-Fetching the chain ahead to check it is a second request that a server can
-answer differently (or by method, or past any hop cap). The browser context
-is given this proxy instead (Chromium's per-context proxy, loopback included),
-so every request the browser really sends, each redirect hop and WebSocket and
-preload included, passes a check here before it leaves. The browser resolves
-no names for proxied requests: this proxy does, so --block-private-networks
-checks the address it then connects to, and a name cannot re-resolve between
-the check and the connection."""
+A proxy, not Playwright's routing: a route sees only the first request of a redirect chain, and fetching the
+chain ahead is a second request a server may answer differently. Through the context's proxy (loopback
+included) every request the browser really sends passes a check here, each hop, WebSocket and preload. The
+proxy resolves the names, so --block-private-networks checks the address it then connects to."""
 
 import contextlib
 import socket
@@ -83,8 +76,7 @@ class PolicyProxy:
 
     @property
     def settings(self):
-        """Playwright's context `proxy` option. `<-loopback>` undoes Chromium's rule that
-        loopback hosts never use a proxy: they must be checked like any other."""
+        """Playwright's context `proxy` option; `<-loopback>` undoes Chromium's rule that loopback uses no proxy."""
         return {"server": f"http://127.0.0.1:{self.port}", "bypass": "<-loopback>"}
 
     def was_refused(self, host):
@@ -183,8 +175,7 @@ class PolicyProxy:
             upstream = self._connect(conn, url.hostname, url.port or 80, tunnel=False)
             if upstream is None:
                 return
-            # One request per connection (Connection: close both ways): the browser may send its
-            # next request to another host, which must be checked on its own.
+            # One request per connection: the browser's next may go to another host, checked on its own.
             path = (url.path or "/") + (f"?{url.query}" if url.query else "")
             lines = [method + b" " + path.encode("latin-1") + b" " + version,
                      *_without_hop_headers(header_lines), b"Connection: close"]
@@ -223,8 +214,7 @@ class PolicyProxy:
         except OSError:
             upstream = None
         if upstream is None:
-            # A tunnel's refusal fails the request (ERR_TUNNEL_CONNECTION_FAILED); for plain HTTP,
-            # closing with no answer does (a 502 would be shown as the page).
+            # A tunnel's 502 fails the request; for plain HTTP closing does (a 502 would be shown as the page).
             if tunnel:
                 conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             return None

@@ -1,8 +1,7 @@
 """The history recorder: every call's request and response rows, the page it left, what resume needs.
 
-`request`, `response` and `wait_recorded` run on any thread; `after_call` and
-the storage saves run on the session thread, after the call's answer went out.
-The SQL itself is history.py's."""
+`request`, `response` and `wait_recorded` run on any thread; `after_call` and the storage saves run on the
+session thread, after the call's answer went out. The SQL itself is history.py's."""
 
 import threading
 import time
@@ -45,8 +44,7 @@ class Recorder:
             self.history.response(call.ref_id, answer.for_history(outcome, call.snapshot, call.console or [],
                                                                   call.secrets), call.session_id)
         except Exception as exc:
-            # The answer promised a record (meta.recorded), and a reader of its refId waits for it:
-            # a row that cannot be built whole is written without what it could not hold.
+            # The answer promised a record: a row that cannot be built whole is written without what it could not hold.
             log.exception("a call's record could not be written whole", extra={
                 "event": "record_failed", "session": call.session_id, "refId": call.ref_id})
             self.history.response_unrecorded(call.ref_id, outcome, type(exc).__name__)
@@ -73,12 +71,8 @@ class Recorder:
             self.response(call, outcome)
 
     def save_storage(self, state: Any, force: bool = False) -> None:
-        """Keep what resume_session needs (cookies, localStorage, URL).
-
-        Reading the storage state costs a round trip (~4 ms) that the session's next
-        command would wait for, so it is saved when the URL changed or
-        STORAGE_SAVE_INTERVAL_S passed, and always when the session closes. A crash
-        can lose at most that interval's cookie changes."""
+        """Keep what resume_session needs (cookies, localStorage, URL). Its read is a round trip the next command
+        waits for, so only when the URL changed or STORAGE_SAVE_INTERVAL_S passed, and at the close."""
         url = state.tab.page.url if state.tab is not None else None
         due = time.monotonic() - state.storage_saved_at >= STORAGE_SAVE_INTERVAL_S
         if not (force or due or url != state.storage_saved_url):
@@ -87,7 +81,6 @@ class Recorder:
         if saved is None:
             return
         state.storage_saved(saved[1])
-        # Sealed: the storage state holds cookies, which must not sit in the database in clear.
         self.history.save_state(state.session_id, saved[0], saved[1])
 
     def final_save(self, state: Any) -> None:

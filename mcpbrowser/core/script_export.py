@@ -1,13 +1,9 @@
 """A session's recorded calls as a pytest module that replays them with Playwright's sync API. Any thread.
 
-Pure: it reads rows that history.py decoded (History.session_calls) and returns Python source;
-export_tools.py writes the file. The rows are as recorded, secrets scrubbed to [REDACTED], so a
-secret can only come out as a read of an environment variable. Refs (e12) exist only in one
-snapshot of one page: each becomes the role and name that snapshot gave its element.
-
-The test starts sync_playwright() itself rather than take pytest-playwright's `page` fixture:
-one form that runs with pytest alone and beside that plugin too (it asks none of its fixtures).
-Its browser is found as the server finds its own (browser_process.find_executable), at run
+Pure: History.session_calls' rows in, Python source out (export_tools.py writes the file). The rows are
+scrubbed to [REDACTED], so a secret can only come out as a read of an environment variable. A ref (e12)
+becomes the role and name its snapshot gave its element. The test starts sync_playwright() itself (no
+pytest-playwright fixture: it runs with pytest alone and beside that plugin) and finds its browser at run
 time, so no path of the server's machine is written into it."""
 
 import json
@@ -33,9 +29,7 @@ READS = {"snapshot", "dom_snapshot", "screenshot", "console_logs", "network_logs
          "get_content", "get_console_content", "tabs", "wait_for_user", "save_state", "route", "cookies", "storage",
          "page_tools"}
 # Tools whose call lists (a read) unless an argument makes it act: that argument, per tool.
-LISTS = {"tabs": lambda args: args.get("action", "list") != "list",
-         "cookies": lambda args: args.get("action", "list") != "list",
-         "storage": lambda args: args.get("action", "list") != "list",
+LISTS = {**dict.fromkeys(("tabs", "cookies", "storage"), lambda args: args.get("action", "list") != "list"),
          "route": lambda args: "url" in args, "page_tools": lambda args: "name" in args}
 LOADS = {"navigate": "goto", "go_back": "go_back", "go_forward": "go_forward", "reload": "reload"}
 
@@ -48,8 +42,7 @@ TAB_HELPER = [
     "    return context.pages[index]",
     "", "",
 ]
-# Several dialogs answered for one step (an alert, then a confirm): each answer in turn, one dialog each (handlers set
-# with `once` would all take the first dialog, and the second would be left to Playwright's dismissal).
+# Several dialogs answered for one step: each answer in turn (handlers set with `once` would all take the first).
 ORDER_HELPER = [
     "def answer_in_order(page, *answers):",
     '    """Answer the page\'s next dialogs with answers(dialog), one each, in order."""',
@@ -177,7 +170,6 @@ class Script:
         self.env_names: list[str] = []  # environment variables it reads, in order
         self.warnings: list[str] = []
         self.steps = 0
-        # What the file needs beside its steps: `re`, `pytest`, the tab() and fill() helpers.
         self.uses_re = self.uses_pytest = self.tabs = self.fills = self.uploads = self.tab_dialogs = False
         self.in_order = False  # several dialogs answered for one step
         self.webmcp = False  # it calls a page's tools: Chromium is launched able to run them
@@ -186,8 +178,7 @@ class Script:
     # -- values ----------------------------------------------------------------------
 
     def secret(self, what, name=None, why="a secret, never stored"):
-        """The read of an environment variable that holds a value the history has only as [REDACTED] (or a
-        secret by its --secrets name), with a comment saying so."""
+        """The read of the environment variable that holds a [REDACTED] value (or a --secrets name's), commented."""
         numbered = sum(1 for s in self.env_names if s.startswith(SECRET_ENV.format("")))
         env = name or SECRET_ENV.format(numbered + 1)
         if env not in self.env_names:
@@ -368,9 +359,9 @@ def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None,
 
 
 def _measured(call):
-    """A measure_performance call as the page actions it took (its load, then the click or key it measured),
-    a measure_memory call as its interaction as many times as it did it (a warm-up, two rounds), so that the
-    steps after it replay on the page it left; any other call as it is."""
+    """A measure_performance call as the page actions it took (its load, then the click or key it measured), a
+    measure_memory call as its interaction as many times as it did it, so the steps after replay on the page it
+    left; any other call as it is."""
     ref_id, tool, args, status, result, page = call
     if tool not in ("measure_performance", "measure_memory") or status != "ok":
         return [call]
@@ -390,8 +381,7 @@ def _measured(call):
 
 def _dialog_answers(calls):
     """{index of a step: [(accept, promptText, tab)]}: each handle_dialog's answer, before the step that opened its
-    dialog (tab None: the current tab's), or, for another tab's (`tab` in its answer: a popup's), before the step
-    that opened that tab (else the last step before the answer), in a handler that waits for the tab."""
+    dialog (tab None), or for another tab's (a popup's), before the step that opened that tab (else the last)."""
     out: dict[int, list] = {}
     opened, last = None, None
     openers: list = [None]  # per open tab, in the order they opened: the step that opened it (None: unknown)
@@ -565,7 +555,7 @@ def _tabs(script, args, result):
 
 
 def _wait(script, args, timeout):
-    target = script.target(args, "wait_for") if "selector" in args or "ref" in args else None
+    target = script.target(args, "wait_for")
     if target is not None:
         state = args.get("state", "visible")
         if state == "visible":

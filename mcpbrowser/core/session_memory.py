@@ -1,11 +1,8 @@
 """Each session's renderer memory: measured for list_sessions, and held under --session-memory-mb.
 
-`measure` and `after_call` run on a SESSION THREAD (they read the session's pages over CDP,
-page_reading.heap_bytes); what they learn is published as plain data on the worker
-(`worker.memory_mb`), which any thread reads. A session over the limit is ended through the
-registry (`SessionRegistry.end`), which only queues its stop: its thread closes it after the
-running work, with a last save, so that resume_session brings it back. The browser and the
-other sessions are never touched."""
+`measure` and `after_call` run on a SESSION THREAD (over CDP); the figure is published as plain data on the
+worker (`worker.memory_mb`), which any thread reads. A session over the limit is ended through the registry
+(`end_over_memory`), which queues its stop: its thread closes it with a last save, for resume_session."""
 
 import time
 from typing import Any
@@ -15,10 +12,8 @@ from mcpbrowser.core.sessions import SessionRegistry
 from mcpbrowser.logs import log
 from mcpbrowser.session import page_reading
 
-# Reading a tab's heap is one CDP round trip that the renderer answers on its main thread:
-# 5-13 ms per tab on our loaded 2-core machine. After a call, the limit is checked at most
-# this often per session: a page that grows by hundreds of MB a second is caught within one
-# more call, and an agent's quick calls do not each pay for it.
+# Reading a tab's heap is a round trip the renderer answers on its main thread, so after a call the limit is
+# checked at most this often: a fast-growing page is caught within one more call, quick calls do not each pay.
 CHECK_EVERY_S = 2.0
 
 
@@ -32,9 +27,8 @@ class SessionMemory:
     # -- SESSION THREAD ---------------------------------------------------------------
 
     def measure(self, state: Any) -> float | None:
-        """The session's figure in MB, published on its worker; ends it when over the limit.
-
-        None off Chromium; the last figure when no tab could be read now (behind a dialog)."""
+        """The session's figure in MB, published on its worker; ends it when over the limit. None off Chromium;
+        the last figure when no tab could be read now (behind a dialog)."""
         used = page_reading.heap_bytes(state)
         worker = state.worker
         worker.measured(None if used is None else round(used / 1_048_576, 1))

@@ -1,9 +1,7 @@
 """The open sessions: their ids, expiry, and what a closed id answers.
 
-Any thread looks sessions up and closes them, under this registry's lock;
-expiry callbacks run on timer threads and `session_lost` on a session thread.
-None of it touches Playwright: closing a session is a stop command queued for
-its own thread."""
+Any thread looks sessions up and closes them, under this registry's lock; expiry runs on timer threads and
+`session_lost` on a session thread. None of it touches Playwright: a close is a stop queued for its thread."""
 
 import threading
 import time
@@ -36,7 +34,6 @@ class SessionRecord:
         self.owner = owner  # the client that created it (HTTP); None: whoever holds the server (stdio, library)
         self.worker, self.created_at, self.clock = worker, created_at, clock
         self._opened = clock()  # the monotonic instant of created_at
-        # A hard cap on the session's age (--session-max-age), or None.
         self.last_deadline = self._opened + max_age_ms / 1000 if max_age_ms else None
         self.renew(timeout_ms)
 
@@ -54,9 +51,8 @@ class SessionRecord:
 class SessionRegistry:
     """Open sessions by id, sessions still opening, and how ended ids ended.
 
-    final_save(state) runs on a session's thread just before it closes by
-    close_session or expiry; on_change() runs after a session opened or closed
-    (the warm pool refills)."""
+    final_save(state) runs on a session's thread just before it closes by close_session or expiry;
+    on_change() runs after a session opened or closed (the warm pool refills)."""
 
     def __init__(self, config: Config, history: History, *, clock: Callable[[], float],
                  timer_factory: Callable[..., Any], final_save: Callable[[Any], None],
@@ -72,8 +68,7 @@ class SessionRegistry:
         self._ended: OrderedDict[str, str] = OrderedDict()  # id -> "closed" | "expired" | "lost" | "memory"
         self._starting = 0
         self.closed = False
-        # on_ended(session_id), ANY THREAD, after a session left the registry however it ended (closed,
-        # expired, lost, shutdown): the core's resource hub ends its subscriptions.
+        # on_ended(session_id), ANY THREAD, after a session left the registry however it ended (the resource hub's).
         self.on_ended: Callable[[str], None] = lambda session_id: None
 
     # -- ANY THREAD: opening -----------------------------------------------------------
@@ -100,9 +95,8 @@ class SessionRegistry:
 
     def register(self, worker: SessionWorker, current: Callable[[SessionWorker], bool],
                  source: str, owner: str | None = None) -> SessionRecord | None:
-        """Make a reserved, opened worker a session; None when current(worker) says its browser died meanwhile.
-
-        The worker is stopped when it is not kept. Raises when the server closed meanwhile."""
+        """Make a reserved, opened worker a session; None (the worker stopped) when current(worker) says its browser
+        died meanwhile. Raises when the server closed meanwhile."""
         created = now_ms()
         worker.handed_out(self.secrets.of(owner))
         record = SessionRecord(worker.session_id, worker, created, self.config.session_timeout,
@@ -124,8 +118,7 @@ class SessionRegistry:
         metadata = {"browser": self.config.browser, "source": source}
         if owner is not None:
             metadata["owner"] = owner
-        # emulation and throttle: resume_session opens it the same way; login: the saved login it began
-        # with, by name (export_script).
+        # emulation and throttle: for resume_session; login: the saved login's name (export_script).
         metadata.update({option: worker.options[option] for option in ("emulation", "login", "throttle")
                          if worker.options.get(option)})
         self.history.session_opened(worker.session_id, created, metadata)
@@ -156,10 +149,9 @@ class SessionRegistry:
         return record.worker, record.expires_at
 
     def elsewhere_error(self, session_id: str) -> errors.SessionError:
-        """The error for a session not open here, read from the history: SESSION_IN_USE (another live
-        server holds it, named), SESSION_LOST (its server gone), or how it ended; each that can be resumed says so."""
-        # Servers share a history: a client reaches another server than its session's after a failover,
-        # or this server restarted (its old sessions were closed as 'server_restart' at start-up).
+        """The error for a session not open here (after a failover, or a restart of this server), read from the
+        history: SESSION_IN_USE (another live server holds it, named), SESSION_LOST (its server gone), or how it
+        ended; each that can be resumed says so."""
         holder = self.history.session_holder(session_id)  # HISTORY_UNAVAILABLE (retryable) while it cannot be read
         if holder is None:
             return errors.SessionNotFound(session_id=session_id)
@@ -168,24 +160,22 @@ class SessionRegistry:
         return self.ended_error(session_id, holder["closeReason"] if holder["state"] != "active" else "server_gone")
 
     def ended_error(self, session_id: str, how: str | None) -> errors.SessionError:
-        """The error for a session that ended `how`: this registry's word for it, or the history's closeReason
-        (another server's, or this server's before a restart). Each says whether resume_session brings it back."""
-        if how == "expired":
-            return self.expired_error(session_id)
+        """The error for a session that ended `how` (this registry's word, or the history's closeReason)."""
         if how in ("lost", "browser_crash"):
             return self.lost_error(session_id)
         if how in ("memory", "memory_limit"):
             return self.memory_error(session_id)
+        hint, resumable = self._resume_hint(session_id)
+        if how == "expired":
+            max_age = self.config.session_max_age
+            return errors.SessionExpired(f"This session expired (no call for {self.config.session_timeout // 1000} s"
+                                         + (f", or older than {max_age // 1000} s" if max_age else "")
+                                         + f") and was closed. {hint}", session_id=session_id,
+                                         details={"resumable": resumable})
         if how in ("server_gone", "server_restart", "shutdown"):
-            hint, resumable = self._resume_hint(session_id)
             return errors.SessionLost(f"The server that held this session stopped or died, so the session ended. "
                                       f"{hint}", session_id=session_id,
                                       details={"reason": "server_gone", "resumable": resumable})
-        return self.closed_error(session_id)
-
-    def closed_error(self, session_id: str) -> errors.SessionNotFound:
-        """SESSION_NOT_FOUND for a session its client closed, saying whether resume_session brings it back."""
-        hint, resumable = self._resume_hint(session_id)
         return errors.SessionNotFound(f"This session was closed. {hint}", session_id=session_id,
                                       details={"resumable": resumable})
 
@@ -213,9 +203,8 @@ class SessionRegistry:
         return record.owner if record is not None else self.history.session_metadata(session_id).get("owner")
 
     def book(self, owner: str | None, session_id: str | None) -> Any:
-        """The one secret book of a call (core/call.py's `Call.secrets`): its client's, else (the library, stdio)
-        its session's; the book its session's worker holds. A value its client met once stays secret in every
-        later answer and row: a password retried into a selector that matches nothing, a search box, a URL."""
+        """The one secret book of a call (`Call.secrets`): its client's, else (the library, stdio) its session's
+        owner's. A value its client met once stays secret in every later answer and row."""
         if owner is None and session_id is not None:
             owner = self.owner_of(session_id)
         return self.secrets.of(owner)
@@ -232,10 +221,9 @@ class SessionRegistry:
         with self._lock:
             return list(self._sessions.values())
 
-    def list_sessions(self, owner: str | None = None,
-                      probe: Callable[[SessionState], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    def list_sessions(self, owner: str | None,
+                      probe: Callable[[SessionState], dict[str, Any]]) -> list[dict[str, Any]]:
         """Id, times, url and title of each session (of `owner`'s, when given); a busy one shows its last known page.
-
         probe(state), run on each session's thread, adds fields of its own (its memory)."""
         records = [r for r in self.records() if owner is None or r.owner == owner]
         asked = [(record, record.worker.submit(_described, probe)) for record in records]
@@ -268,10 +256,8 @@ class SessionRegistry:
     # -- ANY THREAD: closing ---------------------------------------------------------------
 
     def close_session(self, session_id: str) -> dict:
-        """Close a session now: cancel its timer, close its page and context, forget its id.
-
-        Returns what stood in the way and went with the page: {"dialog": the dialog open at
-        the close, or None; "dismissed": dialogs the server dismissed since the last answer}."""
+        """Close a session now: cancel its timer, close its page and context, forget its id. Returns what went
+        with the page: {"dialog": the dialog open at the close, or None; "dismissed": dialogs dismissed since}."""
         with self._lock:
             record = self._sessions.pop(session_id, None)
             if record is not None:
@@ -300,9 +286,7 @@ class SessionRegistry:
         return left
 
     def close_all(self) -> list[SessionWorker] | None:
-        """Shutdown: forget every session (the history says why); their workers, for the caller to stop.
-
-        None when an earlier call closed it already."""
+        """Shutdown: forget every session; their workers, for the caller to stop (None: closed already)."""
         with self._lock:
             if self.closed:
                 return None
@@ -360,9 +344,8 @@ class SessionRegistry:
             self.drop_lost([record])
         return self.lost_error(state.session_id)
 
-    # TIMER THREAD. Calls only move the record's deadline (a float, under the lock): the
-    # timer, when it fires, sleeps again for what is left rather than each call
-    # replacing a Timer thread.
+    # TIMER THREAD. Calls only move the record's deadline: the timer, when it fires, sleeps again for what is
+    # left, rather than each call replacing a Timer thread.
     def _expire(self, session_id: str) -> None:
         with self._lock:
             record = self._sessions.get(session_id)
@@ -397,14 +380,6 @@ class SessionRegistry:
                     "this one in a fresh context with its cookies, local storage and last URL.", True)
         return "Nothing was saved for it, so it cannot be resumed: call create_session.", False
 
-    def expired_error(self, session_id: str) -> errors.SessionExpired:
-        hint, resumable = self._resume_hint(session_id)
-        max_age = self.config.session_max_age
-        return errors.SessionExpired(f"This session expired (no call for {self.config.session_timeout // 1000} s"
-                                     + (f", or older than {max_age // 1000} s" if max_age else "")
-                                     + f") and was closed. {hint}", session_id=session_id,
-                                     details={"resumable": resumable})
-
     def stopping_error(self, session_id: str) -> errors.ServerStopping:
         """SERVER_STOPPING: a call cut short by the server's own shutdown (SIGTERM, stdin closed)."""
         resumable = self.history.has_saved_state(session_id)
@@ -431,6 +406,6 @@ class SessionRegistry:
                                   session_id=session_id, details={"reason": "browser_crash", "resumable": resumable})
 
 
-def _described(state: SessionState, probe: Callable[[SessionState], dict[str, Any]] | None) -> dict[str, Any]:
+def _described(state: SessionState, probe: Callable[[SessionState], dict[str, Any]]) -> dict[str, Any]:
     """SESSION THREAD: its url and title, and what probe adds."""
-    return {**state.describe(), **(probe(state) if probe is not None else {})}
+    return {**state.describe(), **probe(state)}

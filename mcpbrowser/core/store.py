@@ -1,15 +1,9 @@
 """The history of every tool call: one writer thread, readers on any thread, on a backend of its --db.
 
-Threads: `write` and `flush` may be called from any thread; the store-writer
-thread owns the only write connection and commits queued statements in
-batches, so a session thread never waits on the disk. Readers call `query`
-from any thread on their own connection; it first waits for queued writes, so
-a read sees every write enqueued before it (read-your-writes).
-Blobs are stored exactly as produced; parsing happens only on read.
-
-What differs between databases is the backend's (core/store_backend.py): SQLite's
-(core/store_sqlite.py) or PostgreSQL's (core/store_postgres.py), chosen in `open_backend`
-and asked, never switched on. The store's own statements that both run as written are here."""
+Threads: `write` and `flush` may be called from any thread; the store-writer thread owns the only write
+connection and commits queued statements in batches, so a session thread never waits on the disk. `query`
+runs on any thread on its own connection, after the writes queued before it (read-your-writes).
+What differs between databases is the backend's (core/store_backend.py), asked, never switched on."""
 
 import contextlib
 import difflib
@@ -22,12 +16,14 @@ import threading
 import time
 import uuid
 import zlib
+from collections import namedtuple
 from concurrent.futures import Future
 from typing import Any
 
 from mcpbrowser.core.store_backend import SCHEMA_VERSION, StoreError  # noqa: F401 (SCHEMA_VERSION: the store's)
 from mcpbrowser.core.store_postgres import PostgresBackend, is_url
 from mcpbrowser.core.store_sqlite import SqliteBackend
+from mcpbrowser.errors import HistoryUnavailable
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import valid_text
 from mcpbrowser.sealing import is_legacy, key_id, seal, unseal_any
@@ -47,7 +43,7 @@ RETRY_S = 2.0  # while writes fail, how often the writer tries again (the queue'
 PENDING_MAX = 5000  # writes kept for a retry that no answer depended on (session rows, cursors); oldest go first
 DROPPED_MEMORY = 20_000  # refIds answered "not recorded" that the writer still skips
 BASES_KEPT = 64  # sessions whose last whole snapshot the writer keeps, for deltas
-ZLIB_LEVEL = 6  # the docs walk (scripts/history_cost.py): 1 stores 23% more, 9 saves 5% for 3.3 times the time
+ZLIB_LEVEL = 6  # docs/history.md weighs the levels
 
 
 # A page stored once by its hash (a second time, nothing happens): the same SQL on every backend.
@@ -72,12 +68,9 @@ class Snapshot:
         self.delta = None  # (zlib of its changes, the base's hash), when that is much smaller
 
 
-# The line matcher (difflib's, without its junk heuristic) grows with the product of the lines it
-# compares: 1,000 repetitive lines took 0.8 s, a 60,000-line page (a hostile or a huge one) several
-# minutes on the history's writer thread, while every record behind it waited and timed out. The
-# lines both snapshots share at the start and at the end are copied without it (after a click or a
-# typed word that is nearly all of a page); what lies between goes to the matcher only while its
-# product stays under this bound, else it is stored as new text (a larger delta, or the whole).
+# difflib's matcher (no junk heuristic) costs the product of the lines it compares: a huge or hostile page
+# held the writer thread for minutes. The lines both snapshots share at the start and end are copied without
+# it; what lies between goes to it only under this bound, else it is stored as new text.
 DIFF_CELLS_MAX = 1_000_000
 
 
@@ -116,11 +109,7 @@ def unpack_snapshot(data, base_data):
     return apply_delta(zlib.decompress(base_data).decode(), zlib.decompress(data)).encode()
 
 
-class _Write:
-    __slots__ = ("sql", "params", "ref")
-
-    def __init__(self, sql, params, ref):
-        self.sql, self.params, self.ref = sql, params, ref
+_Write = namedtuple("_Write", "sql params ref")
 
 
 class _Swap:
@@ -138,8 +127,7 @@ class Store:
     def __init__(self, path, *, retention_days=0, max_mb=0, keys=None):
         """keys: the sealing keys of --db-key-file (the first seals, every one opens); None: the backend's own."""
         self.instance = uuid.uuid4().hex  # this server process, as the sessions it opens record it
-        # This server as a person knows it, in the sessions it opens (list_sessions shows it to
-        # another server's clients): --http sets host:port once it listens.
+        # This server as a person knows it (list_sessions shows it to others): --http sets host:port once it listens.
         self.server = f"{socket.gethostname()} pid {os.getpid()}"
         self.path = path
         self.backend = open_backend(path)
@@ -152,12 +140,9 @@ class Store:
         self._dropped: dict[str, None] = {}  # refIds whose answers said "not recorded" (insertion-ordered)
         self._dropped_lock = threading.Lock()
         self._bases: dict[str, tuple[str, str]] = {}  # writer thread: session -> its last whole snapshot
-        # A full disk at start-up. The database must open, with its schema current: SQLite
-        # needs 32 KB for the WAL index that every reader shares (there already when another
-        # process has the database open), a new database needs its tables, the key file its
-        # 32 bytes. When it cannot, start-up fails, saying where
-        # and how much is free (a server without its history would hand out refIds that no
-        # restart reads back). Once open, a full disk only pauses recording (see _write_loop).
+        # The database must open with its schema current, else start-up fails saying where and how much is free
+        # (a server without its history would hand out refIds no restart reads back). Once open, a full disk
+        # only pauses recording (see _write_loop).
         try:
             self._keys = keys if keys is not None else self.backend.own_keys()
             if self.backend.shared:
@@ -217,13 +202,9 @@ class Store:
             raise WriteNotStored(fault)
 
     def swap(self, sql, params=(), timeout=10.0):
-        """Run one conditional UPDATE on the writer's connection, in a transaction of its own after
-        everything queued before it; the number of rows it changed. Raises errors.HistoryUnavailable
-        when the database cannot decide now.
-
-        Who holds a session is decided here, in one statement (`UPDATE ... WHERE` what was read):
-        two servers (or two threads) that read the same row both try, the database serialises the
-        two statements on the row, and only the first still finds it as it was read."""
+        """Run one conditional UPDATE on the writer's connection, in a transaction of its own after everything
+        queued before it; the number of rows it changed. Raises errors.HistoryUnavailable when the database
+        cannot decide now. Of two servers that read the same row and try, only the first finds it as read."""
         item = _Swap(sql, params)
         if not self._closed:
             self._queue.put(item)
@@ -250,8 +231,6 @@ class Store:
 
     def _unavailable(self, what, code):
         """HISTORY_UNAVAILABLE (retryable) for a read or a decision the database cannot give now."""
-        from mcpbrowser.errors import HistoryUnavailable
-
         return HistoryUnavailable(f"The history cannot {what} now: {FAULT_TEXT.get(code, FAULT_TEXT['HISTORY_ERROR'])} "
                                   f"({self.label}).", details={"cause": code, "retryAfterMs": int(RETRY_S * 1000)})
 
@@ -280,11 +259,9 @@ class Store:
     # -- STORE-WRITER THREAD ---------------------------------------------------
 
     def _write_loop(self, conn):
-        # A write that fails (full disk, I/O error, read-only file, a lock held too long)
-        # never reaches a call: the store turns `fault` on, keeps the failed writes in
-        # `pending` and tries them again every RETRY_S, in order, until they commit. A
-        # call answered while `fault` is on was told it is not recorded (claim), so its
-        # rows are dropped rather than kept: what an answer said is what the history holds.
+        # A failed write (full disk, I/O error, read-only, a lock held too long) never reaches a call: `fault`
+        # goes on and the writes stay `pending`, tried again every RETRY_S in order. A call answered meanwhile
+        # was told it is not recorded (claim), so its rows are dropped: the history holds what answers said.
         pending, writes, stop, tried = [], 0, False, 0.0
         while not stop:
             try:
@@ -308,10 +285,8 @@ class Store:
                     pending.append(item)
             with self._dropped_lock:
                 pending = [w for w in pending if w.ref is None or w.ref not in self._dropped]
-            # While faulted, try every RETRY_S (a probe when nothing waits), at the end, and when
-            # a reader waits: a refId answered as recorded reads back as soon as the disk allows.
-            # Not for a lock held by another process: each try waits out the busy timeout (5 s),
-            # and a reader must not wait that long twice.
+            # While faulted, try every RETRY_S (a probe when nothing waits), at the end, and when a reader waits;
+            # not for another process's lock: each try waits out the busy timeout, and a reader must not wait twice.
             busy = self.fault is not None and self.fault["errorCode"] == "HISTORY_BUSY"
             due = self.fault is None or stop or (barriers and not busy) or time.monotonic() - tried >= RETRY_S
             if due and (pending or self.fault is not None):
@@ -340,11 +315,9 @@ class Store:
     def _commit(self, conn, writes):
         """Run writes in one transaction; True when committed. A statement that is itself wrong
         (a constraint, say) is logged and skipped; a fault of the database rolls back and keeps them."""
-        # On a pipelined backend (PostgreSQL) the batch goes out at once: one round trip, where one a
-        # statement cost about 1/25 of SQLite's rate. A statement's own error there aborts the
-        # whole batch, so it is run again a statement at a time, to skip just that one; and a
-        # connection that opens again by itself, found gone at the first try, is opened again once
-        # (outside a transaction, nothing of it ran).
+        # A pipelined backend (PostgreSQL) sends the batch at once, one round trip; a statement's own error
+        # aborts it all, so it runs again a statement at a time, to skip that one. A connection found gone at
+        # the first try is opened again once (nothing of it ran).
         backend = self.backend
         together = backend.pipelined
         reopen = backend.reconnects(conn)
@@ -385,9 +358,8 @@ class Store:
         """The writes in one transaction (together: sent at once); raises the database's error."""
         with conn.together() if together else contextlib.nullcontext():
             conn.execute(self.backend.BEGIN)
-            # In the transaction: on SQLite, under its write lock, so that no other server prunes a
-            # page between this read and the rows that name it. Together, this read is the one wait
-            # before the end's.
+            # In the transaction (on SQLite, under its write lock), so no other server prunes a page between this
+            # read and the rows that name it.
             known = self._stored(conn, writes)
             for item in writes:
                 try:
@@ -397,9 +369,7 @@ class Store:
                         raise
                     # A statement that is itself wrong: one bad row must not lose the batch.
                     log.error("history write failed", extra={"event": "store_error", "error": str(exc)})
-                except Exception as exc:
-                    # Nor a parameter the database cannot take: raised out of here, it ended this
-                    # thread, and with it every later write and every reader's flush.
+                except Exception as exc:  # nor a parameter it cannot take: raised, it would end this thread
                     log.error("history write failed", extra={"event": "store_error", "error": repr(exc)})
             if not writes:  # a probe: does a write go through now?
                 conn.execute("INSERT INTO schema_version (version) VALUES (0)")
@@ -445,12 +415,9 @@ class Store:
         return {digest: bool(whole) for digest, whole in rows}
 
     def _snapshot(self, conn, snap, known):
-        """Store a page snapshot once by hash, compressed; the hash names it in the row.
-
-        Most of a page is the same after a click or a typed word: a snapshot is stored as
-        its changes against the session's last snapshot stored whole, when that takes under
-        half the room (never a change of a change, so a read needs two rows at most).
-        `known`: which pages are stored ({hash: whole}), read once for the batch (_stored)."""
+        """Store a page snapshot once by hash, compressed; the hash names it in the row. As its changes against
+        the session's last snapshot stored whole when that takes under half the room (never a change of a
+        change: a read needs two rows at most). `known`: {hash: whole} of the stored pages (_stored)."""
         self._hash(snap)
         if snap.whole is None and snap.hash not in known:
             snap.whole = zlib.compress(snap.text.encode(), ZLIB_LEVEL)
@@ -504,8 +471,7 @@ class Store:
             conn.execute("COMMIT")
 
     def _prune(self, conn):
-        """Drop the oldest history past --retention-days or --db-max-mb, but never a live server's
-        other than this one's open sessions."""
+        """Drop the oldest history past --retention-days or --db-max-mb, never another live server's open sessions."""
         if not (self.retention_days or self.max_mb):
             return
         rows = conn.execute("SELECT session_id, instance FROM sessions WHERE state = 'active' "
@@ -524,8 +490,6 @@ class Store:
 
     def _drop_before(self, conn, cutoff, kept=()):
         """Delete calls older than cutoff, except those of the sessions in kept; how many."""
-        # The temporary table named without its schema: SQLite and PostgreSQL both look among the
-        # connection's temporary tables first.
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS kept_sessions (session_id TEXT PRIMARY KEY)")
         conn.execute("DELETE FROM kept_sessions")
         conn.executemany("INSERT INTO kept_sessions (session_id) VALUES (?) ON CONFLICT (session_id) DO NOTHING",
@@ -536,8 +500,7 @@ class Store:
         for table in ("responses", "console_logs", "diff_cursors", "call_owners"):
             conn.execute(f"DELETE FROM {table} WHERE ref_id IN ({old})", (cutoff,))
         dropped = conn.execute(f"DELETE FROM requests WHERE ref_id IN ({old})", (cutoff,)).rowcount
-        # A file's row goes only once the file is gone: the row is how the files folder's limits
-        # know the file is the server's (core/file_keeper.py), so a file whose row went would stay forever.
+        # A file's row goes only once the file is gone: the row is how file_keeper.py knows the file is ours.
         conn.execute("DELETE FROM files WHERE removed_at IS NOT NULL AND ref_id NOT IN (SELECT ref_id FROM requests)")
         conn.execute("DELETE FROM snapshots WHERE hash NOT IN "
                      "(SELECT snapshot_hash FROM responses WHERE snapshot_hash IS NOT NULL) "
@@ -547,8 +510,7 @@ class Store:
 
 
 class WriteNotStored(Exception):
-    """A write that the caller waits for could not be stored; `fault` says why (not errors.HistoryUnavailable,
-    which is a read the history cannot answer now)."""
+    """A write that the caller waits for could not be stored; `fault` says why."""
 
     def __init__(self, fault):
         self.fault = fault

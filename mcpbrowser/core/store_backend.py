@@ -1,27 +1,19 @@
-"""What a history database is to the store: the interface its backends implement. Threads: as store.py.
+"""What a history database is to the store: the interface its backends implement.
 
-The store (core/store.py) does what is the same on every database: the writer thread, its
-queue and retries, sealing, claims and swaps. What differs is a backend's, a class per
-database (core/store_sqlite.py, core/store_postgres.py), chosen by the --db target in one
-place (store.open_backend): connecting, the schema and its migrations in its own dialect,
-the statements whose SQL differs, the history's size and giving room back, which servers
-are alive, what its errors mean, and how the database is shown.
+The store does what is the same on every database; a backend, chosen by the --db target in
+store.open_backend, does what differs: connecting, its schema in its own dialect, the statements whose SQL
+differs, the size, which servers are alive, what its errors mean. Every other statement is written once, with
+`?` placeholders, in SQL both databases run (upserts as `INSERT ... ON CONFLICT`, SQLite 3.24 on).
 
-Every other statement (core/history.py's, the store's own) is written once, with `?`
-placeholders, in SQL that SQLite and PostgreSQL both run as written: plain standard SQL,
-and upserts as `INSERT ... ON CONFLICT (key) DO UPDATE/DO NOTHING` (SQLite 3.24 on).
-
-Threads: the store's constructor calls `own_keys` and `open`; the store-writer thread uses the
-connection `open` returns and calls `size_mb`, `vacuum` and `sweep`; any thread calls `connect`
-(each reader its own connection) and `alive`."""
+Threads: the store's constructor calls `own_keys` and `open`; the store-writer thread uses the connection
+`open` returns and calls `size_mb`, `vacuum` and `sweep`; any thread calls `connect` and `alive`."""
 
 SCHEMA_VERSION = 6  # the newest schema: each backend's MIGRATIONS states every step up to it
 
 
 class StoreError(Exception):
     """A database error as the store sees it: its fault code (DISK_FULL, HISTORY_BUSY, ...) and whether the
-    statement itself was wrong. What the store raises for a statement's own error, on every backend:
-    a database driver's exception never leaves the store."""
+    statement itself was wrong (a driver's exception never leaves the store)."""
 
     def __init__(self, code, statement, text):
         super().__init__(text)
@@ -36,8 +28,7 @@ class Backend:
     pipelined = False  # whether a batch may go out at once, in `conn.together()`, its errors raised at the end
     errors: tuple[type[Exception], ...] = ()  # what its statements raise
 
-    # Its DDL, version -> statements. A database is brought from its recorded version to the
-    # newest in one transaction per step; never edit a released step, add a new one.
+    # Its DDL, version -> statements, one transaction per step; never edit a released step, add a new one.
     MIGRATIONS: dict[int, list[str]] = {}
     SCHEMA_TABLE = ""  # creates the table that records the version, if it is not there
     BEGIN = "BEGIN"  # opens a transaction that writes

@@ -1,27 +1,14 @@
 """The history on PostgreSQL (`--db postgresql://…`), for several servers on one history. Threads: as store.py.
 
-A backend of the store (core/store_backend.py): its schema and migrations in PostgreSQL's
-dialect (times are milliseconds, BIGINT; bytes are BYTEA; the tables read in insertion order,
-`requests` and `diff_cursors`, have an identity column named `rowid`), the statements whose
-SQL differs from SQLite's (metadata changed with jsonb functions, a cursor upserted), what its
-errors mean (from their SQLSTATE), its size, and the instance registry. The statements both
-databases run as written reach it with `?` placeholders, which its connection turns into
-psycopg's `%s`: the one change it makes to a statement.
+A backend of the store (core/store_backend.py): its schema in PostgreSQL's dialect (the tables read in
+insertion order have an identity column named `rowid`), the statements whose SQL differs from SQLite's, what
+its errors mean (from their SQLSTATE: every psycopg error becomes a `StoreError`), its size, and the instance
+registry. Statements reach it with `?` placeholders, which its connection turns into psycopg's `%s`. A batch
+goes out in pipeline mode (`together`); a connection that broke is opened again on its next statement.
 
-Writes: the store's writer sends a batch at once, in psycopg's pipeline mode (`together`),
-so a batch waits for one round trip, not one a statement; a statement's own error aborts
-the batch there, and the writer runs it again a statement at a time, each under a savepoint.
-
-Errors: every psycopg error becomes a `StoreError` carrying the store's fault code, so
-nothing of psycopg's leaves the store. A connection that broke is opened again on its
-next statement (the writer takes its instance lock again first).
-
-The instance registry (issue 41) is an advisory lock: each server holds
-`pg_advisory_lock(key of its instance)` on its writer's connection, and PostgreSQL
-releases it when that connection ends, however the server ended (`kill -9`, a lost
-machine: once the database notices the connection is gone). A server is alive while
-its lock is held; no clock, no heartbeat, no table to sweep. Advisory locks are per
-database, so servers share a registry exactly when they share a history."""
+The instance registry is an advisory lock each server holds on its writer's connection: PostgreSQL releases
+it when that connection ends, however the server ended, so a server is alive while its lock is held (no
+clock, no heartbeat). Advisory locks are per database: servers share a registry when they share a history."""
 
 import contextlib
 import functools
@@ -48,8 +35,10 @@ def is_url(target):
 
 def _fault(exc):
     """(fault code, statement's own) of a psycopg error, from its SQLSTATE."""
+    import psycopg
+
     state = getattr(exc, "sqlstate", None) or ""
-    if not state and not _on_the_wire(exc):
+    if not state and not isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
         return "HISTORY_ERROR", True  # refused on this side (a value it cannot send): the statement's own
     if not state or state[:2] == "08" or state[:3] == "57P":
         return "HISTORY_UNREACHABLE", False  # no connection, or the server shutting down
@@ -64,13 +53,6 @@ def _fault(exc):
     if state[:2] in ("22", "23", "42"):
         return "HISTORY_ERROR", True
     return "HISTORY_ERROR", False
-
-
-def _on_the_wire(exc):
-    """Whether an error without an SQLSTATE came from the connection (not from psycopg refusing a value)."""
-    import psycopg
-
-    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
 
 
 class PostgresBackend(Backend):
@@ -144,8 +126,7 @@ class PostgresBackend(Backend):
         self._registry = Registry(url)
 
     def own_keys(self):
-        # Without --db-key-file the sealing key stays on this machine, beside where the default
-        # history would be: only this machine's servers open what they sealed.
+        # Without --db-key-file the key stays on this machine: only its servers open what they sealed.
         os.makedirs(os.path.dirname(default_path()), mode=0o700, exist_ok=True)
         return [load_key(os.path.join(os.path.dirname(default_path()), "postgresql.key"))]
 
@@ -221,8 +202,7 @@ class Connection:
 
     @contextlib.contextmanager
     def together(self):
-        """Statements run within go out at once, their results read at its end (psycopg's pipeline):
-        one round trip. Any error, a statement's own or the database's, is raised by then, as a StoreError."""
+        """Statements within go out at once, one round trip; any error is raised by its end, as a StoreError."""
         self._ready()
         self._together = True
         try:
@@ -250,8 +230,7 @@ class Connection:
         try:
             return self._execute(sql, params)
         except StoreError as exc:
-            # A connection idle across a database restart learns it is gone only now: open another
-            # and try once more (outside a transaction, the statement did not run).
+            # A connection idle across a database restart learns it is gone only now: open another, try once more.
             if not (stale and exc.code == "HISTORY_UNREACHABLE"):
                 raise
             self.close()
@@ -266,10 +245,8 @@ class Connection:
         try:
             if not savepoint:
                 return self._conn.execute(text, tuple(params))
-            # A failed statement ends PostgreSQL's whole transaction: a savepoint lets the store skip
-            # one bad statement and commit the rest of its batch, as on SQLite. The three go as one
-            # message, bound on this side (psycopg quotes each value), so a write costs one round
-            # trip, not three: 1.0 ms instead of 3.0 on this loaded machine.
+            # A failed statement ends PostgreSQL's whole transaction: a savepoint lets the store skip one bad
+            # statement, as on SQLite. The three go as one message, bound on this side: one round trip, not three.
             import psycopg
 
             cursor = psycopg.ClientCursor(self._conn)
@@ -326,8 +303,7 @@ class Registry:
             conn = self._local.conn = Connection(self.url)
         key = instance_key(instance)
         try:
-            # Shared: two servers probing the same gone server at once both find it free (an exclusive
-            # probe held by one made the other see it alive, and name a dead server as the holder).
+            # Shared: two servers probing the same gone server at once both find it free.
             got = conn.execute("SELECT pg_try_advisory_lock_shared(?)", (key,)).fetchone()[0]
             if got:
                 conn.execute("SELECT pg_advisory_unlock_shared(?)", (key,))

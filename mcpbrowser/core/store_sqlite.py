@@ -1,10 +1,7 @@
 """The history in a SQLite file, the embedded default, or in memory (`--db :memory:`). Threads: as store.py.
 
-A backend of the store (core/store_backend.py): its schema and migrations in SQLite's dialect,
-the statements whose SQL differs from PostgreSQL's, what its errors mean (from SQLite's result
-codes), its size and incremental vacuum, and which servers share the file (an `flock` each,
-core/instances.py). The store's constructor opens it; the store-writer thread writes on the
-connection it opened; readers open their own on any thread (WAL: a read never blocks the writer)."""
+A backend of the store (core/store_backend.py) in SQLite's dialect; which servers share the file is an
+`flock` each (core/instances.py). Readers open their own connections (WAL: a read never blocks the writer)."""
 
 import os
 import sqlite3
@@ -19,21 +16,6 @@ FAULTS = {13: "DISK_FULL", 10: "HISTORY_IO_ERROR", 8: "HISTORY_READ_ONLY", 5: "H
           14: "HISTORY_IO_ERROR"}
 STATEMENT_CODES = {1, 12, 19, 20, 25}  # SQLITE_ERROR, NOTFOUND, CONSTRAINT, MISMATCH, RANGE
 OLDEST = (3, 24)  # ON CONFLICT upserts, which the store's shared statements use
-
-
-def free_bytes(path):
-    """Bytes free to this user on the filesystem that holds path, or None when unknown."""
-    try:
-        st = os.statvfs(os.path.dirname(os.path.abspath(path)))
-    except (OSError, AttributeError):
-        return None
-    return st.f_bavail * st.f_frsize
-
-
-def size_mb(conn):
-    """The database's pages in use, in MB (a freed page counts once the vacuum gave it back)."""
-    pages = conn.execute("PRAGMA page_count").fetchone()[0] - conn.execute("PRAGMA freelist_count").fetchone()[0]
-    return pages * conn.execute("PRAGMA page_size").fetchone()[0] / 1_048_576
 
 
 class SqliteBackend(Backend):
@@ -67,35 +49,29 @@ class SqliteBackend(Backend):
                summary TEXT NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (owner, name))""",
         ],
         4: [
-            # Each distinct page snapshot once, zlib-compressed, addressed by the SHA-256 of its
-            # text (the hash get_content answers). A response names it in snapshot_hash; rows
-            # written before keep their text in page_snapshot, and readers take either. `base`:
-            # the whole snapshot this one is stored as a change of (see store.snapshot_delta), or NULL.
+            # Each distinct page snapshot once, zlib-compressed, by the SHA-256 of its text; a response names it
+            # in snapshot_hash (older rows keep page_snapshot). `base`: the whole one it is a change of, or NULL.
             "CREATE TABLE snapshots (hash TEXT PRIMARY KEY, data BLOB NOT NULL, size INTEGER NOT NULL, base TEXT)",
             "ALTER TABLE responses ADD COLUMN snapshot_hash TEXT",
             "CREATE INDEX responses_by_snapshot ON responses (snapshot_hash)",
-            # The server process that opened the session (see Store.instance): several servers
-            # may share one history, and each closes or prunes only what no live server owns.
+            # The server process that opened the session: each closes or prunes only what no live server owns.
             "ALTER TABLE sessions ADD COLUMN instance TEXT",
         ],
         5: [
-            # The files a call's answer named (screenshot, pdf, trace, download), so that the file
-            # retention (core/file_keeper.py) can say on the call's record that one was removed.
+            # The files a call's answer named, so the file retention can say on the call's record one was removed.
             """CREATE TABLE files (path TEXT PRIMARY KEY, ref_id TEXT NOT NULL, session_id TEXT, created_at INTEGER
                NOT NULL, removed_at INTEGER, removed_reason TEXT)""",
             "CREATE INDEX files_by_ref ON files (ref_id)",
         ],
         6: [
-            # Which client made a call (issue 63): a call without a session (create_session's own,
-            # list_sessions, get_content) has no session row to tell whose it is, so its refId read
-            # back for nobody. A client's calls (HTTP's owners) have a row; the server's own (stdio,
-            # the library, which see every call) none.
+            # Which client made a call (a call without a session has no session row to tell): HTTP's owners
+            # have a row, the server's own calls none.
             "CREATE TABLE call_owners (ref_id TEXT PRIMARY KEY, owner TEXT NOT NULL)",
         ],
     }
     SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
-    # Takes the write lock at once: another server cannot prune a page between a batch's read of
-    # the pages it stores and the rows that name them, nor change a row a swap tests.
+    # The write lock at once: no other server prunes a page between a batch's read and its rows, nor changes a
+    # row a swap tests.
     BEGIN = "BEGIN IMMEDIATE"
 
     # Metadata is JSON in a TEXT column, changed in place by SQLite's JSON functions; `IS ?` matches NULL to NULL.
@@ -148,11 +124,9 @@ class SqliteBackend(Backend):
         conn = sqlite3.connect(self._target, uri=self._uri, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA busy_timeout = 5000")
         if self._uri:
-            # The in-memory history is a shared cache, whose connections lock each other's tables, and such a
-            # lock is answered at once ("database table is locked"), never waited for as busy_timeout waits:
-            # a get_content that met the writer's batch failed, and a writer that met a read lost its batch
-            # ("history writes fail"). Read uncommitted, a reader takes no read lock: neither waits. It may
-            # see a batch the writer has not committed yet; in memory, that batch fails only with the process.
+            # A shared cache's table locks are refused at once, never waited for as busy_timeout waits: a read
+            # that met the writer's batch failed, or the batch did. Read uncommitted, a reader takes no lock (it
+            # may see a batch not yet committed, which in memory fails only with the process).
             conn.execute("PRAGMA read_uncommitted = 1")
         return conn
 
@@ -167,7 +141,11 @@ class SqliteBackend(Backend):
         instances.release(self._lock_file)
 
     def size_mb(self, conn):
-        return size_mb(conn) if self.shared else None
+        """The database's pages in use, in MB (a freed page counts once the vacuum gave it back)."""
+        if not self.shared:
+            return None
+        pages = conn.execute("PRAGMA page_count").fetchone()[0] - conn.execute("PRAGMA freelist_count").fetchone()[0]
+        return pages * conn.execute("PRAGMA page_size").fetchone()[0] / 1_048_576
 
     def vacuum(self, conn):
         conn.execute("PRAGMA incremental_vacuum")
@@ -184,7 +162,14 @@ class SqliteBackend(Backend):
         return code is None or code & 0xFF in STATEMENT_CODES
 
     def _free(self):
-        return free_bytes(self.path) if self.shared else None
+        """Bytes free to this user where the file is, or None when unknown (or in memory)."""
+        if not self.shared:
+            return None
+        try:
+            st = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
+        except (OSError, AttributeError):
+            return None
+        return st.f_bavail * st.f_frsize
 
     def free_text(self):
         free = self._free()

@@ -1,14 +1,9 @@
 """Which tool groups each MCP client sees and may call, and the enable_tools tool.
 
-Any thread: the dispatcher checks a call (`ToolGroups.check`) on the caller's thread, the MCP
-layer lists tools on a transport's thread, enable_tools' handler runs on the core pool; the
-per-client table is under one lock.
-
-Why groups: a model reads the whole tools/list on every turn, so the default list holds the
-tools most tasks use and the rest wait behind a group (config.TOOL_GROUPS). The server's
---caps turns a group on for every client; a client's enable_tools turns one on for itself
-(its owner: the token's client over HTTP, the one client over stdio) until the server stops.
-The library API is not checked: its caller reads no tool list."""
+Any thread (the per-client table is under one lock): the dispatcher's check on the caller's thread, the
+listing on a transport's, enable_tools' handler on the core pool. A model reads the whole tools/list every
+turn, so the default list holds the tools most tasks use and the rest wait behind a group: --caps turns one
+on for every client, enable_tools for its own client until the server stops. The library is not checked."""
 
 import threading
 
@@ -59,18 +54,14 @@ class ToolGroups:
     def check(self, tool, args, owner):
         """Raise TOOL_NOT_ENABLED for a tool, or an argument, whose group is off for `owner`."""
         groups = self.on(owner)
-        if tool.group not in groups:
-            raise ToolNotEnabled(
-                f"{tool.name} is in the tool group {tool.group!r}, which is off. Call enable_tools "
-                f"with groups [{tool.group!r}] first (or start the server with --caps {tool.group}).",
-                details={"group": tool.group, "flag": f"--caps {tool.group}"})
-        if isinstance(args, dict):
-            for name, group in tool.option_groups.items():
-                if name in args and group not in groups:
-                    raise ToolNotEnabled(
-                        f"{tool.name}'s {name} is in the tool group {group!r}, which is off. Call "
-                        f"enable_tools with groups [{group!r}] first (or start the server with --caps {group}).",
-                        details={"group": group, "flag": f"--caps {group}", "argument": name})
+        given = [(name, group) for name, group in tool.option_groups.items() if isinstance(args, dict) and name in args]
+        for name, group in [(None, tool.group), *given]:
+            if group not in groups:
+                what = tool.name if name is None else f"{tool.name}'s {name}"
+                raise ToolNotEnabled(f"{what} is in the tool group {group!r}, which is off. Call enable_tools with "
+                                     f"groups [{group!r}] first (or start the server with --caps {group}).",
+                                     details={"group": group, "flag": f"--caps {group}",
+                                              **({"argument": name} if name else {})})
 
 
 def _signature(tool, groups):
@@ -113,7 +104,7 @@ def declare(all_tools):
     listing = "; ".join(f"{group}: {', '.join(names)}" for group, names in members.items() if names)
     return CoreTool(
         name="enable_tools", title="Enable tool groups",
-        # Its name says what the listing is: "Groups: " before it cost every conversation 8 characters.
+        # Its name says what the listing is: no "Groups: " before it, which a model would read every turn.
         description=f"{listing}.",
         # The groups' names are the description's: an enum of them too would say them twice in every tools/list.
         input_schema=schema.obj({"groups": {"type": "array", "minItems": 1, "items": {"type": "string"}}},

@@ -1,12 +1,8 @@
 """The line to the person behind the agent: domain questions, the login cooldown, notices.
 
-`ask_about_domain`, `login_failure` and `user_finished` run on session threads (a
-tool waits for the answer); `notify` on any thread; `_cooldown_ended` on a timer
-thread (or the session thread of the wait_for_user that saw the person done).
-
-Who is asked: the caller of the call that needs the answer (core/call.py's
-`Caller`), else `client`, the server's own client (stdio's connection, HTTP's
-every client); an embedder may leave it None, and then nobody can be asked."""
+`ask_about_domain`, `login_failure` and `user_finished` run on session threads; `notify` on any thread;
+`_cooldown_ended` on a timer thread (or the session thread of the wait_for_user that saw the person done).
+Who is asked: the caller of the call that needs the answer, else `client`, the server's own (None: nobody)."""
 
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -30,12 +26,8 @@ class UserChannel:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.client: ServerClient | None = None  # the transport sets it (Browser.client)
-        # Where the live view is, for wait_for_user's answers to name a session's page there: configuration,
-        # read here once. The server serves its own view (--view http, or HOST:PORT) at VIEW_PATH. Building
-        # a view writes nothing into the core: the view used to set this attribute as it was built, so two
-        # views overwrote each other's path and the answers depended on which was built last. An embedder
-        # who mounts a view of its own (view.create_app) at a path the server does not know tells its
-        # agents where it is.
+        # Where the live view is, for wait_for_user's answers: configuration only, since building a view writes
+        # nothing into the core (an embedder mounting its own elsewhere tells its agents where).
         self.view_path: str | None = VIEW_PATH if config.view else None
         self.cooldown = Cooldown(config.login_cooldown, config.cooldown_scope, config.locale,
                                  on_end=self._cooldown_ended)
@@ -52,9 +44,7 @@ class UserChannel:
 
     # SESSION THREAD
     def ask_about_domain(self, session_id: str, host: str, caller: Caller | None = None) -> None:
-        """Ask whether this session may visit `host` (MCP elicitation); raises DomainNotAllowed unless allowed.
-
-        `caller`: who made the call being run (the session's `state.caller`): it is asked."""
+        """Ask the call's `caller` whether this session may visit `host`; raises DomainNotAllowed unless allowed."""
         if not self.config.ask_new_domains:
             raise DomainNotAllowed(f"{host} is not in the server's allowed domains.", session_id=session_id,
                                    details={"domain": host})
@@ -72,12 +62,9 @@ class UserChannel:
 
     # SESSION THREAD
     def hand_over(self, session_id: str, message: str, caller: Caller | None = None) -> None:
-        """wait_for_user's word to the person before it waits for their sign.
-
-        A 2026-07-28 client that can ask its user does so between calls (the person
-        answers once done, and the retried call then checks the sign); any other hears
-        a notice ("alert"), since on that revision a notice is only delivered to a
-        request that opted in to logs. A person who declines ends the wait at once."""
+        """wait_for_user's word to the person before it waits for their sign: a 2026-07-28 client that can ask
+        its user does so between calls (a notice reaches only a request that opted in to logs there); any other
+        hears a notice ("alert"). A person who declines ends the wait at once."""
         client = self._asked(caller)
         if caller is None or client is None or not (caller.modern and client.can_elicit):
             where = self.where_to_help(session_id)

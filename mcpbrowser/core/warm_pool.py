@@ -1,9 +1,7 @@
 """Where sessions come from: the warm pool when it can, else a cold start or a resume.
 
-Runs on the core pool threads (opening a session, refilling the pool); `refill`
-may be called from any thread. A pooled worker is a started, never-used session
-thread: its context has never seen a page, so handing it out keeps isolation,
-and it becomes a session only then."""
+Runs on the core pool threads (opening a session, refilling the pool); `refill` may be called from any
+thread. A pooled worker is a started, never-used session thread whose context has never seen a page."""
 
 import threading
 import time
@@ -26,10 +24,8 @@ from mcpbrowser.session.state import SessionState
 from mcpbrowser.session.worker import SessionWorker
 
 SESSION_START_TIMEOUT_S = 60.0  # a cold start is ~1 s; far beyond that something is wrong
-# A new session's first call (a navigate, usually) starts a renderer; opening the next pooled
-# worker at the same time (another renderer) made it ~60 ms slower on two cores. The refill
-# after a create_session waits this long: long enough for the first call, short enough that the
-# next create_session finds the worker ready unless it comes within about a second.
+# The refill after a create_session waits for the session's first call (a renderer's start, which a second
+# one beside it slows), yet leaves the worker ready for a create_session a second later.
 REFILL_DELAY_S = 0.5
 
 
@@ -59,13 +55,9 @@ class WarmPool:
 
     def create_session(self, resume: dict[str, Any] | None = None, allowed_domains: list[str] | None = None,
                        owner: str | None = None, context: dict[str, Any] | None = None) -> SessionRecord:
-        """Hand out a warm worker, or start one, and register it as a session.
-
-        resume: {"sessionId", "storageState", "url"} to bring a closed session back
-        under its old id. context: the opener's options for a context of the session's
-        own, {"emulation": {...}, "storage_state": {...}}. Both need a fresh context,
-        so never come from the pool. A session that was opening when the browser crashed is
-        opened again on the restarted browser, once. owner: the client it belongs to (HTTP)."""
+        """Hand out a warm worker, or start one, and register it as a session (opened again, once, when the
+        browser crashed under it). resume: {"sessionId", "storageState", "url"} under its old id; context: the
+        opener's options for a context of its own ({"emulation", "storage_state"}): both never from the pool."""
         record = (self._open_once(resume, allowed_domains, owner, context, final_try=False)
                   or self._open_once(resume, allowed_domains, owner, context, final_try=True))
         assert record is not None  # the last attempt raises rather than give up
@@ -89,9 +81,8 @@ class WarmPool:
                 worker.submit(SessionState.narrow, allowed_domains).result(SESSION_START_TIMEOUT_S)
         except BrowserServerError as exc:
             self._registry.release()
-            # A session attaches in ~30 ms, so it can fail on a browser that just died
-            # before the supervisor has seen the crash: give it the time to. A caller's
-            # mistake (an emulation option the browser refused) is no crash: answered at once.
+            # It may fail on a browser that just died before the supervisor saw it: give it the time to.
+            # A caller's mistake (an emulation option refused) is no crash: answered at once.
             if not isinstance(exc, BrowserFailure) or self._supervisor.remote \
                     or not self._supervisor.crash_noticed(generation):
                 raise
@@ -126,11 +117,8 @@ class WarmPool:
         return worker
 
     def options(self, allowed_domains: list[str] | None, session_id: str) -> dict[str, Any]:
-        """The opener's plain data: the session's policy, and the proxy that enforces it when a host rule applies.
-
-        The proxy listens on this machine's loopback only. A browser on another
-        machine could not reach it, and a policy that silently stopped holding
-        there would be worse than a clear refusal."""
+        """The opener's plain data: the session's policy, and the proxy that enforces it when a host rule applies
+        (on loopback only: for a browser on another machine, a clear refusal rather than a policy that fails)."""
         policy = self._policy(allowed_domains)
         if not (policy.restricts_hosts or self.config.ask_new_domains):
             return {"allowed_domains": allowed_domains, "policy": policy, "proxy": None}
@@ -147,11 +135,8 @@ class WarmPool:
         return self._supervisor.remote or worker.generation == self._supervisor.generation
 
     def _take_idle(self) -> SessionWorker | None:
-        """A live pooled worker on the current browser, or None.
-
-        While a refill is under way and none is ready, wait for it: it started earlier than
-        a cold start would, and two sessions opening at once on two cores each take longer
-        (the first create_session after start-up meets the pool's first fill)."""
+        """A live pooled worker on the current browser, or None. While a refill is under way and none is ready,
+        wait for it: it started earlier than a cold start would, and two opening at once each take longer."""
         deadline = time.monotonic() + SESSION_START_TIMEOUT_S
         with self._lock:
             waiting = False
@@ -162,8 +147,7 @@ class WarmPool:
                         if worker.alive and self._current(worker):
                             return worker
                         worker.stop()
-                    # Only for a refill already running (one queued behind busy core threads may
-                    # not start soon), and one caller per running refill: the others open their own.
+                    # Only for a refill already running, and one caller per running refill.
                     left = deadline - time.monotonic()
                     if left <= 0 or self._fills_running <= 0:
                         return None
@@ -185,8 +169,7 @@ class WarmPool:
             timer.daemon = True
             timer.start()
             return
-        # Not on a Selenium Grid: a pooled session would hold one of the Grid's slots, which other
-        # users may be queueing for, and the Grid ends it after its own idle timeout.
+        # Not on a Selenium Grid: a pooled session would hold a slot others queue for, ended at the Grid's timeout.
         if self._memory.over() is not None or self._registry.closed or self._supervisor.degraded \
                 or self.config.selenium_grid:
             return

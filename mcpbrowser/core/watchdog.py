@@ -1,8 +1,7 @@
 """The watchdog: finds session commands running far past their timeout and replaces their thread.
 
-Runs on the watchdog thread (only when --watchdog-grace is set). It never
-touches Playwright: it answers the stuck command, starts a fresh session thread
-from the session's last saved state, and kills the stuck thread's driver process."""
+Runs on the watchdog thread (only when --watchdog-grace is set). It never touches Playwright: it answers the
+stuck command, starts a fresh session thread from the session's last saved state, and kills the old driver."""
 
 import contextlib
 import os
@@ -46,12 +45,9 @@ class Watchdog:
                     self._replace_stuck(record, *stuck)
 
     def _replace_stuck(self, record: SessionRecord, fut: Any, tag: Any) -> None:
-        """Answer a stuck command COMMAND_TIMEOUT and give its session a fresh thread.
-
-        Playwright objects cannot be handed to another thread, so the new thread
-        opens a new context from the session's last saved state (cookies, local
-        storage, URL). The old thread is freed by killing its driver process, which
-        also makes the browser server close the old context."""
+        """Answer a stuck command COMMAND_TIMEOUT and give its session a fresh thread, on a new context from the
+        last saved state (Playwright objects cannot change threads); killing the old driver frees the old thread
+        and closes its context."""
         call, budget = tag
         old, session_id = record.worker, record.session_id
         saved = self._history.saved_state(session_id)
@@ -66,10 +62,8 @@ class Watchdog:
             if options["proxy"] is not None:
                 options["proxy"].close()
             return
-        # The agent hears only of calls it made: work the server does by itself between calls
-        # (the idle collection; tag None) or after a call was answered (its capture and save)
-        # is named as the server's own, never as a tool the agent did not send or already has
-        # an answer to.
+        # The server's own work (between calls: tag None; after an answer: its capture) is named as the server's,
+        # never as a tool the agent did not send or already has an answer to.
         goes_on = ("The session goes on in a fresh page" + (" at its last saved URL, with its cookies" if saved else "")
                    + "; check the page and retry.")
         if call is None:
