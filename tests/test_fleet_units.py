@@ -152,6 +152,21 @@ def test_a_down_endpoint_rejoins_when_its_probe_answers(status_server):
         fleet.stop()
 
 
+def test_a_down_endpoints_backoff_waits_no_longer_than_the_ping(status_server):
+    stopping = threading.Event()
+    spec = RemoteEndpoint(f"http://127.0.0.1:{status_server.server_port}", "grid", capacity=2)
+    status_server.answer = {"value": {"ready": False}}
+    fleet = Fleet((spec,), 1, stopping)
+    fleet.start()
+    try:
+        fleet.suspect(place(fleet)[0], "gone")
+        # Probes at 0, 0, 0.5, 1.5, 2.5, 3.5 and 4.5 s, waits of at most 1 s; uncapped, the 7th comes at 15.5 s.
+        assert wait_for(lambda: len(status_server.seen) >= 7, seconds=10), len(status_server.seen)
+    finally:
+        stopping.set()
+        fleet.stop()
+
+
 def test_endpoint_settings_parse_and_refuse_clearly():
     c = Config(db=":memory:", ws_endpoint="ws://a:1/, ws://b:2/", cdp_endpoint=[{"url": "http://c:9222",
                                                                                  "capacity": 3}],
