@@ -2,6 +2,7 @@
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -152,16 +153,32 @@ def test_a_down_endpoint_rejoins_when_its_probe_answers(status_server):
         fleet.stop()
 
 
-def test_a_down_endpoints_backoff_waits_no_longer_than_the_ping(status_server):
-    stopping = threading.Event()
+class _Stopping(threading.Event):
+    """The fleet's stop event whose waits (the probes' backoff) are recorded and return at once."""
+
+    def __init__(self):
+        super().__init__()
+        self.waits = []
+
+    def wait(self, timeout=None):
+        self.waits.append(timeout)
+        time.sleep(0.005)
+        return self.is_set()
+
+
+@pytest.mark.parametrize("ping, waits", [(1, [0.5, 1, 1, 1, 1, 1, 1, 1]), (0, [0.5, 1, 2, 4, 8, 16, 30, 30])])
+def test_a_down_endpoints_backoff_waits_no_longer_than_the_ping(status_server, ping, waits):
+    stopping = _Stopping()
     spec = RemoteEndpoint(f"http://127.0.0.1:{status_server.server_port}", "grid", capacity=2)
     status_server.answer = {"value": {"ready": False}}
-    fleet = Fleet((spec,), 1, stopping)
+    fleet = Fleet((spec,), ping, stopping)
     fleet.start()
     try:
         fleet.suspect(place(fleet)[0], "gone")
-        # Probes at 0, 0, 0.5, 1.5, 2.5, 3.5 and 4.5 s, waits of at most 1 s; uncapped, the 7th comes at 15.5 s.
-        assert wait_for(lambda: len(status_server.seen) >= 7, seconds=10), len(status_server.seen)
+        assert wait_for(lambda: len(stopping.waits) >= len(waits), seconds=10)
+        assert stopping.waits[:len(waits)] == waits
+        status_server.answer = {"value": {"ready": True}}
+        assert wait_for(lambda: fleet.health()[0]["state"] == "up", seconds=10)
     finally:
         stopping.set()
         fleet.stop()
