@@ -222,6 +222,7 @@ async def interleaved_rounds(rounds, think_s, contenders):
 
 
 CPU_NAVIGATES = 5  # navigates in one contender's turn of the CPU phase (the clock ticks at 10 ms)
+CPU_WARMUP_TURNS = 1  # turns of each contender before the CPU phase's measured ones
 
 
 def process_kind(pid, root):
@@ -283,14 +284,14 @@ async def cpu_per_navigate(executable, urls, rounds, think_s, databases):
                 sides[name] = (functools.partial(_navigate, session, sid), functools.partial(tree_cpu_by_kind, server))
             for url in urls:
                 used = {name: [] for name in sides}
-                for i in range(rounds + 1):  # the first round warms up
+                for i in range(rounds + CPU_WARMUP_TURNS):
                     for name, (navigate, cpu) in sides.items():
                         before = cpu()
                         for _ in range(CPU_NAVIGATES):
                             await navigate(url)
                             await anyio.sleep(think_s)
                         await anyio.sleep(SETTLE_S)
-                        if i:
+                        if i >= CPU_WARMUP_TURNS:
                             after = cpu()
                             used[name].append({k: (after[k] - before.get(k, 0.0)) * 1000 / CPU_NAVIGATES
                                                for k in after})
@@ -839,7 +840,7 @@ def median_run(runs, key):
 
 
 def main():
-    global IDLE_S, START_S, REFILL_S, CPU_THINK_S, WARMUP_ROUNDS, CPU_NAVIGATES  # --quick shortens them
+    global IDLE_S, START_S, REFILL_S, CPU_THINK_S, WARMUP_ROUNDS, CPU_NAVIGATES, CPU_WARMUP_TURNS  # --quick
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=30, help="measured rounds of the workload (default 30)")
     parser.add_argument("--sessions", type=int, default=8, help="concurrent sessions (default 8)")
@@ -868,12 +869,12 @@ def main():
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--quick", action="store_true",
                         help=f"for the test suite: every pause {QUICK_PAUSE_S:g} s (the pool's start and refill, "
-                             "the idle time before memory, the CPU phase's think time), one warm-up round and "
-                             "2 navigates a CPU turn; every phase runs, but the figures are not worth quoting")
+                             "the idle time before memory, the CPU phase's think time), no warm-up round and "
+                             "1 navigate a CPU turn; every phase runs, but the figures are not worth quoting")
     args = parser.parse_args()
     if args.quick:
         IDLE_S = START_S = REFILL_S = CPU_THINK_S = QUICK_PAUSE_S
-        WARMUP_ROUNDS, CPU_NAVIGATES = 1, 2
+        WARMUP_ROUNDS, CPU_NAVIGATES, CPU_WARMUP_TURNS = 0, 1, 0
 
     executable = find_executable("chromium")
     httpd, url = serve_page()

@@ -30,7 +30,8 @@ def test_a_fleet_spreads_sessions_loses_only_one_endpoints_and_takes_it_back(fle
     config.write_text(json.dumps({"ws-endpoint": [{"url": a.url + "?token=FLEETSECRET", "capacity": 2},
                                                   {"url": b.url, "capacity": 2, "headers": {"X-Team": "qa"}},
                                                   c.url]}))
-    client = make_client("--config", str(config), "--endpoint-capacity", "2", "--pool-size", "0")
+    # --browser-ping 2: A's probes while it is down come at most 2 s apart, so its return is seen soon after.
+    client = make_client("--config", str(config), "--endpoint-capacity", "2", "--pool-size", "0", "--browser-ping", "2")
     sessions = [client.tool("create_session")["sessionId"] for _ in range(3)]
     placed, endpoints = _placed(client)
     assert sorted(Counter(placed.values()).values()) == [1, 1, 1], placed  # the most free capacity first

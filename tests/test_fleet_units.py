@@ -2,6 +2,7 @@
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -145,6 +146,37 @@ def test_a_down_endpoint_rejoins_when_its_probe_answers(status_server):
         assert fleet.health()[0]["state"] == "down"
         assert wait_for(lambda: len(status_server.seen) >= 2, seconds=5)  # probed, with backoff, still down
         assert fleet.health()[0]["state"] == "down"
+        status_server.answer = {"value": {"ready": True}}
+        assert wait_for(lambda: fleet.health()[0]["state"] == "up", seconds=10)
+    finally:
+        stopping.set()
+        fleet.stop()
+
+
+class _Stopping(threading.Event):
+    """The fleet's stop event whose waits (the probes' backoff) are recorded and return at once."""
+
+    def __init__(self):
+        super().__init__()
+        self.waits = []
+
+    def wait(self, timeout=None):
+        self.waits.append(timeout)
+        time.sleep(0.005)
+        return self.is_set()
+
+
+@pytest.mark.parametrize("ping, waits", [(1, [0.5, 1, 1, 1, 1, 1, 1, 1]), (0, [0.5, 1, 2, 4, 8, 16, 30, 30])])
+def test_a_down_endpoints_backoff_waits_no_longer_than_the_ping(status_server, ping, waits):
+    stopping = _Stopping()
+    spec = RemoteEndpoint(f"http://127.0.0.1:{status_server.server_port}", "grid", capacity=2)
+    status_server.answer = {"value": {"ready": False}}
+    fleet = Fleet((spec,), ping, stopping)
+    fleet.start()
+    try:
+        fleet.suspect(place(fleet)[0], "gone")
+        assert wait_for(lambda: len(stopping.waits) >= len(waits), seconds=10)
+        assert stopping.waits[:len(waits)] == waits
         status_server.answer = {"value": {"ready": True}}
         assert wait_for(lambda: fleet.health()[0]["state"] == "up", seconds=10)
     finally:

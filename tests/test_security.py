@@ -114,20 +114,25 @@ def test_schemes_need_an_explicit_flag(make_client, tmp_path):
     assert d.tool("navigate", sessionId=sid, url=page.as_uri())["title"] == "Local file"
 
 
-def _elicitation(action, asked):
+@pytest.fixture(scope="module")
+def asking():
+    """One server that asks about new domains, for every answer a user may give: its client answers with
+    `asking.action` and keeps what it was asked in `asking.asked` (the grant is the session's alone)."""
     async def answer(context, params):
-        asked.append(params.message)
-        return types.ElicitResult(action=action)
-    return answer
+        c.asked.append(params.message)
+        return types.ElicitResult(action=c.action)
+
+    c = McpClient("--allowed-domains", "127.0.0.1", "--ask-new-domains", elicitation_callback=answer)
+    yield c
+    c.close()
 
 
 @pytest.mark.parametrize("action", ["accept", "decline", "cancel"])
-def test_new_domains_are_asked_through_elicitation(pages, forbidden, action):
-    asked = []
-    c = McpClient("--allowed-domains", "127.0.0.1", "--ask-new-domains",
-                  elicitation_callback=_elicitation(action, asked))
+def test_new_domains_are_asked_through_elicitation(asking, pages, forbidden, action):
+    c = asking
+    c.action, c.asked = action, []
+    sid = c.tool("create_session")["sessionId"]
     try:
-        sid = c.tool("create_session")["sessionId"]
         url = f"{base(forbidden)}/asked"
         if action == "accept":
             assert c.tool("navigate", sessionId=sid, url=url)["title"] == "Forbidden page"
@@ -136,9 +141,9 @@ def test_new_domains_are_asked_through_elicitation(pages, forbidden, action):
             err = c.error("navigate", sessionId=sid, url=url)
             assert err["errorCode"] == "DOMAIN_NOT_ALLOWED" and err["details"]["userAction"] == action
             assert forbidden.hits == []
-        assert len(asked) == 1 and FORBIDDEN_HOST in asked[0]
+        assert len(c.asked) == 1 and FORBIDDEN_HOST in c.asked[0]
     finally:
-        c.close()
+        c.call("close_session", {"sessionId": sid})
 
 
 def test_without_elicitation_the_answer_says_why(make_client, forbidden):

@@ -138,9 +138,10 @@ class Fleet:
             if failure is None:
                 continue
             self._down(member, failure)
-            # Back off 0.5, 1, 2 ... 30 s between probes; it rejoins placement when one answers.
+            # Back off 0.5, 1, 2 ... 30 s between probes, never longer than --browser-ping (a down endpoint is
+            # probed at least as often as an up one); it rejoins placement when one answers.
             retrying = Retrying(retry=retry_if_result(lambda answered: not answered),
-                                wait=wait_exponential(multiplier=0.5, max=30),
+                                wait=wait_exponential(multiplier=0.5, max=min(30, self._ping or 30)),
                                 sleep=self._probe_sleep(member), stop=lambda _: self._stopping.is_set())
             if retrying(self._probe_once, member):
                 self._up(member)
