@@ -1,5 +1,5 @@
 """A dialog is its tab's: a popup's alert holds the popup, not the tab the agent works in; and so are its console
-and network entries.
+and network entries. A tab that closes itself is told, and no other tab's page is stored for its call.
 
 Real Chromium, real HTTP on 127.0.0.1, through the official MCP client.
 """
@@ -49,6 +49,15 @@ setTimeout(() => alert('before the crash'), 100)</script>""",
     # An alert loop: each alert as soon as the previous one is answered.
     "/tabs-loop": """<!doctype html><title>Loop</title>
 <script>setTimeout(() => { for (let n = 1; ; n++) alert('again ' + n) })</script>""",
+    # A page that closes its own window, as a login popup does once it is done: at a click, or a key's timer; and
+    # one that closes itself soon after it loads, while the agent works in its opener.
+    "/tabs-closer": """<!doctype html><title>Closer</title>
+<button id="win" onclick="window.open('/tabs-closes')">Open</button>
+<button id="bye" onclick="window.open('/tabs-bye')">Bye</button>""",
+    "/tabs-closes": """<!doctype html><title>Closes</title>
+<input id="q" onkeydown="if (event.key === 'Enter') setTimeout(() => window.close(), 50)">
+<button id="now" onclick="window.close()">Close now</button>""",
+    "/tabs-bye": "<!doctype html><title>Bye</title><script>setTimeout(() => window.close(), 200)</script>",
 })
 
 
@@ -315,4 +324,66 @@ def test_the_current_tab_that_crashes_with_its_dialog_open_answers_page_crashed_
     assert client.tool("snapshot", sessionId=session)["url"] == "about:blank"
     client.tool("tabs", sessionId=session, action="select", index=0)
     assert client.tool("click", sessionId=session, selector="#here")["title"] == "Clicked 1"
+    client.tool("close_session", sessionId=session)
+
+
+def _closes_opened(client, session):
+    """Open /tabs-closes from /tabs-closer and make it current."""
+    assert client.tool("click", sessionId=session, selector="#win")["newTabs"] == 1
+    assert client.tool("tabs", sessionId=session, action="select", index=1)["title"] == "Closes"
+
+
+def test_a_tab_that_closes_itself_is_told_once_and_its_call_stores_no_other_tabs_page(client, pages):
+    session = client.tool("create_session", url=pages.url("/tabs-closer"))["sessionId"]
+    _closes_opened(client, session)
+    clicked = client.tool("click", sessionId=session, selector="#now")
+    assert clicked["url"] == pages.url("/tabs-closer") and (clicked["closedTabs"], clicked["currentTab"]) == (1, 0)
+    assert clicked["message"] == "Clicked #now; a page closed its own tab: this is tab 0", clicked
+    assert "closedTabs" not in client.tool("snapshot", sessionId=session)  # told once
+    # A key whose timer closes the tab after the answer: the next answer tells it, and the key's refId keeps the
+    # page it left (when the capture came first) or none, never the opener's, which it did not touch.
+    _closes_opened(client, session)
+    client.tool("type", sessionId=session, selector="#q", text="done")
+    pressed = client.tool("press_key", sessionId=session, key="Enter")
+    assert pressed["url"] == pages.url("/tabs-closes"), pressed
+    after = client.tool("snapshot", sessionId=session)
+    assert after["url"] == pages.url("/tabs-closer") and (after["closedTabs"], after["currentTab"]) == (1, 0), after
+    stored = client.call("get_content", {"ref_id": pressed["refId"]})
+    shown = stored.content[-1].text
+    if stored.is_error:
+        assert json.loads(shown)["errorCode"] == "CONTENT_NOT_FOUND" and "closed by its own page" in shown, shown
+    else:
+        assert "Close now" in shown and '"Open"' not in shown, shown
+    client.tool("close_session", sessionId=session)
+
+
+def test_another_tab_that_closes_itself_is_told_and_a_tab_the_agent_closes_is_not(client, pages):
+    session = client.tool("create_session", url=pages.url("/tabs-closer"))["sessionId"]
+    answers = [client.tool("click", sessionId=session, selector="#bye")]
+    assert answers[0]["newTabs"] == 1, answers
+
+    def closed():
+        answers.append(client.tool("tabs", sessionId=session))
+        return len(answers[-1]["tabs"]) == 1
+    assert wait_for(closed, 10), answers
+    told = [a for a in answers if "closedTabs" in a]
+    assert len(told) == 1 and told[0]["closedTabs"] == 1 and "currentTab" not in told[0], answers
+    # The agent's own close is no news, nor is it told later.
+    _closes_opened(client, session)
+    closing = client.tool("tabs", sessionId=session, action="close", index=1)
+    assert "closedTabs" not in closing and len(closing["tabs"]) == 1, closing
+    assert "closedTabs" not in client.tool("snapshot", sessionId=session)
+    client.tool("close_session", sessionId=session)
+
+
+def test_a_call_that_fails_after_its_tab_closed_itself_says_so(client, pages):
+    session = client.tool("create_session", url=pages.url("/tabs-closer"))["sessionId"]
+    _closes_opened(client, session)
+    client.tool("type", sessionId=session, selector="#q", text="done")
+    client.tool("press_key", sessionId=session, key="Enter")
+    time.sleep(0.5)  # the key's timer closed the popup; the agent, unaware, goes on in it
+    error = client.error("click", sessionId=session, selector="#now", timeout=300)
+    assert error["errorCode"] == "ELEMENT_NOT_FOUND", error
+    assert error["message"].endswith("(Meanwhile a page closed its own tab: this is tab 0.)"), error
+    assert (error["details"]["closedTabs"], error["details"]["currentTab"]) == (1, 0), error
     client.tool("close_session", sessionId=session)

@@ -107,7 +107,7 @@ class OnSession:
             return error  # a bug of ours: no browser lost, no login wall (core/dispatch.py logs it)
         if response.page_crash is not None:
             error = state.replace_crashed_page() if response.page_crash else state.unresponsive_error()
-        error = answer.told_dismissals(error, state.dismissals_untold())
+        error = answer.told_meanwhile(error, state.dismissals_untold(), state.closes_untold())
         if page_reading.browser_gone(state):
             self._supervisor.browser_gone(state.worker, str(error))
             return self._registry.session_lost(state)

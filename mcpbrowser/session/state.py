@@ -57,6 +57,9 @@ class SessionState(Acting):
         self.leaving = False       # navigate is taking the tab away: dialogs in its way are answered
         self.trapped = False       # ...but one could not be: the tab is held (see clear_the_way)
         self.replaced_tab = False  # navigate replaced a trapped tab, not yet told
+        # Tabs whose pages closed themselves (window.close, as a login popup does), not yet told, and whether the
+        # current one was among them: the agent would otherwise find itself in another tab unawares (closes_untold).
+        self.closed_untold, self.current_closed = 0, False
         self.watching = False     # the page watch's engine is registered (see page_watch)
         self.network_policy = NetworkPolicy(worker.session_id)
         self.events = EventBuffers(config.console_buffer, config.network_buffer, self.network_policy, self.tab_of)
@@ -89,6 +92,7 @@ class SessionState(Acting):
         self.disconnect_at_close = False  # set by the opener: see close()
         self.quiet_since = time.monotonic()  # when the last call ended: see catch_up
         self.told = None          # (url, title) the agent's last answer gave: a read of the same page omits them
+        self.answered_tab = None  # the tab the last answer spoke of: its capture stores no other tab's page
 
     @property
     def session_id(self):
@@ -212,6 +216,7 @@ class SessionState(Acting):
         shown = {**response.result, **facts}
         if "url" in shown and "title" in shown:
             self.told = (shown["url"], shown["title"])
+        self.answered_tab = self.tab
 
     def _news(self, dialog_before):
         """What the pages did that the agent was not told yet, each told once: a dialog that opened during the
@@ -236,6 +241,7 @@ class SessionState(Acting):
             news["tabReplaced"], self.replaced_tab = True, False
         if self.dialogs_dismissed:
             news["dialogsDismissed"], self.dialogs_dismissed = self.dialogs_dismissed, 0
+        news.update(self.closes_untold())
         downloads = self.downloads.news()
         if downloads:
             news["downloads"] = downloads
@@ -283,9 +289,20 @@ class SessionState(Acting):
         self.crashes = [(tab, dialog) for tab, dialog in self.crashes if tab is self.tab]
         return told
 
+    def closes_untold(self):
+        """{closedTabs, currentTab?}: how many tabs closed themselves since the last answer, and the tab now current
+        when the current one was among them; told once, by the next answer or a failed call's error."""
+        if not self.closed_untold:
+            return {}
+        told = {"closedTabs": self.closed_untold}
+        if self.current_closed and self.tab in self.tabs:
+            told["currentTab"] = self.tabs.index(self.tab)
+        self.closed_untold, self.current_closed = 0, False
+        return told
+
     def dismissals_untold(self):
         """How many dialogs the server dismissed since the last answer (see run_tool), told now by a failed call's
-        error (core/answer.py's told_dismissals)."""
+        error (core/answer.py's told_meanwhile)."""
         count, self.dialogs_dismissed = self.dialogs_dismissed, 0
         return count
 
@@ -399,7 +416,7 @@ class SessionState(Acting):
         self.events.hand_over(old, self._open_blank_tab(at=self.tabs.index(old) if old in self.tabs else None))
         self.replaced_tab = True
         try:
-            old.page.close()
+            self.close_tab(old)
         except Exception as exc:  # gone already
             log.debug("trapped tab close failed", extra={"session": self.session_id, "error": str(exc)})
         log.info("trapped tab replaced", extra={"event": "tab_replaced", "session": self.session_id})
@@ -440,7 +457,7 @@ class SessionState(Acting):
         if at is not None:
             self.tabs.remove(dead)
         try:
-            dead.page.close()
+            self.close_tab(dead)
         except Exception:
             pass  # a crashed page may refuse to close cleanly
         self.events.hand_over(dead, self._open_blank_tab(at=at))
@@ -506,11 +523,19 @@ class SessionState(Acting):
                 log.debug("throttling a new tab failed", extra={"session": self.session_id, "error": str(exc)})
         return tab
 
+    def close_tab(self, tab):
+        """Close a tab for the agent (tabs close) or the server (a tab replaced): no news, unlike a page closing
+        itself (_on_tab_closed)."""
+        tab.closing = True
+        tab.page.close()
+
     def _on_tab_closed(self, tab):
         if tab in self.tabs:
             self.tabs.remove(tab)
+            self.closed_untold += not tab.closing
         if tab is self.tab:
             self.tab = self.tabs[-1] if self.tabs else None
+            self.current_closed = self.current_closed or not tab.closing
 
     def _on_dialog(self, dialog):
         page = dialog.page
