@@ -11,7 +11,7 @@ import time
 from contextlib import contextmanager
 from typing import Any
 
-from mcpbrowser.errors import DialogOpen, PageCrashed, PageUnresponsive
+from mcpbrowser.errors import DialogOpen, PageCrashed, PageUnresponsive, TabClosed
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import a_, clip, crashed_with
 from mcpbrowser.redaction import MARK_SECRET_FIELDS
@@ -172,6 +172,12 @@ class SessionState(Acting):
             raise self.replace_crashed_page()
         if self.tab is None or self.tab.page.is_closed():
             self._open_blank_tab()
+        # The agent's tab closed itself since its last answer (the catch-up heard it): an action meant for it must
+        # not land in the tab now current (a password typed into another site), nor a tabs index that moved.
+        acts = tool.page_tool and not tool.read_only
+        if self.current_closed and acts or self.closed_untold and tool.name == "tabs" \
+                and args.get("action", "list") != "list":
+            raise self.tab_closed_error()
         tab = self.tab
         if tool.page_tool and not tool.leaves_page and tab.unresponsive and not self.responsive():
             raise self.unresponsive_error()
@@ -195,6 +201,8 @@ class SessionState(Acting):
                     and not self.responsive() and self.blocker is None:
                 response.page_failed(crashed=False)
             raise
+        if self.tab is None:  # the session's last tab closed itself during the call
+            self._open_blank_tab()
         title, facts = None, {}
         stayed = tool.changes_page and tool.page_tool and not tool.leaves_page and self.blocker is None \
             and self.tab is tab
@@ -294,11 +302,30 @@ class SessionState(Acting):
         when the current one was among them; told once, by the next answer or a failed call's error."""
         if not self.closed_untold:
             return {}
+        if self.tab is None:  # the last one closed: the session goes on in a fresh tab, which the answer names
+            self._open_blank_tab()
         told = {"closedTabs": self.closed_untold}
         if self.current_closed and self.tab in self.tabs:
             told["currentTab"] = self.tabs.index(self.tab)
         self.closed_untold, self.current_closed = 0, False
         return told
+
+    def tab_closed_error(self, during=False):
+        """TAB_CLOSED, with what closed (closes_untold): before the call (nothing was done), or during it."""
+        told = self.closes_untold()
+        now = f"The current tab is now tab {told['currentTab']} ({clip(self.tab.page.url)}): take a snapshot to " \
+            "see it, or pick another with tabs." if "currentTab" in told else "List them with tabs first."
+        if during:
+            said = "The tab closed itself during the call (its page called window.close()); what the call did " \
+                "before that stands."
+        elif "currentTab" in told:
+            said = "The tab you worked in closed itself after your last answer (its page called window.close()); " \
+                "nothing was done."
+        else:
+            count = told["closedTabs"]
+            said = f"{count} tab{'s' if count > 1 else ''} closed {'themselves' if count > 1 else 'itself'} " \
+                "since your last answer, so the tabs' indices moved; nothing was done."
+        return TabClosed(f"{said} {now}", session_id=self.session_id, details=told)
 
     def dismissals_untold(self):
         """How many dialogs the server dismissed since the last answer (see run_tool), told now by a failed call's

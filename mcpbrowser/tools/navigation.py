@@ -167,10 +167,20 @@ def tabs(state, args, response):
     # A page that opened 40 windows must not cost the agent 40 titles: the first TABS_LISTED tabs and the
     # current one are listed, the rest counted. A title is read by a script in the page: none behind a
     # dialog, and within the server's own deadline (a popup whose script never yields is then known to hang).
-    # The tabs as they are now: a tab that closes itself while a title is read is told by the next answer.
-    tabs, current = list(state.tabs), state.tabs.index(state.tab)
-    shown = [i for i in range(len(tabs)) if i < TABS_LISTED or i == current]
-    listing = [{"index": i, "url": tabs[i].page.url, "title": _title(state, tabs[i]), "current": i == current,
+    # A tab that closes itself while the titles are read moves the others: the listing is of the tabs still open
+    # once the titles are in (read again for those that moved in), and the answer's closedTabs tells the rest.
+    titles: dict = {}
+    for _ in range(3):
+        if state.tab is None:
+            state._open_blank_tab()
+        tabs, current = list(state.tabs), state.tabs.index(state.tab)
+        shown = [i for i in range(len(tabs)) if i < TABS_LISTED or i == current]
+        for i in shown:
+            if tabs[i] not in titles:
+                titles[tabs[i]] = _title(state, tabs[i])
+        if tabs == state.tabs and tabs[current] is state.tab:
+            break
+    listing = [{"index": i, "url": tabs[i].page.url, "title": titles[tabs[i]], "current": i == current,
                 **_dialog_of(tabs[i]), **({"crashed": True} if tabs[i].crashed else {})} for i in shown]
     if state.blocker is None and not tabs[current].unresponsive and tabs[current] is state.tab:
         state.remember_page(listing[shown.index(current)]["title"])
