@@ -154,6 +154,11 @@ class PageToolFailed(BrowserServerError):
     default_message = "The page's tool threw, or the browser runs no page tools (WebMCP is off)."
 
 
+class TabClosed(BrowserServerError):
+    code = "TAB_CLOSED"
+    default_message = "The tab closed itself (its page called window.close()): see the tabs with tabs."
+
+
 class ContentNotFound(BrowserServerError):
     code = "CONTENT_NOT_FOUND"
     default_message = "Nothing is stored under that refId."

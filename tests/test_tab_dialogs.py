@@ -1,5 +1,5 @@
 """A dialog is its tab's: a popup's alert holds the popup, not the tab the agent works in; and so are its console
-and network entries.
+and network entries. A tab that closes itself is told, and no other tab's page is stored for its call.
 
 Real Chromium, real HTTP on 127.0.0.1, through the official MCP client.
 """
@@ -49,6 +49,18 @@ setTimeout(() => alert('before the crash'), 100)</script>""",
     # An alert loop: each alert as soon as the previous one is answered.
     "/tabs-loop": """<!doctype html><title>Loop</title>
 <script>setTimeout(() => { for (let n = 1; ; n++) alert('again ' + n) })</script>""",
+    # A page that closes its own window, as a login popup does once it is done: at a click, or a key's timer; and
+    # one that closes itself soon after it loads, while the agent works in its opener.
+    "/tabs-closer": """<!doctype html><title>Closer</title>
+<button id="win" onclick="window.open('/tabs-closes')">Open</button>
+<button id="bye" onclick="window.open('/tabs-bye')">Bye</button><input id="q" aria-label="Opener's">""",
+    "/tabs-closes": """<!doctype html><title>Closes</title>
+<input id="q" onkeydown="if (event.key === 'Enter') setTimeout(() => window.close(), 50)">
+<input id="k" onkeydown="if (event.key === 'Enter') window.close()">
+<input id="late" onkeydown="if (event.key === 'Enter') setTimeout(() => window.close(), 400)">
+<button id="now" onclick="window.close()">Close now</button>
+<button id="auth" onclick="if (confirm('Authorize?')) window.close()">Authorize</button>""",
+    "/tabs-bye": "<!doctype html><title>Bye</title><script>setTimeout(() => window.close(), 400)</script>",
 })
 
 
@@ -315,4 +327,116 @@ def test_the_current_tab_that_crashes_with_its_dialog_open_answers_page_crashed_
     assert client.tool("snapshot", sessionId=session)["url"] == "about:blank"
     client.tool("tabs", sessionId=session, action="select", index=0)
     assert client.tool("click", sessionId=session, selector="#here")["title"] == "Clicked 1"
+    client.tool("close_session", sessionId=session)
+
+
+def _closes_opened(client, session):
+    """Open /tabs-closes from /tabs-closer and make it current."""
+    assert client.tool("click", sessionId=session, selector="#win")["newTabs"] == 1
+    assert client.tool("tabs", sessionId=session, action="select", index=1)["title"] == "Closes"
+
+
+def test_a_tab_that_closes_itself_is_told_once_and_its_call_stores_no_other_tabs_page(client, pages):
+    session = client.tool("create_session", url=pages.url("/tabs-closer"))["sessionId"]
+    _closes_opened(client, session)
+    clicked = client.tool("click", sessionId=session, selector="#now")
+    assert clicked["url"] == pages.url("/tabs-closer") and (clicked["closedTabs"], clicked["currentTab"]) == (1, 0)
+    assert clicked["message"] == "Clicked #now; a page closed its own tab: this is tab 0", clicked
+    assert "closedTabs" not in client.tool("snapshot", sessionId=session)  # told once
+    # A key whose timer closes the tab after the answer: the next answer tells it, and the key's refId keeps the
+    # page it left (when the capture came first) or none, never the opener's, which it did not touch.
+    _closes_opened(client, session)
+    client.tool("type", sessionId=session, selector="#q", text="done")
+    pressed = client.tool("press_key", sessionId=session, key="Enter")
+    assert pressed["url"] == pages.url("/tabs-closes"), pressed
+    after = client.tool("snapshot", sessionId=session)
+    assert after["url"] == pages.url("/tabs-closer") and (after["closedTabs"], after["currentTab"]) == (1, 0), after
+    stored = client.call("get_content", {"ref_id": pressed["refId"]})
+    shown = stored.content[-1].text
+    if stored.is_error:
+        assert json.loads(shown)["errorCode"] == "CONTENT_NOT_FOUND" and "closed by its own page" in shown, shown
+    else:
+        assert "Close now" in shown and '"Open"' not in shown, shown
+    client.tool("close_session", sessionId=session)
+
+
+def test_another_tab_that_closes_itself_is_told_and_a_tab_the_agent_closes_is_not(client, pages):
+    session = client.tool("create_session", url=pages.url("/tabs-closer"))["sessionId"]
+    answers = [client.tool("click", sessionId=session, selector="#bye")]
+    assert answers[0]["newTabs"] == 1, answers
+
+    def closed():
+        answers.append(client.tool("tabs", sessionId=session))
+        return len(answers[-1]["tabs"]) == 1
+    assert wait_for(closed, 10), answers
+    told = [a for a in answers if "closedTabs" in a]
+    assert len(told) == 1 and told[0]["closedTabs"] == 1 and "currentTab" not in told[0], answers
+    # The agent's own close is no news, nor is it told later.
+    _closes_opened(client, session)
+    closing = client.tool("tabs", sessionId=session, action="close", index=1)
+    assert "closedTabs" not in closing and len(closing["tabs"]) == 1, closing
+    assert "closedTabs" not in client.tool("snapshot", sessionId=session)
+    client.tool("close_session", sessionId=session)
+
+
+def test_a_call_that_fails_after_another_tab_closed_itself_says_so(client, pages):
+    session = client.tool("create_session", url=pages.url("/tabs-closer"))["sessionId"]
+    assert client.tool("click", sessionId=session, selector="#bye")["newTabs"] == 1
+    time.sleep(1.0)  # the popup closed itself 400 ms after its load, while the agent thought
+    error = client.error("click", sessionId=session, selector="#missing", timeout=300)
+    assert error["errorCode"] == "ELEMENT_NOT_FOUND", error
+    assert error["message"].endswith("(Meanwhile a page closed its own tab (not this one): see tabs.)"), error
+    assert error["details"]["closedTabs"] == 1 and "currentTab" not in error["details"], error
+    client.tool("close_session", sessionId=session)
+
+
+def _closed_after_the_answer(client, session):
+    """The current popup's Enter starts a 400 ms timer that closes it, after press_key's answer; heard by then."""
+    client.tool("click", sessionId=session, selector="#late")
+    assert "closedTabs" not in client.tool("press_key", sessionId=session, key="Enter")
+    time.sleep(0.8)
+
+
+def test_an_action_meant_for_a_tab_that_closed_itself_is_refused_not_done_elsewhere(client, pages):
+    # A sign-in popup closes itself as the agent thinks: its next `type` must not land in the opener's field (of
+    # another site, maybe), nor a tabs index that moved close the next tab along.
+    session = client.tool("create_session", url=pages.url("/tabs-closer"))["sessionId"]
+    _closes_opened(client, session)
+    _closed_after_the_answer(client, session)
+    refused = client.error("type", sessionId=session, selector="#q", text="S3cret-word", secret=True)
+    assert refused["errorCode"] == "TAB_CLOSED" and refused["details"] == {"closedTabs": 1, "currentTab": 0}, refused
+    assert refused["message"].startswith("The tab you worked in closed itself after your last answer") \
+        and "nothing was done" in refused["message"], refused
+    assert "S3cret" not in json.dumps(client.tool("snapshot", sessionId=session, selector="#q"))
+    assert client.call("type", {"sessionId": session, "selector": "#q", "text": "now"}).is_error is False  # told once
+    _closes_opened(client, session)
+    client.tool("tabs", sessionId=session, action="select", index=0)
+    assert client.tool("click", sessionId=session, selector="#win")["newTabs"] == 1  # tabs 1 and 2: two popups
+    client.tool("tabs", sessionId=session, action="select", index=1)
+    _closed_after_the_answer(client, session)
+    moved = client.error("tabs", sessionId=session, action="close", index=1)  # meant the popup that closed itself
+    assert moved["errorCode"] == "TAB_CLOSED" and moved["details"]["closedTabs"] == 1, moved
+    assert len(client.tool("tabs", sessionId=session)["tabs"]) == 2  # the other popup is still there
+    client.tool("close_session", sessionId=session)
+
+
+def test_a_tab_that_closes_itself_during_a_call_is_no_browser_error(client, pages):
+    session = client.tool("create_session", url=pages.url("/tabs-closer"))["sessionId"]
+    # A confirm whose acceptance closes its page: the dialog was answered; the breaker does not count it.
+    _closes_opened(client, session)
+    client.tool("click", sessionId=session, selector="#auth")
+    answered = client.error("handle_dialog", sessionId=session, accept=True)
+    assert answered["errorCode"] == "TAB_CLOSED" and answered["message"].startswith(
+        "The tab closed itself during the call (its page called window.close()); what the call did before that "
+        "stands. The current tab is now tab 0"), answered
+    # A key whose keydown closes its page was pressed: not the arguments' fault.
+    _closes_opened(client, session)
+    pressed = client.call("press_key", {"sessionId": session, "selector": "#k", "key": "Enter"})
+    shown = json.loads(pressed.content[0].text)
+    assert shown.get("errorCode", "TAB_CLOSED") == "TAB_CLOSED" and shown.get("closedTabs", 1) == 1, shown
+    # The session's last tab closing itself leaves a fresh one, named.
+    _closes_opened(client, session)
+    client.tool("tabs", sessionId=session, action="close", index=0)
+    clicked = client.tool("click", sessionId=session, selector="#now")
+    assert (clicked["url"], clicked["closedTabs"], clicked["currentTab"]) == ("about:blank", 1, 0), clicked
     client.tool("close_session", sessionId=session)

@@ -141,15 +141,30 @@ def with_news(result: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
     if "dialogsDismissed" in news:
         result["message"] += (f"; the server dismissed {news['dialogsDismissed']} dialog(s) itself "
                               "(a dialog loop, or dialogs in the way of leaving the page)")
+    if "closedTabs" in news:
+        result["message"] += f"; {closed_tabs(news)}"
     return result
 
 
-def told_dismissals(error: BrowserServerError, count: int) -> BrowserServerError:
-    """A failed call's error, with the dialogs the server dismissed since the last answer (`count`)."""
+def closed_tabs(news: dict[str, Any]) -> str:
+    """What `closedTabs` (and `currentTab`) tell, in words: tabs whose pages closed themselves (window.close)."""
+    count = news["closedTabs"]
+    closed = "a page closed its own tab" if count == 1 else f"pages closed {count} tabs themselves"
+    if "currentTab" in news:
+        return f"{closed}{'' if count == 1 else ', the current one among them'}: this is tab {news['currentTab']}"
+    return f"{closed} (not this one): see tabs"
+
+
+def told_meanwhile(error: BrowserServerError, count: int, closes: dict[str, Any]) -> BrowserServerError:
+    """A failed call's error, with the dialogs the server dismissed (`count`) and the tabs that closed themselves
+    (`closes`: SessionState.closes_untold) since the last answer."""
     if count:
         error.details = {**(error.details or {}), "dialogsDismissed": count}
         error.message += (f" (Meanwhile the server dismissed {count} dialog(s) itself: a dialog loop, or dialogs "
                           "in the way of leaving the page.)")
+    if closes:
+        error.details = {**(error.details or {}), **closes}
+        error.message += f" (Meanwhile {closed_tabs(closes)}.)"
     return error
 
 

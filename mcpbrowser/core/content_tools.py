@@ -61,8 +61,8 @@ def _no_page(core, ref_id, stored):
     which = "snapshot and wait_for do (--response-mode lean)" if core.config.response_mode == "lean" else \
         "successful page-changing calls (navigate, click, type, …), snapshot and wait_for do"
     return (f"{call} stored no page snapshot; {which}, unless the page was too large to capture after a call "
-            f"(over {HUGE_ELEMENTS:,} elements: read it with snapshot and a selector), behind a dialog, or not "
-            "answering.")
+            f"(over {HUGE_ELEMENTS:,} elements: read it with snapshot and a selector), behind a dialog, not "
+            "answering, or closed by its own page first.")
 
 
 def _search(lines, term):

@@ -12,7 +12,7 @@ from mcpbrowser.core.recorder import Recorder
 from mcpbrowser.core.sessions import SessionRegistry
 from mcpbrowser.core.user_channel import UserChannel
 from mcpbrowser.errors import BrowserServerError, InternalError, SessionHeldByPerson, as_server_error
-from mcpbrowser.session import page_reading, snapshots
+from mcpbrowser.session import page_reading, playwright_internals, snapshots
 from mcpbrowser.session.acting import COUNT_BEFORE_ANSWER_S
 from mcpbrowser.session.response import Response
 from mcpbrowser.session.state import SessionState
@@ -91,7 +91,11 @@ class OnSession:
             return error  # a bug of ours: no browser lost, no login wall (core/dispatch.py logs it)
         if response.page_crash is not None:
             error = state.replace_crashed_page() if response.page_crash else state.unresponsive_error()
-        error = answer.told_dismissals(error, state.dismissals_untold())
+        elif playwright_internals.target_closed(exc):
+            state.catch_up()  # the tab's "close" event, if it has not been heard yet
+            if state.current_closed:  # its page closed itself (window.close): not the browser's failure
+                error = state.tab_closed_error(during=True)
+        error = answer.told_meanwhile(error, state.dismissals_untold(), state.closes_untold())
         if page_reading.browser_gone(state):
             self._supervisor.browser_gone(state.worker, str(error))
             return self._registry.session_lost(state)

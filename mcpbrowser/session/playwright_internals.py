@@ -7,6 +7,16 @@ thread, except `hook_driver` and `hook_received`, which any thread may call once
 """
 
 
+def target_closed(exc):
+    """Whether a Playwright error says its page (or context) closed under the call: TargetClosedError, a class
+    Playwright does not export. False when the name has moved (the failure then stays BROWSER_ERROR)."""
+    try:
+        from playwright._impl._errors import TargetClosedError
+    except ImportError:
+        return False
+    return isinstance(exc, TargetClosedError)
+
+
 def take_coroutine(target, method, kwargs):
     """Call target.method(**kwargs) so that it hands over its coroutine instead of running it.
 

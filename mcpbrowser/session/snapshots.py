@@ -59,6 +59,10 @@ def capture_snapshot(state, field_edit=None):
     # call's: a wait_for after a key, which found its text before the key's timers ran, stores the page it found.
     if state.answers_first:
         settle.finish(state, until_called=True)
+    # A tab that closed itself after the answer (a key's timer ran window.close) leaves another tab current: its page
+    # is not the one the call left, and the refId stores none.
+    if state.tab is not state.answered_tab:
+        return None
     held, tab.full_snapshot = tab.full_snapshot, None
     if held is not None and held[1] == state.proven:  # the call's settle proved it (take_proof): no round trip
         log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})

@@ -11,7 +11,7 @@ import time
 from contextlib import contextmanager
 from typing import Any
 
-from mcpbrowser.errors import DialogOpen, PageCrashed, PageUnresponsive
+from mcpbrowser.errors import DialogOpen, PageCrashed, PageUnresponsive, TabClosed
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import a_, clip, crashed_with
 from mcpbrowser.redaction import MARK_SECRET_FIELDS
@@ -57,6 +57,9 @@ class SessionState(Acting):
         self.leaving = False       # navigate is taking the tab away: dialogs in its way are answered
         self.trapped = False       # ...but one could not be: the tab is held (see clear_the_way)
         self.replaced_tab = False  # navigate replaced a trapped tab, not yet told
+        # Tabs whose pages closed themselves (window.close, as a login popup does), not yet told, and whether the
+        # current one was among them: the agent would otherwise find itself in another tab unawares (closes_untold).
+        self.closed_untold, self.current_closed = 0, False
         self.watching = False     # the page watch's engine is registered (see page_watch)
         self.network_policy = NetworkPolicy(worker.session_id)
         self.events = EventBuffers(config.console_buffer, config.network_buffer, self.network_policy, self.tab_of)
@@ -89,6 +92,7 @@ class SessionState(Acting):
         self.disconnect_at_close = False  # set by the opener: see close()
         self.quiet_since = time.monotonic()  # when the last call ended: see catch_up
         self.told = None          # (url, title) the agent's last answer gave: a read of the same page omits them
+        self.answered_tab = None  # the tab the last answer spoke of: its capture stores no other tab's page
 
     @property
     def session_id(self):
@@ -168,6 +172,12 @@ class SessionState(Acting):
             raise self.replace_crashed_page()
         if self.tab is None or self.tab.page.is_closed():
             self._open_blank_tab()
+        # The agent's tab closed itself since its last answer (the catch-up heard it): an action meant for it must
+        # not land in the tab now current (a password typed into another site), nor a tabs index that moved.
+        acts = tool.page_tool and not tool.read_only
+        if self.current_closed and acts or self.closed_untold and tool.name == "tabs" \
+                and args.get("action", "list") != "list":
+            raise self.tab_closed_error()
         tab = self.tab
         if tool.page_tool and not tool.leaves_page and tab.unresponsive and not self.responsive():
             raise self.unresponsive_error()
@@ -191,6 +201,8 @@ class SessionState(Acting):
                     and not self.responsive() and self.blocker is None:
                 response.page_failed(crashed=False)
             raise
+        if self.tab is None:  # the session's last tab closed itself during the call
+            self._open_blank_tab()
         title, facts = None, {}
         stayed = tool.changes_page and tool.page_tool and not tool.leaves_page and self.blocker is None \
             and self.tab is tab
@@ -212,6 +224,7 @@ class SessionState(Acting):
         shown = {**response.result, **facts}
         if "url" in shown and "title" in shown:
             self.told = (shown["url"], shown["title"])
+        self.answered_tab = self.tab
 
     def _news(self, dialog_before):
         """What the pages did that the agent was not told yet, each told once: a dialog that opened during the
@@ -236,6 +249,7 @@ class SessionState(Acting):
             news["tabReplaced"], self.replaced_tab = True, False
         if self.dialogs_dismissed:
             news["dialogsDismissed"], self.dialogs_dismissed = self.dialogs_dismissed, 0
+        news.update(self.closes_untold())
         downloads = self.downloads.news()
         if downloads:
             news["downloads"] = downloads
@@ -283,9 +297,39 @@ class SessionState(Acting):
         self.crashes = [(tab, dialog) for tab, dialog in self.crashes if tab is self.tab]
         return told
 
+    def closes_untold(self):
+        """{closedTabs, currentTab?}: how many tabs closed themselves since the last answer, and the tab now current
+        when the current one was among them; told once, by the next answer or a failed call's error."""
+        if not self.closed_untold:
+            return {}
+        if self.tab is None:  # the last one closed: the session goes on in a fresh tab, which the answer names
+            self._open_blank_tab()
+        told = {"closedTabs": self.closed_untold}
+        if self.current_closed and self.tab in self.tabs:
+            told["currentTab"] = self.tabs.index(self.tab)
+        self.closed_untold, self.current_closed = 0, False
+        return told
+
+    def tab_closed_error(self, during=False):
+        """TAB_CLOSED, with what closed (closes_untold): before the call (nothing was done), or during it."""
+        told = self.closes_untold()
+        now = f"The current tab is now tab {told['currentTab']} ({clip(self.tab.page.url)}): take a snapshot to " \
+            "see it, or pick another with tabs." if "currentTab" in told else "List them with tabs first."
+        if during:
+            said = "The tab closed itself during the call (its page called window.close()); what the call did " \
+                "before that stands."
+        elif "currentTab" in told:
+            said = "The tab you worked in closed itself after your last answer (its page called window.close()); " \
+                "nothing was done."
+        else:
+            count = told["closedTabs"]
+            said = f"{count} tab{'s' if count > 1 else ''} closed {'themselves' if count > 1 else 'itself'} " \
+                "since your last answer, so the tabs' indices moved; nothing was done."
+        return TabClosed(f"{said} {now}", session_id=self.session_id, details=told)
+
     def dismissals_untold(self):
         """How many dialogs the server dismissed since the last answer (see run_tool), told now by a failed call's
-        error (core/answer.py's told_dismissals)."""
+        error (core/answer.py's told_meanwhile)."""
         count, self.dialogs_dismissed = self.dialogs_dismissed, 0
         return count
 
@@ -399,7 +443,7 @@ class SessionState(Acting):
         self.events.hand_over(old, self._open_blank_tab(at=self.tabs.index(old) if old in self.tabs else None))
         self.replaced_tab = True
         try:
-            old.page.close()
+            self.close_tab(old)
         except Exception as exc:  # gone already
             log.debug("trapped tab close failed", extra={"session": self.session_id, "error": str(exc)})
         log.info("trapped tab replaced", extra={"event": "tab_replaced", "session": self.session_id})
@@ -440,7 +484,7 @@ class SessionState(Acting):
         if at is not None:
             self.tabs.remove(dead)
         try:
-            dead.page.close()
+            self.close_tab(dead)
         except Exception:
             pass  # a crashed page may refuse to close cleanly
         self.events.hand_over(dead, self._open_blank_tab(at=at))
@@ -506,11 +550,19 @@ class SessionState(Acting):
                 log.debug("throttling a new tab failed", extra={"session": self.session_id, "error": str(exc)})
         return tab
 
+    def close_tab(self, tab):
+        """Close a tab for the agent (tabs close) or the server (a tab replaced): no news, unlike a page closing
+        itself (_on_tab_closed)."""
+        tab.closing = True
+        tab.page.close()
+
     def _on_tab_closed(self, tab):
         if tab in self.tabs:
             self.tabs.remove(tab)
+            self.closed_untold += not tab.closing
         if tab is self.tab:
             self.tab = self.tabs[-1] if self.tabs else None
+            self.current_closed = self.current_closed or not tab.closing
 
     def _on_dialog(self, dialog):
         page = dialog.page

@@ -19,6 +19,7 @@ class Tab:
         # (arming, title, command, navigations): the capture's walk, taken as that queued command waited (fresh_walk)
         self.fresh = None
         self.crashed = False      # its renderer died: the next call replaces it with a fresh tab
+        self.closing = False      # the agent or the server closes it (SessionState.close_tab): no news of it
         self.unresponsive = False  # it did not answer a probe (acting.PROBE_S)
         # The dialog is its page's (the page tools on it wait for its answer, other tabs go on); told the agent
         # once, in the next answer (SessionState._news). Closing or crashing, the tab drops it.

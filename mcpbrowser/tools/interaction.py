@@ -17,7 +17,7 @@ from mcpbrowser.errors import (
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip, crashed_with
 from mcpbrowser.redaction import SECRET_FIELD, SECRET_OR_UNFOCUSED, WHERE_TEXT_WENT
-from mcpbrowser.session import settle, snapshots
+from mcpbrowser.session import playwright_internals, settle, snapshots
 from mcpbrowser.session.acting import INTERRUPTED
 from mcpbrowser.session.playwright_internals import Together
 from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
@@ -229,6 +229,8 @@ def press_key(state, args, response):
         try:
             state.act(state.tab.page.keyboard, "press", key=key)
         except Exception as exc:
+            if playwright_internals.target_closed(exc):  # the key closed its page: not the arguments' fault
+                raise
             raise InvalidParameters(f"Cannot press {key!r}: {reason(exc)}", session_id=state.session_id) from None
     else:
         on_element(state, args, ElementNotEditable, Act(state, "press", key=key), repeatable=False)

@@ -4,6 +4,8 @@ import time
 from contextlib import suppress
 from urllib.parse import urlsplit
 
+from playwright.sync_api import Error as PlaywrightError
+
 from mcpbrowser import schema
 from mcpbrowser.domains import BLOCKED_HEADER
 from mcpbrowser.errors import InvalidParameters, NavigationFailed, PageUnresponsive, WaitTimeout
@@ -159,20 +161,30 @@ def tabs(state, args, response):
         else:
             closing = state.tab if index is None else state.tabs[index]
             gone = closing.dialog and state.dialog_info(closing.dialog)
-            closing.page.close()
+            state.close_tab(closing)
             if state.tab is None:
                 state._open_blank_tab()
     # A page that opened 40 windows must not cost the agent 40 titles: the first TABS_LISTED tabs and the
     # current one are listed, the rest counted. A title is read by a script in the page: none behind a
     # dialog, and within the server's own deadline (a popup whose script never yields is then known to hang).
-    current = state.tabs.index(state.tab)
-    shown = [i for i in range(len(state.tabs)) if i < TABS_LISTED or i == current]
-    listing = [{"index": i, "url": state.tabs[i].page.url, "title": _title(state, state.tabs[i]),
-                "current": i == current, **_dialog_of(state.tabs[i]),
-                **({"crashed": True} if state.tabs[i].crashed else {})} for i in shown]
-    if state.blocker is None and not state.tab.unresponsive:
+    # A tab that closes itself while the titles are read moves the others: the listing is of the tabs still open
+    # once the titles are in (read again for those that moved in), and the answer's closedTabs tells the rest.
+    titles: dict = {}
+    for _ in range(3):
+        if state.tab is None:
+            state._open_blank_tab()
+        tabs, current = list(state.tabs), state.tabs.index(state.tab)
+        shown = [i for i in range(len(tabs)) if i < TABS_LISTED or i == current]
+        for i in shown:
+            if tabs[i] not in titles:
+                titles[tabs[i]] = _title(state, tabs[i])
+        if tabs == state.tabs and tabs[current] is state.tab:
+            break
+    listing = [{"index": i, "url": tabs[i].page.url, "title": titles[tabs[i]], "current": i == current,
+                **_dialog_of(tabs[i]), **({"crashed": True} if tabs[i].crashed else {})} for i in shown]
+    if state.blocker is None and not tabs[current].unresponsive and tabs[current] is state.tab:
         state.remember_page(listing[shown.index(current)]["title"])
-    more = len(state.tabs) - len(shown)
+    more = len(tabs) - len(shown)
     closed = {}
     if gone:  # an agent that closes a tab means to close it: say what went with it, as close_session does
         gone.pop("tab", None)
@@ -187,8 +199,11 @@ def _dialog_of(tab):
 
 
 def _title(state, tab):
-    """A tab's title for the listing: "" behind a dialog, or when its page does not answer in time."""
-    title = state.background(tab, tab.page, "title")
+    """A tab's title for the listing: "" behind a dialog, when its page does not answer in time, or closed."""
+    try:
+        title = state.background(tab, tab.page, "title")
+    except PlaywrightError:  # it closed itself as it was read: the next answer tells it
+        return ""
     return title if isinstance(title, str) else ""
 
 

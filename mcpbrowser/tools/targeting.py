@@ -9,6 +9,7 @@ import time
 from mcpbrowser.errors import BrowserError, BrowserServerError, ElementNotEditable, ElementNotFound, InvalidParameters
 from mcpbrowser.logs import log
 from mcpbrowser.page_strings import clip
+from mcpbrowser.session import playwright_internals
 from mcpbrowser.session.acting import INTERRUPTED, PROBE_S, TIMED_OUT
 
 # Playwright's wording, matched in one place. Each marker is exercised by test_tools.py.
@@ -33,8 +34,8 @@ def reason(exc):
 
 def classify(state, label, matches, exc, not_usable):
     """Turn a Playwright failure into our code; probe the page only on this failure path."""
-    if isinstance(exc, BrowserServerError):
-        return exc
+    if isinstance(exc, BrowserServerError) or playwright_internals.target_closed(exc):
+        return exc  # its page closed itself: the call's end says so (OnSession._what_failed)
     text = str(exc)
     why = reason(exc)
     details = {"target": label, "reason": why}
