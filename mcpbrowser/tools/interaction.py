@@ -20,11 +20,8 @@ from mcpbrowser.redaction import SECRET_FIELD, SECRET_OR_UNFOCUSED, WHERE_TEXT_W
 from mcpbrowser.session import settle, snapshots
 from mcpbrowser.session.acting import INTERRUPTED
 from mcpbrowser.session.playwright_internals import Together
-from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
+from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, result_schema, session_schema
 from mcpbrowser.tools.targeting import Act, locate, on_element, playwright_selector, reason
-
-# A target inside another argument (drag's ends, fill_form's fields): the same keys, described once in the tool.
-BARE_TARGET = {"selector": {"type": "string", "minLength": 1}, "ref": {"type": "string", "minLength": 1}}
 
 
 def click(state, args, response):
@@ -64,10 +61,8 @@ def type_text(state, args, response):
     if name is not None:
         snapshots.mark_secret(state, response, text)
     typed = f"secret {name}" if name is not None else f"{len(text)} character(s)"
-    # A secret is known before its first key reaches the page: a page that logs its field on each input
-    # is read live (the log resources, list_sessions) while this call runs. Until the field is looked at
-    # (after typing, on the hot path: no round trip more), the text is held as a secret; a plain field
-    # releases it, a secret one makes it known (check).
+    # A page that logs its field on each input is read live (the log resources) while this call runs:
+    # until the field is looked at (check, after typing), the text is held as a secret.
     held = () if flagged else snapshots.hold(state, (text,))
     marked = settle.mark(state)
 
@@ -80,8 +75,8 @@ def type_text(state, args, response):
             # Key presses go where the caret is; put it after the existing text.
             target.evaluate("e => { if (e.setSelectionRange && e.value !== undefined)"
                             " e.setSelectionRange(e.value.length, e.value.length) }")
-        # Key by key, each prefix reaches the page: a secret's are hidden too, so whether the field is a
-        # secret one is asked first (one count, on a path that waits `delay` ms per key anyway).
+        # Key by key, each prefix reaches the page: whether the field is a secret one is asked first
+        # (one count, on a path that waits `delay` ms per key anyway).
         if flagged or state.act(target.locator(SECRET_ONE), "count"):
             snapshots.mark_secret(state, response, text)
             snapshots.typing_key_by_key(state, text)
@@ -91,9 +86,8 @@ def type_text(state, args, response):
     proofs: list = []  # the capture's proof sent with the settle, and its answer and the settle's wait
 
     def check(target, typed, with_settle=False):
-        # After the text is in: the element is there for sure then (a count does not wait for it), and the
-        # answer, the call's record and the next capture all come later. When a dialog opened while typing,
-        # no script can run in the page, so the text counts as secret; so it does when the check fails.
+        # After the text is in (a count does not wait for the element). Behind a dialog that opened while
+        # typing no script runs in the page, so the text counts as secret; so it does when the check fails.
         if typed is INTERRUPTED or state.blocker is not None:
             snapshots.mark_secret(state, response, text)
             return
@@ -118,7 +112,7 @@ def type_text(state, args, response):
         fill = Act(state, "fill", value=text)
         label = on_element(state, args, ElementNotEditable, fill)
         if fill.target is not None:  # else it ran into a navigation it started: nothing to look at
-            # Without Enter to press after it, the look goes with the settle (and the capture's proof): one round trip.
+            # Without Enter to press after it, the look goes with the settle (and the capture's proof).
             check(fill.target, fill.result, with_settle=not args.get("submit"))
     else:
         label = on_element(state, args, ElementNotEditable, enter, repeatable=False)
@@ -144,15 +138,14 @@ def type_text(state, args, response):
 
 def look_and_settle(state, marked, target, text, proof=None):
     """(where_text_went's look, (the proof's answer, the settle's ms waited)): the look's count sent with the
-    action's settle (settle.now) and the capture's proof when given, one round trip; apart where the settle cannot
-    run now, and then None for the second (nothing was sent)."""
+    action's settle (settle.now) and the capture's proof, one round trip; None for the second when the settle
+    cannot run now."""
     reads = [(target.locator(SECRET_OR_UNFOCUSED), "count", {})] + (proof.reads if proof is not None else [])
     got = settle.now(state, marked, reads)
     if got is None:
         return where_text_went(target, text), None
     waited, answers = got
-    # Past the common case (a plain field that kept the focus), or a count that failed: asked again, as before.
-    look = {"secret": False} if answers[0] == 0 else where_text_went(target, text)
+    look = {"secret": False} if answers[0] == 0 else where_text_went(target, text)  # past the common case
     return look, (answers[1:] if proof is not None else None, waited)
 
 
@@ -163,9 +156,8 @@ def where_text_went(target, text):
         if not target.locator(SECRET_OR_UNFOCUSED).count():
             return {"secret": False}
         look = target.evaluate(WHERE_TEXT_WENT, text)
-        # The page's world answers that evaluation, and a page may replace what it calls there (a
-        # password field's page whose Element.prototype.matches said false had the password stored as
-        # typed): a target that it calls plain is asked again in Playwright's own world.
+        # The page's world answers that evaluation, and a page may replace what it calls there (its
+        # Element.prototype.matches): a target it calls plain is asked again in Playwright's own world.
         if not look.get("secret") and target.locator(SECRET_ONE).count():
             look["secret"] = True
         return look
@@ -174,10 +166,8 @@ def where_text_went(target, text):
 
 
 def diverted(state, label, look, filled=None):
-    """Raise when the page took the focus away as the text came (a script that refocuses its own field)
-    and the text, or its end, went to another element. ELEMENT_NOT_EDITABLE, as the target would take no
-    keyboard input from the agent, with where the text went (a new code for one page habit would cost
-    every agent its description)."""
+    """Raise ELEMENT_NOT_EDITABLE, with where the text went, when the page took the focus away as the text
+    came (a script that refocuses its own field) and the text, or its end, went to another element."""
     if not look.get("went"):
         return
     went = clip(look["went"])
@@ -207,8 +197,7 @@ def select(state, args, response):
     marked = settle.mark(state)
     label = on_element(state, args, ElementNotEditable, pick)
     # No list from Playwright when the change opened a dialog (INTERRUPTED) or the time ran out after
-    # the act (None): the option was chosen all the same, and "nothing" would have the agent choose it
-    # again. What was asked is what it chose.
+    # the act (None): the option was chosen all the same, so what was asked is what it chose.
     chosen = list(values or labels) if pick.result is None or pick.result is INTERRUPTED else pick.result
     if isinstance(pick.result, list) and len(pick.result) == 1 and state.blocker is None:
         # One option: a native select's, the page watch checks the rest, in the settle's round trip where it can.
@@ -246,9 +235,7 @@ def drag(state, args, response):
 
 def fill_form(state, args, response):
     """Each field by the kind of control it is: a checkbox or radio is checked, a <select> chooses, else fill.
-
-    A dialog that a field opens stops the form there: nothing can reach the page behind it.
-    """
+    A dialog that a field opens stops the form there: nothing can reach the page behind it."""
     timeout = {k: args[k] for k in ("timeout",) if k in args}
     fields, filled = args["fields"], list[str]()
     for field in fields:  # every field's value is known before the first is filled
@@ -262,9 +249,8 @@ def fill_form(state, args, response):
                                     "secret).", session_id=state.session_id, details={"field": where})
         if "secretName" in field:
             named_secret(state, field["secretName"])
-    # Every value is held as a secret before the first field is filled, as type holds its text: a field
-    # may turn out to be a secret one only when reached (focused), and the page may log it at once. Each is
-    # released once its field was filled and found plain (the rest at the call's end, state.running).
+    # Every value is held as a secret before the first field is filled, as type holds its text (a field may
+    # become a secret one when focused); each is released once its field was filled and found plain.
     held = [snapshots.hold(state, [field["value"]] if isinstance(field.get("value"), str) else ())
             for field in fields]
     notes, marked = [], settle.mark(state)
@@ -297,10 +283,9 @@ def fill_form(state, args, response):
         f"; {label}{note}" for label, note in zip(filled, notes, strict=True) if note)})
 
 
-# A field's kind, asked by counting the target against CSS lists in Playwright's own world, as
-# type's secret check: an evaluate in the page's world cost about 30 ms on each fresh page here.
-# The counts go out together (one round trip), with whether the target is there yet (":scope"): one
-# that is not is awaited, then counted again.
+# A field's kind, asked by counting the target against CSS lists in Playwright's own world (an evaluate
+# in the page's world costs a fresh page the world's setup), all in one round trip with whether the
+# target is there yet (":scope"): one that is not is awaited, then counted again.
 CHECKABLE = "input[type=checkbox i], input[type=radio i]"
 SPECIAL = f":scope:is(select, {CHECKABLE}, {SECRET_FIELD})"
 KINDS = (":scope", SPECIAL, ":scope:is(select)", f":scope:is({CHECKABLE})")
@@ -460,11 +445,8 @@ SECRET_NAME = schema.string("Name of a server secret, typed instead of text (you
 
 
 def taking_secret_names(tool):
-    """type, fill_form and page_tools as a server with --secrets offers them: a secret may be given by name.
-
-    Only then: the tool list is the agent's biggest bill, and without a secrets file the
-    argument could only answer an error.
-    """
+    """type, fill_form and page_tools as a server with --secrets offers them: a secret may be given by name
+    (only then: without a secrets file the argument, paid on every turn, could only answer an error)."""
     if tool.name == "type":
         inputs = tool.input_schema
         return dataclasses.replace(tool, input_schema={
@@ -495,8 +477,7 @@ TOOLS = [
         input_schema=session_schema({
             **TARGET,
             "timeout": TIMEOUT,
-            # Playwright's own words (force, clickCount; type's delay, ms between keys), undescribed as hover's
-            # force: described, they cost every turn 114 characters of tools/list (2026-12-06).
+            # Playwright's own words (force, clickCount; type's delay, ms between keys): left undescribed.
             "force": {"type": "boolean"},
             "clickCount": schema.integer(None, minimum=1, maximum=3),
         }),
@@ -538,12 +519,8 @@ TOOLS = [
         handler=select,
         positional=("selector",),
         changes_page=True,
-        output_schema={
-            "type": "object",
-            "properties": {"success": {"type": "boolean"}, "message": {"type": "string"},
-                           "selected": {"type": "array", "items": {"type": "string"}}},
-            "required": ["success", "message", "selected"],
-        },
+        output_schema=result_schema(success="boolean", message="string",
+                                    selected={"type": "array", "items": {"type": "string"}}),
     ),
     SessionTool(
         name="hover",
@@ -575,8 +552,8 @@ TOOLS = [
         title="Drag and drop",
         description="Drag one element onto another.",
         input_schema=session_schema({
-            "source": {**schema.obj(BARE_TARGET), "description": "Element to drag: {selector} or {ref}."},
-            "target": {**schema.obj(BARE_TARGET), "description": "Where to drop it, likewise."},
+            "source": {**schema.obj(TARGET), "description": "Element to drag: {selector} or {ref}."},
+            "target": {**schema.obj(TARGET), "description": "Where to drop it, likewise."},
             "timeout": TIMEOUT,
         }, required=("source", "target")),
         handler=drag,
@@ -590,7 +567,7 @@ TOOLS = [
                     "select (value or label). Values are never stored.",
         input_schema=session_schema({
             "fields": {"type": "array", "minItems": 1,
-                       "items": schema.obj({**BARE_TARGET, "value": {"type": ["string", "boolean"]},
+                       "items": schema.obj({**TARGET, "value": {"type": ["string", "boolean"]},
                                             "secret": {"type": "boolean"}}, ("value",))},
             "timeout": TIMEOUT,
         }, required=("fields",)),

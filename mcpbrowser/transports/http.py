@@ -1,23 +1,15 @@
 """MCP over Streamable HTTP as a WSGI application (PEP 3333), for many clients on one core.
 
-A thin adapter over `McpConnection` (mcp_connection.py), which does the protocol;
-tools run in the same core as over stdio.
+A thin adapter over `McpConnection` (mcp_connection.py), which does the protocol.
+POST carries one JSON-RPC message, answered as JSON, or as an event stream once a
+notice comes first or the call runs past HEARTBEAT_S; GET opens a handshake-era
+client's own event stream; DELETE ends that client. Before any of it: the Host and
+Origin checks (against DNS rebinding), the bearer token, the rate and the body's size.
 
-- POST carries one JSON-RPC message. A request's answer is JSON when it is the
-  first thing to go out; when a progress notification or a question for the user
-  comes first, or the call runs past HEARTBEAT_S, the answer becomes an event stream.
-- GET opens a handshake-era client's own event stream (notices not tied to a request).
-- DELETE ends a handshake-era client's state (its Mcp-Session-Id).
-- Before any of it: the Host and Origin checks (against DNS rebinding), the bearer
-  token (which names the client), the client's request rate and the body's size.
-- Answers are gzip-compressed for a client that accepts it (compression.py); requests
-  must come uncompressed.
-
-Who a client is, and whose sessions it sees (`owner`): with tokens, the token's
-name, in both protocol eras, across reconnects and restarts; an Mcp-Session-Id
-serves only the token that opened it. Without tokens (a
-loopback server), a handshake-era client is its Mcp-Session-Id, and every
-2026-07-28 client is one "anonymous" client: only tokens tell them apart.
+Who a client is (`owner`): with tokens, the token's name, in both eras and across
+restarts; an Mcp-Session-Id serves only the token that opened it. Without tokens (a
+loopback server), a handshake-era client is its Mcp-Session-Id, and every 2026-07-28
+client is one "anonymous" client.
 
 Threads: the WSGI server's request threads run `__call__` and wait on a request's
 queue; session threads and core pool threads `send` into those queues."""
@@ -54,9 +46,6 @@ class _Stream:
         self.request_id = request_id
         self.messages: queue.Queue[Any] = queue.Queue()
 
-    def put(self, message):
-        self.messages.put(message)
-
     def is_final(self, message):
         return message.get("id") == self.request_id and ("result" in message or "error" in message)
 
@@ -82,7 +71,7 @@ class _Client:
         with self.lock:
             stream = self.streams.get(related) if related is not None else self.own_stream
         if stream is not None:
-            stream.put(message)
+            stream.messages.put(message)
 
 
 class _Everyone:
@@ -167,9 +156,8 @@ class McpWsgiApp:
         path = environ.get("PATH_INFO") or "/"
         if path.rstrip("/") != self.path.rstrip("/"):
             if path == HEALTH_PATH and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
-                # For a container's HEALTHCHECK or a load balancer, which hold no token: it answers
-                # before the caller checks and says only that this server answers (no version, no
-                # clients, not the browser's state: the supervisor restarts the browser itself).
+                # For a container's HEALTHCHECK or a load balancer, which hold no token: before the caller
+                # checks, it says only that this server answers (the supervisor restarts the browser itself).
                 start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "3")])
                 return [b"ok\n"]
             return _refuse(start_response, "404 Not Found", f"Not found: the MCP endpoint is {self.path}")
@@ -297,7 +285,7 @@ class McpWsgiApp:
                                       protocol.error(msg.id, protocol.HEADER_MISMATCH, mismatch))
             # Stateless: a connection for this request alone, whose every message goes on its answer.
             stream = _Stream(msg.id)
-            connection = McpConnection(self.core, lambda m, related=None: stream.put(m), name=name,
+            connection = McpConnection(self.core, lambda m, related=None: stream.messages.put(m), name=name,
                                        owner=name or "anonymous")
             connection.handle_message(msg)
             return self._answer(start_response, stream, connection, cancel_on_close=True)
@@ -396,10 +384,8 @@ class McpWsgiApp:
     def _client(self, session_id, name):
         """The handshake-era client `session_id` names, if the token's client `name` opened it; else None.
 
-        With tokens, an Mcp-Session-Id is a handle, not a credential: it travels in logs,
-        proxies and the client's own state. Another token presenting it gets the answer an
-        unknown id gets, so it learns nothing, and its tasks, streams and pending questions
-        to the user stay out of reach. The comparison is of names the server gave, not secrets."""
+        An Mcp-Session-Id is a handle that travels in logs and proxies, not a credential: another
+        token presenting it gets the answer an unknown id gets, and learns nothing."""
         if not session_id:
             return None
         with self._lock:
@@ -425,7 +411,7 @@ class McpWsgiApp:
         client.connection.close()
         with client.lock:
             if client.own_stream is not None:
-                client.own_stream.put(_END)
+                client.own_stream.messages.put(_END)
         if client.owner_is_own:
             client.connection.core.close_sessions_of(client.connection.owner)
         log.info("http client ended", extra={"event": "http_client_end", "client": client.connection.name})
@@ -522,12 +508,9 @@ def _header_mismatch(environ, msg):
 def serve(app, address, done, threads, limits):
     """Serve `app` on HOST:PORT with waitress until `done` is set (MAIN THREAD).
 
-    Why waitress: measured here with a 5-event stream, 200 ms apart, each event
-    reached the client 1-2 ms after it was yielded (cheroot the same; werkzeug's
-    server is for development by its own account), a client that left was noticed at
-    the next write (200 ms), and it is pure Python with no dependencies, on every OS.
-    Every open call and event stream holds one of its `threads`. `limits`
-    (http_server.Limits) guard it against slow and idle clients."""
+    waitress: pure Python, each event reaches the client as it is yielded, and a client that
+    left is noticed at the next write (docs/history.md). Every open call and event stream holds
+    one of its `threads`; `limits` (http_server.Limits) guard it against slow and idle clients."""
     from mcpbrowser.transports.http_server import create_server
 
     host, _, port = address.rpartition(":")

@@ -1,14 +1,10 @@
 """resources/* and subscriptions/listen for one MCP connection: the protocol face of the core's ResourceHub.
 
-Both eras, on every transport (which knows none of this: messages go through the connection's `send`):
-- 2024-11-05 .. 2025-11-25: resources/subscribe and resources/unsubscribe; notifications/resources/updated
-  goes out on the client's own channel (stdio's pipe, HTTP's GET stream), until it unsubscribes, the
-  session ends, or the connection closes.
-- 2026-07-28: subscriptions/listen with `resourceSubscriptions`; the request's own answer is the stream:
-  an acknowledgement first (the URIs this client may see: another's are left out, as unknown), then
-  notifications/resources/updated, each stamped with the listen's id. The stream ends when the client
-  cancels (notifications/cancelled on stdio, closing the stream on HTTP) or, with the listen's result,
-  when every session it names has ended.
+Handshake era: resources/subscribe and unsubscribe; updates go on the client's own channel (stdio's
+pipe, HTTP's GET stream) until it unsubscribes, the session ends, or the connection closes.
+2026-07-28: subscriptions/listen, whose answer is the stream: an acknowledgement of the URIs this
+client may see, then the updates stamped with the listen's id, until the client cancels or every
+session it names has ended (then the listen's result).
 
 Threads: the reader thread runs the handlers; session threads send the notifications (watch.py),
 and whichever thread ends a session ends its subscriptions."""

@@ -1,10 +1,8 @@
 """tools/* and tasks/* for one MCP connection: the protocol face of the core's tool calls (`Browser.submit`).
 
-It lists a client's tools, hands each tools/call to the core with the request's `McpCaller`,
-and wraps the call's Future into the answer: the content blocks the core rendered for the model
-(core/answer.py), an error result, or, on 2026-07-28, an InputRequiredResult whose
-sealed `requestState` (`RequestStates`) the client's retry brings back with its user's answers.
-Calls run as tasks (2025-11-25) are kept in `tasks.py`'s TaskTable.
+It lists a client's tools and wraps each call's Future into its answer: the content the core
+rendered (core/answer.py), an error result, or, on 2026-07-28, an InputRequiredResult whose sealed
+`requestState` the client's retry brings back with its user's answers. Tasks (2025-11-25): tasks.py.
 
 Threads: the reader thread runs the handlers; whichever thread completes a call's Future
 (its session thread, or a core pool thread) builds and sends its answer."""
@@ -99,8 +97,7 @@ class ToolMethods:
                     entry["execution"] = {"taskSupport": "optional"}
         if caller.modern:  # the same for every client until one calls enable_tools or opens a second session
             # Not to be kept: a 2026-07-28 client hears no list_changed, and its list changes with its own calls (a
-            # second session open lists sessionId, enable_tools, a load of a page with tools). Kept for discover's
-            # five minutes, the official client's cache hid sessionId from a client with two sessions (2026-12-06).
+            # second session lists sessionId, enable_tools, a page with tools); a cached list hid sessionId.
             out.update(cacheScope="public" if shared else "private", ttlMs=0)
         return out
 
