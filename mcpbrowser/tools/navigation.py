@@ -34,10 +34,9 @@ def _load(state, what, method, **kwargs):
     refusals = state.network_policy.refusals()
     tab, navigations = state.tab, state.tab.navigations
     try:
-        # A page that holds its own unload (a script looping in unload or pagehide) keeps a same-site
-        # navigation from committing until the timeout: asked every HOLD_CHECK_S whether it still
-        # answers, such a page is named within seconds (navigate then goes on in a fresh tab). Once the
-        # new document has committed, a slow load is that page's own (a huge one): it is not asked.
+        # A page that holds its own unload (a script looping in unload or pagehide) keeps a same-site navigation
+        # from committing: asked every HOLD_CHECK_S whether it still answers, it is named within seconds
+        # (navigate then goes on in a fresh tab). Once the new document has committed, it is not asked.
         response = state.act(tab.page, method, watch=(
             HOLD_CHECK_S, lambda: tab.navigations != navigations or state.responsive(tab)), **kwargs)
         if response is TIMED_OUT:  # the page it leaves holds it
@@ -72,8 +71,7 @@ def navigate(state, args, response):
     url = args["url"]
     _check_url(url)
     state.network_policy.check_navigation(url)
-    # An agent that asks to leave means to leave: a dialog in the way (an alert loop, a
-    # beforeunload prompt) is answered by the server, and the answer says how many.
+    # An agent that asks to leave means to leave: a dialog in the way is answered, and the answer says so.
     state.clear_the_way()
     try:
         response.answer(_navigate(state, url, args, response))
@@ -110,8 +108,8 @@ def _navigate(state, url, args, response):
 
 
 def _loaded(state, loaded, response):
-    """page_result, and the tools the page offers of its own (WebMCP) when it offers some: the agent learns of
-    them with no call, and its client may call page_tools from now on (the session's worker turns it on)."""
+    """page_result, and the tools the page offers (WebMCP), if any: the agent learns of them with no call,
+    and its client may call page_tools from now on."""
     read = page_tools.offered_read(state, PAGE_TOOLS_MS)
     if read is None:  # the browser runs no page tools, or a dialog holds the page's script
         return page_result(state, loaded, response.stores_after)
@@ -163,8 +161,7 @@ def tabs(state, args, response):
             if state.tab is None:
                 state._open_blank_tab()
     # A page that opened 40 windows must not cost the agent 40 titles: the first TABS_LISTED tabs and the
-    # current one are listed, the rest counted. A title is read by a script in the page: none behind a
-    # dialog, and within the server's own deadline (a popup whose script never yields is then known to hang).
+    # current one are listed, the rest counted. A title is read within the server's own deadline.
     current = state.tabs.index(state.tab)
     shown = [i for i in range(len(state.tabs)) if i < TABS_LISTED or i == current]
     listing = [{"index": i, "url": state.tabs[i].page.url, "title": _title(state, state.tabs[i]),
@@ -200,9 +197,8 @@ def wait_for(state, args, response):
     hidden_twins = {}  # what -> its locator, to say on a timeout how many matches were there but hidden
 
     def element(what, target, wanted):
-        # Visible and hidden are about what a person sees: any visible match will do, and
-        # hidden means none is visible. Watching only the first match in the DOM (a hidden
-        # tooltip with the same text as the status bar) timed out while the text was in view.
+        # Visible and hidden are about what a person sees: any visible match will do, and hidden means none
+        # is visible (the first match in the DOM may be a hidden twin of the text in view).
         if wanted in ("visible", "hidden"):
             hidden_twins[what] = target
             target = target.filter(visible=True)
@@ -254,11 +250,9 @@ def _matches_seen(page, locator):
     if locator is None:
         return None
     try:
-        # A count has no timeout of its own: ask only a page that answers a trivial script in
-        # 1 s (one whose script never yields would hold the count, and the session, forever). 300 ms
-        # was too short on a loaded machine: a live page's answer came later and the count was left out.
-        # A page being left (its navigation pending) is not asked at all: it runs no script until the
-        # next document commits, so the ask would only wait out its second.
+        # A count has no timeout of its own: ask only a page that answers a trivial script in 1 s (one
+        # whose script never yields would hold the session forever). A page being left is not asked (the
+        # caller sees its navigation pending): it runs no script until the next document commits.
         page.wait_for_function("true", timeout=1000)
         return {"matched": locator.count(), "visible": locator.filter(visible=True).count()}
     except Exception:
@@ -298,8 +292,7 @@ def wait_for_user(state, args, response):
             raise WaitTimeout(f"Login timeout: the user did not finish within {timeout} ms "
                               f"(waited for {what}).", session_id=state.session_id,
                               details={"waitedFor": what, "timeoutMs": timeout})
-        # Short slices: events keep being dispatched, and a person in the live view acts between
-        # them (their clicks and keys, the screencast); their hand back ends the wait.
+        # Short slices: events are dispatched, and a person in the live view acts between them.
         worker.between(state)
         if worker.handed_back:
             break
@@ -353,8 +346,7 @@ TOOLS = [
         name="tabs", title="List, select or close tabs",
         description="List (first 10), select (make current) or close tabs, popups included.",
         input_schema=session_schema({
-            # Called bare, it lists; close without an index closes the current tab: what a model expects
-            # of either, so tools/list does not say it (72 characters a turn).
+            # Bare, it lists; close without an index closes the current tab: what a model expects, unsaid.
             "action": {"type": "string", "enum": ["list", "select", "close"]},
             "index": schema.integer(None, minimum=0),
         }),
