@@ -37,10 +37,7 @@ SUCCESS_MESSAGE = result_schema(success="boolean", message="string")
 
 @dataclass(frozen=True)
 class Tool:
-    """One MCP tool: its contract (name, schemas, annotations) and its single implementation.
-
-    Declare a tool as a SessionTool or a CoreTool, which say where its handler runs.
-    """
+    """One MCP tool: its contract and its single implementation; declared as a SessionTool or a CoreTool."""
 
     needs_session: ClassVar[bool]
     name: str
@@ -54,16 +51,14 @@ class Tool:
     output_schema: dict | None = None
     # The page this tool leaves is captured into the history (and storage saved for resume).
     changes_page: bool = False
-    # The page is stored in the history for get_content, without a storage save: the
-    # handler stores what it read itself (snapshot), or the page is captured after it (wait_for).
+    # Stored in the history for get_content, without a storage save (snapshot stores its read; wait_for's is captured).
     stores_page: bool = False
     # False for tools that still work while a dialog blocks the page (logs, tabs, handle_dialog).
     page_tool: bool = True
     # It does nothing with the page (a person's hold, the start of their picture): a page that crashed
     # between calls waits for the next call that does, which tells the agent.
     page_free: bool = False
-    # Runs during a login cooldown although it is not read_only: it attempts nothing against
-    # the wall (see Dispatcher._check_guards).
+    # Runs during a login cooldown though not read_only: it attempts nothing against the wall (dispatch.py).
     during_cooldown: bool = False
     # It takes the tab away from its page (navigate): it goes past a dialog, dismissing it.
     leaves_page: bool = False
@@ -76,11 +71,9 @@ class Tool:
     shows_expiry: bool = False
     # Whether the tool exists under a configuration's settings (evaluate, upload_file).
     enabled: Callable = lambda config: True
-    # Its tool group (config.TOOL_GROUPS): MCP clients see and call it only while the group is
-    # on (--caps, or enable_tools). The library API calls every tool: it reads no tool list.
+    # Its tool group (config.TOOL_GROUPS): MCP clients see and call it only while that is on; the library calls all.
     group: str = "core"
-    # Arguments that belong to another group than the tool (create_session's emulation):
-    # name -> group. Shown and accepted from MCP clients only while that group is on.
+    # Arguments of another group than the tool's (create_session's emulation): name -> group, taken while it is on.
     option_groups: dict = field(default_factory=dict)
     # Only a person in the live view calls it (tools/person.py): to an agent or the library it is unknown.
     person_only: bool = False
@@ -88,8 +81,7 @@ class Tool:
     returns_image: bool = False
     # Its `text` may be a secret, known only once the target is looked at: the request row waits for that.
     may_carry_secret: bool = False
-    # The result field holding page text (a snapshot, HTML, stored content): MCP sends it
-    # as a text block of its own after the JSON of the other fields.
+    # The result field holding page text (a snapshot, HTML): MCP sends it as a text block after the others' JSON.
     text_field: str | None = None
     # Library calls: which arguments positional values fill, in order (default: the required ones).
     positional: tuple | None = None

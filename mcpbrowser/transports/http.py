@@ -95,8 +95,7 @@ class _Everyone:
     def notify_owner(self, owner, level, data):
         """A notice about one client's own affairs (its cooldown's end): to its streams alone."""
         for client in self._app.clients():
-            if client.connection.owner == owner:
-                client.connection.notify(level, data)
+            client.connection.notify_owner(owner, level, data)
 
 
 def _json_response(start_response, status, body, headers=()):
@@ -461,23 +460,18 @@ class _EventStream:
         self._finished = False
 
     def __iter__(self):
-        if self._first is not None:
-            yield _event(self._first)
-            if self._stream.is_final(self._first):
-                self._finished = True
-                return
-        while True:
+        message = self._first
+        while message is not _END:
+            if message is not None:
+                yield _event(message)
+                if self._stream.is_final(message):
+                    self._finished = True
+                    return
             try:
                 message = self._stream.messages.get(timeout=HEARTBEAT_S)
             except queue.Empty:
+                message = None
                 yield b": keep-alive\n\n"  # also how a vanished client is noticed
-                continue
-            if message is _END:
-                return
-            yield _event(message)
-            if self._stream.is_final(message):
-                self._finished = True
-                return
 
     def close(self):
         if self._done is not None:

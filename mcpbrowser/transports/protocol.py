@@ -1,10 +1,8 @@
 """JSON-RPC 2.0 framing and MCP parameter validation; pure functions, run on the reader thread.
 
-`id` and `method` are checked by hand before any model sees the message: a
-request with `"id": null` would otherwise parse as a notification and never be
-answered. `initialize` is validated by hand too, so it is answered before the
-MCP types package (about 0.4 s to import) has loaded; every other request's
-params are validated with `mcp_types` models."""
+`id` and `method` are checked by hand (a request with `"id": null` would otherwise parse as a notification,
+never answered), and so are `initialize`'s params, answered before the slow-to-import MCP types package
+has loaded; every other request's params are validated with `mcp_types` models."""
 
 import base64
 import binascii
@@ -226,9 +224,8 @@ def dumps(message):
     """A JSON-RPC message as the bytes every transport writes: ASCII JSON without a lone surrogate in it."""
     text = json.dumps(message, separators=(",", ":"))
     if "\\ud" in text:  # an escaped surrogate: of a pair (an emoji), or a lone one
-        # The last line of defence (page text is made valid as it arrives, session/attach.py): a lone
-        # surrogate escaped is still invalid JSON to the official client, which drops the whole answer
-        # and waits for its timeout. So it goes as U+FFFD, whatever string it hid in (a client's own too).
+        # The last line of defence (page text is made valid as it arrives, session/attach.py): the official
+        # client drops a whole answer with a lone surrogate escaped in it, so one goes as U+FFFD.
         valid = valid_text(message)
         if valid is not message:
             text = json.dumps(valid, separators=(",", ":"))

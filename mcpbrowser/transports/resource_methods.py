@@ -129,21 +129,18 @@ class ResourceMethods:
     # -- THE READER THREAD ------------------------------------------------------------
 
     @staticmethod
-    def _private(out, caller):
-        if caller.modern:  # a client's own sessions: never to be shared from a cache
-            out.update(cacheScope="private", ttlMs=0)
+    def _cached(out, caller, scope="private"):
+        if caller.modern:  # private: a client's own sessions, never to be shared from a cache
+            out.update(cacheScope=scope, ttlMs=0)
         return out
 
     def _list(self, msg, caller):
         protocol.check_paginated(msg.params, msg.id)
-        return self._private({"resources": self._hub.listed(caller.owner)}, caller)
+        return self._cached({"resources": self._hub.listed(caller.owner)}, caller)
 
     def _templates(self, msg, caller):
         protocol.check_paginated(msg.params, msg.id)
-        out = {"resourceTemplates": self._hub.templates()}
-        if caller.modern:
-            out.update(cacheScope="public", ttlMs=0)
-        return out
+        return self._cached({"resourceTemplates": self._hub.templates()}, caller, "public")
 
     def _read(self, msg, caller):
         params = protocol.validated("ReadResourceRequestParams", msg.params, msg.id)
@@ -166,7 +163,7 @@ class ResourceMethods:
             return
         text = json.dumps(fut.result(), separators=(",", ":"), ensure_ascii=False)
         out = {"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}
-        self.connection.answer(msg.id, self._private(out, caller), caller)
+        self.connection.answer(msg.id, self._cached(out, caller), caller)
 
     def _subscribe(self, msg, caller):
         params = protocol.validated("SubscribeRequestParams", msg.params, msg.id)
