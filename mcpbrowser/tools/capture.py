@@ -30,9 +30,8 @@ DEFAULT_MATCHES = 30  # different matches a query shows unless maxNodes says oth
 MAX_NODES = schema.integer(f"Default {DEFAULT_MAX_NODES} (section {snapshot_text.SECTION_NODES}, "
                            f"{DEFAULT_MATCHES} a query term).", minimum=1, maximum=100_000)
 
-# Serialises the DOM below `root` as indented HTML, stopping after `limit` nodes
-# (elements and non-blank text). Script and style bodies are left out: they cost
-# tokens and say nothing about what is on the page.
+# The DOM below `root` as indented HTML, stopping after `limit` nodes (elements and non-blank text);
+# script and style bodies left out: they cost tokens and say nothing about what is on the page.
 DOM_SERIALISER = """([root, limit]) => {
   """ + JS_IS_SECRET + """
   const out = []; let shown = 0, total = 0;

@@ -503,7 +503,7 @@ def serve(app, address, done, threads, limits):
     """Serve `app` on HOST:PORT with waitress until `done` is set (MAIN THREAD).
 
     waitress: pure Python, each event reaches the client as it is yielded, and a client that
-    left is noticed at the next write (docs/history.md). Every open call and event stream holds
+    left is noticed at the next write (docs/http.md). Every open call and event stream holds
     one of its `threads`; `limits` (http_server.Limits) guard it against slow and idle clients."""
     from mcpbrowser.transports.http_server import create_server
 

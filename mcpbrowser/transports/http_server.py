@@ -2,7 +2,7 @@
 
 waitress hands a request to a worker thread only once it is whole, so a stalled sender costs
 no thread but a connection: enough of them fill its connection_limit, and every other client
-waits in the kernel's backlog (docs/history.md). Its channel_timeout closes idle connections;
+waits in the kernel's backlog (docs/http.md). Its channel_timeout closes idle connections;
 the rest is here:
 
 - a request must arrive whole by a deadline counted from its first byte (the head within
