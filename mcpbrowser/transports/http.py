@@ -75,8 +75,7 @@ class _Client:
 
 
 class _Everyone:
-    """The core's `client` on HTTP (core/call.py's `ServerClient`): server-wide notices go to every
-    handshake-era client's own stream."""
+    """The core's `client` on HTTP (core/call.py's `ServerClient`): notices to every handshake-era client's stream."""
 
     name = None
     can_elicit = False
@@ -404,9 +403,8 @@ class McpWsgiApp:
             self._end(client)
 
     def _end(self, client):
-        """A handshake-era client is gone: stop its log forwarding; close its browser sessions when they
-        were its alone (no token: nobody can reach them again). A token's sessions stay for its next
-        connection, until they expire."""
+        """A handshake-era client is gone: stop its log forwarding, and close its browser sessions if nobody
+        can reach them again (no token); a token's sessions stay for its next connection, until they expire."""
         client.connection.close()
         with client.lock:
             if client.own_stream is not None:

@@ -126,11 +126,9 @@ def _leading_members(text):
 
 
 def oversized_request_id(head, tail):
-    """The id of a request too long to read, from its first bytes (head) and its last (tail), or None.
-
-    Answered with a null id, the client would wait for ever for its own: the official clients
-    write the id before the params (Python) or last (TypeScript). Only a message whose method
-    comes before the cut is a request; a response's id is the server's own request's."""
+    """The id of a request too long to read, from its first bytes (head) or its last (tail: the TypeScript
+    client writes it last), or None; answered with a null id, the client would wait for ever for its own.
+    Only a message whose method comes before the cut is a request (a response's id is our request's)."""
     method = request_id = None
     for key, value in _leading_members(head.decode("utf-8", "replace")):
         if key in ("result", "error"):
@@ -151,9 +149,8 @@ def oversized_request_id(head, tail):
 
 
 def _notification(body):
-    """A message with a method and no id. JSON-RPC never answers a notification, so one we
-    cannot read (a wrong "jsonrpc", a method that is no string, params that are no object)
-    is "malformed": logged and dropped, never answered with an error nobody asked for."""
+    """A message with a method and no id; one we cannot read is "malformed": logged and dropped, never
+    answered (JSON-RPC never answers a notification)."""
     method, params = body["method"], {} if body.get("params") is None else body["params"]
     if body.get("jsonrpc") != "2.0" or not isinstance(method, str) or not isinstance(params, dict):
         return Message("malformed", None, method if isinstance(method, str) else None, {}, body)

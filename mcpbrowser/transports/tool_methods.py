@@ -28,11 +28,9 @@ STATE_TTL_S = 600  # a requestState is honoured this long after the question was
 
 
 class RequestStates:
-    """Seals what a 2026-07-28 call asked its user into the opaque `requestState`, and checks it on the retry.
-
-    The client echoes the state with its answers; an answer counts only for a question
-    this server asked, of this client, for this tool, in the last STATE_TTL_S seconds.
-    HMAC-SHA256 under a key of this process: a state outlives neither the key nor a restart."""
+    """Seals what a 2026-07-28 call asked its user into the opaque `requestState`, and checks it on the retry:
+    an answer counts only for a question this server asked, of this client, for this tool, in the last
+    STATE_TTL_S seconds. HMAC-SHA256 under a key of this process: a state does not outlive a restart."""
 
     def __init__(self, key=None):
         self._key = key or os.urandom(32)
