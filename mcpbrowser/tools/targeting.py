@@ -202,25 +202,19 @@ def _await_handler(state, timeout_ms):
         log.debug("page left while its handler ran", extra={"session": state.session_id, "error": str(exc)})
 
 
-def _count(state, matches):
-    """How many elements match (None behind a dialog that just opened). After an action timed out, the page
-    may be one whose script never yields: given PROBE_S, then a probe, such a page raises PAGE_UNRESPONSIVE."""
-    count = state.act(matches, "count", deadline_s=PROBE_S)
-    if count is TIMED_OUT:
-        if not state.responsive():
-            raise state.unresponsive_error()
-        return None
-    return None if count is INTERRUPTED else count
-
-
 def _counted(state, matches, failed=None):
-    """_count, or `failed` when counting fails otherwise than with our own error (a page that hangs)."""
+    """How many elements match (None behind a dialog that just opened), or `failed` when counting fails
+    otherwise than with our own error. After an action timed out, the page may be one whose script never
+    yields: given PROBE_S, then a probe, such a page raises PAGE_UNRESPONSIVE."""
     try:
-        return _count(state, matches)
+        count = state.act(matches, "count", deadline_s=PROBE_S)
+        if count is TIMED_OUT and not state.responsive():
+            raise state.unresponsive_error()
     except BrowserServerError:
         raise
     except Exception:
         return failed
+    return None if count is TIMED_OUT or count is INTERRUPTED else count
 
 
 def _await_navigation(state, before, timeout_ms):

@@ -174,9 +174,10 @@ class McpConnection:
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         if isinstance(token, bool) or not isinstance(token, (str, int)):
             token = None
-        version = protocol.request_version(msg)
-        if version is None:
+        if not protocol.carries_envelope(msg):  # a handshake-era request
             return McpCaller(self, msg.id, self.version, self.client_capabilities, token)
+        protocol.check_envelope(msg)
+        version = meta[protocol.PROTOCOL_VERSION_KEY]
         if not self._fixed_name:
             info = meta.get(protocol.CLIENT_INFO_KEY)
             self.name = info.get("name") if isinstance(info, dict) else self.name

@@ -174,14 +174,6 @@ def carries_envelope(msg):
     return isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
 
 
-def request_version(msg):
-    """The 2026-07-28 version a request carries in its `_meta`, checked; None for a handshake-era request."""
-    if not carries_envelope(msg):
-        return None
-    check_envelope(msg)
-    return msg.params["_meta"][PROTOCOL_VERSION_KEY]
-
-
 def check_envelope(msg):
     """A per-request envelope: a supported 2026-era version and the client's capabilities, else an error."""
     meta = msg.params["_meta"] if isinstance(msg.params.get("_meta"), dict) else {}
