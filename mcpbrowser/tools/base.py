@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from mcpbrowser import schema
-from mcpbrowser.session import page_reading
 
 # A model reads the tool list on every turn (docs/performance.md), so what these shared arguments
 # are is said once, in click's description and the instructions; and a description says only what
@@ -138,22 +137,6 @@ class CoreTool(Tool):
     """A session-less tool: handler(core, args, call) runs on the core's worker pool, never on a session thread."""
 
     needs_session: ClassVar[bool] = False
-
-
-def page_result(state, loaded=None, count=False, also=None):
-    """{success, title, url, status} for tools that load a page; `loaded`: Playwright's HTTP response, if any;
-    `count`: read the page's element count with the title (for the capture after the call).
-    `also`: a read ((target, method, kwargs)) sent with the title's: then (result, its answer or exception)."""
-    title, answer = page_reading.loaded_title(state, count, also) if also is not None else \
-        (page_reading.loaded_title(state, count), None)
-    state.remember_page(title)
-    result = {"success": True, "title": title, "url": state.tab.page.url,
-              "status": loaded.status if loaded is not None else None}
-    return result if also is None else (result, answer)
-
-
-PAGE_RESULT = result_schema(("pageTools",), success="boolean", title="string", url="string",
-                            status=["integer", "null"], pageTools="string")
 
 
 def session_schema(properties=None, required=()):

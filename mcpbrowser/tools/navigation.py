@@ -10,13 +10,14 @@ from mcpbrowser.errors import InvalidParameters, NavigationFailed, PageUnrespons
 from mcpbrowser.page_strings import a_, clip
 from mcpbrowser.session import page_reading, page_tools, throttling
 from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
-from mcpbrowser.tools import base
-from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, page_result, session_schema
+from mcpbrowser.tools.base import TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, result_schema, session_schema
 from mcpbrowser.tools.targeting import locate
 
 TABS_LISTED = 10  # a list shows the first tabs and the current one; "more" counts the rest
 HOLD_CHECK_S = 2.0  # a load still going after this long asks its page whether it answers, and again after as long
 PAGE_TOOLS_MS = 1_000  # how long a loaded page may take to say which tools it offers (a round trip, where it answers)
+PAGE_RESULT = result_schema(("pageTools",), success="boolean", title="string", url="string",
+                            status=["integer", "null"], pageTools="string")
 
 
 def _check_url(url):
@@ -108,12 +109,17 @@ def _navigate(state, url, args, response):
 
 
 def _loaded(state, loaded, response):
-    """page_result, and the tools the page offers (WebMCP), if any: the agent learns of them with no call,
-    and its client may call page_tools from now on."""
+    """{success, title, url, status} of the page a tool loaded (`loaded`: Playwright's HTTP response, if any),
+    and the tools the page offers (WebMCP), if any: the agent learns of them with no call, and its client may
+    call page_tools from now on. The title comes with the element count when the page is captured after."""
     read = page_tools.offered_read(state, PAGE_TOOLS_MS)
     if read is None:  # the browser runs no page tools, or a dialog holds the page's script
-        return page_result(state, loaded, response.stores_after)
-    result, registered = page_result(state, loaded, response.stores_after, read)  # one round trip with the title
+        title, registered = page_reading.loaded_title(state, response.stores_after), None
+    else:  # one round trip with the title
+        title, registered = page_reading.loaded_title(state, response.stores_after, read)
+    state.remember_page(title)
+    result = {"success": True, "title": title, "url": state.tab.page.url,
+              "status": loaded.status if loaded is not None else None}
     offered = page_tools.announced(registered)
     if offered is not None:
         result["pageTools"] = offered
@@ -351,7 +357,7 @@ TOOLS = [
             "index": schema.integer(None, minimum=0),
         }),
         handler=tabs, changes_page=True, page_tool=False,
-        output_schema=base.result_schema(("more",), tabs={"type": "array", "items": base.result_schema(
+        output_schema=result_schema(("more",), tabs={"type": "array", "items": result_schema(
             index="integer", url="string", title="string", current="boolean")}, current="integer", more="integer"),
     ),
     SessionTool(
@@ -368,7 +374,7 @@ TOOLS = [
         handler=wait_for_user, changes_page=True,
         during_cooldown=True,  # the handover the cooldown asks for; seeing the person done ends it
         waits_for_person=True, task_support=True,
-        output_schema=base.result_schema(success="boolean", message="string", waitedMs="integer", url="string"),
+        output_schema=result_schema(success="boolean", message="string", waitedMs="integer", url="string"),
     ),
     SessionTool(
         name="wait_for", title="Wait for element or text",
@@ -385,6 +391,6 @@ TOOLS = [
             "timeout": TIMEOUT,
         }),
         handler=wait_for, read_only=True, stores_page=True, task_support=True,
-        output_schema=base.result_schema(success="boolean", message="string", elapsedMs="integer"),
+        output_schema=result_schema(success="boolean", message="string", elapsedMs="integer"),
     ),
 ]

@@ -53,16 +53,16 @@ class _Stream:
 class _Client:
     """A handshake-era client (one Mcp-Session-Id): its connection, open POST streams and GET stream."""
 
-    def __init__(self, app, session_id, name, owner):
+    def __init__(self, app, session_id, name):
         self.session_id = session_id
         self.token_client = name  # the token's client that initialized it (None: no tokens); only it may use it
-        self.owner_is_own = owner is None  # its sessions die with it: nobody else could reach them
+        self.owner_is_own = name is None  # its sessions die with it: nobody else could reach them
         self.streams: dict[Any, _Stream] = {}
         self.own_stream: _Stream | None = None
         self.lock = threading.Lock()
         self.seen = time.monotonic()
         self.connection = McpConnection(app.core, self.send, name=name or session_id,
-                                        owner=owner or f"mcp-session:{session_id}")
+                                        owner=name or f"mcp-session:{session_id}")
 
     # ANY THREAD
     def send(self, message, related=None):
@@ -317,7 +317,7 @@ class McpWsgiApp:
 
     def _initialize(self, start_response, msg, name):
         session_id = secrets.token_urlsafe(24)
-        client = _Client(self, session_id, name, name)
+        client = _Client(self, session_id, name)
         self._forget_idle()
         with self._lock:
             self._clients[session_id] = client
