@@ -125,8 +125,7 @@ def type_text(state, args, response):
     elif editable:
         response.filled(playwright_selector(args), text)  # a plain field, all of the text in, the focus kept
     diverted(state, label, look)
-    kept = partly_kept(label, text, look)
-    message = f"Typed {typed} into {label}{kept}"
+    message = f"Typed {typed} into {label}{partly_kept(label, text, look)}"
     if args.get("submit") and state.blocker is not None:
         message = f"Typed {typed} into {label}; Enter was not pressed"
     elif args.get("submit"):
@@ -226,10 +225,9 @@ def press_key(state, args, response):
 
 def drag(state, args, response):
     source, target = args["source"], args["target"]
-    _, drop = locate(state, target)
+    dropped, drop = locate(state, target)
     label = on_element(state, {**source, **{k: args[k] for k in ("timeout",) if k in args}}, ElementNotClickable,
                        Act(state, "drag_to", target=drop.first))
-    dropped = target.get("selector") or "ref " + target["ref"]
     response.answer({"success": True, "message": f"Dragged {label} to {dropped}"})
 
 

@@ -309,8 +309,7 @@ class McpWsgiApp:
         try:
             client.connection.handle_message(msg)
         except BaseException:
-            with client.lock:
-                client.streams.pop(msg.id, None)
+            _forget_stream(client, msg.id)
             raise
         return self._answer(start_response, stream, client.connection, cancel_on_close=False,
                             done=lambda: _forget_stream(client, msg.id))

@@ -27,19 +27,6 @@ def _not_found(exc, request_id, caller):
     return ProtocolError(code, str(exc), request_id, {"uri": exc.uri[:200]})
 
 
-class _Subscribed:
-    """A handshake-era subscription: updates go on the client's own channel."""
-
-    def __init__(self, methods):
-        self._methods = methods
-
-    def updated(self, uri):
-        self._methods.connection.send(protocol.notification("notifications/resources/updated", {"uri": uri}))
-
-    def ended(self, uri):
-        self._methods.forget(uri)
-
-
 class _Listen:
     """One 2026-07-28 subscriptions/listen stream; its Future settles when it ends (cancelled: by the client)."""
 
@@ -95,7 +82,7 @@ class _Listen:
 
 
 class ResourceMethods:
-    """The resource requests of one McpConnection, and its subscriptions."""
+    """The resource requests of one McpConnection, and the hub's listener of its handshake-era subscriptions."""
 
     def __init__(self, connection):
         self.connection = connection
@@ -122,7 +109,11 @@ class ResourceMethods:
         for token in tokens:
             self._hub.unsubscribe(token)
 
-    def forget(self, uri):
+    def updated(self, uri):
+        """A handshake-era subscription's update: on the client's own channel."""
+        self.connection.send(protocol.notification("notifications/resources/updated", {"uri": uri}))
+
+    def ended(self, uri):
         with self._lock:
             self._subscribed.pop(uri, None)
 
@@ -168,7 +159,7 @@ class ResourceMethods:
     def _subscribe(self, msg, caller):
         params = protocol.validated("SubscribeRequestParams", msg.params, msg.id)
         try:
-            token, uri = self._hub.subscribe(params.uri, caller.owner, _Subscribed(self))
+            token, uri = self._hub.subscribe(params.uri, caller.owner, self)
         except ResourceNotFound as exc:
             raise _not_found(exc, msg.id, caller) from None
         with self._lock:
