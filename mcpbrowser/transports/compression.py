@@ -54,13 +54,11 @@ def respond(app: Callable[..., Iterable[bytes]], environ: dict, start_response: 
     headers.append(("Vary", "Accept-Encoding"))
     named = {name.lower(): value for name, value in headers}
     kind = named.get("content-type", "").split(";")[0].strip()
-    if not accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING")) or "content-encoding" in named:
-        start_response(status, headers)
-        return body
-    if kind == "text/event-stream":
+    gzip = accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING")) and "content-encoding" not in named
+    if gzip and kind == "text/event-stream":
         start_response(status, [*headers, ("Content-Encoding", "gzip")])
         return _GzipStream(body)
-    if kind != "application/json" or int(named.get("content-length") or 0) < MIN_BYTES:
+    if not gzip or kind != "application/json" or int(named.get("content-length") or 0) < MIN_BYTES:
         start_response(status, headers)
         return body
     try:
