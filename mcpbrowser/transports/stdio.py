@@ -38,9 +38,6 @@ class StdioServer:
         # runs bytecode, so a wait with no timeout would sleep through SIGTERM.
         while not self.done.wait(0.1):
             pass
-        self.shutdown()
-
-    def shutdown(self):
         log.info("shutting down", extra={"event": "shutdown"})
         self.connection.core.close()
         self.connection.close()
