@@ -54,8 +54,7 @@ class Tool:
     stores_page: bool = False
     # False for tools that still work while a dialog blocks the page (logs, tabs, handle_dialog).
     page_tool: bool = True
-    # It does nothing with the page (a person's hold, the start of their picture): a page that crashed
-    # between calls waits for the next call that does, which tells the agent.
+    # It does nothing with the page (a person's hold): a page that crashed meanwhile waits for a call that does.
     page_free: bool = False
     # Runs during a login cooldown though not read_only: it attempts nothing against the wall (dispatch.py).
     during_cooldown: bool = False

@@ -103,8 +103,7 @@ def snapshot(state, args, response):
     if "depth" in args:
         options["depth"] = args["depth"]
     page_level = locate(state, args, required=False)[1] is None
-    # A ref is read from the page's whole snapshot (for a heading, its section: snapshot_text.section),
-    # without walking the page again when it did not change since the read that gave the ref.
+    # A ref is read from the page's whole snapshot, without walking the page again when it did not change.
     by_ref = "ref" in args and "depth" not in args
     whole, title = snapshots.unchanged_snapshot(state, response) if (page_level or by_ref) and "depth" not in args \
         else (None, None)
@@ -307,8 +306,7 @@ def trace_stop(state, args, response):
 
     def write(part):
         playwright_internals.stop_trace_into(state.context, part)
-        # Playwright records parameters, field values and bodies as they were: the zip is rewritten
-        # without the session's secrets before it is given its name (trace_scrub.py).
+        # Playwright records values as they were: the zip is rewritten without the secrets before it is named.
         scrub_trace(part, scrubbed, state.secrets.short | state.withheld | fields,
                     headers=state.config.redact_headers)
 

@@ -75,8 +75,7 @@ def type_text(state, args, response):
             # Key presses go where the caret is; put it after the existing text.
             target.evaluate("e => { if (e.setSelectionRange && e.value !== undefined)"
                             " e.setSelectionRange(e.value.length, e.value.length) }")
-        # Key by key, each prefix reaches the page: whether the field is a secret one is asked first
-        # (one count, on a path that waits `delay` ms per key anyway).
+        # Key by key, each prefix reaches the page: whether the field is a secret one is asked first.
         if flagged or state.act(target.locator(SECRET_ONE), "count"):
             snapshots.mark_secret(state, response, text)
             snapshots.typing_key_by_key(state, text)
@@ -294,8 +293,7 @@ def _filler(state, response, field, marked=None):
     value = field["value"] if name is None else named_secret(state, name)
     secret = field.get("secret", False) or name is not None
 
-    # Every step goes through state.act, which starts nothing behind a dialog that opened
-    # meanwhile (it answers INTERRUPTED at once) and stops waiting when one opens.
+    # Every step goes through state.act: it starts nothing behind a dialog, and stops waiting when one opens.
     def counted(target):
         counts = state.act(Together(*[(target.locator(css), "count", {}) for css in KINDS]), "run")
         for count in () if counts is INTERRUPTED else counts:
@@ -402,8 +400,7 @@ def handle_dialog(state, args, response):
         ("" if tab is state.tab else f" in tab {state.tabs.index(tab)}")
     accept, navigations = args["accept"], tab.navigations
     if not state.answer_dialog(dialog, accept, args.get("promptText")):
-        # It closed before the answer reached it (its tab closed or navigated, or the page
-        # raised the next one in its place): say so, and show the one open now, if any.
+        # It closed before the answer reached it (its tab closed or navigated, or the next one replaced it).
         state.flush_events()
         gone = f"{named[:1].upper()}{named[1:]} had closed already"
         if state.blocker is not None:
@@ -412,8 +409,7 @@ def handle_dialog(state, args, response):
         raise NoDialogOpen(f"{gone}; no dialog is open now.", session_id=state.session_id)
     verb = "Accepted" if accept else "Dismissed"
     if accept and dialog.type == "beforeunload":
-        # The page it guarded now leaves: answer once the next document has committed, so that the
-        # answer says where the tab went (navigated, url, title), not the page that was left.
+        # The page it guarded now leaves: answer once the next document committed, to say where the tab went.
         deadline = time.monotonic() + state.config.action_timeout / 1000
         try:
             while tab.navigations == navigations and time.monotonic() < deadline and tab.dialog is None:

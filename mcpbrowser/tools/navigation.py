@@ -166,8 +166,7 @@ def tabs(state, args, response):
             closing.page.close()
             if state.tab is None:
                 state._open_blank_tab()
-    # A page that opened 40 windows must not cost the agent 40 titles: the first TABS_LISTED tabs and the
-    # current one are listed, the rest counted. A title is read within the server's own deadline.
+    # The first TABS_LISTED tabs and the current one are listed, the rest counted (a page may open 40 windows).
     current = state.tabs.index(state.tab)
     shown = [i for i in range(len(state.tabs)) if i < TABS_LISTED or i == current]
     listing = [{"index": i, "url": state.tabs[i].page.url, "title": _title(state, state.tabs[i]),

@@ -126,8 +126,7 @@ def _secret_inputs(state, args, declared, response):
                                     session_id=state.session_id, details={"field": field, "type": kinds})
         out[field] = named_secret(state, name)
     for value in out.values():
-        # Known in every form it may take (URL- and JSON-encoded) before the page has it: the page may echo it,
-        # log it or put it in its URL at once, and what the agent, the history and the logs read is scrubbed.
+        # Known in every form it may take before the page has it, which may echo, log or put it in its URL at once.
         snapshots.mark_secret(state, response, value)
     return out
 

@@ -113,8 +113,7 @@ COLLECT = """async ([quietMs, capMs]) => {
   };
 }"""
 
-# The measured document's first script after the session's init scripts: the settle's request wrappers out
-# (settle.py's __mcpbPlain).
+# The measured document's first script after the init scripts: the settle's wrappers out (settle.py's __mcpbPlain).
 PLAIN = "window.__mcpbPlain && window.__mcpbPlain(true)"
 UNPLAIN = "() => window.__mcpbPlain && window.__mcpbPlain(false)"
 
@@ -204,8 +203,7 @@ def measure_performance(state, args, response):
         loads.append(perf_report.analyse(raw))
         load_ms += took
     if loads and again:
-        # The page kept the browser's own fetch while it was measured, unseen by the settle: loaded once more,
-        # with the settle's wrappers in (not measured).
+        # The page kept the browser's own fetch, unseen by the settle: loaded once more with its wrappers in.
         state.report(len(loads), len(loads) + 1, "Loading the page again, as the session's actions see it")
         navigation.reload(state, {"timeout": _left_ms(deadline)}, response)
     # The page measured: the one loaded, or the one the interaction was done on (it may leave it).

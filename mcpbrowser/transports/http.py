@@ -154,8 +154,7 @@ class McpWsgiApp:
         path = environ.get("PATH_INFO") or "/"
         if path.rstrip("/") != self.path.rstrip("/"):
             if path == HEALTH_PATH and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
-                # For a container's HEALTHCHECK or a load balancer, which hold no token: before the caller
-                # checks, it says only that this server answers (the supervisor restarts the browser itself).
+                # For a HEALTHCHECK or load balancer, with no token: before the caller checks; it says only "ok".
                 start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "3")])
                 return [b"ok\n"]
             return _refuse(start_response, "404 Not Found", f"Not found: the MCP endpoint is {self.path}")
@@ -170,8 +169,7 @@ class McpWsgiApp:
                            [("Retry-After", str(-(-retry_ms // 1000)))])
         if name is None:  # no tokens: clients cannot be told apart, only the server's threads bound them
             return self._route(environ, start_response, name)
-        # Each request holds a server thread until its answer is sent (an event stream until it
-        # closes): one client's streams and waiting calls must not take every thread.
+        # Each request holds a server thread until it is answered: one client must not take every thread.
         with self._lock:
             held = self._held.get(name, 0)
             if held < self.client_requests:
@@ -207,8 +205,7 @@ class McpWsgiApp:
             return "403 Forbidden", f"Origin {origin[:100]} may not call this server (see --http-allowed-origins)", ()
         host = _host_name(environ.get("HTTP_HOST") or "")
         if not self.credentials and not is_loopback(host):
-            # Without tokens, only this machine may call; DNS rebinding reaches a loopback
-            # server under a foreign name, and a GET carries no Origin.
+            # Without tokens, only this machine: DNS rebinding reaches loopback under a foreign name; GET lacks Origin.
             return "403 Forbidden", f"Host {host[:100]} is not a loopback name, and this server has no tokens", ()
         environ["mcpbrowser.client"] = None
         if not self.credentials:
@@ -260,8 +257,7 @@ class McpWsgiApp:
         if (environ.get("CONTENT_TYPE") or "").split(";")[0].strip().lower() != "application/json":
             return _refuse(start_response, "415 Unsupported Media Type", "POST a JSON-RPC message as application/json")
         if (environ.get("HTTP_CONTENT_ENCODING") or "identity").strip().lower() != "identity":
-            # Not decompressed: a few KB of gzip can expand into gigabytes past --max-message-bytes,
-            # and a JSON-RPC message is small enough to send as it is (compression.py).
+            # Not decompressed: a few KB of gzip can expand into gigabytes past --max-message-bytes.
             return _refuse(start_response, "415 Unsupported Media Type", "Send the message uncompressed "
                            "(no Content-Encoding)", [("Accept-Encoding", "identity")])
         body = self._read_body(environ)

@@ -31,8 +31,7 @@ from mcpbrowser.transports.protocol import ProtocolError
 from mcpbrowser.transports.resource_methods import ResourceMethods
 from mcpbrowser.transports.tool_methods import ToolMethods
 
-# What initialize tells the model once: the reads that keep an agent cheap, which tool
-# descriptions alone did not teach (agents read whole snapshots first).
+# What initialize tells the model once: the cheap reads that tool descriptions alone did not teach agents.
 INSTRUCTIONS = (
     "Browser automation. Call create_session first: browser tools act on your one session, or on the sessionId "
     "you pass (needed once you have several); "
@@ -271,8 +270,7 @@ class McpConnection:
             fut = self._inflight[request_id]  # None: reserved, not started yet (track cancels it)
             # Whether it is still queued or already running, no answer may go out.
             self._suppressed.add(request_id)
-        # Outside the lock: cancel() runs the done-callback, which takes the lock. A queued call is
-        # dropped; a running one finishes, unheard.
+        # Outside the lock: cancel() runs the done-callback, which takes it. A running call finishes unheard.
         if fut is not None:
             fut.cancel()
         log.info("call cancelled", extra={"event": "cancelled", "request": request_id})

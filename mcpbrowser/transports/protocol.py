@@ -54,8 +54,7 @@ class Message(NamedTuple):
 
 def valid_request_id(value):
     """Whether a request id (also one sent inside params: notifications/cancelled) could name one of ours."""
-    # JSON-RPC allows numbers, but MCP forbids null ids; floats and bools are
-    # refused because they compare equal to ints and would collide with them.
+    # MCP forbids null ids; floats and bools compare equal to ints and would collide with them.
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
@@ -69,8 +68,7 @@ def parse(line):
         raise ProtocolError(INVALID_REQUEST, "Invalid request: a message must be a JSON object "
                                              "(batches are not supported)")
     if "method" not in body and ("result" in body or "error" in body):
-        # Response-shaped: never answered, even when malformed, or two peers could
-        # trade error answers for ever.
+        # Response-shaped: never answered, even when malformed, or two peers could trade errors for ever.
         return Message("response", body.get("id"), None, {}, body)
     has_id = "id" in body
     if not has_id and "method" in body:

@@ -40,8 +40,7 @@ class _Listen:
         self._finishing = False
 
     def start(self, hub, uris, owner):
-        # An unknown URI, or another client's, is left out of the acknowledgement (the spec's
-        # "honored subset"): nothing says whether it exists.
+        # An unknown URI, or another client's, is left out of the acknowledgement: nothing says whether it exists.
         honored = [uri for uri in dict.fromkeys(uris) if hub.visible(uri, owner)]
         self.connection.send(protocol.notification("notifications/subscriptions/acknowledged", {
             "notifications": {"resourceSubscriptions": honored} if honored else {}, "_meta": self.meta}),

@@ -34,8 +34,7 @@ class StdioServer:
 
     def wait(self):
         """Until stdin closes or `done` is set (by a signal handler), then shut down."""
-        # Wake up now and then: Python runs a signal's handler only once the main thread next
-        # runs bytecode, so a wait with no timeout would sleep through SIGTERM.
+        # Waking now and then: a signal's handler runs only once the main thread runs bytecode again.
         while not self.done.wait(0.1):
             pass
         log.info("shutting down", extra={"event": "shutdown"})

@@ -123,8 +123,7 @@ class ToolMethods:
         try:
             fut = self.connection.track(msg.id, submit())
         except BaseException:
-            # Refused before it started (an unknown tool): the id is free, and the refusal is the
-            # answer, unless the client cancelled the request meanwhile (then none may go out).
+            # Refused before it started (unknown tool): that is the answer, unless the client cancelled meanwhile.
             if self.connection.untrack(msg.id):
                 raise
             return
