@@ -275,11 +275,9 @@ def _one_load(state, response, url, left_ms):
 
 
 def _call_sites(state, raw):
-    """The page's code where each promise reaction's promise was made, as `at` of its script entry.
-
-    The browser credits a promise's reactions to the script that made the promise, with the character where
-    it did and no function: a few words of the source there name what ran (`fetch('/data.json').then(render)`).
-    Read with the debugger on for a moment, after the load is measured."""
+    """Each promise reaction's `at`: a few words of the page's code where its promise was made (the browser
+    credits reactions to the script that made the promise, with a character and no function), such as
+    `fetch('/data.json').then(render)`; read with the debugger on for a moment, after the load is measured."""
     wanted = [s for f in (raw or {}).get("frames") or () for s in f["scripts"]
               if s.get("url") and not s.get("fn") and s.get("pos", -1) >= 0 and (s.get("invoker") or "").endswith(
                   (".then", ".catch", ".finally"))]

@@ -129,15 +129,12 @@ class Act:
 
 
 def on_element(state, args, not_usable, action, repeatable=True):
-    """Locate the target and run action(first_match, timeout_ms) (an `Act`, or a tool's own function
-    of several steps); map failures to codes.
-
-    Fail fast: the first attempt waits at most FIND_GRACE_MS (unless the call gave its own timeout);
-    then nothing matching is ELEMENT_NOT_FOUND at once, and an element not actionable yet (hidden,
-    covered, animating) is tried again for the rest of the timeout. An action that must not run
-    twice (`repeatable` False: typing key by key, pressing a key) is not retried: the element is
-    awaited for the grace first, at the cost of one round trip, then acted on once.
-    """
+    """Locate the target and run action(first_match, timeout_ms) (an `Act`, or a tool's own function of
+    several steps); map failures to codes. Fail fast: the first attempt waits at most FIND_GRACE_MS (unless
+    the call gave its own timeout); then nothing matching is ELEMENT_NOT_FOUND at once, and an element not
+    actionable yet (hidden, covered, animating) is tried again for the rest of the timeout. An action that
+    must not run twice (`repeatable` False: typing key by key, pressing a key) is not retried: the element
+    is awaited for the grace first, at the cost of one round trip, then acted on once."""
     label, matches = locate(state, args)
     before = state.tab.page.url
     full = args.get("timeout", state.config.action_timeout)

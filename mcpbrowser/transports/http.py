@@ -375,10 +375,8 @@ class McpWsgiApp:
         return [b""]
 
     def _client(self, session_id, name):
-        """The handshake-era client `session_id` names, if the token's client `name` opened it; else None.
-
-        An Mcp-Session-Id is a handle that travels in logs and proxies, not a credential: another
-        token presenting it gets the answer an unknown id gets, and learns nothing."""
+        """The handshake-era client `session_id` names, if the token's client `name` opened it; else None. An
+        Mcp-Session-Id is a handle that travels in logs and proxies, not a credential: another token learns nothing."""
         if not session_id:
             return None
         with self._lock:
@@ -441,11 +439,9 @@ class _Held:
 
 
 class _EventStream:
-    """A WSGI response body that yields server-sent events until the request's answer (or forever for GET).
-
-    The server closes it when the client goes away: a 2026-07-28 call is then
-    cancelled (closing the stream is that era's cancellation); a handshake-era call
-    runs on, as the spec asks, and its answer is dropped."""
+    """A WSGI response body of server-sent events until the request's answer (or forever for GET). Closed as the
+    client goes away: a 2026-07-28 call is then cancelled (that era's cancellation); a handshake-era call runs
+    on, as the spec asks, unheard."""
 
     def __init__(self, stream, first, connection, cancel_on_close, done):
         self._stream, self._first, self._connection = stream, first, connection
@@ -493,11 +489,9 @@ def _header_mismatch(environ, msg):
 
 
 def serve(app, address, done, threads, limits):
-    """Serve `app` on HOST:PORT with waitress until `done` is set (MAIN THREAD).
-
-    waitress: pure Python, each event reaches the client as it is yielded, and a client that
-    left is noticed at the next write (docs/http.md). Every open call and event stream holds
-    one of its `threads`; `limits` (http_server.Limits) guard it against slow and idle clients."""
+    """Serve `app` on HOST:PORT with waitress until `done` is set (MAIN THREAD): pure Python, each event reaches
+    the client as it is yielded, a client that left is noticed at the next write (docs/http.md). Every open call
+    and event stream holds one of its `threads`; `limits` (http_server.Limits) guard against slow clients."""
     from mcpbrowser.transports.http_server import create_server
 
     host, _, port = address.rpartition(":")

@@ -169,10 +169,9 @@ class Limits:
 
 
 def create_server(app, host, port, threads, limits, vouch, too_large=None, **kw):
-    """(runner, listeners): waitress for `app` on host:port (every address the host resolves to), with
-    the guards. `runner.run()` serves; closing the listeners stops taking connections, as
-    closing waitress's own server does (its worker threads are not waited for). `too_large`: the
-    JSON body of the 413 to a request over max_request_body_size (else waitress's text)."""
+    """(runner, listeners): waitress for `app` on host:port (every address the host resolves to), with the
+    guards. `runner.run()` serves; closing the listeners stops taking connections (its worker threads are not
+    waited for). `too_large`: the JSON body of the 413 to a request over max_request_body_size (None: waitress's)."""
     adj = Adjustments(host=host, port=port, threads=threads, channel_timeout=limits.idle_timeout,
                       connection_limit=limits.max_connections,
                       # Deadlines are checked this often (the check walks the open connections).
