@@ -1,10 +1,9 @@
 """The Tool declaration and helpers shared by the tool modules; imported on any thread.
 
-A session tool's handler runs on its session's thread as handler(state, args, response): the session's
-page state, its validated arguments, and the call's `Response` (session/response.py), on which it says
-what it did (the page it read, that its text was secret or plain) for core/on_session.py to decide from;
-a session-less tool's handler runs on the core's worker pool as handler(core, args, call)
-(the call says who is calling: `call.owner`).
+A session tool's handler runs on its session's thread as handler(state, args, response): the page
+state, the validated arguments, and the call's `Response` (session/response.py), on which it says what
+it did for core/on_session.py; a session-less tool's runs on the core's worker pool as
+handler(core, args, call) (`call.owner` says who is calling).
 """
 
 from collections.abc import Callable
@@ -12,22 +11,17 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from mcpbrowser import schema
-from mcpbrowser.session import page_reading
 
-# Shared by most tools, so every word here is paid for many times in tools/list: what a
-# selector may be and where refs come from is said once, in click's description (and the instructions).
-# A description says only what the tool's name and its arguments' names do not ("Click an element"
-# on click, "Screenshot of" on screenshot, "Wait until" on wait_for said their name again), nor
-# what an answer names itself (list_sessions' other servers come as "elsewhere"): a model reads
-# the default list on every turn (each cut of issue 74 measured: docs/performance.md).
+# A model reads the tool list on every turn (docs/performance.md), so what these shared arguments
+# are is said once, in click's description and the instructions; and a description says only what
+# the tool's and its arguments' names, and its answer's own fields, do not.
 SESSION_ID = {"type": "string", "minLength": 1}
 SELECTOR = {"type": "string", "minLength": 1}
 REF = {"type": "string", "minLength": 1}
 TARGET = {"selector": SELECTOR, "ref": REF}
 WAIT_UNTIL = {"type": "string", "enum": ["load", "domcontentloaded", "networkidle", "commit"]}  # load first
 # Not 0: Playwright reads it as "no timeout", a wait without end until the watchdog replaces the thread.
-# Its unit is said once, in initialize's instructions ("Every timeout is in ms"), not in each of the ten
-# default tools that take one: "ms" as their description cost every turn 210 characters (issue 74).
+# Its unit is said once, in initialize's instructions, not in each tool that takes one.
 TIMEOUT = schema.integer(None, minimum=1, maximum=600_000)
 
 
@@ -42,10 +36,7 @@ SUCCESS_MESSAGE = result_schema(success="boolean", message="string")
 
 @dataclass(frozen=True)
 class Tool:
-    """One MCP tool: its contract (name, schemas, annotations) and its single implementation.
-
-    Declare a tool as a SessionTool or a CoreTool, which say where its handler runs.
-    """
+    """One MCP tool: its contract and its single implementation; declared as a SessionTool or a CoreTool."""
 
     needs_session: ClassVar[bool]
     name: str
@@ -59,16 +50,13 @@ class Tool:
     output_schema: dict | None = None
     # The page this tool leaves is captured into the history (and storage saved for resume).
     changes_page: bool = False
-    # The page is stored in the history for get_content, without a storage save: the
-    # handler stores what it read itself (snapshot), or the page is captured after it (wait_for).
+    # Stored in the history for get_content, without a storage save (snapshot stores its read; wait_for's is captured).
     stores_page: bool = False
     # False for tools that still work while a dialog blocks the page (logs, tabs, handle_dialog).
     page_tool: bool = True
-    # It does nothing with the page (a person's hold, the start of their picture): a page that crashed
-    # between calls waits for the next call that does, which tells the agent.
+    # It does nothing with the page (a person's hold): a page that crashed meanwhile waits for a call that does.
     page_free: bool = False
-    # Runs during a login cooldown although it is not read_only: it attempts nothing against
-    # the wall (see Dispatcher._check_guards).
+    # Runs during a login cooldown though not read_only: it attempts nothing against the wall (dispatch.py).
     during_cooldown: bool = False
     # It takes the tab away from its page (navigate): it goes past a dialog, dismissing it.
     leaves_page: bool = False
@@ -77,26 +65,21 @@ class Tool:
     waits_for_person: bool = False
     # Worth running as an MCP task (2025-11-25): it can wait for minutes. Any tool is accepted as one.
     task_support: bool = False
-    # Its answer shows the model the session's expiry: the session's own (every call renews it, so
-    # elsewhere it only repeats "now plus the session timeout").
+    # Its answer shows the session's expiry (elsewhere every call renews it: "now plus the timeout").
     shows_expiry: bool = False
     # Whether the tool exists under a configuration's settings (evaluate, upload_file).
     enabled: Callable = lambda config: True
-    # Its tool group (config.TOOL_GROUPS): MCP clients see and call it only while the group is
-    # on (--caps, or enable_tools). The library API calls every tool: it reads no tool list.
+    # Its tool group (config.TOOL_GROUPS): MCP clients see and call it only while that is on; the library calls all.
     group: str = "core"
-    # Arguments that belong to another group than the tool (create_session's emulation):
-    # name -> group. Shown and accepted from MCP clients only while that group is on.
+    # Arguments of another group than the tool's (create_session's emulation): name -> group, taken while it is on.
     option_groups: dict = field(default_factory=dict)
-    # Only a person in the live view calls it (tools/person.py: their input, take-over, picture): to an agent or the
-    # library it does not exist (an unknown tool, left out of the known ones).
+    # Only a person in the live view calls it (tools/person.py): to an agent or the library it is unknown.
     person_only: bool = False
     # The handler's result carries PNG/JPEG bytes under "image", sent as MCP image content.
     returns_image: bool = False
     # Its `text` may be a secret, known only once the target is looked at: the request row waits for that.
     may_carry_secret: bool = False
-    # The result field holding page text (a snapshot, HTML, stored content): MCP sends it
-    # as a text block of its own after the JSON of the other fields.
+    # The result field holding page text (a snapshot, HTML): MCP sends it as a text block after the others' JSON.
     text_field: str | None = None
     # Library calls: which arguments positional values fill, in order (default: the required ones).
     positional: tuple | None = None
@@ -128,11 +111,10 @@ class Tool:
     def _published(self, drop, several_sessions):
         if not self.needs_session:
             return schema.published(self.input_schema, drop)
-        # A session tool acts on its client's one open session when sessionId is left out (core/dispatch.py).
-        # So while a client has at most one, its list names no sessionId at all: 16 tools' `"sessionId":
-        # {"type": "string"}` cost every agent 528 characters of tools/list on every turn (2026-12-06), for a
-        # choice it does not have. With two or more open the list names it again (not required: the refusal
-        # names the client's sessions), and the client hears the list changed (lifecycle_tools.sessions_changed).
+        # A session tool acts on its client's one open session when sessionId is left out (core/dispatch.py),
+        # so while a client has at most one, its list names no sessionId: a choice it does not have, paid on
+        # every turn. With two or more open the list names it again, not required (the refusal names the
+        # client's sessions), and the client hears the list changed (lifecycle_tools.sessions_changed).
         # The schema a call is validated against still has it: a sessionId passed is taken either way.
         published = schema.published(self.input_schema, drop if several_sessions else (*drop, "sessionId"))
         required = [name for name in published.get("required", []) if name != "sessionId"]
@@ -154,22 +136,6 @@ class CoreTool(Tool):
     """A session-less tool: handler(core, args, call) runs on the core's worker pool, never on a session thread."""
 
     needs_session: ClassVar[bool] = False
-
-
-def page_result(state, loaded=None, count=False, also=None):
-    """{success, title, url, status} for tools that load a page; `loaded`: Playwright's HTTP response, if any;
-    `count`: read the page's element count with the title (the call's page is captured after: Response).
-    `also`: a read ((target, method, kwargs)) sent with the title's: then (result, its answer or exception)."""
-    title, answer = page_reading.loaded_title(state, count, also) if also is not None else \
-        (page_reading.loaded_title(state, count), None)
-    state.remember_page(title)
-    result = {"success": True, "title": title, "url": state.tab.page.url,
-              "status": loaded.status if loaded is not None else None}
-    return result if also is None else (result, answer)
-
-
-PAGE_RESULT = result_schema(("pageTools",), success="boolean", title="string", url="string",
-                            status=["integer", "null"], pageTools="string")
 
 
 def session_schema(properties=None, required=()):

@@ -4,6 +4,8 @@ import os
 import struct
 import time
 import uuid
+from contextlib import suppress
+from pathlib import Path
 
 from mcpbrowser import schema, snapshot_text
 from mcpbrowser.errors import (
@@ -19,7 +21,7 @@ from mcpbrowser.redaction import JS_IS_SECRET, MIN_SCRUBBED, SECRET_FIELD, secre
 from mcpbrowser.session import page_reading, playwright_internals, snapshots
 from mcpbrowser.session.acting import INTERRUPTED
 from mcpbrowser.session.downloads import partial
-from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
+from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, result_schema, session_schema
 from mcpbrowser.tools.targeting import Act, locate, on_element
 from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers, scrub_trace
 
@@ -28,9 +30,8 @@ DEFAULT_MATCHES = 30  # different matches a query shows unless maxNodes says oth
 MAX_NODES = schema.integer(f"Default {DEFAULT_MAX_NODES} (section {snapshot_text.SECTION_NODES}, "
                            f"{DEFAULT_MATCHES} a query term).", minimum=1, maximum=100_000)
 
-# Serialises the DOM below `root` as indented HTML, stopping after `limit` nodes
-# (elements and non-blank text). Script and style bodies are left out: they cost
-# tokens and say nothing about what is on the page.
+# The DOM below `root` as indented HTML, stopping after `limit` nodes (elements and non-blank text);
+# script and style bodies left out: they cost tokens and say nothing about what is on the page.
 DOM_SERIALISER = """([root, limit]) => {
   """ + JS_IS_SECRET + """
   const out = []; let shown = 0, total = 0;
@@ -71,9 +72,9 @@ DOM_SERIALISER = """([root, limit]) => {
 }"""
 
 
-# An aria snapshot costs about 0.1 ms per element here. A page whose walk is expected (at WALK_MS_PER_ELEMENT)
-# to outlast the navigation timeout is not walked; one that is walked is given WALK_BUDGET_MS per element
-# (5x its cost: a loaded machine), up to 1.5x the navigation timeout, below the watchdog's budget.
+# A page whose walk is expected (at WALK_MS_PER_ELEMENT) to outlast the navigation timeout is not walked; one
+# that is walked is given WALK_BUDGET_MS per element (5x its cost: a loaded machine), up to 1.5x the navigation
+# timeout, below the watchdog's budget.
 WALK_MS_PER_ELEMENT = 0.25
 WALK_BUDGET_MS = 0.5
 
@@ -102,9 +103,7 @@ def snapshot(state, args, response):
     if "depth" in args:
         options["depth"] = args["depth"]
     page_level = locate(state, args, required=False)[1] is None
-    # A ref is read from the page's whole snapshot: the same subtree an element read gives,
-    # and for a heading its section (see snapshot_text.section), without walking the page
-    # again when it did not change since the read that gave the ref.
+    # A ref is read from the page's whole snapshot, without walking the page again when it did not change.
     by_ref = "ref" in args and "depth" not in args
     whole, title = snapshots.unchanged_snapshot(state, response) if (page_level or by_ref) and "depth" not in args \
         else (None, None)
@@ -147,8 +146,7 @@ def snapshot(state, args, response):
     if part is not None:
         whole = part
     if "section" in args:
-        # What a heading, landmark or ref titles, read from what was read (the page, or the
-        # element); a query or the outline then narrows the section.
+        # What a heading, landmark or ref titles, in what was read; a query or the outline then narrows it.
         part = snapshot_text.section(whole, args["section"])
         if part is None:
             named = snapshot_text.titles(whole) or "no headings or named landmarks."
@@ -219,14 +217,13 @@ def file_path(state, extension):
                                 f".{extension}")
 
 
-# A screenshot shows what the page shows: a password field's dots, but a one-time code or a card
-# number as typed. While one is taken, every secret field (in every frame and open shadow root:
-# Playwright applies the style there too) shows dots instead, as a password field does.
+# A screenshot shows a one-time code or a card number as typed: while one is taken, every secret field
+# (in every frame and open shadow root: Playwright applies the style there too) shows dots instead.
 HIDE_SECRET_FIELDS = f"{SECRET_FIELD} {{ -webkit-text-security: disc !important; }}"
 
 
-# A PDF prints what the page shows, as a screenshot does. While it prints, the same style is in
-# each frame's document and open shadow root (page.pdf has no `style` option), then taken out.
+# A PDF likewise: while it prints, the style is in each frame's document and open shadow root (page.pdf
+# has no `style` option), then taken out.
 _MASK = """([css, on]) => {
   const roots = [document];
   for (let i = 0; i < roots.length; i++)
@@ -251,21 +248,16 @@ def _mask_secret_fields(state, on):
 
 
 def write_file(path, write):
-    """Make a file whole or not at all: write(tmp) fills a temporary beside it, renamed when done.
-
-    A full disk (or any other failure to write) leaves no partial file and raises
-    DISK_FULL, or STORAGE_FAILED with its cause, never the text of an OSError.
-    """
+    """Make a file whole or not at all: write(tmp) fills a temporary beside it, renamed when done. A failure
+    to write leaves no partial file and raises DISK_FULL, or STORAGE_FAILED with its cause."""
     part = partial(path)
     try:
         write(part)
         os.chmod(part, 0o600)  # as the history database: what a session saw is its owner's only
         os.replace(part, path)
     except Exception as exc:
-        try:
+        with suppress(OSError):
             os.unlink(part)
-        except OSError:
-            pass
         cause = disk_fault(path, exc)
         if cause is None:
             raise
@@ -286,7 +278,7 @@ def pdf(state, args, response):
                            "only when headless).", session_id=state.session_id) from None
     finally:
         _mask_secret_fields(state, False)
-    write_file(path, lambda part: _write_bytes(part, data))
+    write_file(path, lambda part: Path(part).write_bytes(data))
     response.answer({"path": path, "bytes": len(data), "message": f"Saved the page as PDF to {path}."})
 
 
@@ -307,15 +299,14 @@ def trace_stop(state, args, response):
         raise InvalidParameters("No trace is being recorded; start one with trace_start.", session_id=state.session_id)
     path, name = file_path(state, "zip"), state.tracing
     state.tracing = False
-    # The secret fields' values its snapshots met, and their current ones, which its DOM snapshots and a form's
-    # post hold too (a password the user typed): scrubbed from this trace, never learned (snapshots.redact_snapshot).
+    # The secret fields' values its snapshots met, and their current ones (in its DOM snapshots and a form's
+    # post): scrubbed from this trace, never learned (snapshots.redact_snapshot).
     fields = state.traced_fields | (secret_values(state.tab.page) if state.blocker is None else set())
     scrubbed = {*state.secrets, *(v for v in fields if len(v) >= MIN_SCRUBBED)}
 
     def write(part):
         playwright_internals.stop_trace_into(state.context, part)
-        # Playwright records action parameters, field values and bodies as they were: the zip is
-        # rewritten without the session's secrets before it is given its name (trace_scrub.py).
+        # Playwright records values as they were: the zip is rewritten without the secrets before it is named.
         scrub_trace(part, scrubbed, state.secrets.short | state.withheld | fields,
                     headers=state.config.redact_headers)
 
@@ -330,7 +321,7 @@ def trace_stop(state, args, response):
 
 
 def screenshot(state, args, response):
-    # A quality asks for a JPEG: only JPEG has one, so tools/list need not say so (23 characters a turn).
+    # A quality asks for a JPEG: only JPEG has one, so tools/list need not say so.
     fmt = args.get("format", "jpeg" if "quality" in args else "png")
     options = {"type": fmt, "style": HIDE_SECRET_FIELDS}
     if "quality" in args:
@@ -354,11 +345,10 @@ def screenshot(state, args, response):
     state.report(1, 2, "Captured")
     saved, failed = None, None
     if state.config.output_dir:
-        # The image is the answer; the file is a copy. A disk that cannot take it does not
-        # cost the agent its screenshot: savedTo is null and notSaved says why.
+        # The image is the answer, the file a copy: a disk that cannot take it says why in notSaved.
         try:
             saved = file_path(state, fmt)
-            write_file(saved, lambda part: _write_bytes(part, data))
+            write_file(saved, lambda part: Path(part).write_bytes(data))
         except BrowserServerError as exc:
             saved, failed = None, {"errorCode": exc.code, "message": exc.message}
     state.report(2, 2, "Done")
@@ -366,24 +356,12 @@ def screenshot(state, args, response):
                      **({"notSaved": failed} if failed else {}), "image": data})
 
 
-def _write_bytes(path, data):
-    with open(path, "wb") as f:
-        f.write(data)
-
-
-FILE_RESULT = {
-    "type": "object",
-    "properties": {"path": {"type": "string"}, "bytes": {"type": "integer"}, "message": {"type": "string"}},
-    "required": ["path", "bytes", "message"],
-}
+FILE_RESULT = result_schema(path="string", bytes="integer", message="string")
 
 TOOLS = [
     SessionTool(
-        name="snapshot",
-        text_field="snapshot",
-        title="Accessibility snapshot",
-        # Where refs come from is click's description and the instructions' ("Act on its [ref=e12]
-        # marks"); a third time here cost 43 characters a turn (issue 74).
+        name="snapshot", text_field="snapshot", title="Accessibility snapshot",
+        # Where refs come from is said in click's description and the instructions, not a third time.
         description="The page (or an element) as a YAML accessibility tree. Cheaper: query (regex, any case; "
                     "Name|^Save$: each term's matches, one call), section (a heading or landmark, by name or "
                     "ref: what it titles), compact (headings, landmarks, controls), depth.",
@@ -394,39 +372,21 @@ TOOLS = [
             "compact": {"type": "boolean"},
             "depth": {"type": "integer", "minimum": 1, "maximum": 1000},
             "maxNodes": MAX_NODES, "timeout": TIMEOUT}),
-        handler=snapshot,
-        read_only=True,
-        stores_page=True,
-        output_schema={
-            "type": "object",
-            "properties": {"snapshot": {"type": "string"}, "nodes": {"type": "integer"},
-                           "totalNodes": {"type": "integer"}, "matches": {"type": "integer"},
-                           "truncated": {"type": "boolean"}, "url": {"type": "string"},
-                           "title": {"type": "string"}},
-            "required": ["snapshot", "truncated", "url", "title"],
-        },
+        handler=snapshot, read_only=True, stores_page=True,
+        output_schema=result_schema(("nodes", "totalNodes", "matches"), snapshot="string", nodes="integer",
+                                    totalNodes="integer", matches="integer", truncated="boolean", url="string",
+                                    title="string"),
     ),
     SessionTool(
-        name="dom_snapshot",
-        group="extra",
-        text_field="html",
-        title="DOM snapshot",
+        name="dom_snapshot", group="extra", text_field="html", title="DOM snapshot",
         description="The DOM as indented HTML (scripts and styles elided), cut at maxNodes.",
         input_schema=session_schema({**TARGET, "maxNodes": MAX_NODES, "timeout": TIMEOUT}),
-        handler=dom_snapshot,
-        read_only=True,
-        output_schema={
-            "type": "object",
-            "properties": {"html": {"type": "string"}, "nodes": {"type": "integer"},
-                           "totalNodes": {"type": "integer"}, "truncated": {"type": "boolean"},
-                           "url": {"type": "string"}},
-            "required": ["html", "nodes", "totalNodes", "truncated", "url"],
-        },
+        handler=dom_snapshot, read_only=True,
+        output_schema=result_schema(html="string", nodes="integer", totalNodes="integer", truncated="boolean",
+                                    url="string"),
     ),
     SessionTool(
-        name="screenshot",
-        title="Screenshot",
-        description="The viewport, the full page, or one element.",
+        name="screenshot", title="Screenshot", description="The viewport, the full page, or one element.",
         input_schema=session_schema({
             **TARGET,
             "format": {"type": "string", "enum": ["png", "jpeg"]},
@@ -434,49 +394,29 @@ TOOLS = [
             "fullPage": {"type": "boolean"},
             "timeout": TIMEOUT,
         }),
-        handler=screenshot,
-        read_only=True,
-        returns_image=True,
-        output_schema={
-            "type": "object",
-            "properties": {"width": {"type": "integer"}, "height": {"type": "integer"},
-                           "format": {"type": "string"}, "bytes": {"type": "integer"},
-                           "savedTo": {"type": ["string", "null"]}},
-            "required": ["width", "height", "format", "bytes", "savedTo"],
-        },
+        handler=screenshot, read_only=True, returns_image=True,
+        output_schema=result_schema(width="integer", height="integer", format="string", bytes="integer",
+                                    savedTo=["string", "null"]),
     ),
     SessionTool(
-        name="pdf",
-        group="pdf",
-        title="Save as PDF",
+        name="pdf", group="pdf", title="Save as PDF",
         description="Print the page to a PDF file on the server (headless Chromium); returns its path.",
         input_schema=session_schema({"landscape": schema.boolean("Landscape pages."),
                                      "printBackground": schema.boolean("Print background colours and images.")}),
-        handler=pdf,
-        read_only=True,
-        output_schema=FILE_RESULT,
+        handler=pdf, read_only=True, output_schema=FILE_RESULT,
     ),
     SessionTool(
-        name="trace_start",
-        group="tracing",
-        title="Start trace",
+        name="trace_start", group="tracing", title="Start trace",
         description="Record a Playwright trace of the session (actions, DOM snapshots, screenshots) until "
                     "trace_stop.",
         input_schema=session_schema({"screenshots": schema.boolean("Screenshots (default true)."),
                                      "snapshots": schema.boolean("DOM snapshots (default true)."),
                                      "sources": schema.boolean("Source files (default false).")}),
-        handler=trace_start,
-        page_tool=False,
-        output_schema=SUCCESS_MESSAGE,
+        handler=trace_start, page_tool=False, output_schema=SUCCESS_MESSAGE,
     ),
     SessionTool(
-        name="trace_stop",
-        group="tracing",
-        title="Stop trace",
+        name="trace_stop", group="tracing", title="Stop trace",
         description="Stop the trace and save it as a zip for `playwright show-trace`; returns its path.",
-        input_schema=session_schema(),
-        handler=trace_stop,
-        page_tool=False,
-        output_schema=FILE_RESULT,
+        input_schema=session_schema(), handler=trace_stop, page_tool=False, output_schema=FILE_RESULT,
     ),
 ]

@@ -20,11 +20,8 @@ from mcpbrowser.redaction import SECRET_FIELD, SECRET_OR_UNFOCUSED, WHERE_TEXT_W
 from mcpbrowser.session import playwright_internals, settle, snapshots
 from mcpbrowser.session.acting import INTERRUPTED
 from mcpbrowser.session.playwright_internals import Together
-from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, session_schema
+from mcpbrowser.tools.base import SUCCESS_MESSAGE, TARGET, TIMEOUT, SessionTool, result_schema, session_schema
 from mcpbrowser.tools.targeting import Act, locate, on_element, playwright_selector, reason
-
-# A target inside another argument (drag's ends, fill_form's fields): the same keys, described once in the tool.
-BARE_TARGET = {"selector": {"type": "string", "minLength": 1}, "ref": {"type": "string", "minLength": 1}}
 
 
 def click(state, args, response):
@@ -64,10 +61,8 @@ def type_text(state, args, response):
     if name is not None:
         snapshots.mark_secret(state, response, text)
     typed = f"secret {name}" if name is not None else f"{len(text)} character(s)"
-    # A secret is known before its first key reaches the page: a page that logs its field on each input
-    # is read live (the log resources, list_sessions) while this call runs. Until the field is looked at
-    # (after typing, on the hot path: no round trip more), the text is held as a secret; a plain field
-    # releases it, a secret one makes it known (check).
+    # A page that logs its field on each input is read live (the log resources) while this call runs:
+    # until the field is looked at (check, after typing), the text is held as a secret.
     held = () if flagged else snapshots.hold(state, (text,))
     marked = settle.mark(state)
 
@@ -80,8 +75,7 @@ def type_text(state, args, response):
             # Key presses go where the caret is; put it after the existing text.
             target.evaluate("e => { if (e.setSelectionRange && e.value !== undefined)"
                             " e.setSelectionRange(e.value.length, e.value.length) }")
-        # Key by key, each prefix reaches the page: a secret's are hidden too, so whether the field is a
-        # secret one is asked first (one count, on a path that waits `delay` ms per key anyway).
+        # Key by key, each prefix reaches the page: whether the field is a secret one is asked first.
         if flagged or state.act(target.locator(SECRET_ONE), "count"):
             snapshots.mark_secret(state, response, text)
             snapshots.typing_key_by_key(state, text)
@@ -91,9 +85,8 @@ def type_text(state, args, response):
     proofs: list = []  # the capture's proof sent with the settle, and its answer and the settle's wait
 
     def check(target, typed, with_settle=False):
-        # After the text is in: the element is there for sure then (a count does not wait for it), and the
-        # answer, the call's record and the next capture all come later. When a dialog opened while typing,
-        # no script can run in the page, so the text counts as secret; so it does when the check fails.
+        # After the text is in (a count does not wait for the element). Behind a dialog that opened while
+        # typing no script runs in the page, so the text counts as secret; so it does when the check fails.
         if typed is INTERRUPTED or state.blocker is not None:
             snapshots.mark_secret(state, response, text)
             return
@@ -118,7 +111,7 @@ def type_text(state, args, response):
         fill = Act(state, "fill", value=text)
         label = on_element(state, args, ElementNotEditable, fill)
         if fill.target is not None:  # else it ran into a navigation it started: nothing to look at
-            # Without Enter to press after it, the look goes with the settle (and the capture's proof): one round trip.
+            # Without Enter to press after it, the look goes with the settle (and the capture's proof).
             check(fill.target, fill.result, with_settle=not args.get("submit"))
     else:
         label = on_element(state, args, ElementNotEditable, enter, repeatable=False)
@@ -131,8 +124,7 @@ def type_text(state, args, response):
     elif editable:
         response.filled(playwright_selector(args), text)  # a plain field, all of the text in, the focus kept
     diverted(state, label, look)
-    kept = partly_kept(label, text, look)
-    message = f"Typed {typed} into {label}{kept}"
+    message = f"Typed {typed} into {label}{partly_kept(label, text, look)}"
     if args.get("submit") and state.blocker is not None:
         message = f"Typed {typed} into {label}; Enter was not pressed"
     elif args.get("submit"):
@@ -144,15 +136,14 @@ def type_text(state, args, response):
 
 def look_and_settle(state, marked, target, text, proof=None):
     """(where_text_went's look, (the proof's answer, the settle's ms waited)): the look's count sent with the
-    action's settle (settle.now) and the capture's proof when given, one round trip; apart where the settle cannot
-    run now, and then None for the second (nothing was sent)."""
+    action's settle (settle.now) and the capture's proof, one round trip; None for the second when the settle
+    cannot run now."""
     reads = [(target.locator(SECRET_OR_UNFOCUSED), "count", {})] + (proof.reads if proof is not None else [])
     got = settle.now(state, marked, reads)
     if got is None:
         return where_text_went(target, text), None
     waited, answers = got
-    # Past the common case (a plain field that kept the focus), or a count that failed: asked again, as before.
-    look = {"secret": False} if answers[0] == 0 else where_text_went(target, text)
+    look = {"secret": False} if answers[0] == 0 else where_text_went(target, text)  # past the common case
     return look, (answers[1:] if proof is not None else None, waited)
 
 
@@ -163,9 +154,8 @@ def where_text_went(target, text):
         if not target.locator(SECRET_OR_UNFOCUSED).count():
             return {"secret": False}
         look = target.evaluate(WHERE_TEXT_WENT, text)
-        # The page's world answers that evaluation, and a page may replace what it calls there (a
-        # password field's page whose Element.prototype.matches said false had the password stored as
-        # typed): a target that it calls plain is asked again in Playwright's own world.
+        # The page's world answers that evaluation, and a page may replace what it calls there (its
+        # Element.prototype.matches): a target it calls plain is asked again in Playwright's own world.
         if not look.get("secret") and target.locator(SECRET_ONE).count():
             look["secret"] = True
         return look
@@ -174,10 +164,8 @@ def where_text_went(target, text):
 
 
 def diverted(state, label, look, filled=None):
-    """Raise when the page took the focus away as the text came (a script that refocuses its own field)
-    and the text, or its end, went to another element. ELEMENT_NOT_EDITABLE, as the target would take no
-    keyboard input from the agent, with where the text went (a new code for one page habit would cost
-    every agent its description)."""
+    """Raise ELEMENT_NOT_EDITABLE, with where the text went, when the page took the focus away as the text
+    came (a script that refocuses its own field) and the text, or its end, went to another element."""
     if not look.get("went"):
         return
     went = clip(look["went"])
@@ -207,8 +195,7 @@ def select(state, args, response):
     marked = settle.mark(state)
     label = on_element(state, args, ElementNotEditable, pick)
     # No list from Playwright when the change opened a dialog (INTERRUPTED) or the time ran out after
-    # the act (None): the option was chosen all the same, and "nothing" would have the agent choose it
-    # again. What was asked is what it chose.
+    # the act (None): the option was chosen all the same, so what was asked is what it chose.
     chosen = list(values or labels) if pick.result is None or pick.result is INTERRUPTED else pick.result
     if isinstance(pick.result, list) and len(pick.result) == 1 and state.blocker is None:
         # One option: a native select's, the page watch checks the rest, in the settle's round trip where it can.
@@ -239,18 +226,15 @@ def press_key(state, args, response):
 
 def drag(state, args, response):
     source, target = args["source"], args["target"]
-    _, drop = locate(state, target)
+    dropped, drop = locate(state, target)
     label = on_element(state, {**source, **{k: args[k] for k in ("timeout",) if k in args}}, ElementNotClickable,
                        Act(state, "drag_to", target=drop.first))
-    dropped = target.get("selector") or "ref " + target["ref"]
     response.answer({"success": True, "message": f"Dragged {label} to {dropped}"})
 
 
 def fill_form(state, args, response):
     """Each field by the kind of control it is: a checkbox or radio is checked, a <select> chooses, else fill.
-
-    A dialog that a field opens stops the form there: nothing can reach the page behind it.
-    """
+    A dialog that a field opens stops the form there: nothing can reach the page behind it."""
     timeout = {k: args[k] for k in ("timeout",) if k in args}
     fields, filled = args["fields"], list[str]()
     for field in fields:  # every field's value is known before the first is filled
@@ -264,9 +248,8 @@ def fill_form(state, args, response):
                                     "secret).", session_id=state.session_id, details={"field": where})
         if "secretName" in field:
             named_secret(state, field["secretName"])
-    # Every value is held as a secret before the first field is filled, as type holds its text: a field
-    # may turn out to be a secret one only when reached (focused), and the page may log it at once. Each is
-    # released once its field was filled and found plain (the rest at the call's end, state.running).
+    # Every value is held as a secret before the first field is filled, as type holds its text (a field may
+    # become a secret one when focused); each is released once its field was filled and found plain.
     held = [snapshots.hold(state, [field["value"]] if isinstance(field.get("value"), str) else ())
             for field in fields]
     notes, marked = [], settle.mark(state)
@@ -299,10 +282,9 @@ def fill_form(state, args, response):
         f"; {label}{note}" for label, note in zip(filled, notes, strict=True) if note)})
 
 
-# A field's kind, asked by counting the target against CSS lists in Playwright's own world, as
-# type's secret check: an evaluate in the page's world cost about 30 ms on each fresh page here.
-# The counts go out together (one round trip), with whether the target is there yet (":scope"): one
-# that is not is awaited, then counted again.
+# A field's kind, asked by counting the target against CSS lists in Playwright's own world (an evaluate
+# in the page's world costs a fresh page the world's setup), all in one round trip with whether the
+# target is there yet (":scope"): one that is not is awaited, then counted again.
 CHECKABLE = "input[type=checkbox i], input[type=radio i]"
 SPECIAL = f":scope:is(select, {CHECKABLE}, {SECRET_FIELD})"
 KINDS = (":scope", SPECIAL, ":scope:is(select)", f":scope:is({CHECKABLE})")
@@ -313,8 +295,7 @@ def _filler(state, response, field, marked=None):
     value = field["value"] if name is None else named_secret(state, name)
     secret = field.get("secret", False) or name is not None
 
-    # Every step goes through state.act, which starts nothing behind a dialog that opened
-    # meanwhile (it answers INTERRUPTED at once) and stops waiting when one opens.
+    # Every step goes through state.act: it starts nothing behind a dialog, and stops waiting when one opens.
     def counted(target):
         counts = state.act(Together(*[(target.locator(css), "count", {}) for css in KINDS]), "run")
         for count in () if counts is INTERRUPTED else counts:
@@ -421,8 +402,7 @@ def handle_dialog(state, args, response):
         ("" if tab is state.tab else f" in tab {state.tabs.index(tab)}")
     accept, navigations = args["accept"], tab.navigations
     if not state.answer_dialog(dialog, accept, args.get("promptText")):
-        # It closed before the answer reached it (its tab closed or navigated, or the page
-        # raised the next one in its place): say so, and show the one open now, if any.
+        # It closed before the answer reached it (its tab closed or navigated, or the next one replaced it).
         state.flush_events()
         gone = f"{named[:1].upper()}{named[1:]} had closed already"
         if state.blocker is not None:
@@ -431,8 +411,7 @@ def handle_dialog(state, args, response):
         raise NoDialogOpen(f"{gone}; no dialog is open now.", session_id=state.session_id)
     verb = "Accepted" if accept else "Dismissed"
     if accept and dialog.type == "beforeunload":
-        # The page it guarded now leaves: answer once the next document has committed, so that the
-        # answer says where the tab went (navigated, url, title), not the page that was left.
+        # The page it guarded now leaves: answer once the next document committed, to say where the tab went.
         deadline = time.monotonic() + state.config.action_timeout / 1000
         try:
             while tab.navigations == navigations and time.monotonic() < deadline and tab.dialog is None:
@@ -462,11 +441,8 @@ SECRET_NAME = schema.string("Name of a server secret, typed instead of text (you
 
 
 def taking_secret_names(tool):
-    """type, fill_form and page_tools as a server with --secrets offers them: a secret may be given by name.
-
-    Only then: the tool list is the agent's biggest bill, and without a secrets file the
-    argument could only answer an error.
-    """
+    """type, fill_form and page_tools as a server with --secrets offers them: a secret may be given by name
+    (only then: without a secrets file the argument, paid on every turn, could only answer an error)."""
     if tool.name == "type":
         inputs = tool.input_schema
         return dataclasses.replace(tool, input_schema={
@@ -490,26 +466,20 @@ def taking_secret_names(tool):
 
 TOOLS = [
     SessionTool(
-        name="click",
-        title="Click element",
+        name="click", title="Click element",
         description="Element tools take a ref from snapshot, or a selector: CSS, text=..., role=..., or "
                     "XPath (//...); the first match.",
         input_schema=session_schema({
             **TARGET,
             "timeout": TIMEOUT,
-            # Playwright's own words (force, clickCount; type's delay, ms between keys), undescribed as hover's
-            # force: described, they cost every turn 114 characters of tools/list (2026-12-06).
+            # Playwright's own words (force, clickCount; type's delay, ms between keys): left undescribed.
             "force": {"type": "boolean"},
             "clickCount": schema.integer(None, minimum=1, maximum=3),
         }),
-        handler=click,
-        positional=("selector",),
-        changes_page=True,
-        output_schema=SUCCESS_MESSAGE,
+        handler=click, positional=("selector",), changes_page=True, output_schema=SUCCESS_MESSAGE,
     ),
     SessionTool(
-        name="type",
-        title="Type text",
+        name="type", title="Type text",
         description="Replaces a field's text (clear: false appends); submit: press Enter after. Text for "
                     "password, card or one-time-code fields, or with secret, is never stored or shown.",
         input_schema=session_schema({
@@ -521,89 +491,59 @@ TOOLS = [
             "secret": {"type": "boolean"},
             "submit": {"type": "boolean"},
         }, required=("text",)),
-        handler=type_text,
-        positional=("selector", "text"),
-        may_carry_secret=True,
-        changes_page=True,
+        handler=type_text, positional=("selector", "text"), may_carry_secret=True, changes_page=True,
         output_schema=SUCCESS_MESSAGE,
     ),
     SessionTool(
-        name="select",
-        title="Select option",
-        description="Options of a <select>, by values or labels.",
+        name="select", title="Select option", description="Options of a <select>, by values or labels.",
         input_schema=session_schema({
             **TARGET,
             "values": {"type": "array", "items": {"type": "string"}},
             "labels": {"type": "array", "items": {"type": "string"}},
             "timeout": TIMEOUT,
         }),
-        handler=select,
-        positional=("selector",),
-        changes_page=True,
-        output_schema={
-            "type": "object",
-            "properties": {"success": {"type": "boolean"}, "message": {"type": "string"},
-                           "selected": {"type": "array", "items": {"type": "string"}}},
-            "required": ["success", "message", "selected"],
-        },
+        handler=select, positional=("selector",), changes_page=True,
+        output_schema=result_schema(success="boolean", message="string",
+                                    selected={"type": "array", "items": {"type": "string"}}),
     ),
     SessionTool(
-        name="hover",
-        group="extra",
-        title="Hover element",
-        description="Move the mouse over an element.",
+        name="hover", group="extra", title="Hover element", description="Move the mouse over an element.",
         input_schema=session_schema({**TARGET, "timeout": TIMEOUT, "force": {"type": "boolean"}}),
-        handler=hover,
-        positional=("selector",),
-        changes_page=True,
-        output_schema=SUCCESS_MESSAGE,
+        handler=hover, positional=("selector",), changes_page=True, output_schema=SUCCESS_MESSAGE,
     ),
     SessionTool(
-        name="press_key",
-        title="Press key",
+        name="press_key", title="Press key",
         description="Press a key or chord (Enter, ArrowDown, Control+a) on an element or the page.",
         input_schema=session_schema({
             "key": {"type": "string", "minLength": 1},
             **TARGET,
             "timeout": TIMEOUT,
         }, required=("key",)),
-        handler=press_key,
-        changes_page=True,
-        output_schema=SUCCESS_MESSAGE,
+        handler=press_key, changes_page=True, output_schema=SUCCESS_MESSAGE,
     ),
     SessionTool(
-        name="drag",
-        group="extra",
-        title="Drag and drop",
-        description="Drag one element onto another.",
+        name="drag", group="extra", title="Drag and drop", description="Drag one element onto another.",
         input_schema=session_schema({
-            "source": {**schema.obj(BARE_TARGET), "description": "Element to drag: {selector} or {ref}."},
-            "target": {**schema.obj(BARE_TARGET), "description": "Where to drop it, likewise."},
+            "source": {**schema.obj(TARGET), "description": "Element to drag: {selector} or {ref}."},
+            "target": {**schema.obj(TARGET), "description": "Where to drop it, likewise."},
             "timeout": TIMEOUT,
         }, required=("source", "target")),
-        handler=drag,
-        changes_page=True,
-        output_schema=SUCCESS_MESSAGE,
+        handler=drag, changes_page=True, output_schema=SUCCESS_MESSAGE,
     ),
     SessionTool(
-        name="fill_form",
-        title="Fill form",
+        name="fill_form", title="Fill form",
         description="Fields in order, each by ref or selector: text, checkbox/radio (true/false), "
                     "select (value or label). Values are never stored.",
         input_schema=session_schema({
             "fields": {"type": "array", "minItems": 1,
-                       "items": schema.obj({**BARE_TARGET, "value": {"type": ["string", "boolean"]},
+                       "items": schema.obj({**TARGET, "value": {"type": ["string", "boolean"]},
                                             "secret": {"type": "boolean"}}, ("value",))},
             "timeout": TIMEOUT,
         }, required=("fields",)),
-        handler=fill_form,
-        changes_page=True,
-        output_schema=SUCCESS_MESSAGE,
+        handler=fill_form, changes_page=True, output_schema=SUCCESS_MESSAGE,
     ),
     SessionTool(
-        name="mouse",
-        group="vision",
-        title="Mouse at coordinates",
+        name="mouse", group="vision", title="Mouse at coordinates",
         description="Mouse by viewport CSS pixels (from a screenshot): click, move, down, up, or wheel.",
         input_schema=session_schema({
             "action": schema.string("What to do.", enum=["click", "move", "down", "up", "wheel"]),
@@ -613,25 +553,16 @@ TOOLS = [
             "deltaX": schema.number("Wheel: horizontal scroll in px."),
             "deltaY": schema.number("Wheel: vertical scroll in px."),
         }, required=("action",)),
-        handler=mouse,
-        changes_page=True,
-        output_schema=SUCCESS_MESSAGE,
+        handler=mouse, changes_page=True, output_schema=SUCCESS_MESSAGE,
     ),
     SessionTool(
-        name="resize",
-        group="extra",
-        title="Resize viewport",
-        description="Set the viewport's size in CSS pixels.",
+        name="resize", group="extra", title="Resize viewport", description="Set the viewport's size in CSS pixels.",
         input_schema=session_schema({"width": schema.integer("px", 1, 10_000),
                                      "height": schema.integer("px", 1, 10_000)}, required=("width", "height")),
-        handler=resize,
-        changes_page=True,
-        positional=("width", "height"),
-        output_schema=SUCCESS_MESSAGE,
+        handler=resize, changes_page=True, positional=("width", "height"), output_schema=SUCCESS_MESSAGE,
     ),
     SessionTool(
-        name="upload_file",
-        title="Upload files",
+        name="upload_file", title="Upload files",
         description="Set files on a file input. Only files under the server's --upload-dir.",
         input_schema=session_schema({
             **TARGET,
@@ -639,37 +570,26 @@ TOOLS = [
                       "description": "Absolute paths of files under an allowed upload directory."},
             "timeout": TIMEOUT,
         }, required=("paths",)),
-        handler=upload_file,
-        positional=("selector", "paths"),
-        changes_page=True,
-        output_schema=SUCCESS_MESSAGE,
+        handler=upload_file, positional=("selector", "paths"), changes_page=True, output_schema=SUCCESS_MESSAGE,
         enabled=lambda config: bool(config.upload_dir),
     ),
     SessionTool(
-        name="handle_dialog",
-        title="Answer dialog",
+        name="handle_dialog", title="Answer dialog",
         description="Accept (OK) or dismiss (Cancel) the open dialog; promptText answers a prompt.",
         input_schema=session_schema({
             "accept": {"type": "boolean"},
             "promptText": {"type": "string"},
         }, required=("accept",)),
-        handler=handle_dialog,
-        changes_page=True,
-        page_tool=False,
-        output_schema=SUCCESS_MESSAGE,
+        handler=handle_dialog, changes_page=True, page_tool=False, output_schema=SUCCESS_MESSAGE,
     ),
     SessionTool(
-        name="evaluate",
-        title="Evaluate JavaScript",
+        name="evaluate", title="Evaluate JavaScript",
         description="Evaluate a JavaScript expression or function in the page; returns its JSON value.",
         input_schema=session_schema({
             "expression": schema.string("Expression, or a function such as () => document.title.",
                                         minLength=1),
         }, required=("expression",)),
-        handler=evaluate,
-        changes_page=True,
-        destructive=True,
-        enabled=lambda config: config.allow_evaluate,
+        handler=evaluate, changes_page=True, destructive=True, enabled=lambda config: config.allow_evaluate,
         output_schema={"type": "object", "properties": {"result": {}}, "required": ["result"]},
     ),
 ]

@@ -1,11 +1,8 @@
 """The performance group's memory tool: the page's heap around an interaction repeated; runs on the SESSION THREAD.
 
-measure_memory does the interaction once (a warm-up: what the first use loads or caches is not a leak),
-takes a heap snapshot, repeats the interaction `repeat` times, takes a second, `repeat` times more, a
-third, each after a garbage collection, through the page's CDP session: HeapProfiler streams each
-snapshot in chunks into this thread's memory, never into a file. heap_snapshot.py reads them,
-memory_report.py says what grew with each repetition and what holds it; the measurement is the
-call's stored page (get_content reads it whole), compared by core/performance_tools.py.
+After a warm-up (what the first use loads or caches is not a leak), a heap snapshot, `repeat` interactions,
+a second, `repeat` more, a third, each after a garbage collection, streamed in chunks into this thread's
+memory (never a file). heap_snapshot.py reads them, memory_report.py says what grew and what holds it.
 """
 
 import time

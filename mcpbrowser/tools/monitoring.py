@@ -9,8 +9,7 @@ from mcpbrowser.tools.base import SessionTool, result_schema, session_schema
 
 LOG_RESULT = result_schema(entries="array", count="integer", dropped="integer")
 DEFAULT_LIMIT = 50
-# The newest `limit` are shown; an answer that left older ones out says how many (`older`), so the default
-# is not said in every tools/list: "Default 50, newest." twice cost every turn 74 characters (2026-12-06).
+# The newest `limit` shown; an answer that left older ones out says how many (`older`), so tools/list need not.
 LIMIT = {"type": "integer", "minimum": 1, "maximum": 10_000}
 
 
@@ -89,9 +88,7 @@ def _requests(picked, args):
         picked = [p for p in picked if _failed(p[0])]
     hidden = 0
     if not args.get("includeStatic") and "resourceType" not in args:
-        # What an agent debugging a page wants by default: documents, API calls and
-        # anything that failed; the page's own scripts, styles and images that loaded
-        # fine are counted, not listed (a docs page has dozens).
+        # By default documents, API calls and failures; static files that loaded fine are counted, not listed.
         kept = [p for p in picked if p[0]["resourceType"] not in STATIC or _failed(p[0]) or "routed" in p[0]]
         hidden, picked = len(picked) - len(kept), kept
     return picked, hidden

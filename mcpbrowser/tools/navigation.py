@@ -12,13 +12,14 @@ from mcpbrowser.errors import InvalidParameters, NavigationFailed, PageUnrespons
 from mcpbrowser.page_strings import a_, clip
 from mcpbrowser.session import page_reading, page_tools, throttling
 from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
-from mcpbrowser.tools import base
-from mcpbrowser.tools.base import PAGE_RESULT, TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, page_result, session_schema
+from mcpbrowser.tools.base import TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, result_schema, session_schema
 from mcpbrowser.tools.targeting import locate
 
 TABS_LISTED = 10  # a list shows the first tabs and the current one; "more" counts the rest
 HOLD_CHECK_S = 2.0  # a load still going after this long asks its page whether it answers, and again after as long
 PAGE_TOOLS_MS = 1_000  # how long a loaded page may take to say which tools it offers (a round trip, where it answers)
+PAGE_RESULT = result_schema(("pageTools",), success="boolean", title="string", url="string",
+                            status=["integer", "null"], pageTools="string")
 
 
 def _check_url(url):
@@ -36,10 +37,9 @@ def _load(state, what, method, **kwargs):
     refusals = state.network_policy.refusals()
     tab, navigations = state.tab, state.tab.navigations
     try:
-        # A page that holds its own unload (a script looping in unload or pagehide) keeps a same-site
-        # navigation from committing until the timeout: asked every HOLD_CHECK_S whether it still
-        # answers, such a page is named within seconds (navigate then goes on in a fresh tab). Once the
-        # new document has committed, a slow load is that page's own (a huge one): it is not asked.
+        # A page that holds its own unload (a script looping in unload or pagehide) keeps a same-site navigation
+        # from committing: asked every HOLD_CHECK_S whether it still answers, it is named within seconds
+        # (navigate then goes on in a fresh tab). Once the new document has committed, it is not asked.
         response = state.act(tab.page, method, watch=(
             HOLD_CHECK_S, lambda: tab.navigations != navigations or state.responsive(tab)), **kwargs)
         if response is TIMED_OUT:  # the page it leaves holds it
@@ -74,8 +74,7 @@ def navigate(state, args, response):
     url = args["url"]
     _check_url(url)
     state.network_policy.check_navigation(url)
-    # An agent that asks to leave means to leave: a dialog in the way (an alert loop, a
-    # beforeunload prompt) is answered by the server, and the answer says how many.
+    # An agent that asks to leave means to leave: a dialog in the way is answered, and the answer says so.
     state.clear_the_way()
     try:
         response.answer(_navigate(state, url, args, response))
@@ -112,12 +111,17 @@ def _navigate(state, url, args, response):
 
 
 def _loaded(state, loaded, response):
-    """page_result, and the tools the page offers of its own (WebMCP) when it offers some: the agent learns of
-    them with no call, and its client may call page_tools from now on (the session's worker turns it on)."""
+    """{success, title, url, status} of the page a tool loaded (`loaded`: Playwright's HTTP response, if any),
+    and the tools the page offers (WebMCP), if any: the agent learns of them with no call, and its client may
+    call page_tools from now on. The title comes with the element count when the page is captured after."""
     read = page_tools.offered_read(state, PAGE_TOOLS_MS)
     if read is None:  # the browser runs no page tools, or a dialog holds the page's script
-        return page_result(state, loaded, response.stores_after)
-    result, registered = page_result(state, loaded, response.stores_after, read)  # one round trip with the title
+        title, registered = page_reading.loaded_title(state, response.stores_after), None
+    else:  # one round trip with the title
+        title, registered = page_reading.loaded_title(state, response.stores_after, read)
+    state.remember_page(title)
+    result = {"success": True, "title": title, "url": state.tab.page.url,
+              "status": loaded.status if loaded is not None else None}
     offered = page_tools.announced(registered)
     if offered is not None:
         result["pageTools"] = offered
@@ -164,9 +168,7 @@ def tabs(state, args, response):
             state.close_tab(closing)
             if state.tab is None:
                 state._open_blank_tab()
-    # A page that opened 40 windows must not cost the agent 40 titles: the first TABS_LISTED tabs and the
-    # current one are listed, the rest counted. A title is read by a script in the page: none behind a
-    # dialog, and within the server's own deadline (a popup whose script never yields is then known to hang).
+    # The first TABS_LISTED tabs and the current one are listed, the rest counted (a page may open 40 windows).
     # A tab that closes itself while the titles are read moves the others: the listing is of the tabs still open
     # once the titles are in (read again for those that moved in), and the answer's closedTabs tells the rest.
     titles: dict = {}
@@ -215,9 +217,8 @@ def wait_for(state, args, response):
     hidden_twins = {}  # what -> its locator, to say on a timeout how many matches were there but hidden
 
     def element(what, target, wanted):
-        # Visible and hidden are about what a person sees: any visible match will do, and
-        # hidden means none is visible. Watching only the first match in the DOM (a hidden
-        # tooltip with the same text as the status bar) timed out while the text was in view.
+        # Visible and hidden are about what a person sees: any visible match will do, and hidden means none
+        # is visible (the first match in the DOM may be a hidden twin of the text in view).
         if wanted in ("visible", "hidden"):
             hidden_twins[what] = target
             target = target.filter(visible=True)
@@ -269,11 +270,9 @@ def _matches_seen(page, locator):
     if locator is None:
         return None
     try:
-        # A count has no timeout of its own: ask only a page that answers a trivial script in
-        # 1 s (one whose script never yields would hold the count, and the session, forever). 300 ms
-        # was too short on a loaded machine: a live page's answer came later and the count was left out.
-        # A page being left (its navigation pending) is not asked at all: it runs no script until the
-        # next document commits, so the ask would only wait out its second.
+        # A count has no timeout of its own: ask only a page that answers a trivial script in 1 s (one
+        # whose script never yields would hold the session forever). A page being left is not asked (the
+        # caller sees its navigation pending): it runs no script until the next document commits.
         page.wait_for_function("true", timeout=1000)
         return {"matched": locator.count(), "visible": locator.filter(visible=True).count()}
     except Exception:
@@ -313,8 +312,7 @@ def wait_for_user(state, args, response):
             raise WaitTimeout(f"Login timeout: the user did not finish within {timeout} ms "
                               f"(waited for {what}).", session_id=state.session_id,
                               details={"waitedFor": what, "timeoutMs": timeout})
-        # Short slices: events keep being dispatched, and a person in the live view acts between
-        # them (their clicks and keys, the screencast); their hand back ends the wait.
+        # Short slices: events are dispatched, and a person in the live view acts between them.
         worker.between(state)
         if worker.handed_back:
             break
@@ -368,13 +366,12 @@ TOOLS = [
         name="tabs", title="List, select or close tabs",
         description="List (first 10), select (make current) or close tabs, popups included.",
         input_schema=session_schema({
-            # Called bare, it lists; close without an index closes the current tab: what a model expects
-            # of either, so tools/list does not say it (72 characters a turn).
+            # Bare, it lists; close without an index closes the current tab: what a model expects, unsaid.
             "action": {"type": "string", "enum": ["list", "select", "close"]},
             "index": schema.integer(None, minimum=0),
         }),
         handler=tabs, changes_page=True, page_tool=False,
-        output_schema=base.result_schema(("more",), tabs={"type": "array", "items": base.result_schema(
+        output_schema=result_schema(("more",), tabs={"type": "array", "items": result_schema(
             index="integer", url="string", title="string", current="boolean")}, current="integer", more="integer"),
     ),
     SessionTool(
@@ -391,7 +388,7 @@ TOOLS = [
         handler=wait_for_user, changes_page=True,
         during_cooldown=True,  # the handover the cooldown asks for; seeing the person done ends it
         waits_for_person=True, task_support=True,
-        output_schema=base.result_schema(success="boolean", message="string", waitedMs="integer", url="string"),
+        output_schema=result_schema(success="boolean", message="string", waitedMs="integer", url="string"),
     ),
     SessionTool(
         name="wait_for", title="Wait for element or text",
@@ -408,6 +405,6 @@ TOOLS = [
             "timeout": TIMEOUT,
         }),
         handler=wait_for, read_only=True, stores_page=True, task_support=True,
-        output_schema=base.result_schema(success="boolean", message="string", elapsedMs="integer"),
+        output_schema=result_schema(success="boolean", message="string", elapsedMs="integer"),
     ),
 ]

@@ -17,8 +17,7 @@ def route(state, args, response):
                                     details={"field": "url"})
         response.answer({"routes": state.routes.listed()})
         return
-    # A credential a route sends or answers with (an Authorization header) is the agent's secret like a
-    # password it types: into the session's secret book, so no answer, log or history row shows it.
+    # A credential a route sends or answers with (an Authorization header) is a secret like a typed password.
     sensitive = state.config.redact_headers
     secrets = [value for headers in (args.get("headers") or {}, args.get("requestHeaders") or {})
                for name, value in headers.items() if name.lower() in sensitive and isinstance(value, str)]

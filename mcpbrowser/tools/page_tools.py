@@ -1,16 +1,9 @@
 """page_tools: list and call the tools a page registers (WebMCP); the handler runs on the session thread,
 through session/page_tools.py, where the domain policy picks the frames.
 
-Why one tool of our own and not the page's tools grown into tools/list (as @playwright/mcp does): a
-model reads tools/list on every turn, so a page's tools would be paid on every turn while it is open,
-and the list would change with each page (a tools/list_changed, then a fresh read). Measured on
-tests/test_page_tools.py's page (6 tools, short descriptions; name, description and input schema as a
-model reads them): grown, 666 characters more on every turn (before any mark of the page's); this tool,
-20 characters of enable_tools' listing until a page of the client's offers tools (its group, webmcp, is off
-till then: tools/navigation.py turns it on and names the page's tools in the load's answer) and 447 on every
-turn after, whatever the page, and its list answer (777 characters there) only when the agent asks.
-A page with a tool or two would cost less grown, but a list that changes under the model with every
-page it visits, and a page's own text in the list that instructs the model, are what this shape avoids.
+One tool of our own, not the page's tools grown into tools/list (as @playwright/mcp does): a list the
+model reads on every turn would change under it with every page, and carry the page's own text that
+instructs the model (the figures: docs/tools.md).
 """
 
 import json
@@ -133,8 +126,7 @@ def _secret_inputs(state, args, declared, response):
                                     session_id=state.session_id, details={"field": field, "type": kinds})
         out[field] = named_secret(state, name)
     for value in out.values():
-        # Known in every form it may take (URL- and JSON-encoded) before the page has it: the page may echo it,
-        # log it or put it in its URL at once, and what the agent, the history and the logs read is scrubbed.
+        # Known in every form it may take before the page has it, which may echo, log or put it in its URL at once.
         snapshots.mark_secret(state, response, value)
     return out
 

@@ -1,11 +1,9 @@
 """The performance tool group's session tool: a page load, and an interaction, measured; runs on the SESSION THREAD.
 
-measure_performance loads the page (navigate or reload, under the session's throttling) and reads the
-browser's own entries in the page: navigation and resource timing, paint, largest-contentful-paint,
-layout-shift, longtask, long-animation-frame (whose script entries name the script behind a long task:
-no trace is recorded, so a remote browser that refuses tracing measures alike) and event timing for an
-interaction. perf_report.py turns them into metrics and causes; the measurement is the call's stored
-page (get_content reads it whole), and core/performance_tools.py compares two of them on the core pool.
+measure_performance loads the page (under the session's throttling) and reads the browser's own entries
+in it: timing, paints, layout shifts, long tasks and long animation frames (whose script entries name the
+script behind a long task, with no trace recorded), and event timing for an interaction. perf_report.py
+turns them into metrics and causes; the measurement is the call's stored page.
 """
 
 import time
@@ -32,9 +30,8 @@ INTERACTION_CAP_MS = 3000
 ELEMENT_READ_MS = 1000         # an element's own aria snapshot, for its ref
 MAX_RUNS = 5
 
-# One load's entries, from buffered observers: the browser keeps them from the navigation's start, so
-# nothing is injected before the page's own scripts run. Each element named by a CSS path the
-# server can find it by again (its ref is read through it).
+# One load's entries, from buffered observers (nothing is injected before the page's own scripts run);
+# each element named by a CSS path the server can find it by again (its ref is read through it).
 COLLECT = """async ([quietMs, capMs]) => {
   const supported = (window.PerformanceObserver && PerformanceObserver.supportedEntryTypes) || [];
   const types = ['navigation', 'paint', 'largest-contentful-paint', 'layout-shift', 'longtask',
@@ -116,15 +113,13 @@ COLLECT = """async ([quietMs, capMs]) => {
   };
 }"""
 
-# The measured document's first script: the settle's request wrappers out (settle.py's __mcpbPlain).
-# (It runs after the session's init scripts, the settle's among them: added later, through a CDP session of its own.)
+# The measured document's first script after the init scripts: the settle's wrappers out (settle.py's __mcpbPlain).
 PLAIN = "window.__mcpbPlain && window.__mcpbPlain(true)"
 UNPLAIN = "() => window.__mcpbPlain && window.__mcpbPlain(false)"
 
 # The interaction's entries: observers set before it (events of 16 ms or more, the least the browser
-# reports; the long animation frames that ran its handlers), read once its paint came. An interaction that
-# leaves the page (a link, a submit): what the browser reported before the page unloaded is kept for the
-# next document of the same origin (sessionStorage, under KEPT, removed as it is read).
+# reports; the long animation frames that ran its handlers), read once its paint came. One that leaves the
+# page: what was reported before the unload is kept for the next document of the origin (sessionStorage, KEPT).
 KEPT = "__mcpbrowserPerf"
 SHAPE = """box => {
   const r = x => Math.round(x * 10) / 10;
@@ -208,8 +203,7 @@ def measure_performance(state, args, response):
         loads.append(perf_report.analyse(raw))
         load_ms += took
     if loads and again:
-        # The page read the browser's own fetch while it was measured, and may keep it: the settle would not see
-        # what it sends with it. Loaded once more, with the settle's wrappers in (not measured).
+        # The page kept the browser's own fetch, unseen by the settle: loaded once more with its wrappers in.
         state.report(len(loads), len(loads) + 1, "Loading the page again, as the session's actions see it")
         navigation.reload(state, {"timeout": _left_ms(deadline)}, response)
     # The page measured: the one loaded, or the one the interaction was done on (it may leave it).
@@ -228,9 +222,7 @@ def measure_performance(state, args, response):
     if "left" not in measured:  # the elements' refs are read on the page measured, not one it left for
         _give_refs(state, measured)
     measured["cost"] = {"loadMs": round(load_ms), "measureMs": round((time.monotonic() - began) * 1000)}
-    # The history keeps the whole measurement (get_content(refId) reads it), scrubbed as it leaves: a report,
-    # not the page's snapshot.
-    response.store_page(perf_report.detail(measured), snapshot=False)
+    response.store_page(perf_report.detail(measured), snapshot=False)  # get_content(refId) reads it whole
     state.remember_page(page_reading.loaded_title(state))
     response.answer({"url": measured["url"], "summary": perf_report.summary(measured)})
 
@@ -246,10 +238,9 @@ def _one_load(state, response, url, left_ms):
     plain = None
     if cdp is not None:
         cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
-        # The loaded document runs without the settle's request wrappers, taken out before the page's own scripts
-        # run (COLLECT puts them back): see settle.py's __mcpbPlain. A CDP session's scripts for new documents run
-        # while its Page domain is enabled, which the tab's own session must not be left with (disabling it would
-        # stop a live view's screencast): one of its own, detached after.
+        # The loaded document runs without the settle's request wrappers (PLAIN; COLLECT puts them back), through
+        # a CDP session of its own: its Page domain must be on for the script, and turning the tab's own
+        # session's off would stop a live view's screencast.
         plain = state.tab.page.context.new_cdp_session(state.tab.page)
         plain.send("Page.enable")
         plain.send("Page.addScriptToEvaluateOnNewDocument", {"source": PLAIN})
@@ -284,12 +275,9 @@ def _one_load(state, response, url, left_ms):
 
 
 def _call_sites(state, raw):
-    """The page's code where each promise reaction's promise was made, as `at` of its script entry.
-
-    The browser credits a promise's reactions (a fetch's `then(render)`, a body's `json()`) to the script that made
-    the promise, with the character where it did and no function; a few words of the source there name what ran
-    (`fetch('/data.json').then(render)`). Read through a CDP session of its own with the debugger on for a moment,
-    after the load is measured: no request is sent, and nothing runs during the measurement."""
+    """Each promise reaction's `at`: a few words of the page's code where its promise was made (the browser
+    credits reactions to the script that made the promise, with a character and no function), such as
+    `fetch('/data.json').then(render)`; read with the debugger on for a moment, after the load is measured."""
     wanted = [s for f in (raw or {}).get("frames") or () for s in f["scripts"]
               if s.get("url") and not s.get("fn") and s.get("pos", -1) >= 0 and (s.get("invoker") or "").endswith(
                   (".then", ".catch", ".finally"))]
@@ -368,11 +356,8 @@ def _take(state, timeout_ms):
 
 def _give_refs(state, measured):
     """The LCP element's and the shifted elements' refs, as a snapshot gives them, so the agent can act on them.
-
-    Each element's own aria snapshot names its ref; a whole-page read after them makes those refs the
-    session's current ones (Playwright resolves a ref from its latest snapshot). A page too large to walk,
-    or behind a dialog, keeps its selectors alone.
-    """
+    Each element's own aria snapshot names its ref; a whole-page read after them makes those refs current.
+    A page too large to walk, or behind a dialog, keeps its selectors alone."""
     elements = []
     if (measured.get("lcp") or {}).get("element"):
         elements.append(measured["lcp"]["element"])

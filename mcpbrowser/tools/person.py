@@ -1,13 +1,10 @@
 """A person's own tools in the live view: take over, their click, scroll, key or text on the picture, hand back,
 and the start of the picture itself.
 
-Their handlers run on the session's thread, as every session tool's does: the core's face verbs
-(core/browser.py) submit them as calls of the person's (`browser.Person`), ahead of the agent's queued calls and in a
-waiting wait_for_user's slices; each is logged and recorded in the history as the person's row, under
-the limits of every call. They are `person_only`: declared with every other tool in core/tool_registry.py,
-so the core's tool table is the same whether or not a view is built, and the dispatcher answers an agent
-or the library that names one as it answers an unknown tool, and leaves them out of tools/list. What a
-person types is a secret before it reaches the page.
+Their handlers run on the session's thread: core/browser.py submits them as the person's calls, ahead of
+the agent's queued calls and in a waiting wait_for_user's slices, each recorded as the person's row. They
+are `person_only`: in the core's tool table whether or not a view is built, unknown to an agent or the
+library, and never in tools/list. What a person types is a secret before it reaches the page.
 """
 
 import weakref
@@ -71,11 +68,9 @@ def person_input(state: Any, args: dict[str, Any], response: Any) -> None:
             _learn_the_field(state)
     else:
         text = args.get("text", "")
-        # A secret before it reaches the page: scrubbed from every answer, row, log and trace from now on.
-        # Not only this run: the view sends a run per pause of 400 ms, so a person who types slowly sends a
-        # key a run, each too short to scrub. What they typed since their last click or other key (the
-        # field's text, as far as the view can tell) is the secret, and, as it is typed key by key into a
-        # page that may echo each key, its prefixes too.
+        # A secret before it reaches the page. Not only this run: the view sends a run per pause, so a person
+        # who types slowly sends a key a run, each too short to scrub. What they typed since their last click
+        # or other key is the secret, and its prefixes too (a page may echo each key).
         field = _field(state)
         typed = field.run + text
         snapshots.mark_secret(state, response, text)
@@ -97,8 +92,7 @@ _FOCUSED_VALUE = """() => { let e = document.activeElement;
 
 def _learn_the_field(state: Any) -> None:
     """What the focused field holds after the person's keys is a secret too: a person who fixes a typo in
-    the middle (arrows, then a key) never typed the final text as one run (the attack review of 2026-11-27:
-    the whole password was in every answer). One round trip, on the person's slow pace."""
+    the middle (arrows, then a key) never typed the final text as one run. One round trip, at a person's pace."""
     try:
         value = state.background(state.tab, state.tab.page, "evaluate", expression=_FOCUSED_VALUE)
     except Exception:  # the key left the page (Enter sent a form): nothing to read
@@ -120,12 +114,10 @@ class _Field:
         self.erased = 0
 
     def could_hold(self, value: str) -> bool:
-        """Whether the person's keys could have left `value` in the field: the page answers the read (a
-        getter of its own, or a value it sets on each key), and a value learned is scrubbed from every answer,
-        so a page that answered words of its choosing would hide them from the agent as the person's secret.
-        Their run cut short (a maxlength), or their keys less at most one a Backspace or Delete, rearranged
-        (a typo fixed in the middle). A field the page pre-filled is not learned whole, as issue 49 decided
-        for pre-filled fields; the person's runs are secrets all the same."""
+        """Whether the person's keys could have left `value` in the field: their run cut short (a maxlength),
+        or their keys less at most one a Backspace or Delete, rearranged (a typo fixed). The page answers the
+        read, and a value learned is scrubbed from every answer: words of the page's choosing must not be
+        hidden from the agent as the person's secret (nor is a pre-filled field learned whole)."""
         return self.run.startswith(value) or (
             len(value) >= len(self.keys) - self.erased and not Counter(value) - Counter(self.keys))
 

@@ -1,8 +1,7 @@
 """Cookies and localStorage/sessionStorage entries of a session, one by one; handlers run on the session thread.
 
-A value is a secret where the policy says so (a cookie marked HttpOnly, a name like a session token's,
-redaction.SECRET_NAME): it enters the session's secret book as typed text does, shown masked unless the
-agent asks for it by name, never in a log, scrubbed in the history.
+A value is a secret when HttpOnly or named like a token (redaction.SECRET_NAME): it enters the session's
+secret book as typed text does, shown masked unless the agent asks for it by name.
 """
 
 from urllib.parse import urlsplit

@@ -1,7 +1,4 @@
-"""Element targeting: run an action on the first match and map Playwright's failures to our codes.
-
-Runs on the session's own thread, inside tool handlers.
-"""
+"""Element targeting: run an action on the first match and map Playwright's failures to our codes (session thread)."""
 
 import re
 import time
@@ -82,9 +79,8 @@ def _options(state, matches):
     return "; it has: " + ", ".join(clip(str(name), 40) for name in labels[:OPTIONS_SHOWN]) + more
 
 
-# Without a `timeout` argument, an element that is not there is reported after this
-# long: an agent should not wait the whole action timeout to learn that its selector
-# is wrong. A page still rendering gets this grace; `timeout` extends it.
+# Without a `timeout` argument, an element that is not there is reported after this long, not after the
+# whole action timeout: a page still rendering gets this grace; `timeout` extends it.
 FIND_GRACE_MS = 1000
 
 
@@ -120,11 +116,8 @@ def locate(state, args, required=True):
 
 class Act:
     """One Playwright method called on the element on_element found: `Act(state, "click", force=True)`.
-
-    The action most tools hand on_element, as data rather than a callback into the tool's module:
     `result` is the method's return (INTERRUPTED when a dialog opened), `target` the element it ran on
-    (None until the method returned).
-    """
+    (None until the method returned)."""
 
     def __init__(self, state, method, **kwargs):
         self.state, self.method, self.kwargs = state, method, kwargs
@@ -137,19 +130,12 @@ class Act:
 
 
 def on_element(state, args, not_usable, action, repeatable=True):
-    """Locate the target and run action(first_match, timeout_ms) (an `Act`, or a tool's own function
-    of several steps); map failures to codes.
-
-    Fail fast: the first attempt waits at most FIND_GRACE_MS (unless the call gave
-    its own timeout). If it times out and nothing matches, the answer is
-    ELEMENT_NOT_FOUND at once; if the element exists but is not actionable yet
-    (hidden, covered, animating), the action runs again for the rest of the timeout,
-    so Playwright's auto-wait still applies. The happy path costs no extra round trip.
-
-    An action that must not run twice (typing key by key, appending, pressing a key:
-    a timeout may come half-way through it) is not retried: the element is first
-    awaited for the grace, at the cost of one round trip, then acted on once.
-    """
+    """Locate the target and run action(first_match, timeout_ms) (an `Act`, or a tool's own function of
+    several steps); map failures to codes. Fail fast: the first attempt waits at most FIND_GRACE_MS (unless
+    the call gave its own timeout); then nothing matching is ELEMENT_NOT_FOUND at once, and an element not
+    actionable yet (hidden, covered, animating) is tried again for the rest of the timeout. An action that
+    must not run twice (`repeatable` False: typing key by key, pressing a key) is not retried: the element
+    is awaited for the grace first, at the cost of one round trip, then acted on once."""
     label, matches = locate(state, args)
     before = state.tab.page.url
     full = args.get("timeout", state.config.action_timeout)
@@ -176,17 +162,15 @@ def on_element(state, args, not_usable, action, repeatable=True):
         return label
     except Exception as exc:
         if _timed_out(exc) and "action done" in str(exc):
-            # The action happened; Playwright was then waiting for the navigation it started (a
-            # link to a server slower than the grace, a form post). Never repeat it, and never
-            # call it a failure: an agent told "not clickable" clicks again, and submits twice.
+            # The action happened; Playwright was waiting for the navigation it started. Never repeat it
+            # nor call it a failure: an agent told "not clickable" clicks again, and submits twice.
             _await_navigation(state, before, left())
             return label
         if _timed_out(exc) and _input_sent(exc):
             _await_handler(state, left())
             return label
         if grace >= full or not _timed_out(exc) or "did not find some options" in str(exc):
-            # A missing option is told after the grace, as a missing element is (the options the list
-            # has, and the call's `timeout` for one that fills later), not after the whole timeout.
+            # A missing option is told after the grace, as a missing element is.
             raise classify(state, label, matches, exc, not_usable) from None
         if _counted(state, matches) == 0:
             raise not_found(state, label, grace, reason(exc)) from None
@@ -207,48 +191,33 @@ def _input_sent(exc):
 
 
 def _await_handler(state, timeout_ms):
-    """After a pointer action whose handler outlasted the grace (one that opens 40 windows): until the page
-    answers again, within timeout_ms; past that run_tool's probe names a page that hangs (pageUnresponsive).
-
-    Trying the action again would click twice (80 windows; a form sent twice); calling it not clickable
-    would make the agent click again.
-    """
+    """After a pointer action whose handler outlasted the grace: until the page answers again, within
+    timeout_ms (then run_tool's probe names a page that hangs). Trying the action again, or calling it
+    not clickable, would have it done twice."""
     try:
         state.act(state.tab.page, "evaluate", deadline_s=timeout_ms / 1000, expression="1")
     except Exception as exc:  # the handler navigated or closed the page: the answer says where it went
         log.debug("page left while its handler ran", extra={"session": state.session_id, "error": str(exc)})
 
 
-def _count(state, matches):
-    """How many elements match (None behind a dialog that just opened).
-
-    The count runs in the page: after an action timed out, the page may be one whose
-    script never yields, where it would wait for ever. Given PROBE_S, then a probe,
-    such a page raises PAGE_UNRESPONSIVE.
-    """
-    count = state.act(matches, "count", deadline_s=PROBE_S)
-    if count is TIMED_OUT:
-        if not state.responsive():
-            raise state.unresponsive_error()
-        return None
-    return None if count is INTERRUPTED else count
-
-
 def _counted(state, matches, failed=None):
-    """_count, or `failed` when counting fails otherwise than with our own error (a page that hangs)."""
+    """How many elements match (None behind a dialog that just opened), or `failed` when counting fails
+    otherwise than with our own error. After an action timed out, the page may be one whose script never
+    yields: given PROBE_S, then a probe, such a page raises PAGE_UNRESPONSIVE."""
     try:
-        return _count(state, matches)
+        count = state.act(matches, "count", deadline_s=PROBE_S)
+        if count is TIMED_OUT and not state.responsive():
+            raise state.unresponsive_error()
     except BrowserServerError:
         raise
     except Exception:
         return failed
+    return None if count is TIMED_OUT or count is INTERRUPTED else count
 
 
 def _await_navigation(state, before, timeout_ms):
-    """After an action that started a navigation: until the page leaves `before`, within timeout_ms.
-
-    Past that the answer still says the action was done; its url and title say where the page is.
-    """
+    """After an action that started a navigation: until the page leaves `before`, within timeout_ms (past
+    that the answer still says the action was done; its url and title say where the page is)."""
     try:
         state.tab.page.wait_for_url(lambda url: url != before, timeout=timeout_ms)
     except Exception as exc:
@@ -263,9 +232,8 @@ def not_found(state, label, waited_ms=None, why=None):
     waited = f" (waited {waited_ms} ms; pass timeout to wait longer)" if waited_ms else ""
     hint = "the page changed since that snapshot; take a new one" if label.startswith("ref ") else \
         "take a snapshot (query narrows it) to see what the page has"
-    # Playwright's line for the miss (the grace's timeout, or its locator matching nothing) says what
-    # the message says, in the words of our own locator (">> nth=0"): the agent pays for it on its
-    # commonest mistake. Another one (the element went away during the action) is news, and stays.
+    # Playwright's line for the miss (the grace's timeout, or its locator matching nothing) says the
+    # message again, on the agent's commonest mistake; another one (the element went away) is news.
     said = why is None or why == f"Timeout {waited_ms}ms exceeded." or "does not match any element" in why
     return ElementNotFound(f"No element matches {label}{waited}: {hint}.", session_id=state.session_id,
                            details={"target": label} if said else {"target": label, "reason": why})

@@ -1,22 +1,14 @@
 """Gzip for the HTTP transport's answers, when the client accepts it (the WSGI server's request threads).
 
-`respond` wraps the WSGI app: a JSON answer over MIN_BYTES is compressed whole; an event
-stream is compressed event by event, each flushed (Z_SYNC_FLUSH) so that the client can
-decode it as soon as it arrives and a live notification is not held back for the next
-one. Every answer says `Vary: Accept-Encoding`. Measured (scripts/bench.py --http-only): the
-official client's tools/list travels as 3.1 KB instead of 15.5 KB, a long page's snapshot as
-4.1 KB instead of 59 KB, for 0.2 ms of CPU (level 6).
+`respond` wraps the WSGI app: a JSON answer over MIN_BYTES is compressed whole; an event stream
+event by event, each flushed (Z_SYNC_FLUSH) so that a live notification is not held back.
+Every answer says `Vary: Accept-Encoding`. Figures: docs/performance.md#compression.
 
-Compression next to secrets (BREACH): an answer that reflects text an attacker chose beside a
-secret lets the attacker guess the secret from the answer's compressed length, if they can
-watch lengths on the wire and make the agent repeat calls. The secrets the sessions met are
-redacted from every answer before it is sent (redaction.py), the bearer token and the
-Mcp-Session-Id travel only in headers, which are not compressed, so no secret of ours is in a
-compressed body to guess.
-
-Request bodies are not decompressed: a POST with a Content-Encoding other than identity is
-refused (http.py, 415), so a small compressed body cannot expand into a large one (a
-compression bomb) past --max-message-bytes."""
+BREACH (a secret guessed from the compressed length of answers that reflect an attacker's text
+beside it): the sessions' secrets are redacted from every answer before it is sent
+(redaction.py), and the bearer token and Mcp-Session-Id travel only in uncompressed headers,
+so no secret of ours is in a compressed body. Request bodies are never decompressed (http.py
+refuses them, 415): no compression bomb past --max-message-bytes."""
 
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -62,13 +54,11 @@ def respond(app: Callable[..., Iterable[bytes]], environ: dict, start_response: 
     headers.append(("Vary", "Accept-Encoding"))
     named = {name.lower(): value for name, value in headers}
     kind = named.get("content-type", "").split(";")[0].strip()
-    if not accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING")) or "content-encoding" in named:
-        start_response(status, headers)
-        return body
-    if kind == "text/event-stream":
+    gzip = accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING")) and "content-encoding" not in named
+    if gzip and kind == "text/event-stream":
         start_response(status, [*headers, ("Content-Encoding", "gzip")])
         return _GzipStream(body)
-    if kind != "application/json" or int(named.get("content-length") or 0) < MIN_BYTES:
+    if not gzip or kind != "application/json" or int(named.get("content-length") or 0) < MIN_BYTES:
         start_response(status, headers)
         return body
     try:

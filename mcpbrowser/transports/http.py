@@ -1,23 +1,15 @@
 """MCP over Streamable HTTP as a WSGI application (PEP 3333), for many clients on one core.
 
-A thin adapter over `McpConnection` (mcp_connection.py), which does the protocol;
-tools run in the same core as over stdio.
+A thin adapter over `McpConnection` (mcp_connection.py), which does the protocol.
+POST carries one JSON-RPC message, answered as JSON, or as an event stream once a
+notice comes first or the call runs past HEARTBEAT_S; GET opens a handshake-era
+client's own event stream; DELETE ends that client. Before any of it: the Host and
+Origin checks (against DNS rebinding), the bearer token, the rate and the body's size.
 
-- POST carries one JSON-RPC message. A request's answer is JSON when it is the
-  first thing to go out; when a progress notification or a question for the user
-  comes first, or the call runs past HEARTBEAT_S, the answer becomes an event stream.
-- GET opens a handshake-era client's own event stream (notices not tied to a request).
-- DELETE ends a handshake-era client's state (its Mcp-Session-Id).
-- Before any of it: the Host and Origin checks (against DNS rebinding), the bearer
-  token (which names the client), the client's request rate and the body's size.
-- Answers are gzip-compressed for a client that accepts it (compression.py); requests
-  must come uncompressed.
-
-Who a client is, and whose sessions it sees (`owner`): with tokens, the token's
-name, in both protocol eras, across reconnects and restarts; an Mcp-Session-Id
-serves only the token that opened it. Without tokens (a
-loopback server), a handshake-era client is its Mcp-Session-Id, and every
-2026-07-28 client is one "anonymous" client: only tokens tell them apart.
+Who a client is (`owner`): with tokens, the token's name, in both eras and across
+restarts; an Mcp-Session-Id serves only the token that opened it. Without tokens (a
+loopback server), a handshake-era client is its Mcp-Session-Id, and every 2026-07-28
+client is one "anonymous" client.
 
 Threads: the WSGI server's request threads run `__call__` and wait on a request's
 queue; session threads and core pool threads `send` into those queues."""
@@ -54,9 +46,6 @@ class _Stream:
         self.request_id = request_id
         self.messages: queue.Queue[Any] = queue.Queue()
 
-    def put(self, message):
-        self.messages.put(message)
-
     def is_final(self, message):
         return message.get("id") == self.request_id and ("result" in message or "error" in message)
 
@@ -64,16 +53,16 @@ class _Stream:
 class _Client:
     """A handshake-era client (one Mcp-Session-Id): its connection, open POST streams and GET stream."""
 
-    def __init__(self, app, session_id, name, owner):
+    def __init__(self, app, session_id, name):
         self.session_id = session_id
         self.token_client = name  # the token's client that initialized it (None: no tokens); only it may use it
-        self.owner_is_own = owner is None  # its sessions die with it: nobody else could reach them
+        self.owner_is_own = name is None  # its sessions die with it: nobody else could reach them
         self.streams: dict[Any, _Stream] = {}
         self.own_stream: _Stream | None = None
         self.lock = threading.Lock()
         self.seen = time.monotonic()
         self.connection = McpConnection(app.core, self.send, name=name or session_id,
-                                        owner=owner or f"mcp-session:{session_id}")
+                                        owner=name or f"mcp-session:{session_id}")
 
     # ANY THREAD
     def send(self, message, related=None):
@@ -82,12 +71,11 @@ class _Client:
         with self.lock:
             stream = self.streams.get(related) if related is not None else self.own_stream
         if stream is not None:
-            stream.put(message)
+            stream.messages.put(message)
 
 
 class _Everyone:
-    """The core's `client` on HTTP (core/call.py's `ServerClient`): server-wide notices go to every
-    handshake-era client's own stream."""
+    """The core's `client` on HTTP (core/call.py's `ServerClient`): notices to every handshake-era client's stream."""
 
     name = None
     can_elicit = False
@@ -106,8 +94,7 @@ class _Everyone:
     def notify_owner(self, owner, level, data):
         """A notice about one client's own affairs (its cooldown's end): to its streams alone."""
         for client in self._app.clients():
-            if client.connection.owner == owner:
-                client.connection.notify(level, data)
+            client.connection.notify_owner(owner, level, data)
 
 
 def _json_response(start_response, status, body, headers=()):
@@ -167,9 +154,7 @@ class McpWsgiApp:
         path = environ.get("PATH_INFO") or "/"
         if path.rstrip("/") != self.path.rstrip("/"):
             if path == HEALTH_PATH and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
-                # For a container's HEALTHCHECK or a load balancer, which hold no token: it answers
-                # before the caller checks and says only that this server answers (no version, no
-                # clients, not the browser's state: the supervisor restarts the browser itself).
+                # For a HEALTHCHECK or load balancer, with no token: before the caller checks; it says only "ok".
                 start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "3")])
                 return [b"ok\n"]
             return _refuse(start_response, "404 Not Found", f"Not found: the MCP endpoint is {self.path}")
@@ -184,8 +169,7 @@ class McpWsgiApp:
                            [("Retry-After", str(-(-retry_ms // 1000)))])
         if name is None:  # no tokens: clients cannot be told apart, only the server's threads bound them
             return self._route(environ, start_response, name)
-        # Each request holds a server thread until its answer is sent (an event stream until it
-        # closes): one client's streams and waiting calls must not take every thread.
+        # Each request holds a server thread until it is answered: one client must not take every thread.
         with self._lock:
             held = self._held.get(name, 0)
             if held < self.client_requests:
@@ -221,8 +205,7 @@ class McpWsgiApp:
             return "403 Forbidden", f"Origin {origin[:100]} may not call this server (see --http-allowed-origins)", ()
         host = _host_name(environ.get("HTTP_HOST") or "")
         if not self.credentials and not is_loopback(host):
-            # Without tokens, only this machine may call; DNS rebinding reaches a loopback
-            # server under a foreign name, and a GET carries no Origin.
+            # Without tokens, only this machine: DNS rebinding reaches loopback under a foreign name; GET lacks Origin.
             return "403 Forbidden", f"Host {host[:100]} is not a loopback name, and this server has no tokens", ()
         environ["mcpbrowser.client"] = None
         if not self.credentials:
@@ -274,8 +257,7 @@ class McpWsgiApp:
         if (environ.get("CONTENT_TYPE") or "").split(";")[0].strip().lower() != "application/json":
             return _refuse(start_response, "415 Unsupported Media Type", "POST a JSON-RPC message as application/json")
         if (environ.get("HTTP_CONTENT_ENCODING") or "identity").strip().lower() != "identity":
-            # Not decompressed: a few KB of gzip can expand into gigabytes past --max-message-bytes,
-            # and a JSON-RPC message is small enough to send as it is (compression.py).
+            # Not decompressed: a few KB of gzip can expand into gigabytes past --max-message-bytes.
             return _refuse(start_response, "415 Unsupported Media Type", "Send the message uncompressed "
                            "(no Content-Encoding)", [("Accept-Encoding", "identity")])
         body = self._read_body(environ)
@@ -297,7 +279,7 @@ class McpWsgiApp:
                                       protocol.error(msg.id, protocol.HEADER_MISMATCH, mismatch))
             # Stateless: a connection for this request alone, whose every message goes on its answer.
             stream = _Stream(msg.id)
-            connection = McpConnection(self.core, lambda m, related=None: stream.put(m), name=name,
+            connection = McpConnection(self.core, lambda m, related=None: stream.messages.put(m), name=name,
                                        owner=name or "anonymous")
             connection.handle_message(msg)
             return self._answer(start_response, stream, connection, cancel_on_close=True)
@@ -323,15 +305,14 @@ class McpWsgiApp:
         try:
             client.connection.handle_message(msg)
         except BaseException:
-            with client.lock:
-                client.streams.pop(msg.id, None)
+            _forget_stream(client, msg.id)
             raise
         return self._answer(start_response, stream, client.connection, cancel_on_close=False,
                             done=lambda: _forget_stream(client, msg.id))
 
     def _initialize(self, start_response, msg, name):
         session_id = secrets.token_urlsafe(24)
-        client = _Client(self, session_id, name, name)
+        client = _Client(self, session_id, name)
         self._forget_idle()
         with self._lock:
             self._clients[session_id] = client
@@ -394,12 +375,8 @@ class McpWsgiApp:
         return [b""]
 
     def _client(self, session_id, name):
-        """The handshake-era client `session_id` names, if the token's client `name` opened it; else None.
-
-        With tokens, an Mcp-Session-Id is a handle, not a credential: it travels in logs,
-        proxies and the client's own state. Another token presenting it gets the answer an
-        unknown id gets, so it learns nothing, and its tasks, streams and pending questions
-        to the user stay out of reach. The comparison is of names the server gave, not secrets."""
+        """The handshake-era client `session_id` names, if the token's client `name` opened it; else None. An
+        Mcp-Session-Id is a handle that travels in logs and proxies, not a credential: another token learns nothing."""
         if not session_id:
             return None
         with self._lock:
@@ -419,13 +396,12 @@ class McpWsgiApp:
             self._end(client)
 
     def _end(self, client):
-        """A handshake-era client is gone: stop its log forwarding; close its browser sessions when they
-        were its alone (no token: nobody can reach them again). A token's sessions stay for its next
-        connection, until they expire."""
+        """A handshake-era client is gone: stop its log forwarding, and close its browser sessions if nobody
+        can reach them again (no token); a token's sessions stay for its next connection, until they expire."""
         client.connection.close()
         with client.lock:
             if client.own_stream is not None:
-                client.own_stream.put(_END)
+                client.own_stream.messages.put(_END)
         if client.owner_is_own:
             client.connection.core.close_sessions_of(client.connection.owner)
         log.info("http client ended", extra={"event": "http_client_end", "client": client.connection.name})
@@ -463,11 +439,9 @@ class _Held:
 
 
 class _EventStream:
-    """A WSGI response body that yields server-sent events until the request's answer (or forever for GET).
-
-    The server closes it when the client goes away: a 2026-07-28 call is then
-    cancelled (closing the stream is that era's cancellation); a handshake-era call
-    runs on, as the spec asks, and its answer is dropped."""
+    """A WSGI response body of server-sent events until the request's answer (or forever for GET). Closed as the
+    client goes away: a 2026-07-28 call is then cancelled (that era's cancellation); a handshake-era call runs
+    on, as the spec asks, unheard."""
 
     def __init__(self, stream, first, connection, cancel_on_close, done):
         self._stream, self._first, self._connection = stream, first, connection
@@ -475,23 +449,18 @@ class _EventStream:
         self._finished = False
 
     def __iter__(self):
-        if self._first is not None:
-            yield _event(self._first)
-            if self._stream.is_final(self._first):
-                self._finished = True
-                return
-        while True:
+        message = self._first
+        while message is not _END:
+            if message is not None:
+                yield _event(message)
+                if self._stream.is_final(message):
+                    self._finished = True
+                    return
             try:
                 message = self._stream.messages.get(timeout=HEARTBEAT_S)
             except queue.Empty:
+                message = None
                 yield b": keep-alive\n\n"  # also how a vanished client is noticed
-                continue
-            if message is _END:
-                return
-            yield _event(message)
-            if self._stream.is_final(message):
-                self._finished = True
-                return
 
     def close(self):
         if self._done is not None:
@@ -520,14 +489,9 @@ def _header_mismatch(environ, msg):
 
 
 def serve(app, address, done, threads, limits):
-    """Serve `app` on HOST:PORT with waitress until `done` is set (MAIN THREAD).
-
-    Why waitress: measured here with a 5-event stream, 200 ms apart, each event
-    reached the client 1-2 ms after it was yielded (cheroot the same; werkzeug's
-    server is for development by its own account), a client that left was noticed at
-    the next write (200 ms), and it is pure Python with no dependencies, on every OS.
-    Every open call and event stream holds one of its `threads`. `limits`
-    (http_server.Limits) guard it against slow and idle clients."""
+    """Serve `app` on HOST:PORT with waitress until `done` is set (MAIN THREAD): pure Python, each event reaches
+    the client as it is yielded, a client that left is noticed at the next write (docs/http.md). Every open call
+    and event stream holds one of its `threads`; `limits` (http_server.Limits) guard against slow clients."""
     from mcpbrowser.transports.http_server import create_server
 
     host, _, port = address.rpartition(":")

@@ -1,29 +1,19 @@
 """waitress, guarded against slow and idle clients: read deadlines, and a cap on connections without a token.
 
-waitress reads every socket on one thread and hands a request to a worker thread
-only once its head and body are in, so a stalled sender costs no thread; what it
-costs is a connection. Measured here with waitress 3.0.2 as `mcpbrowser --http`
-ran it before (connection_limit 100, channel_timeout 3600): 100 sockets that
-send half a request, or nothing, fill the limit, waitress stops accepting, and
-every other client waits in the kernel's backlog for an hour. waitress's own
-knobs do part of the cure: channel_timeout closes a connection idle that long,
-cleanup_interval says how often it looks. They cannot do the rest:
+waitress hands a request to a worker thread only once it is whole, so a stalled sender costs
+no thread but a connection: enough of them fill its connection_limit, and every other client
+waits in the kernel's backlog (docs/http.md). Its channel_timeout closes idle connections;
+the rest is here:
 
-- a sender that trickles a byte every few seconds is never idle: a request must
-  arrive whole by a deadline counted from its first byte (the head within
-  `header_timeout`, head and body within `body_timeout`);
-- connections that have not shown a valid token yet (or, with no tokens, not sent
-  a whole request head) are counted apart, and past `max_unauthenticated` the
-  oldest of them that is not being answered is closed as a new one arrives. A
-  real client shows its token within a millisecond of connecting, so it passes;
-  stalled sockets cannot hold the place of clients, only of each other. The rest
-  of `max_connections` (waitress's connection_limit) is headroom for clients.
+- a request must arrive whole by a deadline counted from its first byte (the head within
+  `header_timeout`, head and body within `body_timeout`): a byte every few seconds is never idle;
+- connections that have not shown a valid token yet (or, with no tokens, a whole request head)
+  are counted apart, and past `max_unauthenticated` the oldest idle one is closed as a new one
+  arrives: a real client shows its token at once, so stalled sockets only take each other's place.
 
-This is a subclass of waitress's server and channel, built the way waitress's
-create_server builds them, plus a parser subclass that notes when a request began
-and tells the channel when its head is complete. Everything here runs on
-waitress's socket thread (the main loop); a connection may also be closed by
-whoever stops the server, so the table of unvouched connections has a lock."""
+Subclasses of waitress's server, channel and parser, built as waitress's create_server builds
+them. Everything runs on waitress's socket thread (the main loop); whoever stops the server may
+close a connection too, so the table of unvouched connections has a lock."""
 
 import socket
 import threading
@@ -85,12 +75,10 @@ class _Channel(HTTPChannel):
         self.parser_class = lambda adj: _Parser(adj, self._head)
 
     def handle_close(self):
-        # A body refused unread is still coming: closing with its bytes unread makes the kernel reset
-        # the connection, and the reset throws our answer away before the client reads it (the
-        # official client then hung, or lost its whole connection). So the answer is sent, our side
-        # shut, and what still comes read away until the client closes, for at most four times the
-        # largest body; waitress's idle timeout (--http-idle-timeout: this reading is no activity)
-        # closes a client that never does.
+        # A body refused unread is still coming: closing now makes the kernel reset the connection,
+        # which throws our answer away before the client reads it. So our side is shut and the rest
+        # read away until the client closes, for at most four times the largest body; the idle
+        # timeout (--http-idle-timeout: this reading is no activity) closes a client that never does.
         if not (self.refused_unread and not self.lingering and self.connected):
             return super().handle_close()
         try:
@@ -181,10 +169,9 @@ class Limits:
 
 
 def create_server(app, host, port, threads, limits, vouch, too_large=None, **kw):
-    """(runner, listeners): waitress for `app` on host:port (every address the host resolves to), with
-    the guards. `runner.run()` serves; closing the listeners stops taking connections, as
-    closing waitress's own server does (its worker threads are not waited for). `too_large`: the
-    JSON body of the 413 to a request over max_request_body_size (else waitress's text)."""
+    """(runner, listeners): waitress for `app` on host:port (every address the host resolves to), with the
+    guards. `runner.run()` serves; closing the listeners stops taking connections (its worker threads are not
+    waited for). `too_large`: the JSON body of the 413 to a request over max_request_body_size (None: waitress's)."""
     adj = Adjustments(host=host, port=port, threads=threads, channel_timeout=limits.idle_timeout,
                       connection_limit=limits.max_connections,
                       # Deadlines are checked this often (the check walks the open connections).

@@ -1,8 +1,6 @@
 """logging/setLevel for one MCP connection, and the log records it then forwards as notifications/message.
 
-SEP-2577: 2026-07-28 deprecates logging; its clients are offered the log resources instead
-(see resources/), and a request that still asks is answered as before.
-
+2026-07-28 deprecates logging (SEP-2577): its clients are offered the log resources, yet answered if they ask.
 Threads: the reader thread sets the level; `ClientLogHandler.emit` runs on whichever thread logs."""
 
 import logging
@@ -22,8 +20,7 @@ class ClientLogHandler(logging.Handler):
     def emit(self, record):
         owner = self.connection.owner
         if owner is not None:
-            # One client of many (HTTP): only records about its own sessions. Others' would
-            # tell it their session ids, pages and timings.
+            # One client of many (HTTP): only records about its own sessions, not others' ids, pages and timings.
             about, whose = record_owner(record, self.connection.core.owner_of)
             if not about or whose != owner:
                 return

@@ -1,8 +1,7 @@
 """Who made one MCP request, as the core sees it: core/call.py's `Caller`, for an MCP client.
 
-Made on the transport's reader thread for each request (`McpConnection.caller`); read by the
-method handlers there and by the dispatcher; its `elicit`, `notify` and `progress` run on the
-session thread of the call it made, and send through its connection."""
+Made on the transport's reader thread for each request (`McpConnection.caller`), read there and by the
+dispatcher; its `elicit`, `notify` and `progress` run on the session thread of the call it made."""
 
 from mcpbrowser.errors import InputRequired
 from mcpbrowser.transports import protocol
@@ -16,22 +15,12 @@ class McpCaller:
 
     def __init__(self, connection, request_id, version, capabilities, progress_token=None):
         self.connection, self.request_id, self.version = connection, request_id, version
+        self.name, self.owner = connection.name, connection.owner
+        self.modern = version in protocol.MODERN_VERSIONS
         self.capabilities = capabilities if isinstance(capabilities, dict) else {}
         self.progress_token = progress_token  # the request's progressToken: progress is sent only then
         self.answers = {}  # question key -> the user's action, from a 2026-07-28 retry
         self.asked = set()  # question keys raised as InputRequired by this call
-
-    @property
-    def modern(self):
-        return self.version in protocol.MODERN_VERSIONS
-
-    @property
-    def name(self):
-        return self.connection.name
-
-    @property
-    def owner(self):
-        return self.connection.owner
 
     @property
     def can_elicit(self):

@@ -1,31 +1,20 @@
 """One MCP client's connection, whatever carries its messages: the protocol, not the transport.
 
-It takes JSON-RPC messages and gives answers through a `send(message, related)`
-that its transport provides: stdio writes every message on one pipe; HTTP puts a
-message on the stream of the request it is `related` to (a request id), or on
-the client's own stream when it is None. It keeps the client's state (era,
-capabilities, requests in flight and their cancellation), answers initialize,
-server/discover and ping, and carries the core's messages out: answers, notices,
-questions to the client's user. Its requests are a method table (methods.py), from
-which the capabilities each version is offered are derived; the tool and task
-requests are tool_methods.py's, the resource requests resource_methods.py's, the log
-level log_methods.py's.
+It takes JSON-RPC messages and answers through its transport's `send(message, related)`
+(stdio: one pipe; HTTP: the stream of the request `related` names, else the client's own).
+It keeps the client's state (era, capabilities, requests in flight and their cancellation),
+answers initialize, server/discover and ping, and carries the core's answers, notices and
+questions out. Its other requests are in a method table (methods.py) that also gives the
+capabilities: tool_methods.py's, resource_methods.py's and log_methods.py's.
 
-Both protocol eras, on every transport:
-- handshake (2024-11-05 .. 2025-11-25): `initialize` fixes the version for the
-  connection; the server asks the user with an elicitation/create request;
-- per-request (2026-07-28): each request carries its version, capabilities and
-  client info in `_meta`, every result has a `resultType`, and the server asks by
-  answering a call with an InputRequiredResult; the client retries the call with
-  the answers and our sealed `requestState` (tool_methods.py's `RequestStates`).
+Eras: handshake (2024-11-05 .. 2025-11-25), where `initialize` fixes the version and the
+user is asked with elicitation/create; per-request (2026-07-28), where each request carries
+its version, capabilities and client info in `_meta`, and the user is asked by answering a
+call with an InputRequiredResult (tool_methods.py's `RequestStates`).
 
-Threads:
-- the transport's reader thread calls `handle_line`; it answers cheap requests
-  inline and hands tools/call to the core (a session thread or the core pool);
-- whichever thread completes a call's Future sends its answer: the session
-  thread or a core pool thread;
-- the core's threads call `elicit` and `notify` (the connection is `core.client`).
-`send` must be safe to call from any thread; the transport makes it so."""
+Threads: the transport's reader thread calls `handle_line` (cheap requests are answered inline,
+tools/call handed to the core); whichever thread completes a call's Future sends its answer;
+the core's threads call `elicit` and `notify`. `send` must be safe from any thread."""
 
 import threading
 from concurrent.futures import Future
@@ -42,9 +31,7 @@ from mcpbrowser.transports.protocol import ProtocolError
 from mcpbrowser.transports.resource_methods import ResourceMethods
 from mcpbrowser.transports.tool_methods import ToolMethods
 
-# What initialize tells the model once: the reads that keep an agent cheap (a query's match comes
-# with its row, list or heading; a section; refs to act on; one fill_form), since a tool's
-# description alone did not teach them (issue 74: agents read whole snapshots first).
+# What initialize tells the model once: the cheap reads that tool descriptions alone did not teach agents.
 INSTRUCTIONS = (
     "Browser automation. Call create_session first: browser tools act on your one session, or on the sessionId "
     "you pass (needed once you have several); "
@@ -67,8 +54,7 @@ class McpConnection:
     clientInfo's). owner: the client whose sessions it may see (HTTP); None sees all."""
 
     def __init__(self, core: "CoreFace | Future[CoreFace]", send, name=None, owner=None):
-        # `core` may be a Future: initialize is answered before the core (store, thread
-        # pools, browser start) exists. Requests that need it wait.
+        # `core` may be a Future: initialize is answered before the core exists; requests that need it wait.
         self._given, self.send = core, send
         self._state_lock = threading.Lock()
         self._inflight: dict[Any, Future | None] = {}  # request id -> Future of a running or queued tools/call
@@ -187,9 +173,10 @@ class McpConnection:
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         if isinstance(token, bool) or not isinstance(token, (str, int)):
             token = None
-        version = protocol.request_version(msg)
-        if version is None:
+        if not protocol.carries_envelope(msg):  # a handshake-era request
             return McpCaller(self, msg.id, self.version, self.client_capabilities, token)
+        protocol.check_envelope(msg)
+        version = meta[protocol.PROTOCOL_VERSION_KEY]
         if not self._fixed_name:
             info = meta.get(protocol.CLIENT_INFO_KEY)
             self.name = info.get("name") if isinstance(info, dict) else self.name
@@ -283,8 +270,7 @@ class McpConnection:
             fut = self._inflight[request_id]  # None: reserved, not started yet (track cancels it)
             # Whether it is still queued or already running, no answer may go out.
             self._suppressed.add(request_id)
-        # Outside the lock: cancel() runs the done-callback, which takes the lock.
-        # A queued call is dropped here; a running one finishes and its answer is discarded.
+        # Outside the lock: cancel() runs the done-callback, which takes it. A running call finishes unheard.
         if fut is not None:
             fut.cancel()
         log.info("call cancelled", extra={"event": "cancelled", "request": request_id})

@@ -1,8 +1,5 @@
-"""The MCP method table: each method's handler, the protocol eras it answers in, and what it adds
-to the capabilities the server advertises, which are derived from what is registered
-(as python-sdk's lowlevel server derives them from its handler table).
-
-Built by each connection when it is made; read by the transport's reader thread. Pure data."""
+"""The MCP method table: each method's handler, its protocol eras, and what it adds to the advertised
+capabilities. Built by each connection when it is made; read by the transport's reader thread."""
 
 import copy
 from collections.abc import Callable
@@ -33,11 +30,6 @@ class Method:
     eras: tuple[str, ...] = BOTH
     capability: Contribution = None
 
-    def contributes(self, version: str) -> dict[str, Any] | None:
-        if era(version) not in self.eras:
-            return None
-        return self.capability(version) if callable(self.capability) else self.capability
-
 
 class MethodTable:
     """The requests a connection answers, by name."""
@@ -60,7 +52,9 @@ class MethodTable:
         """What the server advertises to a client of this version: every contribution, merged."""
         out: dict[str, Any] = {}
         for method in self._methods.values():
-            _merge(out, method.contributes(version) or {})
+            if era(version) in method.eras:
+                given = method.capability(version) if callable(method.capability) else method.capability
+                _merge(out, given or {})
         return out
 
 

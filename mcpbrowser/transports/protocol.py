@@ -1,10 +1,8 @@
 """JSON-RPC 2.0 framing and MCP parameter validation; pure functions, run on the reader thread.
 
-`id` and `method` are checked by hand before any model sees the message: a
-request with `"id": null` would otherwise parse as a notification and never be
-answered. `initialize` is validated by hand too, so it is answered before the
-MCP types package (about 0.4 s to import) has loaded; every other request's
-params are validated with `mcp_types` models."""
+`id` and `method` are checked by hand (a request with `"id": null` would otherwise parse as a notification,
+never answered), and so are `initialize`'s params, answered before the slow-to-import MCP types package
+has loaded; every other request's params are validated with `mcp_types` models."""
 
 import base64
 import binascii
@@ -56,8 +54,7 @@ class Message(NamedTuple):
 
 def valid_request_id(value):
     """Whether a request id (also one sent inside params: notifications/cancelled) could name one of ours."""
-    # JSON-RPC allows numbers, but MCP forbids null ids; floats and bools are
-    # refused because they compare equal to ints and would collide with them.
+    # MCP forbids null ids; floats and bools compare equal to ints and would collide with them.
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
@@ -71,8 +68,7 @@ def parse(line):
         raise ProtocolError(INVALID_REQUEST, "Invalid request: a message must be a JSON object "
                                              "(batches are not supported)")
     if "method" not in body and ("result" in body or "error" in body):
-        # Response-shaped: never answered, even when malformed, or two peers could
-        # trade error answers for ever.
+        # Response-shaped: never answered, even when malformed, or two peers could trade errors for ever.
         return Message("response", body.get("id"), None, {}, body)
     has_id = "id" in body
     if not has_id and "method" in body:
@@ -128,11 +124,9 @@ def _leading_members(text):
 
 
 def oversized_request_id(head, tail):
-    """The id of a request too long to read, from its first bytes (head) and its last (tail), or None.
-
-    Answered with a null id, the client would wait for ever for its own: the official clients
-    write the id before the params (Python) or last (TypeScript). Only a message whose method
-    comes before the cut is a request; a response's id is the server's own request's."""
+    """The id of a request too long to read, from its first bytes (head) or its last (tail: the TypeScript
+    client writes it last), or None; answered with a null id, the client would wait for ever for its own.
+    Only a message whose method comes before the cut is a request (a response's id is our request's)."""
     method = request_id = None
     for key, value in _leading_members(head.decode("utf-8", "replace")):
         if key in ("result", "error"):
@@ -153,9 +147,8 @@ def oversized_request_id(head, tail):
 
 
 def _notification(body):
-    """A message with a method and no id. JSON-RPC never answers a notification, so one we
-    cannot read (a wrong "jsonrpc", a method that is no string, params that are no object)
-    is "malformed": logged and dropped, never answered with an error nobody asked for."""
+    """A message with a method and no id; one we cannot read is "malformed": logged and dropped, never
+    answered (JSON-RPC never answers a notification)."""
     method, params = body["method"], {} if body.get("params") is None else body["params"]
     if body.get("jsonrpc") != "2.0" or not isinstance(method, str) or not isinstance(params, dict):
         return Message("malformed", None, method if isinstance(method, str) else None, {}, body)
@@ -177,14 +170,6 @@ def carries_envelope(msg):
     """Whether a request names a protocol version in its `_meta` (2026-07-28 style), valid or not."""
     meta = msg.params.get("_meta")
     return isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
-
-
-def request_version(msg):
-    """The 2026-07-28 version a request carries in its `_meta`, checked; None for a handshake-era request."""
-    if not carries_envelope(msg):
-        return None
-    check_envelope(msg)
-    return msg.params["_meta"][PROTOCOL_VERSION_KEY]
 
 
 def check_envelope(msg):
@@ -226,9 +211,8 @@ def dumps(message):
     """A JSON-RPC message as the bytes every transport writes: ASCII JSON without a lone surrogate in it."""
     text = json.dumps(message, separators=(",", ":"))
     if "\\ud" in text:  # an escaped surrogate: of a pair (an emoji), or a lone one
-        # The last line of defence (page text is made valid as it arrives, session/attach.py): a lone
-        # surrogate escaped is still invalid JSON to the official client, which drops the whole answer
-        # and waits for its timeout. So it goes as U+FFFD, whatever string it hid in (a client's own too).
+        # The last line of defence (page text is made valid as it arrives, session/attach.py): the official
+        # client drops a whole answer with a lone surrogate escaped in it, so one goes as U+FFFD.
         valid = valid_text(message)
         if valid is not message:
             text = json.dumps(valid, separators=(",", ":"))

@@ -1,14 +1,10 @@
 """resources/* and subscriptions/listen for one MCP connection: the protocol face of the core's ResourceHub.
 
-Both eras, on every transport (which knows none of this: messages go through the connection's `send`):
-- 2024-11-05 .. 2025-11-25: resources/subscribe and resources/unsubscribe; notifications/resources/updated
-  goes out on the client's own channel (stdio's pipe, HTTP's GET stream), until it unsubscribes, the
-  session ends, or the connection closes.
-- 2026-07-28: subscriptions/listen with `resourceSubscriptions`; the request's own answer is the stream:
-  an acknowledgement first (the URIs this client may see: another's are left out, as unknown), then
-  notifications/resources/updated, each stamped with the listen's id. The stream ends when the client
-  cancels (notifications/cancelled on stdio, closing the stream on HTTP) or, with the listen's result,
-  when every session it names has ended.
+Handshake era: resources/subscribe and unsubscribe; updates go on the client's own channel (stdio's
+pipe, HTTP's GET stream) until it unsubscribes, the session ends, or the connection closes.
+2026-07-28: subscriptions/listen, whose answer is the stream: an acknowledgement of the URIs this
+client may see, then the updates stamped with the listen's id, until the client cancels or every
+session it names has ended (then the listen's result).
 
 Threads: the reader thread runs the handlers; session threads send the notifications (watch.py),
 and whichever thread ends a session ends its subscriptions."""
@@ -31,19 +27,6 @@ def _not_found(exc, request_id, caller):
     return ProtocolError(code, str(exc), request_id, {"uri": exc.uri[:200]})
 
 
-class _Subscribed:
-    """A handshake-era subscription: updates go on the client's own channel."""
-
-    def __init__(self, methods):
-        self._methods = methods
-
-    def updated(self, uri):
-        self._methods.connection.send(protocol.notification("notifications/resources/updated", {"uri": uri}))
-
-    def ended(self, uri):
-        self._methods.forget(uri)
-
-
 class _Listen:
     """One 2026-07-28 subscriptions/listen stream; its Future settles when it ends (cancelled: by the client)."""
 
@@ -57,8 +40,7 @@ class _Listen:
         self._finishing = False
 
     def start(self, hub, uris, owner):
-        # An unknown URI, or another client's, is left out of the acknowledgement (the spec's
-        # "honored subset"): nothing says whether it exists.
+        # An unknown URI, or another client's, is left out of the acknowledgement: nothing says whether it exists.
         honored = [uri for uri in dict.fromkeys(uris) if hub.visible(uri, owner)]
         self.connection.send(protocol.notification("notifications/subscriptions/acknowledged", {
             "notifications": {"resourceSubscriptions": honored} if honored else {}, "_meta": self.meta}),
@@ -99,7 +81,7 @@ class _Listen:
 
 
 class ResourceMethods:
-    """The resource requests of one McpConnection, and its subscriptions."""
+    """The resource requests of one McpConnection, and the hub's listener of its handshake-era subscriptions."""
 
     def __init__(self, connection):
         self.connection = connection
@@ -126,28 +108,29 @@ class ResourceMethods:
         for token in tokens:
             self._hub.unsubscribe(token)
 
-    def forget(self, uri):
+    def updated(self, uri):
+        """A handshake-era subscription's update: on the client's own channel."""
+        self.connection.send(protocol.notification("notifications/resources/updated", {"uri": uri}))
+
+    def ended(self, uri):
         with self._lock:
             self._subscribed.pop(uri, None)
 
     # -- THE READER THREAD ------------------------------------------------------------
 
     @staticmethod
-    def _private(out, caller):
-        if caller.modern:  # a client's own sessions: never to be shared from a cache
-            out.update(cacheScope="private", ttlMs=0)
+    def _cached(out, caller, scope="private"):
+        if caller.modern:  # private: a client's own sessions, never to be shared from a cache
+            out.update(cacheScope=scope, ttlMs=0)
         return out
 
     def _list(self, msg, caller):
         protocol.check_paginated(msg.params, msg.id)
-        return self._private({"resources": self._hub.listed(caller.owner)}, caller)
+        return self._cached({"resources": self._hub.listed(caller.owner)}, caller)
 
     def _templates(self, msg, caller):
         protocol.check_paginated(msg.params, msg.id)
-        out = {"resourceTemplates": self._hub.templates()}
-        if caller.modern:
-            out.update(cacheScope="public", ttlMs=0)
-        return out
+        return self._cached({"resourceTemplates": self._hub.templates()}, caller, "public")
 
     def _read(self, msg, caller):
         params = protocol.validated("ReadResourceRequestParams", msg.params, msg.id)
@@ -170,12 +153,12 @@ class ResourceMethods:
             return
         text = json.dumps(fut.result(), separators=(",", ":"), ensure_ascii=False)
         out = {"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}
-        self.connection.answer(msg.id, self._private(out, caller), caller)
+        self.connection.answer(msg.id, self._cached(out, caller), caller)
 
     def _subscribe(self, msg, caller):
         params = protocol.validated("SubscribeRequestParams", msg.params, msg.id)
         try:
-            token, uri = self._hub.subscribe(params.uri, caller.owner, _Subscribed(self))
+            token, uri = self._hub.subscribe(params.uri, caller.owner, self)
         except ResourceNotFound as exc:
             raise _not_found(exc, msg.id, caller) from None
         with self._lock:

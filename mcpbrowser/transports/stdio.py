@@ -1,13 +1,8 @@
-"""MCP over stdio: newline-delimited JSON-RPC on stdin and stdout, for one client.
+"""MCP over stdio: newline-delimited JSON-RPC on stdin and stdout, for one client, over `McpConnection`.
 
-A thin transport over `McpConnection` (mcp_connection.py), which does the protocol.
-
-Threads:
-- reader thread: reads stdin line by line (with a size limit) and hands each line
-  to the connection;
-- any thread: `send` writes one whole JSON-RPC line under a lock, so stdout
-  carries whole lines and nothing else;
-- main thread: `serve` waits for stdin EOF or a signal, then shuts down."""
+Threads: the reader thread hands each line of stdin (with a size limit) to the connection; any
+thread may `send`, which writes one whole line under a lock; the main thread `wait`s for stdin's
+end or a signal, then shuts down."""
 
 import threading
 from concurrent.futures import Future
@@ -37,20 +32,11 @@ class StdioServer:
         threading.Thread(target=self._read_loop, name="stdin-reader", daemon=True).start()
         return self
 
-    def serve(self):
-        """Run until stdin closes or `done` is set (by a signal handler), then shut down."""
-        self.start()
-        self.wait()
-
     def wait(self):
-        # Wake up now and then: a signal delivered to another thread only sets a flag, and
-        # Python runs the handler once the main thread next runs bytecode. A wait with no
-        # timeout would sleep through SIGTERM.
+        """Until stdin closes or `done` is set (by a signal handler), then shut down."""
+        # Waking now and then: a signal's handler runs only once the main thread runs bytecode again.
         while not self.done.wait(0.1):
             pass
-        self.shutdown()
-
-    def shutdown(self):
         log.info("shutting down", extra={"event": "shutdown"})
         self.connection.core.close()
         self.connection.close()

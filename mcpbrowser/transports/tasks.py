@@ -1,12 +1,10 @@
 """Tool calls a client asked to run as tasks (MCP 2025-11-25): their status, result and lifetime.
 
-A task-augmented tools/call is answered at once with a task; the client then polls
-tasks/get, fetches the answer with tasks/result (which waits for it), lists and
-cancels. Each McpConnection keeps its own table, so a client sees only its tasks.
+A task-augmented tools/call is answered at once with a task; the client polls tasks/get and fetches the
+answer with tasks/result (which waits for it). Each McpConnection keeps its own table of its client's.
 
-Threads: the transport's thread creates, reads and cancels; the thread that
-completes a call (a session thread, a core pool thread) finishes its task and
-answers any tasks/result waiting for it."""
+Threads: the transport's thread creates, reads and cancels; the thread that completes a call (a session
+thread, a core pool thread) finishes its task and answers any tasks/result waiting for it."""
 
 import threading
 import time

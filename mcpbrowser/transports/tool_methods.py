@@ -1,10 +1,8 @@
 """tools/* and tasks/* for one MCP connection: the protocol face of the core's tool calls (`Browser.submit`).
 
-It lists a client's tools, hands each tools/call to the core with the request's `McpCaller`,
-and wraps the call's Future into the answer: the content blocks the core rendered for the model
-(core/answer.py), an error result, or, on 2026-07-28, an InputRequiredResult whose
-sealed `requestState` (`RequestStates`) the client's retry brings back with its user's answers.
-Calls run as tasks (2025-11-25) are kept in `tasks.py`'s TaskTable.
+It lists a client's tools and wraps each call's Future into its answer: the content the core
+rendered (core/answer.py), an error result, or, on 2026-07-28, an InputRequiredResult whose sealed
+`requestState` the client's retry brings back with its user's answers. Tasks (2025-11-25): tasks.py.
 
 Threads: the reader thread runs the handlers; whichever thread completes a call's Future
 (its session thread, or a core pool thread) builds and sends its answer."""
@@ -30,11 +28,9 @@ STATE_TTL_S = 600  # a requestState is honoured this long after the question was
 
 
 class RequestStates:
-    """Seals what a 2026-07-28 call asked its user into the opaque `requestState`, and checks it on the retry.
-
-    The client echoes the state with its answers; an answer counts only for a question
-    this server asked, of this client, for this tool, in the last STATE_TTL_S seconds.
-    HMAC-SHA256 under a key of this process: a state outlives neither the key nor a restart."""
+    """Seals what a 2026-07-28 call asked its user into the opaque `requestState`, and checks it on the retry:
+    an answer counts only for a question this server asked, of this client, for this tool, in the last
+    STATE_TTL_S seconds. HMAC-SHA256 under a key of this process: a state does not outlive a restart."""
 
     def __init__(self, key=None):
         self._key = key or os.urandom(32)
@@ -99,8 +95,7 @@ class ToolMethods:
                     entry["execution"] = {"taskSupport": "optional"}
         if caller.modern:  # the same for every client until one calls enable_tools or opens a second session
             # Not to be kept: a 2026-07-28 client hears no list_changed, and its list changes with its own calls (a
-            # second session open lists sessionId, enable_tools, a load of a page with tools). Kept for discover's
-            # five minutes, the official client's cache hid sessionId from a client with two sessions (2026-12-06).
+            # second session lists sessionId, enable_tools, a page with tools); a cached list hid sessionId.
             out.update(cacheScope="public" if shared else "private", ttlMs=0)
         return out
 
@@ -128,8 +123,7 @@ class ToolMethods:
         try:
             fut = self.connection.track(msg.id, submit())
         except BaseException:
-            # Refused before it started (an unknown tool): the id is free, and the refusal is the
-            # answer, unless the client cancelled the request meanwhile (then none may go out).
+            # Refused before it started (unknown tool): that is the answer, unless the client cancelled meanwhile.
             if self.connection.untrack(msg.id):
                 raise
             return
