@@ -209,3 +209,21 @@ def test_endpoint_settings_parse_and_refuse_clearly():
     shown = Config(db=":memory:", selenium_grid="http://u:pw@g:4444/?t=1",
                    selenium_capabilities='{"sauce:options": {"accessKey": "K3Y"}}').public()
     assert shown["selenium_grid"][0]["url"] == "http://g:4444/" and "K3Y" not in json.dumps(shown)
+
+
+def test_a_server_stopping_while_an_endpoint_is_down_ends_its_watcher_quietly(status_server, monkeypatch):
+    # The backoff's stop ends the retrying without an answer: that is no error (it raised tenacity's RetryError,
+    # whose traceback went to stderr as plain text).
+    failures = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    stopping = threading.Event()
+    spec = RemoteEndpoint(f"http://127.0.0.1:{status_server.server_port}", "grid", capacity=2)
+    status_server.answer = {"value": {"ready": False}}
+    fleet = Fleet((spec,), 0, stopping)
+    fleet.start()
+    fleet.suspect(place(fleet)[0], "gone")
+    assert wait_for(lambda: len(status_server.seen) >= 2, seconds=5)  # in the backoff
+    stopping.set()
+    fleet.stop()
+    assert wait_for(lambda: not any(t.name == "fleet-0" for t in threading.enumerate()), seconds=5)
+    assert failures == [], [f.exc_type for f in failures]

@@ -142,7 +142,8 @@ class Fleet:
             # probed at least as often as an up one); it rejoins placement when one answers.
             retrying = Retrying(retry=retry_if_result(lambda answered: not answered),
                                 wait=wait_exponential(multiplier=0.5, max=min(30, self._ping or 30)),
-                                sleep=self._probe_sleep(member), stop=lambda _: self._stopping.is_set())
+                                sleep=self._probe_sleep(member), stop=lambda _: self._stopping.is_set(),
+                                retry_error_callback=lambda _: False)  # stopped while down: no RetryError
             if retrying(self._probe_once, member):
                 self._up(member)
 
