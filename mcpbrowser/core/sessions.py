@@ -308,6 +308,7 @@ class SessionRegistry:
             del self._sessions[session_id]
             self._remember_ended(session_id, "memory")
         self.timers.cancel(session_id)
+        self.on_ended(session_id)
         self.history.session_closed(session_id, "memory_limit", worker.options.get("throttle"))
         worker.stop(self.memory_error(session_id, used_mb), last=self._final_save)
         self._on_change()
