@@ -26,13 +26,14 @@ from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers
 
 # A call that comes after this many quiet seconds first dispatches what the browser sent meanwhile.
 CATCH_UP_AFTER_S = 0.2
-# An alert loop (a timer's alert after alert, or a loop of them) must not trap a session. As
-# Chrome offers "prevent this page from creating additional dialogs", the server answers
-# dialogs itself once a page raised more than LOOP_DIALOGS in a row, each opening within
-# LOOP_GAP_S of the previous one's answer; until that page navigates. A confirm
-# followed by its alert ("Saved") is two: the agent still answers those.
+# An alert loop must not trap a session. As Chrome offers "prevent this page from creating additional dialogs",
+# the server answers dialogs itself once a page raised more than LOOP_DIALOGS in a row, each opening within
+# LOOP_GAP_S of the previous one's answer, until that page navigates. A confirm followed by its alert ("Saved")
+# is two: the agent still answers those.
 LOOP_DIALOGS = 3
 LOOP_GAP_S = 1.0
+
+
 class SessionState(Acting):
     """The session's Playwright objects, its tabs and per-session buffers; created by the opener, used by tool
     handlers. What belongs to one page (its counts, refs, held snapshot, health) is its Tab's."""
@@ -83,8 +84,7 @@ class SessionState(Acting):
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
         self.storage_saved_at = 0.0   # monotonic time of the last resume save (0: never)
         self.storage_saved_url = None
-        # Chromium only: a CDP session per tab (Tab.cdp), for loaded_title() (see there).
-        self.chromium = browser.browser_type.name == "chromium"
+        self.chromium = browser.browser_type.name == "chromium"  # then a CDP session per tab (Tab.cdp)
         self.throttle = {}        # its CPU and network throttling (throttling.settings), {} for none
         self.disconnect_at_close = False  # set by the opener: see close()
         self.quiet_since = time.monotonic()  # when the last call ended: see catch_up
@@ -107,7 +107,7 @@ class SessionState(Acting):
         self.context.on("dialog", self._on_dialog)
         self.events.listen(self.context)
         self._follow(self.tab)
-        settle.install(self)
+        self.context.add_init_script(script=settle.INSTALL)  # the settle rule's script, in every document
         self.context.add_init_script(script=MARK_SECRET_FIELDS)  # a password field stays one (redaction.py)
 
     def storage_saved(self, url):
@@ -125,17 +125,12 @@ class SessionState(Acting):
 
     def close(self):
         snapshots.stop_hiding(self)  # the client's book (the logs' scrubbing) holds them too: let go
-        # Stopping this thread's Playwright ends its connection (the relay or the driver),
-        # which is all that is ours: the browser is shared. Through a driver of our own,
-        # browser.close() comes first: on a browser reached with connect() or
-        # connect_over_cdp() it only disconnects (the browser and other clients' contexts
-        # stay), and only then does the driver remove its playwright-artifacts-* folder
-        # from /tmp. Through the relay it would close the shared browser itself.
-        # A trace never saved is stopped first: Playwright's stop stops its recording, then waits until the
-        # browser server has written it all. Closing the context waits for the writes too, but records on
-        # while it closes the pages, so a last event could land after the leftovers were removed (a `.trace`
-        # file of the closed session was left in test_resource_limits, 1 run in 18; read in Playwright 1.65's
-        # BrowserContext.close, which flushes the tracing before it closes the pages).
+        # Stopping this thread's Playwright ends its connection (the relay or the driver), which is all that is
+        # ours: the browser is shared. Through a driver of our own, browser.close() comes first: on a browser
+        # reached with connect() it only disconnects, and only then does the driver remove its
+        # playwright-artifacts-* folder from /tmp. Through the relay it would close the shared browser itself.
+        # A trace never saved is stopped first, which waits until the browser server has written it all: closing
+        # the context records on while it closes the pages, so a last event could land after the leftovers went.
         steps = [self.context.tracing.stop] if self.tracing else []
         steps.append(self.context.close)
         if self.disconnect_at_close:
@@ -244,11 +239,9 @@ class SessionState(Acting):
     def catch_up(self):
         """Dispatch what the browser said while the session was quiet: a dialog above all.
 
-        Playwright reads its connection only while a call is in progress, so a
-        dialog that opened while the agent thought is still unread when the next
-        call comes. Without this round trip that call would start, meet the dialog
-        halfway and answer as if it had opened it. One round trip to the browser
-        process (~1 ms), which no page can hold up; only after a quiet spell.
+        Playwright reads its connection only while a call is in progress, so a dialog that opened while the agent
+        thought is unread when the next call comes, which would meet it halfway and answer as if it had opened it.
+        One round trip to the browser process, which no page can hold up; only after a quiet spell.
         """
         try:
             self.flush_events()
@@ -292,11 +285,9 @@ class SessionState(Acting):
     def _page_state(self, navigated, title=None, count=False):
         """Where an action left the agent: url, title, and whether it navigated, so the agent needs no extra call.
 
-        A navigation the action started has committed by now (Playwright waits for
-        that); its load is awaited here (up to the action timeout), so that the title,
-        and the snapshot the history captures next, are of the new page. The title
-        is one CDP round trip that runs no JavaScript (see loaded_title), or the one the
-        settle just read (title) when the page stayed.
+        A navigation the action started has committed by now (Playwright waits for that); its load is awaited
+        here (up to the action timeout), so that the title, and the snapshot the history captures next, are of
+        the new page. The title is loaded_title's, or the one the settle just read (title) when the page stayed.
         """
         if navigated and self.blocker is None:
             try:  # at most the action timeout: a slow page's answer says where it is so far
