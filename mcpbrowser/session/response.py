@@ -1,14 +1,10 @@
 """One call's `Response`: what its handler says it did. SESSION THREAD only.
 
-core/on_session.py's `OnSession.run` makes one for each call on a session and hands it to the
-tool's handler as `handler(state, args, response)`; the handler (and the helpers it calls) say on it
-what happened, and nowhere else (it returns nothing): its answer, the page text it read and wants
-stored, that the text it typed is secret or plain, that it answered from the page's last snapshot,
-that it read the page the agent was just told, that it filled one field; the page-side checks
-(state.run_tool) what the page did that the agent was not told yet, and that its page crashed or
-hung as it failed. `OnSession.run` alone reads it, once the handler returned, and decides from it
-what the call's record, capture and answer are (@playwright/mcp's `Response`: the handler adds,
-`finish` decides). Nothing here decides anything; nothing else reads it.
+core/on_session.py's `OnSession.run` makes one for each call on a session and hands it to the tool's handler
+as `handler(state, args, response)`; the handler, its helpers and the page-side checks (state.run_tool) say on
+it what happened, and nowhere else. `OnSession.run` alone reads it, once the handler returned, and decides
+from it the call's record, capture and answer (as @playwright/mcp's `Response`: the handler adds, `finish`
+decides). Nothing here decides anything.
 """
 
 from collections.abc import Callable

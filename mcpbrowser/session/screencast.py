@@ -114,10 +114,9 @@ def _tick(state: Any, cast: Cast) -> None:
         page, cdp = tab.page, tab.cdp()
         cast.handler = lambda params: _on_frame(cast, cdp, params)
         cdp.on("Page.screencastFrame", cast.handler)
-        # One frame in flight, and the last one drawn meanwhile kept and sent on the ack: with the
-        # default (3 in flight, frames drawn while they wait dropped) a change made while the acks
-        # were held back to the frame rate was never sent on a page that then stayed still, and
-        # the person saw the page before it until something else moved.
+        # One frame in flight, and the last one drawn meanwhile sent on the ack: with the default (3 in flight,
+        # frames drawn while they wait dropped), a change made while the acks were held back was never sent
+        # on a page that then stayed still.
         cdp.send("Page.startScreencast", {"format": "jpeg", "quality": QUALITY, "maxWidth": MAX_SIZE[0],
                                           "maxHeight": MAX_SIZE[1], "maxFramesInFlight": 1,
                                           "sendLastFrame": True})

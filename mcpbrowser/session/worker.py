@@ -64,18 +64,14 @@ class SessionWorker:
         self._stopping = False
         self._closed_error = None
         self._last = None
-        # quiet_hook(state), when set, runs once on the session thread after a command,
-        # when no other has come for quiet_after_s: work worth doing only while the agent
-        # thinks (the core's: the pages' garbage collection). quiet_budget is
-        # (budget_s, tag): the watchdog watches it like a command.
+        # quiet_hook(state), when set, runs once on the session thread after a command, when no other has come for
+        # quiet_after_s (the pages' garbage collection); quiet_budget: (budget_s, tag) the watchdog watches it with.
         self.quiet_hook: Any = None
         self.quiet_after_s = 1.0
         self.quiet_budget = (None, None)
-        # tickers: {name: (interval_s, fn(state))}, each run on the session thread every interval_s
-        # while it is idle, and after a command when one is due. The log resources' hub sets
-        # "logs" while anyone subscribes (see resources/watch.py), the person's `person_watch` call
-        # "screencast" while anyone watches (session/screencast.py): they make the browser's events
-        # dispatch between calls. Set (`tick`) and removed (`untick`) from any thread; the loop reads them on each turn.
+        # tickers: {name: (interval_s, fn(state))}, each run on the session thread every interval_s while it is idle,
+        # and after a command when due: "logs" while anyone subscribes (resources/watch.py), "screencast" while
+        # anyone watches (session/screencast.py). Set and removed from any thread; the loop reads them each turn.
         self.tickers: dict[str, Any] = {}
         self._tick_due: dict[str, float] = {}
         # Its state's EventBuffers (set by the state as it opens): their numbered logs may be read from
@@ -206,8 +202,7 @@ class SessionWorker:
             state = self._opener(self)
         except BaseException as exc:  # the creator waits on `ready`; it must hear why
             self.ready.set_exception(exc)
-            self.stop()
-            self._fail_queued()
+            self.stop()  # fails what is queued; a stop that came first did, and nothing is queued after one
             return
         self.ready.set_result(True)
         quiet_due = None  # monotonic time the quiet hook is due, after a command

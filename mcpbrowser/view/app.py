@@ -29,10 +29,6 @@ from mcpbrowser.view.screencast import Screencasts
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 ASSETS = {"view.js": "text/javascript; charset=utf-8", "view.css": "text/css; charset=utf-8"}
 MAX_FORM_BYTES = 4096
-# The live picture holds one of the WSGI server's threads per viewer for as long as it is watched: a person
-# (or a tenant's script) opening it many times took every thread, the MCP endpoint's too. All viewers
-# together open at most `max_live` (default: two a session the server allows, half of --http's threads),
-# the people of one name (a token's) half of them.
 PLAIN_HTTP_WARNING = ("This view is reached over plain HTTP from another machine: the sign-in token and the "
                       "cookie cross the network in clear. Put it behind a TLS-terminating proxy.")
 
@@ -57,6 +53,8 @@ class ViewApp:
         self.path = path.rstrip("/")
         self._secret = secrets.token_bytes(32)  # the hook's CSRF tokens are keyed by it
         self.casts = Screencasts(core)
+        # A live picture holds a thread per viewer while it is watched: opened many times, it took every thread,
+        # the MCP endpoint's too. At most max_live at once (default: two a session), one name's people half of them.
         self.max_live = max_live or max(4, 2 * core.max_sessions)
         self._live_lock = threading.Lock()
         self._watching: dict[str, int] = {}  # viewer name -> live pictures open
