@@ -61,14 +61,10 @@ class Acting:
         return next((tab for tab in self.tabs if tab is not besides and tab.dialog is not None), None)
 
     def act(self, target, method, /, deadline_s=None, watch=None, **kwargs):
-        """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens
-        (and TIMED_OUT after deadline_s seconds, when given).
-
-        With a dialog listener installed, an action whose click opens an alert
-        would otherwise block until the dialog is answered. The sync method is
-        made to hand over its coroutine instead of waiting on it (see
-        playwright_internals); we then wait for whichever comes first.
-        watch=(every_s, still_fine): while the call runs, ask still_fine() every every_s
+        """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens (and TIMED_OUT after
+        deadline_s seconds, when given): an action whose click opens an alert would otherwise block until the
+        dialog is answered. The sync method hands over its coroutine (playwright_internals), and we wait for
+        whichever comes first. watch=(every_s, still_fine): while the call runs, ask still_fine() every every_s
         seconds; when it says no, stop waiting (TIMED_OUT) and leave the call to its fate.
         """
         if self.blocker is not None:

@@ -93,10 +93,7 @@ EMULATION = {"viewport": "viewport", "userAgent": "user_agent", "locale": "local
 
 def context_options(playwright: Any, emulation: dict[str, Any]) -> dict[str, Any]:
     """new_context's keyword arguments for a session's emulation: its device's, then its own options over them.
-
-    A geolocation comes with the permission to read it, as a person who shares
-    their location would give it.
-    """
+    A geolocation comes with the permission to read it, as a person who shares their location would give it."""
     out: dict[str, Any] = {}
     name = emulation.get("device")
     if name is not None:
@@ -131,10 +128,8 @@ def _emulation_error(exc: Exception, emulation: dict[str, Any]) -> InvalidParame
 
 
 def _driver_pid(manager: Any) -> int | None:
-    """The pid of a sync_playwright() driver process, through Playwright internals; None if they moved.
-
-    Only the watchdog uses it, to free a thread stuck in a call that never returns.
-    """
+    """The pid of a sync_playwright() driver process (the watchdog frees a thread stuck in a call that never
+    returns with it); None if Playwright's internals moved."""
     try:
         return playwright_internals.driver_pid(manager)
     except AttributeError:

@@ -137,11 +137,10 @@ def _edited(state, held, selector, value):
 
 
 class Proof:
-    """The page watch's proof that a `type` (a value) or a `select` (None) changed nothing but its field, for the
-    field at `selector`: `reads`, a count scoped to the field (its answer a line's place, 0 for a refusal, the
-    watch re-armed as `token` when it proved) and, after a `type` on a page showing an editor's lines, the
-    editor's (page_watch.wrote: its lines, "" for a refusal); `text(answers)`, the held snapshot so edited
-    (None: walk); `proved(answers)`, whether one of them re-armed the watch."""
+    """The page watch's proof that a `type` (a value) or a `select` (None) changed nothing but its field at
+    `selector`: `reads`, a count scoped to the field (a line's place, 0 for a refusal) and, on a page showing an
+    editor's lines, the editor's read (page_watch.wrote: "" for a refusal), which re-arm the watch as `token` when
+    they prove; `text(answers)`, the held snapshot so edited (None: walk); `proved(answers)`, whether one did."""
 
     def __init__(self, reads, token, text):
         self.reads, self.token, self._text = reads, token, text
@@ -269,8 +268,7 @@ def took_whole_snapshot(state, text, secret_fields=None):
 def walk_page(state, options):
     """The agent's walk of the whole page (snapshot): (text, title), INTERRUPTED for the text when a dialog
     ended it. The secret fields' count (as capture_snapshot sends it) and, on Chromium, the tab's title go
-    out with the walk: one round trip instead of three, where the page was walked because it changed
-    (back to back after an action, say)."""
+    out with the walk: one round trip instead of three."""
     tab = state.tab
     reads = [(page_root(state), "aria_snapshot", options)]
     counts = bool(tab.refs) and len(tab.page.frames) == 1

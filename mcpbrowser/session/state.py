@@ -1,10 +1,8 @@
 """One session's state: its tabs (each a `Tab`, with its dialog), secrets, and running a tool on them.
 
-SESSION THREAD ONLY. Every Playwright object here was created on the session's
-own thread and is used only there; event handlers also run on that thread,
-dispatched by Playwright while a call is in progress. What other threads may
-read is copied out as plain data into `worker.info`. The session's event buffers
-are `events.py`'s, its domain policy checks `network_policy.py`'s.
+SESSION THREAD ONLY. Every Playwright object here was created on the session's own thread and is used only
+there; event handlers also run on that thread, dispatched by Playwright while a call is in progress. What
+other threads may read is copied out as plain data into `worker.info`.
 """
 
 import time
@@ -210,9 +208,8 @@ class SessionState(Acting):
 
     def _news(self, dialog_before):
         """What the pages did that the agent was not told yet, each told once: a dialog that opened during the
-        call on its tab, the dialogs open in other tabs, other tabs that crashed, the tabs it opened (between calls
-        too: events are dispatched during any Playwright call, the after-call capture included), a tab navigate
-        replaced, the dialogs the server dismissed, downloads."""
+        call on its tab, the dialogs open in other tabs, other tabs that crashed, the tabs opened (between calls
+        too), a tab navigate replaced, the dialogs the server dismissed, downloads."""
         news = {}
         if self.blocker is not None and self.blocker is not dialog_before:
             news["dialog"] = self.dialog_info()
@@ -367,12 +364,9 @@ class SessionState(Acting):
         return True
 
     def clear_the_way(self):
-        """navigate's start: dismiss the dialog that blocks the tab, and any that opens until it is away.
-
-        A tab whose page raises dialogs in a loop is not navigated but replaced (see
-        trapped): its next dialog would come during the navigation, where Chromium
-        holds the navigation and refuses to answer the dialog.
-        """
+        """navigate's start: dismiss the dialog that blocks the tab, and any that opens until it is away. A tab whose
+        page raises dialogs in a loop is replaced (see trapped): its next dialog would come during the navigation,
+        where Chromium holds the navigation and refuses to answer the dialog."""
         self.leaving, self.trapped = True, False
         if self.blocker is not None:  # its own, or another tab's that holds it
             self.answer_dialog(self.blocker, False)
@@ -381,11 +375,8 @@ class SessionState(Acting):
             self.replace_tab()
 
     def replace_tab(self):
-        """Close the current tab, whatever its page is doing, and carry on in a fresh one of the same context.
-
-        What a person does with a tab that will not let go. Cookies and storage are
-        the context's, so they stay; the tab's back history goes with it.
-        """
+        """Close the current tab, whatever its page is doing, and carry on in a fresh one of the same context (as a
+        person does with a tab that will not let go): cookies and storage stay; the tab's back history goes."""
         old = self.tab
         self.events.hand_over(old, self._open_blank_tab(at=self.tabs.index(old) if old in self.tabs else None))
         self.replaced_tab = True
