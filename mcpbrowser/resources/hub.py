@@ -1,11 +1,10 @@
 """The core's resources (each session's logs, and the server log): which a client may see, reading
 them, and who subscribes.
 
-ANY THREAD: every method. A read of an idle session runs on its thread, after a round trip that
-makes the browser's news arrive; while a call runs (and its events flow), it reads the session's
-numbered logs at once, from the caller's thread. A subscription makes the session's thread tick
-(watch.py) until its last subscriber leaves or the session ends (the registry's `on_ended`,
-which ends every subscription to it).
+ANY THREAD: every method. A read of an idle session runs on its thread, after a round trip that makes the browser's news
+arrive; while a call runs (and its events flow), it reads the session's numbered logs at once, from the caller's thread.
+A subscription makes the session's thread tick (watch.py) until its last subscriber leaves or the session ends (the
+registry's `on_ended`, which ends every subscription to it).
 
 A client sees only its own sessions (`owner`, as for tools; None sees all): another's is
 answered as a URI that names nothing, so listing, reading and subscribing tell it nothing.

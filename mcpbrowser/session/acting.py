@@ -14,11 +14,10 @@ from mcpbrowser.session.playwright_internals import event_loop, run_coroutine, t
 
 INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
 TIMED_OUT = object()  # act() result: the page did not answer within the deadline given
-# A page whose own script never yields answers nothing. Work the server does by itself (the
-# capture after a call, the storage save, the idle collection) gives up after INTERNAL_S;
-# a page that made it give up, or made a call fail slowly (after PROBE_AFTER_S), is asked
-# for one trivial evaluation, given PROBE_S: no answer, and calls answer PAGE_UNRESPONSIVE
-# at once instead of waiting out their timeouts and the watchdog.
+# A page whose own script never yields answers nothing. Work the server does by itself (the capture after a call, the
+# storage save, the idle collection) gives up after INTERNAL_S; a page that made it give up, or made a call fail slowly
+# (after PROBE_AFTER_S), is asked for one trivial evaluation, given PROBE_S: no answer, and calls answer
+# PAGE_UNRESPONSIVE at once instead of waiting out their timeouts and the watchdog.
 INTERNAL_S = 2.0
 PROBE_AFTER_S = 1.0
 PROBE_S = 1.0

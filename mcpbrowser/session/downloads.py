@@ -1,19 +1,17 @@
 """One session's downloads: saved under server-chosen names, within a size limit and the domain policy.
 
-SESSION THREAD ONLY: Playwright dispatches `on_download` on the session's thread, in a greenlet of its own,
-while a call is in progress; its `save_as` waits there while the session's calls go on, so a download
-completes during some later call (any call pumps the events; `wait_for(download=true)` waits for one).
-`_police` runs on the session's Playwright loop: as a task while a call pumps it, as a queued command
-(`tick`) while the session is idle.
+SESSION THREAD ONLY: Playwright dispatches `on_download` on the session's thread, in a greenlet of its own, while a call
+is in progress; its `save_as` waits there while the session's calls go on, so a download completes during some later
+call (any call pumps the events; `wait_for(download=true)` waits for one). `_police` runs on the session's Playwright
+loop: as a task while a call pumps it, as a queued command (`tick`) while the session is idle.
 
-The size limit (--max-download-mb) bounds the bytes of all the session's downloads on disk at once: a
-download whose response announced more is cancelled as it starts (read from its request in the session's
-network ring; a link with `download` is fetched out of the page's sight, and stopped as it streams); at
-most AT_ONCE run at once; while they stream, the bytes of the browser's files and of our copies are summed
-every WATCH_S, and the largest still streaming is cancelled while the sum passes the limit. The files on
-disk, not Chromium's download events: those go only to the CDP session that enabled them, Playwright's own.
-On a remote endpoint the files are not on our disk: there only the announced size, the whole file's size
-and the number at once hold.
+The size limit (--max-download-mb) bounds the bytes of all the session's downloads on disk at once: a download whose
+response announced more is cancelled as it starts (read from its request in the session's network ring; a link with
+`download` is fetched out of the page's sight, and stopped as it streams); at most AT_ONCE run at once; while they
+stream, the bytes of the browser's files and of our copies are summed every WATCH_S, and the largest still streaming is
+cancelled while the sum passes the limit. The files on disk, not Chromium's download events: those go only to the CDP
+session that enabled them, Playwright's own. On a remote endpoint the files are not on our disk: there only the
+announced size, the whole file's size and the number at once hold.
 """
 
 import asyncio

@@ -1,9 +1,8 @@
 """One session's event buffers: its tabs' console entries and network requests, in bounded rings.
 
-SESSION THREAD: Playwright dispatches these handlers on the session's thread while a
-call is in progress. Entries are plain dicts; a request's entry is filled in as its
-response and end arrive. ANY THREAD: `log_since` and `log_position`, the numbered logs
-the log resources read (under their lock), so that a read need not wait for a running call.
+SESSION THREAD: Playwright dispatches these handlers on the session's thread while a call is in progress. Entries are
+plain dicts; a request's entry is filled in as its response and end arrive. ANY THREAD: `log_since` and `log_position`,
+the numbered logs the log resources read (under their lock), so that a read need not wait for a running call.
 """
 
 import threading

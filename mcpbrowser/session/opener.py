@@ -17,10 +17,9 @@ from mcpbrowser.session.state import SessionState
 class SessionOpener:
     """Builds a session's SessionState on its thread.
 
-    connect(worker) -> (manager, playwright, browser, driven) attaches to the shared
-    browser; ask_user(session_id, host, call) and tell_user(session_id, message, call) reach
-    the person (call: the session's running call, whose caller is asked);
-    quiet_budget(session_id) is the watchdog's (budget_s, tag) for the idle garbage collection.
+    connect(worker) -> (manager, playwright, browser, driven) attaches to the shared browser; ask_user(session_id, host,
+    call) and tell_user(session_id, message, call) reach the person (call: the session's running call, whose caller is
+    asked); quiet_budget(session_id) is the watchdog's (budget_s, tag) for the idle garbage collection.
     """
 
     def __init__(self, config: Config, connect: Callable[[Any], tuple[Any, Any, Any, bool]],

@@ -46,15 +46,13 @@ def current_title(history):
 def loaded_title(state, count=False, also=None):
     """The current tab's title, right after a page loaded.
 
-    On Chromium it comes from the browser's own record of the tab (history_read): one round trip that runs
-    no JavaScript, so it also works behind a dialog, where page.title() would first set up Playwright's
-    utility world on a fresh document. The browser learns the title as the document is parsed, so it is
-    current once a load finished ("" when a dialog that opened meanwhile held it back). Other browsers, or a
-    CDP failure: page.title() ("" behind a dialog).
-    `count`: the page will be captured after the answer, which decides on its element count
-    (snapshots.too_large): read with the title, in one evaluation. `also`: another read ((target, method,
-    kwargs): the tools the page offers) sent in the same round trip; then (title, its answer, an exception
-    for one that failed).
+    On Chromium it comes from the browser's own record of the tab (history_read): one round trip that runs no
+    JavaScript, so it also works behind a dialog, where page.title() would first set up Playwright's utility world on a
+    fresh document. The browser learns the title as the document is parsed, so it is current once a load finished (""
+    when a dialog that opened meanwhile held it back). Other browsers, or a CDP failure: page.title() ("" behind a
+    dialog). `count`: the page will be captured after the answer, which decides on its element count
+    (snapshots.too_large): read with the title, in one evaluation. `also`: another read ((target, method, kwargs): the
+    tools the page offers) sent in the same round trip; then (title, its answer, an exception for one that failed).
     """
     tab, answer = state.tab, _NOT_SENT
     title = None
@@ -199,11 +197,9 @@ def await_error_page(state, navigations):
     """After a navigation failed with a network error, wait until Chromium's error page commits
     (session thread); `navigations`: the current tab's navigations before the load.
 
-    Chromium commits chrome-error://chromewebdata/ some 100 ms after the failure
-    is reported, and that commit interrupts whatever navigation started
-    meanwhile, again and again ("interrupted by another navigation"; raw
-    Playwright does the same). Waiting here, on the failure path only, lets the
-    agent's next navigation just work.
+    Chromium commits chrome-error://chromewebdata/ some 100 ms after the failure is reported, and that commit interrupts
+    whatever navigation started meanwhile, again and again ("interrupted by another navigation"; raw Playwright does the
+    same). Waiting here, on the failure path only, lets the agent's next navigation just work.
     """
     tab = state.tab
     if not state.chromium or tab is None or state.blocker is not None:
@@ -236,9 +232,8 @@ def browser_gone(state):
 def storage_state(state):
     """(storage state JSON, url) for resume_session; None when it cannot be read.
 
-    Reading local storage runs in the pages, so it goes through state.act: a dialog
-    that opens meanwhile (a page's own timer, while the agent thinks) would hold it
-    for ever, and with it the session thread.
+    Reading local storage runs in the pages, so it goes through state.act: a dialog that opens meanwhile (a page's own
+    timer, while the agent thinks) would hold it for ever, and with it the session thread.
     """
     if state.blocker is not None or state.tab is None:
         return None

@@ -2,27 +2,24 @@
 
 SESSION THREAD ONLY: the functions take the session's SessionState.
 
-A `snapshot` right after a page-changing call would walk the page a second time (the history's
-capture has just walked it, and a walk is the most expensive thing we do), so `snapshot` answers
-with the last whole-page snapshot when the page provably did not change since. What each check
-refuses, as a user sees it, is in docs/history.md ("A `snapshot` right after another reads nothing
-twice").
+A `snapshot` right after a page-changing call would walk the page a second time (the history's capture has just walked
+it, and a walk is the most expensive thing we do), so `snapshot` answers with the last whole-page snapshot when the page
+provably did not change since. What each check refuses, as a user sees it, is in docs/history.md ("A `snapshot` right
+after another reads nothing twice").
 
-How it is proved: a Playwright selector engine of ours (ENGINE) runs in Playwright's utility
-world, which the page cannot see or reach. Every whole-page snapshot resolves its root through it
-(`arm`), in the same evaluation as the walk: no extra round trip, and nothing can happen between
-them. Arming observes every mutation of the document and its open shadow roots, listens in the
-capture phase for input, focus, toggle, animation and transition events, and notes the URL, the
-focus, every form control's value and checked state, the style sheets (rule counts, media,
-disabled), the open popovers and the animations that show or hide (none of which is a mutation).
-`clean` is true only when none of that moved; a new document has a fresh utility world, so it is
-never clean. The page cannot forge the watch's state, which lives in that world.
+How it is proved: a Playwright selector engine of ours (ENGINE) runs in Playwright's utility world, which the page
+cannot see or reach. Every whole-page snapshot resolves its root through it (`arm`), in the same evaluation as the walk:
+no extra round trip, and nothing can happen between them. Arming observes every mutation of the document and its open
+shadow roots, listens in the capture phase for input, focus, toggle, animation and transition events, and notes the URL,
+the focus, every form control's value and checked state, the style sheets (rule counts, media, disabled), the open
+popovers and the animations that show or hide (none of which is a mutation). `clean` is true only when none of that
+moved; a new document has a fresh utility world, so it is never clean. The page cannot forge the watch's state, which
+lives in that world.
 
-Never clean, since their changes escape the watch: pages with frames (their documents are not
-observed), custom elements not yet defined (their upgrade attaches a shadow root without a
-mutation), manually assigned slots. Left unseen, knowingly, as rare: a style rule edited in place
-through the CSSOM, a sheet replaced with as many rules, a registered custom property, a closed
-shadow root. A `snapshot` with `depth` always walks.
+Never clean, since their changes escape the watch: pages with frames (their documents are not observed), custom elements
+not yet defined (their upgrade attaches a shadow root without a mutation), manually assigned slots. Left unseen,
+knowingly, as rare: a style rule edited in place through the CSSOM, a sheet replaced with as many rules, a registered
+custom property, a closed shadow root. A `snapshot` with `depth` always walks.
 
 The history's capture (snapshots.capture_snapshot) checks the same way in the evaluation that would
 walk (`changed`). A page's own listener may stop our input's events before the watch hears them,
@@ -30,26 +27,23 @@ and what they change in CSS alone (`:hover`) makes no mutation, so a call that m
 tool but the read-only ones and SENDS_NO_INPUT) drops the held snapshot as it starts
 (snapshots.before_call): a forged quiet costs nothing but a walk. So does `evaluate` (the CSSOM).
 
-Three edits instead of a walk, each proved by one read that also re-arms the watch: `typed` (a
-`type` that filled one plain text field: its value and the focus are read, not heard), `chose` (a
-`select` of one option in a plain native select: its [selected] mark moves) and `wrote` (a `type`
-into a contenteditable textbox, as CodeMirror's and ProseMirror's are: the editor's lines computed
-as Playwright's walk writes them, only for the shapes where that is certain). Each refuses where a
-walk might write the page otherwise: anything but plain containers around the field, a name taken
-from it, another control holding the same text (a hidden secret field), a style rule that "reacts"
-(applies by the focus, a validity, :has() and the like, in any sheet or nested rule, and sets a
-property that may change what a walk writes: `reactive`), a field sized by its content. The
-editor's lines are computed here, not by Playwright's walk of the editor alone
-(locator.aria_snapshot): any aria snapshot replaces the one Playwright resolves `aria-ref` against,
+Three edits instead of a walk, each proved by one read that also re-arms the watch: `typed` (a `type` that filled one
+plain text field: its value and the focus are read, not heard), `chose` (a `select` of one option in a plain native
+select: its [selected] mark moves) and `wrote` (a `type` into a contenteditable textbox, as CodeMirror's and
+ProseMirror's are: the editor's lines computed as Playwright's walk writes them, only for the shapes where that is
+certain). Each refuses where a walk might write the page otherwise: anything but plain containers around the field, a
+name taken from it, another control holding the same text (a hidden secret field), a style rule that "reacts" (applies
+by the focus, a validity, :has() and the like, in any sheet or nested rule, and sets a property that may change what a
+walk writes: `reactive`), a field sized by its content. The editor's lines are computed here, not by Playwright's walk
+of the editor alone (locator.aria_snapshot): any aria snapshot replaces the one Playwright resolves `aria-ref` against,
 so every ref outside the editor would stop resolving until the next whole walk.
 """
 
 from mcpbrowser.logs import log
 
 ENGINE_NAME = "mcpbrowser_watch"
-# Page-changing tools that send the page no pointer, keyboard or viewport input, and run none of the agent's
-# script (`evaluate`'s may well edit a style sheet through the CSSOM, which the watch cannot see): the watch sees
-# all they do.
+# Page-changing tools that send the page no pointer, keyboard or viewport input, and run none of the agent's script
+# (`evaluate`'s may well edit a style sheet through the CSSOM, which the watch cannot see): the watch sees all they do.
 SENDS_NO_INPUT = frozenset({"handle_dialog"})
 
 # Selectors through the engine. Each arming carries a token (a number the session picks), so that a check can

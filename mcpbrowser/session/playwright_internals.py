@@ -1,9 +1,8 @@
 """Every private Playwright name we rely on, in one place, so that an upgrade touches one file.
 
-Each function says what it needs from Playwright's internals and what the
-caller does when the name has moved (AttributeError or ImportError here).
-Called on the thread that owns the Playwright objects passed in: a session
-thread, except `hook_driver` and `hook_received`, which any thread may call once.
+Each function says what it needs from Playwright's internals and what the caller does when the name has moved
+(AttributeError or ImportError here). Called on the thread that owns the Playwright objects passed in: a session thread,
+except `hook_driver` and `hook_received`, which any thread may call once.
 """
 
 
@@ -18,9 +17,8 @@ def take_coroutine(target, method, kwargs):
     try:
         direct = getattr(target, method)(**kwargs)
     except (AssertionError, TypeError):
-        # Some wrappers map their result with from_impl, which asserts there is one
-        # (BrowserContext.storage_state), or iterates it (WebMCP.tools: from_impl_list):
-        # it fails only after handing the coroutine over.
+        # Some wrappers map their result with from_impl, which asserts there is one (BrowserContext.storage_state), or
+        # iterates it (WebMCP.tools: from_impl_list): it fails only after handing the coroutine over.
         if not captured:
             raise
         direct = None

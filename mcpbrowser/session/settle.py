@@ -5,15 +5,14 @@ sent before that makes the agent read an empty page and read again. @playwright/
 second after every action; mcpbrowser waits only while the page is still reacting, so a page that
 reacted at once (or not at all) costs one round trip. docs/tools.md states the rule as a user sees it.
 
-A script in every document of the session (INSTALL: an init script, or installed by the first
-settle in an older document) notes each short timer (at most TIMER_MS) and request with the origin
-of its chain of work (see THE RULE in INSTALL), the DOM's changes and the scrolls. After an action
-that did not load a new document, the settle counts from the action's start: it answers at once
-when nothing of the action's chains is pending and none was started since; otherwise it waits until
-what was started ended and the DOM was then quiet for QUIET_MS (at most LINGER_MS: a ticker never
-quiets down), or the cap (CAP_MS, or the action's own timeout). An action that scrolled waits until
-neither the scroll nor the DOM moved for QUIET_MS (a virtualised list renders its rows then). A
-longer timer, an interval, an animation frame and a socket's messages are not waited for.
+A script in every document of the session (INSTALL: an init script, or installed by the first settle in an older
+document) notes each short timer (at most TIMER_MS) and request with the origin of its chain of work (see THE RULE in
+INSTALL), the DOM's changes and the scrolls. After an action that did not load a new document, the settle counts from
+the action's start: it answers at once when nothing of the action's chains is pending and none was started since;
+otherwise it waits until what was started ended and the DOM was then quiet for QUIET_MS (at most LINGER_MS: a ticker
+never quiets down), or the cap (CAP_MS, or the action's own timeout). An action that scrolled waits until neither the
+scroll nor the DOM moved for QUIET_MS (a virtualised list renders its rows then). A longer timer, an interval, an
+animation frame and a socket's messages are not waited for.
 
 A key's or a field's action (ANSWERS_FIRST) answers without waiting for its short timers: the next
 read (READS) first finishes that settle (`finish`), and so does the history's capture after the

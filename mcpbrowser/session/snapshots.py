@@ -1,8 +1,7 @@
 """A session's snapshots as shown and stored: cleaned, secrets redacted, refs remembered.
 
-SESSION THREAD ONLY: each function takes the session's SessionState, whose
-current tab's `refs` say which refs the agent may use, and whose `secrets`
-are scrubbed from all output.
+SESSION THREAD ONLY: each function takes the session's SessionState, whose current tab's `refs` say which refs the agent
+may use, and whose `secrets` are scrubbed from all output.
 """
 
 import itertools
@@ -227,9 +226,8 @@ def _still_clean(state, held):
 
 
 def _reused(state, held):
-    """The held whole snapshot as this capture (scrubbed of secrets learned since as it leaves, core/answer.py);
-    its refs are Playwright's current ones (nothing read an aria snapshot since), and it stays held for the next
-    call."""
+    """The held whole snapshot as this capture (scrubbed of secrets learned since as it leaves, core/answer.py); its
+    refs are Playwright's current ones (nothing read an aria snapshot since), and it stays held for the next call."""
     state.tab.full_snapshot = held
     state.tab.refs = frozenset(snapshot_text.REF.findall(held[0]))
     return held[0]

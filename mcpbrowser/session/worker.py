@@ -1,11 +1,9 @@
 """One session's dedicated thread and its command queue.
 
-Thread ownership: everything the opener returns (Playwright, Browser, Context,
-Page) is created on the session thread and used only there. Other threads talk
-to it only through `submit`, which carries plain data in and a Future out,
-shaped after `concurrent.futures.thread`: a cancelled command still queued is
-skipped, and every exception, BaseException included, lands in its Future, so
-no command can kill the loop.
+Thread ownership: everything the opener returns (Playwright, Browser, Context, Page) is created on the session thread
+and used only there. Other threads talk to it only through `submit`, which carries plain data in and a Future out,
+shaped after `concurrent.futures.thread`: a cancelled command still queued is skipped, and every exception,
+BaseException included, lands in its Future, so no command can kill the loop.
 """
 
 import collections
@@ -135,11 +133,10 @@ class SessionWorker:
     def submit(self, fn, *args, after=None, budget_s=None, tag=None, urgent=False):
         """Queue fn(state, *args) for the session thread; returns its Future.
 
-        after(state, fut), if given, runs on the session thread once the Future is
-        settled (its answer already on its way) and before the next command: work
-        the caller need not wait for, such as capturing the page the call left.
-        budget_s: seconds the command and its after-work may take before the
-        watchdog may call it stuck (see `stuck`); tag travels with it for the watchdog.
+        after(state, fut), if given, runs on the session thread once the Future is settled (its answer already on its
+        way) and before the next command: work the caller need not wait for, such as capturing the page the call left.
+        budget_s: seconds the command and its after-work may take before the watchdog may call it stuck (see `stuck`);
+        tag travels with it for the watchdog.
         """
         fut: Future[Any] = Future()
         with self._lock:

@@ -1,9 +1,8 @@
 """The live view as a WSGI app: pages, their JSON, the live picture, and a person's hands on a session.
 
-ANY THREAD (the WSGI server's request threads). Who may see what is decided here, once per
-request, before any route runs: a viewer (auth.Viewer) from the sign-in cookie or the
-embedder's hook; every session id in a URL is then checked against it, and one the viewer
-may not see answers exactly as one that does not exist.
+ANY THREAD (the WSGI server's request threads). Who may see what is decided here, once per request, before any route
+runs: a viewer (auth.Viewer) from the sign-in cookie or the embedder's hook; every session id in a URL is then checked
+against it, and one the viewer may not see answers exactly as one that does not exist.
 """
 
 import html
@@ -36,12 +35,11 @@ PLAIN_HTTP_WARNING = ("This view is reached over plain HTTP from another machine
 class ViewApp:
     """`app(environ, start_response)`: the view under `path` (give "" when your router strips the prefix).
 
-    core: the server's core, as its typed face (core/face.py): the view reads it and submits calls through
-    it, and writes nothing into it (building a view, or two, leaves the core as it was);
-    sign_ins: the view's own sign-in (tokens or a one-time key), or who_may_see: an embedder's hook
-    deciding it from the request (then no sign-in page here);
-    trust_proxy: believe X-Forwarded-Proto (the view sits behind a TLS proxy); max_live: live pictures
-    open at once (each holds a thread of the WSGI server: keep it well under the server's threads).
+    core: the server's core, as its typed face (core/face.py): the view reads it and submits calls through it, and
+    writes nothing into it (building a view, or two, leaves the core as it was); sign_ins: the view's own sign-in
+    (tokens or a one-time key), or who_may_see: an embedder's hook deciding it from the request (then no sign-in page
+    here); trust_proxy: believe X-Forwarded-Proto (the view sits behind a TLS proxy); max_live: live pictures open at
+    once (each holds a thread of the WSGI server: keep it well under the server's threads).
     """
 
     def __init__(self, core: CoreFace, *, sign_ins: SignIns | None = None, who_may_see: WhoMaySee | None = None,
