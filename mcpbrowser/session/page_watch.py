@@ -173,11 +173,10 @@ ENGINE = r"""({
       'out-of-range|state|blank|autofill|dir)\\b', 'i');
     // A choice changes what :checked and :default match (an option's), and a required select's validity.
     const CHOICE_REACTS = /:(checked|default|valid|invalid|user-valid|user-invalid|has|state)\b/i;
-    // Whether a rule that applies by them may change what a walk writes: any property but HARMLESS's. Under a
-    // selector, a nested rule's parent, an @scope or a condition that applies by
-    // them; an imported sheet read too. Read once a document for each look of its style sheets (w.looks, the
-    // callers' check that they are as armed): a page of 30,000 rules took 40 ms a scan, more than the walk the
-    // edit saves on a small page.
+    // Whether a rule that applies by them may change what a walk writes: any property but HARMLESS's. Under a selector,
+    // a nested rule's parent, an @scope or a condition that applies by them; an imported sheet read too. Read once a
+    // document for each look of its style sheets (w.looks, the callers' check that they are as armed): a page of 30,000
+    // rules took 40 ms a scan, more than the walk the edit saves on a small page.
     const harmless = (style) => { for (let i = 0; i < style.length; i++) if (!HARMLESS.test(style[i])) return false;
       return true; };
     const reactive = (roots, reacts = REACTS) => {
