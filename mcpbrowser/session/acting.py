@@ -79,7 +79,9 @@ class Acting:
         task.add_done_callback(_retrieve)
         end = None if deadline_s is None else time.monotonic() + deadline_s
         while True:
-            waiter = self._waiter()
+            if self._dialog_waiter is None or self._dialog_waiter.done():
+                self._dialog_waiter = event_loop(self.context).create_future()
+            waiter = self._dialog_waiter
             step = None if end is None else max(0.0, end - time.monotonic())
             if watch is not None:
                 step = watch[0] if step is None else min(step, watch[0])
@@ -131,8 +133,3 @@ class Acting:
             f"The page at {clip(url)} does not respond: a script of its own keeps it busy, so nothing can act on it. "
             "Navigate elsewhere, or to the same URL to reload it (navigate replaces the stuck tab); the session, "
             "its cookies and its other tabs are fine.", session_id=self.session_id, details={"url": url})
-
-    def _waiter(self):
-        if self._dialog_waiter is None or self._dialog_waiter.done():
-            self._dialog_waiter = event_loop(self.context).create_future()
-        return self._dialog_waiter

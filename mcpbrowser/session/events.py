@@ -80,11 +80,6 @@ CONSOLE_GUARD = """(() => {
     .replace("CHARS", str(CONSOLE_CHARS)).replace("MARK", WHERE_MARK)
 
 
-def _icon_miss(text: str, url: str) -> bool:
-    """Whether a console line is Chromium's own failure to load the site's icon."""
-    return text.startswith("Failed to load resource") and urlsplit(url).path == "/favicon.ico"
-
-
 def headers_shown(source: Any, sensitive: Any) -> dict[str, str]:
     """A buffered request's (or its response's) headers as they leave: the full ones (cookies included: a round
     trip each, so read only for the entries returned), the values of the `sensitive` names [REDACTED]."""
@@ -328,7 +323,7 @@ class EventBuffers:
         loc = message.location or {}
         # Chromium asks a site for /favicon.ico by itself, and logs its 404 as the page's error after
         # the load's answer: the agent's next call then reported a console error the page never made.
-        if _icon_miss(message.text, loc.get("url", "")):
+        if message.text.startswith("Failed to load resource") and urlsplit(loc.get("url", "")).path == "/favicon.ico":
             return
         # Chromium's own advice to developers ("[DOM] Input elements should have autocomplete attributes" on every
         # login page) comes at the level `verbose`, which no console call of a page has: DevTools hides it, so do we.
