@@ -9,14 +9,12 @@ from contextlib import suppress
 from mcpbrowser.logs import log
 
 ERROR_PAGE_WAIT_MS = 2000  # see await_error_page
-# What makes a page a login, verification or captcha wall, for the cooldown's rule
-# (guards.py): what the page shows a person at that moment, in any of its frames. A
-# password or one-time-code field, or a captcha widget, that is rendered (not display:none,
-# not visibility:hidden: many pages keep a hidden login dialog in every page). reCAPTCHA's
-# invisible badge sits on ordinary forms and is not a wall. The page's URL and its words
-# are not enough (an /author page, a blog post about logins), except a title naming one of
-# --login-keywords: custom walls (a slider captcha) have no standard field or frame, and
-# their title is the page's own text, not ours.
+# What makes a page a login, verification or captcha wall, for the cooldown's rule (guards.py): what the page shows a
+# person at that moment, in any of its frames. A password or one-time-code field, or a captcha widget, that is rendered
+# (not display:none, not visibility:hidden: many pages keep a hidden login dialog in every page). reCAPTCHA's invisible
+# badge sits on ordinary forms and is not a wall. The page's URL and its words are not enough (an /author page, a blog
+# post about logins), except a title naming one of --login-keywords: custom walls (a slider captcha) have no standard
+# field or frame, and their title is the page's own text, not ours.
 WALL_PROBE = """(keywords) => {
   const shown = el => el.checkVisibility ? el.checkVisibility({visibilityProperty: true})
                                          : el.getClientRects().length > 0;

@@ -23,10 +23,9 @@ class Response:
         # through `progress`, the caller's own scrubbed of the call's secret book (core/answer.py's progress_to).
         self.caller = caller
         self.progress = progress or caller.progress
-        # The page the call leaves is stored (the call's function decided it from the tool's declaration and
-        # the response mode), into the answer too when `inline` (--response-mode full), else after the answer:
-        # then a read of the title may count the page's elements in the same round trip
-        # (page_reading.loaded_title), which that capture needs.
+        # The page the call leaves is stored (decided from the tool's declaration and the response mode), into the
+        # answer too when `inline` (--response-mode full), else after the answer: then a read of the title may count
+        # the page's elements in the same round trip (page_reading.loaded_title), which that capture needs.
         self.stores_page = stores_page
         self.stores_after = stores_page and not inline
         self.result: dict[str, Any] | None = None  # what the call answers, see answer

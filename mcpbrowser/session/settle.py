@@ -403,11 +403,9 @@ def settle(state, elapsed_s, timeout_s, tabs_before):
 
 
 def finish(state, until_called=False):
-    """The settle of the last actions that answered before their short timers (ANSWERS_FIRST), finished: until their
-    chains' timers and what those started ended and the DOM was then quiet, at most the cap counted from the last
-    one's start. Before a read (READS), and before the history's capture (until_called: then only until the next
-    call comes, which finds the page as it is, and a read among them finishes it). Nothing, no round trip, when
-    none is left or its cap passed."""
+    """The settle of the last actions that answered before their short timers (ANSWERS_FIRST), finished, at most the
+    cap counted from the last one's start: before a read (READS), and before the history's capture (until_called:
+    only until the next call comes, which finds the page as it is). Nothing when none is left or its cap passed."""
     left = state.unsettled
     if left is None:
         return

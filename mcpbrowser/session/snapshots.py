@@ -108,10 +108,8 @@ def capture_snapshot(state, field_edit=None):
 
 
 def before_call(state, tool):
-    """A call that may send the page input drops the tabs' held whole snapshots: their pages are walked again
-    (see page_watch: input a page's own listener keeps from the watch, and its CSS, would go unseen). Not
-    `type`'s or `select`'s: the field's value, a select's choice and the focus they change are read, not heard
-    (page_watch.typed, page_watch.chose)."""
+    """A call that may send the page input drops the tabs' held whole snapshots (page_watch says why); not `type`'s
+    or `select`'s, whose field value, choice and focus the watch reads, not hears (page_watch.typed, chose)."""
     state.proven = 0  # proved by a settle of this call, if any: not of another's
     if not (tool.read_only or tool.name in page_watch.SENDS_NO_INPUT or tool.name in ("type", "select")):
         for tab in state.tabs:
