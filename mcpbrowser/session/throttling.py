@@ -1,6 +1,6 @@
 """A session's CPU and network throttling, as Chrome DevTools offers it, applied to each of its tabs.
 
-`settings` and `describe` are pure (any thread); `apply` and `change` run on the SESSION THREAD ONLY: they talk CDP to
+`settings` and `conditions` are pure (any thread); `apply` and `change` run on the SESSION THREAD ONLY: they talk CDP to
 the session's pages (Emulation.setCPUThrottlingRate, Network.emulateNetworkConditions) through each page's CDP session.
 Both are per page in Chromium, so every tab the session opens (popups included) gets them as it opens
 (SessionState._on_page). Other engines have no such protocol: UNSUPPORTED_BROWSER.
