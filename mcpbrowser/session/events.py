@@ -138,12 +138,11 @@ class EventBuffers:
         self.finished: deque[dict] = deque(maxlen=network_size)
         self._finished_total = 0
         self._log_lock = threading.Lock()  # the console ring and `finished`, against readers on other threads
-        # on_log(name), when set: called on the session thread after an entry joined the "console" or
-        # "network" log (the log resources' watch, resources/watch.py, tells its subscribers).
+        # on_log(name), when set: called on the session thread after an entry joined the "console" or "network" log
+        # (resources/watch.py tells its subscribers).
         self.on_log: Callable[[str], None] | None = None
-        # Prefixes of a secret being typed key by key (snapshots.typing_key_by_key): scrubbed from each
-        # console and network entry as it arrives, until a call starts HIDDEN_FOR_S after the typing
-        # ended (state.running): a page's echo of the last keys may come during the next call.
+        # Prefixes of a secret being typed key by key (snapshots.typing_key_by_key): scrubbed from each entry as it
+        # arrives, until a call starts HIDDEN_FOR_S after the typing ended (state.running).
         self.hidden: tuple[str, ...] = ()
         self.hidden_until = 0.0  # time.monotonic()
 
