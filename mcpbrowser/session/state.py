@@ -67,16 +67,13 @@ class SessionState(Acting):
         self.files_saved = 0      # files this session saved (screenshots, PDFs, traces): their names' counter
         self.tracing = False      # trace_start ran, trace_stop not yet: the trace's name
         self.traced_fields = set()  # secret fields' values its snapshots met while tracing: the trace hides them
-        # Texts typed where no field could be looked at (stored withheld): a trace's parameters hide them too.
-        self.withheld = set()
+        self.withheld = set()     # texts typed where no field could be looked at (stored withheld): a trace hides them
         self.held = []            # what the running call holds as possibly secret (snapshots.hold)
         self.caller = None        # who made the call running now (asked about a domain, told a notice), or None
         self.elements_counted = None  # the page's element count, when this call's settle or title read had it
         self.settled = None       # (tab, navigations, title): the handler settled already this call (settle.now)
         self.answers_first = False  # this call's settle leaves its short timers to the next read (settle.ANSWERS_FIRST)
-        # (tab, navigations, first start, last start) of the actions whose short timers the settle left: the next read
-        # finishes their settle (settle.finish)
-        self.unsettled = None
+        self.unsettled = None     # (tab, navigations, first start, last start) of the actions settle.finish has left
         self.proven = 0           # the page watch's token at which a settle proved the held snapshot (take_proof)
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
