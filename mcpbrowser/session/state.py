@@ -73,7 +73,7 @@ class SessionState(Acting):
         self.elements_counted = None  # the page's element count, when this call's settle or title read had it
         self.settled = None       # (tab, navigations, title): the handler settled already this call (settle.now)
         self.answers_first = False  # this call's settle leaves its short timers to the next read (settle.ANSWERS_FIRST)
-        self.unsettled = None     # (tab, navigations, first start, last start) of the actions settle.finish has left
+        self.unsettled = None     # (tab, navigations, first start, last start): actions whose settle.finish is due
         self.proven = 0           # the page watch's token at which a settle proved the held snapshot (take_proof)
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
