@@ -67,9 +67,7 @@ class Acting:
         seconds; when it says no, stop waiting (TIMED_OUT) and leave the call to its fate.
         """
         if self.blocker is not None:
-            # One opened earlier in this call (run_tool refuses page tools behind one): nothing
-            # can reach the page until it is answered, so the action does not start at all.
-            return INTERRUPTED
+            return INTERRUPTED  # one opened earlier in this call: nothing reaches the page until it is answered
         direct, coroutine = take_coroutine(target, method, kwargs)
         if coroutine is None:
             return direct

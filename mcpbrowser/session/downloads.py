@@ -31,9 +31,7 @@ from mcpbrowser.timers import now_ms
 
 # A stream on loopback writes a few MB in 20 ms (what passes the limit: docs/tools.md); a look is a few stat() calls.
 WATCH_S = 0.02
-# Three at once: a page that needs more files at once than that is rare, and each one
-# running shares the limit, so more would each get a smaller share.
-AT_ONCE = 3
+AT_ONCE = 3  # a page that needs more files at once is rare, and each one shares the limit: more get less each
 
 
 class Downloads:

@@ -25,9 +25,7 @@ FPS = 5  # frames a second at most, for every viewer of a session together
 BURST = 2
 QUALITY = 60  # JPEG quality: a 1280x720 login page is 30-60 KB
 MAX_SIZE = (1280, 960)
-# An idle session thread takes the browser's frames in (and acks them) only when it ticks: a frame waits
-# for the next tick, up to this long, before a viewer gets it.
-TICK_S = 0.05
+TICK_S = 0.05  # an idle session thread takes frames in (and acks them) only as it ticks: a frame may wait this long
 INTERVAL_S = 1 / FPS
 
 

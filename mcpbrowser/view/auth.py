@@ -32,9 +32,7 @@ HEADERS = [
                                 "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'"),
 ]
 SIGN_IN_HOURS = 12  # a sign-in lasts this long, then the person signs in again
-# Sign-ins kept per name (a token's people, their browsers): each lives 12 hours on the server, so a
-# script signing in again and again grew the server's memory without bound.
-SIGN_INS_KEPT = 32
+SIGN_INS_KEPT = 32  # per name: each lives SIGN_IN_HOURS, so a script signing in again and again grew memory unbounded
 
 
 @dataclass(frozen=True)
