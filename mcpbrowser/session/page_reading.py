@@ -132,26 +132,26 @@ def element_count(state, deadline_s=None):
     from mcpbrowser.session.acting import TIMED_OUT
 
     tab = state.tab
-    # deadline_s: a count an answer waits for, given that long and no probe (NO_ANSWER when the page did
-    # not answer in time); else the server's own work's (state.background).
-    def read(target, name, /, **kwargs):
-        if deadline_s is None:
-            return state.background(tab, target, name, **kwargs)
-        if tab.unresponsive:
-            return None
-        found = state.act(target, name, deadline_s=deadline_s, **kwargs)
-        if found is TIMED_OUT:
-            raise _Busy
-        return found if isinstance(found, (dict, int)) else None
-
     try:
         if state.chromium:
-            answer = read(tab.cdp(), "send", method="Runtime.evaluate",
-                          params={"expression": COUNT_ELEMENTS, "returnByValue": True})
-            return answer["result"].get("value") if answer and "exceptionDetails" not in answer else None
-        return read(tab.page, "evaluate", expression=COUNT_ELEMENTS)
-    except _Busy:
-        return NO_ANSWER
+            target, name, kwargs = tab.cdp(), "send", {"method": "Runtime.evaluate", "params": {
+                "expression": COUNT_ELEMENTS, "returnByValue": True}}
+        else:
+            target, name, kwargs = tab.page, "evaluate", {"expression": COUNT_ELEMENTS}
+        # deadline_s: a count an answer waits for, given that long and no probe (NO_ANSWER when the page did
+        # not answer in time); else the server's own work's (state.background).
+        if deadline_s is None:
+            found = state.background(tab, target, name, **kwargs)
+        elif tab.unresponsive:
+            found = None
+        else:
+            found = state.act(target, name, deadline_s=deadline_s, **kwargs)
+            if found is TIMED_OUT:
+                return NO_ANSWER
+            found = found if isinstance(found, (dict, int)) else None
+        if state.chromium:
+            return found["result"].get("value") if found and "exceptionDetails" not in found else None
+        return found
     except Exception as exc:  # navigating, closed: the walk that follows says what it finds
         tab.cdp_session = None
         log.debug("element count failed", extra={"session": state.session_id, "error": str(exc)})
