@@ -163,10 +163,6 @@ TITLE_AND_COUNT = f"[document.title, {COUNT_ELEMENTS}]"
 NO_ANSWER = -1  # element_count's answer when the page did not answer within its deadline_s
 
 
-class _Busy(Exception):
-    """The page did not answer an element count within its deadline."""
-
-
 def wall(state, keywords=()):
     """What login, verification or captcha wall the current page shows: password, one-time-code,
     captcha or title (a title naming one of `keywords`); None for none, or when it cannot be read."""
