@@ -1,15 +1,11 @@
 """A session's stand-in for Playwright's Node.js driver: relays its pipe to the launcher's session socket.
 
-Runs as its own small process, one per session, started by that session
-thread's sync_playwright() in place of `node cli.js run-driver` (see
-attach.driver_hook). Its own two threads: the main one copies
-browser -> session, the other session -> browser. Standard library only,
-so that `python -I -S` starts it in a few milliseconds and about 5 MB PSS.
+Runs as its own small process, one per session, started by that session thread's sync_playwright() in place of `node
+cli.js run-driver` (see attach.driver_hook). Its own two threads: the main one copies browser -> session, the other
+session -> browser. Standard library only, so that `python -I -S` starts it in a few milliseconds and about 5 MB PSS.
 
-Why: a real driver per session is a Node.js process of about 65 MB, and it
-parses and relays every message once more. The launcher takes sessions on a
-Unix socket (launch_server.js, servePipe), so this only has to translate the
-framing:
+Why: a real driver per session is a Node.js process of its own that parses and relays every message once more. The
+launcher takes sessions on a Unix socket (launch_server.js, servePipe), so this only translates the framing:
 - session side (our stdin/stdout): a 4-byte little-endian length, then the JSON;
 - browser side (the socket): the JSON, then a NUL byte (JSON text never holds one).
 

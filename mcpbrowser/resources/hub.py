@@ -1,11 +1,10 @@
 """The core's resources (each session's logs, and the server log): which a client may see, reading
 them, and who subscribes.
 
-ANY THREAD: every method. A read of an idle session runs on its thread, after a round trip that
-makes the browser's news arrive; while a call runs (and its events flow), it reads the session's
-numbered logs at once, from the caller's thread. A subscription makes the session's thread tick
-(watch.py) until its last subscriber leaves or the session ends (the registry's `on_ended`,
-which ends every subscription to it).
+ANY THREAD: every method. A read of an idle session runs on its thread, after a round trip that makes the browser's news
+arrive; while a call runs (and its events flow), it reads the session's numbered logs at once, from the caller's thread.
+A subscription makes the session's thread tick (watch.py) until its last subscriber leaves or the session ends (the
+registry's `on_ended`, which ends every subscription to it).
 
 A client sees only its own sessions (`owner`, as for tools; None sees all): another's is
 answered as a URI that names nothing, so listing, reading and subscribing tell it nothing.
@@ -20,7 +19,7 @@ from mcpbrowser.logs import log
 from mcpbrowser.resources.base import parse_uri
 from mcpbrowser.resources.server_log import ServerLog, ServerLogResource
 from mcpbrowser.resources.session_logs import READ_LIMIT
-from mcpbrowser.resources.watch import COALESCE_S, TICK_S, Listener, SessionWatch
+from mcpbrowser.resources.watch import TICK_S, Listener, SessionWatch
 
 
 class ResourceNotFound(LookupError):
@@ -32,12 +31,10 @@ class ResourceNotFound(LookupError):
 
 
 class ResourceHub:
-    def __init__(self, registry: Any, resources: list[Any], server_log: ServerLog | None = None,
-                 tick_s: float = TICK_S, coalesce_s: float = COALESCE_S) -> None:
+    def __init__(self, registry: Any, resources: list[Any], server_log: ServerLog | None = None) -> None:
         self._registry = registry
         self.resources = {r.name: r for r in resources}
         self.server_log = server_log
-        self._tick_s, self._coalesce_s = tick_s, coalesce_s
         self._lock = threading.Lock()
         # A session's id, or ("server", owner) for a client's view of the server log -> its watch
         self._watches: dict[Any, SessionWatch] = {}
@@ -120,7 +117,7 @@ class ResourceHub:
                 watch = self._watches.get(key)
                 if watch is None:
                     watch = self._watches[key] = SessionWatch(
-                        "server", {"log": ServerLogResource}, self.server_log.view(owner), self._coalesce_s)
+                        "server", {"log": ServerLogResource}, self.server_log.view(owner))
                 watch.add("log", token, listener)
                 self._tokens[token] = key
             return token, ServerLogResource.uri("")
@@ -129,10 +126,10 @@ class ResourceHub:
             watch = self._watches.get(record.session_id)
             if watch is None:
                 watch = self._watches[record.session_id] = SessionWatch(
-                    record.session_id, self.resources, record.worker.events, self._coalesce_s)
+                    record.session_id, self.resources, record.worker.events)
             watch.add(resource.name, token, listener)
             self._tokens[token] = record.session_id
-        record.worker.tick("logs", self._tick_s, watch.tick)
+        record.worker.tick("logs", TICK_S, watch.tick)
         record.worker.submit(watch.tick)  # wakes an idle session thread to start ticking
         if self._registry.open_record(record.session_id) is None:  # it ended meanwhile
             self.session_ended(record.session_id)

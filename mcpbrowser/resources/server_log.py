@@ -1,12 +1,11 @@
 """The server's log records as a resource, `mcpbrowser://server/log`: on 2026-07-28, where the logging
 capability is deprecated (SEP-2577), what notifications/message carries on the handshake eras.
 
-A client reads its own records (one that sees every session, stdio's, reads them all, the server's
-own included), shown as notifications/message shows them (logs.client_view): its own calls, and
-what happened in its own sessions (logs.record_owner: a call naming another client's session id is
-the caller's record, not that session owner's). Each client's records are numbered in a sequence
-of its own, so its cursor moves with its own records alone and tells it nothing of others' work
-(one that sees all counts all): `?after=N` gives the newer ones. The last RING records are kept.
+A client reads its own records (one that sees every session, stdio's, reads them all, the server's own included), shown
+as notifications/message shows them (logs.client_view): its own calls, and what happened in its own sessions
+(logs.record_owner: a call naming another client's session id is the caller's record, not that session owner's). Each
+client's records are numbered in a sequence of its own, so its cursor moves with its own records alone and tells it
+nothing of others' work (one that sees all counts all): `?after=N` gives the newer ones. The last RING records are kept.
 
 ANY THREAD: `emit` runs on whichever thread logs (the logger's filter has scrubbed the record of
 secrets already, logs.py); everything else takes the lock.

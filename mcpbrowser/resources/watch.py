@@ -8,10 +8,9 @@ Threads:
 - TIMER THREAD: the trailing `changed` of a coalescing window (it only sends; no Playwright).
 - ANY THREAD: `add`, `remove`, `close`, `listeners`.
 
-Coalescing: a resource's subscribers hear of it at most once per COALESCE_S. An entry that
-arrives within the window is told when it closes (a timer, at most one per resource), so a page
-that logs without pause costs a client four notifications a second, and the last entries of a
-burst are never left untold.
+Coalescing: a resource's subscribers hear of it at most once per COALESCE_S. An entry that arrives within the window is
+told when it closes (a timer, at most one per resource), so a page that logs without pause costs a client four
+notifications a second, and the last entries of a burst are never left untold.
 """
 
 import threading

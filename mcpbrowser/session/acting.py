@@ -14,11 +14,10 @@ from mcpbrowser.session.playwright_internals import event_loop, run_coroutine, t
 
 INTERRUPTED = object()  # act() result: the call opened a dialog before it finished
 TIMED_OUT = object()  # act() result: the page did not answer within the deadline given
-# A page whose own script never yields answers nothing. Work the server does by itself (the
-# capture after a call, the storage save, the idle collection) gives up after INTERNAL_S;
-# a page that made it give up, or made a call fail slowly (after PROBE_AFTER_S), is asked
-# for one trivial evaluation, given PROBE_S: no answer, and calls answer PAGE_UNRESPONSIVE
-# at once instead of waiting out their timeouts and the watchdog.
+# A page whose own script never yields answers nothing. Work the server does by itself (the capture after a call, the
+# storage save, the idle collection) gives up after INTERNAL_S; a page that made it give up, or made a call fail slowly
+# (after PROBE_AFTER_S), is asked for one trivial evaluation, given PROBE_S: no answer, and calls answer
+# PAGE_UNRESPONSIVE at once instead of waiting out their timeouts and the watchdog.
 INTERNAL_S = 2.0
 PROBE_AFTER_S = 1.0
 PROBE_S = 1.0
@@ -61,20 +60,14 @@ class Acting:
         return next((tab for tab in self.tabs if tab is not besides and tab.dialog is not None), None)
 
     def act(self, target, method, /, deadline_s=None, watch=None, **kwargs):
-        """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens
-        (and TIMED_OUT after deadline_s seconds, when given).
-
-        With a dialog listener installed, an action whose click opens an alert
-        would otherwise block until the dialog is answered. The sync method is
-        made to hand over its coroutine instead of waiting on it (see
-        playwright_internals); we then wait for whichever comes first.
-        watch=(every_s, still_fine): while the call runs, ask still_fine() every every_s
+        """Call target.method(**kwargs), but return INTERRUPTED as soon as a dialog opens (and TIMED_OUT after
+        deadline_s seconds, when given): an action whose click opens an alert would otherwise block until the
+        dialog is answered. The sync method hands over its coroutine (playwright_internals), and we wait for
+        whichever comes first. watch=(every_s, still_fine): while the call runs, ask still_fine() every every_s
         seconds; when it says no, stop waiting (TIMED_OUT) and leave the call to its fate.
         """
         if self.blocker is not None:
-            # One opened earlier in this call (run_tool refuses page tools behind one): nothing
-            # can reach the page until it is answered, so the action does not start at all.
-            return INTERRUPTED
+            return INTERRUPTED  # one opened earlier in this call: nothing reaches the page until it is answered
         direct, coroutine = take_coroutine(target, method, kwargs)
         if coroutine is None:
             return direct
@@ -84,7 +77,9 @@ class Acting:
         task.add_done_callback(_retrieve)
         end = None if deadline_s is None else time.monotonic() + deadline_s
         while True:
-            waiter = self._waiter()
+            if self._dialog_waiter is None or self._dialog_waiter.done():
+                self._dialog_waiter = event_loop(self.context).create_future()
+            waiter = self._dialog_waiter
             step = None if end is None else max(0.0, end - time.monotonic())
             if watch is not None:
                 step = watch[0] if step is None else min(step, watch[0])
@@ -136,8 +131,3 @@ class Acting:
             f"The page at {clip(url)} does not respond: a script of its own keeps it busy, so nothing can act on it. "
             "Navigate elsewhere, or to the same URL to reload it (navigate replaces the stuck tab); the session, "
             "its cookies and its other tabs are fine.", session_id=self.session_id, details={"url": url})
-
-    def _waiter(self):
-        if self._dialog_waiter is None or self._dialog_waiter.done():
-            self._dialog_waiter = event_loop(self.context).create_future()
-        return self._dialog_waiter

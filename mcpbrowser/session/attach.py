@@ -1,16 +1,11 @@
 """Attaching a session thread's Playwright to the shared browser (ours, or a remote one).
 
-SESSION THREAD ONLY: `attach` returns a Playwright Browser bound to the calling
-thread. Sessions of our own browser do not run Playwright's Node.js driver: the
-launcher takes sessions on a Unix socket, and each session's sync_playwright()
-starts children/pipe_relay.py in the driver's place (~65 MB less per session).
-Playwright has no option for that, so `driver_hook` swaps the functions its pipe
-transport asks for the driver's command line and environment, for the calling
-thread only; remote browsers, and a Playwright where that function moved, keep
-the real driver. A Selenium Grid session's driver gets the SELENIUM_REMOTE_*
-variables the same way, so that its launch() goes through the Grid and no other
-thread's Playwright does. Every message any session's Playwright receives passes
-through `_valid_received` (`text_hook`): page text is made valid JSON text there.
+SESSION THREAD ONLY: `attach` returns a Playwright Browser bound to the calling thread. Sessions of our own browser do
+not run Playwright's Node.js driver: each session's sync_playwright() starts children/pipe_relay.py in its place, to the
+launcher's Unix socket. Playwright has no option for that, so `driver_hook` swaps the functions its pipe transport asks
+for the driver's command line and environment, for the calling thread only (a Selenium Grid session's driver gets its
+SELENIUM_REMOTE_* variables the same way); remote browsers, and a Playwright where that function moved, keep the real
+driver. Every message any session's Playwright receives passes through `_valid_received` (`text_hook`).
 """
 
 import json
@@ -52,10 +47,9 @@ def driver_hook():
 
 def _valid_received(raw, message):
     """A message from the browser with its lone surrogates replaced (U+FFFD): see page_strings.valid_text."""
-    # Node's JSON.stringify writes a lone surrogate as an escape (lowercase "\udXXX") and every
-    # other character as it is, so a message without that escape has none: the walk costs only
-    # the pages that write one. Measured per MB: the escape's search ~5 ms (under json.loads' own),
-    # a backslash's ~0.2 ms, which answers alone for a screenshot's base64.
+    # Node's JSON.stringify writes a lone surrogate as an escape (lowercase "\udXXX") and every other character
+    # as it is, so a message without that escape has none: the walk costs only the pages that write one. The
+    # backslash's search, much the cheaper, answers alone for a screenshot's base64.
     slash, marker = (b"\\", b"\\ud") if isinstance(raw, bytes) else ("\\", "\\ud")
     return valid_text(message) if slash in raw and marker in raw else message
 
@@ -70,11 +64,10 @@ def text_hook():
 def attach(config, endpoint, headless=True):
     """Start this session thread's Playwright and reach the browser: ours, or a remote endpoint's.
 
-    endpoint: our browser server's Endpoint, or a RemoteEndpoint; headless: how a Grid
-    starts its browser (decided once, by the supervisor). Returns (manager,
-    playwright, browser, driven); the manager is sync_playwright()'s, for its driver pid.
-    driven: the browser is reached through a Node.js driver of this thread's own (a
-    remote browser, or no relay), whose connection the session must close itself.
+    endpoint: our browser server's Endpoint, or a RemoteEndpoint; headless: how a Grid starts its browser (decided once,
+    by the supervisor). Returns (manager, playwright, browser, driven); the manager is sync_playwright()'s, for its
+    driver pid. driven: the browser is reached through a Node.js driver of this thread's own (a remote browser, or no
+    relay), whose connection the session must close itself.
     """
     from playwright.sync_api import sync_playwright
 
@@ -136,9 +129,8 @@ def launcher_devices(runtime_dir):
 def _read_late_transport_error(manager):
     """Mark the transport's error as read, so a relay that exits does not make asyncio complain.
 
-    A relay ends with its browser (a crash, or the server stopping it), unlike a
-    Node.js driver; the transport then fails a Future that only its start-up
-    awaited, and asyncio would print "Future exception was never retrieved" on
+    A relay ends with its browser (a crash, or the server stopping it), unlike a Node.js driver; the transport then
+    fails a Future that only its start-up awaited, and asyncio would print "Future exception was never retrieved" on
     stderr for every such session. The session learns of the loss on its next call.
     """
     try:

@@ -1,29 +1,17 @@
 """One session's downloads: saved under server-chosen names, within a size limit and the domain policy.
 
-SESSION THREAD ONLY: Playwright dispatches `on_download` on the session's thread,
-in a greenlet of its own, while a call is in progress; its `save_as` waits there
-for the browser to finish while the session's calls go on. A download therefore
-completes during some later Playwright call of the session (any call pumps the
-events), and `wait_for(download=true)` is the way to wait for one. `_police` runs
-on the session's Playwright event loop (the session thread): as a task while a call
-pumps that loop, and as a queued command (`tick`) while the session is idle.
+SESSION THREAD ONLY: Playwright dispatches `on_download` on the session's thread, in a greenlet of its own, while a call
+is in progress; its `save_as` waits there while the session's calls go on, so a download completes during some later
+call (any call pumps the events; `wait_for(download=true)` waits for one). `_police` runs on the session's Playwright
+loop: as a task while a call pumps it, as a queued command (`tick`) while the session is idle.
 
-The size limit (--max-download-mb) bounds the bytes of all the session's downloads
-on disk at once, not each download's after the fact:
-- a download whose response announced a larger Content-Length is cancelled as it
-  starts (the announcement is read from its request in the session's network ring,
-  which has it when the page navigated to the file; a link with `download` is fetched
-  by the browser itself, out of the page's sight, and is stopped as it streams);
-- no more than AT_ONCE downloads of a session run at once; one more is cancelled as it starts;
-- while downloads stream, the bytes of the browser's files and of our copies are summed
-  every WATCH_S, and when the sum passes the limit the largest download still streaming
-  is cancelled, so neither many downloads at once nor an endless stream get past it.
-Why the files on disk and not Chromium's download events (`Browser.downloadProgress`):
-those go only to the CDP session that enabled them, which is Playwright's own
-connection; ours would have to set the context's download behaviour again, over
-Playwright's. The files are where Playwright's artifact says they are; on a remote
-endpoint they are not on our disk, and there only the announced size and the size of
-the whole file hold (and the number at once).
+The size limit (--max-download-mb) bounds the bytes of all the session's downloads on disk at once: a download whose
+response announced more is cancelled as it starts (read from its request in the session's network ring; a link with
+`download` is fetched out of the page's sight, and stopped as it streams); at most AT_ONCE run at once; while they
+stream, the bytes of the browser's files and of our copies are summed every WATCH_S, and the largest still streaming is
+cancelled while the sum passes the limit. The files on disk, not Chromium's download events: those go only to the CDP
+session that enabled them, Playwright's own. On a remote endpoint the files are not on our disk: there only the
+announced size, the whole file's size and the number at once hold.
 """
 
 import asyncio
@@ -41,13 +29,9 @@ from mcpbrowser.logs import log
 from mcpbrowser.session import playwright_internals
 from mcpbrowser.timers import now_ms
 
-# 20 ms: a stream on loopback writes a few MB in that time. Measured with a 1 MB limit, four
-# 40 MB streams at once peaked at 8-10 MB on disk with 50 ms, 2-9 MB with 20 ms (the rest is
-# the time the browser takes to tell of a download). A look is a few stat() calls.
+# A stream on loopback writes a few MB in 20 ms (what passes the limit: docs/tools.md); a look is a few stat() calls.
 WATCH_S = 0.02
-# Three at once: a page that needs more files at once than that is rare, and each one
-# running shares the limit, so more would each get a smaller share.
-AT_ONCE = 3
+AT_ONCE = 3  # a page that needs more files at once is rare, and each one shares the limit: more get less each
 
 
 class Downloads:

@@ -1,9 +1,8 @@
 """One session's event buffers: its tabs' console entries and network requests, in bounded rings.
 
-SESSION THREAD: Playwright dispatches these handlers on the session's thread while a
-call is in progress. Entries are plain dicts; a request's entry is filled in as its
-response and end arrive. ANY THREAD: `log_since` and `log_position`, the numbered logs
-the log resources read (under their lock), so that a read need not wait for a running call.
+SESSION THREAD: Playwright dispatches these handlers on the session's thread while a call is in progress. Entries are
+plain dicts; a request's entry is filled in as its response and end arrive. ANY THREAD: `log_since` and `log_position`,
+the numbered logs the log resources read (under their lock), so that a read need not wait for a running call.
 """
 
 import threading
@@ -21,22 +20,15 @@ from mcpbrowser.timers import now_ms
 
 BLOCKED_FAILURE = "blocked by the domain policy"
 
-# A page that logs 200,000 lines in a few seconds sent each to the server with a handle per
-# argument: 370 MB for a ring that keeps 1,000, seconds of the GIL that other sessions' threads
-# waited for, then the browser server gave up. So the console is bounded where it starts, in
-# the page (every frame, from an init script): a token bucket lets CONSOLE_BURST lines through
-# at once and CONSOLE_RATE a second after that; what it drops is counted and said in one
-# warning a second ("[mcpbrowser] dropped N console messages"), and a string argument keeps
-# its first CONSOLE_CHARS characters. Nothing is defined on the page; the console methods
-# become wrappers that call the originals. A wrapper is the top of every console call's stack,
-# where the browser takes a message's location from, so it passes its caller's place along as
-# a last argument after WHERE_MARK, which _on_console takes off again.
-# Network events are bounded where they start as well: Playwright sends a context's request,
-# response and end events only while someone listens. A page that makes more than
-# NETWORK_BURST requests at once and NETWORK_RATE a second after that (a token bucket) stops
-# being listened to for NETWORK_PAUSE_S, said in one entry of the ring; the next call after
-# the pause listens again. 5,000 requests used to cost the server 30-60 MB and a request's
-# three events each; the ring keeps its last entries either way.
+# A flooding page is bounded where its events start (what a flood cost before: docs/reliability.md). The console,
+# in the page (every frame, from an init script): a token bucket lets CONSOLE_BURST lines through at once and
+# CONSOLE_RATE a second after that, what it drops is said in one warning a second, and a string argument keeps its
+# first CONSOLE_CHARS characters. Nothing is defined on the page; the console methods become wrappers, the top of
+# every console call's stack, where the browser takes a message's location from: so each passes its caller's
+# place as a last argument after WHERE_MARK, which _on_console takes off again.
+# The network: Playwright sends a context's request events only while someone listens. A page that makes more than
+# NETWORK_BURST requests at once and NETWORK_RATE a second after that (a token bucket) stops being listened to for
+# NETWORK_PAUSE_S, said in one entry of the ring; the next call after the pause listens again.
 NETWORK_BURST = 300
 NETWORK_RATE = 100
 NETWORK_PAUSE_S = 1.0
@@ -88,11 +80,6 @@ CONSOLE_GUARD = """(() => {
     .replace("CHARS", str(CONSOLE_CHARS)).replace("MARK", WHERE_MARK)
 
 
-def _icon_miss(text: str, url: str) -> bool:
-    """Whether a console line is Chromium's own failure to load the site's icon."""
-    return text.startswith("Failed to load resource") and urlsplit(url).path == "/favicon.ico"
-
-
 def headers_shown(source: Any, sensitive: Any) -> dict[str, str]:
     """A buffered request's (or its response's) headers as they leave: the full ones (cookies included: a round
     trip each, so read only for the entries returned), the values of the `sensitive` names [REDACTED]."""
@@ -123,15 +110,12 @@ class EventBuffers:
     network_logs shows by default in that tab.
     """
 
-    # An entry is its tab's: console_logs and network_logs show the current tab's, as @playwright/mcp's tools do
-    # (a popup's errors are not the opener's), and count the other open tabs' (otherTabs). Each entry is kept
-    # with the page it came from (a Tab's `log_pages`; a request's page is looked up as it is read, since a
-    # popup's first request comes before its page is known), in one ring per session: --console-buffer and
-    # --network-buffer bound the session's memory however many tabs a page opens. A closed tab's entries leave
-    # the tools with it (no tab to select), and stay in the ring until pushed out: the log streams (the log
-    # resources and the view) are the session's record, every tab's entries in the order they came, and so is
-    # the history's console of each call. An entry of no page (a service worker's) is shown in every tab. An entry
-    # is kept with its page's number (key), not the Page: the log streams read the console ring on other threads.
+    # An entry is its tab's: the tools show the current tab's, as @playwright/mcp's do, and count the other tabs'.
+    # Each is kept with its page's number (key: a Tab's `log_pages`; the log streams read the ring on other threads,
+    # so not the Page; a request's page is looked up as it is read, since a popup's first request comes before its
+    # page is known), in one ring per session: the buffer flags bound its memory however many tabs a page opens. A
+    # closed tab's entries stay until pushed out: the log streams and the history's console of each call are the
+    # session's record, every tab's. An entry of no page (a service worker's) is shown in every tab.
     def __init__(self, console_size: int, network_size: int, policy: NetworkPolicy,
                  tab_of: Callable[[Any], Any]) -> None:
         self._policy, self._tab_of = policy, tab_of
@@ -154,12 +138,11 @@ class EventBuffers:
         self.finished: deque[dict] = deque(maxlen=network_size)
         self._finished_total = 0
         self._log_lock = threading.Lock()  # the console ring and `finished`, against readers on other threads
-        # on_log(name), when set: called on the session thread after an entry joined the "console" or
-        # "network" log (the log resources' watch, resources/watch.py, tells its subscribers).
+        # on_log(name), when set: called on the session thread after an entry joined the "console" or "network" log
+        # (resources/watch.py tells its subscribers).
         self.on_log: Callable[[str], None] | None = None
-        # Prefixes of a secret being typed key by key (snapshots.typing_key_by_key): scrubbed from each
-        # console and network entry as it arrives, until a call starts HIDDEN_FOR_S after the typing
-        # ended (state.running): a page's echo of the last keys may come during the next call.
+        # Prefixes of a secret being typed key by key (snapshots.typing_key_by_key): scrubbed from each entry as it
+        # arrives, until a call starts HIDDEN_FOR_S after the typing ended (state.running).
         self.hidden: tuple[str, ...] = ()
         self.hidden_until = 0.0  # time.monotonic()
 
@@ -339,12 +322,10 @@ class EventBuffers:
         loc = message.location or {}
         # Chromium asks a site for /favicon.ico by itself, and logs its 404 as the page's error after
         # the load's answer: the agent's next call then reported a console error the page never made.
-        if _icon_miss(message.text, loc.get("url", "")):
+        if message.text.startswith("Failed to load resource") and urlsplit(loc.get("url", "")).path == "/favicon.ico":
             return
-        # Chromium's own advice to developers ("[DOM] Input elements should have autocomplete attributes" on
-        # every page with a password field, "[Violation] …") comes at the level `verbose`, which no console
-        # call of a page has (console.debug is `debug`). It made every login page answer hasConsoleLogs:true;
-        # DevTools hides that level unless asked, and so do we.
+        # Chromium's own advice to developers ("[DOM] Input elements should have autocomplete attributes" on every
+        # login page) comes at the level `verbose`, which no console call of a page has: DevTools hides it, so do we.
         if message.type == "verbose":
             return
         text, where = message.text, f"{loc.get('url', '')}:{loc.get('lineNumber', 0)}:{loc.get('columnNumber', 0)}"

@@ -1,8 +1,7 @@
 """One session's domain policy as its thread sees it: checks before a navigation, the proxy's refusals.
 
-SESSION THREAD ONLY. The requests themselves are filtered by the session's
-PolicyProxy (core/policy_proxy.py) on its own threads; this reads what it
-refused, as plain data, and asks the person about a new domain.
+SESSION THREAD ONLY. The requests themselves are filtered by the session's PolicyProxy (core/policy_proxy.py) on its own
+threads; this reads what it refused, as plain data, and asks the person about a new domain.
 """
 
 from collections.abc import Callable

@@ -17,10 +17,9 @@ from mcpbrowser.session.state import SessionState
 class SessionOpener:
     """Builds a session's SessionState on its thread.
 
-    connect(worker) -> (manager, playwright, browser, driven) attaches to the shared
-    browser; ask_user(session_id, host, call) and tell_user(session_id, message, call) reach
-    the person (call: the session's running call, whose caller is asked);
-    quiet_budget(session_id) is the watchdog's (budget_s, tag) for the idle garbage collection.
+    connect(worker) -> (manager, playwright, browser, driven) attaches to the shared browser; ask_user(session_id, host,
+    call) and tell_user(session_id, message, call) reach the person (call: the session's running call, whose caller is
+    asked); quiet_budget(session_id) is the watchdog's (budget_s, tag) for the idle garbage collection.
     """
 
     def __init__(self, config: Config, connect: Callable[[Any], tuple[Any, Any, Any, bool]],
@@ -93,10 +92,7 @@ EMULATION = {"viewport": "viewport", "userAgent": "user_agent", "locale": "local
 
 def context_options(playwright: Any, emulation: dict[str, Any]) -> dict[str, Any]:
     """new_context's keyword arguments for a session's emulation: its device's, then its own options over them.
-
-    A geolocation comes with the permission to read it, as a person who shares
-    their location would give it.
-    """
+    A geolocation comes with the permission to read it, as a person who shares their location would give it."""
     out: dict[str, Any] = {}
     name = emulation.get("device")
     if name is not None:
@@ -131,10 +127,8 @@ def _emulation_error(exc: Exception, emulation: dict[str, Any]) -> InvalidParame
 
 
 def _driver_pid(manager: Any) -> int | None:
-    """The pid of a sync_playwright() driver process, through Playwright internals; None if they moved.
-
-    Only the watchdog uses it, to free a thread stuck in a call that never returns.
-    """
+    """The pid of a sync_playwright() driver process (the watchdog frees a thread stuck in a call that never
+    returns with it); None if Playwright's internals moved."""
     try:
         return playwright_internals.driver_pid(manager)
     except AttributeError:

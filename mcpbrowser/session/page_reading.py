@@ -9,14 +9,12 @@ from contextlib import suppress
 from mcpbrowser.logs import log
 
 ERROR_PAGE_WAIT_MS = 2000  # see await_error_page
-# What makes a page a login, verification or captcha wall, for the cooldown's rule
-# (guards.py): what the page shows a person at that moment, in any of its frames. A
-# password or one-time-code field, or a captcha widget, that is rendered (not display:none,
-# not visibility:hidden: many pages keep a hidden login dialog in every page). reCAPTCHA's
-# invisible badge sits on ordinary forms and is not a wall. The page's URL and its words
-# are not enough (an /author page, a blog post about logins), except a title naming one of
-# --login-keywords: custom walls (a slider captcha) have no standard field or frame, and
-# their title is the page's own text, not ours.
+# What makes a page a login, verification or captcha wall, for the cooldown's rule (guards.py): what the page shows a
+# person at that moment, in any of its frames. A password or one-time-code field, or a captcha widget, that is rendered
+# (not display:none, not visibility:hidden: many pages keep a hidden login dialog in every page). reCAPTCHA's invisible
+# badge sits on ordinary forms and is not a wall. The page's URL and its words are not enough (an /author page, a blog
+# post about logins), except a title naming one of --login-keywords: custom walls (a slider captcha) have no standard
+# field or frame, and their title is the page's own text, not ours.
 WALL_PROBE = """(keywords) => {
   const shown = el => el.checkVisibility ? el.checkVisibility({visibilityProperty: true})
                                          : el.getClientRects().length > 0;
@@ -46,21 +44,13 @@ def current_title(history):
 def loaded_title(state, count=False, also=None):
     """The current tab's title, right after a page loaded.
 
-    On Chromium it comes from the browser's own record of the tab (CDP
-    Page.getNavigationHistory): one round trip that runs no JavaScript, so it
-    also works while a dialog is open. page.title() evaluates document.title,
-    and on a fresh document Playwright must first set up its utility world
-    there: 8-10 ms of a 50 ms navigate on our 2-core machine. The
-    browser learns the title while the document is parsed, before its load
-    event, so it is current when a load has just finished. (A dialog that
-    opens while the parser runs can hold that message back: then "".)
-    Other browsers, or a CDP failure, fall back to page.title() ("" behind
-    a dialog). `count`: the call's page will be captured after the answer (its
-    Response says so), and the history decides on the page's element count
-    (snapshots.too_large): the title is read with the count, in one evaluation, so
-    the count costs no round trip of its own. `also`: another read ((target, method,
-    kwargs): the tools the page offers) sent in the same round trip; then (title, its
-    answer, an exception for one that failed).
+    On Chromium it comes from the browser's own record of the tab (history_read): one round trip that runs no
+    JavaScript, so it also works behind a dialog, where page.title() would first set up Playwright's utility world on a
+    fresh document. The browser learns the title as the document is parsed, so it is current once a load finished (""
+    when a dialog that opened meanwhile held it back). Other browsers, or a CDP failure: page.title() ("" behind a
+    dialog). `count`: the page will be captured after the answer, which decides on its element count
+    (snapshots.too_large): read with the title, in one evaluation. `also`: another read ((target, method, kwargs): the
+    tools the page offers) sent in the same round trip; then (title, its answer, an exception for one that failed).
     """
     tab, answer = state.tab, _NOT_SENT
     title = None
@@ -136,35 +126,32 @@ def _title_and_count(state, tab, also):
 def element_count(state, deadline_s=None):
     """How many elements the current page's document holds, or None when it cannot say (a dialog, a page
     that does not answer within the server's own INTERNAL_S, which is then probed as any such page, a
-    page that is navigating).
-
-    One evaluation through the page's CDP session on Chromium (about 1 ms, 1 ms at 60,000 elements too).
-    It tells a walk that will take seconds (an aria snapshot costs the page ~0.1 ms per element here)
-    before the walk starts: a walk cannot be stopped once the page runs it.
+    page that is navigating). One cheap evaluation, which tells a walk that will take seconds before it
+    starts: a walk cannot be stopped once the page runs it.
     """
     from mcpbrowser.session.acting import TIMED_OUT
 
     tab = state.tab
-    # deadline_s: a count an answer waits for, given that long and no probe (NO_ANSWER when the page did
-    # not answer in time); else the server's own work's (state.background).
-    def read(target, name, /, **kwargs):
-        if deadline_s is None:
-            return state.background(tab, target, name, **kwargs)
-        if tab.unresponsive:
-            return None
-        found = state.act(target, name, deadline_s=deadline_s, **kwargs)
-        if found is TIMED_OUT:
-            raise _Busy
-        return found if isinstance(found, (dict, int)) else None
-
     try:
         if state.chromium:
-            answer = read(tab.cdp(), "send", method="Runtime.evaluate",
-                          params={"expression": COUNT_ELEMENTS, "returnByValue": True})
-            return answer["result"].get("value") if answer and "exceptionDetails" not in answer else None
-        return read(tab.page, "evaluate", expression=COUNT_ELEMENTS)
-    except _Busy:
-        return NO_ANSWER
+            target, name, kwargs = tab.cdp(), "send", {"method": "Runtime.evaluate", "params": {
+                "expression": COUNT_ELEMENTS, "returnByValue": True}}
+        else:
+            target, name, kwargs = tab.page, "evaluate", {"expression": COUNT_ELEMENTS}
+        # deadline_s: a count an answer waits for, given that long and no probe (NO_ANSWER when the page did
+        # not answer in time); else the server's own work's (state.background).
+        if deadline_s is None:
+            found = state.background(tab, target, name, **kwargs)
+        elif tab.unresponsive:
+            found = None
+        else:
+            found = state.act(target, name, deadline_s=deadline_s, **kwargs)
+            if found is TIMED_OUT:
+                return NO_ANSWER
+            found = found if isinstance(found, (dict, int)) else None
+        if state.chromium:
+            return found["result"].get("value") if found and "exceptionDetails" not in found else None
+        return found
     except Exception as exc:  # navigating, closed: the walk that follows says what it finds
         tab.cdp_session = None
         log.debug("element count failed", extra={"session": state.session_id, "error": str(exc)})
@@ -174,10 +161,6 @@ def element_count(state, deadline_s=None):
 COUNT_ELEMENTS = "document.getElementsByTagName('*').length"
 TITLE_AND_COUNT = f"[document.title, {COUNT_ELEMENTS}]"
 NO_ANSWER = -1  # element_count's answer when the page did not answer within its deadline_s
-
-
-class _Busy(Exception):
-    """The page did not answer an element count within its deadline."""
 
 
 def wall(state, keywords=()):
@@ -208,11 +191,9 @@ def await_error_page(state, navigations):
     """After a navigation failed with a network error, wait until Chromium's error page commits
     (session thread); `navigations`: the current tab's navigations before the load.
 
-    Chromium commits chrome-error://chromewebdata/ some 100 ms after the failure
-    is reported, and that commit interrupts whatever navigation started
-    meanwhile, again and again ("interrupted by another navigation"; raw
-    Playwright does the same). Waiting here, on the failure path only, lets the
-    agent's next navigation just work.
+    Chromium commits chrome-error://chromewebdata/ some 100 ms after the failure is reported, and that commit interrupts
+    whatever navigation started meanwhile, again and again ("interrupted by another navigation"; raw Playwright does the
+    same). Waiting here, on the failure path only, lets the agent's next navigation just work.
     """
     tab = state.tab
     if not state.chromium or tab is None or state.blocker is not None:
@@ -245,9 +226,8 @@ def browser_gone(state):
 def storage_state(state):
     """(storage state JSON, url) for resume_session; None when it cannot be read.
 
-    Reading local storage runs in the pages, so it goes through state.act: a dialog
-    that opens meanwhile (a page's own timer, while the agent thinks) would hold it
-    for ever, and with it the session thread.
+    Reading local storage runs in the pages, so it goes through state.act: a dialog that opens meanwhile (a page's own
+    timer, while the agent thinks) would hold it for ever, and with it the session thread.
     """
     if state.blocker is not None or state.tab is None:
         return None
@@ -262,13 +242,10 @@ def storage_state(state):
 def collect_garbage(state):
     """Have every open page's JavaScript engine collect its garbage now.
 
-    A renderer keeps what each navigation and snapshot left behind until
-    memory pressure makes it collect: here about 25 MB per active session.
-    The core runs this once a session has gone quiet (--idle-gc). A renderer
-    behind a dialog answers nothing, and a page may raise one at any time (a
-    "still there?" prompt while the agent thinks): each request goes through
-    state.act, so that the dialog ends the collection and waits for the agent's
-    next call, which is told of it at once.
+    A renderer keeps what each navigation and snapshot left behind until memory pressure makes it collect.
+    The core runs this once a session has gone quiet (--idle-gc). A page may raise a dialog at any time,
+    behind which its renderer answers nothing: each request goes through state.act, so that the dialog
+    ends the collection and waits for the agent's next call, which is told of it.
     """
     for tab in list(state.tabs):
         if state.blocker is not None:
@@ -280,14 +257,10 @@ def collect_garbage(state):
 def heap_bytes(state):
     """Bytes the session's tabs hold in their renderers' JavaScript engines; None off Chromium.
 
-    Per tab, CDP Runtime.getHeapUsage of its main frame's isolate: the V8 heap in use, the
-    embedder's (Blink's) objects on it, and ArrayBuffer backing stores, which live outside the
-    heap (a page's typed arrays and canvases' pixel buffers). Performance.getMetrics'
-    JSHeapUsedSize would miss those, and needs Performance.enable on every tab. Renderer
-    processes are never shared between sessions (a session is a browser context), so one
-    session's figure holds nothing of another's. Out-of-process iframes are not counted; two tabs
-    of one site that share a renderer count its heap twice. A tab that does not answer within
-    INTERNAL_S (a script that never yields) is skipped; None when no tab answered (a dialog is open).
+    Per tab, CDP Runtime.getHeapUsage of its main frame's isolate: the V8 heap in use, the embedder's
+    objects on it, and ArrayBuffer backing stores, outside the heap (Performance.getMetrics' JSHeapUsedSize
+    misses those). What it counts and misses: docs/tools.md. A tab that does not answer within INTERNAL_S
+    is skipped; None when no tab answered (a dialog is open).
     """
     if not state.chromium:
         return None

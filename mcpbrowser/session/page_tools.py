@@ -74,8 +74,7 @@ def found(state: Any, timeout_ms: int) -> tuple[list[tuple[dict[str, Any], str |
 
 
 # What a load asks of the page's own tools, in the main world through the tab's CDP session: Playwright's
-# frame.webmcp.tools() runs in its utility world, which a fresh document must first set up (7 ms of a 57 ms
-# navigate, measured 2026-12-06). Playwright's injected script reads the same getTools(); a page could answer
+# frame.webmcp.tools() runs in its utility world, which a fresh document must first set up. A page could answer
 # falsely here, but what it says is its own, as its text is, and only names that are identifiers are shown.
 # Bounded: a page whose getTools() never settles answers null after 200 ms.
 OFFERED = """(async () => {

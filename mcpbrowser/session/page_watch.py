@@ -2,130 +2,48 @@
 
 SESSION THREAD ONLY: the functions take the session's SessionState.
 
-A `snapshot` right after a page-changing call (the agent's usual "act, then look")
-would walk the page a second time: the history's capture has just walked it. On
-a real page a walk is the most expensive thing we do (about 200 ms of renderer
-CPU on Sphinx's autodoc page), so `snapshot` answers with the last whole-page
-snapshot when the page provably did not change since.
+A `snapshot` right after a page-changing call would walk the page a second time (the history's capture has just walked
+it, and a walk is the most expensive thing we do), so `snapshot` answers with the last whole-page snapshot when the page
+provably did not change since. What each check refuses, as a user sees it, is in docs/history.md ("A `snapshot` right
+after another reads nothing twice").
 
-How it is proved: a Playwright selector engine of ours (ENGINE) runs in
-Playwright's utility world, an isolated JavaScript world that the page cannot
-see or reach. Every whole-page snapshot resolves its root through it
-(`ARM`), in the same evaluation as the walk, so arming and walking cost no
-extra round trip and nothing can happen between them. Arming starts a
-MutationObserver over the document and every open shadow root, and listens,
-in the capture phase, for every input, focus, toggle, animation and
-transition event; it also notes the URL, the focused element and every form
-control's value and checked state (script can set those without a mutation).
-`CLEAN` is true only when none of that moved. A new document has a fresh
-utility world, so it is never clean.
+How it is proved: a Playwright selector engine of ours (ENGINE) runs in Playwright's utility world, which the page
+cannot see or reach. Every whole-page snapshot resolves its root through it (`arm`), in the same evaluation as the walk:
+no extra round trip, and nothing can happen between them. Arming observes every mutation of the document and its open
+shadow roots, listens in the capture phase for input, focus, toggle, animation and transition events, and notes the URL,
+the focus, every form control's value and checked state, the style sheets (rule counts, media, disabled), the open
+popovers and the animations that show or hide (none of which is a mutation). `clean` is true only when none of that
+moved; a new document has a fresh utility world, so it is never clean. The page cannot forge the watch's state, which
+lives in that world.
 
-What it cannot see, and so where a page counts as never clean: pages with
-frames (`iframe`, `frame`, `object`, `embed`: their documents are not
-observed) or custom elements not yet defined (their upgrade attaches a
-shadow root without a mutation). Left unseen, knowingly: style sheet
-changes made through the CSSOM (`insertRule`, `adoptedStyleSheets`) and
-Web Animations that hide or show an element without any DOM change. Those
-are rare enough that a page using them to show new content after its last
-snapshot is accepted as a risk; a `snapshot` with `depth` always walks.
+Never clean, since their changes escape the watch: pages with frames (their documents are not observed), custom elements
+not yet defined (their upgrade attaches a shadow root without a mutation), manually assigned slots. Left unseen,
+knowingly, as rare: a style rule edited in place through the CSSOM, a sheet replaced with as many rules, a registered
+custom property, a closed shadow root. A `snapshot` with `depth` always walks.
 
-The history's capture after a call (snapshots.capture_snapshot) uses the
-watch too: a page that did not change since the last whole snapshot is
-stored as that snapshot, checked in the evaluation that would walk it
-(`changed`). What the page cannot forge: the watch's state lives in the
-utility world, out of the page's reach, and every arming has a token, so a
-check asks about the arming of the snapshot it would reuse. What it could
-hide: a page's own listener, registered before ours, may stop the events
-our input sends (a click's pointer events) from reaching the watch, and
-what they change in CSS alone (`:hover`) makes no mutation. So a call that
-may have sent input (any tool but the read-only ones and SENDS_NO_INPUT)
-drops the held snapshot as it starts (snapshots.before_call): its page is walked again, as
-the events would have made it anyway, and a forged quiet costs the page
-nothing but a walk. So does `evaluate`: the agent's script may change what
-the watch cannot see (the CSSOM, Web Animations).
+The history's capture (snapshots.capture_snapshot) checks the same way in the evaluation that would
+walk (`changed`). A page's own listener may stop our input's events before the watch hears them,
+and what they change in CSS alone (`:hover`) makes no mutation, so a call that may send input (any
+tool but the read-only ones and SENDS_NO_INPUT) drops the held snapshot as it starts
+(snapshots.before_call): a forged quiet costs nothing but a walk. So does `evaluate` (the CSSOM).
 
-`type` keeps it (issue 65: a capture that costs what changed). A `type` that filled one plain
-text field sends no pointer input; what it changes is that field's value and the focus, which
-the watch reads itself rather than trusting events for. After it, `typed` asks, in the one count
-that replaces the walk: armed as the held snapshot's token, no mutation, the URL and the
-document's roots as they were, every event the watch heard aimed at that field alone (a focus
-move's events anywhere), the focus on it, every other control's value as it was, and its value
-the one typed (a hash of it). The count's number says which of the snapshot's field lines it
-is, by the ref Playwright's walk left on the element (so a field typed by selector is found
-too). Then the stored page is the held snapshot with that line rewritten
-(snapshots.capture_snapshot), and the watch re-armed for it. Refused besides (the outside review of
-2026-11-28 found each edited wrongly): a field in a shadow root, or inside anything but plain
-containers (a link, a button, a cell takes its value into its name), or owned by another element;
-another control holding the same text (a secret field out of sight, which the walk hides); a style
-sheet rule that shows, hides or writes content by the focus, a value's validity or :has().
-Every arming also notes the style sheets (each one's rule count, whether disabled) and the open
-popovers, and no page is clean while an animation that shows or hides runs: changes that make
-no mutation and whose events a page may stop. The scan of the rules for ones that react to the
-typing is read once for each look of the sheets (their counts, as noted): a page of 30,000 rules
-took 40 ms a scan, more than the walk it saves on a small page; a rule swapped for another in
-place (deleteRule, then insertRule: the same count) is unseen, as the CSSOM edits above are.
-
-`select` keeps it too. Playwright's select_option sets a native select's choice and fires its
-`input` and `change` events, no pointer input and no focus move. After a choice of one option,
-`chose` asks, in one count as `typed` does: nothing changed but that select's choice (every event
-aimed at it, the focus where it was, every other control as it was, no mutation, the style sheets
-and popovers as they were), a plain native select of one choice, held in plain containers and named
-after nothing else's container, every option of it a line of the held snapshot (an option the walk
-leaves out would shift the lines), no option group, and no style sheet rule that shows, hides or
-writes content by :checked, :default, a validity or :has(). The count's number is the chosen
-option's place among every such select's option lines; the stored page is the held snapshot with
-the [selected] mark moved to it (snapshot_text.with_option_selected).
-
-A rule "reacts" when its selector, a nested rule's parent, an @scope or a condition (@container)
-applies by what the action changes, in any sheet or a sheet it imports, and it sets a property
-that may change what a walk writes: anything but colours, backgrounds, outlines, shadows,
-decorations, opacity, cursor and transitions (a custom property may feed any other through
-var(); pointer events and a box's size decide a line's ref). A field or select sized by its
-content (field-sizing) moves the boxes beside it, so it walks; a select that owns other elements
-(aria-owns) or draws its choice itself (appearance: base-select) too. Every arming also notes each
-sheet's media and the animations that show or hide, finished ones that keep their end included.
-The outside review of the select's edit (2026-11-28) found each of these edited wrongly before
-its guard. A second review found more, each now refused and tested: :dir() (a dir=auto field's text
-sets its direction), a filter (it makes a box hold fixed ones, so it is not harmless), the scroll
-(the window's position is part of the look, and a box's scroll event is heard: scroll-state
-queries and scroll-driven animations follow it; a field's own text scrolling is not), and an
-animation of any property but the harmless ones, running or finished and kept (a size, pointer
-events), not only of display, visibility and content. Still unseen by every check here, as said
-above: a sheet's rule edited in place, a sheet replaced with as many rules (replaceSync), a custom
-property registered (CSS.registerProperty) or a closed shadow root attached, by the page's own
-handler.
-
-`type` into an editor keeps it too (issue 75): a contenteditable element of role textbox, as
-CodeMirror's and ProseMirror's are, whose typing changes its own child nodes. The watch's observer
-lets mutations inside one editing host pass (its text, its lines, a class of an element in it: the
-host noted, which no other check takes as clean); any other mutation makes the page dirty as
-before. After it, `wrote` asks, in one read of the whole page: armed as the held snapshot's token,
-only the focused editor's content changed, every event aimed at it, every control as it was, the
-style sheets and popovers as they were, no rule that reacts (the field's, and :empty), the editor
-in the document and plainly held, named after nothing and owning nothing, with no placeholder, no
-content of its own style, and its box the size it had at the arming, its text not overflowing it
-(the boxes around it then stay where they were). Then it computes what Playwright's walk writes of
-it, only for the shapes where that is certain: the editor's own text is not written (a textbox's);
-each line, a plain <div> or <p> right under it (no attribute but a class, shown, of a box, taking
-pointer events, no pointer cursor, no ::before or ::after content) holding text, plain inline <span>s
-of one text each and <br>s, is written as its text with the walk's whitespace rule, under the ref
-Playwright's walk left on it; a line that never had one (a new element) refuses. Its answer is a
-text, so it is read by text_content (in this world, like the count) from an element out of the
-document that it makes for the answer. The stored page is the held snapshot with the editor's lines
-so rewritten (snapshot_text.with_editor_lines: a generic line of no text or of the editor's name is
-left out, as the walk's ai mode leaves it; a line whose ref the held page did not show walks, as
-Playwright's current refs may not hold it). Why not Playwright's own walk of the editor alone
-(locator.aria_snapshot): any aria snapshot replaces the one Playwright resolves `aria-ref` against,
-so every ref outside the editor would stop resolving until the next whole walk. A line added or
-removed changes the editor's height: walked.
+Three edits instead of a walk, each proved by one read that also re-arms the watch: `typed` (a `type` that filled one
+plain text field: its value and the focus are read, not heard), `chose` (a `select` of one option in a plain native
+select: its [selected] mark moves) and `wrote` (a `type` into a contenteditable textbox, as CodeMirror's and
+ProseMirror's are: the editor's lines computed as Playwright's walk writes them, only for the shapes where that is
+certain). Each refuses where a walk might write the page otherwise: anything but plain containers around the field, a
+name taken from it, another control holding the same text (a hidden secret field), a style rule that "reacts" (applies
+by the focus, a validity, :has() and the like, in any sheet or nested rule, and sets a property that may change what a
+walk writes: `reactive`), a field sized by its content. The editor's lines are computed here, not by Playwright's walk
+of the editor alone (locator.aria_snapshot): any aria snapshot replaces the one Playwright resolves `aria-ref` against,
+so every ref outside the editor would stop resolving until the next whole walk.
 """
 
 from mcpbrowser.logs import log
 
 ENGINE_NAME = "mcpbrowser_watch"
-# Page-changing tools that send the page no pointer, keyboard or viewport input, and run none of the agent's
-# script (`evaluate`'s may well edit a style sheet through the CSSOM, which the watch cannot see): the watch sees
-# all they do.
+# Page-changing tools that send the page no pointer, keyboard or viewport input, and run none of the agent's script
+# (`evaluate`'s may well edit a style sheet through the CSSOM, which the watch cannot see): the watch sees all they do.
 SENDS_NO_INPUT = frozenset({"handle_dialog"})
 
 # Selectors through the engine. Each arming carries a token (a number the session picks), so that a check can
@@ -255,11 +173,10 @@ ENGINE = r"""({
       'out-of-range|state|blank|autofill|dir)\\b', 'i');
     // A choice changes what :checked and :default match (an option's), and a required select's validity.
     const CHOICE_REACTS = /:(checked|default|valid|invalid|user-valid|user-invalid|has|state)\b/i;
-    // Whether a rule that applies by them may change what a walk writes: any property but HARMLESS's. Under a
-    // selector, a nested rule's parent, an @scope or a condition that applies by
-    // them; an imported sheet read too. Read once a document for each look of its style sheets (w.looks, the
-    // callers' check that they are as armed): a page of 30,000 rules took 40 ms a scan, more than the walk the
-    // edit saves on a small page.
+    // Whether a rule that applies by them may change what a walk writes: any property but HARMLESS's. Under a selector,
+    // a nested rule's parent, an @scope or a condition that applies by them; an imported sheet read too. Read once a
+    // document for each look of its style sheets (w.looks, the callers' check that they are as armed): a page of 30,000
+    // rules took 40 ms a scan, more than the walk the edit saves on a small page.
     const harmless = (style) => { for (let i = 0; i < style.length; i++) if (!HARMLESS.test(style[i])) return false;
       return true; };
     const reactive = (roots, reacts = REACTS) => {

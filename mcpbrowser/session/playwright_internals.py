@@ -1,9 +1,8 @@
 """Every private Playwright name we rely on, in one place, so that an upgrade touches one file.
 
-Each function says what it needs from Playwright's internals and what the
-caller does when the name has moved (AttributeError or ImportError here).
-Called on the thread that owns the Playwright objects passed in: a session
-thread, except `hook_driver` and `hook_received`, which any thread may call once.
+Each function says what it needs from Playwright's internals and what the caller does when the name has moved
+(AttributeError or ImportError here). Called on the thread that owns the Playwright objects passed in: a session thread,
+except `hook_driver` and `hook_received`, which any thread may call once.
 """
 
 
@@ -20,18 +19,16 @@ def target_closed(exc):
 def take_coroutine(target, method, kwargs):
     """Call target.method(**kwargs) so that it hands over its coroutine instead of running it.
 
-    A sync API method runs its coroutine through `target._sync`; an instance
-    attribute shadows that for one call. Returns (result, None) when the method
-    finished without a coroutine (it had nothing to wait for), else (None, coroutine).
+    A sync API method runs its coroutine through `target._sync`; an instance attribute shadows that for
+    one call. Returns (result, None) when the method finished without a coroutine, else (None, coroutine).
     """
     captured: list = []
     target._sync = captured.append
     try:
         direct = getattr(target, method)(**kwargs)
     except (AssertionError, TypeError):
-        # Some wrappers map their result with from_impl, which asserts there is one
-        # (BrowserContext.storage_state), or iterates it (WebMCP.tools: from_impl_list):
-        # it fails only after handing the coroutine over.
+        # Some wrappers map their result with from_impl, which asserts there is one (BrowserContext.storage_state), or
+        # iterates it (WebMCP.tools: from_impl_list): it fails only after handing the coroutine over.
         if not captured:
             raise
         direct = None
@@ -43,9 +40,8 @@ def take_coroutine(target, method, kwargs):
 class Together:
     """Several sync API calls, (target, method, kwargs) each, sent at once: one round trip for all of them.
 
-    Run through take_coroutine (SessionState.act) as `Together(...).run`: its result is a list of each
-    call's outcome, an exception for one that failed, in order. The calls' coroutines are taken as
-    take_coroutine takes one, and gathered in one task on the session thread's loop.
+    Run as `Together(...).run` (through SessionState.act): a list of each call's outcome, in order, an
+    exception for one that failed. Their coroutines are taken as take_coroutine takes one, and gathered.
     """
 
     def __init__(self, *calls):
@@ -139,10 +135,8 @@ def pre_launched_browser(playwright):
 def stop_trace_into(context, path):
     """Stop the context's tracing and save the browser server's trace archive at `path`.
 
-    Tracing.stop(path) needs the client-side LocalUtils, which a relayed connection
-    does not have ("Cannot save trace in thin clients"); the server's archive alone
-    is the whole trace (what a remote connection gets too), less the client's
-    stack sources.
+    Tracing.stop(path) needs the client-side LocalUtils, which a relayed connection does not have ("Cannot
+    save trace in thin clients"); the server's archive alone is the whole trace, less the client's stack sources.
     """
     from playwright._impl.artifact import Artifact
 
@@ -165,11 +159,9 @@ def stop_trace_into(context, path):
 def on_main_frame_navigated(page, handler):
     """Call handler(new_document) for each navigation the page's main frame commits.
 
-    Playwright's public `framenavigated` fires alike for a new document and for a
-    same-document change (History API, a fragment); its frame's private "navigated"
-    event carries `newDocument`, set only for the former. When that name has moved
-    (AttributeError), the caller falls back to `framenavigated` and counts every
-    navigation as a new document, as before.
+    Playwright's public `framenavigated` fires alike for a new document and for a same-document change
+    (History API, a fragment); its frame's private "navigated" event carries `newDocument`, set only for
+    the former. When that name has moved (AttributeError), the caller counts every navigation as new.
     """
     emitter = page.main_frame._impl_obj._event_emitter
 
@@ -183,11 +175,8 @@ def on_main_frame_navigated(page, handler):
 
 
 def download_file(download):
-    """Where the browser writes a download (the file, `.crdownload` while it streams), or None.
-
-    The caller then cannot watch the download's bytes on disk: it holds it to its size
-    once the browser has it all, as before.
-    """
+    """Where the browser writes a download (the file, `.crdownload` while it streams), or None: the caller then
+    holds the download to its size once the browser has it all."""
     return download._impl_obj._artifact._initializer.get("absolutePath")
 
 

@@ -1,14 +1,10 @@
 """One call's `Response`: what its handler says it did. SESSION THREAD only.
 
-core/on_session.py's `OnSession.run` makes one for each call on a session and hands it to the
-tool's handler as `handler(state, args, response)`; the handler (and the helpers it calls) say on it
-what happened, and nowhere else (it returns nothing): its answer, the page text it read and wants
-stored, that the text it typed is secret or plain, that it answered from the page's last snapshot,
-that it read the page the agent was just told, that it filled one field; the page-side checks
-(state.run_tool) what the page did that the agent was not told yet, and that its page crashed or
-hung as it failed. `OnSession.run` alone reads it, once the handler returned, and decides from it
-what the call's record, capture and answer are (@playwright/mcp's `Response`: the handler adds,
-`finish` decides). Nothing here decides anything; nothing else reads it.
+core/on_session.py's `OnSession.run` makes one for each call on a session and hands it to the tool's handler
+as `handler(state, args, response)`; the handler, its helpers and the page-side checks (state.run_tool) say on
+it what happened, and nowhere else. `OnSession.run` alone reads it, once the handler returned, and decides
+from it the call's record, capture and answer (as @playwright/mcp's `Response`: the handler adds, `finish`
+decides). Nothing here decides anything.
 """
 
 from collections.abc import Callable
@@ -27,10 +23,9 @@ class Response:
         # through `progress`, the caller's own scrubbed of the call's secret book (core/answer.py's progress_to).
         self.caller = caller
         self.progress = progress or caller.progress
-        # The page the call leaves is stored (the call's function decided it from the tool's declaration and
-        # the response mode), into the answer too when `inline` (--response-mode full), else after the answer:
-        # then a read of the title may count the page's elements in the same round trip
-        # (page_reading.loaded_title), which that capture needs.
+        # The page the call leaves is stored (decided from the tool's declaration and the response mode), into the
+        # answer too when `inline` (--response-mode full), else after the answer: then a read of the title may count
+        # the page's elements in the same round trip (page_reading.loaded_title), which that capture needs.
         self.stores_page = stores_page
         self.stores_after = stores_page and not inline
         self.result: dict[str, Any] | None = None  # what the call answers, see answer

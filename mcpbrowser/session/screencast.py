@@ -25,9 +25,7 @@ FPS = 5  # frames a second at most, for every viewer of a session together
 BURST = 2
 QUALITY = 60  # JPEG quality: a 1280x720 login page is 30-60 KB
 MAX_SIZE = (1280, 960)
-# An idle session thread takes the browser's frames in (and acks them) only when it ticks: a frame waits
-# for the next tick, up to this long, before a viewer gets it.
-TICK_S = 0.05
+TICK_S = 0.05  # an idle session thread takes frames in (and acks them) only as it ticks: a frame may wait this long
 INTERVAL_S = 1 / FPS
 
 
@@ -114,10 +112,9 @@ def _tick(state: Any, cast: Cast) -> None:
         page, cdp = tab.page, tab.cdp()
         cast.handler = lambda params: _on_frame(cast, cdp, params)
         cdp.on("Page.screencastFrame", cast.handler)
-        # One frame in flight, and the last one drawn meanwhile kept and sent on the ack: with the
-        # default (3 in flight, frames drawn while they wait dropped) a change made while the acks
-        # were held back to the frame rate was never sent on a page that then stayed still, and
-        # the person saw the page before it until something else moved.
+        # One frame in flight, and the last one drawn meanwhile sent on the ack: with the default (3 in flight,
+        # frames drawn while they wait dropped), a change made while the acks were held back was never sent
+        # on a page that then stayed still.
         cdp.send("Page.startScreencast", {"format": "jpeg", "quality": QUALITY, "maxWidth": MAX_SIZE[0],
                                           "maxHeight": MAX_SIZE[1], "maxFramesInFlight": 1,
                                           "sendLastFrame": True})

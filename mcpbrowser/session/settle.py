@@ -1,53 +1,28 @@
 """After an action, wait until the page has reacted to it: the settle rule. Used on a session's thread.
 
-Single-page applications build a view after a click: a timer, a request, a render
-later. An answer sent before that makes the agent read an empty page and read
-again (two extra calls). @playwright/mcp waits a fixed second after every action;
-mcpbrowser waits only while the page is still reacting, so a page that reacted at
-once (or not at all) costs one round trip, about 1-2 ms.
+Single-page applications build a view after a click: a timer, a request, a render later. An answer
+sent before that makes the agent read an empty page and read again. @playwright/mcp waits a fixed
+second after every action; mcpbrowser waits only while the page is still reacting, so a page that
+reacted at once (or not at all) costs one round trip. docs/tools.md states the rule as a user sees it.
 
-The rule. A small script in every document of a session's context (an init script;
-for a document older than the session's, it installs itself on the first settle)
-notes, without changing what the page sees:
-  - each short timer (`setTimeout` of at most TIMER_MS) and each `fetch`/XHR, with the
-    time it started, whether it is still pending, and its origin: when the chain of work
-    that started it began (see INSTALL's comment). An input event of the action (a key, a
-    click, a field's input or change, a focus) begins a chain; a timer's and an interval's
-    callback, the reactions to a request's answer and a socket's messages carry the chain
-    of the code that set them up. So a kernel's status poll, a long-poll, a
-    websocket or a ticker begun before the action is never the action's, however often it
-    runs, while what the action's event set off, and what that set off in turn, is;
-  - the time of the last DOM change (a MutationObserver) and of the last scroll.
-After an action that did not load a new document, the session asks the page to
-settle, counting from the action's start: it answers at once when nothing of the
-action's chains is pending and none was started since; otherwise it waits until what
-was started has ended and the DOM has then been quiet for QUIET_MS (for at most
-LINGER_MS: a page whose clock or ticker changes the DOM all the time is never quiet), or
-the cap (CAP_MS, or less when the action's own timeout ends first). A timer longer than
-TIMER_MS is not waited for (a timeout, a race's loser, a toast's end, a debounced save:
-JupyterLab sets 500 and 1,000 ms ones on every key). An action that scrolled
-(a key, the wheel, a click that brought its target into view) waits until neither the
-scroll nor the DOM has moved for QUIET_MS: a virtualised list renders its rows then. Recurring timers
-(`setInterval`), animation frames and WebSocket messages are not waited for.
+A script in every document of the session (INSTALL: an init script, or installed by the first settle in an older
+document) notes each short timer (at most TIMER_MS) and request with the origin of its chain of work (see THE RULE in
+INSTALL), the DOM's changes and the scrolls. After an action that did not load a new document, the settle counts from
+the action's start: it answers at once when nothing of the action's chains is pending and none was started since;
+otherwise it waits until what was started ended and the DOM was then quiet for QUIET_MS (at most LINGER_MS: a ticker
+never quiets down), or the cap (CAP_MS, or the action's own timeout). An action that scrolled waits until neither the
+scroll nor the DOM moved for QUIET_MS (a virtualised list renders its rows then). A longer timer, an interval, an
+animation frame and a socket's messages are not waited for.
 
-A key's or a field's action (ANSWERS_FIRST: type, press_key, fill_form, select) answers without waiting for
-its short timers, nor the quiet after them: an application debounces keys (JupyterLab's activity monitor set
-200 and 250 ms timers on each, and they were 281-344 ms of every `type` and `press_key`), and the agent's next
-step after a key is often another key, which does not wait for them either. What it started is still done
-before anyone reads the page: the next read (READS: snapshot, screenshot, wait_for, evaluate...) first
-finishes the settle (`finish`: those timers, what they set off, the quiet after; at most the cap counted from
-the last such action's start), so a debounced search box's results are there when the agent reads. The
-history's capture after the call finishes it too, but only until the next call comes, unless that is a snapshot,
-which would finish it first anyway: it stores the page as the call left it, settled, or as the next call found
-it. That snapshot answers with the capture's walk when nothing ran between (snapshots.fresh_walk): one walk.
+A key's or a field's action (ANSWERS_FIRST) answers without waiting for its short timers: the next
+read (READS) first finishes that settle (`finish`), and so does the history's capture after the
+call, but only until the next call comes, unless that is a snapshot, which would finish it first:
+then the snapshot answers with the capture's walk (snapshots.fresh_walk).
 
-Popups. The same script counts the windows the action asked for: `window.open` calls, and clicks on a
-link that opens a new window (`target=_blank` or a named one, a modifier key) and form submissions with
-such a target, which the page did not cancel. The browser tells the server of the new tab a little after
-the action and its settle (its page event: tens of ms, more on a loaded machine), so the answer would miss
-it and a `tabs` call right after would not find it; when the settle counts some, the session waits until
-as many tabs opened (while they keep coming, each within POPUP_WAIT_S of the last, and within the action's
-timeout). A plain action counts none and waits for nothing.
+Popups: the script also counts the windows the action asked for (`window.open`, a link or a form
+aimed at another window, not cancelled). The browser tells of a new tab tens of ms after the
+action, so an answer would miss it; when the settle counts some, the session waits until as many
+tabs opened (each within POPUP_WAIT_S of the last, within the action's timeout).
 """
 
 import time
@@ -63,12 +38,10 @@ POPUP_WAIT_S = 2.0  # at most this long for the next of the tabs the action aske
 WATCH_S = 0.002  # the capture's finish lets the next call in within this long
 FULL, ANSWER_FIRST, FINISH = 0, 1, 2  # the page's settle modes (see __mcpbSettle)
 
-# Issue 75: the actions that answer before their short timers, whose settle the next read finishes (finish). Keys and
-# a field's input are what an application debounces (JupyterLab's activity monitor set 200 and 250 ms timers on every
-# key, 281-344 ms of each `type` and `press_key`; a search box's results, an autosave), and the agent's next step
-# after typing is more often another key than a read. Not a click's, hover's or drag's: there a short timer is
-# mostly the effect itself (a view or a route after an animation: test_single_page_apps' URL change 200 ms after
-# the click is that click's news), and a URL change after the answer would be told to nobody.
+# The actions that answer before their short timers, whose settle the next read finishes: keys and a field's input
+# are what an application debounces, and the agent's next step after typing is more often another key than a read.
+# Not a click's, hover's or drag's: there a short timer is mostly the effect itself (a view or a route after an
+# animation), and a URL change after the answer would be told to nobody.
 ANSWERS_FIRST = frozenset({"type", "press_key", "fill_form", "select"})
 # The calls that read the page, which finish the last actions' settle first: what they return shows what the
 # actions' timers rendered (a debounced search's results). `evaluate` reads as much as it acts.
@@ -407,28 +380,18 @@ SETTLE_CDP = ("(window.__mcpbSettle ? window.__mcpbSettle(%d, %d, %d, %d) : (" +
               + "document.getElementsByTagName('*').length])")
 
 
-def install(state):
-    """Put the settle script into every new document of the session's context (once, at the session's start)."""
-    state.context.add_init_script(script=INSTALL)
-
-
 def settle(state, elapsed_s, timeout_s, tabs_before):
-    """Wait for the current page to settle after an action that started elapsed_s ago (see the module's rule),
-    then for the tabs it asked for to open (tabs_before: state.tabs_opened as it started).
-
-    A dialog that opens meanwhile ends the wait (run_tool reports it); a page that
-    navigates, closes or hangs ends it too. Returns the page's title when it settled
-    (on Chromium, where the settle runs through the page's CDP session: one round trip
-    for both, 1 ms instead of 3 for a settle and a title read), else None. On Chromium
-    it also leaves the page's element count in state.elements_counted. A handler that
-    settled already (`now`) is answered its title, with no round trip.
-    """
+    """Wait for the current page to settle after an action that started elapsed_s ago, then for the tabs it asked
+    for to open (tabs_before: state.tabs_opened as it started). A dialog (run_tool reports it), a navigation, a
+    closed or hung page end the wait. Returns the title on Chromium, read in the settle's round trip (which also
+    leaves the element count in state.elements_counted), else None; a handler that settled already (`now`) is
+    answered its title with no round trip."""
     early, state.settled = state.settled, None
     if early is not None and early[0] is state.tab and early[1] == state.tab.navigations:
         return early[2]
     started = time.monotonic() - elapsed_s
     try:
-        read, deadline_s = _read(state, elapsed_s, timeout_s, _mode(state))
+        read, deadline_s = _read(state, elapsed_s, timeout_s)
         settled = _answered(state, state.act(read[0], read[1], deadline_s=deadline_s, **read[2]))
     except Exception as exc:  # it navigated or closed meanwhile: the caller reports where it is
         log.debug("settle ended by the page", extra={"session": state.session_id, "error": str(exc)})
@@ -440,11 +403,9 @@ def settle(state, elapsed_s, timeout_s, tabs_before):
 
 
 def finish(state, until_called=False):
-    """The settle of the last actions that answered before their short timers (ANSWERS_FIRST), finished: until their
-    chains' timers and what those started ended and the DOM was then quiet, at most the cap counted from the last
-    one's start. Before a read (READS), and before the history's capture (until_called: then only until the next
-    call comes, which finds the page as it is, and a read among them finishes it). Nothing, no round trip, when
-    none is left or its cap passed."""
+    """The settle of the last actions that answered before their short timers (ANSWERS_FIRST), finished, at most the
+    cap counted from the last one's start: before a read (READS), and before the history's capture (until_called:
+    only until the next call comes, which finds the page as it is). Nothing when none is left or its cap passed."""
     left = state.unsettled
     if left is None:
         return
@@ -489,11 +450,9 @@ def mark(state):
     return time.monotonic(), state.tab, state.tab.navigations, state.tabs_opened
 
 
-# Issue 75: after an action, one round trip to the page. A handler whose act is followed by reads of its own (type's
-# secret field check, the capture's proof through the page watch) sends them with the settle, which run_tool would
-# send next anyway: Playwright's calls gathered in one task (Together), answered together. The reads run as the
-# settle's first look does, not after its wait: the settle's answer says whether the action had anything pending
-# then (0 ms waited); only then do they tell the page as the call leaves it (the proof's use, snapshots.take_proof).
+# One round trip after an action: a handler's own reads after its act (type's secret field check, the capture's
+# proof) go with the settle run_tool would send next anyway (Together). They run as the settle's first look does,
+# so they tell the page as the call leaves it only when it waited 0 ms (snapshots.take_proof).
 def now(state, marked, reads):
     """Settle right after the handler's act (`marked` before it), `reads` ((target, method, kwargs) each) sent in
     the same round trip: (ms waited, or None when it did not settle; their answers, an exception for one that
@@ -508,7 +467,7 @@ def now(state, marked, reads):
             or elapsed_s > PROBE_AFTER_S:
         return None
     try:
-        read, deadline_s = _read(state, elapsed_s, timeout_s, _mode(state))
+        read, deadline_s = _read(state, elapsed_s, timeout_s)
         answers = state.act(Together(read, *reads), "run", deadline_s=deadline_s)
     except Exception as exc:  # its CDP session would not open (the page closing): the caller reads for itself
         log.debug("settle with reads failed", extra={"session": state.session_id, "error": str(exc)})
@@ -523,14 +482,12 @@ def now(state, marked, reads):
     return settled[0], answers[1:]
 
 
-def _mode(state):
-    """The settle's mode after this call's action: FULL, or ANSWER_FIRST (its short timers left to finish)."""
-    return ANSWER_FIRST if state.answers_first else FULL
-
-
-def _read(state, elapsed_s, timeout_s, mode, cap_ms=None):
-    """The settle's read ((target, method, kwargs)) in `mode` for an action that started elapsed_s ago, and its
-    deadline. cap_ms: how long after that start it ends at the latest (default: CAP_MS, within timeout_s)."""
+def _read(state, elapsed_s, timeout_s, mode=None, cap_ms=None):
+    """The settle's read ((target, method, kwargs)) in `mode` (default: this call's, FULL or ANSWER_FIRST) for an
+    action that started elapsed_s ago, and its deadline. cap_ms: how long after that start it ends at the latest
+    (default: CAP_MS, within timeout_s)."""
+    if mode is None:
+        mode = ANSWER_FIRST if state.answers_first else FULL
     # An action that used up its timeout is not waited for, but still asked (at once) what it opened.
     if cap_ms is None:
         cap_ms = max(0, min(CAP_MS, int(timeout_s * 1000 - elapsed_s * 1000)))

@@ -1,8 +1,7 @@
 """A session's snapshots as shown and stored: cleaned, secrets redacted, refs remembered.
 
-SESSION THREAD ONLY: each function takes the session's SessionState, whose
-current tab's `refs` say which refs the agent may use, and whose `secrets`
-are scrubbed from all output.
+SESSION THREAD ONLY: each function takes the session's SessionState, whose current tab's `refs` say which refs the agent
+may use, and whose `secrets` are scrubbed from all output.
 """
 
 import itertools
@@ -26,11 +25,9 @@ from mcpbrowser.session.playwright_internals import Together
 _ARMINGS = itertools.count(1)  # the page watch's tokens (see page_watch.arm)
 
 
-# A page of more elements than this is not walked by the server's own capture (the history's
-# snapshot after a call): an aria snapshot costs the page about 0.1 ms per element here (10,000
-# table rows with a link each, 20,000 elements: 2.5 s; 60,000: 6.4 s), and the walk, once started,
-# goes on in the page after any timeout, so the agent's next click would wait behind it and the
-# page would look hung. Such a call's history has no snapshot; the agent's own snapshot still walks it.
+# A page of more elements than this is not walked by the server's own capture (the history's snapshot after a
+# call): a walk costs the page about 0.1 ms per element and goes on in the page after any timeout, so the agent's
+# next click would wait behind it. Such a call's history has no snapshot; the agent's own snapshot still walks it.
 HUGE_ELEMENTS = 15_000
 # How long the prefixes of a secret typed key by key stay hidden from the logs after the typing (see typing_key_by_key).
 HIDDEN_FOR_S = 10.0
@@ -42,14 +39,10 @@ EDITOR_READ_MS = 500
 def capture_snapshot(state, field_edit=None):
     """The page as YAML with refs, for the history; None when a dialog, failure or a huge page prevents it.
 
-    When the tab's last whole snapshot is held (Tab.full_snapshot) and the page provably did not
-    change since it was read, that snapshot is the capture: the walk and the check are one evaluation
-    through the page watch (page_watch.changed), which walks and re-arms only a page that changed.
-    After a `type` that filled one plain field (`field_edit`, its selector and value: Response.filled), it is
-    that snapshot with the field's line changed, where the watch proves nothing else changed (_edited); after a
-    `select` of one option in a native select (its selector and None: Response.chose), the same with the
-    select's [selected] mark moved (_edited); after a `type` into an editor (a contenteditable textbox) on a page
-    showing its lines, the same with the editor's lines rewritten (page_watch.wrote).
+    When the tab's last whole snapshot is held (Tab.full_snapshot) and the page provably did not change
+    since, that snapshot is the capture: the walk and the check are one evaluation (page_watch.changed).
+    After a `type` or a `select` (`field_edit`: Response.filled, Response.chose), it is that snapshot edited
+    where the watch proves the field was all that changed (_edited).
     """
     tab = state.tab
     if state.blocker is not None or tab is None:
@@ -119,10 +112,8 @@ def capture_snapshot(state, field_edit=None):
 
 
 def before_call(state, tool):
-    """A call that may send the page input drops the tabs' held whole snapshots: their pages are walked again
-    (see page_watch: input a page's own listener keeps from the watch, and its CSS, would go unseen). Not
-    `type`'s or `select`'s: the field's value, a select's choice and the focus they change are read, not heard
-    (page_watch.typed, page_watch.chose)."""
+    """A call that may send the page input drops the tabs' held whole snapshots (page_watch says why); not `type`'s
+    or `select`'s, whose field value, choice and focus the watch reads, not hears (page_watch.typed, chose)."""
     state.proven = 0  # proved by a settle of this call, if any: not of another's
     if not (tool.read_only or tool.name in page_watch.SENDS_NO_INPUT or tool.name in ("type", "select")):
         for tab in state.tabs:
@@ -130,10 +121,8 @@ def before_call(state, tool):
 
 
 def _edited(state, held, selector, value):
-    """The held whole snapshot with the filled field's line showing `value` (snapshot_text.with_field_value), or
-    with the [selected] mark on a select's chosen option line alone (value None: snapshot_text.with_option_selected),
-    when the page watch proves that the field's value (the select's choice) and the focus are all that changed
-    since it was read: one count (about 1 ms) where a walk costs the page's size. None where it cannot say so."""
+    """The held whole snapshot edited as Proof.of says (a field's value, a select's choice: value None, an editor's
+    lines), where the page watch proves that was all that changed since it was read; else None."""
     proof = Proof.of(state, held, selector, value)
     if proof is None:
         return None
@@ -142,15 +131,17 @@ def _edited(state, held, selector, value):
     except Exception:  # a page navigating away, a ref gone: the walk decides
         answers = None
     text = proof.text(answers) if isinstance(answers, list) else None
-    return None if text is None else _edit_taken(state, held, text, proof.token)
+    if text is None:
+        return None
+    log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
+    return _reused(state, (text, proof.token))  # the proof's count re-armed the watch as its token
 
 
 class Proof:
-    """The page watch's proof that a `type` (a value) or a `select` (None) changed nothing but its field, for the
-    field at `selector`: `reads`, a count scoped to the field (its answer a line's place, 0 for a refusal, the
-    watch re-armed as `token` when it proved) and, after a `type` on a page showing an editor's lines, the
-    editor's (page_watch.wrote: its lines, "" for a refusal); `text(answers)`, the held snapshot so edited
-    (None: walk); `proved(answers)`, whether one of them re-armed the watch."""
+    """The page watch's proof that a `type` (a value) or a `select` (None) changed nothing but its field at
+    `selector`: `reads`, a count scoped to the field (a line's place, 0 for a refusal) and, on a page showing an
+    editor's lines, the editor's read (page_watch.wrote: "" for a refusal), which re-arm the watch as `token` when
+    they prove; `text(answers)`, the held snapshot so edited (None: walk); `proved(answers)`, whether one did."""
 
     def __init__(self, reads, token, text):
         self.reads, self.token, self._text = reads, token, text
@@ -226,12 +217,6 @@ def take_proof(state, proof, answers, waited, usable):
     state.tab.full_snapshot, state.proven = (text, proof.token), proof.token
 
 
-def _edit_taken(state, held, text, token):
-    """The edited `text` as this capture, the watch re-armed as `token` (the proof's count armed it)."""
-    log.debug("capture edited", extra={"event": "capture_edited", "session": state.session_id})
-    return _reused(state, (text, token))
-
-
 def _still_clean(state, held):
     """Whether the page did not change since the held whole snapshot was read (one count, given the server's
     own INTERNAL_S). `changed`'s refusal is told apart from a failure (a page navigating, a walk that timed
@@ -243,9 +228,8 @@ def _still_clean(state, held):
 
 
 def _reused(state, held):
-    """The held whole snapshot as this capture (scrubbed of secrets learned since as it leaves, core/answer.py);
-    its refs are Playwright's current ones (nothing read an aria snapshot since), and it stays held for the next
-    call."""
+    """The held whole snapshot as this capture (scrubbed of secrets learned since as it leaves, core/answer.py); its
+    refs are Playwright's current ones (nothing read an aria snapshot since), and it stays held for the next call."""
     state.tab.full_snapshot = held
     state.tab.refs = frozenset(snapshot_text.REF.findall(held[0]))
     return held[0]
@@ -284,8 +268,7 @@ def took_whole_snapshot(state, text, secret_fields=None):
 def walk_page(state, options):
     """The agent's walk of the whole page (snapshot): (text, title), INTERRUPTED for the text when a dialog
     ended it. The secret fields' count (as capture_snapshot sends it) and, on Chromium, the tab's title go
-    out with the walk: one round trip instead of three, where the page was walked because it changed
-    (back to back after an action, say)."""
+    out with the walk: one round trip instead of three."""
     tab = state.tab
     reads = [(page_root(state), "aria_snapshot", options)]
     counts = bool(tab.refs) and len(tab.page.frames) == 1
@@ -310,12 +293,9 @@ def unchanged_snapshot(state, response):
     """(text, title): the tab's last whole-page snapshot if the page provably did not change since it was
     read, with the tab's title read in the same round trip (Chromium; else None); else (None, None).
 
-    One count through the page watch's engine (about 2 ms on a small page, 4 ms on
-    Sphinx's autodoc page, against 5 and 100 ms for walking it again), sent together
-    with the title's read (page_reading.loaded_title's). Playwright's refs are still
-    that snapshot's: nothing else read an aria snapshot since (every other read clears
-    full_snapshot). They go through state.act: behind a dialog that opened meanwhile
-    they would hang.
+    One count through the page watch's engine, sent with the title's read. Playwright's refs are still
+    that snapshot's: every other aria snapshot read clears full_snapshot. Through state.act: behind a
+    dialog that opened meanwhile they would hang.
     """
     tab = state.tab
     held = tab.full_snapshot
@@ -363,9 +343,9 @@ def mark_secret(state, response, text):
 
 
 # Text the running call is about to put into the page before it knows whether its field is a secret one is
-# held (issue 48): scrubbed from all a reader sees meanwhile (answers, the log resources, list_sessions,
-# progress, the logs), from before the first key until `release` or the call's end (state.running). It costs no
-# round trip: type's hot path looks at its field only after filling it, as before.
+# held: scrubbed from all a reader sees meanwhile (answers, the log resources, list_sessions, progress, the
+# logs), from before the first key until `release` or the call's end (state.running). It costs no round trip:
+# type's hot path looks at its field only after filling it.
 def hold(state, values):
     """Hold values (4 characters or more) as secrets until released; returns what it holds, for `release`."""
     held = tuple({v for v in values if isinstance(v, str) and len(v) >= MIN_SCRUBBED})
@@ -382,14 +362,11 @@ def release(state, held):
 
 
 # A page that logs its field's value on each key would tell all of a secret typed key by key but its last
-# character: every prefix long enough to scrub, in every form stored text carries it (as typed, URL- and
-# JSON-encoded: a page may send each key's text in a URL), is held, so scrubbed from every answer, row,
-# title and snapshot, and the console and network entries that arrive meanwhile are scrubbed of them as
-# they come (events.py), so they stay scrubbed after. Held past the call, HIDDEN_FOR_S after the typing,
-# and added to, not replaced by, what a next run types meanwhile: a page's echo of the last keys came
-# during the person's next action (ci-6, the attack review of 2026-11-27). Not for the session's life: a
-# password's 4-letter prefix ("pass") would blank that word in every log. Only for a secret: a plain
-# field's prefixes would blank common words.
+# character: every prefix long enough to scrub, in every form stored text carries it, is held, so scrubbed from
+# every answer, row, title and snapshot, and from the console and network entries as they arrive (events.py).
+# Held past the call, HIDDEN_FOR_S after the typing, and added to by what a next run types meanwhile: a page's
+# echo of the last keys may come during the next action. Not for the session's life: a password's 4-letter
+# prefix ("pass") would blank that word in every log. Only for a secret: a plain field's would blank common words.
 def typing_key_by_key(state, text):
     """A secret is about to be typed one key at a time: hide its prefixes too."""
     forms = {form for n in range(MIN_SCRUBBED, len(text) + 1) for form in encodings(text[:n])}
@@ -441,15 +418,12 @@ def redact_snapshot(state, text, secret_fields=None):
     """
     if state.tab is None or state.blocker is not None or not has_textbox_values(text):
         return text
-    # What "a secret the client met" means (issue 49), decided here: a value the client's agent typed or
-    # filled as a secret (flagged, or into a field that was a secret one when the server looked, before
-    # or right after typing: mark_secret), and the --secrets values the client may type by name. Never
-    # what a page shows: a secret field's value is hidden where it stands (this snapshot's textboxes, the
-    # DOM snapshot, screenshots, a trace), but not learned, since a page fills its own fields as it
-    # likes: a pre-filled password field, or the server's marker set by the page, would otherwise hide
-    # the words of its choice (a recipient, a domain, a button) in every session of that client. So a
-    # value the user typed into a secret field (wait_for_user) is hidden in its field, not elsewhere; and
-    # in the session's trace, if one records (capture.trace_stop), where the page's own words may go too.
+    # What "a secret the client met" means, decided here: a value the client's agent typed or filled as a secret
+    # (flagged, or into a field that was a secret one when the server looked: mark_secret), and the --secrets
+    # values. Never what a page shows: a secret field's value is hidden where it stands (this snapshot, the DOM
+    # snapshot, screenshots, a trace) but not learned, since a page fills its own fields as it likes and would
+    # otherwise hide the words of its choice in every session of that client. So a value the user typed into a
+    # secret field (wait_for_user) is hidden in its field and in the session's trace (capture.trace_stop).
     values = secret_values(state.tab.page) if secret_fields is None else secret_fields
     if state.tracing:
         state.traced_fields.update(values)

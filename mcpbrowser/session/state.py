@@ -1,10 +1,8 @@
 """One session's state: its tabs (each a `Tab`, with its dialog), secrets, and running a tool on them.
 
-SESSION THREAD ONLY. Every Playwright object here was created on the session's
-own thread and is used only there; event handlers also run on that thread,
-dispatched by Playwright while a call is in progress. What other threads may
-read is copied out as plain data into `worker.info`. The session's event buffers
-are `events.py`'s, its domain policy checks `network_policy.py`'s.
+SESSION THREAD ONLY. Every Playwright object here was created on the session's own thread and is used only
+there; event handlers also run on that thread, dispatched by Playwright while a call is in progress. What
+other threads may read is copied out as plain data into `worker.info`.
 """
 
 import time
@@ -26,13 +24,14 @@ from mcpbrowser.trace_scrub import artifact_roots, scrub_leftovers
 
 # A call that comes after this many quiet seconds first dispatches what the browser sent meanwhile.
 CATCH_UP_AFTER_S = 0.2
-# An alert loop (a timer's alert after alert, or a loop of them) must not trap a session. As
-# Chrome offers "prevent this page from creating additional dialogs", the server answers
-# dialogs itself once a page raised more than LOOP_DIALOGS in a row, each opening within
-# LOOP_GAP_S of the previous one's answer; until that page navigates. A confirm
-# followed by its alert ("Saved") is two: the agent still answers those.
+# An alert loop must not trap a session. As Chrome offers "prevent this page from creating additional dialogs",
+# the server answers dialogs itself once a page raised more than LOOP_DIALOGS in a row, each opening within
+# LOOP_GAP_S of the previous one's answer, until that page navigates. A confirm followed by its alert ("Saved")
+# is two: the agent still answers those.
 LOOP_DIALOGS = 3
 LOOP_GAP_S = 1.0
+
+
 class SessionState(Acting):
     """The session's Playwright objects, its tabs and per-session buffers; created by the opener, used by tool
     handlers. What belongs to one page (its counts, refs, held snapshot, health) is its Tab's."""
@@ -71,23 +70,19 @@ class SessionState(Acting):
         self.files_saved = 0      # files this session saved (screenshots, PDFs, traces): their names' counter
         self.tracing = False      # trace_start ran, trace_stop not yet: the trace's name
         self.traced_fields = set()  # secret fields' values its snapshots met while tracing: the trace hides them
-        # Texts typed where no field could be looked at (stored withheld): a trace's parameters hide them too.
-        self.withheld = set()
+        self.withheld = set()     # texts typed where no field could be looked at (stored withheld): a trace hides them
         self.held = []            # what the running call holds as possibly secret (snapshots.hold)
         self.caller = None        # who made the call running now (asked about a domain, told a notice), or None
         self.elements_counted = None  # the page's element count, when this call's settle or title read had it
         self.settled = None       # (tab, navigations, title): the handler settled already this call (settle.now)
         self.answers_first = False  # this call's settle leaves its short timers to the next read (settle.ANSWERS_FIRST)
-        # (tab, navigations, first start, last start) of the actions whose short timers the settle left: the next read
-        # finishes their settle (settle.finish)
-        self.unsettled = None
+        self.unsettled = None     # (tab, navigations, first start, last start): actions whose settle.finish is due
         self.proven = 0           # the page watch's token at which a settle proved the held snapshot (take_proof)
         self._progress = None     # the running call's progress reporter, if it asked for one
         self.tell_user = lambda message: None  # the opener's: show the person a message (wait_for_user)
         self.storage_saved_at = 0.0   # monotonic time of the last resume save (0: never)
         self.storage_saved_url = None
-        # Chromium only: a CDP session per tab (Tab.cdp), for loaded_title() (see there).
-        self.chromium = browser.browser_type.name == "chromium"
+        self.chromium = browser.browser_type.name == "chromium"  # then a CDP session per tab (Tab.cdp)
         self.throttle = {}        # its CPU and network throttling (throttling.settings), {} for none
         self.disconnect_at_close = False  # set by the opener: see close()
         self.quiet_since = time.monotonic()  # when the last call ended: see catch_up
@@ -111,7 +106,7 @@ class SessionState(Acting):
         self.context.on("dialog", self._on_dialog)
         self.events.listen(self.context)
         self._follow(self.tab)
-        settle.install(self)
+        self.context.add_init_script(script=settle.INSTALL)  # the settle rule's script, in every document
         self.context.add_init_script(script=MARK_SECRET_FIELDS)  # a password field stays one (redaction.py)
 
     def storage_saved(self, url):
@@ -129,17 +124,12 @@ class SessionState(Acting):
 
     def close(self):
         snapshots.stop_hiding(self)  # the client's book (the logs' scrubbing) holds them too: let go
-        # Stopping this thread's Playwright ends its connection (the relay or the driver),
-        # which is all that is ours: the browser is shared. Through a driver of our own,
-        # browser.close() comes first: on a browser reached with connect() or
-        # connect_over_cdp() it only disconnects (the browser and other clients' contexts
-        # stay), and only then does the driver remove its playwright-artifacts-* folder
-        # from /tmp. Through the relay it would close the shared browser itself.
-        # A trace never saved is stopped first: Playwright's stop stops its recording, then waits until the
-        # browser server has written it all. Closing the context waits for the writes too, but records on
-        # while it closes the pages, so a last event could land after the leftovers were removed (a `.trace`
-        # file of the closed session was left in test_resource_limits, 1 run in 18; read in Playwright 1.65's
-        # BrowserContext.close, which flushes the tracing before it closes the pages).
+        # Stopping this thread's Playwright ends its connection (the relay or the driver), which is all that is
+        # ours: the browser is shared. Through a driver of our own, browser.close() comes first: on a browser
+        # reached with connect() it only disconnects, and only then does the driver remove its
+        # playwright-artifacts-* folder from /tmp. Through the relay it would close the shared browser itself.
+        # A trace never saved is stopped first, which waits until the browser server has written it all: closing
+        # the context records on while it closes the pages, so a last event could land after the leftovers went.
         steps = [self.context.tracing.stop] if self.tracing else []
         steps.append(self.context.close)
         if self.disconnect_at_close:
@@ -228,9 +218,8 @@ class SessionState(Acting):
 
     def _news(self, dialog_before):
         """What the pages did that the agent was not told yet, each told once: a dialog that opened during the
-        call on its tab, the dialogs open in other tabs, other tabs that crashed, the tabs it opened (between calls
-        too: events are dispatched during any Playwright call, the after-call capture included), a tab navigate
-        replaced, the dialogs the server dismissed, downloads."""
+        call on its tab, the dialogs open in other tabs, other tabs that crashed, the tabs opened (between calls
+        too), a tab navigate replaced, the dialogs the server dismissed, downloads."""
         news = {}
         if self.blocker is not None and self.blocker is not dialog_before:
             news["dialog"] = self.dialog_info()
@@ -258,11 +247,9 @@ class SessionState(Acting):
     def catch_up(self):
         """Dispatch what the browser said while the session was quiet: a dialog above all.
 
-        Playwright reads its connection only while a call is in progress, so a
-        dialog that opened while the agent thought is still unread when the next
-        call comes. Without this round trip that call would start, meet the dialog
-        halfway and answer as if it had opened it. One round trip to the browser
-        process (~1 ms), which no page can hold up; only after a quiet spell.
+        Playwright reads its connection only while a call is in progress, so a dialog that opened while the agent
+        thought is unread when the next call comes, which would meet it halfway and answer as if it had opened it.
+        One round trip to the browser process, which no page can hold up; only after a quiet spell.
         """
         try:
             self.flush_events()
@@ -336,11 +323,9 @@ class SessionState(Acting):
     def _page_state(self, navigated, title=None, count=False):
         """Where an action left the agent: url, title, and whether it navigated, so the agent needs no extra call.
 
-        A navigation the action started has committed by now (Playwright waits for
-        that); its load is awaited here (up to the action timeout), so that the title,
-        and the snapshot the history captures next, are of the new page. The title
-        is one CDP round trip that runs no JavaScript (see loaded_title), or the one the
-        settle just read (title) when the page stayed.
+        A navigation the action started has committed by now (Playwright waits for that); its load is awaited
+        here (up to the action timeout), so that the title, and the snapshot the history captures next, are of
+        the new page. The title is loaded_title's, or the one the settle just read (title) when the page stayed.
         """
         if navigated and self.blocker is None:
             try:  # at most the action timeout: a slow page's answer says where it is so far
@@ -420,12 +405,9 @@ class SessionState(Acting):
         return True
 
     def clear_the_way(self):
-        """navigate's start: dismiss the dialog that blocks the tab, and any that opens until it is away.
-
-        A tab whose page raises dialogs in a loop is not navigated but replaced (see
-        trapped): its next dialog would come during the navigation, where Chromium
-        holds the navigation and refuses to answer the dialog.
-        """
+        """navigate's start: dismiss the dialog that blocks the tab, and any that opens until it is away. A tab whose
+        page raises dialogs in a loop is replaced (see trapped): its next dialog would come during the navigation,
+        where Chromium holds the navigation and refuses to answer the dialog."""
         self.leaving, self.trapped = True, False
         if self.blocker is not None:  # its own, or another tab's that holds it
             self.answer_dialog(self.blocker, False)
@@ -434,11 +416,8 @@ class SessionState(Acting):
             self.replace_tab()
 
     def replace_tab(self):
-        """Close the current tab, whatever its page is doing, and carry on in a fresh one of the same context.
-
-        What a person does with a tab that will not let go. Cookies and storage are
-        the context's, so they stay; the tab's back history goes with it.
-        """
+        """Close the current tab, whatever its page is doing, and carry on in a fresh one of the same context (as a
+        person does with a tab that will not let go): cookies and storage stay; the tab's back history goes."""
         old = self.tab
         self.events.hand_over(old, self._open_blank_tab(at=self.tabs.index(old) if old in self.tabs else None))
         self.replaced_tab = True

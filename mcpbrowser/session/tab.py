@@ -30,9 +30,7 @@ class Tab:
         self.looping = False      # it raised dialogs in a loop: the server answers them until it navigates
         self.throttled = False    # it was sent a throttling, so that "none" reaches it
         self.cdp_session = None   # its CDP session, once opened (cdp)
-        # The pages whose console and network entries are its, by their keys (EventBuffers.key): its own, and a page
-        # it replaced (SessionState._follow adds its own).
-        self.log_pages: set = set()
+        self.log_pages: set = set()  # keys of the pages whose log entries are its (EventBuffers.key): its own, replaced
         self.page_mark = 0        # the session's request count when its page's document was requested
 
     def cdp(self):

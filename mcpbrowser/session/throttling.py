@@ -1,10 +1,9 @@
 """A session's CPU and network throttling, as Chrome DevTools offers it, applied to each of its tabs.
 
-`settings` and `describe` are pure (any thread); `apply` and `change` run on the SESSION THREAD ONLY:
-they talk CDP to the session's pages (Emulation.setCPUThrottlingRate, Network.emulateNetworkConditions)
-through each page's CDP session. Both are per page in Chromium, so every tab the session opens
-(popups included) gets them as it opens (SessionState._on_page). Other engines have no such
-protocol: UNSUPPORTED_BROWSER.
+`settings` and `conditions` are pure (any thread); `apply` and `change` run on the SESSION THREAD ONLY: they talk CDP to
+the session's pages (Emulation.setCPUThrottlingRate, Network.emulateNetworkConditions) through each page's CDP session.
+Both are per page in Chromium, so every tab the session opens (popups included) gets them as it opens
+(SessionState._on_page). Other engines have no such protocol: UNSUPPORTED_BROWSER.
 """
 
 from mcpbrowser import schema
@@ -34,9 +33,8 @@ SCHEMA = {
 def settings(args, current=None):
     """The session's throttling after `args` (SCHEMA's fields) change `current`: plain data.
 
-    {"cpuRate": n} and/or {"network": name, "latencyMs", "downloadKbps", "uploadKbps"}; {} is
-    none. A preset fills the three figures, which the args may override; figures without a
-    preset keep the current ones.
+    {"cpuRate": n} and/or {"network": name, "latencyMs", "downloadKbps", "uploadKbps"}; {} is none. A preset fills the
+    three figures, which the args may override; figures without a preset keep the current ones.
     """
     out = dict(current or {})
     if "cpuRate" in args:

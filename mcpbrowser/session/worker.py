@@ -1,11 +1,9 @@
 """One session's dedicated thread and its command queue.
 
-Thread ownership: everything the opener returns (Playwright, Browser, Context,
-Page) is created on the session thread and used only there. Other threads talk
-to it only through `submit`, which carries plain data in and a Future out,
-shaped after `concurrent.futures.thread`: a cancelled command still queued is
-skipped, and every exception, BaseException included, lands in its Future, so
-no command can kill the loop.
+Thread ownership: everything the opener returns (Playwright, Browser, Context, Page) is created on the session thread
+and used only there. Other threads talk to it only through `submit`, which carries plain data in and a Future out,
+shaped after `concurrent.futures.thread`: a cancelled command still queued is skipped, and every exception,
+BaseException included, lands in its Future, so no command can kill the loop.
 """
 
 import collections
@@ -31,17 +29,14 @@ class SessionWorker:
         self.session_id = session_id
         self.options = options or {}  # plain data for the opener, e.g. a storage state to restore
         self.ready: Future[bool] = Future()
-        # Plain data about the page, written on the session thread and read anywhere.
-        self.info = {"url": "about:blank", "title": ""}
+        self.info = {"url": "about:blank", "title": ""}  # the page: written on the session thread, read anywhere
         self.generation = 0      # which life of the shared browser this session is on (see on_browser)
         self.driver_pid = None   # its Playwright driver process, which the watchdog may kill
         self.endpoint = None     # the remote endpoint it runs on, as shown (see on_browser)
         self.memory_mb = None    # its pages' renderer memory when last measured (see measured)
         self.memory_checked = float("-inf")  # monotonic time of that measurement
-        # (future, monotonic deadline, tag) of the command now running, for the watchdog; or None
-        self.running = None
-        # The secret values its client met (redaction.KnownSecrets): the registry gives it
-        # its owner's when the session is handed out; read by the core on any thread.
+        self.running = None  # (future, monotonic deadline, tag) of the command now running, for the watchdog
+        # The secret values its client met: the registry gives it its owner's as it hands the session out; any thread.
         self.secrets = KnownSecrets()
         # offer(caller), on the session thread, when a page of the session offers tools of its own: the core's way
         # to turn page_tools on for the session's client (core/lifecycle_tools.py gives it; nothing before).
@@ -53,34 +48,25 @@ class SessionWorker:
         # A person's input (the live view): run before what waits in _queue, and in a long wait's
         # slices (`between`), so a person can act while the agent's wait_for_user holds the thread.
         self._urgent: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        # The live view's hold (plain data, any thread): the person's name while they drive, and
-        # whether they handed back since the last wait_for_user began.
+        # The live view's hold (plain data): who drives, and whether they handed back since wait_for_user began.
         self.held_by: str | None = None
         self.handed_back = False
-        # Whether the page the session shows crashed (its renderer died) and awaits the next call, which
-        # replaces it: plain data, set on the session thread, read by the live view's list.
-        self.page_crashed = False
+        self.page_crashed = False  # its page crashed, and the next call replaces it (read by the live view's list)
         self._lock = threading.Lock()
         self._stopping = False
         self._closed_error = None
         self._last = None
-        # quiet_hook(state), when set, runs once on the session thread after a command,
-        # when no other has come for quiet_after_s: work worth doing only while the agent
-        # thinks (the core's: the pages' garbage collection). quiet_budget is
-        # (budget_s, tag): the watchdog watches it like a command.
+        # quiet_hook(state), when set, runs once on the session thread after a command, when no other has come for
+        # quiet_after_s (the pages' garbage collection); quiet_budget: (budget_s, tag) the watchdog watches it with.
         self.quiet_hook: Any = None
         self.quiet_after_s = 1.0
         self.quiet_budget = (None, None)
-        # tickers: {name: (interval_s, fn(state))}, each run on the session thread every interval_s
-        # while it is idle, and after a command when one is due. The log resources' hub sets
-        # "logs" while anyone subscribes (see resources/watch.py), the person's `person_watch` call
-        # "screencast" while anyone watches (session/screencast.py): they make the browser's events
-        # dispatch between calls. Set (`tick`) and removed (`untick`) from any thread; the loop reads them on each turn.
+        # tickers: {name: (interval_s, fn(state))}, each run on the session thread every interval_s while it is idle,
+        # and after a command when due: "logs" while anyone subscribes (resources/watch.py), "screencast" while
+        # anyone watches (session/screencast.py). Set and removed from any thread; the loop reads them each turn.
         self.tickers: dict[str, Any] = {}
         self._tick_due: dict[str, float] = {}
-        # Its state's EventBuffers (set by the state as it opens): their numbered logs may be read from
-        # any thread (see events.py), so a log resource is read even while a call runs.
-        self.events: Any = None
+        self.events: Any = None  # its state's EventBuffers, whose numbered logs any thread reads, during a call too
         self._thread = threading.Thread(target=self._run, name=f"session-{session_id[:8]}", daemon=True)
 
     # -- ANY THREAD ------------------------------------------------------------
@@ -139,11 +125,10 @@ class SessionWorker:
     def submit(self, fn, *args, after=None, budget_s=None, tag=None, urgent=False):
         """Queue fn(state, *args) for the session thread; returns its Future.
 
-        after(state, fut), if given, runs on the session thread once the Future is
-        settled (its answer already on its way) and before the next command: work
-        the caller need not wait for, such as capturing the page the call left.
-        budget_s: seconds the command and its after-work may take before the
-        watchdog may call it stuck (see `stuck`); tag travels with it for the watchdog.
+        after(state, fut), if given, runs on the session thread once the Future is settled (its answer already on its
+        way) and before the next command: work the caller need not wait for, such as capturing the page the call left.
+        budget_s: seconds the command and its after-work may take before the watchdog may call it stuck (see `stuck`);
+        tag travels with it for the watchdog.
         """
         fut: Future[Any] = Future()
         with self._lock:
@@ -206,8 +191,7 @@ class SessionWorker:
             state = self._opener(self)
         except BaseException as exc:  # the creator waits on `ready`; it must hear why
             self.ready.set_exception(exc)
-            self.stop()
-            self._fail_queued()
+            self.stop()  # fails what is queued; a stop that came first did, and nothing is queued after one
             return
         self.ready.set_result(True)
         quiet_due = None  # monotonic time the quiet hook is due, after a command

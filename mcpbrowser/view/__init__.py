@@ -44,9 +44,8 @@ def serve_alone(core: CoreFace, config: Config, credentials: dict[str, str]) -> 
 
     host, _, port = config.view.rpartition(":")
     app = from_config(core, config, credentials, max_live=ALONE_THREADS // 2)  # half for the pages and their JSON
-    # The --http guards (review of issue 53): a plain waitress read a body of up to 1 GB before the view
-    # saw it, and 100 sockets sending half a request filled its connections for two minutes. A connection
-    # counts as a person's once its request shows a signed-in cookie.
+    # The --http guards: a plain waitress reads a body of up to 1 GB before the view sees it, and sockets sending
+    # half a request fill its connections. A connection counts as a person's once its request shows a signed-in cookie.
     limits = Limits(config.http_header_timeout, config.http_body_timeout, config.http_idle_timeout,
                     config.http_max_connections, config.http_max_unauthenticated)
     assert app.sign_ins is not None

@@ -1,9 +1,8 @@
 """The live view as a WSGI app: pages, their JSON, the live picture, and a person's hands on a session.
 
-ANY THREAD (the WSGI server's request threads). Who may see what is decided here, once per
-request, before any route runs: a viewer (auth.Viewer) from the sign-in cookie or the
-embedder's hook; every session id in a URL is then checked against it, and one the viewer
-may not see answers exactly as one that does not exist.
+ANY THREAD (the WSGI server's request threads). Who may see what is decided here, once per request, before any route
+runs: a viewer (auth.Viewer) from the sign-in cookie or the embedder's hook; every session id in a URL is then checked
+against it, and one the viewer may not see answers exactly as one that does not exist.
 """
 
 import html
@@ -29,10 +28,6 @@ from mcpbrowser.view.screencast import Screencasts
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 ASSETS = {"view.js": "text/javascript; charset=utf-8", "view.css": "text/css; charset=utf-8"}
 MAX_FORM_BYTES = 4096
-# The live picture holds one of the WSGI server's threads per viewer for as long as it is watched: a person
-# (or a tenant's script) opening it many times took every thread, the MCP endpoint's too. All viewers
-# together open at most `max_live` (default: two a session the server allows, half of --http's threads),
-# the people of one name (a token's) half of them.
 PLAIN_HTTP_WARNING = ("This view is reached over plain HTTP from another machine: the sign-in token and the "
                       "cookie cross the network in clear. Put it behind a TLS-terminating proxy.")
 
@@ -40,12 +35,11 @@ PLAIN_HTTP_WARNING = ("This view is reached over plain HTTP from another machine
 class ViewApp:
     """`app(environ, start_response)`: the view under `path` (give "" when your router strips the prefix).
 
-    core: the server's core, as its typed face (core/face.py): the view reads it and submits calls through
-    it, and writes nothing into it (building a view, or two, leaves the core as it was);
-    sign_ins: the view's own sign-in (tokens or a one-time key), or who_may_see: an embedder's hook
-    deciding it from the request (then no sign-in page here);
-    trust_proxy: believe X-Forwarded-Proto (the view sits behind a TLS proxy); max_live: live pictures
-    open at once (each holds a thread of the WSGI server: keep it well under the server's threads).
+    core: the server's core, as its typed face (core/face.py): the view reads it and submits calls through it, and
+    writes nothing into it (building a view, or two, leaves the core as it was); sign_ins: the view's own sign-in
+    (tokens or a one-time key), or who_may_see: an embedder's hook deciding it from the request (then no sign-in page
+    here); trust_proxy: believe X-Forwarded-Proto (the view sits behind a TLS proxy); max_live: live pictures open at
+    once (each holds a thread of the WSGI server: keep it well under the server's threads).
     """
 
     def __init__(self, core: CoreFace, *, sign_ins: SignIns | None = None, who_may_see: WhoMaySee | None = None,
@@ -57,6 +51,8 @@ class ViewApp:
         self.path = path.rstrip("/")
         self._secret = secrets.token_bytes(32)  # the hook's CSRF tokens are keyed by it
         self.casts = Screencasts(core)
+        # A live picture holds a thread per viewer while it is watched: opened many times, it took every thread,
+        # the MCP endpoint's too. At most max_live at once (default: two a session), one name's people half of them.
         self.max_live = max_live or max(4, 2 * core.max_sessions)
         self._live_lock = threading.Lock()
         self._watching: dict[str, int] = {}  # viewer name -> live pictures open

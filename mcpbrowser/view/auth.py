@@ -32,9 +32,7 @@ HEADERS = [
                                 "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'"),
 ]
 SIGN_IN_HOURS = 12  # a sign-in lasts this long, then the person signs in again
-# Sign-ins kept per name (a token's people, their browsers): each lives 12 hours on the server, so a
-# script signing in again and again grew the server's memory without bound.
-SIGN_INS_KEPT = 32
+SIGN_INS_KEPT = 32  # per name: each lives SIGN_IN_HOURS, so a script signing in again and again grew memory unbounded
 
 
 @dataclass(frozen=True)
@@ -62,10 +60,6 @@ def scheme(environ: dict[str, Any], trust_proxy: bool) -> str:
     return environ.get("wsgi.url_scheme", "http")
 
 
-def own_origin(environ: dict[str, Any], trust_proxy: bool) -> str:
-    return f"{scheme(environ, trust_proxy)}://{(environ.get('HTTP_HOST') or '').lower()}"
-
-
 def same_origin(environ: dict[str, Any], trust_proxy: bool) -> bool:
     """Whether a state-changing request may be from the view's own pages: Origin, else Referer, else Fetch metadata."""
     # As OWASP's CSRF cheat sheet has it: verify the source origin when the request names one (Origin,
@@ -76,7 +70,7 @@ def same_origin(environ: dict[str, Any], trust_proxy: bool) -> bool:
     # acting with a person's cookie but a script (curl, a monitor) that holds its own cookie and token,
     # which docs/view.md tells operators to use. Refusing it would protect nothing and lock scripts out.
     # Plain ==: an origin is no secret, and hmac.compare_digest raised (a 500) on a header of non-ASCII text.
-    own = own_origin(environ, trust_proxy)
+    own = f"{scheme(environ, trust_proxy)}://{(environ.get('HTTP_HOST') or '').lower()}"
     origin = environ.get("HTTP_ORIGIN")
     if origin is not None:
         return origin.rstrip("/").lower() == own
@@ -96,10 +90,9 @@ def plain_http_exposed(environ: dict[str, Any], trust_proxy: bool) -> bool:
 class SignIns:
     """The view's own sign-in: tokens of --http-token-file (operators marked), or a one-time key."""
 
-    def __init__(self, credentials: dict[str, str], operators: set[str], clock: Callable[[], float] = time.monotonic):
+    def __init__(self, credentials: dict[str, str], operators: set[str]) -> None:
         self.credentials = dict(credentials)
         self.operators = set(operators)
-        self._clock = clock
         self._lock = threading.Lock()
         self._signed: dict[str, tuple[Viewer, str, float]] = {}  # cookie value -> (viewer, csrf, deadline)
         # Without tokens (stdio, an open loopback server), one key, good once, printed to stderr.
@@ -129,7 +122,7 @@ class SignIns:
             mine = [c for c, (v, _, _) in self._signed.items() if v.name == viewer.name]  # oldest first
             for old in mine[:max(0, len(mine) + 1 - SIGN_INS_KEPT)]:
                 del self._signed[old]
-            self._signed[cookie] = (viewer, secrets.token_urlsafe(24), self._clock() + SIGN_IN_HOURS * 3600)
+            self._signed[cookie] = (viewer, secrets.token_urlsafe(24), time.monotonic() + SIGN_IN_HOURS * 3600)
         return cookie
 
     def end(self, cookie: str) -> None:
@@ -143,7 +136,7 @@ class SignIns:
             return None
         with self._lock:
             found = self._signed.get(cookie)
-            if found is not None and found[2] < self._clock():
+            if found is not None and found[2] < time.monotonic():
                 del self._signed[cookie]
                 found = None
         return None if found is None else (found[0], found[1])
@@ -160,14 +153,13 @@ GUESSERS_KEPT = 10_000  # addresses remembered; past it, those whose failures ar
 class Guesses:
     """Refused sign-ins by address, over the last window (ANY THREAD, under a lock)."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._failed: dict[str, list[float]] = {}
 
     def wait_s(self, address: str) -> float:
         """Seconds this address must wait before its next sign-in is read (0: read it now)."""
-        now = self._clock()
+        now = time.monotonic()
         with self._lock:
             recent = [t for t in self._failed.get(address, ()) if t > now - GUESS_WINDOW_S]
             if recent:
@@ -177,7 +169,7 @@ class Guesses:
             return recent[0] + GUESS_WINDOW_S - now if len(recent) >= GUESSES else 0.0
 
     def failed(self, address: str) -> None:
-        now = self._clock()
+        now = time.monotonic()
         with self._lock:
             if len(self._failed) >= GUESSERS_KEPT:
                 self._failed = {a: ts for a, ts in self._failed.items() if ts[-1] > now - GUESS_WINDOW_S}

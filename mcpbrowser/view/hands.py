@@ -1,11 +1,10 @@
 """A person's hands on a session: take over, their clicks, scrolls and keys on the live picture, hand back.
 
 ANY THREAD (the view's request threads) only. Each is a call of the person's through the core's face
-(`CoreFace.take_over`, `act`, `hand_back`): a tool of theirs (tools/person.py, declared with every other
-tool) run on the session thread ahead of queued calls and inside a waiting wait_for_user's slices, logged
-and recorded in the history as theirs, under the limits of every call, their text withheld. No line here
-acts on a page or writes the core's objects: who holds a session is the session thread's to decide, one
-take-over after the other, so ten people pressing Take over at once are told one holds it (issue 63).
+(`CoreFace.take_over`, `act`, `hand_back`): a tool of theirs (tools/person.py) run on the session thread
+ahead of queued calls and inside a waiting wait_for_user's slices, logged and recorded as theirs, their
+text withheld. No line here acts on a page or writes the core's objects: who holds a session is the session
+thread's to decide, one take-over after the other, so people pressing Take over at once are told one holds it.
 """
 
 import json
