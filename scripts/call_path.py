@@ -208,7 +208,8 @@ def trace_calls(tools):
             reports[tool] = _report(traces[-1], tool)
     finally:
         threading.setprofile(None)
-        server.shutdown()
+        server.done.set()
+        server.wait()  # shuts the core and the connection down
         site.shutdown()
         shutil.rmtree(folder, ignore_errors=True)
     return reports

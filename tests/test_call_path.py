@@ -79,6 +79,9 @@ class State:
     def dismissals_untold(self):
         return 0
 
+    def closes_untold(self):
+        return {}
+
     def background(self, tab, target, method, **kwargs):
         return getattr(target, method)(**kwargs)
 

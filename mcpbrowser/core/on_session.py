@@ -91,14 +91,12 @@ class OnSession:
             return error  # a bug of ours: no browser lost, no login wall (core/dispatch.py logs it)
         if response.page_crash is not None:
             error = state.replace_crashed_page() if response.page_crash else state.unresponsive_error()
-        elif playwright_internals.target_closed(exc):
-            state.catch_up()  # the tab's "close" event, if it has not been heard yet
-            if state.current_closed:  # its page closed itself (window.close): not the browser's failure
-                error = state.tab_closed_error(during=True)
-        error = answer.told_meanwhile(error, state.dismissals_untold(), state.closes_untold())
-        if page_reading.browser_gone(state):
+        if page_reading.browser_gone(state):  # its round trip also hears a tab's "close" event
             self._supervisor.browser_gone(state.worker, str(error))
             return self._registry.session_lost(state)
+        if playwright_internals.target_closed(exc) and state.current_closed:
+            error = state.tab_closed_error(during=True)  # its page closed itself (window.close): not the browser
+        error = answer.told_meanwhile(error, state.dismissals_untold(), state.closes_untold())
         failure = self._user.login_failure(state, tool.name, error, call,
                                            not self._groups.off_note("wait_for_user", call.caller))
         return self._user.with_view(state.session_id, failure) if tool.waits_for_person else failure
