@@ -374,9 +374,12 @@ SETTLE = ("([elapsed, quiet, cap, mode]) => window.__mcpbSettle ? window.__mcpbS
           f": ({INSTALL}, [-1, 0, 0])")
 # The same through CDP, answering [ms waited, windows asked for, still busy, document.title, elements]: one round
 # trip that also saves the title's own, and the element count that decides whether the history captures the page
-# (snapshots.too_large).
-SETTLE_CDP = ("(window.__mcpbSettle ? window.__mcpbSettle(%d, %d, %d, %d) : (" + INSTALL.replace("%", "%%")
-              + ", Promise.resolve([-1, 0, 0]))).then((settled) => [...settled, document.title, "
+# (snapshots.too_large). INSTALL is not in it: a CDP expression is compiled anew each time (its numbers change), and
+# compiling INSTALL's 20 KB cost each action about a millisecond. A document without the script (one made before
+# the init script, as a new tab's first about:blank) answers NOT_INSTALLED: `_answered` installs it then.
+NOT_INSTALLED = -2
+SETTLE_CDP = ("(window.__mcpbSettle ? window.__mcpbSettle(%d, %d, %d, %d) : Promise.resolve(["
+              + str(NOT_INSTALLED) + ", 0, 0])).then((settled) => [...settled, document.title, "
               + "document.getElementsByTagName('*').length])")
 
 
@@ -512,6 +515,13 @@ def _answered(state, answer):
     if "exceptionDetails" in answer:
         return None
     waited, popups, left, title, state.elements_counted = answer["result"]["value"]
+    if waited == NOT_INSTALLED:  # not settled (nothing watched the action): the script set up for the next one
+        waited = -1
+        try:
+            state.act(state.tab.cdp(), "send", deadline_s=1.0, method="Runtime.evaluate",
+                      params={"expression": INSTALL})
+        except Exception as exc:  # the page went meanwhile: the next document has the init script
+            log.debug("settle script not installed", extra={"session": state.session_id, "error": str(exc)})
     return waited, popups, title, left
 
 
