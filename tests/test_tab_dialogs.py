@@ -445,6 +445,15 @@ def test_a_tab_that_closes_itself_during_a_call_is_no_browser_error(client, page
     pressed = client.call("press_key", {"sessionId": session, "selector": "#k", "key": "Enter"})
     shown = json.loads(pressed.content[0].text)
     assert shown.get("errorCode", "TAB_CLOSED") == "TAB_CLOSED" and shown.get("closedTabs", 1) == 1, shown
+    # A wait for an element to go, in a tab that closes itself 400 ms into it: the close, not a timeout (or, on a
+    # machine slow enough that it closed before the wait began, the wait on the tab now current, told).
+    _closes_opened(client, session)
+    client.tool("click", sessionId=session, selector="#late")
+    client.tool("press_key", sessionId=session, key="Enter")
+    waited = json.loads(client.call("wait_for", {"sessionId": session, "selector": "#late", "state": "hidden",
+                                                 "timeout": 8000}).content[0].text)
+    told = waited.get("details", waited)
+    assert waited.get("errorCode", "TAB_CLOSED") == "TAB_CLOSED" and told["closedTabs"] == 1, waited
     # The session's last tab closing itself leaves a fresh one, named.
     _closes_opened(client, session)
     client.tool("tabs", sessionId=session, action="close", index=0)

@@ -252,8 +252,8 @@ def wait_for(state, args, response):
             if wait(remaining) is INTERRUPTED:
                 break
         except Exception as exc:
-            if "Timeout" not in str(exc):
-                raise
+            if "Timeout" not in str(exc) or state.current_closed:
+                raise  # a tab that closed itself meanwhile is TAB_CLOSED (core/on_session.py), not a timeout
             page = state.tab.page
             seen = None if state.events.navigation_pending(page) else _matches_seen(page, hidden_twins.get(what))
             note = f" {seen['matched']} element(s) matched, {seen['visible']} of them visible." if seen else ""
