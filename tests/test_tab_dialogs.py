@@ -440,6 +440,7 @@ def test_a_tab_that_closes_itself_during_a_call_is_no_browser_error(client, page
     assert answered["errorCode"] == "TAB_CLOSED" and answered["message"].startswith(
         "The tab closed itself during the call (its page called window.close()); what the call did before that "
         "stands. The current tab is now tab 0"), answered
+    assert answered["details"] == {"closedTabs": 1, "currentTab": 0, "during": True}, answered  # it did act
     # A key whose keydown closes its page was pressed: not the arguments' fault.
     _closes_opened(client, session)
     pressed = client.call("press_key", {"sessionId": session, "selector": "#k", "key": "Enter"})

@@ -326,10 +326,17 @@ def _replayed(tool, args):
 def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None, exported_at=None, filename="FILE"):
     """(source, script) for a session's calls (History.session_calls), to be saved as `filename`."""
     script = Script(session_id, metadata, upload_roots, storage_state_path)
-    calls = [step for call in calls for step in _measured(call)]
+    calls = [step for call in calls for step in _measured(_closed_during(call))]
     answers = _dialog_answers(calls)
     reads: list[str] = []
     for index, (_, tool, args, status, result, page) in enumerate(calls):
+        # The current tab closed itself (window.close: a sign-in popup done) before this call's answer, which told
+        # it (currentTab) and speaks of the tab now current: the agent went on there, so the replay follows it, as
+        # after a tabs select, instead of driving the closed page.
+        told = _current_after_close(status, result)
+        shown = result or {}
+        if told is not None and status == "ok":  # its url and title are the tab's now current: asserted there
+            shown = {k: v for k, v in shown.items() if k not in ("url", "title", "navigated")}
         if status == "ok" and _replayed(tool, args):
             if reads:
                 script.comment(f"the agent read the page here ({', '.join(dict.fromkeys(reads))})")
@@ -345,17 +352,39 @@ def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None,
                 script.line(f"answer_in_tab(context, {tab}, {', '.join(handlers)})" if tab is not None else
                             f'page.once("dialog", {handlers[0]})' if len(handlers) == 1 else
                             f"answer_in_order(page, {', '.join(handlers)})")
-            _step(script, tool, args, result or {})
+            _step(script, tool, args, shown)
         elif status == "ok" and tool in READS:
             reads.append(tool)
         elif tool == "person_input" and (index == 0 or calls[index - 1][1] != "person_input"):
             # What a person did in the live view (a login, say) is theirs to do again, never replayed.
             script.comment("a person took over in the live view here (their actions are not replayed)")
+        if told is not None:
+            _follow(script, told, result if status == "ok" else {})
         if page is not None:
             script.snapshots.append(page.decode())
     if reads:
         script.comment(f"the agent read the page here ({', '.join(dict.fromkeys(reads))})")
     return script.render(exported_at, filename), script
+
+
+def _closed_during(call):
+    """A call whose tab closed itself during it (TAB_CLOSED, details.during) did what it did before: a step that
+    succeeded, its answer what the error told (closedTabs, currentTab); any other call as it is."""
+    ref_id, tool, args, status, error, page = call
+    details = _details(status, error)
+    if details.get("during") and error.get("errorCode") == "TAB_CLOSED":
+        return ref_id, tool, args, "ok", details, page
+    return call
+
+
+def _details(status, error):
+    """A failed call's error details as its row keeps them ({} for none, or for a call that did not fail)."""
+    return ((error or {}).get("details") or {}) if status == "error" else {}
+
+
+def _current_after_close(status, result):
+    """The tab made current when the current one closed itself, as the call's answer or error told it; or None."""
+    return ((result or {}) if status == "ok" else _details(status, result)).get("currentTab")
 
 
 def _measured(call):
@@ -552,6 +581,17 @@ def _tabs(script, args, result):
     else:
         script.line(f"tab(context, {index}).close()" if index is not None else "page.close()")
         script.line("page = context.pages[-1] if page.is_closed() else page")
+
+
+def _follow(script, index, result):
+    """On in the tab at index once the current one has closed itself (it may close later in a replay: a timer)."""
+    script.tabs = True
+    script.comment(f"the tab closed itself (its page called window.close()): the agent went on in tab {index}")
+    script.line("if not page.is_closed():")
+    script.line('    page.wait_for_event("close")')
+    script.line(f"page = tab(context, {index})")
+    script.line("page.bring_to_front()")
+    script.assert_page(result, title=False)
 
 
 def _wait(script, args, timeout):
