@@ -307,7 +307,8 @@ def test_a_tab_that_closed_itself_is_followed_to_the_tab_its_answer_made_current
              _call("type", {"selector": "#q", "text": "x"}, {"success": True})]
     source, script = _body(calls)
     follow = ["# the tab closed itself (its page called window.close()): the agent went on in tab 0",
-              "if not page.is_closed():", '    page.wait_for_event("close")', "page = tab(context, 0)",
+              "if not page.is_closed():", '    page.wait_for_event("close")',
+              "page = tab(context, 0) if context.pages else context.new_page()",
               "page.bring_to_front()"]
     opening = ['page.locator("#open").click()', "page = tab(context, 1)", "page.bring_to_front()",
                'expect(page).to_have_url("http://x.test/p")']

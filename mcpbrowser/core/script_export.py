@@ -584,12 +584,13 @@ def _tabs(script, args, result):
 
 
 def _follow(script, index, result):
-    """On in the tab at index once the current one has closed itself (it may close later in a replay: a timer)."""
+    """On in the tab at index once the current one has closed itself (it may close later in a replay: a timer);
+    in a new one when it was the last, as the session went on in a fresh blank tab."""
     script.tabs = True
     script.comment(f"the tab closed itself (its page called window.close()): the agent went on in tab {index}")
     script.line("if not page.is_closed():")
     script.line('    page.wait_for_event("close")')
-    script.line(f"page = tab(context, {index})")
+    script.line(f"page = tab(context, {index}) if context.pages else context.new_page()")
     script.line("page.bring_to_front()")
     script.assert_page(result, title=False)
 
