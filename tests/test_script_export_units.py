@@ -318,3 +318,19 @@ def test_a_tab_that_closed_itself_is_followed_to_the_tab_its_answer_made_current
                            *opening, 'page.locator("#late").press("Enter")', *follow,
                            'page.locator("#q").fill("x")'], script.body
     assert script.steps == 10 and "def tab(context, index):" in source
+
+
+@pytest.mark.parametrize("closing", [
+    _call("click", {"selector": "#approve"}, {"success": True, "closedTabs": 1, "currentTab": 0}),
+    ("r", "type", {"selector": "#q", "text": "x"}, "error",  # closed after the answer: this one refused
+     {"errorCode": "TAB_CLOSED", "message": "closed", "details": {"closedTabs": 1, "currentTab": 0}}, None)])
+def test_a_popup_that_closed_itself_leaves_its_index_to_the_next_one_whose_dialog_is_answered_there(closing):
+    calls = [_call("click", {"selector": "#a"}, {"success": True, "newTabs": 1}),
+             _call("tabs", {"action": "select", "index": 1}, {"tabs": [{}, {}], "current": 1}),
+             closing,
+             _call("click", {"selector": "#b"}, {"success": True, "newTabs": 1}),  # tab 1 now
+             _call("handle_dialog", {"accept": False}, {"success": True, "tab": 1})]
+    source, _ = _body(calls)
+    assert source.index('page.locator("#a").click()') < source.index("page = tab(context, 0) if") < \
+        source.index("answer_in_tab(context, 1, lambda dialog: dialog.dismiss())") < \
+        source.index('page.locator("#b").click()'), source

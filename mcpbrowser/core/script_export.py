@@ -333,7 +333,7 @@ def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None,
         # The current tab closed itself (window.close: a sign-in popup done) before this call's answer, which told
         # it (currentTab) and speaks of the tab now current: the agent went on there, so the replay follows it, as
         # after a tabs select, instead of driving the closed page.
-        told = _current_after_close(status, result)
+        told = _told(status, result).get("currentTab")
         shown = result or {}
         if told is not None and status == "ok":  # its url and title are the tab's now current: asserted there
             shown = {k: v for k, v in shown.items() if k not in ("url", "title", "navigated")}
@@ -371,20 +371,18 @@ def _closed_during(call):
     """A call whose tab closed itself during it (TAB_CLOSED, details.during) did what it did before: a step that
     succeeded, its answer what the error told (closedTabs, currentTab); any other call as it is."""
     ref_id, tool, args, status, error, page = call
-    details = _details(status, error)
+    details = _told(status, error) if status == "error" else {}
     if details.get("during") and error.get("errorCode") == "TAB_CLOSED":
         return ref_id, tool, args, "ok", details, page
     return call
 
 
-def _details(status, error):
-    """A failed call's error details as its row keeps them ({} for none, or for a call that did not fail)."""
-    return ((error or {}).get("details") or {}) if status == "error" else {}
-
-
-def _current_after_close(status, result):
-    """The tab made current when the current one closed itself, as the call's answer or error told it; or None."""
-    return ((result or {}) if status == "ok" else _details(status, result)).get("currentTab")
+def _told(status, result):
+    """What a call told beside its work, as its row keeps it: the answer of one that succeeded, the details of one
+    that failed (closedTabs, currentTab: tabs that closed themselves); {} for none."""
+    if status == "ok":
+        return result or {}
+    return ((result or {}).get("details") or {}) if status == "error" else {}
 
 
 def _measured(call):
@@ -416,6 +414,11 @@ def _dialog_answers(calls):
     openers: list = [None]  # per open tab, in the order they opened: the step that opened it (None: unknown)
     current = 0
     for index, (_, tool, args, status, result, _page) in enumerate(calls):
+        told = _told(status, result)
+        if "currentTab" in told:  # the current tab closed itself: its index goes, as a tabs close's does
+            if told.get("closedTabs") == 1 and current < len(openers):
+                del openers[current]
+            current = told["currentTab"]
         result = result or {}
         if status != "ok":
             continue
