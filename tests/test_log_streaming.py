@@ -193,7 +193,7 @@ def test_a_session_closed_over_its_memory_limit_ends_its_subscriptions():
     # 200 MB of doubles, held by the page, when its button is clicked (as test_resource_limits.py's).
     hog = ("data:text/html,<title>hog</title><button id=hog onclick=\"window.hog = []; for (let i = 0; i < 200; i++) "
            "window.hog.push(new Array(131072).fill(i + 0.5)); document.title = 'full'\">Hog</button>")
-    client = SdkClient(["--session-memory-mb", "100"], message_handler=Heard())
+    client = SdkClient(["--session-memory-mb", "100"])
     listen = None
     try:
         sid = client.tool("create_session", url=hog)["sessionId"]
