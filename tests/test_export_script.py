@@ -6,6 +6,7 @@ exported, and the exported file is run with pytest in a subprocess (the project'
 Debian's Chromium): it passes against the site, and fails once the site renames a page it asserts.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -52,7 +53,15 @@ class _Shop(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         user = re.search(r"user=(\w+)", self.headers.get("Cookie", ""))
-        if url.path == "/login":
+        if url.path == "/pay":  # a checkout whose wallet popup approves, then closes itself
+            self._send(200, "<!doctype html><title>Checkout</title><a href=/wallet target=_blank rel=opener>Pay with "
+                            "wallet</a><p id=state>Waiting</p><button onclick=\"document.getElementById('state')"
+                            ".textContent = 'Paid'\">Finish</button>")
+        elif url.path == "/wallet":
+            self._send(200, "<!doctype html><title>Wallet</title><button onclick=\"try { opener.document."
+                            "getElementById('state').textContent = 'Approved' } finally { window.close() }\">Approve"
+                            "</button>")
+        elif url.path == "/login":
             self._send(200, "<!doctype html><title>Sign in</title><form method=post action=/login>"
                             "<label>User <input name=user></label><label>Password <input name=password "
                             "type=password></label><button>Log in</button></form>")
@@ -220,3 +229,42 @@ def test_a_session_exported_after_a_restart_replays_as_a_passing_test(shop, tmp_
     assert os.path.join(os.path.realpath(out), again) in stdout
     body = lambda t: t.split('"""', 2)[2]  # noqa: E731  (the docstring names the file and the time)
     assert body(open(os.path.join(out, again)).read()) == body(text)
+
+
+def test_a_session_whose_popup_closed_itself_replays_on_in_the_tab_that_became_current(shop, tmp_path):
+    # The wallet popup the agent worked in closes itself (window.close) once it approved: the answer that told it
+    # (closedTabs, currentTab; or TAB_CLOSED with details.during when Playwright heard the close first) moved the
+    # agent back to the checkout, and the exported test must follow it there, not drive the closed popup.
+    base = f"http://127.0.0.1:{shop.server_port}"
+    client = McpClient("--db", str(tmp_path / "history.db"), "--output-dir", str(tmp_path / "out"))
+    try:
+        sid = client.tool("create_session", url=base + "/pay")["sessionId"]
+
+        def ref(role, name):
+            return _ref(client.tool("snapshot", sessionId=sid)["snapshot"], role, name)
+
+        assert client.tool("click", sessionId=sid, ref=ref("link", "Pay with wallet"))["newTabs"] == 1
+        assert client.tool("tabs", sessionId=sid, action="select", index=1)["title"] == "Wallet"
+        approved = json.loads(client.call("click", {"sessionId": sid, "ref": ref("button", "Approve")})
+                              .content[0].text)
+        assert approved.get("details", approved)["currentTab"] == 0, approved
+        client.tool("wait_for", sessionId=sid, text="Approved")
+        client.tool("click", sessionId=sid, ref=ref("button", "Finish"))
+        client.tool("wait_for", sessionId=sid, text="Paid")
+        # Again, with the checkout closed first: the wallet, the last tab, closes itself, and the session goes on
+        # in a fresh blank tab (so does the test).
+        assert client.tool("click", sessionId=sid, ref=ref("link", "Pay with wallet"))["newTabs"] == 1
+        client.tool("tabs", sessionId=sid, action="select", index=1)
+        assert len(client.tool("tabs", sessionId=sid, action="close", index=0)["tabs"]) == 1
+        last = json.loads(client.call("click", {"sessionId": sid, "ref": ref("button", "Approve")}).content[0].text)
+        assert last.get("details", last)["currentTab"] == 0, last
+        assert client.tool("navigate", sessionId=sid, url=base + "/pay")["title"] == "Checkout"
+        path = client.tool("export_script", sessionId=sid)["path"]
+    finally:
+        client.close()
+    text = open(path).read()
+    assert text.index('page.get_by_role("button", name="Approve").click()') < text.index("page = tab(context, 0) if") \
+        < text.index('page.get_by_text("Approved")'), text
+    passed = _run(path, {})
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "1 passed" in passed.stdout

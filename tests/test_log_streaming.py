@@ -187,6 +187,30 @@ def test_a_subscriber_hears_the_page_and_reads_every_entry(transport, era, http,
         client.close()
 
 
+def test_a_session_closed_over_its_memory_limit_ends_its_subscriptions():
+    """--session-memory-mb closes a session on its own thread's check, not by a client's call: its subscriptions
+    end with it all the same (the registry's on_ended), and a 2026-07-28 listen is answered."""
+    # 200 MB of doubles, held by the page, when its button is clicked (as test_resource_limits.py's).
+    hog = ("data:text/html,<title>hog</title><button id=hog onclick=\"window.hog = []; for (let i = 0; i < 200; i++) "
+           "window.hog.push(new Array(131072).fill(i + 0.5)); document.title = 'full'\">Hog</button>")
+    client = SdkClient(["--session-memory-mb", "100"])
+    listen = None
+    try:
+        sid = client.tool("create_session", url=hog)["sessionId"]
+        listen, honored = subscribe(client, [f"mcpbrowser://sessions/{sid}/console"])
+        assert honored == [f"mcpbrowser://sessions/{sid}/console"]
+        time.sleep(2.1)  # the limit is checked after a call at most every 2 s (session_memory.CHECK_EVERY_S)
+        client.tool("click", sessionId=sid, selector="#hog")
+        error = wait_for(lambda: (lambda e: e if e["errorCode"] != "ELEMENT_NOT_FOUND" else None)(
+            client.error("click", sessionId=sid, selector="#nothing-here", timeout=100)), 10)
+        assert error["errorCode"] == "SESSION_MEMORY_EXCEEDED", error
+        assert listen.result(10) == "ended"
+    finally:
+        if listen is not None and not listen.done():
+            listen.cancel()
+        client.close()
+
+
 @pytest.mark.filterwarnings(LEGACY_SUBSCRIBE)
 def test_another_client_cannot_list_read_or_subscribe(http, pages):
     """Over HTTP, Bob (either era) meets Alice's session resources as if they did not exist, and reads

@@ -287,3 +287,50 @@ def test_a_page_tools_secret_by_name_is_read_from_the_environment_by_that_name()
     source, script = _body([_call("page_tools", called, {"untrustedResult": ""})])
     assert 'page.webmcp.call_tool("login", {"user": "ann", "password": os.environ["SITE_PASSWORD"]})' in source
     assert script.env_names == ["SITE_PASSWORD"] and "a page tool's input: a secret, never stored" in source
+
+
+def test_a_tab_that_closed_itself_is_followed_to_the_tab_its_answer_made_current():
+    opened = [_call("click", {"selector": "#open"}, {"success": True, "newTabs": 1}),
+              _call("tabs", {"action": "select", "index": 1}, {"tabs": [{}, {"current": True, "url": "http://x.test/p"}]})]
+    told = {"closedTabs": 1, "currentTab": 0}
+    calls = [*opened,
+             # The click's answer told the close: its url and title are the opener's, asserted once there.
+             _call("click", {"selector": "#approve"}, {"success": True, "url": "http://x.test/", "title": "Shop",
+                                                       "navigated": True, **told}),
+             *opened,  # Playwright heard the close before the click's end: TAB_CLOSED during it, the click done
+             ("r", "click", {"selector": "#approve"}, "error",
+              {"errorCode": "TAB_CLOSED", "message": "closed", "details": {**told, "during": True}}, None),
+             *opened,  # a timer closes it after the answer: the next action is refused, nothing done
+             _call("press_key", {"selector": "#late", "key": "Enter"}, {"success": True}),
+             ("r", "type", {"selector": "#q", "text": "x"}, "error",
+              {"errorCode": "TAB_CLOSED", "message": "closed", "details": told}, None),
+             _call("type", {"selector": "#q", "text": "x"}, {"success": True})]
+    source, script = _body(calls)
+    follow = ["# the tab closed itself (its page called window.close()): the agent went on in tab 0",
+              "if not page.is_closed():", '    page.wait_for_event("close")',
+              "page = tab(context, 0) if context.pages else context.new_page()",
+              "page.bring_to_front()"]
+    opening = ['page.locator("#open").click()', "page = tab(context, 1)", "page.bring_to_front()",
+               'expect(page).to_have_url("http://x.test/p")']
+    assert script.body == [*opening, 'page.locator("#approve").click()', *follow,
+                           'expect(page).to_have_url("http://x.test/")',
+                           *opening, 'page.locator("#approve").click()', *follow,
+                           *opening, 'page.locator("#late").press("Enter")', *follow,
+                           'page.locator("#q").fill("x")'], script.body
+    assert script.steps == 10 and "def tab(context, index):" in source
+
+
+@pytest.mark.parametrize("closing", [
+    _call("click", {"selector": "#approve"}, {"success": True, "closedTabs": 1, "currentTab": 0}),
+    ("r", "type", {"selector": "#q", "text": "x"}, "error",  # closed after the answer: this one refused
+     {"errorCode": "TAB_CLOSED", "message": "closed", "details": {"closedTabs": 1, "currentTab": 0}}, None)])
+def test_a_popup_that_closed_itself_leaves_its_index_to_the_next_one_whose_dialog_is_answered_there(closing):
+    calls = [_call("click", {"selector": "#a"}, {"success": True, "newTabs": 1}),
+             _call("tabs", {"action": "select", "index": 1}, {"tabs": [{}, {}], "current": 1}),
+             closing,
+             _call("click", {"selector": "#b"}, {"success": True, "newTabs": 1}),  # tab 1 now
+             _call("handle_dialog", {"accept": False}, {"success": True, "tab": 1})]
+    source, _ = _body(calls)
+    assert source.index('page.locator("#a").click()') < source.index("page = tab(context, 0) if") < \
+        source.index("answer_in_tab(context, 1, lambda dialog: dialog.dismiss())") < \
+        source.index('page.locator("#b").click()'), source

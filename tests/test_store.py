@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 from fakes import fake_core
@@ -648,6 +649,15 @@ def test_each_backends_own_statements_do_what_history_asks(db_target, monkeypatc
             history.mark_read(ref, 1, digest)
         assert history.last_read("s")[0] == "third"  # the cursor marked again is the newest
         assert history.last_read(None) is None
+        # A failed call's row gives its error (an exported test reads a TAB_CLOSED's details); one not recorded
+        # whole, none.
+        error = {"errorCode": "TAB_CLOSED", "message": "closed", "details": {"currentTab": 0, "during": True}}
+        for ref in ("c", "d"):
+            history.request(ref, "s", "click", {"selector": "#now"})
+        history.response("c", ("error", None, json.dumps(error), None, []), session_id="s")
+        history.response_unrecorded("d", SimpleNamespace(cancelled=False, error=error), "too large")
+        assert [row[3:5] for row in history.session_calls("s")] == [(None, None), (None, None), ("error", error),
+                                                                    ("error", None)]
     finally:
         store.close()
 

@@ -249,6 +249,26 @@ def test_a_popups_console_and_requests_are_its_tabs_and_go_with_it(client, pages
     client.tool("close_session", sessionId=session)
 
 
+def test_a_popups_errors_are_counted_in_the_meta_of_the_calls_they_came_during_as_their_console_holds_them(
+        client, pages):
+    # meta.consoleErrorCount counts every tab's errors (core/answer.py's _meta says why): the agent, in the opener,
+    # is told of the popup's, which console_logs counts as otherTabs, and get_console_content(refId) shows.
+    session = client.tool("create_session", url=pages.url("/tabs-logs"))["sessionId"]
+    answers = [client.tool("click", sessionId=session, selector="#pop")]
+
+    def both_logged():  # the popup's console.error, and Chromium's line for its 404
+        answers.append(client.tool("console_logs", sessionId=session, level="error"))
+        return answers[-1].get("otherTabs") == 2
+    assert wait_for(both_logged, 10), answers
+    assert all(a["entries"] == [] for a in answers[1:]), answers  # none of them the opener's
+    counted = {a["refId"]: a["meta"]["consoleErrorCount"] for a in answers if a["meta"]["consoleErrorCount"]}
+    assert sum(counted.values()) == 2, answers
+    stored = [client.tool("get_console_content", ref_id=ref_id, level="error") for ref_id in counted]
+    assert [s["count"] for s in stored] == list(counted.values()), stored
+    assert "popup failed" in "".join(s["content"] for s in stored), stored
+    client.tool("close_session", sessionId=session)
+
+
 def test_a_popups_console_line_carrying_a_secret_is_scrubbed_in_its_tab_and_the_stream(client, pages):
     secret = "Popup-leak-4242"
     session = _popup_logged(client, pages, secret)
@@ -440,6 +460,7 @@ def test_a_tab_that_closes_itself_during_a_call_is_no_browser_error(client, page
     assert answered["errorCode"] == "TAB_CLOSED" and answered["message"].startswith(
         "The tab closed itself during the call (its page called window.close()); what the call did before that "
         "stands. The current tab is now tab 0"), answered
+    assert answered["details"] == {"closedTabs": 1, "currentTab": 0, "during": True}, answered  # it did act
     # A key whose keydown closes its page was pressed: not the arguments' fault.
     _closes_opened(client, session)
     pressed = client.call("press_key", {"sessionId": session, "selector": "#k", "key": "Enter"})

@@ -53,6 +53,10 @@ def finish(call: Any, result: dict[str, Any] | None = None, error: BaseException
 
 def _meta(call: Any, succeeded: bool, fault: Mapping[str, Any] | None) -> dict[str, Any]:
     console = call.console or []
+    # Every tab's console lines that came during the call, not only the answered tab's: meta describes the call's
+    # record, and get_console_content(refId) gives those lines (the history keeps every tab's, each error with its
+    # location), so the count is what that read finds. A popup's error while the agent works in its opener (a
+    # sign-in failing) is news it must not miss; console_logs, the current tab's, counts it as otherTabs.
     out = {"tool": call.tool, "hasSnapshot": call.capture and succeeded, "hasConsoleLogs": bool(console),
            "consoleErrorCount": sum(1 for e in console if e["level"] == "error")}
     if call.same_page:

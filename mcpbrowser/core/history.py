@@ -30,12 +30,19 @@ def _page(inline, packed, base):
     return unpack_snapshot(packed, base) if packed is not None else inline
 
 
-def _code(error):
-    """A response row's errorCode; None without one (an error that was not ours, its text; a row not recorded whole)."""
+def _error(error):
+    """A response row's error as its answer gave it ({errorCode, message, details?}); None without one (an error
+    that was not ours, its text; a row not recorded whole)."""
     try:
-        return json.loads(error).get("errorCode") if error else None
-    except (ValueError, AttributeError):
+        decoded = json.loads(error) if error else None
+    except ValueError:
         return None
+    return decoded if isinstance(decoded, dict) else None
+
+
+def _code(error):
+    """A response row's errorCode; None without one."""
+    return (_error(error) or {}).get("errorCode")
 
 
 class History:
@@ -258,12 +265,15 @@ class History:
 
     def session_calls(self, session_id):
         """[(ref_id, tool, params, status, result, page)] of a session's calls, oldest first, as recorded (secrets
-        scrubbed): params and result decoded (result None unless the call succeeded), page as bytes or None."""
-        rows = self.store.query(f"SELECT r.ref_id, r.tool_name, r.params, s.status, s.result, {PAGE} FROM requests r "
-                                f"LEFT JOIN responses s ON s.ref_id = r.ref_id {STORED} WHERE r.session_id = ? "
-                                "ORDER BY r.timestamp, r.rowid", (session_id,))
-        return [(ref_id, tool, json.loads(params), status, json.loads(result) if status == "ok" and result else None,
-                 _page(*page)) for ref_id, tool, params, status, result, *page in rows]
+        scrubbed): params and result decoded (result: the answer of a call that succeeded, the error of one that
+        failed, {errorCode, message, details?}, else None), page as bytes or None."""
+        rows = self.store.query(f"SELECT r.ref_id, r.tool_name, r.params, s.status, s.result, s.error_message, "
+                                f"{PAGE} FROM requests r LEFT JOIN responses s ON s.ref_id = r.ref_id {STORED} "
+                                "WHERE r.session_id = ? ORDER BY r.timestamp, r.rowid", (session_id,))
+        return [(ref_id, tool, json.loads(params), status,
+                 (json.loads(result) if result else None) if status == "ok" else
+                 _error(error) if status == "error" else None, _page(*page))
+                for ref_id, tool, params, status, result, error, *page in rows]
 
     def timeline(self, session_id, after=0, limit=200, newest=False):
         """The live view's rows of a session's calls after request rowid `after`, oldest first (newest:

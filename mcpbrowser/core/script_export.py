@@ -326,10 +326,17 @@ def _replayed(tool, args):
 def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None, exported_at=None, filename="FILE"):
     """(source, script) for a session's calls (History.session_calls), to be saved as `filename`."""
     script = Script(session_id, metadata, upload_roots, storage_state_path)
-    calls = [step for call in calls for step in _measured(call)]
+    calls = [step for call in calls for step in _measured(_closed_during(call))]
     answers = _dialog_answers(calls)
     reads: list[str] = []
     for index, (_, tool, args, status, result, page) in enumerate(calls):
+        # The current tab closed itself (window.close: a sign-in popup done) before this call's answer, which told
+        # it (currentTab) and speaks of the tab now current: the agent went on there, so the replay follows it, as
+        # after a tabs select, instead of driving the closed page.
+        told = _told(status, result).get("currentTab")
+        shown = result or {}
+        if told is not None and status == "ok":  # its url and title are the tab's now current: asserted there
+            shown = {k: v for k, v in shown.items() if k not in ("url", "title", "navigated")}
         if status == "ok" and _replayed(tool, args):
             if reads:
                 script.comment(f"the agent read the page here ({', '.join(dict.fromkeys(reads))})")
@@ -345,17 +352,37 @@ def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None,
                 script.line(f"answer_in_tab(context, {tab}, {', '.join(handlers)})" if tab is not None else
                             f'page.once("dialog", {handlers[0]})' if len(handlers) == 1 else
                             f"answer_in_order(page, {', '.join(handlers)})")
-            _step(script, tool, args, result or {})
+            _step(script, tool, args, shown)
         elif status == "ok" and tool in READS:
             reads.append(tool)
         elif tool == "person_input" and (index == 0 or calls[index - 1][1] != "person_input"):
             # What a person did in the live view (a login, say) is theirs to do again, never replayed.
             script.comment("a person took over in the live view here (their actions are not replayed)")
+        if told is not None:
+            _follow(script, told, result if status == "ok" else {})
         if page is not None:
             script.snapshots.append(page.decode())
     if reads:
         script.comment(f"the agent read the page here ({', '.join(dict.fromkeys(reads))})")
     return script.render(exported_at, filename), script
+
+
+def _closed_during(call):
+    """A call whose tab closed itself during it (TAB_CLOSED, details.during) did what it did before: a step that
+    succeeded, its answer what the error told (closedTabs, currentTab); any other call as it is."""
+    ref_id, tool, args, status, error, page = call
+    details = _told(status, error) if status == "error" else {}
+    if details.get("during") and error.get("errorCode") == "TAB_CLOSED":
+        return ref_id, tool, args, "ok", details, page
+    return call
+
+
+def _told(status, result):
+    """What a call told beside its work, as its row keeps it: the answer of one that succeeded, the details of one
+    that failed (closedTabs, currentTab: tabs that closed themselves); {} for none."""
+    if status == "ok":
+        return result or {}
+    return ((result or {}).get("details") or {}) if status == "error" else {}
 
 
 def _measured(call):
@@ -387,6 +414,11 @@ def _dialog_answers(calls):
     openers: list = [None]  # per open tab, in the order they opened: the step that opened it (None: unknown)
     current = 0
     for index, (_, tool, args, status, result, _page) in enumerate(calls):
+        told = _told(status, result)
+        if "currentTab" in told:  # the current tab closed itself: its index goes, as a tabs close's does
+            if told.get("closedTabs") == 1 and current < len(openers):
+                del openers[current]
+            current = told["currentTab"]
         result = result or {}
         if status != "ok":
             continue
@@ -552,6 +584,18 @@ def _tabs(script, args, result):
     else:
         script.line(f"tab(context, {index}).close()" if index is not None else "page.close()")
         script.line("page = context.pages[-1] if page.is_closed() else page")
+
+
+def _follow(script, index, result):
+    """On in the tab at index once the current one has closed itself (it may close later in a replay: a timer);
+    in a new one when it was the last, as the session went on in a fresh blank tab."""
+    script.tabs = True
+    script.comment(f"the tab closed itself (its page called window.close()): the agent went on in tab {index}")
+    script.line("if not page.is_closed():")
+    script.line('    page.wait_for_event("close")')
+    script.line(f"page = tab(context, {index}) if context.pages else context.new_page()")
+    script.line("page.bring_to_front()")
+    script.assert_page(result, title=False)
 
 
 def _wait(script, args, timeout):

@@ -312,7 +312,9 @@ class SessionState(Acting):
             count = told["closedTabs"]
             said = f"{count} tab{'s' if count > 1 else ''} closed {'themselves' if count > 1 else 'itself'} " \
                 "since your last answer, so the tabs' indices moved; nothing was done."
-        return TabClosed(f"{said} {now}", session_id=self.session_id, details=told)
+        # `during` tells a reader of the history too (an exported test replays what such a call did) that it acted.
+        return TabClosed(f"{said} {now}", session_id=self.session_id, details={**told, "during": True} if during
+                         else told)
 
     def dismissals_untold(self):
         """How many dialogs the server dismissed since the last answer (see run_tool), told now by a failed call's
