@@ -333,22 +333,6 @@ def test_a_key_whose_short_timer_renders_is_seen_by_the_next_read(browser, debou
 
 
 @pytest.mark.alone
-def test_a_wait_for_what_appears_is_its_own_wait_and_a_wait_for_what_goes_finishes_the_keys_timers(
-        browser, debounced, finishes):
-    debounced.call("type", selector="#note", text="milk")
-    _, waited = back_to_back(browser, debounced, ("press_key", {"key": "Enter"}),
-                             ("wait_for", {"text": "noted milk"}))
-    # The wait itself waited for what the key's timer renders: no finish of the key's settle before it.
-    assert waited["success"] and "read" not in [before for before, _ in finishes], (waited, finishes)
-    debounced.call("type", selector="#note", text="tea")
-    _, gone = back_to_back(browser, debounced, ("press_key", {"key": "Enter"}),
-                           ("wait_for", {"textGone": "noted milk"}))
-    # "noted milk" is there until the timer fires: the wait for it to go finished the key's settle first.
-    assert gone["success"] and finishes[-1][0] == "read" and finishes[-1][1] > 0, (gone, finishes)
-    assert "noted tea" in debounced.call("evaluate", expression="() => out.textContent")["result"]
-
-
-@pytest.mark.alone
 def test_an_action_after_a_key_does_not_wait_for_the_keys_timers(browser, debounced, waits, finishes):
     back_to_back(browser, debounced, ("type", {"selector": "#q", "text": "bob"}), ("click", {"selector": "#b"}))
     # The click settled at once on its own, and no read finished the type's settle before it; nor did the click's

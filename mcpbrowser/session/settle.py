@@ -15,7 +15,7 @@ scroll nor the DOM moved for QUIET_MS (a virtualised list renders its rows then)
 animation frame and a socket's messages are not waited for.
 
 A key's or a field's action (ANSWERS_FIRST) answers without waiting for its short timers: the next
-read (READS, `reads_first`) first finishes that settle (`finish`), and so does the history's capture after the
+read (READS) first finishes that settle (`finish`), and so does the history's capture after the
 call, but only until the next call comes, unless that is a snapshot, which would finish it first:
 then the snapshot answers with the capture's walk (snapshots.fresh_walk).
 
@@ -46,18 +46,6 @@ ANSWERS_FIRST = frozenset({"type", "press_key", "fill_form", "select"})
 # The calls that read the page, which finish the last actions' settle first: what they return shows what the
 # actions' timers rendered (a debounced search's results). `evaluate` reads as much as it acts.
 READS = frozenset({"snapshot", "dom_snapshot", "screenshot", "pdf", "wait_for", "evaluate"})
-# Not a wait for something to appear (text, an element shown or attached, a URL): it waits for what the agent named,
-# which may come before the timers end (a kernel's output while JupyterLab's activity timers run on), and finishing
-# them first only delays it. A wait for something to go, for the network to be idle or for a download does finish
-# them: a debounced search's "Loading…" is not gone, nor its request over, before its timer even fired.
-GOES = ("textGone", "networkIdle", "download")
-
-
-def reads_first(tool_name, args):
-    """Whether a call finishes the last actions' settle (`finish`) before it runs: READS, but a wait to appear."""
-    if tool_name != "wait_for":
-        return tool_name in READS
-    return any(args.get(name) for name in GOES) or args.get("state") in ("hidden", "detached")
 # The read that may answer with the history capture's walk of the call before (snapshots.fresh_walk): when it is
 # the next call, the capture finishes the settle before it walks, as that read would; one walk, not two. Not the
 # other reads: they do not walk, and the capture's walk overlaps with the page's settle when it gives way to them.

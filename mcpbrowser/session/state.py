@@ -171,7 +171,7 @@ class SessionState(Acting):
         tab = self.tab
         if tool.page_tool and not tool.leaves_page and tab.unresponsive and not self.responsive():
             raise self.unresponsive_error()
-        if settle.reads_first(tool.name, args):
+        if tool.name in settle.READS:
             settle.finish(self)
         # An answer that shows the page (--response-mode full) reads it: its action's timers are waited for.
         self.answers_first = tool.name in settle.ANSWERS_FIRST and not (response.stores_page
