@@ -331,7 +331,8 @@ def test_a_page_that_does_more_than_take_the_value_is_walked(browser, pages, edi
         session.navigate(pages.url(f"/edit-trick-{trick}"))
         ref = ref_of(walked(browser, session), f'textbox "{label}"')
         typed = content(browser, session.call("type", ref=ref, text=text))
-        assert typed == walked(browser, session), trick
+        now = walked(browser, session)
+        assert typed == now, (trick, typed, now)  # both pages, stored and walked, on a failure
         assert not edits, trick  # walked, as the page did more than take the value
 
 
@@ -412,7 +413,8 @@ def test_a_choice_that_does_more_than_choose_is_walked(browser, pages, edits, tr
         before = walked(browser, session)
         assert "combobox" in before, before
         chosen = content(browser, session.call("select", selector="#s", values=[value]))
-        assert chosen == walked(browser, session), trick
+        now = walked(browser, session)
+        assert chosen == now, (trick, chosen, now)  # both pages, stored and walked, on a failure
         assert chosen != before, trick  # the choice showed (positive control)
         assert not edits, trick  # walked, as the page did more than choose, or a line was not certain
 
@@ -667,7 +669,8 @@ def test_an_editor_that_does_more_than_change_its_lines_is_walked(browser, pages
         session.navigate(editor_page(pages, f"trick-{trick}", body))
         before = walked(browser, session)
         typed = content(browser, session.call("type", selector="#ed", text=text))
-        assert typed == walked(browser, session), trick
+        now = walked(browser, session)
+        assert typed == now, (trick, typed, now)  # both pages, stored and walked, on a failure
         assert typed != before, trick  # the typing showed (positive control)
         assert not edits, trick  # walked
 
