@@ -212,7 +212,8 @@ CHOICE_TRICKS = {
                            ".finish()</script>", "b"),
     # The second outside review: a handler that scrolls (a scroll-state query), a filter that makes a box hold
     # fixed ones, a handler's animation of pointer events.
-    # (The window's scroll, its events stopped by the page; a box's scroll, heard.)
+    # (The window's scroll, its events stopped by the page; a box's scroll, heard only at the next rendering frame,
+    # when the rule applies too: the settle waits for that frame on such a page, test_settle_cost.)
     "scrolls": ("<style>html{container-type:scroll-state} .up{display:none} @container scroll-state(scrollable: top)"
                 "{ .up{display:block} }</style>" + SELECT + "<p class=up>Back to top</p><div style='height:3000px'>"
                 "</div><script>addEventListener('scroll', e => e.stopImmediatePropagation(), true);"
@@ -625,7 +626,8 @@ EDITOR_TRICKS = {
     "grows": (code("<style>.editor{display:flex;width:320px} #ed{flex:none;white-space:pre} .gutter{flex:1 1 0;"
                    "min-width:0;container-type:inline-size} @container (width < 60px){ .n{display:none} }</style>"),
               "a line long enough to take the gutter's room\nprint(y)"),
-    # The editor's text overflows its box (a fixed one): the box around it scrolls (a scroll-state query applies).
+    # The editor's text overflows its box (a fixed one): the box around it scrolls (a scroll-state query applies, at
+    # the next rendering frame: stored before it, the page kept its line numbers in some runs).
     "overflows": (code("<style>.editor{height:60px;overflow:auto;container-type:scroll-state} #ed{width:120px;"
                        "height:40px} @container scroll-state(scrollable: bottom){ #ed .line{color:red} "
                        ".n{display:none} }</style>"),
