@@ -212,7 +212,8 @@ CHOICE_TRICKS = {
                            ".finish()</script>", "b"),
     # The second outside review: a handler that scrolls (a scroll-state query), a filter that makes a box hold
     # fixed ones, a handler's animation of pointer events.
-    # (The window's scroll, its events stopped by the page; a box's scroll, heard.)
+    # (The window's scroll, its events stopped by the page; a box's scroll, heard only at the next rendering frame,
+    # when the rule applies too: the settle waits for that frame on such a page, test_settle_cost.)
     "scrolls": ("<style>html{container-type:scroll-state} .up{display:none} @container scroll-state(scrollable: top)"
                 "{ .up{display:block} }</style>" + SELECT + "<p class=up>Back to top</p><div style='height:3000px'>"
                 "</div><script>addEventListener('scroll', e => e.stopImmediatePropagation(), true);"
@@ -331,7 +332,8 @@ def test_a_page_that_does_more_than_take_the_value_is_walked(browser, pages, edi
         session.navigate(pages.url(f"/edit-trick-{trick}"))
         ref = ref_of(walked(browser, session), f'textbox "{label}"')
         typed = content(browser, session.call("type", ref=ref, text=text))
-        assert typed == walked(browser, session), trick
+        now = walked(browser, session)
+        assert typed == now, (trick, typed, now)  # both pages, stored and walked, on a failure
         assert not edits, trick  # walked, as the page did more than take the value
 
 
@@ -412,7 +414,8 @@ def test_a_choice_that_does_more_than_choose_is_walked(browser, pages, edits, tr
         before = walked(browser, session)
         assert "combobox" in before, before
         chosen = content(browser, session.call("select", selector="#s", values=[value]))
-        assert chosen == walked(browser, session), trick
+        now = walked(browser, session)
+        assert chosen == now, (trick, chosen, now)  # both pages, stored and walked, on a failure
         assert chosen != before, trick  # the choice showed (positive control)
         assert not edits, trick  # walked, as the page did more than choose, or a line was not certain
 
@@ -623,7 +626,8 @@ EDITOR_TRICKS = {
     "grows": (code("<style>.editor{display:flex;width:320px} #ed{flex:none;white-space:pre} .gutter{flex:1 1 0;"
                    "min-width:0;container-type:inline-size} @container (width < 60px){ .n{display:none} }</style>"),
               "a line long enough to take the gutter's room\nprint(y)"),
-    # The editor's text overflows its box (a fixed one): the box around it scrolls (a scroll-state query applies).
+    # The editor's text overflows its box (a fixed one): the box around it scrolls (a scroll-state query applies, at
+    # the next rendering frame: stored before it, the page kept its line numbers in some runs).
     "overflows": (code("<style>.editor{height:60px;overflow:auto;container-type:scroll-state} #ed{width:120px;"
                        "height:40px} @container scroll-state(scrollable: bottom){ #ed .line{color:red} "
                        ".n{display:none} }</style>"),
@@ -667,7 +671,8 @@ def test_an_editor_that_does_more_than_change_its_lines_is_walked(browser, pages
         session.navigate(editor_page(pages, f"trick-{trick}", body))
         before = walked(browser, session)
         typed = content(browser, session.call("type", selector="#ed", text=text))
-        assert typed == walked(browser, session), trick
+        now = walked(browser, session)
+        assert typed == now, (trick, typed, now)  # both pages, stored and walked, on a failure
         assert typed != before, trick  # the typing showed (positive control)
         assert not edits, trick  # walked
 

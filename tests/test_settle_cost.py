@@ -162,6 +162,47 @@ def test_a_background_that_polls_for_ever_holds_no_action_and_hides_no_render(br
         del PAGES["/polling"]
 
 
+# Pages styled by a scroller's state, the query wherever a page may put it: the browser applies such a rule only at
+# its next rendering frame, after an action's scroll or overflow (test_capture_edit's scrolls-box and overflows).
+QUERY = "@container scroll-state(scrollable: top) { .up { display: block } }"
+SCROLL_STYLED = {
+    "style": f"<style>.up {{ display: none }} {QUERY}</style>",
+    "media": f"<style>@media screen {{ @layer base {{ {QUERY} }} }}</style>",
+    "nested": f"<style>main {{ {QUERY} }}</style>",
+    "import": "<style>@import url(/scroll-styled.css);</style>",
+    "adopted": f"<script>const s = new CSSStyleSheet(); s.replaceSync({QUERY!r}); document.adoptedStyleSheets = [s]"
+               "</script>",
+}
+BUTTON = "<main><button id=b onclick=\"document.title = 'clicked'\">Press</button><p class=up>Back to top</p></main>"
+
+
+def test_a_page_styled_by_a_scrollers_state_is_looked_at_after_a_frame_and_no_other(browser, pages, waits):
+    # The frame costs such a page a few ms on each action (its settle waits in the page: no round trip); a page without
+    # such a query (a size query, no style at all) answers at the first look, as before (0 ms waited).
+    PAGES["/scroll-styled.css"] = QUERY
+    for name, head in {**SCROLL_STYLED, "size": "<style>@container (width > 10px) { .up { color: red } }</style>",
+                       "plain": ""}.items():
+        PAGES[f"/scroll-styled-{name}"] = f"<!doctype html><title>{name}</title>{head}{BUTTON}"
+    try:
+        with browser.create_session() as session:
+            for name in [*SCROLL_STYLED, "size", "plain"]:
+                session.navigate(pages.url(f"/scroll-styled-{name}"))
+                del waits[:]
+                session.click("#b")
+                assert len(waits) == 1 and (waits[0] >= 1) == (name in SCROLL_STYLED), (name, waits)
+            # A query that comes later into a sheet read before (its rule count changed) is found at the next action.
+            session.call("evaluate", expression="document.head.append(document.createElement('style'))")
+            del waits[:]
+            session.click("#b")
+            session.call("evaluate", expression=f"document.styleSheets[0].insertRule({QUERY!r})")
+            session.click("#b")
+            assert len(waits) == 3 and waits[0] == 0 and waits[2] >= 1, waits
+    finally:
+        del PAGES["/scroll-styled.css"]
+        for name in [*SCROLL_STYLED, "size", "plain"]:
+            del PAGES[f"/scroll-styled-{name}"]
+
+
 FORM = """<!doctype html><title>Form</title><label>Name <input id=name></label><label>City <input id=city></label>
 <label>Size <select id=size><option>S</option><option>M</option></select></label>
 <button id=go onclick="document.getElementById('out').textContent = 'clicked'">Go</button><p id=out></p>"""
