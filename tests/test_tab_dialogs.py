@@ -440,6 +440,11 @@ def test_an_action_meant_for_a_tab_that_closed_itself_is_refused_not_done_elsewh
         and "nothing was done" in refused["message"], refused
     assert "S3cret" not in json.dumps(client.tool("snapshot", sessionId=session, selector="#q"))
     assert client.call("type", {"sessionId": session, "selector": "#q", "text": "now"}).is_error is False  # told once
+    # A wait meant for that tab too: a text of the popup's to go would hold at once in the opener.
+    _closes_opened(client, session)
+    _closed_after_the_answer(client, session)
+    waited = client.error("wait_for", sessionId=session, textGone="Close now", timeout=2000)
+    assert waited["errorCode"] == "TAB_CLOSED" and waited["details"]["currentTab"] == 0, waited
     _closes_opened(client, session)
     client.tool("tabs", sessionId=session, action="select", index=0)
     assert client.tool("click", sessionId=session, selector="#win")["newTabs"] == 1  # tabs 1 and 2: two popups

@@ -10,7 +10,7 @@ from mcpbrowser import schema
 from mcpbrowser.domains import BLOCKED_HEADER
 from mcpbrowser.errors import InvalidParameters, NavigationFailed, PageUnresponsive, WaitTimeout
 from mcpbrowser.page_strings import a_, clip
-from mcpbrowser.session import page_reading, page_tools, throttling
+from mcpbrowser.session import page_reading, page_tools, playwright_internals, throttling
 from mcpbrowser.session.acting import INTERRUPTED, TIMED_OUT
 from mcpbrowser.tools.base import TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, result_schema, session_schema
 from mcpbrowser.tools.targeting import locate
@@ -252,7 +252,7 @@ def wait_for(state, args, response):
             if wait(remaining) is INTERRUPTED:
                 break
         except Exception as exc:
-            if "Timeout" not in str(exc) or state.current_closed:
+            if "Timeout" not in str(exc) or playwright_internals.target_closed(exc):
                 raise  # a tab that closed itself meanwhile is TAB_CLOSED (core/on_session.py), not a timeout
             page = state.tab.page
             seen = None if state.events.navigation_pending(page) else _matches_seen(page, hidden_twins.get(what))
