@@ -172,6 +172,7 @@ class Script:
         self.steps = 0
         self.uses_re = self.uses_pytest = self.tabs = self.fills = self.uploads = self.tab_dialogs = False
         self.in_order = False  # several dialogs answered for one step
+        self.closes = False  # a step whose tab closed itself: a closed page ends it (Playwright's Error caught)
         self.webmcp = False  # it calls a page's tools: Chromium is launched able to run them
         self.snapshots: list[str] = []  # pages the calls so far stored, newest last
 
@@ -283,7 +284,7 @@ class Script:
         if self.uses_re:
             head.append("import re")
         head += ["import shutil", "", *(["import pytest"] if self.uses_pytest else []),
-                 "from playwright.sync_api import expect, sync_playwright", "",
+                 f"from playwright.sync_api import {'Error, ' if self.closes else ''}expect, sync_playwright", "",
                  f"ENGINE = {_q(engine)}",
                  f'expect.set_options(timeout=int(os.environ.get("{EXPECT_ENV}", "5000")))  # ms each assertion waits',
                  "", "",
@@ -352,7 +353,10 @@ def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None,
                 script.line(f"answer_in_tab(context, {tab}, {', '.join(handlers)})" if tab is not None else
                             f'page.once("dialog", {handlers[0]})' if len(handlers) == 1 else
                             f"answer_in_order(page, {', '.join(handlers)})")
+            start = len(script.body)
             _step(script, tool, args, shown)
+            if told is not None:
+                _closing(script, start, tool, result)
         elif status == "ok" and tool in READS:
             reads.append(tool)
         elif tool == "person_input" and (index == 0 or calls[index - 1][1] != "person_input"):
@@ -365,6 +369,23 @@ def build(calls, session_id, metadata, upload_roots=(), storage_state_path=None,
     if reads:
         script.comment(f"the agent read the page here ({', '.join(dict.fromkeys(reads))})")
     return script.render(exported_at, filename), script
+
+
+def _closing(script, start, tool, result):
+    """The step written from `start` on, whose tab closed itself during it or as it ended (its answer told it): in a
+    replay the close may come before the step's end (a keydown's window.close), so its tab closing ends the step.
+    A wait that ended as its tab closed (TAB_CLOSED during it) waited for what never came there: not replayed."""
+    lines = script.body[start:]
+    del script.body[start:]
+    if tool == "wait_for" and result.get("during"):
+        script.comment("the wait ended as its tab closed itself")
+        return
+    script.closes = True
+    script.line("try:")
+    script.body.extend(f"    {line}" for line in lines)
+    script.line("except Error:")
+    script.line("    if not page.is_closed():  # anything but its tab closing itself, as it did for the agent")
+    script.line("        raise")
 
 
 def _closed_during(call):
