@@ -164,8 +164,7 @@ class SessionState(Acting):
             self._open_blank_tab()
         # The agent's tab closed itself since its last answer (the catch-up heard it): an action meant for it must
         # not land in the tab now current (a password typed into another site), nor a tabs index that moved.
-        # A wait_for too: its condition was meant for that tab (a text to go would hold at once in another).
-        acts = tool.page_tool and (not tool.read_only or tool.name == "wait_for")
+        acts = tool.page_tool and (not tool.read_only or tool.meant_for_tab)
         if self.current_closed and acts or self.closed_untold and tool.name == "tabs" \
                 and args.get("action", "list") != "list":
             raise self.tab_closed_error()

@@ -60,6 +60,9 @@ class Tool:
     during_cooldown: bool = False
     # It takes the tab away from its page (navigate): it goes past a dialog, dismissing it.
     leaves_page: bool = False
+    # A read whose answer holds only for the tab it was meant for (wait_for: a text to go holds at once in another):
+    # refused, as an action is, once that tab closed itself since the last answer (session/state.py).
+    meant_for_tab: bool = False
     # It waits for the person to act (wait_for_user): its success ends the cooldown that covers
     # the call, and its answer names where a person can help (the live view, when one is served).
     waits_for_person: bool = False

@@ -404,7 +404,7 @@ TOOLS = [
             "download": {"type": "boolean"},
             "timeout": TIMEOUT,
         }),
-        handler=wait_for, read_only=True, stores_page=True, task_support=True,
+        handler=wait_for, read_only=True, meant_for_tab=True, stores_page=True, task_support=True,
         output_schema=result_schema(success="boolean", message="string", elapsedMs="integer"),
     ),
 ]
