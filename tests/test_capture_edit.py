@@ -480,8 +480,9 @@ def test_back_to_back_typing_into_an_editor_reads_back_each_page_as_it_was(brows
 # An editor as CodeMirror builds one (a contenteditable textbox, a <div> per line, its numbers in <span>s, an empty
 # line a <br>): it takes the typing's input itself and redraws its lines, keeping each line's element as CodeMirror
 # does, so that a walk gives each line the ref it had. {start}: its text; {lines}: the element a line is drawn in.
-# A page below may change how it draws (window.numberOf, fresh: new line elements, late: after a timer) and add
-# what it does besides (window.also).
+# A page below may change how it draws (window.numberOf, fresh: new line elements, late: after a 100 ms timer) and add
+# what it does besides (window.also). The timer outlasts a loaded machine's fill: at 30 ms, a module run beside
+# another module saw the lines drawn at the settle's first look, and the capture was rightly an edit.
 CODE = """<div class=editor id=box><div class=gutter id=gutter><span class=n>1</span></div>
 <div id=ed contenteditable role=textbox aria-label=Editor aria-multiline=true>{start}</div></div>
 <p id=status>Ready</p><script>
@@ -504,7 +505,7 @@ ed.addEventListener('beforeinput', e => {{
   e.preventDefault();
   const text = (getSelection().isCollapsed ? [...ed.children].map(line => line.textContent).join('\\\\n') : '') +
     (e.data || (e.dataTransfer && e.dataTransfer.getData('text/plain')) || '');
-  if (window.late) setTimeout(() => draw(text), 30); else draw(text);
+  if (window.late) setTimeout(() => draw(text), 100); else draw(text);
   ed.dispatchEvent(new Event('input', {{bubbles: true}}));
 }});
 const start = ed.textContent;
