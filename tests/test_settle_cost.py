@@ -183,6 +183,9 @@ def test_a_page_styled_by_a_scrollers_state_is_looked_at_after_a_frame_and_no_ot
     for name, head in {**SCROLL_STYLED, "size": "<style>@container (width > 10px) { .up { color: red } }</style>",
                        "plain": ""}.items():
         PAGES[f"/scroll-styled-{name}"] = f"<!doctype html><title>{name}</title>{head}{BUTTON}"
+    PAGES["/scroll-styled-later"] = ("<!doctype html><title>later</title><style>@media screen { .up { color: red } }"
+                                     "</style><script>const s = new CSSStyleSheet(); s.replaceSync('.up { color: red }');"
+                                     f"document.adoptedStyleSheets = [s]</script>{BUTTON}")
     try:
         with browser.create_session() as session:
             for name in [*SCROLL_STYLED, "size", "plain"]:
@@ -197,8 +200,19 @@ def test_a_page_styled_by_a_scrollers_state_is_looked_at_after_a_frame_and_no_ot
             session.call("evaluate", expression=f"document.styleSheets[0].insertRule({QUERY!r})")
             session.click("#b")
             assert len(waits) == 3 and waits[0] == 0 and waits[2] >= 1, waits
+            # Changes that leave a read sheet's rule count as it was: a query put inside its @media rule, an adopted
+            # sheet's one rule replaced by the query (at once, and when a replace() promise settles).
+            for change in ("document.styleSheets[0].cssRules[0].insertRule(query)",
+                           "document.adoptedStyleSheets[0].replaceSync(query)",
+                           "document.adoptedStyleSheets[0].replace(query)"):
+                session.navigate(pages.url("/scroll-styled-later"))
+                del waits[:]
+                session.click("#b")
+                session.call("evaluate", expression=f"(query => {change})({QUERY!r})")
+                session.click("#b")
+                assert len(waits) == 3 and waits[0] == 0 and waits[2] >= 1, (change, waits)
     finally:
-        del PAGES["/scroll-styled.css"]
+        del PAGES["/scroll-styled.css"], PAGES["/scroll-styled-later"]
         for name in [*SCROLL_STYLED, "size", "plain"]:
             del PAGES[f"/scroll-styled-{name}"]
 

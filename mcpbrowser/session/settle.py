@@ -325,21 +325,55 @@ INSTALL = r"""(() => {
     // overflow changes of it shows only after the next frame, and a box's scroll is heard only then. A walk before
     // it reads the page as it was, which a person never sees. On a page whose sheets hold such a query, the first look
     // is after that frame (its task after the frame's rendering); on the others, nearly all, the cost is a look at the
-    // sheets' rule counts: each sheet's rules are read once for each count (25 ms for 34,000 rules, once a document).
+    // sheets' rule counts: each sheet's rules are read once (25 ms for 34,000 rules), then followed (below).
     // Not seen: the sheets of shadow roots (finding them walks the DOM), of another origin, and what an @import brings
     // after its sheet was read (a page's imports load before its load event, which a navigation waits for).
-    const nextFrame = window.requestAnimationFrame, Container = window.CSSContainerRule;
+    const nextFrame = window.requestAnimationFrame, Container = window.CSSContainerRule, Sheet = window.CSSStyleSheet;
+    const scrollQuery = /scroll-state\s*\(/i;
     const sheetsRead = new WeakMap();  // a sheet: [its rule count, whether it holds a scroll-state query]
     const rules = (sheet) => { try { return sheet.cssRules; } catch (e) { return []; } };  // another origin's
     const holds = (list) => {  // (an index, not an iterator: a third of the time on a first read)
       for (let i = 0; i < list.length; i++) {
         const rule = list[i];
-        if (rule instanceof Container && /scroll-state\s*\(/i.test(rule.conditionText)) return true;
+        if (rule instanceof Container && scrollQuery.test(rule.conditionText)) return true;
         if (rule.styleSheet && holds(rules(rule.styleSheet))) return true;  // @import
         if (rule.cssRules && holds(rule.cssRules)) return true;  // @media, @layer, a nested rule...
       }
       return false;
     };
+    // A sheet changed by script (a CSS-in-JS library inserts a rule for each new style) is followed rule by rule: its
+    // count kept and each new rule's text looked at, so that a sheet that grows on every action is not read whole at
+    // each look. A rule put inside a rule (an @media's) or a sheet's text replaced leaves its count as it was:
+    // followed too. A change made another way (a legacy addRule) leaves a count that differs: read whole.
+    const follow = (proto, name, change) => {
+      const original = proto && proto[name];
+      if (typeof original !== "function") return;
+      Object.defineProperty(proto, name, {configurable: true, writable: true, value: function (...args) {
+        const sheet = this instanceof Sheet ? this : this.parentStyleSheet;
+        const seen = sheet && sheetsRead.get(sheet), before = seen && rules(sheet).length;
+        const result = original.apply(this, args);
+        if (seen && seen[0] === before) change(sheet, seen, String(args[0]));
+        else sheetsRead.delete(sheet);
+        // replace(): the rules change when its promise settles, after a look may have read the old ones
+        if (result && typeof result.then === "function") result.then(() => sheetsRead.delete(sheet), () => {});
+        return result;
+      }});
+    };
+    const grown = (sheet, seen, text) => {  // one rule more
+      if (/@import/i.test(text)) sheetsRead.delete(sheet);  // what it brings is read with the sheet
+      else { seen[0] += 1; seen[1] = seen[1] || scrollQuery.test(text); }
+    };
+    const forget = (sheet) => sheetsRead.delete(sheet);
+    const shrunk = (sheet, seen) => { seen[0] -= 1; };
+    if (Sheet) {
+      follow(Sheet.prototype, "insertRule", grown);
+      follow(Sheet.prototype, "deleteRule", shrunk);
+      follow(Sheet.prototype, "replaceSync", forget);
+      follow(Sheet.prototype, "replace", forget);
+    }
+    if (window.CSSGroupingRule) follow(CSSGroupingRule.prototype, "insertRule", (sheet, seen, text) => {
+      if (scrollQuery.test(text)) seen[1] = true;
+    });
     const scrollStyled = () => {
       if (!Container) return false;
       let found = false;
