@@ -354,8 +354,6 @@ INSTALL = r"""(() => {
         const result = original.apply(this, args);
         if (seen && seen[0] === before) change(sheet, seen, String(args[0]));
         else sheetsRead.delete(sheet);
-        // replace(): the rules change when its promise settles, after a look may have read the old ones
-        if (result && typeof result.then === "function") result.then(() => sheetsRead.delete(sheet), () => {});
         return result;
       }});
     };
@@ -369,7 +367,7 @@ INSTALL = r"""(() => {
       follow(Sheet.prototype, "insertRule", grown);
       follow(Sheet.prototype, "deleteRule", shrunk);
       follow(Sheet.prototype, "replaceSync", forget);
-      follow(Sheet.prototype, "replace", forget);
+      follow(Sheet.prototype, "replace", forget);  // Chromium sets the rules at once, before its promise settles
     }
     if (window.CSSGroupingRule) follow(CSSGroupingRule.prototype, "insertRule", (sheet, seen, text) => {
       if (scrollQuery.test(text)) seen[1] = true;
