@@ -184,7 +184,8 @@ def test_a_page_styled_by_a_scrollers_state_is_looked_at_after_a_frame_and_no_ot
                        "plain": ""}.items():
         PAGES[f"/scroll-styled-{name}"] = f"<!doctype html><title>{name}</title>{head}{BUTTON}"
     PAGES["/scroll-styled-later"] = ("<!doctype html><title>later</title><style>@media screen { .up { color: red } }"
-                                     "</style><script>const s = new CSSStyleSheet(); s.replaceSync('.up { color: red }');"
+                                     "</style><script>const s = new CSSStyleSheet(); "
+                                     "s.replaceSync('.up { color: red }'); "
                                      f"document.adoptedStyleSheets = [s]</script>{BUTTON}")
     try:
         with browser.create_session() as session:
