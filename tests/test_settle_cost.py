@@ -183,9 +183,10 @@ def test_a_page_styled_by_a_scrollers_state_is_looked_at_after_a_frame_and_no_ot
     for name, head in {**SCROLL_STYLED, "size": "<style>@container (width > 10px) { .up { color: red } }</style>",
                        "plain": ""}.items():
         PAGES[f"/scroll-styled-{name}"] = f"<!doctype html><title>{name}</title>{head}{BUTTON}"
+    PAGES["/scroll-styled-later.css"] = ".up { color: red }"
     PAGES["/scroll-styled-later"] = ("<!doctype html><title>later</title><style>@media screen { .up { color: red } }"
-                                     "</style><script>const s = new CSSStyleSheet(); "
-                                     "s.replaceSync('.up { color: red }'); "
+                                     "</style><style>@import url(/scroll-styled-later.css);</style><script>"
+                                     "const s = new CSSStyleSheet(); s.replaceSync('.up { color: red }'); "
                                      f"document.adoptedStyleSheets = [s]</script>{BUTTON}")
     try:
         with browser.create_session() as session:
@@ -201,9 +202,16 @@ def test_a_page_styled_by_a_scrollers_state_is_looked_at_after_a_frame_and_no_ot
             session.call("evaluate", expression=f"document.styleSheets[0].insertRule({QUERY!r})")
             session.click("#b")
             assert len(waits) == 3 and waits[0] == 0 and waits[2] >= 1, waits
-            # Changes that leave a read sheet's rule count as it was: a query put inside its @media rule, an adopted
-            # sheet's one rule replaced by the query (at once, and when a replace() promise settles).
+            # Changes that leave a read sheet's rule count as it was: a query put inside its @media rule, inside the
+            # style rule in that, into the sheet an @import brought, or with its name escaped (the browser reads
+            # `scroll-st\61 te(` as `scroll-state(`); a rule removed and the query added by the legacy names; an
+            # adopted sheet's one rule replaced by the query (at once, and when a replace() promise settles).
             for change in ("document.styleSheets[0].cssRules[0].insertRule(query)",
+                           "document.styleSheets[0].cssRules[0].cssRules[0].insertRule(query)",
+                           "document.styleSheets[1].cssRules[0].styleSheet.insertRule(query)",
+                           "document.styleSheets[0].cssRules[0].insertRule(query.replace('state', 'st\\\\61 te'))",
+                           "(document.styleSheets[0].removeRule(0), document.styleSheets[0].addRule("
+                           "query.slice(0, query.indexOf('{')), query.slice(query.indexOf('{') + 1, -1)))",
                            "document.adoptedStyleSheets[0].replaceSync(query)",
                            "document.adoptedStyleSheets[0].replace(query)"):
                 session.navigate(pages.url("/scroll-styled-later"))
@@ -213,9 +221,31 @@ def test_a_page_styled_by_a_scrollers_state_is_looked_at_after_a_frame_and_no_ot
                 session.click("#b")
                 assert len(waits) == 3 and waits[0] == 0 and waits[2] >= 1, (change, waits)
     finally:
-        del PAGES["/scroll-styled.css"], PAGES["/scroll-styled-later"]
+        del PAGES["/scroll-styled.css"], PAGES["/scroll-styled-later"], PAGES["/scroll-styled-later.css"]
         for name in [*SCROLL_STYLED, "size", "plain"]:
             del PAGES[f"/scroll-styled-{name}"]
+
+
+def test_the_rule_methods_the_settle_follows_look_and_act_as_the_browsers_own(browser, pages):
+    # Each has the browser's name and length, no prototype, and converts its rule to text once: a page's object whose
+    # toString counts its calls sees what it would without the settle (its sheet read by a settle before).
+    methods = ("CSSStyleSheet.prototype.insertRule", "CSSStyleSheet.prototype.deleteRule",
+               "CSSStyleSheet.prototype.addRule", "CSSStyleSheet.prototype.replace",
+               "CSSStyleSheet.prototype.replaceSync", "CSSGroupingRule.prototype.insertRule",
+               "CSSStyleRule.prototype.insertRule")
+    with browser.create_session() as session:
+        session.navigate(pages.url("/plain"))
+        session.call("evaluate", expression="document.head.append(Object.assign(document.createElement('style'),"
+                                            " {textContent: '@media screen { .a { color: red } }'}))")
+        session.click("#b")
+        seen = session.call("evaluate", expression="""(() => {
+            const s = document.styleSheets[0]; let calls = 0;
+            const text = {toString() { calls++; return '.b { color: red }'; }};
+            return [s.insertRule(text, 1), s.cssRules[0].insertRule(text), calls,
+                    ...[""" + ", ".join(methods) + """].map((f) => `${f.name}/${f.length}/${'prototype' in f}`)];
+        })()""")["result"]
+    assert seen == [1, 0, 2, "insertRule/1/false", "deleteRule/1/false", "addRule/0/false", "replace/1/false",
+                    "replaceSync/1/false", "insertRule/1/false", "insertRule/1/false"], seen
 
 
 FORM = """<!doctype html><title>Form</title><label>Name <input id=name></label><label>City <input id=city></label>

@@ -342,36 +342,50 @@ INSTALL = r"""(() => {
       return false;
     };
     // A sheet changed by script (a CSS-in-JS library inserts a rule for each new style) is followed rule by rule: its
-    // count kept and each new rule's text looked at, so that a sheet that grows on every action is not read whole at
-    // each look. A rule put inside a rule (an @media's) or a sheet's text replaced leaves its count as it was:
-    // followed too. A change made another way (a legacy addRule) leaves a count that differs: read whole.
+    // count kept and each new rule looked at, so that a sheet that grows on every action is not read whole at each
+    // look. A rule put inside a rule (an @media's, a style rule's) or into an @import's sheet, or a sheet's text
+    // replaced, leaves its count as it was: followed too, as the sheet's that holds it. A change made another way
+    // (another window's methods) leaves a count that differs: read whole.
+    // The new rule is looked at, not the text given: the browser's reading of it (an escaped name, a text whose
+    // toString answers differently when asked again). Each wrapper is a method named and sized as the browser's (no
+    // prototype, not a constructor), so that a page sees it as it saw that.
+    const apply = Reflect.apply, Rule = window.CSSRule, Import = window.CSSImportRule;
     const follow = (proto, name, change) => {
-      const original = proto && proto[name];
+      const original = proto && Object.prototype.hasOwnProperty.call(proto, name) && proto[name];
       if (typeof original !== "function") return;
-      Object.defineProperty(proto, name, {configurable: true, writable: true, value: function (...args) {
-        const sheet = this instanceof Sheet ? this : this.parentStyleSheet;
+      const method = {[name](...args) {
+        const own = this instanceof Sheet;
+        let sheet = own ? this : Rule && this instanceof Rule ? this.parentStyleSheet : null;
+        while (sheet && sheet.ownerRule) sheet = sheet.ownerRule.parentStyleSheet;  // an @import's: its importer
         const seen = sheet && sheetsRead.get(sheet), before = seen && rules(sheet).length;
-        const result = original.apply(this, args);
-        if (seen && seen[0] === before) change(sheet, seen, String(args[0]));
-        else sheetsRead.delete(sheet);
+        const result = apply(original, this, args);
+        if (seen && seen[0] === before) change(sheet, seen, this === sheet, this, result, args[0]);
+        else if (sheet) sheetsRead.delete(sheet);
         return result;
-      }});
+      }}[name];
+      Object.defineProperty(method, "length", {value: original.length});
+      Object.defineProperty(proto, name, {value: method});
     };
-    const grown = (sheet, seen, text) => {  // one rule more
-      if (/@import/i.test(text)) sheetsRead.delete(sheet);  // what it brings is read with the sheet
-      else { seen[0] += 1; seen[1] = seen[1] || scrollQuery.test(text); }
+    const grown = (sheet, seen, top, parent, index, text) => {  // one rule more, in the sheet itself (top) or inside
+      seen[0] += top ? 1 : 0;
+      // A text without an "@" holds no at-rule (no escape makes one): a CSS-in-JS library's style is not looked at.
+      if (typeof text === "string" && text.indexOf("@") < 0) return;
+      const rule = rules(parent)[index];
+      if (Import && rule instanceof Import) sheetsRead.delete(sheet);  // what it brings is read with the sheet
+      else seen[1] = seen[1] || holds([rule]);
     };
     const forget = (sheet) => sheetsRead.delete(sheet);
-    const shrunk = (sheet, seen) => { seen[0] -= 1; };
+    const shrunk = (sheet, seen, top) => { seen[0] -= top ? 1 : 0; };
     if (Sheet) {
       follow(Sheet.prototype, "insertRule", grown);
       follow(Sheet.prototype, "deleteRule", shrunk);
+      follow(Sheet.prototype, "addRule", forget);  // the legacy name (removeRule's change only lowers the count)
       follow(Sheet.prototype, "replaceSync", forget);
       follow(Sheet.prototype, "replace", forget);  // Chromium sets the rules at once, before its promise settles
     }
-    if (window.CSSGroupingRule) follow(CSSGroupingRule.prototype, "insertRule", (sheet, seen, text) => {
-      if (scrollQuery.test(text)) seen[1] = true;
-    });
+    for (const holder of [window.CSSGroupingRule, window.CSSStyleRule]) {  // an @media's rules, a style rule's
+      follow(holder && holder.prototype, "insertRule", grown);
+    }
     const scrollStyled = () => {
       if (!Container) return false;
       let found = false;
