@@ -199,8 +199,12 @@ class SessionRegistry:
     def owner_of(self, session_id: str) -> str | None:
         """The client a session belongs to, open or ended (from the history); None for the server's own."""
         with self._lock:
-            record = self._sessions.get(session_id)
-        return record.owner if record is not None else self.history.session_metadata(session_id).get("owner")
+            record, closed = self._sessions.get(session_id), self.closed
+        if record is not None:
+            return record.owner
+        # Once the core closed, its history is closed too (an in-memory one gone with its last connection): the
+        # call is refused as SERVER_STOPPING (renewed), not failed by a read of it.
+        return None if closed else self.history.session_metadata(session_id).get("owner")
 
     def book(self, owner: str | None, session_id: str | None) -> Any:
         """The one secret book of a call (`Call.secrets`): its client's, else (the library, stdio) its session's
