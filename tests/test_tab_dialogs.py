@@ -381,14 +381,22 @@ def test_a_tab_that_closes_itself_is_told_once_and_its_call_stores_no_other_tabs
     # page it left (when the capture came first) or none, never the opener's, which it did not touch.
     _closes_opened(client, session)
     client.tool("type", sessionId=session, selector="#q", text="done")
-    pressed = client.tool("press_key", sessionId=session, key="Enter")
-    assert pressed["url"] == pages.url("/tabs-closes"), pressed
-    after = client.tool("snapshot", sessionId=session)
-    assert after["url"] == pages.url("/tabs-closer") and (after["closedTabs"], after["currentTab"]) == (1, 0), after
+    pressed = json.loads(client.call("press_key", {"sessionId": session, "key": "Enter"}).content[0].text)
+    told = pressed.get("details", pressed)
+    if "closedTabs" in told:  # a loaded machine: the timer's 50 ms ran out before the key's answer, which says so
+        assert pressed.get("errorCode", "TAB_CLOSED") == "TAB_CLOSED", pressed
+        assert (told["closedTabs"], told["currentTab"]) == (1, 0), pressed
+        assert "closedTabs" not in client.tool("snapshot", sessionId=session)  # told once
+    else:
+        assert "errorCode" not in pressed and pressed["url"] == pages.url("/tabs-closes"), pressed
+        after = client.tool("snapshot", sessionId=session)
+        assert after["url"] == pages.url("/tabs-closer") and (after["closedTabs"], after["currentTab"]) == (1, 0), \
+            after
     stored = client.call("get_content", {"ref_id": pressed["refId"]})
     shown = stored.content[-1].text
-    if stored.is_error:
-        assert json.loads(shown)["errorCode"] == "CONTENT_NOT_FOUND" and "closed by its own page" in shown, shown
+    if stored.is_error:  # a failed call (TAB_CLOSED) stores no page at all
+        why = "stored no page" if "errorCode" in pressed else "closed by its own page"
+        assert json.loads(shown)["errorCode"] == "CONTENT_NOT_FOUND" and why in shown, shown
     else:
         assert "Close now" in shown and '"Open"' not in shown, shown
     client.tool("close_session", sessionId=session)
