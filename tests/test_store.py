@@ -58,6 +58,44 @@ def test_forward_migration_from_an_older_schema(db_target):
         s.close()
 
 
+# In a process of its own, single-threaded, so that it may fork: pairs of processes open one new file at once.
+STARTING_TOGETHER = """
+import json, multiprocessing, os, sqlite3, sys
+from mcpbrowser.core.store import Store
+def start(path, barrier, answers):
+    barrier.wait()
+    try:
+        Store(path).close()
+        answers.put("ok")
+    except Exception as exc:
+        answers.put(repr(exc))
+fork = multiprocessing.get_context("fork")
+answers, failed = fork.Queue(), []
+for trial in range(int(sys.argv[2])):
+    path, barrier = os.path.join(sys.argv[1], f"h{trial}.db"), fork.Barrier(2)
+    pair = [fork.Process(target=start, args=(path, barrier, answers)) for _ in range(2)]
+    for process in pair:
+        process.start()
+    for process in pair:
+        process.join(30)
+    got = [answers.get(timeout=30) for _ in pair]
+    version = sqlite3.connect(path).execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+    failed += [answer for answer in got if answer != "ok"] + ([f"version {version}"] if version is None else [])
+print(json.dumps({"trials": trial + 1, "failed": failed}))
+"""
+
+
+def test_servers_starting_together_on_a_new_file_both_start(tmp_path):
+    # Two servers given one new --db at once: each migrates it, or waits and finds it migrated. Started in pairs,
+    # one start in eight failed: both read no schema version and the second's CREATE TABLE found the table, or
+    # the switch to WAL was refused as "locked" without waiting.
+    done = subprocess.run([sys.executable, "-c", STARTING_TOGETHER, str(tmp_path), "30"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result == {"trials": 30, "failed": []}, result
+
+
 def test_newer_schema_is_refused(db_target):
     path = db_target
     Store(path).close()

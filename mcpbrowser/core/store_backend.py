@@ -55,17 +55,24 @@ class Backend:
     def migrate(self, conn):
         """Bring the schema to SCHEMA_VERSION; returns the version found."""
         conn.execute(self.SCHEMA_TABLE)
-        row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
-        found = row[0] or 0
-        if found > SCHEMA_VERSION:
-            raise RuntimeError(f"the database has schema version {found}, newer than this "
-                               f"mcpbrowser understands ({SCHEMA_VERSION}); upgrade mcpbrowser")
-        for version in range(found + 1, SCHEMA_VERSION + 1):
-            conn.execute("BEGIN")
-            for statement in self.MIGRATIONS[version]:
-                conn.execute(statement)
-            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+        # The version is read inside the transaction that migrates, which writes from its start (SQLite's BEGIN
+        # IMMEDIATE): servers starting together on a new file migrate one after the other, the later finding the
+        # schema current. Read before it, both found none and the second's CREATE TABLE failed its start.
+        conn.execute(self.BEGIN)
+        try:
+            row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            found = row[0] or 0
+            if found > SCHEMA_VERSION:
+                raise RuntimeError(f"the database has schema version {found}, newer than this "
+                                   f"mcpbrowser understands ({SCHEMA_VERSION}); upgrade mcpbrowser")
+            for version in range(found + 1, SCHEMA_VERSION + 1):
+                for statement in self.MIGRATIONS[version]:
+                    conn.execute(statement)
+                conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
             conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
         return found
 
     def alive(self, instance):

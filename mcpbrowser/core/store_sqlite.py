@@ -7,6 +7,8 @@ import os
 import sqlite3
 import uuid
 
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
 from mcpbrowser.core import instances
 from mcpbrowser.core.store_backend import Backend
 from mcpbrowser.sealing import load_key
@@ -15,6 +17,7 @@ from mcpbrowser.sealing import load_key
 FAULTS = {13: "DISK_FULL", 10: "HISTORY_IO_ERROR", 8: "HISTORY_READ_ONLY", 5: "HISTORY_BUSY", 6: "HISTORY_BUSY",
           14: "HISTORY_IO_ERROR"}
 STATEMENT_CODES = {1, 12, 19, 20, 25}  # SQLITE_ERROR, NOTFOUND, CONSTRAINT, MISMATCH, RANGE
+BUSY_S = 5  # how long a statement waits for another connection's lock
 OLDEST = (3, 24)  # ON CONFLICT upserts, which the store's shared statements use
 
 
@@ -115,14 +118,19 @@ class SqliteBackend(Backend):
         if not writer.execute("PRAGMA page_count").fetchone()[0]:  # a new database (on another, it writes)
             writer.execute("PRAGMA auto_vacuum = INCREMENTAL")
         if self.shared:
-            writer.execute("PRAGMA journal_mode=WAL")
+            # Switching a new file to WAL takes it whole: a server starting beside another that switches it is told
+            # "locked" at once, without the busy timeout's wait (2 of 80 starts in pairs). Asked again for as long.
+            for attempt in Retrying(retry=retry_if_exception_type(sqlite3.OperationalError), reraise=True,
+                                    stop=stop_after_delay(BUSY_S), wait=wait_fixed(0.05)):
+                with attempt:
+                    writer.execute("PRAGMA journal_mode=WAL")
             writer.execute("PRAGMA synchronous=NORMAL")  # durable across a process crash, fast
         self.migrate(writer)
         return writer
 
     def connect(self):
         conn = sqlite3.connect(self._target, uri=self._uri, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout = 5000")
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_S * 1000}")
         if self._uri:
             # A shared cache's table locks are refused at once, never waited for as busy_timeout waits: a read
             # that met the writer's batch failed, or the batch did. Read uncommitted, a reader takes no lock (it
