@@ -244,8 +244,14 @@ def test_the_rule_methods_the_settle_follows_look_and_act_as_the_browsers_own(br
             return [s.insertRule(text, 1), s.cssRules[0].insertRule(text), calls,
                     ...[""" + ", ".join(methods) + """].map((f) => `${f.name}/${f.length}/${'prototype' in f}`)];
         })()""")["result"]
+        # A page that redefined what the wrappers read (its sheets' cssRules) still has its insertRule work.
+        odd = session.call("evaluate", expression="""() => { const s = document.styleSheets[0];
+            Object.defineProperty(CSSStyleSheet.prototype, 'cssRules', {get() { return null }, configurable: true});
+            try { return 'inserted at ' + s.insertRule('@media print { .c { color: red } }', 0) }
+            catch (e) { return 'threw ' + e } }""")["result"]
     assert seen == [1, 0, 2, "insertRule/1/false", "deleteRule/1/false", "addRule/0/false", "replace/1/false",
                     "replaceSync/1/false", "insertRule/1/false", "insertRule/1/false"], seen
+    assert odd == "inserted at 0", odd
 
 
 FORM = """<!doctype html><title>Form</title><label>Name <input id=name></label><label>City <input id=city></label>

@@ -354,13 +354,20 @@ INSTALL = r"""(() => {
       const original = proto && Object.prototype.hasOwnProperty.call(proto, name) && proto[name];
       if (typeof original !== "function") return;
       const method = {[name](...args) {
-        const own = this instanceof Sheet;
-        let sheet = own ? this : Rule && this instanceof Rule ? this.parentStyleSheet : null;
-        while (sheet && sheet.ownerRule) sheet = sheet.ownerRule.parentStyleSheet;  // an @import's: its importer
-        const seen = sheet && sheetsRead.get(sheet), before = seen && rules(sheet).length;
+        // Our bookkeeping never fails the page's call (a page may have redefined what it reads): a sheet it could
+        // not follow is read whole at the next look.
+        let sheet = null, seen, before;
+        try {
+          sheet = this instanceof Sheet ? this : Rule && this instanceof Rule ? this.parentStyleSheet : null;
+          while (sheet && sheet.ownerRule) sheet = sheet.ownerRule.parentStyleSheet;  // an @import's: its importer
+          seen = sheet && sheetsRead.get(sheet);
+          before = seen && rules(sheet).length;
+        } catch (e) { seen = null; }
         const result = apply(original, this, args);
-        if (seen && seen[0] === before) change(sheet, seen, this === sheet, this, result, args[0]);
-        else if (sheet) sheetsRead.delete(sheet);
+        try {
+          if (seen && seen[0] === before) change(sheet, seen, this === sheet, this, result, args[0]);
+          else if (sheet) sheetsRead.delete(sheet);
+        } catch (e) { sheetsRead.delete(sheet); }
         return result;
       }}[name];
       Object.defineProperty(method, "length", {value: original.length});
