@@ -214,7 +214,9 @@ class SessionState(Acting):
         shown = {**response.result, **facts}
         if "url" in shown and "title" in shown:
             self.told = (shown["url"], shown["title"])
-        self.answered_tab = self.tab
+        # A tab that closed itself under its call leaves another current, which the answer names but the call did
+        # not touch: its refId stores none (snapshots.capture_snapshot), as after a close that came after the answer.
+        self.answered_tab = None if tab not in self.tabs and not tab.closing else self.tab
 
     def _news(self, dialog_before):
         """What the pages did that the agent was not told yet, each told once: a dialog that opened during the
