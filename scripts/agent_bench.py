@@ -1581,7 +1581,8 @@ def main():
                              "table in docs/performance.md used; its tools change between releases)")
     args = parser.parse_args()
     tasks = TASKS if args.task == "all" else (args.task,)
-    executable = find_executable("chromium")
+    # The browser our headless server picks (its headless shell when one is installed), for every contender.
+    executable = find_executable("chromium", shell=True)
     temp = tempfile.mkdtemp(prefix="agent-bench-")
     results = {"playwright_mcp_version": args.playwright_mcp_version, "tasks": {}}
     try:

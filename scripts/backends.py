@@ -77,15 +77,14 @@ class RunServer:
         # download cannot reach the internet here: put the system Chromium in that place.
         manifest = os.path.join(os.path.dirname(playwright.__file__), "driver", "package", "browsers.json")
         revisions = {b["name"]: b["revision"] for b in json.load(open(manifest))["browsers"]}
-        chromium = find_executable("chromium")
         self.browsers = scratch / "ms-playwright"
-        for folder, binary in ((f"chromium-{revisions['chromium']}", "chrome-linux64/chrome"),
-                               (f"chromium_headless_shell-{revisions['chromium-headless-shell']}",
-                                "chrome-headless-shell-linux64/chrome-headless-shell")):
+        for folder, binary, shell in ((f"chromium-{revisions['chromium']}", "chrome-linux64/chrome", False),
+                                      (f"chromium_headless_shell-{revisions['chromium-headless-shell']}",
+                                       "chrome-headless-shell-linux64/chrome-headless-shell", True)):
             target = self.browsers / folder / binary
             target.parent.mkdir(parents=True, exist_ok=True)
             if not target.exists():
-                target.symlink_to(chromium)
+                target.symlink_to(find_executable("chromium", shell=shell))
 
     def start(self):
         self.proc = subprocess.Popen(

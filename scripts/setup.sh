@@ -30,13 +30,31 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-if chromium=$(.venv/bin/python -c 'from mcpbrowser.core.browser_process import find_executable; print(find_executable("chromium"))' 2>/dev/null); then
+find() {  # the Chromium the server runs: `find` the whole browser, `find shell` a headless one
+  local shell=False; [ "${1:-}" = shell ] && shell=True
+  .venv/bin/python -c "from mcpbrowser.core.browser_process import find_executable as f; print(f('chromium', shell=$shell))" 2>/dev/null
+}
+as_root_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; }
+if chromium=$(find); then
   echo "setup: using Chromium at $chromium" >&2
-elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "setup: no Chromium found; installing Debian's chromium package" >&2
+elif as_root_apt; then
+  echo "setup: no Chromium found; installing Debian's chromium and chromium-headless-shell packages" >&2
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-headless-shell >/dev/null
 else
-  echo "setup: no Chromium found; installing Playwright's Chromium" >&2
+  echo "setup: no Chromium found; installing Playwright's Chromium (and its headless shell)" >&2
   .venv/bin/python -m playwright install chromium
 fi
+# Headless, the server runs Chromium's headless shell when there is one: the same engine at about half the CPU
+# (docs/performance.md). A machine without it still works, on the whole browser.
+if [ "$(find shell)" = "$(find)" ]; then
+  if as_root_apt; then
+    echo "setup: installing Debian's chromium-headless-shell (headless runs take about half the CPU)" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null; } \
+      || echo "setup: chromium-headless-shell could not be installed; headless runs use the whole Chromium" >&2
+  else
+    echo "setup: no headless shell; headless runs use the whole Chromium (about twice the CPU):" \
+      "python -m playwright install chromium-headless-shell adds one" >&2
+  fi
+fi
+echo "setup: headless runs use $(find shell)" >&2

@@ -179,10 +179,15 @@ def test_a_login_wall_names_enable_tools_only_when_wait_for_user_is_off(make_cli
         assert "wait_for_user" in err["message"] and ("enable_tools" in err["message"]) is (caps == ""), err
 
 
-def test_the_browsers_own_favicon_request_is_not_the_pages_console_error(client, session, pages):
+def test_the_browsers_own_favicon_request_is_not_the_pages_console_error(make_client, pages):
     """A page without /favicon.ico: Chromium's 404 for the icon it asks for by itself came in after
     the load's answer, so the agent's next call, an error too, carried meta with consoleErrorCount 1
-    (90 characters), inviting a console_logs call to read a line about nothing the page did."""
+    (90 characters), inviting a console_logs call to read a line about nothing the page did.
+    The whole browser's (a headed server's): the headless shell, which a headless one runs, asks for no icon."""
+    from mcpbrowser.core.browser_process import find_executable
+
+    client = make_client("--executable-path", find_executable("chromium"))
+    session = client.tool("create_session")["sessionId"]
     client.tool("navigate", sessionId=session, url=pages.url("/logs"))
     assert wait_for(lambda: "/favicon.ico" in pages.hits, seconds=10)  # the request the test is about
     client.tool("wait_for", sessionId=session, selector="#more")

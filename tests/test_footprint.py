@@ -179,3 +179,48 @@ def test_relayed_sessions_stay_isolated_and_a_dead_relay_takes_its_context_along
         os.kill(browser.registry.worker(a.id).driver_pid, signal.SIGKILL)
         assert wait_for(lambda: on_thread(b, pages_in_browser) == 1, 10)
         assert b.navigate(pages.url("/title/still"))["title"] == "still"
+
+
+def test_a_headless_server_runs_the_headless_shell_and_a_spare_renderer_the_whole_browser():
+    """Headless, the server runs Chromium's headless shell (about half the CPU of the whole browser); with
+    --spare-renderer, which the shell never keeps (the test above), the whole one."""
+    from mcpbrowser.process_tree import browser_main_pid
+
+    shell, whole = browser_process.find_executable("chromium", shell=True), browser_process.find_executable("chromium")
+    if os.path.realpath(shell) == os.path.realpath(whole):
+        pytest.skip("no headless shell is installed: bash scripts/setup.sh installs Debian's chromium-headless-shell "
+                    "as root, else python -m playwright install chromium-headless-shell")
+    for flags, expected in (((), shell), (("--spare-renderer",), whole)):
+        c = McpClient("--pool-size", "0", *flags)
+        try:
+            c.tool("create_session")
+            ran = os.readlink(f"/proc/{browser_main_pid(server_pid())}/exe")
+            if expected == shell:
+                assert ran == os.path.realpath(shell), (flags, ran)
+            else:  # Debian's /usr/bin/chromium is a script that execs the browser in /usr/lib/chromium
+                assert "headless-shell" not in ran and os.path.basename(ran).startswith(("chrom", "google")), ran
+        finally:
+            c.close()
+
+
+def test_the_headless_shell_is_found_before_the_whole_browser_and_only_for_a_headless_one(tmp_path, monkeypatch):
+    """Playwright's own pair first (its version), then the system's: the shell only when it is asked for."""
+    import json
+
+    revisions = {b["name"]: b["revision"] for b in json.load(open(os.path.join(
+        browser_process._playwright_dirs()[1], "browsers.json")))["browsers"]}
+    made = {}
+    for name, folder, binary in (("chromium", "chromium", "chrome-linux64/chrome"),
+                                 ("shell", "chromium_headless_shell",
+                                  "chrome-headless-shell-linux64/chrome-headless-shell")):
+        path = tmp_path / f"{folder}-{revisions[folder.replace('_', '-')]}" / binary
+        path.parent.mkdir(parents=True)
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+        made[name] = str(path)
+    monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path))
+    assert browser_process.find_executable("chromium", shell=True) == made["shell"]
+    assert browser_process.find_executable("chromium") == made["chromium"]
+    os.remove(made["shell"])  # only Playwright's whole browser: it, before a system shell of another version
+    assert browser_process.find_executable("chromium", shell=True) == made["chromium"]
+    assert browser_process.find_executable("chromium", "/bin/true", shell=True) == "/bin/true"

@@ -2,7 +2,6 @@
 the stuck-command watchdog and the memory guard, through the official MCP client."""
 import json
 import os
-import re
 import signal
 import sqlite3
 import time
@@ -71,9 +70,15 @@ def close_reason(db, session_id):
     return row and row[0]
 
 
-def processes_of(profile):
-    """Every process whose command line names `profile`: a dead browser's helpers are nobody's descendants."""
-    return [int(p) for p in os.listdir("/proc") if p.isdigit() and profile in cmdline(int(p))]
+def processes_in(group):
+    """Every process of the process group Playwright started the browser in: a dead browser's helpers are nobody's
+    descendants (nor do the headless shell's name its profile on their command lines)."""
+    def of(pid):
+        try:
+            return os.getpgid(pid) == group
+        except OSError:
+            return False
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and of(int(p))]
 
 
 def test_a_session_without_saved_state_is_lost_without_a_resume_hint():
@@ -83,14 +88,16 @@ def test_a_session_without_saved_state_is_lost_without_a_resume_hint():
         # One of the browser's helpers hangs (stopped): it cannot notice its browser die, so the
         # launcher, which stays for the next browser, must end it with the rest of the dead one.
         main = browser_main_pid(server_pid())
-        profile = re.search(r"--user-data-dir=(\S+)", cmdline(main)).group(1)
-        os.kill(next(p for p in processes_of(profile) if p != main), signal.SIGSTOP)
+        group = os.getpgid(main)
+        helper = descendants(main)[0]
+        assert os.getpgid(helper) == group
+        os.kill(helper, signal.SIGSTOP)
         kill_browser()
         assert wait_for(lambda: events(c, "session_lost"), 5)
         err = c.error("snapshot", sessionId=sid)
         assert err["errorCode"] == "SESSION_LOST" and err["details"]["resumable"] is False
         assert "create_session" in err["message"]
-        assert wait_for(lambda: not processes_of(profile), 5), processes_of(profile)
+        assert wait_for(lambda: not processes_in(group), 5), processes_in(group)
     finally:
         c.close()
 

@@ -137,7 +137,7 @@ def supervised(monkeypatch):
     a wait of a minute or more blocks until stop), and what it told the core. Stopped at the end."""
     FakeLauncher.made, FakeLauncher.pipe, FakeLauncher.hold = [], None, None
     monkeypatch.setattr(bs, "SharedBrowser", FakeLauncher)
-    monkeypatch.setattr(bs, "find_executable", lambda *args: "/bin/true")
+    monkeypatch.setattr(bs, "find_executable", lambda *args, **kwargs: "/bin/true")
     made = []
 
     def make(**settings):

@@ -315,7 +315,7 @@ def test_a_stop_during_the_browsers_launch_still_gives_it_the_grace(monkeypatch)
             graces.append(grace)
 
     monkeypatch.setattr(bs, "SharedBrowser", LaunchingBrowser)
-    monkeypatch.setattr(bs, "find_executable", lambda *args: "/bin/true")
+    monkeypatch.setattr(bs, "find_executable", lambda *args, **kwargs: "/bin/true")
     supervisor = bs.BrowserSupervisor(Config())
     supervisor.start()
     assert started.wait(5)

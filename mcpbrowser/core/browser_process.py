@@ -34,6 +34,9 @@ INSTALL_HINT = (
     "`python -m playwright install chromium`, or pass --executable-path."
 )
 SYSTEM_CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+# Debian's package chromium-headless-shell: its binary itself, as its /usr/bin wrapper keeps a shell as the
+# browser's parent (it does not exec), which the process tree's readers would take for the browser.
+SYSTEM_SHELLS = ("/usr/lib/chromium/chromium-headless-shell", "chromium-headless-shell")
 CHILDREN = os.path.join(os.path.dirname(os.path.dirname(__file__)), "children")
 LAUNCHER = os.path.join(CHILDREN, "launch_server.js")
 RELAY = os.path.join(CHILDREN, "pipe_relay.py")
@@ -46,7 +49,10 @@ NODE_MEMORY_FLAG = "--max-semi-space-size=1"
 # WebRTC's UDP (STUN, media) would pass by the domain policy's proxy and reach a forbidden host; with this
 # policy it uses UDP only through a proxy, which an HTTP proxy cannot carry, so it sends none
 # (--force-webrtc-ip-handling-policy did not stop it). Its TCP goes through the proxy, which checks it.
-WEBRTC_UDP_FLAG = "--webrtc-ip-handling-policy=disable_non_proxied_udp"
+# The headless shell has no such policy of its own: it takes the content layer's switch, which the desktop browser
+# ignores (the tests' WebRTC page sent 12 datagrams to a forbidden host from the shell without it). Both go.
+WEBRTC_UDP_FLAGS = ("--webrtc-ip-handling-policy=disable_non_proxied_udp",
+                    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp")
 # Chromium runs the tools a page registers (document.modelContext, WebMCP) only with this feature on,
 # and Playwright lists and calls them only when it sees it among the launch arguments (--webmcp).
 WEBMCP_FLAG = "--enable-features=WebMCP"
@@ -76,30 +82,41 @@ def _playwright_dirs():
     return driver, os.path.join(driver, "package")
 
 
-def playwright_chromium():
-    """Playwright's own installed Chromium for this Playwright version, if any."""
+def playwright_chromium(shell=False):
+    """Playwright's own installed Chromium for this Playwright version, if any; its headless shell with `shell`."""
     root = os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or os.path.expanduser("~/.cache/ms-playwright")
+    name, folder = ("chromium-headless-shell", "chromium_headless_shell") if shell else ("chromium", "chromium")
     revision = "*"  # without a manifest: any installed revision
     with contextlib.suppress(OSError, ValueError, KeyError, StopIteration, ImportError):
         with open(os.path.join(_playwright_dirs()[1], "browsers.json")) as f:
-            revision = next(b["revision"] for b in json.load(f)["browsers"] if b["name"] == "chromium")
-    for pattern in ("chrome-linux*/chrome", "chrome-mac*/Chromium.app/Contents/MacOS/Chromium",
-                    "chrome-win*/chrome.exe"):
-        found = sorted(glob.glob(os.path.join(root, f"chromium-{revision}", pattern)))
+            revision = next(b["revision"] for b in json.load(f)["browsers"] if b["name"] == name)
+    patterns = tuple(f"chrome-headless-shell-{os_}*/chrome-headless-shell{exe}" for os_, exe in (
+        ("linux", ""), ("mac", ""), ("win", ".exe"))) if shell else (
+        "chrome-linux*/chrome", "chrome-mac*/Chromium.app/Contents/MacOS/Chromium", "chrome-win*/chrome.exe")
+    for pattern in patterns:
+        found = sorted(glob.glob(os.path.join(root, f"{folder}-{revision}", pattern)))
         if found:
             return found[-1]
     return None
 
 
-def find_executable(engine, executable_path=None):
-    """--executable-path, else for chromium Playwright's own or a system one; None lets Playwright choose."""
+def find_executable(engine, executable_path=None, shell=False):
+    """--executable-path, else for chromium Playwright's own or a system one; None lets Playwright choose.
+
+    `shell` (a headless browser that needs nothing the shell lacks: the supervisor decides) prefers Chromium's
+    headless shell, Playwright's or the system's, as Playwright's own headless launch does: the same engine
+    without the desktop browser's layer, about half the CPU (docs/performance.md). Playwright's own pair first,
+    which matches its version."""
     if executable_path:
         if os.path.isfile(executable_path) and os.access(executable_path, os.X_OK):
             return executable_path
         raise BrowserError(f"--executable-path {executable_path!r} is not an executable file. {INSTALL_HINT}")
     if engine != "chromium":
         return None  # firefox and webkit come only from Playwright's own install
-    found = playwright_chromium() or next(filter(None, map(shutil.which, SYSTEM_CHROMIUMS)), None)
+    looks = (lambda: playwright_chromium(shell=True), playwright_chromium, *(
+        lambda name=name: shutil.which(name) for name in SYSTEM_SHELLS)) if shell else (playwright_chromium,)
+    found = next(filter(None, (look() for look in looks)), None) \
+        or next(filter(None, map(shutil.which, SYSTEM_CHROMIUMS)), None)
     if found:
         return found
     raise BrowserError(f"No Chromium or Chrome was found. {INSTALL_HINT}")
@@ -222,7 +239,7 @@ class SharedBrowser:
         """Chromium switches of ours (the benchmark's untuned raw contender: only WebMCP, when asked)."""
         if self.engine != "chromium":
             return []
-        return [*([WEBRTC_UDP_FLAG] if self.tuned else []), *([WEBMCP_FLAG] if self.webmcp else [])]
+        return [*(WEBRTC_UDP_FLAGS if self.tuned else ()), *([WEBMCP_FLAG] if self.webmcp else [])]
 
     def _scratch_env(self):
         """The launcher's environment: TMPDIR inside our runtime directory, on Linux, so the profile, sockets

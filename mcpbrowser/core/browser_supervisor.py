@@ -219,7 +219,10 @@ class BrowserSupervisor:
             self._endpoint.set_result((0, Endpoint(None, None, None)))
             return
         try:  # a browser that never started is not restarted: the error says how to install one
-            executable = find_executable(self.config.browser, self.config.executable_path)
+            # Headless, the shell (as Playwright's own headless launch): about half the CPU. Not for a spare
+            # renderer, which the shell never keeps (tests/test_footprint.py), so the option would do nothing.
+            executable = find_executable(self.config.browser, self.config.executable_path,
+                                         shell=self._headless and not self.config.spare_renderer)
             self._launch(executable)
         except BaseException as exc:
             if not self.stopping.is_set():
