@@ -302,7 +302,8 @@ class Config:
         "browser server. Firefox and webkit come from `python -m playwright install`.")
     headless: bool = _option(
         False, _boolean, "Run without a window. Default is headed so a person can take over a login; with no display "
-        "the server falls back to headless and says so on stderr.")
+        "the server falls back to headless and says so on stderr. Headless, it runs Chromium's headless shell when one is "
+        "installed (about half the CPU).")
     session_timeout: int = _option(
         300_000, _int_at_least(1), "Milliseconds a session lives without calls (default 5 minutes). Each call renews "
         "it: expiresAt in every answer says when it ends.")
@@ -317,7 +318,7 @@ class Config:
         False, _boolean, "Let Chromium keep a spare renderer process warm for the next navigation. It is kept for one "
         "session at a time, so with sessions taking turns each navigation started and killed one; off, a navigation to "
         "another site or a new tab pays for a process start (about 10-20 ms here). Turn it on for one session that "
-        "hops between sites.")
+        "hops between sites. It runs the whole browser, never the headless shell, which keeps no spare.")
     executable_path: str = _option(None, _optional_text, "Browser executable to use instead of looking for one.")
     log_level: str = _option("info", _one_of(LOG_LEVELS), "Least severe level written to stderr.")
     action_timeout: int = _option(
