@@ -7,6 +7,7 @@ flags serves the whole module (the policy is the server's; a browser start per t
 about 3 s); each test has a session, a forbidden host and an attacker of its own.
 """
 
+import os
 import socket
 import threading
 import time
@@ -197,6 +198,19 @@ def guarded(session_on):
     return session_on("--allowed-domains", "127.0.0.1")
 
 
+@pytest.fixture(params=["shell", "whole"])
+def guarded_on_each(request, session_on):
+    """`guarded` on each browser a server runs: the headless shell (a headless server's, when installed) and the
+    whole browser (a headed server's, or with --spare-renderer), which honour different switches (WebRTC's policy)."""
+    from mcpbrowser.core.browser_process import find_executable
+
+    shell, whole = find_executable("chromium", shell=True), find_executable("chromium")
+    if request.param == "shell" and os.path.realpath(shell) == os.path.realpath(whole):
+        pytest.skip("no headless shell is installed")
+    return session_on("--allowed-domains", "127.0.0.1", *(("--executable-path", whole) if request.param == "whole"
+                                                          else ()))
+
+
 def _refused(c, sid, url, host=FORBIDDEN_HOST):
     err = c.error("navigate", sessionId=sid, url=url)
     assert err["errorCode"] == "DOMAIN_NOT_ALLOWED", err
@@ -256,8 +270,8 @@ def test_subresources_through_redirects_reach_the_host_without_a_policy(session_
     assert wait_for(lambda: forbidden.reached >= 6, seconds=5), forbidden.requests
 
 
-def test_direct_routes_outside_plain_requests(guarded, attacker, forbidden):
-    c, sid = guarded
+def test_direct_routes_outside_plain_requests(guarded_on_each, attacker, forbidden):
+    c, sid = guarded_on_each
     c.tool("navigate", sessionId=sid, url=attacker.url("/direct"))
     # Each route was tried and refused on its way (preconnect and dns-prefetch leave no request to show).
     tried = {"/import.css", "/font.woff", "/bg.png", "/video.mp4", "/ws", "/wss", "/tls"}
@@ -267,8 +281,8 @@ def test_direct_routes_outside_plain_requests(guarded, attacker, forbidden):
     assert forbidden.reached == 0, forbidden.requests
 
 
-def test_webrtc_sends_nothing_to_a_forbidden_host(guarded, attacker, forbidden):
-    c, sid = guarded
+def test_webrtc_sends_nothing_to_a_forbidden_host(guarded_on_each, attacker, forbidden):
+    c, sid = guarded_on_each
     c.tool("navigate", sessionId=sid, url=attacker.url("/webrtc"))
     time.sleep(2.0)  # ICE gathering sends its STUN and TURN requests in this time when it can
     assert c.tool("tabs", sessionId=sid)["tabs"][0]["title"] == "RTC ready"  # WebRTC did run
