@@ -244,12 +244,14 @@ class SharedBrowser:
     def _scratch_env(self):
         """The launcher's environment: TMPDIR inside our runtime directory, on Linux, so the profile, sockets
         and downloads that a killed browser leaves go with that directory (at stop() or the sweep). Not when
-        the path is long: a Unix socket's path must fit in 108 bytes, Chromium's is about 45 below TMPDIR."""
+        the path is long: a Unix socket's path must fit in 108 bytes, Chromium's is about 45 below TMPDIR.
+        CHROME_CONFIG_HOME there too: the whole browser's crash reporter writes a crashed process's dump (a
+        page's memory, typed passwords and all) below it, by default in ~/.config/chromium, kept for good."""
         scratch = os.path.join(self.runtime_dir, "tmp")
         if not sys.platform.startswith("linux") or len(scratch) > 60:
             return None
         os.mkdir(scratch, 0o700)
-        return dict(os.environ, TMPDIR=scratch)
+        return dict(os.environ, TMPDIR=scratch, CHROME_CONFIG_HOME=scratch)
 
     def stop(self, grace=2.0):
         """SIGTERM the server (it closes the browser), SIGKILL its group after `grace`, reap. Idempotent.
