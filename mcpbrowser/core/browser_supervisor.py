@@ -14,6 +14,7 @@ from typing import Any
 
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser_process import Endpoint, SharedBrowser, effective_headless, find_executable
+from mcpbrowser.core.policy_proxy import every_session_proxied
 from mcpbrowser.errors import BrowserError, BrowserUnavailable
 from mcpbrowser.logs import log
 from mcpbrowser.session.attach import attach
@@ -268,7 +269,8 @@ class BrowserSupervisor:
             if previous is not None:
                 previous.stop(0)
             shared = SharedBrowser(self.config.browser, executable, self._headless, on_exit=self._wake.set,
-                                   spare_renderer=self.config.spare_renderer, webmcp=self.config.webmcp)
+                                   spare_renderer=self.config.spare_renderer, webmcp=self.config.webmcp,
+                                   proxied=every_session_proxied(self.config))
             endpoint = shared.start(abort=self.stopping)
         with self._lock:
             stopped = self.stopping.is_set()
