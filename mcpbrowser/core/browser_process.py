@@ -173,6 +173,9 @@ class SharedBrowser:
         self._ping_failure = None
         self._ping_lock = threading.Lock()
         self._stderr_tail: deque[str] = deque(maxlen=20)
+        # Chromium said its DISPLAY has no X server: the line comes first, and Playwright's stack trace (about 25
+        # lines) pushes it out of the tail, whose end told of a zygote's "Broken pipe" instead.
+        self._no_x_server = False
         self._stopped = False
 
     # -- SUPERVISOR THREAD ---------------------------------------------------
@@ -210,6 +213,7 @@ class SharedBrowser:
         playwright-core; raises BrowserError, stopped then."""
         self.ws_endpoint = self.pipe_endpoint = self._exit_line = None
         self._stderr_tail.clear()  # a failure message tells of this launch, not of the last browser's death
+        self._no_x_server = False
         self._found.clear()
         self.ended.clear()
         if self._launcher_gone.is_set():  # it ended since: its reader set _found before the clear above
@@ -321,6 +325,9 @@ class SharedBrowser:
             return (f"{self.engine} is not installed. Install it with "
                     f"`python -m playwright install {self.engine}`, or pass --executable-path.")
         where = f" at {self.executable}" if self.executable else ""
+        if self._no_x_server:
+            return (f"The {self.engine} browser{where} found no X server at DISPLAY={os.environ.get('DISPLAY', '')}: "
+                    "start one there, or run headless (--headless).")
         if self._exit_line is not None:
             why = f"{self.exit_cause()}. {tail[-1500:]}".rstrip()
             return f"The {self.engine} browser{where} exited as it started: {why}"
@@ -367,6 +374,7 @@ class SharedBrowser:
             line = raw.decode("utf-8", "replace").rstrip()
             if line:
                 self._stderr_tail.append(line)
+                self._no_x_server = self._no_x_server or "Missing X server or $DISPLAY" in line
 
 
 def _sweep_runtime_dirs():
