@@ -127,6 +127,11 @@ def find_executable(engine, executable_path=None, shell=False):
     raise BrowserError(f"No Chromium or Chrome was found. {INSTALL_HINT}")
 
 
+def is_headless_shell(executable):
+    """Chromium's headless shell (Playwright's chrome-headless-shell, Debian's chromium-headless-shell): no window."""
+    return bool(executable) and "headless" in os.path.basename(executable).replace("_", "-")
+
+
 def compile_cache_dir():
     """Where the launcher's Node.js keeps compiled code between runs (see launch_server.js); None if unusable.
 
