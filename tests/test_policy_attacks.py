@@ -135,7 +135,7 @@ navigator.sendBeacon('{hop}?beacon', 'x');
 new EventSource('{hop}?sse');
 new Worker(URL.createObjectURL(new Blob(["fetch('{self._origin()}{hop}?worker').catch(() => {{}})"])));
 </script>""")
-        if path == "/direct":  # straight to the forbidden host: preconnect, WebSocket, font, CSS import
+        if path == "/direct":  # straight to the forbidden host: preconnect, WebSocket, font, CSS import, WebTransport
             f = srv.forbidden
             return self._page(f"""<title>Direct</title>
 <link rel=preconnect href="{f.url('/')}"><link rel=dns-prefetch href="{f.url('/')}">
@@ -146,6 +146,7 @@ body {{font-family: x; background: url("{f.url('/bg.png')}")}}</style>
 try {{ new WebSocket('ws://{f.host}:{f.port}/ws'); }} catch (e) {{}}
 try {{ new WebSocket('wss://{f.host}:{f.port}/wss'); }} catch (e) {{}}
 fetch('https://{f.host}:{f.port}/tls').catch(() => {{}});
+try {{ new WebTransport('https://{f.host}:{f.port}/wt').ready.catch(() => {{}}); }} catch (e) {{}}  // QUIC: UDP
 </script>""")
         if path == "/webrtc":
             f = srv.forbidden
