@@ -197,6 +197,10 @@ def test_navigating_to_a_file_downloads_it_and_says_so(files, pages, inline):
     (entry,) = c.tool("downloads", sessionId=sid)["downloads"]
     assert entry["size"] == 3000 and os.path.dirname(entry["path"]) == str(folder.resolve()), entry
     c.tool("close_session", sessionId=sid)
+    opened = c.tool("create_session", url=to)  # create_session's own navigation says so too
+    assert "download" in opened["message"] and opened["url"] == "about:blank", opened
+    assert "navigationError" not in opened, opened
+    c.tool("close_session", sessionId=opened["sessionId"])
 
 
 @pytest.mark.parametrize("unsized", [False, True])
