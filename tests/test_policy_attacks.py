@@ -326,7 +326,9 @@ def test_a_forbidden_name_is_not_looked_up_in_the_dns_past_the_proxy(guarded_on_
         if any(t.poll() is not None for t in traces):
             pytest.skip(f"strace cannot attach here: {traces[0].stderr.read().decode()[:200]}")
         c.tool("navigate", sessionId=sid, url=attacker.url("/webrtc-named?" + f"{label}.example.org"[::-1]))
-        time.sleep(2.0)  # ICE gathering
+        # ICE gathering: a lookup of the name comes before the CONNECT, so once that is written all was tried.
+        wait_for(lambda: any(f"CONNECT {label}" in path.read_text(errors="replace")
+                             for path in tmp_path.glob("trace.*")), seconds=10, step=0.2)
         assert c.tool("tabs", sessionId=sid)["tabs"][0]["title"] == "RTC ready"
     finally:
         for t in traces:
