@@ -303,7 +303,8 @@ navigator.geolocation.getCurrentPosition(
             data = (body * (size // 256 + 1))[:size]
             self.send_response(200)
             self.send_header("Content-Type", "application/pdf")
-            self.send_header("Content-Disposition", f'attachment; filename="{query.get("name", "report.pdf")}"')
+            if not query.get("inline"):  # inline=1: a PDF to show, as a link to a paper is (the shell downloads it)
+                self.send_header("Content-Disposition", f'attachment; filename="{query.get("name", "report.pdf")}"')
             if not query.get("unsized"):
                 self.send_header("Content-Length", str(size))
             self.end_headers()

@@ -224,3 +224,48 @@ def test_the_headless_shell_is_found_before_the_whole_browser_and_only_for_a_hea
     os.remove(made["shell"])  # only Playwright's whole browser: it, before a system shell of another version
     assert browser_process.find_executable("chromium", shell=True) == made["chromium"]
     assert browser_process.find_executable("chromium", "/bin/true", shell=True) == "/bin/true"
+
+
+@pytest.mark.parametrize("shell", [False, True])
+def test_a_crashed_renderer_leaves_no_dump_outside_the_runtime_directory(pages, tmp_path, monkeypatch, shell):
+    """The whole browser (a headed server's, or with --spare-renderer) has a crash reporter: a renderer's dump,
+    the memory of a page that may hold a typed password, went to ~/.config/chromium/Crash Reports/pending and
+    stayed there after the server (Debian's wrapper deletes them after 30 days). The headless shell writes none."""
+    from mcpbrowser.process_tree import browser_main_pid, cmdline, descendants
+
+    executable = browser_process.find_executable("chromium", shell=shell)
+    if shell and "headless" not in executable.replace("_", "-"):
+        pytest.skip("no headless shell is installed")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    with mcpbrowser.Browser(Config(headless=True, db=":memory:", pool_size=0, executable_path=executable)) as browser:
+        session = browser.create_session()
+        session.navigate(pages.url("/title/crash"))
+        main = browser_main_pid(os.getpid())
+        renderers = [pid for pid in descendants(main) if "--type=renderer" in cmdline(pid)]
+        assert renderers
+        for pid in renderers:
+            os.kill(pid, signal.SIGSEGV)  # caught by the crash reporter as a real crash would be
+        with pytest.raises(mcpbrowser.PageCrashed):
+            session.tabs()
+    left = [os.path.join(folder, name) for folder, _, names in os.walk(tmp_path) for name in names]
+    assert not [path for path in left if path.endswith((".dmp", ".meta"))], left
+
+
+def test_a_browser_that_is_not_what_the_mode_calls_for_is_told(pages, tmp_path, monkeypatch, caplog):
+    """The headless shell named for a headed server opens no window and said nothing (a person waited for one);
+    a headless server on a machine without a shell runs the whole browser, at twice the CPU, and said nothing."""
+    shell = browser_process.find_executable("chromium", shell=True)
+    if not browser_process.is_headless_shell(shell):
+        pytest.skip("no headless shell is installed")
+    caplog.set_level("INFO", logger="mcpbrowser")
+    monkeypatch.setenv("DISPLAY", ":987")  # none there: the shell needs none
+    with mcpbrowser.Browser(Config(headless=False, db=":memory:", pool_size=0, executable_path=shell)) as browser:
+        assert browser.create_session(url=pages.url("/title/seen"))
+    monkeypatch.setattr(browser_process, "SYSTEM_SHELLS", ())  # a machine without one
+    monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path))
+    with mcpbrowser.Browser(Config(headless=True, db=":memory:", pool_size=0)) as browser:
+        assert browser.create_session(url=pages.url("/title/seen"))
+    told = {getattr(r, "event", None): r.getMessage() for r in caplog.records}
+    assert "opens no window" in told.get("headless_shell_headed", ""), told
+    assert "playwright install chromium-headless-shell" in told.get("no_headless_shell", ""), told

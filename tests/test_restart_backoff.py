@@ -87,7 +87,7 @@ class FakeLauncher:
     pipe = None
     hold = None
 
-    def __init__(self, browser, executable, headless, on_exit=None, spare_renderer=False, webmcp=False):
+    def __init__(self, browser, executable, headless, on_exit=None, spare_renderer=False, webmcp=False, proxied=False):
         self.on_exit = on_exit
         self.ended = threading.Event()
         self.exit_line = None

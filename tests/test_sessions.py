@@ -81,6 +81,15 @@ def test_browser_that_cannot_start_is_browser_error(make_client):
     assert err["errorCode"] == "BROWSER_ERROR" and "did not start" in err["message"]
 
 
+def test_a_display_without_an_x_server_says_so_and_how_to_run_headless(make_client):
+    """A DISPLAY that names no X server (a stale one in an SSH session, say): Chromium's own line saying so was cut
+    from the message, which kept the tail of Playwright's stack trace and a zygote's "Broken pipe" instead."""
+    c = make_client("--no-headless", env={"DISPLAY": ":987", "WAYLAND_DISPLAY": ""})
+    err = c.error("create_session")
+    assert err["errorCode"] == "BROWSER_ERROR", err
+    assert "DISPLAY=:987" in err["message"] and "--headless" in err["message"], err
+
+
 def test_missing_browser_executable_says_how_to_install(make_client):
     c = make_client("--executable-path", "/nonexistent/chrome")
     err = c.error("create_session")

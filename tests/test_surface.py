@@ -175,6 +175,34 @@ def test_a_download_is_saved_with_its_bytes_and_told_in_the_next_answer(files, p
     c.tool("close_session", sessionId=sid)
 
 
+@pytest.mark.parametrize("inline", [False, True])
+def test_navigating_to_a_file_downloads_it_and_says_so(files, pages, inline):
+    """An address that is a file (an attachment; on the headless shell, which has no PDF viewer, any PDF: a link to
+    a paper or an invoice) downloads while the tab stays where it was. navigate answered NAVIGATION_FAILED,
+    "Download is starting", and the agent had to guess the file was saved."""
+    if inline:
+        from mcpbrowser.core.browser_process import find_executable
+
+        if "headless" not in find_executable("chromium", shell=True).replace("_", "-"):
+            pytest.skip("no headless shell: the whole browser shows an inline PDF in its viewer")
+    c, folder = files
+    sid = c.tool("create_session", url=pages.url("/title/before"))["sessionId"]
+    to = pages.url("/download?size=3000&name=paper.pdf" + ("&inline=1" if inline else ""))
+    answer = c.tool("navigate", sessionId=sid, url=to)
+    assert answer["success"] and (answer["url"], answer["title"]) == (pages.url("/title/before"), "before"), answer
+    assert "download" in answer["message"], answer
+    told = answer.get("downloads", []) + c.tool("wait_for", sessionId=sid, download=True, timeout=10000).get(
+        "downloads", [])
+    assert told and told[0]["url"] == to and told[-1]["status"] == "saved", (answer, told)
+    (entry,) = c.tool("downloads", sessionId=sid)["downloads"]
+    assert entry["size"] == 3000 and os.path.dirname(entry["path"]) == str(folder.resolve()), entry
+    c.tool("close_session", sessionId=sid)
+    opened = c.tool("create_session", url=to)  # create_session's own navigation says so too
+    assert "download" in opened["message"] and opened["url"] == "about:blank", opened
+    assert "navigationError" not in opened, opened
+    c.tool("close_session", sessionId=opened["sessionId"])
+
+
 @pytest.mark.parametrize("unsized", [False, True])
 def test_a_download_over_the_limit_is_refused_and_deleted(files, pages, unsized):
     c, folder = files

@@ -53,6 +53,11 @@ NODE_MEMORY_FLAG = "--max-semi-space-size=1"
 # ignores (the tests' WebRTC page sent 12 datagrams to a forbidden host from the shell without it). Both go.
 WEBRTC_UDP_FLAGS = ("--webrtc-ip-handling-policy=disable_non_proxied_udp",
                     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp")
+# With every session behind a policy proxy (a server-wide host rule), the browser resolves no name itself: the proxy
+# resolves each one it allows. Left to it, WebRTC looked a TURN server's name up in the system's DNS before sending
+# its CONNECT to the proxy (which refused it): a forbidden name, or data spelt as one, reached the name's own
+# nameserver past the policy (both browsers). 127.0.0.1, the proxies' address, still connects.
+NO_DNS_FLAG = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
 # Chromium runs the tools a page registers (document.modelContext, WebMCP) only with this feature on,
 # and Playwright lists and calls them only when it sees it among the launch arguments (--webmcp).
 WEBMCP_FLAG = "--enable-features=WebMCP"
@@ -122,6 +127,11 @@ def find_executable(engine, executable_path=None, shell=False):
     raise BrowserError(f"No Chromium or Chrome was found. {INSTALL_HINT}")
 
 
+def is_headless_shell(executable):
+    """Chromium's headless shell (Playwright's chrome-headless-shell, Debian's chromium-headless-shell): no window."""
+    return bool(executable) and "headless" in os.path.basename(executable).replace("_", "-")
+
+
 def compile_cache_dir():
     """Where the launcher's Node.js keeps compiled code between runs (see launch_server.js); None if unusable.
 
@@ -147,9 +157,11 @@ def _die_with_parent():
 class SharedBrowser:
     """A launcher running one browser at a time behind a Playwright browser server, shared by every session."""
 
-    def __init__(self, engine, executable, headless, on_exit=None, spare_renderer=False, tuned=True, webmcp=False):
+    def __init__(self, engine, executable, headless, on_exit=None, spare_renderer=False, tuned=True, webmcp=False,
+                 proxied=False):
         self.engine = engine  # chromium, firefox or webkit (--browser)
         self.webmcp = webmcp  # Chromium runs page tools (--webmcp)
+        self.proxied = proxied  # every session is behind a policy proxy: Chromium resolves no name (NO_DNS_FLAG)
         self.spare_renderer = spare_renderer
         self.tuned = tuned  # False: Playwright's own launch arguments (the benchmark's raw contender)
         self.executable, self.headless = executable, headless
@@ -166,6 +178,9 @@ class SharedBrowser:
         self._ping_failure = None
         self._ping_lock = threading.Lock()
         self._stderr_tail: deque[str] = deque(maxlen=20)
+        # Chromium said its DISPLAY has no X server: the line comes first, and Playwright's stack trace (about 25
+        # lines) pushes it out of the tail, whose end told of a zygote's "Broken pipe" instead.
+        self._no_x_server = False
         self._stopped = False
 
     # -- SUPERVISOR THREAD ---------------------------------------------------
@@ -203,6 +218,7 @@ class SharedBrowser:
         playwright-core; raises BrowserError, stopped then."""
         self.ws_endpoint = self.pipe_endpoint = self._exit_line = None
         self._stderr_tail.clear()  # a failure message tells of this launch, not of the last browser's death
+        self._no_x_server = False
         self._found.clear()
         self.ended.clear()
         if self._launcher_gone.is_set():  # it ended since: its reader set _found before the clear above
@@ -239,17 +255,20 @@ class SharedBrowser:
         """Chromium switches of ours (the benchmark's untuned raw contender: only WebMCP, when asked)."""
         if self.engine != "chromium":
             return []
-        return [*(WEBRTC_UDP_FLAGS if self.tuned else ()), *([WEBMCP_FLAG] if self.webmcp else [])]
+        return [*(WEBRTC_UDP_FLAGS if self.tuned else ()), *([WEBMCP_FLAG] if self.webmcp else []),
+                *([NO_DNS_FLAG] if self.proxied else [])]
 
     def _scratch_env(self):
         """The launcher's environment: TMPDIR inside our runtime directory, on Linux, so the profile, sockets
         and downloads that a killed browser leaves go with that directory (at stop() or the sweep). Not when
-        the path is long: a Unix socket's path must fit in 108 bytes, Chromium's is about 45 below TMPDIR."""
+        the path is long: a Unix socket's path must fit in 108 bytes, Chromium's is about 45 below TMPDIR.
+        CHROME_CONFIG_HOME there too: the whole browser's crash reporter writes a crashed process's dump (a
+        page's memory, typed passwords and all) below it, by default in ~/.config/chromium, kept for good."""
         scratch = os.path.join(self.runtime_dir, "tmp")
         if not sys.platform.startswith("linux") or len(scratch) > 60:
             return None
         os.mkdir(scratch, 0o700)
-        return dict(os.environ, TMPDIR=scratch)
+        return dict(os.environ, TMPDIR=scratch, CHROME_CONFIG_HOME=scratch)
 
     def stop(self, grace=2.0):
         """SIGTERM the server (it closes the browser), SIGKILL its group after `grace`, reap. Idempotent.
@@ -311,6 +330,9 @@ class SharedBrowser:
             return (f"{self.engine} is not installed. Install it with "
                     f"`python -m playwright install {self.engine}`, or pass --executable-path.")
         where = f" at {self.executable}" if self.executable else ""
+        if self._no_x_server:
+            return (f"The {self.engine} browser{where} found no X server at DISPLAY={os.environ.get('DISPLAY', '')}: "
+                    "start one there, or run headless (--headless).")
         if self._exit_line is not None:
             why = f"{self.exit_cause()}. {tail[-1500:]}".rstrip()
             return f"The {self.engine} browser{where} exited as it started: {why}"
@@ -357,6 +379,7 @@ class SharedBrowser:
             line = raw.decode("utf-8", "replace").rstrip()
             if line:
                 self._stderr_tail.append(line)
+                self._no_x_server = self._no_x_server or "Missing X server or $DISPLAY" in line
 
 
 def _sweep_runtime_dirs():

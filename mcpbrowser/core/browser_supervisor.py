@@ -13,7 +13,9 @@ from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
 from mcpbrowser.config import Config
-from mcpbrowser.core.browser_process import Endpoint, SharedBrowser, effective_headless, find_executable
+from mcpbrowser.core.browser_process import (Endpoint, SharedBrowser, effective_headless, find_executable,
+                                             is_headless_shell)
+from mcpbrowser.core.policy_proxy import every_session_proxied
 from mcpbrowser.errors import BrowserError, BrowserUnavailable
 from mcpbrowser.logs import log
 from mcpbrowser.session.attach import attach
@@ -213,6 +215,19 @@ class BrowserSupervisor:
     # It forks Chromium and lives until stop(), so the browser's parent-death signal
     # fires only if the whole server dies.
 
+    def _say_which(self, executable: str | None, shell: bool) -> None:
+        """A notice when the browser is not what the mode calls for: a headless shell asked to show a window (it
+        opens none, and says nothing), or a headless server without a shell (the whole browser, about twice the CPU)."""
+        if not self._headless and is_headless_shell(executable):
+            log.warning("--executable-path names Chromium's headless shell, which opens no window: nobody sees the "
+                        "browser (the live view still shows its pages); name the whole browser for a window",
+                        extra={"event": "headless_shell_headed", "executable": executable})
+        elif shell and self.config.browser == "chromium" and not self.config.executable_path \
+                and not is_headless_shell(executable):
+            log.info("no headless shell is installed: headless, the whole Chromium runs, at about twice the CPU "
+                     "(python -m playwright install chromium-headless-shell, or Debian's chromium-headless-shell)",
+                     extra={"event": "no_headless_shell", "executable": executable})
+
     def _run(self) -> None:
         if self.fleet is not None:
             self.fleet.start()
@@ -221,8 +236,9 @@ class BrowserSupervisor:
         try:  # a browser that never started is not restarted: the error says how to install one
             # Headless, the shell (as Playwright's own headless launch): about half the CPU. Not for a spare
             # renderer, which the shell never keeps (tests/test_footprint.py), so the option would do nothing.
-            executable = find_executable(self.config.browser, self.config.executable_path,
-                                         shell=self._headless and not self.config.spare_renderer)
+            shell = self._headless and not self.config.spare_renderer
+            executable = find_executable(self.config.browser, self.config.executable_path, shell=shell)
+            self._say_which(executable, shell)
             self._launch(executable)
         except BaseException as exc:
             if not self.stopping.is_set():
@@ -268,7 +284,8 @@ class BrowserSupervisor:
             if previous is not None:
                 previous.stop(0)
             shared = SharedBrowser(self.config.browser, executable, self._headless, on_exit=self._wake.set,
-                                   spare_renderer=self.config.spare_renderer, webmcp=self.config.webmcp)
+                                   spare_renderer=self.config.spare_renderer, webmcp=self.config.webmcp,
+                                   proxied=every_session_proxied(self.config))
             endpoint = shared.start(abort=self.stopping)
         with self._lock:
             stopped = self.stopping.is_set()

@@ -48,7 +48,9 @@ def create_session(core, args, call):
         out["navigationError"] = exc.to_dict()
         return out
     out.update(url=page["url"], title=page["title"], status=page["status"], pageRefId=page["refId"],
-               expiresAt=page["expiresAt"], **{k: page[k] for k in ("pageTools",) if k in page})
+               expiresAt=page["expiresAt"], **{k: page[k] for k in ("pageTools", "downloads") if k in page})
+    if "message" in page:  # the address was a file: it downloads, and the tab stays blank
+        out["message"] += " " + page["message"]
     return out
 
 

@@ -14,7 +14,8 @@ import socket
 import threading
 from urllib.parse import urlsplit
 
-from mcpbrowser.domains import BLOCKED_HEADER, METADATA_NAMES, canonical_host, is_metadata_address, is_private_address
+from mcpbrowser.domains import (BLOCKED_HEADER, METADATA_NAMES, DomainPolicy, canonical_host, is_metadata_address,
+                                is_private_address)
 from mcpbrowser.logs import log
 
 HEAD_LIMIT = 64 * 1024                    # a request or response head larger than this is refused
@@ -22,6 +23,13 @@ CONNECT_TIMEOUT_S = 30.0
 CHUNK = 65536
 # Hop-by-hop headers of the browser's request that must not reach the origin server.
 _HOP_HEADERS = {b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive"}
+
+
+def every_session_proxied(config):
+    """True when the server's own rules put every session behind a policy proxy (a host rule, --ask-new-domains:
+    as warm_pool's options decide), whatever a session's own allowedDomains."""
+    server = DomainPolicy(config.allowed_domains, config.blocked_domains, block_private=config.block_private_networks)
+    return server.restricts_hosts or config.ask_new_domains
 
 
 class Refused(Exception):

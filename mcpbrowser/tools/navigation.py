@@ -16,6 +16,10 @@ from mcpbrowser.tools.base import TARGET, TIMEOUT, WAIT_UNTIL, SessionTool, resu
 from mcpbrowser.tools.targeting import locate
 
 TABS_LISTED = 10  # a list shows the first tabs and the current one; "more" counts the rest
+# Playwright's goto when the address is a file (an attachment; on the headless shell, which has no PDF viewer, any
+# PDF): the file downloads and the tab stays. Not a failure: the answer says so, and its `downloads` name the file.
+DOWNLOAD_STARTING = "Download is starting"
+DOWNLOADING = object()  # _load's result then
 HOLD_CHECK_S = 2.0  # a load still going after this long asks its page whether it answers, and again after as long
 PAGE_TOOLS_MS = 1_000  # how long a loaded page may take to say which tools it offers (a round trip, where it answers)
 PAGE_RESULT = result_schema(("pageTools",), success="boolean", title="string", url="string",
@@ -52,6 +56,8 @@ def _load(state, what, method, **kwargs):
         if state.network_policy.refusals() > refusals:  # a hop of this navigation (a redirect, say) hit the policy
             raise state.network_policy.blocked_error(kwargs.get("url", state.tab.page.url)) from None
         reason = str(exc).split("\n", 1)[0]
+        if reason.startswith(DOWNLOAD_STARTING):  # the address is a file: it downloads, the tab stays
+            return DOWNLOADING
         if "net::ERR_" in reason:
             page_reading.await_error_page(state, navigations)
         url = kwargs.get("url") or (state.tab.page.url if state.tab is not None else "")
@@ -105,7 +111,11 @@ def _navigate(state, url, args, response):
     finally:
         reporting[0] = False  # a listener left by a failed goto must not speak later
     state.report(2, 3, "Page loaded")
-    result = _loaded(state, None if loaded is INTERRUPTED else loaded, response)
+    result = _loaded(state, None if loaded in (INTERRUPTED, DOWNLOADING) else loaded, response)
+    if loaded is DOWNLOADING:
+        state.flush_events()  # the download's own event, for the answer's downloads
+        result["message"] = (f"{url} is a file: it downloads (downloads lists it), and the tab stays at "
+                             f"{result['url']}.")
     state.report(3, 3, "Done")
     return result
 
@@ -136,14 +146,14 @@ def _history(method, word):
         if loaded is None and state.tab.page.url == before:
             raise NavigationFailed(f"There is no {word} page in this tab's history.",
                                    session_id=state.session_id, details={"url": before})
-        response.answer(_loaded(state, None if loaded is INTERRUPTED else loaded, response))
+        response.answer(_loaded(state, None if loaded in (INTERRUPTED, DOWNLOADING) else loaded, response))
 
     return handler
 
 
 def reload(state, args, response):
     loaded = _load(state, "the page again", "reload", **_options(args))
-    response.answer(_loaded(state, None if loaded is INTERRUPTED else loaded, response))
+    response.answer(_loaded(state, None if loaded in (INTERRUPTED, DOWNLOADING) else loaded, response))
 
 
 def _options(args):
