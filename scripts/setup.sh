@@ -30,12 +30,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-find() {  # the Chromium the server runs: `find` the whole browser, `find shell` a headless one
+chromium_for() {  # the Chromium the server runs: `chromium_for` the whole browser, `chromium_for shell` a headless one
   local shell=False; [ "${1:-}" = shell ] && shell=True
   .venv/bin/python -c "from mcpbrowser.core.browser_process import find_executable as f; print(f('chromium', shell=$shell))" 2>/dev/null
 }
 as_root_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; }
-if chromium=$(find); then
+if chromium=$(chromium_for); then
   echo "setup: using Chromium at $chromium" >&2
 elif as_root_apt; then
   echo "setup: no Chromium found; installing Debian's chromium and chromium-headless-shell packages" >&2
@@ -46,15 +46,30 @@ else
   .venv/bin/python -m playwright install chromium
 fi
 # Headless, the server runs Chromium's headless shell when there is one: the same engine at about half the CPU
-# (docs/performance.md). A machine without it still works, on the whole browser.
-if [ "$(find shell)" = "$(find)" ]; then
-  if as_root_apt; then
-    echo "setup: installing Debian's chromium-headless-shell (headless runs take about half the CPU)" >&2
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null; } \
-      || echo "setup: chromium-headless-shell could not be installed; headless runs use the whole Chromium" >&2
-  else
-    echo "setup: no headless shell; headless runs use the whole Chromium (about twice the CPU):" \
-      "python -m playwright install chromium-headless-shell adds one" >&2
-  fi
+# (docs/performance.md). A machine without it still works, on the whole browser. Playwright's whole browser comes
+# before a system shell (its version): beside it, only Playwright's own shell is used.
+if [ "$(chromium_for shell)" = "$(chromium_for)" ]; then
+  case "$(chromium_for)" in
+    */ms-playwright/*)
+      echo "setup: installing Playwright's headless shell beside its Chromium (headless runs take about half the CPU)" >&2
+      .venv/bin/python -m playwright install chromium-headless-shell \
+        || echo "setup: the headless shell could not be installed; headless runs use the whole Chromium" >&2 ;;
+    *)
+      if as_root_apt; then
+        echo "setup: installing Debian's chromium-headless-shell (headless runs take about half the CPU)" >&2
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null; } \
+          || echo "setup: chromium-headless-shell could not be installed; headless runs use the whole Chromium" >&2
+      else
+        echo "setup: no headless shell; headless runs use the whole Chromium (about twice the CPU):" \
+          "python -m playwright install chromium-headless-shell adds one" >&2
+      fi ;;
+  esac
 fi
-echo "setup: headless runs use $(find shell)" >&2
+echo "setup: headless runs use $(chromium_for shell)" >&2
+# The test extra's one system tool: strace, with which an attack test reads what the browser sends past the proxy
+# (tests/test_policy_attacks.py; it skips without it, saying so).
+if [ "${1:-server}" = test ] && ! command -v strace >/dev/null && as_root_apt; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null 2>&1 \
+    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null 2>&1; } \
+    || echo "setup: strace could not be installed; one attack test will skip" >&2
+fi
