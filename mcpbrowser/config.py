@@ -302,8 +302,8 @@ class Config:
         "browser server. Firefox and webkit come from `python -m playwright install`.")
     headless: bool = _option(
         False, _boolean, "Run without a window. Default is headed so a person can take over a login; with no display "
-        "the server falls back to headless and says so on stderr. Headless, it runs Chromium's headless shell when one is "
-        "installed (about half the CPU).")
+        "the server falls back to headless and says so on stderr. Headless, it runs Chromium's headless shell when one "
+        "is installed (about half the CPU).")
     session_timeout: int = _option(
         300_000, _int_at_least(1), "Milliseconds a session lives without calls (default 5 minutes). Each call renews "
         "it: expiresAt in every answer says when it ends.")

@@ -13,8 +13,13 @@ from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
 from mcpbrowser.config import Config
-from mcpbrowser.core.browser_process import (Endpoint, SharedBrowser, effective_headless, find_executable,
-                                             is_headless_shell)
+from mcpbrowser.core.browser_process import (
+    Endpoint,
+    SharedBrowser,
+    effective_headless,
+    find_executable,
+    is_headless_shell,
+)
 from mcpbrowser.core.policy_proxy import every_session_proxied
 from mcpbrowser.errors import BrowserError, BrowserUnavailable
 from mcpbrowser.logs import log
@@ -236,7 +241,7 @@ class BrowserSupervisor:
         try:  # a browser that never started is not restarted: the error says how to install one
             # Headless, the shell (as Playwright's own headless launch): about half the CPU. Not for a spare
             # renderer, which the shell never keeps (tests/test_footprint.py), so the option would do nothing.
-            shell = self._headless and not self.config.spare_renderer
+            shell = bool(self._headless) and not self.config.spare_renderer
             executable = find_executable(self.config.browser, self.config.executable_path, shell=shell)
             self._say_which(executable, shell)
             self._launch(executable)

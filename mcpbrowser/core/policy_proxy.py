@@ -14,8 +14,14 @@ import socket
 import threading
 from urllib.parse import urlsplit
 
-from mcpbrowser.domains import (BLOCKED_HEADER, METADATA_NAMES, DomainPolicy, canonical_host, is_metadata_address,
-                                is_private_address)
+from mcpbrowser.domains import (
+    BLOCKED_HEADER,
+    METADATA_NAMES,
+    DomainPolicy,
+    canonical_host,
+    is_metadata_address,
+    is_private_address,
+)
 from mcpbrowser.logs import log
 
 HEAD_LIMIT = 64 * 1024                    # a request or response head larger than this is refused
