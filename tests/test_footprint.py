@@ -246,8 +246,15 @@ def test_a_crashed_renderer_leaves_no_dump_outside_the_runtime_directory(pages, 
         assert renderers
         for pid in renderers:
             os.kill(pid, signal.SIGSEGV)  # caught by the crash reporter as a real crash would be
-        with pytest.raises(mcpbrowser.PageCrashed):
-            session.tabs()
+
+        def crashed():  # the crash did happen (Playwright may hear of it after a call or two on a loaded machine)
+            try:
+                session.tabs()
+            except mcpbrowser.PageCrashed:
+                return True
+            return False
+
+        assert wait_for(crashed, 10)
     left = [os.path.join(folder, name) for folder, _, names in os.walk(tmp_path) for name in names]
     assert not [path for path in left if path.endswith((".dmp", ".meta"))], left
 
