@@ -21,7 +21,7 @@ fi
 # processes, each with its own browsers and page server, take whole modules (a module's
 # server is shared by its tests), the longest first (tests/conftest.py). Both runs always run,
 # so one failure does not hide another.
-# Each run has 25 minutes (it takes 8-10): when a worker process dies, pytest-xdist's loadfile
+# Each run has 25 minutes (it takes 7-10): when a worker process dies, pytest-xdist's loadfile
 # scheduler can wait for it forever, and CI would only stop at its own limit, saying nothing.
 status=0
 timeout -k 30 1500 .venv/bin/python -m pytest -n "${TEST_WORKERS:-4}" --dist loadfile --no-loadscope-reorder \
