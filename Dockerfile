@@ -28,7 +28,9 @@ RUN [ -n "$PIP_INDEX_URL" ] || unset PIP_INDEX_URL; [ -n "$PIP_CERT" ] || unset 
 
 # -- run ---------------------------------------------------------------------------------
 FROM debian:bookworm-slim
-# Debian's Chromium, not a browser download: it gets Debian's security updates with the image.
+# Debian's Chromium, not a browser download: it gets Debian's security updates with the image. Its headless
+# shell too, which the (headless) server finds and runs at about half the whole browser's CPU; the whole one stays
+# for --spare-renderer (docs/configuration.md, "Which browser").
 # Fonts: Liberation (metric-compatible with Arial, Times and Courier, what Latin pages ask
 # for), Noto CJK (the zh messages and Chinese, Japanese and Korean pages; 91 MB, the largest
 # part after Chromium) and Noto Color Emoji. libatomic1: Playwright's Node.js (the browser's
@@ -38,7 +40,7 @@ FROM debian:bookworm-slim
 # sandbox note below.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      python3 libatomic1 chromium fonts-liberation fonts-noto-cjk fonts-noto-color-emoji tini ca-certificates \
+      python3 libatomic1 chromium chromium-headless-shell fonts-liberation fonts-noto-cjk fonts-noto-color-emoji tini ca-certificates \
  && apt-get clean && rm -rf /var/lib/apt/lists/* \
  && useradd --create-home --uid 1000 --shell /usr/sbin/nologin mcp \
  && mkdir /data && chown mcp:mcp /data
@@ -56,7 +58,6 @@ COPY scripts/container_entrypoint.sh /usr/local/bin/mcpbrowser-entrypoint
 # --block-private-networks is on: see docs/container.md for reaching a named private host.
 ENV PATH=/opt/mcpbrowser/bin:$PATH \
     MCPBROWSER_HEADLESS=true \
-    MCPBROWSER_EXECUTABLE_PATH=/usr/bin/chromium \
     MCPBROWSER_BLOCK_PRIVATE_NETWORKS=true \
     MCPBROWSER_DB=/data/history.db \
     PYTHONUNBUFFERED=1

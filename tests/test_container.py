@@ -213,6 +213,10 @@ def test_http_with_a_token_and_a_session_resumed_by_a_new_container(engine, page
             sid = client.tool("create_session")["sessionId"]
             page = client.tool("navigate", sessionId=sid, url=pages.url("/title/from-the-host"))
             assert page["title"] == "from-the-host"
+            # The image's (headless) server runs Chromium's headless shell, as one outside does: half the CPU.
+            browsers = subprocess.run([*engine, "exec", first.name, "sh", "-c", "cat /proc/[0-9]*/comm"],
+                                      capture_output=True, text=True).stdout.split()
+            assert "chromium-headle" in browsers and "chromium" not in browsers, browsers
             snap = client.tool("snapshot", sessionId=sid)
             assert "from-the-host" in json.dumps(snap)
             assert client.tool("close_session", sessionId=sid)
