@@ -224,6 +224,16 @@ def test_the_headless_shell_is_found_before_the_whole_browser_and_only_for_a_hea
     os.remove(made["shell"])  # only Playwright's whole browser: it, before a system shell of another version
     assert browser_process.find_executable("chromium", shell=True) == made["chromium"]
     assert browser_process.find_executable("chromium", "/bin/true", shell=True) == "/bin/true"
+    # Only a shell (playwright install --only-shell), no system browser: a headed server is told what is missing.
+    os.remove(made["chromium"])
+    with open(tmp_path / "shell-only", "w") as f:
+        f.write("#!/bin/sh\n")
+    os.chmod(tmp_path / "shell-only", 0o755)
+    monkeypatch.setattr(browser_process, "SYSTEM_CHROMIUMS", ("no-such-browser",))
+    monkeypatch.setattr(browser_process, "SYSTEM_SHELLS", (str(tmp_path / "shell-only"),))
+    assert browser_process.find_executable("chromium", shell=True) == str(tmp_path / "shell-only")
+    with pytest.raises(mcpbrowser.BrowserError, match=r"^Only Chromium's headless shell is installed .*shell-only"):
+        browser_process.find_executable("chromium")
 
 
 @pytest.mark.parametrize("shell", [False, True])

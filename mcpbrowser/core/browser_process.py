@@ -124,6 +124,15 @@ def find_executable(engine, executable_path=None, shell=False):
         or next(filter(None, map(shutil.which, SYSTEM_CHROMIUMS)), None)
     if found:
         return found
+    # `playwright install --only-shell` (what Playwright suggests for headless CI) leaves the shell alone: say so,
+    # not that no Chromium was found, to a server that asks for the whole one.
+    alone = None if shell else playwright_chromium(shell=True) or next(filter(None, map(shutil.which, SYSTEM_SHELLS)),
+                                                                        None)
+    if alone:
+        raise BrowserError(f"Only Chromium's headless shell is installed ({alone}), which shows no window and keeps "
+                           "no spare renderer: this server needs the whole browser. Install it with `python -m "
+                           "playwright install chromium` (or Debian's chromium), or run with --headless and "
+                           "without --spare-renderer.")
     raise BrowserError(f"No Chromium or Chrome was found. {INSTALL_HINT}")
 
 
