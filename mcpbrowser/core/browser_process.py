@@ -118,22 +118,24 @@ def find_executable(engine, executable_path=None, shell=False):
         raise BrowserError(f"--executable-path {executable_path!r} is not an executable file. {INSTALL_HINT}")
     if engine != "chromium":
         return None  # firefox and webkit come only from Playwright's own install
-    looks = (lambda: playwright_chromium(shell=True), playwright_chromium, *(
-        lambda name=name: shutil.which(name) for name in SYSTEM_SHELLS)) if shell else (playwright_chromium,)
-    found = next(filter(None, (look() for look in looks)), None) \
-        or next(filter(None, map(shutil.which, SYSTEM_CHROMIUMS)), None)
+    found = (shell and playwright_chromium(shell=True)) or playwright_chromium() \
+        or (shell and _on_path(SYSTEM_SHELLS)) or _on_path(SYSTEM_CHROMIUMS)
     if found:
         return found
     # `playwright install --only-shell` (what Playwright suggests for headless CI) leaves the shell alone: say so,
-    # not that no Chromium was found, to a server that asks for the whole one.
-    alone = None if shell else playwright_chromium(shell=True) or next(filter(None, map(shutil.which, SYSTEM_SHELLS)),
-                                                                        None)
+    # not that no Chromium was found, to a server that asks for the whole one (a shell asked for is found above).
+    alone = playwright_chromium(shell=True) or _on_path(SYSTEM_SHELLS)
     if alone:
         raise BrowserError(f"Only Chromium's headless shell is installed ({alone}), which shows no window and keeps "
                            "no spare renderer: this server needs the whole browser. Install it with `python -m "
                            "playwright install chromium` (or Debian's chromium), or run with --headless and "
                            "without --spare-renderer.")
     raise BrowserError(f"No Chromium or Chrome was found. {INSTALL_HINT}")
+
+
+def _on_path(names):
+    """The first of these executables found (a name on PATH, or an absolute path), else None."""
+    return next(filter(None, map(shutil.which, names)), None)
 
 
 def is_headless_shell(executable):

@@ -32,8 +32,9 @@ _HOP_HEADERS = {b"proxy-connection", b"proxy-authorization", b"connection", b"ke
 
 
 def every_session_proxied(config):
-    """True when the server's own rules put every session behind a policy proxy (a host rule, --ask-new-domains:
-    as warm_pool's options decide), whatever a session's own allowedDomains."""
+    """True when the server's own rules put every session behind a policy proxy (a host rule, --ask-new-domains),
+    whatever a session's own allowedDomains: the warm pool then proxies every context, and the supervisor's
+    browser resolves no name."""
     server = DomainPolicy(config.allowed_domains, config.blocked_domains, block_private=config.block_private_networks)
     return server.restricts_hosts or config.ask_new_domains
 

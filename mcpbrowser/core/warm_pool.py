@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from mcpbrowser.config import Config
 from mcpbrowser.core.browser_supervisor import BrowserSupervisor
-from mcpbrowser.core.policy_proxy import PolicyProxy
+from mcpbrowser.core.policy_proxy import PolicyProxy, every_session_proxied
 from mcpbrowser.core.sessions import SessionRecord, SessionRegistry
 from mcpbrowser.domains import DomainPolicy, is_loopback
 from mcpbrowser.errors import BrowserError, BrowserFailure, BrowserServerError, BrowserUnavailable
@@ -46,7 +46,7 @@ class WarmPool:
         self.idle: deque[SessionWorker] = deque()
         self.filling = 0
         # Every context has a policy proxy: then a pooled one can take on a session's own allowedDomains.
-        self._proxied = policy(None).restricts_hosts or config.ask_new_domains
+        self._proxied = every_session_proxied(config)
         # Remote browsers on other machines, which our loopback policy proxy cannot serve.
         self._far_hosts = [host for host in (urlsplit(e.url).hostname for e in config.remote_endpoints())
                            if host is not None and not is_loopback(host)]

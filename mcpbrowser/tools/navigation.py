@@ -111,7 +111,7 @@ def _navigate(state, url, args, response):
     finally:
         reporting[0] = False  # a listener left by a failed goto must not speak later
     state.report(2, 3, "Page loaded")
-    result = _loaded(state, None if loaded in (INTERRUPTED, DOWNLOADING) else loaded, response)
+    result = _loaded(state, _response(loaded), response)
     if loaded is DOWNLOADING:
         state.flush_events()  # the download's own event, for the answer's downloads
         result["message"] = (f"{url} is a file: it downloads (downloads lists it), and the tab stays at "
@@ -146,14 +146,19 @@ def _history(method, word):
         if loaded is None and state.tab.page.url == before:
             raise NavigationFailed(f"There is no {word} page in this tab's history.",
                                    session_id=state.session_id, details={"url": before})
-        response.answer(_loaded(state, None if loaded in (INTERRUPTED, DOWNLOADING) else loaded, response))
+        response.answer(_loaded(state, _response(loaded), response))
 
     return handler
 
 
 def reload(state, args, response):
     loaded = _load(state, "the page again", "reload", **_options(args))
-    response.answer(_loaded(state, None if loaded in (INTERRUPTED, DOWNLOADING) else loaded, response))
+    response.answer(_loaded(state, _response(loaded), response))
+
+
+def _response(loaded):
+    """_load's result as _loaded takes it: the navigation's response, or None (interrupted, or a download)."""
+    return None if loaded in (INTERRUPTED, DOWNLOADING) else loaded
 
 
 def _options(args):
