@@ -479,11 +479,19 @@ def test_a_tab_that_closes_itself_during_a_call_is_no_browser_error(client, page
     # A confirm whose acceptance closes its page: the dialog was answered; the breaker does not count it.
     _closes_opened(client, session)
     client.tool("click", sessionId=session, selector="#auth")
-    answered = client.error("handle_dialog", sessionId=session, accept=True)
-    assert answered["errorCode"] == "TAB_CLOSED" and answered["message"].startswith(
-        "The tab closed itself during the call (its page called window.close()); what the call did before that "
-        "stands. The current tab is now tab 0"), answered
-    assert answered["details"] == {"closedTabs": 1, "currentTab": 0, "during": True}, answered  # it did act
+    answered = json.loads(client.call("handle_dialog", {"sessionId": session, "accept": True}).content[0].text)
+    if "errorCode" in answered:  # the close came during the call, as it does on an idle machine
+        assert answered["errorCode"] == "TAB_CLOSED" and answered["message"].startswith(
+            "The tab closed itself during the call (its page called window.close()); what the call did before that "
+            "stands. The current tab is now tab 0"), answered
+        assert answered["details"] == {"closedTabs": 1, "currentTab": 0, "during": True}, answered  # it did act
+    else:  # a loaded machine: Chromium's close (which window.close() only asks for) came after the answer
+        assert answered["message"] == "Accepted the confirm dialog ('Authorize?')", answered
+        def told():  # an answer once Chromium has closed it tells it, once
+            seen = json.loads(client.call("tabs", {"sessionId": session}).content[0].text)
+            return seen.get("details", seen).get("closedTabs")
+
+        assert wait_for(told, 5) == 1
     # A key whose keydown closes its page was pressed: not the arguments' fault.
     _closes_opened(client, session)
     pressed = client.call("press_key", {"sessionId": session, "selector": "#k", "key": "Enter"})
