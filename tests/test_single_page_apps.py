@@ -62,6 +62,37 @@ def test_a_view_built_after_the_click_is_there_when_the_click_answers(client, se
     assert found(client, session, view) >= 1  # no wait, no read again
 
 
+# What a response sets off through the browser's own scheduling, which the settle does not follow as the action's
+# chain: a render in the next animation frame, in the frame after it (a "wait for paint" pattern), and a scheduler's
+# task posted on a MessageChannel (React's) that renders in a frame. The settle's quiet after the request is rendering
+# frames without a change (settle.QUIET_FRAMES), not a fixed time: each is in the click's answer (its title, read with
+# the settle's last look) and in the page it stores.
+PAGES["/spa-frames"] = """<!doctype html><title>Frames</title>
+<button id="frame" onclick="go(render => requestAnimationFrame(render))">One frame</button>
+<button id="frames" onclick="go(render => requestAnimationFrame(() => requestAnimationFrame(render)))">Two</button>
+<button id="task" onclick="go(render => { const c = new MessageChannel();
+  c.port1.onmessage = () => requestAnimationFrame(render); c.port2.postMessage(0); })">Scheduled</button>
+<main id="view"></main>
+<script>
+  function go(later) {
+    fetch('/slow?ms=30').then(r => r.text()).then(() => later(() => {
+      document.getElementById('view').innerHTML = '<h2>Painted view</h2>';
+      document.title = 'Painted';
+    }));
+  }
+</script>"""
+
+
+@pytest.mark.parametrize("button", ["#frame", "#frames", "#task"])
+def test_a_render_a_response_set_off_in_a_later_frame_is_in_the_page_the_click_stores(client, session, pages,
+                                                                                      button):
+    client.tool("navigate", sessionId=session, url=pages.url("/spa-frames"))
+    clicked = client.tool("click", sessionId=session, selector=button)
+    assert clicked.get("title") == "Painted", clicked  # read with the settle's last look
+    stored = client.tool("get_content", ref_id=clicked["refId"])["content"]
+    assert "Painted view" in stored, stored
+
+
 def test_a_same_document_url_change_is_urlchanged_not_navigated_and_refs_stay(client, session, pages):
     client.tool("navigate", sessionId=session, url=pages.url("/spa"))
     shown = client.tool("snapshot", sessionId=session, query="Open file|Menu")["snapshot"]
