@@ -12,7 +12,7 @@ the action's start: it answers at once when nothing of the action's chains is pe
 otherwise it waits until what was started ended and the DOM was then quiet for QUIET_FRAMES rendering frames (what a
 response sets off through the browser's own scheduling, an animation frame or a scheduler's task, shows within them;
 QUIET_MS on a page that renders no frame), at most LINGER_MS (a ticker never quiets down), or the cap (CAP_MS, or
-the action's own timeout). An action that scrolled waits until neither the scroll nor the DOM moved for QUIET_MS (a
+the action's own timeout). An action that scrolled waits until neither the scroll nor the DOM moved for as long (a
 virtualised list renders its rows then). A longer timer, an interval, an animation frame and a socket's messages are
 not waited for; one rendering frame is, on a page styled by a scroller's state (a scroll-state container query, which
 the browser applies only then).
@@ -437,8 +437,9 @@ INSTALL = r"""(() => {
           started = true;
         }
         // A scroll (a key, the wheel, a smooth scroll's frames) renders what comes into view: a virtualised list.
-        if (place() !== lastPlace && now - askedAt < quiet) return true;  // (an event never sent holds it no longer)
-        if (lastScroll >= since && now - Math.max(lastScroll, lastMutation) < quiet && now - lastScroll < LINGER_MS)
+        // Its scroll event comes with the next frame; what a scroll renders, within the frames after it.
+        if (place() !== lastPlace && !calmSince(askedAt, now)) return true;  // (an event never sent holds it no longer)
+        if (lastScroll >= since && !calmSince(Math.max(lastScroll, lastMutation), now) && now - lastScroll < LINGER_MS)
           return true;
         for (const job of ended) {
           if (job.origin < since || (job.timer && !timers)) continue;
