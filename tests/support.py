@@ -209,6 +209,15 @@ class _Handler(HtmlHandler):
         elif url.path == "/slow":
             time.sleep(int(query.get("ms", "1000")) / 1000)
             self._send(200, "<title>Slow</title>slow")
+        elif url.path == "/slow-body":  # the headers and the body's first bytes at once, the rest after ms
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "15")
+            self.end_headers()
+            self.wfile.write(b"slow")
+            self.wfile.flush()
+            time.sleep(int(query.get("ms", "1000")) / 1000)
+            self.wfile.write(b" body ended")
         elif url.path == "/redirect-loop":  # a redirect chain without end
             self._send(302, "", [("Location", f"/redirect-loop?n={int(query.get('n', '0')) + 1}")])
         elif url.path == "/redirect":

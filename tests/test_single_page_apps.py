@@ -63,19 +63,23 @@ def test_a_view_built_after_the_click_is_there_when_the_click_answers(client, se
 
 
 # What a response sets off through the browser's own scheduling, which the settle does not follow as the action's
-# chain: a render in the next animation frame, in the frame after it (a "wait for paint" pattern), and a scheduler's
-# task posted on a MessageChannel (React's) that renders in a frame. The settle's quiet after the request is rendering
-# frames without a change (settle.QUIET_FRAMES), not a fixed time: each is in the click's answer (its title, read with
-# the settle's last look) and in the page it stores.
+# chain: a render in the next animation frame, in the frame after it (a "wait for paint" pattern), a scheduler's task
+# posted on a MessageChannel (React's) that renders in a frame, and an idle callback, which a headless page that draws
+# nothing runs only once a frame comes (the settle asks for frames while it waits: without them that one was never
+# seen, not even by the next snapshot). A response whose body comes after its headers is waited for until the body is
+# read (without that the 300 ms body was missed). Each is in the click's answer (its title, read with the settle's
+# last look) and in the page it stores.
 PAGES["/spa-frames"] = """<!doctype html><title>Frames</title>
 <button id="frame" onclick="go(render => requestAnimationFrame(render))">One frame</button>
 <button id="frames" onclick="go(render => requestAnimationFrame(() => requestAnimationFrame(render)))">Two</button>
 <button id="task" onclick="go(render => { const c = new MessageChannel();
   c.port1.onmessage = () => requestAnimationFrame(render); c.port2.postMessage(0); })">Scheduled</button>
+<button id="idle" onclick="go(render => requestIdleCallback(render))">Idle</button>
+<button id="body" onclick="go(render => render(), '/slow-body?ms=300')">Slow body</button>
 <main id="view"></main>
 <script>
-  function go(later) {
-    fetch('/slow?ms=30').then(r => r.text()).then(() => later(() => {
+  function go(later, url) {
+    fetch(url || '/slow?ms=30').then(r => r.text()).then(() => later(() => {
       document.getElementById('view').innerHTML = '<h2>Painted view</h2>';
       document.title = 'Painted';
     }));
@@ -83,7 +87,7 @@ PAGES["/spa-frames"] = """<!doctype html><title>Frames</title>
 </script>"""
 
 
-@pytest.mark.parametrize("button", ["#frame", "#frames", "#task"])
+@pytest.mark.parametrize("button", ["#frame", "#frames", "#task", "#idle", "#body"])
 def test_a_render_a_response_set_off_in_a_later_frame_is_in_the_page_the_click_stores(client, session, pages,
                                                                                       button):
     client.tool("navigate", sessionId=session, url=pages.url("/spa-frames"))

@@ -6,16 +6,16 @@ second after every action; mcpbrowser waits only while the page is still reactin
 reacted at once (or not at all) costs one round trip. docs/tools.md states the rule as a user sees it.
 
 A script in every document of the session (INSTALL: an init script, or installed by the first settle in an older
-document) notes each short timer (at most TIMER_MS) and request with the origin of its chain of work (see THE RULE in
-INSTALL), the DOM's changes and the scrolls. After an action that did not load a new document, the settle counts from
-the action's start: it answers at once when nothing of the action's chains is pending and none was started since;
-otherwise it waits until what was started ended and the DOM was then quiet for QUIET_FRAMES rendering frames (what a
-response sets off through the browser's own scheduling, an animation frame or a scheduler's task, shows within them;
-QUIET_MS on a page that renders no frame), at most LINGER_MS (a ticker never quiets down), or the cap (CAP_MS, or
-the action's own timeout). An action that scrolled waits until neither the scroll nor the DOM moved for as long (a
-virtualised list renders its rows then). A longer timer, an interval, an animation frame and a socket's messages are
-not waited for; one rendering frame is, on a page styled by a scroller's state (a scroll-state container query, which
-the browser applies only then).
+document) notes each short timer (at most TIMER_MS) and request (a fetch until its body is read) with the origin of its
+chain of work (see THE RULE in INSTALL), the DOM's changes and the scrolls. After an action that did not load a new
+document, the settle counts from the action's start: it answers at once when nothing of the action's chains is pending
+and none was started since; otherwise it waits until what was started ended and the DOM was then quiet for QUIET_MS (at
+most LINGER_MS: a ticker never quiets down), or the cap (CAP_MS, or the action's own timeout). An action that scrolled
+waits until neither the scroll nor the DOM moved for QUIET_MS (a virtualised list renders its rows then). A longer
+timer, an interval, an animation frame and a socket's messages are not waited for; one rendering frame is, on a page
+styled by a scroller's state (a scroll-state container query, which the browser applies only then). While it waits it
+asks for rendering frames: a headless page that draws nothing renders none, and runs an idle callback only once one
+comes.
 
 A key's or a field's action (ANSWERS_FIRST) answers without waiting for its short timers: the next
 read (READS) first finishes that settle (`finish`), and so does the history's capture after the
@@ -32,8 +32,7 @@ import time
 
 from mcpbrowser.logs import log
 
-QUIET_MS = 100   # the DOM quiet this long after the action's timers and requests ended, on a page that renders no frame
-QUIET_FRAMES = 2  # else this many rendering frames without a change (about 33 ms at 60 Hz; a loaded page's are later)
+QUIET_MS = 100   # the DOM quiet this long after the action's timers and requests ended
 CAP_MS = 1500    # at most this long after the action: a slow request or a page that never quiets down answers anyway
 LINGER_MS = 300  # at most this long after the action's last timer or request (or scroll) waiting for the quiet
 TIMER_MS = 300   # a timer the action set is waited for when it fires within this long (longer: a timeout, a toast)
@@ -200,7 +199,11 @@ INSTALL = r"""(() => {
     if (window.Response) for (const name of ["json", "text", "arrayBuffer", "blob", "formData"]) {
       wrap(Response.prototype, name, (read0) => function () {
         const read = Reflect.apply(read0, this, arguments), origin = bodies.get(this);
-        if (origin !== undefined) read.then(() => enter(origin), () => enter(origin));
+        if (origin === undefined) return read;
+        // The body may come well after the headers that ended the request's job: its read is a job of the same chain.
+        const now = clock(), job = {started: now, due: now, origin, timer: false};
+        pending.add(job);
+        read.then(() => { end(job); enter(origin); }, () => { end(job); enter(origin); });
         return read;
       });
     }
@@ -421,13 +424,10 @@ INSTALL = r"""(() => {
       const floor = mode === 2 ? -Infinity : lastAsked;
       since = Math.min(since, ...acted.filter((at) => at >= since - LAG_MS && at > floor));
       if (mode !== 2) lastAsked = askedAt;
-      // The rendering frames that began while this settle waited: what the action's last job set off through a frame
-      // (a render in an animation frame, a scheduler's task, an effect's request) shows within one, so the quiet
-      // after it is QUIET_FRAMES frames without a change, or `quiet` ms where no frame comes (a hidden page).
-      const frames = [];
+      // While it waits, it asks for rendering frames: a headless page that draws nothing renders none, and runs
+      // what waits for one (an idle callback, which may render what a response brought) only once one comes.
       let framing = false, over = false;
-      const tick = () => { if (!over) { frames.push(clock()); Reflect.apply(nextFrame, window, [tick]); } };
-      const calmSince = (at, now) => now - at >= quiet || frames.filter((f) => f > at).length >= QUIET_FRAMES;
+      const tick = () => { if (!over) Reflect.apply(nextFrame, window, [tick]); };
       const busy = (now, timers) => {
         let started = false, lastEnded = -1, lastMutation = -1;
         for (const change of changes) if (change.origin >= since) lastMutation = Math.max(lastMutation, change.at);
@@ -437,9 +437,8 @@ INSTALL = r"""(() => {
           started = true;
         }
         // A scroll (a key, the wheel, a smooth scroll's frames) renders what comes into view: a virtualised list.
-        // Its scroll event comes with the next frame; what a scroll renders, within the frames after it.
-        if (place() !== lastPlace && !calmSince(askedAt, now)) return true;  // (an event never sent holds it no longer)
-        if (lastScroll >= since && !calmSince(Math.max(lastScroll, lastMutation), now) && now - lastScroll < LINGER_MS)
+        if (place() !== lastPlace && now - askedAt < quiet) return true;  // (an event never sent holds it no longer)
+        if (lastScroll >= since && now - Math.max(lastScroll, lastMutation) < quiet && now - lastScroll < LINGER_MS)
           return true;
         for (const job of ended) {
           if (job.origin < since || (job.timer && !timers)) continue;
@@ -449,7 +448,7 @@ INSTALL = r"""(() => {
         if (!started) return false;  // the action started nothing that ends later: done
         // Then the DOM quiet, but not for ever: a page whose clock or ticker changes the DOM all the
         // time is never quiet, and what the action's timers and requests rendered is there by now.
-        return !calmSince(Math.max(lastEnded, lastMutation), now) && now - lastEnded < LINGER_MS;
+        return now - Math.max(lastEnded, lastMutation) < quiet && now - lastEnded < LINGER_MS;
       };
       // 0 ms waited says the action had nothing pending at the first look: a read sent with the settle saw the
       // page as it answers (settle.now); one that waited, or ran into the cap, says 1 ms at least.
@@ -460,7 +459,6 @@ INSTALL = r"""(() => {
           resolve([first && done ? 0 : Math.max(1, Math.round(now - askedAt)), mode === 2 ? 0 : popups(since),
                    busy(now, true) ? 1 : 0]);
         } else {
-          // Looked at in a task of its own: after a frame's callbacks, the page's render among them, have run.
           if (!framing && nextFrame) { framing = true; Reflect.apply(nextFrame, window, [tick]); }
           setT(() => check(false), 20);
         }
@@ -475,8 +473,8 @@ INSTALL = r"""(() => {
       } else check(true);
     })});
   } catch (e) { /* a page that locked these names down is not settled, only answered */ }
-})()""".replace("TIMER_MS", str(TIMER_MS)).replace("QUIET_FRAMES", str(QUIET_FRAMES)).replace(
-    "LINGER_MS", str(LINGER_MS)).replace("LAG_MS", str(LAG_MS))
+})()""".replace("TIMER_MS", str(TIMER_MS)).replace("LINGER_MS", str(LINGER_MS)).replace(
+    "LAG_MS", str(LAG_MS))
 
 SETTLE = ("([elapsed, quiet, cap, mode]) => window.__mcpbSettle ? window.__mcpbSettle(elapsed, quiet, cap, mode) "
           f": ({INSTALL}, [-1, 0, 0])")
