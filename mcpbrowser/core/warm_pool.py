@@ -128,7 +128,10 @@ class WarmPool:
                 "is enforced by a filtering proxy on this machine's loopback, which a browser on another "
                 f"machine ({self._far_hosts[0]}) cannot reach. Run mcpbrowser on the browser's machine, "
                 "or leave the policy off for remote endpoints.")
-        return {"allowed_domains": allowed_domains, "policy": policy, "proxy": PolicyProxy(policy, session_id)}
+        # ice_by_ip: the browser resolves names for sessions without a proxy, so this one's pages may name no ICE server
+        # (session/network_policy.py's ICE_NAMES_GUARD); with every session proxied the browser resolves none.
+        return {"allowed_domains": allowed_domains, "policy": policy, "proxy": PolicyProxy(policy, session_id),
+                "ice_by_ip": not self._proxied}
 
     def _current(self, worker: SessionWorker) -> bool:
         """Opened on the current browser life (a remote browser has only one)."""

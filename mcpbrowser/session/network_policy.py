@@ -10,6 +10,64 @@ from typing import Any
 from mcpbrowser.domains import DomainPolicy, host_of
 from mcpbrowser.errors import DomainNotAllowed, InvalidParameters
 
+# A session behind its own policy proxy on a browser that resolves names itself (a server without host rules of its own,
+# so no --host-resolver-rules: policy_proxy.every_session_proxied): WebRTC looks an ICE server's name up in the system's
+# DNS before its TCP reaches the proxy, so a forbidden name, or data spelt as one, would reach that name's nameserver.
+# Chromium has no resolver rule per context; this init script, in every document of such a session, refuses an ICE
+# server named by anything but an IP literal (one reaches the proxy unresolved). The configuration is read once into a
+# copy that the browser then reads (a getter may not answer one thing to the check and another to the browser).
+ICE_NAMES_GUARD = r"""(() => {
+  const Native = window.RTCPeerConnection;
+  if (!Native || Native.__mcpbGuarded) return;
+  const literal = /^(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:.]+\])$/i;
+  const hostOf = (url) => {
+    let rest = url.replace(/^[a-z]+:/i, '').replace(/[?#].*$/, '').replace(/^\/\//, '').replace(/^[^@]*@/, '');
+    if (rest.startsWith('[')) return rest.slice(0, rest.indexOf(']') + 1);
+    return rest.replace(/:[0-9]*$/, '');
+  };
+  const strings = (value) => value === undefined ? undefined : Array.isArray(value) ? value.map(String) : String(value);
+  const copied = (config) => {
+    if (config === undefined || config === null) return config;
+    const copy = {...config}, servers = copy.iceServers;
+    if (servers === undefined || servers === null) return copy;
+    copy.iceServers = Array.from(servers, (server) => {
+      const own = {...server};
+      own.urls = strings(own.urls);
+      if ('url' in own) own.url = strings(own.url);
+      for (const url of [].concat(own.urls === undefined ? [] : own.urls, own.url === undefined ? [] : own.url)) {
+        const host = hostOf(url);
+        if (!literal.test(host))
+          throw new DOMException(`The ICE server ${host} is refused: this browser session's domain policy lets no ` +
+                                 'page look a name up past its proxy (give the server by its IP address).',
+                                 'NotAllowedError');
+      }
+      return own;
+    });
+    return copy;
+  };
+  const Guarded = function RTCPeerConnection(config, ...rest) {
+    if (!new.target) return Reflect.apply(Native, this, [config, ...rest]);  // the browser's TypeError
+    return Reflect.construct(Native, [copied(config), ...rest], new.target);
+  };
+  Guarded.prototype = Native.prototype;
+  Object.setPrototypeOf(Guarded, Object.getPrototypeOf(Native));
+  for (const key of Reflect.ownKeys(Native)) {  // its statics (generateCertificate)
+    if (key !== 'prototype' && key !== 'length' && key !== 'name')
+      Object.defineProperty(Guarded, key, Object.getOwnPropertyDescriptor(Native, key));
+  }
+  Object.defineProperty(Guarded, '__mcpbGuarded', {value: true});
+  const proto = Native.prototype, setConfiguration = proto.setConfiguration;
+  Object.defineProperty(proto, 'constructor', {value: Guarded, writable: true, configurable: true});
+  if (setConfiguration) {
+    Object.defineProperty(proto, 'setConfiguration', {writable: true, configurable: true, enumerable: true,
+      value: function setConfiguration(config) { return Reflect.apply(setConfiguration, this, [copied(config)]); }});
+  }
+  for (const name of ['RTCPeerConnection', 'webkitRTCPeerConnection']) {
+    const described = Object.getOwnPropertyDescriptor(window, name);
+    if (described) Object.defineProperty(window, name, {...described, value: Guarded});
+  }
+})()"""
+
 
 def _nobody_to_ask(session_id: str, host: str) -> None:
     raise DomainNotAllowed(f"{host} is not in the server's allowed domains.", session_id=session_id,

@@ -11,6 +11,7 @@ from mcpbrowser.config import Config
 from mcpbrowser.errors import InvalidParameters
 from mcpbrowser.logs import log
 from mcpbrowser.session import page_reading, page_watch, playwright_internals, throttling
+from mcpbrowser.session.network_policy import ICE_NAMES_GUARD
 from mcpbrowser.session.state import SessionState
 
 
@@ -61,6 +62,8 @@ class SessionOpener:
             state.network_policy.ask_user = lambda session_id, host: self._ask_user(session_id, host, state.caller)
             state.tell_user = lambda message: self._tell_user(worker.session_id, message, state.caller)
             state.listen()
+            if options.get("ice_by_ip"):
+                context.add_init_script(script=ICE_NAMES_GUARD)  # the browser resolves names itself (warm_pool)
             if state.chromium:
                 state.tab.cdp()  # for navigate's title (see loaded_title)
             if options.get("throttle"):
