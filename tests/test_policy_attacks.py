@@ -168,7 +168,14 @@ try {{ new WebTransport('https://{f.host}:{f.port}/wt').ready.catch(() => {{}});
   const name = (n) => `${{'{label}'.split('').reverse().join('')}}${{n}}.example.org`;
   const turn = (host) => ({{urls: `turn:${{host}}:3478?transport=tcp`, username: 'u', credential: 'c'}});
   const gather = async (pc) => {{ pc.createDataChannel('x'); await pc.setLocalDescription(await pc.createOffer()); }};
-  const frame = document.createElement('iframe'); document.documentElement.append(frame);
+  const frame = document.createElement('iframe'), other = document.createElement('iframe');
+  document.documentElement.append(frame, other);
+  const realm = other.contentWindow;  // its built-ins bent to say yes to everything, after its guard was set up
+  realm.RegExp.prototype.test = () => true;
+  realm.RegExp.prototype.exec = () => [''];
+  realm.String.prototype.replace = function () {{ return '1.2.3.4'; }};
+  realm.Reflect.apply = () => true;
+  realm.Array.prototype[Symbol.iterator] = function* () {{}};
   let reads = 0;
   const ways = {{
     plain: () => new RTCPeerConnection({{iceServers: [turn(name(1))]}}),
@@ -184,6 +191,7 @@ try {{ new WebTransport('https://{f.host}:{f.port}/wt').ready.catch(() => {{}});
                                                        username: 'u', credential: 'c'}}]}}),
     flips: () => new RTCPeerConnection({{get iceServers() {{
       return ++reads === 1 ? [turn('{control}')] : [turn(name(9))]; }}}}),
+    bent: () => new realm.RTCPeerConnection({{iceServers: [turn(name(11))]}}),
     later: () => {{ const pc = new RTCPeerConnection({{iceServers: [turn('{control}')]}});
                    pc.setConfiguration({{iceServers: [turn(name(10))]}}); return pc; }},
   }};
@@ -414,13 +422,11 @@ def test_a_sessions_own_policy_lets_no_page_look_a_name_up_past_its_proxy(sessio
             t.terminate()
             t.wait()
     said = dict(part.split(":") for part in c.tool("tabs", sessionId=sid)["tabs"][0]["title"].split()[1:])
-    refused = {"plain", "legacy", "proto", "subclass", "frame", "reflect", "oldUrl", "list", "later"}
-    assert {way: said[way] for way in refused} == dict.fromkeys(refused, "NotAllowedError"), said
-    assert said["flips"] == "made", said  # the browser was handed the address its first read gave
+    assert said == dict.fromkeys(said, "NotAllowedError") and len(said) == 11, said  # flips: its second read named one
     traced = "".join(path.read_text(errors="replace") for path in tmp_path.glob("trace.*"))
     assert f"CONNECT {FORBIDDEN_HOST}" in traced  # gathering ran: the control's TURN went to the proxy
     assert forbidden.reached == 0
-    for n in range(1, 11):
+    for n in range(1, 12):
         wire = f"\\{len(label) + len(str(n)):o}{label}{n}\\7example\\3org"
         assert wire not in traced, (n, [line for line in traced.splitlines() if label in line])
 

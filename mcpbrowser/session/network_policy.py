@@ -19,52 +19,61 @@ from mcpbrowser.errors import DomainNotAllowed, InvalidParameters
 ICE_NAMES_GUARD = r"""(() => {
   const Native = window.RTCPeerConnection;
   if (!Native || Native.__mcpbGuarded) return;
-  const literal = /^(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:.]+\])$/i;
-  const hostOf = (url) => {
-    let rest = url.replace(/^[a-z]+:/i, '').replace(/[?#].*$/, '').replace(/^\/\//, '').replace(/^[^@]*@/, '');
-    if (rest.startsWith('[')) return rest.slice(0, rest.indexOf(']') + 1);
-    return rest.replace(/:[0-9]*$/, '');
+  // The page's scripts run after this one and may replace any global or prototype method: what the guard calls is
+  // taken now, and its regular expression carries the engine's own exec.
+  const {apply, construct, defineProperty, getOwnPropertyDescriptor, ownKeys, getPrototypeOf, setPrototypeOf} = Reflect;
+  const {create, assign} = Object, from = Array.from, isArray = Array.isArray, text = String, Refused = DOMException;
+  const test = RegExp.prototype.test, exec = RegExp.prototype.exec;
+  // After the scheme, up to the query: an address and maybe a port, and nothing else. Whatever else the browser's
+  // parser might make of it (a user part, a slash, a space, a name) is not looked at: it is refused.
+  const literal = /^[a-z]+:(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f]*:[0-9a-f:.]*\])(?::\d{1,5})?(?:\?[\s\S]*)?$/i;
+  defineProperty(literal, 'exec', {value: exec});
+  const strings = (value) => value === undefined ? undefined : isArray(value) ? from(value, (v) => text(v))
+    : text(value);
+  const check = (urls) => {  // by index: an array's iterator is the page's to replace
+    const all = urls === undefined ? [] : isArray(urls) ? urls : [urls];
+    for (let i = 0; i < all.length; i++) {
+      const url = all[i];
+      if (!apply(test, literal, [url]))
+        throw new Refused(`The ICE server ${url} is refused: this browser session's domain policy lets no page ` +
+                          'look a name up past its proxy (give the server by its IP address).', 'NotAllowedError');
+    }
   };
-  const strings = (value) => value === undefined ? undefined : Array.isArray(value) ? value.map(String) : String(value);
+  // Each member read once into a copy of ours (no prototype: no setter of the page's), which the browser then reads.
   const copied = (config) => {
     if (config === undefined || config === null) return config;
-    const copy = {...config}, servers = copy.iceServers;
+    const copy = assign(create(null), config), servers = config.iceServers;
     if (servers === undefined || servers === null) return copy;
-    copy.iceServers = Array.from(servers, (server) => {
-      const own = {...server};
-      own.urls = strings(own.urls);
-      if ('url' in own) own.url = strings(own.url);
-      for (const url of [].concat(own.urls === undefined ? [] : own.urls, own.url === undefined ? [] : own.url)) {
-        const host = hostOf(url);
-        if (!literal.test(host))
-          throw new DOMException(`The ICE server ${host} is refused: this browser session's domain policy lets no ` +
-                                 'page look a name up past its proxy (give the server by its IP address).',
-                                 'NotAllowedError');
-      }
+    defineProperty(copy, 'iceServers', {value: from(servers, (server) => {
+      const own = assign(create(null), server), urls = strings(server.urls), url = strings(server.url);
+      check(urls);
+      check(url);
+      defineProperty(own, 'urls', {value: urls, enumerable: true});
+      defineProperty(own, 'url', {value: url, enumerable: true});
       return own;
-    });
+    }), enumerable: true});
     return copy;
   };
   const Guarded = function RTCPeerConnection(config, ...rest) {
-    if (!new.target) return Reflect.apply(Native, this, [config, ...rest]);  // the browser's TypeError
-    return Reflect.construct(Native, [copied(config), ...rest], new.target);
+    if (!new.target) return apply(Native, this, [config, ...rest]);  // the browser's TypeError
+    return construct(Native, [copied(config), ...rest], new.target);
   };
   Guarded.prototype = Native.prototype;
-  Object.setPrototypeOf(Guarded, Object.getPrototypeOf(Native));
-  for (const key of Reflect.ownKeys(Native)) {  // its statics (generateCertificate)
+  setPrototypeOf(Guarded, getPrototypeOf(Native));
+  for (const key of ownKeys(Native)) {  // its statics (generateCertificate)
     if (key !== 'prototype' && key !== 'length' && key !== 'name')
-      Object.defineProperty(Guarded, key, Object.getOwnPropertyDescriptor(Native, key));
+      defineProperty(Guarded, key, getOwnPropertyDescriptor(Native, key));
   }
-  Object.defineProperty(Guarded, '__mcpbGuarded', {value: true});
+  defineProperty(Guarded, '__mcpbGuarded', {value: true});
   const proto = Native.prototype, setConfiguration = proto.setConfiguration;
-  Object.defineProperty(proto, 'constructor', {value: Guarded, writable: true, configurable: true});
+  defineProperty(proto, 'constructor', {value: Guarded, writable: true, configurable: true});
   if (setConfiguration) {
-    Object.defineProperty(proto, 'setConfiguration', {writable: true, configurable: true, enumerable: true,
-      value: function setConfiguration(config) { return Reflect.apply(setConfiguration, this, [copied(config)]); }});
+    defineProperty(proto, 'setConfiguration', {writable: true, configurable: true, enumerable: true,
+      value: function setConfiguration(config) { return apply(setConfiguration, this, [copied(config)]); }});
   }
   for (const name of ['RTCPeerConnection', 'webkitRTCPeerConnection']) {
-    const described = Object.getOwnPropertyDescriptor(window, name);
-    if (described) Object.defineProperty(window, name, {...described, value: Guarded});
+    const described = getOwnPropertyDescriptor(window, name);
+    if (described) defineProperty(window, name, {...described, value: Guarded});
   }
 })()"""
 
