@@ -194,10 +194,37 @@ try {{ new WebTransport('https://{f.host}:{f.port}/wt').ready.catch(() => {{}});
     bent: () => new realm.RTCPeerConnection({{iceServers: [turn(name(11))]}}),
     later: () => {{ const pc = new RTCPeerConnection({{iceServers: [turn('{control}')]}});
                    pc.setConfiguration({{iceServers: [turn(name(10))]}}); return pc; }},
+    // A remote peer's candidate by a name, over UDP or TCP, added or in its description: looked up too.
+    candidate: async () => (await paired()).addIceCandidate(remote(12, 'udp 2122260223', '')),
+    tcpCandidate: async () => (await paired()).addIceCandidate(remote(13, 'tcp 1518280447', ' tcptype active')),
+    described: async () => {{
+      const [a, b] = [new RTCPeerConnection(), new RTCPeerConnection()];
+      a.createDataChannel('x');
+      await a.setLocalDescription(await a.createOffer());
+      await b.setRemoteDescription(a.localDescription);
+      const answer = await b.createAnswer();
+      const line = `a=${{remote(14, 'udp 2122260223', '').candidate}}\r\n`;
+      await a.setRemoteDescription({{type: 'answer', sdp: answer.sdp.replace(/a=ice-pwd/, line + 'a=ice-pwd')}});
+    }},
   }};
+  async function paired() {{
+    const [a, b] = [new RTCPeerConnection(), new RTCPeerConnection()];
+    a.createDataChannel('x');
+    await a.setLocalDescription(await a.createOffer());
+    await b.setRemoteDescription(a.localDescription);
+    await b.setLocalDescription(await b.createAnswer());
+    await a.setRemoteDescription(b.localDescription);
+    return a;
+  }}
+  const remote = (n, kind, tail) => ({{candidate: `candidate:1 1 ${{kind}} ${{name(n)}} 9 typ host${{tail}}`,
+                                       sdpMid: '0', sdpMLineIndex: 0}});
   const said = [];
   for (const [way, make] of Object.entries(ways)) {{
-    try {{ await gather(make()); said.push(way + ':made'); }} catch (e) {{ said.push(way + ':' + e.name); }}
+    try {{
+      const made = await make();
+      if (made instanceof RTCPeerConnection) await gather(made);
+      said.push(way + ':made');
+    }} catch (e) {{ said.push(way + ':' + e.name); }}
   }}
   await gather(new RTCPeerConnection({{iceServers: [turn('{control}')]}}));  // by address: through the proxy
   document.title = 'RTC ' + said.join(' ');
@@ -422,11 +449,11 @@ def test_a_sessions_own_policy_lets_no_page_look_a_name_up_past_its_proxy(sessio
             t.terminate()
             t.wait()
     said = dict(part.split(":") for part in c.tool("tabs", sessionId=sid)["tabs"][0]["title"].split()[1:])
-    assert said == dict.fromkeys(said, "NotAllowedError") and len(said) == 11, said  # flips: its second read named one
+    assert said == dict.fromkeys(said, "NotAllowedError") and len(said) == 14, said  # flips: its second read named one
     traced = "".join(path.read_text(errors="replace") for path in tmp_path.glob("trace.*"))
     assert f"CONNECT {FORBIDDEN_HOST}" in traced  # gathering ran: the control's TURN went to the proxy
     assert forbidden.reached == 0
-    for n in range(1, 12):
+    for n in range(1, 15):
         wire = f"\\{len(label) + len(str(n)):o}{label}{n}\\7example\\3org"
         assert wire not in traced, (n, [line for line in traced.splitlines() if label in line])
 

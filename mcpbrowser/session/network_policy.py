@@ -65,11 +65,42 @@ ICE_NAMES_GUARD = r"""(() => {
       defineProperty(Guarded, key, getOwnPropertyDescriptor(Native, key));
   }
   defineProperty(Guarded, '__mcpbGuarded', {value: true});
-  const proto = Native.prototype, setConfiguration = proto.setConfiguration;
+  // A remote candidate by a name is looked up too (addIceCandidate, or a description's a=candidate lines): its address
+  // must be an IP literal (an IPv6 one holds a colon, which no name does); an empty one ends the candidates.
+  const address = /^(?:a=)?candidate:\S+ \d+ \S+ \d+ (?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f]*:[0-9a-f:.]*) /i;
+  const named = /^a=candidate:(?!\S+ \d+ \S+ \d+ (?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f]*:[0-9a-f:.]*) )/im;
+  defineProperty(address, 'exec', {value: exec});
+  defineProperty(named, 'exec', {value: exec});
+  const refuse = (what) => {
+    throw new Refused(`${what} is refused: this browser session's domain policy lets no page look a name up past ` +
+                      'its proxy (give addresses).', 'NotAllowedError');
+  };
+  const candidate = (init) => {
+    if (init === undefined || init === null) return init;
+    const own = create(null), line = init.candidate;
+    own.candidate = line === undefined || line === null ? line : text(line);
+    own.sdpMid = init.sdpMid;
+    own.sdpMLineIndex = init.sdpMLineIndex;
+    own.usernameFragment = init.usernameFragment;
+    if (own.candidate && !apply(test, address, [own.candidate])) refuse(`The candidate ${own.candidate}`);
+    return own;
+  };
+  const description = (init) => {
+    if (init === undefined || init === null) return init;
+    const own = create(null), sdp = init.sdp;
+    own.type = init.type;
+    own.sdp = sdp === undefined || sdp === null ? sdp : text(sdp);
+    if (own.sdp && apply(test, named, [own.sdp])) refuse('A description with a candidate by a name');
+    return own;
+  };
+  const proto = Native.prototype;
   defineProperty(proto, 'constructor', {value: Guarded, writable: true, configurable: true});
-  if (setConfiguration) {
-    defineProperty(proto, 'setConfiguration', {writable: true, configurable: true, enumerable: true,
-      value: function setConfiguration(config) { return apply(setConfiguration, this, [copied(config)]); }});
+  for (const [name, copy] of [['setConfiguration', copied], ['addIceCandidate', candidate],
+                              ['setRemoteDescription', description], ['setLocalDescription', description]]) {
+    const method = proto[name];
+    if (typeof method !== 'function') continue;
+    defineProperty(proto, name, {writable: true, configurable: true, enumerable: true, value: {
+      [name](first, ...rest) { return apply(method, this, [copy(first), ...rest]); }}[name]});
   }
   for (const name of ['RTCPeerConnection', 'webkitRTCPeerConnection']) {
     const described = getOwnPropertyDescriptor(window, name);
