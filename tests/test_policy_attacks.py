@@ -8,6 +8,8 @@ about 3 s); each test has a session, a forbidden host and an attacker of its own
 """
 
 import os
+import random
+import re
 import socket
 import threading
 import time
@@ -162,7 +164,9 @@ try {{ new WebTransport('https://{f.host}:{f.port}/wt').ready.catch(() => {{}});
 }})();
 </script>""")
         if path.startswith("/webrtc-ways?"):  # every way a page might reach the browser's own RTCPeerConnection
-            label, control = path.split("?", 1)[1].split("&")  # spelt backwards again; the control: an address
+            # spelt backwards again; the control: an address; quads: names shaped as IPv4 addresses but no address
+            label, control, quads = path.split("?", 1)[1].split("&")
+            q1, q2, q3 = quads.split(",")
             return self._page(f"""<title>RTC</title><script>
 (async () => {{
   const name = (n) => `${{'{label}'.split('').reverse().join('')}}${{n}}.example.org`;
@@ -197,6 +201,19 @@ try {{ new WebTransport('https://{f.host}:{f.port}/wt').ready.catch(() => {{}});
     // A remote peer's candidate by a name, over UDP or TCP, added or in its description: looked up too.
     candidate: async () => (await paired()).addIceCandidate(remote(12, 'udp 2122260223', '')),
     tcpCandidate: async () => (await paired()).addIceCandidate(remote(13, 'tcp 1518280447', ' tcptype active')),
+    // Shaped as addresses, which the browser's parser reads as names (an octet over 255): looked up as names.
+    quad: () => new RTCPeerConnection({{iceServers: [turn('{q1}')]}}),
+    quadCandidate: async () => (await paired()).addIceCandidate(
+      {{candidate: 'candidate:1 1 tcp 1518280447 {q2} 9 typ host tcptype active', sdpMid: '0', sdpMLineIndex: 0}}),
+    quadDescribed: async () => {{
+      const [a, b] = [new RTCPeerConnection(), new RTCPeerConnection()];
+      a.createDataChannel('x');
+      await a.setLocalDescription(await a.createOffer());
+      await b.setRemoteDescription(a.localDescription);
+      const answer = await b.createAnswer();
+      const line = 'a=candidate:1 1 tcp 1518280447 {q3} 9 typ host tcptype active\\r\\n';
+      await a.setRemoteDescription({{type: 'answer', sdp: answer.sdp.replace(/a=ice-pwd/, line + 'a=ice-pwd')}});
+    }},
     described: async () => {{
       const [a, b] = [new RTCPeerConnection(), new RTCPeerConnection()];
       a.createDataChannel('x');
@@ -431,6 +448,8 @@ def test_a_sessions_own_policy_lets_no_page_look_a_name_up_past_its_proxy(sessio
         pytest.skip("strace is not installed")
     c, sid = session_on(allowedDomains=["127.0.0.1"])
     label = f"leak{uuid.uuid4().hex[:12]}"
+    # Names of four numeric labels, the first 900 or more: no address, each a query of its own.
+    quads = [[str(random.randint(900, 999)), *(str(random.randint(300, 999)) for _ in range(3))] for _ in range(3)]
     browsers = [pid for server in child_pids("mcpbrowser") for pid in descendants(server) if "chrom" in cmdline(pid)]
     traces = [subprocess.Popen(["strace", "-f", "-qq", "-s", "512", "-e", "trace=sendto,sendmsg,sendmmsg",
                                 "-o", str(tmp_path / f"trace.{pid}"), "-p", str(pid)], stderr=subprocess.PIPE)
@@ -439,7 +458,8 @@ def test_a_sessions_own_policy_lets_no_page_look_a_name_up_past_its_proxy(sessio
         time.sleep(1.0)  # strace attaches
         if any(t.poll() is not None for t in traces):
             pytest.skip(f"strace cannot attach here: {traces[0].stderr.read().decode()[:200]}")
-        c.tool("navigate", sessionId=sid, url=attacker.url(f"/webrtc-ways?{label[::-1]}&{FORBIDDEN_HOST}"))
+        c.tool("navigate", sessionId=sid, url=attacker.url(f"/webrtc-ways?{label[::-1]}&{FORBIDDEN_HOST}&"
+                                                            + ",".join(".".join(quad) for quad in quads)))
         assert wait_for(lambda: c.tool("tabs", sessionId=sid)["tabs"][0]["title"] != "RTC", seconds=10)
         wait_for(lambda: any(f"CONNECT {FORBIDDEN_HOST}" in path.read_text(errors="replace")
                              for path in tmp_path.glob("trace.*")), seconds=10, step=0.2)
@@ -449,13 +469,15 @@ def test_a_sessions_own_policy_lets_no_page_look_a_name_up_past_its_proxy(sessio
             t.terminate()
             t.wait()
     said = dict(part.split(":") for part in c.tool("tabs", sessionId=sid)["tabs"][0]["title"].split()[1:])
-    assert said == dict.fromkeys(said, "NotAllowedError") and len(said) == 14, said  # flips: its second read named one
+    assert said == dict.fromkeys(said, "NotAllowedError") and len(said) == 17, said  # flips: its second read named one
     traced = "".join(path.read_text(errors="replace") for path in tmp_path.glob("trace.*"))
     assert f"CONNECT {FORBIDDEN_HOST}" in traced  # gathering ran: the control's TURN went to the proxy
     assert forbidden.reached == 0
     for n in range(1, 15):
         wire = f"\\{len(label) + len(str(n)):o}{label}{n}\\7example\\3org"
         assert wire not in traced, (n, [line for line in traced.splitlines() if label in line])
+    for quad in quads:  # each label's length byte before it: strace writes \3, or \003 before a digit
+        assert not re.search("".join(rf"\\0{{0,2}}3{part}" for part in quad), traced), quad
 
 
 @pytest.mark.parametrize("spelling", ["[::ffff:127.0.0.2]", "[::ffff:7f00:2]", "2130706434", "0x7f.0.0.2",

@@ -26,7 +26,12 @@ ICE_NAMES_GUARD = r"""(() => {
   const test = RegExp.prototype.test, exec = RegExp.prototype.exec;
   // After the scheme, up to the query: an address and maybe a port, and nothing else. Whatever else the browser's
   // parser might make of it (a user part, a slash, a space, a name) is not looked at: it is refused.
-  const literal = /^[a-z]+:(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f]*:[0-9a-f:.]*\])(?::\d{1,5})?(?:\?[\s\S]*)?$/i;
+  // An address as the browser's parser reads one, and nothing a resolver would take for a name: an IPv4 one's octets
+  // 0-255 without leading zeros (999.1.2.3 or 010.0.0.1 are names to it, looked up), an IPv6 one hex groups and
+  // colons, maybe ending in such an IPv4 one (no other dot, no other letter).
+  const octet = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)', v4 = `(?:${octet}\\.){3}${octet}`;
+  const ip = `(?:${v4}|(?:[0-9a-f]{0,4}:){2,7}(?:[0-9a-f]{1,4}|${v4})?)`;
+  const literal = new RegExp(`^[a-z]+:(?:${v4}|\\[${ip}\\])(?::\\d{1,5})?(?:\\?[\\s\\S]*)?$`, 'i');
   defineProperty(literal, 'exec', {value: exec});
   const strings = (value) => value === undefined ? undefined : isArray(value) ? from(value, (v) => text(v))
     : text(value);
@@ -66,9 +71,9 @@ ICE_NAMES_GUARD = r"""(() => {
   }
   defineProperty(Guarded, '__mcpbGuarded', {value: true});
   // A remote candidate by a name is looked up too (addIceCandidate, or a description's a=candidate lines): its address
-  // must be an IP literal (an IPv6 one holds a colon, which no name does); an empty one ends the candidates.
-  const address = /^(?:a=)?candidate:\S+ \d+ \S+ \d+ (?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f]*:[0-9a-f:.]*) /i;
-  const named = /^a=candidate:(?!\S+ \d+ \S+ \d+ (?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f]*:[0-9a-f:.]*) )/im;
+  // must be an IP literal, as above; an empty one ends the candidates.
+  const address = new RegExp(`^(?:a=)?candidate:\\S+ \\d+ \\S+ \\d+ ${ip} `, 'i');
+  const named = new RegExp(`^a=candidate:(?!\\S+ \\d+ \\S+ \\d+ ${ip} )`, 'im');
   defineProperty(address, 'exec', {value: exec});
   defineProperty(named, 'exec', {value: exec});
   const refuse = (what) => {
