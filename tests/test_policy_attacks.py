@@ -7,6 +7,7 @@ flags serves the whole module (the policy is the server's; a browser start per t
 about 3 s); each test has a session, a forbidden host and an attacker of its own.
 """
 
+import contextlib
 import os
 import random
 import re
@@ -205,25 +206,17 @@ try {{ new WebTransport('https://{f.host}:{f.port}/wt').ready.catch(() => {{}});
     quad: () => new RTCPeerConnection({{iceServers: [turn('{q1}')]}}),
     quadCandidate: async () => (await paired()).addIceCandidate(
       {{candidate: 'candidate:1 1 tcp 1518280447 {q2} 9 typ host tcptype active', sdpMid: '0', sdpMLineIndex: 0}}),
-    quadDescribed: async () => {{
-      const [a, b] = [new RTCPeerConnection(), new RTCPeerConnection()];
-      a.createDataChannel('x');
-      await a.setLocalDescription(await a.createOffer());
-      await b.setRemoteDescription(a.localDescription);
-      const answer = await b.createAnswer();
-      const line = 'a=candidate:1 1 tcp 1518280447 {q3} 9 typ host tcptype active\\r\\n';
-      await a.setRemoteDescription({{type: 'answer', sdp: answer.sdp.replace(/a=ice-pwd/, line + 'a=ice-pwd')}});
-    }},
-    described: async () => {{
-      const [a, b] = [new RTCPeerConnection(), new RTCPeerConnection()];
-      a.createDataChannel('x');
-      await a.setLocalDescription(await a.createOffer());
-      await b.setRemoteDescription(a.localDescription);
-      const answer = await b.createAnswer();
-      const line = `a=${{remote(14, 'udp 2122260223', '').candidate}}\r\n`;
-      await a.setRemoteDescription({{type: 'answer', sdp: answer.sdp.replace(/a=ice-pwd/, line + 'a=ice-pwd')}});
-    }},
+    quadDescribed: () => described('a=candidate:1 1 tcp 1518280447 {q3} 9 typ host tcptype active'),
+    described: () => described(`a=${{remote(14, 'udp 2122260223', '').candidate}}`),
   }};
+  async function described(line) {{  // an answer that carries the candidate line, set as the remote description
+    const [a, b] = [new RTCPeerConnection(), new RTCPeerConnection()];
+    a.createDataChannel('x');
+    await a.setLocalDescription(await a.createOffer());
+    await b.setRemoteDescription(a.localDescription);
+    const answer = await b.createAnswer();
+    await a.setRemoteDescription({{type: 'answer', sdp: answer.sdp.replace(/a=ice-pwd/, line + '\\r\\na=ice-pwd')}});
+  }}
   async function paired() {{
     const [a, b] = [new RTCPeerConnection(), new RTCPeerConnection()];
     a.createDataChannel('x');
@@ -388,21 +381,18 @@ def test_webrtc_sends_nothing_to_a_forbidden_host(guarded_on_each, attacker, for
     assert forbidden.reached == 0, (forbidden.connections, forbidden.datagrams)
 
 
-def test_a_forbidden_name_is_not_looked_up_in_the_dns_past_the_proxy(guarded_on_each, attacker, forbidden, tmp_path):
-    """The policy proxy resolves each name it allows, and only those; a name the browser resolves itself goes to
-    the system's DNS servers whatever the policy says, and on to the name's own (an attacker's) nameserver: data
-    spelled as a name leaves. WebRTC resolved a TURN server's name so (both browsers), then sent its CONNECT to
-    the proxy, which refused it. Seen in the browser's own system calls (strace), as nothing else sees them."""
+@contextlib.contextmanager
+def _browsers_sending(tmp_path):
+    """strace on every browser process of this module's servers: what they send (sendto, sendmsg, sendmmsg), which
+    nothing else sees. Skips where strace is missing or cannot attach; yields a function that reads all traced
+    so far."""
     import shutil
     import subprocess
-    import uuid
 
     from mcpbrowser.process_tree import child_pids, cmdline, descendants
 
     if not shutil.which("strace"):
         pytest.skip("strace is not installed")
-    c, sid = guarded_on_each
-    label = f"leak{uuid.uuid4().hex[:12]}"
     browsers = [pid for server in child_pids("mcpbrowser") for pid in descendants(server) if "chrom" in cmdline(pid)]
     traces = [subprocess.Popen(["strace", "-f", "-qq", "-s", "512", "-e", "trace=sendto,sendmsg,sendmmsg",
                                 "-o", str(tmp_path / f"trace.{pid}"), "-p", str(pid)], stderr=subprocess.PIPE)
@@ -411,17 +401,28 @@ def test_a_forbidden_name_is_not_looked_up_in_the_dns_past_the_proxy(guarded_on_
         time.sleep(1.0)  # strace attaches
         if any(t.poll() is not None for t in traces):
             pytest.skip(f"strace cannot attach here: {traces[0].stderr.read().decode()[:200]}")
-        c.tool("navigate", sessionId=sid, url=attacker.url("/webrtc-named?" + f"{label}.example.org"[::-1]))
-        # ICE gathering: a lookup of the name comes before the CONNECT, so once that is written all was tried.
-        wait_for(lambda: any(f"CONNECT {label}" in path.read_text(errors="replace")
-                             for path in tmp_path.glob("trace.*")), seconds=10, step=0.2)
-        assert c.tool("tabs", sessionId=sid)["tabs"][0]["title"] == "RTC ready"
+        yield lambda: "".join(path.read_text(errors="replace") for path in tmp_path.glob("trace.*"))
     finally:
         for t in traces:
             t.terminate()
             t.wait()
-    sent = [line for path in tmp_path.glob("trace.*") for line in path.read_text(errors="replace").splitlines()
-            if label in line]
+
+
+def test_a_forbidden_name_is_not_looked_up_in_the_dns_past_the_proxy(guarded_on_each, attacker, forbidden, tmp_path):
+    """The policy proxy resolves each name it allows, and only those; a name the browser resolves itself goes to
+    the system's DNS servers whatever the policy says, and on to the name's own (an attacker's) nameserver: data
+    spelled as a name leaves. WebRTC resolved a TURN server's name so (both browsers), then sent its CONNECT to
+    the proxy, which refused it. Seen in the browser's own system calls (strace), as nothing else sees them."""
+    import uuid
+
+    c, sid = guarded_on_each
+    label = f"leak{uuid.uuid4().hex[:12]}"
+    with _browsers_sending(tmp_path) as traced:
+        c.tool("navigate", sessionId=sid, url=attacker.url("/webrtc-named?" + f"{label}.example.org"[::-1]))
+        # ICE gathering: a lookup of the name comes before the CONNECT, so once that is written all was tried.
+        wait_for(lambda: f"CONNECT {label}" in traced(), seconds=10, step=0.2)
+        assert c.tool("tabs", sessionId=sid)["tabs"][0]["title"] == "RTC ready"
+    sent = [line for line in traced().splitlines() if label in line]
     assert any(f"CONNECT {label}.example.org" in line for line in sent), sent  # tried, through the proxy
     # And no DNS query named it: the name in a query's wire form, each label after its length (strace writes the
     # bytes in octal). The browser's own processes pass the page's TURN URL between them as text too (a loaded
@@ -438,46 +439,28 @@ def test_a_sessions_own_policy_lets_no_page_look_a_name_up_past_its_proxy(sessio
     Such a session's pages may name ICE servers by address only: every way to the browser's own constructor tried,
     each refused or handed the address, and no DNS query named any of them (strace; the control's CONNECT to an
     address shows that ICE gathered)."""
-    import shutil
-    import subprocess
     import uuid
 
-    from mcpbrowser.process_tree import child_pids, cmdline, descendants
-
-    if not shutil.which("strace"):
-        pytest.skip("strace is not installed")
     c, sid = session_on(allowedDomains=["127.0.0.1"])
     label = f"leak{uuid.uuid4().hex[:12]}"
     # Names of four numeric labels, the first 900 or more: no address, each a query of its own.
     quads = [[str(random.randint(900, 999)), *(str(random.randint(300, 999)) for _ in range(3))] for _ in range(3)]
-    browsers = [pid for server in child_pids("mcpbrowser") for pid in descendants(server) if "chrom" in cmdline(pid)]
-    traces = [subprocess.Popen(["strace", "-f", "-qq", "-s", "512", "-e", "trace=sendto,sendmsg,sendmmsg",
-                                "-o", str(tmp_path / f"trace.{pid}"), "-p", str(pid)], stderr=subprocess.PIPE)
-              for pid in browsers]
-    try:
-        time.sleep(1.0)  # strace attaches
-        if any(t.poll() is not None for t in traces):
-            pytest.skip(f"strace cannot attach here: {traces[0].stderr.read().decode()[:200]}")
+    with _browsers_sending(tmp_path) as traced:
         c.tool("navigate", sessionId=sid, url=attacker.url(f"/webrtc-ways?{label[::-1]}&{FORBIDDEN_HOST}&"
                                                             + ",".join(".".join(quad) for quad in quads)))
         assert wait_for(lambda: c.tool("tabs", sessionId=sid)["tabs"][0]["title"] != "RTC", seconds=10)
-        wait_for(lambda: any(f"CONNECT {FORBIDDEN_HOST}" in path.read_text(errors="replace")
-                             for path in tmp_path.glob("trace.*")), seconds=10, step=0.2)
+        wait_for(lambda: f"CONNECT {FORBIDDEN_HOST}" in traced(), seconds=10, step=0.2)
         time.sleep(1.0)  # the other gatherings' lookups, had there been any, come as soon
-    finally:
-        for t in traces:
-            t.terminate()
-            t.wait()
     said = dict(part.split(":") for part in c.tool("tabs", sessionId=sid)["tabs"][0]["title"].split()[1:])
     assert said == dict.fromkeys(said, "NotAllowedError") and len(said) == 17, said  # flips: its second read named one
-    traced = "".join(path.read_text(errors="replace") for path in tmp_path.glob("trace.*"))
-    assert f"CONNECT {FORBIDDEN_HOST}" in traced  # gathering ran: the control's TURN went to the proxy
+    sent = traced()
+    assert f"CONNECT {FORBIDDEN_HOST}" in sent  # gathering ran: the control's TURN went to the proxy
     assert forbidden.reached == 0
     for n in range(1, 15):
         wire = f"\\{len(label) + len(str(n)):o}{label}{n}\\7example\\3org"
-        assert wire not in traced, (n, [line for line in traced.splitlines() if label in line])
+        assert wire not in sent, (n, [line for line in sent.splitlines() if label in line])
     for quad in quads:  # each label's length byte before it: strace writes \3, or \003 before a digit
-        assert not re.search("".join(rf"\\0{{0,2}}3{part}" for part in quad), traced), quad
+        assert not re.search("".join(rf"\\0{{0,2}}3{part}" for part in quad), sent), quad
 
 
 @pytest.mark.parametrize("spelling", ["[::ffff:127.0.0.2]", "[::ffff:7f00:2]", "2130706434", "0x7f.0.0.2",
