@@ -101,8 +101,8 @@ INSTALL = r"""(() => {
       turnOrigin = origin;
       if (!turning) { turning = true; turn.port2.postMessage(0); }
     };
-    const begin = (due, timer) => {
-      const now = clock(), job = {started: now, due, origin: originOf(now), timer};
+    const begin = (due, timer, origin) => {  // origin: the chain's, when known (a body read), else the running code's
+      const now = clock(), job = {started: now, due, origin: origin === undefined ? originOf(now) : origin, timer};
       pending.add(job);
       return job;
     };
@@ -201,8 +201,7 @@ INSTALL = r"""(() => {
         const read = Reflect.apply(read0, this, arguments), origin = bodies.get(this);
         if (origin === undefined) return read;
         // The body may come well after the headers that ended the request's job: its read is a job of the same chain.
-        const now = clock(), job = {started: now, due: now, origin, timer: false};
-        pending.add(job);
+        const job = begin(clock(), false, origin);
         read.then(() => { end(job); enter(origin); }, () => { end(job); enter(origin); });
         return read;
       });
