@@ -493,6 +493,16 @@ BREAKS = [
           '        if "secretName" not in field and "value" not in field:', "        if False:",
           "A fill_form field with neither a value nor a secretName is refused, naming the field.", "docs/tools.md",
           ("tests/test_secrets.py::test_a_named_secret_is_typed_by_name_and_never_seen",)),
+    Break("smooth-scrolls-at-once", "mcpbrowser/core/browser_process.py",
+          'NO_SMOOTH_SCROLL_FLAG = "--disable-smooth-scrolling"', 'NO_SMOOTH_SCROLL_FLAG = "--disable-nothing"',
+          "The browser the server launches scrolls at once where a page asks for a smooth scroll.", "docs/tools.md",
+          ("tests/test_single_page_apps.py::test_a_smooth_scroll_the_click_asked_for_has_arrived_when_it_answers"
+           "[#link-Arrived at far]",)),
+    Break("a-scripts-box-scroll-is-a-scroll", "mcpbrowser/session/settle.py",
+          "if (boxes(this) !== before) scrolled();", "if (false) scrolled();",
+          "A script's scroll of a box is waited for as a scroll.", "docs/tools.md",
+          ("tests/test_single_page_apps.py::test_a_smooth_scroll_the_click_asked_for_has_arrived_when_it_answers"
+           "[#box-down-Arrived at box-end]",)),
 ]
 
 

@@ -11,7 +11,8 @@ chain of work (see THE RULE in INSTALL), the DOM's changes and the scrolls. Afte
 document, the settle counts from the action's start: it answers at once when nothing of the action's chains is pending
 and none was started since; otherwise it waits until what was started ended and the DOM was then quiet for QUIET_MS (at
 most LINGER_MS: a ticker never quiets down), or the cap (CAP_MS, or the action's own timeout). An action that scrolled
-waits until neither the scroll nor the DOM moved for QUIET_MS (a virtualised list renders its rows then). A longer
+(a script's scroll of a box counts at once: its event comes a frame later) waits until neither the scroll nor the DOM
+moved for QUIET_MS (a virtualised list renders its rows then). A longer
 timer, an interval, an animation frame and a socket's messages are not waited for; one rendering frame is, on a page
 styled by a scroller's state (a scroll-state container query, which the browser applies only then). While it waits it
 asks for rendering frames: a headless page that draws nothing renders none, and runs an idle callback only once one
@@ -292,6 +293,26 @@ INSTALL = r"""(() => {
     addEventListener("scroll", (e) => {
       if (!(e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement)) scrolled();
     }, {capture: true, passive: true});
+    // A script that scrolls a box (scrollTop, scrollTo, scrollIntoView...) moves it at once, but the box's scroll
+    // event, and what that renders (a virtualised list, what an observer shows), come at the next frame: a call that
+    // moved a box is a scroll at once. (The window's is told by its place; smooth scrolls are off: browser_process.)
+    const boxes = (el) => {
+      let at = "";
+      for (let e = el; e; e = e.parentElement) at += e.scrollTop + "," + e.scrollLeft + ";";
+      return at;
+    };
+    const moves = (original) => function () {
+      const before = boxes(this), result = Reflect.apply(original, this, arguments);
+      if (boxes(this) !== before) scrolled();
+      return result;
+    };
+    for (const name of ["scroll", "scrollTo", "scrollBy", "scrollIntoView", "scrollIntoViewIfNeeded"]) {
+      if (Element.prototype[name]) Element.prototype[name] = moves(Element.prototype[name]);
+    }
+    for (const name of ["scrollTop", "scrollLeft"]) {
+      const own = Object.getOwnPropertyDescriptor(Element.prototype, name);
+      if (own && own.set) Object.defineProperty(Element.prototype, name, {...own, set: moves(own.set)});
+    }
     addEventListener("wheel", scrolled, {capture: true, passive: true});
     addEventListener("keydown", (e) => { if (scrolls.has(e.key) && !editable(e.target)) scrolled(); },
                      {capture: true, passive: true});
