@@ -1,7 +1,11 @@
-"""Issue 36's pure parts: throttling settings, the engine check, and the files folder's retention by age and quota."""
+"""Issue 36's pure parts: throttling settings, the engine check, the files folder's retention by age and quota, and a
+refused download's order (its browser faked)."""
 
+import asyncio
 import os
+import threading
 import time
+import types
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -13,6 +17,7 @@ from mcpbrowser.core.history import History
 from mcpbrowser.core.store import Store
 from mcpbrowser.errors import UnsupportedBrowser
 from mcpbrowser.session import throttling
+from mcpbrowser.session.downloads import Downloads
 
 pytestmark = pytest.mark.unit
 
@@ -168,3 +173,49 @@ def test_files_the_server_did_not_save_are_neither_counted_nor_removed(tmp_path)
         assert {r["reason"] for r in history.removed_files("ref-1")} == {"retention_days", "files_max_mb"}
     finally:
         history.store.close()
+
+
+def test_a_download_refused_as_it_streams_says_so_only_once_our_partial_file_is_gone(tmp_path):
+    """The cancel _police sends ends the download's save a moment later, and the save's end removes our partial file:
+    an entry that said "refused" before that (as it did) named a download whose file an agent, or a test listing the
+    folder, still found. The browser's side is faked (its save held open 0.3 s after the cancel): thread logic only."""
+    cancelled, source = threading.Event(), tmp_path / "browser" / "f.bin"
+    source.parent.mkdir()
+    (tmp_path / "browser" / "f.bin.crdownload").write_bytes(b"x" * (2 * 1024 * 1024))  # past the 1 MB limit
+
+    async def cancel():
+        cancelled.set()
+
+    def save_as(part):
+        open(part, "wb").write(b"x" * 1024)
+        cancelled.wait(5)
+        time.sleep(0.3)  # the browser's "canceled" comes back later than the cancel's answer
+        raise RuntimeError("canceled")
+
+    download = types.SimpleNamespace(
+        url="http://127.0.0.1/f.bin", suggested_filename="f.bin", save_as=save_as,
+        cancel=lambda: None, delete=lambda: None, page=types.SimpleNamespace(_loop=asyncio.new_event_loop()),
+        _impl_obj=types.SimpleNamespace(cancel=cancel, _artifact=types.SimpleNamespace(
+            _initializer={"absolutePath": str(source)})))
+    folder = tmp_path / "files"
+    downloads = Downloads("s1", str(folder), 1, refused=lambda url: False, request_for=lambda url: None,
+                          submit=lambda fn: None, secrets=lambda: ())
+    saving = threading.Thread(target=downloads.on_download, args=(download,))
+    saving.start()
+    while not (folder.exists() and os.listdir(folder)):
+        time.sleep(0.005)
+    asyncio.run(downloads._police())
+    assert cancelled.is_set()  # the attempt happened: the limit was passed and the cancel sent
+    seen = set()
+    while saving.is_alive():
+        entry = dict(downloads.entries[0])
+        seen.add(entry["status"])
+        if entry["status"] == "refused":
+            assert os.listdir(folder) == [], (entry, os.listdir(folder))
+        time.sleep(0.005)
+    saving.join()
+    download.page._loop.run_until_complete(downloads._watch)  # its watch, never run here, ends with nothing flying
+    download.page._loop.close()
+    assert "downloading" in seen
+    assert downloads.entries[0]["status"] == "refused" and "max-download-mb 1" in downloads.entries[0]["error"]
+    assert os.listdir(folder) == []

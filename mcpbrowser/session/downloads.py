@@ -52,6 +52,9 @@ class Downloads:
         self._ticking = False         # a timer or a queued tick polices them while the session is idle
         self.entries: list[dict] = []
         self._told: dict[int, str] = {}  # entry index -> status the agent last heard
+        # id(entry) -> its refusal, while the cancel _police sent ends its save: the entry says "refused" only once
+        # our partial file is gone (an agent, or a test, that reads "refused" finds no file of it)
+        self._refusing: dict[int, dict] = {}
         self.waited = 0               # entries when wait_for(download) last returned
 
     def in_progress(self) -> bool:
@@ -118,8 +121,7 @@ class Downloads:
             size = os.path.getsize(part)
         except Exception as exc:  # cancelled, failed in the browser, or the session closed
             _unlink(part)
-            if entry["status"] == "refused":  # _police cancelled it, and said why
-                _drop(download)
+            if self._refused_now(entry, download):  # _police cancelled it, and says why
                 return
             if disk_fault(path, exc) == "DISK_FULL":  # no partial file either way
                 entry.update(status="failed", errorCode="DISK_FULL", error="Not saved: the disk is full.")
@@ -128,9 +130,9 @@ class Downloads:
             return
         finally:
             self._flying.remove(flight)
-        if entry["status"] == "refused":  # _police cancelled it as it ended: the answer says refused, so it is
+        if id(entry) in self._refusing:  # _police cancelled it as it ended: the answer says refused, so it is
             _unlink(part)
-            _drop(download)
+            self._refused_now(entry, download)
             return
         if size > self.limit:
             _unlink(part)
@@ -186,7 +188,7 @@ class Downloads:
             # A download whose file the browser has whole can no longer be cancelled (it is being
             # copied); it counts, and the others make room for it.
             streaming = [(size, i) for i, (size, flight) in enumerate(zip(sizes, flights, strict=True))
-                         if flight[0]["status"] == "downloading" and flight[2]
+                         if id(flight[0]) not in self._refusing and flight[2]
                          and os.path.exists(flight[2] + ".crdownload")]
             if not streaming:
                 return
@@ -196,13 +198,21 @@ class Downloads:
             reason = (f"it passed --max-download-mb {mb} as it streamed" if size > self.limit else
                       f"the session's downloads running at once passed --max-download-mb {mb} together "
                       f"({total} bytes)")
-            entry.update(status="refused", error=f"Refused: {reason}.", size=size)
+            self._refusing[id(entry)] = {"error": f"Refused: {reason}.", "size": size}
             log.warning("download refused", extra={"event": "download_refused", "session": self.session_id,
                                                    "reason": reason})
             total -= size
             sizes[i] = 0
             with suppress(Exception):  # it ended meanwhile: its save_as hears why
                 await playwright_internals.cancel_download(download)
+
+    def _refused_now(self, entry: dict, download: Any) -> bool:
+        """After its save ended and our partial file is gone: a download _police refused says so now."""
+        refusal = self._refusing.pop(id(entry), None)
+        if refusal is not None:
+            entry.update(status="refused", **refusal)
+            _drop(download)
+        return refusal is not None
 
     def _refuse(self, download: Any, entry: dict, reason: str, size: int | None = None) -> None:
         entry.update(status="refused", error=f"Refused: {reason}.", size=size)
