@@ -253,6 +253,38 @@ def test_a_page_whose_clock_never_stops_does_not_make_every_action_wait_the_cap(
     assert sorted(took)[1] < 1.2, took  # the cap is 2 s; the click's own timer ends at once
 
 
+PAGES["/scroll-ticker"] = """<!doctype html><title>Scroll ticker</title><main id="view"></main>
+<div id="news" style="width: 200px; overflow: hidden; white-space: nowrap">""" + "news " * 200 + """</div>
+<div id="feed" style="height: 60px; overflow: auto"><div style="height: 2000px"></div></div>
+<button id="go" onclick="document.getElementById('view').textContent = 'Scrolled view'">Go</button>
+<div style="height: 3000px"></div>
+<script>
+  // A news ticker (scrollLeft), a feed that scrolls itself (scrollBy) and a page that drifts (window.scrollTo), for
+  // ever from load: their scrolls are of their own chains, not a click's.
+  setInterval(() => {
+    const news = document.getElementById('news');
+    news.scrollLeft = (news.scrollLeft + 2) % 600;
+    document.getElementById('feed').scrollBy(0, 3);
+    window.scrollTo(0, (scrollY + 1) % 500);
+  }, 30);
+</script>"""
+
+
+@pytest.mark.alone
+def test_a_page_that_scrolls_itself_for_ever_does_not_make_every_action_wait_the_cap(client, session, pages):
+    # Each of the ticker's scroll events counted as the click's scroll: every click waited the whole 1.5 s cap.
+    import time
+
+    client.tool("navigate", sessionId=session, url=pages.url("/scroll-ticker"))
+    took = []
+    for _ in range(3):
+        started = time.monotonic()
+        client.tool("click", sessionId=session, selector="#go")
+        took.append(time.monotonic() - started)
+    assert found(client, session, "Scrolled view") >= 1
+    assert sorted(took)[1] < 1.2, took
+
+
 PAGES["/poller"] = """<!doctype html><title>Poller</title><main id="view"></main>
 <button id="go" onclick="document.getElementById('view').textContent = 'Polled view'">Go</button>
 <script>

@@ -11,11 +11,11 @@ chain of work (see THE RULE in INSTALL), the DOM's changes and the scrolls. Afte
 document, the settle counts from the action's start: it answers at once when nothing of the action's chains is pending
 and none was started since; otherwise it waits until what was started ended and the DOM was then quiet for QUIET_MS (at
 most LINGER_MS: a ticker never quiets down), or the cap (CAP_MS, or the action's own timeout). An action that scrolled
-(a script's scroll of a box counts at once: its event comes a frame later) waits until neither the scroll nor the DOM
-moved for QUIET_MS (a virtualised list renders its rows then). A longer
-timer, an interval, an animation frame and a socket's messages are not waited for; one rendering frame is, on a page
-styled by a scroller's state (a scroll-state container query, which the browser applies only then). While it waits it
-asks for rendering frames: a headless page that draws nothing renders none, and runs an idle callback only once one
+(a script's scroll of a box counts at once: its event comes a frame later; a scroll is the action's by its chain, as
+a job is) waits until neither the scroll nor the DOM moved for QUIET_MS (a virtualised list renders its rows then). A
+longer timer, an interval, an animation frame and a socket's messages are not waited for; one rendering frame is, on a
+page styled by a scroller's state (a scroll-state container query, which the browser applies only then). While it waits
+it asks for rendering frames: a headless page that draws nothing renders none, and runs an idle callback only once one
 comes.
 
 A key's or a field's action (ANSWERS_FIRST) answers without waiting for its short timers: the next
@@ -83,7 +83,7 @@ INSTALL = r"""(() => {
     let depth = 0;                     // callbacks carried by us running (a microtask, a timer between its two)
     let acting = null, actingAt = 0;   // the input event being dispatched, and when it came
     let scoped = null, scopedAt = 0;   // a socket's or a request's event being dispatched, and its origin
-    let lastScroll = -1;
+    let lastScroll = {origin: -1, at: -1};  // the latest scroll of the chain begun last (see scrolled)
     let lastAsked = -Infinity;         // when the last action's settle was asked (not a finish's)
     const acted = [];                  // when the last input events came
     const originOf = (now) => {
@@ -288,32 +288,52 @@ INSTALL = r"""(() => {
     // scrolled its target into view), and what that scroll renders is waited for as any other's.
     const place = () => scrollX + "," + scrollY;
     let lastPlace = place();
-    const scrolled = () => { lastScroll = clock(); lastPlace = place(); };
+    // A scroll is the action's when its chain began with the action, as a job is (THE RULE): a script's scroll has the
+    // origin of the code that made it, and so has the scroll event it brings (a ticker scrolling a box for ever is
+    // not the action's); any other (a key's, the wheel's, the act's own) is new: the action's. The latest of the
+    // chain begun last is what a settle reads.
+    const scrolled = (origin) => {
+      const at = clock(), chain = origin === undefined ? at : origin;
+      if (chain >= lastScroll.origin) lastScroll = {origin: chain, at};
+      lastPlace = place();
+    };
+    const movedBy = new WeakMap();  // a box (the document for the window) a script moved: its origin, until its event
     // A field's own text scrolling (a long value typed, its caret kept in view) renders nothing new: not waited for.
     addEventListener("scroll", (e) => {
-      if (!(e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement)) scrolled();
+      if (e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement) return;
+      const origin = movedBy.get(e.target);
+      movedBy.delete(e.target);
+      scrolled(origin);
     }, {capture: true, passive: true});
-    // A script that scrolls a box (scrollTop, scrollTo, scrollIntoView...) moves it at once, but the box's scroll
-    // event, and what that renders (a virtualised list, what an observer shows), come at the next frame: a call that
-    // moved a box is a scroll at once. (The window's is told by its place; smooth scrolls are off: browser_process.)
-    const boxes = (el) => {
-      let at = "";
-      for (let e = el; e; e = e.parentElement) at += e.scrollTop + "," + e.scrollLeft + ";";
-      return at;
+    // A script that scrolls a box or the window (scrollTop, scrollTo, scrollIntoView...) moves it at once, but the
+    // scroll event, and what it renders (a virtualised list, what an observer shows), come at the next frame: a call
+    // that moved one is a scroll at once. (Smooth scrolls are off: browser_process.)
+    const spots = (el) => {
+      const out = [[document, place()]];
+      for (let e = el instanceof Element ? el : null; e; e = e.parentElement) {
+        out.push([e, e.scrollTop + "," + e.scrollLeft]);
+      }
+      return out;
     };
     const moves = (original) => function () {
-      const before = boxes(this), result = Reflect.apply(original, this, arguments);
-      if (boxes(this) !== before) scrolled();
+      const before = spots(this), result = Reflect.apply(original, this, arguments), origin = originOf(clock());
+      for (const [box, spot] of before) {
+        if ((box === document ? place() : box.scrollTop + "," + box.scrollLeft) !== spot) {
+          movedBy.set(box === document.documentElement ? document : box, origin);
+          scrolled(origin);
+        }
+      }
       return result;
     };
     for (const name of ["scroll", "scrollTo", "scrollBy", "scrollIntoView", "scrollIntoViewIfNeeded"]) {
       if (Element.prototype[name]) Element.prototype[name] = moves(Element.prototype[name]);
+      if (name in window) window[name] = moves(window[name]);
     }
     for (const name of ["scrollTop", "scrollLeft"]) {
       const own = Object.getOwnPropertyDescriptor(Element.prototype, name);
       if (own && own.set) Object.defineProperty(Element.prototype, name, {...own, set: moves(own.set)});
     }
-    addEventListener("wheel", scrolled, {capture: true, passive: true});
+    addEventListener("wheel", () => scrolled(), {capture: true, passive: true});
     addEventListener("keydown", (e) => { if (scrolls.has(e.key) && !editable(e.target)) scrolled(); },
                      {capture: true, passive: true});
     // New windows asked for: window.open, and links and forms that target one (cancelled ones are not counted).
@@ -458,7 +478,8 @@ INSTALL = r"""(() => {
         }
         // A scroll (a key, the wheel, a smooth scroll's frames) renders what comes into view: a virtualised list.
         if (place() !== lastPlace && now - askedAt < quiet) return true;  // (an event never sent holds it no longer)
-        if (lastScroll >= since && now - Math.max(lastScroll, lastMutation) < quiet && now - lastScroll < LINGER_MS)
+        if (lastScroll.origin >= since && now - Math.max(lastScroll.at, lastMutation) < quiet
+            && now - lastScroll.at < LINGER_MS)
           return true;
         for (const job of ended) {
           if (job.origin < since || (job.timer && !timers)) continue;
