@@ -450,3 +450,47 @@ def test_the_round_trip_script_counts_each_action():
     walks = {tool: sum(trip.count("ariaSnapshot") for trip in trips) for tool, trips in loop.items()}
     assert walks == {"navigate": 0, "type": 1, "click": 0, "snapshot": 1}, loop
     assert loop["snapshot"][-1] == ["queryCount", "send"], loop["snapshot"]  # the watch's count, the title
+
+
+# A dialog closed as Radix's Presence (and Headless UI, and tailwindcss-animate's classes) closes one: its state set
+# to "closed" starts an exit animation, and the page removes the dialog when it ends. A spinner turns for ever, and
+# each button's colour fades on :hover and when pressed (aria-pressed, its colour the pressed look's): the click
+# that changed the dialog's attribute waits for its exit animation; none waits for a colour or a spinner.
+ANIMATED = """<!doctype html><title>Animated</title>
+<style>
+  @keyframes out { from { opacity: 1 } to { opacity: 0 } }
+  @keyframes spin { to { transform: rotate(360deg) } }
+  [data-state=closed] { animation: out 200ms ease-in }
+  .spinner { animation: spin 1s linear infinite }
+  button { transition: background-color 250ms, box-shadow 250ms }
+  button:hover, button[aria-pressed=true] { background-color: #ddd; box-shadow: 0 0 4px #888 }
+</style>
+<div class="spinner">*</div>
+<div id="dialog" role="dialog" aria-label="Settings" data-state="open"><p>Dialog body</p>
+  <button id="close" onclick="closeIt()">Close</button></div>
+<button id="pressed" aria-pressed="false" onclick="this.setAttribute('aria-pressed', 'true')">Bold</button>
+<script>
+  function closeIt() {
+    const dialog = document.getElementById('dialog');
+    dialog.dataset.state = 'closed';
+    if (getComputedStyle(dialog).animationName === 'none') dialog.remove();
+    else dialog.addEventListener('animationend', () => dialog.remove(), {once: true});
+  }
+</script>"""
+
+
+def test_an_exit_animation_the_click_set_off_is_waited_for_and_a_colours_fade_is_not(browser, pages, waits):
+    PAGES["/animated"] = ANIMATED
+    try:
+        with browser.create_session() as session:
+            for _ in range(3):  # the animation starts at the next frame: each time before the settle looked, or after
+                session.navigate(pages.url("/animated"))
+                del waits[:]
+                closing = session.click("#close")
+                assert "Dialog body" not in stored_page(browser, closing)
+                assert waits and waits[0] >= 150, waits  # the 200 ms animation, not a quiet after nothing
+                del waits[:]
+                session.click("#pressed")  # its colour and shadow fade for 250 ms: a look, not the page's content
+                assert waits == [0], waits
+    finally:
+        del PAGES["/animated"]
