@@ -499,7 +499,7 @@ BREAKS = [
           ("tests/test_single_page_apps.py::test_a_smooth_scroll_the_click_asked_for_has_arrived_when_it_answers"
            "[#link-Arrived at far]",)),
     Break("a-scripts-box-scroll-is-a-scroll", "mcpbrowser/session/settle.py",
-          "const before = spots(this), result", "const before = [], result",
+          "          if (spot(boxes[i]) === before[i]) continue;", "          continue;",
           "A script's scroll of a box is waited for as a scroll.", "docs/tools.md",
           ("tests/test_single_page_apps.py::test_a_smooth_scroll_the_click_asked_for_has_arrived_when_it_answers"
            "[#box-down-Arrived at box-end]",)),
@@ -508,6 +508,18 @@ BREAKS = [
           "A page's own scrolling, begun before the action, is not the action's.", "docs/tools.md",
           ("tests/test_single_page_apps.py::test_a_page_that_scrolls_itself_for_ever_does_not_make_every_action_wait_the_"
            "cap",)),
+    Break("a-frames-callback-keeps-its-chain", "mcpbrowser/session/settle.py",
+          "    if (askFrame && dropFrame) {", "    if (false) {",
+          "A page's own loop by animation frames, begun before the action, is not the action's.", "docs/tools.md",
+          ("tests/test_single_page_apps.py::test_a_page_that_scrolls_itself_for_ever_does_not_make_every_action_wait_the_"
+           "cap",)),
+    Break("scroll-bookkeeping-reads-the-browsers-own", "mcpbrowser/session/settle.py",
+          "node = kind === 11 ? read(hostOf, node) : (kind === 1 && read(slotOf, node)) || read(parentOf, node);",
+          "node = kind === 11 ? read(hostOf, node) : (kind === 1 && read(slotOf, node)) || node.parentElement;",
+          "A page's odd scrolling code runs as it did: the settle's bookkeeping reads the browser's own getters.",
+          "docs/tools.md",
+          ("tests/test_single_page_apps.py::test_a_pages_odd_scrolling_code_runs_as_it_did_and_a_slotted_box_is_waited_"
+           "for",)),
     Break("an-exit-animation-is-waited-for", "mcpbrowser/session/settle.py",
           "        animations(since);", "        0;",
           "A closed dialog's exit animation, set off by the action, is waited for.", "docs/tools.md",

@@ -253,6 +253,51 @@ def test_a_page_whose_clock_never_stops_does_not_make_every_action_wait_the_cap(
     assert sorted(took)[1] < 1.2, took  # the cap is 2 s; the click's own timer ends at once
 
 
+# Pages whose own scrolling code is odd. The settle's bookkeeping must change nothing of it: an ancestor whose
+# scrollLeft getter throws (the handler stopped half way: "page getter says no"), a scrollIntoView inside an element
+# whose parentElement is itself (an endless walk: the click answered PAGE_UNRESPONSIVE after 5 s), the wrappers'
+# look (name, length, no prototype, as the browser's). And a box in a shadow root, its content slotted in (Ionic's
+# ion-content): the scroll that scrollIntoView makes there is waited for (the walk by parentElement never entered
+# the shadow root).
+PAGES["/scroll-odd"] = """<!doctype html><title>Odd scrolling</title><p id="out"></p><p id="look"></p>
+<button id="hostile" onclick="document.getElementById('inner').scrollIntoView(); out.textContent += 'hostile ran. '">
+  Hostile</button>
+<button id="loop" onclick="document.getElementById('looped-end').scrollIntoView(); out.textContent += 'loop ran. '">
+  Loop</button>
+<button id="slotted" onclick="document.getElementById('target').scrollIntoView()">Slotted</button>
+<div id="anc" style="height: 100px; overflow: auto"><div style="height: 3000px"></div><p id="inner">x</p></div>
+<div id="looped" style="height: 50px; overflow: auto"><div style="height: 3000px"></div><p id="looped-end">y</p></div>
+<my-scroller id="host"><div style="height: 3000px"></div><p id="target">t</p></my-scroller>
+<script>
+  const says = () => { throw new Error('page getter says no') };
+  Object.defineProperty(document.getElementById('anc'), 'scrollLeft', {get: says});
+  const looped = document.getElementById('looped');
+  Object.defineProperty(looped, 'parentElement', {get() { return looped }});
+  document.getElementById('host').attachShadow({mode: 'open'}).innerHTML =
+    '<div style="height: 200px; overflow: auto"><slot></slot></div>';
+  new IntersectionObserver((seen) => { if (seen.some((e) => e.isIntersecting))
+    document.getElementById('target').textContent = 'Arrived in shadow' }).observe(document.getElementById('target'));
+  const to = Element.prototype.scrollTo, set = Object.getOwnPropertyDescriptor(Element.prototype, 'scrollTop').set;
+  let made = 'made';
+  try { new to() } catch (e) { made = 'not made' }
+  document.getElementById('look').textContent =
+    [to.name, to.length, 'prototype' in to, made, set.name, set.length, 'prototype' in set].join(' ');
+</script>"""
+
+
+def test_a_pages_odd_scrolling_code_runs_as_it_did_and_a_slotted_box_is_waited_for(client, session, pages):
+    client.tool("navigate", sessionId=session, url=pages.url("/scroll-odd"))
+    assert found(client, session, "scrollTo 0 false not made set scrollTop 1 false") == 1  # as the browser's own
+    for button in ("#hostile", "#loop"):
+        clicked = client.tool("click", sessionId=session, selector=button)
+        assert button[1:] + " ran" in client.tool("get_content", ref_id=clicked["refId"], reset_cursor=True)["content"]
+    for _ in range(4):  # right after a navigate, as the smooth scroll's test: the frame comes first now and then
+        opened = client.tool("navigate", sessionId=session, url=pages.url("/scroll-odd"))
+        assert "Arrived" not in client.tool("get_content", ref_id=opened["refId"], reset_cursor=True)["content"]
+        clicked = client.tool("click", sessionId=session, selector="#slotted")
+        assert "Arrived in shadow" in client.tool("get_content", ref_id=clicked["refId"], reset_cursor=True)["content"]
+
+
 PAGES["/scroll-ticker"] = """<!doctype html><title>Scroll ticker</title><main id="view"></main>
 <div id="news" style="width: 200px; overflow: hidden; white-space: nowrap">""" + "news " * 200 + """</div>
 <div id="feed" style="height: 60px; overflow: auto"><div style="height: 2000px"></div></div>
@@ -260,13 +305,20 @@ PAGES["/scroll-ticker"] = """<!doctype html><title>Scroll ticker</title><main id
 <div style="height: 3000px"></div>
 <script>
   // A news ticker (scrollLeft), a feed that scrolls itself (scrollBy) and a page that drifts (window.scrollTo), for
-  // ever from load: their scrolls are of their own chains, not a click's.
+  // ever from load: their scrolls are of their own chains, not a click's. (The marquee by animation frames below
+  // alone made every click wait the cap too: a frame's callback had no chain but its own start.)
   setInterval(() => {
     const news = document.getElementById('news');
     news.scrollLeft = (news.scrollLeft + 2) % 600;
     document.getElementById('feed').scrollBy(0, 3);
     window.scrollTo(0, (scrollY + 1) % 500);
   }, 30);
+  // And a marquee by animation frames.
+  (function frame() {
+    const news = document.getElementById('news');
+    news.scrollLeft = (news.scrollLeft + 1) % 600;
+    requestAnimationFrame(frame);
+  })();
 </script>"""
 
 

@@ -171,9 +171,40 @@ INSTALL = r"""(() => {
         return Reflect.apply(original, window, arguments);
       };
     }
+    // An animation frame's callback runs with the origin of the code that asked for it, so a loop begun before the
+    // action (a ticker that scrolls or writes by frames) stays of its own chain; as a timer's, between two of ours,
+    // one asked for just before it and one just after (a frame's callbacks run in the order they were asked for), so
+    // that the browser credits the page's own function (a long animation frame's script). It is not waited for.
+    const askFrame = window.requestAnimationFrame, dropFrame = window.cancelAnimationFrame;
+    const frames = new Map();  // the page's frame id: [ours before, ours after]
+    if (askFrame && dropFrame) {
+      window.requestAnimationFrame = {requestAnimationFrame(fn) {
+        if (typeof fn !== "function") return Reflect.apply(askFrame, window, [fn]);
+        const origin = originOf(clock()), at = {outer: null, inside: false};
+        const before = Reflect.apply(askFrame, window, [() => {
+          at.inside = true; at.outer = running; running = origin; depth++;
+        }]);
+        const id = Reflect.apply(askFrame, window, [fn]);
+        const after = Reflect.apply(askFrame, window, [() => {
+          if (at.inside) { at.inside = false; running = at.outer; depth--; }
+          frames.delete(id);
+        }]);
+        frames.set(id, [before, after]);
+        return id;
+      }}.requestAnimationFrame;
+      window.cancelAnimationFrame = {cancelAnimationFrame(id) {
+        const ours = frames.get(id);
+        if (ours) {
+          frames.delete(id);
+          Reflect.apply(dropFrame, window, [ours[0]]);
+          Reflect.apply(dropFrame, window, [ours[1]]);
+        }
+        return Reflect.apply(dropFrame, window, [id]);
+      }}.cancelAnimationFrame;
+    }
     // A microtask runs inside the task that queued it, and the browser credits it to that task's script:
-    // carrying its origin changes nothing the browser names. Animation frames and idle callbacks are left
-    // alone; their code is of the turn before, or known only by its own start.
+    // carrying its origin changes nothing the browser names. Idle callbacks are left alone: their code is
+    // known only by its own start.
     const carry = (name) => {
       const original = window[name];
       if (original) window[name] = function (fn, ...rest) {
@@ -308,31 +339,62 @@ INSTALL = r"""(() => {
     }, {capture: true, passive: true});
     // A script that scrolls a box or the window (scrollTop, scrollTo, scrollIntoView...) moves it at once, but the
     // scroll event, and what it renders (a virtualised list, what an observer shows), come at the next frame: a call
-    // that moved one is a scroll at once. (Smooth scrolls are off: browser_process.)
-    const spots = (el) => {
-      const out = [[document, place()]];
-      for (let e = el instanceof Element ? el : null; e; e = e.parentElement) {
-        out.push([e, e.scrollTop + "," + e.scrollLeft]);
+    // that moved one is a scroll at once. (Smooth scrolls are off: browser_process.) Each call looks at the boxes it
+    // may move: the window for the window's, the element itself for its own scroll, and every box it sits in (across
+    // shadow roots, by its slot) for scrollIntoView. Read through the browser's own getters, taken now, so a page's
+    // own (one that throws, one that lies) changes nothing; our bookkeeping never fails the page's call. Each wrapper
+    // is named and sized as the browser's (no prototype, not a constructor), as the sheets' are (follow, below).
+    const getter = (proto, name) => Object.getOwnPropertyDescriptor(proto, name).get;
+    const topOf = getter(Element.prototype, "scrollTop"), leftOf = getter(Element.prototype, "scrollLeft");
+    const parentOf = getter(Node.prototype, "parentNode"), kindOf = getter(Node.prototype, "nodeType");
+    const slotOf = getter(Element.prototype, "assignedSlot"), hostOf = getter(ShadowRoot.prototype, "host");
+    const read = (get, node) => Reflect.apply(get, node, []);
+    const spot = (box) => box === document ? place() : read(topOf, box) + "," + read(leftOf, box);
+    const boxesOf = (target, around) => {
+      if (target === window) return [document];
+      if (!around) return [target];
+      const out = [document];
+      for (let node = target; node;) {
+        const kind = read(kindOf, node);
+        if (kind === 1) out.push(node);
+        node = kind === 11 ? read(hostOf, node) : (kind === 1 && read(slotOf, node)) || read(parentOf, node);
       }
       return out;
     };
-    const moves = (original) => function () {
-      const before = spots(this), result = Reflect.apply(original, this, arguments), origin = originOf(clock());
-      for (const [box, spot] of before) {
-        if ((box === document ? place() : box.scrollTop + "," + box.scrollLeft) !== spot) {
-          movedBy.set(box === document.documentElement ? document : box, origin);
+    const watched = (target, around, act) => {
+      let boxes = null, before = [];
+      try {
+        boxes = boxesOf(target, around);
+        for (let i = 0; i < boxes.length; i++) before[i] = spot(boxes[i]);
+      } catch (e) { boxes = null; }
+      const result = act();
+      try {
+        const origin = originOf(clock());
+        for (let i = 0; boxes && i < boxes.length; i++) {
+          if (spot(boxes[i]) === before[i]) continue;
+          movedBy.set(boxes[i] === document.documentElement ? document : boxes[i], origin);
           scrolled(origin);
         }
-      }
+      } catch (e) { /* not followed */ }
       return result;
     };
-    for (const name of ["scroll", "scrollTo", "scrollBy", "scrollIntoView", "scrollIntoViewIfNeeded"]) {
-      if (Element.prototype[name]) Element.prototype[name] = moves(Element.prototype[name]);
-      if (name in window) window[name] = moves(window[name]);
+    for (const [name, around] of [["scroll", false], ["scrollTo", false], ["scrollBy", false],
+                                  ["scrollIntoView", true], ["scrollIntoViewIfNeeded", true]]) {
+      for (const object of [Element.prototype, window]) {
+        const original = object[name];
+        if (typeof original !== "function" || (object === window && around)) continue;
+        const method = {[name](...args) {
+          return watched(this, around, () => Reflect.apply(original, this, args));
+        }}[name];
+        Object.defineProperty(method, "length", {value: original.length});
+        object[name] = method;
+      }
     }
     for (const name of ["scrollTop", "scrollLeft"]) {
       const own = Object.getOwnPropertyDescriptor(Element.prototype, name);
-      if (own && own.set) Object.defineProperty(Element.prototype, name, {...own, set: moves(own.set)});
+      const set = own.set;
+      const holder = {set [name](value) { watched(this, false, () => Reflect.apply(set, this, [value])); }};
+      Object.defineProperty(Element.prototype, name, {...own, set: Object.getOwnPropertyDescriptor(holder, name).set});
     }
     addEventListener("wheel", () => scrolled(), {capture: true, passive: true});
     addEventListener("keydown", (e) => { if (scrolls.has(e.key) && !editable(e.target)) scrolled(); },
@@ -382,7 +444,7 @@ INSTALL = r"""(() => {
     // sheets' rule counts: each sheet's rules are read once (25 ms for 34,000 rules), then followed (below).
     // Not seen: the sheets of shadow roots (finding them walks the DOM), of another origin, and what an @import brings
     // after its sheet was read (a page's imports load before its load event, which a navigation waits for).
-    const nextFrame = window.requestAnimationFrame, Container = window.CSSContainerRule, Sheet = window.CSSStyleSheet;
+    const nextFrame = askFrame, Container = window.CSSContainerRule, Sheet = window.CSSStyleSheet;
     const scrollQuery = /scroll-state\s*\(/i;
     const sheetsRead = new WeakMap();  // a sheet: [its rule count, whether it holds a scroll-state query]
     const rules = (sheet) => { try { return sheet.cssRules; } catch (e) { return []; } };  // another origin's
