@@ -508,11 +508,6 @@ BREAKS = [
           "A page's own scrolling, begun before the action, is not the action's.", "docs/tools.md",
           ("tests/test_single_page_apps.py::test_a_page_that_scrolls_itself_for_ever_does_not_make_every_action_wait_the_"
            "cap",)),
-    Break("a-frames-callback-keeps-its-chain", "mcpbrowser/session/settle.py",
-          "    if (askFrame && dropFrame) {", "    if (false) {",
-          "A page's own loop by animation frames, begun before the action, is not the action's.", "docs/tools.md",
-          ("tests/test_single_page_apps.py::test_a_page_that_scrolls_itself_for_ever_does_not_make_every_action_wait_the_"
-           "cap",)),
     Break("scroll-bookkeeping-reads-the-browsers-own", "mcpbrowser/session/settle.py",
           "node = kind === 11 ? read(hostOf, node) : (kind === 1 && read(slotOf, node)) || read(parentOf, node);",
           "node = kind === 11 ? read(hostOf, node) : (kind === 1 && read(slotOf, node)) || node.parentElement;",

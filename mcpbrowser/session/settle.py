@@ -171,40 +171,11 @@ INSTALL = r"""(() => {
         return Reflect.apply(original, window, arguments);
       };
     }
-    // An animation frame's callback runs with the origin of the code that asked for it, so a loop begun before the
-    // action (a ticker that scrolls or writes by frames) stays of its own chain; as a timer's, between two of ours,
-    // one asked for just before it and one just after (a frame's callbacks run in the order they were asked for), so
-    // that the browser credits the page's own function (a long animation frame's script). It is not waited for.
-    const askFrame = window.requestAnimationFrame, dropFrame = window.cancelAnimationFrame;
-    const frames = new Map();  // the page's frame id: [ours before, ours after]
-    if (askFrame && dropFrame) {
-      window.requestAnimationFrame = {requestAnimationFrame(fn) {
-        if (typeof fn !== "function") return Reflect.apply(askFrame, window, [fn]);
-        const origin = originOf(clock()), at = {outer: null, inside: false};
-        const before = Reflect.apply(askFrame, window, [() => {
-          at.inside = true; at.outer = running; running = origin; depth++;
-        }]);
-        const id = Reflect.apply(askFrame, window, [fn]);
-        const after = Reflect.apply(askFrame, window, [() => {
-          if (at.inside) { at.inside = false; running = at.outer; depth--; }
-          frames.delete(id);
-        }]);
-        frames.set(id, [before, after]);
-        return id;
-      }}.requestAnimationFrame;
-      window.cancelAnimationFrame = {cancelAnimationFrame(id) {
-        const ours = frames.get(id);
-        if (ours) {
-          frames.delete(id);
-          Reflect.apply(dropFrame, window, [ours[0]]);
-          Reflect.apply(dropFrame, window, [ours[1]]);
-        }
-        return Reflect.apply(dropFrame, window, [id]);
-      }}.cancelAnimationFrame;
-    }
     // A microtask runs inside the task that queued it, and the browser credits it to that task's script:
-    // carrying its origin changes nothing the browser names. Idle callbacks are left alone: their code is
-    // known only by its own start.
+    // carrying its origin changes nothing the browser names. Animation frames and idle callbacks are left
+    // alone: their code is known only by its own start. (Carrying a frame's origin from the code that asked for it
+    // was tried: JupyterLab's message loop, one frame for the work of every chain, then ran a click's work with a
+    // background chain's origin, and the click that makes a notebook answered before its request.)
     const carry = (name) => {
       const original = window[name];
       if (original) window[name] = function (fn, ...rest) {
@@ -444,7 +415,7 @@ INSTALL = r"""(() => {
     // sheets' rule counts: each sheet's rules are read once (25 ms for 34,000 rules), then followed (below).
     // Not seen: the sheets of shadow roots (finding them walks the DOM), of another origin, and what an @import brings
     // after its sheet was read (a page's imports load before its load event, which a navigation waits for).
-    const nextFrame = askFrame, Container = window.CSSContainerRule, Sheet = window.CSSStyleSheet;
+    const nextFrame = window.requestAnimationFrame, Container = window.CSSContainerRule, Sheet = window.CSSStyleSheet;
     const scrollQuery = /scroll-state\s*\(/i;
     const sheetsRead = new WeakMap();  // a sheet: [its rule count, whether it holds a scroll-state query]
     const rules = (sheet) => { try { return sheet.cssRules; } catch (e) { return []; } };  // another origin's
