@@ -433,16 +433,14 @@ INSTALL = r"""(() => {
     // The DOM's changes, each batch with the origin of the code that made it (its records are delivered in
     // the same turn): a change of the page's own background is not the action's, and is not waited out.
     const changes = [];  // {at, origin}
-    const touched = [];  // [element, origin] of the last attribute changes (see animations)
+    const touched = new WeakMap();  // an element: the origin of its last attribute change (see animations)
+    let lastTouch = -1;  // the latest of those origins
     new MutationObserver((records) => {
       const now = clock(), origin = originOf(now), last = changes[changes.length - 1];
       if (last && last.origin === origin) last.at = now;
       else { changes.push({at: now, origin}); if (changes.length > 64) changes.shift(); }
-      for (const record of records) {
-        const top = touched[touched.length - 1];
-        if (record.type !== "attributes" || (top && top[0] === record.target && top[1] === origin)) continue;
-        touched.push([record.target, origin]);
-        if (touched.length > 64) touched.shift();
+      for (let i = 0; i < records.length; i++) {
+        if (records[i].type === "attributes") { touched.set(records[i].target, origin); lastTouch = origin; }
       }
     }).observe(document,
       {subtree: true, childList: true, attributes: true, characterData: true});
@@ -541,25 +539,41 @@ INSTALL = r"""(() => {
     const shows = new RegExp("^(opacity|visibility|display|transform|translate|scale|rotate|(max-)?(height|width)|"
                              + "inset|top|left|right|bottom|clip-path|overlay)$");
     const followed = new WeakSet();
-    const animations = (since) => {
-      for (const [element, origin] of touched) {
-        if (origin < since || !element.isConnected) continue;
-        const whole = element !== document.documentElement && element !== document.body;
-        let list = [];
-        try { list = element.getAnimations({subtree: whole}); } catch (e) { /* not an element */ }
-        for (const animation of list) {
-          if (followed.has(animation)) continue;
-          followed.add(animation);
-          try {  // (a page may have redefined what is read here: that animation is not waited for)
-            if (animation.transitionProperty !== undefined && !shows.test(animation.transitionProperty)) continue;
-            if (!animation.pending && animation.startTime !== null && animation.startTime < since) continue;
-            const timing = animation.effect.getComputedTiming(), left = timing.endTime - (timing.localTime || 0);
-            if (!(timing.endTime <= timerMs) || !(left > 0)) continue;  // endless, longer than a short timer, or over
-            const job = begin(clock() + left, true, origin), over = () => end(job);
-            setT(over, left + 50);  // one paused, or never finished, ends all the same
-            animation.finished.then(over, over);
-          } catch (e) { /* not followed */ }
+    // One look at the document's running animations (few; no walk of the DOM) when the action's chain changed an
+    // attribute: each is traced, through what it sits in, to a changed element (not the page's root or body).
+    const changedAt = (target, since) => {
+      for (let node = target; node;) {
+        const kind = read(kindOf, node);
+        if (kind === 1 && node !== document.documentElement && node !== document.body) {
+          const origin = touched.get(node);
+          if (origin !== undefined && origin >= since) return origin;
         }
+        node = kind === 11 ? read(hostOf, node) : read(parentOf, node);
+      }
+      return undefined;
+    };
+    const animations = (since) => {
+      if (lastTouch < since) return;
+      let list = [];
+      try { list = document.getAnimations(); } catch (e) { /* a page that took it away */ }
+      for (let i = 0; i < list.length; i++) {
+        const animation = list[i];
+        if (followed.has(animation)) continue;
+        try {  // (a page may have redefined what is read here: that animation is not waited for)
+          if (!animation.pending && animation.startTime !== null && animation.startTime < since) {
+            followed.add(animation);  // begun before the action
+            continue;
+          }
+          const origin = changedAt(animation.effect.target, since);
+          if (origin === undefined) continue;  // (its element may be changed later in the chain)
+          followed.add(animation);
+          if (animation.transitionProperty !== undefined && !shows.test(animation.transitionProperty)) continue;
+          const timing = animation.effect.getComputedTiming(), left = timing.endTime - (timing.localTime || 0);
+          if (!(timing.endTime <= timerMs) || !(left > 0)) continue;  // endless, longer than a short timer, or over
+          const job = begin(clock() + left, true, origin), over = () => end(job);
+          setT(over, left + 50);  // one paused, or never finished, ends all the same
+          animation.finished.then(over, over);
+        } catch (e) { followed.add(animation); }
       }
     };
     Object.defineProperty(window, "__mcpbSettle", {value: (elapsed, quiet, capMs, mode) => new Promise((resolve) => {
