@@ -172,44 +172,13 @@ INSTALL = r"""(() => {
       };
     }
     // A microtask runs inside the task that queued it, and the browser credits it to that task's script:
-    // carrying its origin changes nothing the browser names. Idle callbacks are left alone: their code is known only
-    // by its own start. So is an animation frame's, which the browser may run between a timer of ours and the page's
-    // (the chain set for it leaked into the frame) or before the turn before it is over: one frame callback of ours
-    // just before the page's (a frame's callbacks run in the order they were asked for) clears what is set, one just
-    // after puts it back; the page's own function is what the browser credits (a long animation frame's script).
-    // (Carrying the origin of the code that asked for the frame was tried: JupyterLab's message loop, one frame for
-    // the work of every chain, then ran a click's work with a background chain's origin, and the click that makes a
-    // notebook answered before its request.)
-    const askFrame = window.requestAnimationFrame, dropFrame = window.cancelAnimationFrame;
-    const frames = new Map();  // the page's frame id: [ours before, ours after]
-    if (askFrame && dropFrame) {
-      window.requestAnimationFrame = {requestAnimationFrame(fn) {
-        if (typeof fn !== "function") return Reflect.apply(askFrame, window, [fn]);
-        const held = {inside: false, running: null, turn: null};
-        const before = Reflect.apply(askFrame, window, [() => {
-          Object.assign(held, {inside: true, running, turn: turnOrigin});
-          running = null; turnOrigin = null;
-        }]);
-        const id = Reflect.apply(askFrame, window, [fn]);
-        const after = Reflect.apply(askFrame, window, [() => {
-          if (held.inside) { held.inside = false; running = held.running; turnOrigin = held.turn; }
-          frames.delete(id);
-        }]);
-        frames.set(id, [before, after]);
-        return id;
-      }}.requestAnimationFrame;
-      Object.defineProperty(window.requestAnimationFrame, "length", {value: askFrame.length});
-      window.cancelAnimationFrame = {cancelAnimationFrame(id) {
-        const ours = frames.get(id);
-        if (ours) {
-          frames.delete(id);
-          Reflect.apply(dropFrame, window, [ours[0]]);
-          Reflect.apply(dropFrame, window, [ours[1]]);
-        }
-        return Reflect.apply(dropFrame, window, [id]);
-      }}.cancelAnimationFrame;
-      Object.defineProperty(window.cancelAnimationFrame, "length", {value: dropFrame.length});
-    }
+    // carrying its origin changes nothing the browser names. Animation frames and idle callbacks are left
+    // alone: their code has its own start, or the chain the task before them left set, until that turn's end (a
+    // frame between a timer of ours and the page's). (Carrying the origin of the code that asked for a frame was
+    // tried: JupyterLab's message loop, one frame for the work of every chain, then ran a click's work with a
+    // background chain's origin, and the click that makes a notebook answered before its request. Clearing what the
+    // task before a frame left set was tried too: JupyterLab's background work in frames then counted as every key's
+    // and click's, whose quiet it held: its save 60 ms slower, the notebook task 0.3-1 s.)
     const carry = (name) => {
       const original = window[name];
       if (original) window[name] = function (fn, ...rest) {
@@ -452,7 +421,7 @@ INSTALL = r"""(() => {
     // sheets' rule counts: each sheet's rules are read once (25 ms for 34,000 rules), then followed (below).
     // Not seen: the sheets of shadow roots (finding them walks the DOM), of another origin, and what an @import brings
     // after its sheet was read (a page's imports load before its load event, which a navigation waits for).
-    const nextFrame = askFrame, Container = window.CSSContainerRule, Sheet = window.CSSStyleSheet;
+    const nextFrame = window.requestAnimationFrame, Container = window.CSSContainerRule, Sheet = window.CSSStyleSheet;
     const scrollQuery = /scroll-state\s*\(/i;
     const sheetsRead = new WeakMap();  // a sheet: [its rule count, whether it holds a scroll-state query]
     const rules = (sheet) => { try { return sheet.cssRules; } catch (e) { return []; } };  // another origin's
