@@ -515,17 +515,6 @@ BREAKS = [
           "docs/tools.md",
           ("tests/test_single_page_apps.py::test_a_pages_odd_scrolling_code_runs_as_it_did_and_a_slotted_box_is_waited_"
            "for",)),
-    Break("an-exit-animation-is-waited-for", "mcpbrowser/session/settle.py",
-          "        animations(since);", "        0;",
-          "A closed dialog's exit animation, set off by the action, is waited for.", "docs/tools.md",
-          ("tests/test_settle_cost.py::test_an_exit_animation_the_click_set_off_is_waited_for_and_a_colours_fade_is_"
-           "not",)),
-    Break("a-colours-fade-is-not-waited-for", "mcpbrowser/session/settle.py",
-          "if (animation.transitionProperty !== undefined && !shows.test(animation.transitionProperty)) continue;",
-          "if (false) continue;",
-          "A transition of a colour or a shadow (a pressed button's look) is not waited for.", "docs/tools.md",
-          ("tests/test_settle_cost.py::test_an_exit_animation_the_click_set_off_is_waited_for_and_a_colours_fade_is_"
-           "not",)),
 ]
 
 

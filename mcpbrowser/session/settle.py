@@ -13,11 +13,10 @@ and none was started since; otherwise it waits until what was started ended and 
 most LINGER_MS: a ticker never quiets down), or the cap (CAP_MS, or the action's own timeout). An action that scrolled
 (a script's scroll of a box counts at once: its event comes a frame later; a scroll is the action's by its chain, as
 a job is) waits until neither the scroll nor the DOM moved for QUIET_MS (a virtualised list renders its rows then). A
-CSS animation or transition that a chain's attribute change set off, ending within TIMER_MS, is a job of that chain (a
-dialog removed at its exit animation's end). A longer timer, an interval, an animation frame and a socket's messages
-are not waited for; one rendering frame is, on a page styled by a scroller's state (a scroll-state container query,
-which the browser applies only then). While it waits it asks for rendering frames: a headless page that draws nothing
-renders none, and runs an idle callback only once one comes.
+longer timer, an interval, an animation frame and a socket's messages are not waited for; one rendering frame is, on a
+page styled by a scroller's state (a scroll-state container query, which the browser applies only then). While it waits
+it asks for rendering frames: a headless page that draws nothing renders none, and runs an idle callback only once one
+comes.
 
 A key's or a field's action (ANSWERS_FIRST) answers without waiting for its short timers: the next
 read (READS) first finishes that settle (`finish`), and so does the history's capture after the
@@ -402,15 +401,10 @@ INSTALL = r"""(() => {
     // The DOM's changes, each batch with the origin of the code that made it (its records are delivered in
     // the same turn): a change of the page's own background is not the action's, and is not waited out.
     const changes = [];  // {at, origin}
-    const touched = new WeakMap();  // an element: the origin of its last attribute change (see animations)
-    let lastTouch = -1;  // the latest of those origins
-    new MutationObserver((records) => {
+    new MutationObserver(() => {
       const now = clock(), origin = originOf(now), last = changes[changes.length - 1];
       if (last && last.origin === origin) last.at = now;
       else { changes.push({at: now, origin}); if (changes.length > 64) changes.shift(); }
-      for (let i = 0; i < records.length; i++) {
-        if (records[i].type === "attributes") { touched.set(records[i].target, origin); lastTouch = origin; }
-      }
     }).observe(document,
       {subtree: true, childList: true, attributes: true, characterData: true});
     // Style that applies by a scroller's state (a scroll-state container query: a box scrolled, or able to scroll, to
@@ -500,51 +494,6 @@ INSTALL = r"""(() => {
     // mode 1 (ANSWER_FIRST): the action's short timers, pending or ended, are not waited for (nor the quiet after
     // them); mode 2 (FINISH): they are, and the windows asked for are left uncounted (the action's answer counted
     // them). The answer's third value says whether the whole rule would still wait (1), for finish() to go on.
-    // A CSS animation or transition that an attribute change of a chain set off (a dialog's data-state="closed", a
-    // class) is a job of that chain, as a short timer is, when it ends within TIMER_MS: a page removes what it closed
-    // once its exit animation ends (Radix's Presence, Headless UI). Not an endless one (a spinner), a longer one (a
-    // ripple), one begun before the action, nor a transition of how a thing looks but not whether it shows (a button's
-    // colour or shadow as it is pressed or hovered). getAnimations() has one a change made before its first frame.
-    const shows = new RegExp("^(opacity|visibility|display|transform|translate|scale|rotate|(max-)?(height|width)|"
-                             + "inset|top|left|right|bottom|clip-path|overlay)$");
-    const followed = new WeakSet();
-    // One look at the document's running animations (few; no walk of the DOM) when the action's chain changed an
-    // attribute: each is traced, through what it sits in, to a changed element (not the page's root or body).
-    const changedAt = (target, since) => {
-      for (let node = target; node;) {
-        const kind = read(kindOf, node);
-        if (kind === 1 && node !== document.documentElement && node !== document.body) {
-          const origin = touched.get(node);
-          if (origin !== undefined && origin >= since) return origin;
-        }
-        node = kind === 11 ? read(hostOf, node) : read(parentOf, node);
-      }
-      return undefined;
-    };
-    const animations = (since) => {
-      if (lastTouch < since) return;
-      let list = [];
-      try { list = document.getAnimations(); } catch (e) { /* a page that took it away */ }
-      for (let i = 0; i < list.length; i++) {
-        const animation = list[i];
-        if (followed.has(animation)) continue;
-        try {  // (a page may have redefined what is read here: that animation is not waited for)
-          if (!animation.pending && animation.startTime !== null && animation.startTime < since) {
-            followed.add(animation);  // begun before the action
-            continue;
-          }
-          const origin = changedAt(animation.effect.target, since);
-          if (origin === undefined) continue;  // (its element may be changed later in the chain)
-          followed.add(animation);
-          if (animation.transitionProperty !== undefined && !shows.test(animation.transitionProperty)) continue;
-          const timing = animation.effect.getComputedTiming(), left = timing.endTime - (timing.localTime || 0);
-          if (!(timing.endTime <= timerMs) || !(left > 0)) continue;  // endless, longer than a short timer, or over
-          const job = begin(clock() + left, true, origin), over = () => end(job);
-          setT(over, left + 50);  // one paused, or never finished, ends all the same
-          animation.finished.then(over, over);
-        } catch (e) { followed.add(animation); }
-      }
-    };
     Object.defineProperty(window, "__mcpbSettle", {value: (elapsed, quiet, capMs, mode) => new Promise((resolve) => {
       const timers = mode !== 1;
       const askedAt = clock();
@@ -561,7 +510,6 @@ INSTALL = r"""(() => {
       let framing = false, over = false;
       const tick = () => { if (!over) Reflect.apply(nextFrame, window, [tick]); };
       const busy = (now, timers) => {
-        animations(since);
         let started = false, lastEnded = -1, lastMutation = -1;
         for (const change of changes) if (change.origin >= since) lastMutation = Math.max(lastMutation, change.at);
         for (const job of pending) {
