@@ -52,6 +52,24 @@ def found(client, session, text):
     return client.tool("snapshot", sessionId=session, query=text)["matches"]
 
 
+def stored(client, answer):
+    """The page a call stored in the history, read whole."""
+    return client.tool("get_content", ref_id=answer["refId"], reset_cursor=True)["content"]
+
+
+def clicks_took(client, session, url, times=3):
+    """Seconds each of `times` clicks on #go took, on the page at `url`."""
+    import time
+
+    client.tool("navigate", sessionId=session, url=url)
+    took = []
+    for _ in range(times):
+        started = time.monotonic()
+        client.tool("click", sessionId=session, selector="#go")
+        took.append(time.monotonic() - started)
+    return took
+
+
 # Alone: the settle waits for the view at most CAP_MS after the click, and a 400 ms request on a machine
 # loaded by the parallel run's browsers once took longer (a fresh clone's run, 2026-12-06).
 @pytest.mark.alone
@@ -123,9 +141,9 @@ def test_a_smooth_scroll_the_click_asked_for_has_arrived_when_it_answers(client,
     # snapshot between the navigate and the click made it miss less often).
     for _ in range(4 if button == "#box-down" else 1):
         opened = client.tool("navigate", sessionId=session, url=pages.url("/smooth"))
-        assert "Arrived" not in client.tool("get_content", ref_id=opened["refId"], reset_cursor=True)["content"]
+        assert "Arrived" not in stored(client, opened)
         clicked = client.tool("click", sessionId=session, selector=button)
-        assert arrived in client.tool("get_content", ref_id=clicked["refId"], reset_cursor=True)["content"]
+        assert arrived in stored(client, clicked)
         assert found(client, session, arrived) == 1
 
 
@@ -241,14 +259,7 @@ def test_a_page_whose_clock_never_stops_does_not_make_every_action_wait_the_cap(
     # A clock (setInterval) and a ticker (a setTimeout chain begun at load) change the DOM all the
     # time. A click whose handler set a timer waited the whole 2 s cap for a quiet that never came;
     # the ticker's chain also counted as timers the click had started.
-    import time
-
-    client.tool("navigate", sessionId=session, url=pages.url("/ticker"))
-    took = []
-    for _ in range(3):
-        started = time.monotonic()
-        client.tool("click", sessionId=session, selector="#go")
-        took.append(time.monotonic() - started)
+    took = clicks_took(client, session, pages.url("/ticker"))
     assert found(client, session, "Ticked view") >= 1
     assert sorted(took)[1] < 1.2, took  # the cap is 2 s; the click's own timer ends at once
 
@@ -290,12 +301,12 @@ def test_a_pages_odd_scrolling_code_runs_as_it_did_and_a_slotted_box_is_waited_f
     assert found(client, session, "scrollTo 0 false not made set scrollTop 1 false") == 1  # as the browser's own
     for button in ("#hostile", "#loop"):
         clicked = client.tool("click", sessionId=session, selector=button)
-        assert button[1:] + " ran" in client.tool("get_content", ref_id=clicked["refId"], reset_cursor=True)["content"]
+        assert button[1:] + " ran" in stored(client, clicked)
     for _ in range(4):  # right after a navigate, as the smooth scroll's test: the frame comes first now and then
         opened = client.tool("navigate", sessionId=session, url=pages.url("/scroll-odd"))
-        assert "Arrived" not in client.tool("get_content", ref_id=opened["refId"], reset_cursor=True)["content"]
+        assert "Arrived" not in stored(client, opened)
         clicked = client.tool("click", sessionId=session, selector="#slotted")
-        assert "Arrived in shadow" in client.tool("get_content", ref_id=clicked["refId"], reset_cursor=True)["content"]
+        assert "Arrived in shadow" in stored(client, clicked)
 
 
 # A message loop as JupyterLab's (lumino's): work posted from any chain runs in one animation frame, asked for by
@@ -320,7 +331,7 @@ def test_a_clicks_work_run_by_a_shared_frame_loop_is_the_clicks(client, session,
     for _ in range(3):
         client.tool("navigate", sessionId=session, url=pages.url("/frame-loop"))
         clicked = client.tool("click", sessionId=session, selector="#make")
-        assert "Made view" in client.tool("get_content", ref_id=clicked["refId"], reset_cursor=True)["content"]
+        assert "Made view" in stored(client, clicked)
 
 
 # A page whose own timers run all the time (four intervals of 1 ms: each run is three tasks, ours around the
@@ -337,7 +348,7 @@ def test_a_click_among_the_pages_own_timers_is_the_clicks(client, session, pages
     for _ in range(8):
         client.tool("navigate", sessionId=session, url=pages.url("/busy-timers"))
         clicked = client.tool("click", sessionId=session, selector="#go")
-        missed += "Timed view" not in client.tool("get_content", ref_id=clicked["refId"], reset_cursor=True)["content"]
+        missed += "Timed view" not in stored(client, clicked)
     assert missed == 0, f"{missed} of 8 clicks answered before their own timer's view"
 
 
@@ -361,14 +372,7 @@ PAGES["/scroll-ticker"] = """<!doctype html><title>Scroll ticker</title><main id
 @pytest.mark.alone
 def test_a_page_that_scrolls_itself_for_ever_does_not_make_every_action_wait_the_cap(client, session, pages):
     # Each of the ticker's scroll events counted as the click's scroll: every click waited the whole 1.5 s cap.
-    import time
-
-    client.tool("navigate", sessionId=session, url=pages.url("/scroll-ticker"))
-    took = []
-    for _ in range(3):
-        started = time.monotonic()
-        client.tool("click", sessionId=session, selector="#go")
-        took.append(time.monotonic() - started)
+    took = clicks_took(client, session, pages.url("/scroll-ticker"))
     assert found(client, session, "Scrolled view") >= 1
     assert sorted(took)[1] < 1.2, took
 
@@ -387,13 +391,6 @@ PAGES["/poller"] = """<!doctype html><title>Poller</title><main id="view"></main
 def test_a_poll_that_stops_its_own_interval_is_not_the_actions(client, session, pages):
     # The request sent after the interval cleared itself is still of the poll's chain (begun at load), not
     # the click's: the click answers without waiting for it (the settle's cap is 1.5 s).
-    import time
-
-    client.tool("navigate", sessionId=session, url=pages.url("/poller"))
-    took = []
-    for _ in range(3):
-        started = time.monotonic()
-        client.tool("click", sessionId=session, selector="#go")
-        took.append(time.monotonic() - started)
+    took = clicks_took(client, session, pages.url("/poller"))
     assert found(client, session, "Polled view") >= 1
     assert sorted(took)[1] < 1.2, took
