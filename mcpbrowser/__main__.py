@@ -1,4 +1,4 @@
-"""`python -m mcpbrowser`: same as the `mcpbrowser` command."""
+"""`python -m mcpbrowser`: same as the `mcpbrowser` command; runs on the main thread."""
 
 import sys
 

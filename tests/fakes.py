@@ -94,11 +94,13 @@ class FakePage:
         pass  # a fake page fires no events
 
 
-def fake_opener(config=None):
-    """An opener that builds a real SessionState around fake Playwright objects."""
+def fake_opener(config=None, objects=None):
+    """An opener that builds a real SessionState around fake Playwright objects; `objects()`, when given, makes
+    them: (playwright, browser, context, page)."""
 
     def open_state(worker):
-        state = SessionState(worker, config or Config(), _Closable(), _Closable(), _Closable(), FakePage())
+        made = objects() if objects else (_Closable(), _Closable(), _Closable(), FakePage())
+        state = SessionState(worker, config or Config(), *made)
         if "policy" in worker.options:  # as the real opener: the core's policy, and its proxy to close
             state.network_policy.policy = worker.options["policy"]
             state.network_policy.proxy = worker.options["proxy"]
@@ -115,10 +117,10 @@ class NoBrowser(BrowserSupervisor):
         return False
 
 
-def fake_core(**settings):
+def fake_core(objects=None, **settings):
     """A real core whose sessions have fake pages and whose timers fire only on demand."""
     config = Config(**{"db": ":memory:", **settings})
-    return Browser(config, opener=fake_opener(config), timer_factory=FakeTimer, clock=FakeClock.monotonic,
+    return Browser(config, opener=fake_opener(config, objects), timer_factory=FakeTimer, clock=FakeClock.monotonic,
                    supervisor=NoBrowser(config))
 
 

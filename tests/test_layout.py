@@ -29,8 +29,14 @@ def _imports(tree):
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_every_module_says_what_it_is(path):
-    tree = ast.parse(path.read_text())
-    assert ast.get_docstring(tree), f"{path.relative_to(PACKAGE)} has no docstring naming its job and threads"
+    """ARCHITECTURE.md's rule: each module's docstring says its job and which threads run its lines (a thread,
+    the core pool, or the child process it runs as)."""
+    import re
+
+    docstring = ast.get_docstring(ast.parse(path.read_text()))
+    assert docstring, f"{path.relative_to(PACKAGE)} has no docstring naming its job and threads"
+    assert re.search(r"thread|core pool|process", docstring, re.I), \
+        f"{path.relative_to(PACKAGE)}'s docstring does not say which threads run its lines"
 
 
 def test_imports_only_go_down():
@@ -76,9 +82,15 @@ def test_every_file_the_architecture_page_names_exists():
     import re
 
     text = (PACKAGE.parent / "ARCHITECTURE.md").read_text()
-    named = set(re.findall(r"\b((?:core|session|tools|transports|view|resources|children)/[\w/]+\.(?:py|js))", text))
-    assert len(named) > 30  # the control: the page was read
-    missing = sorted(path for path in named if not (PACKAGE / path).exists())
+    # A path (core/on_session.py, scripts/call_path.py) from the package or the repository; a bare name (events.py
+    # in the session's row, library.py among the top level's) as some file of the package. Node.js and the glob
+    # `*_tools.py` are not files.
+    named = set(re.findall(r"(?<![\w/.*-])([\w/]+\.(?:py|js))\b", text)) - {"Node.js"}
+    assert len(named) > 100  # the control: the page was read
+    package_files = {p.name for p in PACKAGE.rglob("*") if p.is_file()}
+    missing = sorted(name for name in named
+                     if not ((PACKAGE / name).exists() or (PACKAGE.parent / name).exists()
+                             or ("/" not in name and name in package_files)))
     assert not missing, f"ARCHITECTURE.md names files that do not exist: {missing}"
 
 
@@ -98,10 +110,6 @@ def _calls_of(tree, names):
 # to one of them.
 SECRET_EXITS = {"core/answer.py", "logs.py", "session/events.py", "trace_scrub.py"}
 SCRUBBERS = {"scrub_text", "scrub_value", "redact_textboxes", "redact_headers", "scrub_urls"}
-# Two redactions that are not the secret book's, each in the one module that knows what it hides: a secret
-# field's value, hidden where it stands as the page is read (the page alone knows it; it is never learned
-# into the book), and the credentials of the server's own configured URLs (a remote browser's, the history's
-# database), masked in the errors of the module that reaches them.
 # Not the secret book: a field's value only the page knows, and the credentials of a URL (the server's own
 # configured ones, a request's a route could not answer) that no book holds.
 OWN_REDACTIONS = {("session/snapshots.py", "redact_textboxes"), ("core/fleet.py", "scrub_urls"),

@@ -136,7 +136,17 @@ def test_string_and_integer_ids_are_matched(raw):
 
 
 def test_stdout_carries_only_json_rpc(raw):
-    raw.request(1, "ping")
+    """Through calls that log (a session opened and closed, a page that writes to its console, a navigation that
+    fails) stdout carries JSON-RPC lines only, and the log lines went to stderr, as JSON."""
+    sid = tool_payload(raw.call("s1", "create_session"))["sessionId"]
+    page = "data:text/html,<script>console.log('to the console');console.error('an error')</script>"
+    raw.call("s2", "navigate", sessionId=sid, url=page)
+    raw.call("s3", "navigate", sessionId=sid, url="http://127.0.0.1:9/")  # refused: nothing listens on port 9
+    raw.call("s4", "close_session", sessionId=sid)
+    raw.request("s5", "ping")
+    events = [(entry.get("event"), entry.get("session")) for entry in raw.server_log()]
+    assert ("session_created", sid) in events and ("session_closed", sid) in events  # the control: it logged
+    assert len(raw.raw_stdout) >= 5
     for line in raw.raw_stdout:
         assert json.loads(line)["jsonrpc"] == "2.0"
 

@@ -4,7 +4,7 @@ import threading
 
 import playwright.sync_api
 import pytest
-from fakes import FakeClock, FakeTimer, _Closable, fake_core, gate, last_timer
+from fakes import FakeClock, FakePage, FakeTimer, _Closable, fake_core, gate, last_timer
 
 from mcpbrowser.errors import (
     BrowserError,
@@ -118,7 +118,18 @@ def test_keyed_timers_schedule_name_and_cancel():
 
 
 def test_expiry_timer_closes_the_session_without_touching_its_page():
-    core = fake_core(session_timeout=2500)
+    touched = []  # (the Playwright object's kind, what was read of it, the thread that read it)
+
+    def watched(kind, cls):
+        class Watched(cls):
+            def __getattribute__(self, name):
+                if not name.startswith("__"):
+                    touched.append((kind, name, threading.current_thread()))
+                return super().__getattribute__(name)
+        return Watched()
+
+    core = fake_core(lambda: (watched("playwright", _Closable), watched("browser", _Closable),
+                              watched("context", _Closable), watched("page", FakePage)), session_timeout=2500)
     session = core.create_session()
     timer = last_timer()
     assert timer.interval == 2.5
@@ -127,6 +138,10 @@ def test_expiry_timer_closes_the_session_without_touching_its_page():
         session.navigate("http://example.test/")
     assert core.session_ids() == set()
     core.close()
+    # The control: the close did reach the session's objects, on its own thread.
+    assert ("context", "close", threading.current_thread()) not in touched
+    assert any(kind == "context" and name == "close" for kind, name, _ in touched), touched
+    assert not [(kind, name) for kind, name, thread in touched if thread is threading.current_thread()]
 
 
 def test_each_call_renews_the_expiry_and_the_timer_sleeps_again_for_what_is_left():

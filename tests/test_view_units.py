@@ -121,3 +121,24 @@ def test_wrong_one_time_keys_by_get_are_counted_as_refused_sign_ins():
     # the right key from the guessing address waits too (a right guess must not pass); from another, it signs in
     assert _get(app, f"/view/signin?key={key}", "10.0.0.9")["status"] == "429 Too Many Requests"
     assert _get(app, f"/view/signin?key={key}", "10.0.0.7")["status"] == "303 See Other"
+
+
+def test_a_persons_tools_do_not_exist_for_the_library():
+    """ARCHITECTURE.md's rule, the library's half (tests/test_view.py holds an MCP client's): the embedder's calls of a
+    person's tools are no calls, refused as unknown tools, whose list of known tools leaves them out."""
+    from fakes import fake_core
+
+    from mcpbrowser.errors import UnknownTool
+    from mcpbrowser.tools.person import HAND_BACK, PERSON_INPUT, TAKE_OVER, WATCH
+
+    core = fake_core()
+    try:
+        session = core.create_session()
+        assert session.navigate("http://example.test/")["url"] == "http://example.test/"  # the control: it calls
+        for tool in (PERSON_INPUT, TAKE_OVER, HAND_BACK, WATCH):
+            assert tool.name in core.tools  # declared, for the view's person
+            with pytest.raises(UnknownTool, match=f"Unknown tool: {tool.name}") as refused:
+                core.call(tool.name, {"sessionId": session.id, "action": "click", "x": 0.5, "y": 0.5})
+            assert tool.name not in refused.value.details["known"] and "click" in refused.value.details["known"]
+    finally:
+        core.close()
