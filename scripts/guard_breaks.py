@@ -83,7 +83,8 @@ BREAKS = [
           "\"WHERE session_id = ? AND state = ? AND instance IS ?\")",
           "\"WHERE session_id = ? AND (state = ? OR 1) AND (instance IS ? OR 1)\")",
           "One live copy: a session is resumed by one server, decided by a conditional UPDATE.", "docs/history.md",
-          ("tests/test_store.py::test_of_two_servers_resuming_a_dead_servers_sessions_at_once_exactly_one_wins_each",)),
+          ("tests/test_store.py::test_of_two_servers_resuming_a_dead_servers_sessions_at_once_exactly_one_wins_each",
+           "tests/test_store.py::test_two_servers_claiming_a_dead_servers_session_on_one_read_of_it_give_one_winner")),
     Break("resume-owner", "mcpbrowser/core/dispatch.py",
           "if call.owner is not None and session_id is not None and self._registry.owner_of(session_id) != call.owner:",
           "if tool.needs_session and call.owner is not None and session_id is not None and "
@@ -496,8 +497,10 @@ BREAKS = [
     Break("smooth-scrolls-at-once", "mcpbrowser/core/browser_process.py",
           'NO_SMOOTH_SCROLL_FLAG = "--disable-smooth-scrolling"', 'NO_SMOOTH_SCROLL_FLAG = "--disable-nothing"',
           "The browser the server launches scrolls at once where a page asks for a smooth scroll.", "docs/tools.md",
-          ("tests/test_single_page_apps.py::test_a_smooth_scroll_the_click_asked_for_has_arrived_when_it_answers"
-           "[#link-Arrived at far]",)),
+          ("tests/test_single_page_apps.py::test_the_browser_we_launch_scrolls_at_once_where_a_page_asks_for_a_smooth_"
+           "scroll",
+           "tests/test_single_page_apps.py::test_a_smooth_scroll_the_click_asked_for_has_arrived_when_it_answers"
+           "[#link-Arrived at far]")),
     Break("a-scripts-box-scroll-is-a-scroll", "mcpbrowser/session/settle.py",
           "          if (spot(boxes[i]) === before[i]) continue;", "          continue;",
           "A script's scroll of a box is waited for as a scroll.", "docs/tools.md",

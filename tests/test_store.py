@@ -542,6 +542,30 @@ def test_the_in_memory_history_reads_while_the_writer_writes_and_neither_fails()
 
 
 
+def test_two_servers_claiming_a_dead_servers_session_on_one_read_of_it_give_one_winner(db_target):
+    """The step the race below turns on, without the race: both servers read the dead server's row as it is, then
+    both claim it. One conditional UPDATE decides: the first claim takes it, the second finds the row changed and
+    takes nothing (the concurrent test alone lets a claim with no condition pass whenever the load serializes
+    the two resumes, each then refused at its read of the holder)."""
+    from mcpbrowser.core.history import History
+
+    dead = Store(db_target)
+    History(dead).session_opened("s1", now_ms(), {})
+    dead.close()
+    stores = [Store(db_target) for _ in range(2)]
+    try:
+        histories = [History(store) for store in stores]
+        holders = [history.session_holder("s1") for history in histories]
+        assert holders[0] == holders[1] and not holders[0]["alive"]  # closed at start-up as a gone server's, or not
+        assert histories[0].claim_session("s1", holders[0]) is True
+        assert histories[1].claim_session("s1", holders[1]) is False
+        now = histories[1].session_holder("s1")
+        assert now["instance"] == stores[0].instance and now["alive"]
+    finally:
+        for store in stores:
+            store.close()
+
+
 def test_of_two_servers_resuming_a_dead_servers_sessions_at_once_exactly_one_wins_each(db_target):
     """Issue 63: two servers on one history resume the same 20 sessions of a killed server at the same moment.
     The history decides each in one step: one winner, the other told SESSION_IN_USE naming the winner, with
