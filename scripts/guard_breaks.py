@@ -504,8 +504,9 @@ BREAKS = [
     Break("a-scripts-box-scroll-is-a-scroll", "mcpbrowser/session/settle.py",
           "          if (spot(boxes[i]) === before[i]) continue;", "          continue;",
           "A script's scroll of a box is waited for as a scroll.", "docs/tools.md",
-          ("tests/test_single_page_apps.py::test_a_smooth_scroll_the_click_asked_for_has_arrived_when_it_answers"
-           "[#box-down-Arrived at box-end]",)),
+          ("tests/test_single_page_apps.py::test_a_scripts_scroll_of_a_box_is_a_scroll_before_its_event",
+           "tests/test_single_page_apps.py::test_a_smooth_scroll_the_click_asked_for_has_arrived_when_it_answers"
+           "[#box-down-Arrived at box-end]")),
     Break("a-tickers-scroll-is-its-own", "mcpbrowser/session/settle.py",
           "const origin = movedBy.get(e.target);", "const origin = undefined;",
           "A page's own scrolling, begun before the action, is not the action's.", "docs/tools.md",

@@ -126,6 +126,9 @@ PAGES["/smooth"] = """<!doctype html><title>Smooth</title><style>html, #box { sc
 <button id="box-down" onclick="document.getElementById('box').scrollTop = 6000">Box down</button>
 <button id="at-once" onclick="document.getElementById('far').scrollIntoView({behavior: 'smooth'});
   document.title = scrollY > 0 ? 'Moved at once' : 'Not moved yet'">At once</button>
+<button id="box-look" onclick="document.getElementById('box').scrollTop = 3000;
+  __mcpbSettle(0, 100, 1500, 2).then(([waited]) => document.getElementById('look').textContent =
+    waited ? 'Look: it waited' : 'Look: it saw nothing')">Box look</button><p id="look"></p>
 <div id="box" style="height: 100px; overflow: auto"><div style="height: 6000px"></div><p id="box-end">end</p></div>
 <div style="height: 9000px"></div><h2 id="far">Far section</h2><div style="height: 3000px"></div>
 <script>
@@ -156,6 +159,17 @@ def test_the_browser_we_launch_scrolls_at_once_where_a_page_asks_for_a_smooth_sc
     machine's slower settle could also wait for."""
     client.tool("navigate", sessionId=session, url=pages.url("/smooth"))
     assert client.tool("click", sessionId=session, selector="#at-once")["title"] == "Moved at once"
+
+
+def test_a_scripts_scroll_of_a_box_is_a_scroll_before_its_event(client, session, pages):
+    """The rule the box's case above races for, read where no frame can come between: the page's handler scrolls a
+    box and asks the settle's page side (the init script's `__mcpbSettle`, FINISH mode: it leaves the server's own
+    bookkeeping alone) in the same task, before the scroll event exists. Counted at once, the scroll is waited for
+    (its first look is not "nothing pending": 0 ms)."""
+    client.tool("navigate", sessionId=session, url=pages.url("/smooth"))
+    client.tool("click", sessionId=session, selector="#box-look")
+    client.tool("wait_for", sessionId=session, text="Look: it")
+    assert found(client, session, "Look: it waited") == 1
 
 
 def test_a_same_document_url_change_is_urlchanged_not_navigated_and_refs_stay(client, session, pages):
