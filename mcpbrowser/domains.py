@@ -170,10 +170,14 @@ class DomainPolicy:
     def scheme_allowed(self, url):
         return urlsplit(url).scheme.lower() in self.schemes
 
+    def blocks(self, host):
+        """Whether --blocked-domains names `host`: refused whatever anyone allows (a person's grant included)."""
+        return any(domain_matches(canonical_host(host), p) for p in self.blocked)
+
     def host_allowed(self, host):
         """Blocked always wins; then every list that exists must allow the host (so narrowing never widens)."""
         host = canonical_host(host)
-        if any(domain_matches(host, p) for p in self.blocked):
+        if self.blocks(host):
             return False
         with self._lock:
             if host in self.granted:

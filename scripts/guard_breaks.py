@@ -85,6 +85,11 @@ BREAKS = [
           "One live copy: a session is resumed by one server, decided by a conditional UPDATE.", "docs/history.md",
           ("tests/test_store.py::test_of_two_servers_resuming_a_dead_servers_sessions_at_once_exactly_one_wins_each",
            "tests/test_store.py::test_two_servers_claiming_a_dead_servers_session_on_one_read_of_it_give_one_winner")),
+    Break("blocked-host-not-asked", "mcpbrowser/session/network_policy.py",
+          "            if self.policy.blocks(host):", "            if False:",
+          "A host in --blocked-domains is refused without asking the person (no yes lets it through).",
+          "docs/safety.md",
+          ("tests/test_security.py::test_a_blocked_host_is_refused_without_asking_the_person",)),
     Break("resume-owner", "mcpbrowser/core/dispatch.py",
           "if call.owner is not None and session_id is not None and self._registry.owner_of(session_id) != call.owner:",
           "if tool.needs_session and call.owner is not None and session_id is not None and "

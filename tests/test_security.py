@@ -13,6 +13,7 @@ from support import McpClient, stored_text, wait_for
 pytestmark = pytest.mark.e2e
 
 FORBIDDEN_HOST = "127.0.0.2"  # loopback too, but another host as far as the policy is concerned
+BLOCKED_HOST = "127.0.0.3"  # in the asking server's --blocked-domains
 
 
 class _Counter(BaseHTTPRequestHandler):
@@ -32,7 +33,17 @@ class _Counter(BaseHTTPRequestHandler):
 @pytest.fixture
 def forbidden():
     """A server that must never be reached; it counts every request, WebSocket upgrades included."""
-    httpd = ThreadingHTTPServer((FORBIDDEN_HOST, 0), _Counter)
+    yield from _counting(FORBIDDEN_HOST)
+
+
+@pytest.fixture
+def blocked():
+    """The same, on the host the asking server blocks."""
+    yield from _counting(BLOCKED_HOST)
+
+
+def _counting(host):
+    httpd = ThreadingHTTPServer((host, 0), _Counter)
     httpd.daemon_threads = True
     httpd.hits = []
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -42,7 +53,7 @@ def forbidden():
 
 
 def base(httpd):
-    return f"http://{FORBIDDEN_HOST}:{httpd.server_port}"
+    return f"http://{httpd.server_address[0]}:{httpd.server_port}"
 
 
 def test_allowlist_is_enforced_on_every_route(session_on, pages, forbidden):
@@ -122,7 +133,8 @@ def asking():
         c.asked.append(params.message)
         return types.ElicitResult(action=c.action)
 
-    c = McpClient("--allowed-domains", "127.0.0.1", "--ask-new-domains", elicitation_callback=answer)
+    c = McpClient("--allowed-domains", "127.0.0.1", "--ask-new-domains", "--blocked-domains", BLOCKED_HOST,
+                  elicitation_callback=answer)
     yield c
     c.close()
 
@@ -141,6 +153,24 @@ def test_new_domains_are_asked_through_elicitation(asking, pages, forbidden, act
             err = c.error("navigate", sessionId=sid, url=url)
             assert err["errorCode"] == "DOMAIN_NOT_ALLOWED" and err["details"]["userAction"] == action
             assert forbidden.hits == []
+        assert len(c.asked) == 1 and FORBIDDEN_HOST in c.asked[0]
+    finally:
+        c.call("close_session", {"sessionId": sid})
+
+
+def test_a_blocked_host_is_refused_without_asking_the_person(asking, forbidden, blocked):
+    """--blocked-domains wins over a person's yes (the proxy refuses the host whatever was granted): a navigation
+    to it is refused at once, naming the block, and no one is asked a question whose answer changes nothing.
+    The control: the same server asks about a host that is only missing from the allowlist."""
+    c = asking
+    c.action, c.asked = "accept", []
+    sid = c.tool("create_session")["sessionId"]
+    try:
+        err = c.error("navigate", sessionId=sid, url=f"{base(blocked)}/blocked")
+        assert err["errorCode"] == "DOMAIN_NOT_ALLOWED" and "blocked domains" in err["message"], err
+        assert err["details"]["domain"] == BLOCKED_HOST
+        assert c.asked == [] and blocked.hits == []
+        assert c.tool("navigate", sessionId=sid, url=f"{base(forbidden)}/asked")["title"] == "Forbidden page"
         assert len(c.asked) == 1 and FORBIDDEN_HOST in c.asked[0]
     finally:
         c.call("close_session", {"sessionId": sid})

@@ -142,6 +142,9 @@ class NetworkPolicy:
                 f"(start the server with --url-schemes to add {scheme}).", session_id=self.session_id)
         if not self.policy.allows(url):
             host = host_of(url)
+            if self.policy.blocks(host):  # no one's yes lets it through: the person is not asked
+                raise DomainNotAllowed(f"{host} is in the server's blocked domains.", session_id=self.session_id,
+                                       details={"domain": host})
             self.ask_user(self.session_id, host)  # raises DomainNotAllowed unless the person accepts
             self.policy.grant(host)
 

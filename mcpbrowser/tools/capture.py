@@ -380,7 +380,8 @@ TOOLS = [
     SessionTool(
         name="dom_snapshot", group="extra", text_field="html", title="DOM snapshot",
         description="The DOM as indented HTML (scripts and styles elided), cut at maxNodes.",
-        input_schema=session_schema({**TARGET, "maxNodes": MAX_NODES, "timeout": TIMEOUT}),
+        input_schema=session_schema({**TARGET, "maxNodes": schema.integer(f"Default {DEFAULT_MAX_NODES}.", minimum=1,
+                                                                          maximum=100_000), "timeout": TIMEOUT}),
         handler=dom_snapshot, read_only=True,
         output_schema=result_schema(html="string", nodes="integer", totalNodes="integer", truncated="boolean",
                                     url="string"),
