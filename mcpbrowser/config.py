@@ -704,13 +704,20 @@ class Config:
 _SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+# 'single' (as is) or "double" (with \n, \" and \\ read), then a comment may follow: NAME='value'  # note
+_QUOTED = re.compile(r"""(?:'([^']*)'|"((?:[^"\\]|\\.)*)")(?:\s+#.*)?""", re.S)
+
+
 def _dotenv_value(text):
-    """A dotenv value: quoted ('…' as is, "…" with \\n, \\" and \\\\), or bare up to a ` #` comment."""
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        inner = text[1:-1]
-        if text[0] == "'":
-            return inner
-        return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), inner)
+    """A dotenv value: quoted, a ` # comment` after the closing quote allowed, or bare up to a ` #` comment. A value
+    whose first and last characters are the same quote is quoted whatever it holds between them (`'it's'`)."""
+    quoted = _QUOTED.fullmatch(text)
+    if quoted is None and len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        quoted = re.fullmatch(r"'(.*)'|\"(.*)\"", text, re.S)
+    if quoted and quoted.group(1) is not None:
+        return quoted.group(1)
+    if quoted:
+        return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), quoted.group(2))
     return text.split(" #", 1)[0].strip()
 
 

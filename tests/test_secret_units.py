@@ -93,9 +93,11 @@ def test_a_held_value_is_scrubbed_until_its_last_hold_ends_and_a_known_one_stays
 
 def test_the_secrets_file_reads_as_dotenv_and_its_errors_name_the_line_never_the_value(tmp_path):
     env = tmp_path / "s.env"
-    env.write_text("# comment\n\nA=plain-value # note\nexport B=\"quo\\\"ted\\n\"\nC='a # b'\nalice:A=hers\n")
+    env.write_text("# comment\n\nA=plain-value # note\nexport B=\"quo\\\"ted\\n\"\nC='a # b'\nalice:A=hers\n"
+                   "D='quoted'   # a comment after the quotes, as dotenv reads it\nE=\"dq\" # say \"hi\"\nF='it's'\n")
     assert Config(secrets=str(env)).named_secrets() == {
-        None: {"A": "plain-value", "B": 'quo"ted\n', "C": "a # b"}, "alice": {"A": "hers"}}
+        None: {"A": "plain-value", "B": 'quo"ted\n', "C": "a # b", "D": "quoted", "E": "dq", "F": "it's"},
+        "alice": {"A": "hers"}}
     for bad, why in (("A b=value-x", "line 1"), ("A=", "A has no value"), ("just-value-x", "line 1")):
         env.write_text(bad)
         with pytest.raises(ConfigError) as raised:
