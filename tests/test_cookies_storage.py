@@ -13,13 +13,15 @@ SID = "S3ss10n-9f8e7d6c5b4a"       # set by the site, HttpOnly
 TOKEN = "t0ken-Agent-Set-77aa"     # set by the agent, named like a token
 STORED = "st0red-Api-Key-31x"      # a localStorage entry named like a key
 NAMED = "n4med-First-Sess-0q"      # set by the site, asked for by name before any listing masked it
+PREFS = "pr3fs-Held-Only-9k"       # an HttpOnly cookie whose name says nothing of a login
 
 
 class Site(HtmlHandler):
     def do_GET(self):
         if self.path == "/login":
             return self._send(200, "<title>In</title>", [("Set-Cookie", f"sid={SID}; HttpOnly; Path=/"),
-                                                         ("Set-Cookie", "theme=dark; Path=/")])
+                                                         ("Set-Cookie", "theme=dark; Path=/"),
+                                                         ("Set-Cookie", f"prefs={PREFS}; HttpOnly; Path=/")])
         if self.path == "/login2":
             return self._send(200, "<title>In</title>", [("Set-Cookie", f"session2={NAMED}; Path=/")])
         # The page shows what the browser sent, as a careless site's debug footer would.
@@ -87,17 +89,18 @@ def test_a_secret_cookie_never_in_an_answer_the_history_or_a_log(world, sid):
     by_name = {c["name"]: c for c in listed["cookies"]}
     assert by_name["sid"]["value"] == "[REDACTED]" and by_name["sid"]["secret"] is True
     assert by_name["theme"]["value"] == "dark"
+    assert by_name["prefs"]["value"] == "[REDACTED]" and by_name["prefs"]["secret"] is True  # HttpOnly: a secret
     set_answer = client.tool("cookies", sessionId=sid, action="set", name="auth_token", value=TOKEN)
     client.tool("storage", sessionId=sid, action="set", name="api_key", value=STORED)
     assert client.tool("storage", sessionId=sid)["entries"] == [
         {"name": "api_key", "value": "[REDACTED]", "secret": True}]
     client.tool("navigate", sessionId=sid, url=url + "/show")  # the page shows them: the snapshot must not
     page = client.tool("snapshot", sessionId=sid)["snapshot"]
-    assert "sent: " in page and SID not in page and TOKEN not in page
+    assert "sent: " in page and SID not in page and TOKEN not in page and PREFS not in page
     logged = client.tool("console_logs", sessionId=sid)
     assert "auth_token=" in json.dumps(logged)  # the page logged its cookies; the secret's value is hidden
     answers = json.dumps([listed, set_answer, page, logged])
-    assert SID not in answers and TOKEN not in answers
+    assert SID not in answers and TOKEN not in answers and PREFS not in answers
     # Asked for by name, the value is the agent's to read; the history's row of that call stays scrubbed.
     asked = client.tool("cookies", sessionId=sid, name="sid")
     assert asked["cookies"][0]["value"] == SID

@@ -1,5 +1,6 @@
 """The HTTP transport's pure parts: sealed request states, routing-header checks, the --http settings."""
 
+import json
 import time
 
 import pytest
@@ -8,7 +9,7 @@ from support import wait_for
 from mcpbrowser.config import Config, ConfigError
 from mcpbrowser.transports import protocol, tool_methods
 from mcpbrowser.transports.compression import accepts_gzip
-from mcpbrowser.transports.http import _header_mismatch
+from mcpbrowser.transports.http import McpWsgiApp, _header_mismatch
 from mcpbrowser.transports.tool_methods import RequestStates
 
 pytestmark = pytest.mark.unit
@@ -96,8 +97,6 @@ def test_the_registry_entry_names_this_package_and_version():
 
 
 def test_allowed_origins_are_exact_and_loopback_always():
-    from mcpbrowser.transports.http import McpWsgiApp
-
     app = McpWsgiApp(None, allowed_origins=["https://app.example.com"])
     for origin in ("https://app.example.com", "https://app.example.com/", "http://localhost:9", "http://[::1]:80"):
         assert app._origin_allowed(origin), origin
@@ -138,7 +137,7 @@ def test_serve_refuses_a_reachable_bind_for_an_app_without_tokens():
     """Config refuses it first; serve() refuses again, before binding, whatever built the app."""
     import threading
 
-    from mcpbrowser.transports.http import McpWsgiApp, serve
+    from mcpbrowser.transports.http import serve
     from mcpbrowser.transports.http_server import Limits
 
     limits = Limits(5, 30, 5, 512, 128)
@@ -202,3 +201,46 @@ def test_connections_without_a_token_crowd_out_only_each_other():
             sock.close()
     finally:
         runner.close()
+
+
+def test_a_handshake_era_client_unheard_of_for_its_idle_time_is_forgotten(monkeypatch):
+    """http.md: an Mcp-Session-Id acts as its client until it ends or idles out (CLIENT_IDLE_S): past that, its id
+    answers 404 like one never given, and its record is freed. The control: a client heard of lately is kept."""
+    import io
+
+    from fakes import fake_core
+
+    from mcpbrowser.transports import http as http_module
+
+    core = fake_core()
+    app = McpWsgiApp(core.start())
+
+    def post(body, session_id=None):
+        data = json.dumps(body).encode()
+        environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/mcp", "HTTP_HOST": "127.0.0.1", "SERVER_NAME": "127.0.0.1",
+                   "SERVER_PORT": "80", "REMOTE_ADDR": "127.0.0.1", "CONTENT_TYPE": "application/json",
+                   "HTTP_ACCEPT": "application/json, text/event-stream", "CONTENT_LENGTH": str(len(data)),
+                   "wsgi.input": io.BytesIO(data), "wsgi.url_scheme": "http"}
+        if session_id:
+            environ["HTTP_MCP_SESSION_ID"] = session_id
+        said = {}
+        body_out = b"".join(app(environ, lambda status, headers, *_: said.update(status=status, headers=headers)))
+        return said["status"], dict(said["headers"]), body_out
+
+    def initialize():
+        status, headers, _ = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+        assert status.startswith("200"), status
+        return headers[http_module.SESSION_HEADER]
+
+    try:
+        old = initialize()
+        assert post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, old)[0].startswith("200")
+        initialize()  # a new client's arrival forgets the idle ones: none yet
+        assert post({"jsonrpc": "2.0", "id": 2, "method": "ping"}, old)[0].startswith("200")
+        monkeypatch.setattr(http_module, "CLIENT_IDLE_S", 0.0)
+        time.sleep(0.01)
+        initialize()
+        assert post({"jsonrpc": "2.0", "id": 3, "method": "ping"}, old)[0].startswith("404")
+    finally:
+        core.close()

@@ -126,6 +126,14 @@ ROLES = """<!doctype html><title>Roles</title>
 <label>C <input id=c autocomplete=cc-number role=spinbutton></label>
 <script>for (const f of [a, b, c]) f.value = 'VALUE';</script>""".replace("VALUE", PREFILLED)
 
+# A field for each `autocomplete` token safety.md names as a secret field's, and one a plain field's; each holds a
+# value of its own (its token in it), as a password manager would fill it.
+SECRET_TOKENS = ("current-password", "new-password", "one-time-code", "cc-number", "cc-csc", "cc-exp", "cc-exp-month",
+                 "cc-exp-year")
+AUTOFILLED = "<!doctype html><title>Autofilled</title>" + "".join(
+    f'<label>{token} <input autocomplete="{token}" value="Zk4{token}-held"></label>'
+    for token in (*SECRET_TOKENS, "username"))
+
 
 class Site(HtmlHandler):
     """The pages above; every request to /beacon (its query, its body) is kept in `heard`."""
@@ -146,7 +154,7 @@ class Site(HtmlHandler):
                      "/namer": NAMER, "/storm": STORM, "/quiet": QUIET,
                      "/asker": ASKER, "/bloater": BLOATER,
                      "/liar": LIAR, "/unmasker": UNMASKER,
-                     "/roles": ROLES}
+                     "/roles": ROLES, "/autofilled": AUTOFILLED}
             self._send(200, pages.get(self.path.split("?")[0], "<title>none</title>"))
 
     def do_POST(self):
@@ -400,6 +408,16 @@ def test_a_page_style_does_not_unmask_a_secret_field_in_a_screenshot(server, sit
 
 # A secret field's value is hidden on every line that shows an input's value (a textbox, a searchbox, a
 # spinbutton, a combobox: redaction.VALUE_ROLES); this was a known limit (xfail) until 2026-11-28.
+def test_every_autocomplete_token_the_manual_names_makes_a_secret_field(server, site):
+    """safety.md: a field whose autocomplete is a password's, a one-time code's or a card's (`cc-number`, `cc-csc`,
+    `cc-exp*`) is a secret field: its value is hidden wherever the page is read. The control: a username field's
+    value shows."""
+    sid = opened(server, site, "/autofilled")
+    answers = [server.tool("snapshot", sessionId=sid), server.tool("dom_snapshot", sessionId=sid)]
+    assert "Zk4username-held" in answers[0]["snapshot"], answers[0]
+    assert [token for token in SECRET_TOKENS if f"Zk4{token}-held" in shown(answers)] == []
+
+
 def test_a_secret_field_in_another_role_hides_its_value_where_it_stands(server, site):
     sid = opened(server, site, "/roles")
     held = "[a.value, b.value, c.value].every(v => v.length === 18)"

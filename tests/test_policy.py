@@ -5,7 +5,7 @@ from hypothesis import given
 from strategies import ipv4_spellings
 
 from mcpbrowser.core.policy_proxy import PolicyProxy, Refused
-from mcpbrowser.domains import DomainPolicy, canonical_host, host_of, is_metadata_address
+from mcpbrowser.domains import DomainPolicy, canonical_host, host_of, is_metadata_address, is_private_address
 
 pytestmark = pytest.mark.unit
 
@@ -93,3 +93,20 @@ def test_a_wildcard_does_not_match_a_look_alike_host(host):
     for twin in ("shop.example.com", "a.b.example.com", "SHOP.Example.COM."):
         assert allowing.allows(f"http://{twin}/") and not blocking.allows(f"http://{twin}/")
     assert not DomainPolicy(session_allowed=["*.example.com"]).host_allowed(host)
+    # A plain name is only itself: none of the look-alikes, nor a subdomain.
+    plain, plain_blocked = DomainPolicy(allowed=["example.com"]), DomainPolicy(blocked=["example.com"])
+    assert not plain.allows(f"http://{host}/") and plain_blocked.allows(f"http://{host}/")
+    assert plain.allows("http://EXAMPLE.com./") and not plain.allows("http://shop.example.com/")
+    assert not plain_blocked.allows("http://example.com/") and plain_blocked.allows("http://shop.example.com/")
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.1.1", "0.0.0.0",
+                                     "100.64.0.1", "100.127.255.254", "224.0.0.1", "239.255.255.250", "240.0.0.1",
+                                     "255.255.255.255", "::1", "::", "fc00::1", "fe80::1%eth0", "ff02::1",
+                                     "::ffff:10.0.0.1", "::ffff:100.64.0.1", "2001:db8::1"])
+def test_block_private_networks_refuses_every_address_that_is_not_public(address):
+    """--block-private-networks: loopback, private, link-local, shared (CGNAT 100.64/10), multicast, reserved and
+    documentation addresses are not the public internet (a proxy check that asked `is_private` let CGNAT and multicast
+    through); a public address is."""
+    assert is_private_address(address)
+    assert not is_private_address("93.184.216.34") and not is_private_address("2606:2800:220:1:248:1893:25c8:1946")

@@ -186,3 +186,12 @@ def test_a_logged_traceback_never_shows_a_known_secret(log_stream, formatter):
         out = json.loads(out)["exc_info"]
     assert "Traceback" in out and "KeyError" in out and "test_a_logged_traceback_never_shows" in out
     assert secret not in out and "hunter2" not in out
+
+
+def test_a_secret_of_four_characters_is_scrubbed_in_every_form_and_a_shorter_one_is_not():
+    """safety.md: every secret value of 4 characters or more is scrubbed from every later answer (a PIN); a shorter
+    one would scrub every such run of letters from all text, so it is hidden only where it stands."""
+    from mcpbrowser.session.snapshots import secret_forms
+
+    assert {"7391", "Ab9z", "AB9Z", "ab9z"} <= secret_forms(["7391", "Ab9z"])
+    assert secret_forms(["739", ""]) == set()

@@ -232,15 +232,16 @@ def test_a_popups_console_and_requests_are_its_tabs_and_go_with_it(client, pages
     assert wait_for(lambda: _urls(client, session, allPages=True)[1].get("otherTabs") == 2, 10)
     urls, answer = _urls(client, session)
     assert urls == ["tabs-logs", "title/opener-api"] and answer["otherTabs"] == 2, answer
-    # Selected, the popup shows its own: its document, the 404, its error; the opener's line is counted.
-    client.tool("tabs", sessionId=session, action="select", index=1)
+    # Selected, the popup shows its own: its document, the 404, its error; the opener's line is counted. The page
+    # the agent looks at is another document: `navigated` (tools.md), both ways.
+    assert client.tool("tabs", sessionId=session, action="select", index=1)["navigated"] is True
     shown, answer = _messages(client, session)
     assert shown[0] == "popup failed " and "404" in shown[1] and answer["otherTabs"] == 1, answer
     urls, answer = _urls(client, session, failed=True)
     assert urls == ["tabs-missing"] and answer["entries"][0]["status"] == 404 and "otherTabs" not in answer, answer
     assert _urls(client, session)[0] == ["tabs-noisy?", "tabs-missing"]
     # Back on the opener, its entries are still there; the popup's still are the popup's.
-    client.tool("tabs", sessionId=session, action="select", index=0)
+    assert client.tool("tabs", sessionId=session, action="select", index=0)["navigated"] is True
     assert _messages(client, session)[0] == ["opener line"]
     # Closed, the popup's entries go with it: neither shown nor counted, though the session's console stream
     # (the log resource the view reads) keeps every tab's.

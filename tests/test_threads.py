@@ -10,6 +10,7 @@ from mcpbrowser.errors import (
     BrowserError,
     CircuitOpen,
     ElementNotFound,
+    RateLimited,
     ResourceExhausted,
     ServerStopping,
     SessionExpired,
@@ -404,3 +405,36 @@ def test_a_walk_taken_for_one_command_is_no_other_commands_answer():
     assert fresh_walk(state(begun=5, navigations=2), held) is None  # the tab's document changed
     assert fresh_walk(state(begun=5, unsettled=("tab",)), held) is None  # a settle is still to finish
     assert fresh_walk(state(begun=5), ("- button [ref=e1]", 8)) is None  # not the held snapshot's walk
+
+
+def test_the_rate_limit_counts_each_client_session_and_tool_apart():
+    """safety.md: --rate-limit N allows N calls a minute per client, session and tool: one client's calls use up
+    none of another's, and an agent's calls in one session none of its other sessions'."""
+    from mcpbrowser.core.call import Embedder
+
+    class Named(Embedder):
+        def __init__(self, name):
+            super().__init__(lambda: None)
+            self._named = name
+
+        @property
+        def name(self):
+            return self._named
+
+    def call(who, tool, args=None):
+        return core.call_tool(tool, args or {}, Named(who)).result(5)
+
+    core = fake_core(rate_limit=2)
+    try:
+        first, second = core.create_session().id, core.create_session().id
+        for _ in range(2):
+            assert call("alice", "list_sessions").error is None
+        assert isinstance(call("alice", "list_sessions").error, RateLimited)  # the control: the limit is there
+        assert call("bob", "list_sessions").error is None
+        for _ in range(2):
+            assert call("alice", "navigate", {"sessionId": first, "url": "http://example.test/"}).error is None
+        assert isinstance(call("alice", "navigate", {"sessionId": first, "url": "http://example.test/"}).error,
+                          RateLimited)
+        assert call("alice", "navigate", {"sessionId": second, "url": "http://example.test/"}).error is None
+    finally:
+        core.close()

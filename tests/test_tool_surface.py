@@ -185,7 +185,15 @@ def test_upload_file_only_from_allowed_dirs(full, sid, pages, dirs):
     assert title(full, sid) == "files=a.txt,b.txt"
     secret = dirs["outside"] / "secret.txt"
     secret.write_text("no")
-    for path in (str(secret), str(dirs["uploads"] / ".." / secret.parent.name / "secret.txt")):
+    # Beside the folder, a name it starts with (uploads0-x beside uploads0); inside it, a link out of it.
+    sibling = dirs["uploads"].parent / (dirs["uploads"].name + "-x")
+    sibling.mkdir(exist_ok=True)
+    (sibling / "key.txt").write_text("no")
+    link = dirs["uploads"] / "link-out.txt"
+    if not link.is_symlink():
+        link.symlink_to(secret)
+    for path in (str(secret), str(dirs["uploads"] / ".." / secret.parent.name / "secret.txt"), str(sibling / "key.txt"),
+                 str(link)):
         err = full.error("upload_file", sessionId=sid, selector="#file", paths=[path])
         assert err["errorCode"] == "INVALID_PARAMETERS" and "--upload-dir" in err["message"]
     missing = full.error("upload_file", sessionId=sid, selector="#file", paths=[str(dirs["uploads"] / "nope")])

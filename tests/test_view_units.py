@@ -142,3 +142,19 @@ def test_a_persons_tools_do_not_exist_for_the_library():
             assert tool.name not in refused.value.details["known"] and "click" in refused.value.details["known"]
     finally:
         core.close()
+
+
+def test_a_sign_in_ends_after_its_hours_and_a_stolen_cookie_with_it(monkeypatch):
+    """view.md: the cookie names a sign-in kept on the server for SIGN_IN_HOURS; past them the same cookie signs no
+    one in (a stolen one too), and the sign-in is forgotten."""
+    clock = [1000.0]
+    monkeypatch.setattr(auth.time, "monotonic", lambda: clock[0])
+    signs = SignIns({TOKEN: "alice"}, set())
+    cookie = signs.start(signs.by_token(TOKEN))
+    environ = {"HTTP_COOKIE": f"{auth.COOKIE}={cookie}"}
+    clock[0] += auth.SIGN_IN_HOURS * 3600 - 1
+    assert signs.lookup(environ)[0].name == "alice"  # the control: within its hours it holds
+    clock[0] += 2
+    assert signs.lookup(environ) is None
+    clock[0] -= 2  # the clock is not what ends it now: it was forgotten
+    assert signs.lookup(environ) is None
