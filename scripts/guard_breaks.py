@@ -46,7 +46,74 @@ class Break:
     tests: tuple[str, ...]  # pytest node ids; the break is caught when one of them fails
 
 
+# Tests that hold several breaks' promises.
+DIFFS = ("tests/test_history.py::test_the_diff_cursor_is_each_sessions_a_search_leaves_it_and_a_long_diff_is_the_"
+         "page")
+LOCATORS = "tests/test_script_export_units.py::test_a_locators_exact_and_nth_are_decided_as_playwright_matches_names"
+PRUNING = ("tests/test_store.py::test_a_running_store_prunes_every_thousand_writes_and_the_pages_only_old_calls_kept_"
+           "go")
+
 BREAKS = [
+    # -- a second hunt's (helper-47, 2026-12-07): history, saved logins, downloads, the view, HTTP, groups, export --
+    Break("groups-per-client", "mcpbrowser/core/tool_groups.py",
+          "return self._server | self._enabled.get(owner, set())",
+          "return self._server.union(*self._enabled.values())",
+          "enable_tools turns groups on for its own client only.", "docs/tools.md",
+          ("tests/test_tool_groups.py::test_a_group_a_client_enables_is_on_for_that_client_only",)),
+    Break("view-input-only-the-holder", "mcpbrowser/view/hands.py",
+          'if (self.core.session(session_id) or {}).get("heldBy") != viewer.name:',
+          'if (self.core.session(session_id) or {}).get("heldBy") is None:',
+          "While a person holds a session nobody else drives it, an operator included.", "docs/view.md",
+          ("tests/test_view_units.py::test_only_the_person_holding_a_session_sends_it_input",)),
+    Break("save-state-same-name-replaces", "mcpbrowser/core/history.py",
+          '"VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner, name) DO UPDATE SET "',
+          '"VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner, name) DO NOTHING -- "',
+          "save_state: the same name replaces.", "docs/tools.md",
+          ("tests/test_store.py::test_a_login_saved_again_under_its_name_replaces_the_old_one_for_that_client_only",)),
+    Break("diff-cursor-per-session", "mcpbrowser/core/history.py",
+          "else 'r.session_id = ?'} ", "else 'r.session_id = ? OR TRUE'} ",
+          "A read is a diff against the snapshot you last read in that session.", "docs/history.md", (DIFFS,)),
+    Break("search-leaves-the-cursor", "mcpbrowser/core/content_tools.py",
+          'content, matches = _search(lines, args["search_for"])',
+          'content, matches = _search(lines, args["search_for"]); core.history.mark_read(ref_id, len(lines), digest)',
+          "search_for leaves the cursor alone.", "docs/history.md", (DIFFS,)),
+    Break("search-any-case", "mcpbrowser/core/content_tools.py", "needle = term.lower()", "needle = term",
+          "search_for finds lines that hold its text in any case.", "docs/history.md", (DIFFS,)),
+    Break("diff-over-half-is-the-page", "mcpbrowser/core/content_tools.py",
+          "if len(content) * 2 > len(text):", "if len(content) > len(text):",
+          "A diff longer than half the page is the page itself (mode full).", "docs/history.md", (DIFFS,)),
+    Break("added-lines-keep-refs", "mcpbrowser/core/content_tools.py",
+          'out += ["+" + line for line in new[b1:b2]]', 'out += ["+" + REF.sub("", line) for line in new[b1:b2]]',
+          "A diff's added lines keep their refs, to act on them.", "docs/history.md", (DIFFS,)),
+    Break("download-names-numbered", "mcpbrowser/session/downloads.py",
+          "-{len(self.entries)}-{safe or 'download'}\"", "-{safe or 'download'}\"",
+          "A download's name carries its number: two of one name are two files.", "docs/tools.md",
+          ("tests/test_downloads.py::test_downloads_within_the_limit_are_saved_and_the_browsers_copies_go",)),
+    Break("orphan-pages-pruned", "mcpbrowser/core/store.py",
+          'conn.execute("DELETE FROM snapshots WHERE hash NOT IN "',
+          'conn.execute("SELECT 1 FROM snapshots WHERE hash NOT IN "',
+          "Retention drops the oldest history, the pages only it kept with it.", "docs/history.md",
+          (PRUNING,)),
+    Break("prune-every-thousand-writes", "mcpbrowser/core/store.py",
+          "if writes >= 1000 and self.fault is None:", "if writes >= 10**9 and self.fault is None:",
+          "Pruning runs at start and then every 1000 writes.", "docs/history.md",
+          (PRUNING,)),
+    Break("body-of-exactly-the-limit", "mcpbrowser/transports/http.py",
+          "return 413 if len(body) > self.max_body_bytes else body",
+          "return 413 if len(body) >= self.max_body_bytes else body",
+          "A message may be at most --max-message-bytes bytes (that many are read).", "docs/http.md",
+          ("tests/test_http_units.py::test_a_body_of_exactly_the_limit_is_read_and_one_byte_more_is_413",)),
+    Break("export-nth-in-its-frame", "mcpbrowser/core/script_export.py",
+          "scope = [e for e in elements if e.frames == mine.frames]", "scope = elements",
+          "A locator's .nth(i) counts the elements of its own frame.", "docs/export.md", (LOCATORS,)),
+    Break("export-exact-any-case", "mcpbrowser/core/script_export.py",
+          "mine.name.lower() in e.name.lower()", "mine.name in e.name",
+          "exact=True where another name contains this one, as get_by_role matches (any case).", "docs/export.md",
+          (LOCATORS,)),
+    Break("export-expect-5000", "mcpbrowser/core/script_export.py",
+          '"{EXPECT_ENV}", "5000"', '"{EXPECT_ENV}", "30000"',
+          "Every expect waits MCPBROWSER_EXPECT_TIMEOUT ms, 5000 by default.", "docs/export.md",
+          ("tests/test_script_export_units.py::test_every_expect_waits_5000_ms_unless_the_environment_says_otherwise",)),
     # -- an outside mutation hunt's twelve (helper-45, 2026-12-07): breaks no test noticed, each test since seen
     # failing with its break ----------------------------------------------------------------------------------
     Break("plain-name-is-only-itself", "mcpbrowser/domains.py",

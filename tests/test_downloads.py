@@ -33,7 +33,8 @@ PEAK_BOUND = 16 * MB
 
 class _Files(BaseHTTPRequestHandler):
     """/page?links=a,b (the links, with `download`, and a button that clicks them all, now or after
-    `later` ms; with `together=N`, no stream sends its body before N have started); /chunked (40 MB),
+    `later` ms; with `together=N`, no stream sends its body before N have started; with `same`, every link the
+    same suggested name); /chunked (40 MB),
     /endless, /sized (40 MB with its Content-Length), /small (300 KB)."""
     protocol_version = "HTTP/1.1"
 
@@ -45,7 +46,8 @@ class _Files(BaseHTTPRequestHandler):
         query = dict(urllib.parse.parse_qsl(url.query))
         if url.path == "/page":
             together = f"&together={query['together']}" if "together" in query else ""
-            links = "".join(f'<a download="f{i}.bin" href="/{kind}?n={i}{together}">{kind}</a>'
+            links = "".join(f'<a download="{"same.bin" if "same" in query else f"f{i}.bin"}" '
+                            f'href="/{kind}?n={i}{together}">{kind}</a>'
                             for i, kind in enumerate(query["links"].split(",")))
             click = "document.querySelectorAll('a').forEach(a => a.click())"
             body = (f'<title>files</title>{links}<button id=go onclick="setTimeout(() => {{ {click} }}, '
@@ -207,10 +209,13 @@ def test_a_download_that_announces_its_size_is_not_fetched_whole(limited, files_
 
 
 def test_downloads_within_the_limit_are_saved_and_the_browsers_copies_go(limited, files_server):
-    sid = limited.tool("create_session", url=f"{files_server.url}/page?links=small,small")["sessionId"]
+    sid = limited.tool("create_session", url=f"{files_server.url}/page?links=small,small&same=1")["sessionId"]
     limited.tool("click", sessionId=sid, selector="#go")
     entries = _settled(limited, sid, 2)
     assert [e["status"] for e in entries] == ["saved", "saved"], entries
+    # The same suggested name twice in one second: two files (tools.md: the name carries the download's number).
+    assert len({e["path"] for e in entries}) == 2, entries
+    assert entries[0]["suggestedName"] == entries[1]["suggestedName"] == "same.bin", entries
     for entry in entries:
         with open(entry["path"], "rb") as f:
             assert f.read() == (CHUNK * 5)[:300 * 1024]

@@ -117,6 +117,42 @@ def test_get_content_full_then_diffs_then_empty_then_reset(session_on, pages, sh
     assert no_snapshot["errorCode"] == "CONTENT_NOT_FOUND"
 
 
+def _listing(*items):
+    return "data:text/html,<title>List</title><ul>" + "".join(f"<li>{item}</li>" for item in items) + "</ul>"
+
+
+def test_the_diff_cursor_is_each_sessions_a_search_leaves_it_and_a_long_diff_is_the_page(session_on, shared_db):
+    """history.md: a read is a diff against what that session last read; `search_for` (in any case) leaves the cursor
+    alone; added lines keep their refs; a diff longer than half the page is the page itself (`mode: full`)."""
+    from mcpbrowser.core.content_tools import _diff
+
+    c, sid = session_on("--db", shared_db)
+    other = c.tool("create_session")["sessionId"]
+    try:
+        items = [f"entry {n} of the list" for n in range(10)]
+        first = c.tool("navigate", sessionId=sid, url=_listing(*items))["refId"]
+        second = c.tool("navigate", sessionId=sid, url=_listing(*items[:9], "the new last entry"))["refId"]
+        assert c.tool("get_content", ref_id=first)["mode"] == "full"
+        found = c.tool("get_content", ref_id=second, search_for="THE NEW LAST")
+        assert found["mode"] == "search" and found["matches"] == 1 and "the new last entry" in found["content"]
+        diff = c.tool("get_content", ref_id=second)  # still against the first: the search moved nothing
+        assert diff["mode"] == "diff", diff
+        added = [line for line in diff["content"].splitlines() if line.startswith("+")]
+        assert len(added) == 1 and "the new last entry" in added[0] and "[ref=" in added[0], diff
+        # Another session's first read is whole, whatever this one read.
+        third = c.tool("navigate", sessionId=other, url=_listing(*items[:9], "the new last entry"))["refId"]
+        assert c.tool("get_content", ref_id=third)["mode"] == "full"
+        # Four of ten lines changed: a diff longer than half the page, shorter than all of it.
+        fourth = c.tool("navigate", sessionId=sid, url=_listing(*items[:6], *(f"changed {n} here" for n in range(4))))
+        whole = c.tool("get_content", ref_id=fourth["refId"], reset_cursor=True)["content"]
+        before = c.tool("get_content", ref_id=second, reset_cursor=True)["content"]
+        text = _diff(before.splitlines(), whole.splitlines())
+        assert len(whole) / 2 < len(text) < len(whole), (len(text), len(whole))  # the control: the case is the one
+        assert c.tool("get_content", ref_id=fourth["refId"])["mode"] == "full"
+    finally:
+        c.call("close_session", {"sessionId": other})
+
+
 def test_console_content_is_formatted_filtered_and_never_diffed(session_on, pages, shared_db):
     c, sid = session_on("--db", shared_db)
     ref = c.tool("navigate", sessionId=sid, url=pages.url("/logs"))["refId"]

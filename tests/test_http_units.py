@@ -244,3 +244,15 @@ def test_a_handshake_era_client_unheard_of_for_its_idle_time_is_forgotten(monkey
         assert post({"jsonrpc": "2.0", "id": 3, "method": "ping"}, old)[0].startswith("404")
     finally:
         core.close()
+
+
+def test_a_body_of_exactly_the_limit_is_read_and_one_byte_more_is_413():
+    """http.md: a message may be at most --max-message-bytes bytes: that many are read, one more is 413, with a
+    Content-Length or without one (a chunked body)."""
+    import io
+
+    app = McpWsgiApp(None, max_body_bytes=100)
+    for size, expected in ((100, b"x" * 100), (101, 413)):
+        body = b"x" * size
+        assert app._read_body({"CONTENT_LENGTH": str(size), "wsgi.input": io.BytesIO(body)}) == expected
+        assert app._read_body({"wsgi.input": io.BytesIO(body)}) == expected

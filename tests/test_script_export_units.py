@@ -59,6 +59,27 @@ def test_a_ref_becomes_the_role_and_name_its_snapshot_gave_it():
     assert locator_for(elements, "e99") is None
 
 
+def test_a_locators_exact_and_nth_are_decided_as_playwright_matches_names():
+    """export.md: `exact=True` where another name contains this one (get_by_role ignores case, so "docs" is in
+    "Docs index"); `.nth(i)` counts the elements of the ref's own frame only (a frame_locator scopes the match)."""
+    elements = parse_snapshot("""- generic [ref=e1]:
+  - link "docs" [ref=e2]
+  - link "Docs index" [ref=e3]
+  - iframe [ref=e4]:
+    - button "Save" [ref=f1e1]
+  - button "Save" [ref=e5]
+""")
+    assert locator_for(elements, "e2") == 'page.get_by_role("link", name="docs", exact=True)'
+    assert locator_for(elements, "e5") == 'page.get_by_role("button", name="Save")'
+    assert locator_for(elements, "f1e1") == 'page.frame_locator("iframe").nth(0).get_by_role("button", name="Save")'
+
+
+def test_every_expect_waits_5000_ms_unless_the_environment_says_otherwise():
+    """export.md: every `expect` waits MCPBROWSER_EXPECT_TIMEOUT ms, 5000 by default."""
+    source, _ = _body([_call("navigate", {"url": "http://x.test/"}, {"url": "http://x.test/", "title": "X"})])
+    assert 'expect.set_options(timeout=int(os.environ.get("MCPBROWSER_EXPECT_TIMEOUT", "5000")))' in source
+
+
 def test_the_snapshot_a_ref_came_from_is_the_latest_that_showed_it():
     first = '- button "Old" [ref=e4]'
     second = '- button "New" [ref=e4]'

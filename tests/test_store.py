@@ -160,6 +160,32 @@ def test_db_max_mb_prunes_oldest_until_it_fits(db_target):
         s.close()
 
 
+def test_a_running_store_prunes_every_thousand_writes_and_the_pages_only_old_calls_kept_go(db_target):
+    """history.md: pruning runs at start and then every 1000 writes; a page stored once by its hash goes with the
+    last call that kept it (a page a newer call kept stays)."""
+    from mcpbrowser.core.store import STORE_PAGE
+
+    s = Store(db_target, retention_days=1)
+    try:
+        old, new = now_ms() - 3 * 86_400_000, now_ms()
+        for ref, at, page in (("old", old, "h-old"), ("new", new, "h-new")):
+            s.write(STORE_PAGE, (page, b"a page", 6, None))
+            s.write("INSERT INTO requests VALUES (?, 's', 'navigate', '{}', ?)", (ref, at))
+            s.write("INSERT INTO responses (ref_id, status, result, timestamp, snapshot_hash) "
+                    "VALUES (?, 'ok', ?, ?, ?)", (ref, b"{}", at, page))
+        s.flush()
+        # The control: both are there (the start's pruning came before them).
+        assert {r[0] for r in s.query("SELECT hash FROM snapshots")} == {"h-old", "h-new"}
+        for i in range(1000):
+            s.write("INSERT INTO requests VALUES (?, 's', 'navigate', '{}', ?)", (f"n{i}", new))
+        s.flush()
+        assert wait_for(lambda: not s.query("SELECT 1 FROM requests WHERE ref_id = 'old'"), 10)
+        assert {r[0] for r in s.query("SELECT hash FROM snapshots")} == {"h-new"}
+        assert s.query("SELECT COUNT(*) FROM requests")[0][0] == 1001
+    finally:
+        s.close()
+
+
 def test_database_and_key_file_are_private(tmp_path):
     path = str(tmp_path / "h.db")
     Store(path).close()
@@ -257,6 +283,26 @@ def test_a_rotated_key_opens_what_the_old_one_sealed_and_seals_it_again_with_the
     assert opened([new, old]) == ((login, url), login)  # rotated: the old key still opens...
     assert opened([new]) == ((login, url), login)  # ...and what it opened was sealed again with the new one
     assert opened([old]) == (None, None)
+
+
+def test_a_login_saved_again_under_its_name_replaces_the_old_one_for_that_client_only(db_target):
+    """tools.md (save_state): the same name replaces; a name is its client's own."""
+    from mcpbrowser.core.history import History
+
+    def login(value):
+        return {"cookies": [{"name": "sid", "value": value, "domain": "x.test"}], "origins": []}
+
+    s = Store(db_target)
+    try:
+        history = History(s)
+        history.save_named_state("alice", "work", login("alice-first"))
+        history.save_named_state("bob", "work", login("bob-own"))
+        history.save_named_state("alice", "work", login("alice-second"))
+        assert history.named_state("alice", "work") == login("alice-second")
+        assert history.named_state("bob", "work") == login("bob-own")
+        assert [entry["name"] for entry in history.named_states("alice")] == ["work"]
+    finally:
+        s.close()
 
 
 def test_a_state_sealed_with_another_key_is_said_so_by_resume_session(tmp_path):

@@ -64,6 +64,23 @@ def test_the_default_list_is_at_most_half_of_playwright_mcps():
     assert model_visible([t.describe(False, on) for t in listed]) <= PLAYWRIGHT_MCP_DEFAULT_CHARS // 2
 
 
+def test_a_group_a_client_enables_is_on_for_that_client_only():
+    """tools.md: enable_tools turns groups on for its own client; another client still sees the group off (no
+    tool of it listed, its call TOOL_NOT_ENABLED), as does the server's own (stdio) client."""
+    from mcpbrowser.errors import ToolNotEnabled
+
+    config = Config(db=":memory:")
+    groups = ToolGroups(config, {t.name: t for t in tools.ALL if t.enabled(config)})
+    hover = groups._tools["hover"]
+    assert groups.enable("alice", ["extra"]) == ["extra"]
+    assert "extra" in groups.on("alice") and "hover" in [t.name for t in groups.listed("alice")[0]]
+    groups.check(hover, {}, "alice")  # the control: on for alice
+    for other in ("bob", None):
+        assert "extra" not in groups.on(other) and "hover" not in [t.name for t in groups.listed(other)[0]]
+        with pytest.raises(ToolNotEnabled):
+            groups.check(hover, {}, other)
+
+
 # The default list before the site group came (routes, cookies, storage, page tools): they
 # are off by default, and the list every conversation pays for did not grow with them.
 DEFAULT_CHARS_BEFORE_NEW_GROUPS = 9_180

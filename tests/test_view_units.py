@@ -158,3 +158,37 @@ def test_a_sign_in_ends_after_its_hours_and_a_stolen_cookie_with_it(monkeypatch)
     assert signs.lookup(environ) is None
     clock[0] -= 2  # the clock is not what ends it now: it was forgotten
     assert signs.lookup(environ) is None
+
+
+def test_only_the_person_holding_a_session_sends_it_input():
+    """view.md: while a person holds a session nobody else drives it, an operator included: anyone else's input is
+    409 and never reaches the core (the person's call passes the session's hold, so this is its guard)."""
+    import json
+
+    from mcpbrowser.view.hands import Hands
+
+    acted = []
+
+    class Core:
+        def session(self, session_id):
+            return {"heldBy": "alice"} if session_id == "s1" else None
+
+        def act(self, session_id, person, action):
+            acted.append((session_id, person, action))
+            done = SimpleNamespace(result=lambda timeout: None)
+            return done
+
+    hands = Hands(Core())
+
+    def send(viewer, session_id="s1"):
+        body = json.dumps({"action": "click", "x": 0.5, "y": 0.5}).encode()
+        said = {}
+        hands.input({"CONTENT_LENGTH": str(len(body)), "wsgi.input": io.BytesIO(body)},
+                    lambda status, headers, *_: said.update(status=status), viewer, session_id)
+        return said["status"]
+
+    assert send(Viewer("ops", None, True)).startswith("409")
+    assert send(Viewer("bob", "bob")).startswith("409")
+    assert send(Viewer("alice", "alice"), "s2").startswith("409")  # held by no one
+    assert acted == []
+    assert send(Viewer("alice", "alice")).startswith("200") and len(acted) == 1  # the control: the holder's input
