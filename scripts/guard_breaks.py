@@ -47,6 +47,7 @@ class Break:
 
 
 # Tests that hold several breaks' promises.
+BREAKER = "tests/test_threads.py::test_a_call_that_works_closes_the_count_and_the_pause_is_breaker_reset_long"
 DIFFS = ("tests/test_history.py::test_the_diff_cursor_is_each_sessions_a_search_leaves_it_and_a_long_diff_is_the_"
          "page")
 LOCATORS = "tests/test_script_export_units.py::test_a_locators_exact_and_nth_are_decided_as_playwright_matches_names"
@@ -54,6 +55,25 @@ PRUNING = ("tests/test_store.py::test_a_running_store_prunes_every_thousand_writ
            "go")
 
 BREAKS = [
+    # -- a third hunt's (helper-48, 2026-12-07): the proxy, the breaker, the downloads' check ----------------------
+    Break("proxy-connects-to-the-checked-address", "mcpbrowser/core/policy_proxy.py",
+          "            return infos[0][4]", "            return (host, port)",
+          "The proxy checks the address it then connects to: a name that re-resolves (DNS rebinding) is refused.",
+          "docs/safety.md",
+          ("tests/test_policy.py::test_the_proxy_connects_to_the_address_it_checked_not_to_the_name_again",)),
+    Break("breaker-success-resets", "mcpbrowser/core/dispatch.py",
+          "                self.breaker.succeeded(call.tool)", "                pass",
+          "CIRCUIT_OPEN after --breaker-threshold BROWSER_ERROR failures in a row (a success starts the count again).",
+          "docs/reliability.md", (BREAKER,)),
+    Break("breaker-reset-honoured", "mcpbrowser/core/dispatch.py",
+          "CircuitBreaker(config.breaker_threshold, config.breaker_reset)",
+          "CircuitBreaker(config.breaker_threshold, 60)",
+          "The circuit stays open for --breaker-reset seconds.", "docs/reliability.md", (BREAKER,)),
+    Break("download-refused-by-policy", "mcpbrowser/session/network_policy.py",
+          "        return not self.policy.allows(inner) or self.refused(inner)",
+          "        return not self.policy.allows(inner)",
+          "A download is saved within the domain policy (the proxy's refusals count).", "docs/tools.md",
+          ("tests/test_policy.py::test_a_download_is_refused_by_the_policy_or_by_the_proxy_having_refused_its_host",)),
     # -- a second hunt's (helper-47, 2026-12-07): history, saved logins, downloads, the view, HTTP, groups, export --
     Break("groups-per-client", "mcpbrowser/core/tool_groups.py",
           "return self._server | self._enabled.get(owner, set())",

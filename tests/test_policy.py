@@ -1,5 +1,7 @@
 """The domain policy's matching, without a browser: canonical hosts and rules."""
 
+from types import SimpleNamespace
+
 import pytest
 from hypothesis import given
 from strategies import ipv4_spellings
@@ -110,3 +112,36 @@ def test_block_private_networks_refuses_every_address_that_is_not_public(address
     through); a public address is."""
     assert is_private_address(address)
     assert not is_private_address("93.184.216.34") and not is_private_address("2606:2800:220:1:248:1893:25c8:1946")
+
+
+def test_the_proxy_connects_to_the_address_it_checked_not_to_the_name_again(monkeypatch):
+    """safety.md: the proxy resolves each name itself and checks the address it then connects to, so a name that
+    re-resolves to a private address (DNS rebinding) is refused: what `check` hands the connection is the checked
+    address, never the name (which the connection would look up a second time). Each lookup here answers the
+    next of a rebinding name's answers; nothing is resolved over the network."""
+    import socket
+
+    answers = iter(["93.184.216.34", "127.0.0.1"])  # public when checked, loopback when asked again
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, port, *a, **k: [
+        (socket.AF_INET, socket.SOCK_STREAM, 6, "", (next(answers), port))])
+    proxy = PolicyProxy(DomainPolicy(block_private=True))
+    try:
+        assert proxy.check("rebind.example", 80) == ("93.184.216.34", 80)
+        with pytest.raises(Refused):  # the control: the second answer, checked, is refused
+            proxy.check("rebind.example", 80)
+    finally:
+        proxy.close()
+
+
+def test_a_download_is_refused_by_the_policy_or_by_the_proxy_having_refused_its_host():
+    """The downloads' check behind the proxy (session/downloads.py saves within the domain policy): a URL the policy
+    forbids, a blob: made by a page of a forbidden origin, or a host the proxy refused already."""
+    from mcpbrowser.session.network_policy import NetworkPolicy
+
+    network = NetworkPolicy("s")
+    network.policy = DomainPolicy(allowed=["127.0.0.1", "allowed.example"])
+    network.proxy = SimpleNamespace(was_refused=lambda host: host == "allowed.example")
+    assert not network.refuses_download("http://127.0.0.1:8000/file.bin")  # the control
+    assert network.refuses_download("http://elsewhere.example/file.bin")
+    assert network.refuses_download("blob:http://elsewhere.example/5a2c")
+    assert network.refuses_download("http://allowed.example/file.bin")  # allowed, but the proxy refused it

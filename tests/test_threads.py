@@ -270,6 +270,37 @@ def test_core_refuses_a_tool_with_circuit_open_and_other_failures_do_not_count()
         core.close()
 
 
+def test_a_call_that_works_closes_the_count_and_the_pause_is_breaker_reset_long():
+    """reliability.md: CIRCUIT_OPEN after --breaker-threshold BROWSER_ERROR failures in a row (a success between
+    them starts the count again), for --breaker-reset seconds: through the core's calls, not the breaker alone."""
+    core = fake_core(breaker_threshold=2, breaker_reset=7)
+    outcomes = iter([playwright.sync_api.Error("one"), None, playwright.sync_api.Error("two"), None,
+                     playwright.sync_api.Error("three"), playwright.sync_api.Error("four")])
+
+    def flaky(state, args, response):
+        failure = next(outcomes)
+        if failure is not None:
+            raise failure
+        response.answer({"ok": True})
+
+    schema = {"type": "object", "properties": {"sessionId": {"type": "string"}}, "required": ["sessionId"]}
+    core.tools["flaky"] = SessionTool("flaky", "Flaky", "fails now and then", schema, flaky)
+    try:
+        sid = core.call("create_session")["sessionId"]
+        for _ in range(2):  # fail, work, fail, work: never two in a row
+            with pytest.raises(BrowserError):
+                core.call("flaky", {"sessionId": sid})
+            assert core.call("flaky", {"sessionId": sid})["ok"] is True
+        for _ in range(2):
+            with pytest.raises(BrowserError):
+                core.call("flaky", {"sessionId": sid})
+        with pytest.raises(CircuitOpen) as refused:  # the control: two in a row open it
+            core.call("flaky", {"sessionId": sid})
+        assert 6_000 < refused.value.details["retryAfterMs"] <= 7_000
+    finally:
+        core.close()
+
+
 def test_quiet_hook_runs_once_after_a_command_once_the_queue_stays_empty():
     worker, state = started_worker()
     ran = []
