@@ -711,9 +711,7 @@ _QUOTED = re.compile(r"""(?:'([^']*)'|"((?:[^"\\]|\\.)*)")(?:\s+#.*)?""", re.S)
 def _dotenv_value(text):
     """A dotenv value: quoted, a ` # comment` after the closing quote allowed, or bare up to a ` #` comment. A value
     whose first and last characters are the same quote is quoted whatever it holds between them (`'it's'`)."""
-    quoted = _QUOTED.fullmatch(text)
-    if quoted is None and len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        quoted = re.fullmatch(r"'(.*)'|\"(.*)\"", text, re.S)
+    quoted = _QUOTED.fullmatch(text) or re.fullmatch(r"'(.*)'|\"(.*)\"", text, re.S)
     if quoted and quoted.group(1) is not None:
         return quoted.group(1)
     if quoted:

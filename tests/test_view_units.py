@@ -175,8 +175,7 @@ def test_only_the_person_holding_a_session_sends_it_input():
 
         def act(self, session_id, person, action):
             acted.append((session_id, person, action))
-            done = SimpleNamespace(result=lambda timeout: None)
-            return done
+            return SimpleNamespace(result=lambda timeout: None)
 
     hands = Hands(Core())
 

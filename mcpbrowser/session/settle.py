@@ -276,10 +276,8 @@ INSTALL = r"""(() => {
     // among a 10 ms interval's timers was taken for the interval's: its own timer and request not waited for).
     const real = new Set(["pointerdown", "pointerup", "mousedown", "mouseup", "click", "dblclick", "auxclick",
                           "contextmenu", "keydown", "keypress", "keyup", "wheel", "touchstart", "touchend"]);
-    for (const type of ["pointerdown", "pointerup", "mousedown", "mouseup", "click", "dblclick", "auxclick",
-                        "contextmenu", "keydown", "keypress", "keyup", "beforeinput", "input", "change",
-                        "submit", "reset", "focus", "blur", "focusin", "focusout", "wheel", "touchstart",
-                        "touchend", "paste", "cut", "copy", "drop", "dragstart", "dragend", "compositionend",
+    for (const type of [...real, "beforeinput", "input", "change", "submit", "reset", "focus", "blur", "focusin",
+                        "focusout", "paste", "cut", "copy", "drop", "dragstart", "dragend", "compositionend",
                         "select", "selectionchange"]) {
       addEventListener(type, (e) => {
         if ((depth === 0 || (e.isTrusted && real.has(e.type))) && !(scoped !== null && scoped.eventPhase !== 0)
