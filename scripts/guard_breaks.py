@@ -55,6 +55,29 @@ PRUNING = ("tests/test_store.py::test_a_running_store_prunes_every_thousand_writ
            "go")
 
 BREAKS = [
+    # -- a fourth hunt's (helper-49, 2026-12-07): the warm pool's refill, a trace's scrub ----------------------------
+    Break("pool-no-refill-over-memory", "mcpbrowser/core/warm_pool.py",
+          "if self._memory.over() is not None or self._registry.closed", "if self._registry.closed",
+          "The memory guard refuses new sessions over the limit, and stops refilling the warm pool.",
+          "docs/reliability.md",
+          ("tests/test_pool.py::test_the_pool_is_not_refilled_over_the_memory_limit_nor_while_degraded",)),
+    Break("pool-no-refill-degraded", "mcpbrowser/core/warm_pool.py",
+          "self._registry.closed or self._supervisor.degraded", "self._registry.closed or False",
+          "Past the restart budget the server is degraded: no session opens, so none is kept warm.",
+          "docs/reliability.md",
+          ("tests/test_pool.py::test_the_pool_is_not_refilled_over_the_memory_limit_nor_while_degraded",)),
+    Break("trace-marked-field-hidden", "mcpbrowser/trace_scrub.py",
+          "or SECRET_MARK in attrs:", ":",
+          "A trace's DOM snapshots hide secret fields' values (a field the server marked secret too).",
+          "docs/safety.md",
+          ("tests/test_secret_units.py::test_a_trace_hides_a_field_the_server_marked_secret_and_a_short_secret_in_"
+           "any_value_line",)),
+    Break("trace-spinbutton-short", "mcpbrowser/trace_scrub.py",
+          'if "box" in value or "spinbutton" in value else value', 'if "box" in value else value',
+          "A trace hides a shorter secret where it stands alone: a snapshot's spinbutton line as a textbox's.",
+          "docs/safety.md",
+          ("tests/test_secret_units.py::test_a_trace_hides_a_field_the_server_marked_secret_and_a_short_secret_in_"
+           "any_value_line",)),
     # -- a third hunt's (helper-48, 2026-12-07): the proxy, the breaker, the downloads' check ----------------------
     Break("proxy-connects-to-the-checked-address", "mcpbrowser/core/policy_proxy.py",
           "            return infos[0][4]", "            return (host, port)",

@@ -84,6 +84,31 @@ def test_pool_never_exceeds_max_sessions():
         core.close()
 
 
+def test_the_pool_is_not_refilled_over_the_memory_limit_nor_while_degraded():
+    """docs/reliability.md: the memory guard stops refilling the warm pool; a degraded server (its restarts spent)
+    keeps no warm sessions either. Each refill resumes once the cause is gone."""
+    core = fake_core(pool_size=2, max_memory_mb=64)
+    used = [10.0]
+    core.warm_pool._memory.used_mb = lambda: used[0]
+    try:
+        core.create_session()
+        used[0] = 100.0  # the browser's processes grew past the limit after the session opened
+        fire_refills(core)
+        core.warm_pool.refill()
+        time.sleep(0.1)
+        assert len(core.warm_pool.idle) == 0 and core.warm_pool.filling == 0
+        used[0] = 10.0
+        core.supervisor._degraded_until = FakeClock.monotonic() + 60  # the restart budget spent
+        core.warm_pool.refill()
+        time.sleep(0.1)
+        assert len(core.warm_pool.idle) == 0 and core.warm_pool.filling == 0
+        core.supervisor._degraded_until = None
+        core.warm_pool.refill()
+        assert wait_for(lambda: len(core.warm_pool.idle) == 2)
+    finally:
+        core.close()
+
+
 def test_pool_size_zero_keeps_nothing_ready():
     core = fake_core(pool_size=0)
     try:

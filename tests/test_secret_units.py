@@ -14,7 +14,7 @@ from strategies import urls_with_passwords
 
 from mcpbrowser import logs
 from mcpbrowser.config import Config, ConfigError
-from mcpbrowser.redaction import REDACTED, SecretBook, scrub_urls, shown_url
+from mcpbrowser.redaction import REDACTED, SECRET_MARK, SecretBook, scrub_urls, shown_url
 from mcpbrowser.trace_scrub import scrub_trace
 
 pytestmark = pytest.mark.unit
@@ -136,6 +136,23 @@ def test_a_trace_is_rewritten_member_by_member_and_keeps_its_shape(tmp_path):
     body = events[4]["snapshot"]["html"][2]
     assert body[2][1]["__playwright_value_"] == REDACTED and body[3][1]["__playwright_value_"] == "kept"
     assert body[4][1]["value"] == REDACTED and body[5] == [[3, 1]]
+
+
+def test_a_trace_hides_a_field_the_server_marked_secret_and_a_short_secret_in_any_value_line(tmp_path):
+    """docs/safety.md: a trace's DOM snapshots hide secret fields' values, a field the server marked secret (a flagged
+    type into a plain input) whatever its type, and a shorter secret goes where it stands alone, on a snapshot's
+    spinbutton line (type=number: a one-time code) as on a textbox's."""
+    path = str(tmp_path / "t.zip")
+    marked = ["INPUT", {"__playwright_value_": "page-changed-it", "type": "text", SECRET_MARK: ""}]
+    plain = ["INPUT", {"__playwright_value_": "kept", "type": "text"}]
+    _trace(path, [{"type": "frame-snapshot", "snapshot": {"html": ["HTML", {}, ["BODY", {}, marked, plain]]}},
+                  {"type": "after", "result": {"snapshot": '- spinbutton "Code" [ref=e4]: 739\n- button "Go"'}}])
+    scrub_trace(path, [], {"739"})
+    with zipfile.ZipFile(path) as z:
+        events = [json.loads(line) for line in z.read("trace.trace").splitlines() if line]
+    body = events[0]["snapshot"]["html"][2]
+    assert body[2][1]["__playwright_value_"] == REDACTED and body[3][1]["__playwright_value_"] == "kept"
+    assert events[1]["result"]["snapshot"] == f'- spinbutton "Code" [ref=e4]: {REDACTED}\n- button "Go"'
 
 
 @given(urls_with_passwords())
