@@ -55,6 +55,13 @@ PRUNING = ("tests/test_store.py::test_a_running_store_prunes_every_thousand_writ
            "go")
 
 BREAKS = [
+    # -- an untruth read from outside (2026-12-07, twenty-first session) -------------------------------------------
+    Break("urlchanged-only-when-the-url-changed", "mcpbrowser/session/state.py",
+          "if not navigated and tab.page.url != url_before:", "if not navigated and tab.page.url == tab.page.url:",
+          "A same-document URL change answers navigated: false, urlChanged: true; one to the URL it was at, neither.",
+          "docs/tools.md",
+          ("tests/test_single_page_apps.py::test_a_same_document_url_change_is_urlchanged_not_navigated_and_refs_"
+           "stay",)),
     # -- a fourth hunt's (helper-49, 2026-12-07): the warm pool's refill, a trace's scrub ----------------------------
     Break("pool-no-refill-over-memory", "mcpbrowser/core/warm_pool.py",
           "if self._memory.over() is not None or self._registry.closed", "if self._registry.closed",

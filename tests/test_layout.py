@@ -203,7 +203,7 @@ def test_a_session_tool_handler_says_everything_on_its_response():
 
 # What belongs to one page is its Tab's (session/tab.py), never the session state's (issue 71: SessionState held
 # ~50 attributes, the per-page ones as sets and dicts keyed by page). PER_PAGE_OLD: their old names there.
-TAB_STATE = {"page", "navigations", "url_changes", "refs", "full_snapshot", "arming", "crashed", "unresponsive",
+TAB_STATE = {"page", "navigations", "refs", "full_snapshot", "arming", "crashed", "unresponsive",
              "dialog", "held_by", "dialog_run", "dialog_answered_at", "looping", "throttled", "cdp_session",
              "log_pages", "page_mark"}
 PER_PAGE_OLD = {"pages", "refs_page", "cdp_sessions", "_looping", "_dialog_run", "_dialog_answered_at"}

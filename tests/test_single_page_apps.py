@@ -18,6 +18,7 @@ PAGES["/spa"] = """<!doctype html><title>App</title>
   <button id="open" onclick="history.pushState({}, '', '/spa/file-1'); show('File one')">Open file</button>
   <button id="open-later"
     onclick="setTimeout(() => { history.pushState({}, '', '/spa/file-2'); show('File two') }, 200)">Open later</button>
+  <button id="same-url" onclick="history.pushState({}, '', location.href)">Same address</button>
   <button id="menu" onclick="document.getElementById('menu-state').textContent = 'menu open'">Menu</button>
   <button id="busy" onclick="(function spin() { setTimeout(spin, 10) })(); show('Busy view')">Busy</button>
   <a id="away" href="/title/elsewhere">Elsewhere</a>
@@ -184,6 +185,9 @@ def test_a_same_document_url_change_is_urlchanged_not_navigated_and_refs_stay(cl
     menu = client.tool("click", sessionId=session, ref=refs["Menu"])
     assert menu["navigated"] is False and "urlChanged" not in menu, menu
     assert found(client, session, "menu open") >= 1
+    # A same-document navigation to the address it is at (a router pushing the route it shows) changes no URL.
+    same = client.tool("click", sessionId=session, selector="#same-url")
+    assert same["navigated"] is False and "urlChanged" not in same and same["url"].endswith("/spa/file-1"), same
 
 
 def test_a_url_change_after_the_click_is_reported_by_that_click(client, session, pages):

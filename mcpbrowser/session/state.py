@@ -177,7 +177,7 @@ class SessionState(Acting):
         self.answers_first = tool.name in settle.ANSWERS_FIRST and not (response.stores_page
                                                                           and not response.stores_after)
         dialog_before, navigations_before = self.blocker, tab.navigations
-        url_changes_before, tabs_before = tab.url_changes, self.tabs_opened
+        url_before, tabs_before = tab.page.url, self.tabs_opened
         started = time.monotonic()
         try:
             tool.handler(self, args, response)
@@ -206,8 +206,9 @@ class SessionState(Acting):
             navigated = self.tab is not tab or tab.navigations != navigations_before
             if "url" not in response.result:
                 facts.update(self._page_state(navigated, None if navigated else title, count=response.stores_after))
-            if not navigated and tab.url_changes != url_changes_before:
-                # The same document, its URL changed (the History API, a fragment): refs stay valid.
+            if not navigated and tab.page.url != url_before:
+                # The same document at another URL (the History API, a fragment): refs stay valid. A same-document
+                # navigation to the URL it was at (a router pushing the route it shows) changed nothing to tell.
                 facts.update(url=tab.page.url, navigated=False, urlChanged=True)
         facts.update(self._news(dialog_before))
         response.page_news(facts)  # the call's end words them into the answer (core/answer.py's with_news)

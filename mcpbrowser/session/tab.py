@@ -12,7 +12,6 @@ class Tab:
     def __init__(self, page):
         self.page = page
         self.navigations = 0      # new documents of its main frame, to tell an action's answer
-        self.url_changes = 0      # same-document URL changes (the History API, a fragment)
         self.refs: frozenset[str] = frozenset()  # the refs of its last snapshot, which the agent may use
         self.full_snapshot = None  # (text, arming): its last whole-page snapshot, read as the page watch was armed
         self.arming = 0           # the token its last walk armed the page watch with (snapshots.page_root)
@@ -40,9 +39,8 @@ class Tab:
         return self.cdp_session
 
     def navigated(self, new_document):
-        """Its main frame committed a navigation: a new document (its refs and dialog loop end with the old one),
-        or the same document at another URL (the History API, a fragment: its refs stay valid)."""
+        """Its main frame committed a navigation: a new document ends its refs and dialog loop with the old one; the
+        same document at another URL (the History API, a fragment) keeps them (the call's end compares the URL)."""
         if not new_document:
-            self.url_changes += 1
             return
         self.navigations, self.looping, self.refs = self.navigations + 1, False, frozenset()
