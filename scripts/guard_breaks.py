@@ -51,6 +51,11 @@ BREAKER = "tests/test_threads.py::test_a_call_that_works_closes_the_count_and_th
 DIFFS = ("tests/test_history.py::test_the_diff_cursor_is_each_sessions_a_search_leaves_it_and_a_long_diff_is_the_"
          "page")
 LOCATORS = "tests/test_script_export_units.py::test_a_locators_exact_and_nth_are_decided_as_playwright_matches_names"
+POPUPS = "tests/test_tools.py::test_a_form_a_formtarget_and_a_base_target_that_open_a_tab_are_told_as_a_link_is"
+PRIVATE = ("tests/test_policy.py::test_under_block_private_a_wildcard_trusts_no_private_address_and_every_address_is_"
+           "checked")
+COOKIES = ("tests/test_cookies_storage.py::test_a_cookie_the_agent_sets_httponly_is_a_secret_and_a_filter_by_domain_"
+           "names_none")
 PRUNING = ("tests/test_store.py::test_a_running_store_prunes_every_thousand_writes_and_the_pages_only_old_calls_kept_"
            "go")
 
@@ -62,6 +67,71 @@ BREAKS = [
           "docs/tools.md",
           ("tests/test_single_page_apps.py::test_a_same_document_url_change_is_urlchanged_not_navigated_and_refs_"
            "stay",)),
+    # -- a fifth hunt's (helper-50, 2026-12-07): new tabs by forms, the private block, routes, cookies, short secrets --
+    Break("popup-form-target", "mcpbrowser/session/settle.py",
+          "if (elsewhere(via || e.target.target || baseTarget())) asked(e);",
+          "if (elsewhere(via || baseTarget())) asked(e);",
+          "An action's answer says how many tabs it opened: a form that targets a new window opens one.",
+          "docs/tools.md", (POPUPS,)),
+    Break("popup-formtarget", "mcpbrowser/session/settle.py",
+          'const via = e.submitter && e.submitter.getAttribute("formtarget");', "const via = null;",
+          "An action's answer says how many tabs it opened: a button's formtarget aims its form at one.",
+          "docs/tools.md", (POPUPS,)),
+    Break("popup-form-base-target", "mcpbrowser/session/settle.py",
+          "if (elsewhere(via || e.target.target || baseTarget())) asked(e);",
+          "if (elsewhere(via || e.target.target)) asked(e);",
+          "An action's answer says how many tabs it opened: a page's <base target> aims its forms at one.",
+          "docs/tools.md", (POPUPS,)),
+    Break("popup-link-base-target", "mcpbrowser/session/settle.py",
+          "if (elsewhere(targetOf(a) || baseTarget()) || e.ctrlKey", "if (elsewhere(targetOf(a)) || e.ctrlKey",
+          "An action's answer says how many tabs it opened: a page's <base target> aims its links at one.",
+          "docs/tools.md", (POPUPS,)),
+    Break("svg-link-opens-no-tab", "mcpbrowser/session/settle.py",
+          'const targetOf = (node) => Reflect.apply(getAttribute, node, ["target"]);',
+          "const targetOf = (node) => node.target;",
+          "An action that opened no tab waits for none (an SVG link's target is no string).", "docs/tools.md",
+          ("tests/test_tools.py::test_an_svg_link_to_its_own_page_waits_for_no_tab",)),
+    Break("short-secret-known-to-the-client", "mcpbrowser/session/snapshots.py",
+          "    state.secrets.add_short(v for v in values if len(v) < MIN_SCRUBBED)", "    pass",
+          "A trace's action parameters and results that are exactly a shorter secret its client met (in any of its "
+          "sessions) lose them.", "docs/safety.md",
+          ("tests/test_secrets.py::test_a_trace_keeps_no_secret_and_still_opens",)),
+    Break("private-block-not-by-wildcard", "mcpbrowser/core/policy_proxy.py",
+          "if self.policy.block_private and not self.policy.names(host):",
+          "if self.policy.block_private and not (self.policy.allowed or self.policy.names(host)):",
+          "--block-private-networks: a name that came in by a wildcard may not reach a private address.",
+          "docs/safety.md", (PRIVATE,)),
+    Break("private-block-every-address", "mcpbrowser/core/policy_proxy.py",
+          "private = [info[4][0] for info in infos if", "private = [info[4][0] for info in infos[-1:] if",
+          "The proxy checks the address it then connects to, whichever of a name's addresses that is.",
+          "docs/safety.md", (PRIVATE,)),
+    Break("metadata-every-address", "mcpbrowser/core/policy_proxy.py",
+          "metadata = [info[4][0] for info in infos if", "metadata = [info[4][0] for info in infos[-1:] if",
+          "Cloud metadata services are always refused, whatever names them (a name with another address too).",
+          "docs/safety.md", (PRIVATE,)),
+    Break("refusal-names-its-own-host", "mcpbrowser/session/network_policy.py",
+          "        if not self.refused(url):", "        if True:",
+          "A navigation the proxy refused is DOMAIN_NOT_ALLOWED naming its own host, not a late refusal's.",
+          "docs/safety.md",
+          ("tests/test_policy.py::test_a_navigations_refusal_names_its_own_host_else_the_proxys_latest",)),
+    Break("refused-tunnel-is-domain-not-allowed", "mcpbrowser/session/network_policy.py",
+          "        return self.proxy.refusals if self.proxy is not None else 0", "        return 0",
+          "Every request passes the proxy, each hop of a redirect chain (one to https too): DOMAIN_NOT_ALLOWED.",
+          "docs/safety.md", ("tests/test_security.py::test_allowlist_is_enforced_on_every_route",)),
+    Break("route-same-pattern-replaced", "mcpbrowser/session/routes.py",
+          "        self.remove(pattern)", "        pass",
+          "A pattern routed again is replaced.", "docs/tools.md",
+          ("tests/test_routes.py::test_a_pattern_routed_again_is_replaced_and_unroute_leaves_none_of_it",)),
+    Break("cookie-set-httponly-is-secret", "mcpbrowser/tools/storage.py",
+          '_plain_or_secret(state, response, args["value"], _is_secret(args["name"], args.get("httpOnly")))',
+          '_plain_or_secret(state, response, args["value"], _is_secret(args["name"]))',
+          "An HttpOnly cookie holds a login: a secret, whatever its name (one the agent sets too).", "docs/safety.md",
+          (COOKIES,)),
+    Break("cookies-masked-unless-named", "mcpbrowser/tools/storage.py",
+          '_is_secret(c["name"], c.get("httpOnly")), "name" in args)',
+          '_is_secret(c["name"], c.get("httpOnly")), bool(args.keys() & {"name", "domain", "path"}))',
+          "HttpOnly cookies and names like a session's or a token's are secrets: masked unless named.",
+          "docs/tools.md", (COOKIES,)),
     # -- a fourth hunt's (helper-49, 2026-12-07): the warm pool's refill, a trace's scrub ----------------------------
     Break("pool-no-refill-over-memory", "mcpbrowser/core/warm_pool.py",
           "if self._memory.over() is not None or self._registry.closed", "if self._registry.closed",

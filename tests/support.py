@@ -100,6 +100,14 @@ function save(v) { document.cookie = 'k=' + v; localStorage.setItem('k', v); ses
     "/popup": """<!doctype html><title>Opener</title>
 <a id="open" href="/title/Popped" target="_blank">Open popup</a>
 <button id="win" onclick="window.open('/title/Window')">Open window</button>""",
+    # The other ways a click opens a tab: a form aimed at one, a button's formtarget, and (below) a page's <base target>
+    # that aims its links and forms at one; and, the control, an SVG link to a place on its own page.
+    "/popup-forms": """<!doctype html><title>Forms</title>
+<form target="_blank" action="/title/FormTab"><button id="form">Form</button></form>
+<form action="/title/FormTarget"><button id="formtarget" formtarget="_blank">Formtarget</button></form>
+<svg width="90" height="30"><a id="svg" href="#end"><text x="5" y="20">In page</text></a></svg><p id="end">End</p>""",
+    "/popup-base": """<!doctype html><title>Based</title><base target="_blank">
+<a id="link" href="/title/BaseTab">Link</a><form action="/title/BaseForm"><button id="form">Form</button></form>""",
     "/dialogs": """<!doctype html><title>Dialogs</title>
 <button id="alert" onclick="alert('Hello there'); document.title = 'after alert'">Alert</button>
 <button id="confirm" onclick="document.title = confirm('Sure?') ? 'confirmed' : 'declined'">Confirm</button>

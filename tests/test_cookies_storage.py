@@ -14,6 +14,7 @@ TOKEN = "t0ken-Agent-Set-77aa"     # set by the agent, named like a token
 STORED = "st0red-Api-Key-31x"      # a localStorage entry named like a key
 NAMED = "n4med-First-Sess-0q"      # set by the site, asked for by name before any listing masked it
 PREFS = "pr3fs-Held-Only-9k"       # an HttpOnly cookie whose name says nothing of a login
+HELD = "h3ld-By-The-Agent-5v"      # the same, set by the agent
 
 
 class Site(HtmlHandler):
@@ -80,6 +81,24 @@ def test_storage_entries_are_set_read_and_deleted(world, sid):
     assert client.tool("storage", sessionId=sid, kind="session")["entries"] == [{"name": "draft", "value": "d1"}]
     assert client.tool("storage", sessionId=sid, action="delete", name="note")["deleted"] == 1
     assert client.tool("storage", sessionId=sid)["entries"] == []
+
+
+def test_a_cookie_the_agent_sets_httponly_is_a_secret_and_a_filter_by_domain_names_none(world, sid):
+    """safety.md: an HttpOnly cookie holds a login, whatever its name: one the agent sets so is a secret (its value in
+    no later answer, nor the history), and it stays masked in a list filtered by domain or path (masked unless
+    named: those filters name no cookie)."""
+    client, url, db = world
+    client.tool("navigate", sessionId=sid, url=url + "/show")
+    client.tool("cookies", sessionId=sid, action="set", name="pref", value=HELD, httpOnly=True)
+    for filters in ({"domain": "127.0.0.1"}, {"path": "/"}):
+        (listed,) = client.tool("cookies", sessionId=sid, **filters)["cookies"]
+        assert listed["value"] == "[REDACTED]" and listed["secret"] is True, (filters, listed)
+    client.tool("navigate", sessionId=sid, url=url + "/show")  # the page shows the cookie it was sent
+    last = client.tool("snapshot", sessionId=sid)
+    assert "sent: pref=" in last["snapshot"] and HELD not in last["snapshot"], last
+    assert wait_for(lambda: last["refId"] in stored_text(db)["rows"])
+    stored = stored_text(db)
+    assert HELD not in stored["rows"] + stored["pages"]
 
 
 def test_a_secret_cookie_never_in_an_answer_the_history_or_a_log(world, sid):

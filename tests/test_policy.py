@@ -133,6 +133,42 @@ def test_the_proxy_connects_to_the_address_it_checked_not_to_the_name_again(monk
         proxy.close()
 
 
+def test_under_block_private_a_wildcard_trusts_no_private_address_and_every_address_is_checked(monkeypatch):
+    """safety.md: under --block-private-networks only a name the server's --allowed-domains spells out may reach a
+    private address, not one a wildcard lets in; and the proxy checks the address it then connects to, whichever of
+    a name's addresses that is (a metadata address too, whatever names it). Each name answers fixed addresses:
+    nothing is resolved over the network, and nothing connects."""
+    import socket
+
+    answers = {"db.internal": ["10.0.0.5"], "named.internal": ["10.0.0.6"], "pub.example": ["93.184.216.34"],
+               "two.example": ["127.0.0.1", "93.184.216.34"], "meta.internal": ["169.254.169.254", "10.0.0.7"]}
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, port, *a, **k: [
+        (socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port)) for address in answers[host]])
+    policy = DomainPolicy(allowed=["*.internal", "named.internal", "meta.internal", "*.example"], block_private=True)
+    proxy = PolicyProxy(policy)
+    try:
+        assert proxy.check("named.internal", 80) == ("10.0.0.6", 80)  # the controls: named, and public
+        assert proxy.check("pub.example", 80) == ("93.184.216.34", 80)
+        for host in ("db.internal", "two.example", "meta.internal"):  # meta.internal: named, but metadata first
+            with pytest.raises(Refused):
+                proxy.check(host, 80)
+            assert proxy.was_refused(host)
+    finally:
+        proxy.close()
+
+
+def test_a_navigations_refusal_names_its_own_host_else_the_proxys_latest():
+    """network_policy.blocked_error: the DOMAIN_NOT_ALLOWED of a navigation the proxy refused names the URL's own
+    host when that was refused, not the latest refusal (a page refused earlier may send a late request meanwhile);
+    else the hop that was (a redirect's), the proxy's latest."""
+    from mcpbrowser.session.network_policy import NetworkPolicy
+
+    network = NetworkPolicy("s")
+    network.proxy = SimpleNamespace(was_refused=lambda host: host == "refused.example", last_refused="late.example")
+    assert network.blocked_error("http://refused.example/x").details["domain"] == "refused.example"
+    assert network.blocked_error("http://allowed.example/hop").details["domain"] == "late.example"
+
+
 def test_a_download_is_refused_by_the_policy_or_by_the_proxy_having_refused_its_host():
     """The downloads' check behind the proxy (session/downloads.py saves within the domain policy): a URL the policy
     forbids, a blob: made by a page of a forbidden origin, or a host the proxy refused already."""

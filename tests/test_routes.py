@@ -118,6 +118,20 @@ def test_a_page_whose_api_answers_500_through_a_route_shows_its_error_state(worl
     assert rows and rows[0]["url"] == "**/api/items" and rows[0]["status"] == 500
 
 
+def test_a_pattern_routed_again_is_replaced_and_unroute_leaves_none_of_it(world, sid):
+    """tools.md: a pattern routed again is replaced: its new answer is the one given, and once unrouted the server
+    answers again (the first route's handler was not left behind)."""
+    client, site, _, _ = world
+    client.tool("route", sessionId=sid, url="**/api/items", status=500, body="{}")
+    again = client.tool("route", sessionId=sid, url="**/api/items", status=503, body="{}")
+    assert [(r["url"], r["status"]) for r in again["routes"]] == [("**/api/items", 503)], again
+    client.tool("navigate", sessionId=sid, url=url(site, "/app"))
+    client.tool("wait_for", sessionId=sid, text="Error 503")
+    assert client.tool("unroute", sessionId=sid, url="**/api/items")["routes"] == []
+    client.tool("navigate", sessionId=sid, url=url(site, "/app"))
+    client.tool("wait_for", sessionId=sid, text="items: 3")
+
+
 def test_a_blocked_image_is_not_loaded(world, sid):
     client, site, _, _ = world
     client.tool("route", sessionId=sid, url="**/*.png", abort=True)

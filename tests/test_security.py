@@ -63,6 +63,12 @@ def test_allowlist_is_enforced_on_every_route(session_on, pages, forbidden):
     assert direct["errorCode"] == "DOMAIN_NOT_ALLOWED" and FORBIDDEN_HOST in direct["message"]
     redirected = c.error("navigate", sessionId=sid, url=pages.url(f"/redirect?to={to}/redirected"))
     assert redirected["errorCode"] == "DOMAIN_NOT_ALLOWED" and redirected["details"]["domain"] == FORBIDDEN_HOST
+    # A hop to https: the proxy refuses its tunnel, which fails the navigation (no page of the proxy's to read): the
+    # proxy's count of refusals is what makes it DOMAIN_NOT_ALLOWED, naming the hop, not NAVIGATION_FAILED.
+    tunnelled = c.error("navigate", sessionId=sid, url=pages.url(f"/redirect?to=https://{FORBIDDEN_HOST}:"
+                                                                 f"{forbidden.server_port}/tunnelled"))
+    assert tunnelled["errorCode"] == "DOMAIN_NOT_ALLOWED" and tunnelled["details"]["domain"] == FORBIDDEN_HOST, \
+        tunnelled
     for page in ("/meta-refresh", "/js-location"):
         c.call("navigate", {"sessionId": sid, "url": pages.url(f"{page}?to={to}")})
         time.sleep(0.5)  # give the refresh or script time to try

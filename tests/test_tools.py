@@ -146,6 +146,37 @@ def test_a_click_that_opens_a_tab_says_so_and_tabs_finds_it_at_once(client, sess
             assert len(closed["tabs"]) == 1 and closed["tabs"][0]["title"] == "Opener"
 
 
+def test_a_form_a_formtarget_and_a_base_target_that_open_a_tab_are_told_as_a_link_is(client, session, pages):
+    """tools.md, new tabs: a form that targets a new window opens one as a target=_blank link does, and so do a
+    button's formtarget and a page's <base target> (its links and its forms): each click's answer lists the new tab,
+    which a tabs select right after finds; three times each (the page event may come after the settle)."""
+    for page, selector, title in (("/popup-forms", "#form", "FormTab"), ("/popup-forms", "#formtarget", "FormTarget"),
+                                  ("/popup-base", "#link", "BaseTab"), ("/popup-base", "#form", "BaseForm")):
+        client.tool("navigate", sessionId=session, url=pages.url(page))
+        for round_ in range(3):
+            clicked = client.tool("click", sessionId=session, selector=selector)
+            assert clicked.get("newTabs") == 1 and "1 new tab" in clicked["message"], (selector, round_, clicked)
+            shown = client.tool("tabs", sessionId=session, action="select", index=1)
+            assert f"/title/{title}" in shown["tabs"][1]["url"], (selector, round_, shown)
+            closed = client.tool("tabs", sessionId=session, action="close")
+            assert len(closed["tabs"]) == 1, closed
+
+
+def test_an_svg_link_to_its_own_page_waits_for_no_tab(client, session, pages):
+    """tools.md: an action that opened no tab waits for none. An SVG link's `target` is no string (an
+    SVGAnimatedString): read as one, it aimed every SVG link at another window, and a click on one that stays on
+    its page (a chart's, an icon's) waited 2 s (POPUP_WAIT_S) for a tab that never came."""
+    import time
+
+    client.tool("navigate", sessionId=session, url=pages.url("/popup-forms"))
+    for round_ in range(2):
+        started = time.monotonic()
+        clicked = client.tool("click", sessionId=session, selector="#svg")
+        took = time.monotonic() - started
+        assert "newTabs" not in clicked and clicked["url"].endswith("#end"), clicked
+        assert took < 1.2, (round_, took)
+
+
 def test_type_clear_false_appends_and_delay_types_keys(client, session, pages):
     client.tool("navigate", sessionId=session, url=pages.url("/form"))
     client.tool("type", sessionId=session, selector="#name", text="Ada")

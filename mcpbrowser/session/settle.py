@@ -381,11 +381,18 @@ INSTALL = r"""(() => {
     const open0 = window.open;
     window.open = function () { asked(null); return Reflect.apply(open0, this, arguments); };
     const elsewhere = (target) => !["", "_self", "_parent", "_top"].includes(String(target || "").toLowerCase());
-    const baseTarget = () => { const base = document.querySelector("base[target]"); return base ? base.target : ""; };
+    // The attribute, not the property: an SVG link's `target` is an SVGAnimatedString (never "": every SVG link
+    // was counted, and its click waited POPUP_WAIT_S for a tab that never came).
+    const getAttribute = Element.prototype.getAttribute;
+    const targetOf = (node) => Reflect.apply(getAttribute, node, ["target"]);
+    const baseTarget = () => {
+      const base = document.querySelector("base[target]");
+      return base ? targetOf(base) : "";
+    };
     addEventListener("click", (e) => {
       const a = e.composedPath().find((n) => n instanceof Element && n.matches("a[href],area[href]"));
       if (!a || a.hasAttribute("download")) return;
-      if (elsewhere(a.target || baseTarget()) || e.ctrlKey || e.metaKey || e.shiftKey) asked(e);
+      if (elsewhere(targetOf(a) || baseTarget()) || e.ctrlKey || e.metaKey || e.shiftKey) asked(e);
     }, {capture: true, passive: true});
     addEventListener("submit", (e) => {
       const via = e.submitter && e.submitter.getAttribute("formtarget");
