@@ -174,7 +174,7 @@ def test_an_svg_link_to_its_own_page_waits_for_no_tab(client, session, pages):
         clicked = client.tool("click", sessionId=session, selector="#svg")
         took = time.monotonic() - started
         assert "newTabs" not in clicked and clicked["url"].endswith("#end"), clicked
-        assert took < 1.2, (round_, took)
+        assert took < 1.8, (round_, took)  # a click here takes 0.05 s; waiting for a tab, POPUP_WAIT_S (2 s) more
 
 
 def test_type_clear_false_appends_and_delay_types_keys(client, session, pages):
