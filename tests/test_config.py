@@ -155,3 +155,22 @@ def test_a_bad_key_file_is_refused_naming_what_carried_it_and_never_showing_a_ke
         message = str(raised.value)
         assert message.startswith(f"{named} {path}: ") and said in message, message
         assert key not in message.lower() and key[:16] not in message.lower()
+
+
+def test_each_setting_is_refused_just_past_its_bound_and_a_switch_reads_every_spelling_of_yes_and_no():
+    """configuration.md: each value is checked where it came from; a switch's variable may say 1, true, yes, on
+    (0, false, no, off); a token is 16 characters or more; a port at most 65535; a message at least 1024 bytes."""
+    for yes, no in (("1", "0"), ("true", "false"), ("YES", "No"), ("on", "off")):
+        assert Config.load(["--db", ":memory:"], {"MCPBROWSER_HEADLESS": yes})[0].headless is True
+        assert Config.load(["--db", ":memory:"], {"MCPBROWSER_HEADLESS": no})[0].headless is False
+    with pytest.raises(ConfigError, match="MCPBROWSER_HEADLESS must be true or false"):
+        Config.load(["--db", ":memory:"], {"MCPBROWSER_HEADLESS": "maybe"})
+    assert Config(db=":memory:", http_tokens="ci:" + "t" * 16).http_credentials() == {"t" * 16: "ci"}
+    with pytest.raises(ConfigError, match="16 characters"):
+        Config(db=":memory:", http_tokens="ci:" + "t" * 15)
+    assert Config(db=":memory:", http="127.0.0.1:65535").http == "127.0.0.1:65535"
+    with pytest.raises(ConfigError, match="--http must look like HOST:PORT"):
+        Config(db=":memory:", http="127.0.0.1:65536")
+    assert Config(db=":memory:", max_message_bytes=1024).max_message_bytes == 1024
+    with pytest.raises(ConfigError, match="--max-message-bytes must be at least 1024, got 1023"):
+        Config(db=":memory:", max_message_bytes=1023)

@@ -87,3 +87,21 @@ def test_methods_send_the_tools_own_names_and_leave_out_what_was_not_given():
         assert seen[-1] == ("get_content", {"ref_id": "abc", "search_for": "x"})
     finally:
         core.close()
+
+
+def test_a_sessions_expiry_is_the_one_its_last_answer_gave():
+    """Each call renews the session: `session.expires_at` is what the last answer said (expiresAt), kept when an
+    answer says nothing of it."""
+    core = fake_core()
+    try:
+        session = core.create_session()
+        assert session.expires_at == session.created["expiresAt"] > 0
+        core.call = lambda name, args=None: {"expiresAt": session.created["expiresAt"] + 60_000}
+        session.navigate("http://example.test/")
+        assert session.expires_at == session.created["expiresAt"] + 60_000
+        core.call = lambda name, args=None: {}
+        session.snapshot()
+        assert session.expires_at == session.created["expiresAt"] + 60_000
+    finally:
+        vars(core).pop("call", None)
+        core.close()

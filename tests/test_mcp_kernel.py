@@ -99,6 +99,28 @@ def test_initialize_and_discover_advertise_by_era():
     assert result["capabilities"] == {"tools": {"listChanged": True}, "resources": {"subscribe": True}}
 
 
+def test_params_read_before_the_types_load_are_checked_as_the_models_would(core):
+    """protocol.md: initialize settles a handshake-era version (2026-07-28 has no initialize: the latest handshake
+    one answers), its capabilities and clientInfo must be objects, a tools/list's _meta too, and an unsupported
+    version in a request's _meta is -32022 with the supported list."""
+    hello = {"capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    connection, wire = connect(None)
+    answer = request(connection, wire, 1, "initialize", {**hello, "protocolVersion": "2026-07-28"})
+    assert answer["result"]["protocolVersion"] == "2025-11-25" == connection.version
+    for bad in ({"capabilities": []}, {"clientInfo": "t"}):
+        connection, wire = connect(None)
+        answer = request(connection, wire, 2, "initialize", {**hello, "protocolVersion": "2025-06-18", **bad})
+        assert answer["error"]["code"] == protocol.INVALID_PARAMS and next(iter(bad)) in answer["error"]["message"]
+    connection, wire = connect(core)
+    request(connection, wire, 3, "initialize", {**hello, "protocolVersion": "2025-06-18"})
+    assert request(connection, wire, 4, "tools/list", {"_meta": 5})["error"]["code"] == protocol.INVALID_PARAMS
+    assert "tools" in request(connection, wire, 5, "tools/list", {"_meta": {}})["result"]  # the control
+    old = {protocol.PROTOCOL_VERSION_KEY: "2025-11-25", protocol.CLIENT_CAPABILITIES_KEY: {}}
+    error = request(connection, wire, 6, "server/discover", {"_meta": old})["error"]
+    assert error["code"] == protocol.UNSUPPORTED_PROTOCOL_VERSION
+    assert error["data"] == {"supported": ["2026-07-28"], "requested": "2025-11-25"}
+
+
 def test_each_subscription_method_answers_in_its_own_era_only(core):
     connection, wire = connect(core)
     answer = request(connection, wire, 1, "resources/subscribe", {"uri": "mcpbrowser://sessions/x/console",

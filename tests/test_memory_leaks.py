@@ -171,6 +171,58 @@ def test_growth_counts_as_a_leak_only_when_both_rounds_grew_by_one_a_repetition(
     assert sorted(row["name"] for row in noise) == ["(strings)", "B", "C", "D", "PerformanceEventTiming"]
 
 
+def test_the_answer_counts_the_leaks_it_leaves_out_and_a_comparison_says_when_the_runs_differ():
+    """performance-insights.md: the browser's own timeline buffers (LayoutShift too) are never a leak; an answer names
+    five leaks and says how many more the stored detail has; runs of two interactions are compared as not alike."""
+    from mcpbrowser.memory_report import SHOWN, compare, grown, summary
+    first, second, third = ({("", "LayoutShift"): [n, n, []], ("", "Kept"): [n, n, []]} for n in (0, 8, 16))
+    leaks, noise = grown(first, second, third, repeat=4)
+    assert [r["name"] for r in leaks] == ["Kept"] and [r["name"] for r in noise] == ["LayoutShift"]
+    rows = [{"kind": "", "name": f"Leak{i}", "perRepetition": 2, "selfBytes": 100} for i in range(SHOWN + 1)]
+    measured = {"url": "http://127.0.0.1:1/", "interaction": "click #go", "repeat": 4, "leaks": rows,
+                "heapBytes": [1000, 2000, 3000]}
+    text = summary(measured)
+    assert f"Grew with each repetition ({SHOWN + 1}):" in text and "- and 1 more (get_content)." in text
+    assert "Leak4" in text and "Leak5" not in text
+    assert "more (get_content)" not in summary({**measured, "leaks": rows[:SHOWN]})
+    assert compare(measured, measured).startswith("Heap growth a repetition: 0.2 kB -> 0.2 kB.")
+    other = compare(measured, {**measured, "interaction": "key Enter"})
+    assert other.startswith("Not alike: click #go on http://127.0.0.1:1/ then key Enter on http://127.0.0.1:1/.")
+
+
+def _snapshot(nodes, strings):
+    """A V8 heap snapshot's JSON: nodes as (type, name, id, edges [(type, name, to node index)])."""
+    node_types = ["hidden", "array", "string", "object", "code", "closure", "regexp", "number", "native"]
+    edge_types = ["context", "element", "property", "internal", "hidden", "shortcut", "weak"]
+    flat_nodes, flat_edges = [], []
+    for kind, name, node_id, out in nodes:
+        flat_nodes += [node_types.index(kind), strings.index(name), node_id, 10, len(out), 0]
+        for edge_kind, edge_name, to in out:
+            flat_edges += [edge_types.index(edge_kind), strings.index(edge_name), to * 6]
+    meta = {"node_fields": ["type", "name", "id", "self_size", "edge_count", "detachedness"],
+            "node_types": [node_types], "edge_fields": ["type", "name_or_index", "to_node"],
+            "edge_types": [edge_types]}
+    return json.dumps({"snapshot": {"meta": meta}, "nodes": flat_nodes, "edges": flat_edges, "strings": strings})
+
+
+def test_a_holder_is_found_by_strong_references_only_and_a_long_path_is_cut_in_the_middle():
+    from mcpbrowser.heap_snapshot import Snapshot, path_words
+    long_a, long_b = "a" * 150, "b" * 150
+    strings = ["", "Window / http://127.0.0.1:1/", "Holder", "Target", "Weakly", "held", "seen", long_a, long_b]
+    snapshot = Snapshot(_snapshot([
+        ("object", "Window / http://127.0.0.1:1/", 1, [("weak", "seen", 3), ("weak", "seen", 2),
+                                                       ("property", "held", 1), ("property", long_a, 4)]),
+        ("object", "Holder", 3, [("property", "held", 2)]),
+        ("object", "Target", 5, []),
+        ("object", "Weakly", 7, []),  # only a weak reference reaches it: nothing holds it
+        ("object", "Holder", 9, []),
+    ], strings))
+    assert snapshot.retainers(3 * 6) is None
+    assert path_words(snapshot, snapshot.retainers(2 * 6)) == "window.held.held"
+    words = path_words(snapshot, [("", 0), ("." + long_a, 4 * 6), ("." + long_b, 2 * 6)])
+    assert words == ("window." + long_a + "." + long_b)[:100] + " … " + ("window." + long_a + "." + long_b)[-100:]
+
+
 def test_an_exported_session_replays_the_interactions_a_memory_measurement_did():
     from mcpbrowser.core.script_export import build
     rows = [("r1", "navigate", {"sessionId": "s", "url": "http://127.0.0.1:1/a"}, "ok",

@@ -81,3 +81,15 @@ def test_a_future_the_session_closed_under_is_an_outcome_too():
     assert ended.cancelled and answer.for_history(ended, None, [], [])[0] == "cancelled"
     library = answer.library_future(cancelled)
     assert library.cancelled()
+
+
+def test_the_history_keeps_a_screenshots_answer_without_its_image_and_the_agent_gets_it_as_an_image():
+    image_tool = SessionTool(name="shot", title="shot", description="shot", input_schema=session_schema(),
+                             handler=lambda state, args, response: None, returns_image=True)
+    outcome = answer.finish(made(), {"image": b"\x89PNG-bytes", "format": "png", "bytes": 10})
+    status, kept, _, _, _ = answer.for_history(outcome, None, [], [])
+    assert status == "ok" and "image" not in kept and kept["bytes"] == 10
+    json.dumps(kept)  # a row is JSON: no bytes in it
+    content, _, _ = answer.for_agent(image_tool, outcome)
+    assert [block["type"] for block in content] == ["text", "image"] and content[1]["mimeType"] == "image/png"
+    assert answer.for_library(outcome)["image"] == b"\x89PNG-bytes"  # the library's whole

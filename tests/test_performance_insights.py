@@ -499,3 +499,48 @@ def test_a_long_task_without_a_script_says_what_it_was():
     tasks = analyse(raw)
     text = summary({"url": raw["url"], "metrics": {}, "longTasks": tasks["longTasks"]})
     assert "Long tasks: 200 ms style and layout 180 ms, 120 ms parsing the HTML" in text
+
+
+def test_several_loads_are_told_by_the_median_one_with_their_spread():
+    """performance.md: runs > 1 gives each metric's median and its spread, and the causes of the load whose LCP is
+    the median one."""
+    from mcpbrowser.perf_report import report, summary
+    loads = [{"metrics": {"LCP": lcp, "FCP": lcp - 20}, "missing": {}, "viewport": {"load": lcp}}
+             for lcp in (900, 300, 500)]
+    out = report(loads, None, {"url": "http://127.0.0.1:1/"})
+    assert out["viewport"] == {"load": 500}  # the median load's own causes, not the slowest's
+    assert out["metrics"]["LCP"] == {"value": 500, "spread": [300, 900], "rating": "good"}
+    assert out["runs"] == [{"LCP": 900, "FCP": 880}, {"LCP": 300, "FCP": 280}, {"LCP": 500, "FCP": 480}]
+    assert "LCP 500 ms (300-900 ms) good; FCP 480 ms (280-880 ms) good." in summary(out)
+
+
+def test_the_pages_own_favicon_and_what_blocked_rendering_after_the_first_paint_are_not_causes():
+    from mcpbrowser.perf_report import analyse, site
+    assert [site(u) for u in ("https://a.b.example.co.uk/", "https://cdn.example.com/", "http://127.0.0.1:1/")] == \
+        ["example.co.uk", "example.com", "127.0.0.1"]
+    page = "https://shop.example.co.uk/"
+
+    def resource(path, start, **more):
+        return {"url": page.rstrip("/") + path if path.startswith("/") else path, "start": start, "end": start + 20,
+                "duration": 20, **more}
+
+    raw = {"url": page, "supported": ["paint", "layout-shift", "longtask", "long-animation-frame"],
+           "nav": {"ttfb": 10}, "fcp": 100, "lcp": None, "tasks": [], "frames": [],
+           "resources": [resource("/favicon.ico", 5, type="other"), resource("/early.css", 20, blocking="blocking"),
+                         resource("/late.css", 150, blocking="blocking"),
+                         resource("https://cdn.tracker.co.uk/t.js", 30, transfer=2000)]}
+    out = analyse(raw)
+    assert [r["url"].rsplit("/", 1)[1] for r in out["requests"]] == ["early.css", "t.js", "late.css"]
+    assert [r["url"] for r in out["renderBlocking"]] == [page + "early.css"]
+    assert out["thirdParties"] == [{"site": "tracker.co.uk", "requests": 1, "transferKB": 2.0, "mainThreadMs": 0}]
+
+
+def test_a_change_within_either_runs_spread_is_noise_and_other_throttling_is_not_alike():
+    from mcpbrowser.perf_report import compare
+    before = {"url": "http://127.0.0.1:1/", "metrics": {"FCP": {"value": 100, "spread": [60, 220], "rating": "good"}}}
+    after = {"url": "http://127.0.0.1:1/", "metrics": {"FCP": {"value": 180, "rating": "good"}}}
+    assert compare(before, after) == "Nothing moved beyond run-to-run noise."  # 80 ms, within the 160 ms spread
+    lone = {**before, "metrics": {"FCP": {"value": 100, "rating": "good"}}}
+    assert compare(lone, after).startswith("Moved: FCP 100 ms -> 180 ms (+80 ms, +80%) worse")  # the control
+    throttled = {**after, "throttle": {"cpuRate": 4}}
+    assert compare(before, throttled).startswith("Not alike: throttling none then cpuRate 4.\n")

@@ -75,6 +75,19 @@ def test_errors_come_in_groups_an_embedder_can_catch():
     assert not set(errors.GROUPS) & set(errors.ALL_ERRORS)
 
 
+def test_a_full_quota_is_a_full_disk_and_a_retry_hint_is_a_number_of_milliseconds(tmp_path):
+    """DISK_FULL when a write fails for want of space: the disk's (ENOSPC) or the user's quota (EDQUOT); another
+    OSError is its errno's name. retry_after_ms is a number the details gave, never a flag taken for 1 ms."""
+    import errno
+
+    path = str(tmp_path / "f")
+    assert errors.disk_fault(path, OSError(errno.EDQUOT, "Disk quota exceeded")) == "DISK_FULL"
+    assert errors.disk_fault(path, OSError(errno.ENOSPC, "No space left on device")) == "DISK_FULL"
+    assert errors.disk_fault(path, OSError(errno.EACCES, "Permission denied")) == "EACCES"
+    assert errors.RateLimited("x", details={"retryAfterMs": True}).retry_after_ms is None
+    assert errors.CooldownActive("x", details={"remainingMs": 2500.7}).retry_after_ms == 2500
+
+
 def test_every_error_class_has_its_own_code():
     codes = [cls.code for cls in errors.ALL_ERRORS]
     assert len(codes) == len(set(codes)) == len(errors.ALL_ERRORS)
