@@ -56,6 +56,12 @@ PRIVATE = ("tests/test_policy.py::test_under_block_private_a_wildcard_trusts_no_
            "checked")
 COOKIES = ("tests/test_cookies_storage.py::test_a_cookie_the_agent_sets_httponly_is_a_secret_and_a_filter_by_domain_"
            "names_none")
+CONSOLE_TABS = ("tests/test_mcp_kernel.py::test_console_logs_show_the_newest_50_and_count_what_the_same_filter_finds_"
+                "in_other_tabs")
+NETWORK_STATIC = "tests/test_mcp_kernel.py::test_network_logs_list_routed_static_files_and_the_types_asked_for"
+SERVER_LOG = ("tests/test_mcp_kernel.py::test_the_server_log_tells_and_keeps_a_clients_own_records_even_once_its_"
+              "session_closed")
+SESSION_ENDS = "tests/test_mcp_kernel.py::test_a_session_that_expires_or_whose_browser_dies_ends_its_subscriptions"
 PRUNING = ("tests/test_store.py::test_a_running_store_prunes_every_thousand_writes_and_the_pages_only_old_calls_kept_"
            "go")
 
@@ -74,6 +80,83 @@ PERF_COMPARE = ("tests/test_performance_insights.py::test_a_change_within_either
                 "throttling_is_not_alike")
 
 BREAKS = [
+    # -- a seventh hunt's (helper-52, 2026-12-07): log tools, log resources, the server log, the history's writer --
+    Break("console-logs-default-50", "mcpbrowser/tools/monitoring.py",
+          'shown = entries[-args.get("limit", DEFAULT_LIMIT):]', 'shown = entries[-args.get("limit", 500):]',
+          "console_logs and network_logs show the newest 50 by default; older says how many were left out.",
+          "docs/tools.md", (CONSOLE_TABS,)),
+    Break("other-tabs-same-filters", "mcpbrowser/tools/monitoring.py",
+          "**_elsewhere(state, lambda tab: picked(state.events.console_of(tab, shared=False)))})",
+          "**_elsewhere(state, lambda tab: state.events.console_of(tab, shared=False))})",
+          "What the same filters find in the session's other open tabs is counted (otherTabs).", "docs/tools.md",
+          (CONSOLE_TABS,)),
+    Break("resource-type-lists-static", "mcpbrowser/tools/monitoring.py",
+          'if not args.get("includeStatic") and "resourceType" not in args:', 'if not args.get("includeStatic"):',
+          "network_logs: resourceType keeps those types (static files that loaded fine too).", "docs/tools.md",
+          (NETWORK_STATIC,)),
+    Break("routed-static-listed", "mcpbrowser/tools/monitoring.py",
+          'or _failed(p[0]) or "routed" in p[0]]', "or _failed(p[0])]",
+          "network_logs lists a routed request with `routed`, static files too.", "docs/tools.md",
+          (NETWORK_STATIC,)),
+    Break("new-subscription-hears-what-comes-next", "mcpbrowser/resources/watch.py",
+          "self._told[name] = position  # a new subscription hears of what comes next", "self._told[name] = 0",
+          "A notification says read again: a subscription is told of entries that came after it, not before.",
+          "docs/live-logs.md",
+          ("tests/test_mcp_kernel.py::test_the_watch_tells_at_most_once_per_window_and_never_leaves_news_untold",)),
+    Break("server-log-tells-its-own-client", "mcpbrowser/resources/server_log.py",
+          "views = [v for o, v in self._views.items() if o is None or (about and o == owner)]",
+          "views = [v for o, v in self._views.items() if o is None or about]",
+          "The server log's cursor moves with a client's own records alone and tells it nothing of others' work.",
+          "docs/live-logs.md", (SERVER_LOG,)),
+    Break("server-log-closed-sessions-owner", "mcpbrowser/resources/server_log.py",
+          "            self._owners[session] = owner", "            pass",
+          "A client's server log holds what happened in its own sessions: a record after one closed too.",
+          "docs/live-logs.md", (SERVER_LOG,)),
+    Break("server-log-future-cursor", "mcpbrowser/resources/server_log.py",
+          "cursor = page[-1][0] if page else max(min(after, position), 0)", "cursor = page[-1][0] if page else after",
+          "Read next (?after=CURSOR) for the entries after those read: a cursor past the end reads what comes next.",
+          "docs/live-logs.md", (SERVER_LOG,)),
+    Break("expiry-ends-subscriptions", "mcpbrowser/core/sessions.py",
+          "        self.timers.forget(session_id)",
+          "        self.timers.forget(session_id); self.on_ended = lambda session_id: None",
+          "A subscription ends when its session ends: expired too (a 2026-07-28 listen is then answered).",
+          "docs/live-logs.md", (SESSION_ENDS,)),
+    Break("browser-crash-ends-subscriptions", "mcpbrowser/core/sessions.py",
+          "            self.timers.cancel(record.session_id)",
+          "            self.timers.cancel(record.session_id); self.on_ended = lambda session_id: None",
+          "A subscription ends when its session ends: lost with its browser too.", "docs/live-logs.md",
+          (SESSION_ENDS,)),
+    Break("log-line-names-no-client", "mcpbrowser/logs.py",
+          'reserved_attrs=[*RESERVED_ATTRS, "owner"],', "reserved_attrs=[*RESERVED_ATTRS],",
+          "Without tokens the Mcp-Session-Id is the client's only credential: no log line carries it.",
+          "docs/http.md", ("tests/test_secret_units.py::test_a_log_line_never_names_the_client_whose_call_it_is",)),
+    Break("typed-prefixes-out-of-log-entries", "mcpbrowser/session/events.py",
+          "entry[key] = scrub_text(value, self.hidden)", "entry[key] = value",
+          "A secret typed key by key: its prefixes are hidden as well, in the console and network entries too.",
+          "docs/safety.md",
+          ("tests/test_secret_units.py::test_a_secret_typed_key_by_key_leaves_no_prefix_in_the_log_entries_that_"
+           "came_meanwhile",)),
+    Break("unrecorded-call-loses-its-request-row", "mcpbrowser/core/store.py",
+          'self.write("DELETE FROM requests WHERE ref_id = ?", (ref,))',
+          'self.write("DELETE FROM requests WHERE ref_id = ? AND 0", (ref,))',
+          "A call answered not recorded keeps no row, even once space returns (its request row written before).",
+          "docs/history.md",
+          ("tests/test_store_faults.py::test_a_call_answered_not_recorded_loses_the_request_row_already_written",)),
+    Break("pending-keeps-the-newest", "mcpbrowser/core/store.py",
+          "drop = {id(w) for w in loose[:len(loose) - PENDING_MAX]}", "drop = {id(w) for w in loose[PENDING_MAX:]}",
+          "The resume state and diff cursors are written when the disk allows (the newest 5,000).",
+          "docs/history.md",
+          ("tests/test_store_faults.py::test_while_writes_fail_the_newest_writes_no_answer_waits_for_are_kept",)),
+    Break("retention-drops-console-lines", "mcpbrowser/core/store.py",
+          'for table in ("responses", "console_logs", "diff_cursors", "call_owners"):',
+          'for table in ("responses", "diff_cursors", "call_owners"):',
+          "Retention drops the oldest history: a call's console lines with it.", "docs/history.md",
+          ("tests/test_store.py::test_retention_days_prunes_old_history_at_start",)),
+    Break("failed-resume-gives-back-its-claim", "mcpbrowser/core/lifecycle_tools.py",
+          "        core.history.release_claim(session_id)", "        pass",
+          "resume_session refused as it opens leaves the session to resume later, not SESSION_IN_USE.",
+          "docs/history.md",
+          ("tests/test_store.py::test_a_resume_that_cannot_open_leaves_the_session_to_resume_later",)),
     # -- an untruth read from outside (2026-12-07, twenty-first session) -------------------------------------------
     Break("urlchanged-only-when-the-url-changed", "mcpbrowser/session/state.py",
           "if not navigated and tab.page.url != url_before:", "if not navigated and tab.page.url == tab.page.url:",

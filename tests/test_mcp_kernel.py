@@ -9,11 +9,13 @@ import traceback
 from concurrent.futures import Future
 
 import pytest
-from fakes import FakeClock, FakeTimer, fake_core, gate
+from fakes import FakeClock, FakePage, FakeTimer, fake_core, gate
 
 from mcpbrowser.errors import BrowserError, InternalError
+from mcpbrowser.resources.server_log import ServerLog
 from mcpbrowser.resources.watch import SessionWatch
 from mcpbrowser.session.events import EventBuffers
+from mcpbrowser.session.tab import Tab
 from mcpbrowser.session.worker import SessionWorker
 from mcpbrowser.transports import protocol
 from mcpbrowser.transports.mcp_connection import McpConnection
@@ -225,6 +227,105 @@ def test_a_handshake_subscription_ends_with_the_connection(core):
     assert core.registry.worker(sid).ticker is None
 
 
+def test_a_session_that_expires_or_whose_browser_dies_ends_its_subscriptions(core):
+    """live-logs.md: a subscription ends when its session ends, closed, expired or lost: a 2026-07-28 listen is
+    answered (the registry's on_ended, however the session left it)."""
+    connection, wire = connect(core)
+    expiring, crashing = core.call("create_session")["sessionId"], core.call("create_session")["sessionId"]
+    for listen_id, sid in (("E", expiring), ("C", crashing)):
+        uris = [f"mcpbrowser://sessions/{sid}/console"]
+        params = {"notifications": {"resourceSubscriptions": uris}, "_meta": MODERN_META}
+        connection.handle_line(json.dumps({"jsonrpc": "2.0", "id": listen_id, "method": "subscriptions/listen",
+                                           "params": params}).encode())
+        assert wire.next()["method"] == "notifications/subscriptions/acknowledged"
+    expiry = [t for t in FakeTimer.created if t.args == (expiring,) and not t.fired and not t.cancelled][-1]
+    expiry.fire()
+    assert core.registry.open_record(expiring) is None  # positive control: it expired
+    assert "result" in wire.answer("E")
+    core._browser_lost("test", core.registry.worker(crashing).generation)
+    assert core.registry.open_record(crashing) is None
+    assert "result" in wire.answer("C")
+
+
+def two_tabs(core, sid):
+    """The session's tab, and a second one (a popup's), each with its own page's log entries."""
+    def make(state):
+        other = Tab(FakePage())
+        state.tabs.append(other)
+        for tab in state.tabs:
+            tab.log_pages.add(state.events.key(tab.page))
+        return state.tab.page, other.page
+
+    return core.registry.worker(sid).submit(make).result(5)
+
+
+def test_console_logs_show_the_newest_50_and_count_what_the_same_filter_finds_in_other_tabs(core):
+    """tools.md: console_logs' limit is 50 by default, `older` says how many it left out; otherTabs counts what the
+    same filters find in the other tabs."""
+    sid = core.call("create_session")["sessionId"]
+    own, other = two_tabs(core, sid)
+
+    def keep(state):
+        for page, level, n in ((own, "log", 60), (own, "error", 2), (other, "log", 3), (other, "error", 1)):
+            for i in range(n):
+                state.events._keep_console({"timestamp": i + 1, "level": level, "message": f"{level} {i}",
+                                            "location": "x"}, page)
+
+    core.registry.worker(sid).submit(keep).result(5)
+    logs = core.call("console_logs", {"sessionId": sid})
+    assert logs["count"] == 50 and logs["older"] == 12 and logs["otherTabs"] == 4
+    assert [e["message"] for e in logs["entries"][-2:]] == ["error 0", "error 1"]
+    errors = core.call("console_logs", {"sessionId": sid, "level": "error"})
+    assert errors["count"] == 2 and errors["otherTabs"] == 1 and "older" not in errors
+
+
+def test_network_logs_list_routed_static_files_and_the_types_asked_for(core):
+    """tools.md: static files that loaded fine are counted (hiddenStatic), not listed, unless routed; a resourceType
+    filter lists what it names, static files too."""
+    sid = core.call("create_session")["sessionId"]
+    own, _ = two_tabs(core, sid)
+
+    def keep(state):
+        for name, kind, extra in (("app.js", "script", {}), ("mocked.js", "script", {"routed": "fulfill"}),
+                                  ("api", "fetch", {})):
+            state.events._keep_network({"method": "GET", "url": f"http://x.test/{name}", "resourceType": kind,
+                                        "status": 200, "durationMs": 1.0, "failure": None, "blocked": False,
+                                        "timestamp": 1, **extra}, None, own)
+
+    core.registry.worker(sid).submit(keep).result(5)
+    logs = core.call("network_logs", {"sessionId": sid})
+    assert [e["url"][14:] for e in logs["entries"]] == ["mocked.js", "api"] and logs["hiddenStatic"] == 1
+    assert logs["entries"][0]["routed"] == "fulfill"
+    scripts = core.call("network_logs", {"sessionId": sid, "resourceType": ["script"]})
+    assert [e["url"][14:] for e in scripts["entries"]] == ["app.js", "mocked.js"] and "hiddenStatic" not in scripts
+
+
+def test_the_server_log_tells_and_keeps_a_clients_own_records_even_once_its_session_closed():
+    """live-logs.md: a client's server log holds what happened in its own sessions (a record after its session
+    closed too), only its subscriptions hear of them, and a cursor from the future reads what comes next."""
+    owners = {"s1": "alice"}
+    server_log = ServerLog(owners.get)
+    heard = {"alice": 0, "bob": 0}
+    for who in heard:
+        server_log.view(who).on_log = lambda name, who=who: heard.__setitem__(who, heard[who] + 1)
+
+    def emit(message):
+        server_log.emit(logging.makeLogRecord({"name": "mcpbrowser", "levelno": logging.INFO, "levelname": "INFO",
+                                               "msg": message, "session": "s1"}))
+
+    emit("session created")
+    assert heard == {"alice": 1, "bob": 0}  # bob hears nothing of alice's work
+    del owners["s1"]  # closed: the registry no longer knows it
+    emit("session closed")
+    assert [e["data"]["message"] for e in server_log.since("alice", 0, 10)["entries"]] == [
+        "session created", "session closed"]
+    assert server_log.since("bob", 0, 10) == {"entries": [], "cursor": 0, "more": False}
+    future = server_log.since("alice", 99, 10)
+    assert future["entries"] == [] and future["cursor"] == 2
+    emit("later")
+    assert [e["data"]["message"] for e in server_log.since("alice", future["cursor"], 10)["entries"]] == ["later"]
+
+
 class FakeResource:
     def __init__(self, name):
         self.name = name
@@ -254,6 +355,7 @@ def test_the_watch_tells_at_most_once_per_window_and_never_leaves_news_untold():
 
     events._keep_console({"message": "before"})
     watch.add("console", object(), Listener())
+    watch.changed("console")  # what an idle session's tick does: nothing came since the subscription
     assert told == [] and events.on_log == watch.changed
     start = FakeClock.now
     for step in range(200):  # 100 entries a second for 2 s, each dispatched as it comes

@@ -62,6 +62,30 @@ def test_a_logged_stack_or_a_message_that_is_no_string_never_shows_a_known_secre
     assert secret not in log_stream.getvalue()
 
 
+def test_a_log_line_never_names_the_client_whose_call_it_is(log_stream):
+    """A record's owner routes it (the server log resource); without tokens it is the client's Mcp-Session-Id, its
+    only credential (http.md): never written to stderr."""
+    logs.log.info("call finished", extra={"owner": "mcp-session:5ec7e7c1d0e14b7fb2a9", "tool": "navigate"})
+    line = json.loads(log_stream.getvalue())
+    assert line["tool"] == "navigate" and "5ec7e7c1d0e14b7fb2a9" not in log_stream.getvalue(), line
+
+
+def test_a_secret_typed_key_by_key_leaves_no_prefix_in_the_log_entries_that_came_meanwhile():
+    """safety.md: the prefixes of a secret typed key by key are scrubbed from the console and network entries as
+    they arrive (events.py), so they stay out of the logs once the typing's hold is over."""
+    from mcpbrowser.session.events import EventBuffers
+
+    events = EventBuffers(10, 10, None, lambda page: None)
+    events.hidden = ("Tr0ub4d", "Tr0ub")  # as snapshots.typing_key_by_key sets them, longest first
+    events._keep_console({"timestamp": 1, "level": "log", "message": "typed: Tr0ub4d", "location": "x"})
+    events._keep_network({"method": "GET", "url": "http://x.test/check?p=Tr0ub", "resourceType": "fetch",
+                          "status": None, "durationMs": None, "failure": None, "blocked": False, "timestamp": 1},
+                         None, None)
+    events.hidden = ()  # the typing's hold is over
+    text = json.dumps([events.log_since("console", 0, 10)[0], [e for e, _, _ in events.network]])
+    assert "typed: " in text and "check?p=" in text and "Tr0ub" not in text, text
+
+
 def test_each_client_knows_its_own_secrets_and_its_named_ones():
     book = SecretBook({None: {"SHARED": "shared-value"}, "alice": {"MINE": "alice-value", "SHARED": "hers"}})
     book.of("bob").add("bob-typed-this")

@@ -120,11 +120,18 @@ def test_retention_days_prunes_old_history_at_start(db_target):
     path = db_target
     _fill(path, 5, age_days=10)
     _fill(path, 5, age_days=0)
+    with raw(path) as conn:  # a call's console lines and its client go with it
+        for ref in ("10-0", "0-0"):
+            conn.execute("INSERT INTO console_logs (ref_id, level, message, timestamp) VALUES (?, 'log', 'x', 0)",
+                         (ref,))
+            conn.execute("INSERT INTO call_owners (ref_id, owner) VALUES (?, 'alice')", (ref,))
     s = Store(path, retention_days=3)
     try:
         refs = {r[0] for r in s.query("SELECT ref_id FROM requests")}
         assert refs == {f"0-{i}" for i in range(5)}
         assert s.query("SELECT COUNT(*) FROM responses")[0][0] == 5
+        assert s.query("SELECT ref_id FROM console_logs") == [("0-0",)]
+        assert s.query("SELECT ref_id FROM call_owners") == [("0-0",)]
     finally:
         s.close()
 
@@ -610,6 +617,27 @@ def test_two_servers_claiming_a_dead_servers_session_on_one_read_of_it_give_one_
     finally:
         for store in stores:
             store.close()
+
+
+def test_a_resume_that_cannot_open_leaves_the_session_to_resume_later(db_target):
+    """A resume refused as it opens (MAX_SESSIONS_REACHED) gives back the history's claim: once a session closes,
+    the same resume works, not SESSION_IN_USE naming this server."""
+    from mcpbrowser.core.history import History
+    from mcpbrowser.errors import MaxSessionsReached
+
+    dead = Store(db_target)
+    History(dead).session_opened("s1", now_ms(), {})
+    History(dead).save_state("s1", {"cookies": [], "origins": []}, "http://x.test/s1")
+    dead.close()
+    core = fake_core(db=db_target, max_sessions=1, pool_size=0)
+    try:
+        other = core.call("create_session")["sessionId"]
+        with pytest.raises(MaxSessionsReached):
+            core.call("resume_session", {"sessionId": "s1"})
+        core.call("close_session", {"sessionId": other})
+        assert core.call("resume_session", {"sessionId": "s1"})["sessionId"] == "s1"
+    finally:
+        core.close()
 
 
 def test_of_two_servers_resuming_a_dead_servers_sessions_at_once_exactly_one_wins_each(db_target):

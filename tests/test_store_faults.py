@@ -149,6 +149,43 @@ def test_every_answer_says_truly_whether_its_call_is_recorded(faulty, tmp_path_f
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
+def test_a_call_answered_not_recorded_loses_the_request_row_already_written(faulty, tmp_path):
+    """history.md: a call answered while writes fail is not recorded, and no row of it is kept once space returns:
+    its request row, written before the fault, goes too (store.claim)."""
+    store = Store(str(tmp_path / "h.db"))
+    row = "INSERT INTO requests VALUES (?, NULL, 'navigate', '{}', ?)"
+    try:
+        store.write(row, ("before", now_ms()), ref="before")
+        assert store.flush() and store.query("SELECT ref_id FROM requests") == [("before",)]
+        faulty.kind = "full"
+        store.write(row, ("later", now_ms()), ref="later")
+        store.flush()
+        assert store.claim("before")["errorCode"] == "DISK_FULL"  # its call is answered "not recorded"
+        faulty.kind = None
+        assert _recovered(store)
+        assert store.query("SELECT ref_id FROM requests") == [("later",)]
+    finally:
+        store.close()
+
+
+def test_while_writes_fail_the_newest_writes_no_answer_waits_for_are_kept(faulty, tmp_path, monkeypatch):
+    """history.md: while the disk is full the resume state and diff cursors wait for it, the newest PENDING_MAX."""
+    monkeypatch.setattr(store_module, "PENDING_MAX", 3)
+    store = Store(str(tmp_path / "h.db"))
+    try:
+        faulty.kind = "full"
+        for n in range(6):
+            store.write("INSERT INTO sessions (session_id, created_at, last_activity, state) VALUES (?, 0, 0, 'x')",
+                        (f"s{n}",))
+            store.flush()
+        assert store.fault is not None
+        faulty.kind = None
+        assert _recovered(store)
+        assert {r[0] for r in store.query("SELECT session_id FROM sessions")} == {"s3", "s4", "s5"}
+    finally:
+        store.close()
+
+
 def test_a_fault_is_logged_once_and_its_recovery_once(faulty, tmp_path, caplog):
     store = Store(str(tmp_path / "h.db"))
     try:
