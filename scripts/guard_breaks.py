@@ -158,6 +158,12 @@ BREAKS = [
           "docs/history.md",
           ("tests/test_store.py::test_a_resume_that_cannot_open_leaves_the_session_to_resume_later",)),
     # -- an untruth read from outside (2026-12-07, twenty-first session) -------------------------------------------
+    Break("late-navigation-is-navigated", "mcpbrowser/session/state.py",
+          "if not navigated and tab.navigations != navigations_before:", "if False:",
+          "An action says whether it loaded a new document: one its timer or response started too, with its title.",
+          "docs/tools.md",
+          ("tests/test_single_page_apps.py::test_a_new_document_is_navigated[#away-later]",
+           "tests/test_single_page_apps.py::test_a_new_document_is_navigated[#away-fetched]")),
     Break("urlchanged-only-when-the-url-changed", "mcpbrowser/session/state.py",
           "if not navigated and tab.page.url != url_before:", "if not navigated and tab.page.url == tab.page.url:",
           "A same-document URL change answers navigated: false, urlChanged: true; one to the URL it was at, neither.",

@@ -22,6 +22,8 @@ PAGES["/spa"] = """<!doctype html><title>App</title>
   <button id="menu" onclick="document.getElementById('menu-state').textContent = 'menu open'">Menu</button>
   <button id="busy" onclick="(function spin() { setTimeout(spin, 10) })(); show('Busy view')">Busy</button>
   <a id="away" href="/title/elsewhere">Elsewhere</a>
+  <button id="away-later" onclick="setTimeout(() => location.href = '/title/elsewhere', 10)">Elsewhere later</button>
+  <button id="away-fetched" onclick="fetch('/slow?ms=30').then(() => location.href = '/title/elsewhere')">Fetched</button>
   <a id="blank" href="about:blank">Blank</a>
 </nav>
 <p id="menu-state">menu closed</p>
@@ -197,9 +199,12 @@ def test_a_url_change_after_the_click_is_reported_by_that_click(client, session,
     assert client.tool("click", sessionId=session, selector="#menu").get("urlChanged") is None
 
 
-def test_a_new_document_is_navigated(client, session, pages):
+@pytest.mark.parametrize("button", ["#away", "#away-later", "#away-fetched"])
+def test_a_new_document_is_navigated(client, session, pages, button):
+    # A navigation the click's timer or response starts commits while the answer is read: it was answered
+    # navigated: false, urlChanged: true (refs "still valid"), with the new URL and often an empty title.
     client.tool("navigate", sessionId=session, url=pages.url("/spa"))
-    away = client.tool("click", sessionId=session, selector="#away")
+    away = client.tool("click", sessionId=session, selector=button)
     assert away["navigated"] is True and "urlChanged" not in away and away["title"] == "elsewhere", away
     back = client.tool("go_back", sessionId=session)
     assert back["url"].endswith("/spa")

@@ -206,6 +206,11 @@ class SessionState(Acting):
             navigated = self.tab is not tab or tab.navigations != navigations_before
             if "url" not in response.result:
                 facts.update(self._page_state(navigated, None if navigated else title, count=response.stores_after))
+                if not navigated and tab.navigations != navigations_before:
+                    # A navigation the action's timer or response started committed as the answer was read: its load
+                    # is waited for and its title read, as an immediate one's.
+                    navigated = True
+                    facts.update(self._page_state(True, count=response.stores_after))
             if not navigated and tab.page.url != url_before:
                 # The same document at another URL (the History API, a fragment): refs stay valid. A same-document
                 # navigation to the URL it was at (a router pushing the route it shows) changed nothing to tell.
