@@ -23,7 +23,8 @@ PAGES["/spa"] = """<!doctype html><title>App</title>
   <button id="busy" onclick="(function spin() { setTimeout(spin, 10) })(); show('Busy view')">Busy</button>
   <a id="away" href="/title/elsewhere">Elsewhere</a>
   <button id="away-later" onclick="setTimeout(() => location.href = '/title/elsewhere', 10)">Elsewhere later</button>
-  <button id="away-fetched" onclick="fetch('/slow?ms=30').then(() => location.href = '/title/elsewhere')">Fetched</button>
+  <button id="away-fetched" onclick="fetch('/slow?ms=30').then(() => location.href = '/title/elsewhere')">
+    Fetched</button>
   <a id="blank" href="about:blank">Blank</a>
 </nav>
 <p id="menu-state">menu closed</p>
