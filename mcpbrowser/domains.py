@@ -188,6 +188,12 @@ class DomainPolicy:
             return False
         return True
 
+    def narrowed_out(self, host):
+        """True when only the session's own allowedDomains leave `host` out: the server's lists allow it."""
+        host = canonical_host(host)
+        return self.session_allowed is not None and not any(domain_matches(host, p) for p in self.session_allowed) \
+            and not self.blocks(host) and (not self.allowed or any(domain_matches(host, p) for p in self.allowed))
+
     def names(self, host):
         """True when a server allow rule or a user's grant names this host itself (wildcards do not):
         --block-private-networks lets such a host reach a private address. A session's own

@@ -158,6 +158,12 @@ BREAKS = [
           "docs/history.md",
           ("tests/test_store.py::test_a_resume_that_cannot_open_leaves_the_session_to_resume_later",)),
     # -- an untruth read from outside (2026-12-07, twenty-first session) -------------------------------------------
+    Break("narrowed-out-names-the-sessions-list", "mcpbrowser/session/network_policy.py",
+          "if self.policy.narrowed_out(host):", "if False:",
+          "A host only the session's own allowedDomains leave out is refused at once, naming that list.",
+          "docs/safety.md",
+          ("tests/test_policy.py::test_a_host_only_the_sessions_own_allowed_domains_leave_out_is_refused_naming_that_"
+           "list",)),
     Break("late-navigation-is-navigated", "mcpbrowser/session/state.py",
           "if not navigated and tab.navigations != navigations_before:", "if False:",
           "An action says whether it loaded a new document: one its timer or response started too, with its title.",

@@ -169,6 +169,27 @@ def test_a_navigations_refusal_names_its_own_host_else_the_proxys_latest():
     assert network.blocked_error("http://allowed.example/hop").details["domain"] == "late.example"
 
 
+def test_a_host_only_the_sessions_own_allowed_domains_leave_out_is_refused_naming_that_list():
+    """safety.md: a session's allowedDomains narrow the server's lists. A host the server allows but the session's own
+    list leaves out is refused at once, naming the session's list (it said "not in the server's allowed domains",
+    which is untrue), and the person is not asked to widen what the agent narrowed; a host the server leaves out is
+    the person's to allow, as before."""
+    from mcpbrowser.errors import DomainNotAllowed
+    from mcpbrowser.session.network_policy import NetworkPolicy
+
+    asked = []
+    network = NetworkPolicy("s")
+    network.policy = DomainPolicy(allowed=["127.0.0.1", "allowed.example"], session_allowed=["allowed.example"])
+    network.ask_user = lambda session_id, host: asked.append(host)  # the person says yes
+    with pytest.raises(DomainNotAllowed) as refused:
+        network.check_navigation("http://127.0.0.1:8000/")
+    assert "this session's allowedDomains" in str(refused.value) and "server" not in str(refused.value).split(";")[0]
+    assert asked == [] and refused.value.details["domain"] == "127.0.0.1"
+    network.check_navigation("http://elsewhere.example/")  # the server's list leaves it out: the person is asked
+    assert asked == ["elsewhere.example"]
+    network.check_navigation("http://allowed.example/")  # the control: both lists allow it
+
+
 def test_a_download_is_refused_by_the_policy_or_by_the_proxy_having_refused_its_host():
     """The downloads' check behind the proxy (session/downloads.py saves within the domain policy): a URL the policy
     forbids, a blob: made by a page of a forbidden origin, or a host the proxy refused already."""

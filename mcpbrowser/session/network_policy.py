@@ -145,6 +145,10 @@ class NetworkPolicy:
             if self.policy.blocks(host):  # no one's yes lets it through: the person is not asked
                 raise DomainNotAllowed(f"{host} is in the server's blocked domains.", session_id=self.session_id,
                                        details={"domain": host})
+            if self.policy.narrowed_out(host):  # the agent narrowed its own session: not the person's to widen
+                raise DomainNotAllowed(f"{host} is not in this session's allowedDomains; the server allows it (a "
+                                       "session created without them, or naming it, may open it).",
+                                       session_id=self.session_id, details={"domain": host})
             self.ask_user(self.session_id, host)  # raises DomainNotAllowed unless the person accepts
             self.policy.grant(host)
 
