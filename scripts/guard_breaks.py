@@ -164,6 +164,10 @@ BREAKS = [
           "docs/safety.md",
           ("tests/test_policy.py::test_a_host_only_the_sessions_own_allowed_domains_leave_out_is_refused_naming_that_"
            "list",)),
+    Break("an-action-sent-to-a-forbidden-host-is-refused", "mcpbrowser/session/state.py",
+          "if navigated and self.tab is tab and not self.network_policy.allows(tab.page.url):", "if False:",
+          "A navigation that is refused answers DOMAIN_NOT_ALLOWED; so does an action that sent the tab there.",
+          "docs/safety.md", ("tests/test_security.py::test_allowlist_is_enforced_on_every_route",)),
     Break("late-navigation-is-navigated", "mcpbrowser/session/state.py",
           "if not navigated and tab.navigations != navigations_before:", "if False:",
           "An action says whether it loaded a new document: one its timer or response started too, with its title.",

@@ -293,7 +293,7 @@ fetch("{to}/fetch").catch(() => {{}});
 const x = new XMLHttpRequest(); x.open("GET", "{to}/xhr"); x.send();
 try {{ new WebSocket("{ws}/ws"); }} catch (e) {{}}
 </script>
-<button id="popup" onclick="window.open('{to}/popup')">Popup</button>""")
+<button id="popup" onclick="window.open('{to}/popup')">Popup</button><a id="away" href="{to}/clicked">Away</a>""")
         elif url.path == "/delayed-fetch":
             self._send(200, "<title>Later</title><script>setTimeout(() => fetch('/hit?k=idle'), 300)</script>")
         elif url.path == "/meta-refresh":

@@ -91,6 +91,12 @@ def test_allowlist_is_enforced_on_every_route(session_on, pages, forbidden):
     c.tool("tabs", sessionId=sid, action="select", index=1)
     assert wait_for(lambda: [e for e in c.tool("network_logs", sessionId=sid, urlContains=FORBIDDEN_HOST)["entries"]
                              if e["url"].endswith("/popup") and e.get("blocked")], 10)
+    # A click that sends the tab there answers DOMAIN_NOT_ALLOWED, as navigate does: it answered success,
+    # navigated: true, with the forbidden URL and an empty title (the tab shows the proxy's refusal).
+    c.tool("navigate", sessionId=sid, url=pages.url(f"/attack?to={to}"))
+    clicked = c.error("click", sessionId=sid, selector="#away")
+    assert clicked["errorCode"] == "DOMAIN_NOT_ALLOWED" and clicked["details"]["domain"] == FORBIDDEN_HOST, clicked
+    assert "click" in clicked["message"] and forbidden.hits == []
 
 
 def test_session_narrows_but_never_widens(make_client, session_on, pages, forbidden):

@@ -173,7 +173,7 @@ class NetworkPolicy:
         """The proxy refused a request to this URL's host."""
         return self.proxy is not None and self.proxy.was_refused(host_of(url))
 
-    def blocked_error(self, url: str) -> DomainNotAllowed:
+    def blocked_error(self, url: str, action: str | None = None) -> DomainNotAllowed:
         """DOMAIN_NOT_ALLOWED for a navigation to `url` that the proxy refused somewhere on its way.
 
         The URL's own host when it was refused; else the hop that was (a redirect's), which is
@@ -183,7 +183,8 @@ class NetworkPolicy:
         host = host_of(url)
         if not self.refused(url):
             host = (self.proxy.last_refused if self.proxy is not None else None) or host
-        return DomainNotAllowed(f"{host} is not allowed: the request to it was blocked.",
+        ran = f" The {action} ran and sent the tab there: it shows the refusal (go_back returns)." if action else ""
+        return DomainNotAllowed(f"{host} is not allowed: the request to it was blocked.{ran}",
                                 session_id=self.session_id, details={"domain": host})
 
     def close(self) -> None:

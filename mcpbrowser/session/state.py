@@ -215,6 +215,9 @@ class SessionState(Acting):
                 # The same document at another URL (the History API, a fragment): refs stay valid. A same-document
                 # navigation to the URL it was at (a router pushing the route it shows) changed nothing to tell.
                 facts.update(url=tab.page.url, navigated=False, urlChanged=True)
+            if navigated and self.tab is tab and not self.network_policy.allows(tab.page.url):
+                # It sent the tab where the policy forbids: the proxy refused the request, as it refuses navigate's.
+                raise self.network_policy.blocked_error(tab.page.url, tool.name)
         facts.update(self._news(dialog_before))
         response.page_news(facts)  # the call's end words them into the answer (core/answer.py's with_news)
         shown = {**response.result, **facts}
