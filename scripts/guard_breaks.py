@@ -79,6 +79,10 @@ PERF_CAUSES = ("tests/test_performance_insights.py::test_the_pages_own_favicon_a
 PERF_COMPARE = ("tests/test_performance_insights.py::test_a_change_within_either_runs_spread_is_noise_and_other_"
                 "throttling_is_not_alike")
 
+STORAGE = ("tests/test_cookies_storage.py::test_a_forbidden_origins_storage_is_not_touched_and_a_long_value_is_listed_"
+           "short")
+COOKIE_SET = "tests/test_cookies_storage.py::test_a_cookie_is_set_read_and_deleted"
+
 BREAKS = [
     # -- a seventh hunt's (helper-52, 2026-12-07): log tools, log resources, the server log, the history's writer --
     Break("console-logs-default-50", "mcpbrowser/tools/monitoring.py",
@@ -164,6 +168,21 @@ BREAKS = [
           "docs/safety.md",
           ("tests/test_policy.py::test_a_host_only_the_sessions_own_allowed_domains_leave_out_is_refused_naming_that_"
            "list",)),
+    Break("storage-of-a-forbidden-origin-refused", "mcpbrowser/tools/storage.py",
+          "if not state.network_policy.allows(state.tab.page.url):", "if False:",
+          "storage: the current page's origin, within the domain policy.", "docs/tools.md", (STORAGE,)),
+    Break("storage-listed-values-cut", "mcpbrowser/tools/storage.py",
+          'return entry if asked else {**entry, "value": clip(value, VALUE_CHARS)}', "return entry",
+          "A listed value past 500 characters is cut (named, whole).", "docs/tools.md", (STORAGE,)),
+    Break("cookie-defaults-left-out", "mcpbrowser/tools/storage.py",
+          "COOKIE_DEFAULTS.get(k, ...) != c[k]", "True",
+          "A listed cookie leaves out what is the default.", "docs/tools.md", (COOKIE_SET,)),
+    Break("cookie-expires-in-milliseconds-refused", "mcpbrowser/tools/storage.py",
+          'if args.get("expires", 0) > 1e11:', "if False:",
+          "A cookie's expires is seconds; milliseconds are refused saying so.", "docs/tools.md", (COOKIE_SET,)),
+    Break("cookie-path-with-the-pages-host", "mcpbrowser/tools/storage.py",
+          'if "path" in cookie:  # the browser', 'if False:  # the browser',
+          "A cookie set with a path and no domain is the current page's host's.", "docs/tools.md", (COOKIE_SET,)),
     Break("an-action-sent-to-a-forbidden-host-is-refused", "mcpbrowser/session/state.py",
           "if navigated and self.tab is tab and not self.network_policy.allows(tab.page.url):", "if False:",
           "A navigation that is refused answers DOMAIN_NOT_ALLOWED; so does an action that sent the tab there.",

@@ -3,6 +3,7 @@ MCP client over stdio: set, read, deleted; a secret cookie's value never in an a
 the history (its SQLite file read raw) or a log (the server's stderr, at debug level)."""
 
 import json
+import time
 
 import pytest
 from support import HtmlHandler, HtmlSite, McpClient, stored_text, wait_for
@@ -25,6 +26,9 @@ class Site(HtmlHandler):
                                                          ("Set-Cookie", f"prefs={PREFS}; HttpOnly; Path=/")])
         if self.path == "/login2":
             return self._send(200, "<title>In</title>", [("Set-Cookie", f"session2={NAMED}; Path=/")])
+        if self.path == "/away":  # a link to a host the module's server forbids
+            return self._send(200, f"<title>Away</title><a id=go href='http://localhost:{self.server.server_port}/show'>"
+                                   "go</a>")
         # The page shows what the browser sent, as a careless site's debug footer would.
         return self._send(200, f"<title>Show</title><p>sent: {self.headers.get('Cookie')}</p><p id=ls></p>"
                                "<script>ls.textContent = 'note: ' + localStorage.getItem('note'); "
@@ -57,6 +61,16 @@ def test_a_cookie_is_set_read_and_deleted(world, sid):
     assert "sent: theme=blue" in client.tool("snapshot", sessionId=sid)["snapshot"]
     (cookie,) = client.tool("cookies", sessionId=sid)["cookies"]
     assert cookie["name"] == "theme" and cookie["value"] == "blue" and "secret" not in cookie
+    assert cookie == {"name": "theme", "value": "blue", "domain": "127.0.0.1"}, cookie  # the defaults left out
+    client.tool("cookies", sessionId=sid, action="set", name="kept", value="1", path="/show", httpOnly=True,
+                secure=True, sameSite="Strict", expires=int(time.time()) + 86400)
+    (kept,) = client.tool("cookies", sessionId=sid, name="kept")["cookies"]
+    assert kept.pop("expires") > time.time() and kept == {
+        "name": "kept", "value": "1", "domain": "127.0.0.1", "path": "/show", "httpOnly": True, "secure": True,
+        "sameSite": "Strict", "secret": True}, kept
+    client.tool("cookies", sessionId=sid, action="delete", name="kept")
+    late = client.error("cookies", sessionId=sid, action="set", name="late", value="1", expires=4102444800000)
+    assert late["errorCode"] == "INVALID_PARAMETERS" and "milliseconds" in late["message"], late
     assert client.tool("cookies", sessionId=sid, action="delete", name="theme")["deleted"] == 1
     assert client.tool("cookies", sessionId=sid)["count"] == 0
     client.tool("navigate", sessionId=sid, url=url + "/show")
@@ -81,6 +95,24 @@ def test_storage_entries_are_set_read_and_deleted(world, sid):
     assert client.tool("storage", sessionId=sid, kind="session")["entries"] == [{"name": "draft", "value": "d1"}]
     assert client.tool("storage", sessionId=sid, action="delete", name="note")["deleted"] == 1
     assert client.tool("storage", sessionId=sid)["entries"] == []
+
+
+def test_a_forbidden_origins_storage_is_not_touched_and_a_long_value_is_listed_short(world, sid):
+    """tools.md, storage: the tab's page's origin, within the domain policy as cookies are: a tab the agent's click
+    sent to a forbidden host shows the proxy's refusal under that host's origin, whose storage was written and read
+    all the same. A list shows each value at most 500 characters (one 300,000-character value made a 300,000-character
+    answer); asked by name, whole."""
+    client, url, _ = world
+    client.tool("navigate", sessionId=sid, url=url + "/show")
+    client.tool("storage", sessionId=sid, action="set", name="big", value="x" * 5000)
+    listed = client.tool("storage", sessionId=sid)["entries"]
+    assert listed == [{"name": "big", "value": "x" * 500 + "…[4500 more characters]"}], str(listed)[:300]
+    assert client.tool("storage", sessionId=sid, name="big")["entries"] == [{"name": "big", "value": "x" * 5000}]
+    client.tool("navigate", sessionId=sid, url=url + "/away")
+    assert client.error("click", sessionId=sid, selector="#go")["errorCode"] == "DOMAIN_NOT_ALLOWED"
+    for args in ({"action": "set", "name": "planted", "value": "v"}, {}, {"action": "delete", "name": "planted"}):
+        refused = client.error("storage", sessionId=sid, **args)
+        assert refused["errorCode"] == "DOMAIN_NOT_ALLOWED" and "localhost" in refused["message"], refused
 
 
 def test_a_cookie_the_agent_sets_httponly_is_a_secret_and_a_filter_by_domain_names_none(world, sid):

@@ -7,13 +7,18 @@ secret book as typed text does, shown masked unless the agent asks for it by nam
 from urllib.parse import urlsplit
 
 from mcpbrowser.errors import DomainNotAllowed, InvalidParameters
+from mcpbrowser.page_strings import clip
 from mcpbrowser.redaction import REDACTED, SECRET_NAME
 from mcpbrowser.session import snapshots
 from mcpbrowser.tools.base import SessionTool, session_schema
 
 ACTION = {"type": "string", "enum": ["list", "set", "delete"]}
 NAME = {"type": "string", "minLength": 1}
+VALUE_CHARS = 500  # a value as a list shows it; asked for by name, whole
 COOKIE_FIELDS = ("name", "value", "domain", "path", "expires", "httpOnly", "secure", "sameSite")
+# What a listed cookie leaves out when it is so (an agent pays for each of five cookies' eight fields): the root path,
+# a session cookie (expires -1), not HttpOnly, not Secure, SameSite Lax.
+COOKIE_DEFAULTS = {"path": "/", "expires": -1, "httpOnly": False, "secure": False, "sameSite": "Lax"}
 
 
 def _is_secret(name, http_only=False):
@@ -28,10 +33,11 @@ def _needs(args, *names):
 
 
 def _shown(state, response, entry, secret, asked):
-    """`entry` as the answer shows it: a secret value masked (and known to the book) unless asked for by name."""
+    """`entry` as the answer shows it: a secret value masked (and known to the book) unless asked for by name; a
+    plain one listed at most VALUE_CHARS long (an app's state in one entry: 300,000 characters), whole by name."""
     value = entry["value"]
     if not secret or not value:
-        return entry
+        return entry if asked else {**entry, "value": clip(value, VALUE_CHARS)}
     if asked:
         response.reveal(value)
         return {**entry, "secret": True}
@@ -60,8 +66,14 @@ def cookies(state, args, response):
             if urlsplit(url).scheme not in ("http", "https"):
                 raise InvalidParameters("Give url or domain: the current page has no site to set a cookie for.",
                                         details={"field": "url"})
-            cookie["url"] = url
             host = urlsplit(url).hostname or ""
+            if "path" in cookie:  # the browser takes a url, or a domain with a path: not a url with a path
+                cookie["domain"] = host
+            else:
+                cookie["url"] = url
+        if args.get("expires", 0) > 1e11:  # after the year 5138 in seconds: milliseconds, as JavaScript counts
+            raise InvalidParameters(f"expires is seconds since 1970; {args['expires']} looks like milliseconds "
+                                    "(divide by 1000).", details={"field": "expires"})
         _plain_or_secret(state, response, args["value"], _is_secret(args["name"], args.get("httpOnly")))
         if not state.network_policy.allows_host(host):
             raise DomainNotAllowed(f"{host} is not allowed: no cookie is set for it.", session_id=state.session_id,
@@ -87,7 +99,7 @@ def cookies(state, args, response):
         return
     found = [c for c in state.context.cookies()
              if all(c[k] == args[k] for k in ("name", "domain", "path") if k in args)]
-    shown = [_shown(state, response, {k: c[k] for k in COOKIE_FIELDS if k in c},
+    shown = [_shown(state, response, {k: c[k] for k in COOKIE_FIELDS if k in c and COOKIE_DEFAULTS.get(k, ...) != c[k]},
                     _is_secret(c["name"], c.get("httpOnly")), "name" in args) for c in found]
     response.answer({"cookies": shown, "count": len(shown)})
 
@@ -98,6 +110,9 @@ def storage(state, args, response):
     if origin.scheme not in ("http", "https"):
         raise InvalidParameters(f"The current page ({state.tab.page.url[:40]}) has no origin with storage: navigate "
                                 "to the site first.", details={"url": state.tab.page.url[:200]})
+    if not state.network_policy.allows(state.tab.page.url):  # a click sent the tab there: it shows the refusal
+        raise DomainNotAllowed(f"{origin.hostname} is not allowed: its storage is neither read nor written.",
+                               session_id=state.session_id, details={"domain": origin.hostname})
     kind = args.get("kind", "local")
     store = state.tab.page.local_storage if kind == "local" else state.tab.page.session_storage
     where = f"{origin.scheme}://{origin.netloc}"
