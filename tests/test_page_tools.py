@@ -52,6 +52,11 @@ mc.registerTool({{name: 'hang', description: 'Never answers.', execute: () => ne
 mc.registerTool({{name: 'throws', description: 'Always fails.', execute: async () => {{ throw new Error('no'); }}}});
 mc.registerTool({{name: 'big', description: 'A long answer.',
   execute: async () => ({{content: [{{type: 'text', text: 'x'.repeat(300000)}}]}})}});
+mc.registerTool({{name: 'goHome', description: 'Opens another page.',
+  execute: async () => {{ setTimeout(() => {{ location.href = '/frame'; }}, 10); return 'going'; }}}});
+mc.registerTool({{name: 'goAway', description: 'Opens another site, answering later.',
+  execute: async () => {{ location.href = 'http://localhost:{port}/frame'; await new Promise(r => setTimeout(r, 3000));
+                          return 'gone'; }}}});
 function addLate() {{
   mc.registerTool({{name: 'late', description: 'Came late.', execute: async () => 'late answer'}});
 }}
@@ -149,6 +154,20 @@ def test_a_forbidden_frames_tool_is_never_called(world, session):
     with pytest.raises(DomainNotAllowed):
         session.page_tools(name="frameTool", frame=frame)
     assert "frame: none" in session.snapshot()["snapshot"]  # the frame's tool would have told the page
+
+
+def test_a_page_tool_that_navigates_says_so_as_an_action_does(world, session):
+    """tools.md: page_tools calls one "as an action": its answer carries url, title and navigated as a click's. A tool
+    that sent the page elsewhere answered the old URL with no navigated (a later timer) or PAGE_TOOL_FAILED "Execution
+    context was destroyed" (at once); to a host the session's policy forbids, DOMAIN_NOT_ALLOWED, as a click's."""
+    browser, site, _ = world
+    went = session.page_tools(name="goHome")
+    assert went["navigated"] is True and went["title"] == "Frame" and went["url"].endswith("/frame"), went
+    session.navigate(site.url + "/tools")
+    _narrow(browser, session)
+    with pytest.raises(DomainNotAllowed) as refused:
+        session.page_tools(name="goAway")
+    assert refused.value.details["domain"] == "localhost" and "page_tools ran" in str(refused.value), refused.value
 
 
 def test_a_route_set_before_the_policy_narrowed_answers_no_forbidden_host(world, session):

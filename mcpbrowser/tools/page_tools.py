@@ -76,17 +76,20 @@ def _called(state, args, response, timeout):
                                 session_id=state.session_id, details={"field": "name"})
     declared = next(t for t in registered if str(t.get("name")) == name).get("inputSchema")
     tool_input = {**(args.get("input") or {}), **_secret_inputs(state, args, declared, response)}
+    tab, navigations = state.tab, state.tab.navigations
     try:
         value = state.act(frame.webmcp, "call_tool", name=name, input=tool_input, timeout=timeout)
     except Exception as exc:
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if tab.navigations != navigations or "context was destroyed" in text:  # it sent its page elsewhere
+            return {"tool": name, "message": "The page tool sent the page elsewhere before it answered."}
         if type(exc).__name__ == "TimeoutError":
             raise WaitTimeout(f"The page tool {clip(name, NAME_CHARS)!r} did not answer within {timeout} ms; it may "
                               "still run in the page. The session works on.", session_id=state.session_id,
                               details={"timeoutMs": timeout}) from None
         raise PageToolFailed(f"The page tool {clip(name, NAME_CHARS)!r} failed: {clip(text, 500)}",
                              session_id=state.session_id) from None
-    out = {"tool": name, "url": state.tab.page.url}
+    out = {"tool": name}  # the call's end adds url, title and navigated, as an action's (session/state.py)
     if value is INTERRUPTED:
         out["message"] = "A dialog opened before the page tool answered."
         return out
