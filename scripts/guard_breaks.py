@@ -79,6 +79,7 @@ PERF_CAUSES = ("tests/test_performance_insights.py::test_the_pages_own_favicon_a
 PERF_COMPARE = ("tests/test_performance_insights.py::test_a_change_within_either_runs_spread_is_noise_and_other_"
                 "throttling_is_not_alike")
 
+PT_MISTAKES = "tests/test_page_tools.py::test_a_call_short_of_its_required_input_or_its_frame_says_what_to_give"
 STORAGE = ("tests/test_cookies_storage.py::test_a_forbidden_origins_storage_is_not_touched_and_a_long_value_is_listed_"
            "short")
 COOKIE_SET = "tests/test_cookies_storage.py::test_a_cookie_is_set_read_and_deleted"
@@ -168,6 +169,20 @@ BREAKS = [
           "docs/safety.md",
           ("tests/test_policy.py::test_a_host_only_the_sessions_own_allowed_domains_leave_out_is_refused_naming_that_"
            "list",)),
+    Break("page-tool-required-input", "mcpbrowser/tools/page_tools.py",
+          "if missing:  # the page's own schema", "if False:  # the page's own schema",
+          "A page tool called without an input its schema requires says what to give.", "docs/tools.md", (PT_MISTAKES,)),
+    Break("page-tool-frame-hint", "mcpbrowser/tools/page_tools.py",
+          "if framed else", "if False else",
+          "A frame's tool called without its frame says which frame to pass.", "docs/tools.md", (PT_MISTAKES,)),
+    Break("page-tool-frames-listed", "mcpbrowser/session/page_tools.py",
+          "it has: {clip(', '.join(origins)) or 'none'}", "it has: ?",
+          "A frame named wrongly: the answer lists the frames' origins.", "docs/tools.md", (PT_MISTAKES,)),
+    Break("measured-interaction-gets-the-find-grace", "mcpbrowser/tools/performance.py",
+          'if "timeout" in args:  # the agent', 'if True:  # the agent',
+          "A missing element is ELEMENT_NOT_FOUND after a 1 s grace (a measurement's interaction too).",
+          "docs/tools.md",
+          ("tests/test_memory_leaks.py::test_a_missing_element_fails_after_a_clicks_grace_not_the_whole_timeout",)),
     Break("page-tool-answer-is-an-actions", "mcpbrowser/tools/page_tools.py",
           'out = {"tool": name}  # the call', 'out = {"tool": name, "url": state.tab.page.url}  # the call',
           "page_tools calls one as an action: url, title and navigated as a click's.", "docs/tools.md",

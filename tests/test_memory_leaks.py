@@ -14,7 +14,7 @@ from support import HtmlSite
 
 import mcpbrowser
 from mcpbrowser.config import Config
-from mcpbrowser.errors import ContentNotFound, DialogOpen, InvalidParameters
+from mcpbrowser.errors import ContentNotFound, DialogOpen, ElementNotFound, InvalidParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from perf_compare import DIVS, ENTRIES, LEAK_PAGES, REPEAT  # noqa: E402  the comparison script's pages
@@ -124,6 +124,16 @@ def test_an_interaction_that_opens_a_dialog_is_named_and_the_session_goes_on(ses
         session.measure_memory(selector="#go", repeat=1)
     session.handle_dialog(accept=True)
     assert session.navigate(site.url + "/clean")["url"] == site.url + "/clean"
+
+
+def test_a_missing_element_fails_after_a_clicks_grace_not_the_whole_timeout(session, site):
+    """tools.md: a missing element is ELEMENT_NOT_FOUND after a 1 s grace, which a `timeout` extends. A measurement's
+    interaction waited the whole action timeout (5 s) for one."""
+    session.navigate(site.url + "/clean")
+    with pytest.raises(ElementNotFound, match="waited 1000 ms"):
+        session.measure_memory(selector="#nosuch", repeat=1)
+    with pytest.raises(ElementNotFound, match="waited 1500 ms"):
+        session.measure_memory(selector="#nosuch", repeat=1, timeout=1500)
 
 
 def test_an_interaction_that_leaves_the_page_is_refused_with_why(browser, session, site):

@@ -156,6 +156,21 @@ def test_a_forbidden_frames_tool_is_never_called(world, session):
     assert "frame: none" in session.snapshot()["snapshot"]  # the frame's tool would have told the page
 
 
+def test_a_call_short_of_its_required_input_or_its_frame_says_what_to_give(world, session):
+    """An agent's mistakes: an input the page's schema requires left out (the page was called with undefined), a
+    frame's tool called without its frame, a frame named by its host alone. Each says what to give."""
+    browser, site, _ = world
+    frame = f"http://localhost:{site.httpd.server_port}"
+    with pytest.raises(InvalidParameters, match="needs input text"):
+        session.page_tools(name="setTitle")
+    assert 'heading "start"' in session.snapshot()["snapshot"]  # not called
+    with pytest.raises(InvalidParameters, match=f"a frame's tool: pass frame '{frame}'"):
+        session.page_tools(name="frameTool")
+    with pytest.raises(InvalidParameters, match=f"it has: {frame}"):
+        session.page_tools(name="frameTool", frame="localhost")
+    assert session.page_tools(name="frameTool", frame=frame)["untrustedResult"] == "ok"  # the control
+
+
 def test_a_page_tool_that_navigates_says_so_as_an_action_does(world, session):
     """tools.md: page_tools calls one "as an action": its answer carries url, title and navigated as a click's. A tool
     that sent the page elsewhere answered the old URL with no navigated (a later timer) or PAGE_TOOL_FAILED "Execution

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mcpbrowser.errors import DomainNotAllowed, InvalidParameters
+from mcpbrowser.page_strings import clip
 
 NOT_ENABLED = "WebMCP is not enabled"
 # What a load's answer says of the page's own tools: their names and argument names, identifiers alone (a page
@@ -140,7 +141,9 @@ def frame_for(state: Any, label: str | None) -> Any:
         frame = next((f for f in page.frames if f is not page.main_frame and not f.is_detached()
                       and origin(f.url) == label), None)
         if frame is None:
-            raise InvalidParameters(f"No frame of {label} on this page: page_tools lists the frames with tools.",
+            origins = sorted({origin(f.url) for f in page.frames if f is not page.main_frame and not f.is_detached()})
+            raise InvalidParameters(f"No frame of {clip(label)} on this page (a frame is named by its origin, "
+                                    f"scheme://host:port; it has: {clip(', '.join(origins)) or 'none'}).",
                                     session_id=state.session_id, details={"field": "frame"})
     if not state.network_policy.allows(frame.url) or not state.network_policy.allows(page.url):
         host = urlsplit(frame.url).hostname or frame.url

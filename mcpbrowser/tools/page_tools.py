@@ -71,11 +71,19 @@ def _called(state, args, response, timeout):
     names = [str(t.get("name")) for t in registered]
     if name not in names:
         where = f"the frame of {label}" if label else "this page"
+        framed = [] if label else [f for t, f in page_tools.found(state, timeout)[0] if f and t.get("name") == name]
+        hint = f"; a frame's tool: pass frame {clip(framed[0])!r}" if framed else " (page_tools lists them)"
         raise InvalidParameters(f"No page tool {clip(name, NAME_CHARS)!r} in {where}; it offers: "
-                                f"{clip(', '.join(names)) or 'none'} (page_tools lists them).",
+                                f"{clip(', '.join(names)) or 'none'}{hint}.",
                                 session_id=state.session_id, details={"field": "name"})
     declared = next(t for t in registered if str(t.get("name")) == name).get("inputSchema")
     tool_input = {**(args.get("input") or {}), **_secret_inputs(state, args, declared, response)}
+    required = declared.get("required") if isinstance(declared, dict) else None
+    missing = [str(k) for k in required if k not in tool_input] if isinstance(required, list) else []
+    if missing:  # the page's own schema says so; the page would be called with undefined
+        raise InvalidParameters(f"The page tool {clip(name, NAME_CHARS)!r} needs input "
+                                f"{clip(', '.join(missing), NAME_CHARS)} (its untrustedInputSchema's required).",
+                                session_id=state.session_id, details={"field": "input"})
     tab, navigations = state.tab, state.tab.navigations
     try:
         value = state.act(frame.webmcp, "call_tool", name=name, input=tool_input, timeout=timeout)

@@ -331,10 +331,12 @@ def _interaction(state, args, response, deadline):
 def interact(state, args, response, timeout):
     """The interaction measured (here, and by measure_memory): a click on the target, or its key (on the target)."""
     target = {k: args[k] for k in ("selector", "ref") if k in args}
+    if "timeout" in args:  # the agent's own extends the 1 s grace a missing element gets, as a click's does
+        target["timeout"] = timeout
     if "key" in args:
-        acting_tools.press_key(state, {"key": args["key"], **target, "timeout": timeout}, response)
+        acting_tools.press_key(state, {"key": args["key"], **target}, response)
     else:
-        acting_tools.click(state, {**target, "timeout": timeout}, response)
+        acting_tools.click(state, {**target}, response)
 
 
 def _take(state, timeout_ms):
