@@ -79,6 +79,8 @@ PERF_CAUSES = ("tests/test_performance_insights.py::test_the_pages_own_favicon_a
 PERF_COMPARE = ("tests/test_performance_insights.py::test_a_change_within_either_runs_spread_is_noise_and_other_"
                 "throttling_is_not_alike")
 
+ROUTE_MISTAKES = ("tests/test_routes.py::test_a_route_that_says_no_one_thing_or_matches_nothing_is_refused_saying_"
+                  "why")
 PT_MISTAKES = "tests/test_page_tools.py::test_a_call_short_of_its_required_input_or_its_frame_says_what_to_give"
 STORAGE = ("tests/test_cookies_storage.py::test_a_forbidden_origins_storage_is_not_touched_and_a_long_value_is_listed_"
            "short")
@@ -169,6 +171,13 @@ BREAKS = [
           "docs/safety.md",
           ("tests/test_policy.py::test_a_host_only_the_sessions_own_allowed_domains_leave_out_is_refused_naming_that_"
            "list",)),
+    Break("route-does-one-thing", "mcpbrowser/tools/network.py",
+          "if len(does) != 1:", "if False:",
+          "A route answers, aborts or sends on with requestHeaders: one of them.", "docs/tools.md", (ROUTE_MISTAKES,)),
+    Break("route-url-that-matches-nothing", "mcpbrowser/tools/network.py",
+          'if "*" not in args["url"] and "://" not in args["url"]:', "if False:",
+          "A route's url is a glob against whole URLs: a bare path is refused, naming the glob.", "docs/tools.md",
+          (ROUTE_MISTAKES,)),
     Break("page-tool-required-input", "mcpbrowser/tools/page_tools.py",
           "if missing:  # the page's own schema", "if False:  # the page's own schema",
           "A page tool called without an input its schema requires says what to give.", "docs/tools.md", (PT_MISTAKES,)),

@@ -132,6 +132,19 @@ def test_a_pattern_routed_again_is_replaced_and_unroute_leaves_none_of_it(world,
     client.tool("wait_for", sessionId=sid, text="items: 3")
 
 
+def test_a_route_that_says_no_one_thing_or_matches_nothing_is_refused_saying_why(world, sid):
+    """An agent's mistakes: `abort: false` (it made a route answering 200 with an empty body), an answer and an abort
+    or requestHeaders at once (one dropped unsaid), a path that no whole URL matches. Nothing is routed."""
+    client, _, _, _ = world
+    for args, words in (({"abort": False}, "none given"), ({"abort": True, "body": "x"}, "and abort: true"),
+                        ({"body": "x", "requestHeaders": {"x-a": "1"}}, "and send on"),
+                        ({"url": "api/data", "status": 204}, "'**/api/data'")):
+        refused = client.error("route", sessionId=sid, **{"url": "**/api/items", **args})
+        assert refused["errorCode"] == "INVALID_PARAMETERS" and words in refused["message"], (args, refused)
+    assert client.tool("route", sessionId=sid)["routes"] == []
+    assert client.tool("route", sessionId=sid, url="**/api/items", abort=True)["routes"]  # the control
+
+
 def test_a_blocked_image_is_not_loaded(world, sid):
     client, site, _, _ = world
     client.tool("route", sessionId=sid, url="**/*.png", abort=True)

@@ -3,6 +3,7 @@ session thread, through session/routes.py, where the domain policy decides first
 
 from mcpbrowser import schema
 from mcpbrowser.errors import InvalidParameters
+from mcpbrowser.page_strings import clip
 from mcpbrowser.session import snapshots
 from mcpbrowser.tools.base import SessionTool, result_schema, session_schema
 
@@ -17,6 +18,18 @@ def route(state, args, response):
                                     details={"field": "url"})
         response.answer({"routes": state.routes.listed()})
         return
+    # One of three things, said outright: an agent's `abort: false` made a route answering 200 with nothing, and an
+    # answer with requestHeaders dropped the one or the other unsaid.
+    does = [what for what, given in (("answer (status, headers, body)", {"status", "headers", "body"} & set(args)),
+                                     ("abort: true", args.get("abort") is True),
+                                     ("send on with requestHeaders", "requestHeaders" in args)) if given]
+    if len(does) != 1:
+        raise InvalidParameters("A route does one of: answer (status, headers, body), abort: true, or send on with "
+                                f"requestHeaders; {'this asks for ' + ' and '.join(does) if does else 'none given'}.",
+                                details={"field": "abort" if not does else "requestHeaders"})
+    if "*" not in args["url"] and "://" not in args["url"]:
+        raise InvalidParameters(f"url {clip(args['url'])!r} is a glob matched against whole URLs, so it matches none: "
+                                f"'**/{clip(args['url'].lstrip('/'))}' matches it on any site.", details={"field": "url"})
     # A credential a route sends or answers with (an Authorization header) is a secret like a typed password.
     sensitive = state.config.redact_headers
     secrets = [value for headers in (args.get("headers") or {}, args.get("requestHeaders") or {})
