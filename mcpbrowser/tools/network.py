@@ -29,7 +29,8 @@ def route(state, args, response):
                                 details={"field": "abort" if not does else "requestHeaders"})
     if "*" not in args["url"] and "://" not in args["url"]:
         raise InvalidParameters(f"url {clip(args['url'])!r} is a glob matched against whole URLs, so it matches none: "
-                                f"'**/{clip(args['url'].lstrip('/'))}' matches it on any site.", details={"field": "url"})
+                                f"'**/{clip(args['url'].lstrip('/'))}' matches it on any site.",
+                                details={"field": "url"})
     # A credential a route sends or answers with (an Authorization header) is a secret like a typed password.
     sensitive = state.config.redact_headers
     secrets = [value for headers in (args.get("headers") or {}, args.get("requestHeaders") or {})
