@@ -171,6 +171,10 @@ BREAKS = [
           "docs/safety.md",
           ("tests/test_policy.py::test_a_host_only_the_sessions_own_allowed_domains_leave_out_is_refused_naming_that_"
            "list",)),
+    Break("page-tools-past-fifty-told", "mcpbrowser/tools/page_tools.py",
+          "if len(found) > MAX_LISTED:  # the rest", "if False:  # the rest",
+          "A page tools list past 50 says how many more; get_content reads them all.", "docs/tools.md",
+          ("tests/test_page_tools.py::test_a_list_past_fifty_says_how_many_more_and_the_call_keeps_them_all",)),
     Break("route-does-one-thing", "mcpbrowser/tools/network.py",
           "if len(does) != 1:", "if False:",
           "A route answers, aborts or sends on with requestHeaders: one of them.", "docs/tools.md", (ROUTE_MISTAKES,)),

@@ -34,7 +34,8 @@ document.modelContext.registerTool({name: 'frameTool', description: 'A frame too
   execute: async () => { parent.postMessage('frame tool called', '*'); return 'ok'; }});
 </script>"""
     return f"""<title>Tools</title><h1 id=h>start</h1><p id=log>fetched: nothing</p><p id=fr>frame: none</p>
-<button id=add onclick="addLate()">add</button><button id=drop onclick="ac.abort()">drop</button>
+<button id=add onclick="addLate()">add</button><button id=many onclick="addMany()">many</button>
+<button id=drop onclick="ac.abort()">drop</button>
 <button id=fetch onclick="go()">fetch</button><button id=show onclick="show()">show</button><p id=kept></p>
 <iframe allow="tools" src="http://localhost:{port}/frame"></iframe>
 <script>
@@ -57,6 +58,11 @@ mc.registerTool({{name: 'goHome', description: 'Opens another page.',
 mc.registerTool({{name: 'goAway', description: 'Opens another site, answering later.',
   execute: async () => {{ location.href = 'http://localhost:{port}/frame'; await new Promise(r => setTimeout(r, 3000));
                           return 'gone'; }}}});
+function addMany() {{
+  for (let i = 0; i < 55; i++) {{
+    mc.registerTool({{name: 'many' + i, description: 'One of many.', execute: async () => i}});
+  }}
+}}
 function addLate() {{
   mc.registerTool({{name: 'late', description: 'Came late.', execute: async () => 'late answer'}});
 }}
@@ -138,7 +144,7 @@ def test_a_tool_that_hangs_ends_with_a_clear_error_and_the_session_works_on(worl
     with pytest.raises(WaitTimeout, match="did not answer within 1000 ms.*works on"):
         session.page_tools(name="hang", timeout=1000)
     assert session.page_tools(name="getCount")["untrustedResult"] == "0"
-    with pytest.raises(PageToolFailed, match="'throws' failed"):
+    with pytest.raises(PageToolFailed, match="'throws' failed.*console_logs"):
         session.page_tools(name="throws")
     big = session.page_tools(name="big")
     assert len(big["untrustedResult"]) == 4000 and "296000 more characters" in big["truncated"]
@@ -154,6 +160,16 @@ def test_a_forbidden_frames_tool_is_never_called(world, session):
     with pytest.raises(DomainNotAllowed):
         session.page_tools(name="frameTool", frame=frame)
     assert "frame: none" in session.snapshot()["snapshot"]  # the frame's tool would have told the page
+
+
+def test_a_list_past_fifty_says_how_many_more_and_the_call_keeps_them_all(world, session):
+    browser, _, _ = world
+    session.click("#many")
+    listed = session.page_tools()
+    assert len(listed["tools"]) == 50 and listed["count"] > 55 and "more tools" in listed["truncated"], listed["count"]
+    shown = {t["name"] for t in listed["tools"]}
+    left = next(f"many{i}" for i in range(55) if f"many{i}" not in shown)
+    assert f'"name": "{left}"' in browser.get_content(listed["refId"], search_for=left)["content"]
 
 
 def test_a_call_short_of_its_required_input_or_its_frame_says_what_to_give(world, session):

@@ -55,6 +55,9 @@ def _listed(state, args, response, timeout):
         raise PageToolFailed("The browser runs no page tools: the server was started with --no-webmcp (or its "
                              "remote browser lacks WebMCP).", session_id=state.session_id) from None
     out = {"tools": [_entry(tool, label) for tool, label in found[:MAX_LISTED]], "count": len(found)}
+    if len(found) > MAX_LISTED:  # the rest in the call's stored page: their names, descriptions and schemas
+        response.store_page(json.dumps([_entry(tool, label) for tool, label in found]), snapshot=False)
+        out["truncated"] = f"{len(found) - MAX_LISTED} more tools: get_content(refId, search_for) reads them"
     if left_out:
         out["framesLeftOut"] = left_out  # frames of hosts the domain policy forbids: never asked, never called
     return out
@@ -95,7 +98,8 @@ def _called(state, args, response, timeout):
             raise WaitTimeout(f"The page tool {clip(name, NAME_CHARS)!r} did not answer within {timeout} ms; it may "
                               "still run in the page. The session works on.", session_id=state.session_id,
                               details={"timeoutMs": timeout}) from None
-        raise PageToolFailed(f"The page tool {clip(name, NAME_CHARS)!r} failed: {clip(text, 500)}",
+        own = " (what it threw, the page's console_logs say)" if "invocation failed" in text else ""
+        raise PageToolFailed(f"The page tool {clip(name, NAME_CHARS)!r} failed: {clip(text, 500)}{own}",
                              session_id=state.session_id) from None
     out = {"tool": name}  # the call's end adds url, title and navigated, as an action's (session/state.py)
     if value is INTERRUPTED:
