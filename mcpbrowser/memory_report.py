@@ -93,7 +93,8 @@ def summary(measured):
     else:
         lines.append(f"Grew with each repetition ({len(leaks)}):")
         for row in leaks[:SHOWN]:
-            words = f"- {label(row['kind'], row['name'])}: +{row['perRepetition']:g} each, {kb(row['selfBytes'])}"
+            words = (f"- {label(row['kind'], row['name'])}: +{row['perRepetition']:g} each time, "
+                     f"{kb(row['selfBytes'])} in all")  # the size: all that grew, not one's
             if row.get("script"):
                 words += f", {row['script']}"
             if row.get("heldBy"):

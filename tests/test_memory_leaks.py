@@ -6,6 +6,7 @@ the clean page makes as much garbage and keeps none of it.
 """
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -70,7 +71,8 @@ def test_a_listener_added_on_every_click_is_named_with_its_function_script_and_h
     assert row["perRepetition"] == pytest.approx(1, rel=0.05)
     assert row["script"].startswith(site.url + "/listener.js:1:")
     assert row["heldBy"].startswith("window") and "listener" in row["heldBy"]
-    assert "closure onResize(): +1 each" in answer["summary"]
+    assert "closure onResize(): +1 each time, " in answer["summary"]
+    assert re.search(r"onResize\(\): \+1 each time, [\d.]+ kB in all", answer["summary"]), answer["summary"]
 
 
 def test_a_cache_map_growing_by_a_known_count_is_named_with_its_constructor(browser, session, site):
