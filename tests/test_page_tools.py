@@ -199,6 +199,8 @@ def test_a_page_tool_that_navigates_says_so_as_an_action_does(world, session):
     with pytest.raises(DomainNotAllowed) as refused:
         session.page_tools(name="goAway")
     assert refused.value.details["domain"] == "localhost" and "page_tools ran" in str(refused.value), refused.value
+    with pytest.raises(DomainNotAllowed):  # the refused page's: not a frame left out (it said framesLeftOut: 1)
+        session.page_tools()
 
 
 def test_a_route_set_before_the_policy_narrowed_answers_no_forbidden_host(world, session):

@@ -41,6 +41,10 @@ def offering_frames(state: Any) -> tuple[list[tuple[Any, str | None]], int]:
         if frame.is_detached():
             continue
         if not state.network_policy.allows(frame.url):
+            if frame is page.main_frame:  # an action sent the tab there: it shows the proxy's refusal
+                host = urlsplit(frame.url).hostname or frame.url
+                raise DomainNotAllowed(f"{host} is not allowed: its page tools are never called.",
+                                       session_id=state.session_id, details={"domain": host})
             left_out += 1
             continue
         kept.append((frame, None if frame is page.main_frame else origin(frame.url)))
