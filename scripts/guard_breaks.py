@@ -172,7 +172,7 @@ BREAKS = [
           ("tests/test_policy.py::test_a_host_only_the_sessions_own_allowed_domains_leave_out_is_refused_naming_that_"
            "list",)),
     Break("page-tools-of-a-refused-page", "mcpbrowser/session/page_tools.py",
-          "if frame is page.main_frame:  # an action sent the tab there", "if False:",
+          "if frame is page.main_frame:  # an action", "if False:  # an action",
           "A tab showing a refused host's page offers no page tools: DOMAIN_NOT_ALLOWED, not a frame left out.",
           "docs/tools.md", ("tests/test_page_tools.py::test_a_page_tool_that_navigates_says_so_as_an_action_does",)),
     Break("page-tools-past-fifty-told", "mcpbrowser/tools/page_tools.py",
