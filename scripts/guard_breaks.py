@@ -171,6 +171,10 @@ BREAKS = [
           "docs/safety.md",
           ("tests/test_policy.py::test_a_host_only_the_sessions_own_allowed_domains_leave_out_is_refused_naming_that_"
            "list",)),
+    Break("a-routes-abort-named", "mcpbrowser/tools/navigation.py",
+          'aborted = "ERR_BLOCKED_BY_CLIENT" in reason and', 'aborted = False and',
+          "A navigation a session's own route aborts says so.", "docs/tools.md",
+          ("tests/test_routes.py::test_a_blocked_image_is_not_loaded",)),
     Break("page-tools-of-a-refused-page", "mcpbrowser/session/page_tools.py",
           "if frame is page.main_frame:  # an action", "if False:  # an action",
           "A tab showing a refused host's page offers no page tools: DOMAIN_NOT_ALLOWED, not a frame left out.",

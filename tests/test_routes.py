@@ -154,6 +154,9 @@ def test_a_blocked_image_is_not_loaded(world, sid):
     assert site.hits.get("/pic.png", 0) == before
     (entry,) = client.tool("network_logs", sessionId=sid, urlContains="/pic.png")["entries"]
     assert entry["routed"] == "abort" and entry["failure"]
+    # A page the session's own route aborts: the failure names the route, not only the browser's words.
+    failed = client.error("navigate", sessionId=sid, url=url(site, "/pic.png"))
+    assert failed["errorCode"] == "NAVIGATION_FAILED" and "A route of this session aborts it" in failed["message"]
 
 
 def test_a_route_changes_request_headers_but_never_the_host(world, sid):

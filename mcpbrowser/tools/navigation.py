@@ -63,9 +63,12 @@ def _load(state, what, method, **kwargs):
         url = kwargs.get("url") or (state.tab.page.url if state.tab is not None else "")
         reason = reason.removesuffix(f" at {url}")  # Playwright's, naming the address the message names
         offline = throttling.offline(state)
+        aborted = "ERR_BLOCKED_BY_CLIENT" in reason and any(r["action"] == "abort" for r in state.routes.listed())
         failed = NavigationFailed(f"Could not load {what}: {reason}" + (
             ". The session is offline (throttle network 'offline'); throttle with network 'none' "
-            "brings it back online." if offline else ""), session_id=state.session_id,
+            "brings it back online." if offline else "") + (
+            ". A route of this session aborts it (route lists them; unroute removes one)." if aborted else ""),
+            session_id=state.session_id,
             details={"url": url, "reason": reason, **({"offline": True} if offline else {})})
         failed.timed_out = type(exc).__name__ == "TimeoutError"  # Playwright's, by its class
         if failed.timed_out and tab.navigations != navigations and not state.responsive(tab):
