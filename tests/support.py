@@ -293,7 +293,8 @@ fetch("{to}/fetch").catch(() => {{}});
 const x = new XMLHttpRequest(); x.open("GET", "{to}/xhr"); x.send();
 try {{ new WebSocket("{ws}/ws"); }} catch (e) {{}}
 </script>
-<button id="popup" onclick="window.open('{to}/popup')">Popup</button><a id="away" href="{to}/clicked">Away</a>""")
+<button id="popup" onclick="window.open('{to}/popup')">Popup</button><a id="away" href="{to}/clicked">Away</a>
+<a id="broken" href="http://127.0.0.1:1/closed">Broken</a>""")
         elif url.path == "/delayed-fetch":
             self._send(200, "<title>Later</title><script>setTimeout(() => fetch('/hit?k=idle'), 300)</script>")
         elif url.path == "/meta-refresh":

@@ -97,6 +97,10 @@ def test_allowlist_is_enforced_on_every_route(session_on, pages, forbidden):
     clicked = c.error("click", sessionId=sid, selector="#away")
     assert clicked["errorCode"] == "DOMAIN_NOT_ALLOWED" and clicked["details"]["domain"] == FORBIDDEN_HOST, clicked
     assert "click" in clicked["message"] and forbidden.hits == []
+    # A broken link (a closed port of an allowed host) is no refusal: the tab shows the browser's error page.
+    c.tool("navigate", sessionId=sid, url=pages.url(f"/attack?to={to}"))
+    broken = c.tool("click", sessionId=sid, selector="#broken")
+    assert broken["navigated"] is True and broken["url"].startswith("chrome-error:"), broken
 
 
 def test_session_narrows_but_never_widens(make_client, session_on, pages, forbidden):

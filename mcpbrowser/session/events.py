@@ -347,11 +347,12 @@ class EventBuffers:
             frame = request.frame
         except Exception:  # a popup's first request comes before its page (requests_of looks it up), a worker's
             frame = None
-        if frame is not None and request.is_navigation_request() and request.redirected_from is None \
-                and frame.parent_frame is None:
+        if frame is not None and request.is_navigation_request() and frame.parent_frame is None:
             tab = self._tab_of(frame.page)
-            if tab is not None:  # a tab made later starts at its first request (page_mark 0)
-                tab.page_mark = self.network_total
+            if tab is not None:
+                tab.document_request = request  # a redirect's next hop too: in flight until it commits or ends
+                if request.redirected_from is None:  # a tab made later starts at its first request (page_mark 0)
+                    tab.page_mark = self.network_total
         entry = {"method": request.method, "url": request.url, "resourceType": request.resource_type,
                  "status": None, "durationMs": None, "failure": None, "blocked": False, "timestamp": now_ms()}
         self._requests[request] = entry
@@ -365,6 +366,13 @@ class EventBuffers:
                 entry["failure"], entry["blocked"] = BLOCKED_FAILURE, True
 
     def _on_request_done(self, request: Any) -> None:
+        if request.is_navigation_request():  # a tab's document that ended without a new document (a download, a 204)
+            try:
+                tab = self._tab_of(request.frame.page)
+            except Exception:  # its frame is gone
+                tab = None
+            if tab is not None and tab.document_request is request:
+                tab.document_request = None
         entry = self._requests.pop(request, None)
         if entry is None:
             return

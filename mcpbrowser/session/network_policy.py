@@ -156,6 +156,14 @@ class NetworkPolicy:
         """Whether this session may request `url` now (its scheme and host); a route asks before it answers."""
         return self.policy.allows(url)
 
+    def shows_refusal(self, url: str, refusals_before: int) -> bool:
+        """Whether a tab at `url` shows the proxy's refusal: a page of a host the policy forbids (plain HTTP), or the
+        browser's error page once the proxy refused more than refusals_before (a tunnel: HTTPS). Another error page
+        (a closed port, a name that does not resolve, a route's abort) is not the policy's."""
+        if url.startswith("chrome-error:"):
+            return self.refusals() > refusals_before
+        return url.split(":", 1)[0] in ("http", "https") and not self.allows(url)
+
     def allows_host(self, host: str) -> bool:
         """Whether this session may reach `host` (a cookie's domain) now."""
         return self.policy.host_allowed(host)

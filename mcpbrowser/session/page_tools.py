@@ -41,6 +41,8 @@ def offering_frames(state: Any) -> tuple[list[tuple[Any, str | None]], int]:
         if frame.is_detached():
             continue
         if not state.network_policy.allows(frame.url):
+            if frame is page.main_frame and frame.url.split(":", 1)[0] not in ("http", "https"):
+                continue  # the browser's error page (a closed port, say): no tools, and no frame left out
             if frame is page.main_frame:  # an action sent the tab there: it shows the proxy's refusal
                 host = urlsplit(frame.url).hostname or frame.url
                 raise DomainNotAllowed(f"{host} is not allowed: its page tools are never called.",

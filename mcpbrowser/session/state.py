@@ -177,7 +177,8 @@ class SessionState(Acting):
         self.answers_first = tool.name in settle.ANSWERS_FIRST and not (response.stores_page
                                                                           and not response.stores_after)
         dialog_before, navigations_before = self.blocker, tab.navigations
-        url_before, tabs_before = tab.page.url, self.tabs_opened
+        url_before, tabs_before, mark_before = tab.page.url, self.tabs_opened, tab.page_mark
+        refusals_before = self.network_policy.refusals()
         started = time.monotonic()
         try:
             tool.handler(self, args, response)
@@ -202,20 +203,23 @@ class SessionState(Acting):
             facts["pageUnresponsive"] = True
         elif stayed and tab.navigations == navigations_before:
             title = settle.settle(self, time.monotonic() - started, self.config.action_timeout / 1000, tabs_before)
+        if stayed and "pageUnresponsive" not in facts and tab.navigations == navigations_before \
+                and tab.page_mark != mark_before:
+            self._await_document(tab, navigations_before)
         if tool.changes_page:
             navigated = self.tab is not tab or tab.navigations != navigations_before
             if "url" not in response.result:
                 facts.update(self._page_state(navigated, None if navigated else title, count=response.stores_after))
                 if not navigated and tab.navigations != navigations_before:
-                    # A navigation the action's timer or response started committed as the answer was read: its load
-                    # is waited for and its title read, as an immediate one's.
+                    # A navigation committed as the answer was read (its request came after the settle's look, a race
+                    # _await_document leaves): its load is waited for and its title read, as an immediate one's.
                     navigated = True
                     facts.update(self._page_state(True, count=response.stores_after))
             if not navigated and tab.page.url != url_before:
                 # The same document at another URL (the History API, a fragment): refs stay valid. A same-document
                 # navigation to the URL it was at (a router pushing the route it shows) changed nothing to tell.
                 facts.update(url=tab.page.url, navigated=False, urlChanged=True)
-            if navigated and self.tab is tab and not self.network_policy.allows(tab.page.url):
+            if navigated and self.tab is tab and self.network_policy.shows_refusal(tab.page.url, refusals_before):
                 # It sent the tab where the policy forbids: the proxy refused the request, as it refuses navigate's.
                 raise self.network_policy.blocked_error(tab.page.url, tool.name)
         facts.update(self._news(dialog_before))
@@ -226,6 +230,18 @@ class SessionState(Acting):
         # A tab that closed itself under its call leaves another current, which the answer names but the call did
         # not touch: its refId stores none (snapshots.capture_snapshot), as after a close that came after the answer.
         self.answered_tab = None if tab not in self.tabs and not tab.closing else self.tab
+
+    def _await_document(self, tab, navigations_before):
+        """A navigation the action's timer or response started is on its way (its document requested during the
+        call, not committed yet: a server that takes its time): wait for it to commit, or to end without a document
+        (a download, a 204), within the action timeout; the answer then tells it as an immediate one's."""
+        deadline = time.monotonic() + self.config.action_timeout / 1000
+        try:
+            while tab.document_request is not None and tab.navigations == navigations_before \
+                    and self.blocker is None and time.monotonic() < deadline:
+                tab.page.wait_for_timeout(20)  # the page's events come meanwhile
+        except Exception as exc:  # the page closed or crashed: the answer says where the session is
+            log.debug("navigation after action not awaited", extra={"session": self.session_id, "error": str(exc)})
 
     def _news(self, dialog_before):
         """What the pages did that the agent was not told yet, each told once: a dialog that opened during the

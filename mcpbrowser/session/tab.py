@@ -31,6 +31,7 @@ class Tab:
         self.cdp_session = None   # its CDP session, once opened (cdp)
         self.log_pages: set = set()  # keys of the pages whose log entries are its (EventBuffers.key): its own, replaced
         self.page_mark = 0        # the session's request count when its page's document was requested
+        self.document_request: Any = None  # its main frame's document request in flight, until it commits or ends
 
     def cdp(self):
         """Its CDP session, opened on first use (the opener opens the first tab's ahead: navigate's title)."""
@@ -43,4 +44,5 @@ class Tab:
         same document at another URL (the History API, a fragment) keeps them (the call's end compares the URL)."""
         if not new_document:
             return
+        self.document_request = None
         self.navigations, self.looping, self.refs = self.navigations + 1, False, frozenset()
