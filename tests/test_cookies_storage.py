@@ -26,6 +26,10 @@ class Site(HtmlHandler):
                                                          ("Set-Cookie", f"prefs={PREFS}; HttpOnly; Path=/")])
         if self.path == "/login2":
             return self._send(200, "<title>In</title>", [("Set-Cookie", f"session2={NAMED}; Path=/")])
+        if self.path == "/flood":  # a page's own storage: 250 entries, and a name of 1,000 characters
+            return self._send(200, "<title>Flood</title><script>for (let i = 0; i < 250; i++) "
+                                   "localStorage.setItem('k' + i, 'v'); sessionStorage.setItem('K'.repeat(1000), 'v')"
+                                   "</script>")
         if self.path == "/away":  # a link to a host the module's server forbids
             return self._send(200, f"<title>Away</title><a id=go href='http://localhost:{self.server.server_port}/show'>"
                                    "go</a>")
@@ -108,6 +112,11 @@ def test_a_forbidden_origins_storage_is_not_touched_and_a_long_value_is_listed_s
     listed = client.tool("storage", sessionId=sid)["entries"]
     assert listed == [{"name": "big", "value": "x" * 500 + "…[4500 more characters]"}], str(listed)[:300]
     assert client.tool("storage", sessionId=sid, name="big")["entries"] == [{"name": "big", "value": "x" * 5000}]
+    client.tool("navigate", sessionId=sid, url=url + "/flood")
+    flood = client.tool("storage", sessionId=sid)
+    assert len(flood["entries"]) == 200 and flood["count"] == 251 and "51 more" in flood["truncated"], flood["count"]
+    (long,) = client.tool("storage", sessionId=sid, kind="session")["entries"]
+    assert long["name"] == "K" * 500 + "…[500 more characters]", long["name"][-40:]
     client.tool("navigate", sessionId=sid, url=url + "/away")
     assert client.error("click", sessionId=sid, selector="#go")["errorCode"] == "DOMAIN_NOT_ALLOWED"
     for args in ({"action": "set", "name": "planted", "value": "v"}, {}, {"action": "delete", "name": "planted"}):

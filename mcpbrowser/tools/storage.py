@@ -14,7 +14,8 @@ from mcpbrowser.tools.base import SessionTool, session_schema
 
 ACTION = {"type": "string", "enum": ["list", "set", "delete"]}
 NAME = {"type": "string", "minLength": 1}
-VALUE_CHARS = 500  # a value as a list shows it; asked for by name, whole
+VALUE_CHARS = 500  # a value (or a name) as a list shows it; asked for by name, whole
+MAX_ENTRIES = 200  # storage entries a list shows (a page may keep thousands)
 COOKIE_FIELDS = ("name", "value", "domain", "path", "expires", "httpOnly", "secure", "sameSite")
 # What a listed cookie leaves out when it is so (an agent pays for each of five cookies' eight fields): the root path,
 # a session cookie (expires -1), not HttpOnly, not Secure, SameSite Lax.
@@ -130,9 +131,16 @@ def storage(state, args, response):
         response.answer({"deleted": int(present), "kind": kind, "origin": where})
         return
     items = [item for item in store.items() if "name" not in args or item["name"] == args["name"]]
-    shown = [_shown(state, response, {"name": i["name"], "value": i["value"]}, _is_secret(i["name"]), "name" in args)
-             for i in items]
-    response.answer({"entries": shown, "count": len(shown), "kind": kind, "origin": where})
+    named = "name" in args
+    shown = [_shown(state, response, {"name": i["name"] if named else clip(i["name"], VALUE_CHARS),
+                                      "value": i["value"]}, _is_secret(i["name"]), named) for i in items[:MAX_ENTRIES]]
+    # A page's flood of entries: the first MAX_ENTRIES listed; the rest's secrets still known to the book.
+    snapshots.learn_secrets(state, tuple(i["value"] for i in items[MAX_ENTRIES:]
+                                         if i["value"] and _is_secret(i["name"])))
+    out = {"entries": shown, "count": len(items), "kind": kind, "origin": where}
+    if len(items) > MAX_ENTRIES:
+        out["truncated"] = f"{len(items) - MAX_ENTRIES} more entries: storage with a name reads one"
+    response.answer(out)
 
 
 TOOLS = [
