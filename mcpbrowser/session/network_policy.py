@@ -162,6 +162,10 @@ class NetworkPolicy:
         (a closed port, a name that does not resolve, a route's abort) is not the policy's."""
         if url.startswith("chrome-error:"):
             return self.refusals() > refusals_before
+        return self.forbids_page(url)
+
+    def forbids_page(self, url: str) -> bool:
+        """Whether `url` is a web page of a host this session may not reach (a tab there shows the proxy's refusal)."""
         return url.split(":", 1)[0] in ("http", "https") and not self.allows(url)
 
     def allows_host(self, host: str) -> bool:

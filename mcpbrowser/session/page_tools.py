@@ -20,7 +20,7 @@ NOT_ENABLED = "WebMCP is not enabled"
 # What a load's answer says of the page's own tools: their names and argument names, identifiers alone (a page
 # writes them; Chromium already refuses other tool names), at most ANNOUNCED of them.
 ANNOUNCED = 12
-_IDENTIFIER = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+IDENTIFIER = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 class WebMcpOff(Exception):
@@ -41,13 +41,12 @@ def offering_frames(state: Any) -> tuple[list[tuple[Any, str | None]], int]:
         if frame.is_detached():
             continue
         if not state.network_policy.allows(frame.url):
-            if frame is page.main_frame and frame.url.split(":", 1)[0] not in ("http", "https"):
-                continue  # the browser's error page (a closed port, say): no tools, and no frame left out
-            if frame is page.main_frame:  # an action sent the tab there: it shows the proxy's refusal
-                host = urlsplit(frame.url).hostname or frame.url
+            if frame is page.main_frame and state.network_policy.forbids_page(frame.url):  # an action sent it there
+                host = urlsplit(frame.url).hostname
                 raise DomainNotAllowed(f"{host} is not allowed: its page tools are never called.",
                                        session_id=state.session_id, details={"domain": host})
-            left_out += 1
+            if frame is not page.main_frame:  # the main frame's: the browser's error page (a closed port, say)
+                left_out += 1
             continue
         kept.append((frame, None if frame is page.main_frame else origin(frame.url)))
     return kept, left_out
@@ -126,7 +125,7 @@ def announced(answer: Any) -> str | None:
 
 def _signature(tool: dict[str, Any]) -> str | None:
     name = str(tool.get("name", ""))
-    if not _IDENTIFIER.fullmatch(name):
+    if not IDENTIFIER.fullmatch(name):
         return None
     declared = tool.get("inputSchema")
     declared = declared if isinstance(declared, dict) else {}
@@ -134,7 +133,7 @@ def _signature(tool: dict[str, Any]) -> str | None:
     required = declared.get("required")
     required = required if isinstance(required, list) else []
     args = [arg if arg in required else arg + "?" for arg in (properties if isinstance(properties, dict) else {})
-            if isinstance(arg, str) and _IDENTIFIER.fullmatch(arg)]
+            if isinstance(arg, str) and IDENTIFIER.fullmatch(arg)]
     return f"{name}({', '.join(args)})"
 
 

@@ -82,11 +82,14 @@ def _called(state, args, response, timeout):
     declared = next(t for t in registered if str(t.get("name")) == name).get("inputSchema")
     tool_input = {**(args.get("input") or {}), **_secret_inputs(state, args, declared, response)}
     required = declared.get("required") if isinstance(declared, dict) else None
-    missing = [str(k) for k in required if k not in tool_input] if isinstance(required, list) else []
+    missing = [k for k in required if k not in tool_input] if isinstance(required, list) else []
     if missing:  # the page's own schema says so; the page would be called with undefined
+        # The page writes these names: identifiers alone are named in our words, the rest counted.
+        named = [k for k in missing if isinstance(k, str) and page_tools.IDENTIFIER.fullmatch(k)]
+        more = f" and {len(missing) - len(named)} more" if len(named) < len(missing) else ""
         raise InvalidParameters(f"The page tool {clip(name, NAME_CHARS)!r} needs input "
-                                f"{clip(', '.join(missing), NAME_CHARS)} (its untrustedInputSchema's required).",
-                                session_id=state.session_id, details={"field": "input"})
+                                f"{clip(', '.join(named), NAME_CHARS) or 'fields'}{more} (its untrustedInputSchema's "
+                                "required).", session_id=state.session_id, details={"field": "input"})
     tab, navigations = state.tab, state.tab.navigations
     try:
         value = state.act(frame.webmcp, "call_tool", name=name, input=tool_input, timeout=timeout)

@@ -111,7 +111,7 @@ def storage(state, args, response):
     if origin.scheme not in ("http", "https"):
         raise InvalidParameters(f"The current page ({state.tab.page.url[:40]}) has no origin with storage: navigate "
                                 "to the site first.", details={"url": state.tab.page.url[:200]})
-    if not state.network_policy.allows(state.tab.page.url):  # a click sent the tab there: it shows the refusal
+    if state.network_policy.forbids_page(state.tab.page.url):  # a click sent the tab there: it shows the refusal
         raise DomainNotAllowed(f"{origin.hostname} is not allowed: its storage is neither read nor written.",
                                session_id=state.session_id, details={"domain": origin.hostname})
     kind = args.get("kind", "local")
